@@ -1,0 +1,57 @@
+"""Information measures of a mapping on a prior, in bits.
+
+All functions take the joint prior ``p_ac`` of shape ``(n_private, n_inputs)``
+(non-negative, summing to 1) and a row-stochastic mapping ``q`` of shape
+``(n_inputs, n_outputs)`` with ``q[c, c_hat] = P(C_hat = c_hat | C = c)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def joint_output(p_ac: np.ndarray, q) -> np.ndarray:
+    """p(a, c_hat) = sum_c p(a, c) q(c_hat | c); shape ``(n_private, n_outputs)``.
+
+    ``q`` may be a dense array or a scipy sparse matrix.
+    """
+    return np.asarray((q.T @ np.asarray(p_ac, dtype=float).T).T)
+
+
+def mutual_information_bits(p_joint: np.ndarray) -> float:
+    """I(A; X) in bits for a joint distribution ``p_joint`` of shape ``(n_a, n_x)``.
+
+    Zero cells contribute nothing (0 log 0 = 0). The result is clipped at 0 to
+    remove negative round-off.
+    """
+    p = np.asarray(p_joint, dtype=float)
+    total = p.sum()
+    if total <= 0:
+        raise ValueError("joint distribution has no mass")
+    p = p / total
+    pa = p.sum(axis=1, keepdims=True)
+    px = p.sum(axis=0, keepdims=True)
+    denom = pa @ px
+    mask = p > 0
+    value = float(np.sum(p[mask] * np.log2(p[mask] / denom[mask])))
+    return max(value, 0.0)
+
+
+def leakage_bits(p_ac: np.ndarray, q) -> float:
+    """Leakage J = I(A; C_hat) in bits of mapping ``q`` applied to prior ``p_ac``."""
+    return mutual_information_bits(joint_output(p_ac, q))
+
+
+def expected_distortion(p_c: np.ndarray, q, distortion: np.ndarray) -> float:
+    """E d(C, C_hat) = sum_{c, c_hat} p(c) q(c_hat|c) d(c, c_hat).
+
+    ``p_c`` has shape ``(n_inputs,)``; ``distortion`` has shape ``(n_inputs, n_outputs)``.
+    Entries of ``distortion`` that are ``inf`` (forbidden transitions) count only
+    where ``q`` puts mass on them, which makes the result ``inf``.
+    """
+    p_c = np.asarray(p_c, dtype=float)
+    if hasattr(q, "multiply"):  # scipy sparse: touch only stored entries
+        coo = q.tocoo()
+        return float(np.sum(p_c[coo.row] * coo.data * distortion[coo.row, coo.col]))
+    q = np.asarray(q, dtype=float)
+    d = np.where(q > 0, distortion, 0.0)
+    return float(np.sum(p_c[:, None] * q * d))

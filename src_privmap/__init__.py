@@ -1,0 +1,1 @@
+"""privmap: privacy-preserving mappings against inference attacks (see privmap.offline, privmap.device)."""
