@@ -1,0 +1,308 @@
+"""Loading a signed bundle and releasing sanitized rows from it."""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from types import MappingProxyType
+
+from ._codec import decode_envelope, decode_payload
+from ._errors import (
+    BundleError,
+    BundleFormatError,
+    BundleSignatureError,
+    BundleTooLargeError,
+    ExpiredBundleError,
+    InputError,
+    MetricsError,
+    RollbackError,
+)
+from ._keyring import Keyring
+from ._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK, table_leakage_bits
+from ._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM, Limits
+from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
+from ._sampler import draw_bits, resolve_rng, sample_row
+from ._schema import parse_body, parse_header
+
+__all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage"]
+
+_DEFAULT_LIMITS = Limits()
+#: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
+FAST_PATH_MIN_WORK = 20000
+_ENVELOPE_FIELDS = 5
+
+
+class Bundle:
+    """A verified, validated bundle. Built only by :func:`load_bundle`; read-only.
+
+    Attributes (all read-only)
+    --------------------------
+    version, issued_at, expires : int
+        Bundle version (1..2**63-1) and validity window (unix seconds).
+    mechanism : str
+        ``"quantized"`` (nearest input representative) or ``"exact"`` (exact tuple match).
+    metric : str
+        ``"l2"``, ``"l1"``, ``"hamming"`` or ``"erasures"``.
+    features : tuple[Feature, ...]
+        The d features, in cell order.
+    private_name : str; classes : tuple[str, ...]
+        The private attribute and its |A| classes.
+    inputs : tuple of K_in tuples of d cells; outputs : tuple of K_out tuples of d cells
+        Cells as stored in the bundle: numbers for numeric features, category indexes for
+        categorical ones, ``None`` for erased output cells.
+    bits : int
+        B: every table row's weights sum to 2**B.
+    index, weight : tuple of K_in tuples of int
+        Sparse table rows: ``P(output index[c][t] | input c) = weight[c][t] / 2**B``.
+    prior : tuple of |A| tuples of K_in floats
+        p(a, c), from which anyone can recompute the declared leakage.
+    metrics : mapping str -> number; provenance : mapping str -> str | int
+    sha256 : str
+        Hex sha256 of the whole bundle bytes (envelope included); ``data`` holds those bytes.
+    key_id : str
+        Hex key id (sha256 of the raw public key) of the trusted key that signed it.
+    """
+
+    __slots__ = (
+        "version", "issued_at", "expires", "mechanism", "metric", "features", "private_name",
+        "classes", "inputs", "outputs", "bits", "index", "weight", "prior", "metrics",
+        "provenance", "sha256", "key_id", "data",
+        "_modes", "_canonical_inputs", "_exact", "_array", "_frozen",
+    )
+
+    def __init__(self, *, _token=None, **fields):
+        if _token is not _CONSTRUCT:
+            raise TypeError("Bundle objects are created by load_bundle()")
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+        features = fields["features"]
+        object.__setattr__(self, "_modes", distance_modes(features, fields["metric"]))
+        reps = tuple(canonical(row, features) for row in fields["inputs"])
+        object.__setattr__(self, "_canonical_inputs", reps)
+        exact = None
+        if fields["mechanism"] == "exact":
+            exact = {}
+            for c, rep in enumerate(reps):
+                if rep in exact:
+                    raise BundleFormatError("exact mechanism: input tuples must be distinct")
+                exact[rep] = c
+        object.__setattr__(self, "_exact", exact)
+        object.__setattr__(self, "_array", None)
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Bundle is read-only")
+
+    def __delattr__(self, name):
+        raise AttributeError("Bundle is read-only")
+
+    def __repr__(self) -> str:
+        return (f"<Bundle version={self.version} mechanism={self.mechanism} metric={self.metric} "
+                f"K_in={len(self.inputs)} K_out={len(self.outputs)} sha256={self.sha256[:16]}>")
+
+    # -- lookups ------------------------------------------------------------------------------
+
+    def lookup(self, row) -> int:
+        """Input index (0..K_in-1) of ``row``: nearest representative (quantized; ties to the
+        lowest index) or the equal tuple (exact). Raises :class:`InputError`."""
+        x = parse_row(row, self.features)
+        if self._exact is not None:
+            c = self._exact.get(x)
+            if c is None:
+                raise InputError("row is not one of the bundle's input tuples (exact mechanism)")
+            return c
+        return self._nearest(x)
+
+    def _nearest(self, x) -> int:
+        reps = self._canonical_inputs
+        if len(reps) * len(x) >= FAST_PATH_MIN_WORK:
+            array = self._array
+            if array is None:
+                try:
+                    import numpy  # fast path
+                except ImportError:
+                    array = False
+                else:
+                    array = numpy.array(reps, dtype=numpy.float64).reshape(len(reps), len(x))
+                object.__setattr__(self, "_array", array)
+            if array is not False:
+                return nearest_numpy(array, self._modes, x)
+        return nearest_pure(reps, self._modes, x)
+
+    def release_index(self, row, *, rng=None) -> int:
+        """Sampled output index (0..K_out-1) for ``row``: looks up its input c, draws B bits from
+        the OS CSPRNG (or the test source in ``rng``), returns the first output of row c whose
+        running weight total exceeds the draw. Raises InputError, RandomnessError, TypeError."""
+        source = resolve_rng(rng)
+        c = self.lookup(row)
+        r = draw_bits(source, self.bits)
+        return sample_row(self.index[c], self.weight[c], r)
+
+    def representative(self, j: int) -> list:
+        """Released cells of output ``j``: numbers for numeric features (int for integer ones),
+        category strings for categorical ones, ``None`` for erased cells."""
+        if type(j) is not int or not 0 <= j < len(self.outputs):
+            raise IndexError("output index out of range")
+        cells = []
+        for cell, feature in zip(self.outputs[j], self.features):
+            if cell is None:
+                cells.append(None)
+            elif feature.kind == "categorical":
+                cells.append(feature.values[cell])
+            elif feature.integer:
+                cells.append(int(cell))
+            else:
+                cells.append(float(cell))
+        return cells
+
+    def sanitize(self, row, *, rng=None) -> list:
+        """The released row for ``row``: the representative of a sampled output (list of d cells).
+
+        The raw row never leaves this method. On any error (InputError, RandomnessError) nothing
+        is released.
+        """
+        return self.representative(self.release_index(row, rng=rng))
+
+
+_CONSTRUCT = object()
+
+
+def recompute_leakage_bits(bundle: Bundle) -> float:
+    """I(A; C_hat) in bits of ``bundle``'s integer table on its bundled prior (pure Python)."""
+    return table_leakage_bits(bundle.prior, bundle.index, bundle.weight, bundle.bits)
+
+
+def check_declared_leakage(declared: float, computed: float) -> None:
+    """Raise :class:`MetricsError` if ``declared`` is below ``computed`` beyond round-off slack."""
+    slack = max(LEAKAGE_RELATIVE_SLACK * abs(computed), LEAKAGE_ABSOLUTE_SLACK)
+    if declared < computed - slack:
+        raise MetricsError(
+            f"declared leakage_bits {declared!r} is below the table's leakage {computed!r}")
+
+
+def _now(now) -> float:
+    if now is None:
+        return time.time()
+    if type(now) not in (int, float) or not math.isfinite(now):
+        raise TypeError("now must be None or a finite number of unix seconds")
+    return now
+
+
+def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
+                limits: Limits = _DEFAULT_LIMITS) -> Bundle:
+    """Verify and load a bundle from its bytes.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The whole bundle file (envelope). Copied once; everything is parsed from that copy.
+    keyring : Keyring
+        The pinned trusted keys. The envelope's key id only selects one of them.
+    now : int | float | None
+        Current time in unix seconds (read once); ``None`` reads the system clock.
+    min_version : int
+        Smallest acceptable bundle ``version`` (for example the installed bundle's version).
+    limits : Limits
+        Resource limits.
+
+    Checks, in order: size (BundleTooLargeError); envelope msgpack and shape, format version
+    (BundleFormatError); algorithm, key id pinned, signature length, Ed25519 signature over
+    ``DOMAIN_TAG + payload`` (BundleSignatureError) -- all before the payload is decoded; payload
+    msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
+    (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
+    (ExpiredBundleError); cells, table (TableError), prior, metrics and provenance; declared
+    leakage not below the table's (MetricsError). Returns the :class:`Bundle` only if all pass.
+    """
+    if not isinstance(keyring, Keyring):
+        raise TypeError("keyring must be a privmap.device.Keyring")
+    if not isinstance(limits, Limits):
+        raise TypeError("limits must be a privmap.device.Limits")
+    if type(min_version) is not int or min_version < 1:
+        raise ValueError("min_version must be an int >= 1")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError("data must be bytes")
+    clock = _now(now)
+    if isinstance(data, memoryview):
+        if data.nbytes > limits.max_bundle_bytes:
+            raise BundleTooLargeError(f"bundle is larger than {limits.max_bundle_bytes} bytes")
+    elif len(data) > limits.max_bundle_bytes:
+        raise BundleTooLargeError(f"bundle is larger than {limits.max_bundle_bytes} bytes")
+    data = bytes(data)  # one immutable copy: what is verified is what is parsed
+    if not data:
+        raise BundleFormatError("empty bundle")
+
+    envelope = decode_envelope(data, limits)
+    if type(envelope) is not list or len(envelope) != _ENVELOPE_FIELDS:
+        raise BundleFormatError("envelope must be an array [format, alg, key_id, signature, payload]")
+    fmt, alg, key_id, signature, payload = envelope
+    if type(fmt) is not int or fmt != FORMAT_VERSION:
+        raise BundleFormatError(f"unsupported envelope format (this runtime reads {FORMAT_VERSION})")
+    if type(alg) is not str or alg != SIGNATURE_ALGORITHM:
+        raise BundleSignatureError(f"unsupported signature algorithm (only {SIGNATURE_ALGORITHM!r})")
+    if type(key_id) is not bytes or len(key_id) != 32:
+        raise BundleSignatureError("key id must be 32 bytes")
+    if key_id not in keyring:
+        raise BundleSignatureError("bundle is signed by a key that is not trusted")
+    if type(signature) is not bytes or len(signature) != 64:
+        raise BundleSignatureError("missing or malformed signature (must be 64 bytes)")
+    if type(payload) is not bytes:
+        raise BundleFormatError("payload must be bytes")
+    if not keyring.verify(key_id, signature, DOMAIN_TAG + payload):
+        raise BundleSignatureError("signature does not verify")
+
+    obj = decode_payload(payload, limits)
+    version, issued_at, expires = parse_header(obj)
+    if version < min_version:
+        raise RollbackError(f"bundle version {version} is below the minimum {min_version}")
+    if expires <= clock:
+        raise ExpiredBundleError("bundle has expired")
+    body = parse_body(obj, limits)
+    bundle = Bundle(
+        _token=_CONSTRUCT,
+        version=version,
+        issued_at=issued_at,
+        expires=expires,
+        mechanism=body["mechanism"],
+        metric=body["metric"],
+        features=body["features"],
+        private_name=body["private_name"],
+        classes=body["classes"],
+        inputs=body["inputs"],
+        outputs=body["outputs"],
+        bits=body["bits"],
+        index=body["index"],
+        weight=body["weight"],
+        prior=body["prior"],
+        metrics=MappingProxyType(body["metrics"]),
+        provenance=MappingProxyType(body["provenance"]),
+        sha256=hashlib.sha256(data).hexdigest(),
+        key_id=key_id.hex(),
+        data=data,
+    )
+    try:
+        computed = recompute_leakage_bits(bundle)
+    except (ValueError, ArithmeticError):
+        raise MetricsError("cannot recompute the leakage from the prior and table") from None
+    check_declared_leakage(bundle.metrics["leakage_bits"], computed)
+    return bundle
+
+
+def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,
+                     limits: Limits = _DEFAULT_LIMITS) -> Bundle:
+    """Read a bundle file once (at most ``limits.max_bundle_bytes + 1`` bytes) and load it.
+
+    The bytes read are the bytes verified and parsed (a file swapped afterwards changes nothing).
+    Raises :class:`BundleTooLargeError` for a larger file or endless stream, :class:`BundleError`
+    if the file cannot be read, and whatever :func:`load_bundle` raises.
+    """
+    if not isinstance(limits, Limits):
+        raise TypeError("limits must be a privmap.device.Limits")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limits.max_bundle_bytes + 1)
+    except OSError as exc:
+        raise BundleError(f"cannot read bundle file {os.fspath(path)!r}: {exc.strerror}") from None
+    if len(data) > limits.max_bundle_bytes:
+        raise BundleTooLargeError(f"bundle file is larger than {limits.max_bundle_bytes} bytes")
+    return load_bundle(data, keyring, now=now, min_version=min_version, limits=limits)

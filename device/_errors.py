@@ -1,0 +1,80 @@
+"""Typed errors of the device runtime: one base class, subclasses by what went wrong.
+
+Every error the runtime raises on purpose is a :class:`PrivmapDeviceError`. Whenever one is
+raised, nothing is released: no bundle is returned by the loader and no cell by ``sanitize``.
+
+Messages never contain the user's raw cells (they name the feature and the rule broken only),
+and errors raised while parsing a row are raised ``from None`` so that no chained exception
+carries a raw value either.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "PrivmapDeviceError",
+    "BundleError",
+    "BundleTooLargeError",
+    "BundleFormatError",
+    "WrongTypeError",
+    "BundleSignatureError",
+    "ExpiredBundleError",
+    "RollbackError",
+    "TableError",
+    "MetricsError",
+    "KeyringError",
+    "InputError",
+    "RandomnessError",
+]
+
+
+class PrivmapDeviceError(Exception):
+    """Base class of every error the device runtime raises on purpose."""
+
+
+class BundleError(PrivmapDeviceError):
+    """A bundle was refused. Subclasses say why; the bundle is not loaded."""
+
+
+class BundleTooLargeError(BundleError):
+    """The bundle is larger than ``Limits.max_bundle_bytes`` (checked before any parsing)."""
+
+
+class BundleFormatError(BundleError):
+    """Bytes that are not a well-formed bundle: msgpack errors, limits, trailing bytes,
+    duplicate or unknown keys, wrong types, unsupported format or schema version."""
+
+
+class WrongTypeError(BundleFormatError):
+    """A correctly signed artifact whose payload ``type`` is not ``"privmap/bundle"``."""
+
+
+class BundleSignatureError(BundleError):
+    """Missing, malformed or invalid signature; unsupported algorithm; key id not pinned."""
+
+
+class ExpiredBundleError(BundleError):
+    """The bundle's ``expires`` is at or before the current time."""
+
+
+class RollbackError(BundleError):
+    """The bundle's ``version`` is below the minimum version the caller accepts."""
+
+
+class TableError(BundleError):
+    """The sampling table is malformed: shape, index range, order, weights, row sums."""
+
+
+class MetricsError(BundleError):
+    """The declared metrics contradict the bundle (declared leakage below the table's)."""
+
+
+class KeyringError(PrivmapDeviceError):
+    """A trusted key could not be provisioned (bad encoding, small or mixed order, private key)."""
+
+
+class InputError(PrivmapDeviceError):
+    """The user's row is unusable: wrong length, type, non-finite, out of domain, or (exact
+    mechanism) not one of the bundle's input tuples."""
+
+
+class RandomnessError(PrivmapDeviceError):
+    """The randomness source failed (raised, would block, or returned an invalid value)."""

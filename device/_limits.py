@@ -1,0 +1,85 @@
+"""Format constants and resource limits of the bundle format (see docs/bundle-format.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SIGNATURE_ALGORITHM",
+    "DOMAIN_TAG",
+    "PAYLOAD_TYPE",
+    "SCHEMA_VERSION",
+    "MAX_VERSION",
+    "MAX_BUNDLE_BYTES",
+    "Limits",
+]
+
+#: Envelope format version (first element of the envelope array).
+FORMAT_VERSION = 1
+#: The one supported signature algorithm (second element of the envelope array).
+SIGNATURE_ALGORITHM = "ed25519"
+#: Domain-separation tag prepended to the payload bytes before signing / verifying.
+DOMAIN_TAG = b"privmap-bundle-v1\x00"
+#: Value of the payload's ``type`` field.
+PAYLOAD_TYPE = "privmap/bundle"
+#: Value of the payload's ``schema_version`` field.
+SCHEMA_VERSION = 1
+#: Largest allowed bundle ``version`` (versions are 1 .. 2**63 - 1).
+MAX_VERSION = 2**63 - 1
+#: Default cap on the size of a whole bundle file, in bytes (64 MiB).
+MAX_BUNDLE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits applied while loading a bundle. All counts are items, sizes are bytes.
+
+    The defaults are also the ceilings: a caller may tighten any limit (``Limits(max_inputs=500)``)
+    but not loosen it; a value above the default, below 1, or not an ``int`` raises ``ValueError``.
+
+    Attributes
+    ----------
+    max_bundle_bytes : int
+        Size cap of the whole bundle (envelope + payload), bytes. Checked before parsing;
+        ``read_bundle_file`` reads at most this plus one byte.
+    max_inputs : int
+        Largest K_in (input representatives / rows of the table).
+    max_outputs : int
+        Largest K_out (released representatives).
+    max_features : int
+        Largest d (cells per row).
+    max_categories : int
+        Largest number of values of one categorical feature.
+    max_classes : int
+        Largest |A| (private classes; rows of the prior).
+    max_string_bytes : int
+        Longest string anywhere in the payload, bytes of UTF-8.
+    max_map_entries : int
+        Largest ``metrics`` or ``provenance`` map.
+    max_bits : int
+        Largest table denominator exponent B (weights sum to 2**B); hard ceiling 32.
+    """
+
+    max_bundle_bytes: int = MAX_BUNDLE_BYTES
+    max_inputs: int = 1 << 20
+    max_outputs: int = 1 << 20
+    max_features: int = 4096
+    max_categories: int = 65536
+    max_classes: int = 4096
+    max_string_bytes: int = 4096
+    max_map_entries: int = 256
+    max_bits: int = 32
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if type(value) is not int:
+                raise ValueError(f"Limits.{f.name} must be an int, got {type(value).__name__}")
+            if value < 1 or value > f.default:
+                raise ValueError(f"Limits.{f.name} must be in 1..{f.default} (limits can only be tightened)")
+
+    @property
+    def max_array_len(self) -> int:
+        """Longest msgpack array accepted anywhere in a payload."""
+        return max(self.max_inputs, self.max_outputs, self.max_features,
+                   self.max_categories, self.max_classes)
