@@ -1,0 +1,34 @@
+"""privmap offline builder: learn a privacy-preserving mapping and write a signed bundle.
+
+The operator's side of privmap (numpy, scipy, cvxpy, scikit-learn, click). The
+pieces, in the order a build runs them:
+
+- :func:`load_dataset` reads and validates a labelled CSV (:class:`Dataset`);
+- :func:`quantize` clusters public data into domain-valid representatives;
+- :func:`joint_prior` estimates p(a, c);
+- :func:`perfect_privacy_distortion` gives the least distortion with zero leakage;
+- :func:`solve` solves program (19), min I(A; C^) s.t. E d(C, C^) <= Delta;
+- :func:`compress` rounds the table to integer rows summing to 2^B;
+- :func:`build` runs them all into a payload; the CLI (``privmap``) signs and writes it.
+
+Every error raised on purpose is a :class:`BuildError`.
+"""
+from ._compress import CompressedTable, compress
+from ._dataset import Dataset, load_dataset
+from ._distortion import nearest, pairwise
+from ._errors import BuildError, DatasetError, InfeasibleError, SolverError
+from ._information import expected_distortion, leakage_bits, mutual_information_bits
+from ._perfect import perfect_privacy_distortion
+from ._pipeline import Build, BuildOptions, build
+from ._prior import joint_prior
+from ._quantize import Quantization, quantize
+from ._result import SolveResult
+from ._solve import solve
+
+__all__ = [
+    "solve", "SolveResult", "build", "Build", "BuildOptions",
+    "load_dataset", "Dataset", "quantize", "Quantization", "joint_prior", "pairwise", "nearest",
+    "perfect_privacy_distortion", "compress", "CompressedTable",
+    "leakage_bits", "mutual_information_bits", "expected_distortion",
+    "BuildError", "DatasetError", "SolverError", "InfeasibleError",
+]
