@@ -68,7 +68,7 @@ class Bundle:
         "version", "issued_at", "expires", "mechanism", "metric", "features", "private_name",
         "classes", "inputs", "outputs", "bits", "index", "weight", "prior", "metrics",
         "provenance", "sha256", "key_id", "data",
-        "_modes", "_canonical_inputs", "_exact", "_array", "_frozen",
+        "_modes", "_canonical_inputs", "_exact", "_array",
     )
 
     def __init__(self, *, _token=None, **fields):
@@ -89,7 +89,6 @@ class Bundle:
                 exact[rep] = c
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_array", None)
-        object.__setattr__(self, "_frozen", True)
 
     def __setattr__(self, name, value):
         raise AttributeError("Bundle is read-only")
@@ -144,8 +143,11 @@ class Bundle:
         category strings for categorical ones, ``None`` for erased cells."""
         if type(j) is not int or not 0 <= j < len(self.outputs):
             raise IndexError("output index out of range")
+        return self._decode(self.outputs[j])
+
+    def _decode(self, row) -> list:
         cells = []
-        for cell, feature in zip(self.outputs[j], self.features):
+        for cell, feature in zip(row, self.features):
             if cell is None:
                 cells.append(None)
             elif feature.kind == "categorical":
@@ -155,6 +157,23 @@ class Bundle:
             else:
                 cells.append(float(cell))
         return cells
+
+    def input_row(self, c: int) -> list:
+        """Cells of input representative ``c`` as a row would give them: numbers for numeric
+        features (int for integer ones) and category strings for categorical ones."""
+        if type(c) is not int or not 0 <= c < len(self.inputs):
+            raise IndexError("input index out of range")
+        return self._decode(self.inputs[c])
+
+    @property
+    def input_cells(self) -> tuple:
+        """All K_in input representatives decoded as by :meth:`input_row` (tuple of tuples)."""
+        return tuple(tuple(self._decode(row)) for row in self.inputs)
+
+    @property
+    def output_cells(self) -> tuple:
+        """All K_out released representatives decoded as by :meth:`representative`."""
+        return tuple(tuple(self._decode(row)) for row in self.outputs)
 
     def sanitize(self, row, *, rng=None) -> list:
         """The released row for ``row``: the representative of a sampled output (list of d cells).

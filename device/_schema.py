@@ -273,6 +273,10 @@ def parse_body(obj: dict, limits: Limits) -> dict:
     features = tuple(_feature(spec, i, limits) for i, spec in enumerate(specs))
     if len({f.name for f in features}) != len(features):
         _fail("feature names must be unique")
+    if metric == "erasures" and mechanism != "exact":
+        _fail("metric 'erasures' is only allowed with mechanism 'exact'")
+    if mechanism == "quantized" and metric in ("l1", "l2") and any(f.categorical for f in features):
+        _fail("quantized l1/l2 bundles need numeric features only (use 'hamming' for categories)")
     private = _closed_map(obj["private"], PRIVATE_KEYS, "private")
     private_name = _string(private["name"], "private.name", limits)
     classes = _unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits)
