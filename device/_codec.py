@@ -3,7 +3,7 @@
 Each is exactly one ``msgpack.unpackb`` call over an in-memory ``bytes`` object, with tight
 limits, no ext types (``max_ext_len=0`` also refuses the built-in Timestamp ext), string map keys
 only (``strict_map_key``), duplicate keys refused (``object_pairs_hook``) and trailing bytes
-refused (``ExtraData``). No streaming ``Unpacker`` is used anywhere in the device runtime.
+refused (``ExtraData``). No streaming unpacker object is used anywhere in the device runtime.
 """
 from __future__ import annotations
 
