@@ -53,7 +53,12 @@ def _bad(position: int, feature, rule: str):
 
 
 def _numeric(value, position, feature):
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is float:
+        number = value
+    elif kind is int:
+        number = value
+    elif isinstance(value, str):
         text = value.strip()
         if len(text) > _MAX_CELL_STRING or not _DECIMAL.match(text):
             _bad(position, feature, "not a decimal number")
@@ -89,12 +94,15 @@ def parse_row(row, features) -> tuple:
     category strings. Raises :class:`InputError` (never echoing a raw value).
     """
     d = len(features)
-    if isinstance(row, (str, bytes, bytearray, memoryview, Mapping, Set)) or row is None:
+    if type(row) is list or type(row) is tuple:
+        cells = row
+    elif isinstance(row, (str, bytes, bytearray, memoryview, Mapping, Set)) or row is None:
         raise InputError(f"a row is a sequence of {d} cells")
-    try:
-        cells = list(islice(iter(row), d + 1))
-    except TypeError:
-        raise InputError(f"a row is a sequence of {d} cells") from None
+    else:
+        try:
+            cells = list(islice(iter(row), d + 1))
+        except TypeError:
+            raise InputError(f"a row is a sequence of {d} cells") from None
     if len(cells) != d:
         raise InputError(f"a row has exactly {d} cells")
     out = []
