@@ -1,0 +1,116 @@
+"""The device runtime runs with msgpack and cryptography alone."""
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+from conftest import NOW, raw_public, with_leakage
+
+import privmap.device as device
+
+DEVICE_DIR = pathlib.Path(device.__file__).resolve().parent
+FORBIDDEN = ("numpy", "scipy", "cvxpy", "sklearn", "click", "pandas", "matplotlib", "privmap.offline")
+ALLOWED_TOP_LEVEL = {"msgpack", "cryptography", "__future__"} | set(sys.stdlib_module_names)
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+
+    FORBIDDEN = {forbidden!r}
+
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
+                raise ImportError("blocked in the device isolation test: " + name)
+            return None
+
+    sys.meta_path.insert(0, Block())
+    for name in list(sys.modules):
+        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
+            del sys.modules[name]
+
+    import privmap.device as device
+    args = json.loads(sys.argv[1])
+    keyring = device.Keyring([bytes.fromhex(args["key"])])
+    out = {{}}
+    for name in ("small", "large"):
+        bundle = device.read_bundle_file(args[name], keyring, now=args["now"])
+        row = bundle.input_row(len(bundle.inputs) - 1)
+        out[name] = {{"lookup": bundle.lookup(row), "released": bundle.sanitize(row),
+                      "index": bundle.release_index(row)}}
+    try:
+        import numpy
+        out["numpy_importable"] = True
+    except ImportError:
+        out["numpy_importable"] = False
+    out["loaded_forbidden"] = sorted(m for m in sys.modules
+                                     if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
+    print(json.dumps(out))
+""")
+
+
+def test_device_loads_and_sanitizes_without_the_offline_stack(sim, tmp_path):
+    small = tmp_path / "small.bin"
+    small.write_bytes(sim.bundle())
+    # Large enough (K_in * d >= FAST_PATH_MIN_WORK) that the numpy fast path would be tried.
+    k = device._bundle.FAST_PATH_MIN_WORK // 3 + 1
+    payload = sim.payload()
+    payload["inputs"] = [[1 + c % 5, (c % 11) / 10, float(c % 25)] for c in range(k)]
+    payload["inputs"][-1] = [5, 0.95, 23.5]
+    payload["table"] = {"bits": 1, "index": [[c % 4] for c in range(k)], "weight": [[2]] * k}
+    payload["prior"] = [[0.5 / k] * k, [0.5 / k] * k]
+    with_leakage(payload)
+    large = tmp_path / "large.bin"
+    large.write_bytes(sim.sign_obj(payload))
+    args = {"key": raw_public(sim.key).hex(), "now": NOW, "small": str(small), "large": str(large)}
+    script = SCRIPT.format(forbidden=FORBIDDEN)
+    result = subprocess.run([sys.executable, "-c", script, json.dumps(args)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["numpy_importable"] is False
+    assert out["loaded_forbidden"] == []
+    assert out["small"]["lookup"] == 2 and out["small"]["released"] == [5, 1.0, 24.0]
+    assert out["large"]["lookup"] == k - 1
+    assert out["large"]["index"] == (k - 1) % 4
+
+
+def test_fresh_import_pulls_in_no_scientific_module():
+    code = ("import sys, privmap.device as d; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "{'numpy','scipy','cvxpy','sklearn','click'} or m.startswith('privmap.offline')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_imports_in_device_sources_are_msgpack_cryptography_stdlib_or_guarded_fast_path():
+    for source in sorted(DEVICE_DIR.glob("*.py")):
+        text = source.read_text()
+        lines = text.splitlines()
+        tree = ast.parse(text)
+        function_nodes = {id(n) for f in ast.walk(tree)
+                          if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative import inside privmap.device
+                    continue
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top != "random", f"{source.name}: the random module is not for the device"
+                if top in ALLOWED_TOP_LEVEL:
+                    continue
+                where = f"{source.name}:{node.lineno}: import {name}"
+                assert top == "numpy", where
+                assert id(node) in function_nodes, where + " must be inside a function"
+                assert "# fast path" in lines[node.lineno - 1], where + " needs the '# fast path' comment"
+                assert not name.startswith("privmap.offline"), where
