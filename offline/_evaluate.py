@@ -280,16 +280,20 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
     h_a = float(-np.sum(p_a[p_a > 0] * np.log2(p_a[p_a > 0])))
 
     # ----- distortion
-    costs = view.costs(public, view.outputs)                     # (n, K_out)
+    sym_costs = view.costs(view.inputs, view.outputs)           # (K_in, K_out)
+    if view.mechanism == "exact":                                # a matched row equals its input
+        costs = sym_costs[symbols]
+        to_input = np.zeros(n)
+    else:
+        costs = view.costs(public, view.outputs)                 # (n, K_out)
+        to_input = view.costs(public, view.inputs)[np.arange(n), symbols]
     qs = q[symbols]
     expected = float(np.mean(np.sum(np.where(qs > 0, qs * np.where(np.isfinite(costs), costs, 0.0), 0.0), axis=1)))
     if np.any((qs > 0) & ~np.isfinite(costs)):
         expected = math.inf
     released = view.release(symbols, rng)
     sampled = float(np.mean(costs[np.arange(n), released]))
-    sym_costs = view.costs(view.inputs, view.outputs)           # (K_in, K_out)
     prior_distortion = expected_distortion(p_ac.sum(axis=0), q, sym_costs)
-    to_input = view.costs(public, view.inputs)[np.arange(n), symbols]
     r = float(np.max(to_input))
     finite = sym_costs[np.isfinite(sym_costs)]
     d_max = float(finite.max()) if finite.size else math.nan
