@@ -28,6 +28,7 @@ from ._dataset import Dataset, load_dataset
 from ._distortion import METRICS, pairwise
 from ._errors import BuildError
 from ._information import mutual_information_bits
+from ._mismatch import mismatch_bound
 from ._perfect import perfect_privacy_distortion
 from ._prior import joint_prior
 from ._quantize import quantize
@@ -194,6 +195,15 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     }
     if math.isfinite(solved.gap_bits):
         metrics["solver_gap_bits"] = solved.gap_bits
+    finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
+    bound = mismatch_bound(dataset.n, len(dataset.classes), k_in, float(finite.max()),
+                           mutual_information_bits(np.diag(p_ac.sum(axis=1))))
+    metrics["mismatch_confidence"] = 0.95
+    metrics["mismatch_eps"] = bound.eps
+    metrics["mismatch_distortion_bound"] = bound.distortion
+    if math.isfinite(bound.leakage_bits):
+        metrics["mismatch_leakage_bound_bits"] = bound.leakage_bits
+    metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
     payload = {
         "type": "privmap/bundle",
         "schema_version": 1,
