@@ -43,7 +43,8 @@ def test_vector_outcome_is_exactly_as_recorded(name):
         return
     assert entry["expect"] == "ok"
     assert bundle.sha256 == entry["sha256"]
-    for c, expected in enumerate(entry["enumerated_release_indexes"]):
+    for c, runs in enumerate(entry["enumerated_release_runs"]):
+        expected = [j for j, count in runs for _ in range(count)]
         rng = InsecureTestBits(_Enumerate(), test_mode=True)
         row = bundle.input_row(c)
         assert [bundle.release_index(row, rng=rng) for _ in range(1 << bundle.bits)] == expected

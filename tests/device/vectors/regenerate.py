@@ -169,12 +169,12 @@ def build_vectors() -> tuple[dict[str, bytes], dict[str, dict]]:
     files[TRUSTED_KEY_FILE] = _pem(key)
     files[OTHER_KEY_FILE] = _pem(other)
     files[PUBLIC_KEY_FILE] = _public_pem(key)
-    # What the good bundles release for each input when the B-bit draws enumerate 0 .. 2^B - 1.
+    # What the good bundles release for each input when the B-bit draws enumerate 0 .. 2^B - 1,
+    # as runs [output index, repeat count] in draw order.
     for name, payload in (("good_quantized", quantized_payload()), ("good_exact_erasures", exact_payload())):
         t = payload["table"]
-        manifest[name]["enumerated_release_indexes"] = [
-            [j for j, w in zip(t["index"][c], t["weight"][c]) for _ in range(w)]
-            for c in range(len(payload["inputs"]))
+        manifest[name]["enumerated_release_runs"] = [
+            [[j, w] for j, w in zip(t["index"][c], t["weight"][c])] for c in range(len(payload["inputs"]))
         ]
     document = {
         "about": "privmap bundle known-answer vectors; regenerate with tests/device/vectors/regenerate.py. "
