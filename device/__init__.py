@@ -11,7 +11,7 @@ Typical use::
 
     keyring = Keyring.from_pem_files("/etc/privmap/operator.pub.pem")
     bundle = read_bundle_file("/var/lib/privmap/bundle.bin", keyring, min_version=installed)
-    released = bundle.sanitize(["4", "2.5", "drama"])   # list of d released cells
+    released = bundle.sanitize(["4", "2.5", 3])   # list of d released cells (never the raw row)
 
 Every error raised on purpose is a :class:`PrivmapDeviceError`; when one is raised nothing is
 released.
