@@ -15,7 +15,7 @@ from ._limits import Limits
 __all__ = ["MIN_MSGPACK_VERSION", "decode_envelope", "decode_payload"]
 
 #: Oldest msgpack whose defaults and limits the runtime relies on (checked at import).
-MIN_MSGPACK_VERSION = (1, 1, 0)
+MIN_MSGPACK_VERSION = (1, 2, 1)
 
 if tuple(msgpack.version[:3]) < MIN_MSGPACK_VERSION:  # pragma: no cover - depends on install
     raise ImportError(
