@@ -438,6 +438,10 @@ class _FastSolver:
             return
         for _ in range(max_steps):
             s = 0.0 if self.tight else self._budget_slack(x)
+            if not self.tight and s <= 1e-13 * max(self.delta, 1e-300):
+                x = self._towards_cheapest(x)       # round-off ate the slack: step back inside
+                s = self._budget_slack(x)
+                nu = max(nu, 1e-300)
             gap = float(np.sum(x[multi] * z[multi])) + (0.0 if self.tight else s * nu)
             mu = gap / m
             fac = self._factor(x, z, nu, s)
@@ -694,6 +698,7 @@ class _FastSolver:
         y_rows = np.full(self.K, np.inf)
         np.minimum.at(y_rows, self.sr, yv)
         y_rows[~self.active] = 0.0
+        LR = self._robust_codebook(codebook, LR, nu, y_rows)
         res = self._pass(LR, nu, y_rows, True, True)
         lb0 = self._lb_from(res, nu)
         rest_lb = float(y_rows.sum()) - nu * self.delta
@@ -707,6 +712,46 @@ class _FastSolver:
                 lb, mu = lb2, mu_star
         self.timing["pricing"] += time.perf_counter() - tp
         return lb, mu, res["rows"], res["cols"], rest_lb
+
+    def _robust_codebook(self, codebook, LR, mu, y_rows):
+        """Choose r_j for outputs with (almost) no mass.
+
+        Any codebook gives a valid bound. For an output that carries next to no mass the
+        posterior of its few tiny feeders is arbitrary (often nearly pure, which would make
+        it look infinitely attractive to every row of the other class); among r_j in
+        {posterior mixed with the prior at weights 1e-15 ... 1} keep the one that lowers
+        the rows' minima least (sum over rows of max(0, y_c - W(c, j) - mu p(c) D(c, j))).
+        """
+        mass = np.zeros(self.K_out)
+        mass[self.uout] = self._P(self.x).sum(axis=0)
+        small = np.flatnonzero(mass < 1e-6 * self.p_c.max())
+        if small.size == 0:
+            return LR
+        weights = (1e-15, 1e-6, 1e-3, 1e-1, 1.0)
+        damage = np.zeros((len(weights), small.size))
+        cands = []
+        for k, lam in enumerate(weights):
+            r = (1.0 - lam) * codebook[:, small] + lam * self.p_a[:, None]
+            lr = np.log(r) - self.log_p_a[:, None]
+            cands.append(lr)
+            step = max(1, _CHUNK_ELEMENTS // max(1, small.size))
+            for lo in range(0, self.K, step):
+                hi = min(self.K, lo + step)
+                act = self.active[lo:hi]
+                Z = self.p[:, lo:hi].T @ lr
+                blk = self.D[lo:hi][:, small]
+                with np.errstate(invalid="ignore"):
+                    Z += (mu * self.p_c[lo:hi])[:, None] * blk
+                Z[~np.isfinite(blk)] = np.inf
+                gapc = np.maximum(y_rows[lo:hi, None] - Z, 0.0)
+                gapc[~act] = 0.0
+                damage[k] += gapc.sum(axis=0)
+        best = np.argmin(damage, axis=0)
+        LR = LR.copy()
+        for k in range(len(weights)):
+            sel = best == k
+            LR[:, small[sel]] = cands[k][:, sel]
+        return LR
 
     def _best_mu(self, cw, cd, mu0):
         if self.tight:
