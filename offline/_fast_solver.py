@@ -670,6 +670,9 @@ class _FastSolver:
                     np.broadcast_to(np.arange(self.K_out), Z.shape)
                 cw = np.take_along_axis(W, idx, axis=1)
                 cd = pc[:, None] * np.take_along_axis(blk, idx, axis=1)
+                bad = ~np.isfinite(cd)
+                cw[bad] = np.inf                            # forbidden: never a row's minimum
+                cd[bad] = 0.0
                 cw[~act] = 0.0
                 cd[~act] = 0.0
                 cand_w.append(cw)

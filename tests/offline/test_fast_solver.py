@@ -1,0 +1,127 @@
+"""The fast solver of program (19) agrees with the cvxpy/Clarabel reference and proves its gap."""
+import math
+
+import numpy as np
+import pytest
+
+from privmap.offline._cvxpy_solver import solve_cvxpy
+from privmap.offline._errors import InfeasibleError
+from privmap.offline._fast_solver import solve_fast
+from privmap.offline._information import expected_distortion, leakage_bits
+
+TOL = 1e-5
+
+
+def h2(x):
+    return 0.0 if x in (0.0, 1.0) else -x * math.log2(x) - (1 - x) * math.log2(1 - x)
+
+
+def bsc(p):
+    return np.array([[(1 - p) / 2, p / 2], [p / 2, (1 - p) / 2]]), np.array([[0.0, 1.0], [1.0, 0.0]])
+
+
+def random_instance(seed, K, n_private=2, dim=3, erasure=False):
+    rng = np.random.default_rng(seed)
+    p_ac = rng.random((n_private, K)) ** 3
+    p_ac /= p_ac.sum()
+    X = rng.random((K, dim))
+    dist = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    if erasure:
+        # outputs: the K inputs themselves plus 2 erasure symbols; moving to another
+        # input is forbidden, erasing costs a fixed amount per symbol
+        dist = np.full((K, K + 2), np.inf)
+        np.fill_diagonal(dist, 0.0)
+        dist[:, K] = 0.5
+        dist[:, K + 1] = 1.0
+    return p_ac, dist
+
+
+def budget(p_ac, dist, frac):
+    finite = np.where(np.isfinite(dist), dist, np.nan)
+    return frac * float(np.nansum(p_ac.sum(axis=0) * np.nanmean(finite, axis=1)))
+
+
+@pytest.mark.parametrize("p, D", [(0.1, 0.05), (0.1, 0.2), (0.25, 0.1), (0.0, 0.3), (0.3, 0.45)])
+def test_binary_symmetric_channel_matches_known_answer(p, D):
+    p_ac, dist = bsc(p)
+    res = solve_fast(p_ac, dist, D)
+    expected = 1.0 - h2(p * (1 - D) + (1 - p) * D)
+    assert res.status == "optimal" and res.solver == "fast"
+    assert abs(res.leakage_bits - expected) <= TOL
+    assert res.lower_bound_bits <= expected + 1e-12
+    assert res.distortion <= D
+
+
+@pytest.mark.parametrize("seed, K, n_private, frac", [
+    (0, 5, 2, 0.05), (1, 8, 2, 0.2), (2, 12, 3, 0.1), (3, 20, 2, 0.3), (4, 16, 2, 0.6), (5, 10, 4, 0.15),
+])
+def test_fast_and_cvxpy_agree_and_certificate_is_a_lower_bound_of_cvxpy_optimum(seed, K, n_private, frac):
+    p_ac, dist = random_instance(seed, K, n_private)
+    delta = budget(p_ac, dist, frac)
+    fast = solve_fast(p_ac, dist, delta, tol_bits=TOL)
+    ref = solve_cvxpy(p_ac, dist, delta)
+    assert abs(fast.leakage_bits - ref.leakage_bits) <= TOL
+    assert 0.0 <= fast.gap_bits <= TOL
+    # the certificate never claims more than the true optimum (cvxpy's value is >= optimum)
+    assert fast.lower_bound_bits <= ref.leakage_bits + 1e-7
+    assert fast.distortion <= delta
+
+
+@pytest.mark.parametrize("seed, frac", [(10, 0.1), (11, 0.3)])
+def test_erasure_instance_with_forbidden_entries_agrees_with_cvxpy(seed, frac):
+    p_ac, dist = random_instance(seed, 8, erasure=True)
+    delta = frac * 0.5
+    fast = solve_fast(p_ac, dist, delta)
+    ref = solve_cvxpy(p_ac, dist, delta)
+    assert abs(fast.leakage_bits - ref.leakage_bits) <= TOL
+    assert fast.lower_bound_bits <= ref.leakage_bits + 1e-7
+    assert np.all(fast.table[~np.isfinite(dist)] == 0.0)
+    assert fast.table.shape == dist.shape
+
+
+def test_reported_metrics_are_recomputed_from_the_returned_table():
+    p_ac, dist = random_instance(7, 10)
+    delta = budget(p_ac, dist, 0.2)
+    res = solve_fast(p_ac, dist, delta)
+    assert np.all(res.table >= 0) and np.allclose(res.table.sum(axis=1), 1.0)
+    assert res.leakage_bits == pytest.approx(leakage_bits(p_ac, res.table), abs=1e-12)
+    assert res.distortion == pytest.approx(expected_distortion(p_ac.sum(axis=0), res.table, dist), abs=1e-12)
+    assert res.info["lower_bound_bits"] == pytest.approx(res.leakage_bits - res.gap_bits, abs=1e-12)
+
+
+def test_rows_without_mass_get_a_valid_row_on_their_cheapest_output():
+    p_ac, dist = random_instance(8, 6)
+    p_ac[:, 2] = 0.0
+    p_ac /= p_ac.sum()
+    res = solve_fast(p_ac, dist, budget(p_ac, dist, 0.2))
+    assert res.table[2].sum() == pytest.approx(1.0)
+    assert res.table[2, np.argmin(dist[2])] == 1.0
+
+
+def test_budget_below_least_distortion_is_a_clear_error():
+    p_ac = np.array([[0.5, 0.0], [0.0, 0.5]])
+    dist = np.array([[1.0, 2.0], [np.inf, 1.0]])
+    with pytest.raises(InfeasibleError, match="below the least distortion"):
+        solve_fast(p_ac, dist, 0.5)
+
+
+def test_budget_at_least_distortion_keeps_every_row_on_its_cheapest_outputs():
+    p_ac, dist = random_instance(9, 6)
+    dist = dist + 0.1
+    least = float(p_ac.sum(axis=0) @ dist.min(axis=1))
+    res = solve_fast(p_ac, dist, least)
+    assert res.distortion <= least * (1 + 1e-9)
+    assert res.gap_bits <= TOL
+
+
+def test_large_budget_reaches_perfect_privacy():
+    p_ac, dist = random_instance(12, 8)
+    res = solve_fast(p_ac, dist, 10.0 * float(dist.max()))
+    assert res.leakage_bits <= TOL and res.gap_bits <= TOL
+
+
+def test_progress_is_reported_up_to_one():
+    seen = []
+    p_ac, dist = random_instance(13, 8)
+    solve_fast(p_ac, dist, budget(p_ac, dist, 0.2), progress=seen.append)
+    assert seen and seen[-1] == 1.0 and all(0.0 <= f <= 1.0 for f in seen)
