@@ -88,7 +88,6 @@ _N_NEAREST = 3                   # cheapest outputs per row in the initial suppo
 _N_COVER = 2                     # cheapest inputs per output in the initial support
 _N_ADD = 3                       # columns priced in per row and round
 _N_CAND = 6                      # candidates per row kept for the search over mu
-_DEBUG = False
 _LINESEARCH = False
 _SMOOTH = 1e-15                  # codebook smoothing r <- (1 - s) r + s p(a)
 
@@ -464,8 +463,6 @@ class _FastSolver:
             # safeguard on the primal: sufficient decrease of the barrier merit
             slope = float(fac["grad"](tau) @ dx)
             f0 = self._merit(x, tau)
-            if _DEBUG:
-                print("    ftb ap %.3e ad %.3e slope %.3e sigma %.2e mu %.3e" % (ap, ad, slope, sigma, mu))
             if _LINESEARCH and slope < 0:
                 while ap > 1e-10:
                     if self._merit(x + ap * dx, tau) <= f0 + 1e-4 * ap * slope + 1e-15 * abs(f0):
