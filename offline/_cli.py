@@ -61,10 +61,17 @@ def _jsonable(value):
 
 
 def atomic_write(path: pathlib.Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and os.replace."""
+    """Write ``data`` to ``path`` via a temporary file in the same folder and os.replace.
+
+    The file gets the usual permissions (0666 less the umask), not mkstemp's 0600:
+    bundles and sanitized CSVs are meant to be shared.
+    """
     path = pathlib.Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -108,3 +108,7 @@ def test_help_teaches_the_main_commands():
     text = run("--help").output
     for command in ("keygen", "build", "verify", "inspect", "sanitize"):
         assert command in text
+
+
+def test_written_bundles_are_world_readable_like_any_shared_file(bundle):
+    assert bundle.stat().st_mode & 0o044 == 0o044
