@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import pathlib
 import sys
 import time
@@ -129,7 +128,7 @@ def main(argv=None) -> None:
     S, p_sb, bandwidths = kde_prior(X, species, args.samples, args.seed)
     p_ab = np.vstack([p_sb[:2].sum(axis=0), p_sb[2]])          # (not Virginica, Virginica) x N
     p_b = p_ab.sum(axis=0)
-    print(f"KDE bandwidths (cm): " + ", ".join(f"{s} {b:.3f}" for s, b in zip(SPECIES, bandwidths)))
+    print("KDE bandwidths (cm): " + ", ".join(f"{s} {b:.3f}" for s, b in zip(SPECIES, bandwidths)))
     print(f"N = {S.shape[0]} samples; I(A; B) on the sampled prior = {mutual_information_bits(p_ab):.4f} bits, "
           f"H(A) = {mutual_information_bits(np.diag(p_ab.sum(axis=1))):.4f} bits")
     D_none = pairwise(S, S, "l2")

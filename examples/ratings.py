@@ -37,7 +37,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from privmap.offline import _attacks, _curve, _plots  # noqa: E402
+from privmap.offline import _attacks, _curve, _plots, solve  # noqa: E402
 from privmap.offline._dataset import load_dataset  # noqa: E402
 from privmap.offline._evaluate import view_from_table  # noqa: E402
 from privmap.offline._perfect import perfect_privacy_distortion  # noqa: E402
@@ -121,7 +121,7 @@ def roc_and_rmse(name, X, a, classes, features, k, seed, out):
             released = X
             leak = None
         else:
-            res = _curve.solve_program(prob.p_ac, prob.distortion, delta)
+            res = solve(prob.p_ac, prob.distortion, delta)
             view = view_from_table("quantized", "l2", prob.inputs, prob.outputs, res.table, classes, features,
                                    delta=delta)
             released = view.released_rows(view.release(view.lookup(X), rng))
@@ -175,7 +175,7 @@ def out_of_fold_attack(X, a, classes, features, k, fraction, seed, folds=10):
         prob = _curve.build_problem(X[train], a[train], len(classes), mechanism="quantized", metric="l2",
                                     clusters=k, seed=seed)
         delta = fraction * perfect_privacy_distortion(prob.p_ac, prob.distortion)
-        res = _curve.solve_program(prob.p_ac, prob.distortion, delta)
+        res = solve(prob.p_ac, prob.distortion, delta)
         leaks.append(res.leakage_bits)
         view = view_from_table("quantized", "l2", prob.inputs, prob.outputs, res.table, classes, features,
                                delta=delta)

@@ -9,77 +9,17 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
-import os
 import pathlib
 import sys
-import tempfile
 import time
 
 import click
 
 from privmap.device import Keyring, PrivmapDeviceError, read_bundle_file
 
+from ._cli_common import atomic_write, emit, guard
 from ._errors import BuildError
-
-
-class _Fail(click.ClickException):
-    """One-line failure: ``error: message`` and exit status 1."""
-
-    def show(self, file=None):
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-def _guard(fn):
-    """Turn the project's typed errors into one-line CLI failures."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (BuildError, PrivmapDeviceError) as exc:
-            raise _Fail(f"{exc}") from exc
-        except OSError as exc:
-            raise _Fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from exc
-        except ValueError as exc:
-            raise _Fail(str(exc)) from exc
-    return wrapper
-
-
-def _emit(obj: dict) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, default=_jsonable))
-
-
-def _jsonable(value):
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (tuple, frozenset, set)):
-        return list(value)
-    return str(value)
-
-
-def atomic_write(path: pathlib.Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and os.replace.
-
-    The file gets the usual permissions (0666 less the umask), not mkstemp's 0600:
-    bundles and sanitized CSVs are meant to be shared.
-    """
-    path = pathlib.Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        pathlib.Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _keyring(paths) -> Keyring:
@@ -109,7 +49,7 @@ def main():
 
 @main.command()
 @click.argument("keydir", type=click.Path(file_okay=False, path_type=pathlib.Path))
-@_guard
+@guard
 def keygen(keydir):
     """Create an Ed25519 signing key pair in KEYDIR.
 
@@ -152,7 +92,7 @@ def keygen(keydir):
 @click.option("--valid-days", type=click.FloatRange(min=0, min_open=True), default=365, show_default=True,
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
-@_guard
+@guard
 def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
           bits, smoothing, bundle_version, issued_at, valid_days, as_json):
     """Build, sign and write a bundle from the labelled CSV DATA.
@@ -192,7 +132,7 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
     if as_json:
-        _emit(summary)
+        emit(summary)
         return
     click.echo(f"wrote {out} ({len(bundle_bytes)} bytes) in {seconds:.2f} s")
     click.echo(f"  leakage I(A;C^): {metrics['leakage_bits']:.6f} bits "
@@ -234,7 +174,7 @@ def _print_description(info: dict) -> None:
 @click.option("--min-version", type=click.IntRange(min=1), default=1, show_default=True,
               help="Refuse bundles older than this version.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@_guard
+@guard
 def verify(bundle, trusted, min_version, as_json):
     """Check BUNDLE exactly as a device would, and recompute its leakage.
 
@@ -251,7 +191,7 @@ def verify(bundle, trusted, min_version, as_json):
             "recomputed_leakage_bits": recomputed, "distortion": loaded.metrics["distortion"],
             "delta": loaded.metrics["delta"], "clusters": loaded.metrics["clusters"]}
     if as_json:
-        _emit(info)
+        emit(info)
         return
     click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
     click.echo(f"  declared leakage {info['leakage_bits']:.6f} bits, recomputed {recomputed:.6f} bits")
@@ -262,7 +202,7 @@ def verify(bundle, trusted, min_version, as_json):
 @click.option("--trusted", multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Verify with this public key first (otherwise the contents are shown UNVERIFIED).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@_guard
+@guard
 def inspect(bundle, trusted, as_json):
     """Show what BUNDLE contains: mechanism, sizes, metrics, provenance.
 
@@ -278,7 +218,7 @@ def inspect(bundle, trusted, as_json):
         verified = False
     info = {"signature_verified": verified, **_describe(payload)}
     if as_json:
-        _emit(info)
+        emit(info)
         return
     click.echo(f"{bundle}: signature {'verified' if verified else 'NOT VERIFIED (no --trusted key given)'}")
     _print_description(info)
@@ -292,7 +232,7 @@ def inspect(bundle, trusted, as_json):
               help="Trusted public key (PEM); repeat for several.")
 @click.option("--min-version", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-@_guard
+@guard
 def sanitize(bundle, infile, outfile, trusted, min_version, as_json):
     """Release sanitized rows of IN.csv into OUT.csv, as a device would.
 
@@ -335,7 +275,7 @@ def sanitize(bundle, infile, outfile, trusted, min_version, as_json):
     summary = {"rows": count, "out": str(outfile), "bundle_sha256": loaded.sha256, "bundle_version": loaded.version,
                "seconds": round(elapsed, 4), "microseconds_per_row": round(1e6 * elapsed / max(count, 1), 1)}
     if as_json:
-        _emit(summary)
+        emit(summary)
     else:
         click.echo(f"released {count} rows to {outfile} with bundle {loaded.sha256[:16]}... "
                    f"({summary['microseconds_per_row']} us/row)")

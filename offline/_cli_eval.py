@@ -6,59 +6,14 @@ exits with status 1 (2 for usage errors, as click does).
 """
 from __future__ import annotations
 
-import functools
-import json
 import math
 import pathlib
 import sys
 
 import click
 
+from ._cli_common import emit, guard
 from ._errors import BuildError
-
-
-class _Fail(click.ClickException):
-    """One-line failure: ``error: message``, exit status 1."""
-
-    def show(self, file=None):
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-def _guard(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except click.ClickException:
-            raise
-        except BuildError as exc:
-            raise _Fail(str(exc)) from exc
-        except OSError as exc:
-            raise _Fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")) from exc
-        except ValueError as exc:
-            raise _Fail(str(exc)) from exc
-        except Exception as exc:  # device errors and anything else: one line, non-zero
-            if type(exc).__module__.startswith("privmap"):
-                raise _Fail(str(exc)) from exc
-            raise
-    return wrapper
-
-
-def _clean(obj):
-    """Strict-JSON version of ``obj``: numpy scalars to Python, NaN/inf to None."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and getattr(obj, "ndim", None) == 0:  # numpy scalar
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def _emit(obj: dict) -> None:
-    click.echo(json.dumps(_clean(obj), indent=2, sort_keys=True, allow_nan=False))
 
 
 def _parse_floats(text: str, what: str) -> list[float]:
@@ -134,7 +89,7 @@ def _load_for(view, data: pathlib.Path, private: str):
               help="Permutations of the private column for the plug-in bias.")
 @click.option("--no-attacker", is_flag=True, help="Skip the logistic-regression attacker.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@_guard
+@guard
 def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, no_attacker, as_json):
     """Measure BUNDLE on the labelled rows of DATA.csv.
 
@@ -155,7 +110,7 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
     summary = {"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256,
                "signature_verified": verified, **result.summary}
     if as_json:
-        _emit(summary)
+        emit(summary)
         return
     click.echo(f"{bundle} on {data}" + ("" if verified else " (signature NOT verified: no --trusted key)"))
     click.echo(format_summary(result.summary))
@@ -183,7 +138,7 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
               help="Points to write [default: DATA's stem + _curve.csv].")
 @click.option("--title", default=None, help="Title of the plot.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the points.")
-@_guard
+@guard
 def curve(data, private, public, deltas, clusters, mechanism, metric, solver, seed, test_fraction, no_attacker,
           png, csv_path, title, as_json):
     """Sweep Delta (and K) on DATA.csv: a privacy-distortion plot and a CSV of the points.
@@ -215,7 +170,7 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
         png_written = _plots.plot_curve(points, png, auc=not no_attacker,
                                         title=title or f"{stem}: {private} vs {', '.join(ds.features)[:60]}")
     if as_json:
-        _emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
+        emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
                "classes": list(ds.classes), "rows": ds.n, "csv": str(csv_path), "png": png_written,
                "points": _curve.json_points(points)})
         return

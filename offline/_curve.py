@@ -21,6 +21,7 @@ from ._erasure import erasure_problem, input_alphabet
 from ._errors import BuildError, InfeasibleError
 from ._evaluate import evaluate_view, view_from_table
 from ._prior import joint_prior
+from ._solve import solve
 
 #: Most symbols an unquantized (K = 0) numeric sweep accepts.
 MAX_UNQUANTIZED = 600
@@ -86,17 +87,6 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
                    joint_prior(private, labels, n_classes, centers.shape[0]), labels, int(centers.shape[0]))
 
 
-def solve_program(p_ac, distortion, delta, *, solver: str = "fast"):
-    """:func:`privmap.offline.solve`, falling back to the cvxpy reference while the fast solver is absent."""
-    from ._solve import solve
-    if solver == "fast":
-        try:
-            from . import _fast_solver  # noqa: F401
-        except ImportError:
-            solver = "cvxpy"
-    return solve(p_ac, distortion, delta, solver=solver)
-
-
 def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, deltas: Sequence[float],
           clusters: Sequence[int | None] = (None,), mechanism: str = "quantized", metric: str = "l2",
           seed: int = 0, solver: str = "fast", attacker: bool = True, test_fraction: float = 0.3,
@@ -118,7 +108,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
             asked = prob.clusters if mechanism == "exact" else int(k or 0)
             point = {"k": asked, "clusters": prob.clusters, "delta": float(delta)}
             try:
-                res = solve_program(prob.p_ac, prob.distortion, float(delta), solver=solver)
+                res = solve(prob.p_ac, prob.distortion, float(delta), solver=solver)
             except InfeasibleError:
                 point.update({c: math.nan for c in CSV_COLUMNS if c not in point})
                 point.update({"solver": solver, "status": "infeasible"})

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _attacks
 from ._distortion import nearest, pairwise
-from ._erasure import ERASED, erasure_distortion
+from ._erasure import erasure_distortion
 from ._erasure import lookup as lookup_tuples
 from ._errors import BuildError
 from ._information import expected_distortion, joint_output, leakage_bits, mutual_information_bits

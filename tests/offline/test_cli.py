@@ -3,27 +3,10 @@ import csv
 import json
 
 import pytest
-from click.testing import CliRunner
-
-from privmap.offline._cli import main
-
-
-def run(*args, ok=True):
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    keydir = tmp_path_factory.mktemp("keys") / "k"
-    run("keygen", keydir)
-    return keydir
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory, keys, ratings_csv):
+def bundle(tmp_path_factory, keys, ratings_csv, run):
     out = tmp_path_factory.mktemp("b") / "demo.bundle"
     run("build", ratings_csv, "--private", "gender", "--clusters", 24, "--delta-fraction", 0.5,
         "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000, "--valid-days", 36500)
@@ -35,13 +18,13 @@ def test_keygen_writes_a_private_key_readable_by_owner_only(keys):
     assert (keys / "public.pem").read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
 
 
-def test_keygen_never_overwrites(keys):
+def test_keygen_never_overwrites(keys, run):
     before = (keys / "private.pem").read_bytes()
     result = run("keygen", keys, ok=False)
     assert result.exit_code != 0 and (keys / "private.pem").read_bytes() == before
 
 
-def test_verify_and_inspect_report_the_same_metrics(bundle, keys):
+def test_verify_and_inspect_report_the_same_metrics(bundle, keys, run):
     verified = json.loads(run("verify", bundle, "--trusted", keys / "public.pem", "--json").output)
     inspected = json.loads(run("inspect", bundle, "--json").output)
     assert verified["ok"] is True and inspected["signature_verified"] is False
@@ -53,14 +36,14 @@ def test_verify_and_inspect_report_the_same_metrics(bundle, keys):
     assert inspected["metrics"]["measured_distortion"] <= inspected["metrics"]["delta_plus_r"]
 
 
-def test_verify_with_an_untrusted_key_fails_with_one_line(bundle, tmp_path):
+def test_verify_with_an_untrusted_key_fails_with_one_line(bundle, tmp_path, run):
     run("keygen", tmp_path / "other")
     result = run("verify", bundle, "--trusted", tmp_path / "other" / "public.pem", ok=False)
     assert result.exit_code == 1
     assert result.output.strip().count("\n") == 0 and "not trusted" in result.output
 
 
-def test_sanitize_writes_public_columns_only(bundle, keys, ratings_csv, tmp_path):
+def test_sanitize_writes_public_columns_only(bundle, keys, ratings_csv, tmp_path, run):
     users = tmp_path / "users.csv"
     users.write_text("".join(ratings_csv.read_text().splitlines(keepends=True)[:31]))
     out = tmp_path / "released.csv"
@@ -70,7 +53,7 @@ def test_sanitize_writes_public_columns_only(bundle, keys, ratings_csv, tmp_path
     assert all(0 <= int(v) <= 3 for row in rows[1:] for v in row)
 
 
-def test_sanitize_with_a_bad_row_writes_nothing(bundle, keys, tmp_path):
+def test_sanitize_with_a_bad_row_writes_nothing(bundle, keys, tmp_path, run):
     header = "classical,opera,jazz,bwayst,moodez,bband,crold,country,blueg,folk,hymgos,latspsal," \
              "raphiphop,blurb,reggae,toppop,controck,indalt,danclub,hvymtl"
     users = tmp_path / "users.csv"
@@ -81,7 +64,7 @@ def test_sanitize_with_a_bad_row_writes_nothing(bundle, keys, tmp_path):
     assert not out.exists()
 
 
-def test_build_on_an_unknown_column_fails_and_writes_nothing(keys, ratings_csv, tmp_path):
+def test_build_on_an_unknown_column_fails_and_writes_nothing(keys, ratings_csv, tmp_path, run):
     out = tmp_path / "x.bundle"
     result = run("build", ratings_csv, "--private", "party", "--clusters", 8, "--delta", 0.5,
                  "--key", keys / "private.pem", "--out", out, ok=False)
@@ -89,13 +72,13 @@ def test_build_on_an_unknown_column_fails_and_writes_nothing(keys, ratings_csv, 
     assert not out.exists()
 
 
-def test_build_needs_exactly_one_budget(keys, ratings_csv, tmp_path):
+def test_build_needs_exactly_one_budget(keys, ratings_csv, tmp_path, run):
     result = run("build", ratings_csv, "--private", "gender", "--clusters", 8,
                  "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
     assert result.exit_code == 1 and "exactly one of delta" in result.output
 
 
-def test_same_seed_gives_a_byte_identical_bundle(keys, ratings_csv, tmp_path, monkeypatch):
+def test_same_seed_gives_a_byte_identical_bundle(keys, ratings_csv, tmp_path, monkeypatch, run):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     outs = [tmp_path / f"{i}.bundle" for i in range(2)]
     for out in outs:
@@ -104,7 +87,7 @@ def test_same_seed_gives_a_byte_identical_bundle(keys, ratings_csv, tmp_path, mo
     assert outs[0].read_bytes() == outs[1].read_bytes()
 
 
-def test_help_teaches_the_main_commands():
+def test_help_teaches_the_main_commands(run):
     text = run("--help").output
     for command in ("keygen", "build", "verify", "inspect", "sanitize"):
         assert command in text

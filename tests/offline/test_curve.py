@@ -5,29 +5,13 @@ import pathlib
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from privmap.offline import _plots
-from privmap.offline._cli import main
 from privmap.offline._cli_eval import _parse_floats
 from privmap.offline._curve import CSV_COLUMNS, sweep
 from privmap.offline._errors import BuildError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _runner():
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def run(*args, ok=True):
-    result = _runner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +26,7 @@ def small_ratings(tmp_path_factory, ratings_csv):
     return path
 
 
-def test_curve_writes_points_and_a_png_and_leakage_falls_as_delta_grows(small_ratings, tmp_path):
+def test_curve_writes_points_and_a_png_and_leakage_falls_as_delta_grows(small_ratings, tmp_path, run):
     png, out = tmp_path / "c.png", tmp_path / "c.csv"
     result = run("curve", small_ratings, "--private", "gender", "--deltas", "0:1.2:4", "--clusters", "4,8",
                  "--png", png, "--csv", out, "--json")
@@ -65,7 +49,7 @@ def test_curve_writes_points_and_a_png_and_leakage_falls_as_delta_grows(small_ra
     assert at_zero[8] >= at_zero[4] - 1e-9
 
 
-def test_curve_on_the_census_exact_mechanism_reaches_near_zero_leakage(tmp_path):
+def test_curve_on_the_census_exact_mechanism_reaches_near_zero_leakage(tmp_path, run):
     data = ROOT / "data" / "census" / "census.csv"
     result = run("curve", data, "--private", "income", "--mechanism", "exact", "--deltas", "0,1,1.6",
                  "--no-attacker", "--png", tmp_path / "c.png", "--csv", tmp_path / "c.csv", "--json")
@@ -75,7 +59,7 @@ def test_curve_on_the_census_exact_mechanism_reaches_near_zero_leakage(tmp_path)
     assert points[2]["leakage_bits"] < 1e-4 and points[2]["lr_auc"] is None
 
 
-def test_curve_prints_a_table_and_writes_no_png_without_matplotlib(small_ratings, tmp_path, monkeypatch):
+def test_curve_prints_a_table_and_writes_no_png_without_matplotlib(small_ratings, tmp_path, monkeypatch, run):
     monkeypatch.setattr(_plots, "have_matplotlib", lambda: False)
     png, out = tmp_path / "c.png", tmp_path / "c.csv"
     result = run("curve", small_ratings, "--private", "gender", "--deltas", "0,0.5", "--clusters", "4",
@@ -100,7 +84,7 @@ def test_delta_lists_parse(text, values):
 
 
 @pytest.mark.parametrize("deltas", ["a,b", "0:1", "-1", "0:1:0"])
-def test_curve_fails_with_one_line_on_bad_deltas(small_ratings, deltas, tmp_path):
+def test_curve_fails_with_one_line_on_bad_deltas(small_ratings, deltas, tmp_path, run):
     result = run("curve", small_ratings, "--private", "gender", "--deltas", deltas, "--csv", tmp_path / "x.csv",
                  ok=False)
     assert result.exit_code == 1

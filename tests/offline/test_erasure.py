@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privmap.offline._curve import solve_program
+from privmap.offline import solve
 from privmap.offline._dataset import load_dataset
 from privmap.offline._erasure import (ERASED, check_only_erases, erasure_distortion, erasure_problem,
                                       input_alphabet, lookup, most_probable_mapping, output_alphabet)
@@ -63,7 +63,7 @@ def test_solved_erasure_mapping_never_changes_a_kept_value(rows, delta):
     public = np.array([r[:2] for r in rows], dtype=object)
     private = np.array([r[2] for r in rows])
     problem = erasure_problem(public, private, 2)
-    result = solve_program(problem.p_ac, problem.distortion, delta)
+    result = solve(problem.p_ac, problem.distortion, delta)
     check_only_erases(problem.inputs, problem.outputs, result.table, atol=1e-9)
     assert result.distortion <= delta + 1e-6
 
@@ -77,7 +77,7 @@ def test_census_data_has_all_rows_and_the_stated_plugin_information(census):
 
 def test_census_leakage_at_delta_zero_equals_the_plugin_information(census):
     _, problem = census
-    result = solve_program(problem.p_ac, problem.distortion, 0.0)
+    result = solve(problem.p_ac, problem.distortion, 0.0)
     assert result.leakage_bits == pytest.approx(mutual_information_bits(problem.p_ac), abs=1e-6)
     assert result.distortion == pytest.approx(0.0, abs=1e-9)
 
@@ -85,8 +85,8 @@ def test_census_leakage_at_delta_zero_equals_the_plugin_information(census):
 def test_census_curve_has_the_papers_shape(census):
     """About 0.026 bits at one erasure on average, below 0.002 at 1.5 (the paper: 0.025 and 0)."""
     _, problem = census
-    one = solve_program(problem.p_ac, problem.distortion, 1.0)
-    one_and_half = solve_program(problem.p_ac, problem.distortion, 1.5)
+    one = solve(problem.p_ac, problem.distortion, 1.0)
+    one_and_half = solve(problem.p_ac, problem.distortion, 1.5)
     assert one.leakage_bits == pytest.approx(0.026, abs=0.002)
     assert one_and_half.leakage_bits < 0.002
     check_only_erases(problem.inputs, problem.outputs, one.table, atol=1e-9)
@@ -94,7 +94,7 @@ def test_census_curve_has_the_papers_shape(census):
 
 def test_most_probable_mapping_lists_the_most_frequent_tuples_first(census):
     ds, problem = census
-    result = solve_program(problem.p_ac, problem.distortion, 1.0)
+    result = solve(problem.p_ac, problem.distortion, 1.0)
     rows = most_probable_mapping(problem, result.table, ds.classes, top=8)
     assert len(rows) == 8
     shares = [r["share"] for r in rows]

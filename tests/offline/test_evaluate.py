@@ -4,28 +4,12 @@ import math
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from privmap.offline import _attacks
-from privmap.offline._cli import main
 from privmap.offline._errors import BuildError
 from privmap.offline._evaluate import evaluate_view, format_summary, view_from_table
 from privmap.offline._information import mutual_information_bits
 from privmap.offline._prior import joint_prior
-
-
-def _runner():
-    try:  # click < 8.2 mixes stderr into stdout unless told otherwise
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def run(*args, ok=True):
-    result = _runner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
 
 
 def stdout_json(result):
@@ -33,14 +17,7 @@ def stdout_json(result):
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    keydir = tmp_path_factory.mktemp("keys") / "k"
-    run("keygen", keydir)
-    return keydir
-
-
-@pytest.fixture(scope="module")
-def private_bundle(tmp_path_factory, keys, ratings_csv):
+def private_bundle(tmp_path_factory, keys, ratings_csv, run):
     """A perfectly private bundle (Delta at the perfect-privacy distortion) on the ratings."""
     out = tmp_path_factory.mktemp("b") / "private.bundle"
     run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 1.0,
@@ -49,7 +26,7 @@ def private_bundle(tmp_path_factory, keys, ratings_csv):
 
 
 @pytest.fixture(scope="module")
-def leaky_bundle(tmp_path_factory, keys, ratings_csv):
+def leaky_bundle(tmp_path_factory, keys, ratings_csv, run):
     out = tmp_path_factory.mktemp("b") / "leaky.bundle"
     run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 0.3,
         "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000, "--valid-days", 36500)
@@ -58,8 +35,7 @@ def leaky_bundle(tmp_path_factory, keys, ratings_csv):
 
 # ----------------------------------------------------------------------------- the command
 
-def test_attacker_accuracy_on_a_perfectly_private_bundle_is_within_sampling_error_of_the_majority_class(
-        private_bundle, keys, ratings_csv):
+def test_attacker_accuracy_on_a_perfectly_private_bundle_is_within_sampling_error_of_the_majority_class(private_bundle, keys, ratings_csv, run):
     report = stdout_json(run("evaluate", private_bundle, ratings_csv, "--private", "gender",
                              "--trusted", keys / "public.pem", "--json"))
     assert report["signature_verified"] is True
@@ -81,8 +57,7 @@ def test_attacker_accuracy_on_a_perfectly_private_bundle_is_within_sampling_erro
     assert report["attacker"]["before"]["roc_auc"] > after["roc_auc"] + 0.03
 
 
-def test_evaluate_json_reports_the_leakage_and_distortion_the_bundle_declares_on_its_training_data(
-        leaky_bundle, ratings_csv):
+def test_evaluate_json_reports_the_leakage_and_distortion_the_bundle_declares_on_its_training_data(leaky_bundle, ratings_csv, run):
     report = stdout_json(run("evaluate", leaky_bundle, ratings_csv, "--private", "gender", "--json"))
     declared = stdout_json(run("inspect", leaky_bundle, "--json"))
     for key in ("leakage_bits", "distortion", "delta", "clusters"):
@@ -99,12 +74,12 @@ def test_evaluate_json_reports_the_leakage_and_distortion_the_bundle_declares_on
     assert report["map_accuracy_after"] <= report["map_accuracy_before"] + 1e-12
 
 
-def test_evaluate_prints_a_human_table_by_default(leaky_bundle, ratings_csv):
+def test_evaluate_prints_a_human_table_by_default(leaky_bundle, ratings_csv, run):
     out = run("evaluate", leaky_bundle, ratings_csv, "--private", "gender").stdout
     assert "NOT verified" in out and "ROC AUC" in out and "leakage" in out
 
 
-def test_evaluate_census_erasure_bundle_releases_only_erasures(tmp_path, keys):
+def test_evaluate_census_erasure_bundle_releases_only_erasures(tmp_path, keys, run):
     from pathlib import Path
     data = Path(__file__).resolve().parents[2] / "data" / "census" / "census.csv"
     out = tmp_path / "census.bundle"
@@ -122,12 +97,12 @@ def _one_line_error(result, message):
     assert err.strip().count("\n") == 0 and err.startswith("error:") and message in err, err
 
 
-def test_evaluate_fails_with_one_line_on_an_unknown_private_column(leaky_bundle, ratings_csv):
+def test_evaluate_fails_with_one_line_on_an_unknown_private_column(leaky_bundle, ratings_csv, run):
     _one_line_error(run("evaluate", leaky_bundle, ratings_csv, "--private", "nope", ok=False),
                     "unknown private column")
 
 
-def test_evaluate_fails_with_one_line_on_classes_the_bundle_does_not_know(leaky_bundle, ratings_csv, tmp_path):
+def test_evaluate_fails_with_one_line_on_classes_the_bundle_does_not_know(leaky_bundle, ratings_csv, tmp_path, run):
     text = ratings_csv.read_text().replace(",female\n", ",woman\n")
     other = tmp_path / "renamed.csv"
     other.write_text(text)
@@ -135,7 +110,7 @@ def test_evaluate_fails_with_one_line_on_classes_the_bundle_does_not_know(leaky_
                     "not among the bundle's classes")
 
 
-def test_evaluate_fails_with_one_line_when_a_feature_is_missing(leaky_bundle, ratings_csv, tmp_path):
+def test_evaluate_fails_with_one_line_when_a_feature_is_missing(leaky_bundle, ratings_csv, tmp_path, run):
     lines = ratings_csv.read_text().splitlines()
     other = tmp_path / "fewer.csv"
     other.write_text("\n".join(",".join(line.split(",")[1:]) for line in lines) + "\n")
@@ -143,7 +118,7 @@ def test_evaluate_fails_with_one_line_when_a_feature_is_missing(leaky_bundle, ra
                     "unknown public column")
 
 
-def test_evaluate_refuses_a_file_that_is_not_a_bundle(tmp_path, ratings_csv):
+def test_evaluate_refuses_a_file_that_is_not_a_bundle(tmp_path, ratings_csv, run):
     junk = tmp_path / "junk.bundle"
     junk.write_bytes(b"not a bundle at all")
     result = run("evaluate", junk, ratings_csv, "--private", "gender", ok=False)
