@@ -96,7 +96,11 @@ def part1(ks, fracs, tol_bits):
             except SolverError as exc:          # the reference itself can fail; say so
                 ref, t_ref = None, math.nan
                 print(f"      cvxpy failed at K={p_ac.shape[1]}, Delta={delta:.4f}: {exc}")
-            fast, t_fast = timed(solve_fast, p_ac, D, delta, tol_bits=tol_bits)
+            try:
+                fast, t_fast = timed(solve_fast, p_ac, D, delta, tol_bits=tol_bits)
+            except SolverError as exc:          # so can the fast solver (it could not certify)
+                print(f"      fast failed at K={p_ac.shape[1]}, Delta={delta:.4f}: {exc}")
+                continue
             diff = math.nan if ref is None else fast.leakage_bits - ref.leakage_bits
             print(f"{p_ac.shape[1]:>5} {delta:>9.4f} {t_ref:>9.3f} {t_fast:>9.3f} {t_ref / t_fast:>8.2f} "
                   f"{diff:>10.2e} {fast.gap_bits:>9.2e} "
@@ -104,6 +108,7 @@ def part1(ks, fracs, tol_bits):
 
 
 def part2(ks, frac, tol_bits):
+    from privmap.offline._errors import SolverError
     from privmap.offline._fast_solver import solve_fast
 
     print(f"\nPart 2: fast solver alone, synthetic 50-dim ratings, Delta = {frac} x perfect-privacy "
@@ -114,7 +119,12 @@ def part2(ks, frac, tol_bits):
         p_ac, D = synthetic_instance(K)
         pp = float((p_ac.sum(axis=0) @ D).min())   # upper bound on perfect-privacy distortion
         tracemalloc.start()
-        res, t = timed(solve_fast, p_ac, D, frac * pp, tol_bits=tol_bits)
+        try:
+            res, t = timed(solve_fast, p_ac, D, frac * pp, tol_bits=tol_bits)
+        except SolverError as exc:
+            tracemalloc.stop()
+            print(f"{K:>6} failed: {exc}", flush=True)
+            continue
         peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
         tracemalloc.stop()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -759,8 +759,15 @@ class _FastSolver:
         else:
             hi = max(mu0 * 4.0, 1e-12)
 
+        forbidden = ~np.isfinite(cd)
+
+        def penalized(mu):
+            # cw + mu * cd with forbidden entries at +inf (0 * inf would be NaN at mu = 0)
+            with np.errstate(invalid="ignore"):
+                return np.where(forbidden, np.inf, cw + mu * cd)
+
         def slope(mu):
-            i = np.argmin(cw + mu * cd, axis=1)
+            i = np.argmin(penalized(mu), axis=1)
             return float(cd[np.arange(cd.shape[0]), i].sum()) - self.delta
 
         # grow the bracket until the slope is negative
@@ -779,7 +786,7 @@ class _FastSolver:
                 hi = mid
         # the maximum of a concave piecewise-linear function: evaluate both ends
         def value(mu):
-            return float(np.min(cw + mu * cd, axis=1).sum()) - mu * self.delta
+            return float(np.min(penalized(mu), axis=1).sum()) - mu * self.delta
         return lo if value(lo) >= value(hi) else hi
 
     # ---- results ------------------------------------------------------------------------------
