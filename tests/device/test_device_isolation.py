@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import NOW, raw_public, with_leakage
+from harness import NOW, raw_public, with_leakage
 
 import privmap.device as device
 

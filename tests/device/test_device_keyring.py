@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from conftest import NOW, key_from_label, raw_public
+from harness import NOW, key_from_label, raw_public
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 

@@ -5,7 +5,7 @@ import math
 import random
 
 import pytest
-from conftest import EnumeratingBits, exact_payload, with_leakage
+from harness import EnumeratingBits, exact_payload, with_leakage
 
 from privmap.device import InputError, InsecureTestBits
 from privmap.device import _bundle as bundle_module

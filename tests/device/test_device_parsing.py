@@ -10,7 +10,7 @@ import tracemalloc
 
 import msgpack
 import pytest
-from conftest import NOW
+from harness import NOW
 
 import privmap.device as device
 from privmap.device import (
@@ -260,7 +260,7 @@ def test_body_validation(sim, mutate):
 
 
 def test_exact_mechanism_payloads(sim):
-    from conftest import exact_payload
+    from harness import exact_payload
     bundle = sim.load(sim.sign_obj(exact_payload()))
     assert bundle.mechanism == "exact" and bundle.outputs[3] == (None, None)
     payload = exact_payload()
@@ -312,7 +312,7 @@ def test_F12_random_edits_of_a_signed_bundle(sim):
 
 
 def test_F12_random_edits_of_the_payload_then_signed(sim):
-    from conftest import exact_payload
+    from harness import exact_payload
     rng = random.Random(1212)
     originals = [sim.pack(sim.payload()), sim.pack(exact_payload())]
     loaded = 0

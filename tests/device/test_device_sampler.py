@@ -6,7 +6,7 @@ import random
 from collections import Counter
 
 import pytest
-from conftest import EnumeratingBits, FixedBits, with_leakage
+from harness import EnumeratingBits, FixedBits, with_leakage
 
 from privmap.device import InsecureTestBits, RandomnessError, SystemRandomBits
 from privmap.device import _sampler

@@ -9,7 +9,7 @@ import hashlib
 
 import msgpack
 import pytest
-from conftest import NOW, key_from_label, raw_public, with_leakage
+from harness import NOW, key_from_label, raw_public, with_leakage
 
 from privmap.device import (
     DOMAIN_TAG,
