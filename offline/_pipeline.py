@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable
 
@@ -134,7 +134,6 @@ class Build:
     p_ac: np.ndarray
     solved: SolveResult
     table: CompressedTable
-    summary: dict = field(default_factory=dict)
 
 
 def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) -> Build:
