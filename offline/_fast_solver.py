@@ -2,8 +2,8 @@
 
 Problem
 -------
-Given the joint prior p(a, c) (shape ``(|A|, K)``), a distortion matrix
-D (shape ``(K, K_out)``, ``inf`` = forbidden) and a budget delta, find a
+Given the joint prior p(a, c) (shape ``(|A|, K)``), a distortion matrix D
+(shape ``(K, K_out)``, ``inf`` = forbidden) and a budget delta, find a
 row-stochastic q (``K x K_out``) minimising the leakage
 
     J(q) = I(A; C_hat) = sum_{a, j} P(a, j) log( P(a, j) / (p(a) P(j)) ),
@@ -13,58 +13,57 @@ subject to sum_{c, j} p(c) q(c, j) D(c, j) <= delta.
 
 Why this method
 ---------------
-J depends on the K x K_out table only through the |A| x K_out matrix P, and
-optimal tables are very sparse (1.2 to 1.8 entries per row), like vertices of
-a linear program. A generic conic solver (cvxpy + Clarabel) pays for all
-K * K_out variables and for an exponential-cone lifting of every entry of P.
-This module instead combines three pieces:
+J depends on q only through the |A| x K_out matrix P, and optimal tables are
+very sparse (1.2 to 1.8 entries per row), like vertices of a linear program. A
+generic conic solver pays for all K * K_out variables and an exponential-cone
+lifting of each. This solver works on the *dual*, which has only
+K_out * (|A| - 1) + 1 variables, and proves every answer.
 
-1. **Column generation over a working support.** Only pairs (c, j) in a small
-   support S carry mass. The initial support is each row's few cheapest
-   outputs plus, for every output, its cheapest inputs (so every output has a
-   posterior). Rows are not *restricted* to their nearest outputs: pricing
-   below adds any pair with a negative reduced cost, wherever it lies, and
-   pairs that keep negligible mass are pruned.
+**The dual.** For a codebook R = (r_j) of distributions on A (one per output)
+and mu >= 0, Gibbs' inequality gives J(q) >= sum_{c,j} q(c,j) W(c,j) with
+W(c, j) = sum_a p(a, c) log(r_j(a) / p(a)), so for every feasible q
 
-2. **A log-barrier interior-point method on the restricted problem**, in
-   float64, with Newton steps that exploit the structure: the Hessian of J in
-   the support variables is M^T H M with H block-diagonal per output
-   (|A| x |A| blocks, H_j = (diag(1/r_j) - 1 1^T) / P(j), r_j the posterior of
-   output j), the barrier adds a diagonal, the budget a rank-one term
-   (Sherman-Morrison), and the row-sum constraints are eliminated row by row.
-   What is left is one sparse symmetric positive-definite system of size
-   |A| x (outputs in use), coupled only through rows with several support
-   entries, factorised with SuperLU. Newton's method converges in a few
-   dozen steps to any accuracy, which first-order methods (Frank-Wolfe,
-   mirror descent) do not reach in reasonable time on this ill-conditioned
-   objective (its gradient is unbounded near pure posteriors).
+    J* >= LB(R, mu) = sum_c p(c) min_{j : D(c,j) < inf} z(c, j) - mu delta,
+    z(c, j) = sum_a p(a|c) log(r_j(a) / p(a)) + mu D(c, j).
 
-3. **A Lagrangian dual certificate.** For any "codebook" R = (r_j) of
-   distributions on A with positive entries and any mu >= 0, Gibbs'
-   inequality gives, for every feasible q,
+LB is the exact Lagrangian dual of the full problem (all K x K_out pairs), so
+it certifies optimality over every table, and it is tight at the optimum
+(minimax theorem: R = posteriors of the optimal outputs, mu = the multiplier).
 
-       J(q) >= sum_{c, j} q(c, j) W(c, j),   W(c, j) = sum_a p(a, c) log(r_j(a) / p(a)),
+**Smoothing and Newton's method.** LB is concave but not smooth (a sum of row
+minima). Replacing each row minimum by a soft minimum at temperature tau,
 
-   and adding mu * (E d - delta) <= 0 and minimising each row over its
-   allowed outputs,
+    Phi_tau(theta, mu) = sum_c p(c) * (-tau) log sum_j exp(-z(c, j) / tau) - mu delta,
 
-       J* >= LB(R, mu) = sum_c min_{j : D(c, j) < inf} [W(c, j) + mu p(c) D(c, j)] - mu delta.
+with r_j = softmax(theta_j), gives a smooth concave function whose maximiser
+is the dual of the primal problem regularised by tau * sum_c p(c) H(q(.|c)).
+Its gradient is (P(j) - P(j) r_j, E d - delta) for the soft table
+q(c, j) = softmax_j(-z(c, j) / tau) (so at the maximiser r_j is exactly the
+posterior of output j), and its Hessian is sparse: a block per output plus,
+for each row, the covariance of its candidates, and a border for mu. We
+maximise Phi_tau by Newton's method with a backtracking line search and follow
+the path tau -> 0, the entropic analogue of an interior-point method: each
+decade of tau costs a few Newton steps, each a sparse factorisation of size
+K_out * (|A| - 1). First-order methods (mirror descent, Frank-Wolfe,
+Blahut-Arimoto alternation) stall long before 1e-6 bits on this
+ill-conditioned objective.
 
-   This is an exact evaluation of the dual of the full problem (all K x K_out
-   pairs, the budget included), not of the restricted one, so it proves the
-   answer optimal over every table. It is tight at the optimum (minimax
-   theorem; R = posteriors of the optimal table, mu = its multiplier). We take
-   R from the barrier solution, mu from the barrier multiplier refined by a
-   1-D concave search, and subtract a floating-point safety margin. The same
-   pass prices columns: pairs whose value beats their row's current value are
-   added to the support.
+**Candidates and pricing.** The soft minimum runs over a candidate list per
+row, not over all K_out outputs. The list starts as the row's cheapest output
+and its best outputs under the starting duals, and grows by pricing: one pass
+over all pairs (row chunks, O(K * K_out * |A|) flops) evaluates the exact LB
+and adds every pair whose z beats the row's minimum over its candidates. Rows
+are never *restricted* to nearby outputs; nearness only seeds the list.
 
-The reported ``gap_bits`` is leakage(returned table) - LB, recomputed from the
-returned table; the loop stops when it is at most ``tol_bits``.
+**The answer.** The table is the soft table on the candidates, mixed with the
+cheapest-output table just enough to meet the budget. Its leakage and
+distortion are recomputed from it; ``gap_bits`` is leakage minus the full LB
+(with a floating-point safety margin), and the solver stops once that is at
+most ``tol_bits``.
 
-Costs: each pricing pass reads D once (O(K * K_out) flops, in row chunks, no
-K x K_out temporaries besides one chunk); each Newton step is a sparse
-factorisation whose size is set by the support, not by K * K_out.
+Costs: memory O(K * K_out) only for the caller's D and the returned table,
+plus O(number of candidates); time per Newton step O(candidates * |A|) plus a
+sparse factorisation; per pricing pass O(K * K_out * |A|).
 """
 from __future__ import annotations
 
@@ -74,6 +73,7 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
 from ._errors import SolverError
@@ -83,22 +83,30 @@ from ._result import SolveResult
 
 _LN2 = math.log(2.0)
 _EPS = np.finfo(float).eps
-_CHUNK_ELEMENTS = 1 << 22        # elements of one row-chunk of the pricing pass
-_N_NEAREST = 3                   # cheapest outputs per row in the initial support
-_N_COVER = 2                     # cheapest inputs per output in the initial support
-_N_ADD = 3                       # columns priced in per row and round
-_N_CAND = 6                      # candidates per row kept for the search over mu
-_LINESEARCH = False
-_SMOOTH = 1e-15                  # codebook smoothing r <- (1 - s) r + s p(a)
+_CHUNK_ELEMENTS = 1 << 22        # elements of one row chunk of a pass over D
+_START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
+_N_START = 8                     # candidates per row from the starting duals
+_N_ADD = 4                       # candidates priced in per row and pass
+_TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
+_EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
+_PASS_EVERY = 0.01               # a pricing pass whenever tau fell by this factor since the last
+_REHEAT = 0.1                    # after pricing, tau >= _REHEAT * median margin of new pairs
+_CENTRED = 0.1                   # Newton decrement^2 <= _CENTRED * tau: near the centre
+_TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
+_TAU_MIN = 1e-6                  # give up below tau = _TAU_MIN * tol
+_DENSE_MAX = 1500                # dense Cholesky of the Newton system up to this many unknowns
+_Q_PAIR = 1e-13                  # softmax weights below this do not enter Hessian cross terms
+_DEBUG = False
+_MU_SAMPLE = 512                 # rows sampled to choose the starting multiplier
 
 
 # ----------------------------------------------------------------------------------------------
 # public entry point
 # ----------------------------------------------------------------------------------------------
 
-def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int = 40,
+def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int = 400,
                progress: Callable[[float], None] | None = None) -> SolveResult:
-    """Solve program (19) by column generation with an interior-point master and a dual certificate.
+    """Solve program (19) by smoothed dual Newton with pricing, and certify the answer.
 
     Parameters
     ----------
@@ -113,8 +121,7 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         Gap to certify, in bits: the solver stops when leakage(table) minus a
         proven lower bound on the optimum is at most ``tol_bits``.
     max_iter : int, keyword-only
-        Most rounds of column generation (each: an interior-point solve of the
-        restricted problem and one pricing pass over all K x K_out pairs).
+        Most Newton steps in all.
     progress : callable(float) or None, keyword-only
         Called with an estimate of the fraction done, in [0, 1].
 
@@ -125,7 +132,7 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         ``leakage_bits`` and ``distortion`` recomputed from ``table``;
         ``multiplier`` (bits per unit distortion) of the budget;
         ``gap_bits`` <= ``tol_bits``, a proven bound on leakage_bits - optimum;
-        ``info`` with rounds, Newton steps, support size, lower bound, timings.
+        ``info`` with Newton steps, pricing passes, candidates, lower bound, timings.
 
     Raises
     ------
@@ -135,14 +142,13 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
     InfeasibleError
         ``delta`` below sum_c p(c) min_j d(c, j), the least distortion any table reaches.
     SolverError
-        The gap could not be certified within ``max_iter`` rounds.
+        The gap could not be certified within ``max_iter`` Newton steps.
     """
     started = time.perf_counter()
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     if not (tol_bits > 0 and math.isfinite(tol_bits)):
         raise ValueError(f"tol_bits must be positive and finite, got {tol_bits}")
-    solver = _FastSolver(p_ac, D, delta, tol_bits, max_iter, progress)
-    result = solver.run()
+    result = _DualNewton(p_ac, D, delta, tol_bits, int(max_iter), progress).run()
     result.info["time_s"] = time.perf_counter() - started
     return result
 
@@ -151,733 +157,619 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
 # implementation
 # ----------------------------------------------------------------------------------------------
 
-class _FastSolver:
+class _DualNewton:
     def __init__(self, p_ac, D, delta, tol_bits, max_iter, progress):
         self.p_full = p_ac
         self.D = D
         self.delta = float(delta)
-        self.tol = tol_bits * _LN2                  # nats
-        self.max_iter = int(max_iter)
+        self.tol = tol_bits * _LN2                       # nats
+        self.max_iter = max_iter
         self.progress = progress
         self.K, self.K_out = D.shape
         p_a = p_ac.sum(axis=1)
-        self.classes = np.flatnonzero(p_a > 0)
-        self.p = p_ac[self.classes]                  # (A, K), classes with mass only
-        self.p_a = p_a[self.classes]
+        keep = p_a > 0
+        self.p = p_ac[keep]                              # (A, K): classes with mass only
+        self.p_a = p_a[keep]
         self.log_p_a = np.log(self.p_a)
-        self.p_c = p_ac.sum(axis=0)
         self.A = self.p.shape[0]
-        self.active = self.p_c > 0
-        self.stats = {"rounds": 0, "newton_steps": 0, "pricing_passes": 0, "added_columns": 0}
-        self.timing = {"init": 0.0, "newton": 0.0, "pricing": 0.0}
+        self.p_c = p_ac.sum(axis=0)
+        self.rows = np.flatnonzero(self.p_c > 0)         # active rows
+        self.alpha = self.p[:, self.rows] / self.p_c[self.rows]   # (A, R) posteriors p(a|c)
+        self.has_inf = not bool(np.all(np.isfinite(D)))
+        self.stats = {"newton_steps": 0, "pricing_passes": 0, "added_candidates": 0}
+        self.timing = {"start": 0.0, "newton": 0.0, "pricing": 0.0}
 
-    # ---- helpers on the full problem ---------------------------------------------------------
-
-    def _report(self, fraction):
-        if self.progress is not None:
-            self.progress(float(min(max(fraction, 0.0), 1.0)))
+    # ---- passes over D ----------------------------------------------------------------------
 
     def _chunks(self):
         step = max(1, _CHUNK_ELEMENTS // max(1, self.K_out))
-        for start in range(0, self.K, step):
-            yield start, min(self.K, start + step)
+        for lo in range(0, self.rows.size, step):
+            yield lo, min(self.rows.size, lo + step)
 
-    def _row_minima(self):
-        """Per row: cheapest allowed output and its distortion."""
-        jmin = np.empty(self.K, dtype=np.int64)
+    def _scan_minima(self):
+        """Per active row: cheapest output and its cost; per output: its cheapest active row."""
+        R = self.rows.size
+        jmin = np.empty(R, dtype=np.int64)
+        col_best = np.full(self.K_out, np.inf)
+        col_arg = np.zeros(self.K_out, dtype=np.int64)
         for lo, hi in self._chunks():
-            jmin[lo:hi] = np.argmin(self.D[lo:hi], axis=1)
-        return jmin, self.D[np.arange(self.K), jmin]
+            blk = self.D[self.rows[lo:hi]]
+            jmin[lo:hi] = np.argmin(blk, axis=1)
+            i = np.argmin(blk, axis=0)
+            v = blk[i, np.arange(self.K_out)]
+            better = v < col_best
+            col_best[better] = v[better]
+            col_arg[better] = lo + i[better]
+        dmin = self.D[self.rows, jmin]
+        return jmin, dmin, col_arg, np.isfinite(col_best)
+
+    def _z_block(self, lo, hi, G, mu):
+        """z(c, j) for active rows lo:hi and all outputs; +inf where not allowed."""
+        blk = self.D[self.rows[lo:hi]]
+        Z = self.alpha[:, lo:hi].T @ G
+        if self.tight:
+            Z[blk > self.tie[lo:hi, None]] = np.inf
+        elif mu > 0:
+            Z += mu * blk                                 # inf stays inf
+        elif self.has_inf:
+            Z[~np.isfinite(blk)] = np.inf
+        return Z
+
+    def _pass(self, G, mu, cand_min, n_add):
+        """Exact dual value over all pairs; optionally the pairs that beat the candidates.
+
+        Returns (sum_c p(c) min_j z, sum_c p(c) |min_j z|, new rows, new columns, margins by
+        which they beat their row); rows are indices into the active rows.
+        """
+        tp = time.perf_counter()
+        total, absolute = 0.0, 0.0
+        new_r, new_c, new_m = [], [], []
+        pc = self.p_c[self.rows]
+        for lo, hi in self._chunks():
+            Z = self._z_block(lo, hi, G, mu)
+            zmin = Z.min(axis=1)
+            total += float(pc[lo:hi] @ zmin)
+            absolute += float(pc[lo:hi] @ np.abs(zmin))
+            if n_add:
+                thr = cand_min[lo:hi] - 1e-12 * (1.0 + np.abs(cand_min[lo:hi]))
+                k = min(n_add, self.K_out)
+                idx = np.argpartition(Z, k - 1, axis=1)[:, :k] if k < self.K_out else \
+                    np.broadcast_to(np.arange(self.K_out), Z.shape)
+                vals = np.take_along_axis(Z, idx, axis=1)
+                ok = vals < thr[:, None]
+                r = np.broadcast_to(np.arange(lo, hi)[:, None], idx.shape)
+                new_r.append(r[ok])
+                new_c.append(idx[ok])
+                new_m.append((cand_min[lo:hi, None] - vals)[ok])
+        self.stats["pricing_passes"] += 1
+        self.timing["pricing"] += time.perf_counter() - tp
+        if not n_add:
+            return total, absolute, None, None, None
+        r, j, m = np.concatenate(new_r), np.concatenate(new_c), np.concatenate(new_m)
+        # an output that every row wants (a codebook entry gone nearly pure) takes only its
+        # most violated rows: once they feed it, its posterior moves and the pull is gone
+        cap = max(16, 4 * n_add * self.rows.size // max(1, self.K_out))
+        order = np.lexsort((-m, j))
+        j_sorted = j[order]
+        first = np.r_[0, np.flatnonzero(j_sorted[1:] != j_sorted[:-1]) + 1]
+        rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
+        keep = order[rank < cap]
+        return total, absolute, r[keep], j[keep], m[keep]
+
+    def _lower_bound(self, total, absolute, mu):
+        # rounding in the sums: |fl(s) - s| <= ~(K + A + 2) eps sum |terms|; a generous margin
+        margin = 8.0 * (self.K + self.A + 8) * _EPS * (absolute + mu * self.delta) + 1e-300
+        return total - mu * self.delta - margin
+
+    # ---- candidates ---------------------------------------------------------------------------
+
+    def _set_candidates(self, r, j):
+        key = np.unique(r.astype(np.int64) * self.K_out + j.astype(np.int64))
+        self.cr = key // self.K_out                       # active-row index, sorted
+        self.cj = key % self.K_out
+        self.start = np.flatnonzero(np.r_[True, self.cr[1:] != self.cr[:-1]])
+        if self.start.size != self.rows.size:
+            raise SolverError("internal: a row lost all its candidates")
+        self.c_alpha = self.alpha[:, self.cr]             # (A, n)
+        self.c_pc = self.p_c[self.rows][self.cr]
+        dd = self.D[self.rows[self.cr], self.cj]
+        self.c_d = np.where(np.isfinite(dd), dd, 0.0)     # forbidden pairs never become candidates
+        self.c_low = self.cj == self.jmin[self.cr]        # the row's cheapest output
+
+    def _add_candidates(self, r, j):
+        n0 = self.cr.size
+        self._set_candidates(np.concatenate([self.cr, r]), np.concatenate([self.cj, j]))
+        self.stats["added_candidates"] += int(self.cr.size - n0)
+        return self.cr.size - n0
+
+    # ---- the smoothed dual on the candidates -------------------------------------------------
+
+    def _codebook(self, theta):
+        """log r_j(a) - log p(a), shape (A, K_out), and r, from logits theta (A, K_out)."""
+        m = theta.max(axis=0)
+        lse = m + np.log(np.exp(theta - m).sum(axis=0))
+        logr = theta - lse
+        return logr - self.log_p_a[:, None], np.exp(logr)
+
+    def _evaluate(self, theta, mu, tau):
+        G, r = self._codebook(theta)
+        z = np.einsum("an,an->n", self.c_alpha, G[:, self.cj])
+        if self.budget:
+            z += mu * self.c_d
+        zmin = np.minimum.reduceat(z, self.start)
+        t = (z - zmin[self.cr]) / tau
+        e = np.exp(-t)
+        S = np.add.reduceat(e, self.start)
+        q = e / S[self.cr]
+        pc_row = self.p_c[self.rows]
+        phi = float(pc_row @ (zmin - tau * np.log(S))) - (mu * self.delta if self.budget else 0.0)
+        return {"G": G, "r": r, "z": z, "zmin": zmin, "e": e, "S": S, "q": q, "phi": phi,
+                "theta": theta, "mu": mu, "tau": tau}
+
+    def _primal(self, ev):
+        """P (A, K_out), leakage (nats) and distortion of the soft table ev["q"]."""
+        w = self.c_pc * ev["q"]
+        P = np.empty((self.A, self.K_out))
+        for a in range(self.A):
+            P[a] = np.bincount(self.cj, weights=w * self.c_alpha[a], minlength=self.K_out)
+        return P, _leakage_nats(P, self.log_p_a), float(w @ self.c_d)
+
+    def _gradient(self, ev, P):
+        s = P.sum(axis=0)
+        g_theta = (P - s * ev["r"])[:-1]                  # (A-1, K_out)
+        g_mu = float((self.c_pc * ev["q"]) @ self.c_d) - self.delta
+        return g_theta, g_mu
+
+    def _factor(self, ev, P):
+        """Factorise N = -Hessian of Phi_tau (sparse, positive semi-definite).
+
+        N = blockdiag_j(P(j) Cov(r_j)) + sum_c (p(c)/tau) Cov_{q_c}(dz_c / dtheta), bordered by
+        the multiplier. Dense Cholesky below _DENSE_MAX unknowns, SuperLU above.
+        Returns solve(rhs_theta (A-1, K_out), rhs_mu) -> (d_theta, d_mu) with N d = rhs.
+        """
+        A1, n_out = self.A - 1, self.K_out
+        nth = A1 * n_out
+        tau, q, r = ev["tau"], ev["q"], ev["r"]
+        s = P.sum(axis=0)
+        cr, cj = self.cr, self.cj
+        wk = self.c_pc * q / tau                          # (n,)
+        V = self.c_alpha[:A1] - r[:A1, cj]                # (A-1, n): dz/dtheta_j(b)
+        one_minus_q = (ev["S"][cr] - ev["e"]) / ev["S"][cr]   # 1 - q, without cancellation
+        # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l
+        k1, l1 = self._row_pairs(q)
+        coef = -(self.c_pc[k1] / tau) * q[k1] * q[l1]
+        out = np.arange(n_out)
+        ri, ci, vals = [], [], []
+        for b in range(A1):
+            for b2 in range(A1):
+                ri += [out * A1 + b, cj * A1 + b, cj[k1] * A1 + b]
+                ci += [out * A1 + b2, cj * A1 + b2, cj[l1] * A1 + b2]
+                vals += [s * ((r[b] if b == b2 else 0.0) - r[b] * r[b2]),   # s_j Cov(r_j)
+                         wk * one_minus_q * V[b] * V[b2],                     # w_k (1 - q_k) v v^T
+                         coef * V[b, k1] * V[b2, l1]]
+        ri, ci, vals = np.concatenate(ri), np.concatenate(ci), np.concatenate(vals)
+        diag = np.bincount(ri[ri == ci], weights=vals[ri == ci], minlength=nth)
+        # damping: outputs without mass have neither curvature nor gradient
+        floor = 1e-14 * float(s.max()) + 1e-300
+        dscale = 1.0 / np.sqrt(diag + floor)
+        svals = vals * dscale[ri] * dscale[ci]
+        if nth <= _DENSE_MAX:
+            Ns = np.bincount(ri * nth + ci, weights=svals, minlength=nth * nth).reshape(nth, nth)
+            Ns[np.diag_indices(nth)] += floor * dscale ** 2
+            factor = sla.cho_factor(Ns, check_finite=False)
+
+            def solve_scaled(v):
+                return sla.cho_solve(factor, v, check_finite=False)
+        else:
+            Ns = sp.csc_matrix((np.concatenate([svals, floor * dscale ** 2]),
+                                (np.concatenate([ri, np.arange(nth)]), np.concatenate([ci, np.arange(nth)]))),
+                               shape=(nth, nth))
+            lu = spla.splu(Ns, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                           options={"SymmetricMode": True})
+            solve_scaled = lu.solve
+
+        def solve_theta(v):
+            return dscale * solve_scaled(dscale * v)
+
+        if not self.budget:
+            def solve(rhs_theta, rhs_mu):
+                return solve_theta(rhs_theta.T.ravel()).reshape(n_out, A1).T, 0.0
+            return solve
+        dbar = np.add.reduceat(q * self.c_d, self.start)
+        dev = self.c_d - dbar[cr]
+        b_vec = np.zeros(nth)
+        for b in range(A1):
+            b_vec[b::A1] = np.bincount(cj, weights=wk * dev * V[b], minlength=n_out)
+        c_mm = float(wk @ (dev * dev))
+        y2 = solve_theta(b_vec)
+        schur = max(c_mm - float(b_vec @ y2), 1e-300 + 1e-14 * abs(c_mm))
+
+        def solve(rhs_theta, rhs_mu):
+            y1 = solve_theta(rhs_theta.T.ravel())
+            d_mu = (rhs_mu - float(b_vec @ y1)) / schur
+            return (y1 - y2 * d_mu).reshape(n_out, A1).T, d_mu
+        return solve
+
+    def _row_pairs(self, q):
+        """Index pairs (k, l), k != l, of candidates in one row with softmax weight > _Q_PAIR."""
+        sig = np.flatnonzero(q > _Q_PAIR)
+        counts = np.bincount(self.cr[sig], minlength=self.rows.size)
+        multi = sig[counts[self.cr[sig]] > 1]
+        if multi.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        row = self.cr[multi]
+        first = np.r_[0, np.flatnonzero(row[1:] != row[:-1]) + 1]
+        lens = np.diff(np.r_[first, multi.size])
+        L = int(lens.max())
+        pad = np.full((first.size, L), -1, dtype=np.int64)
+        pos = np.arange(multi.size) - np.repeat(first, lens)
+        pad[np.repeat(np.arange(first.size), lens), pos] = multi
+        kk = np.broadcast_to(pad[:, :, None], (first.size, L, L))
+        ll = np.broadcast_to(pad[:, None, :], (first.size, L, L))
+        ok = (kk >= 0) & (ll >= 0) & (kk != ll)
+        return kk[ok], ll[ok]
+
+    def _tau_derivative(self, ev):
+        """d grad / d tau at fixed duals: the right-hand side of the path's tangent."""
+        q, z, tau = ev["q"], ev["z"], ev["tau"]
+        zbar = np.add.reduceat(q * z, self.start)
+        w = self.c_pc * q * (z - zbar[self.cr]) / tau ** 2
+        V = self.c_alpha[:-1] - ev["r"][:-1, self.cj]
+        g_theta = np.stack([np.bincount(self.cj, weights=w * V[b], minlength=self.K_out)
+                            for b in range(self.A - 1)])
+        return g_theta, float(w @ self.c_d)
 
     # ---- main loop ----------------------------------------------------------------------------
 
     def run(self) -> SolveResult:
         t0 = time.perf_counter()
-        jmin, dmin = self._row_minima()
-        self.jmin = jmin
-        least = float(self.p_c @ dmin)
-        self.least = least
+        self.jmin, dmin, col_arg, col_ok = self._scan_minima()
+        pc_row = self.p_c[self.rows]
+        least = float(pc_row @ dmin)
         if self.A <= 1:
-            return self._finish_trivial(jmin, "one private class has all the mass: leakage is 0")
-        slack_total = self.delta - least
-        # Degenerate budget (delta at the least distortion): only cheapest outputs are allowed.
-        self.tight = slack_total <= 1e-12 * max(1.0, least) + 1e-300
-        self._init_support(jmin, dmin)
-        self.timing["init"] = time.perf_counter() - t0
+            return self._trivial("one private class has all the mass: leakage is 0")
+        self.tight = self.delta <= least + 1e-12 * max(1.0, least)
+        self.tie = dmin + 1e-12 * np.maximum(1.0, dmin)
+        self.budget = not self.tight
+        one, constant = self._single_output(pc_row)
+        if one is not None:
+            return one
 
-        codebook = np.tile(self.p_a[:, None], (1, self.K_out))   # r_j(a); prior where unknown
-        bar_goal = max(30.0 * self.tol, 1e-4)                    # IPM gap of early rounds
-        self._init_duals(self._initial_tau())
-        best = None                                              # (lb, mu)
-        for rnd in range(self.max_iter):
-            self.stats["rounds"] = rnd + 1
-            self._ipm(bar_goal)
-            J = self._J(self.x)
-            codebook[:, self.uout] = self._posteriors(self.x)
-            lb, mu, new_rows, new_cols, rest_lb = self._price(codebook, self.nu)
-            self.stats["last_gap_nats"] = J - lb
-            if best is None or lb > best[0]:
-                best = (lb, mu)
-            gap = J - best[0]
-            self._report(0.1 + 0.85 * (1.0 - min(1.0, max(0.0, math.log10(max(gap, 1e-300) / self.tol)) / 6.0)))
-            if gap <= 0.5 * self.tol:
-                break
-            n_new = new_rows.size
-            if n_new > 0 and lb < rest_lb - 0.05 * self.tol:
-                self._add_columns(new_rows, new_cols)
-                self.stats["added_columns"] += int(n_new)
-            else:
-                bar_goal = 0.3 * self.tol if bar_goal > 0.3 * self.tol else bar_goal / 10.0
-            self._prune()
-        return self._finish(best[0], best[1], codebook)
+        # starting duals: each output's codebook entry near the posterior of its cheapest input; the
+        # multiplier and temperature on the scale of the leakage without privacy, I(A; C)
+        theta = np.zeros((self.A, self.K_out))
+        r0 = np.tile(self.p_a[:, None], (1, self.K_out))
+        r0[:, col_ok] = (1 - _START_MIX) * self.alpha[:, col_arg[col_ok]] + _START_MIX * self.p_a[:, None]
+        theta[:] = np.log(r0) - np.log(r0[-1])
+        G0, _ = self._codebook(theta)
+        scale = max(_leakage_nats(self.p[:, self.rows], self.log_p_a), self.tol)
+        mu = 2.0 * scale / max(constant - least, 1e-300) if self.budget else 0.0
 
-    def _initial_tau(self):
-        g = self._grad_J(self.x)
-        w = np.where(self.multi, self.x, 0.0)
-        rs = np.bincount(self.sr, weights=w, minlength=self.K)
-        gm = np.bincount(self.sr, weights=w * g, minlength=self.K) / np.where(rs > 0, rs, 1.0)
-        spread = float(np.sum(np.abs(g - gm[self.sr]) * w))
-        m = int(np.sum(self.multi)) + 1
-        return max(spread, 1e-3 * self._J(self.x), 1e-12) / m
-
-    # ---- support management -------------------------------------------------------------------
-
-    def _init_support(self, jmin, dmin):
-        rows, cols = [], []
-        act = np.flatnonzero(self.active)
-        if self.tight:
-            # only outputs tying with the row's cheapest are feasible
-            for lo, hi in self._chunks():
-                blk = self.D[lo:hi]
-                tol = 1e-12 * np.maximum(1.0, dmin[lo:hi])[:, None]
-                r, c = np.nonzero((blk <= dmin[lo:hi, None] + tol) & self.active[lo:hi, None])
-                rows.append(r + lo)
-                cols.append(c)
-        else:
-            m = min(_N_NEAREST, self.K_out)
-            for lo, hi in self._chunks():
-                blk = self.D[lo:hi]
-                if m < self.K_out:
-                    idx = np.argpartition(blk, m - 1, axis=1)[:, :m]
-                else:
-                    idx = np.broadcast_to(np.arange(self.K_out), (hi - lo, self.K_out))
-                vals = np.take_along_axis(blk, idx, axis=1)
-                ok = np.isfinite(vals) & self.active[lo:hi, None]
-                r = np.broadcast_to(np.arange(lo, hi)[:, None], idx.shape)
-                rows.append(r[ok])
-                cols.append(idx[ok])
-            rows.append(act)
-            cols.append(jmin[act])
-            # coverage: every output gets its cheapest active inputs
-            if act.size:
-                m2 = min(_N_COVER, act.size)
-                sub = self.D[act] if act.size < self.K else self.D
-                idx = np.argpartition(sub, m2 - 1, axis=0)[:m2] if m2 < sub.shape[0] else \
-                    np.broadcast_to(np.arange(sub.shape[0])[:, None], sub.shape)
-                vals = np.take_along_axis(sub, idx, axis=0)
-                ok = np.isfinite(vals)
-                cidx = np.broadcast_to(np.arange(self.K_out)[None, :], idx.shape)
-                rows.append(act[idx[ok]])
-                cols.append(cidx[ok])
-        rows = np.concatenate(rows).astype(np.int64)
-        cols = np.concatenate(cols).astype(np.int64)
-        self._set_support(rows, cols, None)
-        # starting point: mostly the cheapest output, a little elsewhere, strictly within budget
-        cost = self.D[self.sr, self.sc]
-        is_min = cost <= dmin[self.sr] * (1 + 1e-12) + 1e-300
-        n_min = np.bincount(self.sr, weights=is_min.astype(float), minlength=self.K)
-        n_all = np.bincount(self.sr, minlength=self.K).astype(float)
-        x_min = np.where(is_min, 1.0 / np.maximum(n_min[self.sr], 1), 0.0)
-        x_uni = 1.0 / n_all[self.sr]
-        if self.tight:
-            alpha = 1.0
-        else:
-            d_min = float(np.sum(self.p_c[self.sr] * cost * x_min))
-            d_uni = float(np.sum(self.p_c[self.sr] * cost * x_uni))
-            room = self.delta - d_min
-            alpha = 0.5 if d_uni <= d_min + 1e-300 else min(0.5, 0.5 * room / (d_uni - d_min))
-        self.x = (1 - alpha) * x_min + alpha * x_uni
-
-    def _set_support(self, rows, cols, x, z=None):
-        key = rows * self.K_out + cols
-        key, first = np.unique(key, return_index=True)      # sorted by row, then column
-        self.sr = key // self.K_out
-        self.sc = key % self.K_out
-        self.uout, self.su = np.unique(self.sc, return_inverse=True)
-        self.U = self.uout.size
-        self.pa = self.p[:, self.sr]                        # (A, n)
-        self.cost = self.p_c[self.sr] * self.D[self.sr, self.sc]   # budget weights
-        counts = np.bincount(self.sr, minlength=self.K)
-        self.multi = counts[self.sr] > 1                    # rows with a free variable
-        self.x = None if x is None else x[first]
-        if z is not None:
-            self.z = np.where(self.multi, z[first], 0.0)
-
-    def _add_columns(self, rows, cols):
-        m = int(np.sum(self.multi)) + (0 if self.tight else 1)
-        mu = self._gap_mu() / max(m, 1)
-        rows_all = np.concatenate([self.sr, rows])
-        cols_all = np.concatenate([self.sc, cols])
-        x_all = np.concatenate([self.x, np.zeros(rows.size)])
-        z_all = np.concatenate([self.z, np.zeros(rows.size)])
-        self._set_support(rows_all, cols_all, x_all, z_all)
-        new = self.x == 0
-        # new entries start small; the row's largest entry pays for them
-        eps = 1e-4
-        self.x[new] = eps
-        paid = np.bincount(self.sr[new], minlength=self.K) * eps
-        big = self._row_argmax(self.x)
-        self.x[big] -= paid[self.sr[big]]
-        if np.any(self.x <= 0):
-            raise SolverError("internal: a support entry lost all its mass when columns were added")
-        if not self.tight and self._budget_slack(self.x) <= 0:
-            self.x = self._towards_cheapest(self.x)
-        # duals: centred for the new and newly free entries, the old ones kept
-        mu = 10.0 * mu
-        fresh = self.multi & (self.z <= 0)
-        self.z[fresh] = mu / self.x[fresh]
-        self.z[~self.multi] = 0.0
-        if not self.tight:
-            self.nu = max(self.nu, mu / self._budget_slack(self.x))
-
-    def _towards_cheapest(self, x):
-        is_min = self.sc == self.jmin[self.sr]
-        x_min = is_min.astype(float)
-        x_min /= np.bincount(self.sr, weights=x_min, minlength=self.K)[self.sr]
-        d_x = float(self.cost @ x)
-        d_m = float(self.cost @ x_min)
-        theta = 0.5
-        while theta > 1e-16:
-            y = (1 - theta) * x + theta * x_min
-            if float(self.cost @ y) < self.delta and np.all(y > 0):
-                return y
-            theta = min(1.0, 2 * theta) if d_x > d_m else theta / 2
-            if theta >= 1.0:
-                break
-        raise SolverError("internal: could not restore a strictly feasible point")
-
-    def _row_argmax(self, x):
-        order = np.lexsort((-x, self.sr))
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = self.sr[order][1:] != self.sr[order][:-1]
-        return order[first]
-
-    def _prune(self):
-        """Drop entries that keep negligible mass; the certificate prices them back if needed."""
-        small = self.x < 1e-9
-        if not np.any(small):
-            return
-        keep = ~small
-        keep[self._row_argmax(self.x)] = True
-        if np.all(keep):
-            return
-        x = self.x[keep]
-        rows, cols = self.sr[keep], self.sc[keep]
-        x = x / np.bincount(rows, weights=x, minlength=self.K)[rows]
-        cost = self.p_c[rows] * self.D[rows, cols]
-        if not self.tight and float(cost @ x) >= self.delta:
-            return                     # pruning would leave the budget: keep the support
-        self._set_support(rows, cols, x, self.z[keep])
-
-    # ---- objective ----------------------------------------------------------------------------
-
-    def _P(self, x):
-        P = np.empty((self.A, self.U))
-        for a in range(self.A):
-            P[a] = np.bincount(self.su, weights=self.pa[a] * x, minlength=self.U)
-        return P
-
-    def _J(self, x):
-        P = self._P(x)
-        S = P.sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(P > 0, P * (np.log(P) - np.log(S)[None, :] - self.log_p_a[:, None]), 0.0)
-        return float(terms.sum())
-
-    def _posteriors(self, x):
-        P = self._P(x)
-        S = P.sum(axis=0)
-        return P / S[None, :]
-
-    # ---- primal-dual interior-point method on the restricted problem --------------------------
-
-    def _budget_slack(self, x):
-        return self.delta - float(self.cost @ x)
-
-    def _merit(self, x, tau):
-        """Barrier merit J(x) - tau * (sum log x + log slack) over the free entries."""
-        if np.any(x[self.multi] <= 0):
-            return math.inf
-        val = self._J(x) - tau * float(np.sum(np.log(x[self.multi])))
-        if not self.tight:
-            s = self._budget_slack(x)
-            if s <= 0:
-                return math.inf
-            val -= tau * math.log(s)
-        return val
-
-    def _init_duals(self, tau):
-        self.z = np.where(self.multi, tau / self.x, 0.0)
-        self.nu = 0.0 if self.tight else tau / self._budget_slack(self.x)
-
-    def _gap_mu(self):
-        g = float(np.sum(self.x[self.multi] * self.z[self.multi]))
-        if not self.tight:
-            g += self._budget_slack(self.x) * self.nu
-        return g
-
-    def _ipm(self, bar_goal, max_steps=200):
-        """Primal-dual path following until the complementarity gap is below bar_goal."""
-        tn = time.perf_counter()
-        multi = self.multi
-        m = int(np.sum(multi)) + (0 if self.tight else 1)
-        x, z, nu = self.x, self.z, self.nu
-        if m == 0 or (self.tight and not np.any(multi)):
-            self.timing["newton"] += time.perf_counter() - tn
-            return
-        for _ in range(max_steps):
-            s = 0.0 if self.tight else self._budget_slack(x)
-            if not self.tight and s <= 1e-13 * max(self.delta, 1e-300):
-                x = self._towards_cheapest(x)       # round-off ate the slack: step back inside
-                s = self._budget_slack(x)
-                nu = max(nu, 1e-300)
-            gap = float(np.sum(x[multi] * z[multi])) + (0.0 if self.tight else s * nu)
-            mu = gap / m
-            fac = self._factor(x, z, nu, s)
-            self.stats["newton_steps"] += 1
-            # predictor (tau = 0) to choose the centring weight, Mehrotra style
-            dx_a, dz_a, dnu_a = self._pd_step(fac, x, z, nu, s, 0.0)
-            ap = self._max_step(x, dx_a, s, -float(self.cost @ dx_a) if not self.tight else 0.0)
-            ad = self._max_step(z, dz_a, nu, dnu_a)
-            s_a = s - ap * float(self.cost @ dx_a) if not self.tight else 0.0
-            gap_a = float(np.sum((x + ap * dx_a)[multi] * (z + ad * dz_a)[multi])) + \
-                (0.0 if self.tight else s_a * (nu + ad * dnu_a))
-            sigma = min(1.0, max(1e-3, (gap_a / gap) ** 3)) if gap > 0 else 0.1
-            tau = max(sigma * mu, 0.2 * bar_goal / m)
-            dx, dz, dnu = self._pd_step(fac, x, z, nu, s, tau)
-            ds = 0.0 if self.tight else -float(self.cost @ dx)
-            ap = 0.995 * self._max_step(x, dx, s, ds)
-            ad = 0.995 * self._max_step(z, dz, nu, dnu)
-            ap = min(1.0, ap)
-            ad = min(1.0, ad)
-            # safeguard on the primal: sufficient decrease of the barrier merit
-            slope = float(fac["grad"](tau) @ dx)
-            f0 = self._merit(x, tau)
-            if _LINESEARCH and slope < 0:
-                while ap > 1e-10:
-                    if self._merit(x + ap * dx, tau) <= f0 + 1e-4 * ap * slope + 1e-15 * abs(f0):
-                        break
-                    ap *= 0.5
-            x = x + ap * dx
-            z = np.where(multi, z + ad * dz, 0.0)
-            nu = 0.0 if self.tight else nu + ad * dnu
-            if self._converged(x, z, nu, bar_goal, ap, ad, dx):
-                break
-        self.x, self.z, self.nu = x, z, nu
-        self.timing["newton"] += time.perf_counter() - tn
-
-    def _converged(self, x, z, nu, bar_goal, ap, ad, dx):
-        gap = float(np.sum(x[self.multi] * z[self.multi]))
-        if not self.tight:
-            gap += self._budget_slack(x) * nu
-        if gap > bar_goal:
-            return False
-        return self._J(x) - self._restricted_bound(x, nu) <= bar_goal
-
-    def _restricted_bound(self, x, nu):
-        """Lagrangian bound of the restricted problem: R = posteriors of x, multiplier nu."""
-        val = self._grad_J(x) + nu * self.cost
-        y = np.full(self.K, np.inf)
-        np.minimum.at(y, self.sr, val)
-        return float(np.sum(y[np.isfinite(y)])) - nu * self.delta
-
-    @staticmethod
-    def _max_step(v, dv, w, dw):
-        a = math.inf
-        neg = dv < 0
-        if np.any(neg):
-            a = float(np.min(-v[neg] / dv[neg]))
-        if dw < 0:
-            a = min(a, -w / dw)
-        return min(a, 1.0 / 0.995)
-
-    def _grad_J(self, x):
-        P = self._P(x)
-        S = P.sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logratio = np.where(P > 0, np.log(P) - np.log(S)[None, :] - self.log_p_a[:, None], 0.0)
-        return np.einsum("an,an->n", self.pa, logratio[:, self.su])
-
-    def _pd_step(self, fac, x, z, nu, s, tau):
-        multi = self.multi
-        rhs = -fac["grad"](tau)
-        u = fac["solve"](rhs)
-        if not self.tight:
-            v = fac["v"]
-            rho = fac["rho"]
-            dx = u - v * (float(rho @ u) / (1.0 + float(rho @ v)))
-        else:
-            dx = u
-        dz = np.where(multi, tau / np.where(multi, x, 1.0) - z - fac["zx"] * dx, 0.0)
-        dnu = 0.0
-        if not self.tight:
-            dnu = (tau - s * nu + nu * float(self.cost @ dx)) / s
-        return dx, dz, dnu
-
-    def _factor(self, x, z, nu, s):
-        """Factorise the Newton system of the primal-dual method at (x, z, nu)."""
-        A, U = self.A, self.U
-        P = self._P(x)
-        S = P.sum(axis=0)
-        present = P > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logratio = np.where(present, np.log(P) - np.log(S)[None, :] - self.log_p_a[:, None], 0.0)
-            # Hessian blocks of J in P: (diag(1/r) - 1 1^T) / S, with 1 - r_a summed exactly
-            if A == 2:
-                others = P[::-1]
-            else:
-                others = np.stack([P.sum(axis=0) - P[a] for a in range(A)])
-            diag = np.where(present, others / np.where(present, P, 1.0), 0.0)
-        Hb = -np.ones((U, A, A))
-        Hb *= present.T[:, :, None] & present.T[:, None, :]
-        Hb[:, np.arange(A), np.arange(A)] = diag.T
-        Hb /= S[:, None, None]
-        lam, vec = np.linalg.eigh(Hb)
-        lam = np.clip(lam, 0.0, None)
-        Lb = np.einsum("uab,ub,ucb->uac", vec, np.sqrt(lam), vec)   # symmetric square root
-
-        gJ = np.einsum("an,an->n", self.pa, logratio[:, self.su])
-        multi = self.multi
-        xs = np.where(multi, x, 1.0)
-        zx = np.where(multi, z / xs, 0.0)
-
-        def grad(tau):
-            g = gJ - np.where(multi, tau / xs, 0.0)
-            if not self.tight:
-                g = g + self.cost * (tau / s)
-            return g
-
-        # Pi = D - d d^T / sum(d) per row (D = X / Z): the inverse of the diagonal part with the
-        # row sum eliminated; 0 on single-entry rows. Written around each row's largest d (its
-        # pivot) so that no term cancels when d spans many orders of magnitude.
-        dlt = np.where(multi, xs / np.where(multi, z, 1.0), 0.0)
-        sr, su, K = self.sr, self.su, self.K
-        piv = self._row_argmax(dlt)                 # one per row, sorted by row
-        piv_of = np.empty(K, dtype=np.int64)
-        piv_of[sr[piv]] = piv
-        pv = piv_of[sr]                              # pivot of each entry's row
-        nonpiv = multi.copy()
-        nonpiv[piv] = False
-        dn = np.where(nonpiv, dlt, 0.0)
-        dsum = np.bincount(sr, weights=dlt, minlength=K)
-        dsum_safe = np.where(dsum > 0, dsum, 1.0)
-
-        def Pi(v):
-            u = np.where(multi, v - v[pv], 0.0)
-            tc = np.bincount(sr, weights=dn * u, minlength=K) / dsum_safe
-            return np.where(multi, dlt * (u - tc[sr]), 0.0)
-
-        def Mop(v):
-            out = np.empty((A, U))
-            for a in range(A):
-                out[a] = np.bincount(su, weights=self.pa[a] * v, minlength=U)
-            return out
-
-        def MTop(W):
-            return np.einsum("an,an->n", self.pa, W[:, su])
-
-        def Lop(W):
-            return np.einsum("uab,bu->au", Lb, W)
-
-        def Hop(W):
-            return np.einsum("uab,bu->au", Hb, W)
-
-        # K_sys = I + L M Pi M^T L on index a * U + u, with Pi = B (D' - d' d'^T / sum d) B^T,
-        # B the differences e_s - e_pivot: L M B has columns g_s = mt_s - mt_pivot.
-        mt = np.einsum("nab,bn->an", Lb[su], self.pa)            # (A, n) columns of L M
-        sel = np.flatnonzero(nonpiv)
-        psel = pv[sel]
-        ar = np.arange(A)[:, None]
-        g_rows = np.concatenate([(ar * U + su[sel][None, :]).ravel(), (ar * U + su[psel][None, :]).ravel()])
-        g_cols = np.tile(np.arange(sel.size), 2 * A)
-        g_vals = np.concatenate([mt[:, sel].ravel(), -mt[:, psel].ravel()])
-        G = sp.csr_matrix((g_vals, (g_rows, g_cols)), shape=(A * U, sel.size))
-        A1 = G @ sp.diags(dn[sel]) @ G.T
-        Hc = G @ sp.csr_matrix((dn[sel], (np.arange(sel.size), sr[sel])), shape=(sel.size, K))
-        A2 = Hc @ sp.diags(1.0 / dsum_safe) @ Hc.T
-        Ksys = (sp.identity(A * U, format="csr") + (A1 - A2)).tocsc()
-        lu = spla.splu(Ksys, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                       options={"SymmetricMode": True})
-
-        def csolve(r):
-            b = Mop(Pi(r))
-            y = lu.solve(Lop(b).ravel()).reshape(A, U)
-            w = b - Mop(Pi(MTop(Lop(y))))
-            return Pi(r - MTop(Hop(w)))
-
-        fac = {"grad": grad, "solve": csolve, "zx": zx}
-        if not self.tight:
-            rho = self.cost * math.sqrt(nu / s)
-            fac["rho"] = rho
-            fac["v"] = csolve(rho)
-        return fac
-
-    # ---- certificate and pricing --------------------------------------------------------------
-
-    def _log_ratio(self, codebook):
-        r = (1.0 - _SMOOTH) * codebook + _SMOOTH * self.p_a[:, None]
-        return np.log(r) - self.log_p_a[:, None]        # (A, K_out)
-
-    def _pass(self, LR, mu, y_rows, want_columns, keep_cand):
-        """One pass over all pairs: sum of row minima, optional new columns and candidates."""
-        total = 0.0
-        abs_total = 0.0
-        new_r, new_c = [], []
-        cand_w, cand_d = [], []
+        # starting candidates: cheapest output and the best few under the starting duals
+        R = self.rows.size
+        r_list, j_list = [np.arange(R)], [self.jmin]
         for lo, hi in self._chunks():
-            act = self.active[lo:hi]
-            if not np.any(act):
-                continue
-            blk = self.D[lo:hi]
-            Z = self.p[:, lo:hi].T @ LR                       # W(c, j)
-            W = Z.copy() if keep_cand else None
-            pc = self.p_c[lo:hi]
-            if mu > 0:
-                Z += (mu * pc)[:, None] * blk                 # inf stays inf on forbidden pairs
-            else:
-                Z[~np.isfinite(blk)] = np.inf
-            Z[~act] = 0.0
-            vmin = Z.min(axis=1)
-            total += float(vmin.sum())
-            abs_total += float(np.abs(vmin).sum())
-            if want_columns:
-                k = min(_N_ADD, self.K_out)
-                idx = np.argpartition(Z, k - 1, axis=1)[:, :k] if k < self.K_out else \
-                    np.broadcast_to(np.arange(self.K_out), Z.shape)
-                vals = np.take_along_axis(Z, idx, axis=1)
-                yr = y_rows[lo:hi]
-                thr = yr - np.maximum(1e-9 * pc * (1.0 + np.abs(yr) / np.maximum(pc, 1e-300)), 1e-300)
-                ok = (vals < thr[:, None]) & act[:, None]
-                r = np.broadcast_to(np.arange(lo, hi)[:, None], idx.shape)
-                new_r.append(r[ok])
-                new_c.append(idx[ok])
-            if keep_cand:
-                k = min(_N_CAND, self.K_out)
-                idx = np.argpartition(Z, k - 1, axis=1)[:, :k] if k < self.K_out else \
-                    np.broadcast_to(np.arange(self.K_out), Z.shape)
-                cw = np.take_along_axis(W, idx, axis=1)
-                cd = pc[:, None] * np.take_along_axis(blk, idx, axis=1)
-                bad = ~np.isfinite(cd)
-                cw[bad] = np.inf                            # forbidden: never a row's minimum
-                cd[bad] = 0.0
-                cw[~act] = 0.0
-                cd[~act] = 0.0
-                cand_w.append(cw)
-                cand_d.append(cd)
-        self.stats["pricing_passes"] += 1
-        out = {"sum": total, "abs": abs_total}
-        if want_columns:
-            out["rows"] = np.concatenate(new_r) if new_r else np.zeros(0, np.int64)
-            out["cols"] = np.concatenate(new_c) if new_c else np.zeros(0, np.int64)
-        if keep_cand:
-            out["cw"] = np.concatenate(cand_w)
-            out["cd"] = np.concatenate(cand_d)
-        return out
+            Z = self._z_block(lo, hi, G0, mu)
+            k = min(_N_START, self.K_out)
+            idx = np.argpartition(Z, k - 1, axis=1)[:, :k] if k < self.K_out else \
+                np.broadcast_to(np.arange(self.K_out), Z.shape)
+            ok = np.isfinite(np.take_along_axis(Z, idx, axis=1))
+            r_list.append(np.broadcast_to(np.arange(lo, hi)[:, None], idx.shape)[ok])
+            j_list.append(idx[ok])
+        r_g, j_g = self._guards()
+        self._set_candidates(np.concatenate(r_list + [r_g]), np.concatenate(j_list + [j_g]))
+        self.scale = scale
+        ev = self._evaluate(theta, mu, scale)
+        self.timing["start"] = time.perf_counter() - t0
+        return self._follow_path(ev, least)
 
-    def _lb_from(self, res, mu):
-        # rounding: |fl(sum) - sum| <= ~(K + A + 2) eps sum|terms|; take a generous margin
-        margin = 8.0 * (self.K + self.A + 8) * _EPS * (res["abs"] + mu * self.delta) + 1e-300
-        return res["sum"] - mu * self.delta - margin
+    def _guards(self):
+        """For every output and class, its cheapest row whose posterior leans to that class.
 
-    def _price(self, codebook, nu):
-        tp = time.perf_counter()
-        LR = self._log_ratio(codebook)
-        # restricted row values y_c = min over the support of W + mu * cost
-        Wsup = np.einsum("an,an->n", self.pa, LR[:, self.sc])
-        yv = Wsup + nu * self.cost
-        y_rows = np.full(self.K, np.inf)
-        np.minimum.at(y_rows, self.sr, yv)
-        y_rows[~self.active] = 0.0
-        LR = self._robust_codebook(codebook, LR, nu, y_rows)
-        res = self._pass(LR, nu, y_rows, True, True)
-        lb0 = self._lb_from(res, nu)
-        rest_lb = float(y_rows.sum()) - nu * self.delta
-        # refine mu on the candidates (a concave piecewise-linear function), then re-evaluate fully
-        mu_star = self._best_mu(res["cw"], res["cd"], nu)
-        lb, mu = lb0, nu
-        if mu_star != nu:
-            res2 = self._pass(LR, mu_star, y_rows, False, False)
-            lb2 = self._lb_from(res2, mu_star)
-            if lb2 > lb:
-                lb, mu = lb2, mu_star
-        self.timing["pricing"] += time.perf_counter() - tp
-        return lb, mu, res["rows"], res["cols"], rest_lb
-
-    def _robust_codebook(self, codebook, LR, mu, y_rows):
-        """Choose r_j for outputs with (almost) no mass.
-
-        Any codebook gives a valid bound. For an output that carries next to no mass the
-        posterior of its few tiny feeders is arbitrary (often nearly pure, which would make
-        it look infinitely attractive to every row of the other class); among r_j in
-        {posterior mixed with the prior at weights 1e-15 ... 1} keep the one that lowers
-        the rows' minima least (sum over rows of max(0, y_c - W(c, j) - mu p(c) D(c, j))).
+        An output fed only by rows of one class gets a nearly pure posterior in the smoothed
+        problem, which makes it look unboundedly attractive to every other row; a candidate
+        row on each side lets the smoothed problem feel that pull from the start.
         """
-        mass = np.zeros(self.K_out)
-        mass[self.uout] = self._P(self.x).sum(axis=0)
-        small = np.flatnonzero(mass < 1e-6 * self.p_c.max())
-        if small.size == 0:
-            return LR
-        weights = (1e-15, 1e-6, 1e-3, 1e-1, 1.0)
-        damage = np.zeros((len(weights), small.size))
-        cands = []
-        for k, lam in enumerate(weights):
-            r = (1.0 - lam) * codebook[:, small] + lam * self.p_a[:, None]
-            lr = np.log(r) - self.log_p_a[:, None]
-            cands.append(lr)
-            step = max(1, _CHUNK_ELEMENTS // max(1, small.size))
-            for lo in range(0, self.K, step):
-                hi = min(self.K, lo + step)
-                act = self.active[lo:hi]
-                Z = self.p[:, lo:hi].T @ lr
-                blk = self.D[lo:hi][:, small]
-                with np.errstate(invalid="ignore"):
-                    Z += (mu * self.p_c[lo:hi])[:, None] * blk
-                Z[~np.isfinite(blk)] = np.inf
-                gapc = np.maximum(y_rows[lo:hi, None] - Z, 0.0)
-                gapc[~act] = 0.0
-                damage[k] += gapc.sum(axis=0)
-        best = np.argmin(damage, axis=0)
-        LR = LR.copy()
-        for k in range(len(weights)):
-            sel = best == k
-            LR[:, small[sel]] = cands[k][:, sel]
-        return LR
+        rows, cols = [], []
+        for a in range(self.A):
+            lean = self.alpha[a] >= self.p_a[a]
+            if not np.any(lean) or np.all(lean):
+                continue
+            best = np.full(self.K_out, np.inf)
+            arg = np.zeros(self.K_out, dtype=np.int64)
+            for lo, hi in self._chunks():
+                sel = np.flatnonzero(lean[lo:hi])
+                if sel.size == 0:
+                    continue
+                blk = self.D[self.rows[lo + sel]]
+                if self.tight:
+                    blk = np.where(blk > self.tie[lo + sel, None], np.inf, blk)
+                i = np.argmin(blk, axis=0)
+                v = blk[i, np.arange(self.K_out)]
+                better = v < best
+                best[better] = v[better]
+                arg[better] = lo + sel[i[better]]
+            ok = np.isfinite(best)
+            rows.append(arg[ok])
+            cols.append(np.flatnonzero(ok))
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(rows), np.concatenate(cols)
 
-    def _best_mu(self, cw, cd, mu0):
-        if self.tight:
-            hi = max(1.0, mu0)
-        else:
-            hi = max(mu0 * 4.0, 1e-12)
+    def _follow_path(self, ev, least):
+        """Newton steps on Phi_tau; once centred, certify or shrink tau along the path's tangent.
 
-        forbidden = ~np.isfinite(cd)
+        The dual path is close to linear in tau, x(tau) = x* + tau x' + O(tau^2), so the
+        tangent extrapolated to tau = 0 gives duals whose exact bound LB is within O(tau^2)
+        of the optimum, while the soft table at tau is within O(tau^2) of it too.
+        """
+        tn = time.perf_counter()
+        best_lb, best_mu = -math.inf, 0.0
+        gap0 = None
+        priced_tau = math.inf            # tau of the last pricing pass
+        shrink = _TAU_SHRINK
+        stage_steps = 0
+        self._last_gap = math.inf
+        while True:
+            if self.stats["newton_steps"] >= self.max_iter:
+                self.timing["newton"] += time.perf_counter() - tn
+                raise SolverError(
+                    f"fast solver: no certificate within {self.max_iter} Newton steps "
+                    f"(best gap {self._last_gap / _LN2:.3g} bits, tol_bits {self.tol / _LN2:.3g})")
+            P, J, Ed = self._primal(ev)
+            g_theta, g_mu = self._gradient(ev, P)
+            solve = self._factor(ev, P)
+            d_theta, d_mu = solve(g_theta, g_mu)
+            self.stats["newton_steps"] += 1
+            stage_steps += 1
+            dec = float(np.sum(g_theta * d_theta)) + (g_mu * d_mu if self.budget else 0.0)
+            tau = ev["tau"]
+            if _DEBUG:
+                print(f"step {self.stats['newton_steps']:3d} tau {tau:.2e} mu {ev['mu']:.4g} dec {dec:.2e} "
+                      f"phi {ev['phi']:.9f} J {J:.9f} Ed-d {Ed - self.delta:.2e} ncand {self.cr.size}")
+            if dec > _CENTRED * tau:
+                trial = self._ascend(ev, P, d_theta, d_mu, dec)
+                if trial is None:             # no ascent from here: back off to a larger tau
+                    ev = self._evaluate(ev["theta"], ev["mu"], 10.0 * tau)
+                    shrink = max(shrink, 0.5)
+                    continue
+                ev = trial
+                continue
+            # near the centre at this tau: extrapolate the duals to tau = 0, measure the gap
+            t_theta, t_mu = solve(*self._tau_derivative(ev))
+            step0 = tau * t_theta
+            wild = np.abs(step0).max(axis=0) > _EXTRAP_MAX   # outputs with next to no curvature
+            step0[:, wild] = 0.0
+            theta0 = ev["theta"] - _pad(step0)
+            mu0 = max(ev["mu"] - tau * t_mu, 0.0) if self.budget else 0.0
+            ev0 = self._evaluate(theta0, mu0, tau)
+            J_mix, mix = self._mixed_leakage(ev, P, J, Ed, least)
+            cand_lb = float(self.p_c[self.rows] @ ev0["zmin"]) - mu0 * self.delta
+            gap = J_mix - cand_lb
+            gap0 = gap0 if gap0 is not None else max(gap, self.tol)
+            self._report_gap(gap, gap0)
+            if gap <= 0.5 * self.tol or (tau <= _PASS_EVERY * min(priced_tau, self.scale)):
+                priced_tau = tau
+                total, absolute, nr, nc, margin = self._pass(ev0["G"], mu0, ev0["zmin"], _N_ADD)
+                lb = self._lower_bound(total, absolute, mu0)
+                if lb > best_lb:
+                    best_lb, best_mu = lb, mu0
+                self._last_gap = J_mix - best_lb
+                if J_mix - best_lb <= self.tol:
+                    self.timing["newton"] += time.perf_counter() - tn
+                    return self._finish(ev, mix, best_lb, best_mu)
+                if nr.size:
+                    # new candidates beat their rows by some margin: re-centre at a tau that
+                    # sees them smoothly, starting from the duals at tau = 0
+                    self._add_candidates(nr, nc)
+                    if _DEBUG:
+                        mass = P.sum(axis=0)[nc]
+                        print(f"  PASS tau {tau:.2e} gap {gap:.2e} lbgap {J_mix - lb:.2e} added {nr.size} rows {np.unique(nr).size} "
+                              f"outs {np.unique(nc).size} margin med {np.median(margin):.2e} max {margin.max():.2e} "
+                              f"out-mass<1e-9: {np.mean(mass < 1e-9):.2f}")
+                    new_tau = min(max(tau, _REHEAT * float(np.median(margin))), self.scale)
+                    priced_tau = new_tau
+                    ev = self._along_tangent(ev, t_theta, t_mu, new_tau)
+                    stage_steps = 0
+                    continue
+            # Phi_tau + tau * entropy equals J + mu (E d - delta) at the exact centre; when the
+            # soft table is what keeps the gap open, centre tightly before going on
+            entropy = -float(self.c_pc @ (ev["q"] * np.log(np.maximum(ev["q"], 1e-300))))
+            primal_err = J_mix - (ev["phi"] + tau * entropy)
+            if _DEBUG:
+                print(f"    gap {gap:.3e} primal_err {primal_err:.3e} J_mix {J_mix:.9f} "
+                      f"cand_lb {cand_lb:.9f} mu0 {mu0:.5g}")
+            if primal_err > 0.25 * gap and dec > tau * (_TIGHT * self.tol) ** 2:
+                trial = self._ascend(ev, P, d_theta, d_mu, dec)
+                if trial is not None:
+                    ev = trial
+                    continue
+            if tau <= _TAU_MIN * self.tol:
+                self.timing["newton"] += time.perf_counter() - tn
+                raise SolverError(
+                    f"fast solver: the smoothing path reached tau = {tau:.3g} without a certificate "
+                    f"(gap {gap / _LN2:.3g} bits, tol_bits {self.tol / _LN2:.3g})")
+            # predictor: follow the tangent to the next tau; shrink faster while stages are cheap
+            shrink = max(shrink * 0.5, 0.02) if stage_steps <= 2 else \
+                min(shrink * 2.0, 0.5) if stage_steps > 5 else shrink
+            stage_steps = 0
+            ev = self._along_tangent(ev, t_theta, t_mu, tau * shrink)
 
-        def penalized(mu):
-            # cw + mu * cd with forbidden entries at +inf (0 * inf would be NaN at mu = 0)
-            with np.errstate(invalid="ignore"):
-                return np.where(forbidden, np.inf, cw + mu * cd)
+    def _along_tangent(self, ev, t_theta, t_mu, new_tau):
+        """Duals predicted at new_tau from the path's tangent at ev (kept if mu would go < 0)."""
+        tau = ev["tau"]
+        mu1 = ev["mu"] + (new_tau - tau) * t_mu if self.budget else 0.0
+        if self.budget and mu1 <= 0:
+            return self._evaluate(ev["theta"], ev["mu"], new_tau)
+        return self._evaluate(ev["theta"] + (new_tau - tau) * _pad(t_theta), mu1, new_tau)
 
-        def slope(mu):
-            i = np.argmin(penalized(mu), axis=1)
-            return float(cd[np.arange(cd.shape[0]), i].sum()) - self.delta
+    def _z_pairs(self, G, mu, r, j):
+        """z(c, j) per unit mass for active-row indices r and outputs j."""
+        z = np.einsum("an,an->n", self.alpha[:, r], G[:, j])
+        if self.budget:
+            z += mu * self.D[self.rows[r], j]
+        return z
 
-        # grow the bracket until the slope is negative
-        grow = 0
-        while slope(hi) > 0 and grow < 60:
-            hi *= 4.0
-            grow += 1
-        lo = 0.0
-        if slope(lo) <= 0:
-            return 0.0
+    def _ascend(self, ev, P, d_theta, d_mu, dec):
+        """The better of a Newton line search and a posterior reset; None if neither ascends."""
+        trial = self._line_search(ev, d_theta, d_mu, dec)
+        reset = self._posterior_reset(ev, P)
+        if reset is not None and (trial is None or reset["phi"] > trial["phi"]):
+            return reset
+        return trial
+
+    def _line_search(self, ev, d_theta, d_mu, dec):
+        """Backtracking (Armijo) ascent step; None when no step increases Phi_tau."""
+        step = 1.0
+        mu = ev["mu"]
+        if self.budget and d_mu < 0:
+            step = min(1.0, 0.9 * mu / -d_mu)
+        while step > 1e-12:
+            trial = self._evaluate(ev["theta"] + step * _pad(d_theta),
+                                   mu + step * d_mu if self.budget else 0.0, ev["tau"])
+            if trial["phi"] >= ev["phi"] + 0.25 * step * dec:
+                return trial
+            step *= 0.5
+        return None
+
+    def _posterior_reset(self, ev, P):
+        """Codebook set to the soft table's posteriors; None unless that raises Phi_tau.
+
+        Newton's method in logits moves a codebook entry that must become nearly pure by
+        about one unit per step; this jump gets there at once.
+        """
+        s = P.sum(axis=0)
+        used = s > 1e-300
+        theta = ev["theta"].copy()
+        with np.errstate(divide="ignore"):
+            logr = np.log(P[:, used] / s[used])
+        logr = np.maximum(logr, -30.0)
+        theta[:, used] = logr - logr[-1]
+        trial = self._evaluate(theta, ev["mu"], ev["tau"])
+        return trial if trial["phi"] > ev["phi"] else None
+
+    def _mixed_leakage(self, ev, P, J, Ed, least):
+        """Leakage of the soft table mixed with the cheapest-output table to meet the budget."""
+        target = self.delta * (1.0 - 1e-13)            # rounding must not carry E d above delta
+        if self.tight or Ed <= target:
+            return J, 0.0
+        mix = min(1.0, (Ed - target) / max(Ed - least, 1e-300))
+        w_low = self.c_pc * self.c_low.astype(float)
+        P_low = np.empty_like(P)
+        for a in range(self.A):
+            P_low[a] = np.bincount(self.cj, weights=w_low * self.c_alpha[a], minlength=self.K_out)
+        return _leakage_nats((1 - mix) * P + mix * P_low, self.log_p_a), mix
+
+    def _starting_mu(self, G):
+        """A multiplier at which the rows' best outputs roughly spend the budget (on a sample)."""
+        R = self.rows.size
+        take = np.linspace(0, R - 1, min(R, _MU_SAMPLE)).astype(np.int64)
+        W = self.alpha[:, take].T @ G
+        Dt = self.D[self.rows[take]]
+        Dt_f = np.where(np.isfinite(Dt), Dt, 0.0)
+        W = np.where(np.isfinite(Dt), W, np.inf)
+        pc = self.p_c[self.rows[take]]
+        scale = pc.sum()
+
+        def spend(mu):
+            j = np.argmin(W + mu * Dt_f, axis=1)
+            return float(pc @ Dt_f[np.arange(take.size), j]) / scale
+
+        lo, hi = 1e-8, 1e8
         for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if slope(mid) > 0:
+            mid = math.sqrt(lo * hi)
+            if spend(mid) > self.delta:
                 lo = mid
             else:
                 hi = mid
-        # the maximum of a concave piecewise-linear function: evaluate both ends
-        def value(mu):
-            return float(np.min(penalized(mu), axis=1).sum()) - mu * self.delta
-        return lo if value(lo) >= value(hi) else hi
+        return hi
+
+    def _single_output(self, pc_row):
+        """If one output is allowed for every row within budget, the constant table is optimal."""
+        col_cost = np.zeros(self.K_out)
+        for lo, hi in self._chunks():
+            col_cost += pc_row[lo:hi] @ self.D[self.rows[lo:hi]]
+        j = int(np.argmin(col_cost))
+        if not (col_cost[j] <= self.delta):
+            return None, float(col_cost[j])
+        table = np.zeros((self.K, self.K_out))
+        table[:, j] = 1.0
+        inactive = np.setdiff1d(np.arange(self.K), self.rows)
+        if inactive.size:
+            table[inactive] = 0.0
+            table[inactive, np.argmin(self.D[inactive], axis=1)] = 1.0
+        return self._result(table, 0.0, 0.0, "one output within budget for every row: leakage 0 "
+                            "(proven optimal)", {"lower_bound_bits": 0.0}), float(col_cost[j])
+
+    def _report_gap(self, gap, gap0):
+        if self.progress is None or gap0 is None:
+            return
+        done = math.log(max(gap0, 1e-300) / max(gap, 1e-300)) / max(math.log(max(gap0, 1e-300) / self.tol), 1e-9)
+        self.progress(float(min(max(0.9 * done, 0.0), 0.95)))
 
     # ---- results ------------------------------------------------------------------------------
 
-    def _table_from(self, x):
-        table = np.zeros((self.K, self.K_out))
-        table[self.sr, self.sc] = x
-        inactive = np.flatnonzero(~self.active)
-        table[inactive, :] = 0.0
-        table[inactive, self.jmin[inactive]] = 1.0
-        return table
-
-    def _sparse_table(self, x):
-        rows = np.concatenate([self.sr, np.flatnonzero(~self.active)])
-        cols = np.concatenate([self.sc, self.jmin[~self.active]])
-        vals = np.concatenate([x, np.ones(int(np.sum(~self.active)))])
-        return sp.csr_matrix((vals, (rows, cols)), shape=(self.K, self.K_out))
-
-    def _clean(self, x):
-        """Zero entries below 1e-12 of their row, renormalise, repair the budget if needed."""
-        y = np.where(x < 1e-12, 0.0, x)
-        keep = self._row_argmax(x)
-        y[keep] = x[keep]
-        y /= np.bincount(self.sr, weights=y, minlength=self.K)[self.sr]
-        if self.tight:
-            return y
-        over = float(self.cost @ y) - self.delta
-        if over > 0:
-            d_x = float(self.cost @ x)
-            # mix with x, which is strictly within budget
-            theta = over / max(float(self.cost @ y) - d_x, 1e-300)
-            y = (1 - theta) * y + theta * x
-            y /= np.bincount(self.sr, weights=y, minlength=self.K)[self.sr]
-        return y
-
-    def _finish(self, lb, mu, codebook):
-        x_raw = self.x
-        x_cln = self._clean(x_raw)
-        picks = []
-        for x in (x_cln, x_raw):
-            sq = self._sparse_table(x)
-            J_bits = leakage_bits(self.p_full, sq)
-            dist = expected_distortion(self.p_c, sq, self.D)
-            picks.append((J_bits, dist, x))
-        J_bits, dist, x = picks[0]
-        if (picks[0][0] > picks[1][0] + 0.01 * self.tol / _LN2) or \
-                (not self.tight and picks[0][1] > self.delta and picks[1][1] <= self.delta):
-            J_bits, dist, x = picks[1]
+    def _finish(self, ev, mix, lb, mu):
+        q = ev["q"] * (1 - mix) + mix * self.c_low
+        keep = q > 0
+        rows = np.concatenate([self.rows[self.cr[keep]], np.setdiff1d(np.arange(self.K), self.rows)])
+        inactive = np.setdiff1d(np.arange(self.K), self.rows)
+        cols = np.concatenate([self.cj[keep], np.argmin(self.D[inactive], axis=1) if inactive.size
+                               else np.zeros(0, np.int64)])
+        vals = np.concatenate([q[keep], np.ones(inactive.size)])
+        sq = sp.csr_matrix((vals, (rows, cols)), shape=(self.K, self.K_out))
+        if not self.tight and expected_distortion(self.p_c, sq, self.D) > self.delta:
+            raise SolverError("internal: the returned table would exceed the budget")
+        J_bits = leakage_bits(self.p_full, sq)
         lb_bits = max(lb / _LN2, 0.0)
         gap = max(J_bits - lb_bits, 0.0)
         if gap > self.tol / _LN2:
-            raise SolverError(
-                f"fast solver: gap {gap:.3g} bits after {self.stats['rounds']} rounds is above "
-                f"tol_bits = {self.tol / _LN2:.3g}; raise max_iter or tol_bits")
-        table = self._table_from(x)
-        self._report(1.0)
-        nnz = int(np.count_nonzero(x))
+            raise SolverError(f"fast solver: gap {gap:.3g} bits of the returned table is above "
+                              f"tol_bits = {self.tol / _LN2:.3g}")
+        nnz = int(np.count_nonzero(q > 1e-12))
         info = dict(self.stats)
         info.update({
             "lower_bound_bits": lb_bits,
-            "support_size": int(self.sr.size),
-            "nonzeros": nnz,
-            "nonzeros_per_row": nnz / max(1, int(np.sum(self.active))),
+            "candidates": int(self.cr.size),
+            "nonzeros_per_row": nnz / max(1, self.rows.size),
             "timing_s": {k: float(v) for k, v in self.timing.items()},
         })
-        info["last_gap_nats"] = float(info.get("last_gap_nats", 0.0))
+        return self._result(sq.toarray(), mu / _LN2, gap,
+                            f"certified within {gap:.2g} bits of optimal (lower bound {lb_bits:.9g} "
+                            f"bits) after {self.stats['newton_steps']} Newton steps", info, sq=sq)
+
+    def _result(self, table, multiplier, gap, message, info, sq=None):
+        src = table if sq is None else sq
+        if self.progress is not None:
+            self.progress(1.0)
         return SolveResult(
             table=table,
-            leakage_bits=J_bits,
-            distortion=dist,
-            multiplier=0.0 if self.tight else mu / _LN2,
+            leakage_bits=leakage_bits(self.p_full, src),
+            distortion=expected_distortion(self.p_c, src, self.D),
+            multiplier=multiplier,
             gap_bits=gap,
             status="optimal",
             solver="fast",
-            message=(f"certified within {gap:.2g} bits of optimal (lower bound {lb_bits:.9g} bits) "
-                     f"in {self.stats['rounds']} rounds"),
+            message=message,
             info=info,
         )
 
-    def _finish_trivial(self, jmin, why):
+    def _trivial(self, why):
+        jmin = np.argmin(self.D, axis=1)
         table = np.zeros((self.K, self.K_out))
         table[np.arange(self.K), jmin] = 1.0
-        self._report(1.0)
-        return SolveResult(
-            table=table,
-            leakage_bits=leakage_bits(self.p_full, table),
-            distortion=expected_distortion(self.p_c, table, self.D),
-            multiplier=0.0,
-            gap_bits=0.0,
-            status="optimal",
-            solver="fast",
-            message=f"{why}; every input on its cheapest output (proven optimal)",
-            info={"rounds": 0, "lower_bound_bits": 0.0},
-        )
+        return self._result(table, 0.0, 0.0, f"{why}; every input on its cheapest output (proven optimal)",
+                            {"lower_bound_bits": 0.0})
+
+
+def _pad(d_theta):
+    """Append the fixed last logit row (zeros) to a (A-1, K_out) step."""
+    return np.vstack([d_theta, np.zeros((1, d_theta.shape[1]))])
+
+
+def _leakage_nats(P, log_p_a):
+    """I(A; C_hat) in nats from P (A, K_out) = p(a, c_hat)."""
+    S = P.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(P > 0, P * (np.log(P) - np.log(S)[None, :] - log_p_a[:, None]), 0.0)
+    return float(terms.sum())
