@@ -30,9 +30,11 @@ def mutual_information_bits(p_joint: np.ndarray) -> float:
     p = p / total
     pa = p.sum(axis=1, keepdims=True)
     px = p.sum(axis=0, keepdims=True)
-    denom = pa @ px
     mask = p > 0
-    value = float(np.sum(p[mask] * np.log2(p[mask] / denom[mask])))
+    rows, cols = np.nonzero(mask)
+    # log of each factor separately: p(a) p(x) can underflow where p(a, x) is subnormal
+    logs = np.log2(p[mask]) - np.log2(pa[rows, 0]) - np.log2(px[0, cols])
+    value = float(np.sum(p[mask] * logs))
     return max(value, 0.0)
 
 

@@ -35,6 +35,24 @@ def perfect_privacy_distortion(p_ac, distortion) -> float:
         HiGHS found no solution (for instance when forbidden transitions make
         perfect privacy unreachable).
     """
+    return perfect_privacy_table(p_ac, distortion)[1]
+
+
+def perfect_privacy_table(p_ac, distortion) -> tuple[np.ndarray, float]:
+    """A zero-leakage mapping of least expected distortion, and that distortion.
+
+    Any budget at or above that distortion is solved by this table exactly (leakage
+    cannot go below 0).
+
+    Returns
+    -------
+    (table, distortion) : ndarray of shape (K, K_out) with rows on the simplex, float
+
+    Raises
+    ------
+    SolverError
+        As :func:`perfect_privacy_distortion`.
+    """
     p_ac, D, _ = check_instance(p_ac, distortion, None)
     n_private, K = p_ac.shape
     p_c = p_ac.sum(axis=0)
@@ -56,5 +74,7 @@ def perfect_privacy_distortion(p_ac, distortion) -> float:
     res = linprog(cost, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
     if res.status != 0:
         raise SolverError(f"perfect-privacy linear program failed: {res.message}")
-    return float(res.fun)
-
+    table = np.zeros(D.shape)
+    table[rows, cols] = np.maximum(res.x, 0.0)
+    table /= table.sum(axis=1, keepdims=True)
+    return table, float(res.fun)

@@ -27,9 +27,9 @@ from ._compress import DEFAULT_BITS, CompressedTable, compress
 from ._dataset import Dataset, load_dataset
 from ._distortion import METRICS, pairwise
 from ._errors import BuildError
-from ._information import mutual_information_bits
+from ._information import expected_distortion, leakage_bits, mutual_information_bits
 from ._mismatch import mismatch_bound
-from ._perfect import perfect_privacy_distortion
+from ._perfect import perfect_privacy_table
 from ._prior import joint_prior
 from ._quantize import quantize
 from ._result import SolveResult
@@ -136,6 +136,16 @@ class Build:
     table: CompressedTable
 
 
+
+def _perfect_solution(p_ac: np.ndarray, distortion: np.ndarray, table: np.ndarray) -> SolveResult:
+    """The perfect-privacy LP's table as the answer for a budget that reaches it (optimal: I >= 0)."""
+    leak = leakage_bits(p_ac, table)
+    return SolveResult(table=table, leakage_bits=leak,
+                       distortion=expected_distortion(p_ac.sum(axis=0), table, distortion),
+                       multiplier=0.0, gap_bits=leak, status="optimal", solver="perfect-privacy-lp",
+                       message="budget reaches the perfect-privacy distortion: zero-leakage table "
+                               "of least distortion (linear program)")
+
 def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) -> Build:
     """Run the offline pipeline on a CSV and return the unsigned payload.
 
@@ -163,11 +173,14 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     k_in = len(alphabet.inputs)
     p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
     tell("perfect-privacy", 0.25)
-    d_perfect = perfect_privacy_distortion(p_ac, alphabet.distortion)
+    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
     tell("solve", 0.35)
-    solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
-                   progress=lambda f: tell("solve", 0.35 + 0.55 * f))
+    if delta >= d_perfect:
+        solved = _perfect_solution(p_ac, alphabet.distortion, perfect_table)
+    else:
+        solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
+                       progress=lambda f: tell("solve", 0.35 + 0.55 * f))
     tell("compress", 0.9)
     table = compress(solved.table, p_ac, alphabet.distortion, delta, bits=options.bits)
     measured = _measured_raw_distortion(alphabet, table)
