@@ -85,7 +85,7 @@ def part1(ks, fracs, tol_bits):
 
     print("Part 1: SSI-2012 ratings, cvxpy + Clarabel vs fast, same process")
     print(f"{'K':>5} {'Delta':>9} {'cvxpy_s':>9} {'fast_s':>9} {'ratio':>8} {'dJ_bits':>10} "
-          f"{'gap_bits':>9} {'slack':>9} {'rounds':>6}")
+          f"{'gap_bits':>9} {'slack':>9} {'newton':>6}")
     for K in ks:
         p_ac, D = real_instance(K)
         pp = perfect_distortion(p_ac, D)
@@ -104,7 +104,7 @@ def part1(ks, fracs, tol_bits):
             diff = math.nan if ref is None else fast.leakage_bits - ref.leakage_bits
             print(f"{p_ac.shape[1]:>5} {delta:>9.4f} {t_ref:>9.3f} {t_fast:>9.3f} {t_ref / t_fast:>8.2f} "
                   f"{diff:>10.2e} {fast.gap_bits:>9.2e} "
-                  f"{delta - fast.distortion:>9.2e} {fast.info.get('rounds', 0):>6}", flush=True)
+                  f"{delta - fast.distortion:>9.2e} {fast.info.get('newton_steps', 0):>6}", flush=True)
 
 
 def part2(ks, frac, tol_bits):

@@ -125,3 +125,29 @@ def test_progress_is_reported_up_to_one():
     p_ac, dist = random_instance(13, 8)
     solve_fast(p_ac, dist, budget(p_ac, dist, 0.2), progress=seen.append)
     assert seen and seen[-1] == 1.0 and all(0.0 <= f <= 1.0 for f in seen)
+
+
+def test_rows_with_pure_posteriors_agree_with_cvxpy():
+    # clusters holding one class only give outputs with nearly pure posteriors, which look
+    # unboundedly attractive to every other row until they are fed by both classes
+    p_ac, dist = random_instance(14, 16)
+    p_ac[0, :5] = 0.0
+    p_ac[1, 5:9] = 0.0
+    p_ac /= p_ac.sum()
+    delta = budget(p_ac, dist, 0.2)
+    fast = solve_fast(p_ac, dist, delta)
+    ref = solve_cvxpy(p_ac, dist, delta)
+    assert abs(fast.leakage_bits - ref.leakage_bits) <= TOL
+    assert fast.lower_bound_bits <= ref.leakage_bits + 1e-7
+
+
+def test_budget_with_a_slack_smoothed_multiplier_is_certified():
+    # twelve inputs of one class, one of the other, erasure outputs: at large smoothing the
+    # multiplier sits at its bound 0, which the path must step past
+    p_ac = np.array([[12 / 13, 0.0], [0.0, 1 / 13]])
+    inf = np.inf
+    dist = np.array([[0.0, inf, 1.0, inf, 1.0, inf, 2.0], [inf, 0.0, inf, 1.0, inf, 1.0, 2.0]])
+    fast = solve_fast(p_ac, dist, 1.5)
+    ref = solve_cvxpy(p_ac, dist, 1.5)
+    assert abs(fast.leakage_bits - ref.leakage_bits) <= TOL
+    assert fast.gap_bits <= TOL and fast.distortion <= 1.5
