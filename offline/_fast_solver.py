@@ -292,7 +292,6 @@ class _DualNewton:
         n0 = self.cr.size
         self._set_candidates(np.concatenate([self.cr, r]), np.concatenate([self.cj, j]))
         self.stats["added_candidates"] += int(self.cr.size - n0)
-        return self.cr.size - n0
 
     # ---- the smoothed dual on the candidates -------------------------------------------------
 
