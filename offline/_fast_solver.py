@@ -199,21 +199,25 @@ class _DualNewton:
             yield lo, min(self.rows.size, lo + step)
 
     def _scan_minima(self):
-        """Per active row: cheapest output and its cost; per output: its cheapest active row."""
+        """One pass over D: per active row its cheapest output and cost; per output its cheapest
+        active row, whether it has one, and sum_c p(c) D(c, j) (the cost of the constant table)."""
         R = self.rows.size
         jmin = np.empty(R, dtype=np.int64)
         col_best = np.full(self.K_out, np.inf)
         col_arg = np.zeros(self.K_out, dtype=np.int64)
+        col_cost = np.zeros(self.K_out)
+        pc_row = self.p_c[self.rows]
         for lo, hi in self._chunks():
             blk = self.D[self.rows[lo:hi]]
             jmin[lo:hi] = np.argmin(blk, axis=1)
+            col_cost += pc_row[lo:hi] @ blk
             i = np.argmin(blk, axis=0)
             v = blk[i, np.arange(self.K_out)]
             better = v < col_best
             col_best[better] = v[better]
             col_arg[better] = lo + i[better]
         dmin = self.D[self.rows, jmin]
-        return jmin, dmin, col_arg, np.isfinite(col_best)
+        return jmin, dmin, col_arg, np.isfinite(col_best), col_cost
 
     def _z_block(self, lo, hi, G, mu):
         """z(c, j) for active rows lo:hi and all outputs; +inf where not allowed."""
@@ -439,7 +443,7 @@ class _DualNewton:
 
     def run(self) -> SolveResult:
         t0 = time.perf_counter()
-        self.jmin, dmin, col_arg, col_ok = self._scan_minima()
+        self.jmin, dmin, col_arg, col_ok, col_cost = self._scan_minima()
         pc_row = self.p_c[self.rows]
         least = float(pc_row @ dmin)
         if self.A <= 1:
@@ -447,9 +451,9 @@ class _DualNewton:
         self.tight = self.delta <= least + 1e-12 * max(1.0, least)
         self.tie = dmin + 1e-12 * np.maximum(1.0, dmin)
         self.budget = not self.tight
-        one, constant = self._single_output(pc_row)
-        if one is not None:
-            return one
+        constant = float(col_cost.min())
+        if constant <= self.delta:
+            return self._single_output(int(np.argmin(col_cost)))
 
         # starting duals: each output's codebook entry near the posterior of its cheapest input; the
         # multiplier and temperature on the scale of the leakage without privacy, I(A; C)
@@ -669,22 +673,19 @@ class _DualNewton:
             P_low[a] = np.bincount(self.cj, weights=w_low * self.c_alpha[a], minlength=self.K_out)
         return _leakage_nats((1 - mix) * P + mix * P_low, self.log_p_a), mix
 
-    def _single_output(self, pc_row):
-        """If one output is allowed for every row within budget, the constant table is optimal."""
-        col_cost = np.zeros(self.K_out)
-        for lo, hi in self._chunks():
-            col_cost += pc_row[lo:hi] @ self.D[self.rows[lo:hi]]
-        j = int(np.argmin(col_cost))
-        if not (col_cost[j] <= self.delta):
-            return None, float(col_cost[j])
+    def _single_output(self, j):
+        """Every row on output j, which is allowed for all and within budget: leakage 0, optimal."""
         table = np.zeros((self.K, self.K_out))
-        table[:, j] = 1.0
-        inactive = np.setdiff1d(np.arange(self.K), self.rows)
-        if inactive.size:
-            table[inactive] = 0.0
-            table[inactive, np.argmin(self.D[inactive], axis=1)] = 1.0
+        table[self.rows, j] = 1.0
+        rows, cols = self._inactive_entries()
+        table[rows, cols] = 1.0
         return self._result(table, 0.0, 0.0, "one output within budget for every row: leakage 0 "
-                            "(proven optimal)", {"lower_bound_bits": 0.0}), float(col_cost[j])
+                            "(proven optimal)", {"lower_bound_bits": 0.0})
+
+    def _inactive_entries(self):
+        """(rows, cols): each row without mass on its cheapest output."""
+        inactive = np.setdiff1d(np.arange(self.K), self.rows)
+        return inactive, np.argmin(self.D[inactive], axis=1).astype(np.int64)
 
     def _report_gap(self, gap, gap0):
         if self.progress is None or gap0 is None:
@@ -697,11 +698,10 @@ class _DualNewton:
     def _finish(self, ev, mix, lb, mu):
         q = ev["q"] * (1 - mix) + mix * self.c_low
         keep = q > 0
-        rows = np.concatenate([self.rows[self.cr[keep]], np.setdiff1d(np.arange(self.K), self.rows)])
-        inactive = np.setdiff1d(np.arange(self.K), self.rows)
-        cols = np.concatenate([self.cj[keep], np.argmin(self.D[inactive], axis=1) if inactive.size
-                               else np.zeros(0, np.int64)])
-        vals = np.concatenate([q[keep], np.ones(inactive.size)])
+        in_rows, in_cols = self._inactive_entries()
+        rows = np.concatenate([self.rows[self.cr[keep]], in_rows])
+        cols = np.concatenate([self.cj[keep], in_cols])
+        vals = np.concatenate([q[keep], np.ones(in_rows.size)])
         sq = sp.csr_matrix((vals, (rows, cols)), shape=(self.K, self.K_out))
         if not self.tight and expected_distortion(self.p_c, sq, self.D) > self.delta:
             raise SolverError("internal: the returned table would exceed the budget")

@@ -136,7 +136,6 @@ class Build:
     table: CompressedTable
 
 
-
 def _perfect_solution(p_ac: np.ndarray, distortion: np.ndarray, table: np.ndarray) -> SolveResult:
     """The perfect-privacy LP's table as the answer for a budget that reaches it (optimal: I >= 0)."""
     leak = leakage_bits(p_ac, table)
@@ -145,6 +144,7 @@ def _perfect_solution(p_ac: np.ndarray, distortion: np.ndarray, table: np.ndarra
                        multiplier=0.0, gap_bits=leak, status="optimal", solver="perfect-privacy-lp",
                        message="budget reaches the perfect-privacy distortion: zero-leakage table "
                                "of least distortion (linear program)")
+
 
 def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) -> Build:
     """Run the offline pipeline on a CSV and return the unsigned payload.
