@@ -103,7 +103,7 @@ _N_START = 8                     # candidates per row from the starting duals
 _N_ADD = 4                       # candidates priced in per row and pass
 _TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
 _EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
-_PASS_EVERY = 0.01               # a pricing pass whenever tau fell by this factor since the last
+_PASS_EVERY = 0.5                # a pricing pass whenever tau fell by this factor since the last
 _REHEAT = 0.3                    # after pricing, tau >= _REHEAT * median margin of new pairs
 _CENTRED = 0.1                   # Newton decrement^2 <= _CENTRED * tau: near the centre
 _TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
@@ -411,22 +411,25 @@ class _DualNewton:
         return solve
 
     def _row_pairs(self, q):
-        """Index pairs (k, l), k != l, of candidates in one row with softmax weight > _Q_PAIR."""
+        """Index pairs (k, l), k != l, of candidates in one row with softmax weight > _Q_PAIR.
+
+        O(sum over rows of m^2) for m significant candidates per row.
+        """
         sig = np.flatnonzero(q > _Q_PAIR)
         counts = np.bincount(self.cr[sig], minlength=self.rows.size)
-        multi = sig[counts[self.cr[sig]] > 1]
+        multi = sig[counts[self.cr[sig]] > 1]             # sorted by row
         if multi.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         row = self.cr[multi]
         first = np.r_[0, np.flatnonzero(row[1:] != row[:-1]) + 1]
         lens = np.diff(np.r_[first, multi.size])
-        L = int(lens.max())
-        pad = np.full((first.size, L), -1, dtype=np.int64)
-        pos = np.arange(multi.size) - np.repeat(first, lens)
-        pad[np.repeat(np.arange(first.size), lens), pos] = multi
-        kk = np.broadcast_to(pad[:, :, None], (first.size, L, L))
-        ll = np.broadcast_to(pad[:, None, :], (first.size, L, L))
-        ok = (kk >= 0) & (ll >= 0) & (kk != ll)
+        m = np.repeat(lens, lens)                         # per element: its row's count
+        group = np.repeat(first, lens)                    # per element: its row's first position
+        block = np.cumsum(m) - m                          # where each element's pairs begin
+        within = np.arange(int(m.sum())) - np.repeat(block, m)
+        kk = np.repeat(multi, m)
+        ll = multi[np.repeat(group, m) + within]
+        ok = kk != ll
         return kk[ok], ll[ok]
 
     def _tau_derivative(self, ev):
