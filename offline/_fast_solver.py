@@ -119,7 +119,7 @@ _DENSE_MAX = 600                 # dense Cholesky of the Newton system up to thi
 _Q_PAIR = 1e-13                  # softmax weights below this do not enter Hessian cross terms
 _Q_PRECOND = 1e-4                # sparse path: cross terms with q_k q_l below this leave the preconditioner
 _CG_RTOL = 1e-7                  # relative residual of the preconditioned conjugate gradients
-_CG_MAXITER = 200
+_CG_MAXITER = 200                # CG iterations per solve; an unconverged solve still gives an ascent direction
 
 
 # ----------------------------------------------------------------------------------------------
