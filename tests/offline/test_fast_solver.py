@@ -171,9 +171,10 @@ def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, 
 
 
 @pytest.mark.parametrize("n_private", [2, 3])
-def test_matrix_free_hessian_product_equals_the_assembled_hessian(n_private):
-    """CG multiplies by the Hessian without forming it; the product must equal the matrix
-    that the dense path factorises (unscaled), at a point with split rows."""
+def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_private):
+    """CG multiplies by the Hessian without forming it, and early on the path preconditions
+    with its diagonal; both must match the matrix that the dense path factorises
+    (unscaled), at a point with split rows."""
     from privmap.offline._fast_solver import _DualNewton
 
     p_ac, dist = random_instance(7, 15, n_private)
@@ -193,6 +194,7 @@ def test_matrix_free_hessian_product_equals_the_assembled_hessian(n_private):
     n = A1 * 15
     N = np.zeros((n, n))
     np.add.at(N, (ri, ci), vals / (dscale[ri] * dscale[ci]))
+    assert np.allclose(solver._diagonal(ev, s, wk, V, 0.0), np.diag(N), rtol=1e-10, atol=1e-12)
     for _ in range(3):
         v = rng.normal(size=n)
         assert np.allclose(solver._hessian_times(v, ev, s, wk, V, 0.0), N @ v, rtol=1e-10, atol=1e-12)
