@@ -48,10 +48,11 @@ K_out * (|A| - 1): dense Cholesky for small systems, above that conjugate
 gradients with exact Hessian products, preconditioned by the sparse LU factors
 of a copy of the Hessian whose weak cross terms (pairs with q_k q_l < 1e-4) are
 moved onto the diagonal, which keeps it positive definite and cuts the fill of
-the factorisation several-fold. Early on the path (tau above a tenth of its
-start) rows spread over all their candidates, those factors fill in, and the
+the factorisation several-fold. Early on the path (tau above 0.003 times its
+start) rows spread over several candidates, those factors fill in, and the
 centre only guides the way down: there CG is preconditioned by the diagonal
-and stopped at a loose tolerance (at K = 2048 and 4096 this halved the time). First-order methods (mirror descent, Frank-Wolfe,
+and stopped at a loose tolerance, which at K = 2048 and 4096 cut the time
+2x to 3x (the threshold was chosen on synthetic instances at those sizes). First-order methods (mirror descent, Frank-Wolfe,
 Blahut-Arimoto alternation) stall long before 1e-6 bits on this
 ill-conditioned objective.
 
@@ -123,7 +124,7 @@ _Q_PAIR = 1e-13                  # softmax weights below this do not enter Hessi
 _Q_PRECOND = 1e-4                # sparse path: cross terms with q_k q_l below this leave the preconditioner
 _CG_RTOL = 1e-7                  # relative residual of the preconditioned conjugate gradients
 _CG_MAXITER = 200                # CG iterations per solve; an unconverged solve still gives an ascent direction
-_JACOBI_TAU = 0.1                # above this fraction of the starting tau: CG with the diagonal as preconditioner,
+_JACOBI_TAU = 3e-3               # above this fraction of the starting tau: CG with the diagonal as preconditioner,
 _JACOBI_RTOL = 1e-3              # to this relative residual,
 _JACOBI_MAXITER = 100            # in at most this many iterations
 
@@ -359,7 +360,7 @@ class _DualNewton:
         N = blockdiag_j(P(j) Cov(r_j)) + sum_c (p(c)/tau) Cov_{q_c}(dz_c / dtheta), bordered by
         the multiplier. Up to _DENSE_MAX unknowns N itself is factorised (dense Cholesky).
         Above, N is solved by conjugate gradients (exact products, `_hessian_times`). Far up
-        the path (tau > _JACOBI_TAU times the starting tau) every row spreads over all its
+        the path (tau > _JACOBI_TAU times the starting tau) rows spread over several
         candidates, so sparse factors fill in badly, while the centre there only guides the
         path: CG is preconditioned by the diagonal of N and stopped at a loose tolerance.
         Further down it is preconditioned with the LU factors of a sparser matrix M >= N (see
