@@ -204,14 +204,19 @@ class _DualNewton:
         self.p_c = p_ac.sum(axis=0)
         self.rows = np.flatnonzero(self.p_c > 0)         # active rows
         self.alpha = self.p[:, self.rows] / self.p_c[self.rows]   # (A, R) posteriors p(a|c)
+        self.alpha_t = np.ascontiguousarray(self.alpha.T)
+        self._zbuf = None                                # see _z_block
         self.has_inf = not bool(np.all(np.isfinite(D)))
         self.stats = {"newton_steps": 0, "pricing_passes": 0, "added_candidates": 0}
         self.timing = {"start": 0.0, "newton": 0.0, "pricing": 0.0}
 
     # ---- passes over D ----------------------------------------------------------------------
 
+    def _chunk_rows(self):
+        return max(1, _CHUNK_ELEMENTS // max(1, self.K_out))
+
     def _chunks(self):
-        step = max(1, _CHUNK_ELEMENTS // max(1, self.K_out))
+        step = self._chunk_rows()
         for lo in range(0, self.rows.size, step):
             yield lo, min(self.rows.size, lo + step)
 
@@ -225,7 +230,7 @@ class _DualNewton:
         col_cost = np.zeros(self.K_out)
         pc_row = self.p_c[self.rows]
         for lo, hi in self._chunks():
-            blk = self.D[self.rows[lo:hi]]
+            blk = self._d_rows(lo, hi)
             jmin[lo:hi] = np.argmin(blk, axis=1)
             col_cost += pc_row[lo:hi] @ blk
             i = np.argmin(blk, axis=0)
@@ -236,14 +241,29 @@ class _DualNewton:
         dmin = self.D[self.rows, jmin]
         return jmin, dmin, col_arg, np.isfinite(col_best), col_cost
 
+    def _d_rows(self, lo, hi):
+        """D at active rows lo:hi, a view (no copy) when every row is active."""
+        if self.rows.size == self.K:
+            return self.D[lo:hi]
+        return self.D[self.rows[lo:hi]]
+
     def _z_block(self, lo, hi, G, mu):
-        """z(c, j) for active rows lo:hi and all outputs; +inf where not allowed."""
-        blk = self.D[self.rows[lo:hi]]
-        Z = self.alpha[:, lo:hi].T @ G
+        """z(c, j) for active rows lo:hi and all outputs; +inf where not allowed.
+
+        Written into buffers that every call reuses (fresh arrays of this size cost as much
+        as the arithmetic), so the block is valid until the next call.
+        """
+        if self._zbuf is None:
+            shape = (min(self.rows.size, self._chunk_rows()), self.K_out)
+            self._zbuf = (np.empty(shape), np.empty(shape))
+        blk = self._d_rows(lo, hi)
+        Z, T = self._zbuf[0][:hi - lo], self._zbuf[1][:hi - lo]
+        np.matmul(self.alpha_t[lo:hi], G, out=Z)
         if self.tight:
             Z[blk > self.tie[lo:hi, None]] = np.inf
         elif mu > 0:
-            Z += mu * blk                                 # inf stays inf
+            np.multiply(blk, mu, out=T)
+            Z += T                                        # inf stays inf
         elif self.has_inf:
             Z[~np.isfinite(blk)] = np.inf
         return Z
