@@ -52,9 +52,9 @@ the factorisation several-fold. Early on the path (tau above 0.003 times its
 start) rows spread over several candidates, those factors fill in, and the
 centre only guides the way down: there CG is preconditioned by the diagonal
 and stopped at a loose tolerance, which at K = 2048 and 4096 cut the time
-2x to 3x (the threshold was chosen on synthetic instances at those sizes). First-order methods (mirror descent, Frank-Wolfe,
-Blahut-Arimoto alternation) stall long before 1e-6 bits on this
-ill-conditioned objective.
+2x to 3x (the threshold was chosen on synthetic instances at those sizes).
+First-order methods (mirror descent, Frank-Wolfe, Blahut-Arimoto alternation)
+stall long before 1e-6 bits on this ill-conditioned objective.
 
 **Certificates from the path's tangent.** Near tau = 0 the dual path is nearly
 linear, x(tau) = x* + tau x'(tau) + O(tau^2), and its tangent x' costs one more
@@ -456,7 +456,7 @@ class _DualNewton:
         """
         A1, n_out = self.A - 1, self.K_out
         q, r, cj = ev["q"], ev["r"], self.cj
-        one_minus_q = (ev["S"][self.cr] - ev["e"]) / ev["S"][self.cr]   # without cancellation
+        one_minus_q = self._one_minus_q(ev)
         # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l
         k1, l1 = self._row_pairs(q)
         moved = np.zeros(q.size)
@@ -479,11 +479,16 @@ class _DualNewton:
         dscale = 1.0 / np.sqrt(diag)
         return ri, ci, vals * dscale[ri] * dscale[ci], dscale
 
+    def _one_minus_q(self, ev):
+        """1 - q per candidate, from the row sums (without the cancellation of 1 - q)."""
+        S = ev["S"][self.cr]
+        return (S - ev["e"]) / S
+
     def _diagonal(self, ev, s, wk, V, floor):
         """The diagonal of N + floor I (see _factor), flat in the order output * (A-1) + b."""
         A1 = self.A - 1
         r = ev["r"][:A1]
-        one_minus_q = (ev["S"][self.cr] - ev["e"]) / ev["S"][self.cr]   # without cancellation
+        one_minus_q = self._one_minus_q(ev)
         diag = s * (r - r * r) + floor
         for b in range(A1):
             diag[b] += np.bincount(self.cj, weights=wk * one_minus_q * V[b] * V[b],
