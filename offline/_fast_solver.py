@@ -108,7 +108,8 @@ from ._result import SolveResult
 
 _LN2 = math.log(2.0)
 _EPS = np.finfo(float).eps
-_CHUNK_ELEMENTS = 1 << 22        # elements of one row chunk of a pass over D
+_CHUNK_ELEMENTS = 1 << 16        # elements of one row chunk of a pass over D: 512 KiB, so a pass
+                                 # reads D once from memory and its temporaries stay in cache
 _START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
 _N_START = 8                     # candidates per row from the starting duals
 _N_ADD = 4                       # candidates priced in per row and pass
