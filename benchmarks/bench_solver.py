@@ -107,7 +107,7 @@ def part1(ks, fracs, tol_bits):
                   f"{delta - fast.distortion:>9.2e} {fast.info.get('newton_steps', 0):>6}", flush=True)
 
 
-def part2(ks, frac, tol_bits):
+def part2(ks, frac, tol_bits, max_iter):
     from privmap.offline._errors import SolverError
     from privmap.offline._fast_solver import solve_fast
 
@@ -119,10 +119,11 @@ def part2(ks, frac, tol_bits):
     for K in ks:
         p_ac, D = synthetic_instance(K)
         pp = float((p_ac.sum(axis=0) @ D).min())   # upper bound on perfect-privacy distortion
+        started = time.perf_counter()
         try:
-            res, t = timed(solve_fast, p_ac, D, frac * pp, tol_bits=tol_bits)
+            res, t = timed(solve_fast, p_ac, D, frac * pp, tol_bits=tol_bits, max_iter=max_iter)
         except SolverError as exc:
-            print(f"{K:>6} failed: {exc}", flush=True)
+            print(f"{K:>6} failed after {time.perf_counter() - started:.0f} s: {exc}", flush=True)
             continue
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         times.append((K, t))
@@ -142,6 +143,8 @@ def main(argv=None):
     ap.add_argument("--fracs", type=float, nargs="*", default=[0.1, 0.3, 0.6])
     ap.add_argument("--large-ks", type=int, nargs="*", default=[1024, 2048, 4096, 8192, 16384])
     ap.add_argument("--large-frac", type=float, default=0.3)
+    ap.add_argument("--max-iter", type=int, default=1000,
+                    help="most Newton steps of the fast solver in part 2 (the solver's default)")
     ap.add_argument("--tol-bits", type=float, default=1e-5,
                     help="gap the fast solver certifies in part 1 (the builder's default)")
     ap.add_argument("--large-tol-bits", type=float, default=1e-6,
@@ -150,7 +153,7 @@ def main(argv=None):
     if args.ks:
         part1(args.ks, args.fracs, args.tol_bits)
     if args.large_ks:
-        part2(args.large_ks, args.large_frac, args.large_tol_bits)
+        part2(args.large_ks, args.large_frac, args.large_tol_bits, args.max_iter)
     return 0
 
 
