@@ -43,7 +43,8 @@ posterior of output j), and its Hessian is sparse: a block per output plus,
 for each row, the covariance of its candidates, and a border for mu. We
 maximise Phi_tau by Newton's method with a backtracking line search and follow
 the path tau -> 0, the entropic analogue of an interior-point method: each
-decade of tau costs a few Newton steps, each a linear solve of size
+halving of tau costs a few Newton steps (up to about ten late on the path,
+where Newton converges only linearly), each a linear solve of size
 K_out * (|A| - 1): dense Cholesky for small systems, above that conjugate
 gradients with exact Hessian products, preconditioned by the sparse LU factors
 of a copy of the Hessian whose weak cross terms (pairs with q_k q_l < 1e-4) are
