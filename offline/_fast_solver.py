@@ -53,7 +53,7 @@ the factorisation several-fold. Early on the path (tau above 0.003 times its
 start) rows spread over several candidates, those factors fill in, and the
 centre only guides the way down: there CG is preconditioned by the diagonal
 and stopped at a loose tolerance, which at K = 2048 and 4096 cut the time
-2x to 3x (the threshold was chosen on synthetic instances at those sizes).
+2.5x to 4x (the threshold was chosen on synthetic instances at those sizes).
 First-order methods (mirror descent, Frank-Wolfe, Blahut-Arimoto alternation)
 stall long before 1e-6 bits on this ill-conditioned objective.
 
