@@ -198,3 +198,25 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
     for _ in range(3):
         v = rng.normal(size=n)
         assert np.allclose(solver._hessian_times(v, ev, s, wk, V, 0.0), N @ v, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_private", [2, 3])
+def test_guards_are_the_cheapest_rows_leaning_to_each_class(n_private, monkeypatch):
+    """Every output starts with its _N_GUARD cheapest rows among those whose posterior leans to
+    each class (a brute-force reference), also when the pass over D runs in many row chunks."""
+    import privmap.offline._fast_solver as fast
+
+    monkeypatch.setattr(fast, "_CHUNK_ELEMENTS", 40)   # 2 rows per chunk at K_out = 20
+    p_ac, dist = random_instance(11, 20, n_private)
+    solver = fast._DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
+    solver.tight = False
+    rows, cols = solver._guards()
+    got = set(zip(rows.tolist(), cols.tolist()))
+    want = set()
+    for a in range(n_private):
+        lean = np.flatnonzero(solver.alpha[a] >= solver.p_a[a])
+        if 0 < lean.size < solver.rows.size:
+            for j in range(dist.shape[1]):
+                cheapest = lean[np.argsort(dist[solver.rows[lean], j])[:fast._N_GUARD]]
+                want |= {(int(r), j) for r in cheapest}
+    assert want and got == want
