@@ -153,8 +153,8 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         Gap to certify, in bits: the solver stops when leakage(table) minus a
         proven lower bound on the optimum is at most ``tol_bits``.
     max_iter : int or None, keyword-only
-        Most Newton steps in all; None: max(1000, K_out // 4). The steps grow about as
-        K^0.9 (93 at K = 1024, 575 at 8192, 1367 at 16384 on synthetic instances).
+        Most Newton steps in all; None: max(1000, K_out // 4). Synthetic instances took
+        97 to 175 steps from K = 1024 to 16384 (benchmarks/README.md).
     progress : callable(float) or None, keyword-only
         Called with an estimate of the fraction done, in [0, 1].
 
