@@ -470,19 +470,34 @@ class _DualNewton:
             moved = np.bincount(k1[weak], weights=q[l1[weak]], minlength=q.size)
             k1, l1 = k1[~weak], l1[~weak]
         coef = -wk[k1] * q[l1]
-        out = np.arange(n_out)
         ri, ci, vals = [], [], []
         for b in range(A1):
             for b2 in range(A1):
-                ri += [out * A1 + b, cj * A1 + b, cj[k1] * A1 + b]
-                ci += [out * A1 + b2, cj * A1 + b2, cj[l1] * A1 + b2]
-                vals += [s * ((r[b] if b == b2 else 0.0) - r[b] * r[b2]) + (floor if b == b2 else 0.0),
-                         wk * (one_minus_q + moved) * V[b] * V[b2],
-                         coef * V[b, k1] * V[b2, l1]]
-        ri, ci, vals = np.concatenate(ri), np.concatenate(ci), np.concatenate(vals)
+                ri.append(cj[k1] * A1 + b)
+                ci.append(cj[l1] * A1 + b2)
+                vals.append(coef * V[b, k1] * V[b2, l1])
+        bi, bj, bv = self._block_triplets(s, r, floor, wk * (one_minus_q + moved), V)
+        ri, ci, vals = np.concatenate([bi] + ri), np.concatenate([bj] + ci), np.concatenate([bv] + vals)
         diag = np.bincount(ri[ri == ci], weights=vals[ri == ci], minlength=A1 * n_out)
         dscale = 1.0 / np.sqrt(diag)
         return ri, ci, vals * dscale[ri] * dscale[ci], dscale
+
+    def _block_triplets(self, s, r, floor, weights, V):
+        """Triplets (rows, cols, values) of the block-diagonal part of N + floor I.
+
+        Per output j: P(j) Cov(r_j) + floor I + sum over its candidates k of weights_k v_k v_k^T,
+        with v_k = V[:, k] (shape (A-1,)); flat index output * (A-1) + b.
+        """
+        A1, cj = self.A - 1, self.cj
+        out = np.arange(self.K_out)
+        ri, ci, vals = [], [], []
+        for b in range(A1):
+            for b2 in range(A1):
+                ri += [out * A1 + b, cj * A1 + b]
+                ci += [out * A1 + b2, cj * A1 + b2]
+                vals += [s * ((r[b] if b == b2 else 0.0) - r[b] * r[b2]) + (floor if b == b2 else 0.0),
+                         weights * V[b] * V[b2]]
+        return np.concatenate(ri), np.concatenate(ci), np.concatenate(vals)
 
     def _one_minus_q(self, ev):
         """1 - q per candidate, from the row sums (without the cancellation of 1 - q)."""
@@ -510,24 +525,16 @@ class _DualNewton:
         three sparse matrix-vector products, which read the candidates about three times
         instead of the nine passes of applying the row covariances elementwise.
         """
-        A1, n_out, cj, cr = self.A - 1, self.K_out, self.cj, self.cr
-        nth, R = A1 * n_out, self.rows.size
-        q, r = ev["q"], ev["r"][:A1]
-        out = np.arange(n_out)
-        col = (cj[:, None] * A1 + np.arange(A1)).ravel()          # candidate k, class b
-        row = np.repeat(cr, A1)
+        A1 = self.A - 1
+        nth, R = A1 * self.K_out, self.rows.size
+        q = ev["q"]
+        col = (self.cj[:, None] * A1 + np.arange(A1)).ravel()     # candidate k, class b
+        row = np.repeat(self.cr, A1)
         VT = V.T                                                  # (n, A-1)
         Rt = sp.csr_matrix(((q[:, None] * VT).ravel(), (row, col)), shape=(R, nth))
         L = sp.csr_matrix(((wk[:, None] * VT).ravel(), (col, row)), shape=(nth, R))
-        gi, gj, gv = [], [], []
-        for b in range(A1):
-            for b2 in range(A1):
-                gi += [out * A1 + b, cj * A1 + b]
-                gj += [out * A1 + b2, cj * A1 + b2]
-                gv += [s * ((r[b] if b == b2 else 0.0) - r[b] * r[b2]) + (floor if b == b2 else 0.0),
-                       wk * V[b] * V[b2]]
-        G = sp.csr_matrix((np.concatenate(gv), (np.concatenate(gi), np.concatenate(gj))),
-                          shape=(nth, nth))
+        gi, gj, gv = self._block_triplets(s, ev["r"], floor, wk, V)
+        G = sp.csr_matrix((gv, (gi, gj)), shape=(nth, nth))
 
         def times(v):
             return G @ v - L @ (Rt @ v)
