@@ -114,6 +114,7 @@ _CHUNK_ELEMENTS = 1 << 16        # elements of one row chunk of a pass over D: 5
 _START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
 _N_START = 8                     # candidates per row from the starting duals
 _N_GUARD = 3                     # starting rows per output and class whose posterior leans to it
+_GUARD_COLUMNS = 64               # outputs per block when choosing guard rows
 _N_ADD = 4                       # candidates priced in per row and pass
 _TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
 _EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
@@ -630,26 +631,20 @@ class _DualNewton:
         """
         rows, cols = [], []
         for a in range(self.A):
-            lean = self.alpha[a] >= self.p_a[a]
-            if not np.any(lean) or np.all(lean):
+            lean = np.flatnonzero(self.alpha[a] >= self.p_a[a])
+            if lean.size in (0, self.rows.size):
                 continue
-            best = np.full((_N_GUARD, self.K_out), np.inf)     # the cheapest so far, unordered
-            arg = np.zeros((_N_GUARD, self.K_out), dtype=np.int64)
-            for lo, hi in self._chunks():
-                sel = np.flatnonzero(lean[lo:hi])
-                if sel.size == 0:
-                    continue
-                blk = self.D[self.rows[lo + sel]]
+            k = min(_N_GUARD, lean.size)
+            for j0 in range(0, self.K_out, _GUARD_COLUMNS):
+                j1 = min(self.K_out, j0 + _GUARD_COLUMNS)
+                # (columns, leaning rows), contiguous: selecting along the last axis is fast
+                blk = self.D[self.rows[lean], j0:j1].T.copy()
                 if self.tight:
-                    blk = np.where(blk > self.tie[lo + sel, None], np.inf, blk)
-                vals = np.vstack([best, blk])
-                args = np.vstack([arg, np.broadcast_to((lo + sel)[:, None], blk.shape)])
-                top = np.argpartition(vals, _N_GUARD - 1, axis=0)[:_N_GUARD]
-                best = np.take_along_axis(vals, top, axis=0)
-                arg = np.take_along_axis(args, top, axis=0)
-            ok = np.isfinite(best)
-            rows.append(arg[ok])
-            cols.append(np.broadcast_to(np.arange(self.K_out), best.shape)[ok])
+                    blk[blk > self.tie[lean]] = np.inf
+                top = np.argpartition(blk, k - 1, axis=1)[:, :k]
+                ok = np.isfinite(np.take_along_axis(blk, top, axis=1))
+                rows.append(lean[top][ok])
+                cols.append(np.broadcast_to(np.arange(j0, j1)[:, None], top.shape)[ok])
         if not rows:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(rows), np.concatenate(cols)

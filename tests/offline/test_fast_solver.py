@@ -204,10 +204,10 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
 @pytest.mark.parametrize("n_private", [2, 3])
 def test_guards_are_the_cheapest_rows_leaning_to_each_class(n_private, monkeypatch):
     """Every output starts with its _N_GUARD cheapest rows among those whose posterior leans to
-    each class (a brute-force reference), also when the pass over D runs in many row chunks."""
+    each class (a brute-force reference), also when the outputs are taken in several blocks."""
     import privmap.offline._fast_solver as fast
 
-    monkeypatch.setattr(fast, "_CHUNK_ELEMENTS", 40)   # 2 rows per chunk at K_out = 20
+    monkeypatch.setattr(fast, "_GUARD_COLUMNS", 6)      # blocks of 6, 6, 6 and 2 outputs
     p_ac, dist = random_instance(11, 20, n_private)
     solver = fast._DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
     solver.tight = False
