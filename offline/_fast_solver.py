@@ -249,9 +249,10 @@ class _DualNewton:
         return jmin, dmin, col_arg, np.isfinite(col_best), col_cost
 
     def _d_rows(self, lo, hi):
-        """D at active rows lo:hi, a view (no copy) when every row is active."""
-        if self.rows.size == self.K:
-            return self.D[lo:hi]
+        """D at active rows lo:hi: a view (no copy) when those rows are consecutive in D."""
+        first, last = self.rows[lo], self.rows[hi - 1]
+        if last - first == hi - lo - 1:
+            return self.D[first:last + 1]
         return self.D[self.rows[lo:hi]]
 
     def _z_block(self, lo, hi, G, mu):
@@ -282,27 +283,19 @@ class _DualNewton:
         which they beat their row); rows are indices into the active rows.
         """
         tp = time.perf_counter()
-        total, absolute = 0.0, 0.0
-        new_r, new_c, new_m = [], [], []
-        pc = self.p_c[self.rows]
+        zmin = np.empty(self.rows.size)
+        new_r, new_c, new_m = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
+        if n_add:
+            thr = cand_min - 1e-12 * (1.0 + np.abs(cand_min))
         for lo, hi in self._chunks():
             Z = self._z_block(lo, hi, G, mu)
-            zmin = Z.min(axis=1)
-            total += float(pc[lo:hi] @ zmin)
-            absolute += float(pc[lo:hi] @ np.abs(zmin))
+            zm = Z.min(axis=1, out=zmin[lo:hi])
             if n_add:
-                thr = cand_min[lo:hi] - 1e-12 * (1.0 + np.abs(cand_min[lo:hi]))
-                bad = np.flatnonzero(zmin < thr)          # only these rows have pairs to add
-                Zb = Z[bad]
-                k = min(n_add, self.K_out)
-                idx = np.argpartition(Zb, k - 1, axis=1)[:, :k] if k < self.K_out else \
-                    np.broadcast_to(np.arange(self.K_out), Zb.shape)
-                vals = np.take_along_axis(Zb, idx, axis=1)
-                ok = vals < thr[bad, None]
-                r = np.broadcast_to((lo + bad)[:, None], idx.shape)
-                new_r.append(r[ok])
-                new_c.append(idx[ok])
-                new_m.append((cand_min[lo + bad, None] - vals)[ok])
+                bad = np.flatnonzero(zm < thr[lo:hi])     # only these rows have pairs to add
+                if bad.size:
+                    self._most_violated(Z[bad], lo + bad, thr, cand_min, n_add, new_r, new_c, new_m)
+        pc = self.p_c[self.rows]
+        total, absolute = float(pc @ zmin), float(pc @ np.abs(zmin))
         self.stats["pricing_passes"] += 1
         self.timing["pricing"] += time.perf_counter() - tp
         if not n_add:
@@ -317,6 +310,21 @@ class _DualNewton:
         rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
         keep = order[rank < cap]
         return total, absolute, r[keep], j[keep], m[keep]
+
+    @staticmethod
+    def _most_violated(Zb, rows, thr, cand_min, n_add, new_r, new_c, new_m):
+        """Append each row's (at most) n_add smallest entries of Zb below thr[row] (ties: first)."""
+        at = np.arange(rows.size)
+        for _ in range(n_add):
+            j = Zb.argmin(axis=1)
+            v = Zb[at, j]
+            ok = v < thr[rows]
+            if not ok.any():
+                return
+            new_r.append(rows[ok])
+            new_c.append(j[ok])
+            new_m.append(cand_min[rows[ok]] - v[ok])
+            Zb[at, j] = np.inf
 
     def _lower_bound(self, total, absolute, mu):
         # rounding in the sums: |fl(s) - s| <= ~(K + A + 2) eps sum |terms|; a generous margin

@@ -221,3 +221,31 @@ def test_guards_are_the_cheapest_rows_leaning_to_each_class(n_private, monkeypat
                 cheapest = lean[np.argsort(dist[solver.rows[lean], j])[:fast._N_GUARD]]
                 want |= {(int(r), j) for r in cheapest}
     assert want and got == want
+
+
+@pytest.mark.parametrize("n_add", [1, 2, 4])
+def test_pricing_pass_finds_each_rows_most_violated_pairs_and_the_exact_bound(n_add, monkeypatch):
+    """One pass over D equals a brute-force evaluation of every pair: the exact row minima and,
+    per row, its n_add smallest z below the threshold; also with row chunks that straddle rows
+    without mass (so D is read through copies and through views)."""
+    import privmap.offline._fast_solver as fast
+
+    monkeypatch.setattr(fast, "_CHUNK_ELEMENTS", 60)   # 3 rows per chunk at K_out = 20
+    p_ac, dist = random_instance(7, 20, 2)
+    p_ac[:, [4, 11]] = 0.0                               # two rows without mass
+    p_ac /= p_ac.sum()
+    solver = fast._DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
+    solver.tight, solver.has_inf = False, False
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(2, 20))
+    mu = 0.7
+    Z = solver.alpha.T @ G + mu * dist[solver.rows]      # (active rows, outputs)
+    cand_min = np.sort(Z, axis=1)[:, rng.integers(0, 8, solver.rows.size)].diagonal().copy()
+    total, absolute, r, j, m = solver._pass(G, mu, cand_min, n_add)
+    pc = p_ac.sum(axis=0)[solver.rows]
+    assert np.isclose(total, pc @ Z.min(axis=1), rtol=1e-13)
+    assert np.isclose(absolute, pc @ np.abs(Z.min(axis=1)), rtol=1e-13)
+    want = {(c, int(k)) for c in range(solver.rows.size)
+            for k in np.argsort(Z[c])[:n_add] if Z[c, k] < cand_min[c]}
+    assert want and set(zip(r.tolist(), j.tolist())) == want
+    assert np.allclose(m, cand_min[r] - Z[r, j])
