@@ -125,6 +125,9 @@ _CENTRED = 0.1                   # Newton decrement^2 <= _CENTRED * tau: near th
 _TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
 _TAU_MIN = 1e-6                  # give up below tau = _TAU_MIN * tol
 _DENSE_MAX = 600                 # dense Cholesky of the Newton system up to this many unknowns
+_EXP_CUT = 700.0                 # softmax weights below exp(-_EXP_CUT) are raised to it: exp is ~8x slower
+                                 # where it underflows, and the soft minimum moves by < 1e-300 relative
+_Q_DROP = 1e-300                 # entries of the returned table below this are dropped
 _Q_PAIR = 1e-13                  # softmax weights below this do not enter Hessian cross terms
 _Q_PRECOND = 1e-4                # sparse path: cross terms with q_k q_l below this leave the preconditioner
 _CG_RTOL = 1e-7                  # relative residual of the preconditioned conjugate gradients
@@ -364,12 +367,14 @@ class _DualNewton:
     def _evaluate(self, theta, mu, tau):
         self.stats["evaluations"] += 1
         G, r = self._codebook(theta)
-        z = np.einsum("an,an->n", self.c_alpha, G[:, self.cj])
+        z = self.c_alpha[0] * G[0].take(self.cj)
+        for a in range(1, self.A):
+            z += self.c_alpha[a] * G[a].take(self.cj)
         if self.budget:
             z += mu * self.c_d
         zmin = np.minimum.reduceat(z, self.start)
         t = (z - zmin[self.cr]) / tau
-        e = np.exp(-t)
+        e = np.exp(-np.minimum(t, _EXP_CUT, out=t))
         S = np.add.reduceat(e, self.start)
         q = e / S[self.cr]
         pc_row = self.p_c[self.rows]
@@ -845,7 +850,7 @@ class _DualNewton:
 
     def _finish(self, ev, mix, lb, mu):
         q = ev["q"] * (1 - mix) + mix * self.c_low
-        keep = q > 0
+        keep = q > _Q_DROP                                # weights at the cut are not entries
         in_rows, in_cols = self._inactive_entries()
         rows = np.concatenate([self.rows[self.cr[keep]], in_rows])
         cols = np.concatenate([self.cj[keep], in_cols])
