@@ -495,28 +495,38 @@ class _DualNewton:
                 ri.append(cj[k1] * A1 + b)
                 ci.append(cj[l1] * A1 + b2)
                 vals.append(coef * V[b, k1] * V[b2, l1])
-        bi, bj, bv = self._block_triplets(s, r, floor, wk * (one_minus_q + moved), V)
+        bi, bj, bv = self._block_triplets(self._blocks(s, r, floor, wk * (one_minus_q + moved), V))
         ri, ci, vals = np.concatenate([bi] + ri), np.concatenate([bj] + ci), np.concatenate([bv] + vals)
         diag = np.bincount(ri[ri == ci], weights=vals[ri == ci], minlength=A1 * n_out)
         dscale = 1.0 / np.sqrt(diag)
         return ri, ci, vals * dscale[ri] * dscale[ci], dscale
 
-    def _block_triplets(self, s, r, floor, weights, V):
-        """Triplets (rows, cols, values) of the block-diagonal part of N + floor I.
+    def _blocks(self, s, r, floor, weights, V):
+        """The block-diagonal part of N + floor I, shape (K_out, A-1, A-1).
 
         Per output j: P(j) Cov(r_j) + floor I + sum over its candidates k of weights_k v_k v_k^T,
-        with v_k = V[:, k] (shape (A-1,)); flat index output * (A-1) + b.
+        with v_k = V[:, k] (shape (A-1,)).
         """
-        A1, cj = self.A - 1, self.cj
-        out = np.arange(self.K_out)
-        ri, ci, vals = [], [], []
+        A1 = self.A - 1
+        r = r[:A1]
+        blocks = np.empty((self.K_out, A1, A1))
         for b in range(A1):
             for b2 in range(A1):
-                ri += [out * A1 + b, cj * A1 + b]
-                ci += [out * A1 + b2, cj * A1 + b2]
-                vals += [s * ((r[b] if b == b2 else 0.0) - r[b] * r[b2]) + (floor if b == b2 else 0.0),
-                         weights * V[b] * V[b2]]
-        return np.concatenate(ri), np.concatenate(ci), np.concatenate(vals)
+                cand = np.bincount(self.cj, weights=weights * V[b] * V[b2], minlength=self.K_out)
+                blocks[:, b, b2] = s * ((r[b] if b == b2 else 0.0) - r[b] * r[b2]) + cand
+            blocks[:, b, b] += floor
+        return blocks
+
+    @staticmethod
+    def _block_triplets(blocks):
+        """Triplets (rows, cols, values) of a (K_out, A-1, A-1) block diagonal; flat index
+        output * (A-1) + b."""
+        n_out, A1, _ = blocks.shape
+        first = np.arange(n_out)[:, None, None] * A1
+        b = np.arange(A1)
+        rows = np.broadcast_to(first + b[None, :, None], blocks.shape)
+        cols = np.broadcast_to(first + b[None, None, :], blocks.shape)
+        return rows.ravel(), cols.ravel(), blocks.ravel()
 
     def _one_minus_q(self, ev):
         """1 - q per candidate, from the row sums (without the cancellation of 1 - q)."""
@@ -524,39 +534,37 @@ class _DualNewton:
         return (S - ev["e"]) / S
 
     def _diagonal(self, ev, s, wk, V, floor):
-        """The diagonal of N + floor I (see _factor), flat in the order output * (A-1) + b."""
-        A1 = self.A - 1
-        r = ev["r"][:A1]
-        one_minus_q = self._one_minus_q(ev)
-        diag = s * (r - r * r) + floor
-        for b in range(A1):
-            diag[b] += np.bincount(self.cj, weights=wk * one_minus_q * V[b] * V[b],
-                                   minlength=self.K_out)
-        return diag.T.ravel()
+        """The diagonal of N + floor I (see _factor), flat in the order output * (A-1) + b.
+
+        A row's cross terms join different outputs, so the diagonal is that of the blocks with
+        the candidates weighted by w_k (1 - q_k).
+        """
+        blocks = self._blocks(s, ev["r"], floor, wk * self._one_minus_q(ev), V)
+        return np.diagonal(blocks, axis1=1, axis2=2).ravel()
 
     def _hessian_operator(self, ev, s, wk, V, floor):
         """v -> N v for the theta block of N (see _factor), v flat in the order output * (A-1) + b.
 
         N = G - L Rt with G block-diagonal (the codebook blocks plus sum_k w_k v_k v_k^T per
         output), Rt = R Q B (per row, the q-weighted mean of its candidates' dz/dtheta) and
-        L = B^T W R^T, where B maps theta to the candidates' dz. The three sparse matrices have
-        O(candidates * |A|^2) entries and are built once per Newton step; each product is then
-        three sparse matrix-vector products, which read the candidates about three times
-        instead of the nine passes of applying the row covariances elementwise.
+        L = B^T W R^T, where B maps theta to the candidates' dz. Rt and L^T share the sparsity
+        of the candidate lists (rows sorted), so both are built as CSR without conversion and
+        L is applied as the CSC transpose of L^T; G is applied block by block. Each product
+        reads the candidates about twice instead of the nine passes of applying the row
+        covariances elementwise.
         """
         A1 = self.A - 1
-        nth, R = A1 * self.K_out, self.rows.size
-        q = ev["q"]
+        nth, R, n = A1 * self.K_out, self.rows.size, self.cr.size
         col = (self.cj[:, None] * A1 + np.arange(A1)).ravel()     # candidate k, class b
-        row = np.repeat(self.cr, A1)
+        indptr = np.r_[self.start, n] * A1
         VT = V.T                                                  # (n, A-1)
-        Rt = sp.csr_matrix(((q[:, None] * VT).ravel(), (row, col)), shape=(R, nth))
-        L = sp.csr_matrix(((wk[:, None] * VT).ravel(), (col, row)), shape=(nth, R))
-        gi, gj, gv = self._block_triplets(s, ev["r"], floor, wk, V)
-        G = sp.csr_matrix((gv, (gi, gj)), shape=(nth, nth))
+        Rt = sp.csr_matrix(((ev["q"][:, None] * VT).ravel(), col, indptr), shape=(R, nth))
+        L = sp.csr_matrix(((wk[:, None] * VT).ravel(), col, indptr), shape=(R, nth)).T
+        blocks = self._blocks(s, ev["r"], floor, wk, V)
 
         def times(v):
-            return G @ v - L @ (Rt @ v)
+            Gv = np.einsum("jab,jb->ja", blocks, v.reshape(self.K_out, A1)).ravel()
+            return Gv - L @ (Rt @ v)
         return times
 
     def _row_pairs(self, q):
