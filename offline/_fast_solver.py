@@ -341,7 +341,8 @@ class _DualNewton:
     # ---- candidates ---------------------------------------------------------------------------
 
     def _set_candidates(self, r, j):
-        key = np.unique(r.astype(np.int64) * self.K_out + j.astype(np.int64))
+        key = np.sort(r.astype(np.int64) * self.K_out + j.astype(np.int64))
+        key = key[np.r_[True, key[1:] != key[:-1]]]       # (np.unique hashes first: 5x slower)
         self.cr = key // self.K_out                       # active-row index, sorted
         self.cj = key % self.K_out
         self.start = np.flatnonzero(np.r_[True, self.cr[1:] != self.cr[:-1]])
