@@ -162,7 +162,7 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         proven lower bound on the optimum is at most ``tol_bits``.
     max_iter : int or None, keyword-only
         Most Newton steps in all; None: max(1000, K_out // 4). Synthetic instances took
-        97 to 175 steps from K = 1024 to 16384 (benchmarks/README.md).
+        88 to 271 steps from K = 1024 to 16384 (benchmarks/README.md).
     progress : callable(float) or None, keyword-only
         Called with an estimate of the fraction done, in [0, 1].
 
@@ -173,7 +173,8 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         ``leakage_bits`` and ``distortion`` recomputed from ``table``;
         ``multiplier`` (bits per unit distortion) of the budget;
         ``gap_bits`` <= ``tol_bits``, a proven bound on leakage_bits - optimum;
-        ``info`` with Newton steps, pricing passes, candidates, lower bound, timings.
+        ``info`` with Newton steps, evaluations of the smoothed dual, pricing passes,
+        candidates, lower bound, timings.
 
     Raises
     ------
