@@ -117,7 +117,7 @@ _CHUNK_ELEMENTS = 1 << 16        # elements of one row chunk of a pass over D: 5
 _START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
 _N_START = 8                     # candidates per row from the starting duals
 _N_GUARD = 3                     # starting rows per output and class whose posterior leans to it
-_GUARD_COLUMNS = 64               # outputs per block when choosing guard rows
+_GUARD_COLUMNS = 64              # outputs per block when choosing guard rows
 _N_ADD = 4                       # candidates priced in per row and pass
 _TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
 _EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
@@ -321,7 +321,10 @@ class _DualNewton:
 
     @staticmethod
     def _most_violated(Zb, rows, thr, cand_min, n_add, new_r, new_c, new_m):
-        """Append each row's (at most) n_add smallest entries of Zb below thr[row] (ties: first)."""
+        """Append each row's (at most) n_add smallest entries of Zb below thr[row] (ties: first).
+
+        Zb (len(rows), K_out) is a scratch copy and is overwritten.
+        """
         at = np.arange(rows.size)
         for _ in range(n_add):
             j = Zb.argmin(axis=1)
@@ -343,7 +346,7 @@ class _DualNewton:
 
     def _set_candidates(self, r, j):
         key = np.sort(r.astype(np.int64) * self.K_out + j.astype(np.int64))
-        key = key[np.r_[True, key[1:] != key[:-1]]]       # (np.unique hashes first: 5x slower)
+        key = key[np.r_[True, key[1:] != key[:-1]]]       # np.unique hashes first: 40x slower
         self.cr = key // self.K_out                       # active-row index, sorted
         self.cj = key % self.K_out
         self.start = np.flatnonzero(np.r_[True, self.cr[1:] != self.cr[:-1]])
