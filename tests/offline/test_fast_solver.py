@@ -240,12 +240,13 @@ def test_pricing_pass_finds_each_rows_most_violated_pairs_and_the_exact_bound(n_
     G = rng.normal(size=(2, 20))
     mu = 0.7
     Z = solver.alpha.T @ G + mu * dist[solver.rows]      # (active rows, outputs)
-    cand_min = np.sort(Z, axis=1)[:, rng.integers(0, 8, solver.rows.size)].diagonal().copy()
+    R = solver.rows.size
+    cand_min = np.sort(Z, axis=1)[np.arange(R), rng.integers(0, 8, R)]   # 0 to 7 pairs beat each row
     total, absolute, r, j, m = solver._pass(G, mu, cand_min, n_add)
     pc = p_ac.sum(axis=0)[solver.rows]
     assert np.isclose(total, pc @ Z.min(axis=1), rtol=1e-13)
     assert np.isclose(absolute, pc @ np.abs(Z.min(axis=1)), rtol=1e-13)
-    want = {(c, int(k)) for c in range(solver.rows.size)
+    want = {(c, int(k)) for c in range(R)
             for k in np.argsort(Z[c])[:n_add] if Z[c, k] < cand_min[c]}
     assert want and set(zip(r.tolist(), j.tolist())) == want
     assert np.allclose(m, cand_min[r] - Z[r, j])
