@@ -15,12 +15,11 @@ import csv
 import pathlib
 import time
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 import privmap.device._bundle as device_bundle
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device import Keyring, load_bundle
 from privmap.offline import BuildOptions, build
-from privmap.offline._bundle import encode_payload, sign_bundle
+from privmap.offline.bundle._write import encode_payload, sign_bundle
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "ssi2012" / "tastes_gender.csv"
 

@@ -33,10 +33,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def real_instance(K: int):
-    from privmap.offline._dataset import load_dataset
-    from privmap.offline._distortion import pairwise
-    from privmap.offline._prior import joint_prior
-    from privmap.offline._quantize import quantize
+    from privmap.offline.data._dataset import load_dataset
+    from privmap.offline.data._distortion import pairwise
+    from privmap.offline.data._prior import joint_prior
+    from privmap.offline.data._quantize import quantize
 
     ds = load_dataset(ROOT / "data" / "ssi2012" / "tastes_gender.csv", private="gender")
     qz = quantize(ds.public, K, seed=0)
@@ -68,7 +68,7 @@ def synthetic_instance(K: int, seed: int = 0, dim: int = 50, n_latent: int = 8):
 
 
 def perfect_distortion(p_ac, D):
-    from privmap.offline._perfect import perfect_privacy_distortion
+    from privmap.offline.solvers._perfect import perfect_privacy_distortion
     return perfect_privacy_distortion(p_ac, D)
 
 
@@ -79,9 +79,9 @@ def timed(fn, *args, **kw):
 
 
 def part1(ks, fracs, tol_bits):
-    from privmap.offline._cvxpy_solver import solve_cvxpy
     from privmap.offline._errors import SolverError
-    from privmap.offline._fast_solver import solve_fast
+    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    from privmap.offline.solvers._fast_solver import solve_fast
 
     print("Part 1: SSI-2012 ratings, cvxpy + Clarabel vs fast, same process")
     print(f"{'K':>5} {'Delta':>9} {'cvxpy_s':>9} {'fast_s':>9} {'ratio':>8} {'dJ_bits':>10} "
@@ -109,7 +109,7 @@ def part1(ks, fracs, tol_bits):
 
 def part2(ks, frac, tol_bits, max_iter):
     from privmap.offline._errors import SolverError
-    from privmap.offline._fast_solver import solve_fast
+    from privmap.offline.solvers._fast_solver import solve_fast
 
     print(f"\nPart 2: fast solver alone, synthetic 50-dim ratings, Delta = {frac} x perfect-privacy "
           f"distortion, tol {tol_bits:g} bits")

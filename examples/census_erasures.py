@@ -25,9 +25,13 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
-from privmap.offline import _curve, _plots  # noqa: E402
-from privmap.offline._dataset import load_dataset  # noqa: E402
-from privmap.offline._erasure import erasure_problem, format_cell, most_probable_mapping  # noqa: E402
+from privmap.offline.data._dataset import load_dataset  # noqa: E402
+from privmap.offline.evaluation import _curve, _plots  # noqa: E402
+from privmap.offline.mechanisms._erasure import (  # noqa: E402
+    erasure_problem,
+    format_cell,
+    most_probable_mapping,
+)
 
 DATA = ROOT / "data" / "census" / "census.csv"
 FIGURES = ROOT / "docs" / "figures"
@@ -42,7 +46,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=pathlib.Path, default=FIGURES)
     parser.add_argument("--solver", default="fast", choices=["fast", "cvxpy"])
     args = parser.parse_args(argv)
-    from privmap.offline._cli_eval import _parse_floats
+    from privmap.offline.cli._eval import _parse_floats
     deltas = sorted(set(_parse_floats(args.deltas, "--deltas")) | {args.mapping_delta})
 
     ds = load_dataset(DATA, private="income", categorical=True)

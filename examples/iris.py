@@ -43,14 +43,14 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from privmap.offline import _plots  # noqa: E402
-from privmap.offline._distortion import pairwise  # noqa: E402
 from privmap.offline._errors import SolverError  # noqa: E402
-from privmap.offline._evaluate import evaluate_view, view_from_table  # noqa: E402
 from privmap.offline._information import mutual_information_bits  # noqa: E402
-from privmap.offline._perfect import perfect_privacy_distortion  # noqa: E402
-from privmap.offline._quantize import quantize  # noqa: E402
-from privmap.offline._solve import solve  # noqa: E402
+from privmap.offline.data._distortion import pairwise  # noqa: E402
+from privmap.offline.data._quantize import quantize  # noqa: E402
+from privmap.offline.evaluation import _plots  # noqa: E402
+from privmap.offline.evaluation._evaluate import evaluate_view, view_from_table  # noqa: E402
+from privmap.offline.solvers._perfect import perfect_privacy_distortion  # noqa: E402
+from privmap.offline.solvers._solve import solve  # noqa: E402
 
 DATA = ROOT / "data" / "iris" / "iris.csv"
 FIGURES = ROOT / "docs" / "figures"

@@ -37,11 +37,12 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from privmap.offline import _attacks, _curve, _plots, solve  # noqa: E402
-from privmap.offline._dataset import load_dataset  # noqa: E402
-from privmap.offline._evaluate import view_from_table  # noqa: E402
-from privmap.offline._perfect import perfect_privacy_distortion  # noqa: E402
-from privmap.offline._recommender import rmse_true_vs_released  # noqa: E402
+from privmap.offline import solve  # noqa: E402
+from privmap.offline.data._dataset import load_dataset  # noqa: E402
+from privmap.offline.evaluation import _attacks, _curve, _plots  # noqa: E402
+from privmap.offline.evaluation._evaluate import view_from_table  # noqa: E402
+from privmap.offline.evaluation._recommender import rmse_true_vs_released  # noqa: E402
+from privmap.offline.solvers._perfect import perfect_privacy_distortion  # noqa: E402
 
 FIGURES = ROOT / "docs" / "figures"
 

@@ -13,17 +13,17 @@ pieces, in the order a build runs them:
 
 Every error raised on purpose is a :class:`BuildError`.
 """
-from ._compress import CompressedTable, compress
-from ._dataset import Dataset, load_dataset
-from ._distortion import nearest, pairwise
 from ._errors import BuildError, DatasetError, InfeasibleError, SolverError
 from ._information import expected_distortion, leakage_bits, mutual_information_bits
-from ._perfect import perfect_privacy_distortion
-from ._pipeline import Build, BuildOptions, build
-from ._prior import joint_prior
-from ._quantize import Quantization, quantize
-from ._result import SolveResult
-from ._solve import solve
+from .data._dataset import Dataset, load_dataset
+from .data._distortion import nearest, pairwise
+from .data._prior import joint_prior
+from .data._quantize import Quantization, quantize
+from .mechanisms._pipeline import Build, BuildOptions, build
+from .solvers._compress import CompressedTable, compress
+from .solvers._perfect import perfect_privacy_distortion
+from .solvers._result import SolveResult
+from .solvers._solve import solve
 
 __all__ = [
     "solve", "SolveResult", "build", "Build", "BuildOptions",

@@ -7,10 +7,9 @@ import pathlib
 
 import msgpack
 import pytest
-
 from privmap.device import Keyring, read_bundle_file
 from privmap.offline import BuildOptions, build
-from privmap.offline._bundle import encode_payload
+from privmap.offline.bundle._write import encode_payload
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLES = ROOT / "tables"

@@ -4,7 +4,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from harness import EnumeratingBits, Sim, base_payload
 from privmap.device import InsecureTestBits
 

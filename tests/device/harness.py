@@ -9,7 +9,6 @@ import msgpack
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from privmap.device import (
     DOMAIN_TAG,
     BundleError,

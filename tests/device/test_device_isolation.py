@@ -8,9 +8,8 @@ import subprocess
 import sys
 import textwrap
 
-from harness import NOW, raw_public, with_leakage
-
 import privmap.device as device
+from harness import NOW, raw_public, with_leakage
 
 DEVICE_DIR = pathlib.Path(device.__file__).resolve().parent
 FORBIDDEN = ("numpy", "scipy", "cvxpy", "sklearn", "click", "pandas", "matplotlib", "privmap.offline")

@@ -4,12 +4,10 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from harness import NOW, key_from_label, raw_public
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-
-from privmap.device import Keyring, KeyringError, key_id_of, load_bundle
-from privmap.device import _edwards
+from harness import NOW, key_from_label, raw_public
+from privmap.device import Keyring, KeyringError, _edwards, key_id_of, load_bundle
 
 # The 8 small-order points of edwards25519, canonical encodings (the torsion subgroup E[8]).
 SMALL_ORDER_CANONICAL = [

@@ -6,10 +6,15 @@ import random
 
 import pytest
 from harness import EnumeratingBits, exact_payload, with_leakage
-
 from privmap.device import InputError, InsecureTestBits
 from privmap.device import _bundle as bundle_module
-from privmap.device._lookup import MODE_EQUAL, MODE_L1, MODE_L2, nearest_numpy, nearest_pure
+from privmap.device._lookup import (
+    MODE_EQUAL,
+    MODE_L1,
+    MODE_L2,
+    nearest_numpy,
+    nearest_pure,
+)
 
 
 def _quantized(sim, inputs, metric="l2", features=None, outputs=None):
@@ -99,7 +104,7 @@ def test_bundle_uses_the_fast_path_for_large_lookups_with_the_same_answers(sim, 
 def test_device_lookup_agrees_with_the_offline_nearest_rule(sim):
     np = pytest.importorskip("numpy")
     try:
-        from privmap.offline._distortion import nearest
+        from privmap.offline.data._distortion import nearest
     except ImportError:
         pytest.skip("offline nearest rule not available")
     rng = random.Random(8)

@@ -9,10 +9,9 @@ import time
 import tracemalloc
 
 import msgpack
+import privmap.device as device
 import pytest
 from harness import NOW
-
-import privmap.device as device
 from privmap.device import (
     BundleError,
     BundleFormatError,

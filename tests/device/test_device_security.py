@@ -10,7 +10,6 @@ import hashlib
 import msgpack
 import pytest
 from harness import NOW, key_from_label, raw_public, with_leakage
-
 from privmap.device import (
     DOMAIN_TAG,
     BundleError,

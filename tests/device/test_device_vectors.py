@@ -7,10 +7,14 @@ import importlib.util
 import json
 import pathlib
 
-import pytest
-
 import privmap.device as device
-from privmap.device import InsecureTestBits, Keyring, PrivmapDeviceError, read_bundle_file
+import pytest
+from privmap.device import (
+    InsecureTestBits,
+    Keyring,
+    PrivmapDeviceError,
+    read_bundle_file,
+)
 
 VECTORS = pathlib.Path(__file__).resolve().parent / "vectors"
 MANIFEST = json.loads((VECTORS / "manifest.json").read_text())

@@ -1,8 +1,7 @@
 """Fixtures for the offline tests: a CLI runner and a signing key pair."""
 import pytest
 from click.testing import CliRunner
-
-from privmap.offline._cli import main
+from privmap.offline.cli._main import main
 
 
 def _runner() -> CliRunner:

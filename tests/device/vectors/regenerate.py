@@ -23,9 +23,8 @@ import sys
 import msgpack
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from privmap.device import DOMAIN_TAG, table_leakage_bits
-from privmap.offline._bundle import encode_payload, sign_bundle
+from privmap.offline.bundle._write import encode_payload, sign_bundle
 
 HERE = pathlib.Path(__file__).resolve().parent
 NOW = 1_700_000_000  # the clock the manifest's expectations are judged at

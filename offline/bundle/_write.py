@@ -1,0 +1,190 @@
+"""Writing bundles: canonical payload encoding and the signed envelope (docs/bundle-format.md).
+
+``encode_payload`` turns a payload dict into canonical msgpack bytes (fixed key order, floats as
+float64, integer cells as ints) and checks them with the device runtime's own schema, so the
+builder cannot write a payload the device would refuse. ``sign_bundle`` wraps payload bytes in
+the Ed25519-signed envelope. Ed25519 signatures are deterministic, so the same payload and key
+always give byte-identical bundles.
+"""
+from __future__ import annotations
+
+import math
+
+import msgpack
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+from privmap.device import (
+    DOMAIN_TAG,
+    FORMAT_VERSION,
+    PAYLOAD_KEYS,
+    SIGNATURE_ALGORITHM,
+    Bundle,
+    BundleError,
+    Keyring,
+    KeyringError,
+    Limits,
+    check_declared_leakage,
+    key_id_of,
+    load_bundle,
+    table_leakage_bits,
+)
+from privmap.device._codec import decode_payload
+from privmap.device._schema import (
+    CATEGORICAL_FEATURE_KEYS,
+    NUMERIC_FEATURE_KEYS,
+    PRIVATE_KEYS,
+    TABLE_KEYS,
+    parse_body,
+    parse_header,
+)
+
+from .._errors import BuildError
+
+__all__ = ["encode_payload", "sign_bundle", "check_bundle"]
+
+
+def _plain(value):
+    """numpy scalars/arrays and tuples to plain Python values (without importing numpy)."""
+    module = type(value).__module__
+    if module == "numpy" or module.startswith("numpy."):
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _ordered(mapping, keys, what):
+    if not isinstance(mapping, dict):
+        raise BuildError(f"{what} must be a dict")
+    unknown = sorted(set(mapping) - set(keys), key=str)
+    missing = [k for k in keys if k not in mapping]
+    if unknown or missing:
+        raise BuildError(f"{what}: unknown keys {unknown}, missing keys {missing}")
+    return {k: mapping[k] for k in keys}
+
+
+def _sorted_map(mapping, what):
+    if not isinstance(mapping, dict) or not all(isinstance(k, str) for k in mapping):
+        raise BuildError(f"{what} must be a dict with string keys")
+    return {k: mapping[k] for k in sorted(mapping)}
+
+
+def _number(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BuildError(f"{what} must be a number")
+    return value
+
+
+def _cell(value, feature, what):
+    if value is None:
+        return None
+    if feature.get("kind") != "numeric":
+        return value
+    _number(value, what)
+    if feature.get("integer") is True:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise BuildError(f"{what}: cell of an integer feature is not a whole number")
+            value = int(value)
+        return value
+    value = float(value)
+    if not math.isfinite(value):
+        raise BuildError(f"{what}: cell is not finite")
+    return value
+
+
+def _canonical(payload: dict) -> dict:
+    payload = _ordered(_plain(payload), PAYLOAD_KEYS, "payload")
+    features = []
+    for i, spec in enumerate(payload["features"] if isinstance(payload["features"], list) else []):
+        kind = spec.get("kind") if isinstance(spec, dict) else None
+        keys = NUMERIC_FEATURE_KEYS if kind == "numeric" else CATEGORICAL_FEATURE_KEYS
+        features.append(_ordered(spec, keys, f"features[{i}]"))
+    if not features:
+        raise BuildError("payload needs a non-empty list of features")
+    payload["features"] = features
+    for name in ("inputs", "outputs"):
+        rows = payload[name]
+        if not isinstance(rows, list):
+            raise BuildError(f"{name} must be a list of rows")
+        payload[name] = [
+            [_cell(v, f, f"{name}[{i}][{k}]") for k, (v, f) in enumerate(zip(row, features))]
+            if isinstance(row, list) and len(row) == len(features) else row
+            for i, row in enumerate(rows)
+        ]
+    payload["private"] = _ordered(payload["private"], PRIVATE_KEYS, "private")
+    payload["table"] = _ordered(payload["table"], TABLE_KEYS, "table")
+    prior = payload["prior"]
+    if isinstance(prior, list):
+        payload["prior"] = [
+            [float(_number(v, "prior entry")) for v in row] if isinstance(row, list) else row
+            for row in prior
+        ]
+    payload["metrics"] = _sorted_map(payload["metrics"], "metrics")
+    payload["provenance"] = _sorted_map(payload["provenance"], "provenance")
+    return payload
+
+
+def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
+    """Canonical msgpack bytes of a payload dict (see docs/bundle-format.md).
+
+    Key order is fixed (top level and nested maps in the specification's order; ``metrics`` and
+    ``provenance`` sorted), numeric cells of non-integer features and prior entries are float64,
+    cells of integer features are ints, numpy scalars and arrays become plain values. The bytes
+    are then decoded and validated with the device runtime's schema (including the check that
+    the declared ``leakage_bits`` is not below the table's), so a payload the device would refuse
+    raises :class:`BuildError` here. Deterministic: equal payloads give equal bytes.
+    """
+    canonical = _canonical(payload)
+    try:
+        data = msgpack.packb(canonical, use_bin_type=True, use_single_float=False, strict_types=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise BuildError(f"payload cannot be encoded: {exc}") from None
+    try:
+        obj = decode_payload(data, limits)
+        parse_header(obj)
+        body = parse_body(obj, limits)
+        leakage = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
+        check_declared_leakage(body["metrics"]["leakage_bits"], leakage)
+    except BundleError as exc:
+        raise BuildError(f"payload does not satisfy the bundle format: {exc}") from None
+    if len(data) + 256 > limits.max_bundle_bytes:
+        raise BuildError(f"payload of {len(data)} bytes exceeds the bundle size limit")
+    return data
+
+
+def sign_bundle(payload_bytes: bytes, private_key: Ed25519PrivateKey) -> bytes:
+    """The bundle bytes: envelope ``[1, "ed25519", key_id, signature, payload]``, where
+    ``signature = Ed25519(private_key, DOMAIN_TAG + payload_bytes)`` and ``key_id`` is the
+    sha256 of the raw public key."""
+    if not isinstance(private_key, Ed25519PrivateKey):
+        raise BuildError("the signing key must be an Ed25519 private key")
+    if not isinstance(payload_bytes, bytes):
+        raise BuildError("payload_bytes must be bytes (from encode_payload)")
+    raw_public = private_key.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    signature = private_key.sign(DOMAIN_TAG + payload_bytes)
+    envelope = [FORMAT_VERSION, SIGNATURE_ALGORITHM, key_id_of(raw_public), signature, payload_bytes]
+    return msgpack.packb(envelope, use_bin_type=True)
+
+
+def check_bundle(bundle_bytes: bytes, public_key: Ed25519PublicKey, *, now=None,
+                 limits: Limits = Limits()) -> Bundle:
+    """Load ``bundle_bytes`` back with the device runtime, trusting only ``public_key``.
+
+    ``now`` is the time (unix seconds) the expiry is judged at; ``None`` reads the system clock,
+    as the device does. Raises :class:`BuildError` if the device would refuse the bundle.
+    """
+    try:
+        keyring = Keyring([public_key])
+        return load_bundle(bundle_bytes, keyring, now=now, limits=limits)
+    except (BundleError, KeyringError) as exc:
+        raise BuildError(f"the device runtime refuses this bundle: {type(exc).__name__}: {exc}") from None

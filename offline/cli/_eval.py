@@ -1,0 +1,179 @@
+"""The evaluation suite's commands, ``privmap evaluate`` and ``privmap curve``.
+
+Both print a human table by default and one JSON object with ``--json``;
+progress bars go to stderr. Every failure prints one line ``error: ...`` and
+exits with status 1 (2 for usage errors, as click does).
+"""
+from __future__ import annotations
+
+import math
+import pathlib
+import sys
+
+import click
+
+from .._errors import BuildError
+from ._common import emit, guard
+
+
+def _parse_floats(text: str, what: str) -> list[float]:
+    """``"0,0.5,1"`` or ``"START:STOP:COUNT"`` (COUNT evenly spaced values, both ends included)."""
+    text = text.strip()
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+            if count < 1:
+                raise ValueError
+            values = [start + (stop - start) * i / max(count - 1, 1) for i in range(count)]
+        else:
+            values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise BuildError(f"{what}: expected a comma-separated list or START:STOP:COUNT, got {text!r}") from None
+    if not values or any(not math.isfinite(v) or v < 0 for v in values):
+        raise BuildError(f"{what}: values must be finite and >= 0, got {text!r}")
+    return values
+
+
+def _parse_ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise BuildError(f"{what}: expected comma-separated integers, got {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise BuildError(f"{what}: values must be integers >= 0 (0 = no quantization), got {text!r}")
+    return values
+
+
+def _read_view(bundle: pathlib.Path, trusted):
+    """The bundle as a MappingView; verified with the trusted keys when given."""
+    from ..bundle._inspect import read_bytes, read_unverified
+    from ..evaluation._evaluate import view_from_payload
+    if trusted:
+        from privmap.device import Keyring, read_bundle_file
+        loaded = read_bundle_file(bundle, Keyring.from_pem_files(*trusted))
+        payload, _ = read_unverified(loaded.data)
+        return view_from_payload(payload), True
+    payload, _ = read_unverified(read_bytes(bundle))
+    return view_from_payload(payload), False
+
+
+def _load_for(view, data: pathlib.Path, private: str):
+    """Load DATA with the bundle's features, private codes in the bundle's class order."""
+    import numpy as np
+
+    from ..data._dataset import load_dataset
+    ds = load_dataset(data, private=private, public=list(view.features), categorical=view.categorical)
+    order = {c: i for i, c in enumerate(view.classes)}
+    unknown = [c for c in ds.classes if c not in order]
+    if unknown:
+        raise BuildError(f"{data}: private value(s) {', '.join(map(repr, unknown))} of column {private!r} "
+                         f"are not among the bundle's classes {list(view.classes)}")
+    codes = np.array([order[c] for c in ds.classes], dtype=np.int64)[ds.private]
+    return ds, codes
+
+
+@click.command()
+@click.argument("bundle", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.option("--private", "private", required=True, metavar="COL", help="Private attribute column of DATA.")
+@click.option("--trusted", multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
+              help="Verify the bundle with this public key first (otherwise it is read UNVERIFIED).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the train/test split, simulated releases and permutations.")
+@click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.3,
+              show_default=True, help="Share of rows held out to test the logistic-regression attacker.")
+@click.option("--permutations", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Permutations of the private column for the plug-in bias.")
+@click.option("--no-attacker", is_flag=True, help="Skip the logistic-regression attacker.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guard
+def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, no_attacker, as_json):
+    """Measure BUNDLE on the labelled rows of DATA.csv.
+
+    \b
+    Leakage: exact I(A; C^) in bits on DATA's empirical prior, and its plug-in
+      bias (mean leakage after permuting the private column).
+    Distortion: measured on DATA's raw rows, and Theorem 2's bound Delta + r.
+    Attacks, before and after the mapping: the MAP adversary who knows the
+      mapping, and a logistic-regression adversary trained on sanitized training
+      rows and tested on sanitized held-out rows (accuracy, balanced accuracy,
+      ROC AUC).
+    """
+    from ..evaluation._evaluate import evaluate_view, format_summary
+    view, verified = _read_view(bundle, trusted)
+    ds, codes = _load_for(view, data, private)
+    result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
+                           permutations=permutations, attacker=not no_attacker)
+    summary = {"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256,
+               "signature_verified": verified, **result.summary}
+    if as_json:
+        emit(summary)
+        return
+    click.echo(f"{bundle} on {data}" + ("" if verified else " (signature NOT verified: no --trusted key)"))
+    click.echo(format_summary(result.summary))
+
+
+@click.command()
+@click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.option("--private", "private", required=True, metavar="COL", help="Private attribute column.")
+@click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
+@click.option("--deltas", required=True, metavar="LIST",
+              help="Distortion budgets: '0,0.5,1' or START:STOP:COUNT (e.g. 0:2:9).")
+@click.option("--clusters", "-k", default="16", show_default=True, metavar="LIST",
+              help="Numbers of clusters K, comma-separated (quantized); 0 = no quantization.")
+@click.option("--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True)
+@click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
+              help="Distortion metric [default: l2 for quantized, erasures for exact].")
+@click.option("--solver", type=click.Choice(["fast", "cvxpy"]), default="fast", show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.3,
+              show_default=True, help="Share of rows held out to test the attacker.")
+@click.option("--no-attacker", is_flag=True, help="Skip the logistic-regression attacker (no AUC axis).")
+@click.option("--png", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
+              help="Plot to write [default: DATA's stem + _curve.png in the current folder].")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
+              help="Points to write [default: DATA's stem + _curve.csv].")
+@click.option("--title", default=None, help="Title of the plot.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the points.")
+@guard
+def curve(data, private, public, deltas, clusters, mechanism, metric, solver, seed, test_fraction, no_attacker,
+          png, csv_path, title, as_json):
+    """Sweep Delta (and K) on DATA.csv: a privacy-distortion plot and a CSV of the points.
+
+    For each K the data is quantized (k-means; exact: the erasure alphabet), program
+    (19) is solved for each Delta, and the solved mapping is measured on DATA's raw
+    rows: leakage, distortion, and the attacker's ROC AUC (plotted on a second axis).
+    Without matplotlib the table is printed and no PNG is written.
+    """
+    from ..data._dataset import load_dataset
+    from ..evaluation import _curve, _plots
+    metric = metric or ("erasures" if mechanism == "exact" else "l2")
+    delta_list = _parse_floats(deltas, "--deltas")
+    k_list = _parse_ints(clusters, "--clusters")
+    cols = [c.strip() for c in public.split(",")] if public else None
+    ds = load_dataset(data, private=private, public=cols, categorical=mechanism == "exact")
+    n_points = len(delta_list) * (1 if mechanism == "exact" else len(k_list))
+    with click.progressbar(length=n_points, label="curve", file=sys.stderr, show_pos=True) as bar:
+        points = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
+                              mechanism=mechanism, metric=metric, seed=seed, solver=solver,
+                              attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
+                              progress=bar.update)
+    stem = pathlib.Path(data).stem
+    csv_path = csv_path or pathlib.Path(f"{stem}_curve.csv")
+    _curve.write_csv(points, csv_path)
+    png_written = None
+    if _plots.have_matplotlib():
+        png = png or pathlib.Path(f"{stem}_curve.png")
+        png_written = _plots.plot_curve(points, png, auc=not no_attacker,
+                                        title=title or f"{stem}: {private} vs {', '.join(ds.features)[:60]}")
+    if as_json:
+        emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
+               "classes": list(ds.classes), "rows": ds.n, "csv": str(csv_path), "png": png_written,
+               "points": _curve.json_points(points)})
+        return
+    click.echo(_curve.format_table(points))
+    click.echo(f"wrote {csv_path}" + (f" and {png_written}" if png_written else
+                                       " (matplotlib not installed: no plot; pip install privmap[plot])"))

@@ -1,0 +1,12 @@
+"""Stage 1 of a build: read labelled rows, measure distances, quantize, estimate the prior.
+
+Private modules: ``_dataset`` (CSV reading and validation), ``_distortion`` (metrics and the
+device's nearest-representative rule), ``_quantize`` (k-means into domain-valid
+representatives), ``_prior`` (p(a, c) from counts).
+"""
+from ._dataset import Dataset, load_dataset
+from ._distortion import METRICS, nearest, pairwise
+from ._prior import joint_prior
+from ._quantize import Quantization, quantize
+
+__all__ = ["Dataset", "load_dataset", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize"]

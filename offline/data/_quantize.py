@@ -1,0 +1,102 @@
+"""Quantize public data into K representatives (Algorithm 2, step 1).
+
+k-means (scikit-learn) finds K groups; each group's representative is then made a
+valid point of the data's domain, because the service receiving released data
+must not change: the coordinate-wise mean for ``l2``, median for ``l1`` and mode
+for ``hamming``, rounded to an integer on integer columns and clipped to the
+observed range. Identical representatives are merged, and every row is then
+reassigned with :func:`privmap.offline.data._distortion.nearest`, the device's own
+rule, so that psi (row -> representative) is exactly what the device computes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.cluster import KMeans
+
+from .._errors import DatasetError
+from ._distortion import nearest, pairwise
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Representatives and the assignment psi.
+
+    Attributes
+    ----------
+    centers : ndarray, shape (K, d)
+        Representatives, valid points of the data domain (K may be below the
+        number asked for when rounding made two of them equal).
+    labels : ndarray of int64, shape (n,)
+        psi(b) for each row: index of its nearest representative.
+    r : float
+        max_b d(b, psi(b)), the radius in Theorem 2.
+    mean_distortion : float
+        mean_b d(b, psi(b)).
+    """
+
+    centers: np.ndarray
+    labels: np.ndarray
+    r: float
+    mean_distortion: float
+
+    @property
+    def k(self) -> int:
+        """Number of representatives."""
+        return int(self.centers.shape[0])
+
+
+def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
+             integer: np.ndarray | None = None) -> Quantization:
+    """Cluster the rows of X into at most k representatives.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Public data (float).
+    k : int
+        Number of clusters asked for, 1 <= k <= number of distinct rows.
+    metric : {"l2", "l1", "hamming"}
+        Distortion metric; it picks the representative statistic and psi.
+    seed : int, keyword-only
+        Seed of k-means' initialisation (the build is reproducible from it).
+    integer : ndarray of bool, shape (d,), optional
+        Columns whose representatives must be integers; default: columns whose
+        values are all integers.
+
+    Raises
+    ------
+    DatasetError
+        k below 1 or above the number of distinct rows.
+    """
+    X = np.asarray(X, dtype=float)
+    distinct = np.unique(X, axis=0).shape[0]
+    if not 1 <= k <= distinct:
+        raise DatasetError(f"--clusters {k}: must be between 1 and the {distinct} distinct public rows")
+    if integer is None:
+        integer = np.all(X == np.round(X), axis=0)
+    groups = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(X)
+    centers = np.array([_representative(X[groups == g], metric) for g in range(k) if np.any(groups == g)])
+    centers = np.where(integer, np.round(centers), centers)
+    centers = np.clip(centers, X.min(axis=0), X.max(axis=0))
+    _, first = np.unique(centers, axis=0, return_index=True)
+    centers = centers[np.sort(first)]
+    labels = nearest(X, centers, metric)
+    used = np.unique(labels)  # a representative nobody is nearest to carries no mass
+    centers = centers[used]
+    labels = np.searchsorted(used, labels)
+    dist = pairwise(X, centers, metric)[np.arange(X.shape[0]), labels]
+    return Quantization(centers=centers, labels=labels, r=float(dist.max()), mean_distortion=float(dist.mean()))
+
+
+def _representative(points: np.ndarray, metric: str) -> np.ndarray:
+    if metric == "l2":
+        return points.mean(axis=0)
+    if metric == "l1":
+        return np.median(points, axis=0)
+    modes = []
+    for column in points.T:
+        values, counts = np.unique(column, return_counts=True)
+        modes.append(values[np.argmax(counts)])
+    return np.array(modes)

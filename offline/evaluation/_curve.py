@@ -1,0 +1,177 @@
+"""Privacy-distortion sweeps over Delta and the number of clusters K (``privmap curve``).
+
+For each K the public data is quantized once (Algorithm 2; K = 0 means no
+quantization, every distinct row is a symbol, Algorithm 1) or, for the exact
+erasure mechanism, turned into the erasure instance; then program (19) is solved
+for each Delta and the solved table is measured on the same data with
+:func:`privmap.offline.evaluation._evaluate.evaluate_view` (leakage, distortion on the raw
+rows, MAP and logistic-regression attackers).
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .._errors import BuildError, InfeasibleError
+from ..data._distortion import pairwise
+from ..data._prior import joint_prior
+from ..mechanisms._erasure import erasure_problem, input_alphabet
+from ..solvers._solve import solve
+from ._evaluate import evaluate_view, view_from_table
+
+#: Most symbols an unquantized (K = 0) numeric sweep accepts.
+MAX_UNQUANTIZED = 600
+
+CSV_COLUMNS = ("k", "clusters", "delta", "leakage_bits", "leakage_bias_bits", "distortion", "distortion_symbols",
+               "quantization_mean", "r", "distortion_bound", "map_accuracy", "lr_accuracy",
+               "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One instance of program (19) built from a dataset: symbols, outputs, distortion and prior."""
+
+    mechanism: str
+    metric: str
+    inputs: np.ndarray
+    outputs: np.ndarray
+    distortion: np.ndarray
+    p_ac: np.ndarray
+    labels: np.ndarray
+    clusters: int
+
+
+def build_problem(public, private, n_classes: int, *, mechanism: str, metric: str, clusters: int | None,
+                  seed: int = 0, features: Sequence[str] | None = None) -> Problem:
+    """The program (19) instance for one K (``clusters``; 0 or None = no quantization).
+
+    quantized: k-means representatives (:func:`privmap.offline.data._quantize.quantize`)
+    are both inputs and outputs, d = ``metric`` between them. exact with
+    ``erasures``: :func:`privmap.offline.mechanisms._erasure.erasure_problem`. exact with
+    ``hamming``: distinct tuples in and out, d = number of changed cells.
+    """
+    private = np.asarray(private, dtype=np.int64)
+    if mechanism == "exact":
+        if metric == "erasures":
+            ep = erasure_problem(public, private, n_classes, features)
+            return Problem("exact", metric, np.asarray(ep.inputs, dtype=object), np.asarray(ep.outputs, dtype=object),
+                           ep.distortion, ep.p_ac, ep.labels, len(ep.inputs))
+        if metric != "hamming":
+            raise BuildError(f"the exact mechanism supports metrics erasures and hamming, not {metric!r}")
+        inputs, labels = input_alphabet(public)
+        X = np.asarray(inputs, dtype=object)
+        D = np.sum(X[:, None, :] != X[None, :, :], axis=2).astype(float)
+        return Problem("exact", metric, X, X, D, joint_prior(private, labels, n_classes, len(inputs)),
+                       labels, len(inputs))
+    if mechanism != "quantized":
+        raise BuildError(f"unknown mechanism {mechanism!r}; expected quantized or exact")
+    if metric not in ("l2", "l1", "hamming"):
+        raise BuildError(f"the quantized mechanism supports metrics l2, l1 and hamming, not {metric!r}")
+    X = np.asarray(public, dtype=float)
+    if not clusters:
+        centers, labels = np.unique(X, axis=0, return_inverse=True)
+        labels = np.asarray(labels).reshape(-1)
+        if centers.shape[0] > MAX_UNQUANTIZED:
+            raise BuildError(f"{centers.shape[0]} distinct rows: too many to sweep without quantization "
+                             f"(at most {MAX_UNQUANTIZED}); give --clusters")
+    else:
+        from ..data._quantize import quantize
+        qz = quantize(X, int(clusters), metric=metric, seed=seed)
+        centers, labels = qz.centers, qz.labels
+    D = pairwise(centers, centers, metric)
+    return Problem("quantized", metric, centers, centers, D,
+                   joint_prior(private, labels, n_classes, centers.shape[0]), labels, int(centers.shape[0]))
+
+
+def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, deltas: Sequence[float],
+          clusters: Sequence[int | None] = (None,), mechanism: str = "quantized", metric: str = "l2",
+          seed: int = 0, solver: str = "fast", attacker: bool = True, test_fraction: float = 0.3,
+          permutations: int = 5, private_name: str = "private",
+          progress: Callable[[int], None] | None = None) -> list[dict]:
+    """Solve and measure program (19) for every (K, Delta).
+
+    Returns one dict per point with the keys of :data:`CSV_COLUMNS` (``status``
+    is ``"optimal"`` or ``"infeasible"``; infeasible points carry NaN figures).
+    ``progress(1)`` is called after each point.
+    """
+    points = []
+    n_classes = len(classes)
+    ks = [None] if mechanism == "exact" else list(clusters)
+    for k in ks:
+        prob = build_problem(public, private, n_classes, mechanism=mechanism, metric=metric, clusters=k,
+                             seed=seed, features=features)
+        for delta in deltas:
+            asked = prob.clusters if mechanism == "exact" else int(k or 0)
+            point = {"k": asked, "clusters": prob.clusters, "delta": float(delta)}
+            try:
+                res = solve(prob.p_ac, prob.distortion, float(delta), solver=solver)
+            except InfeasibleError:
+                point.update({c: math.nan for c in CSV_COLUMNS if c not in point})
+                point.update({"solver": solver, "status": "infeasible"})
+                points.append(point)
+                if progress:
+                    progress(1)
+                continue
+            view = view_from_table(prob.mechanism, metric, prob.inputs, prob.outputs, res.table, classes, features,
+                                   private_name=private_name, delta=delta, prior=prob.p_ac)
+            s = evaluate_view(view, public, private, seed=seed, test_fraction=test_fraction,
+                              permutations=permutations, attacker=attacker).summary
+            after = s.get("attacker", {}).get("after", {})
+            point.update({
+                "leakage_bits": s["leakage_bits"], "leakage_bias_bits": s["leakage_bias_bits"],
+                "distortion": s["distortion"], "distortion_symbols": s["distortion_symbols"],
+                "quantization_mean": s["quantization_mean"], "r": s["r"],
+                "distortion_bound": s["distortion_bound"], "map_accuracy": s["map_accuracy_after"],
+                "lr_accuracy": after.get("accuracy", math.nan),
+                "lr_balanced_accuracy": after.get("balanced_accuracy", math.nan),
+                "lr_auc": after.get("roc_auc", math.nan), "majority": s["majority"],
+                "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
+                "table": res.table,
+            })
+            points.append(point)
+            if progress:
+                progress(1)
+    return points
+
+
+def write_csv(points: Sequence[dict], path) -> None:
+    """Write the sweep's points (columns :data:`CSV_COLUMNS`) to ``path``."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(CSV_COLUMNS)
+        for p in points:
+            w.writerow([_fmt(p.get(c)) for c in CSV_COLUMNS])
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return "nan" if math.isnan(x) else ("inf" if math.isinf(x) else f"{x:.6g}")
+    return str(x)
+
+
+def format_table(points: Sequence[dict]) -> str:
+    """The sweep as a human-readable table."""
+    head = f"{'K':>5} {'K used':>6} {'delta':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} {'dist sym':>9} " \
+           f"{'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7}"
+    lines = [head]
+    for p in points:
+        lines.append(f"{p['k']:>5} {p['clusters']:>6} {p['delta']:>8.4g} {_fmt(p['leakage_bits']):>10} "
+                     f"{_fmt(p['leakage_bias_bits']):>8} {_fmt(p['distortion']):>9} {_fmt(p['distortion_symbols']):>9} "
+                     f"{_fmt(p['map_accuracy']):>8} {_fmt(p['lr_accuracy']):>7} {_fmt(p['lr_auc']):>7}"
+                     + ("" if p["status"] == "optimal" else f"  {p['status']}"))
+    return "\n".join(lines)
+
+
+def json_points(points: Sequence[dict]) -> list[dict]:
+    """Points without the solved tables, NaN as None (strict JSON)."""
+    out = []
+    for p in points:
+        out.append({c: (None if isinstance(p.get(c), float) and not math.isfinite(p[c]) else p.get(c))
+                    for c in CSV_COLUMNS})
+    return out

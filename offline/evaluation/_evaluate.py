@@ -1,0 +1,400 @@
+"""Evaluate a mapping on labelled data: leakage, distortion, attacks (``privmap evaluate``).
+
+The evaluation works on a :class:`MappingView`, plain arrays that describe what
+a device does with a bundle (inputs, outputs, the row-stochastic table q), so it
+does not depend on how bundles are encoded: :func:`view_from_bundle` builds one
+from a decoded device bundle, :func:`view_from_table` from a freshly solved table.
+
+Figures reported (all on the evaluation data, rows the mapping cannot look up
+are counted and left out):
+
+- leakage: exact I(A; C_hat) in bits on this data's empirical prior (Theorem 2:
+  the same as on the raw rows), and its plug-in bias, the mean leakage after
+  permuting the private column; before: I(A; C) of the input symbols and the
+  plug-in I(A; B) of the raw rows, each with its own permutation bias.
+- distortion: E d(B, released) on the raw rows (exact expectation over q, and
+  one simulated release), E d(C, C_hat) on the symbols, r = max d(b, psi(b)) and
+  Theorem 2's bound delta + r.
+- MAP attacker (knows the mapping and this data's prior), before and after.
+- logistic-regression attacker trained on sanitized training rows and tested on
+  sanitized held-out rows (before: raw rows): accuracy, balanced accuracy, ROC AUC.
+- Theorem 1 / Proposition 1 prior-mismatch bounds for a prior estimated from n rows.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .._errors import BuildError
+from .._information import (
+    expected_distortion,
+    joint_output,
+    leakage_bits,
+    mutual_information_bits,
+)
+from ..data._distortion import nearest, pairwise
+from ..data._prior import joint_prior
+from ..mechanisms._erasure import erasure_distortion
+from ..mechanisms._erasure import lookup as lookup_tuples
+from . import _attacks
+
+MECHANISMS = ("quantized", "exact")
+
+
+@dataclass(frozen=True)
+class MappingView:
+    """What a device does with a bundle, as plain arrays.
+
+    Attributes
+    ----------
+    mechanism : {"quantized", "exact"}
+        ``quantized``: a row goes to its nearest input under ``metric``.
+        ``exact``: a row goes to the input equal to it (categorical tuples).
+    metric : str
+        ``l2``, ``l1``, ``hamming`` or ``erasures`` (number of erased cells,
+        ``inf`` when a kept cell differs).
+    inputs : ndarray, shape (K_in, d)
+        float for quantized, object (str) for exact.
+    outputs : ndarray, shape (K_out, d)
+        Released rows; ``None`` marks an erased cell.
+    q : ndarray, shape (K_in, K_out)
+        Row-stochastic mapping.
+    classes : tuple of str
+        Private classes, in code order.
+    features : tuple of str
+        Public column names.
+    private_name : str
+    delta : float or None
+        The distortion budget the mapping was built for.
+    prior : ndarray or None, shape (n_classes, K_in)
+        The prior the mapping was built on (the bundle's), if known.
+    """
+
+    mechanism: str
+    metric: str
+    inputs: np.ndarray
+    outputs: np.ndarray
+    q: np.ndarray
+    classes: tuple[str, ...]
+    features: tuple[str, ...]
+    private_name: str = "private"
+    delta: float | None = None
+    prior: np.ndarray | None = None
+    categorical: bool | None = None
+
+    def __post_init__(self):
+        if self.categorical is None:
+            object.__setattr__(self, "categorical", self.mechanism == "exact")
+        if self.mechanism not in MECHANISMS:
+            raise BuildError(f"unknown mechanism {self.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
+        q = np.asarray(self.q, dtype=float)
+        if q.shape != (len(self.inputs), len(self.outputs)):
+            raise BuildError(f"mapping of shape {q.shape} does not join {len(self.inputs)} inputs "
+                             f"to {len(self.outputs)} outputs")
+        if np.any(q < 0) or not np.allclose(q.sum(axis=1), 1.0, atol=1e-9):
+            raise BuildError("mapping rows must be probability distributions")
+
+    def lookup(self, public) -> np.ndarray:
+        """Input index of each row (the device's psi); ``-1`` where the exact mechanism has no match.
+
+        quantized: nearest input under the metric, ties to the lowest index (the device's rule).
+        """
+        if self.mechanism == "exact":
+            return lookup_tuples([tuple(t) for t in self.inputs], public)
+        if self.categorical:  # quantized hamming on categories
+            return np.argmin(self.costs(public, self.inputs), axis=1).astype(np.int64)
+        return nearest(np.asarray(public, float), np.asarray(self.inputs, float), self.metric)
+
+    def costs(self, rows, targets) -> np.ndarray:
+        """d(row, target), shape (len(rows), len(targets)), in this mapping's metric."""
+        if self.metric == "erasures":
+            return erasure_distortion(np.asarray(rows, dtype=object), np.asarray(targets, dtype=object))
+        if self.categorical:  # hamming on categories; an erased cell counts as a change
+            R = np.asarray(rows, dtype=object)
+            T = np.asarray(targets, dtype=object)
+            return np.sum(R[:, None, :] != T[None, :, :], axis=2).astype(float)
+        return pairwise(np.asarray(rows, float), np.asarray(targets, float), self.metric)
+
+    def release(self, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Draw an output index for each input symbol (simulation; the device uses its own CSPRNG)."""
+        cdf = np.cumsum(np.asarray(self.q, float), axis=1)
+        cdf[:, -1] = 1.0
+        symbols = np.asarray(symbols, dtype=np.int64)
+        u = rng.random(len(symbols))
+        out = np.empty(len(symbols), dtype=np.int64)
+        for start in range(0, len(symbols), 8192):  # bounded memory: 8192 x K_out at a time
+            rows = cdf[symbols[start:start + 8192]]
+            out[start:start + 8192] = np.sum(rows <= u[start:start + 8192, None], axis=1)
+        return np.minimum(out, cdf.shape[1] - 1)
+
+    def released_rows(self, output_index: np.ndarray) -> np.ndarray:
+        """The released cells for output indexes (object array for exact, float otherwise)."""
+        out = np.asarray(self.outputs, dtype=object if self.categorical else float)
+        return out[np.asarray(output_index, dtype=np.int64)]
+
+
+def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Sequence[str],
+                    features: Sequence[str], *, private_name: str = "private", delta=None, prior=None,
+                    categorical: bool | None = None) -> MappingView:
+    """A :class:`MappingView` from arrays (for instance a freshly solved table)."""
+    cat = (mechanism == "exact") if categorical is None else bool(categorical)
+    q = np.asarray(q.toarray() if hasattr(q, "toarray") else q, dtype=float)
+    return MappingView(mechanism=mechanism, metric=metric,
+                       inputs=np.asarray(inputs, dtype=object if cat else float),
+                       outputs=np.asarray(outputs, dtype=object if cat else float),
+                       q=q, classes=tuple(classes), features=tuple(features), private_name=private_name,
+                       delta=None if delta is None else float(delta),
+                       prior=None if prior is None else np.asarray(prior, float), categorical=cat)
+
+
+def view_from_payload(payload: dict) -> MappingView:
+    """A :class:`MappingView` of a decoded bundle payload (``docs/bundle-format.md``).
+
+    Categorical cells are stored as indexes into the feature's ``values`` and are
+    decoded to their strings; ``None`` output cells are erasures. The table's
+    sparse integer rows become ``q = weight / 2^bits``.
+    """
+    features = payload["features"]
+    categorical = any(f["kind"] == "categorical" for f in features)
+
+    def decode(row):
+        return [None if cell is None else (f["values"][cell] if f["kind"] == "categorical" else cell)
+                for cell, f in zip(row, features)]
+
+    table = payload["table"]
+    inputs = [decode(r) for r in payload["inputs"]]
+    outputs = [decode(r) for r in payload["outputs"]]
+    q = np.zeros((len(inputs), len(outputs)))
+    scale = float(1 << int(table["bits"]))
+    for c, (idx, w) in enumerate(zip(table["index"], table["weight"])):
+        q[c, list(idx)] = np.asarray(w, dtype=float) / scale
+    metrics = dict(payload.get("metrics") or {})
+    return view_from_table(payload["mechanism"], payload["metric"], inputs, outputs, q,
+                           payload["private"]["classes"], [f["name"] for f in features],
+                           private_name=payload["private"]["name"], delta=metrics.get("delta"),
+                           prior=payload.get("prior"), categorical=categorical)
+
+
+def view_from_bundle(bundle) -> MappingView:
+    """A :class:`MappingView` of a verified :class:`privmap.device.Bundle`."""
+    q = np.zeros((len(bundle.inputs), len(bundle.outputs)))
+    scale = float(1 << int(bundle.bits))
+    for c, (idx, w) in enumerate(zip(bundle.index, bundle.weight)):
+        q[c, list(idx)] = np.asarray(w, dtype=float) / scale
+    categorical = any(f.kind == "categorical" for f in bundle.features)
+    return view_from_table(bundle.mechanism, bundle.metric, bundle.input_cells, bundle.output_cells, q,
+                           bundle.classes, [f.name for f in bundle.features], private_name=bundle.private_name,
+                           delta=bundle.metrics.get("delta"), prior=bundle.prior, categorical=categorical)
+
+
+@dataclass
+class Evaluation:
+    """The result of :func:`evaluate_view`: ``summary`` is JSON-ready; attacks keep their scores for ROC plots."""
+
+    summary: dict
+    attack_before: _attacks.AttackScores | None = None
+    attack_after: _attacks.AttackScores | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _split(n: int, y: np.ndarray, test_fraction: float, seed: int):
+    from sklearn.model_selection import train_test_split
+    idx = np.arange(n)
+    counts = np.bincount(y)
+    stratify = y if counts[counts > 0].min() >= 2 else None
+    return train_test_split(idx, test_size=test_fraction, random_state=seed, stratify=stratify)
+
+
+def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
+    """Index of each row among the distinct raw rows."""
+    if categorical:
+        keys = [tuple(r) for r in np.asarray(public, dtype=object)]
+        where: dict = {}
+        codes = np.array([where.setdefault(k, len(where)) for k in keys], dtype=np.int64)
+        return codes, len(where)
+    _, codes = np.unique(np.asarray(public, float), axis=0, return_inverse=True)
+    codes = np.asarray(codes).reshape(-1)
+    return codes.astype(np.int64), int(codes.max()) + 1
+
+
+def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fraction: float = 0.3,
+                  permutations: int = 20, attacker: bool = True, confidence: float = 0.95) -> Evaluation:
+    """Measure ``view`` on labelled rows.
+
+    Parameters
+    ----------
+    view : MappingView
+    public : array-like, shape (n, d)
+        Raw public rows (float, or str for the exact mechanism).
+    private : array-like of int, shape (n,)
+        Private class codes, indexes into ``view.classes``.
+    seed : int
+        Seeds the train/test split, the simulated releases and the permutations.
+    test_fraction : float
+        Share of rows held out to test the logistic-regression attacker.
+    permutations : int
+        Permutations of the private column for the plug-in bias.
+    attacker : bool
+        Run the logistic-regression attacker.
+    confidence : float
+        Confidence of the Proposition 1 radius.
+
+    Raises
+    ------
+    BuildError
+        No row can be looked up, a class code out of range, or too few rows to split.
+    """
+    n_classes = len(view.classes)
+    public = np.asarray(public, dtype=object if view.categorical else float)
+    private = np.asarray(private, dtype=np.int64)
+    if public.ndim != 2 or public.shape[1] != len(view.features):
+        raise BuildError(f"data has {public.shape[1] if public.ndim == 2 else '?'} public columns, "
+                         f"the mapping expects {len(view.features)}")
+    if private.shape[0] != public.shape[0]:
+        raise BuildError("public and private data have different numbers of rows")
+    if private.size and (private.min() < 0 or private.max() >= n_classes):
+        raise BuildError("private codes out of range of the mapping's classes")
+    rng = np.random.default_rng(seed)
+
+    symbols = view.lookup(public)
+    matched = symbols >= 0
+    n_unmatched = int((~matched).sum())
+    if not matched.any():
+        raise BuildError("no row of the data matches an input of the mapping")
+    public, private, symbols = public[matched], private[matched], symbols[matched]
+    n = int(public.shape[0])
+    K_in, K_out = view.q.shape
+    q = view.q
+
+    # ----- leakage
+    p_ac = joint_prior(private, symbols, n_classes, K_in)
+    p_a = p_ac.sum(axis=1)
+    leak = leakage_bits(p_ac, q)
+    leak_bias, leak_bias_sd = _attacks.permutation_bias(private, symbols, n_classes, K_in, q,
+                                                        permutations=permutations, seed=seed)
+    leak_in = mutual_information_bits(p_ac)
+    leak_in_bias, _ = _attacks.permutation_bias(private, symbols, n_classes, K_in,
+                                                permutations=permutations, seed=seed)
+    raw_codes, n_raw = _row_codes(public, view.categorical)
+    raw_mi = mutual_information_bits(joint_prior(private, raw_codes, n_classes, n_raw))
+    raw_bias, _ = _attacks.permutation_bias(private, raw_codes, n_classes, n_raw,
+                                            permutations=permutations, seed=seed)
+    h_a = float(-np.sum(p_a[p_a > 0] * np.log2(p_a[p_a > 0])))
+
+    # ----- distortion
+    sym_costs = view.costs(view.inputs, view.outputs)           # (K_in, K_out)
+    if view.mechanism == "exact":                                # a matched row equals its input
+        costs = sym_costs[symbols]
+        to_input = np.zeros(n)
+    else:
+        costs = view.costs(public, view.outputs)                 # (n, K_out)
+        to_input = view.costs(public, view.inputs)[np.arange(n), symbols]
+    qs = q[symbols]
+    expected = float(np.mean(np.sum(np.where(qs > 0, qs * np.where(np.isfinite(costs), costs, 0.0), 0.0), axis=1)))
+    if np.any((qs > 0) & ~np.isfinite(costs)):
+        expected = math.inf
+    released = view.release(symbols, rng)
+    sampled = float(np.mean(costs[np.arange(n), released]))
+    prior_distortion = expected_distortion(p_ac.sum(axis=0), q, sym_costs)
+    r = float(np.max(to_input))
+    finite = sym_costs[np.isfinite(sym_costs)]
+    d_max = float(finite.max()) if finite.size else math.nan
+
+    # ----- MAP attacker (knows this data's prior and the mapping)
+    majority = float(p_a.max())
+    summary = {
+        "mechanism": view.mechanism,
+        "metric": view.metric,
+        "private": view.private_name,
+        "classes": list(view.classes),
+        "rows": n,
+        "unmatched_rows": n_unmatched,
+        "clusters": int(K_in),
+        "outputs": int(K_out),
+        "delta": view.delta,
+        "leakage_bits": leak,
+        "leakage_bias_bits": leak_bias,
+        "leakage_bias_sd_bits": leak_bias_sd,
+        "leakage_debiased_bits": max(leak - leak_bias, 0.0),
+        "leakage_before_bits": leak_in,
+        "leakage_before_bias_bits": leak_in_bias,
+        "raw_plugin_bits": raw_mi,
+        "raw_plugin_bias_bits": raw_bias,
+        "raw_distinct_rows": int(n_raw),
+        "private_entropy_bits": h_a,
+        "distortion": expected,
+        "distortion_sampled": sampled,
+        "distortion_symbols": prior_distortion,
+        "quantization_mean": float(np.mean(to_input)),
+        "r": r,
+        "distortion_bound": (view.delta + r) if view.delta is not None else None,
+        "majority": majority,
+        "map_accuracy_before": _attacks.map_accuracy(p_ac),
+        "map_accuracy_after": _attacks.map_accuracy_after(p_ac, q),
+        "prior_mismatch": _attacks.prior_mismatch_bounds(n, n_classes, K_in, d_max=d_max, confidence=confidence),
+    }
+    if view.prior is not None and np.asarray(view.prior).shape == p_ac.shape:
+        guess = _attacks.map_guess(view.prior, q)                  # the bundle's prior, applied to this data
+        p_aj = joint_output(p_ac, q)
+        summary["map_accuracy_after_bundle_prior"] = float(sum(p_aj[guess[j], j] for j in range(K_out)))
+
+    # ----- logistic-regression attacker
+    before = after = None
+    if attacker:
+        if n < 10 or not (0.0 < test_fraction < 1.0):
+            raise BuildError(f"cannot split {n} rows with test fraction {test_fraction}")
+        train, test = _split(n, private, test_fraction, seed)
+        before = _attacks.logistic_attack(public[train], private[train], public[test], private[test], n_classes,
+                                          categorical=view.categorical, seed=seed)
+        rel_train = view.released_rows(view.release(symbols[train], rng))
+        rel_test = view.released_rows(view.release(symbols[test], rng))
+        after = _attacks.logistic_attack(rel_train, private[train], rel_test, private[test], n_classes,
+                                         categorical=view.categorical, seed=seed)
+        summary["attacker"] = {"model": "logistic-regression", "train_rows": int(len(train)),
+                               "test_rows": int(len(test)), "before": before.as_dict(), "after": after.as_dict()}
+    return Evaluation(summary=summary, attack_before=before, attack_after=after)
+
+
+def format_summary(s: dict) -> str:
+    """A human-readable table of an evaluation summary."""
+    def f(x, nd=4):
+        if x is None:
+            return "-"
+        if isinstance(x, float):
+            return "nan" if math.isnan(x) else f"{x:.{nd}f}"
+        return str(x)
+
+    lines = [
+        f"mechanism {s['mechanism']} ({s['metric']}), private {s['private']!r} {s['classes']}",
+        f"rows {s['rows']} (unmatched {s['unmatched_rows']}), inputs {s['clusters']}, outputs {s['outputs']}, "
+        f"delta {f(s['delta'])}",
+        "",
+        f"{'':34}{'before':>10}{'after':>10}",
+        f"{'leakage I(A;C) / I(A;C^) bits':34}{f(s['leakage_before_bits']):>10}{f(s['leakage_bits']):>10}",
+        f"{'  plug-in bias (permutation)':34}{f(s['leakage_before_bias_bits']):>10}{f(s['leakage_bias_bits']):>10}",
+        f"{'MAP attacker accuracy':34}{f(s['map_accuracy_before']):>10}{f(s['map_accuracy_after']):>10}",
+    ]
+    if "attacker" in s:
+        b, a = s["attacker"]["before"], s["attacker"]["after"]
+        lines += [
+            f"{'logistic regression accuracy':34}{f(b['accuracy']):>10}{f(a['accuracy']):>10}",
+            f"{'  balanced accuracy':34}{f(b['balanced_accuracy']):>10}{f(a['balanced_accuracy']):>10}",
+            f"{'  ROC AUC':34}{f(b['roc_auc']):>10}{f(a['roc_auc']):>10}",
+            f"{'  majority class (test rows)':34}{f(b['majority']):>10}{f(a['majority']):>10}",
+        ]
+    pm = s["prior_mismatch"]
+    lines += [
+        "",
+        f"raw rows: plug-in I(A;B) {f(s['raw_plugin_bits'])} bits over {s['raw_distinct_rows']} distinct rows "
+        f"(permutation bias {f(s['raw_plugin_bias_bits'])}); H(A) = {f(s['private_entropy_bits'])}",
+        f"distortion on raw rows {f(s['distortion'])} (one simulated release {f(s['distortion_sampled'])}), "
+        f"on symbols {f(s['distortion_symbols'])}",
+        f"quantization: mean {f(s['quantization_mean'])}, r {f(s['r'])}; Theorem 2 bound delta + r = "
+        f"{f(s['distortion_bound'])}",
+        f"Proposition 1 ({pm['confidence']:.0%}): ||p - p_hat||_1 <= {f(pm['l1_radius'])}, leakage within "
+        f"{f(pm['leakage_bound_bits'])} bits" + (" (vacuous)" if pm["vacuous"] else ""),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""Figures of the evaluation suite, drawn with matplotlib when it is installed.
+
+matplotlib is an optional extra (``pip install privmap[plot]``): it is imported
+lazily, with the non-interactive Agg backend, and :func:`have_matplotlib` lets
+commands fall back to printing tables. Every function writes one PNG and
+returns its path.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+
+def have_matplotlib() -> bool:
+    """Whether matplotlib can be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _finite(points, key):
+    return [p for p in points if isinstance(p.get(key), (int, float)) and math.isfinite(p[key])]
+
+
+def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion trade-off",
+               x: str = "distortion", xlabel: str | None = None, auc: bool = True,
+               reference: dict | None = None, label_fmt: str = "K = {k}") -> str:
+    """Leakage against distortion, one line per K, with the attacker's ROC AUC on a second axis.
+
+    Parameters
+    ----------
+    points : dicts from :func:`privmap.offline.evaluation._curve.sweep` (keys k, delta, leakage_bits, distortion, lr_auc)
+    x : key of the x values (``distortion`` on raw rows, ``distortion_symbols``, ``delta``)
+    reference : optional {"x": [...], "y": [...], "label": str}, drawn as black markers (e.g. the paper's points)
+    label_fmt : format of a line's label; K = 0 is labelled "no quantization"
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax2 = ax.twinx() if auc else None
+    ks = sorted({p["k"] for p in points})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, k in enumerate(ks):
+        pts = sorted(_finite([p for p in points if p["k"] == k and p.get("status") == "optimal"], "leakage_bits"),
+                     key=lambda p: p[x])
+        if not pts:
+            continue
+        color = colors[i % len(colors)]
+        label = "no quantization" if k == 0 else label_fmt.format(k=k)
+        ax.plot([p[x] for p in pts], [p["leakage_bits"] for p in pts], "o-", color=color, ms=3, label=label)
+        if ax2 is not None:
+            a = _finite(pts, "lr_auc")
+            if a:
+                ax2.plot([p[x] for p in a], [p["lr_auc"] for p in a], "x--", color=color, ms=4, alpha=0.6,
+                         label=f"{label}: attacker AUC")
+    if reference:
+        ax.plot(reference["x"], reference["y"], "ks", mfc="none", ms=7, label=reference.get("label", "paper"))
+    ax.set_xlabel(xlabel or {"distortion": "distortion on raw rows", "delta": "Delta",
+                             "distortion_symbols": "distortion on symbols"}.get(x, x))
+    ax.set_ylabel("leakage I(A; released) [bits]")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if ax2 is not None:
+        ax2.set_ylabel("logistic-regression attacker ROC AUC (dashed)")
+        ax2.set_ylim(0.4, 1.0)
+        ax2.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.legend(handles, labels, loc="upper right", fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_mapping_2d(centers_2d: np.ndarray, q: np.ndarray, colors: Sequence, path, *, title: str = "",
+                    sizes: np.ndarray | None = None, min_prob: float = 0.05, axis_labels=("PC 1", "PC 2"),
+                    legend: Sequence[tuple[str, str]] = ()) -> str:
+    """Arrows from each cluster center to the centers it is mapped to (seed 000, Fig. 6-7).
+
+    ``centers_2d`` (K, 2) are the centers in a 2-D projection; an arrow c -> j is
+    drawn for q[c, j] >= ``min_prob`` with opacity and width growing with q[c, j];
+    ``colors`` gives one colour per center (for instance its majority class).
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    s = 20 + 200 * (sizes / sizes.max()) if sizes is not None else 40
+    ax.scatter(centers_2d[:, 0], centers_2d[:, 1], c=list(colors), s=s, edgecolors="k", linewidths=0.5, zorder=3)
+    for c in range(q.shape[0]):
+        for j in np.nonzero(q[c] >= min_prob)[0]:
+            if j == c:
+                continue
+            ax.annotate("", xy=centers_2d[j], xytext=centers_2d[c],
+                        arrowprops=dict(arrowstyle="->", color="k", alpha=float(min(1.0, 0.25 + q[c, j])),
+                                        lw=0.5 + 2.0 * float(q[c, j])), zorder=2)
+    for name, color in legend:
+        ax.scatter([], [], c=color, label=name, edgecolors="k", linewidths=0.5)
+    if legend:
+        ax.legend(fontsize=8, loc="best")
+    ax.set_xlabel(axis_labels[0])
+    ax.set_ylabel(axis_labels[1])
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_roc(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], path, *, title: str = "ROC of the attacker") -> str:
+    """ROC curves, each given as (label, false-positive rates, true-positive rates)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 5))
+    for label, fpr, tpr in curves:
+        ax.plot(fpr, tpr, label=label)
+    ax.plot([0, 1], [0, 1], color="grey", ls=":", label="uninformed guess")
+    ax.set_xlabel("false-positive rate")
+    ax.set_ylabel("true-positive rate")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)

@@ -1,0 +1,317 @@
+"""The offline build: labelled CSV -> prior -> alphabet -> program (19) -> integer table -> payload.
+
+Two mechanisms share the pipeline and differ in their alphabet:
+
+- ``"quantized"`` (Algorithm 2): k-means representatives of numeric public data
+  are both the input and the output alphabet; the device maps a row to its
+  nearest representative. Metrics ``l2`` (default), ``l1``, ``hamming``.
+- ``"exact"`` (Algorithm 1): the observed categorical tuples are the inputs and
+  every erasure pattern of them the outputs (metric ``erasures``); the device
+  requires an exact match.
+
+The metrics written into the payload are recomputed from the compressed integer
+table (DESIGN invariant 1); the solver's own figures are kept beside them so the
+change is visible.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Callable
+
+import numpy as np
+
+from .._errors import BuildError
+from .._information import expected_distortion, leakage_bits, mutual_information_bits
+from .._mismatch import mismatch_bound
+from ..data._dataset import Dataset, load_dataset
+from ..data._distortion import METRICS, pairwise
+from ..data._prior import joint_prior
+from ..data._quantize import quantize
+from ..solvers._compress import DEFAULT_BITS, CompressedTable, compress
+from ..solvers._perfect import perfect_privacy_table
+from ..solvers._result import SolveResult
+from ..solvers._solve import SOLVERS, solve
+
+MECHANISMS = ("quantized", "exact")
+#: Default validity of a bundle, in days.
+DEFAULT_VALID_DAYS = 365
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    """Everything that decides a bundle's bytes (with the data and the key).
+
+    Exactly one of ``delta`` (absolute budget) and ``delta_fraction`` (a fraction
+    of the perfect-privacy distortion) is given. ``clusters`` is required for the
+    quantized mechanism and ignored by the exact one. ``issued_at`` is unix
+    seconds; None takes SOURCE_DATE_EPOCH when set, else the clock.
+
+    Raises
+    ------
+    BuildError
+        At construction, for any inconsistent or out-of-range option.
+    """
+
+    private: str
+    public: tuple[str, ...] | None = None
+    mechanism: str = "quantized"
+    metric: str = "l2"
+    clusters: int | None = None
+    delta: float | None = None
+    delta_fraction: float | None = None
+    seed: int = 0
+    solver: str = "fast"
+    tol_bits: float = 1e-5
+    bits: int = DEFAULT_BITS
+    smoothing: float = 0.0
+    bundle_version: int = 1
+    issued_at: int | None = None
+    valid_days: float = DEFAULT_VALID_DAYS
+
+    def __post_init__(self):
+        if self.mechanism not in MECHANISMS:
+            raise BuildError(f"unknown mechanism {self.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
+        allowed = METRICS if self.mechanism == "quantized" else ("erasures",)
+        if self.metric not in allowed:
+            raise BuildError(f"metric {self.metric!r} does not fit the {self.mechanism} mechanism; "
+                             f"expected one of {', '.join(allowed)}")
+        if (self.delta is None) == (self.delta_fraction is None):
+            raise BuildError("give exactly one of delta and delta_fraction")
+        if self.delta is not None and not (math.isfinite(self.delta) and self.delta >= 0):
+            raise BuildError(f"delta must be a finite number >= 0, got {self.delta}")
+        if self.delta_fraction is not None and not (math.isfinite(self.delta_fraction) and self.delta_fraction >= 0):
+            raise BuildError(f"delta fraction must be a finite number >= 0, got {self.delta_fraction}")
+        if self.mechanism == "quantized" and (self.clusters is None or self.clusters < 1):
+            raise BuildError("the quantized mechanism needs clusters >= 1")
+        if self.solver not in SOLVERS:
+            raise BuildError(f"unknown solver {self.solver!r}; expected one of {', '.join(SOLVERS)}")
+        if not 1 <= self.bits <= 32:
+            raise BuildError(f"bits must be in 1..32, got {self.bits}")
+        if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
+            raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
+        if not 1 <= self.bundle_version < 2 ** 63:
+            raise BuildError(f"bundle version must be in 1..2^63-1, got {self.bundle_version}")
+        if not self.valid_days > 0:
+            raise BuildError(f"valid days must be > 0, got {self.valid_days}")
+        if self.seed < 0:
+            raise BuildError(f"seed must be >= 0, got {self.seed}")
+
+
+@dataclass(frozen=True)
+class Alphabet:
+    """Input and output symbols of program (19) with the feature schema.
+
+    ``inputs`` (K_in, d) and ``outputs`` (K_out, d) hold bundle cells: numbers, or
+    category indexes (None = erased). ``labels`` (n,) is psi of each data row,
+    ``distortion`` (K_in, K_out) the metric between symbols (inf = forbidden),
+    ``raw_distortion`` a function of (row indexes, output indexes) giving
+    d(b, output) on raw rows, ``r`` and ``quantization_distortion`` the radius and
+    mean distance of rows to their input symbol.
+    """
+
+    features: list[dict]
+    inputs: list[list]
+    outputs: list[list]
+    labels: np.ndarray
+    distortion: np.ndarray
+    raw_distortion: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    r: float
+    quantization_distortion: float
+
+
+@dataclass(frozen=True)
+class Build:
+    """What :func:`build` computed: the payload to sign and the pieces behind it."""
+
+    payload: dict
+    dataset: Dataset
+    alphabet: Alphabet
+    p_ac: np.ndarray
+    solved: SolveResult
+    table: CompressedTable
+
+
+def _perfect_solution(p_ac: np.ndarray, distortion: np.ndarray, table: np.ndarray) -> SolveResult:
+    """The perfect-privacy LP's table as the answer for a budget that reaches it (optimal: I >= 0)."""
+    leak = leakage_bits(p_ac, table)
+    return SolveResult(table=table, leakage_bits=leak,
+                       distortion=expected_distortion(p_ac.sum(axis=0), table, distortion),
+                       multiplier=0.0, gap_bits=leak, status="optimal", solver="perfect-privacy-lp",
+                       message="budget reaches the perfect-privacy distortion: zero-leakage table "
+                               "of least distortion (linear program)")
+
+
+def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) -> Build:
+    """Run the offline pipeline on a CSV and return the unsigned payload.
+
+    Parameters
+    ----------
+    csv_path : path-like
+        Labelled CSV (header row; ``options.private`` names the private column).
+    options : BuildOptions
+    progress : callable(stage: str, fraction: float), optional
+        Told about each stage ("load", "cluster", "perfect-privacy", "solve",
+        "compress") and the fraction of the build done.
+
+    Raises
+    ------
+    BuildError
+        Bad data (DatasetError), infeasible budget (InfeasibleError), a solver
+        that fails (SolverError), or a payload the device would refuse.
+    """
+    tell = progress or (lambda stage, fraction: None)
+    tell("load", 0.0)
+    dataset = load_dataset(csv_path, private=options.private, public=options.public,
+                           categorical=options.mechanism == "exact")
+    tell("cluster", 0.05)
+    alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
+    k_in = len(alphabet.inputs)
+    p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
+    tell("perfect-privacy", 0.25)
+    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
+    delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
+    tell("solve", 0.35)
+    if delta >= d_perfect:
+        solved = _perfect_solution(p_ac, alphabet.distortion, perfect_table)
+    else:
+        solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
+                       progress=lambda f: tell("solve", 0.35 + 0.55 * f))
+    tell("compress", 0.9)
+    table = compress(solved.table, p_ac, alphabet.distortion, delta, bits=options.bits)
+    measured = _measured_raw_distortion(alphabet, table)
+    index, weight = table.rows()
+    issued_at = _issued_at(options)
+    metrics = {
+        "leakage_bits": table.leakage_bits,
+        "distortion": table.distortion,
+        "delta": float(delta),
+        "r": alphabet.r,
+        "delta_plus_r": float(delta) + alphabet.r,
+        "clusters": k_in,
+        "outputs": len(alphabet.outputs),
+        "n": dataset.n,
+        "perfect_privacy_distortion": d_perfect,
+        "leakage_before_bits": mutual_information_bits(p_ac),
+        "quantization_distortion": alphabet.quantization_distortion,
+        "measured_distortion": measured,
+        "solved_leakage_bits": solved.leakage_bits,
+        "solved_distortion": solved.distortion,
+        "leakage_change_bits": table.leakage_bits - solved.leakage_bits,
+        "multiplier": solved.multiplier,
+        "repaired_units": table.repaired_units,
+    }
+    if math.isfinite(solved.gap_bits):
+        metrics["solver_gap_bits"] = solved.gap_bits
+    finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
+    bound = mismatch_bound(dataset.n, len(dataset.classes), k_in, float(finite.max()),
+                           mutual_information_bits(np.diag(p_ac.sum(axis=1))))
+    metrics["mismatch_confidence"] = 0.95
+    metrics["mismatch_eps"] = bound.eps
+    metrics["mismatch_distortion_bound"] = bound.distortion
+    if math.isfinite(bound.leakage_bits):
+        metrics["mismatch_leakage_bound_bits"] = bound.leakage_bits
+    metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
+    payload = {
+        "type": "privmap/bundle",
+        "schema_version": 1,
+        "version": options.bundle_version,
+        "issued_at": issued_at,
+        "expires": issued_at + int(round(options.valid_days * 86400)),
+        "mechanism": options.mechanism,
+        "metric": options.metric,
+        "features": alphabet.features,
+        "private": {"name": dataset.private_name, "classes": list(dataset.classes)},
+        "inputs": alphabet.inputs,
+        "outputs": alphabet.outputs,
+        "table": {"bits": table.bits, "index": index, "weight": weight},
+        "prior": p_ac.tolist(),
+        "metrics": metrics,
+        "provenance": {
+            "tool_version": _tool_version(),
+            "seed": options.seed,
+            "data_sha256": dataset.sha256,
+            "solver": solved.solver,
+            "clusters_requested": options.clusters if options.clusters is not None else k_in,
+            "smoothing": repr(options.smoothing),
+            "delta_fraction": repr(options.delta_fraction) if options.delta_fraction is not None else "",
+        },
+    }
+    tell("done", 1.0)
+    return Build(payload=payload, dataset=dataset, alphabet=alphabet, p_ac=p_ac, solved=solved, table=table)
+
+
+def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:
+    X = dataset.public
+    integer = dataset.integer_columns()
+    qz = quantize(X, options.clusters, metric=options.metric, seed=options.seed, integer=integer)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    features = [
+        {"name": name, "kind": "numeric", "integer": bool(is_int),
+         "min": int(a) if is_int else float(a), "max": int(b) if is_int else float(b)}
+        for name, is_int, a, b in zip(dataset.features, integer, lo, hi)
+    ]
+    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in qz.centers]
+    centers = qz.centers
+
+    def raw_distortion(rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        return pairwise(X[rows], centers[outputs], options.metric)
+
+    return Alphabet(features=features, inputs=cells, outputs=[list(row) for row in cells], labels=qz.labels,
+                    distortion=pairwise(centers, centers, options.metric), raw_distortion=raw_distortion,
+                    r=qz.r, quantization_distortion=qz.mean_distortion)
+
+
+def _exact_alphabet(dataset: Dataset) -> Alphabet:
+    from ._erasure import erasure_problem
+    problem = erasure_problem(dataset.public, dataset.private, len(dataset.classes), dataset.features)
+    values = [sorted({row[i] for row in problem.inputs}) for i in range(dataset.d)]
+    code = [{v: k for k, v in enumerate(vs)} for vs in values]
+    features = [{"name": name, "kind": "categorical", "values": vs} for name, vs in zip(dataset.features, values)]
+    inputs = [[code[i][v] for i, v in enumerate(row)] for row in problem.inputs]
+    outputs = [[None if v is None else code[i][v] for i, v in enumerate(row)] for row in problem.outputs]
+    D = problem.distortion
+
+    def raw_distortion(rows: np.ndarray, outputs_: np.ndarray) -> np.ndarray:
+        return D[problem.labels[rows]][:, outputs_]
+
+    return Alphabet(features=features, inputs=inputs, outputs=outputs, labels=problem.labels, distortion=D,
+                    raw_distortion=raw_distortion, r=0.0, quantization_distortion=0.0)
+
+
+def _measured_raw_distortion(alphabet: Alphabet, table: CompressedTable) -> float:
+    """Mean over data rows of E d(b, released), exact under the integer table (Theorem 2's left side)."""
+    q = table.probabilities()
+    total = 0.0
+    for c in range(q.shape[0]):
+        rows = np.nonzero(alphabet.labels == c)[0]
+        if rows.size == 0:
+            continue
+        lo, hi = q.indptr[c], q.indptr[c + 1]
+        outputs, probs = q.indices[lo:hi], q.data[lo:hi]
+        total += float(np.sum(alphabet.raw_distortion(rows, outputs) @ probs))
+    return total / alphabet.labels.size
+
+
+def _issued_at(options: BuildOptions) -> int:
+    if options.issued_at is not None:
+        return int(options.issued_at)
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        try:
+            return int(epoch)
+        except ValueError:
+            raise BuildError(f"SOURCE_DATE_EPOCH must be an integer, got {epoch!r}") from None
+    import time
+    return int(time.time())
+
+
+def _tool_version() -> str:
+    try:
+        return metadata.version("privmap")
+    except metadata.PackageNotFoundError:
+        return "unknown"

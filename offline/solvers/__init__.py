@@ -1,0 +1,14 @@
+"""Stage 2 of a build: solve program (19) and round its table to integers.
+
+Private modules: ``_solve`` (the entry point choosing a solver), ``_fast_solver`` (privmap's
+certified Newton solver on the smoothed dual), ``_cvxpy_solver`` (the Clarabel reference),
+``_perfect`` (the perfect-privacy linear program), ``_problem`` (instance checks), ``_result``
+(:class:`SolveResult`), ``_compress`` (integer rows summing to 2^B).
+"""
+from ._compress import DEFAULT_BITS, CompressedTable, compress
+from ._perfect import perfect_privacy_distortion, perfect_privacy_table
+from ._result import SolveResult
+from ._solve import SOLVERS, solve
+
+__all__ = ["solve", "SOLVERS", "SolveResult", "perfect_privacy_distortion", "perfect_privacy_table",
+           "compress", "CompressedTable", "DEFAULT_BITS"]

@@ -1,0 +1,66 @@
+"""The dataset loader rejects every malformed input with a message naming the place."""
+import numpy as np
+import pytest
+from privmap.offline._errors import DatasetError
+from privmap.offline.data._dataset import load_dataset
+
+
+def write(tmp_path, text, name="d.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def rows(n, label_cycle=("x", "y")):
+    return "".join(f"{i % 5},{(i * 3) % 4},{label_cycle[i % len(label_cycle)]}\n" for i in range(n))
+
+
+def test_reads_public_and_private_columns(tmp_path):
+    ds = load_dataset(write(tmp_path, "a,b,p\n" + rows(12)), private="p")
+    assert ds.features == ("a", "b")
+    assert ds.public.shape == (12, 2) and ds.public.dtype == np.float64
+    assert ds.classes == ("x", "y")
+    assert list(ds.private[:4]) == [0, 1, 0, 1]
+    assert len(ds.sha256) == 64
+
+
+def test_public_option_selects_columns(tmp_path):
+    ds = load_dataset(write(tmp_path, "a,b,p\n" + rows(12)), private="p", public=["b"])
+    assert ds.features == ("b",) and ds.d == 1
+
+
+def test_bundled_ratings_have_twenty_features_and_two_classes(ratings_csv):
+    ds = load_dataset(ratings_csv, private="gender")
+    assert ds.d == 20 and ds.classes == ("female", "male") and ds.n > 2000
+    assert ds.integer_columns().all()
+
+
+@pytest.mark.parametrize("text, kwargs, words", [
+    ("a,b,p\n" + rows(12), {"private": "q"}, ["unknown private column", "'q'"]),
+    ("a,b,p\n" + rows(12), {"private": "p", "public": ["zz"]}, ["unknown public column", "'zz'"]),
+    ("a,b,p\n" + rows(5) + "1,oops,x\n" + rows(6), {"private": "p"}, ["line 7", "'b'", "not a number"]),
+    ("a,b,p\n" + rows(5) + "1,nan,x\n" + rows(6), {"private": "p"}, ["line 7", "not finite"]),
+    ("a,b,p\n" + rows(5) + "1,,x\n" + rows(6), {"private": "p"}, ["line 7", "empty cell"]),
+    ("a,b,p\n" + rows(5) + "1,2\n" + rows(6), {"private": "p"}, ["line 7", "2 cells"]),
+    ("a,b,p\n" + rows(4), {"private": "p"}, ["4 data rows", "at least"]),
+    ("a,b,p\n" + rows(12, ("x",)), {"private": "p"}, ["single class"]),
+    ("a,b,p\n" + rows(12), {"private": "p", "classes": ["x", "y", "z"]}, ["class 'z'", "no rows"]),
+    ("a,a,p\n" + rows(12), {"private": "p"}, ["duplicate column"]),
+    ("", {"private": "p"}, ["empty file"]),
+])
+def test_bad_input_raises_dataset_error_naming_the_problem(tmp_path, text, kwargs, words):
+    with pytest.raises(DatasetError) as info:
+        load_dataset(write(tmp_path, text), **kwargs)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_missing_file_is_a_dataset_error(tmp_path):
+    with pytest.raises(DatasetError, match="cannot read"):
+        load_dataset(tmp_path / "absent.csv", private="p")
+
+
+def test_categorical_cells_stay_strings(tmp_path):
+    text = "sex,age,p\n" + "".join(f"{'MF'[i % 2]},{'yo'[i % 3 == 0]},{'lh'[i % 4 == 0]}\n" for i in range(12))
+    ds = load_dataset(write(tmp_path, text), private="p", categorical=True)
+    assert ds.public[0].tolist() == ["M", "o"]

@@ -1,0 +1,95 @@
+"""`privmap curve`: sweeps over Delta and K, CSV and PNG outputs, tables without matplotlib."""
+import csv
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from privmap.offline._errors import BuildError
+from privmap.offline.cli._eval import _parse_floats
+from privmap.offline.evaluation import _plots
+from privmap.offline.evaluation._curve import CSV_COLUMNS, sweep
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def small_ratings(tmp_path_factory, ratings_csv):
+    """The first 600 rows of the ratings, 8 genres: quick sweeps."""
+    with open(ratings_csv, newline="") as f:
+        rows = list(csv.reader(f))
+    keep = list(range(8)) + [len(rows[0]) - 1]
+    path = tmp_path_factory.mktemp("d") / "ratings8.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([[r[i] for i in keep] for r in rows[:601]])
+    return path
+
+
+def test_curve_writes_points_and_a_png_and_leakage_falls_as_delta_grows(small_ratings, tmp_path, run):
+    png, out = tmp_path / "c.png", tmp_path / "c.csv"
+    result = run("curve", small_ratings, "--private", "gender", "--deltas", "0:1.2:4", "--clusters", "4,8",
+                 "--png", png, "--csv", out, "--json")
+    report = json.loads(result.stdout)
+    points = report["points"]
+    assert len(points) == 8 and report["png"] == str(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0].keys()) == CSV_COLUMNS and len(rows) == 8
+    for k in (4, 8):
+        line = [p for p in points if p["k"] == k]
+        leak = [p["leakage_bits"] for p in line]
+        assert all(b <= a + 1e-6 for a, b in zip(leak, leak[1:]))
+        assert all(p["distortion_symbols"] <= p["delta"] + 1e-6 for p in line)
+        assert all(p["distortion"] <= p["distortion_bound"] + 1e-9 for p in line)
+        assert all(0.0 <= p["lr_auc"] <= 1.0 for p in line)
+    # At Delta = 0 the mapping is the identity: leakage is I(A; C) and grows with K.
+    at_zero = {p["k"]: p["leakage_bits"] for p in points if p["delta"] == 0}
+    assert at_zero[8] >= at_zero[4] - 1e-9
+
+
+def test_curve_on_the_census_exact_mechanism_reaches_near_zero_leakage(tmp_path, run):
+    data = ROOT / "data" / "census" / "census.csv"
+    result = run("curve", data, "--private", "income", "--mechanism", "exact", "--deltas", "0,1,1.6",
+                 "--no-attacker", "--png", tmp_path / "c.png", "--csv", tmp_path / "c.csv", "--json")
+    points = json.loads(result.stdout)["points"]
+    assert [p["clusters"] for p in points] == [24, 24, 24]
+    assert points[0]["leakage_bits"] == pytest.approx(0.1517, abs=1e-4)
+    assert points[2]["leakage_bits"] < 1e-4 and points[2]["lr_auc"] is None
+
+
+def test_curve_prints_a_table_and_writes_no_png_without_matplotlib(small_ratings, tmp_path, monkeypatch, run):
+    monkeypatch.setattr(_plots, "have_matplotlib", lambda: False)
+    png, out = tmp_path / "c.png", tmp_path / "c.csv"
+    result = run("curve", small_ratings, "--private", "gender", "--deltas", "0,0.5", "--clusters", "4",
+                 "--png", png, "--csv", out, "--no-attacker")
+    assert "leak bits" in result.stdout and "matplotlib not installed" in result.stdout
+    assert out.exists() and not png.exists()
+
+
+def test_unquantized_sweep_uses_every_distinct_row():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2, 300)
+    X = (a + rng.integers(0, 3, 300))[:, None].astype(float)      # 4 distinct values
+    points = sweep(X, a, ["x", "y"], ["f"], deltas=[0.0, 0.5], clusters=[0], attacker=False)
+    assert [p["clusters"] for p in points] == [4, 4] and [p["k"] for p in points] == [0, 0]
+    assert points[0]["quantization_mean"] == 0 and points[0]["r"] == 0
+    assert points[1]["leakage_bits"] < points[0]["leakage_bits"]
+
+
+@pytest.mark.parametrize("text, values", [("0,0.5,1", [0, 0.5, 1]), ("0:2:5", [0, 0.5, 1, 1.5, 2]), ("3", [3])])
+def test_delta_lists_parse(text, values):
+    assert _parse_floats(text, "--deltas") == pytest.approx(values)
+
+
+@pytest.mark.parametrize("deltas", ["a,b", "0:1", "-1", "0:1:0"])
+def test_curve_fails_with_one_line_on_bad_deltas(small_ratings, deltas, tmp_path, run):
+    result = run("curve", small_ratings, "--private", "gender", "--deltas", deltas, "--csv", tmp_path / "x.csv",
+                 ok=False)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: --deltas") and result.stderr.strip().count("\n") == 0
+
+
+def test_sweep_refuses_an_unknown_mechanism():
+    with pytest.raises(BuildError):
+        sweep(np.zeros((20, 1)), np.array([0, 1] * 10), ["x", "y"], ["f"], deltas=[0.0], mechanism="magic")

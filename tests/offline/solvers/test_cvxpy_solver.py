@@ -1,0 +1,72 @@
+"""The cvxpy/Clarabel reference solves program (19) to its known answers."""
+import math
+
+import numpy as np
+import pytest
+from privmap.offline._errors import InfeasibleError
+from privmap.offline._information import expected_distortion, leakage_bits
+from privmap.offline.data._distortion import pairwise
+from privmap.offline.data._prior import joint_prior
+from privmap.offline.data._quantize import quantize
+from privmap.offline.solvers import _cvxpy_solver
+from privmap.offline.solvers._perfect import perfect_privacy_distortion
+
+
+def h2(x):
+    return 0.0 if x in (0.0, 1.0) else -x * math.log2(x) - (1 - x) * math.log2(1 - x)
+
+
+def bsc(p):
+    """S ~ Bern(1/2), X = S xor Bern(p): p(s, x) and the Hamming distortion on X."""
+    return np.array([[(1 - p) / 2, p / 2], [p / 2, (1 - p) / 2]]), np.array([[0.0, 1.0], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize("p, D", [(0.1, 0.05), (0.1, 0.2), (0.25, 0.1), (0.0, 0.3), (0.3, 0.45)])
+def test_binary_symmetric_known_answer(p, D):
+    p_ac, dist = bsc(p)
+    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, D)
+    expected = 1.0 - h2(p * (1 - D) + (1 - p) * D)
+    assert res.status == "optimal"
+    assert res.leakage_bits == pytest.approx(expected, abs=1e-5)
+    assert res.distortion <= D + 1e-7
+
+
+def test_reported_metrics_are_recomputed_from_the_table():
+    p_ac, dist = bsc(0.2)
+    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
+    assert np.allclose(res.table.sum(axis=1), 1.0) and res.table.min() >= 0
+    assert res.leakage_bits == leakage_bits(p_ac, res.table)
+    assert res.distortion == expected_distortion(p_ac.sum(axis=0), res.table, dist)
+
+
+def test_budget_below_least_distortion_is_infeasible():
+    p_ac = np.array([[0.5, 0.0], [0.0, 0.5]])
+    dist = np.array([[1.0, 2.0], [np.inf, 1.0]])
+    with pytest.raises(InfeasibleError, match="below the least distortion"):
+        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.5)
+
+
+def test_forbidden_transitions_get_no_mass():
+    rng = np.random.default_rng(0)
+    p_ac = rng.random((2, 6))
+    p_ac /= p_ac.sum()
+    dist = rng.random((6, 6)) + 0.1
+    np.fill_diagonal(dist, 0.0)
+    dist[rng.random((6, 6)) < 0.3] = np.inf
+    np.fill_diagonal(dist, 0.0)
+    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.2)
+    assert np.all(res.table[~np.isfinite(dist)] == 0)
+
+
+def test_scaled_model_solves_128_clusters_of_real_ratings(ratings_csv):
+    from privmap.offline.data._dataset import load_dataset
+    ds = load_dataset(ratings_csv, private="gender")
+    qz = quantize(ds.public, 128, seed=0)
+    p_ac = joint_prior(ds.private, qz.labels, len(ds.classes), qz.k)
+    dist = pairwise(qz.centers, qz.centers, "l2")
+    delta = 0.3 * perfect_privacy_distortion(p_ac, dist)
+    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, delta)
+    assert res.status == "optimal"
+    assert 0 < res.leakage_bits < leakage_bits(p_ac, np.eye(qz.k))
+    assert res.distortion <= delta * (1 + 1e-6)
+    assert res.multiplier > 0
