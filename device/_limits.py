@@ -23,7 +23,7 @@ DOMAIN_TAG = b"privmap-bundle-v1\x00"
 #: Value of the payload's ``type`` field.
 PAYLOAD_TYPE = "privmap/bundle"
 #: Value of the payload's ``schema_version`` field.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Largest allowed bundle ``version`` (versions are 1 .. 2**63 - 1).
 MAX_VERSION = 2**63 - 1
 #: Default cap on the size of a whole bundle file, in bytes (64 MiB).

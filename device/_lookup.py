@@ -9,6 +9,14 @@ Distances (``metric``), summed over the d cells from left to right in float64 ar
 
 (Input representatives never hold erased cells, so ``"erasures"`` looks up like ``"hamming"``.)
 The nearest representative is the one with the smallest sum; ties go to the **lowest input index**.
+
+Missing answers: a numeric cell that is blank (after stripping spaces), ``None``, or equal to the
+feature's ``missing_token`` is missing. Under the feature's rule it is refused (``"refuse"``),
+replaced by the feature's ``fill`` before anything else (``"impute"``), or **skipped** in the sum
+(``"mask"``: the cell adds nothing, and the other cells are still summed left to right). The sum is
+never rescaled on the device: rescaling a row's sum by d / d_observed multiplies every
+representative's sum by the same constant, so it could only change the answer by rounding. A row
+whose every cell is missing is refused whatever the rules.
 """
 from __future__ import annotations
 
@@ -86,12 +94,24 @@ def _numeric(value, position, feature):
     return number
 
 
+def _is_missing(value, feature) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        text = value.strip()
+        return not text or (bool(feature.missing_token) and text == feature.missing_token)
+    return False
+
+
 def parse_row(row, features) -> tuple:
     """Validate a user's row and return it canonical (see :func:`canonical`).
 
     ``row`` is a sequence of d cells: numeric cells are ints, floats or strict decimal strings,
-    finite and within [min, max] (whole numbers for integer features); categorical cells are
-    category strings. Raises :class:`InputError` (never echoing a raw value).
+    finite and within [min, max] (whole numbers for integer features), or missing (``None``, a
+    blank string or the feature's ``missing_token``); categorical cells are category strings.
+    A missing cell comes back as ``None`` (rule ``"mask"``) or as ``float(fill)`` (rule
+    ``"impute"``). Raises :class:`InputError` (never echoing a raw value), also for a missing
+    cell of a feature with rule ``"refuse"`` and for a row whose every cell is missing.
     """
     d = len(features)
     if type(row) is list or type(row) is tuple:
@@ -106,7 +126,17 @@ def parse_row(row, features) -> tuple:
     if len(cells) != d:
         raise InputError(f"a row has exactly {d} cells")
     out = []
+    missing = 0
     for position, (value, feature) in enumerate(zip(cells, features)):
+        if feature.kind == "numeric" and _is_missing(value, feature):
+            missing += 1
+            if feature.missing == "mask":
+                out.append(None)
+            elif feature.missing == "impute":
+                out.append(float(feature.fill))
+            else:
+                _bad(position, feature, "a missing answer is not allowed")
+            continue
         if feature.kind == "categorical":
             if type(value) is not str:
                 _bad(position, feature, "expected a category string")
@@ -116,16 +146,21 @@ def parse_row(row, features) -> tuple:
                 _bad(position, feature, "not one of the feature's categories")
         else:
             out.append(float(_numeric(value, position, feature)))
+    if missing == d:
+        raise InputError("every cell of the row is missing")
     return tuple(out)
 
 
 def nearest_pure(reps, modes, x) -> int:
-    """Index of the representative nearest to ``x`` (canonical cells); ties: lowest index."""
+    """Index of the representative nearest to ``x`` (canonical cells, ``None`` = masked cell,
+    skipped); ties: lowest index."""
     best_index = 0
     best = None
     for i, rep in enumerate(reps):
         s = 0.0
         for mode, a, b in zip(modes, x, rep):
+            if a is None:
+                continue
             if mode == MODE_L2:
                 diff = a - b
                 s += diff * diff
@@ -143,13 +178,16 @@ def nearest_numpy(reps_array, modes, x) -> int:
     """Same answer as :func:`nearest_pure`, vectorised over representatives.
 
     ``reps_array`` is a float64 array of shape (K_in, d) holding the canonical representatives.
-    Dimensions are accumulated left to right with the same float64 operations, so the sums are
+    Dimensions are accumulated left to right with the same float64 operations (masked cells,
+    ``None`` in ``x``, skipped as in the pure path), so the sums are
     bitwise equal to the pure path; ``argmin`` returns the first (lowest) index among ties.
     """
     import numpy as np  # fast path
 
     dist = np.zeros(reps_array.shape[0], dtype=np.float64)
     for k, mode in enumerate(modes):
+        if x[k] is None:
+            continue
         column = reps_array[:, k]
         a = np.float64(x[k])
         if mode == MODE_L2:

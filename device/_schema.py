@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ._errors import BundleFormatError, TableError, WrongTypeError
+from ._lookup import _DECIMAL
 from ._limits import MAX_VERSION, PAYLOAD_TYPE, SCHEMA_VERSION, Limits
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "REQUIRED_PROVENANCE",
     "MECHANISMS",
     "METRICS",
+    "MISSING_RULES",
     "parse_header",
     "parse_body",
 ]
@@ -29,7 +31,7 @@ PAYLOAD_KEYS = (
     "type", "schema_version", "version", "issued_at", "expires", "mechanism", "metric",
     "features", "private", "inputs", "outputs", "table", "prior", "metrics", "provenance",
 )
-NUMERIC_FEATURE_KEYS = ("name", "kind", "min", "max", "integer")
+NUMERIC_FEATURE_KEYS = ("name", "kind", "min", "max", "integer", "missing", "fill", "missing_token")
 CATEGORICAL_FEATURE_KEYS = ("name", "kind", "values")
 PRIVATE_KEYS = ("name", "classes")
 TABLE_KEYS = ("bits", "index", "weight")
@@ -41,6 +43,10 @@ REQUIRED_METRICS = (
 #: Provenance entries every bundle declares (more keys are allowed; values str or int).
 REQUIRED_PROVENANCE = ("tool_version", "seed", "data_sha256")
 MECHANISMS = ("quantized", "exact")
+#: What a numeric feature does with a missing cell (see docs/bundle-format.md section 4).
+MISSING_RULES = ("refuse", "mask", "impute")
+#: Longest missing-value token (a CSV spelling such as "NA"; "" = blank only).
+MAX_MISSING_TOKEN = 16
 METRICS = ("l2", "l1", "hamming", "erasures")
 #: Tolerance on the prior's total mass.
 PRIOR_MASS_TOLERANCE = 1e-6
@@ -50,9 +56,15 @@ PRIOR_MASS_TOLERANCE = 1e-6
 class Feature:
     """One column of a row.
 
-    ``kind`` is ``"numeric"`` (``min``/``max`` finite numbers, ``integer`` says whether cells are
-    whole numbers; ``values`` is empty) or ``"categorical"`` (``values`` the category strings, a
-    cell is an index into them; ``min``/``max`` are ``None`` and ``integer`` is False).
+    ``kind`` is ``"numeric"`` (``min``/``max`` finite numbers: the declared domain; ``integer``
+    says whether cells are whole numbers; ``values`` is empty) or ``"categorical"`` (``values``
+    the category strings, a cell is an index into them; ``min``/``max`` are ``None`` and
+    ``integer`` is False).
+
+    Missing answers (numeric features only): a cell that is blank or equals ``missing_token`` is
+    missing; ``missing`` says what the lookup does with it: ``"refuse"`` (InputError),
+    ``"mask"`` (the cell is left out of the distance) or ``"impute"`` (the cell takes the value
+    ``fill``, a point of the domain; ``fill`` is ``None`` for the other two rules).
     """
 
     name: str
@@ -61,6 +73,9 @@ class Feature:
     max: int | float | None = None
     integer: bool = False
     values: tuple[str, ...] = ()
+    missing: str = "refuse"
+    fill: int | float | None = None
+    missing_token: str = ""
 
     @property
     def categorical(self) -> bool:
@@ -151,7 +166,19 @@ def _feature(spec, position, limits: Limits) -> Feature:
             _fail(f"{what}: min and max must be finite numbers with min <= max")
         if type(integer) is not bool:
             _fail(f"{what}.integer must be a bool")
-        return Feature(name, "numeric", lo, hi, integer, ())
+        missing, fill, token = spec["missing"], spec["fill"], spec["missing_token"]
+        if type(missing) is not str or missing not in MISSING_RULES:
+            _fail(f"{what}.missing must be one of {MISSING_RULES}")
+        if missing == "impute":
+            if not _is_number(fill) or not lo <= fill <= hi or (integer and not _is_int(fill)):
+                _fail(f"{what}.fill must be a number in [min, max] (an int for an integer feature)")
+        elif fill is not None:
+            _fail(f"{what}.fill must be nil unless missing is 'impute'")
+        if type(token) is not str or len(token) > MAX_MISSING_TOKEN or token != token.strip() \
+                or (token and _DECIMAL.match(token)):
+            _fail(f"{what}.missing_token must be a string of at most {MAX_MISSING_TOKEN} characters, "
+                  "without surrounding spaces, that is not a number")
+        return Feature(name, "numeric", lo, hi, integer, (), missing, fill, token)
     if kind == "categorical":
         _closed_map(spec, CATEGORICAL_FEATURE_KEYS, what)
         name = _string(spec["name"], f"{what}.name", limits)

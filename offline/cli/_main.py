@@ -7,15 +7,14 @@ progress goes to stderr.
 """
 from __future__ import annotations
 
-import csv
-import io
+import json
 import math
 import pathlib
 import sys
 import time
 
 import click
-from privmap.device import Keyring, PrivmapDeviceError, read_bundle_file
+from privmap.device import Keyring, read_bundle_file
 
 from .._errors import BuildError
 from ._common import atomic_write, emit, guard
@@ -78,6 +77,16 @@ def keygen(keydir):
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Bundle file to write (atomically).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of k-means.")
+@click.option("--domain", "domains", multiple=True, metavar="[COL=]LO:HI",
+              help="Declared closed domain: LO:HI for every public column, COL=LO:HI for one (repeatable; "
+                   "the most specific wins). Undeclared domains are inferred from the data.")
+@click.option("--schema", "schema_file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
+              help="JSON schema file: per column type (integer|real), min, max, missing (bool), missing_token.")
+@click.option("--schema-out", type=click.Path(dir_okay=False, path_type=pathlib.Path),
+              help="Write the resolved schema (declared + inferred) here as JSON, to edit and pass to --schema.")
+@click.option("--missing", type=click.Choice(["mask", "impute"]), default="mask", show_default=True,
+              help="Missing answers (blank cells): mask = distances over observed cells; impute = column "
+                   "training median, recorded in the bundle.")
 @click.option("--solver", type=click.Choice(["fast", "cvxpy"]), default="fast", show_default=True,
               help="fast: privmap's certified solver; cvxpy: Clarabel reference.")
 @click.option("--bits", type=click.IntRange(1, 32), default=16, show_default=True,
@@ -92,14 +101,21 @@ def keygen(keydir):
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 @guard
-def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
-          bits, smoothing, bundle_version, issued_at, valid_days, as_json):
+def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, domains,
+          schema_file, schema_out, missing, solver, bits, smoothing, bundle_version, issued_at, valid_days, as_json):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
     E d(C, C^) <= Delta, compresses the table to integers and signs the bundle.
     The bundle is loaded back with the device runtime before it is written.
+
+    A blank cell in a public column is a missing answer (--missing says how it
+    is handled; rows with every public cell blank are left out). Each public
+    column's domain goes into the bundle and devices refuse cells outside it:
+    declare it (--domain 1:5, --domain age=18:99, --schema FILE), or it is
+    inferred from the data and printed on stderr (save it with --schema-out).
     """
+    from ..data._schema import declare, read_schema_file, schema_json
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..mechanisms._pipeline import BuildOptions
@@ -110,7 +126,9 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
         clusters=clusters, delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver,
         bits=bits, smoothing=smoothing, bundle_version=bundle_version, issued_at=issued_at,
-        valid_days=valid_days)
+        valid_days=valid_days, missing=missing,
+        declared=declare(read_schema_file(schema_file) if schema_file else None, domains)
+        if (schema_file or domains) else None)
     private_key = load_private_key(key)
     started = time.perf_counter()
     with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
@@ -121,6 +139,17 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     payload_bytes = encode_payload(result.payload)
     bundle_bytes = sign_bundle(payload_bytes, private_key)
     check_bundle(bundle_bytes, private_key.public_key(), now=result.payload["issued_at"])
+    schema = result.alphabet.schema
+    if schema_out is not None:
+        atomic_write(schema_out, (json.dumps(schema_json(schema), indent=2) + "\n").encode("utf-8"))
+    inferred = [c for c in schema if "domain" in c.inferred]
+    if inferred:
+        click.echo(f"note: {len(inferred)} column domain(s) inferred from the data; devices refuse values "
+                   "outside them (declare with --domain or --schema; --schema-out saves this schema):", err=True)
+        for c in inferred:
+            click.echo(f"  {c.name}: {'integer' if c.integer else 'real'} [{c.min}, {c.max}]", err=True)
+    if result.dropped_rows:
+        click.echo(f"note: {result.dropped_rows} row(s) with every public cell missing left out", err=True)
     atomic_write(out, bundle_bytes)
     seconds = time.perf_counter() - started
     metrics = result.payload["metrics"]
@@ -231,54 +260,50 @@ def inspect(bundle, trusted, as_json):
 @click.option("--trusted", required=True, multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Trusted public key (PEM); repeat for several.")
 @click.option("--min-version", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--rejects", type=click.Path(dir_okay=False, path_type=pathlib.Path),
+              help="Write refused rows here as CSV: line number and reason (never the raw values).")
+@click.option("--skip-invalid", is_flag=True,
+              help="Exit 0 even when rows were refused (they are still left out and counted).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @guard
-def sanitize(bundle, infile, outfile, trusted, min_version, as_json):
-    """Release sanitized rows of IN.csv into OUT.csv, as a device would.
+def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invalid, as_json):
+    """Release sanitized rows of IN.csv into OUT.csv, as one device per row would.
 
     IN.csv has a header naming the bundle's public features (any order); the
-    private column, if present, is ignored and never written. OUT.csv holds the
-    public columns only, in the bundle's order; erased cells are empty. If any
-    row is invalid nothing is written.
+    private column, if present, is ignored and never written. A blank cell is a
+    missing answer (handled as the bundle declares). OUT.csv holds the public
+    columns only, in the bundle's order, one row per valid input row, in input
+    order; erased cells are empty.
+
+    A row the device refuses (wrong length, not a number, outside the declared
+    domain, every cell missing) is left out and nothing is released for it; the
+    others are still released. Then the command exits 1 with the count of
+    refused rows, unless --skip-invalid. --rejects FILE lists the refused line
+    numbers and reasons; no raw value of a refused row is written anywhere.
     """
+    from ._batch import rejects_csv, sanitize_csv
     loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
-    names = [f.name for f in loaded.features]
-    with infile.open(newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f)
-        header = [h.strip() for h in next(reader, [])]
-        missing = [n for n in names if n not in header]
-        if missing:
-            raise BuildError(f"{infile}: missing public column(s) {', '.join(missing)}")
-        extra = [h for h in header if h not in names and h != loaded.private_name]
-        if extra:
-            raise BuildError(f"{infile}: unknown column(s) {', '.join(extra)}; remove them "
-                             f"(only the bundle's features and {loaded.private_name!r} are accepted)")
-        at = [header.index(n) for n in names]
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(names)
-        count = 0
-        started = time.perf_counter()
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise BuildError(f"{infile}, line {reader.line_num}: {len(row)} cells, header has {len(header)}")
-            try:
-                released = loaded.sanitize([row[i].strip() for i in at])
-            except PrivmapDeviceError as exc:
-                raise BuildError(f"{infile}, line {reader.line_num}: {exc}") from None
-            writer.writerow(["" if v is None else v for v in released])
-            count += 1
+    started = time.perf_counter()
+    result = sanitize_csv(loaded, infile)
     elapsed = time.perf_counter() - started
-    atomic_write(outfile, out.getvalue().encode("utf-8"))
-    summary = {"rows": count, "out": str(outfile), "bundle_sha256": loaded.sha256, "bundle_version": loaded.version,
-               "seconds": round(elapsed, 4), "microseconds_per_row": round(1e6 * elapsed / max(count, 1), 1)}
+    atomic_write(outfile, result.released.encode("utf-8"))
+    if rejects is not None:
+        atomic_write(rejects, rejects_csv(result.refused).encode("utf-8"))
+    count = result.rows - len(result.refused)
+    summary = {"rows": count, "refused": len(result.refused), "read": result.rows, "out": str(outfile),
+               "rejects": str(rejects) if rejects is not None else None, "bundle_sha256": loaded.sha256,
+               "bundle_version": loaded.version, "seconds": round(elapsed, 4),
+               "microseconds_per_row": round(1e6 * elapsed / max(result.rows, 1), 1)}
     if as_json:
         emit(summary)
     else:
         click.echo(f"released {count} rows to {outfile} with bundle {loaded.sha256[:16]}... "
                    f"({summary['microseconds_per_row']} us/row)")
+    if result.refused and not skip_invalid:
+        first = result.refused[0]
+        where = f"see {rejects}" if rejects is not None else f"first at line {first[0]}: {first[1]}"
+        raise BuildError(f"{len(result.refused)} of {result.rows} rows refused and left out ({where}); "
+                         "use --skip-invalid to accept that")
 
 
 def _register_evaluation_commands() -> None:

@@ -11,7 +11,7 @@ import io
 import math
 import pathlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -32,7 +32,8 @@ class Dataset:
     features : tuple of str, length d
         Names of the public columns, in file order (or ``public=`` order).
     public : ndarray, shape (n, d)
-        Public data: float64 for numeric data, ``str`` objects for categorical.
+        Public data: float64 for numeric data (NaN = a missing answer: a blank cell or
+        the column's missing token), ``str`` objects for categorical.
     private : ndarray of int64, shape (n,)
         Code of each row's private class, an index into ``classes``.
     classes : tuple of str
@@ -63,11 +64,19 @@ class Dataset:
         """Number of public features."""
         return int(self.public.shape[1])
 
+    @property
+    def missing(self) -> np.ndarray:
+        """Boolean mask, shape (n, d), of missing answers (all False for categorical data)."""
+        if self.categorical:
+            return np.zeros(self.public.shape, dtype=bool)
+        return np.isnan(self.public)
+
     def integer_columns(self) -> np.ndarray:
-        """Boolean mask, shape (d,), of numeric columns whose values are all integers."""
+        """Boolean mask, shape (d,), of numeric columns whose observed values are all integers."""
         if self.categorical:
             return np.zeros(self.d, dtype=bool)
-        return np.all(self.public == np.round(self.public), axis=0)
+        X = self.public
+        return np.all(np.isnan(X) | (X == np.round(X)), axis=0)
 
 
 def load_dataset(
@@ -78,6 +87,7 @@ def load_dataset(
     classes: Sequence[str] | None = None,
     categorical: bool = False,
     min_rows: int = MIN_ROWS,
+    missing_tokens: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Read a CSV with a header row into a :class:`Dataset`.
 
@@ -96,14 +106,17 @@ def load_dataset(
         Keep public cells as category strings instead of parsing numbers.
     min_rows : int
         Fewest data rows accepted.
+    missing_tokens : mapping column -> str, optional
+        Besides a blank cell, the text that spells a missing answer in that column
+        (for example ``"NA"``). Missing numeric cells become NaN.
 
     Raises
     ------
     DatasetError
         Unreadable or oversized file, missing or duplicate header names, unknown
-        column, a row of the wrong length, an empty, non-numeric or non-finite
-        cell (named by line and column), too few rows, fewer than two private
-        classes, or a listed class with no rows.
+        column, a row of the wrong length, a non-numeric or non-finite cell, an
+        empty categorical cell (named by line and column), too few rows, fewer
+        than two private classes, or a listed class with no rows.
     """
     path = pathlib.Path(path)
     try:
@@ -142,6 +155,7 @@ def load_dataset(
     if not public:
         raise DatasetError(f"{path}: no public columns")
     public_at = [header.index(name) for name in public]
+    tokens = dict(missing_tokens or {})
     private_at = header.index(private)
 
     cells: list[list] = []
@@ -158,7 +172,8 @@ def load_dataset(
             if not label:
                 raise DatasetError(f"{path}, line {line}, column {private!r}: empty private value")
             labels.append(label)
-            cells.append([_cell(row[i], path, line, header[i], categorical) for i in public_at])
+            cells.append([_cell(row[i], path, line, header[i], categorical, tokens.get(header[i], ""))
+                          for i in public_at])
     except csv.Error as exc:
         raise DatasetError(f"{path}, line {reader.line_num}: {exc}") from exc
 
@@ -190,12 +205,15 @@ def load_dataset(
     )
 
 
-def _cell(text: str, path: pathlib.Path, line: int, column: str, categorical: bool):
+def _cell(text: str, path: pathlib.Path, line: int, column: str, categorical: bool, token: str):
     value = text.strip()
-    if not value:
-        raise DatasetError(f"{path}, line {line}, column {column!r}: empty cell")
     if categorical:
+        if not value:
+            raise DatasetError(f"{path}, line {line}, column {column!r}: empty cell "
+                               "(missing answers need numeric columns and the quantized mechanism)")
         return value
+    if not value or (token and value == token):
+        return math.nan
     try:
         number = float(value)
     except ValueError:

@@ -7,7 +7,16 @@ Metrics, for points x, y of d features:
 - ``"hamming"``: number of features where x_i != y_i
 
 All three are metrics (the triangle inequality behind Theorem 2's Delta + r
-bound holds). The nearest-representative rule :func:`nearest` is the same one
+bound holds).
+
+Missing answers: a NaN cell of X (a row) is *masked*: it adds nothing to the
+sum, so d(x, y) is the distance over x's observed cells only (Y, the
+representatives, never hold NaN). This is the device's rule for features whose
+missing rule is ``"mask"`` (adding 0.0 to a non-negative running sum leaves it
+bitwise unchanged, so the sums still equal the device's, which skips the cell).
+The observed-cells distance is not rescaled: for every y, d_O(x, y) <= d_O(x, c)
++ d(c, y), which keeps Theorem 2's bound E d_O(b, released) <= Delta + r true
+with r = max_b d_O(b, psi(b)). The nearest-representative rule :func:`nearest` is the same one
 the device runs: it compares the *rank key* of each metric (squared distance for
 l2), accumulated feature by feature from left to right so that floating-point
 results are bitwise identical to the device's pure-Python loop, and breaks ties
@@ -35,16 +44,19 @@ def _rank_keys(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
     for i in range(X.shape[1]):
         diff = X[:, i, None] - Y[None, :, i]
         if metric == "l2":
-            acc += diff * diff
+            term = diff * diff
         elif metric == "l1":
-            acc += np.abs(diff)
+            term = np.abs(diff)
         else:
-            acc += diff != 0
+            term = (diff != 0).astype(float)
+        acc += np.where(np.isnan(diff), 0.0, term)
     return acc
 
 
 def pairwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
     """Distances d(x_i, y_j), shape (n, m), for X of shape (n, d) and Y of shape (m, d).
+
+    NaN cells of X are missing answers and masked (the distance over observed cells).
 
     Raises
     ------
@@ -61,7 +73,10 @@ def pairwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
 
 
 def nearest(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
-    """Index of the nearest row of Y for each row of X, shape (n,); ties go to the lowest index."""
+    """Index of the nearest row of Y for each row of X, shape (n,); ties go to the lowest index.
+
+    NaN cells of X are masked, as on the device.
+    """
     _check_metric(metric)
     X = np.asarray(X, dtype=float)
     Y = np.asarray(Y, dtype=float)

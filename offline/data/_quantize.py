@@ -4,9 +4,16 @@ k-means (scikit-learn) finds K groups; each group's representative is then made 
 valid point of the data's domain, because the service receiving released data
 must not change: the coordinate-wise mean for ``l2``, median for ``l1`` and mode
 for ``hamming``, rounded to an integer on integer columns and clipped to the
-observed range. Identical representatives are merged, and every row is then
-reassigned with :func:`privmap.offline.data._distortion.nearest`, the device's own
-rule, so that psi (row -> representative) is exactly what the device computes.
+domain (declared, else observed). Identical representatives are merged, and every
+row is then reassigned with :func:`privmap.offline.data._distortion.nearest`, the
+device's own rule, so that psi (row -> representative) is exactly what the device
+computes.
+
+Missing answers (NaN cells, the "mask" policy): k-means groups the rows with each
+missing cell filled by its column's observed mean (grouping only); each group's
+representative takes, column by column, the statistic over the group's *observed*
+cells (the column's statistic over all observed cells when the group has none);
+rows are then reassigned by the masked nearest rule, so psi is still the device's.
 """
 from __future__ import annotations
 
@@ -48,13 +55,14 @@ class Quantization:
 
 
 def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
-             integer: np.ndarray | None = None) -> Quantization:
+             integer: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Quantization:
     """Cluster the rows of X into at most k representatives.
 
     Parameters
     ----------
     X : ndarray, shape (n, d)
-        Public data (float).
+        Public data (float; NaN = missing answer, masked). Every row needs an
+        observed cell.
     k : int
         Number of clusters asked for, 1 <= k <= number of distinct rows.
     metric : {"l2", "l1", "hamming"}
@@ -63,7 +71,11 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
         Seed of k-means' initialisation (the build is reproducible from it).
     integer : ndarray of bool, shape (d,), optional
         Columns whose representatives must be integers; default: columns whose
-        values are all integers.
+        observed values are all integers.
+    bounds : (lo, hi) arrays of shape (d,), optional
+        The domain representatives are clipped to; default the observed range.
+
+    ``r`` and ``mean_distortion`` are distances over each row's observed cells.
 
     Raises
     ------
@@ -71,15 +83,20 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
         k below 1 or above the number of distinct rows.
     """
     X = np.asarray(X, dtype=float)
-    distinct = np.unique(X, axis=0).shape[0]
+    missing = np.isnan(X)
+    overall = _representative(X, metric)
+    filled = np.where(missing, np.nanmean(X, axis=0), X) if missing.any() else X
+    distinct = np.unique(filled, axis=0).shape[0]
     if not 1 <= k <= distinct:
         raise DatasetError(f"--clusters {k}: must be between 1 and the {distinct} distinct public rows")
     if integer is None:
-        integer = np.all(X == np.round(X), axis=0)
-    groups = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(X)
+        integer = np.all(missing | (X == np.round(X)), axis=0)
+    lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
+    groups = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(filled)
     centers = np.array([_representative(X[groups == g], metric) for g in range(k) if np.any(groups == g)])
+    centers = np.where(np.isnan(centers), overall, centers)
     centers = np.where(integer, np.round(centers), centers)
-    centers = np.clip(centers, X.min(axis=0), X.max(axis=0))
+    centers = np.clip(centers, lo, hi)
     _, first = np.unique(centers, axis=0, return_index=True)
     centers = centers[np.sort(first)]
     labels = nearest(X, centers, metric)
@@ -91,12 +108,17 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
 
 
 def _representative(points: np.ndarray, metric: str) -> np.ndarray:
-    if metric == "l2":
-        return points.mean(axis=0)
-    if metric == "l1":
-        return np.median(points, axis=0)
-    modes = []
-    for column in points.T:
-        values, counts = np.unique(column, return_counts=True)
-        modes.append(values[np.argmax(counts)])
-    return np.array(modes)
+    """Per-column statistic over observed (non-NaN) cells, shape (d,); NaN where none is observed."""
+    out = np.full(points.shape[1], np.nan)
+    for i, column in enumerate(points.T):
+        column = column[~np.isnan(column)]
+        if column.size == 0:
+            continue
+        if metric == "l2":
+            out[i] = column.mean()
+        elif metric == "l1":
+            out[i] = np.median(column)
+        else:
+            values, counts = np.unique(column, return_counts=True)
+            out[i] = values[np.argmax(counts)]
+    return out

@@ -9,6 +9,11 @@ Two mechanisms share the pipeline and differ in their alphabet:
   every erasure pattern of them the outputs (metric ``erasures``); the device
   requires an exact match.
 
+Missing answers (NaN cells, quantized mechanism only) follow ``BuildOptions.missing``
+(see :mod:`privmap.offline.mechanisms._missing`); rows with every public cell
+missing are left out of the build (a device refuses them). Feature domains come
+from ``BuildOptions.declared`` completed by inference (:mod:`privmap.offline.data._schema`).
+
 The metrics written into the payload are recomputed from the compressed integer
 table (DESIGN invariant 1); the solver's own figures are kept beside them so the
 change is visible.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Callable
 
@@ -29,7 +34,8 @@ from .._mismatch import mismatch_bound
 from ..data._dataset import Dataset, load_dataset
 from ..data._distortion import METRICS, pairwise
 from ..data._prior import joint_prior
-from ..data._quantize import quantize
+from ..data._schema import Column, Declared, resolve
+from ._missing import MISSING_POLICIES, DEFAULT_MISSING, missing_alphabet
 from ..solvers._compress import DEFAULT_BITS, CompressedTable, compress
 from ..solvers._perfect import perfect_privacy_table
 from ..solvers._result import SolveResult
@@ -65,6 +71,8 @@ class BuildOptions:
     delta: float | None = None
     delta_fraction: float | None = None
     seed: int = 0
+    missing: str = DEFAULT_MISSING
+    declared: Declared | None = None
     solver: str = "fast"
     tol_bits: float = 1e-5
     bits: int = DEFAULT_BITS
@@ -88,6 +96,11 @@ class BuildOptions:
             raise BuildError(f"delta fraction must be a finite number >= 0, got {self.delta_fraction}")
         if self.mechanism == "quantized" and (self.clusters is None or self.clusters < 1):
             raise BuildError("the quantized mechanism needs clusters >= 1")
+        if self.mechanism == "exact" and self.declared is not None and self.declared.columns:
+            raise BuildError("declared domains (--domain, --schema) apply to numeric columns of the quantized "
+                             "mechanism; the exact mechanism's domain is its categorical tuples")
+        if self.missing not in MISSING_POLICIES:
+            raise BuildError(f"unknown missing policy {self.missing!r}; expected one of {', '.join(MISSING_POLICIES)}")
         if self.solver not in SOLVERS:
             raise BuildError(f"unknown solver {self.solver!r}; expected one of {', '.join(SOLVERS)}")
         if not 1 <= self.bits <= 32:
@@ -122,6 +135,7 @@ class Alphabet:
     raw_distortion: Callable[[np.ndarray, np.ndarray], np.ndarray]
     r: float
     quantization_distortion: float
+    schema: tuple[Column, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,6 +145,7 @@ class Build:
     payload: dict
     dataset: Dataset
     alphabet: Alphabet
+    dropped_rows: int
     p_ac: np.ndarray
     solved: SolveResult
     table: CompressedTable
@@ -166,8 +181,10 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     """
     tell = progress or (lambda stage, fraction: None)
     tell("load", 0.0)
+    tokens = options.declared.missing_tokens() if options.declared else None
     dataset = load_dataset(csv_path, private=options.private, public=options.public,
-                           categorical=options.mechanism == "exact")
+                           categorical=options.mechanism == "exact", missing_tokens=tokens)
+    dataset, dropped = _drop_all_missing(dataset)
     tell("cluster", 0.05)
     alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
     k_in = len(alphabet.inputs)
@@ -204,6 +221,8 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
         "leakage_change_bits": table.leakage_bits - solved.leakage_bits,
         "multiplier": solved.multiplier,
         "repaired_units": table.repaired_units,
+        "rows_all_missing_dropped": dropped,
+        "missing_cell_fraction": float(dataset.missing.mean()),
     }
     if math.isfinite(solved.gap_bits):
         metrics["solver_gap_bits"] = solved.gap_bits
@@ -218,7 +237,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
     payload = {
         "type": "privmap/bundle",
-        "schema_version": 1,
+        "schema_version": 2,
         "version": options.bundle_version,
         "issued_at": issued_at,
         "expires": issued_at + int(round(options.valid_days * 86400)),
@@ -239,31 +258,38 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
             "clusters_requested": options.clusters if options.clusters is not None else k_in,
             "smoothing": repr(options.smoothing),
             "delta_fraction": repr(options.delta_fraction) if options.delta_fraction is not None else "",
+            "missing_policy": options.missing,
         },
     }
     tell("done", 1.0)
-    return Build(payload=payload, dataset=dataset, alphabet=alphabet, p_ac=p_ac, solved=solved, table=table)
+    return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped, p_ac=p_ac,
+                 solved=solved, table=table)
+
+
+def _drop_all_missing(dataset: Dataset) -> tuple[Dataset, int]:
+    """Leave out rows whose every public cell is missing (a device refuses them); count them."""
+    keep = ~np.all(dataset.missing, axis=1)
+    dropped = int(keep.size - keep.sum())
+    if dropped == 0:
+        return dataset, 0
+    if keep.sum() == 0:
+        raise BuildError("every row has every public cell missing")
+    return replace(dataset, public=dataset.public[keep], private=dataset.private[keep]), dropped
 
 
 def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:
-    X = dataset.public
-    integer = dataset.integer_columns()
-    qz = quantize(X, options.clusters, metric=options.metric, seed=options.seed, integer=integer)
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    features = [
-        {"name": name, "kind": "numeric", "integer": bool(is_int),
-         "min": int(a) if is_int else float(a), "max": int(b) if is_int else float(b)}
-        for name, is_int, a, b in zip(dataset.features, integer, lo, hi)
-    ]
-    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in qz.centers]
-    centers = qz.centers
+    schema = resolve(dataset.features, dataset.public, options.declared)
+    found = missing_alphabet(dataset.public, schema, options.missing, clusters=options.clusters,
+                             metric=options.metric, seed=options.seed)
+    X, centers = dataset.public, found.centers
 
     def raw_distortion(rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         return pairwise(X[rows], centers[outputs], options.metric)
 
-    return Alphabet(features=features, inputs=cells, outputs=[list(row) for row in cells], labels=qz.labels,
-                    distortion=pairwise(centers, centers, options.metric), raw_distortion=raw_distortion,
-                    r=qz.r, quantization_distortion=qz.mean_distortion)
+    return Alphabet(features=found.features, inputs=found.cells, outputs=[list(row) for row in found.cells],
+                    labels=found.labels, distortion=pairwise(centers, centers, options.metric),
+                    raw_distortion=raw_distortion, r=found.r, quantization_distortion=found.mean_distortion,
+                    schema=schema)
 
 
 def _exact_alphabet(dataset: Dataset) -> Alphabet:

@@ -57,16 +57,16 @@ def base_payload() -> dict:
     """A small valid quantized payload: d=3 numeric (one integer), K_in=3, K_out=4, B=4, l2."""
     payload = {
         "type": "privmap/bundle",
-        "schema_version": 1,
+        "schema_version": 2,
         "version": 5,
         "issued_at": NOW - 3600,
         "expires": NOW + 86400,
         "mechanism": "quantized",
         "metric": "l2",
         "features": [
-            {"name": "rating", "kind": "numeric", "min": 1, "max": 5, "integer": True},
-            {"name": "score", "kind": "numeric", "min": 0.0, "max": 1.0, "integer": False},
-            {"name": "hours", "kind": "numeric", "min": 0, "max": 24, "integer": False},
+            {"name": "rating", "kind": "numeric", "min": 1, "max": 5, "integer": True, "missing": "refuse", "fill": None, "missing_token": ""},
+            {"name": "score", "kind": "numeric", "min": 0.0, "max": 1.0, "integer": False, "missing": "refuse", "fill": None, "missing_token": ""},
+            {"name": "hours", "kind": "numeric", "min": 0, "max": 24, "integer": False, "missing": "refuse", "fill": None, "missing_token": ""},
         ],
         "private": {"name": "party", "classes": ["left", "right"]},
         "inputs": [[1, 0.0, 0.0], [3, 0.5, 12.0], [5, 1.0, 24.0]],

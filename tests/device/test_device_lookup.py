@@ -241,7 +241,7 @@ def test_release_is_always_a_representative(sim):
 
 
 def test_distances_never_produce_nan(sim):
-    features = [{"name": "v", "kind": "numeric", "min": -1e308, "max": 1e308, "integer": False}]
+    features = [{"name": "v", "kind": "numeric", "min": -1e308, "max": 1e308, "integer": False, "missing": "refuse", "fill": None, "missing_token": ""}]
     bundle = _quantized(sim, [[-1e308], [1e308], [0.0]], "l2", features=features)
     assert bundle.lookup([1e308]) == 1
     assert bundle.lookup([-1e308]) == 0

@@ -61,13 +61,16 @@ def _with_leakage(payload: dict) -> dict:
 
 def quantized_payload(**overrides) -> dict:
     payload = {
-        "type": "privmap/bundle", "schema_version": 1, "version": 7,
+        "type": "privmap/bundle", "schema_version": 2, "version": 7,
         "issued_at": NOW - 86400, "expires": NOW + 365 * 86400,
         "mechanism": "quantized", "metric": "l2",
         "features": [
-            {"name": "drama", "kind": "numeric", "min": 0, "max": 3, "integer": True},
-            {"name": "news", "kind": "numeric", "min": 0, "max": 3, "integer": True},
-            {"name": "hours", "kind": "numeric", "min": 0.0, "max": 24.0, "integer": False},
+            {"name": "drama", "kind": "numeric", "min": 0, "max": 3, "integer": True, "missing": "mask",
+             "fill": None, "missing_token": ""},
+            {"name": "news", "kind": "numeric", "min": 0, "max": 3, "integer": True, "missing": "impute",
+             "fill": 1, "missing_token": "NA"},
+            {"name": "hours", "kind": "numeric", "min": 0.0, "max": 24.0, "integer": False, "missing": "refuse",
+             "fill": None, "missing_token": ""},
         ],
         "private": {"name": "gender", "classes": ["female", "male"]},
         "inputs": [[0, 0, 1.5], [1, 3, 4.0], [3, 1, 2.25], [2, 2, 10.0]],

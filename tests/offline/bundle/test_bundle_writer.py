@@ -34,14 +34,14 @@ def _payload():
                     "delta_plus_r": 0.35, "perfect_privacy_distortion": 1.0,
                     "leakage_bits": table_leakage_bits(prior, table["index"], table["weight"], 2)},
         "type": "privmap/bundle",
-        "schema_version": 1,
+        "schema_version": 2,
         "version": 3,
         "issued_at": NOW - 10,
         "expires": NOW + 1000,
         "mechanism": "quantized",
         "metric": "l2",
-        "features": [{"max": 4, "min": 0, "kind": "numeric", "name": "a", "integer": True},
-                     {"name": "b", "kind": "numeric", "min": 0, "max": 1, "integer": False}],
+        "features": [{"max": 4, "min": 0, "kind": "numeric", "name": "a", "integer": True, "missing": "refuse", "fill": None, "missing_token": ""},
+                     {"name": "b", "kind": "numeric", "min": 0, "max": 1, "integer": False, "missing": "refuse", "fill": None, "missing_token": ""}],
         "private": {"classes": ["x", "y"], "name": "p"},
         "inputs": [[0, 0], [4.0, 1]],
         "outputs": [[1, 0.5], [3, 1]],
@@ -59,7 +59,7 @@ def test_encoding_is_canonical_and_deterministic():
     decoded = msgpack.unpackb(a)
     assert list(decoded) == list(PAYLOAD_KEYS)
     assert list(decoded["table"]) == ["bits", "index", "weight"]
-    assert list(decoded["features"][0]) == ["name", "kind", "min", "max", "integer"]
+    assert list(decoded["features"][0]) == ["name", "kind", "min", "max", "integer", "missing", "fill", "missing_token"]
     assert list(decoded["metrics"]) == sorted(decoded["metrics"])
     # integer feature cells become ints, other numeric cells float64 (0xcb), prior float64
     assert decoded["inputs"] == [[0, 0.0], [4, 1.0]]

@@ -1,0 +1,95 @@
+"""Batch sanitize: many simulated devices, one per CSV row, each refusing or releasing on its own.
+
+A bad row (wrong length, non-numeric, out of the declared domain, a missing answer where none is
+allowed, every cell missing) is refused with its line number and reason, and nothing is released
+for it; every valid row is still released, in input order. Reasons come from the device's typed
+errors, whose messages never hold a raw cell, so no raw value of a refused row reaches any output.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import pathlib
+from dataclasses import dataclass, field
+
+from privmap.device import Bundle, InputError
+
+from .._errors import BuildError
+
+__all__ = ["BatchResult", "sanitize_csv", "rejects_csv"]
+
+
+@dataclass
+class BatchResult:
+    """``released``: the output CSV text (header + one row per valid input row, input order);
+    ``rows``: data rows read; ``refused``: (line number, reason) of each refused row."""
+
+    released: str
+    rows: int = 0
+    refused: list[tuple[int, str]] = field(default_factory=list)
+
+
+def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, tick=None) -> BatchResult:
+    """Release every valid row of ``infile`` through ``bundle``; refuse the others one by one.
+
+    ``infile`` has a header naming the bundle's public features (any order); the private column,
+    if present, is ignored and never written. Blank cells are missing answers (the bundle's
+    per-feature rule applies). ``tick`` (optional) is called once per data row.
+
+    Raises
+    ------
+    BuildError
+        The header lacks a feature or names an unknown column (the file cannot be read as rows).
+    RandomnessError
+        The randomness source failed (not a row's fault: the whole batch stops).
+    """
+    names = [f.name for f in bundle.features]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(names)
+    result = BatchResult(released="")
+    with infile.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        header = [h.strip() for h in next(reader, [])]
+        missing = [n for n in names if n not in header]
+        if missing:
+            raise BuildError(f"{infile}: missing public column(s) {', '.join(missing)}")
+        extra = [h for h in header if h not in names and h != bundle.private_name]
+        if extra:
+            raise BuildError(f"{infile}: unknown column(s) {', '.join(extra)}; remove them "
+                             f"(only the bundle's features and {bundle.private_name!r} are accepted)")
+        at = [header.index(n) for n in names]
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error:
+                result.rows += 1
+                result.refused.append((reader.line_num, "malformed CSV row"))
+                continue
+            if not row:
+                continue
+            result.rows += 1
+            if tick is not None:
+                tick()
+            if len(row) != len(header):
+                result.refused.append((reader.line_num, f"{len(row)} cells, header has {len(header)}"))
+                continue
+            try:
+                released = bundle.sanitize([row[i] for i in at])
+            except InputError as exc:
+                result.refused.append((reader.line_num, f"{type(exc).__name__}: {exc}"))
+                continue
+            writer.writerow(["" if v is None else v for v in released])
+    result.released = out.getvalue()
+    return result
+
+
+def rejects_csv(refused: list[tuple[int, str]]) -> str:
+    """The ``--rejects`` file: header ``line,reason`` and one row per refused input row."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["line", "reason"])
+    writer.writerows(refused)
+    return out.getvalue()
