@@ -53,17 +53,6 @@ def test_sanitize_writes_public_columns_only(bundle, keys, ratings_csv, tmp_path
     assert all(0 <= int(v) <= 3 for row in rows[1:] for v in row)
 
 
-def test_sanitize_with_a_bad_row_writes_nothing(bundle, keys, tmp_path, run):
-    header = "classical,opera,jazz,bwayst,moodez,bband,crold,country,blueg,folk,hymgos,latspsal," \
-             "raphiphop,blurb,reggae,toppop,controck,indalt,danclub,hvymtl"
-    users = tmp_path / "users.csv"
-    users.write_text(header + "\n" + ",".join(["2"] * 20) + "\n" + ",".join(["9"] * 20) + "\n")
-    out = tmp_path / "released.csv"
-    result = run("sanitize", bundle, users, out, "--trusted", keys / "public.pem", ok=False)
-    assert result.exit_code == 1 and "line 3" in result.output
-    assert not out.exists()
-
-
 def test_build_on_an_unknown_column_fails_and_writes_nothing(keys, ratings_csv, tmp_path, run):
     out = tmp_path / "x.bundle"
     result = run("build", ratings_csv, "--private", "party", "--clusters", 8, "--delta", 0.5,

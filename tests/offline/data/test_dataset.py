@@ -24,6 +24,13 @@ def test_reads_public_and_private_columns(tmp_path):
     assert len(ds.sha256) == 64
 
 
+def test_blank_cell_and_declared_token_are_missing_answers(tmp_path):
+    ds = load_dataset(write(tmp_path, "a,b,p\n" + rows(10) + " ,NA,x\n1,,y\n"), private="p",
+                      missing_tokens={"b": "NA"})
+    assert np.isnan(ds.public[10]).all() and np.isnan(ds.public[11, 1]) and ds.public[11, 0] == 1
+    assert ds.missing.sum() == 3
+
+
 def test_public_option_selects_columns(tmp_path):
     ds = load_dataset(write(tmp_path, "a,b,p\n" + rows(12)), private="p", public=["b"])
     assert ds.features == ("b",) and ds.d == 1
@@ -40,7 +47,7 @@ def test_bundled_ratings_have_twenty_features_and_two_classes(ratings_csv):
     ("a,b,p\n" + rows(12), {"private": "p", "public": ["zz"]}, ["unknown public column", "'zz'"]),
     ("a,b,p\n" + rows(5) + "1,oops,x\n" + rows(6), {"private": "p"}, ["line 7", "'b'", "not a number"]),
     ("a,b,p\n" + rows(5) + "1,nan,x\n" + rows(6), {"private": "p"}, ["line 7", "not finite"]),
-    ("a,b,p\n" + rows(5) + "1,,x\n" + rows(6), {"private": "p"}, ["line 7", "empty cell"]),
+    ("a,b,p\n" + rows(5) + "1,,x\n" + rows(6), {"private": "p", "categorical": True}, ["line 7", "empty cell"]),
     ("a,b,p\n" + rows(5) + "1,2\n" + rows(6), {"private": "p"}, ["line 7", "2 cells"]),
     ("a,b,p\n" + rows(4), {"private": "p"}, ["4 data rows", "at least"]),
     ("a,b,p\n" + rows(12, ("x",)), {"private": "p"}, ["single class"]),
