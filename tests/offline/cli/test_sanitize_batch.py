@@ -1,0 +1,68 @@
+"""Batch sanitize with one bad row among many: the others are released in order, the bad one is
+refused with its line number, and none of its raw values reaches any output."""
+import csv
+import json
+
+import pytest
+
+COLUMNS = "bigb blug coun blue musi clas folk gosp jazz lati mood newa oper rap regg conr oldi hvym".split()
+#: Cells of the bad row: each is refused by the device, none occurs in a valid output.
+MARKERS = ["31337", "-0.000123", "1e300", "abc123xyz", "4.75"] + ["2"] * 13
+
+
+@pytest.fixture(scope="module")
+def identity_bundle(tmp_path_factory, keys, music_csv, run):
+    """Delta = 0: each row is released as its own representative, so the output order is checkable."""
+    out = tmp_path_factory.mktemp("b") / "music.bundle"
+    run("build", music_csv, "--private", "sex", "--public", ",".join(COLUMNS), "--clusters", 12, "--delta", 0,
+        "--domain", "1:5", "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000, "--valid-days", 36500)
+    return out
+
+
+@pytest.fixture(scope="module")
+def users(tmp_path_factory, music_csv):
+    """40 held-in users (blank cells kept) with the bad row as the 21st data row (line 22)."""
+    with music_csv.open(newline="") as f:
+        rows = [[r[c] for c in COLUMNS] for r in list(csv.DictReader(f))[:40]]
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    path = tmp_path_factory.mktemp("u") / "users.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        writer.writerows(rows[:20] + [MARKERS] + rows[20:])
+    return path, rows
+
+
+def test_one_bad_row_is_refused_and_every_other_row_is_released_in_order(identity_bundle, keys, users, tmp_path, run):
+    from privmap.device import Keyring, read_bundle_file
+    path, rows = users
+    out, rejects = tmp_path / "released.csv", tmp_path / "rejects.csv"
+    result = run("sanitize", identity_bundle, path, out, "--trusted", keys / "public.pem", "--rejects", rejects,
+                 ok=False)
+    assert result.exit_code == 1 and f"1 of {len(rows) + 1} rows refused" in result.output
+    released = list(csv.reader(out.open()))
+    assert released[0] == COLUMNS and len(released) == len(rows) + 1
+    bundle = read_bundle_file(identity_bundle, Keyring.from_pem_files(keys / "public.pem"), now=1_700_000_001)
+    expected = [[str(v) for v in bundle.representative(bundle.lookup(r))] for r in rows]
+    assert released[1:] == expected  # Delta = 0: psi(row)'s representative, in input order
+    refused = list(csv.reader(rejects.open()))
+    assert refused[0] == ["line", "reason"] and len(refused) == 2 and refused[1][0] == "22"
+    everything = out.read_text() + rejects.read_text() + result.output + getattr(result, "stderr", "")
+    for marker in MARKERS[:5]:
+        assert marker not in everything
+
+
+def test_skip_invalid_exits_zero_and_json_counts_the_refusals(identity_bundle, keys, users, tmp_path, run):
+    path, rows = users
+    result = run("sanitize", identity_bundle, path, tmp_path / "o.csv", "--trusted", keys / "public.pem",
+                 "--skip-invalid", "--json")
+    summary = json.loads(result.stdout if hasattr(result, "stdout") else result.output)
+    assert summary["rows"] == len(rows) and summary["refused"] == 1
+
+
+def test_sanitize_of_sparse_rows_without_the_bad_one_exits_zero(identity_bundle, keys, users, tmp_path, run):
+    path, rows = users
+    clean = tmp_path / "clean.csv"
+    clean.write_text("".join(line for line in path.read_text().splitlines(keepends=True) if "31337" not in line))
+    run("sanitize", identity_bundle, clean, tmp_path / "o.csv", "--trusted", keys / "public.pem")
+    assert sum(1 for _ in (tmp_path / "o.csv").open()) == len(rows) + 1
