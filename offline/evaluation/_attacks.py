@@ -114,7 +114,12 @@ class AttackScores:
 
 
 def encode_features(train, test, categorical: bool):
-    """Feature matrices for the attacker: one-hot cells (erasure = its own category) or standardized numbers."""
+    """Feature matrices for the attacker: one-hot cells (erasure = its own category) or standardized numbers.
+
+    Numeric rows with missing answers (NaN) get the training column mean plus one indicator per
+    column with blanks: the attacker sees which questions a user skipped.
+    """
+    from sklearn.impute import SimpleImputer
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
     if categorical:
         def tokens(rows):
@@ -122,8 +127,12 @@ def encode_features(train, test, categorical: bool):
             return np.where(rows == None, ERASED_TOKEN, rows).astype(str)  # noqa: E711 (elementwise)
         enc = OneHotEncoder(handle_unknown="ignore")
         return enc.fit_transform(tokens(train)), enc.transform(tokens(test))
+    train, test = np.asarray(train, float), np.asarray(test, float)
+    if np.isnan(train).any() or np.isnan(test).any():
+        imputer = SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True)
+        train, test = imputer.fit_transform(train), imputer.transform(test)
     scaler = StandardScaler()
-    return scaler.fit_transform(np.asarray(train, float)), scaler.transform(np.asarray(test, float))
+    return scaler.fit_transform(train), scaler.transform(test)
 
 
 def logistic_attack(train_X, y_train, test_X, y_test, n_classes: int, *, categorical: bool = False,

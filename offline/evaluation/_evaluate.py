@@ -71,6 +71,10 @@ class MappingView:
         The distortion budget the mapping was built for.
     prior : ndarray or None, shape (n_classes, K_in)
         The prior the mapping was built on (the bundle's), if known.
+    missing : tuple of str, length d, or empty
+        The bundle's per-feature missing rule ("refuse", "mask", "impute"); empty = mask all.
+    fill : tuple, length d, or empty
+        The impute value of each "impute" feature (None elsewhere).
     """
 
     mechanism: str
@@ -84,6 +88,8 @@ class MappingView:
     delta: float | None = None
     prior: np.ndarray | None = None
     categorical: bool | None = None
+    missing: tuple[str, ...] = ()
+    fill: tuple = ()
 
     def __post_init__(self):
         if self.categorical is None:
@@ -101,12 +107,23 @@ class MappingView:
         """Input index of each row (the device's psi); ``-1`` where the exact mechanism has no match.
 
         quantized: nearest input under the metric, ties to the lowest index (the device's rule).
+        Missing answers (NaN) follow the device too: imputed with the recorded fill, masked, or
+        refused (``-1``, as is a row whose every cell is missing).
         """
         if self.mechanism == "exact":
             return lookup_tuples([tuple(t) for t in self.inputs], public)
         if self.categorical:  # quantized hamming on categories
             return np.argmin(self.costs(public, self.inputs), axis=1).astype(np.int64)
-        return nearest(np.asarray(public, float), np.asarray(self.inputs, float), self.metric)
+        X = np.asarray(public, float)
+        blank = np.isnan(X)
+        refused = blank.all(axis=1)
+        if self.missing:
+            fill = np.array([np.nan if v is None else float(v) for v in self.fill])
+            refused |= np.any(blank & (np.array(self.missing) == "refuse"), axis=1)
+            X = np.where(blank & ~np.isnan(fill), fill, X)
+        symbols = nearest(X, np.asarray(self.inputs, float), self.metric)
+        symbols[refused] = -1
+        return symbols
 
     def costs(self, rows, targets) -> np.ndarray:
         """d(row, target), shape (len(rows), len(targets)), in this mapping's metric."""
@@ -138,7 +155,7 @@ class MappingView:
 
 def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Sequence[str],
                     features: Sequence[str], *, private_name: str = "private", delta=None, prior=None,
-                    categorical: bool | None = None) -> MappingView:
+                    categorical: bool | None = None, missing=(), fill=()) -> MappingView:
     """A :class:`MappingView` from arrays (for instance a freshly solved table)."""
     cat = (mechanism == "exact") if categorical is None else bool(categorical)
     q = np.asarray(q.toarray() if hasattr(q, "toarray") else q, dtype=float)
@@ -147,7 +164,8 @@ def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Se
                        outputs=np.asarray(outputs, dtype=object if cat else float),
                        q=q, classes=tuple(classes), features=tuple(features), private_name=private_name,
                        delta=None if delta is None else float(delta),
-                       prior=None if prior is None else np.asarray(prior, float), categorical=cat)
+                       prior=None if prior is None else np.asarray(prior, float), categorical=cat,
+                       missing=tuple(missing), fill=tuple(fill))
 
 
 def view_from_payload(payload: dict) -> MappingView:
@@ -175,7 +193,9 @@ def view_from_payload(payload: dict) -> MappingView:
     return view_from_table(payload["mechanism"], payload["metric"], inputs, outputs, q,
                            payload["private"]["classes"], [f["name"] for f in features],
                            private_name=payload["private"]["name"], delta=metrics.get("delta"),
-                           prior=payload.get("prior"), categorical=categorical)
+                           prior=payload.get("prior"), categorical=categorical,
+                           missing=tuple(f.get("missing", "mask") for f in features) if not categorical else (),
+                           fill=tuple(f.get("fill") for f in features) if not categorical else ())
 
 
 def view_from_bundle(bundle) -> MappingView:
@@ -187,7 +207,9 @@ def view_from_bundle(bundle) -> MappingView:
     categorical = any(f.kind == "categorical" for f in bundle.features)
     return view_from_table(bundle.mechanism, bundle.metric, bundle.input_cells, bundle.output_cells, q,
                            bundle.classes, [f.name for f in bundle.features], private_name=bundle.private_name,
-                           delta=bundle.metrics.get("delta"), prior=bundle.prior, categorical=categorical)
+                           delta=bundle.metrics.get("delta"), prior=bundle.prior, categorical=categorical,
+                           missing=tuple(f.missing for f in bundle.features) if not categorical else (),
+                           fill=tuple(f.fill for f in bundle.features) if not categorical else ())
 
 
 @dataclass
@@ -215,7 +237,8 @@ def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
         where: dict = {}
         codes = np.array([where.setdefault(k, len(where)) for k in keys], dtype=np.int64)
         return codes, len(where)
-    _, codes = np.unique(np.asarray(public, float), axis=0, return_inverse=True)
+    X = np.asarray(public, float)
+    _, codes = np.unique(np.where(np.isnan(X), np.inf, X), axis=0, return_inverse=True)  # blank: its own value
     codes = np.asarray(codes).reshape(-1)
     return codes.astype(np.int64), int(codes.max()) + 1
 
