@@ -66,3 +66,27 @@ def test_sanitize_of_sparse_rows_without_the_bad_one_exits_zero(identity_bundle,
     clean.write_text("".join(line for line in path.read_text().splitlines(keepends=True) if "31337" not in line))
     run("sanitize", identity_bundle, clean, tmp_path / "o.csv", "--trusted", keys / "public.pem")
     assert sum(1 for _ in (tmp_path / "o.csv").open()) == len(rows) + 1
+
+
+def test_build_prints_the_inferred_schema_and_writes_it_for_editing(keys, music_csv, tmp_path, run):
+    schema = tmp_path / "schema.json"
+    result = run("build", music_csv, "--private", "sex", "--public", ",".join(COLUMNS[:4]), "--clusters", 6,
+                 "--delta-fraction", 0.5, "--domain", "bigb=1:5", "--key", keys / "private.pem",
+                 "--out", tmp_path / "b.bundle", "--schema-out", schema)
+    stderr = getattr(result, "stderr", result.output)
+    assert "3 column domain(s) inferred" in stderr and "blug: integer [1, 5]" in stderr and "bigb:" not in stderr
+    columns = json.loads(schema.read_text())["columns"]
+    assert list(columns) == COLUMNS[:4] and columns["bigb"] == {
+        "type": "integer", "min": 1, "max": 5, "missing": True, "missing_token": ""}
+    again = run("build", music_csv, "--private", "sex", "--public", ",".join(COLUMNS[:4]), "--clusters", 6,
+                "--delta-fraction", 0.5, "--schema", schema, "--key", keys / "private.pem",
+                "--out", tmp_path / "c.bundle")
+    assert "inferred" not in getattr(again, "stderr", again.output)
+
+
+def test_evaluate_reads_blank_cells_as_missing_answers(identity_bundle, keys, music_csv, run):
+    result = run("evaluate", identity_bundle, music_csv, "--private", "sex", "--trusted", keys / "public.pem",
+                 "--no-attacker", "--json")
+    summary = json.loads(result.stdout if hasattr(result, "stdout") else result.output)
+    assert summary["rows"] == 1585 and summary["unmatched_rows"] == 12  # the 12 all-blank respondents
+    assert summary["distortion"] <= summary["distortion_bound"] + 1e-9
