@@ -3,7 +3,8 @@
 The operator's side of privmap (numpy, scipy, cvxpy, scikit-learn, click). The
 pieces, in the order a build runs them:
 
-- :func:`load_dataset` reads and validates a labelled CSV (:class:`Dataset`);
+- :func:`load_dataset` reads and validates a labelled CSV (:class:`Dataset`; blank cells are
+  missing answers); :func:`declare` / :func:`read_schema_file` state the public columns' domains;
 - :func:`quantize` clusters public data into domain-valid representatives;
 - :func:`joint_prior` estimates p(a, c);
 - :func:`perfect_privacy_distortion` gives the least distortion with zero leakage;
@@ -19,6 +20,7 @@ from .data._dataset import Dataset, load_dataset
 from .data._distortion import nearest, pairwise
 from .data._prior import joint_prior
 from .data._quantize import Quantization, quantize
+from .data._schema import declare, read_schema_file
 from .mechanisms._pipeline import Build, BuildOptions, build
 from .solvers._compress import CompressedTable, compress
 from .solvers._perfect import perfect_privacy_distortion
@@ -27,7 +29,7 @@ from .solvers._solve import solve
 
 __all__ = [
     "solve", "SolveResult", "build", "Build", "BuildOptions",
-    "load_dataset", "Dataset", "quantize", "Quantization", "joint_prior", "pairwise", "nearest",
+    "load_dataset", "Dataset", "declare", "read_schema_file", "quantize", "Quantization", "joint_prior", "pairwise", "nearest",
     "perfect_privacy_distortion", "compress", "CompressedTable",
     "leakage_bits", "mutual_information_bits", "expected_distortion",
     "BuildError", "DatasetError", "SolverError", "InfeasibleError",

@@ -2,11 +2,14 @@
 
 Private modules: ``_dataset`` (CSV reading and validation), ``_distortion`` (metrics and the
 device's nearest-representative rule), ``_quantize`` (k-means into domain-valid
-representatives), ``_prior`` (p(a, c) from counts).
+representatives), ``_prior`` (p(a, c) from counts), ``_schema`` (declared feature domains and
+missing-answer spellings, completed by inference).
 """
 from ._dataset import Dataset, load_dataset
 from ._distortion import METRICS, nearest, pairwise
 from ._prior import joint_prior
 from ._quantize import Quantization, quantize
+from ._schema import Column, Declaration, Declared, declare, read_schema_file, resolve, schema_json
 
-__all__ = ["Dataset", "load_dataset", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize"]
+__all__ = ["Dataset", "load_dataset", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize",
+           "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json"]

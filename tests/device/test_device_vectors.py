@@ -64,3 +64,17 @@ def test_regenerating_reproduces_every_file_byte_for_byte():
     for name, data in files.items():
         assert (VECTORS / name).read_bytes() == data, name
     assert {p.name for p in VECTORS.iterdir() if p.suffix in (".bin", ".pem", ".json")} == set(files)
+
+
+@pytest.mark.parametrize("row, expected", [
+    # inputs [0, 0, 1.5], [1, 3, 4.0], [3, 1, 2.25], [2, 2, 10.0]; drama masked, news imputed to 1
+    (["", "NA", "2"], 2),      # sums over news, hours: 1.25 | 8.0 | 0.0625 | 65.0
+    ([None, "", "4"], 2),      # 7.25 | 4.0 | 3.0625 | 37.0
+    (["", "3", "4"], 1),       # 15.25 | 0.0 | 7.0625 | 37.0
+])
+def test_good_vector_looks_up_missing_cells_by_the_documented_rules(row, expected):
+    entry = MANIFEST["vectors"]["good_quantized"]
+    bundle = read_bundle_file(VECTORS / entry["file"], _keyring(), now=MANIFEST["now"])
+    assert bundle.lookup(row) == expected
+    with pytest.raises(device.InputError):  # hours: missing answers refused
+        bundle.lookup(row[:2] + [""])
