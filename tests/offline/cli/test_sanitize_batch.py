@@ -90,3 +90,19 @@ def test_evaluate_reads_blank_cells_as_missing_answers(identity_bundle, keys, mu
     summary = json.loads(result.stdout if hasattr(result, "stdout") else result.output)
     assert summary["rows"] == 1585 and summary["unmatched_rows"] == 12  # the 12 all-blank respondents
     assert summary["distortion"] <= summary["distortion_bound"] + 1e-9
+
+
+def test_short_and_non_numeric_rows_are_refused_with_their_reason(identity_bundle, keys, users, tmp_path, run):
+    path, rows = users
+    text = path.read_text().splitlines(keepends=True)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("".join(text[:3] + ["1,2,3\n", ",".join(["zz9"] + ["3"] * 17) + "\n"] + text[3:]))
+    out, rejects = tmp_path / "o.csv", tmp_path / "r.csv"
+    result = run("sanitize", identity_bundle, bad, out, "--trusted", keys / "public.pem", "--rejects", rejects,
+                 ok=False)
+    assert result.exit_code == 1
+    refused = list(csv.DictReader(rejects.open()))
+    assert [r["line"] for r in refused] == ["4", "5", "24"]
+    assert "3 cells, header has 18" in refused[0]["reason"] and "not a decimal number" in refused[1]["reason"]
+    assert "zz9" not in rejects.read_text() + out.read_text() + result.output
+    assert sum(1 for _ in out.open()) == len(rows) + 1

@@ -71,6 +71,7 @@ def test_theorem2_with_missing_cells_raw_leakage_equals_bundle_leakage(sparse_cs
         c = bundle.lookup(row)
         psi.append(c)
         counts[classes.index(sex), c] += 1
+    assert psi == result.alphabet.labels.tolist()  # the builder's psi is the device's, blanks included
     q = np.zeros((len(bundle.inputs), len(bundle.outputs)))
     for c, (idx, w) in enumerate(zip(bundle.index, bundle.weight)):
         q[c, list(idx)] = np.array(w) / 2 ** bundle.bits
