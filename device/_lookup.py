@@ -25,6 +25,7 @@ import numbers
 import re
 from collections.abc import Mapping, Set
 from itertools import islice
+from operator import itemgetter
 
 from ._errors import InputError
 
@@ -154,13 +155,17 @@ def parse_row(row, features) -> tuple:
 def nearest_pure(reps, modes, x) -> int:
     """Index of the representative nearest to ``x`` (canonical cells, ``None`` = masked cell,
     skipped); ties: lowest index."""
+    observed = [k for k, a in enumerate(x) if a is not None]
+    if len(observed) < len(x):  # drop masked cells once, not once per representative
+        modes = tuple(modes[k] for k in observed)
+        x = tuple(x[k] for k in observed)
+        reps = [tuple(rep[k] for k in observed) for rep in reps] if len(observed) < 2 else \
+            map(itemgetter(*observed), reps)
     best_index = 0
     best = None
     for i, rep in enumerate(reps):
         s = 0.0
         for mode, a, b in zip(modes, x, rep):
-            if a is None:
-                continue
             if mode == MODE_L2:
                 diff = a - b
                 s += diff * diff

@@ -16,7 +16,7 @@ data=data/ssi2012/tastes_gender.csv
 echo "== keygen"
 $privmap keygen "$out/keys"
 echo "== build (K = 64 clusters, Delta = half the perfect-privacy distortion)"
-$privmap build "$data" --private gender --clusters 64 --delta-fraction 0.5 \
+$privmap build "$data" --private gender --clusters 64 --delta-fraction 0.5 --domain 0:3 \
     --key "$out/keys/private.pem" --out "$out/demo.bundle"
 echo "== verify"
 $privmap verify "$out/demo.bundle" --trusted "$out/keys/public.pem"
