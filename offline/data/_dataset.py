@@ -10,7 +10,7 @@ import hashlib
 import io
 import math
 import pathlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -70,6 +70,17 @@ class Dataset:
         if self.categorical:
             return np.zeros(self.public.shape, dtype=bool)
         return np.isnan(self.public)
+
+    def without_all_missing(self) -> tuple["Dataset", int]:
+        """This dataset less the rows whose every public cell is missing (a device refuses them),
+        and how many were left out. Raises :class:`DatasetError` if no row is left."""
+        keep = ~np.all(self.missing, axis=1)
+        dropped = int(keep.size - keep.sum())
+        if dropped == 0:
+            return self, 0
+        if not keep.any():
+            raise DatasetError("every row has every public cell missing")
+        return replace(self, public=self.public[keep], private=self.private[keep]), dropped
 
     def integer_columns(self) -> np.ndarray:
         """Boolean mask, shape (d,), of numeric columns whose observed values are all integers."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable
 
@@ -184,7 +184,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     tokens = options.declared.missing_tokens() if options.declared else None
     dataset = load_dataset(csv_path, private=options.private, public=options.public,
                            categorical=options.mechanism == "exact", missing_tokens=tokens)
-    dataset, dropped = _drop_all_missing(dataset)
+    dataset, dropped = dataset.without_all_missing()
     tell("cluster", 0.05)
     alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
     k_in = len(alphabet.inputs)
@@ -264,17 +264,6 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     tell("done", 1.0)
     return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped, p_ac=p_ac,
                  solved=solved, table=table)
-
-
-def _drop_all_missing(dataset: Dataset) -> tuple[Dataset, int]:
-    """Leave out rows whose every public cell is missing (a device refuses them); count them."""
-    keep = ~np.all(dataset.missing, axis=1)
-    dropped = int(keep.size - keep.sum())
-    if dropped == 0:
-        return dataset, 0
-    if keep.sum() == 0:
-        raise BuildError("every row has every public cell missing")
-    return replace(dataset, public=dataset.public[keep], private=dataset.private[keep]), dropped
 
 
 def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:
