@@ -129,9 +129,10 @@ def main(argv=None) -> int:
           "| Delta | Delta + r |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['policy']} | {r['delta_fraction']} | {r['leakage_before_bits']:.4f} -> {r['leakage_after_bits']:.4f}"
-              f" | {r['leakage_after_bias_bits']:.4f} | {r['bundle_leakage_before_bits']:.4f} -> "
-              f"{r['bundle_leakage_bits']:.4f} | {r['auc_before']:.3f} -> {r['auc_after']:.3f} | {r['distortion_held_out']:.3f} "
+        print(f"| {r['policy']} | {r['delta_fraction']} | {r['leakage_before_bits']:.4f} -> "
+              f"{r['leakage_after_bits']:.4f} | {r['leakage_after_bias_bits']:.4f} | "
+              f"{r['bundle_leakage_before_bits']:.4f} -> {r['bundle_leakage_bits']:.4f} | "
+              f"{r['auc_before']:.3f} -> {r['auc_after']:.3f} | {r['distortion_held_out']:.3f} "
               f"({r['distortion_train']:.3f}) | {r['delta']:.3f} | {r['delta_plus_r']:.3f} |")
     return 0
 

@@ -29,7 +29,8 @@ from .solvers._solve import solve
 
 __all__ = [
     "solve", "SolveResult", "build", "Build", "BuildOptions",
-    "load_dataset", "Dataset", "declare", "read_schema_file", "quantize", "Quantization", "joint_prior", "pairwise", "nearest",
+    "load_dataset", "Dataset", "declare", "read_schema_file",
+    "quantize", "Quantization", "joint_prior", "pairwise", "nearest",
     "perfect_privacy_distortion", "compress", "CompressedTable",
     "leakage_bits", "mutual_information_bits", "expected_distortion",
     "BuildError", "DatasetError", "SolverError", "InfeasibleError",

@@ -154,7 +154,8 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
     delta_list = _parse_floats(deltas, "--deltas")
     k_list = _parse_ints(clusters, "--clusters")
     cols = [c.strip() for c in public.split(",")] if public else None
-    ds, dropped = load_dataset(data, private=private, public=cols, categorical=mechanism == "exact").without_all_missing()
+    ds = load_dataset(data, private=private, public=cols, categorical=mechanism == "exact")
+    ds, dropped = ds.without_all_missing()
     if dropped:
         click.echo(f"note: {dropped} row(s) with every public cell missing left out", err=True)
     n_points = len(delta_list) * (1 if mechanism == "exact" else len(k_list))

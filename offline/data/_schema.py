@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from privmap.device._lookup import _DECIMAL
+from privmap.device._schema import MAX_MISSING_TOKEN
 
 from .._errors import DatasetError
 
@@ -35,7 +37,7 @@ __all__ = ["Column", "Declaration", "Declared", "parse_domains", "read_schema_fi
 
 TYPES = ("integer", "real")
 _COLUMN_KEYS = {"type", "min", "max", "missing", "missing_token"}
-_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_NUMBER = _DECIMAL.pattern.removesuffix(r"\Z")  # the device's strict decimal syntax
 _RANGE = re.compile(rf"({_NUMBER}):({_NUMBER})\Z")
 #: Largest schema file read, in bytes.
 MAX_SCHEMA_BYTES = 1 << 20
@@ -155,8 +157,8 @@ def read_schema_file(path) -> dict[str, Declaration]:
         if missing is not None and not isinstance(missing, bool):
             raise DatasetError(f"{what}: missing must be true or false")
         token = spec.get("missing_token")
-        if token is not None and (not isinstance(token, str) or token != token.strip() or len(token) > 16
-                                  or (token and re.fullmatch(_NUMBER, token))):
+        if token is not None and (not isinstance(token, str) or token != token.strip()
+                                  or len(token) > MAX_MISSING_TOKEN or (token and re.fullmatch(_NUMBER, token))):
             raise DatasetError(f"{what}: missing_token must be a short string without surrounding spaces "
                                "that is not a number")
         out[name] = Declaration(kind, None if lo is None else float(lo), None if hi is None else float(hi),

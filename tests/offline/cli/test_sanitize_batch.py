@@ -15,7 +15,8 @@ def identity_bundle(tmp_path_factory, keys, music_csv, run):
     """Delta = 0: each row is released as its own representative, so the output order is checkable."""
     out = tmp_path_factory.mktemp("b") / "music.bundle"
     run("build", music_csv, "--private", "sex", "--public", ",".join(COLUMNS), "--clusters", 12, "--delta", 0,
-        "--domain", "1:5", "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000, "--valid-days", 36500)
+        "--domain", "1:5", "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000,
+        "--valid-days", 36500)
     return out
 
 
