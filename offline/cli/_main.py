@@ -178,6 +178,8 @@ def _describe(payload: dict) -> dict:
         "version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
         "mechanism": payload["mechanism"], "metric": payload["metric"],
         "features": [f["name"] for f in payload["features"]],
+        "domains": {f["name"]: {k: f[k] for k in ("min", "max", "integer", "missing", "fill", "missing_token")}
+                    for f in payload["features"] if f["kind"] == "numeric"},
         "private": payload["private"]["name"], "classes": payload["private"]["classes"],
         "inputs": len(payload["inputs"]), "outputs": len(payload["outputs"]), "bits": payload["table"]["bits"],
         "nonzero_per_row": sum(len(r) for r in payload["table"]["index"]) / max(len(payload["table"]["index"]), 1),

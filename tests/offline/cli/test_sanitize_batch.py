@@ -85,6 +85,12 @@ def test_build_prints_the_inferred_schema_and_writes_it_for_editing(keys, music_
     assert "inferred" not in getattr(again, "stderr", again.output)
 
 
+def test_inspect_shows_each_declared_domain_and_missing_rule(identity_bundle, run):
+    info = json.loads(run("inspect", identity_bundle, "--json").output)
+    assert info["domains"]["rap"] == {"min": 1, "max": 5, "integer": True, "missing": "mask", "fill": None,
+                                      "missing_token": ""}
+
+
 def test_evaluate_reads_blank_cells_as_missing_answers(identity_bundle, keys, music_csv, run):
     result = run("evaluate", identity_bundle, music_csv, "--private", "sex", "--trusted", keys / "public.pem",
                  "--no-attacker", "--json")
