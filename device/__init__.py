@@ -50,6 +50,11 @@ from ._limits import (
 from ._sampler import InsecureTestBits, SystemRandomBits
 from ._schema import PAYLOAD_KEYS, REQUIRED_METRICS, REQUIRED_PROVENANCE, Feature
 
+# issue 16: real-valued kinds (load_bundle returns one of these for mechanism nullspace/gaussian)
+from ._gaussian import GaussianBundle, ReleaseRefusedError, add_noise, canonical_record  # noqa: E402
+from ._nullspace import NullspaceBundle, TheoremCheckError  # noqa: E402
+from ._schema import REAL_MECHANISMS, REAL_PAYLOAD_KEYS  # noqa: E402
+
 __all__ = [
     # loading
     "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
@@ -65,4 +70,7 @@ __all__ = [
     "PrivmapDeviceError", "BundleError", "BundleTooLargeError", "BundleFormatError",
     "WrongTypeError", "BundleSignatureError", "ExpiredBundleError", "RollbackError",
     "TableError", "MetricsError", "KeyringError", "InputError", "RandomnessError",
+    # issue 16: real-valued kinds
+    "NullspaceBundle", "GaussianBundle", "TheoremCheckError", "ReleaseRefusedError", "add_noise",
+    "canonical_record", "REAL_MECHANISMS", "REAL_PAYLOAD_KEYS",
 ]

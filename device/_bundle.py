@@ -232,6 +232,9 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
     (ExpiredBundleError); cells, table (TableError), prior, metrics and provenance; declared
     leakage not below the table's (MetricsError). Returns the :class:`Bundle` only if all pass.
+    Mechanisms ``nullspace`` and ``gaussian`` (issue 16) pass the same envelope, signature and
+    header checks, then their own closed body checks, and return a
+    :class:`~privmap.device.NullspaceBundle` or :class:`~privmap.device.GaussianBundle`.
     """
     if not isinstance(keyring, Keyring):
         raise TypeError("keyring must be a privmap.device.Keyring")

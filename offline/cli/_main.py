@@ -63,14 +63,27 @@ def keygen(keydir):
 
 @main.command()
 @click.argument("data", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--private", "private", required=True, metavar="COL", help="Private attribute column.")
+@click.option("--private", "private", metavar="COL",
+              help="Private attribute column (gaussian: comma-separated private columns).")
 @click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
-@click.option("--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True,
-              help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1).")
+@click.option("--mechanism", type=click.Choice(["quantized", "exact", "nullspace", "gaussian"]), default="quantized",
+              show_default=True,
+              help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1); "
+                   "nullspace: clean real rows for a linear predictor (seed 001); gaussian: greedy "
+                   "per-column Gaussian noise (seed 004).")
+# -- issue 16: options of the real-valued mechanisms --
+@click.option("--utility", metavar="COLS", help="gaussian: comma-separated utility columns (not released).")
+@click.option("--gamma", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="gaussian: least ratio of privacy gain to utility loss.")
+@click.option("--fisher", is_flag=True, help="gaussian: measure utility by Fisher information (one utility column).")
+@click.option("--desired", metavar="COLS", help="nullspace: comma-separated targets of the desired predictor.")
+@click.option("--confidential", metavar="COLS", help="nullspace: comma-separated confidential targets.")
+@click.option("--epsilon", type=click.FloatRange(min=0), help="nullspace: per-row budget ||A_d^T (x - x~)||^2.")
 @click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
               help="Distortion metric [default: l2 for quantized, erasures for exact].")
 @click.option("--clusters", "-k", type=click.IntRange(min=1), help="Number of clusters K (quantized).")
-@click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit.")
+@click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit "
+              "(gaussian: utility-loss cap I(X_u;X) - I(X_u;Y) in nats).")
 @click.option("--delta-fraction", type=float,
               help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
 @click.option("--key", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -92,14 +105,30 @@ def keygen(keydir):
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 @guard
-def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
-          bits, smoothing, bundle_version, issued_at, valid_days, as_json):
+def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
+          clusters, delta, delta_fraction, key, out, seed, solver, bits, smoothing, bundle_version, issued_at,
+          valid_days, as_json):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
     E d(C, C^) <= Delta, compresses the table to integers and signs the bundle.
     The bundle is loaded back with the device runtime before it is written.
+
+    \b
+    Real-valued columns (the released columns are all the others):
+      privmap build data.csv --mechanism gaussian --private p1,p2 --utility u \\
+          --delta 0.5 --gamma 0 --key keys/private.pem --out g.bundle
+      privmap build data.csv --mechanism nullspace --desired yd --confidential yc \\
+          --epsilon 0.01 --key keys/private.pem --out n.bundle
     """
+    from ._real import REAL_MECHANISMS, build_real, check_not_real
+    if mechanism in REAL_MECHANISMS:  # issue 16
+        from ..mechanisms._realvalued import HeaderOptions
+        return build_real(data, mechanism, private=private, utility=utility, desired=desired,
+                          confidential=confidential, epsilon=epsilon, delta=delta, gamma=gamma, fisher=fisher,
+                          key=key, out=out, as_json=as_json,
+                          header=HeaderOptions(bundle_version, issued_at, valid_days))
+    check_not_real(mechanism, private)
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..mechanisms._pipeline import BuildOptions
@@ -185,6 +214,14 @@ def verify(bundle, trusted, min_version, as_json):
     """
     from privmap.device import recompute_leakage_bits
     loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+    from ._real import REAL_MECHANISMS, verify_real
+    if loaded.mechanism in REAL_MECHANISMS:  # issue 16
+        info = verify_real(loaded)
+        if as_json:
+            emit(info)
+        else:
+            click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
+        return
     recomputed = recompute_leakage_bits(loaded)
     info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
             "expires": loaded.expires, "leakage_bits": loaded.metrics["leakage_bits"],
@@ -216,12 +253,14 @@ def inspect(bundle, trusted, as_json):
     else:
         payload, _ = read_unverified(read_bytes(bundle))
         verified = False
-    info = {"signature_verified": verified, **_describe(payload)}
+    from ._real import REAL_MECHANISMS, describe_real, print_real
+    real = payload["mechanism"] in REAL_MECHANISMS  # issue 16
+    info = {"signature_verified": verified, **(describe_real(payload) if real else _describe(payload))}
     if as_json:
         emit(info)
         return
     click.echo(f"{bundle}: signature {'verified' if verified else 'NOT VERIFIED (no --trusted key given)'}")
-    _print_description(info)
+    (print_real if real else _print_description)(info)
 
 
 @main.command()
@@ -249,10 +288,11 @@ def sanitize(bundle, infile, outfile, trusted, min_version, as_json):
         missing = [n for n in names if n not in header]
         if missing:
             raise BuildError(f"{infile}: missing public column(s) {', '.join(missing)}")
-        extra = [h for h in header if h not in names and h != loaded.private_name]
+        withheld = getattr(loaded, "withheld_columns", (loaded.private_name,))  # issue 16: several
+        extra = [h for h in header if h not in names and h not in withheld]
         if extra:
             raise BuildError(f"{infile}: unknown column(s) {', '.join(extra)}; remove them "
-                             f"(only the bundle's features and {loaded.private_name!r} are accepted)")
+                             f"(only the bundle's features and {', '.join(map(repr, withheld))} are accepted)")
         at = [header.index(n) for n in names]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
