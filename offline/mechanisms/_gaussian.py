@@ -27,15 +27,22 @@ from .._errors import BuildError
 __all__ = ["GaussianModel", "GreedyResult", "greedy_noise", "fisher_information"]
 
 
+#: A Cholesky pivot^2 below this fraction of the largest variance counts as singular.
+SINGULAR_RELATIVE = 1e-12
+
+
 def _logdet(m: np.ndarray, what: str) -> float:
+    """log|m| by Cholesky; BuildError if m is not positive definite, or numerically singular
+    (a squared pivot at most SINGULAR_RELATIVE times the largest diagonal entry)."""
     try:
         c = np.linalg.cholesky(m)
     except np.linalg.LinAlgError:
         raise BuildError(f"{what} is not positive definite (Cholesky failed); "
                          "regularise or re-estimate the covariance") from None
     d = np.diag(c)
-    if not np.all(np.isfinite(d)) or np.any(d <= 0):
-        raise BuildError(f"{what} is not positive definite")
+    if not np.all(np.isfinite(d)) or np.any(d * d <= SINGULAR_RELATIVE * float(np.max(np.diag(m)))):
+        raise BuildError(f"{what} is not positive definite (numerically singular); "
+                         "drop collinear columns or regularise")
     return 2.0 * float(np.sum(np.log(d)))
 
 

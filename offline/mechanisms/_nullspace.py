@@ -110,8 +110,8 @@ def nullspace_directions(a_d: np.ndarray, a_c: np.ndarray) -> NullspaceDirection
             directions.append(_signed(col / np.linalg.norm(col)))
         start = stop
     v = np.array(directions)
-    lambda_d = np.einsum("ij,jk,ik->i", v, b_d, v)
-    lambda_c = np.einsum("ij,jk,ik->i", v, b_c, v)
+    lambda_d = np.sum((v @ a_d) ** 2, axis=1)  # v^T B_d v = ||A_d^T v||^2 >= 0
+    lambda_c = np.sum((v @ a_c) ** 2, axis=1)
     total = lambda_d + lambda_c
     mu_v = np.where(total > 0, lambda_d / np.where(total > 0, total, 1.0), 0.0)
     order = np.argsort(mu_v, kind="stable")

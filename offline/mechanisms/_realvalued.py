@@ -94,7 +94,7 @@ def build_nullspace(path, desired, confidential, epsilon: float,
     payload["parameters"] = {
         "epsilon": float(epsilon), "desired": list(desired), "confidential": list(confidential),
         "directions": directions.v.tolist(),
-        "lambda_d": [float(np.dot(a_d.T @ v, a_d.T @ v)) for v in directions.v],
+        "lambda_d": directions.lambda_d.tolist(),
         "a_d": a_d.tolist()}
     payload["metrics"] = {"epsilon": float(epsilon), "n": int(len(x)), "directions": len(directions.v),
                           "gamma_zero_directions": int(np.sum(directions.mu <= 1e-9)),
