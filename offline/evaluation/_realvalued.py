@@ -24,6 +24,11 @@ from ..mechanisms._nullspace import clean, fit_linear, nullspace_directions
 __all__ = ["attack_scores", "nullspace_experiment", "evaluate_payload"]
 
 
+def _auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+    return float(roc_auc_score(labels == labels.max(), scores))
+
+
 def _binary(y: np.ndarray) -> bool:
     return len(np.unique(y)) == 2
 
@@ -72,8 +77,10 @@ def nullspace_experiment(x, y_d, y_c, epsilon: float, *, splits: int = 10, test_
     -------
     dict of means over splits: ``e_utility`` (mean ||A_d^T (x - x~)||^2), ``e_privacy_fixed``
     (mean ||A_c^T (x - x~)||^2), ``e_privacy_retrained`` (mean ||f_c'(x~) - f_c(x)||^2 with f_c'
-    refitted on cleaned training rows), and per-label attack scores averaged over the
-    confidential labels (``conf_*``) and desired labels (``desired_*``), see :func:`attack_scores`.
+    refitted on cleaned training rows), and ROC AUCs on the test rows (binary labels), averaged
+    over labels, of the linear predictors: ``conf_raw`` (f_c on x), ``conf_fixed`` (f_c on x~),
+    ``conf_retrained`` (f_c' on x~), ``desired_raw`` / ``desired_cleaned`` (f_d on x / x~), and
+    ``conf_logistic_retrained`` (logistic regression trained and tested on cleaned rows).
     """
     from sklearn.model_selection import train_test_split
     x = np.asarray(x, dtype=np.float64)
@@ -94,10 +101,15 @@ def nullspace_experiment(x, y_d, y_c, epsilon: float, *, splits: int = 10, test_
                "e_privacy_fixed": float(np.mean(np.sum((removed @ a_c) ** 2, axis=1))),
                "e_privacy_retrained": float(np.mean(np.sum(
                    (cleaned[te] @ a_c2 + b_c2 - (z[te] @ a_c + b_c)) ** 2, axis=1)))}
-        for prefix, labels in (("conf", y_c), ("desired", y_d)):
-            scores = [attack_scores(z[tr], y[tr], z[te], y[te], cleaned[tr], cleaned[te]) for y in labels.T]
-            for key in ("raw", "fixed", "retrained"):
-                row[f"{prefix}_{key}"] = float(np.mean([s[key] for s in scores]))
+        a_d_fit, b_d = fit_linear(z[tr], y_d[tr])
+        scores = {"conf_raw": z[te] @ a_c + b_c, "conf_fixed": cleaned[te] @ a_c + b_c,
+                  "conf_retrained": cleaned[te] @ a_c2 + b_c2,
+                  "desired_raw": z[te] @ a_d_fit + b_d, "desired_cleaned": cleaned[te] @ a_d_fit + b_d}
+        for key, predicted in scores.items():
+            labels = y_c[te] if key.startswith("conf") else y_d[te]
+            row[key] = float(np.mean([_auc(labels[:, j], predicted[:, j]) for j in range(labels.shape[1])]))
+        row["conf_logistic_retrained"] = float(np.mean(
+            [_score(cleaned[tr], y[tr], cleaned[te], y[te]) for y in y_c.T]))
         rows.append(row)
     return {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
 
