@@ -11,7 +11,9 @@ about 1e-17) is cut, which is negligible. :func:`add_noise` accepts any object w
 Repeats. Fresh noise on every release of the same record would average out. A loaded
 :class:`GaussianBundle` therefore keeps a per-record memo: the first release of a record (keyed
 by the SHA-256 of :func:`canonical_record`) is returned again for every later release of that
-record, for the life of the loaded bundle (a new bundle starts a new memo). At most
+record, for the life of the loaded bundle (a new bundle starts a new memo). The memo key is an
+HMAC-SHA256 of the canonical record under a random per-object key, so a memory dump of the memo
+does not allow offline guessing of low-entropy records. At most
 :data:`MAX_MEMO_RECORDS` distinct records are released per loaded bundle; beyond that it refuses
 (:class:`ReleaseRefusedError`) rather than forget one. Persisting across processes needs the
 device state directory (a keyed derived bit source per record), which this module leaves to it.
@@ -24,7 +26,9 @@ utility loss that differs from the recomputed one, or a utility loss above ``del
 from __future__ import annotations
 
 import hashlib
+import hmac
 import math
+import os
 import struct
 from types import MappingProxyType
 
@@ -53,8 +57,9 @@ GAUSSIAN_PARAMETER_KEYS = ("sigma2", "private", "utility", "cov_private", "cov_u
 GAUSSIAN_METRICS = ("leakage_bits", "leakage_nats", "leakage_before_bits", "utility_loss_nats",
                     "delta", "gamma", "n")
 UTILITY_MEASURES = ("mutual_information", "fisher")
-#: Distinct records one loaded gaussian bundle releases before it refuses.
-MAX_MEMO_RECORDS = 1 << 20
+#: Distinct records one loaded gaussian bundle releases before it refuses (bounds the memo's
+#: memory to a few tens of MiB).
+MAX_MEMO_RECORDS = 1 << 16
 _RECORD_TAG = b"privmap-gaussian-record-v1\x00"
 _TWO_PI = 2.0 * math.pi
 _SCALE = 2.0 ** -53
@@ -123,6 +128,8 @@ def parse_gaussian(params, metrics, features, limits) -> dict:
     sigma2 = vector(params["sigma2"], "parameters.sigma2", n, 0.0)
     private = names(params["private"], "parameters.private", 1, MAX_REAL_DIM, limits)
     utility = names(params["utility"], "parameters.utility", 1, MAX_REAL_DIM, limits)
+    if n + max(len(private), len(utility)) > MAX_REAL_DIM:
+        raise BundleFormatError(f"released plus private (or utility) columns exceed {MAX_REAL_DIM}")
     if len(set(features) | set(private) | set(utility)) != n + len(private) + len(utility):
         raise BundleFormatError("released, private and utility columns must be distinct")
     cov_p = matrix(params["cov_private"], "parameters.cov_private", n + len(private), n + len(private))
@@ -166,12 +173,13 @@ class GaussianBundle(RealBundle):
     Extra attributes: ``sigma2`` (n floats), ``recomputed_leakage_bits`` (float).
     """
 
-    __slots__ = ("_params", "_memo")
+    __slots__ = ("_params", "_memo", "_memo_key")
 
     def __init__(self, params, **fields):
         super().__init__(**fields)
         object.__setattr__(self, "_params", params)
         object.__setattr__(self, "_memo", {})
+        object.__setattr__(self, "_memo_key", os.urandom(32))
 
     sigma2 = property(lambda self: self._params["sigma2"])
     recomputed_leakage_bits = property(lambda self: self._params["leakage_nats"] / math.log(2))
@@ -185,7 +193,7 @@ class GaussianBundle(RealBundle):
         """
         source = resolve_rng(rng)
         x = parse_real_row(row, len(self.features))
-        key = hashlib.sha256(canonical_record(x)).digest()
+        key = hmac.new(self._memo_key, canonical_record(x), hashlib.sha256).digest()
         released = self._memo.get(key)
         if released is None:
             if len(self._memo) >= MAX_MEMO_RECORDS:
