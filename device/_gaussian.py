@@ -184,6 +184,11 @@ class GaussianBundle(RealBundle):
     sigma2 = property(lambda self: self._params["sigma2"])
     recomputed_leakage_bits = property(lambda self: self._params["leakage_nats"] / math.log(2))
 
+    def record(self, row) -> bytes:
+        """:func:`canonical_record` of ``row`` parsed as this bundle parses it (raises InputError):
+        the bytes a persistent device derives its per-record bit source from."""
+        return canonical_record(parse_real_row(row, len(self.features)))
+
     def sanitize(self, row, *, rng=None) -> list:
         """Release ``row``: the memoised release if this record was released before, else
         ``x + sigma * z`` with z from the OS CSPRNG (or the test source in ``rng``).

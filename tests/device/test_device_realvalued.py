@@ -277,6 +277,26 @@ def test_canonical_record_identifies_equal_records_only():
     assert a != canonical_record(parse_real_row([1, 0, 0], 3))
 
 
+def test_add_noise_with_a_per_record_source_gives_the_same_release_for_the_same_record(sim):
+    """What a persistent device does: a bit source derived from the record repeats the release."""
+    import hashlib
+
+    class DerivedBits:  # stands in for the device state's keyed source (HMAC of secret, bundle, record)
+        def __init__(self, record):
+            self.generator = random.Random(hashlib.sha256(b"secret" + record).digest())
+
+        def randbits(self, k):
+            return self.generator.getrandbits(k)
+
+    bundle = sim.load(sim.sign_obj(gaussian_payload()))
+    sigma = tuple(math.sqrt(s) for s in bundle.sigma2)
+    x = [3.0, 10.0]
+    first = _gaussian.add_noise(tuple(x), sigma, DerivedBits(bundle.record(x)))
+    again = _gaussian.add_noise(tuple(x), sigma, DerivedBits(bundle.record(["3", "10.0"])))
+    other = _gaussian.add_noise((3.0, 11.0), sigma, DerivedBits(bundle.record([3, 11])))
+    assert first == again and other[1] - 11.0 != first[1] - 10.0
+
+
 SCRIPT = textwrap.dedent("""
     import json, sys
     FORBIDDEN = {forbidden!r}
