@@ -37,6 +37,8 @@ def build_real(data, mechanism, *, private, utility, desired, confidential, epsi
     else:
         if delta is None:
             raise click.UsageError("--mechanism gaussian needs --delta D (nats)")
+        if not (math.isfinite(delta) and delta >= 0):
+            raise BuildError("--delta must be a finite number >= 0 (nats)")
         with click.progressbar(length=1000, label="greedy noise", file=sys.stderr, show_eta=False) as bar:
             built = build_gaussian(data, _columns(private, "--private"), _columns(utility, "--utility"),
                                    delta, gamma, fisher=fisher, header=header,
