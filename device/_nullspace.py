@@ -44,8 +44,9 @@ class TheoremCheckError(InputError):
     """The cleaned row failed the Theorem 1 check ``||A_d^T (x - x~)||^2 = epsilon``."""
 
 
-def parse_nullspace(params, n: int, limits):
-    """Validate ``parameters`` of a nullspace bundle; returns a dict of tuples.
+def parse_nullspace(params, n: int, limits, features=()):
+    """Validate ``parameters`` of a nullspace bundle with ``n`` released columns (named
+    ``features``, which the target names must not repeat); returns a dict of tuples.
 
     Raises BundleFormatError (shape, types) or MetricsError (directions inconsistent with A_d).
     """
@@ -53,6 +54,8 @@ def parse_nullspace(params, n: int, limits):
     epsilon = number(params["epsilon"], "parameters.epsilon", 0.0)
     desired = names(params["desired"], "parameters.desired", 1, MAX_REAL_DIM, limits)
     confidential = names(params["confidential"], "parameters.confidential", 1, MAX_REAL_DIM, limits)
+    if len(set(features) | set(desired) | set(confidential)) != len(features) + len(desired) + len(confidential):
+        raise BundleFormatError("released, desired and confidential columns must be distinct")
     raw = params["directions"]
     k = len(raw) if type(raw) is list else 0
     if not 1 <= k <= n:
@@ -142,8 +145,8 @@ class NullspaceBundle(RealBundle):
 
 def make_nullspace(obj, limits, **fields) -> NullspaceBundle:
     """Build a :class:`NullspaceBundle` from a header-checked payload ``obj``."""
-    n = len(fields["features"])
-    params = parse_nullspace(obj["parameters"], n, limits)
+    columns = tuple(f.name for f in fields["features"])
+    params = parse_nullspace(obj["parameters"], len(columns), limits, columns)
     if fields["metrics"]["epsilon"] != params["epsilon"]:
         raise MetricsError("metrics.epsilon differs from parameters.epsilon")
     public = {k: v for k, v in params.items() if k not in ("columns", "abs_a_d")}

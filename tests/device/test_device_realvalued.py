@@ -141,6 +141,8 @@ NULLSPACE_BAD = [
     (("features",), ["x1", "x1"], BundleFormatError),
     (("features",), [f"x{i}" for i in range(300)], BundleFormatError),  # > MAX_REAL_DIM
     (("metrics", "epsilon"), 0.02, MetricsError),
+    (("parameters", "confidential"), ["x1"], BundleFormatError),  # a released column
+    (("parameters", "confidential"), ["yd"], BundleFormatError),  # also desired
     (("mechanism",), "quantized", BundleFormatError),
 ]
 
