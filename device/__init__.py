@@ -18,7 +18,13 @@ released.
 """
 from __future__ import annotations
 
-from ._bundle import Bundle, check_declared_leakage, load_bundle, read_bundle_file, recompute_leakage_bits
+from ._bundle import (
+    Bundle,
+    check_declared_leakage,
+    load_bundle,
+    read_bundle_file,
+    recompute_leakage_bits,
+)
 from ._codec import MIN_MSGPACK_VERSION
 from ._errors import (
     BundleError,
@@ -35,6 +41,9 @@ from ._errors import (
     TableError,
     WrongTypeError,
 )
+
+# issue 16: real-valued kinds (load_bundle returns one of these for mechanism nullspace/gaussian)
+from ._gaussian import GaussianBundle, ReleaseRefusedError, add_noise, canonical_record  # noqa: E402
 from ._keyring import Keyring, key_id_of
 from ._leakage import table_leakage_bits
 from ._limits import (
@@ -47,8 +56,16 @@ from ._limits import (
     SIGNATURE_ALGORITHM,
     Limits,
 )
+from ._nullspace import NullspaceBundle, TheoremCheckError  # noqa: E402
 from ._sampler import InsecureTestBits, SystemRandomBits
-from ._schema import PAYLOAD_KEYS, REQUIRED_METRICS, REQUIRED_PROVENANCE, Feature
+from ._schema import (  # noqa: E402
+    PAYLOAD_KEYS,
+    REAL_MECHANISMS,
+    REAL_PAYLOAD_KEYS,
+    REQUIRED_METRICS,
+    REQUIRED_PROVENANCE,
+    Feature,
+)
 
 __all__ = [
     # loading
@@ -65,4 +82,7 @@ __all__ = [
     "PrivmapDeviceError", "BundleError", "BundleTooLargeError", "BundleFormatError",
     "WrongTypeError", "BundleSignatureError", "ExpiredBundleError", "RollbackError",
     "TableError", "MetricsError", "KeyringError", "InputError", "RandomnessError",
+    # issue 16: real-valued kinds
+    "NullspaceBundle", "GaussianBundle", "TheoremCheckError", "ReleaseRefusedError", "add_noise",
+    "canonical_record", "REAL_MECHANISMS", "REAL_PAYLOAD_KEYS",
 ]

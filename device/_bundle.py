@@ -23,7 +23,7 @@ from ._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK, table_leak
 from ._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM, Limits
 from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 from ._sampler import draw_bits, resolve_rng, sample_row
-from ._schema import parse_body, parse_header
+from ._schema import REAL_MECHANISMS, parse_body, parse_header
 
 __all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage"]
 
@@ -232,6 +232,9 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
     (ExpiredBundleError); cells, table (TableError), prior, metrics and provenance; declared
     leakage not below the table's (MetricsError). Returns the :class:`Bundle` only if all pass.
+    Mechanisms ``nullspace`` and ``gaussian`` (issue 16) pass the same envelope, signature and
+    header checks, then their own closed body checks, and return a
+    :class:`~privmap.device.NullspaceBundle` or :class:`~privmap.device.GaussianBundle`.
     """
     if not isinstance(keyring, Keyring):
         raise TypeError("keyring must be a privmap.device.Keyring")
@@ -276,6 +279,10 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         raise RollbackError(f"bundle version {version} is below the minimum {min_version}")
     if expires <= clock:
         raise ExpiredBundleError("bundle has expired")
+    if obj["mechanism"] in REAL_MECHANISMS:  # issue 16: nullspace / gaussian release paths
+        from ._real_kinds import load_real_body
+        return load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
+                              sha256=hashlib.sha256(data).hexdigest(), key_id=key_id.hex(), data=data)
     body = parse_body(obj, limits)
     bundle = Bundle(
         _token=_CONSTRUCT,

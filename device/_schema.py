@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass
 
 from ._errors import BundleFormatError, TableError, WrongTypeError
-from ._lookup import _DECIMAL
 from ._limits import MAX_VERSION, PAYLOAD_TYPE, SCHEMA_VERSION, Limits
+from ._lookup import _DECIMAL
 
 __all__ = [
     "Feature",
@@ -20,6 +20,8 @@ __all__ = [
     "REQUIRED_METRICS",
     "REQUIRED_PROVENANCE",
     "MECHANISMS",
+    "REAL_MECHANISMS",
+    "REAL_PAYLOAD_KEYS",
     "METRICS",
     "MISSING_RULES",
     "parse_header",
@@ -47,6 +49,13 @@ MECHANISMS = ("quantized", "exact")
 MISSING_RULES = ("refuse", "mask", "impute")
 #: Longest missing-value token (a CSV spelling such as "NA"; "" = blank only).
 MAX_MISSING_TOKEN = 16
+#: Real-valued kinds (issue 16): their payload has its own closed key set, REAL_PAYLOAD_KEYS,
+#: and their body is parsed by privmap.device._real_kinds.
+REAL_MECHANISMS = ("nullspace", "gaussian")
+REAL_PAYLOAD_KEYS = (
+    "type", "schema_version", "version", "issued_at", "expires", "mechanism", "features",
+    "parameters", "metrics", "provenance",
+)
 METRICS = ("l2", "l1", "hamming", "erasures")
 #: Tolerance on the prior's total mass.
 PRIOR_MASS_TOLERANCE = 1e-6
@@ -138,7 +147,8 @@ def parse_header(obj) -> tuple[int, int, int]:
     kind = obj.get("type")
     if kind != PAYLOAD_TYPE or type(kind) is not str:
         _fail(f"payload type is not {PAYLOAD_TYPE!r}", WrongTypeError)
-    _closed_map(obj, PAYLOAD_KEYS, "payload")
+    _closed_map(obj, REAL_PAYLOAD_KEYS if obj.get("mechanism") in REAL_MECHANISMS else PAYLOAD_KEYS,
+                "payload")
     schema = obj["schema_version"]
     if not _is_int(schema) or schema != SCHEMA_VERSION:
         _fail(f"unsupported schema_version (this runtime reads {SCHEMA_VERSION})")
@@ -266,12 +276,16 @@ def _prior(obj, n_classes, n_inputs):
 
 
 def _metrics(obj):
+    return _metrics_map(obj, REQUIRED_METRICS)
+
+
+def _metrics_map(obj, required):
     if type(obj) is not dict:
         _fail("metrics must be a map")
     for key, value in obj.items():
         if type(key) is not str or not _is_number(value):
             _fail("metrics must map strings to finite numbers")
-    missing = [k for k in REQUIRED_METRICS if k not in obj]
+    missing = [k for k in required if k not in obj]
     if missing:
         _fail(f"metrics: missing {missing}")
     return dict(obj)

@@ -11,7 +11,7 @@ import pathlib
 
 from privmap.device import BundleTooLargeError, Limits
 from privmap.device._codec import decode_envelope, decode_payload
-from privmap.device._schema import parse_body, parse_header
+from privmap.device._schema import REAL_MECHANISMS, parse_body, parse_header
 
 
 def read_bytes(path, limits: Limits = Limits()) -> bytes:
@@ -50,6 +50,11 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
         raise BundleFormatError("envelope must be an array [format, alg, key_id, signature, payload]")
     key_id = envelope[2].hex() if type(envelope[2]) is bytes else ""
     payload = decode_payload(envelope[4], limits)
-    parse_header(payload)
-    parse_body(payload, limits)
+    version, issued_at, expires = parse_header(payload)
+    if payload["mechanism"] in REAL_MECHANISMS:  # issue 16: nullspace / gaussian
+        from privmap.device._real_kinds import load_real_body
+        load_real_body(payload, limits, version=version, issued_at=issued_at, expires=expires,
+                       sha256="", key_id="", data=b"")
+    else:
+        parse_body(payload, limits)
     return payload, key_id

@@ -36,6 +36,7 @@ from privmap.device._schema import (
     CATEGORICAL_FEATURE_KEYS,
     NUMERIC_FEATURE_KEYS,
     PRIVATE_KEYS,
+    REAL_MECHANISMS,
     TABLE_KEYS,
     parse_body,
     parse_header,
@@ -143,6 +144,9 @@ def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
     the declared ``leakage_bits`` is not below the table's), so a payload the device would refuse
     raises :class:`BuildError` here. Deterministic: equal payloads give equal bytes.
     """
+    if isinstance(payload, dict) and payload.get("mechanism") in REAL_MECHANISMS:  # issue 16
+        from ._write_real import encode_real_payload
+        return encode_real_payload(payload, limits)
     canonical = _canonical(payload)
     try:
         data = msgpack.packb(canonical, use_bin_type=True, use_single_float=False, strict_types=False)

@@ -54,10 +54,11 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, tick=None) -> BatchRes
         missing = [n for n in names if n not in header]
         if missing:
             raise BuildError(f"{infile}: missing public column(s) {', '.join(missing)}")
-        extra = [h for h in header if h not in names and h != bundle.private_name]
+        withheld = getattr(bundle, "withheld_columns", (bundle.private_name,))
+        extra = [h for h in header if h not in names and h not in withheld]
         if extra:
             raise BuildError(f"{infile}: unknown column(s) {', '.join(extra)}; remove them "
-                             f"(only the bundle's features and {bundle.private_name!r} are accepted)")
+                             f"(only the bundle's features and {', '.join(map(repr, withheld))} are accepted)")
         at = [header.index(n) for n in names]
         while True:
             try:

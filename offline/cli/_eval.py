@@ -101,7 +101,14 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       mapping, and a logistic-regression adversary trained on sanitized training
       rows and tested on sanitized held-out rows (accuracy, balanced accuracy,
       ROC AUC).
+    Real-valued bundles (nullspace, gaussian): --private names the withheld
+      column to attack; prints the attacker's AUC (binary) or R^2 on raw rows,
+      the raw-data predictor on released rows, and a predictor retrained on
+      released rows.
     """
+    from ._real import evaluate_real
+    if evaluate_real(bundle, data, private, trusted, seed, test_fraction, as_json):  # issue 16: real kinds
+        return
     from ..evaluation._evaluate import evaluate_view, format_summary
     view, verified = _read_view(bundle, trusted)
     ds, codes = _load_for(view, data, private)

@@ -62,14 +62,27 @@ def keygen(keydir):
 
 @main.command()
 @click.argument("data", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--private", "private", required=True, metavar="COL", help="Private attribute column.")
+@click.option("--private", "private", metavar="COL",
+              help="Private attribute column (gaussian: comma-separated private columns).")
 @click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
-@click.option("--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True,
-              help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1).")
+@click.option("--mechanism", type=click.Choice(["quantized", "exact", "nullspace", "gaussian"]), default="quantized",
+              show_default=True,
+              help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1); "
+                   "nullspace: clean real rows for a linear predictor (seed 001); gaussian: greedy "
+                   "per-column Gaussian noise (seed 004).")
+# -- issue 16: options of the real-valued mechanisms --
+@click.option("--utility", metavar="COLS", help="gaussian: comma-separated utility columns (not released).")
+@click.option("--gamma", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="gaussian: least ratio of privacy gain to utility loss.")
+@click.option("--fisher", is_flag=True, help="gaussian: measure utility by Fisher information (one utility column).")
+@click.option("--desired", metavar="COLS", help="nullspace: comma-separated targets of the desired predictor.")
+@click.option("--confidential", metavar="COLS", help="nullspace: comma-separated confidential targets.")
+@click.option("--epsilon", type=click.FloatRange(min=0), help="nullspace: per-row budget ||A_d^T (x - x~)||^2.")
 @click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
               help="Distortion metric [default: l2 for quantized, erasures for exact].")
 @click.option("--clusters", "-k", type=click.IntRange(min=1), help="Number of clusters K (quantized).")
-@click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit.")
+@click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit "
+              "(gaussian: utility-loss cap I(X_u;X) - I(X_u;Y) in nats).")
 @click.option("--delta-fraction", type=float,
               help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
 @click.option("--key", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -101,8 +114,9 @@ def keygen(keydir):
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 @guard
-def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, domains,
-          schema_file, schema_out, missing, solver, bits, smoothing, bundle_version, issued_at, valid_days, as_json):
+def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
+          clusters, delta, delta_fraction, key, out, seed, domains, schema_file, schema_out, missing, solver, bits,
+          smoothing, bundle_version, issued_at, valid_days, as_json):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
@@ -114,10 +128,25 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     column's domain goes into the bundle and devices refuse cells outside it:
     declare it (--domain 1:5, --domain age=18:99, --schema FILE), or it is
     inferred from the data and printed on stderr (save it with --schema-out).
+
+    \b
+    Real-valued columns (the released columns are all the others):
+      privmap build data.csv --mechanism gaussian --private p1,p2 --utility u \\
+          --delta 0.5 --gamma 0 --key keys/private.pem --out g.bundle
+      privmap build data.csv --mechanism nullspace --desired yd --confidential yc \\
+          --epsilon 0.01 --key keys/private.pem --out n.bundle
     """
-    from ..data._schema import declare, read_schema_file, schema_json
+    from ._real import REAL_MECHANISMS, build_real, check_not_real
+    if mechanism in REAL_MECHANISMS:  # issue 16
+        from ..mechanisms._realvalued import HeaderOptions
+        return build_real(data, mechanism, private=private, utility=utility, desired=desired,
+                          confidential=confidential, epsilon=epsilon, delta=delta, gamma=gamma, fisher=fisher,
+                          key=key, out=out, as_json=as_json,
+                          header=HeaderOptions(bundle_version, issued_at, valid_days))
+    check_not_real(mechanism, private)
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
+    from ..data._schema import declare, read_schema_file, schema_json
     from ..mechanisms._pipeline import BuildOptions
     from ..mechanisms._pipeline import build as run_build
 
@@ -216,6 +245,14 @@ def verify(bundle, trusted, min_version, as_json):
     """
     from privmap.device import recompute_leakage_bits
     loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+    from ._real import REAL_MECHANISMS, verify_real
+    if loaded.mechanism in REAL_MECHANISMS:  # issue 16
+        info = verify_real(loaded)
+        if as_json:
+            emit(info)
+        else:
+            click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
+        return
     recomputed = recompute_leakage_bits(loaded)
     info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
             "expires": loaded.expires, "leakage_bits": loaded.metrics["leakage_bits"],
@@ -247,12 +284,14 @@ def inspect(bundle, trusted, as_json):
     else:
         payload, _ = read_unverified(read_bytes(bundle))
         verified = False
-    info = {"signature_verified": verified, **_describe(payload)}
+    from ._real import REAL_MECHANISMS, describe_real, print_real
+    real = payload["mechanism"] in REAL_MECHANISMS  # issue 16
+    info = {"signature_verified": verified, **(describe_real(payload) if real else _describe(payload))}
     if as_json:
         emit(info)
         return
     click.echo(f"{bundle}: signature {'verified' if verified else 'NOT VERIFIED (no --trusted key given)'}")
-    _print_description(info)
+    (print_real if real else _print_description)(info)
 
 
 @main.command()

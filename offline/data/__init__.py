@@ -9,7 +9,15 @@ from ._dataset import Dataset, load_dataset
 from ._distortion import METRICS, nearest, pairwise
 from ._prior import joint_prior
 from ._quantize import Quantization, quantize
-from ._schema import Column, Declaration, Declared, declare, read_schema_file, resolve, schema_json
+from ._schema import (
+           Column,
+           Declaration,
+           Declared,
+           declare,
+           read_schema_file,
+           resolve,
+           schema_json,
+)
 
 __all__ = ["Dataset", "load_dataset", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize",
            "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json"]

@@ -27,6 +27,7 @@ from importlib import metadata
 from typing import Callable
 
 import numpy as np
+from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError
 from .._information import expected_distortion, leakage_bits, mutual_information_bits
@@ -35,11 +36,11 @@ from ..data._dataset import Dataset, load_dataset
 from ..data._distortion import METRICS, pairwise
 from ..data._prior import joint_prior
 from ..data._schema import Column, Declared, resolve
-from ._missing import MISSING_POLICIES, DEFAULT_MISSING, missing_alphabet
 from ..solvers._compress import DEFAULT_BITS, CompressedTable, compress
 from ..solvers._perfect import perfect_privacy_table
 from ..solvers._result import SolveResult
 from ..solvers._solve import SOLVERS, solve
+from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
 
 MECHANISMS = ("quantized", "exact")
 #: Default validity of a bundle, in days.
@@ -237,7 +238,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
     payload = {
         "type": "privmap/bundle",
-        "schema_version": 2,
+        "schema_version": SCHEMA_VERSION,
         "version": options.bundle_version,
         "issued_at": issued_at,
         "expires": issued_at + int(round(options.valid_days * 86400)),

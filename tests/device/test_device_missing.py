@@ -8,7 +8,13 @@ import pytest
 from harness import with_leakage
 from privmap.device import BundleFormatError, InputError
 from privmap.device import _bundle as bundle_module
-from privmap.device._lookup import MODE_EQUAL, MODE_L1, MODE_L2, nearest_numpy, nearest_pure
+from privmap.device._lookup import (
+    MODE_EQUAL,
+    MODE_L1,
+    MODE_L2,
+    nearest_numpy,
+    nearest_pure,
+)
 
 
 def _with_rules(sim, payload_factory, rules, fills=(None, None, None), tokens=("", "", "")):

@@ -1,0 +1,58 @@
+"""Canonical payload bytes of the real-valued kinds (``nullspace``, ``gaussian``; issue 16).
+
+Same rules as :func:`encode_payload` for table bundles: fixed key order (the device's
+``REAL_PAYLOAD_KEYS`` and the kind's parameter keys; ``metrics`` and ``provenance`` sorted),
+every number in ``parameters`` a float64, and the bytes checked with the device runtime's own
+loader (including its recomputation of the declared metrics) before they are returned.
+"""
+from __future__ import annotations
+
+import msgpack
+from privmap.device import BundleError, Limits
+from privmap.device._codec import decode_payload
+from privmap.device._gaussian import GAUSSIAN_PARAMETER_KEYS
+from privmap.device._nullspace import NULLSPACE_PARAMETER_KEYS
+from privmap.device._real_kinds import load_real_body
+from privmap.device._schema import REAL_PAYLOAD_KEYS, parse_header
+
+from .._errors import BuildError
+
+__all__ = ["encode_real_payload"]
+
+_PARAMETER_KEYS = {"nullspace": NULLSPACE_PARAMETER_KEYS, "gaussian": GAUSSIAN_PARAMETER_KEYS}
+
+
+def _floats(value):
+    if isinstance(value, list):
+        return [_floats(v) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def encode_real_payload(payload: dict, limits: Limits = Limits()) -> bytes:
+    """Canonical msgpack bytes of a nullspace or gaussian payload dict, validated by the device
+    loader. Raises :class:`BuildError` if the device would refuse it."""
+    from ._write import _ordered, _plain, _sorted_map
+    payload = _ordered(_plain(payload), REAL_PAYLOAD_KEYS, "payload")
+    keys = _PARAMETER_KEYS.get(payload["mechanism"])
+    if keys is None:
+        raise BuildError(f"unknown real-valued mechanism {payload['mechanism']!r}")
+    parameters = _ordered(payload["parameters"], keys, "parameters")
+    payload["parameters"] = {k: _floats(v) for k, v in parameters.items()}
+    payload["metrics"] = _sorted_map(payload["metrics"], "metrics")
+    payload["provenance"] = _sorted_map(payload["provenance"], "provenance")
+    try:
+        data = msgpack.packb(payload, use_bin_type=True, use_single_float=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise BuildError(f"payload cannot be encoded: {exc}") from None
+    try:
+        obj = decode_payload(data, limits)
+        version, issued_at, expires = parse_header(obj)
+        load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
+                       sha256="", key_id="", data=b"")
+    except BundleError as exc:
+        raise BuildError(f"payload does not satisfy the bundle format: {exc}") from None
+    if len(data) + 256 > limits.max_bundle_bytes:
+        raise BuildError(f"payload of {len(data)} bytes exceeds the bundle size limit")
+    return data
