@@ -20,19 +20,26 @@ from __future__ import annotations
 
 from ._bundle import Bundle, check_declared_leakage, load_bundle, read_bundle_file, recompute_leakage_bits
 from ._codec import MIN_MSGPACK_VERSION
+from ._derived import DerivedBits, release_bits
 from ._errors import (
     BundleError,
     BundleFormatError,
     BundleSignatureError,
     BundleTooLargeError,
+    EquivocationError,
     ExpiredBundleError,
+    FutureBundleError,
     InputError,
     KeyringError,
     MetricsError,
+    NoValidBundleError,
+    PolicyError,
     PrivmapDeviceError,
     RandomnessError,
     RollbackError,
+    StateError,
     TableError,
+    WorkLimitError,
     WrongTypeError,
 )
 from ._keyring import Keyring, key_id_of
@@ -48,6 +55,7 @@ from ._limits import (
     Limits,
 )
 from ._sampler import InsecureTestBits, SystemRandomBits
+from ._state import EXPIRY_GRACE, MAX_CLOCK_SKEW, DeviceState, InstallResult
 from ._schema import PAYLOAD_KEYS, REQUIRED_METRICS, REQUIRED_PROVENANCE, Feature
 
 __all__ = [
@@ -55,8 +63,10 @@ __all__ = [
     "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
     # verify-side helpers
     "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage",
+    # installed state and permanent releases
+    "DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
     # randomness
-    "SystemRandomBits", "InsecureTestBits",
+    "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits",
     # format constants
     "FORMAT_VERSION", "SIGNATURE_ALGORITHM", "DOMAIN_TAG", "PAYLOAD_TYPE", "SCHEMA_VERSION",
     "MAX_VERSION", "MAX_BUNDLE_BYTES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
@@ -65,4 +75,6 @@ __all__ = [
     "PrivmapDeviceError", "BundleError", "BundleTooLargeError", "BundleFormatError",
     "WrongTypeError", "BundleSignatureError", "ExpiredBundleError", "RollbackError",
     "TableError", "MetricsError", "KeyringError", "InputError", "RandomnessError",
+    "EquivocationError", "FutureBundleError", "WorkLimitError", "PolicyError", "StateError",
+    "NoValidBundleError",
 ]

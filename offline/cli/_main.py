@@ -231,17 +231,34 @@ def inspect(bundle, trusted, as_json):
 @click.option("--trusted", required=True, multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Trusted public key (PEM); repeat for several.")
 @click.option("--min-version", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=pathlib.Path),
+              help="Device state directory (created if absent): installs BUNDLE there, refuses a "
+                   "lower version than one used before, and releases one permanent draw per input.")
+@click.option("--stamp", is_flag=True, help="Add bundle_sha256 and bundle_version columns to OUT.csv.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @guard
-def sanitize(bundle, infile, outfile, trusted, min_version, as_json):
+def sanitize(bundle, infile, outfile, trusted, min_version, state_dir, stamp, as_json):
     """Release sanitized rows of IN.csv into OUT.csv, as a device would.
 
     IN.csv has a header naming the bundle's public features (any order); the
     private column, if present, is ignored and never written. OUT.csv holds the
     public columns only, in the bundle's order; erased cells are empty. If any
     row is invalid nothing is written.
+
+    Without --state every call draws afresh, so asking the same rows again
+    releases new draws (an observer averaging them learns more). With
+    --state DIR the CLI acts as one device: running it twice on the same
+    input gives identical released rows, and once a bundle of version v has
+    been used with DIR a lower version is refused (nothing is written).
     """
-    loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+    # -- issue 13: device state (kept separate from the row loop below) --
+    if state_dir is not None:
+        from ._state import stateful_release
+        loaded, release = stateful_release(state_dir, bundle, _keyring(trusted), min_version)
+    else:
+        loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+        release = loaded.sanitize
+    stamp_cells = [loaded.sha256, loaded.version] if stamp else []
     names = [f.name for f in loaded.features]
     with infile.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
@@ -256,7 +273,7 @@ def sanitize(bundle, infile, outfile, trusted, min_version, as_json):
         at = [header.index(n) for n in names]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(names)
+        writer.writerow(names + (["bundle_sha256", "bundle_version"] if stamp else []))
         count = 0
         started = time.perf_counter()
         for row in reader:
@@ -265,10 +282,10 @@ def sanitize(bundle, infile, outfile, trusted, min_version, as_json):
             if len(row) != len(header):
                 raise BuildError(f"{infile}, line {reader.line_num}: {len(row)} cells, header has {len(header)}")
             try:
-                released = loaded.sanitize([row[i].strip() for i in at])
+                released = release([row[i].strip() for i in at])
             except PrivmapDeviceError as exc:
                 raise BuildError(f"{infile}, line {reader.line_num}: {exc}") from None
-            writer.writerow(["" if v is None else v for v in released])
+            writer.writerow(["" if v is None else v for v in released] + stamp_cells)
             count += 1
     elapsed = time.perf_counter() - started
     atomic_write(outfile, out.getvalue().encode("utf-8"))
