@@ -17,8 +17,8 @@ the next time the directory is opened.
 Time: ``now_eff = max(clock, time_floor)``, read once per operation, so a clock reset to 1970
 cannot revive an expired bundle and the floor never decreases. A bundle issued more than
 ``max_skew`` seconds after the clock is refused (:class:`FutureBundleError`) -- unless the clock
-is already behind the floor (a box without a clock battery), when it is known to be wrong and
-only the floor is used. An active bundle past ``expires`` still releases for ``grace`` seconds
+is known to be wrong (behind the floor, or before :data:`PLAUSIBLE_CLOCK`: a box without a
+clock battery), when only the floor is used and the check cannot be made. An active bundle past ``expires`` still releases for ``grace`` seconds
 (status ``"stale"``), then nothing is released (:class:`NoValidBundleError`).
 
 Releases: :meth:`DeviceState.release_index` draws the output for input cluster c from
@@ -57,6 +57,8 @@ __all__ = ["DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE", "MA
 MAX_CLOCK_SKEW = 86400
 #: An expired active bundle keeps releasing (status "stale") for this many seconds (3 days).
 EXPIRY_GRACE = 3 * 86400
+#: A clock reading before this (2020-09-13) is taken as unset (a box without a clock battery).
+PLAUSIBLE_CLOCK = 1_600_000_000
 #: Installed versions whose sha256 the state remembers (older ones are below the floor anyway).
 MAX_HISTORY = 256
 
@@ -266,6 +268,10 @@ class DeviceState:
         """``max(clock, time_floor)``."""
         return max(clock, self._state["time_floor"])
 
+    def _clock_plausible(self, clock: float) -> bool:
+        """False for a clock that is known wrong: behind the floor or before PLAUSIBLE_CLOCK."""
+        return clock >= max(self._state["time_floor"], PLAUSIBLE_CLOCK)
+
     def _read_clock(self, now) -> float:
         value = self._clock() if now is None else now
         if type(value) not in (int, float) or value != value or value in (float("inf"), float("-inf")):
@@ -303,7 +309,7 @@ class DeviceState:
             return InstallResult("no_update", state["version"], sha)
         bundle = load_bundle(data, self.keyring, now=self.now_eff(clock),
                              min_version=max(1, state["version"]), limits=self.limits)
-        if clock >= state["time_floor"] and bundle.issued_at > clock + self.max_skew:
+        if self._clock_plausible(clock) and bundle.issued_at > clock + self.max_skew:
             raise FutureBundleError(
                 f"bundle issued_at {bundle.issued_at} is more than {self.max_skew} s after the clock")
         known = state["installed"].get(str(bundle.version))
@@ -391,7 +397,7 @@ class DeviceState:
         clock = self._read_clock(now)
         report = {"version": self.installed_version, "time_floor": self.time_floor,
                   "active_sha256": self.active_sha256, "clock": clock,
-                  "clock_behind_floor": clock < self.time_floor}
+                  "clock_plausible": self._clock_plausible(clock)}
         try:
             bundle = self.active(now=clock)
         except NoValidBundleError:
