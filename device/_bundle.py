@@ -16,6 +16,7 @@ from ._errors import (
     ExpiredBundleError,
     InputError,
     MetricsError,
+    PolicyError,
     RollbackError,
 )
 from ._keyring import Keyring
@@ -23,6 +24,7 @@ from ._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK, table_leak
 from ._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM, Limits
 from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 from ._sampler import draw_bits, resolve_rng, sample_row
+from ._prescan import prescan
 from ._schema import parse_body, parse_header
 
 __all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage"]
@@ -228,10 +230,12 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     Checks, in order: size (BundleTooLargeError); envelope msgpack and shape, format version
     (BundleFormatError); algorithm, key id pinned, signature length, Ed25519 signature over
     ``DOMAIN_TAG + payload`` (BundleSignatureError) -- all before the payload is decoded; payload
+    work caps from the msgpack headers (WorkLimitError); payload
     msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
     (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
     (ExpiredBundleError); cells, table (TableError), prior, metrics and provenance; declared
-    leakage not below the table's (MetricsError). Returns the :class:`Bundle` only if all pass.
+    leakage not below the table's (MetricsError) and not above ``limits.max_leakage_bits``
+    (PolicyError). Returns the :class:`Bundle` only if all pass.
     """
     if not isinstance(keyring, Keyring):
         raise TypeError("keyring must be a privmap.device.Keyring")
@@ -270,6 +274,7 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     if not keyring.verify(key_id, signature, DOMAIN_TAG + payload):
         raise BundleSignatureError("signature does not verify")
 
+    prescan(payload, limits)  # work caps from the msgpack headers, before anything is built
     obj = decode_payload(payload, limits)
     version, issued_at, expires = parse_header(obj)
     if version < min_version:
@@ -304,6 +309,9 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     except (ValueError, ArithmeticError):
         raise MetricsError("cannot recompute the leakage from the prior and table") from None
     check_declared_leakage(bundle.metrics["leakage_bits"], computed)
+    if bundle.metrics["leakage_bits"] > limits.max_leakage_bits:
+        raise PolicyError(f"declared leakage {bundle.metrics['leakage_bits']!r} bits is above this "
+                          f"device's policy maximum {limits.max_leakage_bits!r}")
     return bundle
 
 

@@ -97,7 +97,7 @@ class FutureBundleError(BundleError):
     """The bundle's ``issued_at`` is later than the device clock plus the allowed skew."""
 
 
-class WorkLimitError(BundleError):
+class WorkLimitError(BundleFormatError):
     """The payload declares more work (cells, non-zeros, |A| x non-zeros) than the limits allow;
     raised from the array headers, before any array is materialised."""
 

@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ._edwards import key_problem
 from ._errors import KeyringError
+from ._files import read_regular
 
 __all__ = ["Keyring", "key_id_of"]
 
@@ -64,11 +65,23 @@ class Keyring:
     def from_pem(cls, *pem_texts: bytes | str) -> "Keyring":
         """Keyring from PEM ``PUBLIC KEY`` blocks (SubjectPublicKeyInfo); one key per argument.
 
-        Private keys, other algorithms and malformed PEM raise :class:`KeyringError`.
+        Private keys, other algorithms, malformed or non-ASCII PEM, and text holding more than
+        one PEM block raise :class:`KeyringError`.
         """
         keys = []
         for position, text in enumerate(pem_texts):
-            data = text.encode("ascii", "strict") if isinstance(text, str) else bytes(text)
+            if isinstance(text, str):
+                try:
+                    data = text.encode("ascii", "strict")
+                except UnicodeEncodeError:
+                    raise KeyringError(f"PEM #{position} is not ASCII text") from None
+            elif isinstance(text, (bytes, bytearray, memoryview)):
+                data = bytes(text)
+            else:
+                raise KeyringError(f"PEM #{position} must be str or bytes")
+            if data.count(b"-----BEGIN") != 1:
+                raise KeyringError(f"PEM #{position} must hold exactly one PEM block "
+                                   "(give each key as its own argument or file)")
             if b"PRIVATE KEY" in data:
                 raise KeyringError(f"PEM #{position} holds a private key; provision public keys only")
             try:
@@ -82,14 +95,14 @@ class Keyring:
 
     @classmethod
     def from_pem_files(cls, *paths: str | os.PathLike) -> "Keyring":
-        """Keyring from PEM public-key files (each read once, at most 64 KiB)."""
+        """Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
+        is refused without blocking)."""
         texts = []
         for path in paths:
             try:
-                with open(path, "rb") as handle:
-                    data = handle.read(_MAX_PEM_BYTES + 1)
-            except OSError as exc:
-                raise KeyringError(f"cannot read key file {os.fspath(path)!r}: {exc.strerror}") from None
+                data = read_regular(path, _MAX_PEM_BYTES)
+            except OSError as exc:  # NotRegularFile included: a FIFO is never read
+                raise KeyringError(f"cannot read key file {os.fspath(path)!r}: {exc.strerror or exc}") from None
             if len(data) > _MAX_PEM_BYTES:
                 raise KeyringError(f"key file {os.fspath(path)!r} is larger than {_MAX_PEM_BYTES} bytes")
             texts.append(data)

@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 from ._bundle import Bundle, load_bundle
 from ._derived import SECRET_BYTES, release_bits
+from ._files import NotRegularFile, read_regular
 from ._errors import (
     BundleError,
     BundleTooLargeError,
@@ -123,23 +124,11 @@ def _atomic_install(directory: str, name: str, data: bytes, mode: int = 0o600) -
 
 
 def _read_regular(path: str, cap: int) -> bytes:
-    """At most ``cap + 1`` bytes of the regular file ``path`` (a FIFO or device is opened
-    non-blocking, refused by fstat with :class:`StateError`, never read). The caller checks
-    the length against ``cap``."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    """:func:`read_regular` with a FIFO, device or directory refused as :class:`StateError`."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StateError(f"{path!r} is not a regular file")
-        chunks, size = [], 0
-        while size <= cap:
-            chunk = os.read(fd, cap + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+        return read_regular(path, cap)
+    except NotRegularFile as exc:
+        raise StateError(str(exc)) from None
 
 
 class DeviceState:

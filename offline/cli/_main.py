@@ -19,6 +19,7 @@ from privmap.device import Keyring, PrivmapDeviceError, read_bundle_file
 
 from .._errors import BuildError
 from ._common import atomic_write, emit, guard
+from ._passphrase import passphrase_option, read_passphrase
 
 
 def _keyring(paths) -> Keyring:
@@ -48,16 +49,18 @@ def main():
 
 @main.command()
 @click.argument("keydir", type=click.Path(file_okay=False, path_type=pathlib.Path))
+@passphrase_option
 @guard
-def keygen(keydir):
+def keygen(keydir, passphrase_file):
     """Create an Ed25519 signing key pair in KEYDIR.
 
     Writes KEYDIR/private.pem (mode 0600; keep it on the build machine) and
     KEYDIR/public.pem (ship it to devices as their trusted key). Existing keys
-    are never overwritten.
+    are never overwritten, and a KEYDIR writable by group or others is refused.
+    With --passphrase-file the private key is encrypted (PKCS#8, best available).
     """
     from ..bundle._keys import generate_keypair
-    generate_keypair(keydir)
+    generate_keypair(keydir, password=read_passphrase(passphrase_file))
     click.echo(f"wrote {keydir / 'private.pem'} (mode 0600) and {keydir / 'public.pem'}")
 
 
@@ -91,9 +94,10 @@ def keygen(keydir):
 @click.option("--valid-days", type=click.FloatRange(min=0, min_open=True), default=365, show_default=True,
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+@passphrase_option
 @guard
 def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
-          bits, smoothing, bundle_version, issued_at, valid_days, as_json):
+          bits, smoothing, bundle_version, issued_at, valid_days, as_json, passphrase_file):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
@@ -111,7 +115,7 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
         clusters=clusters, delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver,
         bits=bits, smoothing=smoothing, bundle_version=bundle_version, issued_at=issued_at,
         valid_days=valid_days)
-    private_key = load_private_key(key)
+    private_key = load_private_key(key, password=read_passphrase(passphrase_file))
     started = time.perf_counter()
     with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
         def progress(stage, fraction):
