@@ -6,7 +6,7 @@ process's VmHWM; the baseline is the same process before reading the bundle; Lin
 
 - ``leakage-work``: |A| = 8, K_in = 131,072, 8 non-zeros per row: |A| x nnz = 8,388,608, the
   ``max_leakage_work`` cap (the pure-Python recheck is the slowest step);
-- ``float-cells``: 8 float features x 170,000 inputs: as many floats as fit the 16 MiB
+- ``float-cells``: 8 float features x 160,000 inputs: as many floats as fit the 16 MiB
   ``max_bundle_bytes`` (each float a Python object after decoding);
 - ``items``: 4.16 million array items (``max_items`` is 4,194,304) of 1-byte ints.
 
@@ -78,7 +78,7 @@ def leakage_work(classes=8, k_in=131072, nnz=8) -> dict:
                    normalised([[rng.random() for _ in range(k_in)] for _ in range(classes)]), 16)
 
 
-def float_cells(k_in=170000, d=8) -> dict:
+def float_cells(k_in=160000, d=8) -> dict:
     rng = random.Random(2)
     feats = [{"name": f"f{i}", "kind": "numeric", "min": 0.0, "max": 1.0, "integer": False} for i in range(d)]
     return payload(feats, [[rng.random() for _ in range(d)] for _ in range(k_in)], [[0.5] * d],

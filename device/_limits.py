@@ -11,6 +11,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "MAX_VERSION",
     "MAX_BUNDLE_BYTES",
+    "MULTISIG_FORMAT_VERSION",
+    "MULTISIG_DOMAIN_TAG",
+    "MAX_SIGNATURES",
     "Limits",
 ]
 
@@ -20,6 +23,12 @@ FORMAT_VERSION = 1
 SIGNATURE_ALGORITHM = "ed25519"
 #: Domain-separation tag prepended to the payload bytes before signing / verifying.
 DOMAIN_TAG = b"privmap-bundle-v1\x00"
+#: Envelope format with k-of-n signatures: ``[2, alg, [[key_id, signature], ...], payload]``.
+MULTISIG_FORMAT_VERSION = 2
+#: Its domain tag (a format-1 signature never verifies as format 2, and back).
+MULTISIG_DOMAIN_TAG = b"privmap-bundle-v2\x00"
+#: Most signatures a format-2 envelope may carry.
+MAX_SIGNATURES = 8
 #: Value of the payload's ``type`` field.
 PAYLOAD_TYPE = "privmap/bundle"
 #: Value of the payload's ``schema_version`` field.
