@@ -43,12 +43,23 @@ from ._errors import (
     WrongTypeError,
 )
 from ._keyring import Keyring, key_id_of
+from ._rotation import (
+    KEYRING_DOMAIN_TAG,
+    KEYRING_TYPE,
+    MAX_ROTATIONS,
+    KeyringChain,
+    KeyringExpiredError,
+    KeyringVersionError,
+)
 from ._leakage import table_leakage_bits
 from ._limits import (
     DOMAIN_TAG,
     FORMAT_VERSION,
     MAX_BUNDLE_BYTES,
+    MAX_SIGNATURES,
     MAX_VERSION,
+    MULTISIG_DOMAIN_TAG,
+    MULTISIG_FORMAT_VERSION,
     PAYLOAD_TYPE,
     SCHEMA_VERSION,
     SIGNATURE_ALGORITHM,
@@ -63,13 +74,16 @@ __all__ = [
     "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
     # verify-side helpers
     "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage",
+    # keyring rotation
+    "KeyringChain", "KeyringVersionError", "KeyringExpiredError", "KEYRING_TYPE", "KEYRING_DOMAIN_TAG",
+    "MAX_ROTATIONS",
     # installed state and permanent releases
     "DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
     # randomness
     "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits",
     # format constants
     "FORMAT_VERSION", "SIGNATURE_ALGORITHM", "DOMAIN_TAG", "PAYLOAD_TYPE", "SCHEMA_VERSION",
-    "MAX_VERSION", "MAX_BUNDLE_BYTES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
+    "MAX_VERSION", "MAX_BUNDLE_BYTES", "MULTISIG_FORMAT_VERSION", "MULTISIG_DOMAIN_TAG", "MAX_SIGNATURES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
     "MIN_MSGPACK_VERSION",
     # errors
     "PrivmapDeviceError", "BundleError", "BundleTooLargeError", "BundleFormatError",

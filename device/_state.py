@@ -38,16 +38,19 @@ import time
 from typing import NamedTuple
 
 from ._bundle import Bundle, load_bundle
+from ._codec import decode_envelope
 from ._derived import SECRET_BYTES, release_bits
-from ._files import NotRegularFile, read_regular
+from ._envelope import verify_envelope
 from ._errors import (
     BundleError,
+    BundleSignatureError,
     BundleTooLargeError,
     EquivocationError,
     FutureBundleError,
     NoValidBundleError,
     StateError,
 )
+from ._files import NotRegularFile, read_regular
 from ._keyring import Keyring
 from ._limits import Limits
 from ._sampler import draw_bits, sample_row
@@ -275,7 +278,8 @@ class DeviceState:
         The clock is read once. Checks, in order: same bytes as the active bundle -> no-op
         (``"no_update"``, nothing written); everything :func:`load_bundle` checks, at
         ``now_eff`` with ``min_version`` = the installed version (``RollbackError``,
-        ``ExpiredBundleError``, ...); ``issued_at`` beyond the clock plus ``max_skew``
+        ``ExpiredBundleError``, ...; the version floor restarts at 1 if the keyring no longer
+        accepts the installed bundle's signatures: fast-forward recovery after a rotation); ``issued_at`` beyond the clock plus ``max_skew``
         (:class:`FutureBundleError`); a version installed before with other bytes
         (:class:`EquivocationError`). On any error nothing on disk changes and the error is
         also kept in ``last_error`` for :meth:`status`. Raises :class:`StateError` if the
@@ -296,17 +300,22 @@ class DeviceState:
         state = self._state
         if sha == state["active"]:
             return InstallResult("no_update", state["version"], sha)
+        floor_version, installed = state["version"], dict(state["installed"])
+        if state["active"] is not None and not self._active_signed_by_keyring():
+            # Fast-forward recovery (THREATS C8): a keyring rotation revoked the keys that signed
+            # the installed bundle, so every bundle they signed (however high its version) is
+            # refused anyway; the version floor restarts for the new key epoch.
+            floor_version, installed = 0, {}
         bundle = load_bundle(data, self.keyring, now=self.now_eff(clock),
-                             min_version=max(1, state["version"]), limits=self.limits)
+                             min_version=max(1, floor_version), limits=self.limits)
         if self._clock_plausible(clock) and bundle.issued_at > clock + self.max_skew:
             raise FutureBundleError(
                 f"bundle issued_at {bundle.issued_at} is more than {self.max_skew} s after the clock")
-        known = state["installed"].get(str(bundle.version))
+        known = installed.get(str(bundle.version))
         if known is not None and known != sha:
             raise EquivocationError(
                 f"version {bundle.version} was installed with sha256 {known[:16]}..., "
                 f"this bundle has {sha[:16]}...")
-        installed = dict(state["installed"])
         installed[str(bundle.version)] = sha
         for old in sorted(installed, key=int)[:-MAX_HISTORY]:
             del installed[old]
@@ -328,6 +337,24 @@ class DeviceState:
         self._clean()
         self.last_error = None
         return InstallResult("installed", bundle.version, sha)
+
+    def _active_signed_by_keyring(self) -> bool:
+        """False only if the active bundle's bytes are intact and its signatures no longer meet
+        the keyring (its keys were revoked); a damaged file never lowers the floor."""
+        sha = self._state["active"]
+        try:
+            data = _read_regular(os.path.join(self._bundles, f"{sha}.bundle"), self.limits.max_bundle_bytes)
+        except (OSError, StateError):
+            return True
+        if hashlib.sha256(data).hexdigest() != sha:
+            return True
+        try:
+            verify_envelope(decode_envelope(data, self.limits), self.keyring)
+        except BundleSignatureError:
+            return False
+        except BundleError:
+            return True
+        return True
 
     def install_file(self, path, *, now=None) -> InstallResult:
         """:meth:`install` the bundle file at ``path`` (read once, at most

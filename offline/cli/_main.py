@@ -312,3 +312,12 @@ def _register_evaluation_commands() -> None:
 
 
 _register_evaluation_commands()
+
+
+def _register_key_commands() -> None:  # issue 13: k-of-n keys and keyring rotation
+    from ._keyring import cosign, keyring
+    main.add_command(keyring)
+    main.add_command(cosign)
+
+
+_register_key_commands()
