@@ -18,6 +18,7 @@ released.
 """
 from __future__ import annotations
 
+from ._binding import Binding, WrongDomainError, check_binding, schema_sha256
 from ._bundle import Bundle, check_declared_leakage, load_bundle, read_bundle_file, recompute_leakage_bits
 from ._codec import MIN_MSGPACK_VERSION
 from ._derived import DerivedBits, release_bits
@@ -74,6 +75,8 @@ __all__ = [
     "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
     # verify-side helpers
     "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage",
+    # binding to the device's configuration
+    "Binding", "WrongDomainError", "schema_sha256", "check_binding",
     # keyring rotation
     "KeyringChain", "KeyringVersionError", "KeyringExpiredError", "KEYRING_TYPE", "KEYRING_DOMAIN_TAG",
     "MAX_ROTATIONS",

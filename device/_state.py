@@ -37,6 +37,7 @@ import stat
 import time
 from typing import NamedTuple
 
+from ._binding import Binding, check_binding
 from ._bundle import Bundle, load_bundle
 from ._codec import decode_envelope
 from ._derived import SECRET_BYTES, release_bits
@@ -149,6 +150,9 @@ class DeviceState:
         Unix seconds; ``time.time`` by default (tests pass a fake clock).
     max_skew, grace : int
         Seconds; see :data:`MAX_CLOCK_SKEW` and :data:`EXPIRY_GRACE`.
+    binding : Binding | None
+        The device's private attribute and feature schema; a bundle for another is refused
+        at install and at use (``WrongDomainError``).
 
     Raises
     ------
@@ -158,7 +162,8 @@ class DeviceState:
     """
 
     def __init__(self, path, keyring: Keyring, *, limits: Limits = Limits(), clock=time.time,
-                 max_skew: int = MAX_CLOCK_SKEW, grace: int = EXPIRY_GRACE) -> None:
+                 max_skew: int = MAX_CLOCK_SKEW, grace: int = EXPIRY_GRACE,
+                 binding: Binding | None = None) -> None:
         if not isinstance(keyring, Keyring):
             raise TypeError("keyring must be a privmap.device.Keyring")
         if not isinstance(limits, Limits):
@@ -168,7 +173,7 @@ class DeviceState:
                 raise ValueError(f"{name} must be an int >= 0 (seconds)")
         self.path = os.fspath(path)
         self.keyring, self.limits, self._clock = keyring, limits, clock
-        self.max_skew, self.grace = max_skew, grace
+        self.max_skew, self.grace, self.binding = max_skew, grace, binding
         self.last_error: str | None = None
         self._bundles = os.path.join(self.path, BUNDLE_DIR)
         try:
@@ -308,6 +313,7 @@ class DeviceState:
             floor_version, installed = 0, {}
         bundle = load_bundle(data, self.keyring, now=self.now_eff(clock),
                              min_version=max(1, floor_version), limits=self.limits)
+        check_binding(bundle, self.binding)
         if self._clock_plausible(clock) and bundle.issued_at > clock + self.max_skew:
             raise FutureBundleError(
                 f"bundle issued_at {bundle.issued_at} is more than {self.max_skew} s after the clock")
@@ -398,7 +404,9 @@ class DeviceState:
                 problems.append(f"{role}: bytes on disk do not match the recorded sha256")
                 continue
             try:
-                return load_bundle(data, self.keyring, now=self.now_eff(clock) - self.grace, limits=self.limits)
+                bundle = load_bundle(data, self.keyring, now=self.now_eff(clock) - self.grace, limits=self.limits)
+                check_binding(bundle, self.binding)
+                return bundle
             except BundleError as exc:
                 problems.append(f"{role}: {type(exc).__name__}: {exc}")
         message = "no usable bundle (" + "; ".join(problems) + "); nothing is released"

@@ -187,10 +187,11 @@ def verify(bundle, trusted, min_version, as_json):
     against the leakage recomputed from the bundled prior and integer table.
     Exits 1 with the reason if any check fails.
     """
-    from privmap.device import recompute_leakage_bits
+    from privmap.device import recompute_leakage_bits, schema_sha256
     loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
     recomputed = recompute_leakage_bits(loaded)
     info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
+            "schema_sha256": schema_sha256(loaded.features),  # issue 13: for devices' Binding
             "expires": loaded.expires, "leakage_bits": loaded.metrics["leakage_bits"],
             "recomputed_leakage_bits": recomputed, "distortion": loaded.metrics["distortion"],
             "delta": loaded.metrics["delta"], "clusters": loaded.metrics["clusters"]}

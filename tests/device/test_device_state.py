@@ -1,14 +1,17 @@
-"""The device state directory (THREATS D1-D9, G1-G7): installs are atomic and fail closed."""
+"""The device state directory (THREATS D1-D9, G1-G7, E2, E3): installs are atomic and fail closed."""
 from __future__ import annotations
 
 import os
 import pathlib
 import stat
 
+import msgpack
 import pytest
 from harness import NOW
 from privmap.device import (
+    Binding,
     BundleError,
+    BundleSignatureError,
     DeviceState,
     EquivocationError,
     ExpiredBundleError,
@@ -17,6 +20,8 @@ from privmap.device import (
     NoValidBundleError,
     RollbackError,
     StateError,
+    WrongDomainError,
+    schema_sha256,
 )
 from privmap.device._state import EXPIRY_GRACE, MAX_CLOCK_SKEW
 
@@ -220,3 +225,45 @@ def test_bundle_from_a_fifo_is_refused_without_blocking(sim, tmp_path):
 def test_invalid_row_releases_nothing_through_the_state(sim, installed):
     with pytest.raises(InputError):
         installed.sanitize(installed.active(), [1, 2])
+
+
+def test_bundle_for_another_attribute_or_schema_is_refused_by_a_bound_device(sim, tmp_path):  # E2
+    mine = sim.load(sim.bundle())
+    binding = Binding(private_name="party", classes=("left", "right"), schema_sha256=schema_sha256(mine.features))
+    state = DeviceState(tmp_path / "bound", sim.keyring, clock=lambda: NOW, binding=binding)
+    other_scale = sim.payload()
+    other_scale["features"][0]["max"] = 10
+    for data in (sim.bundle(private={"name": "income", "classes": ["left", "right"]}),
+                 sim.bundle(private={"name": "party", "classes": ["right", "left"]}),
+                 sim.sign_obj(other_scale)):
+        before = snapshot(tmp_path / "bound")
+        with pytest.raises(WrongDomainError):
+            state.install(data)
+        assert snapshot(tmp_path / "bound") == before
+    assert state.install(sim.bundle()).status == "installed"
+    rebound = DeviceState(tmp_path / "bound", sim.keyring, clock=lambda: NOW,
+                          binding=Binding(schema_sha256="0" * 64))
+    with pytest.raises(NoValidBundleError):  # a reconfigured device refuses the old bundle at use
+        rebound.active()
+
+
+def test_the_clock_is_read_once_per_install(sim, tmp_path):  # D8
+    readings = iter([NOW, NOW + 10 ** 6])
+    calls = []
+
+    def clock():
+        calls.append(1)
+        return next(readings)
+    state = DeviceState(tmp_path / "s", sim.keyring, clock=clock)
+    assert state.install(sim.bundle()).status == "installed"  # judged at NOW, not at the later reading
+    assert len(calls) == 1
+
+
+def test_a_table_spliced_from_another_version_breaks_the_signature(sim, installed):  # E3
+    v6 = msgpack.unpackb(sim.bundle(version=6))
+    spliced_payload = msgpack.unpackb(v6[4])
+    spliced_payload["table"]["weight"] = [[8, 8], [5, 5, 6], [16]]
+    v6[4] = msgpack.packb(spliced_payload)
+    with pytest.raises(BundleSignatureError):
+        installed.install(msgpack.packb(v6))
+    assert installed.active().version == 5
