@@ -14,7 +14,7 @@ that rename is the one commit point, so any failure before it leaves the active 
 state byte-identical, and leftovers (``.tmp-*`` files, unreferenced bundle files) are removed
 the next time the directory is opened.
 
-Time: ``now_eff = max(clock, time_floor)``, read once per operation, so a clock reset to 1970
+Time: ``now_eff = max(clock, time_floor, PLAUSIBLE_CLOCK)``, read once per operation, so a clock reset to 1970
 cannot revive an expired bundle and the floor never decreases. A bundle issued more than
 ``max_skew`` seconds after the clock is refused (:class:`FutureBundleError`) -- unless the clock
 is known to be wrong (behind the floor, or before :data:`PLAUSIBLE_CLOCK`: a box without a
@@ -262,8 +262,9 @@ class DeviceState:
         return self._state["active"]
 
     def now_eff(self, clock: float) -> float:
-        """``max(clock, time_floor)``."""
-        return max(clock, self._state["time_floor"])
+        """``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
+        still refuses bundles that expired before 2020-09-13."""
+        return max(clock, self._state["time_floor"], PLAUSIBLE_CLOCK)
 
     def _clock_plausible(self, clock: float) -> bool:
         """False for a clock that is known wrong: behind the floor or before PLAUSIBLE_CLOCK."""

@@ -267,3 +267,9 @@ def test_a_table_spliced_from_another_version_breaks_the_signature(sim, installe
     with pytest.raises(BundleSignatureError):
         installed.install(msgpack.packb(v6))
     assert installed.active().version == 5
+
+
+def test_fresh_device_with_clock_at_zero_refuses_a_bundle_expired_in_2020(sim, tmp_path):  # D7
+    state = DeviceState(tmp_path / "s", sim.keyring, clock=lambda: 0)
+    with pytest.raises(ExpiredBundleError):
+        state.install(sim.bundle(issued_at=1_570_000_000, expires=1_580_000_000))
