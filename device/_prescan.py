@@ -59,6 +59,33 @@ def prescan(payload: bytes, limits: Limits) -> None:
     stack: list[list] = []
     pending_key = None
     while True:
+        if stack and not stack[-1][1]:
+            # Fast path: the scalar items of the current array (ints, floats, nil, bools).
+            top = stack[-1]
+            left = top[0]
+            try:
+                while left:
+                    b = payload[pos]
+                    if b <= 0x7F or b >= 0xE0:
+                        pos += 1
+                    elif b == 0xCB:
+                        pos += 9
+                    elif b in _FIXED:
+                        pos += 1 + _FIXED[b]
+                    else:
+                        break
+                    left -= 1
+            except IndexError:
+                raise BundleFormatError("payload: truncated msgpack") from None
+            top[0] = left
+            if pos > n:
+                raise BundleFormatError("payload: truncated msgpack")
+            if not left:
+                while stack and stack[-1][0] == 0 and (not stack[-1][1] or stack[-1][2]):
+                    stack.pop()
+                if not stack:
+                    break
+                continue
         if pos >= n:
             raise BundleFormatError("payload: truncated msgpack")
         b = payload[pos]
