@@ -40,7 +40,7 @@ from typing import NamedTuple
 from ._binding import Binding, check_binding
 from ._bundle import Bundle, load_bundle
 from ._codec import decode_envelope
-from ._derived import SECRET_BYTES, release_bits
+from ._derived import SECRET_BYTES, DerivedBits, release_bits
 from ._envelope import verify_envelope
 from ._errors import (
     BundleError,
@@ -438,13 +438,22 @@ class DeviceState:
         report["last_error"] = self.last_error
         return report
 
+    def release_source(self, bundle: Bundle, c: int) -> DerivedBits:
+        """The permanent bit source of input ``c`` (0 <= c < 2**64) under ``bundle``: a
+        ``randbits(k)`` source for any release path of this device (the table sampler here; a
+        noise mechanism keyed by its own input index, e.g. the first 8 bytes of a hash of the
+        canonical row, as an int)."""
+        if not isinstance(bundle, Bundle):
+            raise TypeError("bundle must be a privmap.device.Bundle")
+        return release_bits(self._secret, bundle.sha256, c)
+
     def release_index(self, bundle: Bundle, row) -> int:
         """Output index released for ``row`` under ``bundle``: the permanent draw of its input
         cluster (same row, same bundle, same device -> same index). Raises InputError."""
         if not isinstance(bundle, Bundle):
             raise TypeError("bundle must be a privmap.device.Bundle")
         c = bundle.lookup(row)
-        r = draw_bits(release_bits(self._secret, bundle.sha256, c), bundle.bits)
+        r = draw_bits(self.release_source(bundle, c), bundle.bits)
         return sample_row(bundle.index[c], bundle.weight[c], r)
 
     def sanitize(self, bundle: Bundle, row) -> list:

@@ -101,3 +101,15 @@ def test_averaging_attack_over_1000_calls_gains_nothing_beyond_one_release(sim):
     assert one_release == pytest.approx(0.55) and raw == pytest.approx(0.9)
     assert fresh_hits / USERS > raw - 4 * sigma          # fresh draws: the raw cluster leaks
     assert permanent_hits / USERS < one_release + 4 * sigma  # permanent: no better than one release
+
+
+def test_release_source_is_the_stream_the_state_samples_from(sim, tmp_path):
+    state = DeviceState(tmp_path / "s", sim.keyring, clock=lambda: NOW)
+    state.install(sim.bundle())
+    bundle = state.active()
+    c = bundle.lookup([3, 0.5, 12.0])
+    r = state.release_source(bundle, c).randbits(bundle.bits)
+    assert state.release_index(bundle, [3, 0.5, 12.0]) == sample_row(bundle.index[c], bundle.weight[c], r)
+    other = DeviceState(tmp_path / "t", sim.keyring, clock=lambda: NOW)  # another device, another secret
+    assert [state.release_source(bundle, k).randbits(64) for k in range(3)] != \
+        [other.release_source(bundle, k).randbits(64) for k in range(3)]
