@@ -10,7 +10,8 @@ process's VmHWM; the baseline is the same process before reading the bundle; Lin
   ``max_bundle_bytes`` (each float a Python object after decoding);
 - ``items``: 4.16 million array items (``max_items`` is 4,194,304) of 1-byte ints.
 
-Also shows that one step over each cap is refused, and how fast.
+Also shows that one step over each cap is refused, and how fast, and what the header pre-scan
+costs on the SSI example bundle (loads with and without it, alternated in one process).
 
     python benchmarks/bench_load_limits.py
 """
@@ -131,5 +132,33 @@ def main() -> None:
                   f"{r['outcome']}")
 
 
+def prescan_cost(repeats: int = 3, loads: int = 200) -> None:
+    """Load tables/ssi2012-gender-k64.bundle with and without the pre-scan, alternating."""
+    import privmap.device._bundle as device_bundle
+    from privmap.device import Keyring, load_bundle
+    root = pathlib.Path(__file__).resolve().parent.parent / "tables"
+    keyring = Keyring.from_pem_files(root / "public.pem")
+    data = (root / "ssi2012-gender-k64.bundle").read_bytes()
+    real = device_bundle.prescan
+
+    def per_load() -> float:
+        started = time.perf_counter()
+        for _ in range(loads):
+            load_bundle(data, keyring, now=1795000001)
+        return (time.perf_counter() - started) / loads
+    with_scan, without = [], []
+    try:
+        for _ in range(repeats):
+            device_bundle.prescan = real
+            with_scan.append(per_load())
+            device_bundle.prescan = lambda payload, limits: None
+            without.append(per_load())
+    finally:
+        device_bundle.prescan = real
+    a, b = min(with_scan), min(without)
+    print(f"ssi2012-gender-k64 load: {a * 1e3:.2f} ms with the pre-scan, {b * 1e3:.2f} ms without, ratio {a / b:.2f}")
+
+
 if __name__ == "__main__":
     main()
+    prescan_cost()
