@@ -18,6 +18,7 @@ released.
 """
 from __future__ import annotations
 
+from ._binding import Binding, WrongDomainError, check_binding, schema_sha256
 from ._bundle import (
     Bundle,
     check_declared_leakage,
@@ -26,39 +27,55 @@ from ._bundle import (
     recompute_leakage_bits,
 )
 from ._codec import MIN_MSGPACK_VERSION
+from ._derived import DerivedBits, release_bits
 from ._errors import (
     BundleError,
     BundleFormatError,
     BundleSignatureError,
     BundleTooLargeError,
+    EquivocationError,
     ExpiredBundleError,
+    FutureBundleError,
     InputError,
     KeyringError,
     MetricsError,
+    NoValidBundleError,
+    PolicyError,
     PrivmapDeviceError,
     RandomnessError,
     RollbackError,
+    StateError,
     TableError,
+    WorkLimitError,
     WrongTypeError,
 )
-
-# issue 16: real-valued kinds (load_bundle returns one of these for mechanism nullspace/gaussian)
-from ._gaussian import GaussianBundle, ReleaseRefusedError, add_noise, canonical_record  # noqa: E402
+from ._gaussian import GaussianBundle, ReleaseRefusedError, add_noise, canonical_record
 from ._keyring import Keyring, key_id_of
 from ._leakage import table_leakage_bits
 from ._limits import (
     DOMAIN_TAG,
     FORMAT_VERSION,
     MAX_BUNDLE_BYTES,
+    MAX_SIGNATURES,
     MAX_VERSION,
+    MULTISIG_DOMAIN_TAG,
+    MULTISIG_FORMAT_VERSION,
     PAYLOAD_TYPE,
     SCHEMA_VERSION,
     SIGNATURE_ALGORITHM,
     Limits,
 )
-from ._nullspace import NullspaceBundle, TheoremCheckError  # noqa: E402
+from ._nullspace import NullspaceBundle, TheoremCheckError
+from ._rotation import (
+    KEYRING_DOMAIN_TAG,
+    KEYRING_TYPE,
+    MAX_ROTATIONS,
+    KeyringChain,
+    KeyringExpiredError,
+    KeyringVersionError,
+)
 from ._sampler import InsecureTestBits, SystemRandomBits
-from ._schema import (  # noqa: E402
+from ._schema import (
     PAYLOAD_KEYS,
     REAL_MECHANISMS,
     REAL_PAYLOAD_KEYS,
@@ -66,23 +83,33 @@ from ._schema import (  # noqa: E402
     REQUIRED_PROVENANCE,
     Feature,
 )
+from ._state import EXPIRY_GRACE, MAX_CLOCK_SKEW, DeviceState, InstallResult
 
 __all__ = [
     # loading
     "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
     # verify-side helpers
     "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage",
+    # binding to the device's configuration
+    "Binding", "WrongDomainError", "schema_sha256", "check_binding",
+    # keyring rotation
+    "KeyringChain", "KeyringVersionError", "KeyringExpiredError", "KEYRING_TYPE", "KEYRING_DOMAIN_TAG",
+    "MAX_ROTATIONS",
+    # installed state and permanent releases
+    "DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
     # randomness
-    "SystemRandomBits", "InsecureTestBits",
+    "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits",
     # format constants
     "FORMAT_VERSION", "SIGNATURE_ALGORITHM", "DOMAIN_TAG", "PAYLOAD_TYPE", "SCHEMA_VERSION",
-    "MAX_VERSION", "MAX_BUNDLE_BYTES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
+    "MAX_VERSION", "MAX_BUNDLE_BYTES", "MULTISIG_FORMAT_VERSION", "MULTISIG_DOMAIN_TAG", "MAX_SIGNATURES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
     "MIN_MSGPACK_VERSION",
     # errors
     "PrivmapDeviceError", "BundleError", "BundleTooLargeError", "BundleFormatError",
     "WrongTypeError", "BundleSignatureError", "ExpiredBundleError", "RollbackError",
     "TableError", "MetricsError", "KeyringError", "InputError", "RandomnessError",
-    # issue 16: real-valued kinds
+    "EquivocationError", "FutureBundleError", "WorkLimitError", "PolicyError", "StateError",
+    "NoValidBundleError",
+    # real-valued kinds (load_bundle returns one of these for mechanism nullspace/gaussian)
     "NullspaceBundle", "GaussianBundle", "TheoremCheckError", "ReleaseRefusedError", "add_noise",
     "canonical_record", "REAL_MECHANISMS", "REAL_PAYLOAD_KEYS",
 ]

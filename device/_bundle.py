@@ -8,20 +8,22 @@ import time
 from types import MappingProxyType
 
 from ._codec import decode_envelope, decode_payload
+from ._envelope import verify_envelope
 from ._errors import (
     BundleError,
     BundleFormatError,
-    BundleSignatureError,
     BundleTooLargeError,
     ExpiredBundleError,
     InputError,
     MetricsError,
+    PolicyError,
     RollbackError,
 )
 from ._keyring import Keyring
 from ._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK, table_leakage_bits
-from ._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM, Limits
+from ._limits import Limits
 from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
+from ._prescan import prescan
 from ._sampler import draw_bits, resolve_rng, sample_row
 from ._schema import REAL_MECHANISMS, parse_body, parse_header
 
@@ -30,7 +32,6 @@ __all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits"
 _DEFAULT_LIMITS = Limits()
 #: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
 FAST_PATH_MIN_WORK = 20000
-_ENVELOPE_FIELDS = 5
 
 
 class Bundle:
@@ -226,13 +227,15 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         Resource limits.
 
     Checks, in order: size (BundleTooLargeError); envelope msgpack and shape, format version
-    (BundleFormatError); algorithm, key id pinned, signature length, Ed25519 signature over
-    ``DOMAIN_TAG + payload`` (BundleSignatureError) -- all before the payload is decoded; payload
-    msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
+    (BundleFormatError); algorithm, key ids, signature lengths, Ed25519 signatures by at least
+    ``keyring.threshold`` distinct pinned keys over the format's domain tag + payload
+    (BundleSignatureError; see ``_envelope.py``) -- all before the payload is decoded; work caps
+    from the payload's msgpack headers (WorkLimitError); payload msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
     (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
     (ExpiredBundleError); cells, table (TableError), prior, metrics and provenance; declared
-    leakage not below the table's (MetricsError). Returns the :class:`Bundle` only if all pass.
-    Mechanisms ``nullspace`` and ``gaussian`` (issue 16) pass the same envelope, signature and
+    leakage not below the table's (MetricsError) and not above ``limits.max_leakage_bits``
+    (PolicyError). Returns the :class:`Bundle` only if all pass.
+    Mechanisms ``nullspace`` and ``gaussian`` pass the same envelope, signature and
     header checks, then their own closed body checks, and return a
     :class:`~privmap.device.NullspaceBundle` or :class:`~privmap.device.GaussianBundle`.
     """
@@ -255,34 +258,21 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         raise BundleFormatError("empty bundle")
 
     envelope = decode_envelope(data, limits)
-    if type(envelope) is not list or len(envelope) != _ENVELOPE_FIELDS:
-        raise BundleFormatError("envelope must be an array [format, alg, key_id, signature, payload]")
-    fmt, alg, key_id, signature, payload = envelope
-    if type(fmt) is not int or fmt != FORMAT_VERSION:
-        raise BundleFormatError(f"unsupported envelope format (this runtime reads {FORMAT_VERSION})")
-    if type(alg) is not str or alg != SIGNATURE_ALGORITHM:
-        raise BundleSignatureError(f"unsupported signature algorithm (only {SIGNATURE_ALGORITHM!r})")
-    if type(key_id) is not bytes or len(key_id) != 32:
-        raise BundleSignatureError("key id must be 32 bytes")
-    if key_id not in keyring:
-        raise BundleSignatureError("bundle is signed by a key that is not trusted")
-    if type(signature) is not bytes or len(signature) != 64:
-        raise BundleSignatureError("missing or malformed signature (must be 64 bytes)")
-    if type(payload) is not bytes:
-        raise BundleFormatError("payload must be bytes")
-    if not keyring.verify(key_id, signature, DOMAIN_TAG + payload):
-        raise BundleSignatureError("signature does not verify")
+    payload, signers = verify_envelope(envelope, keyring)
 
+    prescan(payload, limits)  # work caps from the msgpack headers, before anything is built
     obj = decode_payload(payload, limits)
     version, issued_at, expires = parse_header(obj)
     if version < min_version:
         raise RollbackError(f"bundle version {version} is below the minimum {min_version}")
     if expires <= clock:
         raise ExpiredBundleError("bundle has expired")
-    if obj["mechanism"] in REAL_MECHANISMS:  # issue 16: nullspace / gaussian release paths
+    if obj["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian release paths
         from ._real_kinds import load_real_body
-        return load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
-                              sha256=hashlib.sha256(data).hexdigest(), key_id=key_id.hex(), data=data)
+        real = load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
+                              sha256=hashlib.sha256(data).hexdigest(), key_id=signers[0].hex(), data=data)
+        _check_policy(real.metrics, limits)
+        return real
     body = parse_body(obj, limits)
     bundle = Bundle(
         _token=_CONSTRUCT,
@@ -303,7 +293,7 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         metrics=MappingProxyType(body["metrics"]),
         provenance=MappingProxyType(body["provenance"]),
         sha256=hashlib.sha256(data).hexdigest(),
-        key_id=key_id.hex(),
+        key_id=signers[0].hex(),
         data=data,
     )
     try:
@@ -311,7 +301,17 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     except (ValueError, ArithmeticError):
         raise MetricsError("cannot recompute the leakage from the prior and table") from None
     check_declared_leakage(bundle.metrics["leakage_bits"], computed)
+    _check_policy(bundle.metrics, limits)
     return bundle
+
+
+def _check_policy(metrics, limits: Limits) -> None:
+    """Raise :class:`PolicyError` if the declared leakage (bits) is above the device's policy
+    maximum ``limits.max_leakage_bits`` (kinds that declare no leakage pass)."""
+    declared = metrics.get("leakage_bits")
+    if declared is not None and declared > limits.max_leakage_bits:
+        raise PolicyError(f"declared leakage {declared!r} bits is above this "
+                          f"device's policy maximum {limits.max_leakage_bits!r}")
 
 
 def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,

@@ -23,6 +23,12 @@ __all__ = [
     "KeyringError",
     "InputError",
     "RandomnessError",
+    "EquivocationError",
+    "FutureBundleError",
+    "WorkLimitError",
+    "PolicyError",
+    "StateError",
+    "NoValidBundleError",
 ]
 
 
@@ -78,3 +84,33 @@ class InputError(PrivmapDeviceError):
 
 class RandomnessError(PrivmapDeviceError):
     """The randomness source failed (raised, would block, or returned an invalid value)."""
+
+
+# -- installed state (device/_state.py) and work caps ----------------------------------------
+
+
+class EquivocationError(BundleError):
+    """A bundle with the version of one already installed but different bytes (THREATS D3)."""
+
+
+class FutureBundleError(BundleError):
+    """The bundle's ``issued_at`` is later than the device clock plus the allowed skew."""
+
+
+class WorkLimitError(BundleFormatError):
+    """The payload declares more work (cells, non-zeros, |A| x non-zeros) than the limits allow;
+    raised from the array headers, before any array is materialised."""
+
+
+class PolicyError(MetricsError):
+    """The declared leakage is above the device's policy maximum (THREATS H5)."""
+
+
+class StateError(PrivmapDeviceError):
+    """The device state directory is unusable: corrupt or missing state file or secret, wrong
+    permissions, or it cannot be written. Nothing is released and nothing is installed."""
+
+
+class NoValidBundleError(PrivmapDeviceError):
+    """No installed bundle can be used (none installed, both copies fail re-verification, or
+    the active one is past ``expires`` plus the grace period): nothing is released."""

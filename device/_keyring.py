@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ._edwards import key_problem
 from ._errors import KeyringError
+from ._files import read_regular
 
 __all__ = ["Keyring", "key_id_of"]
 
@@ -33,13 +34,17 @@ class Keyring:
     non-canonical encodings, and mixed-order points) are refused with :class:`KeyringError`.
     The same key given twice is stored once. An empty keyring is refused.
 
+    ``threshold`` (default 1) is how many **distinct** keys of the ring must sign a bundle
+    (THREATS B): 1 <= threshold <= number of distinct keys, else :class:`KeyringError`. A
+    threshold above 1 needs the multi-signature envelope (format 2, docs/bundle-format.md).
+
     Only the loader uses the keys, and only after the bundle's key id selected one of them; a key
     or key hint inside a bundle is never used.
     """
 
-    __slots__ = ("_keys",)
+    __slots__ = ("_keys", "threshold")
 
-    def __init__(self, keys: Iterable[bytes | Ed25519PublicKey]) -> None:
+    def __init__(self, keys: Iterable[bytes | Ed25519PublicKey], *, threshold: int = 1) -> None:
         if isinstance(keys, (bytes, bytearray, memoryview, str, Ed25519PublicKey)):
             raise TypeError("Keyring() takes an iterable of keys; wrap a single key in a list")
         table: dict[bytes, Ed25519PublicKey] = {}
@@ -55,7 +60,10 @@ class Keyring:
             table.setdefault(key_id_of(raw), public)
         if not table:
             raise KeyringError("a keyring needs at least one trusted key")
+        if type(threshold) is not int or not 1 <= threshold <= len(table):
+            raise KeyringError(f"threshold must be an int in 1..{len(table)} (the distinct keys)")
         object.__setattr__(self, "_keys", table)
+        object.__setattr__(self, "threshold", threshold)
 
     def __setattr__(self, name, value):  # immutable
         raise AttributeError("Keyring is immutable")
@@ -64,11 +72,23 @@ class Keyring:
     def from_pem(cls, *pem_texts: bytes | str) -> "Keyring":
         """Keyring from PEM ``PUBLIC KEY`` blocks (SubjectPublicKeyInfo); one key per argument.
 
-        Private keys, other algorithms and malformed PEM raise :class:`KeyringError`.
+        Private keys, other algorithms, malformed or non-ASCII PEM, and text holding more than
+        one PEM block raise :class:`KeyringError`.
         """
         keys = []
         for position, text in enumerate(pem_texts):
-            data = text.encode("ascii", "strict") if isinstance(text, str) else bytes(text)
+            if isinstance(text, str):
+                try:
+                    data = text.encode("ascii", "strict")
+                except UnicodeEncodeError:
+                    raise KeyringError(f"PEM #{position} is not ASCII text") from None
+            elif isinstance(text, (bytes, bytearray, memoryview)):
+                data = bytes(text)
+            else:
+                raise KeyringError(f"PEM #{position} must be str or bytes")
+            if data.count(b"-----BEGIN") != 1:
+                raise KeyringError(f"PEM #{position} must hold exactly one PEM block "
+                                   "(give each key as its own argument or file)")
             if b"PRIVATE KEY" in data:
                 raise KeyringError(f"PEM #{position} holds a private key; provision public keys only")
             try:
@@ -82,14 +102,14 @@ class Keyring:
 
     @classmethod
     def from_pem_files(cls, *paths: str | os.PathLike) -> "Keyring":
-        """Keyring from PEM public-key files (each read once, at most 64 KiB)."""
+        """Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
+        is refused without blocking)."""
         texts = []
         for path in paths:
             try:
-                with open(path, "rb") as handle:
-                    data = handle.read(_MAX_PEM_BYTES + 1)
-            except OSError as exc:
-                raise KeyringError(f"cannot read key file {os.fspath(path)!r}: {exc.strerror}") from None
+                data = read_regular(path, _MAX_PEM_BYTES)
+            except OSError as exc:  # NotRegularFile included: a FIFO is never read
+                raise KeyringError(f"cannot read key file {os.fspath(path)!r}: {exc.strerror or exc}") from None
             if len(data) > _MAX_PEM_BYTES:
                 raise KeyringError(f"key file {os.fspath(path)!r} is larger than {_MAX_PEM_BYTES} bytes")
             texts.append(data)
@@ -111,7 +131,16 @@ class Keyring:
 
     def __repr__(self) -> str:
         ids = ", ".join(k.hex()[:16] for k in sorted(self._keys))
-        return f"Keyring([{ids}])"
+        return f"Keyring([{ids}], threshold={self.threshold})"
+
+    def verified_signers(self, signatures, message: bytes) -> frozenset[bytes]:
+        """Key ids of the distinct trusted keys with a valid signature over ``message``.
+
+        ``signatures`` is a sequence of ``(key_id, signature)`` pairs. Unknown key ids and
+        invalid signatures are ignored (THREATS B4, B5); a key signing twice counts once (B1).
+        """
+        return frozenset(key_id for key_id, signature in signatures
+                         if self.verify(key_id, signature, message))
 
     def verify(self, key_id: bytes, signature: bytes, message: bytes) -> bool:
         """True iff ``key_id`` names a trusted key and ``signature`` verifies ``message`` under it."""

@@ -80,7 +80,10 @@ def _numeric(value, position, feature):
     elif isinstance(value, numbers.Integral):
         number = int(value)
     elif isinstance(value, numbers.Real):
-        number = float(value)
+        try:
+            number = float(value)
+        except (OverflowError, ValueError, TypeError):  # e.g. Fraction(10**400)
+            _bad(position, feature, "not finite")
     else:
         _bad(position, feature, "expected a number or a decimal string")
     if isinstance(number, float):

@@ -12,7 +12,7 @@ from ._errors import BundleFormatError
 from ._gaussian import GAUSSIAN_METRICS, make_gaussian
 from ._nullspace import NULLSPACE_METRICS, make_nullspace
 from ._realvalued import MAX_REAL_DIM, RealBundle, names
-from ._schema import _metrics_map, _provenance
+from ._schema import _metrics, _provenance
 
 __all__ = ["load_real_body"]
 
@@ -30,7 +30,7 @@ def load_real_body(obj: dict, limits, **fields) -> RealBundle:
         raise BundleFormatError(f"mechanism must be one of {tuple(_KINDS)}")
     required, make = _KINDS[mechanism]
     columns = names(obj["features"], "features", 1, min(MAX_REAL_DIM, limits.max_features), limits)
-    metrics = _metrics_map(obj["metrics"], required)
-    provenance = _provenance(obj["provenance"])
+    metrics = _metrics(obj["metrics"], limits, required)
+    provenance = _provenance(obj["provenance"], limits)
     return make(obj, limits, mechanism=mechanism, features=RealBundle.make_features(columns),
                 metrics=MappingProxyType(metrics), provenance=MappingProxyType(provenance), **fields)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from ._derived import DerivedBits
 from ._errors import RandomnessError
 
 __all__ = ["SystemRandomBits", "InsecureTestBits", "resolve_rng", "draw_bits", "sample_row"]
@@ -74,10 +75,11 @@ _DEFAULT = SystemRandomBits()
 
 def resolve_rng(rng):
     """The bit source to use: the OS CSPRNG for ``None``; otherwise only a
-    :class:`SystemRandomBits` or an :class:`InsecureTestBits` is accepted (``TypeError``)."""
+    :class:`SystemRandomBits`, a :class:`DerivedBits` (one permanent release per input) or an
+    :class:`InsecureTestBits` is accepted (``TypeError``)."""
     if rng is None:
         return _DEFAULT
-    if type(rng) is SystemRandomBits or type(rng) is InsecureTestBits:
+    if type(rng) is SystemRandomBits or type(rng) is InsecureTestBits or type(rng) is DerivedBits:
         return rng
     raise TypeError(
         f"rng must be None (the OS CSPRNG) or SystemRandomBits(); got {type(rng).__name__}. "

@@ -275,13 +275,11 @@ def _prior(obj, n_classes, n_inputs):
     return tuple(out)
 
 
-def _metrics(obj):
-    return _metrics_map(obj, REQUIRED_METRICS)
-
-
-def _metrics_map(obj, required):
+def _metrics(obj, limits: Limits, required=REQUIRED_METRICS):
     if type(obj) is not dict:
         _fail("metrics must be a map")
+    if len(obj) > limits.max_map_entries:
+        _fail(f"metrics has more than {limits.max_map_entries} entries")
     for key, value in obj.items():
         if type(key) is not str or not _is_number(value):
             _fail("metrics must map strings to finite numbers")
@@ -291,9 +289,11 @@ def _metrics_map(obj, required):
     return dict(obj)
 
 
-def _provenance(obj):
+def _provenance(obj, limits: Limits):
     if type(obj) is not dict:
         _fail("provenance must be a map")
+    if len(obj) > limits.max_map_entries:
+        _fail(f"provenance has more than {limits.max_map_entries} entries")
     for key, value in obj.items():
         if type(key) is not str or type(value) not in (str, int):
             _fail("provenance must map strings to strings or ints")
@@ -338,6 +338,6 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         "index": index,
         "weight": weight,
         "prior": prior,
-        "metrics": _metrics(obj["metrics"]),
-        "provenance": _provenance(obj["provenance"]),
+        "metrics": _metrics(obj["metrics"], limits),
+        "provenance": _provenance(obj["provenance"], limits),
     }

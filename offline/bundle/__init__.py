@@ -1,9 +1,12 @@
 """Stage 4 of a build: canonical payload bytes, Ed25519 signing, keys, reading bundles back.
 
 Private modules: ``_write`` (encode, sign, check with the device runtime), ``_keys`` (operator
-key files), ``_inspect`` (reading a bundle's payload without a trusted key, for display).
+key files), ``_inspect`` (reading a bundle's payload without a trusted key, for display),
+``_multisig`` (k-of-n bundle envelopes and signed keyring documents).
 """
 from ._keys import generate_keypair, load_private_key
+from ._multisig import cosign_bundle, keyring_document, sign_multi
 from ._write import check_bundle, encode_payload, sign_bundle
 
-__all__ = ["encode_payload", "sign_bundle", "check_bundle", "generate_keypair", "load_private_key"]
+__all__ = ["encode_payload", "sign_bundle", "check_bundle", "generate_keypair", "load_private_key",
+           "sign_multi", "cosign_bundle", "keyring_document"]

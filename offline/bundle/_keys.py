@@ -15,6 +15,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device import key_id_of
+from privmap.device._files import NotRegularFile, read_regular
 
 from .._errors import BuildError
 
@@ -69,15 +70,19 @@ def generate_keypair(keydir, *, password: bytes | None = None) -> KeyPair:
     """Generate an Ed25519 key pair into ``keydir`` (created with mode 0700 if missing).
 
     Writes ``private.pem`` (PKCS#8; encrypted with ``password`` if given; mode 0600) and
-    ``public.pem`` (mode 0644). Raises :class:`BuildError` if either file already exists or
-    cannot be written; nothing is overwritten.
+    ``public.pem`` (mode 0644). Raises :class:`BuildError` if ``keydir`` is writable by group
+    or others, or if either file already exists or cannot be written; nothing is overwritten.
     """
     keydir = Path(keydir)
     private_path, public_path = keydir / PRIVATE_NAME, keydir / PUBLIC_NAME
     try:
         keydir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = keydir.stat().st_mode
     except OSError as exc:
         raise BuildError(f"cannot create key directory {str(keydir)!r}: {exc.strerror}") from None
+    if mode & 0o022:
+        raise BuildError(f"key directory {str(keydir)!r} is writable by group or others "
+                         f"(mode {stat.S_IMODE(mode):04o}): anyone could swap the key; run: chmod 700 {str(keydir)!r}")
     for path in (private_path, public_path):
         if os.path.lexists(path):
             raise BuildError(f"refusing to overwrite existing key file {str(path)!r}")
@@ -106,15 +111,14 @@ def load_private_key(path, *, password: bytes | None = None,
     """
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            data = handle.read(_MAX_KEY_FILE_BYTES + 1)
+        data = read_regular(path, _MAX_KEY_FILE_BYTES)  # a FIFO is refused, never waited on
+        info = os.stat(path)
     except FileNotFoundError:
         raise BuildError(f"private key file not found: {str(path)!r}") from None
+    except NotRegularFile:
+        raise BuildError(f"private key path {str(path)!r} is not a regular file") from None
     except OSError as exc:
         raise BuildError(f"cannot read private key file {str(path)!r}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise BuildError(f"private key path {str(path)!r} is not a regular file")
     if check_permissions and info.st_mode & 0o077:
         raise BuildError(
             f"private key file {str(path)!r} is accessible by group or others "

@@ -29,12 +29,15 @@ class BatchResult:
     refused: list[tuple[int, str]] = field(default_factory=list)
 
 
-def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, tick=None) -> BatchResult:
+def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, release=None, stamp: bool = False,
+                 tick=None) -> BatchResult:
     """Release every valid row of ``infile`` through ``bundle``; refuse the others one by one.
 
     ``infile`` has a header naming the bundle's public features (any order); the private column,
     if present, is ignored and never written. Blank cells are missing answers (the bundle's
-    per-feature rule applies). ``tick`` (optional) is called once per data row.
+    per-feature rule applies). ``release`` (default ``bundle.sanitize``) maps a row's cells to the
+    released cells, e.g. a device state's permanent release; with ``stamp`` every output row ends
+    with the bundle's sha256 and version. ``tick`` (optional) is called once per data row.
 
     Raises
     ------
@@ -44,9 +47,11 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, tick=None) -> BatchRes
         The randomness source failed (not a row's fault: the whole batch stops).
     """
     names = [f.name for f in bundle.features]
+    release = release or bundle.sanitize
+    stamp_cells = [bundle.sha256, bundle.version] if stamp else []
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(names)
+    writer.writerow(names + (["bundle_sha256", "bundle_version"] if stamp else []))
     result = BatchResult(released="")
     with infile.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
@@ -78,11 +83,11 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, tick=None) -> BatchRes
                 result.refused.append((reader.line_num, f"{len(row)} cells, header has {len(header)}"))
                 continue
             try:
-                released = bundle.sanitize([row[i] for i in at])
+                released = release([row[i] for i in at])
             except InputError as exc:
                 result.refused.append((reader.line_num, f"{type(exc).__name__}: {exc}"))
                 continue
-            writer.writerow(["" if v is None else v for v in released])
+            writer.writerow(["" if v is None else v for v in released] + stamp_cells)
     result.released = out.getvalue()
     return result
 

@@ -18,6 +18,7 @@ from privmap.device import Keyring, read_bundle_file
 
 from .._errors import BuildError
 from ._common import atomic_write, emit, guard
+from ._passphrase import passphrase_option, read_passphrase
 
 
 def _keyring(paths) -> Keyring:
@@ -47,16 +48,18 @@ def main():
 
 @main.command()
 @click.argument("keydir", type=click.Path(file_okay=False, path_type=pathlib.Path))
+@passphrase_option
 @guard
-def keygen(keydir):
+def keygen(keydir, passphrase_file):
     """Create an Ed25519 signing key pair in KEYDIR.
 
     Writes KEYDIR/private.pem (mode 0600; keep it on the build machine) and
     KEYDIR/public.pem (ship it to devices as their trusted key). Existing keys
-    are never overwritten.
+    are never overwritten, and a KEYDIR writable by group or others is refused.
+    With --passphrase-file the private key is encrypted (PKCS#8, best available).
     """
     from ..bundle._keys import generate_keypair
-    generate_keypair(keydir)
+    generate_keypair(keydir, password=read_passphrase(passphrase_file))
     click.echo(f"wrote {keydir / 'private.pem'} (mode 0600) and {keydir / 'public.pem'}")
 
 
@@ -113,10 +116,11 @@ def keygen(keydir):
 @click.option("--valid-days", type=click.FloatRange(min=0, min_open=True), default=365, show_default=True,
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+@passphrase_option
 @guard
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, key, out, seed, domains, schema_file, schema_out, missing, solver, bits,
-          smoothing, bundle_version, issued_at, valid_days, as_json):
+          smoothing, bundle_version, issued_at, valid_days, as_json, passphrase_file):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
@@ -141,7 +145,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         from ..mechanisms._realvalued import HeaderOptions
         return build_real(data, mechanism, private=private, utility=utility, desired=desired,
                           confidential=confidential, epsilon=epsilon, delta=delta, gamma=gamma, fisher=fisher,
-                          key=key, out=out, as_json=as_json,
+                          key=key, passphrase_file=passphrase_file, out=out, as_json=as_json,
                           header=HeaderOptions(bundle_version, issued_at, valid_days))
     check_not_real(mechanism, private)
     from ..bundle._keys import load_private_key
@@ -158,7 +162,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         valid_days=valid_days, missing=missing,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains)
         if (schema_file or domains) else None)
-    private_key = load_private_key(key)
+    private_key = load_private_key(key, password=read_passphrase(passphrase_file))
     started = time.perf_counter()
     with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
         def progress(stage, fraction):
@@ -243,7 +247,7 @@ def verify(bundle, trusted, min_version, as_json):
     against the leakage recomputed from the bundled prior and integer table.
     Exits 1 with the reason if any check fails.
     """
-    from privmap.device import recompute_leakage_bits
+    from privmap.device import recompute_leakage_bits, schema_sha256
     loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
     from ._real import REAL_MECHANISMS, verify_real
     if loaded.mechanism in REAL_MECHANISMS:  # issue 16
@@ -255,6 +259,7 @@ def verify(bundle, trusted, min_version, as_json):
         return
     recomputed = recompute_leakage_bits(loaded)
     info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
+            "schema_sha256": schema_sha256(loaded.features),  # issue 13: for devices' Binding
             "expires": loaded.expires, "leakage_bits": loaded.metrics["leakage_bits"],
             "recomputed_leakage_bits": recomputed, "distortion": loaded.metrics["distortion"],
             "delta": loaded.metrics["delta"], "clusters": loaded.metrics["clusters"]}
@@ -305,9 +310,13 @@ def inspect(bundle, trusted, as_json):
               help="Write refused rows here as CSV: line number and reason (never the raw values).")
 @click.option("--skip-invalid", is_flag=True,
               help="Exit 0 even when rows were refused (they are still left out and counted).")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=pathlib.Path),
+              help="Device state directory (created if absent): installs BUNDLE there, refuses a "
+                   "lower version than one used before, and releases one permanent draw per input.")
+@click.option("--stamp", is_flag=True, help="Add bundle_sha256 and bundle_version columns to OUT.csv.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @guard
-def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invalid, as_json):
+def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invalid, state_dir, stamp, as_json):
     """Release sanitized rows of IN.csv into OUT.csv, as one device per row would.
 
     IN.csv has a header naming the bundle's public features (any order); the
@@ -321,11 +330,22 @@ def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invali
     others are still released. Then the command exits 1 with the count of
     refused rows, unless --skip-invalid. --rejects FILE lists the refused line
     numbers and reasons; no raw value of a refused row is written anywhere.
+
+    Without --state every call draws afresh, so asking the same rows again
+    releases new draws (an observer averaging them learns more). With
+    --state DIR the CLI acts as one device: running it twice on the same
+    input gives identical released rows, and once a bundle of version v has
+    been used with DIR a lower version is refused (nothing is written).
     """
     from ._batch import rejects_csv, sanitize_csv
-    loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+    if state_dir is not None:
+        from ._state import stateful_release
+        loaded, release = stateful_release(state_dir, bundle, _keyring(trusted), min_version)
+    else:
+        loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+        release = loaded.sanitize
     started = time.perf_counter()
-    result = sanitize_csv(loaded, infile)
+    result = sanitize_csv(loaded, infile, release=release, stamp=stamp)
     elapsed = time.perf_counter() - started
     atomic_write(outfile, result.released.encode("utf-8"))
     if rejects is not None:
@@ -357,3 +377,12 @@ def _register_evaluation_commands() -> None:
 
 
 _register_evaluation_commands()
+
+
+def _register_key_commands() -> None:  # issue 13: k-of-n keys and keyring rotation
+    from ._keyring import cosign, keyring
+    main.add_command(keyring)
+    main.add_command(cosign)
+
+
+_register_key_commands()

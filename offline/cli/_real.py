@@ -22,12 +22,13 @@ def _columns(text, option):
 
 
 def build_real(data, mechanism, *, private, utility, desired, confidential, epsilon, delta, gamma,
-               fisher, key, out, header, as_json):
+               fisher, key, passphrase_file, out, header, as_json):
     """Build, sign, check with the device runtime and atomically write a real-valued bundle."""
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..mechanisms._realvalued import build_gaussian, build_nullspace
-    private_key = load_private_key(key)
+    from ._passphrase import read_passphrase
+    private_key = load_private_key(key, password=read_passphrase(passphrase_file))
     started = time.perf_counter()
     if mechanism == "nullspace":
         if epsilon is None:

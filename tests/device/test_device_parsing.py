@@ -11,6 +11,7 @@ import tracemalloc
 import msgpack
 import privmap.device as device
 import pytest
+from fuzz_bundles import mutate_bytes
 from harness import NOW
 from privmap.device import (
     BundleError,
@@ -278,29 +279,11 @@ def test_exact_mechanism_payloads(sim):
 
 # -- F12 fuzzing -------------------------------------------------------------------------------
 
-def _mutate(rng: random.Random, data: bytes) -> bytes:
-    b = bytearray(data)
-    for _ in range(rng.choice((1, 1, 1, 2, 3, 8))):
-        op = rng.randrange(5)
-        at = rng.randrange(len(b)) if b else 0
-        if op == 0 and b:
-            b[at] ^= 1 << rng.randrange(8)
-        elif op == 1 and b:
-            b[at] = rng.choice((0x00, 0xc0, 0xc1, 0xc3, 0xcf, 0xd4, 0xdb, 0xdd, 0xdf, 0xff, 0x7f, 0x80))
-        elif op == 2:
-            b.insert(at, rng.randrange(256))
-        elif op == 3 and b:
-            del b[at:at + rng.randrange(1, 9)]
-        else:
-            b[at:at] = rng.randbytes(rng.randrange(1, 9))
-    return bytes(b)
-
-
 def test_F12_random_edits_of_a_signed_bundle(sim):
     rng = random.Random(12)
     original = sim.bundle()
     for _ in range(10_000):
-        data = _mutate(rng, original)
+        data = mutate_bytes(rng, original)
         try:
             bundle = sim.load(data)
         except BundleError:
@@ -316,7 +299,7 @@ def test_F12_random_edits_of_the_payload_then_signed(sim):
     originals = [sim.pack(sim.payload()), sim.pack(exact_payload())]
     loaded = 0
     for i in range(3_000):
-        payload = _mutate(rng, originals[i % 2])
+        payload = mutate_bytes(rng, originals[i % 2])
         try:
             bundle = sim.load(sim.sign_obj(payload))
         except BundleError:

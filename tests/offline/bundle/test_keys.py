@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 
 import pytest
@@ -97,3 +98,36 @@ def test_load_errors_are_clear(tmp_path):
         load_private_key(tmp_path)
     with pytest.raises(BuildError, match="password"):
         load_private_key(generate_keypair(tmp_path / "plain").private_path, password=b"x")
+
+
+def test_keygen_refuses_a_group_or_world_writable_directory(tmp_path):
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    loose.chmod(0o777)
+    with pytest.raises(BuildError, match="writable by group or others"):
+        generate_keypair(loose)
+    assert not list(loose.iterdir())
+
+
+def test_private_key_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "private.pem"
+    os.mkfifo(fifo, 0o600)
+    signal.alarm(10)
+    try:
+        with pytest.raises(BuildError, match="not a regular file"):
+            load_private_key(fifo)
+    finally:
+        signal.alarm(0)
+
+
+def test_passphrase_file_encrypts_the_key_and_build_needs_it(tmp_path, run, ratings_csv):
+    secret = tmp_path / "pass.txt"
+    secret.write_text("correct horse battery staple\n")
+    run("keygen", tmp_path / "k", "--passphrase-file", secret)
+    assert b"ENCRYPTED PRIVATE KEY" in (tmp_path / "k" / "private.pem").read_bytes()
+    args = ("build", ratings_csv, "--private", "gender", "--clusters", 4, "--delta-fraction", 0.5,
+            "--key", tmp_path / "k" / "private.pem", "--out", tmp_path / "b.bundle")
+    failed = run(*args, ok=False)
+    assert failed.exit_code == 1 and "password is needed" in failed.output and not (tmp_path / "b.bundle").exists()
+    run(*args, "--passphrase-file", secret)
+    assert (tmp_path / "b.bundle").exists()

@@ -1,0 +1,143 @@
+"""``privmap keyring create|rotate`` and ``privmap cosign``: k-of-n keys for devices."""
+from __future__ import annotations
+
+import os
+import pathlib
+import time
+
+import click
+from cryptography.hazmat.primitives import serialization
+from privmap.device import KeyringChain, KeyringError, load_bundle
+
+from .._errors import BuildError
+from ._common import atomic_write, emit, guard
+from ._passphrase import passphrase_option, read_passphrase
+
+_PATH = click.Path(dir_okay=False, path_type=pathlib.Path)
+
+
+def _private_keys(paths, passphrase_file):
+    from ..bundle._keys import load_private_key
+    password = read_passphrase(passphrase_file)
+    return [load_private_key(p, password=password) for p in paths]
+
+
+def _public_keys(paths):
+    keys = []
+    for path in paths:
+        try:
+            keys.append(serialization.load_pem_public_key(pathlib.Path(path).read_bytes()))
+        except ValueError:
+            raise BuildError(f"{path}: not a PEM public key") from None
+    return keys
+
+
+def _expires(valid_days: float) -> int:
+    issued = int(os.environ.get("SOURCE_DATE_EPOCH", time.time()))
+    return issued + int(valid_days * 86400)
+
+
+@click.group("keyring")
+def keyring():
+    """Signed, versioned keyrings: which keys a device trusts, and how many must sign.
+
+    \b
+    A device pins a version-1 keyring and then accepts only version + 1, signed
+    by THRESHOLD of its current keys AND THRESHOLD of the new ones; keys left out
+    are revoked. Typical session (2 of 3 keys, then rotating key c out for d):
+      privmap keyring create --public a/public.pem --public b/public.pem \\
+          --public c/public.pem --threshold 2 --key a/private.pem --key b/private.pem \\
+          --out keyring-v1.bin
+      privmap keyring rotate keyring-v1.bin --public a/public.pem \\
+          --public b/public.pem --public d/public.pem --threshold 2 \\
+          --key a/private.pem --key b/private.pem --key d/private.pem --out keyring-v2.bin
+    """
+
+
+def _options(fn):
+    for option in reversed([
+        click.option("--public", "public", multiple=True, required=True, type=_PATH,
+                     help="A public key (PEM) of the keyring; repeat for each."),
+        click.option("--threshold", type=click.IntRange(min=1), required=True,
+                     help="How many distinct keys must sign a bundle."),
+        click.option("--valid-days", type=click.FloatRange(min=0, min_open=True), default=365, show_default=True,
+                     help="Days until the keyring expires (devices then refuse new bundles)."),
+        click.option("--key", "keys", multiple=True, required=True, type=_PATH,
+                     help="A private key that signs this document; repeat for each."),
+        click.option("--out", required=True, type=_PATH, help="Keyring document to write (atomically)."),
+        passphrase_option,
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _write(document: bytes, chain: KeyringChain, out, as_json) -> None:
+    atomic_write(out, document)
+    info = {"out": str(out), "version": chain.version, "threshold": chain.keyring.threshold,
+            "keys": len(chain.keyring), "expires": chain.expires}
+    if as_json:
+        emit(info)
+    else:
+        click.echo(f"wrote {out}: keyring version {info['version']}, {info['threshold']} of {info['keys']} keys")
+
+
+@keyring.command("create")
+@_options
+@guard
+def create(public, threshold, valid_days, keys, out, passphrase_file, as_json):
+    """Write a version-1 keyring (signed by THRESHOLD of its own keys) to provision devices."""
+    from ..bundle._multisig import keyring_document
+    document = keyring_document(_public_keys(public), threshold=threshold, version=1,
+                                expires=_expires(valid_days), signing_keys=_private_keys(keys, passphrase_file))
+    try:
+        chain = KeyringChain(document)
+    except KeyringError as exc:
+        raise BuildError(f"a device would refuse this keyring: {exc}") from None
+    _write(document, chain, out, as_json)
+
+
+@keyring.command("rotate")
+@click.argument("current", type=_PATH)
+@_options
+@guard
+def rotate(current, public, threshold, valid_days, keys, out, passphrase_file, as_json):
+    """Write the keyring that follows CURRENT (version + 1), checked as a device would.
+
+    Sign with THRESHOLD keys of CURRENT and THRESHOLD of the new keyring.
+    """
+    from ..bundle._multisig import keyring_document
+    chain = KeyringChain(current.read_bytes())
+    document = keyring_document(_public_keys(public), threshold=threshold, version=chain.version + 1,
+                                expires=_expires(valid_days), signing_keys=_private_keys(keys, passphrase_file))
+    try:
+        chain.rotate(document)
+    except KeyringError as exc:
+        raise BuildError(f"a device holding {current} would refuse this rotation: {exc}") from None
+    _write(document, chain, out, as_json)
+
+
+@click.command("cosign")
+@click.argument("bundle", type=_PATH)
+@click.option("--key", "keys", multiple=True, required=True, type=_PATH,
+              help="A private key to add a signature with; repeat for each.")
+@click.option("--out", required=True, type=_PATH, help="Bundle to write (atomically).")
+@click.option("--keyring", "keyring_file", type=_PATH,
+              help="Check the result against this keyring document (threshold included).")
+@passphrase_option
+@guard
+def cosign(bundle, keys, out, keyring_file, passphrase_file):
+    """Add signatures to BUNDLE (k of n signing): writes a format-2 bundle.
+
+    Signatures already in a format-2 BUNDLE are kept, so key holders can sign
+    one after another. With --keyring the result is loaded as a device holding
+    that keyring would, now; if it would be refused nothing is written.
+    """
+    from ..bundle._multisig import cosign_bundle
+    data = cosign_bundle(bundle.read_bytes(), _private_keys(keys, passphrase_file))
+    if keyring_file is not None:
+        chain = KeyringChain(keyring_file.read_bytes())
+        now = time.time()
+        load_bundle(data, chain.current(now), now=now)
+    atomic_write(out, data)
+    click.echo(f"wrote {out} ({len(data)} bytes)")

@@ -1,0 +1,42 @@
+"""``--passphrase-file``: the passphrase of an encrypted private key, read from a file.
+
+Never from a command-line argument (visible to every user in ``ps``) and never echoed.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import click
+from privmap.device._files import NotRegularFile, read_regular
+
+from .._errors import BuildError
+
+_MAX_PASSPHRASE_BYTES = 4096
+
+#: The click option shared by ``keygen`` and ``build``.
+passphrase_option = click.option(
+    "--passphrase-file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
+    envvar="PRIVMAP_PASSPHRASE_FILE", show_envvar=True,
+    help="File whose first line is the private key's passphrase (keygen: encrypt the new key; "
+         "build: decrypt it).")
+
+
+def read_passphrase(path: pathlib.Path | None) -> bytes | None:
+    """The passphrase in ``path`` (first line, trailing newline removed), or None without a path.
+
+    Raises :class:`BuildError` for an unreadable, non-regular, oversized or empty file.
+    """
+    if path is None:
+        return None
+    try:
+        data = read_regular(path, _MAX_PASSPHRASE_BYTES)
+    except NotRegularFile:
+        raise BuildError(f"passphrase file {str(path)!r} is not a regular file") from None
+    except OSError as exc:
+        raise BuildError(f"cannot read passphrase file {str(path)!r}: {exc.strerror}") from None
+    if len(data) > _MAX_PASSPHRASE_BYTES:
+        raise BuildError(f"passphrase file {str(path)!r} is larger than {_MAX_PASSPHRASE_BYTES} bytes")
+    passphrase = data.split(b"\n", 1)[0].rstrip(b"\r")
+    if not passphrase:
+        raise BuildError(f"passphrase file {str(path)!r} is empty")
+    return passphrase

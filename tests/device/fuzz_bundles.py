@@ -1,0 +1,212 @@
+"""Fuzz target for the device loader and installer: mutated bundles must be refused with a typed
+error (or load, and then release), never crash, hang or change installed state.
+
+Three mutation families, drawn in turn:
+
+- ``bytes``: random byte edits (flip, set to a msgpack marker, insert, delete, splice) of a whole
+  signed bundle: reaches the envelope parser and the signature check;
+- ``payload-bytes``: the same edits of the payload bytes, then signed with a trusted key: reaches
+  the work-cap pre-scan and the msgpack decoder past the signature;
+- ``structure``: an edit of the decoded payload object (a value replaced by a hostile one, a key
+  removed or added, a list shortened, lengthened or reordered, a number nudged), re-encoded and
+  signed: reaches the schema, the table and metrics checks and the leakage recheck.
+
+Every 50th input also goes through :class:`DeviceState.install` on top of an installed bundle:
+a refusal must leave the state directory byte-identical.
+
+Run the full target (>= 100,000 inputs; a few minutes)::
+
+    .venv/bin/python tests/device/fuzz_bundles.py --inputs 100000 --seed 1
+
+It prints totals (per family: loaded / refused by error class) and exits 1 on any untyped
+exception, a load that cannot release, a state change on refusal, or an input slower than
+``--max-seconds``. The test suite runs it briefly (tests/device/test_device_fuzz.py).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import json
+import math
+import pathlib
+import random
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from harness import NOW, Sim, base_payload, exact_payload  # noqa: E402
+from privmap.device import BundleError, DeviceState, PrivmapDeviceError  # noqa: E402
+
+MARKERS = (0x00, 0xC0, 0xC1, 0xC3, 0xCF, 0xD4, 0xDB, 0xDD, 0xDF, 0xFF, 0x7F, 0x80)
+HOSTILE = (None, True, False, -1, 0, 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64 - 1, 1.5, -0.0, math.nan, math.inf,
+           -math.inf, 1e308, "", "x" * 5000, "é", b"bytes", [], {}, [[]], [None] * 3, {"": 1},
+           list(range(2000)), [[0.5] * 64] * 64)
+
+
+def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
+    """One to eight random byte edits of ``data``."""
+    b = bytearray(data)
+    for _ in range(rng.choice((1, 1, 1, 2, 3, 8))):
+        op = rng.randrange(5)
+        at = rng.randrange(len(b)) if b else 0
+        if op == 0 and b:
+            b[at] ^= 1 << rng.randrange(8)
+        elif op == 1 and b:
+            b[at] = rng.choice(MARKERS)
+        elif op == 2:
+            b.insert(at, rng.randrange(256))
+        elif op == 3 and b:
+            del b[at:at + rng.randrange(1, 9)]
+        else:
+            b[at:at] = rng.randbytes(rng.randrange(1, 9))
+    return bytes(b)
+
+
+def _slots(obj, out, parent=None, key=None):
+    """Every (container, key) slot of ``obj``, depth first."""
+    if parent is not None:
+        out.append((parent, key))
+    if isinstance(obj, dict):
+        for k in list(obj):
+            _slots(obj[k], out, obj, k)
+    elif isinstance(obj, list):
+        for i in range(len(obj)):
+            _slots(obj[i], out, obj, i)
+    return out
+
+
+def mutate_structure(rng: random.Random, payload: dict) -> dict:
+    """A copy of ``payload`` with one to three structural edits."""
+    payload = copy.deepcopy(payload)
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        parent, key = rng.choice(_slots(payload, []))
+        value = parent[key]
+        op = rng.randrange(6)
+        if op == 0:
+            parent[key] = copy.deepcopy(rng.choice(HOSTILE))
+        elif op == 1 and isinstance(parent, dict):
+            del parent[key]
+        elif op == 1:
+            parent.append(copy.deepcopy(value))
+        elif op == 2 and isinstance(parent, dict):
+            parent[rng.choice(("extra", "public_key", "threshold", key + "_"))] = copy.deepcopy(value)
+        elif op == 2 and parent:
+            parent.pop()
+        elif op == 3 and type(value) in (int, float):
+            parent[key] = rng.choice((value + 1, value - 1, value * 2, -value, value / 3, int(value) >> 1))
+        elif op == 4 and isinstance(value, list) and value:
+            rng.shuffle(value)
+        else:
+            parent[key] = copy.deepcopy(rng.choice([v for _, v in _slots(payload, [])[:50]] or [None]))
+    return payload
+
+
+def run(inputs: int, seed: int, max_seconds: float = 2.0, progress=None) -> dict:
+    """Fuzz ``inputs`` bundles; returns the totals (``failures`` lists every oracle violation)."""
+    sim = Sim()
+    rng = random.Random(seed)
+    payloads = [base_payload(), exact_payload()]
+    signed = [sim.sign_obj(p) for p in payloads]
+    packed = [sim.pack(p) for p in payloads]
+    totals = {"inputs": 0, "by_family": collections.defaultdict(collections.Counter),
+              "state_installs": 0, "max_seconds": 0.0, "failures": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        state = DeviceState(pathlib.Path(tmp) / "state", sim.keyring, clock=lambda: NOW)
+        state.install(sim.bundle(version=5))
+        root = pathlib.Path(tmp) / "state"
+        for i in range(inputs):
+            family = ("bytes", "payload-bytes", "structure")[i % 3]
+            which = rng.randrange(2)
+            if family == "bytes":
+                data = mutate_bytes(rng, signed[which])
+            elif family == "payload-bytes":
+                data = sim.sign_obj(mutate_bytes(rng, packed[which]))
+            else:
+                try:
+                    data = sim.sign_obj(sim.pack(mutate_structure(rng, payloads[which])))
+                except (OverflowError, ValueError, TypeError):
+                    totals["by_family"][family]["not encodable"] += 1
+                    continue
+            totals["inputs"] += 1
+            started = time.perf_counter()
+            outcome = _load_and_release(sim, data)
+            elapsed = time.perf_counter() - started
+            totals["max_seconds"] = max(totals["max_seconds"], elapsed)
+            totals["by_family"][family][outcome] += 1
+            if outcome.startswith("UNTYPED") or outcome.startswith("RELEASE FAILED") or elapsed > max_seconds:
+                totals["failures"].append({"input": i, "family": family, "outcome": outcome,
+                                           "seconds": elapsed, "hex": data.hex()[:4000]})
+            if i % 50 == 0:
+                totals["state_installs"] += 1
+                problem = _install_changes_nothing(state, root, data)
+                if problem:
+                    totals["failures"].append({"input": i, "family": family, "outcome": problem,
+                                               "hex": data.hex()[:4000]})
+            if progress and i % 1000 == 0:
+                progress(i)
+    totals["by_family"] = {k: dict(v) for k, v in totals["by_family"].items()}
+    return totals
+
+
+def _load_and_release(sim: Sim, data: bytes) -> str:
+    try:
+        bundle = sim.load(data)
+    except BundleError as exc:
+        return type(exc).__name__
+    except Exception as exc:  # noqa: BLE001 - the oracle: anything untyped is a finding
+        return f"UNTYPED {type(exc).__name__}: {exc}"
+    try:
+        for c in range(min(len(bundle.inputs), 4)):
+            j = bundle.release_index(bundle.input_row(c))
+            assert 0 <= j < len(bundle.outputs)
+    except PrivmapDeviceError as exc:  # a valid input row may still be refused (exact, erasures)
+        return f"loaded, row refused ({type(exc).__name__})"
+    except Exception as exc:  # noqa: BLE001
+        return f"RELEASE FAILED {type(exc).__name__}: {exc}"
+    return "loaded"
+
+
+def _snapshot(root: pathlib.Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _install_changes_nothing(state: DeviceState, root: pathlib.Path, data: bytes) -> str | None:
+    before = _snapshot(root)
+    try:
+        state.install(data)
+    except PrivmapDeviceError:
+        return None if _snapshot(root) == before else "STATE CHANGED on a refused install"
+    except Exception as exc:  # noqa: BLE001
+        return f"UNTYPED on install {type(exc).__name__}: {exc}"
+    return None  # installed (a valid mutation): later inputs are judged against it
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--inputs", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-seconds", type=float, default=2.0, help="slowest input allowed")
+    parser.add_argument("--json", action="store_true", help="print the totals as JSON")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    totals = run(args.inputs, args.seed, args.max_seconds,
+                 progress=lambda i: print(f"  {i} inputs", file=sys.stderr) if not args.json else None)
+    totals["wall_seconds"] = round(time.perf_counter() - started, 1)
+    if args.json:
+        print(json.dumps(totals, indent=2))
+    else:
+        print(f"{totals['inputs']} inputs in {totals['wall_seconds']} s "
+              f"(slowest {totals['max_seconds']:.3f} s), {totals['state_installs']} through DeviceState.install")
+        for family, counts in totals["by_family"].items():
+            print(f"  {family}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+        print(f"  failures: {len(totals['failures'])}")
+        for failure in totals["failures"][:10]:
+            print(f"    {failure['family']} #{failure['input']}: {failure['outcome']}")
+    return 1 if totals["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""The device state directory (THREATS D1-D9, G1-G7, E2, E3): installs are atomic and fail closed."""
+from __future__ import annotations
+
+import os
+import pathlib
+import stat
+
+import msgpack
+import pytest
+from harness import NOW
+from privmap.device import (
+    Binding,
+    BundleError,
+    BundleSignatureError,
+    DeviceState,
+    EquivocationError,
+    ExpiredBundleError,
+    FutureBundleError,
+    InputError,
+    NoValidBundleError,
+    RollbackError,
+    StateError,
+    WrongDomainError,
+    schema_sha256,
+)
+from privmap.device._state import EXPIRY_GRACE, MAX_CLOCK_SKEW
+
+ROW = [3, 0.5, 12.0]
+
+
+def snapshot(directory: pathlib.Path) -> dict:
+    """Every file under ``directory`` with its exact bytes."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def open_state(sim, tmp_path, **kw) -> DeviceState:
+    kw.setdefault("clock", lambda: NOW)
+    return DeviceState(tmp_path / "state", sim.keyring, **kw)
+
+
+@pytest.fixture
+def installed(sim, tmp_path):
+    """A state directory with version 5 installed."""
+    state = open_state(sim, tmp_path)
+    assert state.install(sim.bundle()).status == "installed"
+    return state
+
+
+def test_fresh_state_directory_is_private_and_has_a_secret(sim, tmp_path):
+    state = open_state(sim, tmp_path)
+    root = tmp_path / "state"
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert stat.S_IMODE((root / "device.secret").stat().st_mode) == 0o600
+    assert len((root / "device.secret").read_bytes()) == 32
+    assert state.installed_version == 0 and state.active_sha256 is None
+    with pytest.raises(NoValidBundleError):
+        state.active()
+
+
+def test_group_writable_state_directory_is_refused(sim, tmp_path):
+    root = tmp_path / "state"
+    root.mkdir()
+    root.chmod(0o777)
+    with pytest.raises(StateError, match="writable"):
+        DeviceState(root, sim.keyring)
+
+
+def test_installed_bytes_are_the_received_bytes(sim, installed, tmp_path):  # G5
+    data = sim.bundle()
+    stored = tmp_path / "state" / "bundles" / f"{installed.active_sha256}.bundle"
+    assert stored.read_bytes() == data
+    assert installed.active().sha256 == installed.active_sha256
+    assert installed.active().data == data
+
+
+def test_same_bytes_again_is_a_no_op_that_writes_nothing(sim, installed, tmp_path):  # D2
+    before = snapshot(tmp_path / "state")
+    assert installed.install(sim.bundle()).status == "no_update"
+    assert snapshot(tmp_path / "state") == before
+
+
+def test_lower_version_is_a_rollback_and_changes_nothing(sim, installed, tmp_path):  # D1
+    before = snapshot(tmp_path / "state")
+    with pytest.raises(RollbackError):
+        installed.install(sim.bundle(version=4))
+    assert snapshot(tmp_path / "state") == before
+    assert installed.active().version == 5
+    assert "RollbackError" in installed.status()["last_error"]  # G7
+
+
+def test_rollback_is_refused_after_the_installed_bundle_expired(sim, tmp_path):  # D4
+    state = open_state(sim, tmp_path)
+    state.install(sim.bundle())
+    later = NOW + 86400 + EXPIRY_GRACE + 1
+    with pytest.raises(RollbackError):
+        state.install(sim.bundle(version=4, expires=later + 86400), now=later)
+
+
+def test_same_version_with_other_bytes_is_equivocation(sim, installed, tmp_path):  # D3
+    before = snapshot(tmp_path / "state")
+    with pytest.raises(EquivocationError):
+        installed.install(sim.bundle(expires=NOW + 2 * 86400))
+    assert snapshot(tmp_path / "state") == before
+
+
+def test_clock_reset_to_zero_uses_the_time_floor(sim, tmp_path):  # D7
+    state = open_state(sim, tmp_path, clock=lambda: 0)
+    state.install(sim.bundle(issued_at=NOW, expires=NOW + 86400))
+    assert state.time_floor == NOW
+    expired_by_floor = sim.bundle(version=6, issued_at=NOW - 7200, expires=NOW - 1)
+    with pytest.raises(ExpiredBundleError):
+        state.install(expired_by_floor)
+    state.install(sim.bundle(version=7, issued_at=NOW - 10, expires=NOW + 86400))
+    assert state.time_floor == NOW  # the floor never decreases
+
+
+def test_bundle_issued_beyond_the_clock_skew_is_refused(sim, tmp_path):
+    state = open_state(sim, tmp_path)
+    ten_years = 10 * 365 * 86400
+    with pytest.raises(FutureBundleError):
+        state.install(sim.bundle(issued_at=NOW + MAX_CLOCK_SKEW + 1, expires=NOW + ten_years))
+    assert state.installed_version == 0
+    assert state.install(sim.bundle(issued_at=NOW + MAX_CLOCK_SKEW, expires=NOW + ten_years)).status == "installed"
+
+
+def test_expired_active_bundle_is_stale_within_grace_then_releases_nothing(sim, installed):  # D9
+    expires = NOW + 86400
+    assert installed.status(now=NOW)["state"] == "ok"
+    assert installed.status(now=expires + 1)["state"] == "stale"
+    installed.sanitize(installed.active(now=expires + 1), ROW)
+    past = expires + EXPIRY_GRACE + 1
+    assert installed.status(now=past)["state"] == "no_bundle"
+    with pytest.raises(NoValidBundleError):
+        installed.active(now=past)
+
+
+def _fail_on_call(monkeypatch, name, n):
+    real = getattr(os, name)
+    calls = {"n": 0}
+
+    def failing(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise OSError(5, f"injected failure of os.{name}")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(os, name, failing)
+    return calls
+
+
+# Every os call an install makes before its commit point (the rename of state.json); os.open
+# number 1 reads the active bundle back (to check its signers), a failure there writes nothing.
+FAULTS = [("open", 2), ("write", 1), ("fsync", 1), ("replace", 1), ("open", 3), ("fsync", 2),
+          ("open", 4), ("write", 2), ("fsync", 3), ("replace", 2)]
+
+
+@pytest.mark.parametrize(("name", "n"), FAULTS)
+def test_a_failing_install_leaves_active_bundle_and_state_byte_identical(sim, installed, tmp_path,
+                                                                         monkeypatch, name, n):  # G1, G6
+    root = tmp_path / "state"
+    before = snapshot(root)
+    _fail_on_call(monkeypatch, name, n)
+    with pytest.raises(StateError):
+        installed.install(sim.bundle(version=6))
+    monkeypatch.undo()
+    assert snapshot(root) == before  # no temp file left, nothing changed
+    reopened = DeviceState(root, sim.keyring, clock=lambda: NOW)
+    assert reopened.active().version == 5
+    assert reopened.install(sim.bundle(version=6)).status == "installed"  # G6
+    assert reopened.active().version == 6
+
+
+def test_half_written_temp_files_are_removed_at_open(sim, installed, tmp_path):  # G2
+    root = tmp_path / "state"
+    before = snapshot(root)
+    (root / ".tmp-state.json.999").write_bytes(b"{half")
+    (root / "bundles" / ".tmp-x.bundle.999").write_bytes(b"\x95\x01")
+    (root / "bundles" / ("ab" * 32 + ".bundle")).write_bytes(b"orphan")
+    reopened = DeviceState(root, sim.keyring, clock=lambda: NOW)
+    assert snapshot(root) == before
+    assert reopened.active().version == 5
+
+
+def test_corrupt_active_bundle_falls_back_to_the_previous_copy(sim, tmp_path):  # G3
+    state = open_state(sim, tmp_path)
+    state.install(sim.bundle())
+    state.install(sim.bundle(version=6))
+    active_file = tmp_path / "state" / "bundles" / f"{state.active_sha256}.bundle"
+    data = bytearray(active_file.read_bytes())
+    data[-5] ^= 1
+    active_file.write_bytes(bytes(data))
+    assert state.active().version == 5
+    assert state.status()["state"] == "fallback"
+    for path in (tmp_path / "state" / "bundles").iterdir():
+        path.write_bytes(b"garbage")
+    with pytest.raises(NoValidBundleError):
+        state.active()
+    assert state.status()["state"] == "no_bundle"
+
+
+@pytest.mark.parametrize("damage", ["flip", "missing"])
+def test_corrupt_or_missing_state_file_fails_closed(sim, installed, tmp_path, damage):  # G4
+    state_file = tmp_path / "state" / "state.json"
+    if damage == "flip":
+        state_file.write_bytes(state_file.read_bytes().replace(b'"version":5', b'"version":1'))
+    else:
+        state_file.unlink()
+    with pytest.raises(StateError):
+        DeviceState(tmp_path / "state", sim.keyring)
+
+
+def test_missing_secret_fails_closed(sim, installed, tmp_path):
+    (tmp_path / "state" / "device.secret").unlink()
+    with pytest.raises(StateError, match="secret"):
+        DeviceState(tmp_path / "state", sim.keyring)
+
+
+def test_bundle_from_a_fifo_is_refused_without_blocking(sim, tmp_path):
+    fifo = tmp_path / "bundle.fifo"
+    os.mkfifo(fifo)
+    state = open_state(sim, tmp_path)
+    with pytest.raises(BundleError, match="regular file"):
+        state.install_file(fifo)
+
+
+def test_invalid_row_releases_nothing_through_the_state(sim, installed):
+    with pytest.raises(InputError):
+        installed.sanitize(installed.active(), [1, 2])
+
+
+def test_bundle_for_another_attribute_or_schema_is_refused_by_a_bound_device(sim, tmp_path):  # E2
+    mine = sim.load(sim.bundle())
+    binding = Binding(private_name="party", classes=("left", "right"), schema_sha256=schema_sha256(mine.features))
+    state = DeviceState(tmp_path / "bound", sim.keyring, clock=lambda: NOW, binding=binding)
+    other_scale = sim.payload()
+    other_scale["features"][0]["max"] = 10
+    for data in (sim.bundle(private={"name": "income", "classes": ["left", "right"]}),
+                 sim.bundle(private={"name": "party", "classes": ["right", "left"]}),
+                 sim.sign_obj(other_scale)):
+        before = snapshot(tmp_path / "bound")
+        with pytest.raises(WrongDomainError):
+            state.install(data)
+        assert snapshot(tmp_path / "bound") == before
+    assert state.install(sim.bundle()).status == "installed"
+    rebound = DeviceState(tmp_path / "bound", sim.keyring, clock=lambda: NOW,
+                          binding=Binding(schema_sha256="0" * 64))
+    with pytest.raises(NoValidBundleError):  # a reconfigured device refuses the old bundle at use
+        rebound.active()
+
+
+def test_the_clock_is_read_once_per_install(sim, tmp_path):  # D8
+    readings = iter([NOW, NOW + 10 ** 6])
+    calls = []
+
+    def clock():
+        calls.append(1)
+        return next(readings)
+    state = DeviceState(tmp_path / "s", sim.keyring, clock=clock)
+    assert state.install(sim.bundle()).status == "installed"  # judged at NOW, not at the later reading
+    assert len(calls) == 1
+
+
+def test_a_table_spliced_from_another_version_breaks_the_signature(sim, installed):  # E3
+    v6 = msgpack.unpackb(sim.bundle(version=6))
+    spliced_payload = msgpack.unpackb(v6[4])
+    spliced_payload["table"]["weight"] = [[8, 8], [5, 5, 6], [16]]
+    v6[4] = msgpack.packb(spliced_payload)
+    with pytest.raises(BundleSignatureError):
+        installed.install(msgpack.packb(v6))
+    assert installed.active().version == 5
+
+
+def test_fresh_device_with_clock_at_zero_refuses_a_bundle_expired_in_2020(sim, tmp_path):  # D7
+    state = DeviceState(tmp_path / "s", sim.keyring, clock=lambda: 0)
+    with pytest.raises(ExpiredBundleError):
+        state.install(sim.bundle(issued_at=1_570_000_000, expires=1_580_000_000))
