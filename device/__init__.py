@@ -27,7 +27,7 @@ from ._bundle import (
     recompute_leakage_bits,
 )
 from ._codec import MIN_MSGPACK_VERSION
-from ._derived import DerivedBits, release_bits
+from ._derived import DerivedBits, record_bits, release_bits
 from ._errors import (
     BundleError,
     BundleFormatError,
@@ -98,7 +98,7 @@ __all__ = [
     # installed state and permanent releases
     "DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
     # randomness
-    "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits",
+    "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits", "record_bits",
     # format constants
     "FORMAT_VERSION", "SIGNATURE_ALGORITHM", "DOMAIN_TAG", "PAYLOAD_TYPE", "SCHEMA_VERSION",
     "MAX_VERSION", "MAX_BUNDLE_BYTES", "MULTISIG_FORMAT_VERSION", "MULTISIG_DOMAIN_TAG", "MAX_SIGNATURES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",

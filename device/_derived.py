@@ -21,12 +21,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-__all__ = ["DerivedBits", "SECRET_BYTES", "RELEASE_TAG", "release_bits"]
+__all__ = ["DerivedBits", "SECRET_BYTES", "RELEASE_TAG", "RECORD_TAG", "release_bits", "record_bits"]
 
 #: Length of a device secret, bytes.
 SECRET_BYTES = 32
 #: Domain-separation tag of the release derivation (change it and every release changes).
 RELEASE_TAG = b"privmap-release-v1\x00"
+#: Domain-separation tag of per-record derivations (release paths with no input clusters).
+RECORD_TAG = b"privmap-record-v1\x00"
 #: Longest stream one context may yield, bytes (2**32 HMAC blocks; far beyond any release).
 _MAX_BLOCKS = 1 << 32
 
@@ -99,3 +101,18 @@ def release_bits(secret: bytes, bundle_sha256: str, c: int) -> DerivedBits:
     if type(c) is not int or not 0 <= c < (1 << 64):
         raise ValueError("c must be an int in 0 .. 2**64 - 1")
     return DerivedBits(secret, RELEASE_TAG + bytes.fromhex(bundle_sha256) + c.to_bytes(8, "big"))
+
+
+def record_bits(secret: bytes, bundle_sha256: str, record: bytes) -> DerivedBits:
+    """The bit source of the permanent release of one record under one bundle, for release paths
+    that have no input clusters (the Gaussian-noise kind draws its noise from it).
+
+    ``record`` is the canonical bytes of the parsed row (``GaussianBundle.record(row)``); the
+    context is ``RECORD_TAG || bundle_sha256 || record``, so the same record gets the same noise
+    from the same device and bundle, and a different bundle gets independent noise.
+    """
+    if type(bundle_sha256) is not str or len(bundle_sha256) != 64:
+        raise ValueError("bundle_sha256 must be 64 hex characters")
+    if type(record) is not bytes:
+        raise ValueError("record must be bytes")
+    return DerivedBits(secret, RECORD_TAG + bytes.fromhex(bundle_sha256) + record)

@@ -40,7 +40,7 @@ from typing import NamedTuple
 from ._binding import Binding, check_binding
 from ._bundle import Bundle, load_bundle
 from ._codec import decode_envelope
-from ._derived import SECRET_BYTES, DerivedBits, release_bits
+from ._derived import SECRET_BYTES, DerivedBits, record_bits, release_bits
 from ._envelope import verify_envelope
 from ._errors import (
     BundleError,
@@ -52,8 +52,10 @@ from ._errors import (
     StateError,
 )
 from ._files import NotRegularFile, read_regular
+from ._gaussian import GaussianBundle
 from ._keyring import Keyring
 from ._limits import Limits
+from ._nullspace import NullspaceBundle
 from ._sampler import draw_bits, sample_row
 
 __all__ = ["DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE", "MAX_HISTORY"]
@@ -456,8 +458,15 @@ class DeviceState:
         r = draw_bits(self.release_source(bundle, c), bundle.bits)
         return sample_row(bundle.index[c], bundle.weight[c], r)
 
-    def sanitize(self, bundle: Bundle, row) -> list:
-        """Released cells for ``row`` (see :meth:`release_index`); the raw row never leaves."""
+    def sanitize(self, bundle, row) -> list:
+        """Released cells for ``row``, permanent for this device: a table bundle releases the
+        representative of :meth:`release_index`; a Gaussian-noise bundle draws its noise from
+        :func:`record_bits` of the parsed row; a null-space bundle is deterministic already.
+        The raw row never leaves. Raises InputError and what the bundle's release raises."""
+        if isinstance(bundle, GaussianBundle):
+            return bundle.sanitize(row, rng=record_bits(self._secret, bundle.sha256, bundle.record(row)))
+        if isinstance(bundle, NullspaceBundle):
+            return bundle.sanitize(row)
         return bundle.representative(self.release_index(bundle, row))
 
 

@@ -18,7 +18,8 @@ USERS = 400
 def correlated_payload(sim) -> dict:
     """Two inputs that reveal the class 90% of the time, hidden by a nearly uniform table."""
     return with_leakage(sim.payload(
-        features=[{"name": "x", "kind": "numeric", "min": 0, "max": 1, "integer": True}],
+        features=[{"name": "x", "kind": "numeric", "min": 0, "max": 1, "integer": True,
+                   "missing": "refuse", "fill": None, "missing_token": ""}],
         inputs=[[0], [1]], outputs=[[0], [1]],
         table={"bits": 4, "index": [[0, 1], [0, 1]], "weight": [[9, 7], [7, 9]]},
         prior=[[0.45, 0.05], [0.05, 0.45]]))
