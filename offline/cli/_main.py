@@ -8,6 +8,7 @@ progress goes to stderr.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import pathlib
@@ -23,6 +24,26 @@ from ._common import atomic_write, emit, guard
 
 def _keyring(paths) -> Keyring:
     return Keyring.from_pem_files(*paths)
+
+
+class AutoOr(click.ParamType):
+    """A number (of ``kind``, at least ``minimum``) or the word ``auto``."""
+
+    def __init__(self, kind, minimum):
+        self.kind, self.minimum = kind, minimum
+        self.name = f"{kind.__name__}|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            number = self.kind(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither {'an integer' if self.kind is int else 'a number'} nor 'auto'",
+                      param, ctx)
+        if not (math.isfinite(number) and number >= self.minimum):
+            self.fail(f"{value!r} must be >= {self.minimum} (or 'auto')", param, ctx)
+        return number
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -69,7 +90,9 @@ def keygen(keydir):
               help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1).")
 @click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
               help="Distortion metric [default: l2 for quantized, erasures for exact].")
-@click.option("--clusters", "-k", type=click.IntRange(min=1), help="Number of clusters K (quantized).")
+@click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
+              help="Number of clusters K (quantized), or 'auto': the K whose table leaks least on held-out "
+                   "folds (or distorts least within --target-leakage); the candidates are printed.")
 @click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit.")
 @click.option("--delta-fraction", type=float,
               help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
@@ -82,8 +105,16 @@ def keygen(keydir):
               help="fast: privmap's certified solver; cvxpy: Clarabel reference.")
 @click.option("--bits", type=click.IntRange(1, 32), default=16, show_default=True,
               help="Table weights sum to 2^BITS per row.")
-@click.option("--smoothing", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Additive smoothing of the prior's counts.")
+@click.option("--smoothing", type=AutoOr(float, 0), default="0.0", show_default=True, metavar="S|auto",
+              help="Additive smoothing of the prior's counts, or 'auto' (chosen with the clusters, as above).")
+@click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
+              help="With 'auto': the out-of-sample leakage to stay under; the least held-out distortion within it "
+                   "wins [default: no target, the least out-of-sample leakage wins].")
+@click.option("--no-codebook", is_flag=True,
+              help="Release the k-means representatives as they are (skip the codebook step that moves each "
+                   "released row to the metric's optimum and re-solves).")
+@click.option("--holdout-folds", type=click.IntRange(min=0, max=20), default=5, show_default=True,
+              help="Folds of the cross-fitted (new-user) leakage estimate written into the bundle; 0 = skip.")
 @click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
               help="Monotonic bundle version (devices refuse versions below their minimum).")
 @click.option("--issued-at", type=int, default=None,
@@ -93,25 +124,42 @@ def keygen(keydir):
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 @guard
 def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
-          bits, smoothing, bundle_version, issued_at, valid_days, as_json):
+          bits, smoothing, target_leakage, no_codebook, holdout_folds, bundle_version, issued_at, valid_days,
+          as_json):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
-    E d(C, C^) <= Delta, compresses the table to integers and signs the bundle.
-    The bundle is loaded back with the device runtime before it is written.
+    E d(C, C^) <= Delta, moves each released row to the metric's optimum and
+    re-solves (codebook step), compresses the table to integers and signs the
+    bundle. The bundle is loaded back with the device runtime before it is written.
+
+    \b
+    The bundle declares two leakages, in bits:
+      leakage_bits          I(A; C^) on the prior it was built from (in-sample);
+      holdout_leakage_bits  cross-fitted: tables built on k-1 folds, measured on the
+                            held-out fold, bias-corrected, with an interval; what a
+                            new user faces.
+    --clusters auto picks K (and --smoothing auto the smoothing) by that estimate.
     """
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..mechanisms._pipeline import BuildOptions
     from ..mechanisms._pipeline import build as run_build
 
+    auto = clusters == "auto" or smoothing == "auto"
+    if auto and mechanism != "quantized":
+        raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
     options = BuildOptions(
         private=private, public=tuple(c.strip() for c in public.split(",")) if public else None,
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
-        clusters=clusters, delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver,
-        bits=bits, smoothing=smoothing, bundle_version=bundle_version, issued_at=issued_at,
-        valid_days=valid_days)
+        clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
+        solver=solver, bits=bits, smoothing=0.0 if smoothing == "auto" else smoothing,
+        bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, codebook=not no_codebook,
+        holdout_folds=holdout_folds)
     private_key = load_private_key(key)
+    choice = _choose_auto(data, options, clusters, smoothing, target_leakage) if auto else None
+    if choice is not None:
+        options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     started = time.perf_counter()
     with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
         def progress(stage, fraction):
@@ -131,6 +179,10 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
                "solver": result.solved.solver}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
+    summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
+    if choice is not None:
+        summary["auto"] = {"clusters": choice.clusters, "smoothing": choice.smoothing,
+                           "target_leakage_bits": choice.target_leakage_bits, "candidates": choice.candidates}
     if as_json:
         emit(summary)
         return
@@ -141,6 +193,31 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
     click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
                f"{metrics['perfect_privacy_distortion']:.4f}, solver {result.solved.solver}")
+    if "codebook_iterations" in metrics:
+        click.echo(f"  codebook step: distortion on data {metrics['codebook_start_distortion']:.4f} -> "
+                   f"{metrics['measured_distortion']:.4f}, leakage {metrics['codebook_start_leakage_bits']:.6f} -> "
+                   f"{metrics['leakage_bits']:.6f} bits in {metrics['codebook_iterations']} rounds "
+                   f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
+    if "holdout_leakage_bits" in metrics:
+        click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
+                   f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
+                   f"{metrics['holdout_leakage_high_bits']:.6f}] (in-sample {metrics['leakage_bits']:.6f}), "
+                   f"distortion {metrics['holdout_distortion']:.4f}")
+
+
+def _choose_auto(data, options, clusters, smoothing, target_leakage):
+    """Run the ``auto`` search with a progress bar and print its candidates on stderr."""
+    from ..data._dataset import load_dataset
+    from ..mechanisms._autotune import CANDIDATE_CLUSTERS, CANDIDATE_SMOOTHING, choose, format_candidates
+    dataset = load_dataset(data, private=options.private, public=options.public)
+    ks = CANDIDATE_CLUSTERS if clusters == "auto" else (clusters,)
+    ss = CANDIDATE_SMOOTHING if smoothing == "auto" else (smoothing,)
+    with click.progressbar(length=len(ks) * len(ss), label="auto: candidates", file=sys.stderr,
+                           show_pos=True) as bar:
+        choice = choose(dataset, options, clusters=ks, smoothing=ss, target_leakage_bits=target_leakage,
+                        progress=bar.update)
+    click.echo(format_candidates(choice), err=True)
+    return choice
 
 
 def _describe(payload: dict) -> dict:
@@ -154,6 +231,9 @@ def _describe(payload: dict) -> dict:
         "nonzero_per_row": sum(len(r) for r in payload["table"]["index"]) / max(len(payload["table"]["index"]), 1),
         "leakage_bits": metrics["leakage_bits"], "distortion": metrics["distortion"], "delta": metrics["delta"],
         "clusters": metrics["clusters"], "metrics": dict(metrics), "provenance": dict(payload["provenance"]),
+        "holdout_leakage_bits": metrics.get("holdout_leakage_bits"),
+        "holdout_leakage_interval_bits": ([metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]
+                                          if "holdout_leakage_low_bits" in metrics else None),
     }
 
 
@@ -165,6 +245,10 @@ def _print_description(info: dict) -> None:
                f"{info['nonzero_per_row']:.2f} nonzero entries per row")
     click.echo(f"  leakage {info['leakage_bits']:.6f} bits, distortion {info['distortion']:.4f} "
                f"(Delta = {info['delta']:.4f})")
+    if info["holdout_leakage_bits"] is not None:
+        low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
+        click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "
+                   f"[{low:.6f}, {high:.6f}]")
 
 
 @main.command()
