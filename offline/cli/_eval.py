@@ -48,16 +48,34 @@ def _parse_ints(text: str, what: str) -> list[int]:
 
 
 def _read_view(bundle: pathlib.Path, trusted):
-    """The bundle as a MappingView; verified with the trusted keys when given."""
+    """The bundle as a MappingView, whether it was verified, and its declared leakages."""
     from ..bundle._inspect import read_bytes, read_unverified
     from ..evaluation._evaluate import view_from_payload
     if trusted:
         from privmap.device import Keyring, read_bundle_file
         loaded = read_bundle_file(bundle, Keyring.from_pem_files(*trusted))
         payload, _ = read_unverified(loaded.data)
-        return view_from_payload(payload), True
-    payload, _ = read_unverified(read_bytes(bundle))
-    return view_from_payload(payload), False
+        verified = True
+    else:
+        payload, _ = read_unverified(read_bytes(bundle))
+        verified = False
+    metrics = payload["metrics"]
+    declared = {key: metrics.get(key) for key in (
+        "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
+        "mismatch_leakage_bound_bits", "mismatch_bound_vacuous")}
+    return view_from_payload(payload), verified, declared
+
+
+def _format_declared(declared: dict) -> str:
+    """The bundle's own leakage claims: in-sample, cross-fitted, and Theorem 1's bound."""
+    line = f"declared by the bundle: in-sample leakage {declared['leakage_bits']:.6f} bits"
+    if declared["holdout_leakage_bits"] is not None:
+        line += (f"; new users (cross-fitted) {declared['holdout_leakage_bits']:.6f} bits "
+                 f"[{declared['holdout_leakage_low_bits']:.6f}, {declared['holdout_leakage_high_bits']:.6f}]")
+    if declared["mismatch_bound_vacuous"] is not None:
+        bound = declared["mismatch_leakage_bound_bits"]
+        line += "; Theorem 1 bound " + ("vacuous" if declared["mismatch_bound_vacuous"] else f"{bound:.6f} bits")
+    return line
 
 
 def _load_for(view, data: pathlib.Path, private: str):
@@ -102,18 +120,26 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       rows and tested on sanitized held-out rows (accuracy, balanced accuracy,
       ROC AUC).
     """
+    from ..evaluation._baselines import bundle_baselines, format_baselines
     from ..evaluation._evaluate import evaluate_view, format_summary
-    view, verified = _read_view(bundle, trusted)
+    view, verified, declared = _read_view(bundle, trusted)
     ds, codes = _load_for(view, data, private)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
                            permutations=permutations, attacker=not no_attacker)
+    base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
+                            attacker=not no_attacker)
     summary = {"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256,
-               "signature_verified": verified, **result.summary}
+               "signature_verified": verified, **result.summary, "declared": declared, "baselines": base}
     if as_json:
         emit(summary)
         return
     click.echo(f"{bundle} on {data}" + ("" if verified else " (signature NOT verified: no --trusted key)"))
     click.echo(format_summary(result.summary))
+    click.echo(_format_declared(declared))
+    if base is not None:
+        auc = result.summary.get("attacker", {}).get("after", {}).get("roc_auc")
+        click.echo("")
+        click.echo(format_baselines(base, result.summary["distortion"], auc))
 
 
 @click.command()

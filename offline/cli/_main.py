@@ -189,7 +189,8 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     click.echo(f"wrote {out} ({len(bundle_bytes)} bytes) in {seconds:.2f} s")
     click.echo(f"  leakage I(A;C^): {metrics['leakage_bits']:.6f} bits "
                f"(before the mapping: {metrics['leakage_before_bits']:.6f} bits)")
-    click.echo(f"  distortion: {metrics['distortion']:.4f} on clusters (Delta = {metrics['delta']:.4f}); "
+    where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"
+    click.echo(f"  distortion: {metrics['distortion']:.4f} on {where} (Delta = {metrics['delta']:.4f}); "
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
     click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
                f"{metrics['perfect_privacy_distortion']:.4f}, solver {result.solved.solver}")
