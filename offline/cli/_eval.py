@@ -172,7 +172,13 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
     For each K the data is quantized (k-means; exact: the erasure alphabet), program
     (19) is solved for each Delta, and the solved mapping is measured on DATA's raw
     rows: leakage, distortion, and the attacker's ROC AUC (plotted on a second axis).
-    Without matplotlib the table is printed and no PNG is written.
+
+    \b
+    Quantized sweeps show each point twice: seed 000's mapping (codebook off,
+    dotted) and after the build's codebook step (solid), beside the baselines:
+    the constant release (0 bits) and k-ary randomized response per feature at
+    several epsilon (AUC axis). Without matplotlib the table is printed and no
+    PNG is written.
     """
     from ..data._dataset import load_dataset
     from ..evaluation import _curve, _plots
@@ -187,19 +193,30 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
                               attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
                               progress=bar.update)
+    base = None
+    if mechanism == "quantized":
+        from ..evaluation._baselines import baselines
+        base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
+                         attacker=not no_attacker)
     stem = pathlib.Path(data).stem
     csv_path = csv_path or pathlib.Path(f"{stem}_curve.csv")
     _curve.write_csv(points, csv_path)
     png_written = None
     if _plots.have_matplotlib():
         png = png or pathlib.Path(f"{stem}_curve.png")
-        png_written = _plots.plot_curve(points, png, auc=not no_attacker,
+        png_written = _plots.plot_curve(points, png, auc=not no_attacker, baselines=base,
                                         title=title or f"{stem}: {private} vs {', '.join(ds.features)[:60]}")
     if as_json:
         emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
                "classes": list(ds.classes), "rows": ds.n, "csv": str(csv_path), "png": png_written,
-               "points": _curve.json_points(points)})
+               "points": _curve.json_points(points), "baselines": base})
         return
     click.echo(_curve.format_table(points))
+    if base is not None:
+        click.echo(f"baselines: constant release distortion {base['constant']['distortion']:.4f} at 0 bits; "
+                   "randomized response per feature " + ", ".join(
+                       f"eps {p['epsilon_per_feature']:g}: distortion {p['distortion']:.4f}"
+                       + (f" AUC {p['roc_auc']:.3f}" if p.get("roc_auc") is not None else "")
+                       for p in base["randomized_response"]))
     click.echo(f"wrote {csv_path}" + (f" and {png_written}" if png_written else
                                        " (matplotlib not installed: no plot; pip install privmap[plot])"))
