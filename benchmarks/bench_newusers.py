@@ -86,7 +86,7 @@ def main() -> None:
     print()
     print(f"{'K':>4} {'frac':>5} {'codebook':>8} {'in-leak':>8} {'out-leak':>9} {'out-dist':>9} {'/const':>7} "
           f"{'out-AUC':>8} {'build_s':>8}")
-    best = {}
+    best, perfect = {}, {}
     for k in args.ks:
         for frac in args.fracs:
             for codebook in (False, True):
@@ -100,6 +100,8 @@ def main() -> None:
                 print(f"{k:>4} {frac:>5.2f} {'on' if codebook else 'off':>8} {m['in_sample_leak']:>8.5f} "
                       f"{m['leak']:>9.5f} {m['distortion']:>9.4f} {ratio:>7.3f} {m['auc']:>8.3f} {seconds:>8.2f}",
                       flush=True)
+                if frac >= 1.0:
+                    perfect[(k, codebook)] = (ratio, m["auc"])
                 if m["auc"] <= AUC_LIMIT:
                     key = (k, codebook)
                     if key not in best or ratio < best[key][0]:
@@ -114,6 +116,15 @@ def main() -> None:
             r = best.get((k, codebook))
             cells.append("none <= limit" if r is None else f"{r[0]:.3f} (frac {r[1]:.2f}, AUC {r[2]:.3f})")
         print(f"{k:>4} {cells[0]:>24} {cells[1]:>22}")
+    if perfect:
+        print()
+        print("at perfect privacy on the training prior (Delta fraction 1.0: 0 bits in-sample), held-out distortion "
+              "as a fraction of the constant release's")
+        print(f"{'K':>4} {'seed 000 (no codebook)':>24} {'with codebook':>22}")
+        for k in args.ks:
+            cells = [f"{perfect[(k, c)][0]:.3f} (AUC {perfect[(k, c)][1]:.3f})" if (k, c) in perfect else "-"
+                     for c in (False, True)]
+            print(f"{k:>4} {cells[0]:>24} {cells[1]:>22}")
 
 
 if __name__ == "__main__":
