@@ -2,7 +2,8 @@
 
 Private modules: ``_evaluate`` (a bundle or table measured on labelled rows), ``_attacks`` (MAP
 and logistic-regression adversaries), ``_curve`` (privacy-distortion sweeps), ``_plots``
-(matplotlib figures), ``_recommender`` (matrix-factorisation RMSE).
+(matplotlib figures), ``_recommender`` (matrix-factorisation RMSE), ``_baselines`` (constant
+release and randomized response, the figures a bundle must beat).
 """
 from ._evaluate import evaluate_view, view_from_payload, view_from_table
 

@@ -1,4 +1,5 @@
-"""The offline build: labelled CSV -> prior -> alphabet -> program (19) -> integer table -> payload.
+"""The offline build: labelled CSV -> prior -> alphabet -> program (19) -> codebook step -> integer table
+-> payload, with the cross-fitted (new-user) leakage beside the in-sample one.
 
 Two mechanisms share the pipeline and differ in their alphabet:
 
@@ -25,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from .._errors import BuildError
-from .._information import expected_distortion, leakage_bits, mutual_information_bits
+from .._information import mutual_information_bits
 from .._mismatch import mismatch_bound
 from ..data._dataset import Dataset, load_dataset
 from ..data._distortion import METRICS, pairwise
@@ -51,7 +52,9 @@ class BuildOptions:
     Exactly one of ``delta`` (absolute budget) and ``delta_fraction`` (a fraction
     of the perfect-privacy distortion) is given. ``clusters`` is required for the
     quantized mechanism and ignored by the exact one. ``issued_at`` is unix
-    seconds; None takes SOURCE_DATE_EPOCH when set, else the clock.
+    seconds; None takes SOURCE_DATE_EPOCH when set, else the clock. ``codebook`` runs the
+    codebook step after solving (quantized mechanism; :mod:`._codebook`). ``holdout_folds``
+    is k of the cross-fitted leakage written into the metrics (:mod:`._holdout`); 0 skips it.
 
     Raises
     ------
