@@ -119,7 +119,7 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
     counts = np.bincount(dataset.private, minlength=len(dataset.classes))
     if k < 2 or counts.min() < k:
         raise BuildError(f"cross-fitting needs every private class in each of {k} folds "
-                         f"(smallest class has {int(counts.min())} rows); lower the number of folds")
+                         f"(smallest class has {int(counts.min())} rows); lower --holdout-folds (0 skips the estimate)")
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=options.seed)
     rng = np.random.default_rng(options.seed)
     fold_options = dataclasses.replace(options, holdout_folds=0)
