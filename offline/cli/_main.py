@@ -110,6 +110,9 @@ def keygen(keydir):
 @click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
               help="With 'auto': the out-of-sample leakage to stay under; the least held-out distortion within it "
                    "wins [default: no target, the least out-of-sample leakage wins].")
+@click.option("--target-auc", type=click.FloatRange(0.0, 1.0), default=None, metavar="AUC",
+              help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression on simulated "
+                   "releases of the held-out rows); combines with --target-leakage.")
 @click.option("--no-codebook", is_flag=True,
               help="Release the k-means representatives as they are (skip the codebook step that moves each "
                    "released row to the metric's optimum and re-solves).")
@@ -124,8 +127,8 @@ def keygen(keydir):
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 @guard
 def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
-          bits, smoothing, target_leakage, no_codebook, holdout_folds, bundle_version, issued_at, valid_days,
-          as_json):
+          bits, smoothing, target_leakage, target_auc, no_codebook, holdout_folds, bundle_version, issued_at,
+          valid_days, as_json):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
@@ -157,7 +160,7 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
         bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, codebook=not no_codebook,
         holdout_folds=holdout_folds)
     private_key = load_private_key(key)
-    choice = _choose_auto(data, options, clusters, smoothing, target_leakage) if auto else None
+    choice = _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc) if auto else None
     if choice is not None:
         options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     started = time.perf_counter()
@@ -182,7 +185,8 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
     if choice is not None:
         summary["auto"] = {"clusters": choice.clusters, "smoothing": choice.smoothing,
-                           "target_leakage_bits": choice.target_leakage_bits, "candidates": choice.candidates}
+                           "target_leakage_bits": choice.target_leakage_bits, "target_auc": choice.target_auc,
+                           "candidates": choice.candidates}
     if as_json:
         emit(summary)
         return
@@ -206,7 +210,7 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
                    f"distortion {metrics['holdout_distortion']:.4f}")
 
 
-def _choose_auto(data, options, clusters, smoothing, target_leakage):
+def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc):
     """Run the ``auto`` search with a progress bar and print its candidates on stderr."""
     from ..data._dataset import load_dataset
     from ..mechanisms._autotune import CANDIDATE_CLUSTERS, CANDIDATE_SMOOTHING, choose, format_candidates
@@ -216,7 +220,7 @@ def _choose_auto(data, options, clusters, smoothing, target_leakage):
     with click.progressbar(length=len(ks) * len(ss), label="auto: candidates", file=sys.stderr,
                            show_pos=True) as bar:
         choice = choose(dataset, options, clusters=ks, smoothing=ss, target_leakage_bits=target_leakage,
-                        progress=bar.update)
+                        target_auc=target_auc, progress=bar.update)
     click.echo(format_candidates(choice), err=True)
     return choice
 

@@ -69,6 +69,9 @@ class HoldoutLeakage:
         Held-out rows measured (all folds).
     unmatched_rows : int
         Held-out rows the device would refuse (exact mechanism: a tuple not in the alphabet).
+    attacker_auc : float or None
+        With ``attacker=True``: ROC AUC of a logistic-regression attacker on one simulated
+        release of every held-out row (each fold's table), scored by 10-fold cross-validation.
     """
 
     leakage_bits: float
@@ -80,6 +83,7 @@ class HoldoutLeakage:
     folds: int
     rows: int
     unmatched_rows: int
+    attacker_auc: float | None = None
 
     def metrics(self) -> dict:
         """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md)."""
@@ -90,7 +94,7 @@ class HoldoutLeakage:
                 "holdout_unmatched_rows": self.unmatched_rows}
 
 
-def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
+def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None, attacker: bool = False,
                          progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
     """Estimate the leakage and distortion a new user faces, by k-fold cross-fitting.
 
@@ -103,6 +107,9 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
         unless ``folds`` is passed).
     folds : int, optional
         Number of folds k (>= 2).
+    attacker : bool
+        Also measure the attacker's AUC on released held-out rows (quantized mechanism;
+        releases simulated with numpy's generator, seeded: an estimate, not a device).
     progress : callable(float), optional
         Told the fraction of folds done.
 
@@ -122,9 +129,11 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
                          f"(smallest class has {int(counts.min())} rows); lower --holdout-folds (0 skips the estimate)")
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=options.seed)
     rng = np.random.default_rng(options.seed)
+    release_rng = np.random.default_rng([options.seed, 1])     # its own stream: the leakage figures do not move
     fold_options = dataclasses.replace(options, holdout_folds=0)
     parts = []
     unmatched = 0
+    released, released_private = [], []
     for i, (train, test) in enumerate(splitter.split(np.zeros(dataset.n), dataset.private)):
         fit = solve_dataset(_subset(dataset, train), _fold_options(fold_options, dataset, train))
         symbols = _lookup(fit.alphabet, dataset, test, options.mechanism, options.metric)
@@ -134,6 +143,9 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
         if rows.size == 0:
             raise BuildError(f"fold {i + 1}: no held-out row matches an input of the fold's alphabet")
         parts.append(_fold_estimate(fit, dataset, rows, symbols, options.metric, options.mechanism, rng))
+        if attacker and options.mechanism == "quantized":
+            released.append(_simulated_release(fit, symbols, release_rng))
+            released_private.append(dataset.private[rows])
         if progress:
             progress((i + 1) / k)
     sizes = np.array([p["rows"] for p in parts], dtype=float)
@@ -147,7 +159,23 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
     return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
                           high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
                           distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
-                          rows=int(sizes.sum()), unmatched_rows=unmatched)
+                          rows=int(sizes.sum()), unmatched_rows=unmatched,
+                          attacker_auc=_attacker_auc(released, released_private, len(dataset.classes), options.seed))
+
+
+def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw of released rows (n, d) for the held-out symbols under the fold's table."""
+    cdf = np.cumsum(fit.solved.table, axis=1)
+    drawn = np.minimum((cdf[symbols] <= rng.random(symbols.size)[:, None]).sum(axis=1), cdf.shape[1] - 1)
+    return np.asarray(fit.alphabet.outputs, dtype=float)[drawn]
+
+
+def _attacker_auc(released, private, n_classes: int, seed: int) -> float | None:
+    if not released:
+        return None
+    from ..evaluation._attacks import cross_validated_scores
+    return cross_validated_scores(np.concatenate(released), np.concatenate(private), n_classes,
+                                  seed=seed).roc_auc
 
 
 def _fold_options(options, dataset: Dataset, rows: np.ndarray):

@@ -50,3 +50,17 @@ def test_auto_with_a_target_takes_the_least_held_out_distortion_that_meets_it(sm
     strict = choose(data, options, clusters=(4, 8, 16), target_leakage_bits=-1.0)   # nothing meets it
     least = min(strict.candidates, key=lambda c: c["holdout_leakage_bits"])
     assert strict.clusters == least["clusters"]
+
+
+def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_figures_alone(small_csv):
+    data = load_dataset(small_csv, private="a")
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.2, seed=2)
+    plain = choose(data, options, clusters=(4, 8))
+    judged = choose(data, options, clusters=(4, 8), target_auc=1.0)          # every candidate meets it
+    for a, b in zip(plain.candidates, judged.candidates):
+        assert a["holdout_leakage_bits"] == b["holdout_leakage_bits"]
+        assert 0.0 <= b["holdout_attacker_auc"] <= 1.0 and b["meets_target"]
+    best = min(judged.candidates, key=lambda c: c["holdout_distortion"])
+    assert judged.clusters == best["clusters"]
+    none = choose(data, options, clusters=(4, 8), target_auc=0.0)            # nothing meets it
+    assert none.clusters == min(none.candidates, key=lambda c: c["holdout_leakage_bits"])["clusters"]
