@@ -98,7 +98,7 @@ def curves(name, X, a, classes, features, ks, n_deltas, seed, out):
         pp = perfect_privacy_distortion(prob.p_ac, prob.distortion)
         deltas = list(np.linspace(0.0, pp, n_deltas))
         points += _curve.sweep(X, a, classes, features, deltas=deltas, clusters=[k], seed=seed,
-                               private_name=name, permutations=5)
+                               private_name=name, permutations=5, codebook=False)  # seed 000's mapping
         print(f"  K = {k}: perfect privacy at Delta = {pp:.4f}", flush=True)
     _curve.write_csv(points, out / f"ratings_{name}_curve.csv")
     print(_curve.format_table(points))

@@ -48,16 +48,34 @@ def _parse_ints(text: str, what: str) -> list[int]:
 
 
 def _read_view(bundle: pathlib.Path, trusted):
-    """The bundle as a MappingView; verified with the trusted keys when given."""
+    """The bundle as a MappingView, whether it was verified, and its declared leakages."""
     from ..bundle._inspect import read_bytes, read_unverified
     from ..evaluation._evaluate import view_from_payload
     if trusted:
         from privmap.device import Keyring, read_bundle_file
         loaded = read_bundle_file(bundle, Keyring.from_pem_files(*trusted))
         payload, _ = read_unverified(loaded.data)
-        return view_from_payload(payload), True
-    payload, _ = read_unverified(read_bytes(bundle))
-    return view_from_payload(payload), False
+        verified = True
+    else:
+        payload, _ = read_unverified(read_bytes(bundle))
+        verified = False
+    metrics = payload["metrics"]
+    declared = {key: metrics.get(key) for key in (
+        "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
+        "mismatch_leakage_bound_bits", "mismatch_bound_vacuous")}
+    return view_from_payload(payload), verified, declared
+
+
+def _format_declared(declared: dict) -> str:
+    """The bundle's own leakage claims: in-sample, cross-fitted, and Theorem 1's bound."""
+    line = f"declared by the bundle: in-sample leakage {declared['leakage_bits']:.6f} bits"
+    if declared["holdout_leakage_bits"] is not None:
+        line += (f"; new users (cross-fitted) {declared['holdout_leakage_bits']:.6f} bits "
+                 f"[{declared['holdout_leakage_low_bits']:.6f}, {declared['holdout_leakage_high_bits']:.6f}]")
+    if declared["mismatch_bound_vacuous"] is not None:
+        bound = declared["mismatch_leakage_bound_bits"]
+        line += "; Theorem 1 bound " + ("vacuous" if declared["mismatch_bound_vacuous"] else f"{bound:.6f} bits")
+    return line
 
 
 def _load_for(view, data: pathlib.Path, private: str):
@@ -109,18 +127,26 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
     from ._real import evaluate_real
     if evaluate_real(bundle, data, private, trusted, seed, test_fraction, as_json):  # issue 16: real kinds
         return
+    from ..evaluation._baselines import bundle_baselines, format_baselines
     from ..evaluation._evaluate import evaluate_view, format_summary
-    view, verified = _read_view(bundle, trusted)
+    view, verified, declared = _read_view(bundle, trusted)
     ds, codes = _load_for(view, data, private)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
                            permutations=permutations, attacker=not no_attacker)
+    base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
+                            attacker=not no_attacker)
     summary = {"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256,
-               "signature_verified": verified, **result.summary}
+               "signature_verified": verified, **result.summary, "declared": declared, "baselines": base}
     if as_json:
         emit(summary)
         return
     click.echo(f"{bundle} on {data}" + ("" if verified else " (signature NOT verified: no --trusted key)"))
     click.echo(format_summary(result.summary))
+    click.echo(_format_declared(declared))
+    if base is not None:
+        auc = result.summary.get("attacker", {}).get("after", {}).get("roc_auc")
+        click.echo("")
+        click.echo(format_baselines(base, result.summary["distortion"], auc))
 
 
 @click.command()
@@ -153,7 +179,13 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
     For each K the data is quantized (k-means; exact: the erasure alphabet), program
     (19) is solved for each Delta, and the solved mapping is measured on DATA's raw
     rows: leakage, distortion, and the attacker's ROC AUC (plotted on a second axis).
-    Without matplotlib the table is printed and no PNG is written.
+
+    \b
+    Quantized sweeps show each point twice: seed 000's mapping (codebook off,
+    dotted) and after the build's codebook step (solid), beside the baselines:
+    the constant release (0 bits) and k-ary randomized response per feature at
+    several epsilon (AUC axis). Without matplotlib the table is printed and no
+    PNG is written.
     """
     from ..data._dataset import load_dataset
     from ..evaluation import _curve, _plots
@@ -171,19 +203,30 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
                               attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
                               progress=bar.update)
+    base = None
+    if mechanism == "quantized":
+        from ..evaluation._baselines import baselines
+        base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
+                         attacker=not no_attacker)
     stem = pathlib.Path(data).stem
     csv_path = csv_path or pathlib.Path(f"{stem}_curve.csv")
     _curve.write_csv(points, csv_path)
     png_written = None
     if _plots.have_matplotlib():
         png = png or pathlib.Path(f"{stem}_curve.png")
-        png_written = _plots.plot_curve(points, png, auc=not no_attacker,
+        png_written = _plots.plot_curve(points, png, auc=not no_attacker, baselines=base,
                                         title=title or f"{stem}: {private} vs {', '.join(ds.features)[:60]}")
     if as_json:
         emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
                "classes": list(ds.classes), "rows": ds.n, "csv": str(csv_path), "png": png_written,
-               "points": _curve.json_points(points)})
+               "points": _curve.json_points(points), "baselines": base})
         return
     click.echo(_curve.format_table(points))
+    if base is not None:
+        click.echo(f"baselines: constant release distortion {base['constant']['distortion']:.4f} at 0 bits; "
+                   "randomized response per feature " + ", ".join(
+                       f"eps {p['epsilon_per_feature']:g}: distortion {p['distortion']:.4f}"
+                       + (f" AUC {p['roc_auc']:.3f}" if p.get("roc_auc") is not None else "")
+                       for p in base["randomized_response"]))
     click.echo(f"wrote {csv_path}" + (f" and {png_written}" if png_written else
                                        " (matplotlib not installed: no plot; pip install privmap[plot])"))

@@ -7,6 +7,7 @@ progress goes to stderr.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import pathlib
@@ -23,6 +24,26 @@ from ._passphrase import passphrase_option, read_passphrase
 
 def _keyring(paths) -> Keyring:
     return Keyring.from_pem_files(*paths)
+
+
+class AutoOr(click.ParamType):
+    """A number (of ``kind``, at least ``minimum``) or the word ``auto``."""
+
+    def __init__(self, kind, minimum):
+        self.kind, self.minimum = kind, minimum
+        self.name = f"{kind.__name__}|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            number = self.kind(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither {'an integer' if self.kind is int else 'a number'} nor 'auto'",
+                      param, ctx)
+        if not (math.isfinite(number) and number >= self.minimum):
+            self.fail(f"{value!r} must be >= {self.minimum} (or 'auto')", param, ctx)
+        return number
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -83,9 +104,12 @@ def keygen(keydir, passphrase_file):
 @click.option("--epsilon", type=click.FloatRange(min=0), help="nullspace: per-row budget ||A_d^T (x - x~)||^2.")
 @click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
               help="Distortion metric [default: l2 for quantized, erasures for exact].")
-@click.option("--clusters", "-k", type=click.IntRange(min=1), help="Number of clusters K (quantized).")
+@click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
+              help="Number of clusters K (quantized), or 'auto': the K whose table leaks least on held-out "
+                   "folds (or distorts least within --target-leakage); the candidates are printed.")
 @click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit "
               "(gaussian: utility-loss cap I(X_u;X) - I(X_u;Y) in nats).")
+
 @click.option("--delta-fraction", type=float,
               help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
 @click.option("--key", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -107,8 +131,19 @@ def keygen(keydir, passphrase_file):
               help="fast: privmap's certified solver; cvxpy: Clarabel reference.")
 @click.option("--bits", type=click.IntRange(1, 32), default=16, show_default=True,
               help="Table weights sum to 2^BITS per row.")
-@click.option("--smoothing", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Additive smoothing of the prior's counts.")
+@click.option("--smoothing", type=AutoOr(float, 0), default="0.0", show_default=True, metavar="S|auto",
+              help="Additive smoothing of the prior's counts, or 'auto' (chosen with the clusters, as above).")
+@click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
+              help="With 'auto': the out-of-sample leakage to stay under; the least held-out distortion within it "
+                   "wins [default: no target, the least out-of-sample leakage wins].")
+@click.option("--target-auc", type=click.FloatRange(0.0, 1.0), default=None, metavar="AUC",
+              help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression on simulated "
+                   "releases of the held-out rows); combines with --target-leakage.")
+@click.option("--no-codebook", is_flag=True,
+              help="Release the k-means representatives as they are (skip the codebook step that moves each "
+                   "released row to the metric's optimum and re-solves).")
+@click.option("--holdout-folds", type=click.IntRange(min=0, max=20), default=5, show_default=True,
+              help="Folds of the cross-fitted (new-user) leakage estimate written into the bundle; 0 = skip.")
 @click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
               help="Monotonic bundle version (devices refuse versions below their minimum).")
 @click.option("--issued-at", type=int, default=None,
@@ -120,12 +155,14 @@ def keygen(keydir, passphrase_file):
 @guard
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, key, out, seed, domains, schema_file, schema_out, missing, solver, bits,
-          smoothing, bundle_version, issued_at, valid_days, as_json, passphrase_file):
+          smoothing, target_leakage, target_auc, no_codebook, holdout_folds, bundle_version, issued_at, valid_days,
+          as_json, passphrase_file):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
-    E d(C, C^) <= Delta, compresses the table to integers and signs the bundle.
-    The bundle is loaded back with the device runtime before it is written.
+    E d(C, C^) <= Delta, moves each released row to the metric's optimum and
+    re-solves (codebook step), compresses the table to integers and signs the
+    bundle. The bundle is loaded back with the device runtime before it is written.
 
     A blank cell in a public column is a missing answer (--missing says how it
     is handled; rows with every public cell blank are left out). Each public
@@ -139,6 +176,14 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
           --delta 0.5 --gamma 0 --key keys/private.pem --out g.bundle
       privmap build data.csv --mechanism nullspace --desired yd --confidential yc \\
           --epsilon 0.01 --key keys/private.pem --out n.bundle
+
+    \b
+    The bundle declares two leakages, in bits:
+      leakage_bits          I(A; C^) on the prior it was built from (in-sample);
+      holdout_leakage_bits  cross-fitted: tables built on k-1 folds, measured on the
+                            held-out fold, bias-corrected, with an interval; what a
+                            new user faces.
+    --clusters auto picks K (and --smoothing auto the smoothing) by that estimate.
     """
     from ._real import REAL_MECHANISMS, build_real, check_not_real
     if mechanism in REAL_MECHANISMS:  # issue 16
@@ -154,15 +199,22 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     from ..mechanisms._pipeline import BuildOptions
     from ..mechanisms._pipeline import build as run_build
 
+    auto = clusters == "auto" or smoothing == "auto"
+    if auto and mechanism != "quantized":
+        raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
     options = BuildOptions(
         private=private, public=tuple(c.strip() for c in public.split(",")) if public else None,
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
-        clusters=clusters, delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver,
-        bits=bits, smoothing=smoothing, bundle_version=bundle_version, issued_at=issued_at,
-        valid_days=valid_days, missing=missing,
+        clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
+        solver=solver, bits=bits, smoothing=0.0 if smoothing == "auto" else smoothing,
+        bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, codebook=not no_codebook,
+        holdout_folds=holdout_folds, missing=missing,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains)
         if (schema_file or domains) else None)
     private_key = load_private_key(key, password=read_passphrase(passphrase_file))
+    choice = _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc) if auto else None
+    if choice is not None:
+        options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     started = time.perf_counter()
     with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
         def progress(stage, fraction):
@@ -193,16 +245,52 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                "solver": result.solved.solver}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
+    summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
+    if choice is not None:
+        summary["auto"] = {"clusters": choice.clusters, "smoothing": choice.smoothing,
+                           "target_leakage_bits": choice.target_leakage_bits, "target_auc": choice.target_auc,
+                           "candidates": choice.candidates}
     if as_json:
         emit(summary)
         return
     click.echo(f"wrote {out} ({len(bundle_bytes)} bytes) in {seconds:.2f} s")
     click.echo(f"  leakage I(A;C^): {metrics['leakage_bits']:.6f} bits "
                f"(before the mapping: {metrics['leakage_before_bits']:.6f} bits)")
-    click.echo(f"  distortion: {metrics['distortion']:.4f} on clusters (Delta = {metrics['delta']:.4f}); "
+    where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"
+    click.echo(f"  distortion: {metrics['distortion']:.4f} on {where} (Delta = {metrics['delta']:.4f}); "
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
     click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
                f"{metrics['perfect_privacy_distortion']:.4f}, solver {result.solved.solver}")
+    if "codebook_iterations" in metrics:
+        click.echo(f"  codebook step: distortion on data {metrics['codebook_start_distortion']:.4f} -> "
+                   f"{metrics['measured_distortion']:.4f}, leakage {metrics['codebook_start_leakage_bits']:.6f} -> "
+                   f"{metrics['leakage_bits']:.6f} bits in {metrics['codebook_iterations']} rounds "
+                   f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
+    if "holdout_leakage_bits" in metrics:
+        click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
+                   f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
+                   f"{metrics['holdout_leakage_high_bits']:.6f}] (in-sample {metrics['leakage_bits']:.6f}), "
+                   f"distortion {metrics['holdout_distortion']:.4f}")
+
+
+def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc):
+    """Run the ``auto`` search with a progress bar and print its candidates on stderr."""
+    from ..mechanisms._autotune import (
+        CANDIDATE_CLUSTERS,
+        CANDIDATE_SMOOTHING,
+        choose,
+        format_candidates,
+    )
+    from ..mechanisms._pipeline import load_training
+    dataset, _ = load_training(data, options)
+    ks = CANDIDATE_CLUSTERS if clusters == "auto" else (clusters,)
+    ss = CANDIDATE_SMOOTHING if smoothing == "auto" else (smoothing,)
+    with click.progressbar(length=len(ks) * len(ss), label="auto: candidates", file=sys.stderr,
+                           show_pos=True) as bar:
+        choice = choose(dataset, options, clusters=ks, smoothing=ss, target_leakage_bits=target_leakage,
+                        target_auc=target_auc, progress=bar.update)
+    click.echo(format_candidates(choice), err=True)
+    return choice
 
 
 def _describe(payload: dict) -> dict:
@@ -218,6 +306,9 @@ def _describe(payload: dict) -> dict:
         "nonzero_per_row": sum(len(r) for r in payload["table"]["index"]) / max(len(payload["table"]["index"]), 1),
         "leakage_bits": metrics["leakage_bits"], "distortion": metrics["distortion"], "delta": metrics["delta"],
         "clusters": metrics["clusters"], "metrics": dict(metrics), "provenance": dict(payload["provenance"]),
+        "holdout_leakage_bits": metrics.get("holdout_leakage_bits"),
+        "holdout_leakage_interval_bits": ([metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]
+                                          if "holdout_leakage_low_bits" in metrics else None),
     }
 
 
@@ -229,6 +320,10 @@ def _print_description(info: dict) -> None:
                f"{info['nonzero_per_row']:.2f} nonzero entries per row")
     click.echo(f"  leakage {info['leakage_bits']:.6f} bits, distortion {info['distortion']:.4f} "
                f"(Delta = {info['delta']:.4f})")
+    if info["holdout_leakage_bits"] is not None:
+        low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
+        click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "
+                   f"[{low:.6f}, {high:.6f}]")
 
 
 @main.command()

@@ -28,7 +28,7 @@ MAX_UNQUANTIZED = 600
 
 CSV_COLUMNS = ("k", "clusters", "delta", "leakage_bits", "leakage_bias_bits", "distortion", "distortion_symbols",
                "quantization_mean", "r", "distortion_bound", "map_accuracy", "lr_accuracy",
-               "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status")
+               "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status", "codebook")
 
 
 @dataclass(frozen=True)
@@ -90,13 +90,16 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
 def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, deltas: Sequence[float],
           clusters: Sequence[int | None] = (None,), mechanism: str = "quantized", metric: str = "l2",
           seed: int = 0, solver: str = "fast", attacker: bool = True, test_fraction: float = 0.3,
-          permutations: int = 5, private_name: str = "private",
+          permutations: int = 5, private_name: str = "private", codebook: bool = True,
           progress: Callable[[int], None] | None = None) -> list[dict]:
     """Solve and measure program (19) for every (K, Delta).
 
     Returns one dict per point with the keys of :data:`CSV_COLUMNS` (``status``
     is ``"optimal"`` or ``"infeasible"``; infeasible points carry NaN figures).
-    ``progress(1)`` is called after each point.
+    ``codebook`` 0 marks seed 000's mapping (representatives released as they are);
+    with ``codebook`` (quantized mechanism only) each solved point is followed by the
+    same point after the build's codebook step (:mod:`privmap.offline.mechanisms._codebook`),
+    marked 1. ``progress(1)`` is called after each (K, Delta).
     """
     points = []
     n_classes = len(classes)
@@ -106,7 +109,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                              seed=seed, features=features)
         for delta in deltas:
             asked = prob.clusters if mechanism == "exact" else int(k or 0)
-            point = {"k": asked, "clusters": prob.clusters, "delta": float(delta)}
+            point = {"k": asked, "clusters": prob.clusters, "delta": float(delta), "codebook": 0}
             try:
                 res = solve(prob.p_ac, prob.distortion, float(delta), solver=solver)
             except InfeasibleError:
@@ -116,26 +119,48 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                 if progress:
                     progress(1)
                 continue
-            view = view_from_table(prob.mechanism, metric, prob.inputs, prob.outputs, res.table, classes, features,
-                                   private_name=private_name, delta=delta, prior=prob.p_ac)
-            s = evaluate_view(view, public, private, seed=seed, test_fraction=test_fraction,
-                              permutations=permutations, attacker=attacker).summary
-            after = s.get("attacker", {}).get("after", {})
-            point.update({
-                "leakage_bits": s["leakage_bits"], "leakage_bias_bits": s["leakage_bias_bits"],
-                "distortion": s["distortion"], "distortion_symbols": s["distortion_symbols"],
-                "quantization_mean": s["quantization_mean"], "r": s["r"],
-                "distortion_bound": s["distortion_bound"], "map_accuracy": s["map_accuracy_after"],
-                "lr_accuracy": after.get("accuracy", math.nan),
-                "lr_balanced_accuracy": after.get("balanced_accuracy", math.nan),
-                "lr_auc": after.get("roc_auc", math.nan), "majority": s["majority"],
-                "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
-                "table": res.table,
-            })
-            points.append(point)
+            measure = dict(classes=classes, features=features, private_name=private_name, seed=seed,
+                           test_fraction=test_fraction, permutations=permutations, attacker=attacker)
+            points.append({**point, **_measure(prob, prob.outputs, res.table, delta, public, private, **measure),
+                           "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status})
+            if codebook and mechanism == "quantized":
+                step = _codebook_step(prob, res.table, public, metric, solver)
+                last = step.solved or res
+                points.append({**point, "codebook": 1,
+                               **_measure(prob, step.outputs, step.table, delta, public, private, **measure),
+                               "solver": last.solver, "gap_bits": last.gap_bits, "status": "optimal"})
             if progress:
                 progress(1)
     return points
+
+
+def _codebook_step(prob: Problem, table, public, metric: str, solver: str):
+    """The build's codebook step on a sweep point (integer columns stay integers)."""
+    from ..mechanisms._codebook import metric_center, refine
+    X = np.asarray(public, dtype=float)
+    distance, centre, project = metric_center(metric, integer=np.all(X == np.round(X), axis=0),
+                                              lo=X.min(axis=0), hi=X.max(axis=0))
+    return refine(X, prob.labels, prob.p_ac, table, np.asarray(prob.outputs, float), distance=distance,
+                  centre=centre, project=project, solver=solver)
+
+
+def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, features, private_name, seed,
+             test_fraction, permutations, attacker) -> dict:
+    """One sweep point's figures: the table with these outputs measured on the rows."""
+    view = view_from_table(prob.mechanism, prob.metric, prob.inputs, outputs, table, classes, features,
+                           private_name=private_name, delta=delta, prior=prob.p_ac)
+    s = evaluate_view(view, public, private, seed=seed, test_fraction=test_fraction,
+                      permutations=permutations, attacker=attacker).summary
+    after = s.get("attacker", {}).get("after", {})
+    return {
+        "leakage_bits": s["leakage_bits"], "leakage_bias_bits": s["leakage_bias_bits"],
+        "distortion": s["distortion"], "distortion_symbols": s["distortion_symbols"],
+        "quantization_mean": s["quantization_mean"], "r": s["r"],
+        "distortion_bound": s["distortion_bound"], "map_accuracy": s["map_accuracy_after"],
+        "lr_accuracy": after.get("accuracy", math.nan),
+        "lr_balanced_accuracy": after.get("balanced_accuracy", math.nan),
+        "lr_auc": after.get("roc_auc", math.nan), "majority": s["majority"], "table": table,
+    }
 
 
 def write_csv(points: Sequence[dict], path) -> None:
@@ -157,11 +182,12 @@ def _fmt(x) -> str:
 
 def format_table(points: Sequence[dict]) -> str:
     """The sweep as a human-readable table."""
-    head = f"{'K':>5} {'K used':>6} {'delta':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} {'dist sym':>9} " \
-           f"{'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7}"
+    head = f"{'K':>5} {'K used':>6} {'delta':>8} {'codebook':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} " \
+           f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7}"
     lines = [head]
     for p in points:
-        lines.append(f"{p['k']:>5} {p['clusters']:>6} {p['delta']:>8.4g} {_fmt(p['leakage_bits']):>10} "
+        lines.append(f"{p['k']:>5} {p['clusters']:>6} {p['delta']:>8.4g} {'on' if p['codebook'] else 'off':>8} "
+                     f"{_fmt(p['leakage_bits']):>10} "
                      f"{_fmt(p['leakage_bias_bits']):>8} {_fmt(p['distortion']):>9} {_fmt(p['distortion_symbols']):>9} "
                      f"{_fmt(p['map_accuracy']):>8} {_fmt(p['lr_accuracy']):>7} {_fmt(p['lr_auc']):>7}"
                      + ("" if p["status"] == "optimal" else f"  {p['status']}"))

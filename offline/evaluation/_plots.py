@@ -35,7 +35,7 @@ def _finite(points, key):
 
 def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion trade-off",
                x: str = "distortion", xlabel: str | None = None, auc: bool = True,
-               reference: dict | None = None, label_fmt: str = "K = {k}") -> str:
+               reference: dict | None = None, label_fmt: str = "K = {k}", baselines: dict | None = None) -> str:
     """Leakage against distortion, one line per K, with the attacker's ROC AUC on a second axis.
 
     Parameters
@@ -44,27 +44,45 @@ def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion
     x : key of the x values (``distortion`` on raw rows, ``distortion_symbols``, ``delta``)
     reference : optional {"x": [...], "y": [...], "label": str}, drawn as black markers (e.g. the paper's points)
     label_fmt : format of a line's label; K = 0 is labelled "no quantization"
+    baselines : optional, from :func:`privmap.offline.evaluation._baselines.baselines`: the constant
+        release drawn at (its distortion, 0 bits), randomized response as triangles on the AUC axis.
+        Points with ``codebook`` = 1 are drawn solid, seed 000's mapping (``codebook`` = 0) dotted.
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax2 = ax.twinx() if auc else None
     ks = sorted({p["k"] for p in points})
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, k in enumerate(ks):
-        pts = sorted(_finite([p for p in points if p["k"] == k and p.get("status") == "optimal"], "leakage_bits"),
-                     key=lambda p: p[x])
+    series = sorted({(p["k"], p.get("codebook", 0)) for p in points})
+    both = len({c for _, c in series}) > 1
+    for k, codebook in series:
+        pts = sorted(_finite([p for p in points if p["k"] == k and p.get("codebook", 0) == codebook
+                              and p.get("status") == "optimal"], "leakage_bits"), key=lambda p: p[x])
         if not pts:
             continue
-        color = colors[i % len(colors)]
+        color = colors[ks.index(k) % len(colors)]
         label = "no quantization" if k == 0 else label_fmt.format(k=k)
-        ax.plot([p[x] for p in pts], [p["leakage_bits"] for p in pts], "o-", color=color, ms=3, label=label)
-        if ax2 is not None:
+        if both:
+            label += ", codebook" if codebook else ", seed 000 (no codebook)"
+        style = "o-" if codebook or not both else "o:"
+        ax.plot([p[x] for p in pts], [p["leakage_bits"] for p in pts], style, color=color, ms=3, label=label)
+        if ax2 is not None and (codebook or not both):
             a = _finite(pts, "lr_auc")
             if a:
                 ax2.plot([p[x] for p in a], [p["lr_auc"] for p in a], "x--", color=color, ms=4, alpha=0.6,
                          label=f"{label}: attacker AUC")
     if reference:
         ax.plot(reference["x"], reference["y"], "ks", mfc="none", ms=7, label=reference.get("label", "paper"))
+    if baselines:
+        const = baselines["constant"]
+        ax.plot([const["distortion"]], [0.0], "k*", ms=11, clip_on=False, label="constant release (0 bits)")
+        rr = [p for p in baselines["randomized_response"] if p.get("roc_auc") is not None]
+        if ax2 is not None and rr:
+            ax2.plot([p["distortion"] for p in rr], [p["roc_auc"] for p in rr], "k^", ms=6, mfc="none",
+                     label="randomized response (AUC)")
+            for p in rr:
+                ax2.annotate(f"eps {p['epsilon_per_feature']:g}", (p["distortion"], p["roc_auc"]), fontsize=7,
+                             xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel(xlabel or {"distortion": "distortion on raw rows", "delta": "Delta",
                              "distortion_symbols": "distortion on symbols"}.get(x, x))
     ax.set_ylabel("leakage I(A; released) [bits]")

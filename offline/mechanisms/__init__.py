@@ -2,7 +2,9 @@
 
 Private modules: ``_pipeline`` (the quantized and exact MI-optimal mappings of seed 000 and the
 :func:`build` entry point), ``_erasure`` (the exact mechanism's alphabet of tuples and erasures),
-``_missing`` (the quantized alphabet under the "mask" and "impute" missing-answer policies); for
+``_missing`` (the quantized alphabet under the "mask" and "impute" missing-answer policies),
+``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
+cross-fitted leakage for new users), ``_autotune`` (``--clusters auto`` / ``--smoothing auto``); for
 real-valued rows ``_nullspace`` (seed 001), ``_gaussian`` (seed 004) and ``_realvalued`` (their
 payloads).
 """

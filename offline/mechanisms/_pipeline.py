@@ -1,4 +1,5 @@
-"""The offline build: labelled CSV -> prior -> alphabet -> program (19) -> integer table -> payload.
+"""The offline build: labelled CSV -> prior -> alphabet -> program (19) -> codebook step -> integer table
+-> payload, with the cross-fitted (new-user) leakage beside the in-sample one.
 
 Two mechanisms share the pipeline and differ in their alphabet:
 
@@ -20,6 +21,7 @@ change is visible.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -30,16 +32,17 @@ import numpy as np
 from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError
-from .._information import expected_distortion, leakage_bits, mutual_information_bits
+from .._information import mutual_information_bits
 from .._mismatch import mismatch_bound
 from ..data._dataset import Dataset, load_dataset
 from ..data._distortion import METRICS, pairwise
 from ..data._prior import joint_prior
 from ..data._schema import Column, Declared, resolve
 from ..solvers._compress import DEFAULT_BITS, CompressedTable, compress
-from ..solvers._perfect import perfect_privacy_table
+from ..solvers._perfect import perfect_privacy_solution, perfect_privacy_table
 from ..solvers._result import SolveResult
 from ..solvers._solve import SOLVERS, solve
+from ._codebook import Codebook, metric_center, refine
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
 
 MECHANISMS = ("quantized", "exact")
@@ -56,7 +59,9 @@ class BuildOptions:
     Exactly one of ``delta`` (absolute budget) and ``delta_fraction`` (a fraction
     of the perfect-privacy distortion) is given. ``clusters`` is required for the
     quantized mechanism and ignored by the exact one. ``issued_at`` is unix
-    seconds; None takes SOURCE_DATE_EPOCH when set, else the clock.
+    seconds; None takes SOURCE_DATE_EPOCH when set, else the clock. ``codebook`` runs the
+    codebook step after solving (quantized mechanism; :mod:`._codebook`). ``holdout_folds``
+    is k of the cross-fitted leakage written into the metrics (:mod:`._holdout`); 0 skips it.
 
     Raises
     ------
@@ -81,6 +86,8 @@ class BuildOptions:
     bundle_version: int = 1
     issued_at: int | None = None
     valid_days: float = DEFAULT_VALID_DAYS
+    codebook: bool = True
+    holdout_folds: int = 5
 
     def __post_init__(self):
         if self.mechanism not in MECHANISMS:
@@ -114,6 +121,8 @@ class BuildOptions:
             raise BuildError(f"valid days must be > 0, got {self.valid_days}")
         if self.seed < 0:
             raise BuildError(f"seed must be >= 0, got {self.seed}")
+        if self.holdout_folds != 0 and not 2 <= self.holdout_folds <= 20:
+            raise BuildError(f"holdout folds must be 0 (off) or in 2..20, got {self.holdout_folds}")
 
 
 @dataclass(frozen=True)
@@ -152,14 +161,69 @@ class Build:
     table: CompressedTable
 
 
-def _perfect_solution(p_ac: np.ndarray, distortion: np.ndarray, table: np.ndarray) -> SolveResult:
-    """The perfect-privacy LP's table as the answer for a budget that reaches it (optimal: I >= 0)."""
-    leak = leakage_bits(p_ac, table)
-    return SolveResult(table=table, leakage_bits=leak,
-                       distortion=expected_distortion(p_ac.sum(axis=0), table, distortion),
-                       multiplier=0.0, gap_bits=leak, status="optimal", solver="perfect-privacy-lp",
-                       message="budget reaches the perfect-privacy distortion: zero-leakage table "
-                               "of least distortion (linear program)")
+@dataclass(frozen=True)
+class Solved:
+    """A dataset's alphabet, prior and solved table (before compression): the part of a build
+    that cross-fitting repeats on each fold.
+
+    ``delta`` is the budget asked for (``options.delta`` or the fraction of ``d_perfect``);
+    ``budget`` the one the table was finally held to (``delta``, or the distortion the
+    codebook step reached); ``codebook`` is None when the step did not run.
+    """
+
+    alphabet: Alphabet
+    p_ac: np.ndarray
+    solved: SolveResult
+    delta: float
+    d_perfect: float
+    budget: float
+    codebook: "Codebook | None" = None
+
+
+def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress | None = None) -> Solved:
+    """Quantize (or build the erasure alphabet), estimate the prior, solve program (19), and run
+    the codebook step; everything :func:`build` does before compressing the table.
+
+    Raises
+    ------
+    BuildError
+        As :func:`build`.
+    """
+    tell = progress or (lambda stage, fraction: None)
+    tell("cluster", 0.05)
+    alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
+    k_in = len(alphabet.inputs)
+    p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
+    tell("perfect-privacy", 0.25)
+    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
+    delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
+    tell("solve", 0.35)
+    perfect = delta >= d_perfect
+    if perfect:
+        solved = perfect_privacy_solution(p_ac, alphabet.distortion, perfect_table)
+    else:
+        solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
+                       progress=lambda f: tell("solve", 0.35 + 0.4 * f))
+    if not (options.codebook and options.mechanism == "quantized"):
+        return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
+                      budget=float(delta))
+    tell("codebook", 0.75)
+    alphabet, solved, step = _with_codebook(dataset, alphabet, p_ac, solved, options, perfect=perfect,
+                                            progress=lambda f: tell("codebook", 0.75 + 0.15 * f))
+    return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
+                  budget=step.distortion, codebook=step)
+
+
+def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:
+    """The training rows of ``csv_path`` as a build reads them: blank cells (and declared missing
+    tokens) are missing answers, rows with every public cell missing are left out.
+
+    Returns the dataset and the number of rows left out. Raises :class:`DatasetError`.
+    """
+    tokens = options.declared.missing_tokens() if options.declared else None
+    dataset = load_dataset(csv_path, private=options.private, public=options.public,
+                           categorical=options.mechanism == "exact", missing_tokens=tokens)
+    return dataset.without_all_missing()
 
 
 def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) -> Build:
@@ -172,7 +236,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     options : BuildOptions
     progress : callable(stage: str, fraction: float), optional
         Told about each stage ("load", "cluster", "perfect-privacy", "solve",
-        "compress") and the fraction of the build done.
+        "codebook", "compress", "holdout") and the fraction of the build done.
 
     Raises
     ------
@@ -182,25 +246,12 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     """
     tell = progress or (lambda stage, fraction: None)
     tell("load", 0.0)
-    tokens = options.declared.missing_tokens() if options.declared else None
-    dataset = load_dataset(csv_path, private=options.private, public=options.public,
-                           categorical=options.mechanism == "exact", missing_tokens=tokens)
-    dataset, dropped = dataset.without_all_missing()
-    tell("cluster", 0.05)
-    alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
+    dataset, dropped = load_training(csv_path, options)
+    done = solve_dataset(dataset, options, progress=lambda stage, f: tell(stage, 0.8 * f))
+    alphabet, p_ac, solved, delta, d_perfect = done.alphabet, done.p_ac, done.solved, done.delta, done.d_perfect
     k_in = len(alphabet.inputs)
-    p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
-    tell("perfect-privacy", 0.25)
-    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
-    delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
-    tell("solve", 0.35)
-    if delta >= d_perfect:
-        solved = _perfect_solution(p_ac, alphabet.distortion, perfect_table)
-    else:
-        solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
-                       progress=lambda f: tell("solve", 0.35 + 0.55 * f))
-    tell("compress", 0.9)
-    table = compress(solved.table, p_ac, alphabet.distortion, delta, bits=options.bits)
+    tell("compress", 0.72)
+    table = compress(solved.table, p_ac, alphabet.distortion, done.budget, bits=options.bits)
     measured = _measured_raw_distortion(alphabet, table)
     index, weight = table.rows()
     issued_at = _issued_at(options)
@@ -236,6 +287,13 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     if math.isfinite(bound.leakage_bits):
         metrics["mismatch_leakage_bound_bits"] = bound.leakage_bits
     metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
+    if done.codebook is not None:
+        metrics.update(_codebook_metrics(done.codebook))
+    if options.holdout_folds:
+        from ._holdout import cross_fitted_leakage
+        tell("holdout", 0.75)
+        metrics.update(cross_fitted_leakage(dataset, options, progress=lambda f: tell("holdout", 0.75 + 0.25 * f))
+                       .metrics())
     payload = {
         "type": "privmap/bundle",
         "schema_version": SCHEMA_VERSION,
@@ -260,11 +318,45 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
             "smoothing": repr(options.smoothing),
             "delta_fraction": repr(options.delta_fraction) if options.delta_fraction is not None else "",
             "missing_policy": options.missing,
+            "codebook": int(done.codebook is not None),
         },
     }
     tell("done", 1.0)
     return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped, p_ac=p_ac,
                  solved=solved, table=table)
+
+
+def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult,
+                   options: BuildOptions, *, perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
+    """The codebook step on a quantized alphabet: outputs moved, distortion matrix and table replaced."""
+    X = dataset.public
+    integer = np.array([c.integer for c in alphabet.schema])
+    distance, centre, project = metric_center(options.metric, integer=integer,
+                                              lo=np.array([c.min for c in alphabet.schema], dtype=float),
+                                              hi=np.array([c.max for c in alphabet.schema], dtype=float))
+    step = refine(X, alphabet.labels, p_ac, solved.table, np.asarray(alphabet.outputs, dtype=float),
+                  distance=distance, centre=centre, project=project, perfect=perfect, solver=options.solver,
+                  tol_bits=options.tol_bits, progress=progress)
+    outputs = step.outputs
+
+    def raw_distortion(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        return distance(X[rows], outputs[columns])
+
+    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in outputs]
+    moved = dataclasses.replace(alphabet, outputs=cells, distortion=step.distortion_matrix,
+                                raw_distortion=raw_distortion)
+    last = step.solved or solved
+    result = SolveResult(table=step.table, leakage_bits=step.leakage_bits, distortion=step.distortion,
+                         multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
+                         message=last.message)
+    return moved, result, step
+
+
+def _codebook_metrics(step: Codebook) -> dict:
+    return {"codebook_iterations": step.iterations,
+            "codebook_start_distortion": step.start_distortion,
+            "codebook_start_leakage_bits": step.start_leakage_bits,
+            "codebook_rounding_cost": step.rounding_cost}
 
 
 def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:

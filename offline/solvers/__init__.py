@@ -6,9 +6,14 @@ certified Newton solver on the smoothed dual), ``_cvxpy_solver`` (the Clarabel r
 (:class:`SolveResult`), ``_compress`` (integer rows summing to 2^B).
 """
 from ._compress import DEFAULT_BITS, CompressedTable, compress
-from ._perfect import perfect_privacy_distortion, perfect_privacy_table
+from ._perfect import (
+           perfect_privacy_distortion,
+           perfect_privacy_solution,
+           perfect_privacy_table,
+)
 from ._result import SolveResult
 from ._solve import SOLVERS, solve
 
 __all__ = ["solve", "SOLVERS", "SolveResult", "perfect_privacy_distortion", "perfect_privacy_table",
+           "perfect_privacy_solution",
            "compress", "CompressedTable", "DEFAULT_BITS"]

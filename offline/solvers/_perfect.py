@@ -18,7 +18,9 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from .._errors import SolverError
+from .._information import expected_distortion, leakage_bits
 from ._problem import check_instance
+from ._result import SolveResult
 
 
 def perfect_privacy_distortion(p_ac, distortion) -> float:
@@ -78,3 +80,24 @@ def perfect_privacy_table(p_ac, distortion) -> tuple[np.ndarray, float]:
     table[rows, cols] = np.maximum(res.x, 0.0)
     table /= table.sum(axis=1, keepdims=True)
     return table, float(res.fun)
+
+
+def perfect_privacy_solution(p_ac, distortion, table: np.ndarray | None = None) -> SolveResult:
+    """The zero-leakage table of least distortion as a :class:`SolveResult` (optimal: leakage >= 0).
+
+    ``table`` is that table when already computed by :func:`perfect_privacy_table`.
+
+    Raises
+    ------
+    SolverError
+        As :func:`perfect_privacy_distortion`.
+    """
+    p_ac = np.asarray(p_ac, dtype=float)
+    if table is None:
+        table, _ = perfect_privacy_table(p_ac, distortion)
+    leak = leakage_bits(p_ac, table)
+    return SolveResult(table=table, leakage_bits=leak,
+                       distortion=expected_distortion(p_ac.sum(axis=0), table, np.asarray(distortion, float)),
+                       multiplier=0.0, gap_bits=leak, status="optimal", solver="perfect-privacy-lp",
+                       message="budget reaches the perfect-privacy distortion: zero-leakage table "
+                               "of least distortion (linear program)")

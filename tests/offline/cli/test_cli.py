@@ -32,8 +32,29 @@ def test_verify_and_inspect_report_the_same_metrics(bundle, keys, run):
         assert verified[key] == inspected[key]
     assert verified["recomputed_leakage_bits"] == pytest.approx(verified["leakage_bits"], abs=1e-9)
     assert 0 <= inspected["leakage_bits"] < inspected["metrics"]["leakage_before_bits"]
+    metrics = inspected["metrics"]
+    # the codebook step (on by default) prices the table by raw rows: its distortion is the measured one,
+    # no more than before the step, which Theorem 2 bounds by Delta + r
+    assert inspected["distortion"] == pytest.approx(metrics["measured_distortion"], rel=1e-12)
+    assert metrics["measured_distortion"] <= metrics["codebook_start_distortion"] + 1e-12
+    assert metrics["codebook_start_distortion"] <= metrics["delta_plus_r"]
+
+
+def test_inspect_json_declares_cross_fitted_leakage_beside_in_sample(bundle, run):
+    inspected = json.loads(run("inspect", bundle, "--json").output)
+    low, high = inspected["holdout_leakage_interval_bits"]
+    assert inspected["leakage_bits"] == inspected["metrics"]["leakage_bits"]
+    assert 0 <= low <= inspected["holdout_leakage_bits"] <= high
+    assert inspected["metrics"]["holdout_folds"] == 5
+
+
+def test_no_codebook_keeps_the_symbol_budget(tmp_path, keys, ratings_csv, run):
+    out = tmp_path / "plain.bundle"
+    run("build", ratings_csv, "--private", "gender", "--clusters", 8, "--delta-fraction", 0.5, "--no-codebook",
+        "--holdout-folds", 0, "--key", keys / "private.pem", "--out", out)
+    inspected = json.loads(run("inspect", out, "--json").output)
     assert inspected["distortion"] <= inspected["delta"] + 1e-12
-    assert inspected["metrics"]["measured_distortion"] <= inspected["metrics"]["delta_plus_r"]
+    assert inspected["holdout_leakage_bits"] is None and "codebook_iterations" not in inspected["metrics"]
 
 
 def test_verify_with_an_untrusted_key_fails_with_one_line(bundle, tmp_path, run):

@@ -30,12 +30,20 @@ def test_curve_writes_points_and_a_png_and_leakage_falls_as_delta_grows(small_ra
     result = run("curve", small_ratings, "--private", "gender", "--deltas", "0:1.2:4", "--clusters", "4,8",
                  "--png", png, "--csv", out, "--json")
     report = json.loads(result.stdout)
-    points = report["points"]
-    assert len(points) == 8 and report["png"] == str(png)
+    every = report["points"]
+    points = [p for p in every if p["codebook"] == 0]             # seed 000's mapping
+    assert len(every) == 16 and len(points) == 8 and report["png"] == str(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert tuple(rows[0].keys()) == CSV_COLUMNS and len(rows) == 8
+    assert tuple(rows[0].keys()) == CSV_COLUMNS and len(rows) == 16
+    for plain, moved in zip(every[0::2], every[1::2]):           # each point, then its codebook step
+        assert (plain["k"], plain["delta"], plain["codebook"], moved["codebook"]) == \
+               (moved["k"], moved["delta"], 0, 1)
+        assert moved["leakage_bits"] <= plain["leakage_bits"] + 1e-9
+        assert moved["distortion"] <= plain["distortion"] + 1e-9
+    base = report["baselines"]
+    assert base["constant"]["leakage_bits"] == 0 and len(base["randomized_response"]) == 4
     for k in (4, 8):
         line = [p for p in points if p["k"] == k]
         leak = [p["leakage_bits"] for p in line]
@@ -71,7 +79,7 @@ def test_unquantized_sweep_uses_every_distinct_row():
     rng = np.random.default_rng(0)
     a = rng.integers(0, 2, 300)
     X = (a + rng.integers(0, 3, 300))[:, None].astype(float)      # 4 distinct values
-    points = sweep(X, a, ["x", "y"], ["f"], deltas=[0.0, 0.5], clusters=[0], attacker=False)
+    points = sweep(X, a, ["x", "y"], ["f"], deltas=[0.0, 0.5], clusters=[0], attacker=False, codebook=False)
     assert [p["clusters"] for p in points] == [4, 4] and [p["k"] for p in points] == [0, 0]
     assert points[0]["quantization_mean"] == 0 and points[0]["r"] == 0
     assert points[1]["leakage_bits"] < points[0]["leakage_bits"]
