@@ -55,7 +55,7 @@ NOW = int(time.time())
 
 def payload(features, inputs, outputs, index, weight, prior, bits) -> dict:
     p = {"type": "privmap/bundle", "schema_version": 1, "version": 1, "issued_at": NOW - 60,
-         "expires": NOW + 86400, "mechanism": "quantized", "metric": "l2", "features": features,
+         "expires": NOW + 86400, "device_class": "generic", "mechanism": "quantized", "metric": "l2", "features": features,
          "private": {"name": "a", "classes": [f"class{i}" for i in range(len(prior))]},
          "inputs": inputs, "outputs": outputs, "table": {"bits": bits, "index": index, "weight": weight},
          "prior": prior, "metrics": {}, "provenance": {"tool_version": "bench", "seed": 0, "data_sha256": "0" * 64}}

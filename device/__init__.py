@@ -18,7 +18,7 @@ released.
 """
 from __future__ import annotations
 
-from ._binding import Binding, WrongDomainError, check_binding, schema_sha256
+from ._binding import Binding, WrongDomainError, WrongTargetError, check_binding, schema_sha256
 from ._bundle import (
     Bundle,
     check_declared_leakage,
@@ -91,7 +91,7 @@ __all__ = [
     # verify-side helpers
     "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage",
     # binding to the device's configuration
-    "Binding", "WrongDomainError", "schema_sha256", "check_binding",
+    "Binding", "WrongTargetError", "WrongDomainError", "schema_sha256", "check_binding",
     # keyring rotation
     "KeyringChain", "KeyringVersionError", "KeyringExpiredError", "KEYRING_TYPE", "KEYRING_DOMAIN_TAG",
     "MAX_ROTATIONS",

@@ -41,6 +41,8 @@ class Bundle:
     --------------------------
     version, issued_at, expires : int
         Bundle version (1..2**63-1) and validity window (unix seconds).
+    device_class : str
+        The device class the bundle is built for (checked against a device's ``Binding``).
     mechanism : str
         ``"quantized"`` (nearest input representative) or ``"exact"`` (exact tuple match).
     metric : str
@@ -66,7 +68,7 @@ class Bundle:
     """
 
     __slots__ = (
-        "version", "issued_at", "expires", "mechanism", "metric", "features", "private_name",
+        "version", "issued_at", "expires", "device_class", "mechanism", "metric", "features", "private_name",
         "classes", "inputs", "outputs", "bits", "index", "weight", "prior", "metrics",
         "provenance", "sha256", "key_id", "data",
         "_modes", "_canonical_inputs", "_exact", "_array",
@@ -90,6 +92,11 @@ class Bundle:
                 exact[rep] = c
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_array", None)
+
+    @property
+    def withheld_columns(self) -> tuple[str, ...]:
+        """Input columns a row may carry that are never released: the private attribute."""
+        return (self.private_name,)
 
     def __setattr__(self, name, value):
         raise AttributeError("Bundle is read-only")
@@ -270,6 +277,7 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     if obj["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian release paths
         from ._real_kinds import load_real_body
         real = load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
+                              device_class=obj["device_class"],
                               sha256=hashlib.sha256(data).hexdigest(), key_id=signers[0].hex(), data=data)
         _check_policy(real.metrics, limits)
         return real
@@ -278,6 +286,7 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         _token=_CONSTRUCT,
         version=version,
         issued_at=issued_at,
+        device_class=obj["device_class"],
         expires=expires,
         mechanism=body["mechanism"],
         metric=body["metric"],

@@ -137,6 +137,8 @@ class RealBundle:
     Attributes
     ----------
     version, issued_at, expires : int
+    device_class : str
+        The device class the bundle is built for.
     mechanism : str
         ``"nullspace"`` or ``"gaussian"``.
     features : tuple[Feature, ...]
@@ -150,7 +152,7 @@ class RealBundle:
     sha256, key_id : str; data : bytes
     """
 
-    __slots__ = ("version", "issued_at", "expires", "mechanism", "features", "withheld_columns",
+    __slots__ = ("version", "issued_at", "expires", "device_class", "mechanism", "features", "withheld_columns",
                  "private_name", "parameters", "metrics", "provenance", "sha256", "key_id", "data")
 
     def __init__(self, **fields):

@@ -30,7 +30,7 @@ __all__ = [
 
 #: Top-level payload keys, in canonical (encoding) order. All are required; no others allowed.
 PAYLOAD_KEYS = (
-    "type", "schema_version", "version", "issued_at", "expires", "mechanism", "metric",
+    "type", "schema_version", "version", "issued_at", "expires", "device_class", "mechanism", "metric",
     "features", "private", "inputs", "outputs", "table", "prior", "metrics", "provenance",
 )
 NUMERIC_FEATURE_KEYS = ("name", "kind", "min", "max", "integer", "missing", "fill", "missing_token")
@@ -53,10 +53,12 @@ MAX_MISSING_TOKEN = 16
 #: and their body is parsed by privmap.device._real_kinds.
 REAL_MECHANISMS = ("nullspace", "gaussian")
 REAL_PAYLOAD_KEYS = (
-    "type", "schema_version", "version", "issued_at", "expires", "mechanism", "features",
+    "type", "schema_version", "version", "issued_at", "expires", "device_class", "mechanism", "features",
     "parameters", "metrics", "provenance",
 )
 METRICS = ("l2", "l1", "hamming", "erasures")
+#: Longest device class name (``device_class``: printable ASCII), characters.
+MAX_DEVICE_CLASS = 64
 #: Tolerance on the prior's total mass.
 PRIOR_MASS_TOLERANCE = 1e-6
 
@@ -138,7 +140,8 @@ def _unique_strings(x, what, lo, hi, limits):
 
 
 def parse_header(obj) -> tuple[int, int, int]:
-    """Check the envelope of the payload map: type, key set, schema version, version, times.
+    """Check the envelope of the payload map: type, key set, schema version, version, times,
+    device class.
 
     Returns ``(version, issued_at, expires)``.
     """
@@ -160,6 +163,10 @@ def parse_header(obj) -> tuple[int, int, int]:
         _fail("issued_at must be an int (unix seconds) in 0..2**63-1")
     if not _is_int(expires) or not issued_at < expires <= MAX_VERSION:
         _fail("expires must be an int (unix seconds) greater than issued_at")
+    device_class = obj["device_class"]
+    if (type(device_class) is not str or not 1 <= len(device_class) <= MAX_DEVICE_CLASS
+            or not all(" " < ch <= "~" for ch in device_class)):
+        _fail(f"device_class must be 1..{MAX_DEVICE_CLASS} printable ASCII characters without spaces")
     return version, issued_at, expires
 
 

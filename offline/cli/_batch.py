@@ -59,7 +59,7 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, release=None, stamp: b
         missing = [n for n in names if n not in header]
         if missing:
             raise BuildError(f"{infile}: missing public column(s) {', '.join(missing)}")
-        withheld = getattr(bundle, "withheld_columns", (bundle.private_name,))
+        withheld = bundle.withheld_columns
         extra = [h for h in header if h not in names and h not in withheld]
         if extra:
             raise BuildError(f"{infile}: unknown column(s) {', '.join(extra)}; remove them "

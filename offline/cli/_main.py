@@ -150,13 +150,16 @@ def keygen(keydir, passphrase_file):
               help="Creation time, unix seconds [default: SOURCE_DATE_EPOCH, else now].")
 @click.option("--valid-days", type=click.FloatRange(min=0, min_open=True), default=365, show_default=True,
               help="Days until the bundle expires.")
+@click.option("--device-class", default="generic", show_default=True, metavar="NAME",
+              help="Device class the bundle is for (1-64 printable ASCII, no spaces); devices "
+                   "configured with a class refuse bundles for any other.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 @passphrase_option
 @guard
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, key, out, seed, domains, schema_file, schema_out, missing, solver, bits,
           smoothing, target_leakage, target_auc, no_codebook, holdout_folds, bundle_version, issued_at, valid_days,
-          as_json, passphrase_file):
+          device_class, as_json, passphrase_file):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
@@ -191,7 +194,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         return build_real(data, mechanism, private=private, utility=utility, desired=desired,
                           confidential=confidential, epsilon=epsilon, delta=delta, gamma=gamma, fisher=fisher,
                           key=key, passphrase_file=passphrase_file, out=out, as_json=as_json,
-                          header=HeaderOptions(bundle_version, issued_at, valid_days))
+                          header=HeaderOptions(bundle_version, issued_at, valid_days, device_class))
     check_not_real(mechanism, private)
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
@@ -207,7 +210,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
         clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
         solver=solver, bits=bits, smoothing=0.0 if smoothing == "auto" else smoothing,
-        bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, codebook=not no_codebook,
+        bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
+        codebook=not no_codebook,
         holdout_folds=holdout_folds, missing=missing,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains)
         if (schema_file or domains) else None)
@@ -409,9 +413,12 @@ def inspect(bundle, trusted, as_json):
               help="Device state directory (created if absent): installs BUNDLE there, refuses a "
                    "lower version than one used before, and releases one permanent draw per input.")
 @click.option("--stamp", is_flag=True, help="Add bundle_sha256 and bundle_version columns to OUT.csv.")
+@click.option("--device-class", metavar="NAME",
+              help="Act as a device of this class: refuse a bundle built for another class.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @guard
-def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invalid, state_dir, stamp, as_json):
+def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invalid, state_dir, stamp, device_class,
+             as_json):
     """Release sanitized rows of IN.csv into OUT.csv, as one device per row would.
 
     IN.csv has a header naming the bundle's public features (any order); the
@@ -432,12 +439,16 @@ def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invali
     input gives identical released rows, and once a bundle of version v has
     been used with DIR a lower version is refused (nothing is written).
     """
+    from privmap.device import Binding, check_binding
+
     from ._batch import rejects_csv, sanitize_csv
+    binding = Binding(device_class=device_class) if device_class else None
     if state_dir is not None:
         from ._state import stateful_release
-        loaded, release = stateful_release(state_dir, bundle, _keyring(trusted), min_version)
+        loaded, release = stateful_release(state_dir, bundle, _keyring(trusted), min_version, binding)
     else:
         loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+        check_binding(loaded, binding)
         release = loaded.sanitize
     started = time.perf_counter()
     result = sanitize_csv(loaded, infile, release=release, stamp=stamp)

@@ -46,6 +46,9 @@ from ._codebook import Codebook, metric_center, refine
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
 
 MECHANISMS = ("quantized", "exact")
+#: Device class a bundle is built for unless ``--device-class`` names one (devices configured with
+#: a class refuse bundles for any other).
+DEFAULT_DEVICE_CLASS = "generic"
 #: Default validity of a bundle, in days.
 DEFAULT_VALID_DAYS = 365
 
@@ -86,6 +89,7 @@ class BuildOptions:
     bundle_version: int = 1
     issued_at: int | None = None
     valid_days: float = DEFAULT_VALID_DAYS
+    device_class: str = DEFAULT_DEVICE_CLASS
     codebook: bool = True
     holdout_folds: int = 5
 
@@ -300,6 +304,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
         "version": options.bundle_version,
         "issued_at": issued_at,
         "expires": issued_at + int(round(options.valid_days * 86400)),
+        "device_class": options.device_class,
         "mechanism": options.mechanism,
         "metric": options.metric,
         "features": alphabet.features,

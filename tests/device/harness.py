@@ -60,7 +60,7 @@ def base_payload() -> dict:
         "schema_version": 2,
         "version": 5,
         "issued_at": NOW - 3600,
-        "expires": NOW + 86400,
+        "expires": NOW + 86400, "device_class": "generic",
         "mechanism": "quantized",
         "metric": "l2",
         "features": [

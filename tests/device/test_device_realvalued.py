@@ -54,7 +54,8 @@ class SeededBits:
 
 def _header(mechanism):
     return {"type": "privmap/bundle", "schema_version": SCHEMA_VERSION, "version": 3, "issued_at": NOW - 60,
-            "expires": NOW + 86400, "mechanism": mechanism, "features": ["x1", "x2"]}
+            "expires": NOW + 86400, "device_class": "generic", "mechanism": mechanism,
+            "features": ["x1", "x2"]}
 
 
 def nullspace_payload():

@@ -11,6 +11,7 @@ from harness import NOW
 from privmap.device import (
     Binding,
     BundleError,
+    BundleFormatError,
     BundleSignatureError,
     DeviceState,
     EquivocationError,
@@ -21,6 +22,7 @@ from privmap.device import (
     RollbackError,
     StateError,
     WrongDomainError,
+    WrongTargetError,
     schema_sha256,
 )
 from privmap.device._state import EXPIRY_GRACE, MAX_CLOCK_SKEW
@@ -245,6 +247,25 @@ def test_bundle_for_another_attribute_or_schema_is_refused_by_a_bound_device(sim
                           binding=Binding(schema_sha256="0" * 64))
     with pytest.raises(NoValidBundleError):  # a reconfigured device refuses the old bundle at use
         rebound.active()
+
+
+def test_bundle_for_another_device_class_is_refused_by_a_bound_device(sim, tmp_path):  # E1
+    state = DeviceState(tmp_path / "stb", sim.keyring, clock=lambda: NOW, binding=Binding(device_class="stb-x2"))
+    for other in ("generic", "stb-x1", "STB-X2"):
+        before = snapshot(tmp_path / "stb")
+        with pytest.raises(WrongTargetError):
+            state.install(sim.bundle(device_class=other))
+        assert snapshot(tmp_path / "stb") == before
+    assert state.install(sim.bundle(device_class="stb-x2")).status == "installed"
+    assert state.active().device_class == "stb-x2"
+    moved = DeviceState(tmp_path / "stb", sim.keyring, clock=lambda: NOW, binding=Binding(device_class="stb-x3"))
+    with pytest.raises(NoValidBundleError):  # the installed bundle is not for this class: nothing released
+        moved.active()
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "x" * 65, "caf\u00e9", 7, None, b"generic"])
+def test_malformed_device_class_is_a_format_error(sim, bad):
+    sim.refused(sim.bundle(device_class=bad), BundleFormatError)
 
 
 def test_the_clock_is_read_once_per_install(sim, tmp_path):  # D8

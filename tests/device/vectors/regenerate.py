@@ -62,7 +62,7 @@ def _with_leakage(payload: dict) -> dict:
 def quantized_payload(**overrides) -> dict:
     payload = {
         "type": "privmap/bundle", "schema_version": 2, "version": 7,
-        "issued_at": NOW - 86400, "expires": NOW + 365 * 86400,
+        "issued_at": NOW - 86400, "expires": NOW + 365 * 86400, "device_class": "generic",
         "mechanism": "quantized", "metric": "l2",
         "features": [
             {"name": "drama", "kind": "numeric", "min": 0, "max": 3, "integer": True, "missing": "mask",

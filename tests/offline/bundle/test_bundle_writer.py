@@ -37,7 +37,7 @@ def _payload():
         "schema_version": 2,
         "version": 3,
         "issued_at": NOW - 10,
-        "expires": NOW + 1000,
+        "expires": NOW + 1000, "device_class": "generic",
         "mechanism": "quantized",
         "metric": "l2",
         "features": [{"max": 4, "min": 0, "kind": "numeric", "name": "a", "integer": True, "missing": "refuse", "fill": None, "missing_token": ""},
