@@ -18,7 +18,14 @@ released.
 """
 from __future__ import annotations
 
-from ._bundle import Bundle, check_declared_leakage, load_bundle, read_bundle_file, recompute_leakage_bits
+from ._bundle import (
+    Bundle,
+    check_declared_leakage,
+    check_declared_metrics,
+    load_bundle,
+    read_bundle_file,
+    recompute_leakage_bits,
+)
 from ._codec import MIN_MSGPACK_VERSION
 from ._errors import (
     BundleError,
@@ -54,7 +61,7 @@ __all__ = [
     # loading
     "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
     # verify-side helpers
-    "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage",
+    "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage", "check_declared_metrics",
     # randomness
     "SystemRandomBits", "InsecureTestBits",
     # format constants

@@ -22,6 +22,7 @@ __all__ = [
     "METRICS",
     "parse_header",
     "parse_body",
+    "payload_keys",
 ]
 
 #: Top-level payload keys, in canonical (encoding) order. All are required; no others allowed.
@@ -40,8 +41,8 @@ REQUIRED_METRICS = (
 )
 #: Provenance entries every bundle declares (more keys are allowed; values str or int).
 REQUIRED_PROVENANCE = ("tool_version", "seed", "data_sha256")
-MECHANISMS = ("quantized", "exact")
-METRICS = ("l2", "l1", "hamming", "erasures")
+MECHANISMS = ("quantized", "exact", "funnel", "max-correlation")
+METRICS = ("l2", "l1", "hamming", "erasures", "log-loss")
 #: Tolerance on the prior's total mass.
 PRIOR_MASS_TOLERANCE = 1e-6
 
@@ -123,7 +124,7 @@ def parse_header(obj) -> tuple[int, int, int]:
     kind = obj.get("type")
     if kind != PAYLOAD_TYPE or type(kind) is not str:
         _fail(f"payload type is not {PAYLOAD_TYPE!r}", WrongTypeError)
-    _closed_map(obj, PAYLOAD_KEYS, "payload")
+    _closed_map(obj, payload_keys(obj.get("mechanism")), "payload")
     schema = obj["schema_version"]
     if not _is_int(schema) or schema != SCHEMA_VERSION:
         _fail(f"unsupported schema_version (this runtime reads {SCHEMA_VERSION})")
@@ -238,13 +239,13 @@ def _prior(obj, n_classes, n_inputs):
     return tuple(out)
 
 
-def _metrics(obj):
+def _metrics(obj, required=REQUIRED_METRICS):
     if type(obj) is not dict:
         _fail("metrics must be a map")
     for key, value in obj.items():
         if type(key) is not str or not _is_number(value):
             _fail("metrics must map strings to finite numbers")
-    missing = [k for k in REQUIRED_METRICS if k not in obj]
+    missing = [k for k in required if k not in obj]
     if missing:
         _fail(f"metrics: missing {missing}")
     return dict(obj)
@@ -269,6 +270,8 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         _fail(f"mechanism must be one of {MECHANISMS}")
     if type(metric) is not str or metric not in METRICS:
         _fail(f"metric must be one of {METRICS}")
+    if mechanism in SEED_MECHANISM_METRIC or metric == "log-loss":
+        return _parse_seed_mechanism_body(obj, limits)
     specs = _list(obj["features"], "features", 1, limits.max_features)
     features = tuple(_feature(spec, i, limits) for i, spec in enumerate(specs))
     if len({f.name for f in features}) != len(features):
@@ -300,3 +303,59 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         "metrics": _metrics(obj["metrics"]),
         "provenance": _provenance(obj["provenance"]),
     }
+
+
+# -- issue 15: the funnel (seed 003) and max-correlation (seed 002) mechanisms -----------------
+# Both release through the table sampler with an exact tuple lookup. "funnel" has the standard
+# key set with metric "log-loss"; "max-correlation" has no private attribute and carries the
+# public marginal "p_x" in place of "private" and "prior" (docs/bundle-format.md).
+
+#: The one metric each of these mechanisms accepts.
+SEED_MECHANISM_METRIC = {"funnel": "log-loss", "max-correlation": "hamming"}
+#: Payload keys of a max-correlation bundle, in canonical order.
+MAXCORR_PAYLOAD_KEYS = (
+    "type", "schema_version", "version", "issued_at", "expires", "mechanism", "metric",
+    "features", "inputs", "outputs", "table", "p_x", "metrics", "provenance",
+)
+#: Metrics each of these mechanisms declares on top of (funnel) or instead of (max-correlation)
+#: REQUIRED_METRICS.
+SEED_REQUIRED_METRICS = {
+    "funnel": REQUIRED_METRICS + ("disclosure_bits",),
+    "max-correlation": ("rho_m_squared", "s_star_upper_bound", "s_star_verified", "distortion", "delta",
+                        "clusters", "n"),
+}
+
+
+def payload_keys(mechanism) -> tuple[str, ...]:
+    """The closed top-level key set of a payload of ``mechanism`` (canonical order)."""
+    return MAXCORR_PAYLOAD_KEYS if mechanism == "max-correlation" else PAYLOAD_KEYS
+
+
+def _parse_seed_mechanism_body(obj: dict, limits: Limits) -> dict:
+    mechanism, metric = obj["mechanism"], obj["metric"]
+    if SEED_MECHANISM_METRIC.get(mechanism) != metric:
+        _fail(f"metric {metric!r} does not fit mechanism {mechanism!r} "
+              f"(funnel uses 'log-loss', max-correlation 'hamming')")
+    specs = _list(obj["features"], "features", 1, limits.max_features)
+    features = tuple(_feature(spec, i, limits) for i, spec in enumerate(specs))
+    if len({f.name for f in features}) != len(features):
+        _fail("feature names must be unique")
+    if not all(f.categorical for f in features):
+        _fail(f"{mechanism} bundles need categorical features only")
+    inputs = _cells(obj["inputs"], "inputs", features, 1, limits.max_inputs, allow_nil=False)
+    outputs = _cells(obj["outputs"], "outputs", features, 1, limits.max_outputs, allow_nil=False)
+    bits, index, weight = _table(obj["table"], len(inputs), len(outputs), limits)
+    metrics = _metrics(obj["metrics"], SEED_REQUIRED_METRICS[mechanism])
+    body = {"mechanism": mechanism, "metric": metric, "features": features, "inputs": inputs,
+            "outputs": outputs, "bits": bits, "index": index, "weight": weight, "metrics": metrics,
+            "provenance": _provenance(obj["provenance"]), "p_x": None}
+    if mechanism == "max-correlation":
+        from ._maxcorr import parse_p_x
+        body.update(private_name=None, classes=(), prior=None, p_x=parse_p_x(obj["p_x"], len(inputs)))
+    else:
+        private = _closed_map(obj["private"], PRIVATE_KEYS, "private")
+        body.update(private_name=_string(private["name"], "private.name", limits),
+                    classes=_unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits))
+        body["prior"] = _prior(obj["prior"], len(body["classes"]), len(inputs))
+    return body
+
