@@ -63,16 +63,29 @@ def keygen(keydir):
 
 @main.command()
 @click.argument("data", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--private", "private", required=True, metavar="COL", help="Private attribute column.")
+@click.option("--private", "private", metavar="COL",
+              help="Private attribute column (required except for max-correlation, which never reads labels).")
 @click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
-@click.option("--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True,
-              help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1).")
-@click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
-              help="Distortion metric [default: l2 for quantized, erasures for exact].")
+@click.option("--mechanism", type=click.Choice(["quantized", "exact", "funnel", "max-correlation"]),
+              default="quantized", show_default=True,
+              help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1); "
+                   "funnel: greedy merging of categorical tuples, I(X;Y) >= R (seed 003); max-correlation: "
+                   "min rho_m(X;Y)^2 s.t. E d <= D from P_X alone (seed 002).")
+@click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures", "log-loss"]), default=None,
+              help="Distortion metric [default: l2 for quantized, erasures for exact, log-loss for funnel, "
+                   "hamming for max-correlation].")
 @click.option("--clusters", "-k", type=click.IntRange(min=1), help="Number of clusters K (quantized).")
 @click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit.")
 @click.option("--delta-fraction", type=float,
               help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
+@click.option("--disclosure", type=float, help="funnel: disclosure floor R = I(X;Y) in bits.")
+@click.option("--disclosure-fraction", type=click.FloatRange(0, 1),
+              help="funnel: R as a fraction of H(X) (1.0 = release X, 0 = merge everything).")
+@click.option("--prior-only", is_flag=True,
+              help="max-correlation: design from P_X alone (always so; accepted for clarity).")
+@click.option("--information-budget", type=click.FloatRange(min=0), default=None,
+              help="max-correlation: assumed bound Delta >= I(S;X) in bits; the bundle then declares "
+                   "the leakage bound Delta x S*_upper.")
 @click.option("--key", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Operator's private key (PEM, from `privmap keygen`).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -92,14 +105,33 @@ def keygen(keydir):
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 @guard
-def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
-          bits, smoothing, bundle_version, issued_at, valid_days, as_json):
+def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, disclosure,
+          disclosure_fraction, prior_only, information_budget, key, out, seed, solver, bits, smoothing,
+          bundle_version, issued_at, valid_days, as_json):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
     E d(C, C^) <= Delta, compresses the table to integers and signs the bundle.
     The bundle is loaded back with the device runtime before it is written.
+
+    \b
+    Seed mechanisms on categorical columns:
+      privmap build adult.csv --private income_sex --mechanism funnel \\
+          --disclosure-fraction 0.5 --key k.pem --out funnel.bundle
+      privmap build public.csv --mechanism max-correlation --metric hamming \\
+          --delta 0.3 --key k.pem --out maxcorr.bundle
     """
+    if mechanism in ("funnel", "max-correlation"):  # issue 15: seeds 003 and 002
+        from ._seed_builds import build_seed_mechanism
+        build_seed_mechanism(data=data, private=private, public=public, mechanism=mechanism, metric=metric,
+                             delta=delta, delta_fraction=delta_fraction, disclosure=disclosure,
+                             disclosure_fraction=disclosure_fraction, information_budget=information_budget,
+                             key=key, out=out, seed=seed, bits=bits, smoothing=smoothing,
+                             bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days,
+                             as_json=as_json)
+        return
+    if private is None:
+        raise BuildError(f"the {mechanism} mechanism needs --private COL")
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..mechanisms._pipeline import BuildOptions
@@ -145,6 +177,9 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
 
 def _describe(payload: dict) -> dict:
     metrics = payload["metrics"]
+    if payload["mechanism"] in ("funnel", "max-correlation"):  # issue 15
+        from ._seed_builds import describe_seed_payload
+        return describe_seed_payload(payload)
     return {
         "version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
         "mechanism": payload["mechanism"], "metric": payload["metric"],
@@ -163,8 +198,14 @@ def _print_description(info: dict) -> None:
     click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['features'])} public features")
     click.echo(f"  K_in = {info['inputs']}, K_out = {info['outputs']}, B = {info['bits']}, "
                f"{info['nonzero_per_row']:.2f} nonzero entries per row")
+    if "rho_m_squared" in info:
+        click.echo(f"  rho_m^2 {info['rho_m_squared']:.6f}, S* <= {info['s_star_upper_bound']:.6f} "
+                   f"({'verified' if info['s_star_verified'] else 'S* = rho_m^2 NOT verified'}), "
+                   f"distortion {info['distortion']:.4f} (D = {info['delta']:.4f})")
+        return
     click.echo(f"  leakage {info['leakage_bits']:.6f} bits, distortion {info['distortion']:.4f} "
-               f"(Delta = {info['delta']:.4f})")
+               f"(Delta = {info['delta']:.4f})" + (f", disclosure {info['disclosure_bits']:.6f} bits"
+                                                   if "disclosure_bits" in info else ""))
 
 
 @main.command()
@@ -185,11 +226,26 @@ def verify(bundle, trusted, min_version, as_json):
     """
     from privmap.device import recompute_leakage_bits
     loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+    if loaded.mechanism == "max-correlation":  # issue 15: no prior; rho_m^2 was recomputed on load
+        from privmap.device._maxcorr import rho_m_squared_pure
+        info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
+                "expires": loaded.expires, "rho_m_squared": loaded.metrics["rho_m_squared"],
+                "recomputed_rho_m_squared": rho_m_squared_pure(loaded.p_x, loaded.index, loaded.weight, loaded.bits),
+                "s_star_upper_bound": loaded.metrics["s_star_upper_bound"],
+                "distortion": loaded.metrics["distortion"], "delta": loaded.metrics["delta"]}
+        if as_json:
+            emit(info)
+            return
+        click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
+        click.echo(f"  declared rho_m^2 {info['rho_m_squared']:.6f}, recomputed {info['recomputed_rho_m_squared']:.6f}")
+        return
     recomputed = recompute_leakage_bits(loaded)
     info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
             "expires": loaded.expires, "leakage_bits": loaded.metrics["leakage_bits"],
             "recomputed_leakage_bits": recomputed, "distortion": loaded.metrics["distortion"],
             "delta": loaded.metrics["delta"], "clusters": loaded.metrics["clusters"]}
+    if "disclosure_bits" in loaded.metrics:
+        info["disclosure_bits"] = loaded.metrics["disclosure_bits"]
     if as_json:
         emit(info)
         return

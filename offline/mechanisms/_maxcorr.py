@@ -93,7 +93,7 @@ def s_star_upper_bound(p_x, w) -> float:
     return float(min(1.0, tv, rho_m_squared(p_x, w) / p_x.min()))
 
 
-def s_star_lower_bound(p_x, w, *, starts: int = 8, seed: int = 0) -> float:
+def s_star_lower_bound(p_x, w, *, starts: int = 4, seed: int = 0) -> float:
     """A numerical lower bound on S*: the best ratio D(rW || P_Y) / D(r || P_X) found by
     multi-start local search over r (softmax parametrised). Not certified as the supremum."""
     p_x = np.asarray(p_x, dtype=float)
@@ -113,7 +113,8 @@ def s_star_lower_bound(p_x, w, *, starts: int = 8, seed: int = 0) -> float:
     best = 0.0
     for k in range(starts):
         theta0 = log_px + (rng.normal(size=p_x.size) * (0.1 if k % 2 else 2.0))
-        res = minimize(lambda t: -ratio(t), theta0, method="Nelder-Mead" if p_x.size <= 2 else "L-BFGS-B")
+        res = minimize(lambda t: -ratio(t), theta0, method="Nelder-Mead" if p_x.size <= 2 else "L-BFGS-B",
+                       options={"maxiter": 100})
         best = max(best, ratio(res.x), ratio(theta0))
     return float(best)
 
