@@ -317,12 +317,6 @@ def check_declared_metrics(body: dict) -> None:
     it disagrees: the leakage on the prior for every mechanism that has one, and the
     mechanism's own figures for ``"funnel"`` (disclosure) and ``"max-correlation"`` (rho_m^2,
     S* bound, distortion; it has no prior)."""
-    if body["prior"] is not None:
-        try:
-            computed = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
-        except (ValueError, ArithmeticError):
-            raise MetricsError("cannot recompute the leakage from the prior and table") from None
-        check_declared_leakage(body["metrics"]["leakage_bits"], computed)
     try:
         if body["mechanism"] == "funnel":
             from ._funnel import check_funnel
@@ -332,6 +326,12 @@ def check_declared_metrics(body: dict) -> None:
             check_max_correlation(body)
     except (ValueError, ArithmeticError):
         raise MetricsError(f"cannot recompute the {body['mechanism']} bundle's declared figures") from None
+    if body["prior"] is not None:
+        try:
+            computed = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
+        except (ValueError, ArithmeticError):
+            raise MetricsError("cannot recompute the leakage from the prior and table") from None
+        check_declared_leakage(body["metrics"]["leakage_bits"], computed)
 
 
 def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,
