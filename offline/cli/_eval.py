@@ -103,6 +103,9 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       ROC AUC).
     """
     from ..evaluation._evaluate import evaluate_view, format_summary
+    if _payload_mechanism(bundle) == "max-correlation":  # issue 15: no private attribute in the bundle
+        _evaluate_max_correlation(bundle, data, private, trusted, as_json)
+        return
     view, verified = _read_view(bundle, trusted)
     ds, codes = _load_for(view, data, private)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
@@ -222,3 +225,37 @@ def _funnel_curve_command(data, private, public, points, png, csv_path, title, a
     click.echo(f"H(X) = {h_x:.4f} bits, I(S;X) = {i_sx:.6f} bits; wrote {csv_path}"
                + (f" and {png_written}" if png_written else " (no matplotlib: no plot)"))
 
+
+
+def _payload_mechanism(bundle: pathlib.Path) -> str:
+    from ..bundle._inspect import read_bytes, read_unverified
+    payload, _ = read_unverified(read_bytes(bundle))
+    return payload["mechanism"]
+
+
+def _evaluate_max_correlation(bundle, data, private, trusted, as_json) -> None:
+    """A max-correlation bundle beside seed 000's mapping at the same distortion, on DATA's labels."""
+    from ..bundle._inspect import read_bytes, read_unverified
+    from ..data._dataset import load_dataset
+    from ..evaluation._maxcorr_compare import compare_max_correlation
+    if trusted:
+        from privmap.device import Keyring, read_bundle_file
+        payload, _ = read_unverified(read_bundle_file(bundle, Keyring.from_pem_files(*trusted)).data)
+    else:
+        payload, _ = read_unverified(read_bytes(bundle))
+    ds = load_dataset(data, private=private, public=[f["name"] for f in payload["features"]], categorical=True)
+    result = compare_max_correlation(payload, ds.public, ds.private, len(ds.classes))
+    summary = {"bundle": str(bundle), "data": str(data), "private": private, "signature_verified": bool(trusted),
+               **result}
+    if as_json:
+        emit(summary)
+        return
+    click.echo(f"{bundle} on {data}, private {private!r}" + ("" if trusted else " (signature NOT verified)"))
+    click.echo(f"  before: I(S;X) = {result['leakage_before_bits']:.6f} bits, MAP accuracy "
+               f"{result['map_accuracy_before']:.4f} (prior alone {result['map_accuracy_prior_only']:.4f})")
+    for name in ("max_correlation", "seed000_mi_optimal"):
+        r = result[name]
+        click.echo(f"  {name:<20} I(S;Y) {r['leakage_bits']:.6f} bits  distortion {r['distortion']:.4f}  "
+                   f"MAP accuracy {r['map_accuracy']:.4f}  I(X;Y) {r['disclosure_bits']:.4f}")
+    click.echo(f"  guarantee S*_upper x I(S;X) = {result['guarantee_bits']:.6f} bits: "
+               f"{'holds' if result['guarantee_holds'] else 'VIOLATED'}")
