@@ -40,6 +40,8 @@ __all__ = [
 
 #: Largest K^2 solved by SLSQP (its quadratic subproblem is O((K^2)^3)); Frank-Wolfe above.
 SLSQP_MAX_VARIABLES = 144
+#: Frank-Wolfe stops when a step improves rho_m^2 by less than this.
+FW_MIN_IMPROVEMENT = 1e-10
 #: S* = rho_m^2 counts as verified when the certified upper bound is within this relative gap.
 VERIFIED_RELATIVE_GAP = 1e-9
 
@@ -193,9 +195,9 @@ def _frank_wolfe(p_x, d, budget, w, iterations: int) -> np.ndarray:
         direction = _linear_step(grad, p_x, d, budget) - w
         if float(np.sum(grad * direction)) > -1e-12:
             break
-        res = minimize_scalar(lambda t: _rho2_and_gradient(p_x, w + t * direction)[0], bounds=(0.0, 1.0),
-                              method="bounded", options={"xatol": 1e-10})
-        if res.fun >= value:
+        res = minimize_scalar(lambda t: rho_m_squared(p_x, w + t * direction), bounds=(0.0, 1.0),
+                              method="bounded", options={"xatol": 1e-9})
+        if res.fun >= value - FW_MIN_IMPROVEMENT:
             break
         w = w + res.x * direction
     return w
