@@ -93,8 +93,9 @@ def keygen(keydir):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of k-means.")
 @click.option("--solver", type=click.Choice(["fast", "cvxpy"]), default="fast", show_default=True,
               help="fast: privmap's certified solver; cvxpy: Clarabel reference.")
-@click.option("--bits", type=click.IntRange(1, 32), default=16, show_default=True,
-              help="Table weights sum to 2^BITS per row.")
+@click.option("--bits", type=click.IntRange(1, 32), default=None,
+              help="Table weights sum to 2^BITS per row [default: 16; 24 for max-correlation, whose rho_m^2 "
+                   "is sensitive to the rounding of rarely released outputs].")
 @click.option("--smoothing", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Additive smoothing of the prior's counts.")
 @click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
@@ -141,7 +142,7 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
         private=private, public=tuple(c.strip() for c in public.split(",")) if public else None,
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
         clusters=clusters, delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver,
-        bits=bits, smoothing=smoothing, bundle_version=bundle_version, issued_at=issued_at,
+        bits=bits or 16, smoothing=smoothing, bundle_version=bundle_version, issued_at=issued_at,
         valid_days=valid_days)
     private_key = load_private_key(key)
     started = time.perf_counter()

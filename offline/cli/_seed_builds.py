@@ -43,11 +43,11 @@ def build_seed_mechanism(*, data, private, public, mechanism, metric, delta, del
         shown = ("leakage_before_bits", "leakage_bits", "disclosure_bits", "disclosure_floor_bits",
                  "entropy_x_bits", "clusters", "outputs", "n")
     else:
-        from ..mechanisms._maxcorr_build import MaxCorrOptions, build_max_correlation
+        from ..mechanisms._maxcorr_build import MAXCORR_BITS, MaxCorrOptions, build_max_correlation
         if delta is None or delta_fraction is not None or disclosure is not None or disclosure_fraction is not None:
             raise BuildError("the max-correlation mechanism takes --delta D (expected changed cells)")
         options = MaxCorrOptions(delta=delta, public=cols, private=private, metric=metric or "hamming",
-                                 information_budget=information_budget, bits=bits, seed=seed,
+                                 information_budget=information_budget, bits=bits or MAXCORR_BITS, seed=seed,
                                  bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days)
         private_key = load_private_key(key)
         payload = build_max_correlation(data, options).payload
