@@ -2,8 +2,12 @@
 
 Private modules: ``_evaluate`` (a bundle or table measured on labelled rows), ``_attacks`` (MAP
 and logistic-regression adversaries), ``_curve`` (privacy-distortion sweeps), ``_plots``
-(matplotlib figures), ``_recommender`` (matrix-factorisation RMSE).
+(matplotlib figures), ``_recommender`` (matrix-factorisation RMSE), ``_funnel_curve`` (seed 003's
+greedy/negligent curves beside seed 000), ``_maxcorr_compare`` (a max-correlation bundle beside
+seed 000 on labelled rows).
 """
 from ._evaluate import evaluate_view, view_from_payload, view_from_table
+from ._funnel_curve import funnel_sweep
+from ._maxcorr_compare import compare_max_correlation
 
-__all__ = ["evaluate_view", "view_from_payload", "view_from_table"]
+__all__ = ["evaluate_view", "view_from_payload", "view_from_table", "funnel_sweep", "compare_max_correlation"]
