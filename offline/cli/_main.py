@@ -124,6 +124,8 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     """
     if mechanism in ("funnel", "max-correlation"):  # issue 15: seeds 003 and 002
         from ._seed_builds import build_seed_mechanism
+        if prior_only and mechanism != "max-correlation":
+            raise BuildError("--prior-only applies to the max-correlation mechanism only")
         build_seed_mechanism(data=data, private=private, public=public, mechanism=mechanism, metric=metric,
                              delta=delta, delta_fraction=delta_fraction, disclosure=disclosure,
                              disclosure_fraction=disclosure_fraction, information_budget=information_budget,
@@ -133,6 +135,9 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
         return
     if private is None:
         raise BuildError(f"the {mechanism} mechanism needs --private COL")
+    if prior_only or disclosure is not None or disclosure_fraction is not None or information_budget is not None:
+        raise BuildError(f"--prior-only, --disclosure(-fraction) and --information-budget do not apply to the "
+                         f"{mechanism} mechanism")
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..mechanisms._pipeline import BuildOptions
