@@ -169,3 +169,21 @@ def test_a_max_correlation_payload_with_a_prior_or_private_key_is_refused(payloa
     payload["prior"] = [[1.0]]
     with pytest.raises(BundleFormatError, match="unknown keys"):
         _load(_resign_raw(payload))
+
+
+@pytest.mark.parametrize("name, metric", [("funnel", "hamming"), ("funnel", "erasures"),
+                                          ("max-correlation", "log-loss"), ("max-correlation", "l2")])
+def test_a_metric_that_does_not_fit_the_mechanism_is_refused(payloads, name, metric):
+    from privmap.device import BundleFormatError
+    payload = _canonical_dict(json.loads(json.dumps(payloads[name])))
+    payload["metric"] = metric
+    with pytest.raises(BundleFormatError, match="does not fit"):
+        _load(_resign_raw(payload))
+
+
+def test_log_loss_is_refused_for_the_seed_000_mechanisms(payloads):
+    from privmap.device import BundleFormatError
+    payload = _canonical_dict(json.loads(json.dumps(payloads["funnel"])))
+    payload["mechanism"] = "exact"
+    with pytest.raises(BundleFormatError, match="does not fit"):
+        _load(_resign_raw(payload))
