@@ -18,10 +18,17 @@ released.
 """
 from __future__ import annotations
 
-from ._binding import Binding, WrongDomainError, WrongTargetError, check_binding, schema_sha256
+from ._binding import (
+    Binding,
+    WrongDomainError,
+    WrongTargetError,
+    check_binding,
+    schema_sha256,
+)
 from ._bundle import (
     Bundle,
     check_declared_leakage,
+    check_declared_metrics,
     load_bundle,
     read_bundle_file,
     recompute_leakage_bits,
@@ -89,7 +96,7 @@ __all__ = [
     # loading
     "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
     # verify-side helpers
-    "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage",
+    "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage", "check_declared_metrics",
     # binding to the device's configuration
     "Binding", "WrongTargetError", "WrongDomainError", "schema_sha256", "check_binding",
     # keyring rotation

@@ -27,9 +27,12 @@ from ._prescan import prescan
 from ._sampler import draw_bits, resolve_rng, sample_row
 from ._schema import REAL_MECHANISMS, parse_body, parse_header
 
-__all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage"]
+__all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage",
+           "check_declared_metrics"]
 
 _DEFAULT_LIMITS = Limits()
+#: Mechanisms whose device lookup is an exact tuple match (the others: nearest representative).
+EXACT_LOOKUP_MECHANISMS = ("exact", "funnel", "max-correlation")
 #: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
 FAST_PATH_MIN_WORK = 20000
 
@@ -44,7 +47,8 @@ class Bundle:
     device_class : str
         The device class the bundle is built for (checked against a device's ``Binding``).
     mechanism : str
-        ``"quantized"`` (nearest input representative) or ``"exact"`` (exact tuple match).
+        ``"quantized"`` (nearest input representative), or ``"exact"``, ``"funnel"``,
+        ``"max-correlation"`` (exact tuple match).
     metric : str
         ``"l2"``, ``"l1"``, ``"hamming"`` or ``"erasures"``.
     features : tuple[Feature, ...]
@@ -59,7 +63,11 @@ class Bundle:
     index, weight : tuple of K_in tuples of int
         Sparse table rows: ``P(output index[c][t] | input c) = weight[c][t] / 2**B``.
     prior : tuple of |A| tuples of K_in floats
-        p(a, c), from which anyone can recompute the declared leakage.
+        p(a, c), from which anyone can recompute the declared leakage (``None`` for
+        ``"max-correlation"``, which has no private attribute: ``private_name`` is ``None`` and
+        ``classes`` empty).
+    p_x : tuple of K_in floats or None
+        The public marginal P_X of a ``"max-correlation"`` bundle (``None`` otherwise).
     metrics : mapping str -> number; provenance : mapping str -> str | int
     sha256 : str
         Hex sha256 of the whole bundle bytes (envelope included); ``data`` holds those bytes.
@@ -70,7 +78,7 @@ class Bundle:
     __slots__ = (
         "version", "issued_at", "expires", "device_class", "mechanism", "metric", "features", "private_name",
         "classes", "inputs", "outputs", "bits", "index", "weight", "prior", "metrics",
-        "provenance", "sha256", "key_id", "data",
+        "provenance", "sha256", "key_id", "data", "p_x",
         "_modes", "_canonical_inputs", "_exact", "_array",
     )
 
@@ -84,7 +92,7 @@ class Bundle:
         reps = tuple(canonical(row, features) for row in fields["inputs"])
         object.__setattr__(self, "_canonical_inputs", reps)
         exact = None
-        if fields["mechanism"] == "exact":
+        if fields["mechanism"] in EXACT_LOOKUP_MECHANISMS:
             exact = {}
             for c, rep in enumerate(reps):
                 if rep in exact:
@@ -95,8 +103,9 @@ class Bundle:
 
     @property
     def withheld_columns(self) -> tuple[str, ...]:
-        """Input columns a row may carry that are never released: the private attribute."""
-        return (self.private_name,)
+        """Input columns a row may carry that are never released: the private attribute (none for
+        a max-correlation bundle, which is designed without one)."""
+        return () if self.private_name is None else (self.private_name,)
 
     def __setattr__(self, name, value):
         raise AttributeError("Bundle is read-only")
@@ -299,19 +308,38 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         index=body["index"],
         weight=body["weight"],
         prior=body["prior"],
+        p_x=body.get("p_x"),
         metrics=MappingProxyType(body["metrics"]),
         provenance=MappingProxyType(body["provenance"]),
         sha256=hashlib.sha256(data).hexdigest(),
         key_id=signers[0].hex(),
         data=data,
     )
-    try:
-        computed = recompute_leakage_bits(bundle)
-    except (ValueError, ArithmeticError):
-        raise MetricsError("cannot recompute the leakage from the prior and table") from None
-    check_declared_leakage(bundle.metrics["leakage_bits"], computed)
+    check_declared_metrics(body)
     _check_policy(bundle.metrics, limits)
     return bundle
+
+
+def check_declared_metrics(body: dict) -> None:
+    """Recompute what a parsed body declares and raise :class:`MetricsError` (or TableError) if
+    it disagrees: the leakage on the prior for every mechanism that has one, and the
+    mechanism's own figures for ``"funnel"`` (disclosure) and ``"max-correlation"`` (rho_m^2,
+    S* bound, distortion; it has no prior)."""
+    try:
+        if body["mechanism"] == "funnel":
+            from ._funnel import check_funnel
+            check_funnel(body)
+        elif body["mechanism"] == "max-correlation":
+            from ._maxcorr import check_max_correlation
+            check_max_correlation(body)
+    except (ValueError, ArithmeticError):
+        raise MetricsError(f"cannot recompute the {body['mechanism']} bundle's declared figures") from None
+    if body["prior"] is not None:
+        try:
+            computed = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
+        except (ValueError, ArithmeticError):
+            raise MetricsError("cannot recompute the leakage from the prior and table") from None
+        check_declared_leakage(body["metrics"]["leakage_bits"], computed)
 
 
 def _check_policy(metrics, limits: Limits) -> None:

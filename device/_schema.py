@@ -26,6 +26,7 @@ __all__ = [
     "MISSING_RULES",
     "parse_header",
     "parse_body",
+    "payload_keys",
 ]
 
 #: Top-level payload keys, in canonical (encoding) order. All are required; no others allowed.
@@ -44,19 +45,19 @@ REQUIRED_METRICS = (
 )
 #: Provenance entries every bundle declares (more keys are allowed; values str or int).
 REQUIRED_PROVENANCE = ("tool_version", "seed", "data_sha256")
-MECHANISMS = ("quantized", "exact")
+MECHANISMS = ("quantized", "exact", "funnel", "max-correlation")
 #: What a numeric feature does with a missing cell (see docs/bundle-format.md section 4).
 MISSING_RULES = ("refuse", "mask", "impute")
 #: Longest missing-value token (a CSV spelling such as "NA"; "" = blank only).
 MAX_MISSING_TOKEN = 16
-#: Real-valued kinds (issue 16): their payload has its own closed key set, REAL_PAYLOAD_KEYS,
+#: Real-valued kinds: their payload has its own closed key set, REAL_PAYLOAD_KEYS,
 #: and their body is parsed by privmap.device._real_kinds.
 REAL_MECHANISMS = ("nullspace", "gaussian")
 REAL_PAYLOAD_KEYS = (
     "type", "schema_version", "version", "issued_at", "expires", "device_class", "mechanism", "features",
     "parameters", "metrics", "provenance",
 )
-METRICS = ("l2", "l1", "hamming", "erasures")
+METRICS = ("l2", "l1", "hamming", "erasures", "log-loss")
 #: Longest device class name (``device_class``: printable ASCII), characters.
 MAX_DEVICE_CLASS = 64
 #: Tolerance on the prior's total mass.
@@ -150,8 +151,7 @@ def parse_header(obj) -> tuple[int, int, int]:
     kind = obj.get("type")
     if kind != PAYLOAD_TYPE or type(kind) is not str:
         _fail(f"payload type is not {PAYLOAD_TYPE!r}", WrongTypeError)
-    _closed_map(obj, REAL_PAYLOAD_KEYS if obj.get("mechanism") in REAL_MECHANISMS else PAYLOAD_KEYS,
-                "payload")
+    _closed_map(obj, payload_keys(obj.get("mechanism")), "payload")
     schema = obj["schema_version"]
     if not _is_int(schema) or schema != SCHEMA_VERSION:
         _fail(f"unsupported schema_version (this runtime reads {SCHEMA_VERSION})")
@@ -317,6 +317,8 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         _fail(f"mechanism must be one of {MECHANISMS}")
     if type(metric) is not str or metric not in METRICS:
         _fail(f"metric must be one of {METRICS}")
+    if mechanism in SEED_MECHANISM_METRIC or metric == "log-loss":
+        return _parse_seed_mechanism_body(obj, limits)
     specs = _list(obj["features"], "features", 1, limits.max_features)
     features = tuple(_feature(spec, i, limits) for i, spec in enumerate(specs))
     if len({f.name for f in features}) != len(features):
@@ -348,3 +350,61 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         "metrics": _metrics(obj["metrics"], limits),
         "provenance": _provenance(obj["provenance"], limits),
     }
+
+
+# -- the funnel (seed 003) and max-correlation (seed 002) mechanisms -----------------
+# Both release through the table sampler with an exact tuple lookup. "funnel" has the standard
+# key set with metric "log-loss"; "max-correlation" has no private attribute and carries the
+# public marginal "p_x" in place of "private" and "prior" (docs/bundle-format.md).
+
+#: The one metric each of these mechanisms accepts.
+SEED_MECHANISM_METRIC = {"funnel": "log-loss", "max-correlation": "hamming"}
+#: Payload keys of a max-correlation bundle, in canonical order.
+MAXCORR_PAYLOAD_KEYS = (
+    "type", "schema_version", "version", "issued_at", "expires", "device_class", "mechanism", "metric",
+    "features", "inputs", "outputs", "table", "p_x", "metrics", "provenance",
+)
+#: Metrics each of these mechanisms declares on top of (funnel) or instead of (max-correlation)
+#: REQUIRED_METRICS.
+SEED_REQUIRED_METRICS = {
+    "funnel": REQUIRED_METRICS + ("disclosure_bits",),
+    "max-correlation": ("rho_m_squared", "s_star_upper_bound", "s_star_verified", "distortion", "delta",
+                        "clusters", "n"),
+}
+
+
+def payload_keys(mechanism) -> tuple[str, ...]:
+    """The closed top-level key set of a payload of ``mechanism`` (canonical order)."""
+    if mechanism in REAL_MECHANISMS:
+        return REAL_PAYLOAD_KEYS
+    return MAXCORR_PAYLOAD_KEYS if mechanism == "max-correlation" else PAYLOAD_KEYS
+
+
+def _parse_seed_mechanism_body(obj: dict, limits: Limits) -> dict:
+    mechanism, metric = obj["mechanism"], obj["metric"]
+    if SEED_MECHANISM_METRIC.get(mechanism) != metric:
+        _fail(f"metric {metric!r} does not fit mechanism {mechanism!r} "
+              f"(funnel uses 'log-loss', max-correlation 'hamming')")
+    specs = _list(obj["features"], "features", 1, limits.max_features)
+    features = tuple(_feature(spec, i, limits) for i, spec in enumerate(specs))
+    if len({f.name for f in features}) != len(features):
+        _fail("feature names must be unique")
+    if not all(f.categorical for f in features):
+        _fail(f"{mechanism} bundles need categorical features only")
+    inputs = _cells(obj["inputs"], "inputs", features, 1, limits.max_inputs, allow_nil=False)
+    outputs = _cells(obj["outputs"], "outputs", features, 1, limits.max_outputs, allow_nil=False)
+    bits, index, weight = _table(obj["table"], len(inputs), len(outputs), limits)
+    metrics = _metrics(obj["metrics"], limits, SEED_REQUIRED_METRICS[mechanism])
+    body = {"mechanism": mechanism, "metric": metric, "features": features, "inputs": inputs,
+            "outputs": outputs, "bits": bits, "index": index, "weight": weight, "metrics": metrics,
+            "provenance": _provenance(obj["provenance"], limits), "p_x": None}
+    if mechanism == "max-correlation":
+        from ._maxcorr import parse_p_x
+        body.update(private_name=None, classes=(), prior=None, p_x=parse_p_x(obj["p_x"], len(inputs)))
+    else:
+        private = _closed_map(obj["private"], PRIVATE_KEYS, "private")
+        body.update(private_name=_string(private["name"], "private.name", limits),
+                    classes=_unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits))
+        body["prior"] = _prior(obj["prior"], len(body["classes"]), len(inputs))
+    return body
+

@@ -19,17 +19,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from privmap.device import (
     DOMAIN_TAG,
     FORMAT_VERSION,
-    PAYLOAD_KEYS,
     SIGNATURE_ALGORITHM,
     Bundle,
     BundleError,
     Keyring,
     KeyringError,
     Limits,
-    check_declared_leakage,
+    check_declared_metrics,
     key_id_of,
     load_bundle,
-    table_leakage_bits,
 )
 from privmap.device._codec import decode_payload
 from privmap.device._schema import (
@@ -40,6 +38,7 @@ from privmap.device._schema import (
     TABLE_KEYS,
     parse_body,
     parse_header,
+    payload_keys,
 )
 
 from .._errors import BuildError
@@ -103,7 +102,9 @@ def _cell(value, feature, what):
 
 
 def _canonical(payload: dict) -> dict:
-    payload = _ordered(_plain(payload), PAYLOAD_KEYS, "payload")
+    plain = _plain(payload)
+    mechanism = plain.get("mechanism") if isinstance(plain, dict) else None
+    payload = _ordered(plain, payload_keys(mechanism), "payload")
     features = []
     for i, spec in enumerate(payload["features"] if isinstance(payload["features"], list) else []):
         kind = spec.get("kind") if isinstance(spec, dict) else None
@@ -121,9 +122,12 @@ def _canonical(payload: dict) -> dict:
             if isinstance(row, list) and len(row) == len(features) else row
             for i, row in enumerate(rows)
         ]
-    payload["private"] = _ordered(payload["private"], PRIVATE_KEYS, "private")
+    if "private" in payload:
+        payload["private"] = _ordered(payload["private"], PRIVATE_KEYS, "private")
     payload["table"] = _ordered(payload["table"], TABLE_KEYS, "table")
-    prior = payload["prior"]
+    if isinstance(payload.get("p_x"), list):  # max-correlation: the public marginal, float64
+        payload["p_x"] = [float(_number(v, "p_x entry")) for v in payload["p_x"]]
+    prior = payload.get("prior")
     if isinstance(prior, list):
         payload["prior"] = [
             [float(_number(v, "prior entry")) for v in row] if isinstance(row, list) else row
@@ -156,8 +160,7 @@ def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
         obj = decode_payload(data, limits)
         parse_header(obj)
         body = parse_body(obj, limits)
-        leakage = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
-        check_declared_leakage(body["metrics"]["leakage_bits"], leakage)
+        check_declared_metrics(body)
     except BundleError as exc:
         raise BuildError(f"payload does not satisfy the bundle format: {exc}") from None
     if len(data) + 256 > limits.max_bundle_bytes:

@@ -129,6 +129,9 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
         return
     from ..evaluation._baselines import bundle_baselines, format_baselines
     from ..evaluation._evaluate import evaluate_view, format_summary
+    if _payload_mechanism(bundle) == "max-correlation":  # no private attribute in the bundle
+        _evaluate_max_correlation(bundle, data, private, trusted, as_json)
+        return
     view, verified, declared = _read_view(bundle, trusted)
     ds, codes = _load_for(view, data, private)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
@@ -153,11 +156,15 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
 @click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 @click.option("--private", "private", required=True, metavar="COL", help="Private attribute column.")
 @click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
-@click.option("--deltas", required=True, metavar="LIST",
-              help="Distortion budgets: '0,0.5,1' or START:STOP:COUNT (e.g. 0:2:9).")
+@click.option("--deltas", metavar="LIST",
+              help="Distortion budgets: '0,0.5,1' or START:STOP:COUNT (e.g. 0:2:9); not for funnel.")
 @click.option("--clusters", "-k", default="16", show_default=True, metavar="LIST",
               help="Numbers of clusters K, comma-separated (quantized); 0 = no quantization.")
-@click.option("--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True)
+@click.option("--mechanism", type=click.Choice(["quantized", "exact", "funnel"]), default="quantized",
+              show_default=True, help="funnel: greedy and negligent merging curves, I(S;Y) against I(X;Y), "
+                                      "with seed 000's MI-optimal mapping (Hamming budget) beside them.")
+@click.option("--points", type=click.IntRange(min=2), default=25, show_default=True,
+              help="funnel: disclosure floors R (and budgets) per curve.")
 @click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
               help="Distortion metric [default: l2 for quantized, erasures for exact].")
 @click.option("--solver", type=click.Choice(["fast", "cvxpy"]), default="fast", show_default=True)
@@ -172,8 +179,8 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
 @click.option("--title", default=None, help="Title of the plot.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the points.")
 @guard
-def curve(data, private, public, deltas, clusters, mechanism, metric, solver, seed, test_fraction, no_attacker,
-          png, csv_path, title, as_json):
+def curve(data, private, public, deltas, clusters, mechanism, points, metric, solver, seed, test_fraction,
+          no_attacker, png, csv_path, title, as_json):
     """Sweep Delta (and K) on DATA.csv: a privacy-distortion plot and a CSV of the points.
 
     For each K the data is quantized (k-means; exact: the erasure alphabet), program
@@ -189,6 +196,11 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
     """
     from ..data._dataset import load_dataset
     from ..evaluation import _curve, _plots
+    if mechanism == "funnel":  # issue 15: seed 003's curves
+        _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json)
+        return
+    if deltas is None:
+        raise BuildError("--deltas is required (except with --mechanism funnel)")
     metric = metric or ("erasures" if mechanism == "exact" else "l2")
     delta_list = _parse_floats(deltas, "--deltas")
     k_list = _parse_ints(clusters, "--clusters")
@@ -230,3 +242,73 @@ def curve(data, private, public, deltas, clusters, mechanism, metric, solver, se
                        for p in base["randomized_response"]))
     click.echo(f"wrote {csv_path}" + (f" and {png_written}" if png_written else
                                        " (matplotlib not installed: no plot; pip install privmap[plot])"))
+
+
+def _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json) -> None:
+    """``curve --mechanism funnel``: greedy, negligent and MI-optimal curves as CSV + PNG."""
+    from .._information import mutual_information_bits
+    from ..data._dataset import load_dataset
+    from ..evaluation import _funnel_curve, _plots
+    from ..mechanisms._funnel import entropy_bits
+    from ..mechanisms._funnel_build import funnel_prior
+    cols = [c.strip() for c in public.split(",")] if public else None
+    ds = load_dataset(data, private=private, public=cols, categorical=True)
+    _, cells, _, p_sx = funnel_prior(ds)
+    with click.progressbar(length=2 * points, label="funnel curve", file=sys.stderr, show_pos=True) as bar:
+        pts = _funnel_curve.funnel_sweep(p_sx, cells, points=points, progress=bar.update)
+    stem = pathlib.Path(data).stem
+    csv_path = csv_path or pathlib.Path(f"{stem}_funnel.csv")
+    _funnel_curve.write_funnel_csv(pts, csv_path)
+    h_x, i_sx = entropy_bits(p_sx.sum(axis=0)), mutual_information_bits(p_sx)
+    png_written = None
+    if _plots.have_matplotlib():
+        png = png or pathlib.Path(f"{stem}_funnel.png")
+        png_written = _funnel_curve.plot_funnel(
+            pts, png, title=title or f"{stem}: S = {private}, X = ({', '.join(ds.features)}), {len(cells)} tuples",
+            h_x=h_x, i_sx=i_sx)
+    summary = {"data": str(data), "private": private, "features": list(ds.features), "tuples": len(cells),
+               "entropy_x_bits": h_x, "leakage_before_bits": i_sx, "csv": str(csv_path), "png": png_written,
+               "points": pts}
+    if as_json:
+        emit(summary)
+        return
+    for p in pts:
+        click.echo(f"  {p['curve']:<10} param {p['parameter']:8.4f}  I(X;Y) {p['disclosure_bits']:.4f}  "
+                   f"I(S;Y) {p['leakage_bits']:.6f}  groups {p['groups']}")
+    click.echo(f"H(X) = {h_x:.4f} bits, I(S;X) = {i_sx:.6f} bits; wrote {csv_path}"
+               + (f" and {png_written}" if png_written else " (no matplotlib: no plot)"))
+
+
+
+def _payload_mechanism(bundle: pathlib.Path) -> str:
+    from ..bundle._inspect import read_bytes, read_unverified
+    payload, _ = read_unverified(read_bytes(bundle))
+    return payload["mechanism"]
+
+
+def _evaluate_max_correlation(bundle, data, private, trusted, as_json) -> None:
+    """A max-correlation bundle beside seed 000's mapping at the same distortion, on DATA's labels."""
+    from ..bundle._inspect import read_bytes, read_unverified
+    from ..data._dataset import load_dataset
+    from ..evaluation._maxcorr_compare import compare_max_correlation
+    if trusted:
+        from privmap.device import Keyring, read_bundle_file
+        payload, _ = read_unverified(read_bundle_file(bundle, Keyring.from_pem_files(*trusted)).data)
+    else:
+        payload, _ = read_unverified(read_bytes(bundle))
+    ds = load_dataset(data, private=private, public=[f["name"] for f in payload["features"]], categorical=True)
+    result = compare_max_correlation(payload, ds.public, ds.private, len(ds.classes))
+    summary = {"bundle": str(bundle), "data": str(data), "private": private, "signature_verified": bool(trusted),
+               **result}
+    if as_json:
+        emit(summary)
+        return
+    click.echo(f"{bundle} on {data}, private {private!r}" + ("" if trusted else " (signature NOT verified)"))
+    click.echo(f"  before: I(S;X) = {result['leakage_before_bits']:.6f} bits, MAP accuracy "
+               f"{result['map_accuracy_before']:.4f} (prior alone {result['map_accuracy_prior_only']:.4f})")
+    for name in ("max_correlation", "seed000_mi_optimal"):
+        r = result[name]
+        click.echo(f"  {name:<20} I(S;Y) {r['leakage_bits']:.6f} bits  distortion {r['distortion']:.4f}  "
+                   f"MAP accuracy {r['map_accuracy']:.4f}  I(X;Y) {r['disclosure_bits']:.4f}")
+    click.echo(f"  guarantee S*_upper x I(S;X) = {result['guarantee_bits']:.6f} bits: "
+               f"{'holds' if result['guarantee_holds'] else 'VIOLATED'}")

@@ -87,14 +87,16 @@ def keygen(keydir, passphrase_file):
 @main.command()
 @click.argument("data", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 @click.option("--private", "private", metavar="COL",
-              help="Private attribute column (gaussian: comma-separated private columns).")
+              help="Private attribute column (gaussian: comma-separated private columns; max-correlation: none, "
+                   "it never reads labels).")
 @click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
-@click.option("--mechanism", type=click.Choice(["quantized", "exact", "nullspace", "gaussian"]), default="quantized",
-              show_default=True,
+@click.option("--mechanism", type=click.Choice(["quantized", "exact", "funnel", "max-correlation", "nullspace", "gaussian"]),
+              default="quantized", show_default=True,
               help="quantized: k-means representatives (Algorithm 2); exact: categorical tuples (Algorithm 1); "
-                   "nullspace: clean real rows for a linear predictor (seed 001); gaussian: greedy "
-                   "per-column Gaussian noise (seed 004).")
-# -- issue 16: options of the real-valued mechanisms --
+                   "funnel: greedy merging of categorical tuples, I(X;Y) >= R (seed 003); max-correlation: "
+                   "min rho_m(X;Y)^2 s.t. E d <= D from P_X alone (seed 002); nullspace: clean real rows for a "
+                   "linear predictor (seed 001); gaussian: greedy per-column Gaussian noise (seed 004).")
+# -- options of the real-valued mechanisms --
 @click.option("--utility", metavar="COLS", help="gaussian: comma-separated utility columns (not released).")
 @click.option("--gamma", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="gaussian: least ratio of privacy gain to utility loss.")
@@ -102,8 +104,9 @@ def keygen(keydir, passphrase_file):
 @click.option("--desired", metavar="COLS", help="nullspace: comma-separated targets of the desired predictor.")
 @click.option("--confidential", metavar="COLS", help="nullspace: comma-separated confidential targets.")
 @click.option("--epsilon", type=click.FloatRange(min=0), help="nullspace: per-row budget ||A_d^T (x - x~)||^2.")
-@click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
-              help="Distortion metric [default: l2 for quantized, erasures for exact].")
+@click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures", "log-loss"]), default=None,
+              help="Distortion metric [default: l2 for quantized, erasures for exact, log-loss for funnel, "
+                   "hamming for max-correlation].")
 @click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
               help="Number of clusters K (quantized), or 'auto': the K whose table leaks least on held-out "
                    "folds (or distorts least within --target-leakage); the candidates are printed.")
@@ -112,6 +115,14 @@ def keygen(keydir, passphrase_file):
 
 @click.option("--delta-fraction", type=float,
               help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
+@click.option("--disclosure", type=float, help="funnel: disclosure floor R = I(X;Y) in bits.")
+@click.option("--disclosure-fraction", type=click.FloatRange(0, 1),
+              help="funnel: R as a fraction of H(X) (1.0 = release X, 0 = merge everything).")
+@click.option("--prior-only", is_flag=True,
+              help="max-correlation: design from P_X alone (always so; accepted for clarity).")
+@click.option("--information-budget", type=click.FloatRange(min=0), default=None,
+              help="max-correlation: assumed bound Delta >= I(S;X) in bits; the bundle then declares "
+                   "the leakage bound Delta x S*_upper.")
 @click.option("--key", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Operator's private key (PEM, from `privmap keygen`).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -129,8 +140,9 @@ def keygen(keydir, passphrase_file):
                    "training median, recorded in the bundle.")
 @click.option("--solver", type=click.Choice(["fast", "cvxpy"]), default="fast", show_default=True,
               help="fast: privmap's certified solver; cvxpy: Clarabel reference.")
-@click.option("--bits", type=click.IntRange(1, 32), default=16, show_default=True,
-              help="Table weights sum to 2^BITS per row.")
+@click.option("--bits", type=click.IntRange(1, 32), default=None,
+              help="Table weights sum to 2^BITS per row [default: 16; 24 for max-correlation, whose rho_m^2 "
+                   "is sensitive to the rounding of rarely released outputs].")
 @click.option("--smoothing", type=AutoOr(float, 0), default="0.0", show_default=True, metavar="S|auto",
               help="Additive smoothing of the prior's counts, or 'auto' (chosen with the clusters, as above).")
 @click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
@@ -157,9 +169,9 @@ def keygen(keydir, passphrase_file):
 @passphrase_option
 @guard
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
-          clusters, delta, delta_fraction, key, out, seed, domains, schema_file, schema_out, missing, solver, bits,
-          smoothing, target_leakage, target_auc, no_codebook, holdout_folds, bundle_version, issued_at, valid_days,
-          device_class, as_json, passphrase_file):
+          clusters, delta, delta_fraction, disclosure, disclosure_fraction, prior_only, information_budget, key, out,
+          seed, domains, schema_file, schema_out, missing, solver, bits, smoothing, target_leakage, target_auc,
+          no_codebook, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json, passphrase_file):
     """Build, sign and write a bundle from the labelled CSV DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
@@ -187,9 +199,30 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                             held-out fold, bias-corrected, with an interval; what a
                             new user faces.
     --clusters auto picks K (and --smoothing auto the smoothing) by that estimate.
+
+    \b
+    Seed mechanisms on categorical columns:
+      privmap build adult.csv --private income_sex --mechanism funnel \\
+          --disclosure-fraction 0.5 --key k.pem --out funnel.bundle
+      privmap build public.csv --mechanism max-correlation --metric hamming \\
+          --delta 0.3 --key k.pem --out maxcorr.bundle
     """
+    if mechanism in ("funnel", "max-correlation"):  # seeds 003 and 002
+        from ._seed_builds import build_seed_mechanism
+        if prior_only and mechanism != "max-correlation":
+            raise BuildError("--prior-only applies to the max-correlation mechanism only")
+        build_seed_mechanism(data=data, private=private, public=public, mechanism=mechanism, metric=metric,
+                             delta=delta, delta_fraction=delta_fraction, disclosure=disclosure,
+                             disclosure_fraction=disclosure_fraction, information_budget=information_budget,
+                             key=key, passphrase_file=passphrase_file, out=out, seed=seed, bits=bits,
+                             smoothing=smoothing, bundle_version=bundle_version, issued_at=issued_at,
+                             valid_days=valid_days, device_class=device_class, as_json=as_json)
+        return
+    if prior_only or disclosure is not None or disclosure_fraction is not None or information_budget is not None:
+        raise BuildError(f"--prior-only, --disclosure(-fraction) and --information-budget do not apply to the "
+                         f"{mechanism} mechanism")
     from ._real import REAL_MECHANISMS, build_real, check_not_real
-    if mechanism in REAL_MECHANISMS:  # issue 16
+    if mechanism in REAL_MECHANISMS:
         from ..mechanisms._realvalued import HeaderOptions
         return build_real(data, mechanism, private=private, utility=utility, desired=desired,
                           confidential=confidential, epsilon=epsilon, delta=delta, gamma=gamma, fisher=fisher,
@@ -209,7 +242,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         private=private, public=tuple(c.strip() for c in public.split(",")) if public else None,
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
         clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
-        solver=solver, bits=bits, smoothing=0.0 if smoothing == "auto" else smoothing,
+        solver=solver, bits=bits or 16, smoothing=0.0 if smoothing == "auto" else smoothing,
         bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
         codebook=not no_codebook,
         holdout_folds=holdout_folds, missing=missing,
@@ -299,6 +332,9 @@ def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc)
 
 def _describe(payload: dict) -> dict:
     metrics = payload["metrics"]
+    if payload["mechanism"] in ("funnel", "max-correlation"):  # issue 15
+        from ._seed_builds import describe_seed_payload
+        return describe_seed_payload(payload)
     return {
         "version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
         "mechanism": payload["mechanism"], "metric": payload["metric"],
@@ -322,8 +358,14 @@ def _print_description(info: dict) -> None:
     click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['features'])} public features")
     click.echo(f"  K_in = {info['inputs']}, K_out = {info['outputs']}, B = {info['bits']}, "
                f"{info['nonzero_per_row']:.2f} nonzero entries per row")
+    if "rho_m_squared" in info:
+        click.echo(f"  rho_m^2 {info['rho_m_squared']:.6f}, S* <= {info['s_star_upper_bound']:.6f} "
+                   f"({'verified' if info['s_star_verified'] else 'S* = rho_m^2 NOT verified'}), "
+                   f"distortion {info['distortion']:.4f} (D = {info['delta']:.4f})")
+        return
     click.echo(f"  leakage {info['leakage_bits']:.6f} bits, distortion {info['distortion']:.4f} "
-               f"(Delta = {info['delta']:.4f})")
+               f"(Delta = {info['delta']:.4f})" + (f", disclosure {info['disclosure_bits']:.6f} bits"
+                                                   if "disclosure_bits" in info else ""))
     if info["holdout_leakage_bits"] is not None:
         low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
         click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "
@@ -348,8 +390,20 @@ def verify(bundle, trusted, min_version, as_json):
     """
     from privmap.device import recompute_leakage_bits, schema_sha256
     loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+    if loaded.mechanism == "max-correlation":  # no prior; rho_m^2 was recomputed on load
+        from privmap.device._maxcorr import rho_m_squared_pure
+        info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
+                "expires": loaded.expires, "rho_m_squared": loaded.metrics["rho_m_squared"],
+                "recomputed_rho_m_squared": rho_m_squared_pure(loaded.p_x, loaded.index, loaded.weight, loaded.bits),
+                "s_star_upper_bound": loaded.metrics["s_star_upper_bound"],
+                "distortion": loaded.metrics["distortion"], "delta": loaded.metrics["delta"]}
+        if as_json:
+            emit(info)
+            return
+        click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
+        click.echo(f"  declared rho_m^2 {info['rho_m_squared']:.6f}, recomputed {info['recomputed_rho_m_squared']:.6f}")
     from ._real import REAL_MECHANISMS, verify_real
-    if loaded.mechanism in REAL_MECHANISMS:  # issue 16
+    if loaded.mechanism in REAL_MECHANISMS:
         info = verify_real(loaded)
         if as_json:
             emit(info)
@@ -362,6 +416,8 @@ def verify(bundle, trusted, min_version, as_json):
             "expires": loaded.expires, "leakage_bits": loaded.metrics["leakage_bits"],
             "recomputed_leakage_bits": recomputed, "distortion": loaded.metrics["distortion"],
             "delta": loaded.metrics["delta"], "clusters": loaded.metrics["clusters"]}
+    if "disclosure_bits" in loaded.metrics:
+        info["disclosure_bits"] = loaded.metrics["disclosure_bits"]
     if as_json:
         emit(info)
         return

@@ -4,10 +4,13 @@ Private modules: ``_evaluate`` (a bundle or table measured on labelled rows), ``
 and logistic-regression adversaries), ``_curve`` (privacy-distortion sweeps), ``_plots``
 (matplotlib figures), ``_recommender`` (matrix-factorisation RMSE), ``_realvalued`` (attacks on
 the nullspace and gaussian kinds), ``_baselines`` (constant release and randomized response, the
-figures a bundle must beat).
+figures a bundle must beat), ``_funnel_curve`` (seed 003's greedy/negligent curves beside seed
+000), ``_maxcorr_compare`` (a max-correlation bundle beside seed 000 on labelled rows).
 """
 from ._evaluate import evaluate_view, view_from_payload, view_from_table
+from ._funnel_curve import funnel_sweep
+from ._maxcorr_compare import compare_max_correlation
 from ._realvalued import attack_scores, evaluate_payload, nullspace_experiment
 
-__all__ = ["evaluate_view", "view_from_payload", "view_from_table",
+__all__ = ["evaluate_view", "view_from_payload", "view_from_table", "funnel_sweep", "compare_max_correlation",
            "attack_scores", "evaluate_payload", "nullspace_experiment"]

@@ -6,9 +6,14 @@ Private modules: ``_pipeline`` (the quantized and exact MI-optimal mappings of s
 ``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
 cross-fitted leakage for new users), ``_autotune`` (``--clusters auto`` / ``--smoothing auto``); for
 real-valued rows ``_nullspace`` (seed 001), ``_gaussian`` (seed 004) and ``_realvalued`` (their
-payloads).
+payloads); for categorical rows ``_funnel`` / ``_funnel_build`` (seed 003's greedy privacy funnel and its bundle),
+``_maxcorr`` / ``_maxcorr_build`` (seed 002's marginal-only max-correlation design and its bundle).
 """
+from ._funnel import FunnelResult, greedy_funnel
+from ._funnel_build import FunnelBuild, FunnelOptions, build_funnel
 from ._gaussian import GaussianModel, GreedyResult, fisher_information, greedy_noise
+from ._maxcorr import design_max_correlation, rho_m_squared, s_star_upper_bound
+from ._maxcorr_build import MaxCorrBuild, MaxCorrOptions, build_max_correlation
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
 from ._nullspace import NullspaceDirections, clean, fit_linear, nullspace_directions
 from ._pipeline import MECHANISMS, Build, BuildOptions, build
@@ -17,4 +22,7 @@ from ._realvalued import HeaderOptions, RealBuild, build_gaussian, build_nullspa
 __all__ = ["build", "Build", "BuildOptions", "MECHANISMS", "MISSING_POLICIES", "DEFAULT_MISSING",
            "build_nullspace", "build_gaussian", "RealBuild", "HeaderOptions",
            "GaussianModel", "GreedyResult", "greedy_noise", "fisher_information",
-           "NullspaceDirections", "nullspace_directions", "clean", "fit_linear"]
+           "NullspaceDirections", "nullspace_directions", "clean", "fit_linear",
+           "greedy_funnel", "FunnelResult", "build_funnel", "FunnelOptions", "FunnelBuild",
+           "design_max_correlation", "rho_m_squared", "s_star_upper_bound",
+           "build_max_correlation", "MaxCorrOptions", "MaxCorrBuild"]

@@ -15,7 +15,12 @@ from .._errors import BuildError
 from ..data._numeric import read_numeric_columns
 from ._gaussian import GaussianModel, GreedyResult, greedy_noise
 from ._nullspace import NullspaceDirections, fit_linear, nullspace_directions
-from ._pipeline import DEFAULT_DEVICE_CLASS, DEFAULT_VALID_DAYS, _issued_at, _tool_version
+from ._pipeline import (
+    DEFAULT_DEVICE_CLASS,
+    DEFAULT_VALID_DAYS,
+    _issued_at,
+    _tool_version,
+)
 
 __all__ = ["HeaderOptions", "RealBuild", "build_nullspace", "build_gaussian", "released_columns"]
 

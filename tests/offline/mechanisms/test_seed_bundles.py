@@ -1,0 +1,189 @@
+"""Funnel and max-correlation bundles on the device: verified without numpy or privmap.offline,
+refused when tampered with or when a declared figure disagrees with the table."""
+import csv
+import json
+import subprocess
+import sys
+import textwrap
+
+import msgpack
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from privmap.device import BundleSignatureError, Keyring, MetricsError, TableError, load_bundle
+from privmap.offline import BuildError
+from privmap.offline.bundle._write import encode_payload, sign_bundle
+from privmap.offline.mechanisms._funnel_build import FunnelOptions, build_funnel
+from privmap.offline.mechanisms._maxcorr_build import MaxCorrOptions, build_max_correlation
+
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+NOW = 1_700_000_000
+FORBIDDEN = ("numpy", "scipy", "cvxpy", "sklearn", "click", "pandas", "matplotlib", "privmap.offline")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    path = tmp_path_factory.mktemp("seed") / "toy.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["colour", "size", "secret"])
+        for _ in range(400):
+            colour = rng.choice(["red", "green", "blue"])
+            size = rng.choice(["S", "L"])
+            secret = "yes" if rng.random() < (0.8 if colour == "red" else 0.3) else "no"
+            w.writerow([colour, size, secret])
+    return path
+
+
+@pytest.fixture(scope="module")
+def payloads(data):
+    funnel = build_funnel(data, FunnelOptions(private="secret", disclosure_fraction=0.5, issued_at=NOW)).payload
+    maxcorr = build_max_correlation(data, MaxCorrOptions(delta=0.2, public=("colour",), issued_at=NOW,
+                                                         starts=2)).payload
+    return {"funnel": funnel, "max-correlation": maxcorr}
+
+
+def _sign(payload):
+    return sign_bundle(encode_payload(payload), KEY)
+
+
+def _resign_raw(payload):
+    """Sign a payload WITHOUT the builder's checks (what a hostile or buggy builder could do)."""
+    from privmap.device._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
+    from privmap.device import key_id_of
+    from cryptography.hazmat.primitives import serialization
+    raw = msgpack.packb(payload, use_bin_type=True)
+    pub = KEY.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return msgpack.packb([FORMAT_VERSION, SIGNATURE_ALGORITHM, key_id_of(pub), KEY.sign(DOMAIN_TAG + raw), raw],
+                         use_bin_type=True)
+
+
+def _load(data):
+    return load_bundle(data, Keyring([KEY.public_key()]), now=NOW + 1)
+
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    FORBIDDEN = {forbidden!r}
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
+                raise ImportError("blocked: " + name)
+    sys.meta_path.insert(0, Block())
+    for name in list(sys.modules):
+        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
+            del sys.modules[name]
+    import privmap.device as device
+    args = json.loads(sys.argv[1])
+    keyring = device.Keyring([bytes.fromhex(args["key"])])
+    out = {{}}
+    for path in args["bundles"]:
+        b = device.read_bundle_file(path, keyring, now=args["now"])
+        row = b.input_row(0)
+        out[b.mechanism] = {{"released": b.sanitize(row), "metrics": dict(b.metrics)}}
+    out["loaded_forbidden"] = sorted(m for m in sys.modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
+    print(json.dumps(out))
+""")
+
+
+def test_both_bundles_verify_and_release_on_the_device_without_numpy_or_offline(payloads, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    paths = []
+    for name, payload in payloads.items():
+        path = tmp_path / f"{name}.bin"
+        path.write_bytes(_sign(payload))
+        paths.append(str(path))
+    pub = KEY.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    args = {"key": pub.hex(), "now": NOW + 1, "bundles": paths}
+    result = subprocess.run([sys.executable, "-c", SCRIPT.format(forbidden=FORBIDDEN), json.dumps(args)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["loaded_forbidden"] == []
+    assert out["funnel"]["metrics"]["disclosure_bits"] == payloads["funnel"]["metrics"]["disclosure_bits"]
+    assert out["max-correlation"]["metrics"]["rho_m_squared"] == payloads["max-correlation"]["metrics"]["rho_m_squared"]
+    assert len(out["max-correlation"]["released"]) == 1
+
+
+def test_device_recomputes_rho_m_squared_as_the_offline_svd_does(payloads):
+    bundle = _load(_sign(payloads["max-correlation"]))
+    from privmap.device._maxcorr import rho_m_squared_pure
+    assert rho_m_squared_pure(bundle.p_x, bundle.index, bundle.weight, bundle.bits) == pytest.approx(
+        payloads["max-correlation"]["metrics"]["rho_m_squared"], abs=1e-9)
+    assert bundle.private_name is None and bundle.prior is None
+
+
+@pytest.mark.parametrize("name", ["funnel", "max-correlation"])
+def test_a_flipped_payload_byte_is_refused_before_parsing(payloads, name):
+    data = bytearray(_sign(payloads[name]))
+    data[-20] ^= 0x01
+    with pytest.raises(BundleSignatureError):
+        _load(bytes(data))
+
+
+@pytest.mark.parametrize("name, key, change", [
+    ("funnel", "leakage_bits", -1e-3),
+    ("funnel", "disclosure_bits", +1e-3),
+    ("max-correlation", "rho_m_squared", -1e-3),
+    ("max-correlation", "rho_m_squared", +1e-3),
+    ("max-correlation", "s_star_upper_bound", -0.5),
+    ("max-correlation", "distortion", -0.1),
+])
+def test_a_disagreeing_declared_metric_is_refused_by_builder_and_device(payloads, name, key, change):
+    payload = json.loads(json.dumps(payloads[name]))
+    payload["metrics"][key] = max(payload["metrics"][key] + change, 0.0)
+    with pytest.raises(BuildError):
+        encode_payload(payload)
+    with pytest.raises(MetricsError):
+        _load(_resign_raw(_canonical_dict(payload)))
+
+
+def _canonical_dict(payload):
+    from privmap.offline.bundle._write import _canonical
+    return _canonical(payload)
+
+
+def test_s_star_verified_is_refused_where_the_certified_bound_does_not_meet_rho(payloads):
+    payload = json.loads(json.dumps(payloads["max-correlation"]))
+    if payload["metrics"]["s_star_upper_bound"] <= payload["metrics"]["rho_m_squared"] + 1e-6:
+        pytest.skip("this design happens to be verified")
+    payload["metrics"]["s_star_verified"] = 1
+    with pytest.raises(MetricsError, match="s_star_verified"):
+        _load(_resign_raw(_canonical_dict(payload)))
+
+
+def test_a_randomised_funnel_row_is_refused(payloads):
+    payload = json.loads(json.dumps(payloads["funnel"]))
+    payload["table"]["index"][0] = [0, 1] if len(payload["outputs"]) > 1 else [0]
+    payload["table"]["weight"][0] = [1, 1] if len(payload["outputs"]) > 1 else [2]
+    if len(payload["outputs"]) == 1:
+        pytest.skip("one group")
+    with pytest.raises(TableError):
+        _load(_resign_raw(_canonical_dict(payload)))
+
+
+def test_a_max_correlation_payload_with_a_prior_or_private_key_is_refused(payloads):
+    from privmap.device import BundleFormatError
+    payload = _canonical_dict(json.loads(json.dumps(payloads["max-correlation"])))
+    payload["prior"] = [[1.0]]
+    with pytest.raises(BundleFormatError, match="unknown keys"):
+        _load(_resign_raw(payload))
+
+
+@pytest.mark.parametrize("name, metric", [("funnel", "hamming"), ("funnel", "erasures"),
+                                          ("max-correlation", "log-loss"), ("max-correlation", "l2")])
+def test_a_metric_that_does_not_fit_the_mechanism_is_refused(payloads, name, metric):
+    from privmap.device import BundleFormatError
+    payload = _canonical_dict(json.loads(json.dumps(payloads[name])))
+    payload["metric"] = metric
+    with pytest.raises(BundleFormatError, match="does not fit"):
+        _load(_resign_raw(payload))
+
+
+def test_log_loss_is_refused_for_the_seed_000_mechanisms(payloads):
+    from privmap.device import BundleFormatError
+    payload = _canonical_dict(json.loads(json.dumps(payloads["funnel"])))
+    payload["mechanism"] = "exact"
+    with pytest.raises(BundleFormatError, match="does not fit"):
+        _load(_resign_raw(payload))
