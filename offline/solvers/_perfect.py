@@ -47,6 +47,8 @@ _CHUNK_ELEMENTS = 1 << 17     # elements of one row chunk of a pricing pass (1 M
 _N_START = 4                  # cheapest outputs per row in the first master
 _N_ADD = 4                    # most negative pairs per row added by one pricing pass
 _MAX_ROUNDS = 200
+_METHOD = "highs"
+_PRUNE = False
 _HIGHS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -120,6 +122,10 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
         lower, new_rows, new_cols = _price(p_c, delta_a, D, u, v)
         if value - lower <= rel_tol * max(abs(value), 1e-300) or new_rows.size == 0:
             break
+        if _PRUNE:
+            keep = (x > 0) | (p_c[rows] * D[rows, cols] - u[rows]
+                              - np.einsum("na,an->n", delta_a[rows], v[:, cols]) <= 0)
+            rows, cols = rows[keep], cols[keep]
         rows, cols = _merge(np.concatenate([rows, new_rows]), np.concatenate([cols, new_cols]), D)
     else:
         raise SolverError(f"perfect-privacy column generation did not certify in {_MAX_ROUNDS} "
@@ -182,7 +188,7 @@ def _master(p_c, delta_a, D, rows, cols):
     b_eq = np.zeros(A_eq.shape[0])
     b_eq[:K] = 1.0
     res = linprog(p_c[rows] * D[rows, cols], A_eq=A_eq, b_eq=b_eq, bounds=(0, None),
-                  method="highs", options=_HIGHS)
+                  method=_METHOD, options=_HIGHS)
     if res.status != 0:
         raise SolverError(f"perfect-privacy linear program failed: {res.message}")
     duals = res.eqlin.marginals
