@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
+from threadpoolctl import threadpool_limits
 
 from .._errors import SolverError
 from ._problem import check_instance
@@ -100,8 +101,13 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
     SolverError
         As :func:`perfect_privacy_distortion`, or the bounds did not meet in 200 rounds.
     """
+    with threadpool_limits(limits=1):                # see _fast_solver._BLAS_THREADS
+        return _column_generation(p_ac, distortion, rel_tol, {} if info is None else info)
+
+
+def _column_generation(p_ac, distortion, rel_tol, info):
+    """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller."""
     p_ac, D, _ = check_instance(p_ac, distortion, None)
-    info = {} if info is None else info
     p_c, delta_a = _coefficients(p_ac)
     with np.errstate(invalid="ignore"):
         constant_cost = p_c @ D                       # nan where a massless row forbids j
