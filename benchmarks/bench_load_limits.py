@@ -29,7 +29,7 @@ import time
 import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from privmap.device import DOMAIN_TAG, Limits, table_leakage_bits
+from privmap.device import DOMAIN_TAG, SCHEMA_VERSION, Limits, table_leakage_bits
 
 CHILD = """
 import json, sys, time
@@ -51,10 +51,12 @@ seconds = time.perf_counter() - started
 print(json.dumps({"outcome": outcome, "seconds": seconds, "base_mib": base, "peak_mib": high_water_mib()}))
 """
 NOW = int(time.time())
+#: Feature-map keys of a column that refuses missing answers (docs/bundle-format.md section 3).
+REFUSE_MISSING = {"missing": "refuse", "fill": None, "missing_token": ""}
 
 
 def payload(features, inputs, outputs, index, weight, prior, bits) -> dict:
-    p = {"type": "privmap/bundle", "schema_version": 1, "version": 1, "issued_at": NOW - 60,
+    p = {"type": "privmap/bundle", "schema_version": SCHEMA_VERSION, "version": 1, "issued_at": NOW - 60,
          "expires": NOW + 86400, "device_class": "generic", "mechanism": "quantized", "metric": "l2", "features": features,
          "private": {"name": "a", "classes": [f"class{i}" for i in range(len(prior))]},
          "inputs": inputs, "outputs": outputs, "table": {"bits": bits, "index": index, "weight": weight},
@@ -73,7 +75,7 @@ def normalised(rows):
 def leakage_work(classes=8, k_in=131072, nnz=8) -> dict:
     rng = random.Random(1)
     w = [(1 << 16) // nnz] * nnz
-    return payload([{"name": "x", "kind": "numeric", "min": 0, "max": k_in, "integer": True}],
+    return payload([{"name": "x", "kind": "numeric", "min": 0, "max": k_in, "integer": True, **REFUSE_MISSING}],
                    [[i] for i in range(k_in)], [[i] for i in range(nnz)],
                    [list(range(nnz))] * k_in, [w] * k_in,
                    normalised([[rng.random() for _ in range(k_in)] for _ in range(classes)]), 16)
@@ -81,7 +83,7 @@ def leakage_work(classes=8, k_in=131072, nnz=8) -> dict:
 
 def float_cells(k_in=160000, d=8) -> dict:
     rng = random.Random(2)
-    feats = [{"name": f"f{i}", "kind": "numeric", "min": 0.0, "max": 1.0, "integer": False} for i in range(d)]
+    feats = [{"name": f"f{i}", "kind": "numeric", "min": 0.0, "max": 1.0, "integer": False, **REFUSE_MISSING} for i in range(d)]
     return payload(feats, [[rng.random() for _ in range(d)] for _ in range(k_in)], [[0.5] * d],
                    [[0]] * k_in, [[1 << 16]] * k_in, normalised([[1.0] * k_in, [1.0] * k_in]), 16)
 
@@ -89,7 +91,7 @@ def float_cells(k_in=160000, d=8) -> dict:
 def items(k_in=462_000) -> dict:
     """About 9 array items per input (inputs row and cell, two index and two weight entries and
     their rows, a prior entry): as many items as the cap allows, each a cached small int."""
-    return payload([{"name": "x", "kind": "numeric", "min": 0, "max": 1, "integer": True}],
+    return payload([{"name": "x", "kind": "numeric", "min": 0, "max": 1, "integer": True, **REFUSE_MISSING}],
                    [[0]] * k_in, [[0], [1]], [[0, 1]] * k_in, [[1, 1]] * k_in, normalised([[1.0] * k_in]), 1)
 
 

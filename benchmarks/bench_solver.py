@@ -3,7 +3,13 @@
 Run from the repository root:
 
     python benchmarks/bench_solver.py                      # full table (slow: cvxpy at K = 512)
-    python benchmarks/bench_solver.py --ks 64 128 --large-ks 1024
+    python benchmarks/bench_solver.py --ks 64 128 --large-ks 1024 --hard-ks 64 --adult-ks
+
+Every budget is a fraction of the perfect-privacy distortion Delta0, computed exactly
+(:func:`privmap.offline.perfect_privacy_distortion`, certified to 1e-9 relative) by
+:func:`delta_for`. The best constant-output distortion min_j sum_c p(c) d(c, j), an upper
+bound on Delta0 that earlier versions of this script used in part 2 by mistake (issue 18),
+is printed only as the labelled column ``const_D``.
 
 Part 1 solves the same instances with both solvers in this one process: SSI-2012 taste
 ratings (data/ssi2012/tastes_gender.csv, private attribute gender) quantized to K
@@ -16,7 +22,16 @@ Part 2 runs the fast solver alone on synthetic 50-dimensional ratings (a latent-
 model whose ratings depend on a binary private attribute) for larger K, with time,
 gap, Newton steps and memory (the size of D and the process's maximum resident set
 size so far; the solve is timed without memory tracing, which would slow it), and fits
-the growth exponent of time in K.
+one growth exponent of time in K per budget, naming the K it was fitted on.
+
+Part 3 (hard instances, issue 17) draws few users per cluster from the same latent-class
+model (``--hard-users`` per cluster on average, so most clusters hold a single private
+class) and solves them with both solvers side by side, like part 1.
+
+Part 4 (real data, issue 17) runs the fast solver alone on UCI Adult (data/adult, the
+48,842 rows of adult.data and adult.test; age, education-num, capital-gain, capital-loss
+and hours-per-week, standardized; private attribute ``--adult-private``, sex or income),
+quantized by scikit-learn's MiniBatchKMeans (seed 0) to K centers, L2 distortion.
 """
 from __future__ import annotations
 
@@ -44,12 +59,15 @@ def real_instance(K: int):
     return p_ac, pairwise(qz.centers, qz.centers, "l2")
 
 
-def synthetic_instance(K: int, seed: int = 0, dim: int = 50, n_latent: int = 8):
-    """Latent-class 50-dim ratings in 1..5 correlated with a binary private attribute."""
+def synthetic_instance(K: int, seed: int = 0, dim: int = 50, n_latent: int = 8, n: int | None = None):
+    """Latent-class 50-dim ratings in 1..5 correlated with a binary private attribute.
+
+    ``n`` users (default max(20 K, 20000)), quantized by MiniBatchKMeans to K clusters.
+    """
     from sklearn.cluster import MiniBatchKMeans
 
     rng = np.random.default_rng(seed)
-    n = max(20 * K, 20000)
+    n = max(20 * K, 20000) if n is None else n
     private = (rng.random(n) < 0.5).astype(int)
     latent = rng.integers(0, n_latent, n)
     shift = rng.normal(0.0, 1.0, (n_latent, dim))
@@ -57,8 +75,38 @@ def synthetic_instance(K: int, seed: int = 0, dim: int = 50, n_latent: int = 8):
     X = 3.0 + shift[latent] + np.where(private[:, None] == 1, gshift, -gshift) + rng.normal(0.0, 1.0, (n, dim))
     X = np.clip(np.round(X), 1, 5)
     km = MiniBatchKMeans(n_clusters=K, random_state=0, n_init=1, batch_size=4096).fit(X)
-    centers, labels = km.cluster_centers_, km.labels_
-    p_ac = np.zeros((2, K))
+    return _instance(private, km.labels_, km.cluster_centers_)
+
+
+def hard_instance(K: int, users_per_cluster: float = 3.0, seed: int = 0):
+    """The latent-class ratings of :func:`synthetic_instance` with few users per cluster."""
+    return synthetic_instance(K, seed=seed, n=int(round(users_per_cluster * K)))
+
+
+def adult_instance(K: int, private: str = "sex"):
+    """UCI Adult, 5 standardized numeric features, k-means centers, L2 distortion."""
+    from sklearn.cluster import MiniBatchKMeans
+
+    rows = []
+    for name in ("adult.data", "adult.test"):
+        for line in (ROOT / "data" / "adult" / name).read_text().splitlines():
+            fields = [f.strip() for f in line.split(",")]
+            if len(fields) == 15:
+                rows.append(fields)
+    X = np.array([[float(r[i]) for i in (0, 4, 10, 11, 12)] for r in rows])
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    if private == "sex":
+        a = np.array([r[9] == "Male" for r in rows], dtype=int)
+    else:
+        a = np.array([r[14].startswith(">50K") for r in rows], dtype=int)
+    km = MiniBatchKMeans(n_clusters=K, random_state=0, n_init=1, batch_size=4096).fit(X)
+    return _instance(a, km.labels_, km.cluster_centers_)
+
+
+def _instance(private, labels, centers):
+    """p(a, c) from labels and the L2 distortion between the K centers."""
+    K = centers.shape[0]
+    p_ac = np.zeros((int(private.max()) + 1, K))
     np.add.at(p_ac, (private, labels), 1.0)
     p_ac /= p_ac.sum()
     sq = (centers ** 2).sum(axis=1)
@@ -67,9 +115,21 @@ def synthetic_instance(K: int, seed: int = 0, dim: int = 50, n_latent: int = 8):
     return p_ac, D
 
 
-def perfect_distortion(p_ac, D):
+def delta_for(p_ac, D, frac):
+    """The budget ``frac`` x Delta0, with Delta0 the exact perfect-privacy distortion.
+
+    Returns
+    -------
+    (delta, delta0, seconds) : the budget, Delta0 and the time its computation took
+    """
     from privmap.offline.solvers._perfect import perfect_privacy_distortion
-    return perfect_privacy_distortion(p_ac, D)
+    delta0, seconds = timed(perfect_privacy_distortion, p_ac, D)
+    return frac * delta0, delta0, seconds
+
+
+def constant_output_distortion(p_ac, D):
+    """min_j sum_c p(c) d(c, j): mapping everyone to one output (an upper bound on Delta0)."""
+    return float((p_ac.sum(axis=0) @ D).min())
 
 
 def timed(fn, *args, **kw):
@@ -78,83 +138,110 @@ def timed(fn, *args, **kw):
     return out, time.perf_counter() - t0
 
 
-def part1(ks, fracs, tol_bits):
+def side_by_side(title, make, ks, fracs, tol_bits):
+    """Both solvers on the same instances in this process (parts 1 and 3)."""
     from privmap.offline._errors import SolverError
     from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
     from privmap.offline.solvers._fast_solver import solve_fast
 
-    print("Part 1: SSI-2012 ratings, cvxpy + Clarabel vs fast, same process")
-    print(f"{'K':>5} {'Delta':>9} {'cvxpy_s':>9} {'fast_s':>9} {'ratio':>8} {'dJ_bits':>10} "
-          f"{'gap_bits':>9} {'slack':>9} {'newton':>6}")
+    print(f"{title}, cvxpy + Clarabel vs fast, same process, Delta = frac x Delta0, "
+          f"tol {tol_bits:g} bits")
+    print(f"{'K':>5} {'frac':>5} {'Delta':>9} {'Delta0':>9} {'const_D':>9} {'cvxpy_s':>9} "
+          f"{'fast_s':>9} {'ratio':>8} {'dJ_bits':>10} {'gap_bits':>9} {'slack':>9} {'newton':>6}")
     for K in ks:
-        p_ac, D = real_instance(K)
-        pp = perfect_distortion(p_ac, D)
+        p_ac, D = make(K)
+        const = constant_output_distortion(p_ac, D)
         for frac in fracs:
-            delta = frac * pp
+            delta, delta0, _ = delta_for(p_ac, D, frac)
             try:
                 ref, t_ref = timed(solve_cvxpy, p_ac, D, delta)
             except SolverError as exc:          # the reference itself can fail; say so
                 ref, t_ref = None, math.nan
-                print(f"      cvxpy failed at K={p_ac.shape[1]}, Delta={delta:.4f}: {exc}")
+                print(f"      cvxpy failed at K={K}, frac={frac}: {exc}")
             try:
                 fast, t_fast = timed(solve_fast, p_ac, D, delta, tol_bits=tol_bits)
             except SolverError as exc:          # so can the fast solver (it could not certify)
-                print(f"      fast failed at K={p_ac.shape[1]}, Delta={delta:.4f}: {exc}")
+                print(f"      fast failed at K={K}, frac={frac}: {exc}")
                 continue
             diff = math.nan if ref is None else fast.leakage_bits - ref.leakage_bits
-            print(f"{p_ac.shape[1]:>5} {delta:>9.4f} {t_ref:>9.3f} {t_fast:>9.3f} {t_ref / t_fast:>8.2f} "
-                  f"{diff:>10.2e} {fast.gap_bits:>9.2e} "
+            print(f"{K:>5} {frac:>5.2f} {delta:>9.4f} {delta0:>9.4f} {const:>9.4f} {t_ref:>9.3f} "
+                  f"{t_fast:>9.3f} {t_ref / t_fast:>8.2f} {diff:>10.2e} {fast.gap_bits:>9.2e} "
                   f"{delta - fast.distortion:>9.2e} {fast.info.get('newton_steps', 0):>6}", flush=True)
 
 
-def part2(ks, frac, tol_bits, max_iter):
+def alone(title, make, ks, fracs, tol_bits, max_iter):
+    """The fast solver alone at large K (parts 2 and 4); one growth exponent per budget."""
     from privmap.offline._errors import SolverError
     from privmap.offline.solvers._fast_solver import solve_fast
 
-    print(f"\nPart 2: fast solver alone, synthetic 50-dim ratings, Delta = {frac} x perfect-privacy "
-          f"distortion, tol {tol_bits:g} bits")
-    print(f"{'K':>6} {'time_s':>9} {'gap_bits':>9} {'J_bits':>9} {'nnz/row':>8} {'newton':>6} "
+    print(f"\n{title}, fast solver alone, Delta = frac x Delta0, tol {tol_bits:g} bits")
+    print(f"{'K':>6} {'frac':>5} {'Delta':>9} {'Delta0':>9} {'const_D':>9} {'delta0_s':>8} "
+          f"{'time_s':>9} {'gap_bits':>9} {'J_bits':>9} {'nnz/row':>8} {'newton':>6} "
           f"{'D_MiB':>7} {'maxrss_MiB':>10}")
-    times = []
+    times = {frac: [] for frac in fracs}
     for K in ks:
-        p_ac, D = synthetic_instance(K)
-        pp = float((p_ac.sum(axis=0) @ D).min())   # upper bound on perfect-privacy distortion
-        started = time.perf_counter()
-        try:
-            res, t = timed(solve_fast, p_ac, D, frac * pp, tol_bits=tol_bits, max_iter=max_iter)
-        except SolverError as exc:
-            print(f"{K:>6} failed after {time.perf_counter() - started:.0f} s: {exc}", flush=True)
-            continue
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        times.append((K, t))
-        print(f"{K:>6} {t:>9.2f} {res.gap_bits:>9.2e} {res.leakage_bits:>9.5f} "
-              f"{res.info.get('nonzeros_per_row', float('nan')):>8.2f} {res.info.get('newton_steps', 0):>6} "
-              f"{D.nbytes / 2 ** 20:>7.0f} {rss:>10.1f}", flush=True)
-    if len(times) >= 2:
-        k = np.log([a for a, _ in times])
-        t = np.log([b for _, b in times])
-        slope = np.polyfit(k, t, 1)[0]
-        print(f"fitted growth exponent of time in K: {slope:.2f}")
+        p_ac, D = make(K)
+        const = constant_output_distortion(p_ac, D)
+        _, delta0, t0 = delta_for(p_ac, D, 1.0)
+        for frac in fracs:
+            started = time.perf_counter()
+            try:
+                res, t = timed(solve_fast, p_ac, D, frac * delta0, tol_bits=tol_bits, max_iter=max_iter)
+            except SolverError as exc:
+                print(f"{K:>6} {frac:>5.2f} failed after {time.perf_counter() - started:.0f} s: {exc}",
+                      flush=True)
+                continue
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            times[frac].append((K, t))
+            print(f"{K:>6} {frac:>5.2f} {frac * delta0:>9.4f} {delta0:>9.4f} {const:>9.4f} {t0:>8.2f} "
+                  f"{t:>9.2f} {res.gap_bits:>9.2e} {res.leakage_bits:>9.5f} "
+                  f"{res.info.get('nonzeros_per_row', float('nan')):>8.2f} "
+                  f"{res.info.get('newton_steps', 0):>6} {D.nbytes / 2 ** 20:>7.0f} {rss:>10.1f}",
+                  flush=True)
+    for frac, pairs in times.items():
+        if len(pairs) >= 2:
+            slope = np.polyfit(np.log([k for k, _ in pairs]), np.log([t for _, t in pairs]), 1)[0]
+            print(f"fitted growth exponent of time in K at frac {frac}: {slope:.2f} "
+                  f"(K = {', '.join(str(k) for k, _ in pairs)})")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ks", type=int, nargs="*", default=[64, 128, 256, 512])
-    ap.add_argument("--fracs", type=float, nargs="*", default=[0.1, 0.3, 0.6])
-    ap.add_argument("--large-ks", type=int, nargs="*", default=[1024, 2048, 4096, 8192, 16384])
-    ap.add_argument("--large-frac", type=float, default=0.3)
+    ap.add_argument("--ks", type=int, nargs="*", default=[64, 128, 256, 512],
+                    help="part 1 (SSI-2012, both solvers)")
+    ap.add_argument("--fracs", type=float, nargs="*", default=[0.1, 0.3, 0.6],
+                    help="budgets as fractions of Delta0, every part")
+    ap.add_argument("--large-ks", type=int, nargs="*", default=[1024, 2048, 4096, 8192],
+                    help="part 2 (synthetic, fast solver alone)")
+    ap.add_argument("--hard-ks", type=int, nargs="*", default=[64, 128, 256, 512, 1024],
+                    help="part 3 (few users per cluster, both solvers)")
+    ap.add_argument("--hard-users", type=float, default=3.0,
+                    help="users per cluster on average in part 3")
+    ap.add_argument("--adult-ks", type=int, nargs="*", default=[256, 1024, 4096, 8192],
+                    help="part 4 (UCI Adult, fast solver alone)")
+    ap.add_argument("--adult-private", choices=["sex", "income"], default="sex")
     ap.add_argument("--max-iter", type=int, default=None,
-                    help="most Newton steps of the fast solver in part 2 (default: the "
+                    help="most Newton steps of the fast solver in parts 2 and 4 (default: the "
                          "solver's, max(1000, K / 4))")
     ap.add_argument("--tol-bits", type=float, default=1e-5,
-                    help="gap the fast solver certifies in part 1 (the builder's default)")
+                    help="gap the fast solver certifies in parts 1 and 3 (the builder's default)")
     ap.add_argument("--large-tol-bits", type=float, default=1e-6,
-                    help="gap the fast solver certifies in part 2 (the issue's target)")
+                    help="gap the fast solver certifies in parts 2 and 4 (the issue's target)")
     args = ap.parse_args(argv)
     if args.ks:
-        part1(args.ks, args.fracs, args.tol_bits)
+        side_by_side("Part 1: SSI-2012 ratings", real_instance, args.ks, args.fracs, args.tol_bits)
     if args.large_ks:
-        part2(args.large_ks, args.large_frac, args.large_tol_bits, args.max_iter)
+        alone("Part 2: synthetic 50-dim ratings", synthetic_instance, args.large_ks, args.fracs,
+              args.large_tol_bits, args.max_iter)
+    if args.hard_ks:
+        print()
+        side_by_side(f"Part 3: hard instances, {args.hard_users:g} users per cluster",
+                     lambda K: hard_instance(K, args.hard_users), args.hard_ks, args.fracs,
+                     args.tol_bits)
+    if args.adult_ks:
+        alone(f"Part 4: UCI Adult, private {args.adult_private}",
+              lambda K: adult_instance(K, args.adult_private), args.adult_ks, args.fracs,
+              args.large_tol_bits, args.max_iter)
     return 0
 
 

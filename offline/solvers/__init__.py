@@ -2,7 +2,8 @@
 
 Private modules: ``_solve`` (the entry point choosing a solver), ``_fast_solver`` (privmap's
 certified Newton solver on the smoothed dual), ``_cvxpy_solver`` (the Clarabel reference),
-``_perfect`` (the perfect-privacy linear program), ``_problem`` (instance checks), ``_result``
+``_perfect`` (the perfect-privacy linear program, by certified column generation),
+``_negligible`` (merging outputs of negligible mass), ``_problem`` (instance checks), ``_result``
 (:class:`SolveResult`), ``_compress`` (integer rows summing to 2^B).
 """
 from ._compress import DEFAULT_BITS, CompressedTable, compress

@@ -1,8 +1,13 @@
 """The perfect-privacy distortion is the least distortion with zero leakage."""
+import importlib.util
+import pathlib
+
 import numpy as np
 import pytest
+from privmap.offline import leakage_bits
 from privmap.offline.solvers import _cvxpy_solver
-from privmap.offline.solvers._perfect import perfect_privacy_distortion
+from privmap.offline.solvers._perfect import (perfect_privacy_distortion, perfect_privacy_lp,
+                                              perfect_privacy_table)
 
 
 @pytest.fixture
@@ -32,3 +37,44 @@ def test_never_above_mapping_everyone_to_one_output(instance):
     p_ac, dist = instance
     one_output = min(p_ac.sum(axis=0) @ dist[:, j] for j in range(dist.shape[1]))
     assert perfect_privacy_distortion(p_ac, dist) <= one_output + 1e-9
+
+
+@pytest.mark.parametrize("seed, n_private, K", [(1, 2, 30), (2, 3, 25), (3, 4, 40)])
+def test_column_generation_matches_the_dense_lp_and_certifies_it(seed, n_private, K):
+    rng = np.random.default_rng(seed)
+    points = rng.normal(size=(K, 3))
+    dist = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    p_ac = rng.random((n_private, K)) ** 3
+    p_ac /= p_ac.sum()
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    assert info["method"] == "column-generation"
+    assert info["upper_bound"] - info["lower_bound"] <= 1e-9 * d0
+    assert info["lower_bound"] <= d_lp * (1 + 1e-9) and d0 >= d_lp * (1 - 1e-9)
+    assert abs(d0 - d_lp) <= 1e-8 * d_lp
+    assert abs(p_ac.sum(axis=0) @ (table * dist).sum(axis=1) - d0) <= 1e-9 * d0
+    assert leakage_bits(p_ac, table) < 1e-9
+
+
+def test_forbidden_transitions_without_a_common_output_fall_back_to_the_dense_lp(instance):
+    p_ac, dist = instance
+    dist = dist.copy()
+    dist[np.arange(12), (np.arange(12) + 1) % 12] = np.inf      # every column forbids one row
+    info = {}
+    _, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["method"] == "dense-lp"
+    assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-12)
+
+
+def test_benchmark_budget_is_the_requested_fraction_of_the_lp_delta0():
+    spec = importlib.util.spec_from_file_location(
+        "bench_solver", pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "bench_solver.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    p_ac, dist = bench.hard_instance(32)
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    for frac in (0.1, 0.3, 0.6):
+        delta, delta0, _ = bench.delta_for(p_ac, dist, frac)
+        assert delta == pytest.approx(frac * d_lp, rel=1e-9)
+    assert bench.constant_output_distortion(p_ac, dist) > 1.2 * d_lp   # the old, easier budget
