@@ -172,6 +172,31 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
     k_in = len(alphabet.inputs)
     p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
+    return assemble(dataset, alphabet, p_ac, options, tell,
+                    measure=lambda table: _measured_raw_distortion(alphabet, table))
+
+
+def assemble(dataset, alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, tell: Progress,
+             *, measure: Callable[[CompressedTable], float]) -> Build:
+    """The build from the prior on: perfect privacy, program (19), compression, metrics, payload.
+
+    Parameters
+    ----------
+    dataset : Dataset or an object with ``n``, ``classes``, ``private_name`` and ``sha256``
+        The data the prior was estimated from (a partitioned build passes its summary).
+    alphabet : Alphabet
+    p_ac : ndarray, shape (n_classes, K_in)
+    options : BuildOptions
+    tell : callable(stage, fraction)
+    measure : callable(CompressedTable) -> float, keyword-only
+        Mean over the data rows of E d(b, released) under the integer table.
+
+    Raises
+    ------
+    BuildError
+        As :func:`build`.
+    """
+    k_in = len(alphabet.inputs)
     tell("perfect-privacy", 0.25)
     perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
@@ -183,7 +208,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
                        progress=lambda f: tell("solve", 0.35 + 0.55 * f))
     tell("compress", 0.9)
     table = compress(solved.table, p_ac, alphabet.distortion, delta, bits=options.bits)
-    measured = _measured_raw_distortion(alphabet, table)
+    measured = measure(table)
     index, weight = table.rows()
     issued_at = _issued_at(options)
     metrics = {
@@ -249,21 +274,32 @@ def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:
     X = dataset.public
     integer = dataset.integer_columns()
     qz = quantize(X, options.clusters, metric=options.metric, seed=options.seed, integer=integer)
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    features = [
-        {"name": name, "kind": "numeric", "integer": bool(is_int),
-         "min": int(a) if is_int else float(a), "max": int(b) if is_int else float(b)}
-        for name, is_int, a, b in zip(dataset.features, integer, lo, hi)
-    ]
-    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in qz.centers]
     centers = qz.centers
 
     def raw_distortion(rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         return pairwise(X[rows], centers[outputs], options.metric)
 
-    return Alphabet(features=features, inputs=cells, outputs=[list(row) for row in cells], labels=qz.labels,
-                    distortion=pairwise(centers, centers, options.metric), raw_distortion=raw_distortion,
-                    r=qz.r, quantization_distortion=qz.mean_distortion)
+    return centers_alphabet(dataset.features, integer, X.min(axis=0), X.max(axis=0), qz.centers, options.metric,
+                            labels=qz.labels, raw_distortion=raw_distortion, r=qz.r,
+                            quantization_distortion=qz.mean_distortion)
+
+
+def centers_alphabet(names, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray, centers: np.ndarray, metric: str,
+                     *, labels, raw_distortion, r: float, quantization_distortion: float) -> Alphabet:
+    """The quantized mechanism's alphabet: numeric features (d,) and representatives ``centers`` (K, d).
+
+    ``integer``, ``lo`` and ``hi`` (shape (d,)) describe the columns; the other fields are as
+    in :class:`Alphabet` (``labels`` is None when the rows were never held at once).
+    """
+    features = [
+        {"name": name, "kind": "numeric", "integer": bool(is_int),
+         "min": int(a) if is_int else float(a), "max": int(b) if is_int else float(b)}
+        for name, is_int, a, b in zip(names, integer, lo, hi)
+    ]
+    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in centers]
+    return Alphabet(features=features, inputs=cells, outputs=[list(row) for row in cells], labels=labels,
+                    distortion=pairwise(centers, centers, metric), raw_distortion=raw_distortion,
+                    r=r, quantization_distortion=quantization_distortion)
 
 
 def _exact_alphabet(dataset: Dataset) -> Alphabet:
@@ -285,16 +321,25 @@ def _exact_alphabet(dataset: Dataset) -> Alphabet:
 
 def _measured_raw_distortion(alphabet: Alphabet, table: CompressedTable) -> float:
     """Mean over data rows of E d(b, released), exact under the integer table (Theorem 2's left side)."""
+    return raw_distortion_total(alphabet.labels, alphabet.raw_distortion, table) / alphabet.labels.size
+
+
+def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTable) -> float:
+    """Sum over rows of E d(b, released) under the integer table.
+
+    ``labels`` (n,) is psi of each row; ``raw_distortion(rows, outputs)`` gives d(b, output),
+    shape (len(rows), len(outputs)), for row indexes into the same rows.
+    """
     q = table.probabilities()
     total = 0.0
     for c in range(q.shape[0]):
-        rows = np.nonzero(alphabet.labels == c)[0]
+        rows = np.nonzero(labels == c)[0]
         if rows.size == 0:
             continue
         lo, hi = q.indptr[c], q.indptr[c + 1]
         outputs, probs = q.indices[lo:hi], q.data[lo:hi]
-        total += float(np.sum(alphabet.raw_distortion(rows, outputs) @ probs))
-    return total / alphabet.labels.size
+        total += float(np.sum(raw_distortion(rows, outputs) @ probs))
+    return total
 
 
 def _issued_at(options: BuildOptions) -> int:
