@@ -40,5 +40,5 @@ def prior_from_counts(counts: np.ndarray, *, smoothing: float = 0.0) -> np.ndarr
     """
     if smoothing < 0:
         raise ValueError(f"smoothing must be >= 0, got {smoothing}")
-    counts = np.asarray(counts, dtype=float) + smoothing
+    counts = np.ascontiguousarray(counts, dtype=float) + smoothing  # layout decides float sums downstream
     return counts / counts.sum()
