@@ -19,6 +19,7 @@ from privmap.device import Keyring, PrivmapDeviceError, read_bundle_file
 
 from .._errors import BuildError
 from ._common import atomic_write, emit, guard
+from ._scale import run_partitioned, wants_partitioned
 
 
 def _keyring(paths) -> Keyring:
@@ -62,7 +63,7 @@ def keygen(keydir):
 
 
 @main.command()
-@click.argument("data", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.argument("data", metavar="DATA", type=click.Path(path_type=pathlib.Path))
 @click.option("--private", "private", required=True, metavar="COL", help="Private attribute column.")
 @click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
 @click.option("--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True,
@@ -91,14 +92,31 @@ def keygen(keydir):
 @click.option("--valid-days", type=click.FloatRange(min=0, min_open=True), default=365, show_default=True,
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+# Partitioned (out-of-core) build on Dask: needs the scale extra.
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Partitioned build on a local Dask cluster of N worker processes [default: 2].")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="Partitioned build on the existing Dask cluster at ADDRESS (e.g. tcp://10.0.0.5:8786).")
+@click.option("--kmeans", type=click.Choice(["minibatch", "dask-ml", "in-memory"]), default="minibatch",
+              show_default=True, help="Partitioned build's k-means: mini-batch over partitions, dask-ml's "
+              "scalable k-means, or the in-memory build's k-means on all rows gathered (small data).")
 @guard
 def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, solver,
-          bits, smoothing, bundle_version, issued_at, valid_days, as_json):
-    """Build, sign and write a bundle from the labelled CSV DATA.
+          bits, smoothing, bundle_version, issued_at, valid_days, as_json, workers, scheduler, kmeans):
+    """Build, sign and write a bundle from labelled data DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
     E d(C, C^) <= Delta, compresses the table to integers and signs the bundle.
     The bundle is loaded back with the device runtime before it is written.
+
+    \b
+    DATA is a CSV file (read into memory, up to 1 GiB), or, for millions of
+    users, a directory or glob of CSV or Parquet files, built out of core on
+    Dask partition by partition (quantized mechanism, l2 metric):
+      privmap build 'ratings/*.parquet' --private party --clusters 1024 \\
+          --delta-fraction 0.5 --key keys/private.pem --out big.bundle --workers 4
+    A lone CSV file goes the partitioned way too when --workers or
+    --scheduler is given.
     """
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
@@ -113,11 +131,17 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
         valid_days=valid_days)
     private_key = load_private_key(key)
     started = time.perf_counter()
-    with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
-        def progress(stage, fraction):
-            bar.label = f"build: {stage:<15}"
-            bar.update(int(fraction * 1000) - bar.pos)
-        result = run_build(data, options, progress=progress)
+    stages = _StageClock()
+    if wants_partitioned(data, workers, scheduler):
+        result = run_partitioned(data, options, workers=workers, scheduler=scheduler, kmeans=kmeans,
+                                 progress=stages)
+    else:
+        with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
+            def progress(stage, fraction):
+                stages(stage, fraction)
+                bar.label = f"build: {stage:<15}"
+                bar.update(int(fraction * 1000) - bar.pos)
+            result = run_build(data, options, progress=progress)
     payload_bytes = encode_payload(result.payload)
     bundle_bytes = sign_bundle(payload_bytes, private_key)
     check_bundle(bundle_bytes, private_key.public_key(), now=result.payload["issued_at"])
@@ -128,7 +152,8 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
                **{k: metrics[k] for k in ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r",
                                           "delta_plus_r", "clusters", "n", "perfect_privacy_distortion",
                                           "measured_distortion", "leakage_change_bits")},
-               "solver": result.solved.solver}
+               "solver": result.solved.solver, "stage_seconds": stages.seconds,
+               "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
     if as_json:
@@ -141,6 +166,20 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
     click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
                f"{metrics['perfect_privacy_distortion']:.4f}, solver {result.solved.solver}")
+
+
+class _StageClock:
+    """A build's progress callback that records the wall seconds spent in each stage."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._stage, self._since = None, time.perf_counter()
+
+    def __call__(self, stage: str, fraction: float) -> None:
+        now = time.perf_counter()
+        if self._stage is not None:
+            self.seconds[self._stage] = round(self.seconds.get(self._stage, 0.0) + now - self._since, 3)
+        self._stage, self._since = stage, now
 
 
 def _describe(payload: dict) -> dict:
