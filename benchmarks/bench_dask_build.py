@@ -11,13 +11,15 @@ For each n the script runs the pinned command in a subprocess,
         --key KEY --out BUNDLE --workers W --json
 
 and samples the resident memory of that process and all its children (the Dask scheduler
-and workers) every 0.2 s; "peak RSS" is the largest sum seen. At the smallest n it also
-runs the in-memory build (the same data as one CSV) in the same way, as the reference.
+and workers) every 0.2 s; "peak RSS" is the largest sum seen. With --reference-clusters it
+first runs, at the smallest n and that K, the in-memory build (the same data as one CSV) and
+the partitioned build in the same way, as the reference ratio.
 The per-stage seconds come from the build's --json summary.
 
 Usage (from the repository root)::
 
-    nice python benchmarks/bench_dask_build.py --ns 100000 1000000 10000000 --clusters 1024
+    nice python benchmarks/bench_dask_build.py --ns 100000 1000000 10000000 --clusters 1024 \
+        --reference-clusters 256
     python benchmarks/bench_dask_build.py --generate-only --ns 10000000
 """
 from __future__ import annotations
@@ -103,6 +105,9 @@ def main() -> None:
     parser.add_argument("--delta-fraction", type=float, default=0.5)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument("--reference-clusters", type=int, default=None,
+                        help="also build the smallest n in memory (one CSV) and partitioned at this K, "
+                             "side by side, as the reference ratio [default: no reference run]")
     args = parser.parse_args()
     for n in args.ns:
         generate(n)
@@ -119,10 +124,15 @@ def main() -> None:
     rows = []
     for i, n in enumerate(sorted(args.ns)):
         folder = OUT / f"n{n}"
-        if i == 0:
+        if i == 0 and args.reference_clusters:
+            ref = [*common[:2], "--clusters", str(args.reference_clusters), *common[4:]]
             summary, seconds, peak = run_measured(
-                [*privmap, "build", str(as_csv(folder)), *common, "--out", str(OUT / f"n{n}-memory.bundle")])
+                [*privmap, "build", str(as_csv(folder)), *ref, "--out", str(OUT / f"n{n}-memory.bundle")])
             rows.append(("in-memory", n, seconds, peak, summary))
+            summary, seconds, peak = run_measured(
+                [*privmap, "build", str(folder), *ref, "--out", str(OUT / f"n{n}-ref.bundle"),
+                 "--workers", str(args.workers)])
+            rows.append(("dask", n, seconds, peak, summary))
         summary, seconds, peak = run_measured(
             [*privmap, "build", str(folder), *common, "--out", str(OUT / f"n{n}.bundle"),
              "--workers", str(args.workers)])
@@ -130,17 +140,16 @@ def main() -> None:
         print(f"  done n={n}: {seconds:.1f} s, peak RSS {peak / 2**30:.2f} GiB, load {os.getloadavg()[0]:.2f}",
               flush=True)
     print(f"\nK = {args.clusters}, delta fraction {args.delta_fraction}, {args.workers} workers")
-    print(f"{'path':>10} {'n':>10} {'seconds':>9} {'us/row':>8} {'peak GiB':>9} {'leak bits':>10} "
+    print(f"{'path':>10} {'K':>5} {'n':>10} {'seconds':>9} {'us/row':>8} {'peak GiB':>9} {'leak bits':>10} "
           f"{'q-dist':>7}  stage seconds")
     for path, n, seconds, peak, s in rows:
         stages = " ".join(f"{k}={v:.1f}" for k, v in s.get("stage_seconds", {}).items())
-        print(f"{path:>10} {n:>10} {seconds:9.1f} {1e6 * seconds / n:8.1f} {peak / 2**30:9.2f} "
+        print(f"{path:>10} {s['clusters']:>5} {n:>10} {seconds:9.1f} {1e6 * seconds / n:8.1f} {peak / 2**30:9.2f} "
               f"{s['leakage_bits']:10.5f} {s.get('quantization_distortion', float('nan')):7.4f}  {stages}")
-    memory = next((r for r in rows if r[0] == "in-memory"), None)
-    first = next((r for r in rows if r[0] == "dask" and memory and r[1] == memory[1]), None)
-    if memory and first:
-        print(f"\nratio dask / in-memory at n = {memory[1]}: {first[2] / memory[2]:.2f} (time), "
-              f"{first[3] / memory[3]:.2f} (peak RSS)")
+    if args.reference_clusters:
+        memory, first = rows[0], rows[1]
+        print(f"\nratio dask / in-memory at n = {memory[1]}, K = {args.reference_clusters}: "
+              f"{first[2] / memory[2]:.2f} (time), {first[3] / memory[3]:.2f} (peak RSS)")
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

@@ -85,3 +85,11 @@ def test_cli_bad_cell_is_one_error_line_and_no_bundle(run, keys, ratings_frame, 
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: {tmp_path / 'data' / 'b.csv'}, line 41, column 'r2': empty cell"]
     assert not out.exists()
+
+
+def test_dask_ml_kmeans_build_keeps_theorem_2(client, ratings):
+    pytest.importorskip("dask_ml")
+    options = BuildOptions(private="party", clusters=6, delta_fraction=0.5, issued_at=0)
+    m = build_partitioned(ratings / "parquet", options, client, kmeans="dask-ml").payload["metrics"]
+    assert m["n"] == 1200 and 1 <= m["clusters"] <= 6
+    assert m["measured_distortion"] <= m["delta_plus_r"]
