@@ -93,7 +93,7 @@ def keygen(keydir):
               help="Days until the bundle expires.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 # Partitioned (out-of-core) build on Dask: needs the scale extra.
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", metavar="N", type=click.IntRange(min=1), default=None,
               help="Partitioned build on a local Dask cluster of N worker processes [default: 2].")
 @click.option("--scheduler", metavar="ADDRESS", default=None,
               help="Partitioned build on the existing Dask cluster at ADDRESS (e.g. tcp://10.0.0.5:8786).")

@@ -50,10 +50,13 @@ def run_partitioned(data, options, *, workers: int | None, scheduler: str | None
             shown.append(stage)
             click.echo(f"build: {stage} ({100 * fraction:.0f}%)", err=True)
 
+    from distributed.scheduler import KilledWorker
     try:
         with dask_client(workers=workers, scheduler=scheduler) as client:
             return build_partitioned(data, options, client, kmeans=kmeans, progress=tell,
                                      dask_progress=sys.stderr.isatty())
+    except KilledWorker as exc:
+        raise BuildError(f"a Dask worker died while processing a partition (out of memory?): {exc}") from exc
     except (OSError, TimeoutError) as exc:
         if isinstance(exc, FileNotFoundError) and exc.filename:
             raise
