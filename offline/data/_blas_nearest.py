@@ -6,7 +6,9 @@ temporaries, about 25 minutes for 10^7 rows, K = 1024, d = 50 on one core. Here 
 squared distances come from one matrix product, ||x||^2 - 2 x.y + ||y||^2, which is
 exact in real arithmetic but rounds differently. Where the best and the second-best
 candidate are further apart than twice a bound on both computations' rounding errors,
-the two rules agree; every other row (ties included) is decided by ``nearest`` itself.
+the two rules agree; every other row (ties included) is decided by ``nearest`` itself,
+except when rows and representatives are small integers (ratings and rounded
+representatives): then both computations are exact and argmin decides ties as the device.
 The answer is therefore identical to ``nearest``, not an approximation of it.
 """
 from __future__ import annotations
@@ -44,6 +46,7 @@ def nearest_l2(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     # summation bounds). A computed gap above 2 err + 2 err fixes the device's choice;
     # with a 4x margin on err.
     gamma = 4.0 * (d + 2) * np.finfo(float).eps
+    y_integral = bool(np.all(Y == np.round(Y)))
     out = np.empty(n, dtype=np.int64)
     for start in range(0, n, _CHUNK):
         block = X[start:start + _CHUNK]
@@ -56,6 +59,11 @@ def nearest_l2(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         keys[rows, best] = np.inf
         gap = keys.min(axis=1) - first
         x_norm = np.sqrt(np.einsum("ij,ij->i", block, block))
+        if y_integral and np.all(block == np.round(block)) and (x_norm.max() + y_norm_max) ** 2 < 2.0 ** 52:
+            # Integers with every partial sum below 2^53: both forms are exact, so their
+            # order and ties are the true ones and argmin's first index is the device's.
+            out[start:start + block.shape[0]] = best
+            continue
         unsure = gap <= 4.0 * gamma * (x_norm + y_norm_max) ** 2
         if np.any(unsure):
             best[unsure] = nearest(block[unsure], Y, "l2")
