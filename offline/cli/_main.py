@@ -20,6 +20,7 @@ from privmap.device import Keyring, read_bundle_file
 from .._errors import BuildError
 from ._common import atomic_write, emit, guard
 from ._passphrase import passphrase_option, read_passphrase
+from ._scale import run_partitioned, wants_partitioned
 
 
 def _keyring(paths) -> Keyring:
@@ -85,7 +86,7 @@ def keygen(keydir, passphrase_file):
 
 
 @main.command()
-@click.argument("data", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.argument("data", metavar="DATA", type=click.Path(path_type=pathlib.Path))
 @click.option("--private", "private", metavar="COL",
               help="Private attribute column (gaussian: comma-separated private columns; max-correlation: none, "
                    "it never reads labels).")
@@ -166,13 +167,22 @@ def keygen(keydir, passphrase_file):
               help="Device class the bundle is for (1-64 printable ASCII, no spaces); devices "
                    "configured with a class refuse bundles for any other.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+# Partitioned (out-of-core) build on Dask: needs the scale extra.
+@click.option("--workers", metavar="N", type=click.IntRange(min=1), default=None,
+              help="Partitioned build on a local Dask cluster of N worker processes [default: 2].")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="Partitioned build on the existing Dask cluster at ADDRESS (e.g. tcp://10.0.0.5:8786).")
+@click.option("--kmeans", type=click.Choice(["minibatch", "dask-ml", "in-memory"]), default="minibatch",
+              show_default=True, help="Partitioned build's k-means: mini-batch over partitions, dask-ml's "
+              "scalable k-means, or the in-memory build's k-means on all rows gathered (small data).")
 @passphrase_option
 @guard
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, disclosure, disclosure_fraction, prior_only, information_budget, key, out,
           seed, domains, schema_file, schema_out, missing, solver, bits, smoothing, target_leakage, target_auc,
-          no_codebook, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json, passphrase_file):
-    """Build, sign and write a bundle from the labelled CSV DATA.
+          no_codebook, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json, passphrase_file,
+          workers, scheduler, kmeans):
+    """Build, sign and write a bundle from labelled data DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
     E d(C, C^) <= Delta, moves each released row to the metric's optimum and
@@ -206,6 +216,15 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
           --disclosure-fraction 0.5 --key k.pem --out funnel.bundle
       privmap build public.csv --mechanism max-correlation --metric hamming \\
           --delta 0.3 --key k.pem --out maxcorr.bundle
+
+    \b
+    DATA is a CSV file (read into memory, up to 1 GiB), or, for millions of
+    users, a directory or glob of CSV or Parquet files, built out of core on
+    Dask partition by partition (quantized mechanism, l2 metric):
+      privmap build 'ratings/*.parquet' --private party --clusters 1024 \\
+          --delta-fraction 0.5 --key keys/private.pem --out big.bundle --workers 4
+    A lone CSV file goes the partitioned way too when --workers or
+    --scheduler is given.
     """
     if mechanism in ("funnel", "max-correlation"):  # seeds 003 and 002
         from ._seed_builds import build_seed_mechanism
@@ -253,11 +272,17 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     if choice is not None:
         options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     started = time.perf_counter()
-    with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
-        def progress(stage, fraction):
-            bar.label = f"build: {stage:<15}"
-            bar.update(int(fraction * 1000) - bar.pos)
-        result = run_build(data, options, progress=progress)
+    stages = _StageClock()
+    if wants_partitioned(data, workers, scheduler):
+        result = run_partitioned(data, options, workers=workers, scheduler=scheduler, kmeans=kmeans,
+                                 progress=stages)
+    else:
+        with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
+            def progress(stage, fraction):
+                stages(stage, fraction)
+                bar.label = f"build: {stage:<15}"
+                bar.update(int(fraction * 1000) - bar.pos)
+            result = run_build(data, options, progress=progress)
     payload_bytes = encode_payload(result.payload)
     bundle_bytes = sign_bundle(payload_bytes, private_key)
     check_bundle(bundle_bytes, private_key.public_key(), now=result.payload["issued_at"])
@@ -279,7 +304,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                **{k: metrics[k] for k in ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r",
                                           "delta_plus_r", "clusters", "n", "perfect_privacy_distortion",
                                           "measured_distortion", "leakage_change_bits")},
-               "solver": result.solved.solver}
+               "solver": result.solved.solver, "stage_seconds": stages.seconds,
+               "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
     summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
@@ -328,6 +354,20 @@ def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc)
                         target_auc=target_auc, progress=bar.update)
     click.echo(format_candidates(choice), err=True)
     return choice
+
+
+class _StageClock:
+    """A build's progress callback that records the wall seconds spent in each stage."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._stage, self._since = None, time.perf_counter()
+
+    def __call__(self, stage: str, fraction: float) -> None:
+        now = time.perf_counter()
+        if self._stage is not None:
+            self.seconds[self._stage] = round(self.seconds.get(self._stage, 0.0) + now - self._since, 3)
+        self._stage, self._since = stage, now
 
 
 def _describe(payload: dict) -> dict:

@@ -149,6 +149,46 @@ def load_dataset(
         raise DatasetError(f"{path}: empty file, expected a header row") from None
     except csv.Error as exc:
         raise DatasetError(f"{path}, line 1: {exc}") from exc
+    public, public_at, private_at = select_columns(header, path, private, public)
+    cells, labels = parse_rows(reader, path, header, public_at, private_at, categorical, tokens=missing_tokens)
+
+    if len(cells) < min_rows:
+        raise DatasetError(f"{path}: {len(cells)} data rows, need at least {min_rows}")
+    classes = check_classes(sorted(set(labels)), classes, path, private)
+    code = {cls: i for i, cls in enumerate(classes)}
+    return Dataset(
+        features=tuple(public),
+        public=np.array(cells, dtype=object if categorical else np.float64),
+        private=np.array([code[label] for label in labels], dtype=np.int64),
+        classes=tuple(classes),
+        private_name=private,
+        categorical=categorical,
+        sha256=hashlib.sha256(raw).hexdigest(),
+    )
+
+
+def select_columns(header: list[str], path, private: str, public: Sequence[str] | None
+                   ) -> tuple[list[str], list[int], int]:
+    """Check a header and find the public and private columns in it.
+
+    Parameters
+    ----------
+    header : list of str
+        Column names, stripped, in file order.
+    path : path-like
+        Named in messages.
+    private, public
+        As in :func:`load_dataset`.
+
+    Returns
+    -------
+    (public names, their indexes in ``header``, index of the private column)
+
+    Raises
+    ------
+    DatasetError
+        Duplicate or unknown names, a column both private and public, no public column.
+    """
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
         raise DatasetError(f"{path}: duplicate column name(s) in header: {', '.join(dupes)}")
@@ -166,31 +206,29 @@ def load_dataset(
     if not public:
         raise DatasetError(f"{path}: no public columns")
     public_at = [header.index(name) for name in public]
-    tokens = dict(missing_tokens or {})
     private_at = header.index(private)
+    return public, public_at, private_at
 
-    cells: list[list] = []
-    labels: list[str] = []
-    try:
-        for row in reader:
-            line = reader.line_num
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue  # blank line
-            if len(row) != len(header):
-                raise DatasetError(
-                    f"{path}, line {line}: {len(row)} cells, header has {len(header)}")
-            label = row[private_at].strip()
-            if not label:
-                raise DatasetError(f"{path}, line {line}, column {private!r}: empty private value")
-            labels.append(label)
-            cells.append([_cell(row[i], path, line, header[i], categorical, tokens.get(header[i], ""))
-                          for i in public_at])
-    except csv.Error as exc:
-        raise DatasetError(f"{path}, line {reader.line_num}: {exc}") from exc
 
-    if len(cells) < min_rows:
-        raise DatasetError(f"{path}: {len(cells)} data rows, need at least {min_rows}")
-    found = sorted(set(labels))
+def check_classes(found: list[str], classes: Sequence[str] | None, path, private: str) -> list[str]:
+    """The private classes of a dataset, checked against the ones asked for.
+
+    Parameters
+    ----------
+    found : list of str
+        The distinct private values present, sorted.
+    classes : sequence of str, optional
+        As in :func:`load_dataset`.
+    path : path-like
+        Named in messages.
+    private : str
+        Name of the private column.
+
+    Raises
+    ------
+    DatasetError
+        A single class found, a listed class with no rows, or a value not listed.
+    """
     if classes is None:
         classes = found
         if len(classes) < 2:
@@ -204,16 +242,67 @@ def load_dataset(
         for cls in found:
             if cls not in classes:
                 raise DatasetError(f"{path}: private column {private!r} has value {cls!r}, not among the classes {classes}")
-    code = {cls: i for i, cls in enumerate(classes)}
-    return Dataset(
-        features=tuple(public),
-        public=np.array(cells, dtype=object if categorical else np.float64),
-        private=np.array([code[label] for label in labels], dtype=np.int64),
-        classes=tuple(classes),
-        private_name=private,
-        categorical=categorical,
-        sha256=hashlib.sha256(raw).hexdigest(),
-    )
+    return classes
+
+
+def parse_rows(reader, path, header: list[str], public_at: list[int], private_at: int, categorical: bool,
+               *, first_line: int = 0, tokens: Mapping[str, str] | None = None) -> tuple[list[list], list[str]]:
+    """Validate and parse the data rows of a ``csv.reader`` (the header already read).
+
+    This is the one place where a cell's text becomes a value (blank lines are skipped, every
+    cell goes through ``_cell``); the partitioned reader defers to it for any block that its
+    fast parser does not accept, so both report the same line and column.
+
+    Parameters
+    ----------
+    reader : csv.reader
+        Positioned after the header (or at the start of a block of data lines).
+    path : path-like
+        Named in messages.
+    header : list of str
+        Column names.
+    public_at, private_at
+        Column indexes, from :func:`select_columns`.
+    categorical : bool
+        Keep public cells as strings.
+    first_line : int, keyword-only
+        Added to ``reader.line_num`` in messages (lines before the reader's text).
+    tokens : mapping column -> str, keyword-only, optional
+        Missing-answer spellings besides a blank cell (see :func:`load_dataset`); a missing
+        numeric cell becomes NaN.
+
+    Returns
+    -------
+    (cells, labels): list of n rows of d values, list of n private labels.
+
+    Raises
+    ------
+    DatasetError
+        A row of the wrong length, an empty private value, a non-numeric or
+        non-finite cell, an empty categorical cell, or a CSV syntax error, named by line and column.
+    """
+    private = header[private_at]
+    tokens = dict(tokens or {})
+    cells: list[list] = []
+    labels: list[str] = []
+    try:
+        for row in reader:
+            line = first_line + reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # blank line
+            if len(row) != len(header):
+                raise DatasetError(
+                    f"{path}, line {line}: {len(row)} cells, header has {len(header)}")
+            label = row[private_at].strip()
+            if not label:
+                raise DatasetError(f"{path}, line {line}, column {private!r}: empty private value")
+            labels.append(label)
+            cells.append([_cell(row[i], path, line, header[i], categorical, tokens.get(header[i], ""))
+                          for i in public_at])
+    except csv.Error as exc:
+        raise DatasetError(f"{path}, line {first_line + reader.line_num}: {exc}") from exc
+
+    return cells, labels
 
 
 def _cell(text: str, path: pathlib.Path, line: int, column: str, categorical: bool, token: str):

@@ -95,16 +95,36 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     groups = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(filled)
     centers = np.array([_representative(X[groups == g], metric) for g in range(k) if np.any(groups == g)])
     centers = np.where(np.isnan(centers), overall, centers)
-    centers = np.where(integer, np.round(centers), centers)
-    centers = np.clip(centers, lo, hi)
-    _, first = np.unique(centers, axis=0, return_index=True)
-    centers = centers[np.sort(first)]
+    centers = domain_points(centers, integer, lo, hi)
     labels = nearest(X, centers, metric)
     used = np.unique(labels)  # a representative nobody is nearest to carries no mass
     centers = centers[used]
     labels = np.searchsorted(used, labels)
     dist = pairwise(X, centers, metric)[np.arange(X.shape[0]), labels]
     return Quantization(centers=centers, labels=labels, r=float(dist.max()), mean_distortion=float(dist.mean()))
+
+
+def domain_points(centers: np.ndarray, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Make group statistics valid, distinct points of the data's domain.
+
+    Parameters
+    ----------
+    centers : ndarray, shape (m, d)
+        One statistic (mean, median or mode) per non-empty group, in group order.
+    integer : ndarray of bool, shape (d,)
+        Columns rounded to integers.
+    lo, hi : ndarray, shape (d,)
+        Each column's domain (declared, or the observed range); centers are clipped to it.
+
+    Returns
+    -------
+    ndarray, shape (m', d), m' <= m
+        Rounded, clipped, duplicates removed keeping the first occurrence (order kept).
+    """
+    centers = np.where(integer, np.round(centers), centers)
+    centers = np.clip(centers, lo, hi)
+    _, first = np.unique(centers, axis=0, return_index=True)
+    return centers[np.sort(first)]
 
 
 def _representative(points: np.ndarray, metric: str) -> np.ndarray:

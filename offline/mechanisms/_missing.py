@@ -29,7 +29,8 @@ from ..data._distortion import pairwise
 from ..data._quantize import quantize
 from ..data._schema import Column
 
-__all__ = ["MISSING_POLICIES", "DEFAULT_MISSING", "MissingAlphabet", "column_fills", "missing_alphabet"]
+__all__ = ["MISSING_POLICIES", "DEFAULT_MISSING", "MissingAlphabet", "column_fills", "feature_maps",
+           "missing_alphabet"]
 
 MISSING_POLICIES = ("mask", "impute")
 DEFAULT_MISSING = "mask"
@@ -67,6 +68,21 @@ def column_fills(X: np.ndarray, schema: Sequence[Column]) -> np.ndarray:
     return fills
 
 
+def feature_maps(schema: Sequence[Column], policy: str, fills: np.ndarray | None = None) -> list[dict]:
+    """The bundle's numeric feature maps (docs/bundle-format.md section 3) of resolved columns:
+    each column that allows missing answers takes ``policy``'s rule, with its ``fills`` entry
+    (shape (d,)) as the recorded fill under "impute"; the others refuse them."""
+    features = []
+    for k, c in enumerate(schema):
+        rule = policy if c.missing else "refuse"
+        fill = None
+        if rule == "impute":
+            fill = int(fills[k]) if c.integer else float(fills[k])
+        features.append({"name": c.name, "kind": "numeric", "integer": c.integer, "min": c.min, "max": c.max,
+                         "missing": rule, "fill": fill, "missing_token": c.missing_token})
+    return features
+
+
 def missing_alphabet(X: np.ndarray, schema: Sequence[Column], policy: str, *, clusters: int, metric: str,
                      seed: int) -> MissingAlphabet:
     """Quantize X (shape (n, d), NaN = missing; every row has an observed cell) under ``policy``.
@@ -81,14 +97,7 @@ def missing_alphabet(X: np.ndarray, schema: Sequence[Column], policy: str, *, cl
     data = np.where(np.isnan(X), fills, X) if imputing else X
     qz = quantize(data, clusters, metric=metric, seed=seed, integer=integer, bounds=bounds)
     observed = pairwise(X, qz.centers, metric)[np.arange(X.shape[0]), qz.labels]
-    features = []
-    for k, c in enumerate(schema):
-        rule = policy if c.missing else "refuse"
-        fill = None
-        if rule == "impute":
-            fill = int(fills[k]) if c.integer else float(fills[k])
-        features.append({"name": c.name, "kind": "numeric", "integer": c.integer, "min": c.min, "max": c.max,
-                         "missing": rule, "fill": fill, "missing_token": c.missing_token})
+    features = feature_maps(schema, policy, fills)
     cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in qz.centers]
     return MissingAlphabet(centers=qz.centers, cells=cells, features=features, labels=qz.labels,
                            r=float(observed.max()), mean_distortion=float(observed.mean()), fills=fills)

@@ -43,7 +43,7 @@ from ..solvers._perfect import perfect_privacy_solution, perfect_privacy_table
 from ..solvers._result import SolveResult
 from ..solvers._solve import SOLVERS, solve
 from ._codebook import Codebook, metric_center, refine
-from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
+from ._missing import DEFAULT_MISSING, MISSING_POLICIES, feature_maps, missing_alphabet
 
 MECHANISMS = ("quantized", "exact")
 #: Device class a bundle is built for unless ``--device-class`` names one (devices configured with
@@ -198,6 +198,21 @@ def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress
     alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
     k_in = len(alphabet.inputs)
     p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
+    return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell)
+
+
+def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, dataset: Dataset | None = None,
+                progress: Progress | None = None) -> Solved:
+    """Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
+    distortion, the budget, the solve, and the codebook step when ``options.codebook`` is set and
+    the raw rows ``dataset`` are at hand (a partitioned build passes none and skips it).
+
+    Raises
+    ------
+    BuildError
+        As :func:`build`.
+    """
+    tell = progress or (lambda stage, fraction: None)
     tell("perfect-privacy", 0.25)
     perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
@@ -208,7 +223,7 @@ def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress
     else:
         solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
                        progress=lambda f: tell("solve", 0.35 + 0.4 * f))
-    if not (options.codebook and options.mechanism == "quantized"):
+    if not (options.codebook and options.mechanism == "quantized" and dataset is not None):
         return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
                       budget=float(delta))
     tell("codebook", 0.75)
@@ -252,11 +267,39 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     tell("load", 0.0)
     dataset, dropped = load_training(csv_path, options)
     done = solve_dataset(dataset, options, progress=lambda stage, f: tell(stage, 0.8 * f))
+    return assemble(dataset, done, options, tell, measure=lambda table: _measured_raw_distortion(done.alphabet, table),
+                    dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()))
+
+
+def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
+             measure: Callable[[CompressedTable], float], dropped_rows: int = 0,
+             missing_cell_fraction: float = 0.0) -> Build:
+    """The build from the solved table on: compression, metrics, cross-fitting, payload.
+
+    Parameters
+    ----------
+    dataset : Dataset or an object with ``n``, ``classes``, ``private_name`` and ``sha256``
+        The data the prior was estimated from (a partitioned build passes its summary, and
+        cross-fitting, which needs the rows, runs only on a :class:`Dataset`).
+    done : Solved
+        From :func:`solve_dataset` or :func:`solve_prior`.
+    options : BuildOptions
+    tell : callable(stage, fraction)
+    measure : callable(CompressedTable) -> float, keyword-only
+        Mean over the data rows of E d(b, released) under the integer table (Theorem 2's left side).
+    dropped_rows, missing_cell_fraction : keyword-only
+        Rows left out for having every public cell missing, and the share of missing cells.
+
+    Raises
+    ------
+    BuildError
+        As :func:`build`.
+    """
     alphabet, p_ac, solved, delta, d_perfect = done.alphabet, done.p_ac, done.solved, done.delta, done.d_perfect
     k_in = len(alphabet.inputs)
     tell("compress", 0.72)
     table = compress(solved.table, p_ac, alphabet.distortion, done.budget, bits=options.bits)
-    measured = _measured_raw_distortion(alphabet, table)
+    measured = measure(table)
     index, weight = table.rows()
     issued_at = _issued_at(options)
     metrics = {
@@ -277,8 +320,8 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
         "leakage_change_bits": table.leakage_bits - solved.leakage_bits,
         "multiplier": solved.multiplier,
         "repaired_units": table.repaired_units,
-        "rows_all_missing_dropped": dropped,
-        "missing_cell_fraction": float(dataset.missing.mean()),
+        "rows_all_missing_dropped": dropped_rows,
+        "missing_cell_fraction": missing_cell_fraction,
     }
     if math.isfinite(solved.gap_bits):
         metrics["solver_gap_bits"] = solved.gap_bits
@@ -293,7 +336,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
     if done.codebook is not None:
         metrics.update(_codebook_metrics(done.codebook))
-    if options.holdout_folds:
+    if options.holdout_folds and isinstance(dataset, Dataset):
         from ._holdout import cross_fitted_leakage
         tell("holdout", 0.75)
         metrics.update(cross_fitted_leakage(dataset, options, progress=lambda f: tell("holdout", 0.75 + 0.25 * f))
@@ -327,7 +370,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
         },
     }
     tell("done", 1.0)
-    return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped, p_ac=p_ac,
+    return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped_rows, p_ac=p_ac,
                  solved=solved, table=table)
 
 
@@ -398,16 +441,43 @@ def _exact_alphabet(dataset: Dataset) -> Alphabet:
 
 def _measured_raw_distortion(alphabet: Alphabet, table: CompressedTable) -> float:
     """Mean over data rows of E d(b, released), exact under the integer table (Theorem 2's left side)."""
+    return raw_distortion_total(alphabet.labels, alphabet.raw_distortion, table) / alphabet.labels.size
+
+
+def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTable) -> float:
+    """Sum over rows of E d(b, released) under the integer table.
+
+    ``labels`` (n,) is psi of each row; ``raw_distortion(rows, outputs)`` gives d(b, output),
+    shape (len(rows), len(outputs)), for row indexes into the same rows.
+    """
     q = table.probabilities()
     total = 0.0
     for c in range(q.shape[0]):
-        rows = np.nonzero(alphabet.labels == c)[0]
+        rows = np.nonzero(labels == c)[0]
         if rows.size == 0:
             continue
         lo, hi = q.indptr[c], q.indptr[c + 1]
         outputs, probs = q.indices[lo:hi], q.data[lo:hi]
-        total += float(np.sum(alphabet.raw_distortion(rows, outputs) @ probs))
-    return total / alphabet.labels.size
+        total += float(np.sum(raw_distortion(rows, outputs) @ probs))
+    return total
+
+
+def centers_alphabet(names, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray, centers: np.ndarray, metric: str,
+                     *, labels, raw_distortion, r: float, quantization_distortion: float) -> Alphabet:
+    """The quantized alphabet of a partitioned build: numeric features (d,) whose domains are the
+    observed ranges ``lo``..``hi``, with the default missing-answer rule on the device (as an
+    in-memory build of the same complete rows writes), and representatives ``centers`` (K, d);
+    the other fields are as in :class:`Alphabet` (``labels`` is None when the rows were never held
+    at once).
+    """
+    schema = tuple(Column(name, bool(is_int), int(a) if is_int else float(a), int(b) if is_int else float(b),
+                          True, "", ("type", "domain"))
+                   for name, is_int, a, b in zip(names, integer, lo, hi))
+    features = feature_maps(schema, DEFAULT_MISSING)
+    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in centers]
+    return Alphabet(features=features, inputs=cells, outputs=[list(row) for row in cells], labels=labels,
+                    distortion=pairwise(centers, centers, metric), raw_distortion=raw_distortion,
+                    r=r, quantization_distortion=quantization_distortion, schema=schema)
 
 
 def _issued_at(options: BuildOptions) -> int:

@@ -2,7 +2,11 @@
 import numpy as np
 import pytest
 from privmap.offline import BuildError, mutual_information_bits
-from privmap.offline.mechanisms._funnel import entropy_bits, greedy_funnel, merge_gain_bits
+from privmap.offline.mechanisms._funnel import (
+    entropy_bits,
+    greedy_funnel,
+    merge_gain_bits,
+)
 
 
 def _random_prior(rng, s, x):

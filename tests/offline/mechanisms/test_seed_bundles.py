@@ -10,11 +10,20 @@ import msgpack
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from privmap.device import BundleSignatureError, Keyring, MetricsError, TableError, load_bundle
+from privmap.device import (
+    BundleSignatureError,
+    Keyring,
+    MetricsError,
+    TableError,
+    load_bundle,
+)
 from privmap.offline import BuildError
 from privmap.offline.bundle._write import encode_payload, sign_bundle
 from privmap.offline.mechanisms._funnel_build import FunnelOptions, build_funnel
-from privmap.offline.mechanisms._maxcorr_build import MaxCorrOptions, build_max_correlation
+from privmap.offline.mechanisms._maxcorr_build import (
+    MaxCorrOptions,
+    build_max_correlation,
+)
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 NOW = 1_700_000_000
@@ -50,9 +59,9 @@ def _sign(payload):
 
 def _resign_raw(payload):
     """Sign a payload WITHOUT the builder's checks (what a hostile or buggy builder could do)."""
-    from privmap.device._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
-    from privmap.device import key_id_of
     from cryptography.hazmat.primitives import serialization
+    from privmap.device import key_id_of
+    from privmap.device._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
     raw = msgpack.packb(payload, use_bin_type=True)
     pub = KEY.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return msgpack.packb([FORMAT_VERSION, SIGNATURE_ALGORITHM, key_id_of(pub), KEY.sign(DOMAIN_TAG + raw), raw],

@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 from privmap.offline import leakage_bits
 from privmap.offline.solvers import _cvxpy_solver
-from privmap.offline.solvers._perfect import (perfect_privacy_distortion, perfect_privacy_lp,
-                                              perfect_privacy_table)
+from privmap.offline.solvers._perfect import (
+    perfect_privacy_distortion,
+    perfect_privacy_lp,
+    perfect_privacy_table,
+)
 
 
 @pytest.fixture

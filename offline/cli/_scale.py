@@ -1,0 +1,64 @@
+"""``privmap build`` on a directory or glob of CSV/Parquet files: the partitioned build on Dask."""
+from __future__ import annotations
+
+import glob
+import os
+import pathlib
+import sys
+
+import click
+
+from .._errors import BuildError
+
+_PARQUET = (".parquet", ".pq")
+
+
+def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
+    """Whether DATA goes to the partitioned build: a directory, a glob pattern, a Parquet file,
+    or any DATA when ``--workers`` or ``--scheduler`` is given (a lone CSV file otherwise stays
+    in memory)."""
+    text = os.fspath(data)
+    return (workers is not None or scheduler is not None or os.path.isdir(text)
+            or pathlib.Path(text).suffix.lower() in _PARQUET
+            or (not os.path.exists(text) and glob.has_magic(text)))
+
+
+def run_partitioned(data, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress):
+    """Run :func:`build_partitioned` on a local cluster of ``workers`` processes or on ``scheduler``.
+
+    Dask's progress bar of each pass goes to stderr beside the stage names.
+
+    Raises
+    ------
+    BuildError
+        The ``scale`` extra (dask, distributed, pyarrow) is not installed, the scheduler
+        cannot be reached, or anything :func:`build_partitioned` raises.
+    """
+    try:
+        import distributed  # noqa: F401
+        import pyarrow  # noqa: F401
+
+        from ..mechanisms._partitioned_build import build_partitioned, dask_client
+    except ImportError as exc:
+        raise BuildError(f"a partitioned build needs the scale extra ({exc.name} is missing): "
+                         f"pip install 'privmap[scale]'") from None
+
+    shown = []
+
+    def tell(stage: str, fraction: float) -> None:
+        progress(stage, fraction)
+        if not shown or shown[-1] != stage:
+            shown.append(stage)
+            click.echo(f"build: {stage} ({100 * fraction:.0f}%)", err=True)
+
+    from distributed.scheduler import KilledWorker
+    try:
+        with dask_client(workers=workers, scheduler=scheduler) as client:
+            return build_partitioned(data, options, client, kmeans=kmeans, progress=tell,
+                                     dask_progress=sys.stderr.isatty())
+    except KilledWorker as exc:
+        raise BuildError(f"a Dask worker died while processing a partition (out of memory?): {exc}") from exc
+    except (OSError, TimeoutError) as exc:
+        if isinstance(exc, FileNotFoundError) and exc.filename:
+            raise
+        raise BuildError(f"Dask cluster{' at ' + scheduler if scheduler else ''}: {exc}") from exc

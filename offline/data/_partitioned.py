@@ -1,0 +1,325 @@
+"""Labelled data in many CSV or Parquet files, read one partition at a time.
+
+A source is a directory (its ``*.csv``, ``*.parquet`` and ``*.pq`` files), a glob pattern or
+one file. It is cut into partitions (a CSV byte range, or a few Parquet row groups) that a
+Dask worker reads and validates on its own; nothing ever holds all rows at once.
+
+Validation is the in-memory reader's (:mod:`privmap.offline.data._dataset`): a CSV block
+is parsed by pandas only as a fast path, and any block pandas does not accept as clean
+numbers is parsed again by ``_dataset.parse_rows``, which names the file, line and column
+of the first bad cell with the same message as ``load_dataset``. Parquet cells are named
+by file, row (1-based, counted over the file) and column. Blank cells (missing answers)
+are refused here for now; :func:`_refuse_missing` is the one place where masked
+distances would be let in.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import hashlib
+import io
+import os
+import pathlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .._errors import DatasetError
+from ._dataset import parse_rows, select_columns
+
+#: Target size of a CSV partition, in bytes.
+CSV_BLOCK_BYTES = 64 << 20
+#: Target number of rows in a Parquet partition (whole row groups are kept together).
+PARQUET_BLOCK_ROWS = 250_000
+_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One unit of work: rows of one file.
+
+    ``start``/``stop`` are byte offsets for CSV (the block holds the lines that begin in
+    [start, stop)) and row-group indexes for Parquet; ``first_row`` is the 0-based row
+    number of the block's first row in its file (Parquet only; a CSV block finds its line
+    number when it needs one for a message).
+    """
+
+    path: str
+    kind: str
+    start: int
+    stop: int
+    first_row: int = 0
+
+
+@dataclass(frozen=True)
+class Source:
+    """Files of a partitioned dataset and their common columns.
+
+    Attributes
+    ----------
+    files : tuple of str
+        Sorted paths.
+    features : tuple of str
+        Public columns, in the first file's order (or ``public=`` order).
+    private_name : str
+    partitions : tuple of Partition
+    """
+
+    files: tuple[str, ...]
+    features: tuple[str, ...]
+    private_name: str
+    partitions: tuple[Partition, ...]
+
+
+def resolve_files(source: str | os.PathLike) -> list[str]:
+    """The data files a directory, glob pattern or file names, sorted.
+
+    Raises
+    ------
+    DatasetError
+        Nothing matches, or a matched file is neither CSV nor Parquet.
+    """
+    text = os.fspath(source)
+    if os.path.isdir(text):
+        files = [str(p) for p in sorted(pathlib.Path(text).iterdir()) if p.suffix.lower() in _SUFFIXES and p.is_file()]
+        if not files:
+            raise DatasetError(f"{text}: no .csv, .parquet or .pq files in this directory")
+        return files
+    if os.path.isfile(text):
+        files = [text]
+    else:
+        files = sorted(p for p in glob.glob(text) if os.path.isfile(p))
+        if not files:
+            raise DatasetError(f"{text}: no such file, directory or matching files")
+    for f in files:
+        if pathlib.Path(f).suffix.lower() not in _SUFFIXES:
+            raise DatasetError(f"{f}: not a .csv, .parquet or .pq file")
+    return files
+
+
+def open_source(source, *, private: str, public: Sequence[str] | None = None,
+                csv_block_bytes: int = CSV_BLOCK_BYTES, parquet_block_rows: int = PARQUET_BLOCK_ROWS) -> Source:
+    """Read every file's header (not its rows) and cut the files into partitions.
+
+    Raises
+    ------
+    DatasetError
+        As :func:`resolve_files`; a header that ``load_dataset`` would refuse; a file
+        whose columns differ from the first file's; an empty file.
+    """
+    files = resolve_files(source)
+    features = None
+    partitions: list[Partition] = []
+    for f in files:
+        kind = _SUFFIXES[pathlib.Path(f).suffix.lower()]
+        header = _csv_header(f)[0] if kind == "csv" else _parquet_file(f).schema_arrow.names
+        names, _, _ = select_columns(header, f, private, public)
+        if features is None:
+            features, first_header = tuple(names), (f, sorted(header))
+        elif public is None and sorted(header) != first_header[1]:
+            raise DatasetError(f"{f}: columns differ from those of {first_header[0]}")
+        partitions += _csv_partitions(f, csv_block_bytes) if kind == "csv" else _parquet_partitions(f, parquet_block_rows)
+    return Source(files=tuple(files), features=features, private_name=private, partitions=tuple(partitions))
+
+
+def read_partition(part: Partition, features: Sequence[str], private: str) -> tuple[np.ndarray, np.ndarray]:
+    """Read and validate one partition.
+
+    Returns
+    -------
+    public : ndarray of float64, shape (m, d)
+        Columns in ``features`` order.
+    labels : ndarray of str objects, shape (m,)
+        Private values, stripped (Parquet numbers written as text, e.g. ``"1"``).
+
+    Raises
+    ------
+    DatasetError
+        The first bad cell, named as ``load_dataset`` names it (file, line or row, column).
+    """
+    if part.kind == "csv":
+        X, labels, where = _read_csv_block(part, features, private)
+    else:
+        X, labels, where = _read_parquet_block(part, features, private)
+    _refuse_missing(X, features, where)
+    return X, labels
+
+
+def file_sha256(path: str) -> str:
+    """Hex SHA-256 of a file's bytes, read in 16 MiB pieces."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for piece in iter(lambda: f.read(16 << 20), b""):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def source_sha256(files: Sequence[str], digests: Sequence[str]) -> str:
+    """Provenance of a source: the file's own SHA-256 for one file (as ``load_dataset``),
+    else the SHA-256 of the lines ``"<sha256>  <file name>\\n"`` in sorted path order."""
+    if len(files) == 1:
+        return digests[0]
+    listing = "".join(f"{h}  {os.path.basename(f)}\n" for f, h in zip(files, digests))
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def _refuse_missing(X: np.ndarray, features: Sequence[str], where) -> None:
+    """Refuse missing cells (NaN); ``where(i)`` names row i of the block ("line 7" / "row 7")."""
+    bad = np.isnan(X)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise DatasetError(f"{where(int(i))}, column {features[j]!r}: empty cell (missing values are not "
+                           f"supported by the partitioned build yet)")
+
+
+# --- CSV -------------------------------------------------------------------------------------------
+
+def _csv_header(path: str) -> tuple[list[str], int]:
+    """Header names (stripped) and the byte offset where the data lines begin."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(1 << 20)
+            offset = f.tell()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        text = line.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    try:
+        header = next(csv.reader([text]), None)
+    except csv.Error as exc:
+        raise DatasetError(f"{path}, line 1: {exc}") from exc
+    if not header:
+        raise DatasetError(f"{path}: empty file, expected a header row")
+    return [h.strip() for h in header], offset
+
+
+def _csv_partitions(path: str, block: int) -> list[Partition]:
+    _, begin = _csv_header(path)
+    size = os.path.getsize(path)
+    if size <= begin:
+        raise DatasetError(f"{path}: no data rows")
+    cuts = list(range(begin, size, block)) + [size]
+    return [Partition(path, "csv", a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _block_bytes(part: Partition) -> tuple[bytes, int]:
+    """The whole lines that begin in [start, stop), and the offset of the first."""
+    with open(part.path, "rb") as f:
+        f.seek(part.start - 1)
+        if f.read(1) != b"\n":
+            f.readline()  # the line that straddles start belongs to the previous block
+        begin = f.tell()
+        if begin >= part.stop:
+            return b"", begin
+        data = f.read(part.stop - begin)
+        if not data.endswith(b"\n"):
+            data += f.readline()
+    return data, begin
+
+
+def _line_of(path: str, offset: int) -> int:
+    """Line number (1-based) of the line that begins at byte ``offset``."""
+    count = 0
+    with open(path, "rb") as f:
+        remaining = offset
+        while remaining > 0:
+            piece = f.read(min(remaining, 16 << 20))
+            if not piece:
+                break
+            count += piece.count(b"\n")
+            remaining -= len(piece)
+    return count + 1
+
+
+def _read_csv_block(part: Partition, features, private):
+    import pandas as pd
+
+    data, begin = _block_bytes(part)
+    if not data.strip():
+        return np.empty((0, len(features))), np.empty(0, dtype=object), None
+    header, _ = _csv_header(part.path)
+    try:
+        frame = pd.read_csv(io.BytesIO(data), header=None, names=header, usecols=[*features, private],
+                            dtype={**{name: np.float64 for name in features}, private: str},
+                            keep_default_na=False, na_values=[], skipinitialspace=False)
+        X = frame[list(features)].to_numpy(dtype=np.float64)
+        labels = frame[private].str.strip().to_numpy(dtype=object)
+        clean = np.isfinite(X).all() and bool((labels != "").all())
+    except (ValueError, pd.errors.ParserError):
+        clean = False
+    if clean:
+        return X, labels, None
+    # Slow path: the in-memory reader's own row parser, for its exact messages.
+    first_line = _line_of(part.path, begin)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + data[:exc.start].count(b"\n")
+        raise DatasetError(f"{part.path}, line {line}: not UTF-8 text") from exc
+    public_at = [header.index(name) for name in features]
+    cells, labels = parse_rows(csv.reader(io.StringIO(text, newline="")), part.path, header, public_at,
+                               header.index(private), False, first_line=first_line - 1)
+    X = np.array(cells, dtype=np.float64).reshape(len(cells), len(features))
+    reader = csv.reader(io.StringIO(text, newline=""))   # the file line of each data row (blank lines skipped)
+    at = [first_line - 1 + reader.line_num for row in reader if row and not (len(row) == 1 and not row[0].strip())]
+    return X, np.array(labels, dtype=object), lambda i: f"{part.path}, line {at[i]}"
+
+
+# --- Parquet ---------------------------------------------------------------------------------------
+
+def _parquet_file(path: str):
+    import pyarrow.parquet as pq
+    try:
+        return pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own error types for a damaged file
+        raise DatasetError(f"{path}: not a readable Parquet file ({exc})") from exc
+
+
+def _parquet_partitions(path: str, block_rows: int) -> list[Partition]:
+    meta = _parquet_file(path).metadata
+    parts, start, first, rows, at = [], 0, 0, 0, 0
+    for g in range(meta.num_row_groups):
+        rows += meta.row_group(g).num_rows
+        if rows >= block_rows or g == meta.num_row_groups - 1:
+            parts.append(Partition(path, "parquet", start, g + 1, first))
+            start, first = g + 1, at + rows
+            at, rows = first, 0
+    if not parts or meta.num_rows == 0:
+        raise DatasetError(f"{path}: no data rows")
+    return parts
+
+
+def _read_parquet_block(part: Partition, features, private):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        table = _parquet_file(part.path).read_row_groups(range(part.start, part.stop), columns=[*features, private])
+    except Exception as exc:
+        raise DatasetError(f"{part.path}: cannot read row groups {part.start}..{part.stop - 1} ({exc})") from exc
+
+    def where(i: int) -> str:
+        return f"{part.path}, row {part.first_row + i + 1}"
+
+    columns = []
+    for name in features:
+        column = table.column(name)
+        if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+            raise DatasetError(f"{part.path}, column {name!r}: type {column.type}, expected numbers")
+        values = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        if column.null_count:
+            values = values.copy()
+            values[pc.is_null(column).to_numpy(zero_copy_only=False)] = np.nan
+        inf = np.isinf(values)
+        if inf.any():
+            raise DatasetError(f"{where(int(np.argmax(inf)))}, column {name!r}: not finite: {values[inf][0]!r}")
+        columns.append(values)
+    labels = pc.utf8_trim_whitespace(pc.cast(table.column(private), pa.string()))
+    empty = pc.fill_null(pc.equal(labels, ""), True).to_numpy(zero_copy_only=False)
+    if empty.any():
+        raise DatasetError(f"{where(int(np.argmax(empty)))}, column {private!r}: empty private value")
+    X = np.column_stack(columns) if columns else np.empty((table.num_rows, 0))
+    return X, labels.to_numpy(zero_copy_only=False).astype(object), where

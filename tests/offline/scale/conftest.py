@@ -1,0 +1,53 @@
+"""Fixtures for the partitioned build: a small local Dask cluster and labelled ratings."""
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A LocalCluster of two single-threaded workers (threads, to start fast), shared by the tests."""
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def client(dask_cluster):
+    from distributed import Client
+    with Client(dask_cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def ratings_frame():
+    """``ratings_frame(n=1200, d=6, seed=3)``: a pandas frame of labelled ratings."""
+    return _ratings_frame
+
+
+def _ratings_frame(n=1200, d=6, seed=3):
+    """n users x d integer ratings in 1..5 whose level depends on a binary party."""
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    X = np.clip(rng.integers(1, 6, size=(n, d)) + a[:, None] * (rng.random((n, d)) < 0.5), 1, 5)
+    frame = pd.DataFrame(X, columns=[f"r{i}" for i in range(d)])
+    frame["party"] = np.where(a == 1, "left", "right")
+    return frame
+
+
+@pytest.fixture(scope="session")
+def ratings(tmp_path_factory, ratings_frame):
+    """The same rows as one CSV, as three CSV files in a folder, and as two Parquet files."""
+    root = tmp_path_factory.mktemp("ratings")
+    frame = ratings_frame()
+    frame.to_csv(root / "all.csv", index=False)
+    (root / "csv").mkdir()
+    (root / "parquet").mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[rows].to_csv(root / "csv" / f"part{i}.csv", index=False)
+    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 2)):
+        frame.iloc[rows].to_parquet(root / "parquet" / f"part{i}.parquet", row_group_size=200)
+    return root
