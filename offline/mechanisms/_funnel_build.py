@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError
 from .._information import leakage_bits, mutual_information_bits
@@ -21,11 +20,12 @@ from ..data._dataset import Dataset, load_dataset
 from ..data._prior import joint_prior
 from ._erasure import input_alphabet
 from ._funnel import FunnelResult, entropy_bits, greedy_funnel
-from ._pipeline import (
+from ._header import (
     DEFAULT_DEVICE_CLASS,
     DEFAULT_VALID_DAYS,
-    _issued_at,
     _tool_version,
+    check_header,
+    payload_header,
 )
 
 __all__ = ["FunnelOptions", "FunnelBuild", "build_funnel", "categorical_alphabet", "funnel_prior"]
@@ -59,10 +59,7 @@ class FunnelOptions:
             raise BuildError(f"disclosure fraction must be in [0, 1], got {self.disclosure_fraction}")
         if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
             raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
-        if not 1 <= self.bundle_version < 2 ** 63:
-            raise BuildError(f"bundle version must be in 1..2^63-1, got {self.bundle_version}")
-        if not self.valid_days > 0:
-            raise BuildError(f"valid days must be > 0, got {self.valid_days}")
+        check_header(self)
 
 
 @dataclass(frozen=True)
@@ -123,7 +120,6 @@ def build_funnel(csv_path, options: FunnelOptions) -> FunnelBuild:
     q[np.arange(k_in), result.labels] = 1.0
     leak = leakage_bits(p_sx, q)  # from the released table, as the device recomputes it
     disclosure = entropy_bits(p_sx.sum(axis=0) @ q)
-    issued_at = _issued_at(options)
     metrics = {
         "leakage_bits": leak,
         "disclosure_bits": disclosure,
@@ -141,13 +137,7 @@ def build_funnel(csv_path, options: FunnelOptions) -> FunnelBuild:
         "merges": len(result.merges),
     }
     payload = {
-        "type": "privmap/bundle",
-        "schema_version": SCHEMA_VERSION,
-        "version": options.bundle_version,
-        "issued_at": issued_at,
-        "expires": issued_at + int(round(options.valid_days * 86400)),
-        "device_class": options.device_class,
-        "mechanism": "funnel",
+        **payload_header(options, "funnel"),
         "metric": "log-loss",
         "features": specs,
         "private": {"name": dataset.private_name, "classes": list(dataset.classes)},

@@ -17,25 +17,25 @@ import pathlib
 from dataclasses import dataclass
 
 import numpy as np
-from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError, DatasetError
 from ..data._dataset import MAX_CSV_BYTES, MIN_ROWS
 from ..data._distortion import pairwise
 from ..solvers._compress import compress
 from ._funnel_build import categorical_alphabet
+from ._header import (
+    DEFAULT_DEVICE_CLASS,
+    DEFAULT_VALID_DAYS,
+    _tool_version,
+    check_header,
+    payload_header,
+)
 from ._maxcorr import (
     VERIFIED_RELATIVE_GAP,
     design_max_correlation,
     rho_m_squared,
     s_star_lower_bound,
     s_star_upper_bound,
-)
-from ._pipeline import (
-    DEFAULT_DEVICE_CLASS,
-    DEFAULT_VALID_DAYS,
-    _issued_at,
-    _tool_version,
 )
 
 __all__ = ["MaxCorrOptions", "MaxCorrBuild", "build_max_correlation", "read_public", "MAXCORR_BITS"]
@@ -83,10 +83,7 @@ class MaxCorrOptions:
             raise BuildError(f"starts must be >= 1, got {self.starts}")
         if not 1 <= self.bits <= 32:
             raise BuildError(f"bits must be in 1..32, got {self.bits}")
-        if not 1 <= self.bundle_version < 2 ** 63:
-            raise BuildError(f"bundle version must be in 1..2^63-1, got {self.bundle_version}")
-        if not self.valid_days > 0:
-            raise BuildError(f"valid days must be > 0, got {self.valid_days}")
+        check_header(self)
 
 
 @dataclass(frozen=True)
@@ -168,7 +165,6 @@ def build_max_correlation(csv_path, options: MaxCorrOptions) -> MaxCorrBuild:
     lower = max(rho2, s_star_lower_bound(p_x, w, seed=options.seed))
     verified = upper <= rho2 * (1 + VERIFIED_RELATIVE_GAP) + 1e-15
     index, weight = table.rows()
-    issued_at = _issued_at(options)
     metrics = {
         "rho_m_squared": rho2,
         "rho_m_squared_solved": designed.rho_m_squared,
@@ -188,13 +184,7 @@ def build_max_correlation(csv_path, options: MaxCorrOptions) -> MaxCorrBuild:
         metrics["information_budget_bits"] = float(options.information_budget)
         metrics["leakage_bound_bits"] = float(options.information_budget) * upper
     payload = {
-        "type": "privmap/bundle",
-        "schema_version": SCHEMA_VERSION,
-        "version": options.bundle_version,
-        "issued_at": issued_at,
-        "expires": issued_at + int(round(options.valid_days * 86400)),
-        "device_class": options.device_class,
-        "mechanism": "max-correlation",
+        **payload_header(options, "max-correlation"),
         "metric": "hamming",
         "features": specs,
         "inputs": cells,
