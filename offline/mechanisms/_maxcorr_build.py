@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import math
 import pathlib
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import BuildError, DatasetError
-from ..data._dataset import MAX_CSV_BYTES, MIN_ROWS
+from ..data._dataset import MIN_ROWS, check_unique, column_indexes, data_rows, read_csv
 from ..data._distortion import pairwise
 from ..solvers._compress import compress
 from ._funnel_build import categorical_alphabet
@@ -105,37 +104,21 @@ def read_public(path, public=None, exclude=None) -> tuple[tuple[str, ...], np.nd
     an unreadable/oversized file, unknown column, ragged or empty cell (by line), too few rows.
     """
     path = pathlib.Path(path)
+    raw, reader, header = read_csv(path)
+    check_unique(header, path)
+    names = list(public) if public else [h for h in header if h != exclude]
+    if not names:
+        raise DatasetError(f"{path}: no public columns")
+    at = column_indexes(names, header, path, "public ")
+    rows = []
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CSV_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CSV_BYTES:
-        raise DatasetError(f"{path}: larger than {MAX_CSV_BYTES} bytes")
-    try:
-        reader = csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""))
-        header = [h.strip() for h in next(reader, [])]
-        if not header or len(set(header)) != len(header):
-            raise DatasetError(f"{path}: missing or duplicate header names")
-        names = list(public) if public else [h for h in header if h != exclude]
-        unknown = [c for c in names if c not in header]
-        if unknown or not names:
-            raise DatasetError(f"{path}: unknown public column(s) {unknown}; columns are {', '.join(header)}")
-        at = [header.index(c) for c in names]
-        rows = []
-        for row in reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if len(row) != len(header):
-                raise DatasetError(f"{path}, line {reader.line_num}: {len(row)} cells, header has {len(header)}")
+        for line, row in data_rows(reader, path, header):
             cells = [row[i].strip() for i in at]
             if not all(cells):
-                raise DatasetError(f"{path}, line {reader.line_num}: empty public cell")
+                raise DatasetError(f"{path}, line {line}: empty public cell")
             rows.append(cells)
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except csv.Error as exc:
-        raise DatasetError(f"{path}: {exc}") from exc
+        raise DatasetError(f"{path}, line {reader.line_num}: {exc}") from exc
     if len(rows) < MIN_ROWS:
         raise DatasetError(f"{path}: {len(rows)} data rows, need at least {MIN_ROWS}")
     return tuple(names), np.array(rows, dtype=object), hashlib.sha256(raw).hexdigest()
