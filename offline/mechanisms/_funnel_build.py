@@ -21,8 +21,7 @@ from ..data._prior import joint_prior
 from ._erasure import input_alphabet
 from ._funnel import FunnelResult, entropy_bits, greedy_funnel
 from ._header import (
-    DEFAULT_DEVICE_CLASS,
-    DEFAULT_VALID_DAYS,
+    HeaderOptions,
     _tool_version,
     check_header,
     payload_header,
@@ -32,7 +31,7 @@ __all__ = ["FunnelOptions", "FunnelBuild", "build_funnel", "categorical_alphabet
 
 
 @dataclass(frozen=True, kw_only=True)
-class FunnelOptions:
+class FunnelOptions(HeaderOptions):
     """What decides a funnel bundle's bytes (with the data and the key).
 
     Exactly one of ``disclosure`` (R in bits) and ``disclosure_fraction`` (R / H(X), in [0, 1])
@@ -45,10 +44,6 @@ class FunnelOptions:
     disclosure_fraction: float | None = None
     smoothing: float = 0.0
     seed: int = 0
-    bundle_version: int = 1
-    issued_at: int | None = None
-    valid_days: float = DEFAULT_VALID_DAYS
-    device_class: str = DEFAULT_DEVICE_CLASS
 
     def __post_init__(self):
         if (self.disclosure is None) == (self.disclosure_fraction is None):

@@ -3,8 +3,9 @@
 Every payload starts with the same fields (docs/bundle-format.md): ``type``,
 ``schema_version``, ``version``, ``issued_at``, ``expires``, ``device_class`` and
 ``mechanism``. The options that decide them (``bundle_version``, ``issued_at``, ``valid_days``,
-``device_class``) are fields of each mechanism's options class, checked by :func:`check_header`,
-or a :class:`HeaderOptions` of their own (the real-valued mechanisms).
+``device_class``) are :class:`HeaderOptions`: the real-valued mechanisms take one, and the other
+mechanisms' options classes (``BuildOptions``, ``FunnelOptions``, ``MaxCorrOptions``) extend it
+and call :func:`check_header` among their own checks.
 """
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ class HeaderOptions:
     """Bundle header choices: ``bundle_version`` (>= 1), ``issued_at`` (unix seconds; None takes
     SOURCE_DATE_EPOCH, else the clock), ``valid_days`` (> 0) and ``device_class``.
 
-    Raises :class:`BuildError` at construction (:func:`check_header`)."""
+    Raises :class:`BuildError` at construction (:func:`check_header`; a subclass that defines its
+    own ``__post_init__`` calls it there)."""
 
     bundle_version: int = 1
     issued_at: int | None = None

@@ -23,8 +23,7 @@ from ..data._distortion import pairwise
 from ..solvers._compress import compress
 from ._funnel_build import categorical_alphabet
 from ._header import (
-    DEFAULT_DEVICE_CLASS,
-    DEFAULT_VALID_DAYS,
+    HeaderOptions,
     _tool_version,
     check_header,
     payload_header,
@@ -48,7 +47,7 @@ MAXCORR_BITS = 24
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaxCorrOptions:
+class MaxCorrOptions(HeaderOptions):
     """What decides a max-correlation bundle's bytes (with the data and the key).
 
     ``delta`` is the Hamming budget D (expected number of changed cells under P_X);
@@ -65,10 +64,6 @@ class MaxCorrOptions:
     starts: int = 6
     bits: int = MAXCORR_BITS
     seed: int = 0
-    bundle_version: int = 1
-    issued_at: int | None = None
-    valid_days: float = DEFAULT_VALID_DAYS
-    device_class: str = DEFAULT_DEVICE_CLASS
 
     def __post_init__(self):
         if self.metric != "hamming":

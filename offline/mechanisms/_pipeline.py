@@ -41,8 +41,7 @@ from ..solvers._result import SolveResult
 from ..solvers._solve import SOLVERS, solve
 from ._codebook import Codebook, metric_center, refine
 from ._header import (
-    DEFAULT_DEVICE_CLASS,
-    DEFAULT_VALID_DAYS,
+    HeaderOptions,
     _tool_version,
     check_header,
     payload_header,
@@ -55,7 +54,7 @@ Progress = Callable[[str, float], None]
 
 
 @dataclass(frozen=True, kw_only=True)
-class BuildOptions:
+class BuildOptions(HeaderOptions):
     """Everything that decides a bundle's bytes (with the data and the key).
 
     Exactly one of ``delta`` (absolute budget) and ``delta_fraction`` (a fraction
@@ -85,10 +84,6 @@ class BuildOptions:
     tol_bits: float = 1e-5
     bits: int = DEFAULT_BITS
     smoothing: float = 0.0
-    bundle_version: int = 1
-    issued_at: int | None = None
-    valid_days: float = DEFAULT_VALID_DAYS
-    device_class: str = DEFAULT_DEVICE_CLASS
     codebook: bool = True
     holdout_folds: int = 5
 
