@@ -18,7 +18,7 @@ from .._errors import BuildError
 from .._information import leakage_bits, mutual_information_bits
 from ..data._dataset import Dataset, load_dataset
 from ..data._prior import joint_prior
-from ._erasure import input_alphabet
+from ._erasure import categorical_code, input_alphabet
 from ._funnel import FunnelResult, entropy_bits, greedy_funnel
 from ._header import (
     HeaderOptions,
@@ -83,9 +83,7 @@ def categorical_alphabet(features, public) -> tuple[list[dict], list[tuple], lis
         (category indexes, shape (K, d)) and each row's tuple index (shape (n,)).
     """
     tuples, labels = input_alphabet(public)
-    values = [sorted({t[i] for t in tuples}) for i in range(len(features))]
-    code = [{v: k for k, v in enumerate(vs)} for vs in values]
-    specs = [{"name": name, "kind": "categorical", "values": vs} for name, vs in zip(features, values)]
+    specs, code = categorical_code(features, tuples)
     cells = [[code[i][v] for i, v in enumerate(t)] for t in tuples]
     return specs, tuples, cells, labels
 

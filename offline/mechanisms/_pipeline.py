@@ -407,11 +407,9 @@ def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:
 
 
 def _exact_alphabet(dataset: Dataset) -> Alphabet:
-    from ._erasure import erasure_problem
+    from ._erasure import categorical_code, erasure_problem
     problem = erasure_problem(dataset.public, dataset.private, len(dataset.classes), dataset.features)
-    values = [sorted({row[i] for row in problem.inputs}) for i in range(dataset.d)]
-    code = [{v: k for k, v in enumerate(vs)} for vs in values]
-    features = [{"name": name, "kind": "categorical", "values": vs} for name, vs in zip(dataset.features, values)]
+    features, code = categorical_code(dataset.features, problem.inputs)
     inputs = [[code[i][v] for i, v in enumerate(row)] for row in problem.inputs]
     outputs = [[None if v is None else code[i][v] for i, v in enumerate(row)] for row in problem.outputs]
     D = problem.distortion
