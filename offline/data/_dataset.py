@@ -149,6 +149,26 @@ def load_dataset(
     )
 
 
+def read_capped(path: pathlib.Path, limit: int, what: str = "") -> bytes:
+    """The bytes of the file at ``path``, refused beyond ``limit`` bytes (read at most limit + 1).
+
+    ``what`` (for example ``"schema "``) names the kind of file before the path in messages.
+
+    Raises
+    ------
+    DatasetError
+        An unreadable file or one larger than ``limit`` bytes.
+    """
+    try:
+        with path.open("rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as exc:
+        raise DatasetError(f"cannot read {what}{path}: {exc.strerror or exc}") from exc
+    if len(raw) > limit:
+        raise DatasetError(f"{what}{path}: larger than {limit} bytes")
+    return raw
+
+
 def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]:
     """Read a CSV file whole and its header row; the one place a builder's CSV bytes are read.
 
@@ -170,13 +190,7 @@ def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]
         Unreadable or oversized file, text that is not UTF-8, no header row, or a CSV syntax
         error in the header.
     """
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CSV_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CSV_BYTES:
-        raise DatasetError(f"{path}: larger than {MAX_CSV_BYTES} bytes")
+    raw = read_capped(path, MAX_CSV_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
