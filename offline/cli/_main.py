@@ -242,7 +242,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                          f"{mechanism} mechanism")
     from ._real import REAL_MECHANISMS, build_real, check_not_real
     if mechanism in REAL_MECHANISMS:
-        from ..mechanisms._realvalued import HeaderOptions
+        from ..mechanisms._header import HeaderOptions
         return build_real(data, mechanism, private=private, utility=utility, desired=desired,
                           confidential=confidential, epsilon=epsilon, delta=delta, gamma=gamma, fisher=fisher,
                           key=key, passphrase_file=passphrase_file, out=out, as_json=as_json,

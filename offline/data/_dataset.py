@@ -11,7 +11,7 @@ import io
 import math
 import pathlib
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -130,25 +130,7 @@ def load_dataset(
         than two private classes, or a listed class with no rows.
     """
     path = pathlib.Path(path)
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CSV_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CSV_BYTES:
-        raise DatasetError(f"{path}: larger than {MAX_CSV_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise DatasetError(f"{path}: empty file, expected a header row") from None
-    except csv.Error as exc:
-        raise DatasetError(f"{path}, line 1: {exc}") from exc
+    raw, reader, header = read_csv(path)
     public, public_at, private_at = select_columns(header, path, private, public)
     cells, labels = parse_rows(reader, path, header, public_at, private_at, categorical, tokens=missing_tokens)
 
@@ -165,6 +147,106 @@ def load_dataset(
         categorical=categorical,
         sha256=hashlib.sha256(raw).hexdigest(),
     )
+
+
+def read_capped(path: pathlib.Path, limit: int, what: str = "") -> bytes:
+    """The bytes of the file at ``path``, refused beyond ``limit`` bytes (read at most limit + 1).
+
+    ``what`` (for example ``"schema "``) names the kind of file before the path in messages.
+
+    Raises
+    ------
+    DatasetError
+        An unreadable file or one larger than ``limit`` bytes.
+    """
+    try:
+        with path.open("rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as exc:
+        raise DatasetError(f"cannot read {what}{path}: {exc.strerror or exc}") from exc
+    if len(raw) > limit:
+        raise DatasetError(f"{what}{path}: larger than {limit} bytes")
+    return raw
+
+
+def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]:
+    """Read a CSV file whole and its header row; the one place a builder's CSV bytes are read.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        UTF-8 CSV (a byte-order mark is allowed) with a header row, at most ``MAX_CSV_BYTES``.
+
+    Returns
+    -------
+    (raw, reader, header)
+        The file's bytes (for its SHA-256), a ``csv.reader`` positioned after the header, and
+        the header's column names, stripped, in file order (the caller checks them:
+        :func:`select_columns` or :func:`check_unique` and :func:`column_indexes`).
+
+    Raises
+    ------
+    DatasetError
+        Unreadable or oversized file, text that is not UTF-8, no header row, or a CSV syntax
+        error in the header.
+    """
+    raw = read_capped(path, MAX_CSV_BYTES)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise DatasetError(f"{path}: empty file, expected a header row") from None
+    except csv.Error as exc:
+        raise DatasetError(f"{path}, line 1: {exc}") from exc
+    return raw, reader, header
+
+
+def check_unique(header: Sequence[str], path) -> None:
+    """Raise :class:`DatasetError` naming the column names that ``header`` gives more than once."""
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise DatasetError(f"{path}: duplicate column name(s) in header: {', '.join(dupes)}")
+
+
+def column_indexes(names: Sequence[str], header: Sequence[str], path, what: str = "") -> list[int]:
+    """Indexes in ``header`` of the columns ``names``.
+
+    ``what`` (for example ``"public "``) qualifies the column in the message.
+
+    Raises
+    ------
+    DatasetError
+        A name that is not in ``header`` (the first one, with the file's columns).
+    """
+    for name in names:
+        if name not in header:
+            raise DatasetError(f"{path}: unknown {what}column {name!r}; columns are {', '.join(header)}")
+    return [header.index(name) for name in names]
+
+
+def data_rows(reader, path, header: Sequence[str], *, first_line: int = 0) -> Iterator[tuple[int, list[str]]]:
+    """The non-blank rows of a ``csv.reader`` (the header already read) with their file lines.
+
+    Yields ``(line, row)``, ``line`` being ``first_line + reader.line_num``. A ``csv.Error`` from
+    the reader is left to the caller (which names the line).
+
+    Raises
+    ------
+    DatasetError
+        A row whose number of cells is not the header's, named by line.
+    """
+    for row in reader:
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue  # blank line
+        line = first_line + reader.line_num
+        if len(row) != len(header):
+            raise DatasetError(f"{path}, line {line}: {len(row)} cells, header has {len(header)}")
+        yield line, row
 
 
 def select_columns(header: list[str], path, private: str, public: Sequence[str] | None
@@ -189,25 +271,18 @@ def select_columns(header: list[str], path, private: str, public: Sequence[str] 
     DatasetError
         Duplicate or unknown names, a column both private and public, no public column.
     """
-    dupes = sorted({h for h in header if header.count(h) > 1})
-    if dupes:
-        raise DatasetError(f"{path}: duplicate column name(s) in header: {', '.join(dupes)}")
-    if private not in header:
-        raise DatasetError(f"{path}: unknown private column {private!r}; columns are {', '.join(header)}")
+    check_unique(header, path)
+    (private_at,) = column_indexes([private], header, path, "private ")
     if public is None:
         public = [h for h in header if h != private]
     else:
         public = list(public)
-        for name in public:
-            if name not in header:
-                raise DatasetError(f"{path}: unknown public column {name!r}; columns are {', '.join(header)}")
+        column_indexes(public, header, path, "public ")
         if private in public:
             raise DatasetError(f"{path}: column {private!r} cannot be both private and public")
     if not public:
         raise DatasetError(f"{path}: no public columns")
-    public_at = [header.index(name) for name in public]
-    private_at = header.index(private)
-    return public, public_at, private_at
+    return public, column_indexes(public, header, path), private_at
 
 
 def check_classes(found: list[str], classes: Sequence[str] | None, path, private: str) -> list[str]:
@@ -286,13 +361,7 @@ def parse_rows(reader, path, header: list[str], public_at: list[int], private_at
     cells: list[list] = []
     labels: list[str] = []
     try:
-        for row in reader:
-            line = first_line + reader.line_num
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue  # blank line
-            if len(row) != len(header):
-                raise DatasetError(
-                    f"{path}, line {line}: {len(row)} cells, header has {len(header)}")
+        for line, row in data_rows(reader, path, header, first_line=first_line):
             label = row[private_at].strip()
             if not label:
                 raise DatasetError(f"{path}, line {line}, column {private!r}: empty private value")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import math
 import pathlib
 from typing import Sequence
@@ -11,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from .._errors import DatasetError
-from ._dataset import MAX_CSV_BYTES, MIN_ROWS, _cell
+from ._dataset import MIN_ROWS, _cell, check_unique, column_indexes, data_rows, read_csv
 
 __all__ = ["read_numeric_columns"]
 
@@ -40,44 +39,23 @@ def read_numeric_columns(path, columns: Sequence[str], *, min_rows: int = MIN_RO
         empty, non-numeric or non-finite cell (named by line and column), too few rows.
     """
     path = pathlib.Path(path)
+    raw, reader, header = read_csv(path)
+    check_unique(header, path)
+    at = column_indexes(columns, header, path)
+    if len(set(columns)) != len(columns):
+        raise DatasetError(f"{path}: a column is named twice")
+    rows = []
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CSV_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CSV_BYTES:
-        raise DatasetError(f"{path}: larger than {MAX_CSV_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = tuple(h.strip() for h in next(reader))
-        if len(set(header)) != len(header):
-            raise DatasetError(f"{path}: duplicate column names in the header")
-        for name in columns:
-            if name not in header:
-                raise DatasetError(f"{path}: unknown column {name!r}; columns are {', '.join(header)}")
-        if len(set(columns)) != len(columns):
-            raise DatasetError(f"{path}: a column is named twice")
-        at = [header.index(name) for name in columns]
-        rows = []
-        for row in reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if len(row) != len(header):
-                raise DatasetError(f"{path}, line {reader.line_num}: {len(row)} cells, header has {len(header)}")
-            cells = [_cell(row[i], path, reader.line_num, header[i], False, "") for i in at]
+        for line, row in data_rows(reader, path, header):
+            cells = [_cell(row[i], path, line, header[i], False, "") for i in at]
             for value, i in zip(cells, at):
                 if math.isnan(value):
-                    raise DatasetError(f"{path}, line {reader.line_num}, column {header[i]!r}: empty cell "
+                    raise DatasetError(f"{path}, line {line}, column {header[i]!r}: empty cell "
                                        "(the real-valued mechanisms need every cell)")
             rows.append(cells)
-    except StopIteration:
-        raise DatasetError(f"{path}: empty file, expected a header row") from None
     except csv.Error as exc:
         raise DatasetError(f"{path}, line {reader.line_num}: {exc}") from exc
     if len(rows) < min_rows:
         raise DatasetError(f"{path}: {len(rows)} data rows, need at least {min_rows}")
-    return np.array(rows, dtype=np.float64).reshape(len(rows), len(columns)), header, hashlib.sha256(raw).hexdigest()
+    values = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))
+    return values, tuple(header), hashlib.sha256(raw).hexdigest()

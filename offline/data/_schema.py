@@ -31,6 +31,7 @@ from privmap.device._lookup import _DECIMAL
 from privmap.device._schema import MAX_MISSING_TOKEN
 
 from .._errors import DatasetError
+from ._dataset import read_capped
 
 __all__ = ["Column", "Declaration", "Declared", "parse_domains", "read_schema_file", "declare", "resolve",
            "schema_json"]
@@ -125,13 +126,7 @@ def read_schema_file(path) -> dict[str, Declaration]:
     a wrong type, or a domain with min > max.
     """
     path = pathlib.Path(path)
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_SCHEMA_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"cannot read schema {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_SCHEMA_BYTES:
-        raise DatasetError(f"schema {path}: larger than {MAX_SCHEMA_BYTES} bytes")
+    raw = read_capped(path, MAX_SCHEMA_BYTES, "schema ")
     try:
         obj = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

@@ -12,12 +12,13 @@ payloads); for categorical rows ``_funnel`` / ``_funnel_build`` (seed 003's gree
 from ._funnel import FunnelResult, greedy_funnel
 from ._funnel_build import FunnelBuild, FunnelOptions, build_funnel
 from ._gaussian import GaussianModel, GreedyResult, fisher_information, greedy_noise
+from ._header import HeaderOptions
 from ._maxcorr import design_max_correlation, rho_m_squared, s_star_upper_bound
 from ._maxcorr_build import MaxCorrBuild, MaxCorrOptions, build_max_correlation
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
 from ._nullspace import NullspaceDirections, clean, fit_linear, nullspace_directions
 from ._pipeline import MECHANISMS, Build, BuildOptions, build
-from ._realvalued import HeaderOptions, RealBuild, build_gaussian, build_nullspace
+from ._realvalued import RealBuild, build_gaussian, build_nullspace
 
 __all__ = ["build", "Build", "BuildOptions", "MECHANISMS", "MISSING_POLICIES", "DEFAULT_MISSING",
            "build_nullspace", "build_gaussian", "RealBuild", "HeaderOptions",

@@ -95,6 +95,27 @@ def input_alphabet(public) -> tuple[list[tuple[str, ...]], np.ndarray]:
     return inputs, np.array([where[t] for t in rows], dtype=np.int64)
 
 
+def categorical_code(features: Sequence[str], tuples: Sequence[tuple[str, ...]]
+                     ) -> tuple[list[dict], list[dict[str, int]]]:
+    """The bundle's categorical feature specs for observed tuples, and the category index of each value.
+
+    Parameters
+    ----------
+    features : sequence of str, length d
+    tuples : sequence of tuples of str, each of length d
+
+    Returns
+    -------
+    (specs, code)
+        ``{"name", "kind": "categorical", "values"}`` per feature (values sorted), and per feature
+        a dict value -> index into its ``values``.
+    """
+    values = [sorted({t[i] for t in tuples}) for i in range(len(features))]
+    code = [{v: k for k, v in enumerate(vs)} for vs in values]
+    specs = [{"name": name, "kind": "categorical", "values": vs} for name, vs in zip(features, values)]
+    return specs, code
+
+
 def _output_key(t: tuple[str | None, ...]):
     return (sum(v is ERASED for v in t), tuple((v is ERASED, v or "") for v in t))
 

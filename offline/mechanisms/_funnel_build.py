@@ -13,26 +13,25 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError
 from .._information import leakage_bits, mutual_information_bits
 from ..data._dataset import Dataset, load_dataset
 from ..data._prior import joint_prior
-from ._erasure import input_alphabet
+from ._erasure import categorical_code, input_alphabet
 from ._funnel import FunnelResult, entropy_bits, greedy_funnel
-from ._pipeline import (
-    DEFAULT_DEVICE_CLASS,
-    DEFAULT_VALID_DAYS,
-    _issued_at,
+from ._header import (
+    HeaderOptions,
     _tool_version,
+    check_header,
+    payload_header,
 )
 
 __all__ = ["FunnelOptions", "FunnelBuild", "build_funnel", "categorical_alphabet", "funnel_prior"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class FunnelOptions:
+class FunnelOptions(HeaderOptions):
     """What decides a funnel bundle's bytes (with the data and the key).
 
     Exactly one of ``disclosure`` (R in bits) and ``disclosure_fraction`` (R / H(X), in [0, 1])
@@ -45,10 +44,6 @@ class FunnelOptions:
     disclosure_fraction: float | None = None
     smoothing: float = 0.0
     seed: int = 0
-    bundle_version: int = 1
-    issued_at: int | None = None
-    valid_days: float = DEFAULT_VALID_DAYS
-    device_class: str = DEFAULT_DEVICE_CLASS
 
     def __post_init__(self):
         if (self.disclosure is None) == (self.disclosure_fraction is None):
@@ -59,10 +54,7 @@ class FunnelOptions:
             raise BuildError(f"disclosure fraction must be in [0, 1], got {self.disclosure_fraction}")
         if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
             raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
-        if not 1 <= self.bundle_version < 2 ** 63:
-            raise BuildError(f"bundle version must be in 1..2^63-1, got {self.bundle_version}")
-        if not self.valid_days > 0:
-            raise BuildError(f"valid days must be > 0, got {self.valid_days}")
+        check_header(self)
 
 
 @dataclass(frozen=True)
@@ -91,9 +83,7 @@ def categorical_alphabet(features, public) -> tuple[list[dict], list[tuple], lis
         (category indexes, shape (K, d)) and each row's tuple index (shape (n,)).
     """
     tuples, labels = input_alphabet(public)
-    values = [sorted({t[i] for t in tuples}) for i in range(len(features))]
-    code = [{v: k for k, v in enumerate(vs)} for vs in values]
-    specs = [{"name": name, "kind": "categorical", "values": vs} for name, vs in zip(features, values)]
+    specs, code = categorical_code(features, tuples)
     cells = [[code[i][v] for i, v in enumerate(t)] for t in tuples]
     return specs, tuples, cells, labels
 
@@ -123,7 +113,6 @@ def build_funnel(csv_path, options: FunnelOptions) -> FunnelBuild:
     q[np.arange(k_in), result.labels] = 1.0
     leak = leakage_bits(p_sx, q)  # from the released table, as the device recomputes it
     disclosure = entropy_bits(p_sx.sum(axis=0) @ q)
-    issued_at = _issued_at(options)
     metrics = {
         "leakage_bits": leak,
         "disclosure_bits": disclosure,
@@ -141,13 +130,7 @@ def build_funnel(csv_path, options: FunnelOptions) -> FunnelBuild:
         "merges": len(result.merges),
     }
     payload = {
-        "type": "privmap/bundle",
-        "schema_version": SCHEMA_VERSION,
-        "version": options.bundle_version,
-        "issued_at": issued_at,
-        "expires": issued_at + int(round(options.valid_days * 86400)),
-        "device_class": options.device_class,
-        "mechanism": "funnel",
+        **payload_header(options, "funnel"),
         "metric": "log-loss",
         "features": specs,
         "private": {"name": dataset.private_name, "classes": list(dataset.classes)},

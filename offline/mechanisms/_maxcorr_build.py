@@ -11,31 +11,29 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import math
 import pathlib
 from dataclasses import dataclass
 
 import numpy as np
-from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError, DatasetError
-from ..data._dataset import MAX_CSV_BYTES, MIN_ROWS
+from ..data._dataset import MIN_ROWS, check_unique, column_indexes, data_rows, read_csv
 from ..data._distortion import pairwise
 from ..solvers._compress import compress
 from ._funnel_build import categorical_alphabet
+from ._header import (
+    HeaderOptions,
+    _tool_version,
+    check_header,
+    payload_header,
+)
 from ._maxcorr import (
     VERIFIED_RELATIVE_GAP,
     design_max_correlation,
     rho_m_squared,
     s_star_lower_bound,
     s_star_upper_bound,
-)
-from ._pipeline import (
-    DEFAULT_DEVICE_CLASS,
-    DEFAULT_VALID_DAYS,
-    _issued_at,
-    _tool_version,
 )
 
 __all__ = ["MaxCorrOptions", "MaxCorrBuild", "build_max_correlation", "read_public", "MAXCORR_BITS"]
@@ -49,7 +47,7 @@ MAXCORR_BITS = 24
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaxCorrOptions:
+class MaxCorrOptions(HeaderOptions):
     """What decides a max-correlation bundle's bytes (with the data and the key).
 
     ``delta`` is the Hamming budget D (expected number of changed cells under P_X);
@@ -66,10 +64,6 @@ class MaxCorrOptions:
     starts: int = 6
     bits: int = MAXCORR_BITS
     seed: int = 0
-    bundle_version: int = 1
-    issued_at: int | None = None
-    valid_days: float = DEFAULT_VALID_DAYS
-    device_class: str = DEFAULT_DEVICE_CLASS
 
     def __post_init__(self):
         if self.metric != "hamming":
@@ -83,10 +77,7 @@ class MaxCorrOptions:
             raise BuildError(f"starts must be >= 1, got {self.starts}")
         if not 1 <= self.bits <= 32:
             raise BuildError(f"bits must be in 1..32, got {self.bits}")
-        if not 1 <= self.bundle_version < 2 ** 63:
-            raise BuildError(f"bundle version must be in 1..2^63-1, got {self.bundle_version}")
-        if not self.valid_days > 0:
-            raise BuildError(f"valid days must be > 0, got {self.valid_days}")
+        check_header(self)
 
 
 @dataclass(frozen=True)
@@ -108,37 +99,21 @@ def read_public(path, public=None, exclude=None) -> tuple[tuple[str, ...], np.nd
     an unreadable/oversized file, unknown column, ragged or empty cell (by line), too few rows.
     """
     path = pathlib.Path(path)
+    raw, reader, header = read_csv(path)
+    check_unique(header, path)
+    names = list(public) if public else [h for h in header if h != exclude]
+    if not names:
+        raise DatasetError(f"{path}: no public columns")
+    at = column_indexes(names, header, path, "public ")
+    rows = []
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CSV_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CSV_BYTES:
-        raise DatasetError(f"{path}: larger than {MAX_CSV_BYTES} bytes")
-    try:
-        reader = csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""))
-        header = [h.strip() for h in next(reader, [])]
-        if not header or len(set(header)) != len(header):
-            raise DatasetError(f"{path}: missing or duplicate header names")
-        names = list(public) if public else [h for h in header if h != exclude]
-        unknown = [c for c in names if c not in header]
-        if unknown or not names:
-            raise DatasetError(f"{path}: unknown public column(s) {unknown}; columns are {', '.join(header)}")
-        at = [header.index(c) for c in names]
-        rows = []
-        for row in reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if len(row) != len(header):
-                raise DatasetError(f"{path}, line {reader.line_num}: {len(row)} cells, header has {len(header)}")
+        for line, row in data_rows(reader, path, header):
             cells = [row[i].strip() for i in at]
             if not all(cells):
-                raise DatasetError(f"{path}, line {reader.line_num}: empty public cell")
+                raise DatasetError(f"{path}, line {line}: empty public cell")
             rows.append(cells)
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except csv.Error as exc:
-        raise DatasetError(f"{path}: {exc}") from exc
+        raise DatasetError(f"{path}, line {reader.line_num}: {exc}") from exc
     if len(rows) < MIN_ROWS:
         raise DatasetError(f"{path}: {len(rows)} data rows, need at least {MIN_ROWS}")
     return tuple(names), np.array(rows, dtype=object), hashlib.sha256(raw).hexdigest()
@@ -168,7 +143,6 @@ def build_max_correlation(csv_path, options: MaxCorrOptions) -> MaxCorrBuild:
     lower = max(rho2, s_star_lower_bound(p_x, w, seed=options.seed))
     verified = upper <= rho2 * (1 + VERIFIED_RELATIVE_GAP) + 1e-15
     index, weight = table.rows()
-    issued_at = _issued_at(options)
     metrics = {
         "rho_m_squared": rho2,
         "rho_m_squared_solved": designed.rho_m_squared,
@@ -188,13 +162,7 @@ def build_max_correlation(csv_path, options: MaxCorrOptions) -> MaxCorrBuild:
         metrics["information_budget_bits"] = float(options.information_budget)
         metrics["leakage_bound_bits"] = float(options.information_budget) * upper
     payload = {
-        "type": "privmap/bundle",
-        "schema_version": SCHEMA_VERSION,
-        "version": options.bundle_version,
-        "issued_at": issued_at,
-        "expires": issued_at + int(round(options.valid_days * 86400)),
-        "device_class": options.device_class,
-        "mechanism": "max-correlation",
+        **payload_header(options, "max-correlation"),
         "metric": "hamming",
         "features": specs,
         "inputs": cells,

@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Callable
 
 import numpy as np
-from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError
 from .._information import mutual_information_bits
@@ -43,20 +40,21 @@ from ..solvers._perfect import perfect_privacy_solution, perfect_privacy_table
 from ..solvers._result import SolveResult
 from ..solvers._solve import SOLVERS, solve
 from ._codebook import Codebook, metric_center, refine
+from ._header import (
+    HeaderOptions,
+    _tool_version,
+    check_header,
+    payload_header,
+)
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES, feature_maps, missing_alphabet
 
 MECHANISMS = ("quantized", "exact")
-#: Device class a bundle is built for unless ``--device-class`` names one (devices configured with
-#: a class refuse bundles for any other).
-DEFAULT_DEVICE_CLASS = "generic"
-#: Default validity of a bundle, in days.
-DEFAULT_VALID_DAYS = 365
 
 Progress = Callable[[str, float], None]
 
 
 @dataclass(frozen=True, kw_only=True)
-class BuildOptions:
+class BuildOptions(HeaderOptions):
     """Everything that decides a bundle's bytes (with the data and the key).
 
     Exactly one of ``delta`` (absolute budget) and ``delta_fraction`` (a fraction
@@ -86,10 +84,6 @@ class BuildOptions:
     tol_bits: float = 1e-5
     bits: int = DEFAULT_BITS
     smoothing: float = 0.0
-    bundle_version: int = 1
-    issued_at: int | None = None
-    valid_days: float = DEFAULT_VALID_DAYS
-    device_class: str = DEFAULT_DEVICE_CLASS
     codebook: bool = True
     holdout_folds: int = 5
 
@@ -119,10 +113,7 @@ class BuildOptions:
             raise BuildError(f"bits must be in 1..32, got {self.bits}")
         if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
             raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
-        if not 1 <= self.bundle_version < 2 ** 63:
-            raise BuildError(f"bundle version must be in 1..2^63-1, got {self.bundle_version}")
-        if not self.valid_days > 0:
-            raise BuildError(f"valid days must be > 0, got {self.valid_days}")
+        check_header(self)
         if self.seed < 0:
             raise BuildError(f"seed must be >= 0, got {self.seed}")
         if self.holdout_folds != 0 and not 2 <= self.holdout_folds <= 20:
@@ -301,7 +292,6 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     table = compress(solved.table, p_ac, alphabet.distortion, done.budget, bits=options.bits)
     measured = measure(table)
     index, weight = table.rows()
-    issued_at = _issued_at(options)
     metrics = {
         "leakage_bits": table.leakage_bits,
         "distortion": table.distortion,
@@ -342,13 +332,7 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
         metrics.update(cross_fitted_leakage(dataset, options, progress=lambda f: tell("holdout", 0.75 + 0.25 * f))
                        .metrics())
     payload = {
-        "type": "privmap/bundle",
-        "schema_version": SCHEMA_VERSION,
-        "version": options.bundle_version,
-        "issued_at": issued_at,
-        "expires": issued_at + int(round(options.valid_days * 86400)),
-        "device_class": options.device_class,
-        "mechanism": options.mechanism,
+        **payload_header(options, options.mechanism),
         "metric": options.metric,
         "features": alphabet.features,
         "private": {"name": dataset.private_name, "classes": list(dataset.classes)},
@@ -423,11 +407,9 @@ def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:
 
 
 def _exact_alphabet(dataset: Dataset) -> Alphabet:
-    from ._erasure import erasure_problem
+    from ._erasure import categorical_code, erasure_problem
     problem = erasure_problem(dataset.public, dataset.private, len(dataset.classes), dataset.features)
-    values = [sorted({row[i] for row in problem.inputs}) for i in range(dataset.d)]
-    code = [{v: k for k, v in enumerate(vs)} for vs in values]
-    features = [{"name": name, "kind": "categorical", "values": vs} for name, vs in zip(dataset.features, values)]
+    features, code = categorical_code(dataset.features, problem.inputs)
     inputs = [[code[i][v] for i, v in enumerate(row)] for row in problem.inputs]
     outputs = [[None if v is None else code[i][v] for i, v in enumerate(row)] for row in problem.outputs]
     D = problem.distortion
@@ -479,22 +461,3 @@ def centers_alphabet(names, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                     distortion=pairwise(centers, centers, metric), raw_distortion=raw_distortion,
                     r=r, quantization_distortion=quantization_distortion, schema=schema)
 
-
-def _issued_at(options: BuildOptions) -> int:
-    if options.issued_at is not None:
-        return int(options.issued_at)
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        try:
-            return int(epoch)
-        except ValueError:
-            raise BuildError(f"SOURCE_DATE_EPOCH must be an integer, got {epoch!r}") from None
-    import time
-    return int(time.time())
-
-
-def _tool_version() -> str:
-    try:
-        return metadata.version("privmap")
-    except metadata.PackageNotFoundError:
-        return "unknown"

@@ -9,31 +9,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from privmap.device import SCHEMA_VERSION
 
 from .._errors import BuildError
 from ..data._numeric import read_numeric_columns
 from ._gaussian import GaussianModel, GreedyResult, greedy_noise
+from ._header import HeaderOptions, _tool_version, payload_header
 from ._nullspace import NullspaceDirections, fit_linear, nullspace_directions
-from ._pipeline import (
-    DEFAULT_DEVICE_CLASS,
-    DEFAULT_VALID_DAYS,
-    _issued_at,
-    _tool_version,
-)
 
 __all__ = ["HeaderOptions", "RealBuild", "build_nullspace", "build_gaussian", "released_columns"]
-
-
-@dataclass(frozen=True)
-class HeaderOptions:
-    """Bundle header choices: ``bundle_version`` (>= 1), ``issued_at`` (unix seconds; None takes
-    SOURCE_DATE_EPOCH, else the clock), ``valid_days`` and ``device_class``."""
-
-    bundle_version: int = 1
-    issued_at: int | None = None
-    valid_days: float = DEFAULT_VALID_DAYS
-    device_class: str = DEFAULT_DEVICE_CLASS
 
 
 @dataclass(frozen=True)
@@ -59,11 +42,7 @@ def released_columns(path, withheld) -> tuple[str, ...]:
 
 
 def _header(mechanism, columns, header: HeaderOptions) -> dict:
-    issued_at = _issued_at(header)
-    return {"type": "privmap/bundle", "schema_version": SCHEMA_VERSION, "version": header.bundle_version,
-            "issued_at": issued_at, "expires": issued_at + int(round(header.valid_days * 86400)),
-            "device_class": header.device_class,
-            "mechanism": mechanism, "features": list(columns)}
+    return {**payload_header(header, mechanism), "features": list(columns)}
 
 
 def _split(path, first, second):
