@@ -1,4 +1,4 @@
-"""Loading the real-valued bundle kinds after the header and signature checks (issue 16).
+"""Loading the real-valued bundle kinds after the header and signature checks.
 
 :func:`load_real_body` validates the fields the kinds share (``features`` as column names,
 ``metrics``, ``provenance``) and hands ``parameters`` to the kind's own closed parser:

@@ -51,7 +51,7 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
     key_id = envelope[2].hex() if type(envelope[2]) is bytes else ""
     payload = decode_payload(envelope[4], limits)
     version, issued_at, expires = parse_header(payload)
-    if payload["mechanism"] in REAL_MECHANISMS:  # issue 16: nullspace / gaussian
+    if payload["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian
         from privmap.device._real_kinds import load_real_body
         load_real_body(payload, limits, version=version, issued_at=issued_at, expires=expires,
                        sha256="", key_id="", data=b"")

@@ -148,7 +148,7 @@ def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
     the declared ``leakage_bits`` is not below the table's), so a payload the device would refuse
     raises :class:`BuildError` here. Deterministic: equal payloads give equal bytes.
     """
-    if isinstance(payload, dict) and payload.get("mechanism") in REAL_MECHANISMS:  # issue 16
+    if isinstance(payload, dict) and payload.get("mechanism") in REAL_MECHANISMS:
         from ._write_real import encode_real_payload
         return encode_real_payload(payload, limits)
     canonical = _canonical(payload)

@@ -1,4 +1,4 @@
-"""Canonical payload bytes of the real-valued kinds (``nullspace``, ``gaussian``; issue 16).
+"""Canonical payload bytes of the real-valued kinds (``nullspace``, ``gaussian``).
 
 Same rules as :func:`encode_payload` for table bundles: fixed key order (the device's
 ``REAL_PAYLOAD_KEYS`` and the kind's parameter keys; ``metrics`` and ``provenance`` sorted),

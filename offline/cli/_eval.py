@@ -125,7 +125,7 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       released rows.
     """
     from ._real import evaluate_real
-    if evaluate_real(bundle, data, private, trusted, seed, test_fraction, as_json):  # issue 16: real kinds
+    if evaluate_real(bundle, data, private, trusted, seed, test_fraction, as_json):  # the real-valued kinds
         return
     from ..evaluation._baselines import bundle_baselines, format_baselines
     from ..evaluation._evaluate import evaluate_view, format_summary
@@ -196,7 +196,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     """
     from ..data._dataset import load_dataset
     from ..evaluation import _curve, _plots
-    if mechanism == "funnel":  # issue 15: seed 003's curves
+    if mechanism == "funnel":  # seed 003's curves
         _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json)
         return
     if deltas is None:

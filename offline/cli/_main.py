@@ -372,7 +372,7 @@ class _StageClock:
 
 def _describe(payload: dict) -> dict:
     metrics = payload["metrics"]
-    if payload["mechanism"] in ("funnel", "max-correlation"):  # issue 15
+    if payload["mechanism"] in ("funnel", "max-correlation"):
         from ._seed_builds import describe_seed_payload
         return describe_seed_payload(payload)
     return {
@@ -452,7 +452,7 @@ def verify(bundle, trusted, min_version, as_json):
         return
     recomputed = recompute_leakage_bits(loaded)
     info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
-            "schema_sha256": schema_sha256(loaded.features),  # issue 13: for devices' Binding
+            "schema_sha256": schema_sha256(loaded.features),  # for devices' Binding
             "expires": loaded.expires, "leakage_bits": loaded.metrics["leakage_bits"],
             "recomputed_leakage_bits": recomputed, "distortion": loaded.metrics["distortion"],
             "delta": loaded.metrics["delta"], "clusters": loaded.metrics["clusters"]}
@@ -485,7 +485,7 @@ def inspect(bundle, trusted, as_json):
         payload, _ = read_unverified(read_bytes(bundle))
         verified = False
     from ._real import REAL_MECHANISMS, describe_real, print_real
-    real = payload["mechanism"] in REAL_MECHANISMS  # issue 16
+    real = payload["mechanism"] in REAL_MECHANISMS
     info = {"signature_verified": verified, **(describe_real(payload) if real else _describe(payload))}
     if as_json:
         emit(info)
@@ -581,7 +581,7 @@ def _register_evaluation_commands() -> None:
 _register_evaluation_commands()
 
 
-def _register_key_commands() -> None:  # issue 13: k-of-n keys and keyring rotation
+def _register_key_commands() -> None:  # k-of-n keys and keyring rotation
     from ._keyring import cosign, keyring
     main.add_command(keyring)
     main.add_command(cosign)

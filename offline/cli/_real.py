@@ -1,4 +1,4 @@
-"""CLI pieces for the real-valued kinds (``--mechanism nullspace`` / ``gaussian``; issue 16):
+"""CLI pieces for the real-valued kinds (``--mechanism nullspace`` / ``gaussian``):
 the build, and the ``inspect`` / ``verify`` descriptions of such bundles."""
 from __future__ import annotations
 

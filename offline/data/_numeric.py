@@ -1,4 +1,4 @@
-"""Read named numeric columns of a CSV (for the real-valued mechanisms, issue 16)."""
+"""Read named numeric columns of a CSV (for the real-valued mechanisms)."""
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,4 @@
-"""Baselines a bundle must beat (issue 14): releasing nothing useful, and per-rating randomized response.
+"""Baselines a bundle must beat: releasing nothing useful, and per-rating randomized response.
 
 - **Constant release**: every user releases the same row, the metric's optimum over
   the reference rows (geometric median for ``l2``, per-column median for ``l1``,

@@ -1,4 +1,4 @@
-"""Attacks on the real-valued kinds, on real held-out rows (issue 16).
+"""Attacks on the real-valued kinds, on real held-out rows.
 
 The Gaussian model's I(X_p;Y) is exact only for Gaussian data; null-space cleaning has no formal
 guarantee at all. These functions measure what an attacker actually achieves:

@@ -1,4 +1,4 @@
-"""Released rows chosen for utility: a privacy-aware Lloyd iteration (issue 14).
+"""Released rows chosen for utility: a privacy-aware Lloyd iteration.
 
 Leakage I(A; C^) depends only on which output the table draws, not on what the
 output holds, so at a fixed table every released row can be moved to the point

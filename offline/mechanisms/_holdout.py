@@ -1,4 +1,4 @@
-"""Cross-fitted leakage: what a bundle leaks on users who were not in its data (issue 14).
+"""Cross-fitted leakage: what a bundle leaks on users who were not in its data.
 
 A bundle's ``leakage_bits`` is I(A; C^) on the prior it was built from; the table
 was fitted to that prior, so the figure is optimistic for new users (in-sample).
