@@ -2,53 +2,16 @@
 from __future__ import annotations
 
 import ast
-import json
 import pathlib
 import subprocess
 import sys
-import textwrap
 
 import privmap.device as device
 from harness import NOW, raw_public, with_leakage
+from isolation import release_in_isolation
 
 DEVICE_DIR = pathlib.Path(device.__file__).resolve().parent
-FORBIDDEN = ("numpy", "scipy", "cvxpy", "sklearn", "click", "pandas", "matplotlib", "privmap.offline")
 ALLOWED_TOP_LEVEL = {"msgpack", "cryptography", "__future__"} | set(sys.stdlib_module_names)
-
-SCRIPT = textwrap.dedent("""
-    import json, sys
-
-    FORBIDDEN = {forbidden!r}
-
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
-                raise ImportError("blocked in the device isolation test: " + name)
-            return None
-
-    sys.meta_path.insert(0, Block())
-    for name in list(sys.modules):
-        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
-            del sys.modules[name]
-
-    import privmap.device as device
-    args = json.loads(sys.argv[1])
-    keyring = device.Keyring([bytes.fromhex(args["key"])])
-    out = {{}}
-    for name in ("small", "large"):
-        bundle = device.read_bundle_file(args[name], keyring, now=args["now"])
-        row = bundle.input_row(len(bundle.inputs) - 1)
-        out[name] = {{"lookup": bundle.lookup(row), "released": bundle.sanitize(row),
-                      "index": bundle.release_index(row)}}
-    try:
-        import numpy
-        out["numpy_importable"] = True
-    except ImportError:
-        out["numpy_importable"] = False
-    out["loaded_forbidden"] = sorted(m for m in sys.modules
-                                     if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
-    print(json.dumps(out))
-""")
 
 
 def test_device_loads_and_sanitizes_without_the_offline_stack(sim, tmp_path):
@@ -64,17 +27,13 @@ def test_device_loads_and_sanitizes_without_the_offline_stack(sim, tmp_path):
     with_leakage(payload)
     large = tmp_path / "large.bin"
     large.write_bytes(sim.sign_obj(payload))
-    args = {"key": raw_public(sim.key).hex(), "now": NOW, "small": str(small), "large": str(large)}
-    script = SCRIPT.format(forbidden=FORBIDDEN)
-    result = subprocess.run([sys.executable, "-c", script, json.dumps(args)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
+    out = release_in_isolation([small, large], [-1, -1], key_hex=raw_public(sim.key).hex(), now=NOW)
     assert out["numpy_importable"] is False
     assert out["loaded_forbidden"] == []
-    assert out["small"]["lookup"] == 2 and out["small"]["released"] == [5, 1.0, 24.0]
-    assert out["large"]["lookup"] == k - 1
-    assert out["large"]["index"] == (k - 1) % 4
+    small_out, large_out = out["bundles"]
+    assert small_out["lookup"] == 2 and small_out["released"] == [5, 1.0, 24.0]
+    assert large_out["lookup"] == k - 1
+    assert large_out["index"] == (k - 1) % 4
 
 
 def test_fresh_import_pulls_in_no_scientific_module():

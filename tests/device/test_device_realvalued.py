@@ -4,16 +4,13 @@ an averaging attack, and isolation from the offline stack."""
 from __future__ import annotations
 
 import copy
-import json
 import math
 import random
-import subprocess
-import sys
-import textwrap
 
 import msgpack
 import pytest
 from harness import NOW, FixedBits, raw_public
+from isolation import release_in_isolation
 from privmap.device import (
     SCHEMA_VERSION,
     BundleFormatError,
@@ -302,44 +299,16 @@ def test_add_noise_with_a_per_record_source_gives_the_same_release_for_the_same_
     assert first == again and other[1] - 11.0 != first[1] - 10.0
 
 
-SCRIPT = textwrap.dedent("""
-    import json, sys
-    FORBIDDEN = {forbidden!r}
-
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
-                raise ImportError("blocked: " + name)
-            return None
-
-    sys.meta_path.insert(0, Block())
-    for name in list(sys.modules):
-        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
-            del sys.modules[name]
-    import privmap.device as device
-    args = json.loads(sys.argv[1])
-    keyring = device.Keyring([bytes.fromhex(args["key"])])
-    out = {{}}
-    for name in ("nullspace", "gaussian"):
-        bundle = device.read_bundle_file(args[name], keyring, now=args["now"])
-        out[name] = bundle.sanitize(["3", "1"])
-    out["loaded_forbidden"] = sorted(m for m in sys.modules
-                                     if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
-    print(json.dumps(out))
-""")
 
 
 def test_real_valued_kinds_load_and_release_without_the_offline_stack(sim, tmp_path):
-    from test_device_isolation import FORBIDDEN
-    args = {"key": raw_public(sim.key).hex(), "now": NOW}
+    paths = []
     for name, make in (("nullspace", nullspace_payload), ("gaussian", gaussian_payload)):
         path = tmp_path / f"{name}.bin"
         path.write_bytes(sim.sign_obj(make()))
-        args[name] = str(path)
-    result = subprocess.run([sys.executable, "-c", SCRIPT.format(forbidden=FORBIDDEN), json.dumps(args)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
+        paths.append(path)
+    out = release_in_isolation(paths, [["3", "1"], ["3", "1"]], key_hex=raw_public(sim.key).hex(), now=NOW)
     assert out["loaded_forbidden"] == []
-    assert out["nullspace"] == pytest.approx([14 / 15, -29 / 30], abs=1e-14)
-    assert out["gaussian"][0] == 3.0 and math.isfinite(out["gaussian"][1])
+    nullspace, gaussian = (b["released"] for b in out["bundles"])
+    assert nullspace == pytest.approx([14 / 15, -29 / 30], abs=1e-14)
+    assert gaussian[0] == 3.0 and math.isfinite(gaussian[1])

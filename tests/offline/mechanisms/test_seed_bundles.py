@@ -2,14 +2,12 @@
 refused when tampered with or when a declared figure disagrees with the table."""
 import csv
 import json
-import subprocess
-import sys
-import textwrap
 
 import msgpack
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from isolation import release_in_isolation
 from privmap.device import (
     BundleSignatureError,
     Keyring,
@@ -27,7 +25,6 @@ from privmap.offline.mechanisms._maxcorr_build import (
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 NOW = 1_700_000_000
-FORBIDDEN = ("numpy", "scipy", "cvxpy", "sklearn", "click", "pandas", "matplotlib", "privmap.offline")
 
 
 @pytest.fixture(scope="module")
@@ -72,28 +69,6 @@ def _load(data):
     return load_bundle(data, Keyring([KEY.public_key()]), now=NOW + 1)
 
 
-SCRIPT = textwrap.dedent("""
-    import json, sys
-    FORBIDDEN = {forbidden!r}
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
-                raise ImportError("blocked: " + name)
-    sys.meta_path.insert(0, Block())
-    for name in list(sys.modules):
-        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
-            del sys.modules[name]
-    import privmap.device as device
-    args = json.loads(sys.argv[1])
-    keyring = device.Keyring([bytes.fromhex(args["key"])])
-    out = {{}}
-    for path in args["bundles"]:
-        b = device.read_bundle_file(path, keyring, now=args["now"])
-        row = b.input_row(0)
-        out[b.mechanism] = {{"released": b.sanitize(row), "metrics": dict(b.metrics)}}
-    out["loaded_forbidden"] = sorted(m for m in sys.modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
-    print(json.dumps(out))
-""")
 
 
 def test_both_bundles_verify_and_release_on_the_device_without_numpy_or_offline(payloads, tmp_path):
@@ -104,11 +79,9 @@ def test_both_bundles_verify_and_release_on_the_device_without_numpy_or_offline(
         path.write_bytes(_sign(payload))
         paths.append(str(path))
     pub = KEY.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    args = {"key": pub.hex(), "now": NOW + 1, "bundles": paths}
-    result = subprocess.run([sys.executable, "-c", SCRIPT.format(forbidden=FORBIDDEN), json.dumps(args)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
+    found = release_in_isolation(paths, [0] * len(paths), key_hex=pub.hex(), now=NOW + 1)
+    out = {b["mechanism"]: b for b in found["bundles"]}
+    out["loaded_forbidden"] = found["loaded_forbidden"]
     assert out["loaded_forbidden"] == []
     assert out["funnel"]["metrics"]["disclosure_bits"] == payloads["funnel"]["metrics"]["disclosure_bits"]
     assert out["max-correlation"]["metrics"]["rho_m_squared"] == payloads["max-correlation"]["metrics"]["rho_m_squared"]
