@@ -293,12 +293,10 @@ def _price(p_c, delta_a, D, u, v):
     term = np.empty_like(out)
 
     def reduced(lo, hi):
-        if massless[lo:hi].any():
-            with np.errstate(invalid="ignore"):
-                red = np.multiply(D[lo:hi], p_c[lo:hi, None], out=out[:hi - lo])
-            red[np.isnan(red)] = np.inf               # 0 x inf: a massless row's forbidden pair
-        else:                                         # inf stays inf: never priced
+        with np.errstate(invalid="ignore"):           # inf stays inf: never priced
             red = np.multiply(D[lo:hi], p_c[lo:hi, None], out=out[:hi - lo])
+        if massless[lo:hi].any():
+            red[np.isnan(red)] = np.inf               # 0 x inf: a massless row's forbidden pair
         for a in range(delta_a.shape[1]):             # |A| - 1 rank-one updates: no BLAS call
             red -= np.multiply(delta_a[lo:hi, a, None], v[a], out=term[:hi - lo])
         return red
