@@ -281,7 +281,7 @@ class _Master:
 
 
 def _price(p_c, delta_a, D, u, v):
-    """One pass over all pairs: the dual bound, and each row's most negative reduced costs.
+    """One pass over all pairs: the dual bound, and each row's pair of most negative reduced cost.
 
     Returns
     -------
