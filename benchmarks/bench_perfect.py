@@ -10,12 +10,20 @@ to 1e-9 relative) and, up to ``--lp-max-k``, the dense HiGHS program on all K x 
 (:func:`perfect_privacy_lp`) in the same process, and prints both Delta0 values, their
 relative difference, the certified bounds' relative gap, the rounds and the generated
 pairs. ``--adult`` runs the UCI Adult instance of ``bench_solver.py`` (part 4) instead.
+``--reference-rev REV`` also times ``perfect_privacy_table`` as it was at git revision REV
+(e.g. 5c35bcd, the scipy ``linprog`` path that re-solved every master from scratch), loaded
+from ``git show`` into the same process, and prints its time, its Delta0's relative
+difference and its rounds.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
+import pathlib
+import subprocess
 import sys
+import tempfile
 
 import bench_solver as bench
 
@@ -27,13 +35,17 @@ def main(argv=None):
                     help="largest K at which the dense LP is also solved")
     ap.add_argument("--adult", choices=["sex", "income"], default=None,
                     help="UCI Adult with this private attribute instead of the synthetic ratings")
+    ap.add_argument("--reference-rev", default=None,
+                    help="also time perfect_privacy_table as of this git revision, same process")
     args = ap.parse_args(argv)
     from privmap.offline.solvers._perfect import perfect_privacy_lp, perfect_privacy_table
+    reference = _module_at(args.reference_rev) if args.reference_rev else None
 
     source = f"UCI Adult, private {args.adult}" if args.adult else "synthetic 50-dim ratings"
     print(f"Delta0 on {source}: column generation vs dense HiGHS LP, same process")
     print(f"{'K':>6} {'cg_s':>8} {'lp_s':>8} {'lp/cg':>7} {'Delta0_cg':>14} {'rel_diff':>9} "
-          f"{'rel_gap':>9} {'rounds':>6} {'pairs':>8}")
+          f"{'rel_gap':>9} {'rounds':>6} {'pairs':>8}"
+          + (f" {'ref_s':>8} {'ref/cg':>7} {'ref_diff':>9} {'ref_rounds':>10}" if reference else ""))
     for K in args.ks:
         p_ac, D = bench.adult_instance(K, args.adult) if args.adult else bench.synthetic_instance(K)
         info = {}
@@ -42,10 +54,29 @@ def main(argv=None):
         if K <= args.lp_max_k:
             (_, d_lp), t_lp = bench.timed(perfect_privacy_lp, p_ac, D)
         gap = (info["upper_bound"] - info["lower_bound"]) / info["upper_bound"]
-        print(f"{K:>6} {t_cg:>8.2f} {t_lp:>8.2f} {t_lp / t_cg:>7.2f} {d_cg:>14.10f} "
-              f"{(d_cg - d_lp) / d_lp:>9.1e} {gap:>9.1e} {info['rounds']:>6} {info['columns']:>8}",
-              flush=True)
+        line = (f"{K:>6} {t_cg:>8.2f} {t_lp:>8.2f} {t_lp / t_cg:>7.2f} {d_cg:>14.10f} "
+                f"{(d_cg - d_lp) / d_lp:>9.1e} {gap:>9.1e} {info['rounds']:>6} {info['columns']:>8}")
+        if reference:
+            ref_info = {}
+            (_, d_ref), t_ref = bench.timed(reference.perfect_privacy_table, p_ac, D, info=ref_info)
+            line += f" {t_ref:>8.2f} {t_ref / t_cg:>7.2f} {(d_ref - d_cg) / d_cg:>9.1e} {ref_info['rounds']:>10}"
+        print(line, flush=True)
     return 0
+
+
+def _module_at(rev):
+    """``privmap.offline.solvers._perfect`` as it was at git revision ``rev``, as a module."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{rev}:offline/solvers/_perfect.py"], cwd=root,
+                            check=True, capture_output=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "_perfect_reference.py"
+        path.write_bytes(source)
+        spec = importlib.util.spec_from_file_location("privmap.offline.solvers._perfect_reference", path)
+        module = importlib.util.module_from_spec(spec)
+        module.__package__ = "privmap.offline.solvers"    # its relative imports: this checkout's
+        spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

@@ -60,6 +60,28 @@ def test_column_generation_matches_the_dense_lp_and_certifies_it(seed, n_private
     assert leakage_bits(p_ac, table) < 1e-9
 
 
+def test_forbidden_pairs_and_massless_rows_are_priced_correctly():
+    # A massless row makes 0 x inf = nan in the reduced costs: the warm-started master must
+    # neither add such a pair nor count it in the dual bound.
+    rng = np.random.default_rng(7)
+    K = 60
+    points = rng.normal(size=(K, 2))
+    dist = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    dist[rng.random((K, K)) < 0.3] = np.inf
+    dist[:, 0] = 5.0                                           # one output every row may use
+    p_ac = rng.random((3, K)) ** 2
+    p_ac[:, [4, 17]] = 0.0
+    dist[4, 1:] = np.inf
+    p_ac /= p_ac.sum()
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    assert info["method"] == "column-generation"
+    assert abs(d0 - d_lp) <= 1e-8 * d_lp
+    assert not table[~np.isfinite(dist)].any()
+    assert leakage_bits(p_ac, table) < 1e-9
+
+
 def test_forbidden_transitions_without_a_common_output_fall_back_to_the_dense_lp(instance):
     p_ac, dist = instance
     dist = dist.copy()
