@@ -120,7 +120,7 @@ _START_MIX = 0.1                 # starting codebook: posterior of the cheapest 
 _BLAS_THREADS = 1                # the solver's products have an inner dimension of |A| or are
                                  # sparse, so BLAS threads gain nothing; with another process on
                                  # the cores, OpenBLAS's spinning threads made a K = 128 hard
-                                 # instance 8x slower (2.1 s against 0.26 s, issue 17)
+                                 # instance 8x slower (2.1 s against 0.26 s)
 _N_START = 8                     # candidates per row from the starting duals
 _N_GUARD = 3                     # starting rows per output and class whose posterior leans to it
 _GUARD_COLUMNS = 64              # outputs per block when choosing guard rows

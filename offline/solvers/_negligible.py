@@ -1,7 +1,7 @@
 """Outputs of negligible mass: merged into each row's main output before a table is returned.
 
 A path-following solver leaves, at the end of its path, outputs that carry almost no mass
-(1e-8 of the population on the hard instances of issue 17). Such an output is useless to the
+(1e-8 of the population on instances with few users per cluster). Such an output is useless to the
 operator and harmful to the users who land on it: its posterior is often pure, so releasing
 it reveals the private attribute of that rare user. The solver merges them away and then
 re-certifies the merged table (its leakage and distortion are recomputed by the caller).
