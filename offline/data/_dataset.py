@@ -82,13 +82,6 @@ class Dataset:
             raise DatasetError("every row has every public cell missing")
         return replace(self, public=self.public[keep], private=self.private[keep]), dropped
 
-    def integer_columns(self) -> np.ndarray:
-        """Boolean mask, shape (d,), of numeric columns whose observed values are all integers."""
-        if self.categorical:
-            return np.zeros(self.d, dtype=bool)
-        X = self.public
-        return np.all(np.isnan(X) | (X == np.round(X)), axis=0)
-
 
 def load_dataset(
     path: str | pathlib.Path,

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from privmap.offline._errors import DatasetError
 from privmap.offline.data._dataset import load_dataset
+from privmap.offline.data._schema import resolve
 
 
 def write(tmp_path, text, name="d.csv"):
@@ -39,7 +40,7 @@ def test_public_option_selects_columns(tmp_path):
 def test_bundled_ratings_have_twenty_features_and_two_classes(ratings_csv):
     ds = load_dataset(ratings_csv, private="gender")
     assert ds.d == 20 and ds.classes == ("female", "male") and ds.n > 2000
-    assert ds.integer_columns().all()
+    assert all(column.integer for column in resolve(ds.features, ds.public))
 
 
 @pytest.mark.parametrize("text, kwargs, words", [
