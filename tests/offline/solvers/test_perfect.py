@@ -5,7 +5,7 @@ import pathlib
 import numpy as np
 import pytest
 from privmap.offline import leakage_bits
-from privmap.offline.solvers import _cvxpy_solver
+from privmap.offline.solvers import _cvxpy_solver, _perfect
 from privmap.offline.solvers._perfect import (
     perfect_privacy_distortion,
     perfect_privacy_lp,
@@ -80,6 +80,59 @@ def test_forbidden_pairs_and_massless_rows_are_priced_correctly():
     assert abs(d0 - d_lp) <= 1e-8 * d_lp
     assert not table[~np.isfinite(dist)].any()
     assert leakage_bits(p_ac, table) < 1e-9
+
+
+@pytest.mark.parametrize("scale", [0.0, 1.0, 100.0])
+def test_dual_bound_at_any_duals_is_below_the_lp_optimum(scale):
+    # The certificate (and the stabilised pricing, which keeps the best of these bounds) rests
+    # on L(v) <= Delta0 for every v, however far from the master's duals.
+    rng = np.random.default_rng(5)
+    K, n_private = 40, 3
+    points = rng.normal(size=(K, 2))
+    dist = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    p_ac = rng.random((n_private, K)) ** 2
+    p_ac /= p_ac.sum()
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    p_c, delta_a = _perfect._coefficients(p_ac)
+    for _ in range(20):
+        v = scale * rng.normal(size=(n_private - 1, K))
+        bound = _perfect._row_minima(dist, _perfect._reduced(p_c, delta_a, dist, v))[0].sum()
+        assert bound <= d_lp * (1 + 1e-12)
+
+
+def test_a_spurious_highs_verdict_on_a_warm_start_is_re_solved_from_scratch(instance, monkeypatch):
+    class FailsOnce:
+        """The master's HiGHS model, reporting 'infeasible' after its first warm start."""
+
+        def __init__(self, highs):
+            self._highs, self._runs = highs, 0
+
+        def __getattr__(self, name):
+            return getattr(self._highs, name)
+
+        def run(self):
+            self._runs += 1
+            return self._highs.run()
+
+        def getModelStatus(self):
+            if self._runs == 2:
+                return _perfect.highspy.HighsModelStatus.kInfeasible
+            return self._highs.getModelStatus()
+
+    made = []
+
+    class Master(_perfect._Master):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self._highs = FailsOnce(self._highs)
+            made.append(self)
+
+    monkeypatch.setattr(_perfect, "_Master", Master)
+    p_ac, dist = instance
+    info = {}
+    _, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["rounds"] >= 2 and made[0]._highs._runs == info["rounds"] + 1
+    assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-9)
 
 
 def test_forbidden_transitions_without_a_common_output_fall_back_to_the_dense_lp(instance):
