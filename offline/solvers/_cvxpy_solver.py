@@ -21,9 +21,12 @@ transitions of positive distortion when delta is 0.
 
 Clarabel runs with ``tol_feas`` 1e-9 (default 1e-8): at the default the table
 overshot the budget by up to 7e-6 relative (SSI ratings, K = 256), at 1e-9 by
-6e-7, for two more iterations. Its equilibration runs 50 passes within scalings
-1e-6 to 1e6 (defaults 10 and 1e-4 to 1e4): with the defaults, hard instances at
-K = 1024 stopped with InsufficientProgress after 15 to 24 iterations.
+6e-7, for two more iterations. When Clarabel stops with InsufficientProgress,
+a second attempt runs its equilibration with 50 passes within scalings 1e-6 to
+1e6 (defaults 10 and 1e-4 to 1e4): on one hard instance at K = 1024 that turned
+InsufficientProgress after 15 iterations into an accurate answer, on one at
+K = 256 it did the reverse, so it is the fallback, not the default
+(``info["attempt"]`` says which answered).
 
 Clarabel can stall just above its tolerances and report ``AlmostSolved`` (seen
 from K = 64). Such an answer is accepted when its primal and dual residuals and
@@ -52,8 +55,11 @@ from .._information import expected_distortion, leakage_bits
 from ._problem import check_instance
 from ._result import SolveResult
 
-_CLARABEL_SETTINGS = {"tol_feas": 1e-9, "equilibrate_max_iter": 50,
-                      "equilibrate_min_scaling": 1e-6, "equilibrate_max_scaling": 1e6}
+_ATTEMPTS = (
+    {"tol_feas": 1e-9},
+    {"tol_feas": 1e-9, "equilibrate_max_iter": 50, "equilibrate_min_scaling": 1e-6,
+     "equilibrate_max_scaling": 1e6},
+)
 _ALMOST_SOLVED_TOL = 1e-6
 
 
@@ -66,15 +72,15 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
     Parameters
     ----------
     time_limit_s : float or None, keyword-only
-        Most seconds Clarabel may iterate (not counting cvxpy's model building);
-        None: no limit.
+        Most seconds Clarabel may iterate in all attempts together (not counting
+        cvxpy's model building); None: no limit.
 
     Raises
     ------
     SolverError
         Clarabel stopped neither ``Solved`` nor ``AlmostSolved`` within 1e-6 (see the
         module docstring), e.g. on ``InsufficientProgress`` or ``MaxTime``; the
-        message names the status, iterations, residuals and objective values.
+        message names, for each attempt, the status, iterations, residuals and gap.
     """
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     K = p_ac.shape[1]
@@ -84,10 +90,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
         forbidden |= (D > 0) & (p_c[:, None] > 0)
 
     problem, Q, budget = _model(p_ac, D, delta, forbidden)
-    settings = dict(_CLARABEL_SETTINGS)
-    if time_limit_s is not None:
-        settings["time_limit"] = float(time_limit_s)
-    raw = _clarabel(problem, settings)
+    raw, attempt = _clarabel(problem, time_limit_s)
     table = np.clip(Q.value, 0.0, None)
     table[forbidden] = 0.0
     table /= table.sum(axis=1, keepdims=True)
@@ -103,7 +106,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
         status="optimal",
         solver="cvxpy-clarabel",
         message=f"Clarabel reported {raw.status} ({_summary(raw)}); no certificate",
-        info={"solve_time_s": raw.solve_time, "clarabel_status": str(raw.status),
+        info={"solve_time_s": raw.solve_time, "clarabel_status": str(raw.status), "attempt": attempt,
               "iterations": int(raw.iterations), "primal_residual": float(raw.r_prim),
               "dual_residual": float(raw.r_dual)},
     )
@@ -147,36 +150,49 @@ def _model(p_ac, D, delta, forbidden):
     return problem, Q, budget
 
 
-def _clarabel(problem, settings):
-    """Solve ``problem`` with Clarabel and load its solution into the cvxpy variables.
+def _clarabel(problem, time_limit_s):
+    """Solve ``problem`` with Clarabel, trying the settings of ``_ATTEMPTS`` in turn.
+
+    The next attempt runs only after InsufficientProgress (a numerical stall); the
+    answer is loaded into the cvxpy variables.
 
     Parameters
     ----------
     problem : cvxpy.Problem
-    settings : dict
-        Clarabel settings by name (``clarabel.DefaultSettings`` attributes).
+    time_limit_s : float or None
+        Seconds for all attempts together; None: no limit.
 
     Returns
     -------
-    clarabel.DefaultSolution
-        Clarabel's own answer (status, iterations, residuals, objective values, time).
+    (clarabel.DefaultSolution, int)
+        Clarabel's own answer (status, iterations, residuals, objective values, time)
+        and the index of the attempt in ``_ATTEMPTS`` that gave it.
 
     Raises
     ------
     SolverError
-        A status other than ``Solved``, or ``AlmostSolved`` with a residual or the
-        relative duality gap above ``_ALMOST_SOLVED_TOL``.
+        No attempt ended ``Solved``, or ``AlmostSolved`` with both residuals and the
+        relative duality gap at most ``_ALMOST_SOLVED_TOL``.
     """
-    data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=settings)
-    raw = chain.solver.solve_via_data(data, False, False, settings)
-    status = str(raw.status)
-    close = max(raw.r_prim, raw.r_dual, _relative_gap(raw)) <= _ALMOST_SOLVED_TOL
-    if not (status == "Solved" or (status == "AlmostSolved" and close)):
-        raise SolverError(f"cvxpy/Clarabel stopped with status {status} ({_summary(raw)})")
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Solution may be inaccurate")
-        problem.unpack_results(raw, chain, inverse_data)
-    return raw
+    failures = []
+    left = time_limit_s
+    for attempt, settings in enumerate(_ATTEMPTS):
+        settings = dict(settings) if left is None else {**settings, "time_limit": max(left, 0.0)}
+        data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=settings)
+        raw = chain.solver.solve_via_data(data, False, False, settings)
+        status = str(raw.status)
+        close = max(raw.r_prim, raw.r_dual, _relative_gap(raw)) <= _ALMOST_SOLVED_TOL
+        if status == "Solved" or (status == "AlmostSolved" and close):
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Solution may be inaccurate")
+                problem.unpack_results(raw, chain, inverse_data)
+            return raw, attempt
+        failures.append(f"attempt {attempt}: status {status} ({_summary(raw)})")
+        if left is not None:
+            left -= raw.solve_time
+        if status != "InsufficientProgress":
+            break
+    raise SolverError("cvxpy/Clarabel did not reach an optimum: " + "; ".join(failures))
 
 
 def _relative_gap(raw) -> float:
