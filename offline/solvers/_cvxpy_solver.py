@@ -31,16 +31,23 @@ K = 256 it did the reverse, so it is the fallback, not the default
 Clarabel can stall just above its tolerances and report ``AlmostSolved`` (seen
 from K = 64). Such an answer is accepted when its primal and dual residuals and
 its relative duality gap are all below 1e-6 (``info["clarabel_status"]`` and the
-message say so); its table may then overshoot the budget by about 1e-5 relative
-(``distortion`` reports it).
+message say so); its table may then overshoot the budget by up to 7e-6 relative
+at K = 512 and 4e-5 at K = 1024 (``distortion`` reports it).
 
 Reach
 -----
-This path is slow (seconds at K = 256, minutes at K = 1024) and gives no
+This path is slow (seconds at K = 256, minutes from K = 512: about 17 s per
+Clarabel iteration at K = 1024 on a loaded 2-core machine) and gives no
 certificate of its own; it is kept as the reference the fast solver is checked
-against. ``benchmarks/README.md`` records the instances it solves and those it
-does not. Any other outcome raises :class:`SolverError` naming Clarabel's status,
-the iterations, the residuals and the relative duality gap.
+against. It solves the benchmark's hard instances (3 users per cluster, every
+cluster pure) at K = 64 to 512 and SSI-2012 ratings at K = 64 to 256, every
+budget tried (0.1, 0.3, 0.6 x Delta0). Out of reach: the hard instance at
+K = 1024, at 0.3 x Delta0 (both settings stop with InsufficientProgress after 24
+iterations, primal residual 7e-3), and within ten minutes at 0.1 and 0.6 (only
+the second settings answer, after some 600 s alone, once the first have stalled
+or run out of time); see ``benchmarks/README.md``. A failed solve raises
+:class:`SolverError` naming, for each attempt, Clarabel's status, the
+iterations, the residuals and the relative duality gap.
 """
 from __future__ import annotations
 
