@@ -113,9 +113,9 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
         status="optimal",
         solver="cvxpy-clarabel",
         message=f"Clarabel reported {raw.status} ({_summary(raw)}); no certificate",
-        info={"solve_time_s": raw.solve_time, "clarabel_status": str(raw.status), "attempt": attempt,
-              "iterations": int(raw.iterations), "primal_residual": float(raw.r_prim),
-              "dual_residual": float(raw.r_dual)},
+        info={"solve_time_s": raw.solve_time, "clarabel_status": str(raw.status),
+              "attempt": attempt, "iterations": int(raw.iterations),
+              "primal_residual": float(raw.r_prim), "dual_residual": float(raw.r_dual)},
     )
 
 
@@ -181,11 +181,11 @@ def _clarabel(problem, time_limit_s):
         No attempt ended ``Solved``, or ``AlmostSolved`` with both residuals and the
         relative duality gap at most ``_ALMOST_SOLVED_TOL``.
     """
+    data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=_ATTEMPTS[0])
     failures = []
     left = time_limit_s
     for attempt, settings in enumerate(_ATTEMPTS):
         settings = dict(settings) if left is None else {**settings, "time_limit": max(left, 0.0)}
-        data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=settings)
         raw = chain.solver.solve_via_data(data, False, False, settings)
         status = str(raw.status)
         close = max(raw.r_prim, raw.r_dual, _relative_gap(raw)) <= _ALMOST_SOLVED_TOL

@@ -128,3 +128,13 @@ def test_a_stop_short_of_optimal_raises_with_clarabel_status_and_residuals():
     with pytest.raises(SolverError, match=r"attempt 0: status MaxTime .*primal residual .*dual residual"):
         _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.3 * perfect_privacy_distortion(p_ac, dist),
                                   time_limit_s=1e-9)
+
+
+def test_a_stop_other_than_a_numerical_stall_is_not_retried(monkeypatch):
+    # a first attempt allowed no iterations stops with MaxIterations, not InsufficientProgress:
+    # the second settings (which would solve it) are not tried
+    p_ac, dist = bsc(0.2)
+    monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", ({"max_iter": 0}, {}))
+    with pytest.raises(SolverError, match="attempt 0: status MaxIterations") as err:
+        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
+    assert "attempt 1" not in str(err.value)
