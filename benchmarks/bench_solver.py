@@ -138,8 +138,14 @@ def timed(fn, *args, **kw):
     return out, time.perf_counter() - t0
 
 
-def side_by_side(title, make, ks, fracs, tol_bits):
-    """Both solvers on the same instances in this process (parts 1 and 3)."""
+def side_by_side(title, make, ks, fracs, tol_bits, cvxpy_limit_s):
+    """Both solvers on the same instances in this process (parts 1 and 3).
+
+    Besides the columns of part 1 it prints Clarabel's status (``Solved`` or
+    ``AlmostSolved``), the reference's leakage above the fast solver's proven lower
+    bound (``ref-LB``, bits: a real agreement is small and not below about -1e-7)
+    and the reference table's relative overshoot of the budget (``ref_over``).
+    """
     from privmap.offline._errors import SolverError
     from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
     from privmap.offline.solvers._fast_solver import solve_fast
@@ -147,14 +153,15 @@ def side_by_side(title, make, ks, fracs, tol_bits):
     print(f"{title}, cvxpy + Clarabel vs fast, same process, Delta = frac x Delta0, "
           f"tol {tol_bits:g} bits")
     print(f"{'K':>5} {'frac':>5} {'Delta':>9} {'Delta0':>9} {'const_D':>9} {'cvxpy_s':>9} "
-          f"{'fast_s':>9} {'ratio':>8} {'dJ_bits':>10} {'gap_bits':>9} {'slack':>9} {'newton':>6}")
+          f"{'fast_s':>9} {'ratio':>8} {'dJ_bits':>10} {'gap_bits':>9} {'slack':>9} {'newton':>6} "
+          f"{'clarabel':>12} {'ref-LB':>9} {'ref_over':>9}")
     for K in ks:
         p_ac, D = make(K)
         const = constant_output_distortion(p_ac, D)
         for frac in fracs:
             delta, delta0, _ = delta_for(p_ac, D, frac)
             try:
-                ref, t_ref = timed(solve_cvxpy, p_ac, D, delta)
+                ref, t_ref = timed(solve_cvxpy, p_ac, D, delta, time_limit_s=cvxpy_limit_s)
             except SolverError as exc:          # the reference itself can fail; say so
                 ref, t_ref = None, math.nan
                 print(f"      cvxpy failed at K={K}, frac={frac}: {exc}")
@@ -164,9 +171,13 @@ def side_by_side(title, make, ks, fracs, tol_bits):
                 print(f"      fast failed at K={K}, frac={frac}: {exc}")
                 continue
             diff = math.nan if ref is None else fast.leakage_bits - ref.leakage_bits
+            above_lb = math.nan if ref is None else ref.leakage_bits - fast.lower_bound_bits
+            over = math.nan if ref is None else ref.distortion / delta - 1.0
+            status = "failed" if ref is None else ref.info["clarabel_status"]
             print(f"{K:>5} {frac:>5.2f} {delta:>9.4f} {delta0:>9.4f} {const:>9.4f} {t_ref:>9.3f} "
                   f"{t_fast:>9.3f} {t_ref / t_fast:>8.2f} {diff:>10.2e} {fast.gap_bits:>9.2e} "
-                  f"{delta - fast.distortion:>9.2e} {fast.info.get('newton_steps', 0):>6}", flush=True)
+                  f"{delta - fast.distortion:>9.2e} {fast.info.get('newton_steps', 0):>6} "
+                  f"{status:>12} {above_lb:>9.1e} {over:>9.1e}", flush=True)
 
 
 def alone(title, make, ks, fracs, tol_bits, max_iter):
@@ -223,13 +234,16 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=None,
                     help="most Newton steps of the fast solver in parts 2 and 4 (default: the "
                          "solver's, max(1000, K / 4))")
+    ap.add_argument("--cvxpy-time-limit", type=float, default=600.0,
+                    help="most seconds Clarabel may iterate per instance in parts 1 and 3")
     ap.add_argument("--tol-bits", type=float, default=1e-5,
                     help="gap the fast solver certifies in parts 1 and 3 (the builder's default)")
     ap.add_argument("--large-tol-bits", type=float, default=1e-6,
                     help="gap the fast solver certifies in parts 2 and 4 (the issue's target)")
     args = ap.parse_args(argv)
     if args.ks:
-        side_by_side("Part 1: SSI-2012 ratings", real_instance, args.ks, args.fracs, args.tol_bits)
+        side_by_side("Part 1: SSI-2012 ratings", real_instance, args.ks, args.fracs, args.tol_bits,
+                     args.cvxpy_time_limit)
     if args.large_ks:
         alone("Part 2: synthetic 50-dim ratings", synthetic_instance, args.large_ks, args.fracs,
               args.large_tol_bits, args.max_iter)
@@ -237,7 +251,7 @@ def main(argv=None):
         print()
         side_by_side(f"Part 3: hard instances, {args.hard_users:g} users per cluster",
                      lambda K: hard_instance(K, args.hard_users), args.hard_ks, args.fracs,
-                     args.tol_bits)
+                     args.tol_bits, args.cvxpy_time_limit)
     if args.adult_ks:
         alone(f"Part 4: UCI Adult, private {args.adult_private}",
               lambda K: adult_instance(K, args.adult_private), args.adult_ks, args.fracs,
