@@ -95,10 +95,9 @@ nearly tied for each row, and as outputs empty along the path their rows
 migrate: with a fixed four pairs per row and pass, about 1000 of the 4096 rows
 fell short again at each of 15 passes, and the path took 345 Newton steps
 (596 with income as the private attribute). Widening only the rows that fell
-short before cut those to 127 and 135 steps, and the synthetic instances,
-whose lists settle after two or three passes, from 93 / 110 to 85 / 95 steps
-(K = 4096 at 0.3 / 0.6 x Delta0), since rows found wanting once are priced as
-before.
+short before cut those to 127 and 135 steps. Where the lists settle after two
+or three passes (the synthetic instances) few rows are found wanting twice, so
+pricing there is nearly as before (benchmarks/README.md has the figures).
 
 **The answer.** The table is the soft table on the candidates, mixed with the
 cheapest-output table just enough to meet the budget. Its leakage and
