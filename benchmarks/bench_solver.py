@@ -32,6 +32,12 @@ Part 4 (real data, issue 17) runs the fast solver alone on UCI Adult (data/adult
 48,842 rows of adult.data and adult.test; age, education-num, capital-gain, capital-loss
 and hours-per-week, standardized; private attribute ``--adult-private``, sex or income),
 quantized by scikit-learn's MiniBatchKMeans (seed 0) to K centers, L2 distortion.
+
+``--reference-rev REV`` also times ``solve_fast`` as it was at git revision REV (loaded from
+``git show`` into this process) right after each fast solve in every part, and prints its
+time, the ratio ref/new, its gap and its Newton steps: on a shared machine only such
+same-process ratios compare two versions. ``--cache DIR`` keeps Delta0 per instance in DIR
+between runs (keyed by a hash of p(a, c) and D), for repeated experiments.
 """
 from __future__ import annotations
 
