@@ -32,14 +32,24 @@ Part 4 (real data, issue 17) runs the fast solver alone on UCI Adult (data/adult
 48,842 rows of adult.data and adult.test; age, education-num, capital-gain, capital-loss
 and hours-per-week, standardized; private attribute ``--adult-private``, sex or income),
 quantized by scikit-learn's MiniBatchKMeans (seed 0) to K centers, L2 distortion.
+
+``--reference-rev REV`` also times ``solve_fast`` as it was at git revision REV (loaded from
+``git show`` into this process) right after each fast solve in every part, and prints its
+time, the ratio ref/new, its gap and its Newton steps: on a shared machine only such
+same-process ratios compare two versions. ``--cache DIR`` keeps Delta0 per instance in DIR
+between runs (keyed by a hash of p(a, c) and D), for repeated experiments.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
 import math
 import pathlib
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -115,16 +125,52 @@ def _instance(private, labels, centers):
     return p_ac, D
 
 
+CACHE: pathlib.Path | None = None     # set by --cache: where delta_for keeps Delta0 per instance
+
+
 def delta_for(p_ac, D, frac):
     """The budget ``frac`` x Delta0, with Delta0 the exact perfect-privacy distortion.
+
+    With ``--cache DIR`` (module global ``CACHE``), Delta0 is read from DIR when this exact
+    instance (SHA-1 of p_ac and D) was solved before, and stored there otherwise; a cached
+    Delta0 reports the time its computation took then.
 
     Returns
     -------
     (delta, delta0, seconds) : the budget, Delta0 and the time its computation took
     """
     from privmap.offline.solvers._perfect import perfect_privacy_distortion
+    path = None
+    if CACHE is not None:
+        key = hashlib.sha1(np.ascontiguousarray(p_ac).tobytes() + np.ascontiguousarray(D).tobytes())
+        path = CACHE / f"delta0_{key.hexdigest()}.npy"
+        if path.exists():
+            delta0, seconds = np.load(path)
+            return frac * float(delta0), float(delta0), float(seconds)
     delta0, seconds = timed(perfect_privacy_distortion, p_ac, D)
+    if path is not None:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(path, np.array([delta0, seconds]))
     return frac * delta0, delta0, seconds
+
+
+def fast_solver_at(rev):
+    """``solve_fast`` as it was at git revision ``rev``, loaded from ``git show`` as a module.
+
+    Its relative imports (``._negligible``, ``._problem``, ``._result``, ``.._errors``, ...)
+    resolve against this checkout's package.
+    """
+    source = subprocess.run(["git", "show", f"{rev}:offline/solvers/_fast_solver.py"], cwd=ROOT,
+                            check=True, capture_output=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "_fast_solver_reference.py"
+        path.write_bytes(source)
+        spec = importlib.util.spec_from_file_location(
+            "privmap.offline.solvers._fast_solver_reference", path)
+        module = importlib.util.module_from_spec(spec)
+        module.__package__ = "privmap.offline.solvers"
+        spec.loader.exec_module(module)
+    return module.solve_fast
 
 
 def constant_output_distortion(p_ac, D):
@@ -138,8 +184,29 @@ def timed(fn, *args, **kw):
     return out, time.perf_counter() - t0
 
 
-def side_by_side(title, make, ks, fracs, tol_bits, cvxpy_limit_s):
-    """Both solvers on the same instances in this process (parts 1 and 3).
+def _reference_columns(reference, p_ac, D, delta, t_fast, **kw):
+    """Header-less columns: the reference revision's time, its ratio to ``t_fast``, gap, steps.
+
+    Empty when ``reference`` is None; ``nan`` where the reference could not certify.
+    """
+    from privmap.offline._errors import SolverError
+    if reference is None:
+        return ""
+    try:
+        ref, t_ref = timed(reference, p_ac, D, delta, **kw)
+    except SolverError:
+        return f" {'failed':>9} {math.nan:>7.2f} {math.nan:>9.2e} {'-':>6}"
+    return (f" {t_ref:>9.3f} {t_ref / t_fast:>7.2f} {ref.gap_bits:>9.2e} "
+            f"{ref.info.get('newton_steps', 0):>6}")
+
+
+def _reference_header(reference):
+    return f" {'ref_s':>9} {'ref/new':>7} {'ref_gap':>9} {'ref_nt':>6}" if reference else ""
+
+
+def side_by_side(title, make, ks, fracs, tol_bits, cvxpy_limit_s, reference=None):
+    """Both solvers on the same instances in this process (parts 1 and 3); with
+    ``reference`` (a ``solve_fast``), that one too.
 
     Besides the columns of part 1 it prints Clarabel's status (``Solved`` or
     ``AlmostSolved``), the reference's leakage above the fast solver's proven lower
@@ -154,7 +221,7 @@ def side_by_side(title, make, ks, fracs, tol_bits, cvxpy_limit_s):
           f"tol {tol_bits:g} bits")
     print(f"{'K':>5} {'frac':>5} {'Delta':>9} {'Delta0':>9} {'const_D':>9} {'cvxpy_s':>9} "
           f"{'fast_s':>9} {'ratio':>8} {'dJ_bits':>10} {'gap_bits':>9} {'slack':>9} {'newton':>6} "
-          f"{'clarabel':>12} {'ref-LB':>9} {'ref_over':>9}")
+          f"{'clarabel':>12} {'ref-LB':>9} {'ref_over':>9}" + _reference_header(reference))
     for K in ks:
         p_ac, D = make(K)
         const = constant_output_distortion(p_ac, D)
@@ -177,18 +244,21 @@ def side_by_side(title, make, ks, fracs, tol_bits, cvxpy_limit_s):
             print(f"{K:>5} {frac:>5.2f} {delta:>9.4f} {delta0:>9.4f} {const:>9.4f} {t_ref:>9.3f} "
                   f"{t_fast:>9.3f} {t_ref / t_fast:>8.2f} {diff:>10.2e} {fast.gap_bits:>9.2e} "
                   f"{delta - fast.distortion:>9.2e} {fast.info.get('newton_steps', 0):>6} "
-                  f"{status:>12} {above_lb:>9.1e} {over:>9.1e}", flush=True)
+                  f"{status:>12} {above_lb:>9.1e} {over:>9.1e}"
+                  + _reference_columns(reference, p_ac, D, delta, t_fast, tol_bits=tol_bits),
+                  flush=True)
 
 
-def alone(title, make, ks, fracs, tol_bits, max_iter):
-    """The fast solver alone at large K (parts 2 and 4); one growth exponent per budget."""
+def alone(title, make, ks, fracs, tol_bits, max_iter, reference=None):
+    """The fast solver alone at large K (parts 2 and 4); one growth exponent per budget. With
+    ``reference`` (a ``solve_fast``), that one too on each instance, right after."""
     from privmap.offline._errors import SolverError
     from privmap.offline.solvers._fast_solver import solve_fast
 
     print(f"\n{title}, fast solver alone, Delta = frac x Delta0, tol {tol_bits:g} bits")
     print(f"{'K':>6} {'frac':>5} {'Delta':>9} {'Delta0':>9} {'const_D':>9} {'delta0_s':>8} "
           f"{'time_s':>9} {'gap_bits':>9} {'J_bits':>9} {'nnz/row':>8} {'newton':>6} "
-          f"{'D_MiB':>7} {'maxrss_MiB':>10}")
+          f"{'D_MiB':>7} {'maxrss_MiB':>10}" + _reference_header(reference))
     times = {frac: [] for frac in fracs}
     for K in ks:
         p_ac, D = make(K)
@@ -207,7 +277,9 @@ def alone(title, make, ks, fracs, tol_bits, max_iter):
             print(f"{K:>6} {frac:>5.2f} {frac * delta0:>9.4f} {delta0:>9.4f} {const:>9.4f} {t0:>8.2f} "
                   f"{t:>9.2f} {res.gap_bits:>9.2e} {res.leakage_bits:>9.5f} "
                   f"{res.info.get('nonzeros_per_row', float('nan')):>8.2f} "
-                  f"{res.info.get('newton_steps', 0):>6} {D.nbytes / 2 ** 20:>7.0f} {rss:>10.1f}",
+                  f"{res.info.get('newton_steps', 0):>6} {D.nbytes / 2 ** 20:>7.0f} {rss:>10.1f}"
+                  + _reference_columns(reference, p_ac, D, frac * delta0, t, tol_bits=tol_bits,
+                                       max_iter=max_iter),
                   flush=True)
     for frac, pairs in times.items():
         if len(pairs) >= 2:
@@ -236,26 +308,38 @@ def main(argv=None):
                          "solver's, max(1000, K / 4))")
     ap.add_argument("--cvxpy-time-limit", type=float, default=600.0,
                     help="most seconds Clarabel may iterate per instance in parts 1 and 3")
+    ap.add_argument("--reference-rev", default=None,
+                    help="also time solve_fast as of this git revision in this process, right "
+                         "after each fast solve, and print ref_s, ref/new (time ratio), ref_gap "
+                         "and ref_nt (Newton steps); parts 1 to 4")
+    ap.add_argument("--cache", type=pathlib.Path, default=None,
+                    help="directory keeping Delta0 per instance between runs (default: none, "
+                         "computed every run)")
     ap.add_argument("--tol-bits", type=float, default=1e-5,
                     help="gap the fast solver certifies in parts 1 and 3 (the builder's default)")
     ap.add_argument("--large-tol-bits", type=float, default=1e-6,
                     help="gap the fast solver certifies in parts 2 and 4 (the issue's target)")
     args = ap.parse_args(argv)
+    global CACHE
+    CACHE = args.cache
+    ref = fast_solver_at(args.reference_rev) if args.reference_rev else None
+    if ref is not None:
+        print(f"reference: solve_fast at {args.reference_rev}; ref/new > 1 means this tree is faster")
     if args.ks:
         side_by_side("Part 1: SSI-2012 ratings", real_instance, args.ks, args.fracs, args.tol_bits,
-                     args.cvxpy_time_limit)
+                     args.cvxpy_time_limit, ref)
     if args.large_ks:
         alone("Part 2: synthetic 50-dim ratings", synthetic_instance, args.large_ks, args.fracs,
-              args.large_tol_bits, args.max_iter)
+              args.large_tol_bits, args.max_iter, ref)
     if args.hard_ks:
         print()
         side_by_side(f"Part 3: hard instances, {args.hard_users:g} users per cluster",
                      lambda K: hard_instance(K, args.hard_users), args.hard_ks, args.fracs,
-                     args.tol_bits, args.cvxpy_time_limit)
+                     args.tol_bits, args.cvxpy_time_limit, ref)
     if args.adult_ks:
         alone(f"Part 4: UCI Adult, private {args.adult_private}",
               lambda K: adult_instance(K, args.adult_private), args.adult_ks, args.fracs,
-              args.large_tol_bits, args.max_iter)
+              args.large_tol_bits, args.max_iter, ref)
     return 0
 
 

@@ -83,6 +83,22 @@ follows every halving of tau, so new pairs come in while they are still cheap
 to absorb (a pass costs about one Newton step). Rows
 are never *restricted* to nearby outputs; nearness only seeds the list.
 
+**Widening intake.** A pass adds at most _N_ADD pairs to a row the first time
+it finds that row wanting, and twice as many at each later pass that finds it
+wanting again (up to 2**_WIDEN_MAX times _N_ADD). Absorbing new pairs is what
+costs Newton steps: they beat their rows by margins well above tau, so the
+path re-centres at a larger tau (_REHEAT) from duals that no longer fit, and
+that re-centring takes 10 to 25 damped steps, while a plain shrink of tau
+along the tangent is nearly free. At loose budgets (UCI Adult at 0.6 x Delta0,
+J about 0.006 bits) the codebook entries all lie near p(a), many outputs are
+nearly tied for each row, and as outputs empty along the path their rows
+migrate: with a fixed four pairs per row and pass, about 1000 of the 4096 rows
+fell short again at each of 15 passes, and the path took 345 Newton steps
+(596 with income as the private attribute). Widening only the rows that fell
+short before cut those to 127 and 135 steps. Where the lists settle after two
+or three passes (the synthetic instances) few rows are found wanting twice, so
+pricing there is nearly as before (benchmarks/README.md has the figures).
+
 **The answer.** The table is the soft table on the candidates, mixed with the
 cheapest-output table just enough to meet the budget. Its leakage and
 distortion are recomputed from it; ``gap_bits`` is leakage minus the full LB
@@ -124,7 +140,8 @@ _BLAS_THREADS = 1                # the solver's products have an inner dimension
 _N_START = 8                     # candidates per row from the starting duals
 _N_GUARD = 3                     # starting rows per output and class whose posterior leans to it
 _GUARD_COLUMNS = 64              # outputs per block when choosing guard rows
-_N_ADD = 4                       # candidates priced in per row and pass
+_N_ADD = 4                       # candidates priced in per row and pass, at a row's first pass with any;
+_WIDEN_MAX = 4                   # doubled at each later pass that adds to the row, up to 2**_WIDEN_MAX times
 _TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
 _EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
 _PASS_EVERY = 0.5                # a pricing pass whenever tau fell by this factor since the last
@@ -229,6 +246,7 @@ class _DualNewton:
         self.alpha_t = np.ascontiguousarray(self.alpha.T)
         self._zbuf = None                                # see _z_block
         self.has_inf = not bool(np.all(np.isfinite(D)))
+        self.row_hits = np.zeros(self.rows.size, np.int64)   # pricing passes that found the row wanting
         self.stats = {"newton_steps": 0, "evaluations": 0, "pricing_passes": 0, "added_candidates": 0}
         self.timing = {"start": 0.0, "newton": 0.0, "pricing": 0.0}
 
@@ -294,6 +312,13 @@ class _DualNewton:
     def _pass(self, G, mu, cand_min, n_add):
         """Exact dual value over all pairs; optionally the pairs that beat the candidates.
 
+        With ``n_add`` > 0, each row takes its most violated pairs, at most
+        n_add * 2**min(h, _WIDEN_MAX) of them, where h counts the earlier passes that found
+        pairs for that row (``row_hits``): a row whose list fell short before sits among many
+        near-tied outputs (loose budgets, where the codebook entries all lie near p(a)) and
+        keeps falling short as the duals move, so its intake widens geometrically, while rows
+        found wanting once take n_add as before.
+
         Returns (sum_c p(c) min_j z, sum_c p(c) |min_j z|, new rows, new columns, margins by
         which they beat their row); rows are indices into the active rows.
         """
@@ -302,13 +327,15 @@ class _DualNewton:
         new_r, new_c, new_m = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
         if n_add:
             thr = cand_min - 1e-12 * (1.0 + np.abs(cand_min))
+            allow = n_add << np.minimum(self.row_hits, _WIDEN_MAX)
         for lo, hi in self._chunks():
             Z = self._z_block(lo, hi, G, mu)
             zm = Z.min(axis=1, out=zmin[lo:hi])
             if n_add:
                 bad = np.flatnonzero(zm < thr[lo:hi])     # only these rows have pairs to add
                 if bad.size:
-                    self._most_violated(Z[bad], lo + bad, thr, cand_min, n_add, new_r, new_c, new_m)
+                    self._most_violated(Z[bad], lo + bad, thr, cand_min, allow[lo + bad],
+                                        new_r, new_c, new_m)
         pc = self.p_c[self.rows]
         total, absolute = float(pc @ zmin), float(pc @ np.abs(zmin))
         self.stats["pricing_passes"] += 1
@@ -316,6 +343,7 @@ class _DualNewton:
         if not n_add:
             return total, absolute, None, None, None
         r, j, m = np.concatenate(new_r), np.concatenate(new_c), np.concatenate(new_m)
+        self.row_hits[np.unique(r)] += 1
         # an output that every row wants (a codebook entry gone nearly pure) takes only its
         # most violated rows: once they feed it, its posterior moves and the pull is gone
         cap = max(16, 4 * n_add * self.rows.size // max(1, self.K_out))
@@ -327,16 +355,16 @@ class _DualNewton:
         return total, absolute, r[keep], j[keep], m[keep]
 
     @staticmethod
-    def _most_violated(Zb, rows, thr, cand_min, n_add, new_r, new_c, new_m):
-        """Append each row's (at most) n_add smallest entries of Zb below thr[row] (ties: first).
+    def _most_violated(Zb, rows, thr, cand_min, allow, new_r, new_c, new_m):
+        """Append each row's (at most) allow[i] smallest entries of Zb below thr[row] (ties: first).
 
         Zb (len(rows), K_out) is a scratch copy and is overwritten.
         """
         at = np.arange(rows.size)
-        for _ in range(n_add):
+        for i in range(int(allow.max())):
             j = Zb.argmin(axis=1)
             v = Zb[at, j]
-            ok = v < thr[rows]
+            ok = (v < thr[rows]) & (i < allow)
             if not ok.any():
                 return
             new_r.append(rows[ok])

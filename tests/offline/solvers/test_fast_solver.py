@@ -249,3 +249,29 @@ def test_pricing_pass_finds_each_rows_most_violated_pairs_and_the_exact_bound(n_
             for k in np.argsort(Z[c])[:n_add] if Z[c, k] < cand_min[c]}
     assert want and set(zip(r.tolist(), j.tolist())) == want
     assert np.allclose(m, cand_min[r] - Z[r, j])
+
+
+def test_pricing_widens_the_intake_of_rows_found_wanting_in_earlier_passes(monkeypatch):
+    """A row that h earlier passes found wanting takes its n_add * 2**min(h, _WIDEN_MAX) most
+    violated pairs (a brute-force reference), and the pass counts every row it found wanting."""
+    import privmap.offline.solvers._fast_solver as fast
+
+    monkeypatch.setattr(fast, "_WIDEN_MAX", 2)
+    p_ac, dist = random_instance(5, 20, 2)
+    solver = fast._DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
+    solver.tight, solver.has_inf = False, False
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(2, 20))
+    Z = solver.alpha.T @ G + 0.5 * dist[solver.rows]
+    R = solver.rows.size
+    cand_min = np.sort(Z, axis=1)[np.arange(R), rng.integers(0, 10, R)]   # 0 to 9 pairs beat each row
+    hits = rng.integers(0, 4, R)
+    solver.row_hits = hits.copy()
+    _, _, r, j, _ = solver._pass(G, 0.5, cand_min, 1)
+    allow = 1 << np.minimum(hits, 2)                                        # 1, 2, 4, 4
+    want = {(c, int(k)) for c in range(R)
+            for k in np.argsort(Z[c])[:allow[c]] if Z[c, k] < cand_min[c]}
+    assert want and set(zip(r.tolist(), j.tolist())) == want
+    wanting = (Z < cand_min[:, None]).any(axis=1)
+    assert np.array_equal(solver.row_hits, hits + wanting)
+    assert (allow[wanting] > 1).any() and (np.bincount(r, minlength=R)[wanting] > 1).any()
