@@ -88,16 +88,15 @@ it finds that row wanting, and twice as many at each later pass that finds it
 wanting again (up to 2**_WIDEN_MAX times _N_ADD). Absorbing new pairs is what
 costs Newton steps: they beat their rows by margins well above tau, so the
 path re-centres at a larger tau (_REHEAT) from duals that no longer fit, and
-that re-centring takes 10 to 25 damped steps, while a plain shrink of tau
-along the tangent is nearly free. At loose budgets (UCI Adult at 0.6 x Delta0,
-J about 0.006 bits) the codebook entries all lie near p(a), many outputs are
-nearly tied for each row, and as outputs empty along the path their rows
-migrate: with a fixed four pairs per row and pass, about 1000 of the 4096 rows
-fell short again at each of 15 passes, and the path took 345 Newton steps
-(596 with income as the private attribute). Widening only the rows that fell
-short before cut those to 127 and 135 steps. Where the lists settle after two
-or three passes (the synthetic instances) few rows are found wanting twice, so
-pricing there is nearly as before (benchmarks/README.md has the figures).
+that re-centring takes many damped steps, while a plain shrink of tau along
+the tangent is nearly free. At loose budgets the codebook entries all lie near
+p(a), many outputs are nearly tied for each row, and as outputs empty along
+the path their rows migrate, so a fixed intake leaves the same rows short pass
+after pass (on UCI Adult at 0.6 x Delta0, about a quarter of the rows at each
+of 15 passes). Widening only the rows that fell short before absorbs them in a
+few passes; where the lists settle after two or three passes (the synthetic
+instances) few rows are found wanting twice and pricing is nearly as before
+(benchmarks/README.md has the figures).
 
 **The answer.** The table is the soft table on the candidates, mixed with the
 cheapest-output table just enough to meet the budget. Its leakage and
