@@ -41,11 +41,11 @@ Clarabel iteration at K = 1024 on a loaded 2-core machine) and gives no
 certificate of its own; it is kept as the reference the fast solver is checked
 against. It solves the benchmark's hard instances (3 users per cluster, every
 cluster pure) at K = 64 to 512 and SSI-2012 ratings at K = 64 to 256, every
-budget tried (0.1, 0.3, 0.6 x Delta0). Out of reach: the hard instance at
-K = 1024, at 0.3 x Delta0 (both settings stop with InsufficientProgress after 24
-iterations, primal residual 7e-3), and within ten minutes at 0.1 and 0.6 (only
-the second settings answer, after some 600 s alone, once the first have stalled
-or run out of time); see ``benchmarks/README.md``. A failed solve raises
+budget tried (0.1, 0.3, 0.6 x Delta0), and the hard instance at K = 1024 at 0.1
+and 0.6 x Delta0 (in 476 and 406 s on an idle machine). Out of reach: that
+instance at 0.3 x Delta0, where both settings stop with InsufficientProgress
+after 24 iterations (primal residual 6.6e-3, dual residual 4.8e-4, relative
+gap 2e-4); see ``benchmarks/README.md``. A failed solve raises
 :class:`SolverError` naming, for each attempt, Clarabel's status, the
 iterations, the residuals and the relative duality gap.
 """
