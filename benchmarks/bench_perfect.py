@@ -18,12 +18,8 @@ difference and its rounds.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import pathlib
-import subprocess
 import sys
-import tempfile
 
 import bench_solver as bench
 
@@ -39,7 +35,7 @@ def main(argv=None):
                     help="also time perfect_privacy_table as of this git revision, same process")
     args = ap.parse_args(argv)
     from privmap.offline.solvers._perfect import perfect_privacy_lp, perfect_privacy_table
-    reference = _module_at(args.reference_rev) if args.reference_rev else None
+    reference = bench.module_at(args.reference_rev, "_perfect") if args.reference_rev else None
 
     source = f"UCI Adult, private {args.adult}" if args.adult else "synthetic 50-dim ratings"
     print(f"Delta0 on {source}: column generation vs dense HiGHS LP, same process")
@@ -62,21 +58,6 @@ def main(argv=None):
             line += f" {t_ref:>8.2f} {t_ref / t_cg:>7.2f} {(d_ref - d_cg) / d_cg:>9.1e} {ref_info['rounds']:>10}"
         print(line, flush=True)
     return 0
-
-
-def _module_at(rev):
-    """``privmap.offline.solvers._perfect`` as it was at git revision ``rev``, as a module."""
-    root = pathlib.Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{rev}:offline/solvers/_perfect.py"], cwd=root,
-                            check=True, capture_output=True).stdout
-    with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / "_perfect_reference.py"
-        path.write_bytes(source)
-        spec = importlib.util.spec_from_file_location("privmap.offline.solvers._perfect_reference", path)
-        module = importlib.util.module_from_spec(spec)
-        module.__package__ = "privmap.offline.solvers"    # its relative imports: this checkout's
-        spec.loader.exec_module(module)
-    return module
 
 
 if __name__ == "__main__":

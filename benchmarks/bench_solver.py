@@ -154,23 +154,23 @@ def delta_for(p_ac, D, frac):
     return frac * delta0, delta0, seconds
 
 
-def fast_solver_at(rev):
-    """``solve_fast`` as it was at git revision ``rev``, loaded from ``git show`` as a module.
+def module_at(rev, name):
+    """``privmap.offline.solvers.<name>`` as it was at git revision ``rev``, as a module.
 
-    Its relative imports (``._negligible``, ``._problem``, ``._result``, ``.._errors``, ...)
-    resolve against this checkout's package.
+    Loaded from ``git show``; its relative imports (``._problem``, ``.._errors``, ...) resolve
+    against this checkout's package, so only that one file is of the older revision.
     """
-    source = subprocess.run(["git", "show", f"{rev}:offline/solvers/_fast_solver.py"], cwd=ROOT,
+    source = subprocess.run(["git", "show", f"{rev}:offline/solvers/{name}.py"], cwd=ROOT,
                             check=True, capture_output=True).stdout
     with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / "_fast_solver_reference.py"
+        path = pathlib.Path(tmp) / f"{name}_reference.py"
         path.write_bytes(source)
         spec = importlib.util.spec_from_file_location(
-            "privmap.offline.solvers._fast_solver_reference", path)
+            f"privmap.offline.solvers.{name}_reference", path)
         module = importlib.util.module_from_spec(spec)
         module.__package__ = "privmap.offline.solvers"
         spec.loader.exec_module(module)
-    return module.solve_fast
+    return module
 
 
 def constant_output_distortion(p_ac, D):
@@ -322,7 +322,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     global CACHE
     CACHE = args.cache
-    ref = fast_solver_at(args.reference_rev) if args.reference_rev else None
+    ref = module_at(args.reference_rev, "_fast_solver").solve_fast if args.reference_rev else None
     if ref is not None:
         print(f"reference: solve_fast at {args.reference_rev}; ref/new > 1 means this tree is faster")
     if args.ks:

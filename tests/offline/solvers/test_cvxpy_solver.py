@@ -75,28 +75,6 @@ def test_scaled_model_solves_128_clusters_of_real_ratings(ratings_csv):
     assert res.multiplier > 0
 
 
-def pure_cluster_instance(K, users_per_cluster, seed):
-    """Latent-class 50-dim ratings of few users, k-means to K clusters: most clusters pure.
-
-    The part-3 instances of benchmarks/bench_solver.py (``hard_instance``), built the same way.
-    """
-    from sklearn.cluster import MiniBatchKMeans
-
-    rng = np.random.default_rng(seed)
-    n = int(round(users_per_cluster * K))
-    private = (rng.random(n) < 0.5).astype(int)
-    latent = rng.integers(0, 8, n)
-    shift = rng.normal(0.0, 1.0, (8, 50))
-    gshift = rng.normal(0.0, 0.6, 50)
-    X = 3.0 + shift[latent] + np.where(private[:, None] == 1, gshift, -gshift) + rng.normal(0.0, 1.0, (n, 50))
-    X = np.clip(np.round(X), 1, 5)
-    km = MiniBatchKMeans(n_clusters=K, random_state=0, n_init=1, batch_size=4096).fit(X)
-    p_ac = np.zeros((2, K))
-    np.add.at(p_ac, (private, km.labels_), 1.0)
-    p_ac /= p_ac.sum()
-    return p_ac, pairwise(km.cluster_centers_, km.cluster_centers_, "l2")
-
-
 def assert_agrees_with_the_certified_solver(p_ac, dist, delta):
     ref = _cvxpy_solver.solve_cvxpy(p_ac, dist, delta)
     fast = solve_fast(p_ac, dist, delta, tol_bits=1e-7)
@@ -105,10 +83,10 @@ def assert_agrees_with_the_certified_solver(p_ac, dist, delta):
     assert ref.distortion <= delta * (1 + 1e-6)
 
 
-def test_solves_pure_clusters_where_the_direct_model_stopped():
-    # 96 clusters of 1.5 users on average, every cluster pure: Clarabel on
-    # rel_entr(p_ac @ Q, p_a * (p_c @ Q)) stopped with InsufficientProgress at 0.1 x Delta0
-    p_ac, dist = pure_cluster_instance(96, 1.5, seed=2)
+def test_solves_pure_clusters_where_the_direct_model_stopped(bench):
+    # The benchmark's hard instance with 96 clusters of 1.5 users on average, every cluster pure:
+    # Clarabel on rel_entr(p_ac @ Q, p_a * (p_c @ Q)) stopped with InsufficientProgress at 0.1 x Delta0
+    p_ac, dist = bench.hard_instance(96, 1.5, seed=2)
     assert np.all(p_ac.min(axis=0) == 0)
     delta = 0.1 * perfect_privacy_distortion(p_ac, dist)
     assert_agrees_with_the_certified_solver(p_ac, dist, delta)
@@ -123,8 +101,8 @@ def test_solves_64_clusters_of_real_ratings_where_the_direct_model_stopped(ratin
     assert_agrees_with_the_certified_solver(p_ac, dist, 0.6 * perfect_privacy_distortion(p_ac, dist))
 
 
-def test_a_stop_short_of_optimal_raises_with_clarabel_status_and_residuals():
-    p_ac, dist = pure_cluster_instance(32, 3.0, seed=0)
+def test_a_stop_short_of_optimal_raises_with_clarabel_status_and_residuals(bench):
+    p_ac, dist = bench.hard_instance(32)
     with pytest.raises(SolverError, match=r"attempt 0: status MaxTime .*primal residual .*dual residual"):
         _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.3 * perfect_privacy_distortion(p_ac, dist),
                                   time_limit_s=1e-9)

@@ -1,7 +1,4 @@
 """The perfect-privacy distortion is the least distortion with zero leakage."""
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 from privmap.offline import leakage_bits
@@ -145,11 +142,7 @@ def test_forbidden_transitions_without_a_common_output_fall_back_to_the_dense_lp
     assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-12)
 
 
-def test_benchmark_budget_is_the_requested_fraction_of_the_lp_delta0():
-    spec = importlib.util.spec_from_file_location(
-        "bench_solver", pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "bench_solver.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+def test_benchmark_budget_is_the_requested_fraction_of_the_lp_delta0(bench):
     p_ac, dist = bench.hard_instance(32)
     _, d_lp = perfect_privacy_lp(p_ac, dist)
     for frac in (0.1, 0.3, 0.6):
