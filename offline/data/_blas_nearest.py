@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._distortion import nearest
+from ._distortion import NEAREST_BLOCK_BYTES, assigned_distance, block_shape, nearest
 
-#: Rows per matrix product (bounds scratch memory to about ``_CHUNK * K * 8 * 3`` bytes).
-_CHUNK = 8192
+#: float64 arrays of a block's size alive at once (products, the keys' copy, argmin scratch).
+_BLOCK_TEMPORARIES = 3
 
 
-def nearest_l2(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+def nearest_l2(X: np.ndarray, Y: np.ndarray, *, block_bytes: int | None = None) -> np.ndarray:
     """Index of the nearest row of Y under l2 for each row of X; identical to ``nearest(X, Y, "l2")``.
 
     Parameters
     ----------
     X : ndarray, shape (n, d)
     Y : ndarray, shape (K, d)
+    block_bytes : int, keyword-only
+        Scratch memory bound: rows are taken in blocks of (rows, K) products of at most this size
+        (times the few temporaries); rows whose choice is unsure go to ``nearest`` under the
+        same bound.
 
     Returns
     -------
@@ -48,8 +52,9 @@ def nearest_l2(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     gamma = 4.0 * (d + 2) * np.finfo(float).eps
     y_integral = bool(np.all(Y == np.round(Y)))
     out = np.empty(n, dtype=np.int64)
-    for start in range(0, n, _CHUNK):
-        block = X[start:start + _CHUNK]
+    chunk = block_shape(n, Y.shape[0], block_bytes, _BLOCK_TEMPORARIES)[0]   # whole rows of K keys
+    for start in range(0, n, chunk):
+        block = X[start:start + chunk]
         keys = block @ Y.T
         keys *= -2.0
         keys += yy
@@ -66,21 +71,14 @@ def nearest_l2(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
             continue
         unsure = gap <= 4.0 * gamma * (x_norm + y_norm_max) ** 2
         if np.any(unsure):
-            best[unsure] = nearest(block[unsure], Y, "l2")
+            best[unsure] = nearest(block[unsure], Y, "l2", block_bytes=block_bytes)
         out[start:start + block.shape[0]] = best
     return out
 
 
 
 def assigned_distance_l2(X: np.ndarray, Y: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """l2 distance of each row of X to its assigned row of Y, shape (n,).
-
-    Bitwise equal to ``pairwise(X, Y, "l2")[i, labels[i]]``: the squared differences are
-    accumulated from the first feature to the last, the order ``pairwise`` uses, without
-    forming the (n, K) matrix.
-    """
-    acc = np.zeros(X.shape[0])
-    for i in range(X.shape[1]):
-        diff = X[:, i] - Y[labels, i]
-        acc += diff * diff
-    return np.sqrt(acc)
+    """l2 distance of each row of X to its assigned row of Y, shape (n,); bitwise equal to
+    ``pairwise(X, Y, "l2")[i, labels[i]]`` without the (n, K) matrix (see
+    :func:`privmap.offline.data._distortion.assigned_distance`)."""
+    return assigned_distance(X, Y, labels, "l2")

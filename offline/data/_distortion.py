@@ -28,9 +28,15 @@ import numpy as np
 
 METRICS = ("l2", "l1", "hamming")
 
-#: Rows of X processed at once by :func:`nearest` (bounds memory to about
-#: ``_CHUNK * n_representatives * 8`` bytes).
-_CHUNK = 4096
+#: Scratch memory one block of a distance computation may take, in bytes. :func:`nearest`,
+#: :func:`nearest_with_distance` and :func:`pairwise` work on blocks of rows x representatives
+#: whose temporaries (:data:`_BLOCK_TEMPORARIES` float64 arrays of the block's size) fit in it,
+#: so no (n, K) matrix is formed: the nearest search keeps a running minimum over blocks of
+#: representatives. 64 MiB keeps the blocks large enough for numpy's vectorised loops.
+NEAREST_BLOCK_BYTES = 64 * 2 ** 20
+#: float64 arrays of a block's size alive at once in :func:`_rank_keys` (sum, difference, term,
+#: masked term, with the NaN mask counted as one).
+_BLOCK_TEMPORARIES = 5
 
 
 def _check_metric(metric: str) -> None:
@@ -38,25 +44,61 @@ def _check_metric(metric: str) -> None:
         raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
 
 
+def _check_points(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=float)
+    Y = np.asarray(Y, dtype=float)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError(f"shapes {X.shape} and {Y.shape} do not describe points of one width")
+    return X, Y
+
+
+def block_shape(n_rows: int, n_columns: int, block_bytes: int | None = None,
+                temporaries: int = _BLOCK_TEMPORARIES) -> tuple[int, int]:
+    """(rows, columns) of the blocks an (n_rows, n_columns) float64 computation is cut into so that
+    ``temporaries`` arrays of a block's size take at most ``block_bytes`` (at least 1 x 1).
+
+    Whole rows of columns are taken when they fit, else at least one row and as many columns
+    as fit; ``block_bytes`` None reads :data:`NEAREST_BLOCK_BYTES` (at call time, so the limit
+    is one setting for every caller). Raises ValueError for a non-positive ``block_bytes``.
+    """
+    if block_bytes is None:
+        block_bytes = NEAREST_BLOCK_BYTES
+    if block_bytes <= 0:
+        raise ValueError(f"block_bytes must be positive, got {block_bytes}")
+    cells = max(1, block_bytes // (8 * temporaries))
+    columns = max(1, min(n_columns, cells))
+    rows = max(1, min(n_rows, cells // columns))
+    return rows, columns
+
+
 def _rank_keys(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
-    """Rank keys, shape (n, m): squared L2, L1 or Hamming, summed left to right."""
+    """Rank keys, shape (n, m): squared L2, L1 or Hamming, summed left to right (one block)."""
     acc = np.zeros((X.shape[0], Y.shape[0]))
     for i in range(X.shape[1]):
-        diff = X[:, i, None] - Y[None, :, i]
-        if metric == "l2":
-            term = diff * diff
-        elif metric == "l1":
-            term = np.abs(diff)
-        else:
-            term = (diff != 0).astype(float)
-        acc += np.where(np.isnan(diff), 0.0, term)
+        acc += _term(X[:, i, None] - Y[None, :, i], metric)
     return acc
 
 
-def pairwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
+def _term(diff: np.ndarray, metric: str) -> np.ndarray:
+    """One feature's contribution to the rank key; 0 where the difference is NaN (a missing cell)."""
+    if metric == "l2":
+        term = diff * diff
+    elif metric == "l1":
+        term = np.abs(diff)
+    else:
+        term = (diff != 0).astype(float)
+    return np.where(np.isnan(diff), 0.0, term)
+
+
+def _key_to_distance(keys: np.ndarray, metric: str) -> np.ndarray:
+    return np.sqrt(keys) if metric == "l2" else keys
+
+
+def pairwise(X: np.ndarray, Y: np.ndarray, metric: str, *, block_bytes: int | None = None) -> np.ndarray:
     """Distances d(x_i, y_j), shape (n, m), for X of shape (n, d) and Y of shape (m, d).
 
-    NaN cells of X are missing answers and masked (the distance over observed cells).
+    NaN cells of X are missing answers and masked (the distance over observed cells). The
+    result itself is (n, m); the scratch memory beside it is bounded by ``block_bytes``.
 
     Raises
     ------
@@ -64,23 +106,82 @@ def pairwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
         Unknown metric or mismatched widths.
     """
     _check_metric(metric)
-    X = np.asarray(X, dtype=float)
-    Y = np.asarray(Y, dtype=float)
-    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
-        raise ValueError(f"shapes {X.shape} and {Y.shape} do not describe points of one width")
-    keys = _rank_keys(X, Y, metric)
-    return np.sqrt(keys) if metric == "l2" else keys
+    X, Y = _check_points(X, Y)
+    out = np.empty((X.shape[0], Y.shape[0]))
+    rows, columns = block_shape(X.shape[0], Y.shape[0], block_bytes)
+    for r0 in range(0, X.shape[0], rows):
+        for c0 in range(0, Y.shape[0], columns):
+            out[r0:r0 + rows, c0:c0 + columns] = _key_to_distance(
+                _rank_keys(X[r0:r0 + rows], Y[c0:c0 + columns], metric), metric)
+    return out
 
 
-def nearest(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
+def _nearest_keys(X: np.ndarray, Y: np.ndarray, metric: str, block_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index, rank key) of each row's nearest row of Y by a running minimum over blocks.
+
+    A later block replaces the running best only on a strictly smaller key and ``argmin`` takes
+    the first of equal keys inside a block, so ties go to the lowest index, as in one argmin over
+    the whole row (the device's rule).
+    """
+    n, m = X.shape[0], Y.shape[0]
+    index = np.zeros(n, dtype=np.int64)
+    best = np.full(n, np.inf)
+    rows, columns = block_shape(n, m, block_bytes)
+    for r0 in range(0, n, rows):
+        block = X[r0:r0 + rows]
+        here = np.arange(block.shape[0])
+        for c0 in range(0, m, columns):
+            keys = _rank_keys(block, Y[c0:c0 + columns], metric)
+            arg = np.argmin(keys, axis=1)
+            key = keys[here, arg]
+            better = key < best[r0:r0 + rows]
+            best[r0:r0 + rows][better] = key[better]
+            index[r0:r0 + rows][better] = arg[better] + c0
+    return index, best
+
+
+def nearest(X: np.ndarray, Y: np.ndarray, metric: str, *, block_bytes: int | None = None) -> np.ndarray:
     """Index of the nearest row of Y for each row of X, shape (n,); ties go to the lowest index.
 
-    NaN cells of X are masked, as on the device.
+    NaN cells of X are masked, as on the device. Bitwise the device's rule (rank keys summed
+    left to right); scratch memory bounded by ``block_bytes``. Raises ValueError as
+    :func:`pairwise`.
     """
     _check_metric(metric)
-    X = np.asarray(X, dtype=float)
-    Y = np.asarray(Y, dtype=float)
-    out = np.empty(X.shape[0], dtype=np.int64)
-    for start in range(0, X.shape[0], _CHUNK):
-        out[start:start + _CHUNK] = np.argmin(_rank_keys(X[start:start + _CHUNK], Y, metric), axis=1)
-    return out
+    X, Y = _check_points(X, Y)
+    return _nearest_keys(X, Y, metric, block_bytes)[0]
+
+
+def nearest_with_distance(X: np.ndarray, Y: np.ndarray, metric: str, *,
+                          block_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """psi and the distance to it: ``(nearest(X, Y, metric), d(x_i, y_psi(i)))``, shapes (n,), (n,).
+
+    Equal to ``nearest`` and to ``pairwise(X, Y, metric)[arange(n), labels]`` bitwise, without the
+    (n, m) matrix: complete l2 data take the BLAS search of
+    :func:`privmap.offline.data._blas_nearest.nearest_l2` (identical answers, faster), every other
+    case the running minimum of :func:`nearest`. Scratch memory is bounded by ``block_bytes``.
+    Raises ValueError as :func:`pairwise`.
+    """
+    _check_metric(metric)
+    X, Y = _check_points(X, Y)
+    if metric == "l2" and not np.isnan(X).any():
+        from ._blas_nearest import nearest_l2
+        labels = nearest_l2(X, Y, block_bytes=block_bytes)
+        return labels, assigned_distance(X, Y, labels, metric)
+    labels, keys = _nearest_keys(X, Y, metric, block_bytes)
+    return labels, _key_to_distance(keys, metric)
+
+
+def assigned_distance(X: np.ndarray, Y: np.ndarray, labels: np.ndarray, metric: str) -> np.ndarray:
+    """d(x_i, y_labels[i]) for each row of X, shape (n,), over each row's observed cells.
+
+    Bitwise equal to ``pairwise(X, Y, metric)[arange(n), labels]`` (the same left-to-right sum),
+    in O(n d) memory. Raises ValueError as :func:`pairwise`.
+    """
+    _check_metric(metric)
+    X, Y = _check_points(X, Y)
+    labels = np.asarray(labels, dtype=np.int64)
+    acc = np.zeros(X.shape[0])
+    for i in range(X.shape[1]):
+        acc += _term(X[:, i] - Y[labels, i], metric)
+    return _key_to_distance(acc, metric)

@@ -14,6 +14,9 @@ missing cell filled by its column's observed mean (grouping only); each group's
 representative takes, column by column, the statistic over the group's *observed*
 cells (the column's statistic over all observed cells when the group has none);
 rows are then reassigned by the masked nearest rule, so psi is still the device's.
+
+Memory: no (n, K) matrix is formed; the nearest search and the distances to psi(b) run in
+blocks bounded by :data:`privmap.offline.data._distortion.NEAREST_BLOCK_BYTES`.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from .._errors import DatasetError
-from ._distortion import nearest, pairwise
+from ._distortion import nearest_with_distance
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,10 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     centers = np.array([_representative(X[groups == g], metric) for g in range(k) if np.any(groups == g)])
     centers = np.where(np.isnan(centers), overall, centers)
     centers = domain_points(centers, integer, lo, hi)
-    labels = nearest(X, centers, metric)
+    labels, dist = nearest_with_distance(X, centers, metric)
     used = np.unique(labels)  # a representative nobody is nearest to carries no mass
     centers = centers[used]
     labels = np.searchsorted(used, labels)
-    dist = pairwise(X, centers, metric)[np.arange(X.shape[0]), labels]
     return Quantization(centers=centers, labels=labels, r=float(dist.max()), mean_distortion=float(dist.mean()))
 
 

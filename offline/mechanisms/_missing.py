@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..data._distortion import pairwise
+from ..data._distortion import assigned_distance
 from ..data._quantize import quantize
 from ..data._schema import Column
 
@@ -96,7 +96,7 @@ def missing_alphabet(X: np.ndarray, schema: Sequence[Column], policy: str, *, cl
     imputing = policy == "impute"
     data = np.where(np.isnan(X), fills, X) if imputing else X
     qz = quantize(data, clusters, metric=metric, seed=seed, integer=integer, bounds=bounds)
-    observed = pairwise(X, qz.centers, metric)[np.arange(X.shape[0]), qz.labels]
+    observed = assigned_distance(X, qz.centers, qz.labels, metric)   # (n,), no (n, K) matrix
     features = feature_maps(schema, policy, fills)
     cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in qz.centers]
     return MissingAlphabet(centers=qz.centers, cells=cells, features=features, labels=qz.labels,

@@ -2,7 +2,14 @@
 import numpy as np
 import pytest
 from privmap.offline._errors import DatasetError
-from privmap.offline.data._distortion import nearest, pairwise
+from privmap.offline.data._distortion import (
+    NEAREST_BLOCK_BYTES,
+    assigned_distance,
+    block_shape,
+    nearest,
+    nearest_with_distance,
+    pairwise,
+)
 from privmap.offline.data._quantize import quantize
 
 
@@ -44,3 +51,90 @@ def test_nearest_breaks_ties_by_lowest_index():
     Y = np.array([[0.0, 1.0], [2.0, 1.0], [1.0, 0.0]])
     for metric in ("l2", "l1", "hamming"):
         assert nearest(X, Y, metric)[0] == 0
+
+
+# ------------------------------------------------------------------ bounded-memory nearest search
+
+def _dense_keys(X, Y, metric):
+    """The former dense computation: one (n, m) matrix of rank keys, summed feature by feature."""
+    acc = np.zeros((X.shape[0], Y.shape[0]))
+    for i in range(X.shape[1]):
+        diff = X[:, i, None] - Y[None, :, i]
+        term = {"l2": diff * diff, "l1": np.abs(diff), "hamming": (diff != 0).astype(float)}[metric]
+        acc += np.where(np.isnan(diff), 0.0, term)
+    return acc
+
+
+def _tied_data(missing: bool):
+    """Small integers (many exact ties, duplicated centres) and, optionally, masked cells."""
+    rng = np.random.default_rng(8)
+    X = rng.integers(0, 3, size=(257, 4)).astype(float)
+    Y = rng.integers(0, 3, size=(37, 4)).astype(float)
+    Y[20:30] = Y[:10]                                  # exact duplicates: ties across blocks
+    if missing:
+        X[rng.random(X.shape) < 0.3] = np.nan
+        X[0] = [np.nan, np.nan, np.nan, 1.0]
+    return X, Y
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
+@pytest.mark.parametrize("missing", [False, True])
+@pytest.mark.parametrize("block_bytes", [40, 40 * 7, 40 * 100, NEAREST_BLOCK_BYTES])
+def test_blocked_nearest_and_distance_equal_the_dense_computation_ties_included(metric, missing, block_bytes):
+    X, Y = _tied_data(missing)
+    keys = _dense_keys(X, Y, metric)
+    expected = np.argmin(keys, axis=1)
+    dense = np.sqrt(keys) if metric == "l2" else keys
+    assert np.mean(np.sum(keys == keys.min(axis=1, keepdims=True), axis=1) > 1) > 0.2   # ties do occur
+    labels, dist = nearest_with_distance(X, Y, metric, block_bytes=block_bytes)
+    assert np.array_equal(labels, expected)
+    assert np.array_equal(nearest(X, Y, metric, block_bytes=block_bytes), expected)
+    assert np.array_equal(dist, dense[np.arange(X.shape[0]), expected])
+    assert np.array_equal(pairwise(X, Y, metric, block_bytes=block_bytes), dense)
+    assert np.array_equal(assigned_distance(X, Y, expected, metric), dense[np.arange(X.shape[0]), expected])
+
+
+def test_blocked_nearest_on_real_valued_data_equals_the_dense_argmin():
+    rng = np.random.default_rng(4)
+    X, Y = rng.normal(size=(500, 6)), rng.normal(size=(300, 6))
+    keys = _dense_keys(X, Y, "l2")
+    labels, dist = nearest_with_distance(X, Y, "l2", block_bytes=4096)
+    assert np.array_equal(labels, np.argmin(keys, axis=1))
+    assert np.array_equal(dist, np.sqrt(keys.min(axis=1)))
+
+
+def test_block_shape_fits_the_byte_limit_and_refuses_a_non_positive_one():
+    rows, columns = block_shape(10_000, 8192, 2 ** 20, 5)
+    assert (rows, columns) == (3, 8192) and rows * columns * 8 * 5 <= 2 ** 20
+    assert block_shape(10, 10 ** 6, 2 ** 20, 5) == (1, 2 ** 20 // 40)
+    assert block_shape(3, 4, 10 ** 9) == (3, 4)
+    with pytest.raises(ValueError, match="block_bytes"):
+        block_shape(3, 4, 0)
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1"])
+def test_quantize_and_the_missing_alphabet_stay_within_the_block_limit(metric, monkeypatch):
+    """No (n, K) matrix: peak traced allocations stay far below n * K * 8 bytes (the former
+    12.5 GiB at K = 8192 on Adult came from two such matrices)."""
+    import tracemalloc
+
+    import privmap.offline.data._distortion as distortion
+    from privmap.offline.data._schema import Column
+    from privmap.offline.mechanisms._missing import missing_alphabet
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 60, size=(12_000, 3)).astype(float)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    k = 300
+    monkeypatch.setattr(distortion, "NEAREST_BLOCK_BYTES", 2 ** 20)
+    schema = [Column(f"x{i}", True, 0, 59, True, "", ("type", "domain")) for i in range(3)]
+    tracemalloc.start()
+    try:
+        found = missing_alphabet(X, schema, "mask", clusters=k, metric=metric, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    dense = X.shape[0] * len(found.cells) * 8
+    assert len(found.cells) > 200
+    assert peak < dense / 3, (peak, dense)
+    keys = _dense_keys(X, found.centers, metric)
+    assert np.array_equal(found.labels, np.argmin(keys, axis=1))
