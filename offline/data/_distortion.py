@@ -172,16 +172,19 @@ def nearest_with_distance(X: np.ndarray, Y: np.ndarray, metric: str, *,
     return labels, _key_to_distance(keys, metric)
 
 
-def assigned_distance(X: np.ndarray, Y: np.ndarray, labels: np.ndarray, metric: str) -> np.ndarray:
-    """d(x_i, y_labels[i]) for each row of X, shape (n,), over each row's observed cells.
+def assigned_distance(X: np.ndarray, Y: np.ndarray, labels: np.ndarray, metric: str, *,
+                      rows: np.ndarray | None = None) -> np.ndarray:
+    """d(x_i, y_labels[i]) for each row of X, shape (n,), over each row's observed cells; with
+    ``rows`` (int, shape (P,)) the pairs d(x_rows[p], y_labels[p]), shape (P,).
 
     Bitwise equal to ``pairwise(X, Y, metric)[arange(n), labels]`` (the same left-to-right sum),
-    in O(n d) memory. Raises ValueError as :func:`pairwise`.
+    in O(n d) (or O(P)) memory. Raises ValueError as :func:`pairwise`.
     """
     _check_metric(metric)
     X, Y = _check_points(X, Y)
     labels = np.asarray(labels, dtype=np.int64)
-    acc = np.zeros(X.shape[0])
+    acc = np.zeros(labels.shape[0])
     for i in range(X.shape[1]):
-        acc += _term(X[:, i] - Y[labels, i], metric)
+        column = X[:, i] if rows is None else X[rows, i]
+        acc += _term(column - Y[labels, i], metric)
     return _key_to_distance(acc, metric)

@@ -5,6 +5,8 @@ from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.data import joint_prior, pairwise, quantize
 from privmap.offline.mechanisms._codebook import (
     MAX_ITERATIONS,
+    RELATIVE_TOLERANCE,
+    Pairs,
     conditional_distortion,
     metric_center,
     move_outputs,
@@ -126,3 +128,121 @@ def test_optima_with_missing_cells_skip_them_like_the_masked_distance(metric):
             rows = ~np.isnan(X[:, k])
             alone = centre(X[rows][:, [k]], W[rows], np.full((2, 1), 1.5))
             assert np.array_equal(alone[:, 0], Y[:, k])
+
+
+# ------------------------------------------------------------------ the sparse step against dense references
+
+def _dense_reference_centre(metric):
+    """The former optima on a dense (n, m) weight matrix: 40 Weiszfeld steps over all n x m
+    entries, per-column median and mode over all rows (the code this step replaced)."""
+    def mean(X, W, Y0):
+        observed = ~np.isnan(X)
+        total, sums = W.T @ observed, W.T @ np.where(observed, X, 0.0)
+        return np.where(total > 0, sums / np.where(total > 0, total, 1.0), Y0)
+
+    def l2(X, W, Y0):
+        Y = mean(X, W, Y0)
+        for _ in range(40):
+            Y = mean(X, W / np.maximum(pairwise(X, Y, "l2"), 1e-9), Y)
+        return Y
+
+    def l1(X, W, Y0):
+        Y = np.array(Y0, dtype=float)
+        for k in range(X.shape[1]):
+            rows = np.flatnonzero(~np.isnan(X[:, k]))
+            column, weights = X[rows, k], W[rows]
+            total = weights.sum(axis=0)
+            order = np.argsort(column, kind="stable")
+            at = np.argmax(np.cumsum(weights[order], axis=0) >= 0.5 * total[None, :], axis=0)
+            Y[total > 0, k] = column[order[at[total > 0]]]
+        return Y
+
+    def hamming(X, W, Y0):
+        Y = np.array(Y0, dtype=float)
+        for k in range(X.shape[1]):
+            rows = np.flatnonzero(~np.isnan(X[:, k]))
+            values, codes = np.unique(X[rows, k], return_inverse=True)
+            scores = np.zeros((values.size, W.shape[1]))
+            np.add.at(scores, codes.reshape(-1), W[rows])
+            has = W[rows].sum(axis=0) > 0
+            Y[has, k] = values[np.argmax(scores, axis=0)[has]]
+        return Y
+
+    return {"l2": l2, "l1": l1, "hamming": hamming}[metric]
+
+
+def _row_mass(qz, p_ac):
+    return (p_ac.sum(axis=0) / np.bincount(qz.labels, minlength=qz.k))[qz.labels]
+
+
+def test_pairs_from_a_table_are_exactly_its_nonzero_weights():
+    X, qz, p_ac, table, _ = _instance("l2")
+    mass = _row_mass(qz, p_ac)
+    pairs = Pairs.from_table(qz.labels, table, mass)
+    dense = np.zeros((X.shape[0], qz.k))
+    np.add.at(dense, (pairs.rows, pairs.outs), pairs.weights)
+    assert np.array_equal(dense, table[qz.labels] * mass[:, None])
+    assert pairs.rows.size == np.count_nonzero(table[qz.labels])        # one pair per non-zero, no more
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
+@pytest.mark.parametrize("missing", [False, True])
+def test_sparse_optima_match_the_former_dense_optima(metric, missing):
+    X, qz, p_ac, table, (distance, centre, project) = _instance(metric)
+    if missing:
+        X = X.copy()
+        X[np.random.default_rng(1).random(X.shape) < 0.2] = np.nan
+    mass = _row_mass(qz, p_ac)
+    W = table[qz.labels] * mass[:, None]
+    new = centre(X, Pairs.from_table(qz.labels, table, mass), qz.centers)
+    old = _dense_reference_centre(metric)(X, W, qz.centers)
+    if metric == "l2":       # fewer Weiszfeld steps once converged: the same cost within 1e-6
+        cost = lambda Y: np.einsum("ij,ij->j", W, distance(X, Y))
+        assert np.all(cost(new) <= cost(old) * (1 + 1e-6) + 1e-12)
+    else:
+        assert np.array_equal(new, old)
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
+def test_sparse_optimum_of_each_output_beats_a_brute_force_grid(metric):
+    """Small data: every output's optimum over the rows its table column reaches is no worse than
+    any point of a fine grid (l2) or any point of observed values (l1, hamming)."""
+    X, qz, p_ac, table, (distance, centre, _) = _instance(metric, k=6, budget=0.9)
+    X = X[:, :2]
+    mass = _row_mass(qz, p_ac)
+    pairs = Pairs.from_table(qz.labels, table, mass)
+    Y = centre(X, pairs, qz.centers[:, :2])
+    W = table[qz.labels] * mass[:, None]
+    grid = np.array(np.meshgrid(*[np.linspace(0, 3, 61)] * 2)).reshape(2, -1).T
+    grid_costs = W.T @ distance(X, grid)                        # (K_out, grid)
+    costs = np.einsum("ij,ij->j", W, distance(X, Y))
+    slack = 1e-3 if metric == "l2" else 1e-12
+    assert np.all(costs <= grid_costs.min(axis=1) * (1 + slack) + 1e-12)
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
+def test_codebook_step_is_no_worse_than_the_former_dense_step_within_its_tolerance(metric):
+    X, qz, p_ac, table, (distance, centre, project) = _instance(metric, k=16)
+    new = refine(X, qz.labels, p_ac, table, qz.centers, distance=distance, centre=centre, project=project)
+    dense_centre = _dense_reference_centre(metric)
+    old = refine(X, qz.labels, p_ac, table, qz.centers, distance=lambda P, Q: pairwise(P, Q, metric),
+                 centre=lambda P, W, Y0: dense_centre(P, _dense(W, P.shape[0]), Y0),
+                 project=project, tolerance=1e-4)
+    assert new.distortion <= old.distortion * (1 + RELATIVE_TOLERANCE)
+    assert new.leakage_bits <= old.leakage_bits + 1e-6
+
+
+def _dense(pairs, n):
+    W = np.zeros((n, pairs.n_outputs))
+    np.add.at(W, (pairs.rows, pairs.outs), pairs.weights)
+    return W
+
+
+def test_conditional_distortion_in_blocks_equals_the_dense_means(monkeypatch):
+    import privmap.offline.data._distortion as distortion
+    X, qz, *_ = _instance("l1")
+    dense = pairwise(X, qz.centers, "l1")
+    expected = np.stack([dense[qz.labels == c].mean(axis=0) for c in range(qz.k)])
+    monkeypatch.setattr(distortion, "NEAREST_BLOCK_BYTES", 8 * 6 * qz.k * 7)      # blocks of 7 rows
+    got = conditional_distortion(X, qz.labels, qz.k, qz.centers, lambda P, Q: pairwise(P, Q, "l1"))
+    assert np.allclose(got, expected, rtol=1e-13, atol=1e-13)
