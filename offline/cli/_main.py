@@ -251,7 +251,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..data._schema import declare, read_schema_file, schema_json
-    from ..mechanisms._pipeline import BuildOptions
+    from ..mechanisms._pipeline import BuildOptions, StageTimer
     from ..mechanisms._pipeline import build as run_build
 
     auto = clusters == "auto" or smoothing == "auto"
@@ -283,6 +283,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                 bar.label = f"build: {stage:<15}"
                 bar.update(int(fraction * 1000) - bar.pos)
             result = run_build(data, options, progress=progress)
+    timer = result.stages or StageTimer()           # seconds and peak memory per stage (--json "stages")
+    timer("encode-sign", 1.0)
     payload_bytes = encode_payload(result.payload)
     bundle_bytes = sign_bundle(payload_bytes, private_key)
     check_bundle(bundle_bytes, private_key.public_key(), now=result.payload["issued_at"])
@@ -298,13 +300,14 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     if result.dropped_rows:
         click.echo(f"note: {result.dropped_rows} row(s) with every public cell missing left out", err=True)
     atomic_write(out, bundle_bytes)
+    timer.close()
     seconds = time.perf_counter() - started
     metrics = result.payload["metrics"]
     summary = {"out": str(out), "bytes": len(bundle_bytes), "build_seconds": round(seconds, 3),
                **{k: metrics[k] for k in ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r",
                                           "delta_plus_r", "clusters", "n", "perfect_privacy_distortion",
                                           "measured_distortion", "leakage_change_bits")},
-               "solver": result.solved.solver, "stage_seconds": stages.seconds,
+               "solver": result.solved.solver, "stage_seconds": stages.seconds, "stages": timer.records(),
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits

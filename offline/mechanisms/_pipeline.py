@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -51,6 +54,66 @@ from ._missing import DEFAULT_MISSING, MISSING_POLICIES, feature_maps, missing_a
 MECHANISMS = ("quantized", "exact")
 
 Progress = Callable[[str, float], None]
+
+
+class StageTimer:
+    """Seconds and peak memory of each stage of a build; it is the build's progress callback.
+
+    ``timer(stage, fraction)`` closes the running stage when ``stage`` names another one and
+    forwards every call to ``forward`` (a progress bar). :meth:`close` ends the last stage.
+    :meth:`records` gives, in order, one dict per stage:
+
+    ``stage``; ``seconds`` (wall clock) and ``cpu_seconds`` (user + system CPU time of this
+    process and of its waited-for children, so work on several cores counts in full);
+    ``peak_rss_bytes``: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` sampled when the stage
+    ended, the largest resident set size the process had reached *since it started* (a
+    high-water mark: non-decreasing over the stages, so a stage raised the peak exactly where the
+    figure grows); ``children_peak_rss_bytes``: the same for the largest waited-for child
+    process (``RUSAGE_CHILDREN``; 0 without children). ru_maxrss is in KiB on Linux and bytes
+    on macOS; both are reported in bytes.
+
+    The stages of :func:`build`: load, cluster, prior, perfect-privacy (Delta0), solve, codebook,
+    compress, holdout-fold-1 .. holdout-fold-k (each ends when the build is told that fold is
+    done), payload; the CLI adds encode-sign.
+    """
+
+    def __init__(self, forward: Progress | None = None):
+        self._forward = forward
+        self._records: list[dict] = []
+        self._stage: str | None = None
+        self._since = self._cpu_since = 0.0
+
+    def __call__(self, stage: str, fraction: float) -> None:
+        if stage != self._stage:
+            self.close()
+            if stage != "done":                       # "done" ends the build's last stage, opens none
+                self._stage, self._since, self._cpu_since = stage, time.perf_counter(), _cpu_seconds()
+        if self._forward is not None:
+            self._forward(stage, fraction)
+
+    def close(self) -> None:
+        """End the running stage (if any) and record it."""
+        if self._stage is None:
+            return
+        self._records.append({"stage": self._stage, "seconds": round(time.perf_counter() - self._since, 3),
+                              "cpu_seconds": round(_cpu_seconds() - self._cpu_since, 3),
+                              "peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_SELF),
+                              "children_peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_CHILDREN)})
+        self._stage = None
+
+    def records(self) -> list[dict]:
+        """The closed stages, in order (see the class docstring)."""
+        return [dict(r) for r in self._records]
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _peak_rss_bytes(who: int) -> int:
+    peak = resource.getrusage(who).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,6 +217,7 @@ class Build:
     p_ac: np.ndarray
     solved: SolveResult
     table: CompressedTable
+    stages: StageTimer | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -188,6 +252,7 @@ def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress
     tell("cluster", 0.05)
     alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
     k_in = len(alphabet.inputs)
+    tell("prior", 0.2)
     p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
     return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell)
 
@@ -245,8 +310,12 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
         Labelled CSV (header row; ``options.private`` names the private column).
     options : BuildOptions
     progress : callable(stage: str, fraction: float), optional
-        Told about each stage ("load", "cluster", "perfect-privacy", "solve",
-        "codebook", "compress", "holdout") and the fraction of the build done.
+        Told about each stage ("load", "cluster", "prior", "perfect-privacy", "solve",
+        "codebook", "compress", "holdout-fold-1" .. "holdout-fold-k", "payload") and the
+        fraction of the build done.
+
+    The returned build's ``stages`` is the :class:`StageTimer` that timed it (a caller may time
+    more stages on it: the CLI adds "encode-sign").
 
     Raises
     ------
@@ -254,12 +323,14 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
         Bad data (DatasetError), infeasible budget (InfeasibleError), a solver
         that fails (SolverError), or a payload the device would refuse.
     """
-    tell = progress or (lambda stage, fraction: None)
+    tell = StageTimer(progress)
     tell("load", 0.0)
     dataset, dropped = load_training(csv_path, options)
     done = solve_dataset(dataset, options, progress=lambda stage, f: tell(stage, 0.8 * f))
-    return assemble(dataset, done, options, tell, measure=lambda table: _measured_raw_distortion(done.alphabet, table),
-                    dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()))
+    built = assemble(dataset, done, options, tell,
+                     measure=lambda table: _measured_raw_distortion(done.alphabet, table),
+                     dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()))
+    return dataclasses.replace(built, stages=tell)
 
 
 def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
@@ -328,9 +399,15 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
         metrics.update(_codebook_metrics(done.codebook))
     if options.holdout_folds and isinstance(dataset, Dataset):
         from ._holdout import cross_fitted_leakage
-        tell("holdout", 0.75)
-        metrics.update(cross_fitted_leakage(dataset, options, progress=lambda f: tell("holdout", 0.75 + 0.25 * f))
-                       .metrics())
+        folds = options.holdout_folds
+
+        def fold_done(f):        # fold i of k reported done: the next one's stage starts
+            done_folds = min(folds, int(round(f * folds)))
+            tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
+
+        tell("holdout-fold-1", 0.75)
+        metrics.update(cross_fitted_leakage(dataset, options, progress=fold_done).metrics())
+    tell("payload", 0.99)
     payload = {
         **payload_header(options, options.mechanism),
         "metric": options.metric,
