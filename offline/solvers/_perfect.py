@@ -160,7 +160,8 @@ def _column_generation(p_ac, distortion, rel_tol, info):
     start_cols = [cheapest, np.full(K, j_const)]
     lower, v_best = float(p_c @ cheapest_d), np.zeros((delta_a.shape[1], K_out))   # L(0)
     transport_rounds = 0
-    if delta_a.shape[1] == 1 and np.isfinite(D).all():
+    if (delta_a.shape[1] == 1 and (delta_a > 0).any() and (delta_a < 0).any()
+            and np.isfinite(D).all()):
         table, v, transport_rounds, pairs = solve_binary(p_c, delta_a[:, 0], D, j_const, _new_highs)
         value = float(p_c @ np.einsum("cj,cj->c", table, D))
         bound = float(_row_minima(D, _reduced(p_c, delta_a, D, v[None, :]))[0].sum())

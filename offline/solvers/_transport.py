@@ -44,7 +44,7 @@ def solve_binary(p_c, w, D, j_const, new_highs):
     p_c : ndarray, shape (K,)
         p(c).
     w : ndarray, shape (K,)
-        p(c|a1) - p(c|a0).
+        p(c|a1) - p(c|a0), with positive and negative entries.
     D : ndarray, shape (K, K_out)
         Distortion, ``inf`` = forbidden.
     j_const : int
@@ -69,8 +69,6 @@ def solve_binary(p_c, w, D, j_const, new_highs):
     table = np.zeros((K, K_out))
     neutral = np.flatnonzero(w == 0)
     table[neutral, np.argmin(D[neutral], axis=1)] = 1.0
-    if sup.size == 0:                                # w = 0 everywhere: no balance to keep
-        return table, np.zeros(K_out), 0, 0
     unit = np.zeros(K)
     unit[w != 0] = p_c[w != 0] / np.abs(w[w != 0])
     hub = np.argmin(D, axis=1)                       # each row's cheapest output

@@ -216,3 +216,13 @@ def test_solving_prints_nothing_to_stdout():
             "    perfect_privacy_table(p / p.sum(), np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == ""
+
+
+def test_a_binary_attribute_independent_of_the_cluster_needs_no_transport():
+    # p(c|a1) = p(c|a0): no row sends or receives, every row keeps its cheapest output.
+    p_ac, dist = _metric_instance(np.random.default_rng(5), 2, 20, "l1")
+    p_ac = np.vstack([p_ac[0], p_ac[0]]) / (2 * p_ac[0].sum())
+    info = {}
+    _, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["formulation"] == "hub"
+    assert d0 == pytest.approx(p_ac.sum(axis=0) @ dist.min(axis=1), rel=1e-12)
