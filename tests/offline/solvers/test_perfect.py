@@ -149,3 +149,80 @@ def test_benchmark_budget_is_the_requested_fraction_of_the_lp_delta0(bench):
         delta, delta0, _ = bench.delta_for(p_ac, dist, frac)
         assert delta == pytest.approx(frac * d_lp, rel=1e-9)
     assert bench.constant_output_distortion(p_ac, dist) > 1.2 * d_lp   # the old, easier budget
+
+
+def _metric_instance(rng, n_private, K, metric, K_out=None):
+    """Random p(a, c) (some rows pure in one class, some massless) and a (K, K_out) distortion."""
+    points = rng.normal(size=(K, 3))
+    outputs = points if K_out is None else rng.normal(size=(K_out, 3))
+    diff = points[:, None] - outputs[None]
+    dist = {"l2": lambda: np.sqrt((diff ** 2).sum(-1)),
+            "squared-l2": lambda: (diff ** 2).sum(-1),
+            "l1": lambda: np.abs(diff).sum(-1),
+            "random": lambda: rng.random((K, outputs.shape[0]))}[metric]()
+    p_ac = rng.random((n_private, K)) ** 3
+    p_ac[rng.integers(0, n_private, K // 4), rng.choice(K, K // 4, replace=False)] = 0.0
+    p_ac[:, rng.choice(K, 2, replace=False)] = 0.0
+    return p_ac / p_ac.sum(), dist
+
+
+@pytest.mark.parametrize("metric", ["l2", "squared-l2", "l1", "random"])
+@pytest.mark.parametrize("n_private, K, K_out", [(2, 40, None), (2, 35, 20), (3, 30, None)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_delta0_equals_the_dense_lp_for_binary_and_three_valued_private_attributes(
+        seed, n_private, K, K_out, metric):
+    # Binary A goes through the transport (certified alone or completed by the hub program);
+    # three classes through the hub program: every way must give the dense LP's optimum.
+    p_ac, dist = _metric_instance(np.random.default_rng(seed), n_private, K, metric, K_out)
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    assert info["formulation"].startswith("transport") == (n_private == 2)
+    assert abs(d0 - d_lp) <= 1e-9 * d_lp
+    assert info["lower_bound"] <= d_lp * (1 + 1e-9) and info["upper_bound"] >= d_lp * (1 - 1e-9)
+    assert info["upper_bound"] - info["lower_bound"] <= 1e-9 * d0
+    assert np.allclose(table.sum(axis=1), 1.0) and (table >= 0).all()
+    assert abs(p_ac.sum(axis=0) @ (table * dist).sum(axis=1) - d0) <= 1e-9 * d0
+    assert leakage_bits(p_ac, table) < 1e-9
+
+
+def test_the_transport_alone_certifies_a_metric_whose_outputs_are_the_inputs():
+    p_ac, dist = _metric_instance(np.random.default_rng(3), 2, 60, "l2")
+    info = {}
+    _, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["formulation"] == "transport"
+    assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-9)
+
+
+def test_a_binary_attribute_with_forbidden_pairs_takes_the_hub_program():
+    p_ac, dist = _metric_instance(np.random.default_rng(4), 2, 30, "l2")
+    dist[0, 5] = np.inf
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["formulation"] == "hub" and table[0, 5] == 0.0
+    assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-9)
+
+
+def test_solving_prints_nothing_to_stdout():
+    # HiGHS prints its banner on a model's first use unless output_flag is off by then; it does
+    # so once per process, hence a fresh interpreter.
+    import subprocess
+    import sys
+    code = ("import numpy as np\n"
+            "from privmap.offline.solvers import perfect_privacy_table\n"
+            "rng = np.random.default_rng(0)\n"
+            "for n_private in (2, 3):\n"
+            "    p = rng.random((n_private, 20)); x = rng.normal(size=(20, 2))\n"
+            "    perfect_privacy_table(p / p.sum(), np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == ""
+
+
+def test_a_binary_attribute_independent_of_the_cluster_needs_no_transport():
+    # p(c|a1) = p(c|a0): no row sends or receives, every row keeps its cheapest output.
+    p_ac, dist = _metric_instance(np.random.default_rng(5), 2, 20, "l1")
+    p_ac = np.vstack([p_ac[0], p_ac[0]]) / (2 * p_ac[0].sum())
+    info = {}
+    _, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["formulation"] == "hub"
+    assert d0 == pytest.approx(p_ac.sum(axis=0) @ dist.min(axis=1), rel=1e-12)
