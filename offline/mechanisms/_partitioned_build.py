@@ -97,6 +97,9 @@ IN_MEMORY_MAX_ROWS = 1_000_000
 MINIBATCH_ROWS = 4096
 #: Passes of Weiszfeld's iteration in the out-of-core codebook step (after the weighted-mean pass).
 WEISZFELD_PASSES = 3
+#: Table entries at or below this are left out of step A's weights (a solver's table is dense with
+#: vanishing entries; at most K_out x this of a row's mass is ignored when choosing where outputs move).
+SUPPORT_FLOOR = 1e-9
 #: Most distinct observed values of a column in one partition under ``--missing impute`` (the exact
 #: median is taken from value counts).
 MEDIAN_MAX_DISTINCT = 100_000
@@ -380,7 +383,7 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
     _, _, project = metric_center("l2", integer=integer, lo=np.array([c.min for c in schema], float),
                                   hi=np.array([c.max for c in schema], float))
     from scipy import sparse
-    table = sparse.csr_matrix(np.where(q > 0, q, 0.0))
+    table = sparse.csr_matrix(np.where(q > SUPPORT_FLOOR, q, 0.0))
     p_c = p_ac.sum(axis=0)
     per_row = p_c / np.maximum(input_rows, 1)
     start = np.asarray(alphabet.outputs, dtype=float)
