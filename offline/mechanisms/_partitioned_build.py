@@ -105,8 +105,6 @@ SUPPORT_FLOOR = 1e-9
 MEDIAN_MAX_DISTINCT = 100_000
 #: Rows per block of distance computations (bounds scratch memory to about ``_ROWS * K_out * 16`` bytes).
 _ROWS = 4096
-#: (row, output) pairs per block of the codebook passes.
-_PAIRS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -740,57 +738,62 @@ def _raw_total(part: Partition, assigned, *, reading, renumber, outputs, table) 
 
 def _distance_sums(part: Partition, assigned, *, reading, renumber, outputs, folds: int, n_inputs: int):
     from scipy import sparse
-    from scipy.spatial.distance import cdist
     X, psi, fold = _rows_of(part, assigned, reading, renumber)
     total = np.zeros((folds * n_inputs, outputs.shape[0]))
     key = fold * n_inputs + psi
     for start in range(0, X.shape[0], _ROWS):
         block = X[start:start + _ROWS]
-        gaps = np.isnan(block).any(axis=1)
-        dist = np.empty((block.shape[0], outputs.shape[0]))
-        dist[~gaps] = cdist(block[~gaps], outputs) if (~gaps).any() else 0.0
-        if gaps.any():
-            dist[gaps] = pairwise(block[gaps], outputs, "l2")
         m = block.shape[0]
         group = sparse.csr_matrix((np.ones(m), (key[start:start + m], np.arange(m))), shape=(total.shape[0], m))
-        total += group @ dist
+        total += group @ _distances(block, outputs)
     return total.reshape(folds, n_inputs, outputs.shape[0])
 
 
 def _codebook_sums(part: Partition, assigned, *, reading, renumber, table, per_row, Z, P):
     """One pass of the codebook step over the (row, output) pairs where the table is non-zero.
 
+    Rows are taken input by input: the rows with psi = c share the table row's support J_c, so
+    their distances to the points of J_c are one block (BLAS on complete rows).
+
     Returns ``(numer, denom, z_cost, p_cost)``: Weiszfeld's weighted sums of observed cells
     (K_out, d) and their weights (K_out, d) (weights w = p(c)/n_c q(j|c), divided by d(b, Z_j)
     when ``Z`` is given), and the costs sum w d(b, .) of Z and of P per output (K_out,).
     """
-    from scipy import sparse
     X, psi, _ = _rows_of(part, assigned, reading, renumber)
     k_out, d = P.shape
     numer, denom = np.zeros((k_out, d)), np.zeros((k_out, d))
     z_cost, p_cost = np.zeros(k_out), np.zeros(k_out)
-    starts, lens = table.indptr[psi], np.diff(table.indptr)[psi]
-    ends = np.cumsum(lens)
-    begin = 0
-    while begin < X.shape[0]:
-        stop = max(int(np.searchsorted(ends, (ends[begin - 1] if begin else 0) + _PAIRS, side="right")), begin + 1)
-        rows = np.repeat(np.arange(begin, stop), lens[begin:stop])
-        offset = np.arange(rows.size) - np.repeat(np.cumsum(lens[begin:stop]) - lens[begin:stop], lens[begin:stop])
-        at = starts[rows] + offset
-        j = table.indices[at]
-        w = table.data[at] * per_row[psi[rows]]
-        xs = X[rows]
-        p_cost += np.bincount(j, weights=w * _paired(xs, P[j]), minlength=k_out)
-        if Z is not None:
-            dz = _paired(xs, Z[j])
-            z_cost += np.bincount(j, weights=w * dz, minlength=k_out)
-            w = w / np.maximum(dz, 1e-9)
-        observed = ~np.isnan(xs)
-        weights = sparse.csr_matrix((w, (j, np.arange(j.size))), shape=(k_out, j.size))
-        numer += weights @ np.where(observed, xs, 0.0)
-        denom += weights @ observed.astype(float)
-        begin = stop
+    order = np.argsort(psi, kind="stable")
+    bounds = np.searchsorted(psi[order], np.arange(table.shape[0] + 1))
+    for c in np.nonzero(np.diff(bounds))[0]:
+        support = table.indices[table.indptr[c]:table.indptr[c + 1]]
+        w = table.data[table.indptr[c]:table.indptr[c + 1]] * per_row[c]
+        for start in range(bounds[c], bounds[c + 1], _ROWS):
+            rows = X[order[start:min(start + _ROWS, bounds[c + 1])]]
+            p_cost[support] += w * _distances(rows, P[support]).sum(axis=0)
+            weights = np.broadcast_to(w, (rows.shape[0], support.size))
+            if Z is not None:
+                dz = _distances(rows, Z[support])
+                z_cost[support] += w * dz.sum(axis=0)
+                weights = w / np.maximum(dz, 1e-9)
+            observed = ~np.isnan(rows)
+            numer[support] += weights.T @ np.where(observed, rows, 0.0)
+            denom[support] += weights.T @ observed
     return numer, denom, z_cost, p_cost
+
+
+def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """l2 distances (n, m) over each row's observed cells: scipy's ``cdist`` on complete rows,
+    the masked ``pairwise`` on rows with a missing cell."""
+    from scipy.spatial.distance import cdist
+    gaps = np.isnan(X).any(axis=1)
+    if not gaps.any():
+        return cdist(X, Y)
+    out = np.empty((X.shape[0], Y.shape[0]))
+    if not gaps.all():
+        out[~gaps] = cdist(X[~gaps], Y)
+    out[gaps] = pairwise(X[gaps], Y, "l2")
+    return out
 
 
 # --- k-means variants ----------------------------------------------------------------------------------
