@@ -207,7 +207,8 @@ def compare_holdout(args) -> None:
                 seconds = time.perf_counter() - started
                 truth = fresh_leakage(m, *fresh_users) if fresh_users is not None else float("nan")
                 rows.append((name, label, seconds, m["metrics"], truth))
-                print(f"  done {name} {label}: {seconds:.1f} s", flush=True)
+                print(f"  done {name} {label}: {seconds:.1f} s, holdout {m['metrics']['holdout_leakage_bits']:.5f}, "
+                      f"fresh {truth:.5f}", flush=True)
     print(f"\nK = {args.clusters}, delta fraction {args.delta_fraction}, 5 folds, codebook step on, "
           f"{args.survey_n} survey users (fresh: 200000)")
     print(f"{'data':>6} {'build':>24} {'seconds':>8} {'in-sample':>10} {'holdout [95% interval]':>30} "
