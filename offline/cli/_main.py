@@ -20,7 +20,7 @@ from privmap.device import Keyring, read_bundle_file
 from .._errors import BuildError
 from ._common import atomic_write, emit, guard
 from ._passphrase import passphrase_option, read_passphrase
-from ._scale import run_partitioned, wants_partitioned
+from ._scale import check_partitioned_options, run_partitioned, wants_partitioned
 
 
 def _keyring(paths) -> Keyring:
@@ -267,15 +267,17 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         holdout_folds=holdout_folds, missing=missing,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains)
         if (schema_file or domains) else None)
+    partitioned = wants_partitioned(data, workers, scheduler)
+    checked = check_partitioned_options(data, options, auto=auto, kmeans=kmeans) if partitioned else None
     private_key = load_private_key(key, password=read_passphrase(passphrase_file))
     choice = _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc) if auto else None
     if choice is not None:
         options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     started = time.perf_counter()
     stages = _StageClock()
-    if wants_partitioned(data, workers, scheduler):
+    if partitioned:
         result = run_partitioned(data, options, workers=workers, scheduler=scheduler, kmeans=kmeans,
-                                 progress=stages)
+                                 progress=stages, checked=checked)
     else:
         with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
             def progress(stage, fraction):

@@ -8,9 +8,9 @@ Validation is the in-memory reader's (:mod:`privmap.offline.data._dataset`): a C
 is parsed by pandas only as a fast path, and any block pandas does not accept as clean
 numbers is parsed again by ``_dataset.parse_rows``, which names the file, line and column
 of the first bad cell with the same message as ``load_dataset``. Parquet cells are named
-by file, row (1-based, counted over the file) and column. Blank cells (missing answers)
-are refused here for now; :func:`_refuse_missing` is the one place where masked
-distances would be let in.
+by file, row (1-based, counted over the file) and column. A blank cell (or the column's
+declared missing token) is a missing answer and becomes NaN, as ``load_dataset`` reads it;
+a Parquet null (or NaN) likewise.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import io
 import os
 import pathlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -123,13 +123,17 @@ def open_source(source, *, private: str, public: Sequence[str] | None = None,
     return Source(files=tuple(files), features=features, private_name=private, partitions=tuple(partitions))
 
 
-def read_partition(part: Partition, features: Sequence[str], private: str) -> tuple[np.ndarray, np.ndarray]:
+def read_partition(part: Partition, features: Sequence[str], private: str,
+                   tokens: Mapping[str, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Read and validate one partition.
+
+    ``tokens`` maps a column to the text that spells a missing answer besides a blank cell
+    (CSV only, as ``load_dataset``'s ``missing_tokens``).
 
     Returns
     -------
     public : ndarray of float64, shape (m, d)
-        Columns in ``features`` order.
+        Columns in ``features`` order; NaN = a missing answer.
     labels : ndarray of str objects, shape (m,)
         Private values, stripped (Parquet numbers written as text, e.g. ``"1"``).
 
@@ -139,11 +143,16 @@ def read_partition(part: Partition, features: Sequence[str], private: str) -> tu
         The first bad cell, named as ``load_dataset`` names it (file, line or row, column).
     """
     if part.kind == "csv":
-        X, labels, where = _read_csv_block(part, features, private)
-    else:
-        X, labels, where = _read_parquet_block(part, features, private)
-    _refuse_missing(X, features, where)
-    return X, labels
+        return _read_csv_block(part, features, private, dict(tokens or {}))
+    return _read_parquet_block(part, features, private)
+
+
+def describe_partition(part: Partition) -> str:
+    """Where a partition begins, for a message: ``"FILE, lines from L"`` or ``"FILE, rows from R"``."""
+    if part.kind == "csv":
+        _, begin = _block_bytes(part)
+        return f"{part.path}, lines from {_line_of(part.path, begin)}"
+    return f"{part.path}, rows from {part.first_row + 1}"
 
 
 def file_sha256(path: str) -> str:
@@ -162,15 +171,6 @@ def source_sha256(files: Sequence[str], digests: Sequence[str]) -> str:
         return digests[0]
     listing = "".join(f"{h}  {os.path.basename(f)}\n" for f, h in zip(files, digests))
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()
-
-
-def _refuse_missing(X: np.ndarray, features: Sequence[str], where) -> None:
-    """Refuse missing cells (NaN); ``where(i)`` names row i of the block ("line 7" / "row 7")."""
-    bad = np.isnan(X)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise DatasetError(f"{where(int(i))}, column {features[j]!r}: empty cell (missing values are not "
-                           f"supported by the partitioned build yet)")
 
 
 # --- CSV -------------------------------------------------------------------------------------------
@@ -234,24 +234,27 @@ def _line_of(path: str, offset: int) -> int:
     return count + 1
 
 
-def _read_csv_block(part: Partition, features, private):
+def _read_csv_block(part: Partition, features, private, tokens: dict[str, str]):
     import pandas as pd
 
     data, begin = _block_bytes(part)
     if not data.strip():
-        return np.empty((0, len(features))), np.empty(0, dtype=object), None
+        return np.empty((0, len(features))), np.empty(0, dtype=object)
     header, _ = _csv_header(part.path)
+    # Fast path: only an empty field (or the column's token) is read as NaN; any other text that
+    # is not a number ("nan" included) makes pandas raise, and the block goes to the slow path.
+    missing = {name: ["", tokens[name]] if tokens.get(name) else [""] for name in features}
     try:
         frame = pd.read_csv(io.BytesIO(data), header=None, names=header, usecols=[*features, private],
                             dtype={**{name: np.float64 for name in features}, private: str},
-                            keep_default_na=False, na_values=[], skipinitialspace=False)
+                            keep_default_na=False, na_values=missing, skipinitialspace=False)
         X = frame[list(features)].to_numpy(dtype=np.float64)
         labels = frame[private].str.strip().to_numpy(dtype=object)
-        clean = np.isfinite(X).all() and bool((labels != "").all())
-    except (ValueError, pd.errors.ParserError):
+        clean = not np.isinf(X).any() and bool((labels != "").all())
+    except (ValueError, TypeError, AttributeError, pd.errors.ParserError):
         clean = False
     if clean:
-        return X, labels, None
+        return X, labels
     # Slow path: the in-memory reader's own row parser, for its exact messages.
     first_line = _line_of(part.path, begin)
     try:
@@ -261,11 +264,9 @@ def _read_csv_block(part: Partition, features, private):
         raise DatasetError(f"{part.path}, line {line}: not UTF-8 text") from exc
     public_at = [header.index(name) for name in features]
     cells, labels = parse_rows(csv.reader(io.StringIO(text, newline="")), part.path, header, public_at,
-                               header.index(private), False, first_line=first_line - 1)
+                               header.index(private), False, first_line=first_line - 1, tokens=tokens)
     X = np.array(cells, dtype=np.float64).reshape(len(cells), len(features))
-    reader = csv.reader(io.StringIO(text, newline=""))   # the file line of each data row (blank lines skipped)
-    at = [first_line - 1 + reader.line_num for row in reader if row and not (len(row) == 1 and not row[0].strip())]
-    return X, np.array(labels, dtype=object), lambda i: f"{part.path}, line {at[i]}"
+    return X, np.array(labels, dtype=object)
 
 
 # --- Parquet ---------------------------------------------------------------------------------------
@@ -322,4 +323,4 @@ def _read_parquet_block(part: Partition, features, private):
     if empty.any():
         raise DatasetError(f"{where(int(np.argmax(empty)))}, column {private!r}: empty private value")
     X = np.column_stack(columns) if columns else np.empty((table.num_rows, 0))
-    return X, labels.to_numpy(zero_copy_only=False).astype(object), where
+    return X, labels.to_numpy(zero_copy_only=False).astype(object)

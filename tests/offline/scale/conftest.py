@@ -51,3 +51,18 @@ def ratings(tmp_path_factory, ratings_frame):
     for i, rows in enumerate(np.array_split(np.arange(len(frame)), 2)):
         frame.iloc[rows].to_parquet(root / "parquet" / f"part{i}.parquet", row_group_size=200)
     return root
+
+
+@pytest.fixture(scope="session")
+def blank_ratings(tmp_path_factory, ratings_frame):
+    """Ratings with about 5% blank cells (missing answers), as one CSV and as three CSV parts."""
+    root = tmp_path_factory.mktemp("blank_ratings")
+    frame = ratings_frame()
+    rng = np.random.default_rng(8)
+    columns = [c for c in frame.columns if c != "party"]
+    frame[columns] = frame[columns].astype("Int64").mask(rng.random((len(frame), len(columns))) < 0.05)
+    frame.to_csv(root / "all.csv", index=False)
+    (root / "csv").mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[rows].to_csv(root / "csv" / f"part{i}.csv", index=False)
+    return root

@@ -79,15 +79,14 @@ def test_cli_bad_cell_is_one_error_line_and_no_bundle(run, keys, ratings_frame, 
     frame = ratings_frame(n=200)
     frame.iloc[:100].to_csv(tmp_path / "data" / "a.csv", index=False)
     text = frame.iloc[100:].to_csv(index=False).splitlines()
-    text[40] = "3,3,,3,3,3,left"
+    text[40] = "3,3,x,3,3,3,left"
     (tmp_path / "data" / "b.csv").write_text("\n".join(text) + "\n")
     out = tmp_path / "x.bundle"
     result = run("build", tmp_path / "data", "--private", "party", "--clusters", 4, "--delta-fraction", 0.5,
                  "--key", keys / "private.pem", "--out", out, "--scheduler", dask_cluster.scheduler_address, ok=False)
     assert result.exit_code == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: {tmp_path / 'data' / 'b.csv'}, line 41, column 'r2': empty cell "
-                      "(missing values are not supported by the partitioned build yet)"]
+    assert errors == [f"error: {tmp_path / 'data' / 'b.csv'}, line 41, column 'r2': not a number: 'x'"]
     assert not out.exists()
 
 

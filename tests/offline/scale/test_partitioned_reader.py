@@ -63,28 +63,34 @@ def test_empty_private_value_named_by_line(tmp_path, ratings_frame):
     assert "line 61, column 'party': empty private value" in str(memory.value)
 
 
-def test_blank_csv_cell_deep_in_a_file_is_refused_by_its_file_line(tmp_path, ratings_frame):
-    """In memory a blank cell is a missing answer; the partitioned reader refuses it (not supported
-    there yet), naming the file line even with blank lines before it."""
+@pytest.mark.parametrize("spelling, tokens", [("", None), ("NA", {"r3": "NA"})])
+def test_blank_or_token_cell_is_the_in_memory_missing_answer(tmp_path, ratings_frame, spelling, tokens):
+    """A blank cell (or the column's declared token) deep in a file reads as NaN where ``load_dataset``
+    puts it, blank lines before it included; a token in another column is still refused."""
     frame = ratings_frame(n=300)
     text = frame.to_csv(index=False).splitlines()
-    cells = text[250].split(",")
-    cells[3] = ""
-    text[250] = ",".join(cells)
-    text.insert(100, "")                     # a blank line: line 251 becomes 252
+    for line in (40, 250, 251):
+        cells = text[line].split(",")
+        cells[3] = spelling
+        text[line] = ",".join(cells)
+    text.insert(100, "")
     path = tmp_path / "blank.csv"
     path.write_text("\n".join(text) + "\n")
-    assert np.isnan(load_dataset(path, private="party").public).sum() == 1
-    with pytest.raises(DatasetError, match=r"blank\.csv, line 252, column 'r\d': empty cell"):
-        _read_all(path, block=1000)
+    memory = load_dataset(path, private="party", missing_tokens=tokens).public
+    src = open_source(path, private="party", csv_block_bytes=1000)
+    X = np.concatenate([read_partition(p, src.features, src.private_name, tokens)[0] for p in src.partitions])
+    assert np.isnan(memory).sum() == 3 and np.array_equal(X, memory, equal_nan=True)
+    if spelling:
+        with pytest.raises(DatasetError, match=r"line 41, column 'r3': not a number: 'NA'"):
+            _read_all(path, block=1000)
 
 
-def test_parquet_null_cell_named_by_file_row_and_column(tmp_path, ratings_frame):
+def test_parquet_null_cell_is_a_missing_answer_at_its_row(tmp_path, ratings_frame):
     frame = ratings_frame(n=500).astype({"r2": "float64"})
     frame.loc[321, "r2"] = np.nan
     frame.to_parquet(tmp_path / "a.parquet", row_group_size=100)
-    with pytest.raises(DatasetError, match=r"a\.parquet, row 322, column 'r2': empty cell"):
-        _read_all(tmp_path / "a.parquet")
+    _, X, _ = _read_all(tmp_path / "a.parquet")
+    assert np.argwhere(np.isnan(X)).tolist() == [[321, 2]]
 
 
 def test_parquet_text_column_refused_by_name(tmp_path, ratings_frame):
