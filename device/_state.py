@@ -305,8 +305,9 @@ class DeviceState:
                         "trust": _trust_body(_chain_of(given), [])}
                 self._commit(body)
             else:
-                body = self._load(writer=True)
-                self._reconcile_keyring(body, given)
+                self._reconcile_keyring(self._load(writer=True), given)
+                if self.counter is not None and self._state["counter"] is None:
+                    self._commit(self._state)  # bind a state written before the counter was given
             self._clean()
 
     def _check_not_wiped(self) -> None:
@@ -365,7 +366,7 @@ class DeviceState:
                 raise StateReplayError(
                     f"state in {self.path!r} is not bound to the device counter, which is at {value}: "
                     "an older state file was put back; refusing")
-            return  # bound by the next commit
+            return  # a writer binds it now (DeviceState opening), a reader accepts it
         if committed == value + 1:
             if writer:  # the previous commit renamed the state but did not reach the increment
                 self._increment(value)
@@ -474,12 +475,13 @@ class DeviceState:
         :class:`KeyringError`) the state is unchanged. Returns how many were applied. Raises
         :class:`StateError` if the directory cannot be written.
         """
-        if isinstance(documents, (bytes, bytearray)):
-            documents = [documents]
+        documents = [documents] if isinstance(documents, (bytes, bytearray)) else list(documents)
+        if not documents:
+            return 0
         try:
             with self._os_errors("cannot write the state directory"), self._locked(exclusive=True):
                 body = self._load(writer=True)
-                applied = self._rotate_locked(body, list(documents))
+                applied = self._rotate_locked(body, documents)
                 self._clean()
         except (KeyringError, StateError) as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"

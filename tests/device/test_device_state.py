@@ -462,3 +462,35 @@ def test_a_wiped_directory_is_refused_when_the_counter_says_states_were_committe
     with pytest.raises(StateReplayError, match="wiped"):
         open_state(sim, tmp_path, counter=counter)
     assert not (tmp_path / "state" / "device.secret").exists()
+
+
+def test_a_state_written_without_a_counter_is_bound_when_one_is_given(sim, installed, tmp_path):
+    counter = MemoryCounter()
+    root = tmp_path / "state"
+    old = snapshot(root)
+    DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter)
+    assert counter.value == 1                                   # bound at open, before any install
+    (root / "state.json").write_bytes(old["state.json"])        # the unbound state put back
+    with pytest.raises(StateReplayError, match="not bound"):
+        DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter)
+
+
+def test_a_format_1_state_is_read_and_upgraded_with_its_floors(sim, installed, tmp_path):
+    import hashlib
+    import hmac
+    import json
+    root = tmp_path / "state"
+    sha = installed.active_sha256
+    body = {"format": 1, "version": 5, "time_floor": NOW - 3600, "installed": {"5": sha},
+            "active": sha, "previous": None}
+    data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    mac = hmac.new((root / "device.secret").read_bytes(), b"privmap-device-state-v1\x00" + data,
+                   hashlib.sha256).hexdigest()
+    (root / "state.json").write_text(json.dumps({"body": body, "mac": mac}))
+    with pytest.raises(StateError, match="keyring"):
+        DeviceState(root, clock=lambda: NOW)                     # no keyring to pin: refused
+    state = DeviceState(root, sim.keyring, clock=lambda: NOW)
+    assert json.loads((root / "state.json").read_text())["body"]["format"] == 2
+    assert (state.installed_version, state.time_floor, state.active().version) == (5, NOW - 3600, 5)
+    with pytest.raises(RollbackError):
+        state.install(sim.bundle(version=4))
