@@ -1,9 +1,9 @@
 """Two processes on one state directory (THREATS G8, issue 25): many racing process pairs.
 
 Each scenario forks PAIRS pairs of processes that wait on a barrier and then act on one
-directory at once; every pair is checked, so one lost race fails the test. Before the
-directory lock (commit 2560925's parent) these scenarios failed: see the note at the end of
-docs/threats-coverage.md for how often.
+directory at once; every pair is checked, so one lost race fails the test. With the directory
+lock turned off the three race scenarios fail within the first pairs (tests/device/race_state.py
+counts how often; figures in docs/threats-coverage.md).
 """
 from __future__ import annotations
 
