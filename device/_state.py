@@ -246,7 +246,7 @@ class DeviceState:
         self.last_error: str | None = None
         self._bundles = os.path.join(self.path, BUNDLE_DIR)
         self._chain_cache: tuple[bytes, KeyringChain] | None = None
-        with self._os_errors("state directory"):
+        with self._os_errors(f"state directory {self.path!r}"):
             self._open(keyring)
 
     # -- locking and files ------------------------------------------------------------------------
