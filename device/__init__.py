@@ -90,7 +90,15 @@ from ._schema import (
     REQUIRED_PROVENANCE,
     Feature,
 )
-from ._state import EXPIRY_GRACE, MAX_CLOCK_SKEW, DeviceState, InstallResult
+from ._counter import MonotonicCounter, StateReplayError
+from ._state import (
+    EXPIRY_GRACE,
+    LATEST_ISSUED_AT,
+    MAX_CLOCK_SKEW,
+    DeviceState,
+    InstallResult,
+    KeyringMismatchError,
+)
 
 __all__ = [
     # loading
@@ -103,7 +111,8 @@ __all__ = [
     "KeyringChain", "KeyringVersionError", "KeyringExpiredError", "KEYRING_TYPE", "KEYRING_DOMAIN_TAG",
     "MAX_ROTATIONS",
     # installed state and permanent releases
-    "DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
+    "DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE", "LATEST_ISSUED_AT",
+    "KeyringMismatchError", "MonotonicCounter", "StateReplayError",
     # randomness
     "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits", "record_bits",
     # format constants

@@ -15,6 +15,10 @@ threshold of the **current** keys *and* a threshold of its **own** keys (C1, C2)
 version again is refused even with other content (C4); a chain offered at once is walked at most
 :data:`MAX_ROTATIONS` steps (C5); an intermediate document may have expired, the final one may
 not (C6). Keys left out of a rotation are revoked: bundles they signed no longer verify (C7).
+
+A device provisioned with bare keys (PEM files, no document) is :meth:`KeyringChain.pinned`:
+version 0, no expiry; its first rotation is a version-1 document signed by a threshold of those
+keys and of its own. :class:`DeviceState` keeps the current document in its state directory.
 """
 from __future__ import annotations
 
@@ -105,11 +109,24 @@ class KeyringChain:
 
     __slots__ = ("version", "expires", "keyring", "document")
 
+    #: ``version`` (0 for :meth:`pinned`), ``expires`` (unix seconds, None for pinned),
+    #: ``keyring`` (the current :class:`Keyring`), ``document`` (its signed bytes, None for pinned).
+
     def __init__(self, root: bytes) -> None:
         pairs, payload, body = _parse(root)
         keyring = Keyring(body["keys"], threshold=body["threshold"])
         _signed_by(keyring, pairs, payload, "document's own")
         self._set(body, keyring, bytes(root))
+
+    @classmethod
+    def pinned(cls, keyring: Keyring) -> "KeyringChain":
+        """A chain at version 0 whose keyring is ``keyring`` (bare keys, no signed document, no
+        expiry): the next rotation is a version-1 document signed by ``keyring``'s threshold."""
+        if not isinstance(keyring, Keyring):
+            raise TypeError("keyring must be a privmap.device.Keyring")
+        chain = cls.__new__(cls)
+        chain.version, chain.expires, chain.keyring, chain.document = 0, None, keyring, None
+        return chain
 
     def _set(self, body, keyring, document) -> None:
         self.version, self.expires = body["version"], body["expires"]
@@ -142,6 +159,6 @@ class KeyringChain:
     def current(self, now: float) -> Keyring:
         """The keyring to verify bundles with at ``now`` (unix seconds; pass the device's
         ``now_eff``). Raises :class:`KeyringExpiredError` past the document's ``expires``."""
-        if self.expires <= now:
+        if self.expires is not None and self.expires <= now:
             raise KeyringExpiredError(f"keyring version {self.version} has expired; a rotation is needed")
         return self.keyring

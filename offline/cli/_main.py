@@ -593,3 +593,11 @@ def _register_key_commands() -> None:  # k-of-n keys and keyring rotation
 
 
 _register_key_commands()
+
+
+def _register_state_commands() -> None:  # privmap state show|rotate (issue 25)
+    from ._state import state
+    main.add_command(state)
+
+
+_register_state_commands()

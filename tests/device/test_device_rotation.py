@@ -9,14 +9,17 @@ from privmap.device import (
     MAX_ROTATIONS,
     BundleSignatureError,
     DeviceState,
+    FutureBundleError,
     Keyring,
     KeyringChain,
     KeyringError,
     KeyringExpiredError,
+    KeyringMismatchError,
     KeyringVersionError,
     RollbackError,
     load_bundle,
 )
+from privmap.device._state import LATEST_ISSUED_AT
 from privmap.offline.bundle import cosign_bundle, keyring_document, sign_multi
 
 KEYS = {name: key_from_label(name.encode()) for name in ("a", "b", "c", "d", "e")}
@@ -163,17 +166,87 @@ def test_C7_bundles_signed_by_a_revoked_key_are_refused(sim):
 
 def test_C8_fast_forward_recovery_after_a_compromised_key_is_rotated_out(sim, tmp_path):
     chain = KeyringChain(doc("ab", 1, 1, "a"))
-    state = DeviceState(tmp_path / "s", chain.current(NOW), clock=lambda: NOW)
+    state = DeviceState(tmp_path / "s", chain, clock=lambda: NOW)
     state.install(multi(sim, "b", version=2 ** 62))        # the compromised key b jumps ahead
     with pytest.raises(RollbackError):                     # without rotation: stuck
         state.install(multi(sim, "a", version=1))
     chain.rotate(doc("a", 1, 2, "a"))                      # the operator revokes b
-    state = DeviceState(tmp_path / "s", chain.current(NOW), clock=lambda: NOW)
+    with pytest.raises(KeyringMismatchError):              # bare new keys are not a signed rotation
+        DeviceState(tmp_path / "s", chain.current(NOW), clock=lambda: NOW)
+    state = DeviceState(tmp_path / "s", chain, clock=lambda: NOW)   # the signed v2 document is
+    assert state.keyring_version == 2                                # applied as a rotation
     assert state.install(multi(sim, "a", version=1)).status == "installed"
     assert state.active().version == 1
     state.install(multi(sim, "a", version=3))
     with pytest.raises(RollbackError):                     # the new epoch has its own floor
         state.install(multi(sim, "a", version=2))
+
+
+def test_rotation_keeps_the_floors_the_new_keyring_still_vouches_for(sim, tmp_path):
+    state = DeviceState(tmp_path / "s", KeyringChain(doc("ab", 1, 1, "a")), clock=lambda: NOW)
+    state.install(multi(sim, "a", version=7, issued_at=NOW - 50))
+    state.install(multi(sim, "b", version=8, issued_at=NOW - 10))
+    assert state.rotate_keyring([doc("a", 1, 2, "a")]) == 1     # b revoked: v8 no longer counts
+    assert (state.installed_version, state.time_floor) == (7, NOW - 50)
+    with pytest.raises(RollbackError):                          # a's own v7 still holds the floor
+        state.install(multi(sim, "a", version=6))
+    assert state.active().version == 7                          # v8 (b) fails; the previous copy is used
+    assert state.status()["state"] == "fallback"
+
+
+def test_keyring_and_its_rotations_persist_in_the_state(sim, tmp_path):
+    root = doc("a", 1, 1, "a")
+    state = DeviceState(tmp_path / "s", KeyringChain(root), clock=lambda: NOW)
+    v2, v3 = doc("ab", 1, 2, "a"), doc("b", 1, 3, "ab")
+    assert state.rotate_keyring([v2, v3]) == 2
+    reopened = DeviceState(tmp_path / "s", clock=lambda: NOW)          # no keyring given: the state's
+    assert reopened.keyring_version == 3 and reopened.keyring.key_ids == ring("b", 1).key_ids
+    again = DeviceState(tmp_path / "s", KeyringChain(root), clock=lambda: NOW)  # firmware passes its root
+    assert again.keyring_version == 3
+    assert again.install(multi(sim, "b")).status == "installed"
+    with pytest.raises(BundleSignatureError):                          # a is revoked
+        again.install(multi(sim, "a", version=6))
+    with pytest.raises(KeyringMismatchError):
+        DeviceState(tmp_path / "s", ring("a", 1), clock=lambda: NOW)
+    with pytest.raises(KeyringVersionError):                          # all or nothing, state unchanged
+        again.rotate_keyring([doc("b", 1, 4, "b"), doc("b", 1, 6, "b")])
+    assert DeviceState(tmp_path / "s", clock=lambda: NOW).keyring_version == 3
+
+
+def test_bare_keys_rotate_only_through_a_signed_document(sim, tmp_path):
+    state = DeviceState(tmp_path / "s", ring("a", 1), clock=lambda: NOW)
+    with pytest.raises(KeyringMismatchError):
+        DeviceState(tmp_path / "s", ring("d", 1), clock=lambda: NOW)
+    with pytest.raises(KeyringError):                                  # not signed by a
+        state.rotate_keyring([doc("d", 1, 1, "d")])
+    state.rotate_keyring([doc("d", 1, 1, "ad")])
+    assert DeviceState(tmp_path / "s", ring("d", 1), clock=lambda: NOW).keyring_version == 1
+
+
+def test_C9_rotation_undoes_a_far_future_time_floor_set_while_the_clock_was_unset(sim, tmp_path):
+    chain = KeyringChain(doc("ab", 1, 1, "a"))
+    clock = {"now": 0}                                            # no clock battery: reads 0
+    state = DeviceState(tmp_path / "s", chain, clock=lambda: clock["now"])
+    with pytest.raises(FutureBundleError):                        # 2**62: refused whatever the clock says
+        state.install(multi(sim, "b", version=6, issued_at=2 ** 62, expires=2 ** 62 + 1))
+    far = LATEST_ISSUED_AT                                        # the compromised key b goes to 2100
+    state.install(multi(sim, "b", version=6, issued_at=far, expires=far + 86400))
+    assert state.time_floor == far
+    clock["now"] = NOW                                            # the clock is fixed
+    with pytest.raises(KeyringExpiredError):                      # without rotation: the floor says 2100,
+        state.install(multi(sim, "a", version=7))                 # past the keyring's and every bundle's expiry
+    state.rotate_keyring([doc("a", 1, 2, "a")])                   # b revoked
+    assert state.time_floor == 0 and state.installed_version == 0
+    assert state.install(multi(sim, "a", version=1)).status == "installed"
+    assert state.time_floor == NOW - 3600
+
+
+def test_rotation_caps_the_time_floor_at_the_new_keyrings_own_expiry(sim, tmp_path):
+    state = DeviceState(tmp_path / "s", KeyringChain(doc("a", 1, 1, "a")), clock=lambda: 0)
+    far = LATEST_ISSUED_AT - 10
+    state.install(multi(sim, "a", version=6, issued_at=far, expires=far + 86400))  # a itself, clock unset
+    state.rotate_keyring([doc("a", 1, 2, "a", expires=NOW + 86400)])
+    assert state.time_floor == NOW + 86400   # the new document is signed valid until then, no later
 
 
 def test_keyring_documents_and_bundles_are_not_interchangeable(sim):
