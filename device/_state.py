@@ -38,7 +38,7 @@ import time
 from typing import NamedTuple
 
 from ._binding import Binding, check_binding
-from ._bundle import Bundle, load_bundle
+from ._bundle import MAX_CLOCK_SKEW, Bundle, load_bundle
 from ._codec import decode_envelope
 from ._derived import SECRET_BYTES, DerivedBits, record_bits, release_bits
 from ._envelope import verify_envelope
@@ -60,8 +60,6 @@ from ._sampler import draw_bits, sample_row
 
 __all__ = ["DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE", "MAX_HISTORY"]
 
-#: A bundle whose ``issued_at`` is later than clock + this many seconds is refused (1 day).
-MAX_CLOCK_SKEW = 86400
 #: An expired active bundle keeps releasing (status "stale") for this many seconds (3 days).
 EXPIRY_GRACE = 3 * 86400
 #: A clock reading before this (2020-09-13) is taken as unset (a box without a clock battery).
@@ -314,8 +312,8 @@ class DeviceState:
             # the installed bundle, so every bundle they signed (however high its version) is
             # refused anyway; the version floor restarts for the new key epoch.
             floor_version, installed = 0, {}
-        bundle = load_bundle(data, self.keyring, now=self.now_eff(clock),
-                             min_version=max(1, floor_version), limits=self.limits)
+        bundle = load_bundle(data, self.keyring, now=self.now_eff(clock),  # skew checked below
+                             min_version=max(1, floor_version), limits=self.limits, max_skew=None)
         check_binding(bundle, self.binding)
         if self._clock_plausible(clock) and bundle.issued_at > clock + self.max_skew:
             raise FutureBundleError(
@@ -407,7 +405,8 @@ class DeviceState:
                 problems.append(f"{role}: bytes on disk do not match the recorded sha256")
                 continue
             try:
-                bundle = load_bundle(data, self.keyring, now=self.now_eff(clock) - self.grace, limits=self.limits)
+                bundle = load_bundle(data, self.keyring, now=self.now_eff(clock) - self.grace, limits=self.limits,
+                                     max_skew=None)
                 check_binding(bundle, self.binding)
                 return bundle
             except BundleError as exc:
