@@ -82,10 +82,12 @@ def test_build_on_an_unknown_column_fails_and_writes_nothing(keys, ratings_csv, 
     assert not out.exists()
 
 
-def test_build_needs_exactly_one_budget(keys, ratings_csv, tmp_path, run):
-    result = run("build", ratings_csv, "--private", "gender", "--clusters", 8,
-                 "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
-    assert result.exit_code == 1 and "exactly one of delta" in result.output
+def test_build_needs_exactly_one_budget_named_by_its_options(keys, ratings_csv, tmp_path, run):
+    for budget in ((), ("--delta", 0.5, "--delta-fraction", 0.5)):
+        result = run("build", ratings_csv, "--private", "gender", "--clusters", 8, *budget,
+                     "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
+        assert result.exit_code == 1
+        assert result.output == "error: give exactly one of --delta and --delta-fraction\n"
 
 
 def test_same_seed_gives_a_byte_identical_bundle(keys, ratings_csv, tmp_path, monkeypatch, run):
