@@ -166,16 +166,14 @@ _CLI_PACKAGE = __name__.rpartition(".")[0]  # privmap.offline.cli
 
 
 def _written_by_cli(frame) -> bool:
-    """Whether the code that asked for this write is the CLI's own (directly or through click)."""
+    """Whether the code that asked for a write, ``frame`` and outwards, is the CLI's own: the
+    innermost frame outside click (``click.echo``, help and version output) must belong to
+    this package. Commands must therefore live in ``privmap.offline.cli``."""
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
-        if name == __name__ and frame.f_code.co_name in ("write", "writelines"):
-            frame = frame.f_back
-            continue
-        if name == "click" or name.startswith("click."):
-            frame = frame.f_back
-            continue
-        return name == _CLI_PACKAGE or name.startswith(_CLI_PACKAGE + ".")
+        if name != "click" and not name.startswith("click."):
+            return name == _CLI_PACKAGE or name.startswith(_CLI_PACKAGE + ".")
+        frame = frame.f_back
     return False
 
 
