@@ -14,6 +14,7 @@ from ._errors import (
     BundleFormatError,
     BundleTooLargeError,
     ExpiredBundleError,
+    FutureBundleError,
     InputError,
     MetricsError,
     PolicyError,
@@ -28,11 +29,15 @@ from ._sampler import draw_bits, resolve_rng, sample_row
 from ._schema import REAL_MECHANISMS, parse_body, parse_header
 
 __all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage",
-           "check_declared_metrics"]
+           "check_declared_metrics", "MAX_CLOCK_SKEW"]
 
 _DEFAULT_LIMITS = Limits()
 #: Mechanisms whose device lookup is an exact tuple match (the others: nearest representative).
 EXACT_LOOKUP_MECHANISMS = ("exact", "funnel", "max-correlation")
+#: How far, in seconds, a bundle's ``issued_at`` may be ahead of the clock (1 day): clocks of
+#: builder and device disagree by minutes, not days, so a bundle dated later was mis-built or is
+#: meant to be held back; it is refused (:class:`FutureBundleError`).
+MAX_CLOCK_SKEW = 86400
 #: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
 FAST_PATH_MIN_WORK = 20000
 
@@ -226,7 +231,7 @@ def _now(now) -> float:
 
 
 def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
-                limits: Limits = _DEFAULT_LIMITS) -> Bundle:
+                limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW) -> Bundle:
     """Verify and load a bundle from its bytes.
 
     Parameters
@@ -241,6 +246,10 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         Smallest acceptable bundle ``version`` (for example the installed bundle's version).
     limits : Limits
         Resource limits.
+    max_skew : int | None
+        Seconds ``issued_at`` may be ahead of ``now`` (default :data:`MAX_CLOCK_SKEW`); ``None``
+        skips that check, for a caller that makes it against a clock it trusts more
+        (:class:`~privmap.device.DeviceState` knows when the clock is wrong).
 
     Checks, in order: size (BundleTooLargeError); envelope msgpack and shape, format version
     (BundleFormatError); algorithm, key ids, signature lengths, Ed25519 signatures by at least
@@ -248,7 +257,7 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     (BundleSignatureError; see ``_envelope.py``) -- all before the payload is decoded; work caps
     from the payload's msgpack headers (WorkLimitError); payload msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
     (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
-    (ExpiredBundleError); cells, table (TableError), prior, metrics and provenance; declared
+    (ExpiredBundleError); issued_at <= now + max_skew (FutureBundleError); cells, table (TableError), prior, metrics and provenance; declared
     leakage not below the table's (MetricsError) and not above ``limits.max_leakage_bits``
     (PolicyError). Returns the :class:`Bundle` only if all pass.
     Mechanisms ``nullspace`` and ``gaussian`` pass the same envelope, signature and
@@ -261,6 +270,8 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         raise TypeError("limits must be a privmap.device.Limits")
     if type(min_version) is not int or min_version < 1:
         raise ValueError("min_version must be an int >= 1")
+    if max_skew is not None and (type(max_skew) is not int or max_skew < 0):
+        raise ValueError("max_skew must be None or an int >= 0 (seconds)")
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError("data must be bytes")
     clock = _now(now)
@@ -283,6 +294,9 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         raise RollbackError(f"bundle version {version} is below the minimum {min_version}")
     if expires <= clock:
         raise ExpiredBundleError("bundle has expired")
+    if max_skew is not None and issued_at > clock + max_skew:
+        raise FutureBundleError(f"bundle issued_at {issued_at} is more than {max_skew} s after the clock "
+                                f"({int(clock)}): the clock or the bundle's issue date is wrong")
     if obj["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian release paths
         from ._real_kinds import load_real_body
         real = load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
@@ -352,7 +366,7 @@ def _check_policy(metrics, limits: Limits) -> None:
 
 
 def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,
-                     limits: Limits = _DEFAULT_LIMITS) -> Bundle:
+                     limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW) -> Bundle:
     """Read a bundle file once (at most ``limits.max_bundle_bytes + 1`` bytes) and load it.
 
     The bytes read are the bytes verified and parsed (a file swapped afterwards changes nothing).
@@ -368,4 +382,4 @@ def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,
         raise BundleError(f"cannot read bundle file {os.fspath(path)!r}: {exc.strerror}") from None
     if len(data) > limits.max_bundle_bytes:
         raise BundleTooLargeError(f"bundle file is larger than {limits.max_bundle_bytes} bytes")
-    return load_bundle(data, keyring, now=now, min_version=min_version, limits=limits)
+    return load_bundle(data, keyring, now=now, min_version=min_version, limits=limits, max_skew=max_skew)

@@ -61,7 +61,7 @@ import time
 from typing import NamedTuple
 
 from ._binding import Binding, check_binding
-from ._bundle import Bundle, load_bundle
+from ._bundle import MAX_CLOCK_SKEW, Bundle, load_bundle
 from ._codec import decode_envelope
 from ._counter import MonotonicCounter, StateReplayError
 from ._derived import SECRET_BYTES, DerivedBits, record_bits, release_bits
@@ -94,8 +94,6 @@ from ._sampler import draw_bits, sample_row
 __all__ = ["DeviceState", "InstallResult", "KeyringMismatchError", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
            "MAX_HISTORY", "PLAUSIBLE_CLOCK", "LATEST_ISSUED_AT"]
 
-#: A bundle whose ``issued_at`` is later than clock + this many seconds is refused (1 day).
-MAX_CLOCK_SKEW = 86400
 #: An expired active bundle keeps releasing (status "stale") for this many seconds (3 days).
 EXPIRY_GRACE = 3 * 86400
 #: A clock reading before this (2020-09-13) is taken as unset (a box without a clock battery).
@@ -584,7 +582,7 @@ class DeviceState:
             now_eff = self.now_eff(clock)
             keyring = self._chain(state).current(now_eff)
             bundle = load_bundle(data, keyring, now=now_eff, min_version=max(1, state["version"]),
-                                 limits=self.limits)
+                                 limits=self.limits, max_skew=None)
             check_binding(bundle, self.binding)
             if bundle.issued_at > LATEST_ISSUED_AT:
                 raise FutureBundleError(f"bundle issued_at {bundle.issued_at} is after {LATEST_ISSUED_AT} "
@@ -679,7 +677,8 @@ class DeviceState:
                 problems.append(f"{role}: bytes on disk do not match the recorded sha256")
                 continue
             try:
-                bundle = load_bundle(data, keyring, now=self.now_eff(clock) - self.grace, limits=self.limits)
+                bundle = load_bundle(data, keyring, now=self.now_eff(clock) - self.grace, limits=self.limits,
+                                     max_skew=None)
                 check_binding(bundle, self.binding)
                 return bundle
             except BundleError as exc:

@@ -11,6 +11,7 @@ import pathlib
 
 from privmap.device import BundleTooLargeError, Limits
 from privmap.device._codec import decode_envelope, decode_payload
+from privmap.device._envelope import envelope_signatures
 from privmap.device._schema import REAL_MECHANISMS, parse_body, parse_header
 
 
@@ -31,25 +32,31 @@ def read_bytes(path, limits: Limits = Limits()) -> bytes:
     return data
 
 
+def listed_signatures(data: bytes, limits: Limits = Limits()) -> tuple[int, list[str]]:
+    """The envelope format (1 or 2) and the hex key ids its signatures name, in envelope order,
+    WITHOUT checking any signature. Raises :class:`BundleError` for a malformed envelope."""
+    fmt, signatures, _ = envelope_signatures(decode_envelope(data, limits))
+    return fmt, [s.key_id.hex() for s in signatures]
+
+
 def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
     """Decode and schema-check a bundle's payload WITHOUT checking its signature.
+
+    Reads format-1 (one signature) and format-2 (k of n) envelopes alike.
 
     Returns
     -------
     (payload, key_id_hex)
-        The decoded payload map and the key id the envelope names.
+        The decoded payload map and the key id the envelope names first (format 2: the first
+        listed signature; :func:`listed_signatures` gives them all).
 
     Raises
     ------
     BundleError
         Any format problem the device would also refuse (except the signature).
     """
-    from privmap.device import BundleFormatError
-    envelope = decode_envelope(data, limits)
-    if type(envelope) is not list or len(envelope) != 5 or type(envelope[4]) is not bytes:
-        raise BundleFormatError("envelope must be an array [format, alg, key_id, signature, payload]")
-    key_id = envelope[2].hex() if type(envelope[2]) is bytes else ""
-    payload = decode_payload(envelope[4], limits)
+    _, signatures, payload_bytes = envelope_signatures(decode_envelope(data, limits))
+    payload = decode_payload(payload_bytes, limits)
     version, issued_at, expires = parse_header(payload)
     if payload["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian
         from privmap.device._real_kinds import load_real_body
@@ -57,4 +64,4 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
                        sha256="", key_id="", data=b"")
     else:
         parse_body(payload, limits)
-    return payload, key_id
+    return payload, signatures[0].key_id.hex()

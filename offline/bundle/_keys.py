@@ -106,8 +106,8 @@ def load_private_key(path, *, password: bytes | None = None,
     """Load the operator's Ed25519 private key from a PKCS#8 PEM file.
 
     With ``check_permissions`` (the default) a file readable or writable by group or others is
-    refused, as ssh does. Raises :class:`BuildError` for a missing or unreadable file, loose
-    permissions, malformed PEM, a wrong or missing password, or a key that is not Ed25519.
+    refused, as ssh does. Raises :class:`BuildError` for a missing or unreadable file, a public
+    key (named as such, whatever its permissions), loose permissions, malformed PEM, a wrong or missing password, or a key that is not Ed25519.
     """
     path = Path(path)
     try:
@@ -119,6 +119,9 @@ def load_private_key(path, *, password: bytes | None = None,
         raise BuildError(f"private key path {str(path)!r} is not a regular file") from None
     except OSError as exc:
         raise BuildError(f"cannot read private key file {str(path)!r}: {exc.strerror}") from None
+    if b"-----BEGIN PUBLIC KEY-----" in data and b"PRIVATE KEY-----" not in data:
+        raise BuildError(f"key file {str(path)!r} holds a public key; signing needs the private key "
+                         f"(the private.pem beside it, from `privmap keygen`)")
     if check_permissions and info.st_mode & 0o077:
         raise BuildError(
             f"private key file {str(path)!r} is accessible by group or others "

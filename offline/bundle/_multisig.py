@@ -21,6 +21,7 @@ from privmap.device import (
     key_id_of,
 )
 from privmap.device._codec import decode_envelope
+from privmap.device._envelope import envelope_signatures
 from privmap.device._limits import Limits
 
 from .._errors import BuildError
@@ -38,14 +39,16 @@ def _pairs(private_keys: Sequence[Ed25519PrivateKey], message: bytes) -> list[li
     return [[key_id_of(_raw(k.public_key())), k.sign(message)] for k in private_keys]
 
 
-def _envelope(pairs: list, payload: bytes) -> bytes:
+def _envelope(entries: list, payload: bytes) -> bytes:
+    """Format-2 envelope of ``payload`` with one entry per key id (the first listed wins), sorted
+    by key id. An entry is ``[key_id, signature]`` or ``[key_id, signature, 1]`` (format-1 tag)."""
     by_id = {}
-    for key_id, signature in pairs:  # one signature per key (a repeated key adds nothing)
-        by_id.setdefault(key_id, signature)
+    for entry in entries:  # one signature per key (a repeated key adds nothing)
+        by_id.setdefault(entry[0], list(entry))
     if len(by_id) > MAX_SIGNATURES:
         raise BuildError(f"at most {MAX_SIGNATURES} signatures fit an envelope")
-    entries = [[k, by_id[k]] for k in sorted(by_id)]
-    return msgpack.packb([MULTISIG_FORMAT_VERSION, SIGNATURE_ALGORITHM, entries, payload], use_bin_type=True)
+    return msgpack.packb([MULTISIG_FORMAT_VERSION, SIGNATURE_ALGORITHM, [by_id[k] for k in sorted(by_id)],
+                          payload], use_bin_type=True)
 
 
 def sign_multi(payload_bytes: bytes, private_keys: Sequence[Ed25519PrivateKey], *,
@@ -60,18 +63,22 @@ def sign_multi(payload_bytes: bytes, private_keys: Sequence[Ed25519PrivateKey], 
 
 
 def cosign_bundle(bundle_bytes: bytes, private_keys: Sequence[Ed25519PrivateKey]) -> bytes:
-    """Add signatures by ``private_keys`` to a bundle: a format-2 envelope of the same payload
-    with the bundle's existing format-2 signatures kept (a format-1 signature is dropped: it is
-    under the format-1 domain tag; sign again with that key). Raises :class:`BuildError`."""
+    """Add signatures by ``private_keys`` to a bundle: a format-2 envelope of the same payload.
+
+    Every signature already there is kept, whatever the input's format: a format-2 bundle's
+    entries as they are, a format-1 bundle's single signature as the entry
+    ``[key_id, signature, 1]`` (it stays under the format-1 domain tag, which the device accepts
+    inside format 2; see ``privmap.device._envelope``). A key that signs again replaces its old
+    entry. Kept signatures are not verified here (no public key is at hand): a device ignores
+    invalid ones. Raises :class:`BuildError` for bytes that are not a bundle envelope, no signing
+    key, or more than ``MAX_SIGNATURES`` distinct signers.
+    """
     try:
-        envelope = decode_envelope(bytes(bundle_bytes), Limits())
+        _, kept, payload = envelope_signatures(decode_envelope(bytes(bundle_bytes), Limits()))
     except BundleError as exc:
         raise BuildError(f"not a bundle: {exc}") from None
-    if type(envelope) is not list or len(envelope) not in (4, 5) or type(envelope[-1]) is not bytes:
-        raise BuildError("not a bundle envelope")
-    payload = envelope[-1]
-    kept = envelope[2] if envelope[0] == MULTISIG_FORMAT_VERSION and type(envelope[2]) is list else []
-    return _envelope([list(p) for p in kept] + _pairs(private_keys, MULTISIG_DOMAIN_TAG + payload), payload)
+    new = _pairs(private_keys, MULTISIG_DOMAIN_TAG + payload)
+    return _envelope(new + [s.entry() for s in kept], payload)
 
 
 def keyring_document(public_keys: Sequence[Ed25519PublicKey], *, threshold: int, version: int,

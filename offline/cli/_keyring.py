@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import serialization
 from privmap.device import KeyringChain, KeyringError, load_bundle
 
 from .._errors import BuildError
-from ._common import atomic_write, emit, guard
+from ._common import atomic_write, emit, guard, read_keyring_chain
 from ._passphrase import passphrase_option, read_passphrase
 
 _PATH = click.Path(dir_okay=False, path_type=pathlib.Path)
@@ -122,22 +122,23 @@ def rotate(current, public, threshold, valid_days, keys, out, passphrase_file, a
 @click.option("--key", "keys", multiple=True, required=True, type=_PATH,
               help="A private key to add a signature with; repeat for each.")
 @click.option("--out", required=True, type=_PATH, help="Bundle to write (atomically).")
-@click.option("--keyring", "keyring_file", type=_PATH,
-              help="Check the result against this keyring document (threshold included).")
+@click.option("--keyring", "keyrings", multiple=True, type=_PATH,
+              help="Check the result against this keyring document (threshold included); repeat to walk "
+                   "rotations, the pinned version first.")
 @passphrase_option
 @guard
-def cosign(bundle, keys, out, keyring_file, passphrase_file):
+def cosign(bundle, keys, out, keyrings, passphrase_file):
     """Add signatures to BUNDLE (k of n signing): writes a format-2 bundle.
 
-    Signatures already in a format-2 BUNDLE are kept, so key holders can sign
-    one after another. With --keyring the result is loaded as a device holding
-    that keyring would, now; if it would be refused nothing is written.
+    Every signature already in BUNDLE is kept, whether it is a single-signature
+    (format 1) bundle from `privmap build` or a format-2 one, so key holders can
+    sign one after another. With --keyring the result is loaded as a device
+    holding that keyring would, now; if it would be refused nothing is written.
     """
     from ..bundle._multisig import cosign_bundle
     data = cosign_bundle(bundle.read_bytes(), _private_keys(keys, passphrase_file))
-    if keyring_file is not None:
-        chain = KeyringChain(keyring_file.read_bytes())
+    if keyrings:
         now = time.time()
-        load_bundle(data, chain.current(now), now=now)
+        load_bundle(data, read_keyring_chain(keyrings).current(now), now=now)
     atomic_write(out, data)
     click.echo(f"wrote {out} ({len(data)} bytes)")

@@ -3,7 +3,9 @@
 Every failure prints one line ``error: ...`` on stderr and exits non-zero
 (1 for bad input or a refused bundle, 2 for usage errors); nothing half-written
 is left behind. ``--json`` prints one JSON object on stdout for scripts;
-progress goes to stderr.
+progress goes to stderr. Stdout carries the command's output only: what solvers
+and libraries print goes to stderr (``_common.reserved_stdout``). A closed stdout
+(``privmap ... | head -1``) ends the command quietly with status 141.
 """
 from __future__ import annotations
 
@@ -15,16 +17,12 @@ import sys
 import time
 
 import click
-from privmap.device import Keyring, read_bundle_file
+from privmap.device import read_bundle_file
 
 from .._errors import BuildError
-from ._common import atomic_write, emit, guard
+from ._common import CommandGroup, atomic_write, emit, guard, trust_options, trusted_keyring
 from ._passphrase import passphrase_option, read_passphrase
 from ._scale import check_partitioned_options, run_partitioned, wants_partitioned
-
-
-def _keyring(paths) -> Keyring:
-    return Keyring.from_pem_files(*paths)
 
 
 class AutoOr(click.ParamType):
@@ -47,7 +45,7 @@ class AutoOr(click.ParamType):
         return number
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="privmap")
 def main():
     """privmap: privacy-preserving mappings against inference attacks.
@@ -254,6 +252,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     from ..mechanisms._pipeline import BuildOptions, StageTimer
     from ..mechanisms._pipeline import build as run_build
 
+    if (delta is None) == (delta_fraction is None):
+        raise BuildError("give exactly one of --delta and --delta-fraction")
     auto = clusters == "auto" or smoothing == "auto"
     if auto and mechanism != "quantized":
         raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
@@ -419,22 +419,22 @@ def _print_description(info: dict) -> None:
 
 @main.command()
 @click.argument("bundle", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--trusted", required=True, multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
-              help="Trusted public key (PEM); repeat for several.")
+@trust_options(required=True)
 @click.option("--min-version", type=click.IntRange(min=1), default=1, show_default=True,
               help="Refuse bundles older than this version.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @guard
-def verify(bundle, trusted, min_version, as_json):
+def verify(bundle, trusted, keyrings, min_version, as_json):
     """Check BUNDLE exactly as a device would, and recompute its leakage.
 
-    Size, envelope, Ed25519 signature by a trusted key (before the payload is
-    decoded), format, expiry, version, every array, and the declared leakage
+    Size, envelope, Ed25519 signatures by trusted keys (before the payload is
+    decoded; with --keyring, by as many distinct keys as its threshold), format,
+    issue date and expiry, version, every array, and the declared leakage
     against the leakage recomputed from the bundled prior and integer table.
     Exits 1 with the reason if any check fails.
     """
     from privmap.device import recompute_leakage_bits, schema_sha256
-    loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+    loaded = read_bundle_file(bundle, trusted_keyring(trusted, keyrings), min_version=min_version)
     if loaded.mechanism == "max-correlation":  # no prior; rho_m^2 was recomputed on load
         from privmap.device._maxcorr import rho_m_squared_pure
         info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
@@ -472,30 +472,32 @@ def verify(bundle, trusted, min_version, as_json):
 
 @main.command()
 @click.argument("bundle", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--trusted", multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
-              help="Verify with this public key first (otherwise the contents are shown UNVERIFIED).")
+@trust_options(required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @guard
-def inspect(bundle, trusted, as_json):
-    """Show what BUNDLE contains: mechanism, sizes, metrics, provenance.
+def inspect(bundle, trusted, keyrings, as_json):
+    """Show what BUNDLE contains: mechanism, sizes, metrics, provenance, signatures.
 
-    Without --trusted the signature is not checked and the output says so.
+    Without --trusted or --keyring the signatures are not checked and the
+    output says so. Reads single-signature (format 1) and k-of-n (format 2)
+    bundles.
     """
-    from ..bundle._inspect import read_bytes, read_unverified
-    if trusted:
-        loaded = read_bundle_file(bundle, _keyring(trusted))
-        payload, _ = read_unverified(loaded.data)
-        verified = True
-    else:
-        payload, _ = read_unverified(read_bytes(bundle))
-        verified = False
+    from ..bundle._inspect import listed_signatures, read_bytes, read_unverified
+    keyring = trusted_keyring(trusted, keyrings, required=False)
+    data = read_bytes(bundle) if keyring is None else read_bundle_file(bundle, keyring).data
+    payload, _ = read_unverified(data)
+    envelope_format, signers = listed_signatures(data)
+    verified = keyring is not None
     from ._real import REAL_MECHANISMS, describe_real, print_real
     real = payload["mechanism"] in REAL_MECHANISMS
-    info = {"signature_verified": verified, **(describe_real(payload) if real else _describe(payload))}
+    info = {"signature_verified": verified, "envelope_format": envelope_format, "signatures": signers,
+            **(describe_real(payload) if real else _describe(payload))}
     if as_json:
         emit(info)
         return
-    click.echo(f"{bundle}: signature {'verified' if verified else 'NOT VERIFIED (no --trusted key given)'}")
+    click.echo(f"{bundle}: signature {'verified' if verified else 'NOT VERIFIED (no --trusted or --keyring given)'}")
+    click.echo(f"  envelope format {envelope_format}, {len(signers)} signature(s) listed: "
+               + ", ".join(f"{key_id[:16]}..." for key_id in signers))
     (print_real if real else _print_description)(info)
 
 
@@ -503,8 +505,7 @@ def inspect(bundle, trusted, as_json):
 @click.argument("bundle", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 @click.argument("infile", metavar="IN.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 @click.argument("outfile", metavar="OUT.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--trusted", required=True, multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
-              help="Trusted public key (PEM); repeat for several.")
+@trust_options(required=True)
 @click.option("--min-version", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--rejects", type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Write refused rows here as CSV: line number and reason (never the raw values).")
@@ -518,8 +519,8 @@ def inspect(bundle, trusted, as_json):
               help="Act as a device of this class: refuse a bundle built for another class.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @guard
-def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invalid, state_dir, stamp, device_class,
-             as_json):
+def sanitize(bundle, infile, outfile, trusted, keyrings, min_version, rejects, skip_invalid, state_dir, stamp,
+             device_class, as_json):
     """Release sanitized rows of IN.csv into OUT.csv, as one device per row would.
 
     IN.csv has a header naming the bundle's public features (any order); the
@@ -539,16 +540,22 @@ def sanitize(bundle, infile, outfile, trusted, min_version, rejects, skip_invali
     --state DIR the CLI acts as one device: running it twice on the same
     input gives identical released rows, and once a bundle of version v has
     been used with DIR a lower version is refused (nothing is written).
+
+    Trust either PEM keys (--trusted, any one signature) or a keyring
+    document (--keyring, its threshold of distinct signatures; with --state
+    the device state is opened with that keyring's current keys). A bundle
+    issued more than a day after the clock is refused, with or without --state.
     """
     from privmap.device import Binding, check_binding
 
     from ._batch import rejects_csv, sanitize_csv
     binding = Binding(device_class=device_class) if device_class else None
+    keyring = trusted_keyring(trusted, keyrings)
     if state_dir is not None:
         from ._state import stateful_release
-        loaded, release = stateful_release(state_dir, bundle, _keyring(trusted), min_version, binding)
-    else:
-        loaded = read_bundle_file(bundle, _keyring(trusted), min_version=min_version)
+        loaded, release = stateful_release(state_dir, bundle, keyring, min_version, binding)
+    else:  # issued_at beyond the clock by more than MAX_CLOCK_SKEW is refused here as with --state
+        loaded = read_bundle_file(bundle, keyring, min_version=min_version)
         check_binding(loaded, binding)
         release = loaded.sanitize
     started = time.perf_counter()

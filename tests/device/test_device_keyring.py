@@ -3,11 +3,20 @@ from __future__ import annotations
 
 import hashlib
 
+import msgpack
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from harness import NOW, key_from_label, raw_public
-from privmap.device import Keyring, KeyringError, _edwards, key_id_of, load_bundle
+from privmap.device import (
+    MULTISIG_DOMAIN_TAG,
+    BundleSignatureError,
+    Keyring,
+    KeyringError,
+    _edwards,
+    key_id_of,
+    load_bundle,
+)
 
 # The 8 small-order points of edwards25519, canonical encodings (the torsion subgroup E[8]).
 SMALL_ORDER_CANONICAL = [
@@ -137,3 +146,45 @@ def test_pem_provisioning(tmp_path, sim):
     big.write_bytes(b"A" * 70000)
     with pytest.raises(KeyringError):
         Keyring.from_pem_files(big)
+
+
+# -- a format-1 signature carried into a format-2 envelope (privmap cosign of a format-1 bundle) --
+
+def _carried(sim, extra_entries, marker=1) -> bytes:
+    """Format-2 envelope holding sim.key's format-1 signature as [key_id, sig, marker] plus extras."""
+    v1 = msgpack.unpackb(sim.bundle())  # [1, alg, key_id, sig over DOMAIN_TAG || payload, payload]
+    entries = [[v1[2], v1[3], marker]] + [entry(v1[4]) for entry in extra_entries]
+    return msgpack.packb([2, v1[1], entries, v1[4]], use_bin_type=True)
+
+
+def _v2_entry(key):
+    return lambda payload: [key_id_of(raw_public(key)), key.sign(MULTISIG_DOMAIN_TAG + payload)]
+
+
+def test_a_carried_format_1_signature_counts_toward_the_threshold(sim):
+    both = Keyring([raw_public(sim.key), raw_public(sim.key2)], threshold=2)
+    data = _carried(sim, [_v2_entry(sim.key2)])
+    assert load_bundle(data, both, now=NOW).version == 5
+    assert load_bundle(data, Keyring([raw_public(sim.key)]), now=NOW).version == 5
+    with pytest.raises(BundleSignatureError, match="1 distinct"):  # alone it is one signature
+        load_bundle(_carried(sim, []), both, now=NOW)
+
+
+def test_a_carried_signature_is_checked_under_the_format_1_tag_only(sim):
+    v2_sig_marked_as_v1 = msgpack.unpackb(_carried(sim, [_v2_entry(sim.key2)]))
+    v2_sig_marked_as_v1[2][1].append(1)  # key2 signed the format-2 tag: as a carried entry it fails
+    with pytest.raises(BundleSignatureError, match="needs 2"):
+        load_bundle(msgpack.packb(v2_sig_marked_as_v1), Keyring([raw_public(sim.key), raw_public(sim.key2)],
+                                                               threshold=2), now=NOW)
+
+
+@pytest.mark.parametrize("marker", [2, 0, True, "1", 1.0, None])
+def test_a_third_entry_element_other_than_the_int_1_is_refused(sim, marker):
+    with pytest.raises(BundleSignatureError, match="third element"):
+        load_bundle(_carried(sim, [], marker=marker), sim.keyring, now=NOW)
+
+
+def test_the_same_key_carried_and_signing_again_counts_once(sim):
+    data = _carried(sim, [_v2_entry(sim.key)])
+    with pytest.raises(BundleSignatureError, match="1 distinct"):
+        load_bundle(data, Keyring([raw_public(sim.key), raw_public(sim.key2)], threshold=2), now=NOW)

@@ -100,6 +100,15 @@ def test_load_errors_are_clear(tmp_path):
         load_private_key(generate_keypair(tmp_path / "plain").private_path, password=b"x")
 
 
+def test_a_public_key_given_as_the_signing_key_is_named_a_public_key_not_a_permission_problem(tmp_path):
+    public = generate_keypair(tmp_path / "k").public_path
+    for mode in (0o644, 0o600):  # the usual public.pem mode, and one that passes the permission check
+        public.chmod(mode)
+        with pytest.raises(BuildError, match="holds a public key; signing needs the private key") as info:
+            load_private_key(public)
+        assert "chmod" not in str(info.value)
+
+
 def test_keygen_refuses_a_group_or_world_writable_directory(tmp_path):
     loose = tmp_path / "loose"
     loose.mkdir()
