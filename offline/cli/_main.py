@@ -442,6 +442,7 @@ def verify(bundle, trusted, min_version, as_json):
             return
         click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
         click.echo(f"  declared rho_m^2 {info['rho_m_squared']:.6f}, recomputed {info['recomputed_rho_m_squared']:.6f}")
+        return
     from ._real import REAL_MECHANISMS, verify_real
     if loaded.mechanism in REAL_MECHANISMS:
         info = verify_real(loaded)
