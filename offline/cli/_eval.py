@@ -76,12 +76,16 @@ def _format_declared(declared: dict) -> str:
     return line
 
 
-def _load_for(data: pathlib.Path, private: str, features, classes, categorical: bool):
-    """Load DATA with the bundle's features, private codes in the bundle's class order."""
+def _load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool):
+    """Load DATA with the bundle's features (each numeric one's missing token read as a missing
+    answer, as the device does), private codes in the bundle's class order."""
     import numpy as np
 
     from ..data._dataset import load_dataset
-    ds = load_dataset(data, private=private, public=list(features), categorical=categorical)
+    features = [f["name"] for f in payload["features"]]
+    classes = payload["private"]["classes"]
+    tokens = {f["name"]: f["missing_token"] for f in payload["features"] if f.get("missing_token")}
+    ds = load_dataset(data, private=private, public=features, categorical=categorical, missing_tokens=tokens)
     order = {c: i for i, c in enumerate(classes)}
     unknown = [c for c in ds.classes if c not in order]
     if unknown:
@@ -151,7 +155,7 @@ def _evaluate_table(payload, bundle, data, private, verified, seed, test_fractio
     from ..evaluation._baselines import bundle_baselines, format_baselines
     from ..evaluation._evaluate import evaluate_view, format_summary, view_from_payload
     view, declared = view_from_payload(payload), _declared(payload)
-    ds, codes = _load_for(data, private, view.features, view.classes, view.categorical)
+    ds, codes = _load_for(data, private, payload, view.categorical)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
                            permutations=permutations, attacker=attacker)
     base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction, attacker=attacker)
@@ -173,8 +177,7 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
                      as_json) -> None:
     """``evaluate`` for a funnel bundle (seed 003): leakage I(S;Y), disclosure I(X;Y), log-loss distortion."""
     from ..evaluation._funnel_curve import evaluate_funnel, format_funnel_evaluation
-    features = [f["name"] for f in payload["features"]]
-    ds, codes = _load_for(data, private, features, payload["private"]["classes"], True)
+    ds, codes = _load_for(data, private, payload, True)
     result = evaluate_funnel(payload, ds.public, codes, seed=seed, test_fraction=test_fraction,
                              permutations=permutations, attacker=attacker)
     if as_json:

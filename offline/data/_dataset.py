@@ -114,7 +114,8 @@ def load_dataset(
         Fewest data rows accepted.
     missing_tokens : mapping column -> str, optional
         Besides a blank cell, the text that spells a missing answer in that column
-        (for example ``"NA"``). Missing numeric cells become NaN.
+        (for example ``"NA"``, or ``"0"`` where a survey codes a skipped question as 0); the key
+        ``"*"`` gives every other column's. Missing numeric cells become NaN.
 
     Raises
     ------
@@ -359,6 +360,7 @@ def parse_rows(reader, path, header: list[str], public_at: list[int], private_at
     """
     private = header[private_at]
     tokens = dict(tokens or {})
+    default = tokens.get("*", "")  # --missing-token: every column without its own
     cells: list[list] = []
     labels: list[str] = []
     try:
@@ -367,7 +369,7 @@ def parse_rows(reader, path, header: list[str], public_at: list[int], private_at
             if not label:
                 raise DatasetError(f"{path}, line {line}, column {private!r}: empty private value")
             labels.append(label)
-            cells.append([_cell(row[i], path, line, header[i], categorical, tokens.get(header[i], ""))
+            cells.append([_cell(row[i], path, line, header[i], categorical, tokens.get(header[i], default))
                           for i in public_at])
     except csv.Error as exc:
         raise DatasetError(f"{path}, line {first_line + reader.line_num}: {exc}") from exc
