@@ -13,6 +13,7 @@ import sys
 import click
 
 from .._errors import BuildError
+from .._listing import name_some
 from ._common import emit, guard
 
 
@@ -89,8 +90,8 @@ def _load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool
     order = {c: i for i, c in enumerate(classes)}
     unknown = [c for c in ds.classes if c not in order]
     if unknown:
-        raise BuildError(f"{data}: private value(s) {', '.join(map(repr, unknown))} of column {private!r} "
-                         f"are not among the bundle's classes {list(classes)}")
+        raise BuildError(f"{data}: private value(s) {name_some(unknown)} of column {name_some([private])} "
+                         f"are not among the bundle's classes {name_some(classes)}")
     codes = np.array([order[c] for c in ds.classes], dtype=np.int64)[ds.private]
     return ds, codes
 

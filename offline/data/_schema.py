@@ -36,6 +36,7 @@ from privmap.device._lookup import _DECIMAL
 from privmap.device._schema import MAX_MISSING_TOKEN
 
 from .._errors import DatasetError
+from .._listing import name_some
 from ._dataset import read_capped
 
 __all__ = ["Column", "Declaration", "Declared", "parse_domains", "read_schema_file", "declare", "resolve",
@@ -236,7 +237,7 @@ def resolve(features: Sequence[str], X: np.ndarray, declared: Declared | None = 
     declared = declared or Declared()
     unknown = sorted({n for n, _ in declared.columns} - set(features) - {"*"})
     if unknown:
-        raise DatasetError(f"schema/--domain: unknown public column(s) {', '.join(unknown)}")
+        raise DatasetError(f"schema/--domain: unknown public column(s) {name_some(unknown)}")
     default = declared.get("*")
     out = []
     for k, name in enumerate(features):

@@ -89,3 +89,11 @@ def test_build_records_the_token_and_sanitize_and_evaluate_read_it(zero_coded, t
     assert len(released.read_text().splitlines()) == 3
     report = json.loads(run("evaluate", out, zero_coded, "--private", "p", "--no-attacker", "--json").stdout)
     assert report["rows"] == 60 and report["unmatched_rows"] == 0
+
+
+def test_missing_token_with_a_categorical_mechanism_is_one_error_line(zero_coded, tmp_path, run, keys):
+    out = tmp_path / "f.bundle"
+    result = run("build", zero_coded, "--private", "p", "--mechanism", "funnel", "--disclosure-fraction", 0.5,
+                 "--missing-token", 0, "--key", keys / "private.pem", "--out", out, ok=False)
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "--missing-token" in result.stderr
+    assert not out.exists()
