@@ -73,8 +73,9 @@ class Feature:
     the category strings, a cell is an index into them; ``min``/``max`` are ``None`` and
     ``integer`` is False).
 
-    Missing answers (numeric features only): a cell that is blank or equals ``missing_token`` is
-    missing; ``missing`` says what the lookup does with it: ``"refuse"`` (InputError),
+    Missing answers (numeric features only): a cell that is blank or whose text equals
+    ``missing_token`` is missing (the token may be a number such as ``"0"``, a survey's code for
+    a skipped question, if it lies outside [min, max]; older bundles hold only words such as "NA"); ``missing`` says what the lookup does with it: ``"refuse"`` (InputError),
     ``"mask"`` (the cell is left out of the distance) or ``"impute"`` (the cell takes the value
     ``fill``, a point of the domain; ``fill`` is ``None`` for the other two rules).
     """
@@ -191,10 +192,12 @@ def _feature(spec, position, limits: Limits) -> Feature:
                 _fail(f"{what}.fill must be a number in [min, max] (an int for an integer feature)")
         elif fill is not None:
             _fail(f"{what}.fill must be nil unless missing is 'impute'")
-        if type(token) is not str or len(token) > MAX_MISSING_TOKEN or token != token.strip() \
-                or (token and _DECIMAL.match(token)):
+        if type(token) is not str or len(token) > MAX_MISSING_TOKEN or token != token.strip():
             _fail(f"{what}.missing_token must be a string of at most {MAX_MISSING_TOKEN} characters, "
-                  "without surrounding spaces, that is not a number")
+                  "without surrounding spaces")
+        if token and _DECIMAL.match(token) and lo <= float(token) <= hi:
+            # a number may code a skipped answer (surveys' 0), but never one the domain accepts
+            _fail(f"{what}.missing_token is a number inside [min, max]: a cell would be both an answer and missing")
         return Feature(name, "numeric", lo, hi, integer, (), missing, fill, token)
     if kind == "categorical":
         _closed_map(spec, CATEGORICAL_FEATURE_KEYS, what)

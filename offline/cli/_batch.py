@@ -1,6 +1,6 @@
 """Batch sanitize: many simulated devices, one per CSV row, each refusing or releasing on its own.
 
-A bad row (wrong length, non-numeric, out of the declared domain, a missing answer where none is
+A bad row (bytes that are not UTF-8, wrong length, non-numeric, out of the declared domain, a missing answer where none is
 allowed, every cell missing) is refused with its line number and reason, and nothing is released
 for it; every valid row is still released, in input order. Reasons come from the device's typed
 errors, whose messages never hold a raw cell, so no raw value of a refused row reaches any output.
@@ -10,11 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import pathlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 from privmap.device import Bundle, InputError
 
 from .._errors import BuildError
+from .._listing import name_some
 
 __all__ = ["BatchResult", "sanitize_csv", "rejects_csv"]
 
@@ -42,7 +44,8 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, release=None, stamp: b
     Raises
     ------
     BuildError
-        The header lacks a feature or names an unknown column (the file cannot be read as rows).
+        The header lacks a feature, names an unknown column or one twice, or is not UTF-8 (the
+        file cannot be read as rows). A data line that is not UTF-8 is a refused row, not an error.
     RandomnessError
         The randomness source failed (not a row's fault: the whole batch stops).
     """
@@ -53,18 +56,13 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, release=None, stamp: b
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(names + (["bundle_sha256", "bundle_version"] if stamp else []))
     result = BatchResult(released="")
-    with infile.open(newline="", encoding="utf-8-sig") as f:
+    # undecodable bytes become lone surrogates, so a bad line is refused alone (by its number)
+    with infile.open(newline="", encoding="utf-8-sig", errors="surrogateescape") as f:
         reader = csv.reader(f)
         header = [h.strip() for h in next(reader, [])]
-        missing = [n for n in names if n not in header]
-        if missing:
-            raise BuildError(f"{infile}: missing public column(s) {', '.join(missing)}")
-        withheld = bundle.withheld_columns
-        extra = [h for h in header if h not in names and h not in withheld]
-        if extra:
-            raise BuildError(f"{infile}: unknown column(s) {', '.join(extra)}; remove them "
-                             f"(only the bundle's features and {', '.join(map(repr, withheld))} are accepted)")
-        at = [header.index(n) for n in names]
+        if any(_undecodable(h) for h in header):
+            raise BuildError(f"{infile}, line 1: the header is not UTF-8 text")
+        at = _header_indexes(infile, header, names, bundle.withheld_columns)
         while True:
             try:
                 row = next(reader)
@@ -79,6 +77,9 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, release=None, stamp: b
             result.rows += 1
             if tick is not None:
                 tick()
+            if any(_undecodable(cell) for cell in row):
+                result.refused.append((reader.line_num, "not UTF-8 text"))
+                continue
             if len(row) != len(header):
                 result.refused.append((reader.line_num, f"{len(row)} cells, header has {len(header)}"))
                 continue
@@ -90,6 +91,36 @@ def sanitize_csv(bundle: Bundle, infile: pathlib.Path, *, release=None, stamp: b
             writer.writerow(["" if v is None else v for v in released] + stamp_cells)
     result.released = out.getvalue()
     return result
+
+
+def _undecodable(text: str) -> bool:
+    """Whether ``text`` holds a byte that was not UTF-8 (decoded as a lone surrogate)."""
+    return any("\udc80" <= ch <= "\udcff" for ch in text) if not text.isascii() else False
+
+
+def _header_indexes(infile: pathlib.Path, header: list[str], names: list[str], withheld) -> list[int]:
+    """Index in ``header`` of each of the bundle's features ``names``; linear in the header's width.
+
+    Raises
+    ------
+    BuildError
+        A column named twice, a feature missing, or a column that is neither a feature nor one
+        of the ``withheld`` (private) columns; the first few offenders are named, the rest counted.
+    """
+    dupes = sorted(name for name, count in Counter(header).items() if count > 1)
+    if dupes:
+        raise BuildError(f"{infile}: duplicate column name(s) in header: {name_some(dupes)}")
+    where = {h: i for i, h in enumerate(header)}
+    missing = [n for n in names if n not in where]
+    if missing:
+        raise BuildError(f"{infile}: missing public column(s) {name_some(missing)}")
+    known = set(names) | set(withheld)
+    extra = [h for h in header if h not in known]
+    if extra:
+        also = f" and {name_some(withheld)}" if withheld else ""
+        raise BuildError(f"{infile}: unknown column(s) {name_some(extra)}; remove them "
+                         f"(only the bundle's features{also} are accepted)")
+    return [where[n] for n in names]
 
 
 def rejects_csv(refused: list[tuple[int, str]]) -> str:

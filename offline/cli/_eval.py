@@ -13,6 +13,7 @@ import sys
 import click
 
 from .._errors import BuildError
+from .._listing import name_some
 from ._common import emit, guard
 
 
@@ -47,23 +48,21 @@ def _parse_ints(text: str, what: str) -> list[int]:
     return values
 
 
-def _read_view(bundle: pathlib.Path, trusted):
-    """The bundle as a MappingView, whether it was verified, and its declared leakages."""
+def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
+    """The bundle's decoded payload, and whether its signature was verified (with ``trusted`` keys)."""
     from ..bundle._inspect import read_bytes, read_unverified
-    from ..evaluation._evaluate import view_from_payload
     if trusted:
         from privmap.device import Keyring, read_bundle_file
-        loaded = read_bundle_file(bundle, Keyring.from_pem_files(*trusted))
-        payload, _ = read_unverified(loaded.data)
-        verified = True
-    else:
-        payload, _ = read_unverified(read_bytes(bundle))
-        verified = False
+        return read_unverified(read_bundle_file(bundle, Keyring.from_pem_files(*trusted)).data)[0], True
+    return read_unverified(read_bytes(bundle))[0], False
+
+
+def _declared(payload: dict) -> dict:
+    """The bundle's declared leakages (seed 000's table mechanisms)."""
     metrics = payload["metrics"]
-    declared = {key: metrics.get(key) for key in (
+    return {key: metrics.get(key) for key in (
         "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
         "mismatch_leakage_bound_bits", "mismatch_bound_vacuous")}
-    return view_from_payload(payload), verified, declared
 
 
 def _format_declared(declared: dict) -> str:
@@ -78,17 +77,21 @@ def _format_declared(declared: dict) -> str:
     return line
 
 
-def _load_for(view, data: pathlib.Path, private: str):
-    """Load DATA with the bundle's features, private codes in the bundle's class order."""
+def _load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool):
+    """Load DATA with the bundle's features (each numeric one's missing token read as a missing
+    answer, as the device does), private codes in the bundle's class order."""
     import numpy as np
 
     from ..data._dataset import load_dataset
-    ds = load_dataset(data, private=private, public=list(view.features), categorical=view.categorical)
-    order = {c: i for i, c in enumerate(view.classes)}
+    features = [f["name"] for f in payload["features"]]
+    classes = payload["private"]["classes"]
+    tokens = {f["name"]: f["missing_token"] for f in payload["features"] if f.get("missing_token")}
+    ds = load_dataset(data, private=private, public=features, categorical=categorical, missing_tokens=tokens)
+    order = {c: i for i, c in enumerate(classes)}
     unknown = [c for c in ds.classes if c not in order]
     if unknown:
-        raise BuildError(f"{data}: private value(s) {', '.join(map(repr, unknown))} of column {private!r} "
-                         f"are not among the bundle's classes {list(view.classes)}")
+        raise BuildError(f"{data}: private value(s) {name_some(unknown)} of column {name_some([private])} "
+                         f"are not among the bundle's classes {name_some(classes)}")
     codes = np.array([order[c] for c in ds.classes], dtype=np.int64)[ds.private]
     return ds, codes
 
@@ -119,37 +122,71 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       mapping, and a logistic-regression adversary trained on sanitized training
       rows and tested on sanitized held-out rows (accuracy, balanced accuracy,
       ROC AUC).
+    Funnel bundles (seed 003): I(S;Y) and I(S;X), disclosure I(X;Y) and the
+      log-loss distortion H(X|Y) on DATA, all in bits, and the same attackers.
+    Max-correlation bundles (seed 002): beside seed 000's mapping at the same
+      distortion, on DATA's labels.
     Real-valued bundles (nullspace, gaussian): --private names the withheld
       column to attack; prints the attacker's AUC (binary) or R^2 on raw rows,
       the raw-data predictor on released rows, and a predictor retrained on
       released rows.
     """
-    from ._real import evaluate_real
-    if evaluate_real(bundle, data, private, trusted, seed, test_fraction, as_json):  # the real-valued kinds
-        return
+    from ._real import REAL_MECHANISMS, evaluate_real
+    payload, verified = _read_payload(bundle, trusted)
+    mechanism = payload["mechanism"]
+    if mechanism in REAL_MECHANISMS:
+        evaluate_real(payload, bundle, data, private, verified, seed, test_fraction, as_json)
+    elif mechanism == "max-correlation":  # no private attribute in the bundle
+        _evaluate_max_correlation(payload, bundle, data, private, verified, as_json)
+    elif mechanism == "funnel":
+        _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations,
+                         not no_attacker, as_json)
+    else:
+        _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations,
+                        not no_attacker, as_json)
+
+
+def _unverified_note(verified: bool) -> str:
+    return "" if verified else " (signature NOT verified: no --trusted key)"
+
+
+def _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
+                    as_json) -> None:
+    """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines."""
     from ..evaluation._baselines import bundle_baselines, format_baselines
-    from ..evaluation._evaluate import evaluate_view, format_summary
-    if _payload_mechanism(bundle) == "max-correlation":  # no private attribute in the bundle
-        _evaluate_max_correlation(bundle, data, private, trusted, as_json)
-        return
-    view, verified, declared = _read_view(bundle, trusted)
-    ds, codes = _load_for(view, data, private)
+    from ..evaluation._evaluate import evaluate_view, format_summary, view_from_payload
+    view, declared = view_from_payload(payload), _declared(payload)
+    ds, codes = _load_for(data, private, payload, view.categorical)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
-                           permutations=permutations, attacker=not no_attacker)
-    base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
-                            attacker=not no_attacker)
+                           permutations=permutations, attacker=attacker)
+    base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction, attacker=attacker)
     summary = {"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256,
                "signature_verified": verified, **result.summary, "declared": declared, "baselines": base}
     if as_json:
         emit(summary)
         return
-    click.echo(f"{bundle} on {data}" + ("" if verified else " (signature NOT verified: no --trusted key)"))
+    click.echo(f"{bundle} on {data}" + _unverified_note(verified))
     click.echo(format_summary(result.summary))
     click.echo(_format_declared(declared))
     if base is not None:
         auc = result.summary.get("attacker", {}).get("after", {}).get("roc_auc")
         click.echo("")
         click.echo(format_baselines(base, result.summary["distortion"], auc))
+
+
+def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
+                     as_json) -> None:
+    """``evaluate`` for a funnel bundle (seed 003): leakage I(S;Y), disclosure I(X;Y), log-loss distortion."""
+    from ..evaluation._funnel_curve import evaluate_funnel, format_funnel_evaluation
+    ds, codes = _load_for(data, private, payload, True)
+    result = evaluate_funnel(payload, ds.public, codes, seed=seed, test_fraction=test_fraction,
+                             permutations=permutations, attacker=attacker)
+    if as_json:
+        emit({"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256, "signature_verified": verified,
+              **result})
+        return
+    click.echo(f"{bundle} on {data}" + _unverified_note(verified))
+    click.echo(format_funnel_evaluation(result))
 
 
 @click.command()
@@ -280,35 +317,23 @@ def _funnel_curve_command(data, private, public, points, png, csv_path, title, a
 
 
 
-def _payload_mechanism(bundle: pathlib.Path) -> str:
-    from ..bundle._inspect import read_bytes, read_unverified
-    payload, _ = read_unverified(read_bytes(bundle))
-    return payload["mechanism"]
-
-
-def _evaluate_max_correlation(bundle, data, private, trusted, as_json) -> None:
+def _evaluate_max_correlation(payload, bundle, data, private, verified, as_json) -> None:
     """A max-correlation bundle beside seed 000's mapping at the same distortion, on DATA's labels."""
-    from ..bundle._inspect import read_bytes, read_unverified
     from ..data._dataset import load_dataset
     from ..evaluation._maxcorr_compare import compare_max_correlation
-    if trusted:
-        from privmap.device import Keyring, read_bundle_file
-        payload, _ = read_unverified(read_bundle_file(bundle, Keyring.from_pem_files(*trusted)).data)
-    else:
-        payload, _ = read_unverified(read_bytes(bundle))
     ds = load_dataset(data, private=private, public=[f["name"] for f in payload["features"]], categorical=True)
     result = compare_max_correlation(payload, ds.public, ds.private, len(ds.classes))
-    summary = {"bundle": str(bundle), "data": str(data), "private": private, "signature_verified": bool(trusted),
+    summary = {"bundle": str(bundle), "data": str(data), "private": private, "signature_verified": verified,
                **result}
     if as_json:
         emit(summary)
         return
-    click.echo(f"{bundle} on {data}, private {private!r}" + ("" if trusted else " (signature NOT verified)"))
+    click.echo(f"{bundle} on {data}, private {private!r}" + _unverified_note(verified))
     click.echo(f"  before: I(S;X) = {result['leakage_before_bits']:.6f} bits, MAP accuracy "
                f"{result['map_accuracy_before']:.4f} (prior alone {result['map_accuracy_prior_only']:.4f})")
     for name in ("max_correlation", "seed000_mi_optimal"):
         r = result[name]
-        click.echo(f"  {name:<20} I(S;Y) {r['leakage_bits']:.6f} bits  distortion {r['distortion']:.4f}  "
-                   f"MAP accuracy {r['map_accuracy']:.4f}  I(X;Y) {r['disclosure_bits']:.4f}")
+        click.echo(f"  {name:<20} I(S;Y) {r['leakage_bits']:.6f} bits  distortion {r['distortion']:.4f} changed "
+                   f"cells  MAP accuracy {r['map_accuracy']:.4f}  I(X;Y) {r['disclosure_bits']:.4f} bits")
     click.echo(f"  guarantee S*_upper x I(S;X) = {result['guarantee_bits']:.6f} bits: "
                f"{'holds' if result['guarantee_holds'] else 'VIOLATED'}")

@@ -132,6 +132,9 @@ def keygen(keydir, passphrase_file):
                    "the most specific wins). Undeclared domains are inferred from the data.")
 @click.option("--schema", "schema_file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="JSON schema file: per column type (integer|real), min, max, missing (bool), missing_token.")
+@click.option("--missing-token", metavar="TOKEN", default=None,
+              help="Text that codes a missing answer in every public column besides a blank cell (e.g. 0 or NA; "
+                   "a number must lie outside the column's domain); recorded in the bundle's schema.")
 @click.option("--schema-out", type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Write the resolved schema (declared + inferred) here as JSON, to edit and pass to --schema.")
 @click.option("--missing", type=click.Choice(["mask", "impute"]), default="mask", show_default=True,
@@ -177,9 +180,9 @@ def keygen(keydir, passphrase_file):
 @guard
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, disclosure, disclosure_fraction, prior_only, information_budget, key, out,
-          seed, domains, schema_file, schema_out, missing, solver, bits, smoothing, target_leakage, target_auc,
-          no_codebook, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json, passphrase_file,
-          workers, scheduler, kmeans):
+          seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, target_leakage,
+          target_auc, no_codebook, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json,
+          passphrase_file, workers, scheduler, kmeans):
     """Build, sign and write a bundle from labelled data DATA.
 
     Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
@@ -224,6 +227,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     A lone CSV file goes the partitioned way too when --workers or
     --scheduler is given.
     """
+    if missing_token is not None and mechanism != "quantized":
+        raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
     if mechanism in ("funnel", "max-correlation"):  # seeds 003 and 002
         from ._seed_builds import build_seed_mechanism
         if prior_only and mechanism != "max-correlation":
@@ -265,8 +270,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
         codebook=not no_codebook,
         holdout_folds=holdout_folds, missing=missing,
-        declared=declare(read_schema_file(schema_file) if schema_file else None, domains)
-        if (schema_file or domains) else None)
+        declared=declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)
+        if (schema_file or domains or missing_token is not None) else None)
     partitioned = wants_partitioned(data, workers, scheduler)
     checked = check_partitioned_options(data, options, auto=auto, kmeans=kmeans) if partitioned else None
     private_key = load_private_key(key, password=read_passphrase(passphrase_file))
@@ -447,6 +452,7 @@ def verify(bundle, trusted, keyrings, min_version, as_json):
             return
         click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
         click.echo(f"  declared rho_m^2 {info['rho_m_squared']:.6f}, recomputed {info['recomputed_rho_m_squared']:.6f}")
+        return
     from ._real import REAL_MECHANISMS, verify_real
     if loaded.mechanism in REAL_MECHANISMS:
         info = verify_real(loaded)

@@ -109,28 +109,17 @@ def check_not_real(mechanism, private):
         raise BuildError(f"--mechanism {mechanism} needs --private COL")
 
 
-def evaluate_real(bundle, data, target, trusted, seed, test_fraction, as_json) -> bool:
-    """``privmap evaluate`` for a real-valued bundle: attack ``target`` on DATA's held-out rows.
-    Returns False (doing nothing) for a table bundle."""
-    from privmap.device import Keyring, read_bundle_file
-
-    from ..bundle._inspect import read_bytes, read_unverified
+def evaluate_real(payload, bundle, data, target, verified, seed, test_fraction, as_json) -> None:
+    """``privmap evaluate`` for a real-valued bundle's ``payload``: attack ``target`` on DATA's held-out rows."""
     from ..evaluation._realvalued import evaluate_payload
-    if trusted:
-        payload, _ = read_unverified(read_bundle_file(bundle, Keyring.from_pem_files(*trusted)).data)
-    else:
-        payload, _ = read_unverified(read_bytes(bundle))
-    if payload["mechanism"] not in REAL_MECHANISMS:
-        return False
-    result = {"bundle": str(bundle), "data": str(data), "signature_verified": bool(trusted),
+    result = {"bundle": str(bundle), "data": str(data), "signature_verified": verified,
               **evaluate_payload(payload, data, target, seed=seed, test_fraction=test_fraction)}
     if as_json:
         emit(result)
-        return True
-    click.echo(f"{bundle} on {data}" + ("" if trusted else " (signature NOT verified: no --trusted key)"))
+        return
+    click.echo(f"{bundle} on {data}" + ("" if verified else " (signature NOT verified: no --trusted key)"))
     click.echo(f"  attacker on {target!r} ({result['measure']}, held-out {test_fraction:.0%}): raw {result['raw']:.4f}, "
                f"fixed predictor on released {result['fixed']:.4f}, retrained on released {result['retrained']:.4f}")
     if "declared_leakage_bits" in result:
         click.echo(f"  Gaussian model: I(X_p;Y) {result['declared_leakage_bits']:.4f} bits "
                    f"(before {result['declared_leakage_before_bits']:.4f})")
-    return True

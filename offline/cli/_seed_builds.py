@@ -102,6 +102,8 @@ def describe_seed_payload(payload: dict) -> dict:
         "nonzero_per_row": sum(len(r) for r in index) / max(len(index), 1),
         "distortion": metrics["distortion"], "delta": metrics["delta"], "clusters": metrics["clusters"],
         "metrics": dict(metrics), "provenance": dict(payload["provenance"]),
+        # neither mechanism cross-fits a new-user estimate: declared absent, not left out
+        "holdout_leakage_bits": None, "holdout_leakage_interval_bits": None,
     }
     if payload["mechanism"] == "funnel":
         info["leakage_bits"] = metrics["leakage_bits"]

@@ -10,12 +10,14 @@ import hashlib
 import io
 import math
 import pathlib
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .._errors import DatasetError
+from .._listing import name_some
 
 #: Fewest data rows a prior can be estimated from.
 MIN_ROWS = 10
@@ -112,7 +114,8 @@ def load_dataset(
         Fewest data rows accepted.
     missing_tokens : mapping column -> str, optional
         Besides a blank cell, the text that spells a missing answer in that column
-        (for example ``"NA"``). Missing numeric cells become NaN.
+        (for example ``"NA"``, or ``"0"`` where a survey codes a skipped question as 0); the key
+        ``"*"`` gives every other column's. Missing numeric cells become NaN.
 
     Raises
     ------
@@ -180,14 +183,15 @@ def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]
     Raises
     ------
     DatasetError
-        Unreadable or oversized file, text that is not UTF-8, no header row, or a CSV syntax
-        error in the header.
+        Unreadable or oversized file, text that is not UTF-8 (named by its first bad line), no
+        header row, or a CSV syntax error in the header.
     """
     raw = read_capped(path, MAX_CSV_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(f"{path}, line {line}: not UTF-8 text (byte {exc.start} of the file)") from exc
 
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
@@ -200,10 +204,11 @@ def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]
 
 
 def check_unique(header: Sequence[str], path) -> None:
-    """Raise :class:`DatasetError` naming the column names that ``header`` gives more than once."""
-    dupes = sorted({h for h in header if header.count(h) > 1})
+    """Raise :class:`DatasetError` naming (the first few of) the column names that ``header``
+    gives more than once. Linear in the header's width."""
+    dupes = sorted(name for name, count in Counter(header).items() if count > 1)
     if dupes:
-        raise DatasetError(f"{path}: duplicate column name(s) in header: {', '.join(dupes)}")
+        raise DatasetError(f"{path}: duplicate column name(s) in header: {name_some(dupes)}")
 
 
 def column_indexes(names: Sequence[str], header: Sequence[str], path, what: str = "") -> list[int]:
@@ -214,12 +219,16 @@ def column_indexes(names: Sequence[str], header: Sequence[str], path, what: str 
     Raises
     ------
     DatasetError
-        A name that is not in ``header`` (the first one, with the file's columns).
+        A name that is not in ``header`` (the first one, with the first few of the file's columns).
     """
+    where: dict[str, int] = {}
+    for i, name in enumerate(header):  # linear: the first occurrence, as list.index gives
+        where.setdefault(name, i)
     for name in names:
-        if name not in header:
-            raise DatasetError(f"{path}: unknown {what}column {name!r}; columns are {', '.join(header)}")
-    return [header.index(name) for name in names]
+        if name not in where:
+            raise DatasetError(f"{path}: unknown {what}column {name_some([name])}; "
+                               f"columns are {name_some(header)}")
+    return [where[name] for name in names]
 
 
 def data_rows(reader, path, header: Sequence[str], *, first_line: int = 0) -> Iterator[tuple[int, list[str]]]:
@@ -351,6 +360,7 @@ def parse_rows(reader, path, header: list[str], public_at: list[int], private_at
     """
     private = header[private_at]
     tokens = dict(tokens or {})
+    default = tokens.get("*", "")  # --missing-token: every column without its own
     cells: list[list] = []
     labels: list[str] = []
     try:
@@ -359,7 +369,7 @@ def parse_rows(reader, path, header: list[str], public_at: list[int], private_at
             if not label:
                 raise DatasetError(f"{path}, line {line}, column {private!r}: empty private value")
             labels.append(label)
-            cells.append([_cell(row[i], path, line, header[i], categorical, tokens.get(header[i], ""))
+            cells.append([_cell(row[i], path, line, header[i], categorical, tokens.get(header[i], default))
                           for i in public_at])
     except csv.Error as exc:
         raise DatasetError(f"{path}, line {first_line + reader.line_num}: {exc}") from exc

@@ -16,6 +16,11 @@ Schema file (every key of a column optional; ``min`` and ``max`` go together)::
     }}
 
 ``privmap build --schema-out FILE`` writes the resolved schema in this form, ready to edit.
+
+A ``missing_token`` may be a number (``0``, or ``"0"``): surveys often code a skipped question as
+0. It matches a cell whose text is exactly the token and must lie outside the column's domain, so
+that no cell is both an answer and a missing one; ``privmap build --missing-token TOKEN`` gives
+every column that token unless the schema file gives the column its own.
 """
 from __future__ import annotations
 
@@ -31,10 +36,11 @@ from privmap.device._lookup import _DECIMAL
 from privmap.device._schema import MAX_MISSING_TOKEN
 
 from .._errors import DatasetError
+from .._listing import name_some
 from ._dataset import read_capped
 
 __all__ = ["Column", "Declaration", "Declared", "parse_domains", "read_schema_file", "declare", "resolve",
-           "schema_json"]
+           "schema_json", "check_missing_token", "numeric_token"]
 
 TYPES = ("integer", "real")
 _COLUMN_KEYS = {"type", "min", "max", "missing", "missing_token"}
@@ -83,7 +89,8 @@ class Declared:
         return dict(self.columns).get(name, Declaration())
 
     def missing_tokens(self) -> dict[str, str]:
-        return {name: d.missing_token for name, d in self.columns if d.missing_token}
+        """Missing-answer token by column; key ``"*"``: every other column's (``--missing-token``)."""
+        return {name: d.missing_token for name, d in self.columns if d.missing_token is not None}
 
 
 def _range(text: str, what: str) -> tuple[float, float]:
@@ -152,17 +159,47 @@ def read_schema_file(path) -> dict[str, Declaration]:
         if missing is not None and not isinstance(missing, bool):
             raise DatasetError(f"{what}: missing must be true or false")
         token = spec.get("missing_token")
-        if token is not None and (not isinstance(token, str) or token != token.strip()
-                                  or len(token) > MAX_MISSING_TOKEN or (token and re.fullmatch(_NUMBER, token))):
-            raise DatasetError(f"{what}: missing_token must be a short string without surrounding spaces "
-                               "that is not a number")
+        if token is not None:
+            token = check_missing_token(token, what)
         out[name] = Declaration(kind, None if lo is None else float(lo), None if hi is None else float(hi),
                                 missing, token)
     return out
 
 
-def declare(file_columns: dict[str, Declaration] | None = None, domains: Sequence[str] = ()) -> Declared:
-    """Merge a schema file's declarations with ``--domain`` values (most specific wins)."""
+def check_missing_token(token, what: str = "--missing-token") -> str:
+    """A missing-answer token as the CSV text it matches: a string, or a JSON number written as
+    its decimal text (``0`` -> ``"0"``, ``-9`` -> ``"-9"``, ``99.5`` -> ``"99.5"``).
+
+    A token matches a cell whose text (spaces trimmed) is exactly the token, on the device as in
+    the builder: with token ``"0"`` the cell ``0`` is missing and ``0.0`` is the number 0.
+
+    Raises
+    ------
+    DatasetError
+        Not a string or finite number, surrounding spaces, longer than ``MAX_MISSING_TOKEN``
+        characters, or a number whose text is not the device's strict decimal syntax.
+    """
+    if isinstance(token, (int, float)) and not isinstance(token, bool):
+        if not math.isfinite(token):
+            raise DatasetError(f"{what}: missing_token must be finite")
+        token = str(int(token)) if float(token).is_integer() else repr(float(token))
+    if not isinstance(token, str) or token != token.strip() or len(token) > MAX_MISSING_TOKEN:
+        raise DatasetError(f"{what}: missing_token must be a number or a string of at most {MAX_MISSING_TOKEN} "
+                           "characters without surrounding spaces")
+    if token[:1] in "+-.0123456789" and token and not re.fullmatch(_NUMBER, token):
+        raise DatasetError(f"{what}: missing_token {token!r} looks like a number but is not a plain decimal")
+    return token
+
+
+def numeric_token(token: str) -> float | None:
+    """The number a missing-answer token spells (``"0"`` -> 0.0), or None for a word such as ``"NA"``."""
+    return float(token) if token and re.fullmatch(_NUMBER, token) else None
+
+
+def declare(file_columns: dict[str, Declaration] | None = None, domains: Sequence[str] = (),
+            missing_token: str | None = None) -> Declared:
+    """Merge a schema file's declarations with ``--domain`` values (most specific wins) and
+    ``--missing-token`` (every column's token, unless the schema file gives the column its own)."""
     default, by_column = parse_domains(domains)
     columns = dict(file_columns or {})
     names = list(columns) + [n for n in by_column if n not in columns]
@@ -173,8 +210,9 @@ def declare(file_columns: dict[str, Declaration] | None = None, domains: Sequenc
         if lo_hi is not None:
             d = Declaration(d.type, lo_hi[0], lo_hi[1], d.missing, d.missing_token)
         merged.append((name, d))
-    if default is not None:
-        merged.append(("*", Declaration(None, default[0], default[1])))
+    if default is not None or missing_token is not None:
+        token = None if missing_token is None else check_missing_token(missing_token)
+        merged.append(("*", Declaration(None, *(default or (None, None)), None, token)))
     return Declared(tuple(merged))
 
 
@@ -199,7 +237,7 @@ def resolve(features: Sequence[str], X: np.ndarray, declared: Declared | None = 
     declared = declared or Declared()
     unknown = sorted({n for n, _ in declared.columns} - set(features) - {"*"})
     if unknown:
-        raise DatasetError(f"schema/--domain: unknown public column(s) {', '.join(unknown)}")
+        raise DatasetError(f"schema/--domain: unknown public column(s) {name_some(unknown)}")
     default = declared.get("*")
     out = []
     for k, name in enumerate(features):
@@ -230,9 +268,16 @@ def resolve(features: Sequence[str], X: np.ndarray, declared: Declared | None = 
         if not allowed and observed.size != column.size:
             raise DatasetError(f"column {name!r}: declares no missing answers, but {column.size - observed.size} "
                                "training cell(s) are missing")
+        token = d.missing_token if d.missing_token is not None else (default.missing_token or "")
+        number = numeric_token(token)
+        if number is not None and lo <= number <= hi:
+            why = (f"the domain was inferred from the data, where {number:g} is written otherwise than {token!r}"
+                   if "domain" in inferred else "declare a domain without it")
+            raise DatasetError(f"column {name!r}: missing_token {token!r} lies inside the domain [{lo:g}, {hi:g}], "
+                               f"so a cell would be both an answer and a missing one ({why})")
         if integer:
             lo, hi = int(lo), int(hi)
-        out.append(Column(name, integer, lo, hi, allowed, d.missing_token or "", tuple(inferred)))
+        out.append(Column(name, integer, lo, hi, allowed, token, tuple(inferred)))
     return tuple(out)
 
 

@@ -43,6 +43,10 @@ from . import _attacks
 
 MECHANISMS = ("quantized", "exact")
 
+#: What one unit of each metric's distortion is, for the printed summary.
+DISTORTION_UNITS = {"l2": "Euclidean distance per row", "l1": "sum of absolute differences per row",
+                    "hamming": "changed cells per row", "erasures": "erased cells per row"}
+
 
 @dataclass(frozen=True)
 class MappingView:
@@ -390,10 +394,10 @@ def format_summary(s: dict) -> str:
             return "nan" if math.isnan(x) else f"{x:.{nd}f}"
         return str(x)
 
+    unit = DISTORTION_UNITS.get(s["metric"], "the metric's unit")
     lines = [
         f"mechanism {s['mechanism']} ({s['metric']}), private {s['private']!r} {s['classes']}",
-        f"rows {s['rows']} (unmatched {s['unmatched_rows']}), inputs {s['clusters']}, outputs {s['outputs']}, "
-        f"delta {f(s['delta'])}",
+        f"rows {s['rows']} (unmatched {s['unmatched_rows']}), inputs {s['clusters']}, outputs {s['outputs']}",
         "",
         f"{'':34}{'before':>10}{'after':>10}",
         f"{'leakage I(A;C) / I(A;C^) bits':34}{f(s['leakage_before_bits']):>10}{f(s['leakage_bits']):>10}",
@@ -413,10 +417,13 @@ def format_summary(s: dict) -> str:
         "",
         f"raw rows: plug-in I(A;B) {f(s['raw_plugin_bits'])} bits over {s['raw_distinct_rows']} distinct rows "
         f"(permutation bias {f(s['raw_plugin_bias_bits'])}); H(A) = {f(s['private_entropy_bits'])}",
-        f"distortion on raw rows {f(s['distortion'])} (one simulated release {f(s['distortion_sampled'])}), "
-        f"on symbols {f(s['distortion_symbols'])}",
-        f"quantization: mean {f(s['quantization_mean'])}, r {f(s['r'])}; Theorem 2 bound delta + r = "
-        f"{f(s['distortion_bound'])}",
+        f"distortion, in {unit} ({s['metric']}):",
+        f"{'  E d(B, B^) raw row to released row, this data':64}{f(s['distortion'])} "
+        f"(one simulated release {f(s['distortion_sampled'])})",
+        f"{'  E d(C, C^) input to output symbol, this data':64}{f(s['distortion_symbols'])}",
+        f"{'  build budget Delta (the solve on E d(C, C^), training prior)':64}{f(s['delta'])}",
+        f"  quantization d(B, C): mean {f(s['quantization_mean'])}, max r {f(s['r'])}; "
+        f"Theorem 2 bound on E d(B, B^): Delta + r = {f(s['distortion_bound'])}",
         f"Proposition 1 ({pm['confidence']:.0%}): ||p - p_hat||_1 <= {f(pm['l1_radius'])}, leakage within "
         f"{f(pm['leakage_bound_bits'])} bits" + (" (vacuous)" if pm["vacuous"] else ""),
     ]

@@ -90,6 +90,15 @@ def test_missing_token_is_a_missing_answer_and_blank_still_is(sim, payload_facto
         bundle.lookup(["N/A", "", "23"])
 
 
+def test_a_number_outside_the_domain_may_code_a_missing_answer(sim, payload_factory):
+    # surveys code a skipped question as 0: feature 0 holds 1..5, so "0" can only mean "missing"
+    bundle = _with_rules(sim, payload_factory, ("mask", "mask", "mask"), tokens=("0", "", ""))
+    assert bundle.features[0].missing_token == "0"
+    assert bundle.lookup(["0", "", "23"]) == bundle.lookup(["", "", "23"])
+    with pytest.raises(InputError):  # the token matches as text: 0.0 is the number 0, outside [1, 5]
+        bundle.lookup(["0.0", "", "23"])
+
+
 def test_missing_cell_of_a_refuse_feature_is_a_typed_error(sim, payload_factory):
     bundle = _with_rules(sim, payload_factory, ("mask", "refuse", "mask"))
     with pytest.raises(InputError, match="missing answer is not allowed"):
@@ -113,7 +122,7 @@ def test_released_row_fills_every_column_even_for_blank_cells(sim, payload_facto
 @pytest.mark.parametrize("change", [
     {"missing": "skip"}, {"missing": None}, {"missing": "impute", "fill": None},
     {"missing": "impute", "fill": 9}, {"missing": "impute", "fill": 2.5}, {"missing": "mask", "fill": 3},
-    {"missing_token": "7"}, {"missing_token": " NA"}, {"missing_token": "x" * 17}, {"missing_token": None},
+    {"missing_token": "3"}, {"missing_token": "1"}, {"missing_token": " NA"}, {"missing_token": "x" * 17}, {"missing_token": None},
 ])
 def test_malformed_missing_fields_are_refused(sim, payload_factory, change):
     payload = payload_factory()

@@ -113,3 +113,40 @@ def test_short_and_non_numeric_rows_are_refused_with_their_reason(identity_bundl
     assert "3 cells, header has 18" in refused[0]["reason"] and "not a decimal number" in refused[1]["reason"]
     assert "zz9" not in rejects.read_text() + out.read_text() + result.output
     assert sum(1 for _ in out.open()) == len(rows) + 1
+
+
+def _with_undecodable_line(users, tmp_path):
+    """The users file (bad row dropped) with a 0xff byte in the cells of line 12, its 11th data row."""
+    path, rows = users
+    lines = path.read_bytes().split(b"\n")
+    lines = [line for line in lines if b"31337" not in line]
+    lines[11] = lines[11][:1] + b"\xff" + lines[11][1:]
+    bad = tmp_path / "undecodable.csv"
+    bad.write_bytes(b"\n".join(lines))
+    return bad, rows
+
+
+def test_an_undecodable_line_is_one_refused_row_and_skip_invalid_releases_the_others(identity_bundle, keys,
+                                                                                        users, tmp_path, run):
+    bad, rows = _with_undecodable_line(users, tmp_path)
+    out, rejects = tmp_path / "o.csv", tmp_path / "r.csv"
+    result = run("sanitize", identity_bundle, "--trusted", keys / "public.pem", bad, out, "--skip-invalid")
+    assert result.exit_code == 0 and len(list(csv.reader(out.open()))) == len(rows)  # header + all but one
+    result = run("sanitize", identity_bundle, "--trusted", keys / "public.pem", bad, out, "--rejects", rejects,
+                 ok=False)
+    assert result.exit_code == 1 and f"1 of {len(rows)} rows refused" in result.stderr
+    assert list(csv.reader(rejects.open()))[1:] == [["12", "not UTF-8 text"]]
+
+
+@pytest.mark.parametrize("header, words", [
+    (COLUMNS[:1] + COLUMNS, ["duplicate column", repr(COLUMNS[0])]),
+    (COLUMNS + [f"x{i}" for i in range(200_000)], ["unknown column", "'x0'", "199,995 more"]),
+])
+def test_a_bad_header_is_one_short_error_line_naming_the_columns(identity_bundle, keys, tmp_path, run, header,
+                                                                 words):
+    infile = tmp_path / "in.csv"
+    infile.write_text(",".join(header) + "\n")
+    result = run("sanitize", identity_bundle, "--trusted", keys / "public.pem", infile, tmp_path / "o.csv",
+                 ok=False)
+    assert result.exit_code == 1 and result.stderr.startswith("error: ") and len(result.stderr) < 500
+    assert result.stderr.count("\n") == 1 and all(w in result.stderr for w in words)
