@@ -69,7 +69,10 @@ def canonical_float(value, direction: str = "nearest") -> float:
     significant digits: ``"nearest"`` (ties to even, on the exact binary value), ``"down"`` or
     ``"up"`` (the nearest 12-digit decimal not above / not below ``value``). ``-0.0`` stays
     ``-0.0``; non-finite values are returned unchanged (the schema check refuses them).
-    Deterministic: Python's decimal conversion is correctly rounded on every platform."""
+    Deterministic: Python's decimal conversion is correctly rounded on every platform.
+    Raises ValueError for another ``direction``."""
+    if direction not in ("nearest", "down", "up"):
+        raise ValueError(f"direction must be 'nearest', 'down' or 'up', not {direction!r}")
     value = float(value)
     if not math.isfinite(value) or value == 0.0:
         return value
@@ -82,8 +85,6 @@ def canonical_float(value, direction: str = "nearest") -> float:
         rounded = float(format(rounded - step, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
     elif direction == "up" and rounded < value:
         rounded = float(format(rounded + step, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
-    elif direction not in ("down", "up"):
-        raise ValueError(f"direction must be 'nearest', 'down' or 'up', not {direction!r}")
     return rounded
 
 
