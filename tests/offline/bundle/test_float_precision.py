@@ -45,3 +45,56 @@ def test_rounding_the_prior_moves_the_leakage_far_less_than_the_devices_slack(co
     declared = canonical_float(exact)
     slack = max(LEAKAGE_RELATIVE_SLACK * exact, 1e-12)
     assert abs(declared - moved) <= slack / 100 or math.isclose(declared, moved, abs_tol=1e-14)
+
+
+ANES = __import__("pathlib").Path(__file__).resolve().parents[3] / "data" / "anes96" / "anes96.csv"
+
+
+@pytest.mark.parametrize("delta", [0.05, 0.1, 0.5])
+def test_rounded_gaussian_bundles_pass_every_device_check(delta):
+    """Covariances, noise and figures rounded to 12 digits still load: positive definite, the
+    declared leakage and utility loss agree with the device's recomputation, loss <= delta."""
+    from privmap.device._codec import decode_payload
+    from privmap.device._gaussian import parse_gaussian
+    from privmap.device._limits import Limits
+    from privmap.offline.bundle import encode_payload
+    from privmap.offline.mechanisms._realvalued import build_gaussian
+    build = build_gaussian(ANES, ["PID"], ["educ"], delta)
+    obj = decode_payload(encode_payload(build.payload), Limits())
+    params = obj["parameters"]
+    assert all(canonical_float(v) == v for row in params["cov_private"] for v in row)
+    parse_gaussian(params, obj["metrics"], build.columns, Limits())
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 0.5, 5.0])
+def test_rounded_nullspace_bundles_pass_every_device_check_and_release(epsilon):
+    """Rounded directions stay unit-norm and A_d A_d^T-orthogonal within the device's tolerance,
+    and a release passes the Theorem 1 check."""
+    from privmap.device import Keyring, load_bundle
+    from privmap.offline.bundle import encode_payload, sign_bundle
+    from privmap.offline.mechanisms._realvalued import build_nullspace
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    build = build_nullspace(ANES, ["educ"], ["PID"], epsilon)
+    key = Ed25519PrivateKey.generate()
+    bundle = load_bundle(sign_bundle(encode_payload(build.payload), key), Keyring([key.public_key()]))
+    assert all(canonical_float(v) == v for row in bundle.directions for v in row)
+    assert len(bundle.sanitize([1.0] * len(build.columns))) == len(build.columns)
+
+
+def test_a_covariance_that_rounding_makes_indefinite_is_refused_not_written():
+    """A covariance that is positive definite in float64 but whose least eigenvalue is far
+    below its rounding error: the builder refuses it (the device loader, run on the rounded
+    bytes, says why) rather than write a bundle every device would refuse."""
+    from privmap.device._realvalued import cholesky_logdet
+    from privmap.offline import BuildError
+    from privmap.offline.bundle import encode_payload
+    from privmap.offline.mechanisms._realvalued import build_gaussian
+    payload = build_gaussian(ANES, ["PID"], ["educ"], 0.1).payload
+    n = len(payload["parameters"]["cov_private"])
+    v = [1.0 + i / 3.0 for i in range(n)]   # rank one plus 1e-13 on the diagonal
+    near = [[v[i] * v[j] + (1e-13 if i == j else 0.0) for j in range(n)] for i in range(n)]
+    assert cholesky_logdet(near) is not None
+    assert cholesky_logdet([[canonical_float(x) for x in row] for row in near]) is None
+    payload["parameters"]["cov_private"] = payload["parameters"]["cov_utility"] = near
+    with pytest.raises(BuildError, match="not positive definite"):
+        encode_payload(payload)
