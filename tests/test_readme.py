@@ -25,7 +25,7 @@ KNOWN_BUGS = {
     "--json \\\n    | python3 -m json.tool": "issue 23: HiGHS prints its banner on stdout in build --json",
     "privmap cosign": "issue 23: cosign drops the first signature, verify takes no --keyring, "
                       "inspect fails on format-2 bundles",
-    "--mechanism funnel": "issue 23: inspect of a funnel bundle raises KeyError, evaluate refuses funnel",
+    "--mechanism funnel": "issue 23: evaluate refuses funnel bundles (unknown mechanism 'funnel')",
     "--mechanism max-correlation": "issue 23: verify of a max-correlation bundle raises TypeError",
 }
 
