@@ -4,9 +4,23 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-__all__ = ["table_leakage_bits", "LEAKAGE_RELATIVE_SLACK", "LEAKAGE_ABSOLUTE_SLACK"]
+__all__ = ["table_leakage_bits", "LEAKAGE_RELATIVE_SLACK", "LEAKAGE_ABSOLUTE_SLACK",
+           "PAYLOAD_FLOAT_DIGITS", "PAYLOAD_FLOAT_RELATIVE_ERROR"]
 
+#: The builder writes every computed float of a payload (declared figures, the prior, p_x,
+#: released cells of real-valued features, real-valued parameters) rounded to this many
+#: significant digits, so that BLAS, CPU and library versions do not move the bundle's bytes
+#: (docs/bundle-format.md, "Float precision"). The device never rounds; it only has to accept
+#: a declared figure that differs from its recomputation by that rounding.
+PAYLOAD_FLOAT_DIGITS = 12
+#: The largest relative change that rounding makes to one number: half a unit in the last kept
+#: digit (5e-12 for 12 digits).
+PAYLOAD_FLOAT_RELATIVE_ERROR = 0.5 * 10.0 ** (1 - PAYLOAD_FLOAT_DIGITS)
 #: A declared leakage may be below the recomputed one by at most this relative amount ...
+#: It covers float round-off and the rounding of payload floats: the declared value and every
+#: prior entry are each off by at most PAYLOAD_FLOAT_RELATIVE_ERROR, which moves the recomputed
+#: leakage by a few times that (tests/device/test_device_float_precision.py), two orders of
+#: magnitude below this slack.
 LEAKAGE_RELATIVE_SLACK = 1e-9
 #: ... or this absolute amount in bits (whichever is larger), to absorb float round-off.
 LEAKAGE_ABSOLUTE_SLACK = 1e-12

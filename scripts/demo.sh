@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -e '.[offline]'
+.venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[offline]'
 privmap=.venv/bin/privmap
 out=out/demo
 rm -rf "$out" && mkdir -p "$out"

@@ -1,8 +1,20 @@
 """Writing bundles: canonical payload encoding and the signed envelope (docs/bundle-format.md).
 
 ``encode_payload`` turns a payload dict into canonical msgpack bytes (fixed key order, floats as
-float64, integer cells as ints) and checks them with the device runtime's own schema, so the
-builder cannot write a payload the device would refuse. ``sign_bundle`` wraps payload bytes in
+float64 rounded to :data:`FLOAT_SIGNIFICANT_DIGITS`, integer cells as ints) and checks them with
+the device runtime's own schema, so the builder cannot write a payload the device would refuse.
+
+Float precision. The figures a build computes go through BLAS, LAPACK and HiGHS, whose results
+move in the last bits with the CPU and the library versions. Every computed float of a payload
+is therefore written rounded to 12 significant digits (:func:`canonical_float`, correctly
+rounded by Python's own decimal conversion, the same on every platform): declared metrics,
+floats in provenance, the prior and ``p_x``, cells of non-integer numeric features in
+``outputs``, their ``fill``, and the parameters of the real-valued kinds. The domain bounds
+``min`` / ``max`` of a non-integer feature are rounded outward (down, up), so every cell still
+lies inside. The ``inputs`` are not rounded: they are the representatives the device looks rows
+up by, and the build's assignment of rows to them (psi, hence the prior and every figure) was
+computed with exactly these values. Declared figures then describe the bundle's integer table
+to that precision; the device's checks allow for it (``privmap.device._leakage``). ``sign_bundle`` wraps payload bytes in
 the Ed25519-signed envelope. Ed25519 signatures are deterministic, so the same payload and key
 always give byte-identical bundles.
 """
@@ -30,6 +42,7 @@ from privmap.device import (
     load_bundle,
 )
 from privmap.device._codec import decode_payload
+from privmap.device._leakage import PAYLOAD_FLOAT_DIGITS
 from privmap.device._schema import (
     CATEGORICAL_FEATURE_KEYS,
     NUMERIC_FEATURE_KEYS,
@@ -43,7 +56,48 @@ from privmap.device._schema import (
 
 from .._errors import BuildError
 
-__all__ = ["encode_payload", "sign_bundle", "check_bundle"]
+__all__ = ["encode_payload", "sign_bundle", "check_bundle", "canonical_float", "canonical_floats",
+           "FLOAT_SIGNIFICANT_DIGITS"]
+
+#: Significant digits every computed payload float is rounded to (module docstring; the device's
+#: ``PAYLOAD_FLOAT_DIGITS``, whose tolerances are set for it).
+FLOAT_SIGNIFICANT_DIGITS = PAYLOAD_FLOAT_DIGITS
+
+
+def canonical_float(value, direction: str = "nearest") -> float:
+    """``value`` (a finite real number) as a float64 rounded to :data:`FLOAT_SIGNIFICANT_DIGITS`
+    significant digits: ``"nearest"`` (ties to even, on the exact binary value), ``"down"`` or
+    ``"up"`` (the nearest 12-digit decimal not above / not below ``value``). ``-0.0`` stays
+    ``-0.0``; non-finite values are returned unchanged (the schema check refuses them).
+    Deterministic: Python's decimal conversion is correctly rounded on every platform.
+    Raises ValueError for another ``direction``."""
+    if direction not in ("nearest", "down", "up"):
+        raise ValueError(f"direction must be 'nearest', 'down' or 'up', not {direction!r}")
+    value = float(value)
+    if not math.isfinite(value) or value == 0.0:
+        return value
+    rounded = float(format(value, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
+    if direction == "nearest" or rounded == value:
+        return rounded
+    exponent = math.floor(math.log10(abs(rounded))) - (FLOAT_SIGNIFICANT_DIGITS - 1)
+    step = 10.0 ** exponent
+    if direction == "down" and rounded > value:
+        rounded = float(format(rounded - step, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
+    elif direction == "up" and rounded < value:
+        rounded = float(format(rounded + step, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
+    return rounded
+
+
+def canonical_floats(value):
+    """Every float in ``value`` (nested lists and dicts; ints, bools, strings, None kept) passed
+    through :func:`canonical_float`."""
+    if isinstance(value, list):
+        return [canonical_floats(v) for v in value]
+    if isinstance(value, dict):
+        return {k: canonical_floats(v) for k, v in value.items()}
+    if isinstance(value, float):
+        return canonical_float(value)
+    return value
 
 
 def _plain(value):
@@ -83,7 +137,7 @@ def _number(value, what):
     return value
 
 
-def _cell(value, feature, what):
+def _cell(value, feature, what, rounded=False):
     if value is None:
         return None
     if feature.get("kind") != "numeric":
@@ -98,7 +152,18 @@ def _cell(value, feature, what):
     value = float(value)
     if not math.isfinite(value):
         raise BuildError(f"{what}: cell is not finite")
-    return value
+    return canonical_float(value) if rounded else value
+
+
+def _feature(spec: dict) -> dict:
+    """A numeric feature's non-integer domain rounded outward and its fill to nearest."""
+    if spec.get("kind") != "numeric" or spec.get("integer") is True:
+        return spec
+    spec = dict(spec)
+    for key, direction in (("min", "down"), ("max", "up"), ("fill", "nearest")):
+        if isinstance(spec.get(key), float):
+            spec[key] = canonical_float(spec[key], direction)
+    return spec
 
 
 def _canonical(payload: dict) -> dict:
@@ -109,7 +174,7 @@ def _canonical(payload: dict) -> dict:
     for i, spec in enumerate(payload["features"] if isinstance(payload["features"], list) else []):
         kind = spec.get("kind") if isinstance(spec, dict) else None
         keys = NUMERIC_FEATURE_KEYS if kind == "numeric" else CATEGORICAL_FEATURE_KEYS
-        features.append(_ordered(spec, keys, f"features[{i}]"))
+        features.append(_feature(_ordered(spec, keys, f"features[{i}]")))
     if not features:
         raise BuildError("payload needs a non-empty list of features")
     payload["features"] = features
@@ -118,7 +183,7 @@ def _canonical(payload: dict) -> dict:
         if not isinstance(rows, list):
             raise BuildError(f"{name} must be a list of rows")
         payload[name] = [
-            [_cell(v, f, f"{name}[{i}][{k}]") for k, (v, f) in enumerate(zip(row, features))]
+            [_cell(v, f, f"{name}[{i}][{k}]", name == "outputs") for k, (v, f) in enumerate(zip(row, features))]
             if isinstance(row, list) and len(row) == len(features) else row
             for i, row in enumerate(rows)
         ]
@@ -126,15 +191,15 @@ def _canonical(payload: dict) -> dict:
         payload["private"] = _ordered(payload["private"], PRIVATE_KEYS, "private")
     payload["table"] = _ordered(payload["table"], TABLE_KEYS, "table")
     if isinstance(payload.get("p_x"), list):  # max-correlation: the public marginal, float64
-        payload["p_x"] = [float(_number(v, "p_x entry")) for v in payload["p_x"]]
+        payload["p_x"] = [canonical_float(_number(v, "p_x entry")) for v in payload["p_x"]]
     prior = payload.get("prior")
     if isinstance(prior, list):
         payload["prior"] = [
-            [float(_number(v, "prior entry")) for v in row] if isinstance(row, list) else row
+            [canonical_float(_number(v, "prior entry")) for v in row] if isinstance(row, list) else row
             for row in prior
         ]
-    payload["metrics"] = _sorted_map(payload["metrics"], "metrics")
-    payload["provenance"] = _sorted_map(payload["provenance"], "provenance")
+    payload["metrics"] = canonical_floats(_sorted_map(payload["metrics"], "metrics"))
+    payload["provenance"] = canonical_floats(_sorted_map(payload["provenance"], "provenance"))
     return payload
 
 
@@ -143,7 +208,8 @@ def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
 
     Key order is fixed (top level and nested maps in the specification's order; ``metrics`` and
     ``provenance`` sorted), numeric cells of non-integer features and prior entries are float64,
-    cells of integer features are ints, numpy scalars and arrays become plain values. The bytes
+    computed floats are rounded to :data:`FLOAT_SIGNIFICANT_DIGITS` (module docstring), cells of
+    integer features are ints, numpy scalars and arrays become plain values. The bytes
     are then decoded and validated with the device runtime's schema (including the check that
     the declared ``leakage_bits`` is not below the table's), so a payload the device would refuse
     raises :class:`BuildError` here. Deterministic: equal payloads give equal bytes.

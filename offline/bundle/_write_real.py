@@ -2,7 +2,11 @@
 
 Same rules as :func:`encode_payload` for table bundles: fixed key order (the device's
 ``REAL_PAYLOAD_KEYS`` and the kind's parameter keys; ``metrics`` and ``provenance`` sorted),
-every number in ``parameters`` a float64, and the bytes checked with the device runtime's own
+every number in ``parameters`` a float64 rounded to 12 significant digits like every computed
+payload float (``_write.canonical_float``; the device's tolerances on the declared figures, the
+unit norms and orthogonality of null-space directions and the positive definiteness of the
+covariances hold for well-conditioned parameters, and a parameter set that rounding would break is
+refused here with :class:`BuildError` rather than written), and the bytes checked with the device runtime's own
 loader (including its recomputation of the declared metrics) before they are returned.
 """
 from __future__ import annotations
@@ -23,25 +27,26 @@ _PARAMETER_KEYS = {"nullspace": NULLSPACE_PARAMETER_KEYS, "gaussian": GAUSSIAN_P
 
 
 def _floats(value):
+    from ._write import canonical_float
     if isinstance(value, list):
         return [_floats(v) for v in value]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return canonical_float(value)
     return value
 
 
 def encode_real_payload(payload: dict, limits: Limits = Limits()) -> bytes:
     """Canonical msgpack bytes of a nullspace or gaussian payload dict, validated by the device
     loader. Raises :class:`BuildError` if the device would refuse it."""
-    from ._write import _ordered, _plain, _sorted_map
+    from ._write import _ordered, _plain, _sorted_map, canonical_floats
     payload = _ordered(_plain(payload), REAL_PAYLOAD_KEYS, "payload")
     keys = _PARAMETER_KEYS.get(payload["mechanism"])
     if keys is None:
         raise BuildError(f"unknown real-valued mechanism {payload['mechanism']!r}")
     parameters = _ordered(payload["parameters"], keys, "parameters")
     payload["parameters"] = {k: _floats(v) for k, v in parameters.items()}
-    payload["metrics"] = _sorted_map(payload["metrics"], "metrics")
-    payload["provenance"] = _sorted_map(payload["provenance"], "provenance")
+    payload["metrics"] = canonical_floats(_sorted_map(payload["metrics"], "metrics"))
+    payload["provenance"] = canonical_floats(_sorted_map(payload["provenance"], "provenance"))
     try:
         data = msgpack.packb(payload, use_bin_type=True, use_single_float=False)
     except (TypeError, ValueError, OverflowError) as exc:

@@ -95,7 +95,7 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     if integer is None:
         integer = np.all(missing | (X == np.round(X)), axis=0)
     lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
-    groups = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(filled)
+    groups = KMeans(n_clusters=k, n_init=4, random_state=seed, algorithm="elkan").fit_predict(filled)
     centers = np.array([_representative(X[groups == g], metric) for g in range(k) if np.any(groups == g)])
     centers = np.where(np.isnan(centers), overall, centers)
     centers = domain_points(centers, integer, lo, hi)

@@ -859,7 +859,7 @@ def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Bu
     distinct = np.unique(X, axis=0).shape[0]
     if options.clusters > distinct:
         raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {distinct} distinct public rows")
-    return KMeans(n_clusters=options.clusters, n_init=4, random_state=options.seed).fit(X).cluster_centers_
+    return KMeans(n_clusters=options.clusters, n_init=4, random_state=options.seed, algorithm="elkan").fit(X).cluster_centers_
 
 
 _KMEANS = {"minibatch": _minibatch, "dask-ml": _dask_ml, "in-memory": _in_memory}

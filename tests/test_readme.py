@@ -1,0 +1,76 @@
+"""Every command block of README.md runs as written, so a command the README shows cannot break.
+
+The ``sh`` blocks are run in order, each with ``bash -euo pipefail``, in one scratch directory
+that holds a link to the bundled ``data/`` (later blocks use the keys and bundles of earlier
+ones), with the installed ``privmap`` first on PATH. The first block (``scripts/demo.sh`` and the
+line that sets up the environment and runs this suite) is not run here -- pytest cannot run
+itself -- but its parts are checked: the script parses, and every ``privmap`` command it calls
+exists. ``text`` blocks are synopses with placeholders and are not run.
+"""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+from privmap.offline.cli._main import main as cli
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+BLOCKS = re.findall(r"^```sh\n(.*?)^```$", README, flags=re.S | re.M)
+#: Blocks that fail only through bugs other helpers are fixing now (issue 23); the mark turns the
+#: case red once they are fixed, so that it is removed on merging.
+KNOWN_BUGS = {
+    "--json \\\n    | python3 -m json.tool": "issue 23: HiGHS prints its banner on stdout in build --json",
+    "privmap cosign": "issue 23: cosign drops the first signature, verify takes no --keyring, "
+                      "inspect fails on format-2 bundles",
+    "--mechanism funnel": "issue 23: evaluate refuses funnel bundles (unknown mechanism 'funnel')",
+    "--mechanism max-correlation": "issue 23: verify of a max-correlation bundle raises TypeError",
+}
+
+
+def _case(index: int, block: str):
+    reasons = [reason for needle, reason in KNOWN_BUGS.items() if needle in block]
+    marks = [pytest.mark.xfail(strict=True, reason="; ".join(reasons))] if reasons else []
+    return pytest.param(index, block, id=f"block{index}", marks=marks)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """The scratch directory the blocks run in, with ``data`` linked to the bundled data."""
+    where = tmp_path_factory.mktemp("readme")
+    (where / "data").symlink_to(ROOT / "data", target_is_directory=True)
+    return where
+
+
+def test_readme_has_the_setup_block_first_and_runnable_blocks_after():
+    assert "bash scripts/demo.sh" in BLOCKS[0]
+    assert len(BLOCKS) >= 8
+
+
+def test_first_block_installs_with_the_constraints_and_runs_the_suite():
+    setup = [line for line in BLOCKS[0].splitlines() if "pip install" in line]
+    assert setup and all("-c constraints.txt" in line for line in setup)
+    assert "-m pytest" in BLOCKS[0]
+    assert "-c constraints.txt" in (ROOT / "scripts" / "demo.sh").read_text()
+    assert "-c constraints.txt" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_demo_script_parses_and_calls_existing_commands():
+    script = (ROOT / "scripts" / "demo.sh").read_text()
+    subprocess.run(["bash", "-n", str(ROOT / "scripts" / "demo.sh")], check=True)
+    commands = set(re.findall(r"\$privmap (\w+)", script))
+    assert {"keygen", "build", "verify", "sanitize"} <= commands
+    for command in sorted(commands):
+        with pytest.raises(SystemExit) as done:
+            cli([command, "--help"], standalone_mode=True)
+        assert done.value.code == 0, command
+
+
+@pytest.mark.parametrize("index, block", [_case(i, b) for i, b in enumerate(BLOCKS) if i > 0])
+def test_readme_block_runs(index, block, scratch):
+    env = dict(os.environ, PATH=f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=scratch, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"README block {index} failed:\n{block}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
