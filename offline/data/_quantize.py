@@ -15,7 +15,8 @@ representative takes, column by column, the statistic over the group's *observed
 cells (the column's statistic over all observed cells when the group has none);
 rows are then reassigned by the masked nearest rule, so psi is still the device's.
 
-Memory: no (n, K) matrix is formed; the nearest search and the distances to psi(b) run in
+Memory: no (n, K) matrix is formed (k-means switches to Lloyd's algorithm where Elkan's bounds
+would be one, :func:`kmeans`); the nearest search and the distances to psi(b) run in
 blocks bounded by :data:`privmap.offline.data._distortion.NEAREST_BLOCK_BYTES`.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from .._errors import DatasetError
+from . import _distortion
 from ._distortion import nearest_with_distance
 
 
@@ -55,6 +57,38 @@ class Quantization:
     def k(self) -> int:
         """Number of representatives."""
         return int(self.centers.shape[0])
+
+
+def kmeans(X: np.ndarray, k: int, *, seed: int, init="k-means++", n_init: int = 4) -> KMeans:
+    """scikit-learn's k-means on complete rows, by Elkan's algorithm where its bounds fit in memory.
+
+    Lloyd's algorithm finds each row's nearest centre through a BLAS matrix product, whose last
+    bits depend on the CPU's kernel; on integer ratings near-ties are common, so two machines can
+    group rows differently and build different integer tables. Elkan's algorithm decides by exact
+    distance comparisons and gave identical groupings under every OpenBLAS kernel tried
+    (tables/README.md), but it keeps lower bounds of shape (n, k): it is used while those fit in
+    :data:`privmap.offline.data._distortion.NEAREST_BLOCK_BYTES` (read at call time), and Lloyd's
+    otherwise (then the grouping, and the bundle's bytes, may depend on the BLAS kernel).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Complete rows (no NaN).
+    k : int
+        Number of clusters.
+    seed : int, keyword-only
+        ``random_state`` of the initialisation.
+    init, n_init
+        As scikit-learn's ``KMeans`` (an (k, d) array of starting centres with ``n_init=1``).
+
+    Returns
+    -------
+    sklearn.cluster.KMeans
+        The fitted model (``labels_``, ``cluster_centers_``).
+    """
+    fits = X.shape[0] * k * 8 <= _distortion.NEAREST_BLOCK_BYTES
+    return KMeans(n_clusters=k, init=init, n_init=n_init, random_state=seed,
+                  algorithm="elkan" if fits else "lloyd").fit(X)
 
 
 def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
@@ -95,7 +129,7 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     if integer is None:
         integer = np.all(missing | (X == np.round(X)), axis=0)
     lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
-    groups = KMeans(n_clusters=k, n_init=4, random_state=seed, algorithm="elkan").fit_predict(filled)
+    groups = kmeans(filled, k, seed=seed).labels_
     centers = np.array([_representative(X[groups == g], metric) for g in range(k) if np.any(groups == g)])
     centers = np.where(np.isnan(centers), overall, centers)
     centers = domain_points(centers, integer, lo, hi)

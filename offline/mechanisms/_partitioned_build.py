@@ -73,7 +73,7 @@ from ..data._partitioned import (
     source_sha256,
 )
 from ..data._prior import prior_from_counts
-from ..data._quantize import domain_points
+from ..data._quantize import domain_points, kmeans
 from ..data._schema import Column, Declaration, Declared, resolve
 from ..solvers._result import SolveResult
 from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, _resolve, metric_center
@@ -851,7 +851,6 @@ def _partition_rows(part: Partition, *, reading) -> int:
 
 
 def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: BuildOptions):
-    from sklearn.cluster import KMeans
     if summary.n > IN_MEMORY_MAX_ROWS:
         raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
                          f"(use minibatch or dask-ml)")
@@ -859,7 +858,7 @@ def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Bu
     distinct = np.unique(X, axis=0).shape[0]
     if options.clusters > distinct:
         raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {distinct} distinct public rows")
-    return KMeans(n_clusters=options.clusters, n_init=4, random_state=options.seed, algorithm="elkan").fit(X).cluster_centers_
+    return kmeans(X, options.clusters, seed=options.seed).cluster_centers_
 
 
 _KMEANS = {"minibatch": _minibatch, "dask-ml": _dask_ml, "in-memory": _in_memory}
