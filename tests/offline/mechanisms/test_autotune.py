@@ -42,7 +42,7 @@ def test_clusters_auto_is_reproducible_with_a_seed(run, small_csv, keys, tmp_pat
 
 def test_auto_with_a_target_takes_the_least_held_out_distortion_that_meets_it(small_csv):
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1)
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
     loose = choose(data, options, clusters=(4, 8, 16), smoothing=(0.0, 1.0), target_leakage_bits=1.0)
     assert all(c["meets_target"] for c in loose.candidates)
     best = min(loose.candidates, key=lambda c: c["holdout_distortion"])
@@ -54,7 +54,7 @@ def test_auto_with_a_target_takes_the_least_held_out_distortion_that_meets_it(sm
 
 def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_figures_alone(small_csv):
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.2, seed=2)
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.2, seed=2, holdout_folds=3)
     plain = choose(data, options, clusters=(4, 8))
     judged = choose(data, options, clusters=(4, 8), target_auc=1.0)          # every candidate meets it
     for a, b in zip(plain.candidates, judged.candidates):
