@@ -44,9 +44,10 @@ themselves, and the fold's Lloyd run stays in that basin. Measured on data/ssi20
 (K = 64, three seeds, one fold) it lowered the held-out quantization distortion by
 0.045 to 0.070 against 0.014 to 0.031 on the training rows, so the held-out distortion
 came out optimistic, increasingly with K, which would bias ``--clusters auto`` toward
-large K. One k-means++ start never sees the held-out rows: at worst its k-means is a
-little poorer than the build's, so the held-out distortion errs high, not low
-(benchmarks/README.md, "Cross-fitting at scale").
+large K. One k-means++ start sees nothing of the held-out rows, so nothing of them can
+make the estimate optimistic; it differs from the build only in the k-means' restarts,
+and its figures lay within the restarts' interval on SSI (benchmarks/README.md,
+"Cross-fitting at scale").
 """
 from __future__ import annotations
 
