@@ -58,7 +58,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .._errors import BuildError
+from .._errors import BuildError, SolverError
 from .._information import leakage_bits
 from ..data._dataset import Dataset
 from ..data._distortion import nearest, pairwise
@@ -312,7 +312,14 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
         elif options.mechanism == "quantized" and start == "warm" and fold_options.clusters >= len(centers):
             fold_options = dataclasses.replace(fold_options, clusters=len(centers))
             quantizer = FoldKMeans(np.asarray(centers, dtype=float))
-        fit = solve_dataset(_subset(dataset, train), fold_options, quantizer=quantizer)
+        try:
+            fit = solve_dataset(_subset(dataset, train), fold_options, quantizer=quantizer)
+        except SolverError:
+            if quantizer is None:
+                raise
+            # Delta0's column generation refuses some instances (issue: HiGHS "refused N columns");
+            # the build's own k-means gives the fold another instance rather than failing the estimate.
+            fit = solve_dataset(_subset(dataset, train), _fold_options(options, dataset, train))
         symbols = _lookup(fit.alphabet, dataset, test, options.mechanism, options.metric)
         matched = symbols >= 0
         rows, symbols = test[matched], symbols[matched]
