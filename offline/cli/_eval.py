@@ -254,9 +254,9 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
                               progress=bar.update)
     base = None
     if mechanism == "quantized":
-        from ..evaluation._baselines import baselines
+        from ..evaluation._baselines import baselines, format_quantization_alone
         base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
-                         attacker=not no_attacker)
+                         attacker=not no_attacker, clusters=[k for k in k_list if k])
     stem = pathlib.Path(data).stem
     csv_path = csv_path or pathlib.Path(f"{stem}_curve.csv")
     _curve.write_csv(points, csv_path)
@@ -277,6 +277,8 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
                        f"eps {p['epsilon_per_feature']:g}: distortion {p['distortion']:.4f}"
                        + (f" AUC {p['roc_auc']:.3f}" if p.get("roc_auc") is not None else "")
                        for p in base["randomized_response"]))
+        if base.get("quantization_alone"):
+            click.echo(format_quantization_alone(base))
     click.echo(f"wrote {csv_path}" + (f" and {png_written}" if png_written else
                                        " (matplotlib not installed: no plot; pip install privmap[plot])"))
 

@@ -107,8 +107,9 @@ def keygen(keydir, passphrase_file):
               help="Distortion metric [default: l2 for quantized, erasures for exact, log-loss for funnel, "
                    "hamming for max-correlation].")
 @click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
-              help="Number of clusters K (quantized), or 'auto': the K whose table leaks least on held-out "
-                   "folds (or distorts least within --target-leakage); the candidates are printed.")
+              help="Number of clusters K (quantized), or 'auto': of K = 4, 8, ... up to what the data supports "
+                   "(32 training rows per cluster), the least held-out distortion whose new-user leakage meets "
+                   "the target (--target-leakage / --target-auc, default 1% of H(A)); the candidates are printed.")
 @click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit "
               "(gaussian: utility-loss cap I(X_u;X) - I(X_u;Y) in nats).")
 
@@ -148,8 +149,8 @@ def keygen(keydir, passphrase_file):
 @click.option("--smoothing", type=AutoOr(float, 0), default="0.0", show_default=True, metavar="S|auto",
               help="Additive smoothing of the prior's counts, or 'auto' (chosen with the clusters, as above).")
 @click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
-              help="With 'auto': the out-of-sample leakage to stay under; the least held-out distortion within it "
-                   "wins [default: no target, the least out-of-sample leakage wins].")
+              help="With 'auto': the new-user (cross-fitted) leakage to stay under; the least held-out distortion "
+                   "within it wins, and the bundle declares that very figure [default: 0.01 x H(A)].")
 @click.option("--target-auc", type=click.FloatRange(0.0, 1.0), default=None, metavar="AUC",
               help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression on simulated "
                    "releases of the held-out rows); combines with --target-leakage.")
@@ -289,7 +290,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                 stages(stage, fraction)
                 bar.label = f"build: {stage:<15}"
                 bar.update(int(fraction * 1000) - bar.pos)
-            result = run_build(data, options, progress=progress)
+            result = run_build(data, options, progress=progress, **(choice.build_kwargs() if choice else {}))
     timer = result.stages or StageTimer()           # seconds and peak memory per stage (--json "stages")
     timer("encode-sign", 1.0)
     payload_bytes = encode_payload(result.payload)
@@ -320,9 +321,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         summary["solver_gap_bits"] = result.solved.gap_bits
     summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
     if choice is not None:
-        summary["auto"] = {"clusters": choice.clusters, "smoothing": choice.smoothing,
-                           "target_leakage_bits": choice.target_leakage_bits, "target_auc": choice.target_auc,
-                           "candidates": choice.candidates}
+        summary["auto"] = choice.summary()
     if as_json:
         emit(summary)
         return
@@ -348,21 +347,17 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
 
 def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc):
     """Run the ``auto`` search with a progress bar and print its candidates on stderr."""
-    from ..mechanisms._autotune import (
-        CANDIDATE_CLUSTERS,
-        CANDIDATE_SMOOTHING,
-        choose,
-        format_candidates,
-    )
+    from ..mechanisms._autotune import CANDIDATE_SMOOTHING, choose, format_candidates
     from ..mechanisms._pipeline import load_training
     dataset, _ = load_training(data, options)
-    ks = CANDIDATE_CLUSTERS if clusters == "auto" else (clusters,)
     ss = CANDIDATE_SMOOTHING if smoothing == "auto" else (smoothing,)
-    with click.progressbar(length=len(ks) * len(ss), label="auto: candidates", file=sys.stderr,
-                           show_pos=True) as bar:
-        choice = choose(dataset, options, clusters=ks, smoothing=ss, target_leakage_bits=target_leakage,
-                        target_auc=target_auc, progress=bar.update)
+    with click.progressbar(length=1000, label="auto: candidates", file=sys.stderr) as bar:
+        choice = choose(dataset, options, clusters=None if clusters == "auto" else (clusters,), smoothing=ss,
+                        target_leakage_bits=target_leakage, target_auc=target_auc,
+                        progress=lambda done, total: bar.update(int(1000 * done / total) - bar.pos))
     click.echo(format_candidates(choice), err=True)
+    if not any(c.get("meets_target") for c in choice.candidates):
+        click.echo("warning: no candidate meets the privacy target; the least-leaking one was chosen", err=True)
     return choice
 
 

@@ -8,6 +8,12 @@
   e^eps / (e^eps + k - 1) and otherwise replaced by one of the column's other k - 1
   observed values, uniformly; eps-local differential privacy per cell, d * eps for
   the row. Its distortion and attacker AUC are measured on simulated releases.
+- **Quantization alone** at K (no privacy): the build's own k-means
+  (:func:`privmap.offline.data._quantize.quantize`) fitted on the training part of the
+  rows, each held-out row released as its nearest representative (the device's rule).
+  Its distortion is the floor any mapping at that K starts from, so the bundle's
+  distortion splits into quantization (this line over the constant's) and privacy
+  (the bundle over this line).
 
 Seed 000's mapping without the codebook step is the third baseline: ``privmap curve``
 solves it beside the codebook build, and ``evaluate`` measures the bundle's own table
@@ -59,8 +65,27 @@ def randomized_response(rows, levels: Sequence[np.ndarray], epsilon: float, rng:
     return out
 
 
+def quantization_alone(train, test, clusters: int, metric: str, *, seed: int = 0) -> tuple[np.ndarray, int, float]:
+    """k-means at ``clusters`` with no privacy: representatives fitted on ``train`` (m, d), every row of
+    ``test`` (n, d) released as its nearest one.
+
+    Returns the released rows (n, d), the number of representatives (K, capped at the distinct
+    training rows; rounding may merge some) and their mean distortion on ``test`` (metric's unit).
+    Raises :class:`~privmap.offline._errors.DatasetError` for ``clusters`` below 1.
+    """
+    from ..data._distortion import nearest
+    from ..data._quantize import quantize
+    train = np.asarray(train, dtype=float)
+    test = np.asarray(test, dtype=float)
+    k = min(int(clusters), np.unique(train, axis=0).shape[0])
+    centers = quantize(train, k, metric=metric, seed=seed).centers
+    released = centers[nearest(test, centers, metric)]
+    return released, int(centers.shape[0]), float(np.mean(_rowwise(test, released, metric)))
+
+
 def baselines(public, private, n_classes: int, metric: str, *, reference=None, epsilons=DEFAULT_EPSILONS,
-              seed: int = 0, test_fraction: float = 0.3, attacker: bool = True) -> dict:
+              seed: int = 0, test_fraction: float = 0.3, attacker: bool = True,
+              clusters: Sequence[int] = ()) -> dict:
     """Constant release and randomized response measured on labelled numeric rows.
 
     Parameters
@@ -76,12 +101,17 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
         Per-cell epsilons of randomized response.
     seed, test_fraction, attacker
         As :func:`privmap.offline.evaluation._evaluate.evaluate_view`.
+    clusters : sequence of int
+        K of the quantization-alone baseline (:func:`quantization_alone`), one entry each.
 
     Returns
     -------
     dict
         ``constant``: {row, distortion, leakage_bits (0), roc_auc (0.5)}; ``randomized_response``:
-        a list of {epsilon_per_feature, epsilon_row, distortion, roc_auc}.
+        a list of {epsilon_per_feature, epsilon_row, distortion, roc_auc}; ``quantization_alone``
+        (with ``clusters``): a list of {clusters (asked), clusters_used, distortion (held-out rows),
+        constant_distortion (the constant's on the same rows), roc_auc (attacker on the released
+        rows, None without ``attacker``)}.
     """
     from ._evaluate import _split
     public = np.asarray(public, dtype=float)
@@ -104,6 +134,20 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
                                                         private[test], n_classes, seed=seed).roc_auc
         rr.append(point)
     out["randomized_response"] = rr
+    if clusters:
+        train, test = split if split is not None else _split(public.shape[0], private, test_fraction, seed)
+        constant_test = float(np.mean(_rowwise(public[test], np.broadcast_to(row, public[test].shape), metric)))
+        alone = []
+        for k in clusters:
+            released, used, _ = quantization_alone(public[train], public, int(k), metric, seed=seed)
+            point = {"clusters": int(k), "clusters_used": used, "distortion": float(np.mean(
+                _rowwise(public[test], released[test], metric))), "constant_distortion": constant_test,
+                "roc_auc": None}
+            if attacker:
+                point["roc_auc"] = _attacks.logistic_attack(released[train], private[train], released[test],
+                                                            private[test], n_classes, seed=seed).roc_auc
+            alone.append(point)
+        out["quantization_alone"] = alone
     return out
 
 
@@ -133,7 +177,8 @@ def uncodebooked_view(view):
 
 def bundle_baselines(view, public, private, *, seed: int = 0, test_fraction: float = 0.3,
                      attacker: bool = True, epsilons=DEFAULT_EPSILONS) -> dict | None:
-    """:func:`baselines` on the evaluation rows, plus the bundle's table releasing its inputs.
+    """:func:`baselines` on the evaluation rows (quantization alone at the bundle's K), plus the
+    bundle's table releasing its inputs.
 
     None for categorical data (the exact mechanism), where no constant row or
     per-rating randomized response is defined here.
@@ -141,8 +186,9 @@ def bundle_baselines(view, public, private, *, seed: int = 0, test_fraction: flo
     if view.categorical:
         return None
     from ._evaluate import evaluate_view
+    clusters = (len(view.inputs),) if view.mechanism == "quantized" else ()
     out = baselines(public, private, len(view.classes), view.metric, epsilons=epsilons, seed=seed,
-                    test_fraction=test_fraction, attacker=attacker)
+                    test_fraction=test_fraction, attacker=attacker, clusters=clusters)
     plain = uncodebooked_view(view)
     if plain is not None:
         out["table_releasing_inputs"] = {
@@ -162,8 +208,22 @@ def format_baselines(base: dict, distortion: float, auc: float | None) -> str:
     if "table_releasing_inputs" in base:
         d = base["table_releasing_inputs"]["distortion"]
         lines.append(f"{'same table, outputs at inputs':34}{f(d):>11}{d / c['distortion']:>9.3f}{'':>8}")
+    for q in base.get("quantization_alone", ()):
+        ratio = q["distortion"] / q["constant_distortion"]
+        lines.append(f"{'k-means alone, K = ' + str(q['clusters_used']) + ' (held-out)':34}{f(q['distortion']):>11}"
+                     f"{ratio:>9.3f}{f(q['roc_auc']):>8}")
     for rr in base["randomized_response"]:
         lines.append(f"{'randomized response eps ' + format(rr['epsilon_per_feature'], 'g') + '/feature':34}"
                      f"{f(rr['distortion']):>11}{rr['distortion'] / c['distortion']:>9.3f}"
                      f"{f(rr.get('roc_auc')):>8}")
     return "\n".join(lines)
+
+
+def format_quantization_alone(base: dict) -> str:
+    """One line per K of the quantization-alone baseline: held-out distortion, its ratio to the
+    constant release on the same rows, and the attacker's AUC."""
+    return "\n".join(
+        f"k-means alone (no privacy), K = {q['clusters_used']}: held-out distortion {q['distortion']:.4f} "
+        f"= {q['distortion'] / q['constant_distortion']:.3f} x constant"
+        + (f", LR AUC {q['roc_auc']:.3f}" if q.get("roc_auc") is not None else "")
+        for q in base.get("quantization_alone", ()))

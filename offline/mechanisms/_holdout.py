@@ -6,8 +6,8 @@ Cross-fitting measures the leakage on rows the table never saw:
 
 1. split the rows into k stratified folds (seeded with the build's seed);
 2. for each fold, run the build's own steps (:func:`solve_dataset`: alphabet,
-   prior, program (19), codebook step) on the other k - 1 folds (K capped at the
-   number of distinct rows those folds hold);
+   prior, perfect-privacy distortion Delta0, program (19), codebook step) on the
+   other k - 1 folds (K capped at the number of distinct rows those folds hold);
 3. look the held-out rows up exactly as the device does (nearest input, or an
    exact tuple match; rows the device would refuse are counted and left out) and
    compute the plug-in I(A; C^) of the fold's table on the held-out empirical prior;
@@ -25,16 +25,40 @@ at 0 bits (leakage cannot be negative).
 
 The held-out expected distortion, E d(b, released) over held-out rows, is measured
 on the way; ``--clusters auto`` ranks its candidates with it.
+
+**Cost.** The folds are independent, so they run in parallel worker processes
+(:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and OpenMP threads
+split between the workers); each fold draws its permutations, bootstrap and simulated
+release from its own stream seeded by (seed, fold), so the result is the same whatever
+the number of workers or the order in which folds finish. A fold's k-means makes one
+k-means++ start on its training rows (``start="single"``, :class:`FoldKMeans`) where
+the build makes four (``"restarts"``); the k-means++ seeding is most of k-means' cost at
+large K (UCI Adult, K = 1024: 8.7 CPU-s a start, then 2 Lloyd iterations). Delta0 and
+the solve are redone on every fold: both are functions of the fold's prior, which must
+not see the held-out private column.
+
+**Why not start each fold from the full-data centres.** That start (``"warm"``, one
+Lloyd run from the build's representatives) costs a fold's k-means almost nothing, and
+never sees a private label; but the held-out rows pulled the full-data centres toward
+themselves, and the fold's Lloyd run stays in that basin. Measured on data/ssi2012
+(K = 64, three seeds, one fold) it lowered the held-out quantization distortion by
+0.045 to 0.070 against 0.014 to 0.031 on the training rows, so the held-out distortion
+came out optimistic, increasingly with K, which would bias ``--clusters auto`` toward
+large K. One k-means++ start sees nothing of the held-out rows, so nothing of them can
+make the estimate optimistic; it differs from the build only in the k-means' restarts,
+and its figures lay within the restarts' interval on SSI (benchmarks/README.md,
+"Cross-fitting at scale").
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
-from .._errors import BuildError
+from .._errors import BuildError, SolverError
 from .._information import leakage_bits
 from ..data._dataset import Dataset
 from ..data._distortion import nearest, pairwise
@@ -46,6 +70,8 @@ BOOTSTRAP = 200
 PERMUTATIONS = 20
 #: Two-sided confidence of the interval.
 CONFIDENCE = 0.95
+#: Environment variable giving the number of worker processes of the folds (default: the machine's cores).
+JOBS_ENV = "PRIVMAP_JOBS"
 
 
 @dataclass(frozen=True)
@@ -94,8 +120,62 @@ class HoldoutLeakage:
                 "holdout_unmatched_rows": self.unmatched_rows}
 
 
+#: How a fold's k-means starts (module docstring): one k-means++ start (default), the build's four
+#: restarts, or the full-data representatives (measured to bias the held-out distortion; benchmarks only).
+STARTS = ("single", "restarts", "warm")
+
+
+@dataclass(frozen=True)
+class FoldKMeans:
+    """A fold's quantizer: k-means from one start, then the build's own representatives.
+
+    Called as :func:`privmap.offline.data._quantize.quantize` is (``X`` (n, d) with NaN = missing, ``k``,
+    ``metric``, ``seed``, ``integer``, ``bounds``) and returns the same :class:`Quantization`; only the
+    k-means start differs: one k-means++ start seeded with ``seed`` (``init`` None) instead of four,
+    or one Lloyd run from ``init`` (shape (k, d)).
+    """
+
+    init: np.ndarray | None = None
+
+    def __call__(self, X, k, *, metric="l2", seed=0, integer=None, bounds=None):
+        from sklearn.cluster import KMeans
+
+        from ..data._quantize import Quantization, _representative, domain_points
+        X = np.asarray(X, dtype=float)
+        missing = np.isnan(X)
+        filled = np.where(missing, np.nanmean(X, axis=0), X) if missing.any() else X
+        start = "k-means++" if self.init is None else self.init
+        groups = KMeans(n_clusters=k, init=start, n_init=1, random_state=seed).fit_predict(filled)
+        centers = np.array([_representative(X[groups == g], metric) for g in np.unique(groups)])
+        centers = np.where(np.isnan(centers), _representative(X, metric), centers)
+        if integer is None:
+            integer = np.all(missing | (X == np.round(X)), axis=0)
+        lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
+        centers = domain_points(centers, integer, lo, hi)
+        labels = nearest(X, centers, metric)
+        used = np.unique(labels)
+        centers, labels = centers[used], np.searchsorted(used, labels)
+        dist = pairwise(X, centers, metric)[np.arange(X.shape[0]), labels]
+        return Quantization(centers=centers, labels=labels, r=float(dist.max()), mean_distortion=float(dist.mean()))
+
+
+def fold_jobs(tasks: int, jobs: int | None = None) -> int:
+    """Worker processes for ``tasks`` independent folds: ``jobs``, else ``$PRIVMAP_JOBS``, else the
+    machine's cores; never more than ``tasks``. Raises :class:`BuildError` for a value below 1."""
+    if jobs is None:
+        raw = os.environ.get(JOBS_ENV, "").strip()
+        try:
+            jobs = int(raw) if raw else (os.cpu_count() or 1)
+        except ValueError:
+            raise BuildError(f"{JOBS_ENV}={raw!r} is not a whole number of worker processes") from None
+    if jobs < 1:
+        raise BuildError(f"the number of worker processes must be >= 1, got {jobs}")
+    return max(1, min(int(jobs), tasks))
+
+
 def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None, attacker: bool = False,
-                         progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
+                         progress: Callable[[float], None] | None = None, start: str = "single",
+                         centers: np.ndarray | None = None, jobs: int | None = None) -> HoldoutLeakage:
     """Estimate the leakage and distortion a new user faces, by k-fold cross-fitting.
 
     Parameters
@@ -112,6 +192,12 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
         releases simulated with numpy's generator, seeded: an estimate, not a device).
     progress : callable(float), optional
         Told the fraction of folds done.
+    start : {"single", "restarts", "warm"}
+        How each fold's k-means starts (:data:`STARTS`, module docstring; quantized mechanism).
+    centers : ndarray, shape (K, d), optional
+        The full-data representatives, the start of ``"warm"`` folds.
+    jobs : int, optional
+        Worker processes (:func:`fold_jobs`); 1 runs the folds in this process.
 
     Raises
     ------
@@ -119,35 +205,139 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
         Too few rows of some class for k folds, or a fold that cannot be built (for
         instance fewer distinct training rows than ``clusters``).
     """
-    from sklearn.model_selection import StratifiedKFold
+    result = cross_fitted_many(dataset, [options], folds=folds, attacker=attacker,
+                               start=start, centers=[centers], jobs=jobs,
+                               progress=None if progress is None else (lambda done, total: progress(done / total)))[0]
+    if isinstance(result, BuildError):
+        raise result
+    return result
 
-    from ._pipeline import solve_dataset
-    k = int(folds if folds is not None else options.holdout_folds)
+
+def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
+                      start: str = "single", centers: Sequence[np.ndarray | None] | None = None,
+                      jobs: int | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> list:
+    """:func:`cross_fitted_leakage` of several candidate options on one set of folds, every
+    (candidate, fold) pair a task of one pool of worker processes.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    candidates : sequence of BuildOptions
+        Options of each candidate; they must share the seed (the folds are drawn from it).
+        k is ``folds``, else the first candidate's ``holdout_folds``.
+    attacker : bool
+    start : {"single", "restarts", "warm"}
+        How each fold's k-means starts (:data:`STARTS`).
+    centers : sequence of ndarray (K, d), optional
+        Each candidate's full-data representatives (``start="warm"`` only).
+    jobs : int, optional
+        Worker processes (:func:`fold_jobs`).
+    progress : callable(done: int, total: int), optional
+        Told the number of (candidate, fold) tasks finished.
+
+    Returns
+    -------
+    list of HoldoutLeakage or BuildError
+        One per candidate, in order; a candidate whose fold could not be built gets that fold's error.
+
+    Raises
+    ------
+    BuildError
+        Too few rows of some class for k folds (shared by every candidate); an unknown ``start``,
+        or ``"warm"`` without ``centers``.
+    """
+    from sklearn.model_selection import StratifiedKFold
+    if not candidates:
+        return []
+    seed = candidates[0].seed
+    if any(o.seed != seed for o in candidates):
+        raise BuildError("cross-fitted candidates must share the seed their folds are drawn from")
+    k = int(folds if folds is not None else candidates[0].holdout_folds)
     counts = np.bincount(dataset.private, minlength=len(dataset.classes))
     if k < 2 or counts.min() < k:
         raise BuildError(f"cross-fitting needs every private class in each of {k} folds "
                          f"(smallest class has {int(counts.min())} rows); lower --holdout-folds (0 skips the estimate)")
-    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=options.seed)
-    rng = np.random.default_rng(options.seed)
-    release_rng = np.random.default_rng([options.seed, 1])     # its own stream: the leakage figures do not move
-    fold_options = dataclasses.replace(options, holdout_folds=0)
-    parts = []
-    unmatched = 0
-    released, released_private = [], []
-    for i, (train, test) in enumerate(splitter.split(np.zeros(dataset.n), dataset.private)):
-        fit = solve_dataset(_subset(dataset, train), _fold_options(fold_options, dataset, train))
+    splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+                  .split(np.zeros(dataset.n), dataset.private))
+    if start not in STARTS:
+        raise BuildError(f"unknown k-means start {start!r}; expected one of {', '.join(STARTS)}")
+    if start == "warm" and (centers is None or len(centers) != len(candidates)):
+        raise BuildError("warm-started folds need each candidate's full-data centers")
+    centers = list(centers) if start == "warm" else [None] * len(candidates)
+    tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
+    fold_options = [dataclasses.replace(o, holdout_folds=0) for o in candidates]
+    work = [(dataset, fold_options[c], i, splits[i][0], splits[i][1], start, centers[c], attacker)
+            for c, i in tasks]
+    outcomes = _run(_fold, work, fold_jobs(len(work), jobs), progress)
+    results = []
+    for c in range(len(candidates)):
+        parts = [outcomes[t] for t, (cc, _) in enumerate(tasks) if cc == c]
+        error = next((p for p in parts if isinstance(p, BuildError)), None)
+        results.append(error if error is not None else _pool(parts, k, len(dataset.classes), seed))
+    return results
+
+
+def _run(function, work: list, jobs: int, progress) -> list:
+    """``function(*args)`` for every tuple of ``work``, in order; in ``jobs`` loky processes whose
+    BLAS / OpenMP threads share the machine's cores (one process: in this one)."""
+    total = len(work)
+    if jobs == 1:
+        out = []
+        for args in work:
+            out.append(function(*args))
+            if progress:
+                progress(len(out), total)
+        return out
+    from joblib import Parallel, delayed, parallel_config
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    out = []
+    with parallel_config(backend="loky", inner_max_num_threads=threads):
+        for result in Parallel(n_jobs=jobs, return_as="generator")(delayed(function)(*args) for args in work):
+            out.append(result)
+            if progress:
+                progress(len(out), total)
+    return out
+
+
+def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
+          attacker: bool):
+    """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures, or the BuildError."""
+    from ._pipeline import solve_dataset
+    try:
+        fold_options = _fold_options(options, dataset, train)
+        quantizer = None
+        if options.mechanism == "quantized" and start == "single":
+            quantizer = FoldKMeans()
+        elif options.mechanism == "quantized" and start == "warm" and fold_options.clusters >= len(centers):
+            fold_options = dataclasses.replace(fold_options, clusters=len(centers))
+            quantizer = FoldKMeans(np.asarray(centers, dtype=float))
+        try:
+            fit = solve_dataset(_subset(dataset, train), fold_options, quantizer=quantizer)
+        except SolverError:
+            if quantizer is None:
+                raise
+            # Delta0's column generation refuses some instances (issue: HiGHS "refused N columns");
+            # the build's own k-means gives the fold another instance rather than failing the estimate.
+            fit = solve_dataset(_subset(dataset, train), _fold_options(options, dataset, train))
         symbols = _lookup(fit.alphabet, dataset, test, options.mechanism, options.metric)
         matched = symbols >= 0
-        unmatched += int((~matched).sum())
         rows, symbols = test[matched], symbols[matched]
         if rows.size == 0:
             raise BuildError(f"fold {i + 1}: no held-out row matches an input of the fold's alphabet")
-        parts.append(_fold_estimate(fit, dataset, rows, symbols, options.metric, options.mechanism, rng))
+        part = _fold_estimate(fit, dataset, rows, symbols, options.metric, options.mechanism,
+                              np.random.default_rng([options.seed, 0, i]))
+        part["unmatched"] = int((~matched).sum())
         if attacker and options.mechanism == "quantized":
-            released.append(_simulated_release(fit, symbols, release_rng))
-            released_private.append(dataset.private[rows])
-        if progress:
-            progress((i + 1) / k)
+            part["released"] = _simulated_release(fit, symbols, np.random.default_rng([options.seed, 1, i]))
+            part["private"] = dataset.private[rows]
+        return part
+    except BuildError as exc:
+        return exc
+
+
+def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
+    """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval."""
     sizes = np.array([p["rows"] for p in parts], dtype=float)
     share = sizes / sizes.sum()
     plugin = float(share @ [p["plugin"] for p in parts])
@@ -156,11 +346,13 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
     spread = share @ boot - np.mean(share @ boot)
     alpha = (1.0 - CONFIDENCE) / 2.0
     low, high = (plugin - bias) + np.quantile(spread, [alpha, 1.0 - alpha])
+    released = [p["released"] for p in parts if "released" in p]
+    private = [p["private"] for p in parts if "private" in p]
     return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
                           high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
                           distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
-                          rows=int(sizes.sum()), unmatched_rows=unmatched,
-                          attacker_auc=_attacker_auc(released, released_private, len(dataset.classes), options.seed))
+                          rows=int(sizes.sum()), unmatched_rows=sum(p["unmatched"] for p in parts),
+                          attacker_auc=_attacker_auc(released, private, n_classes, seed))
 
 
 def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:

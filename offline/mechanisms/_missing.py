@@ -21,7 +21,7 @@ E d_O(b, released) <= Delta + r holds (see :mod:`privmap.offline.data._distortio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -84,9 +84,10 @@ def feature_maps(schema: Sequence[Column], policy: str, fills: np.ndarray | None
 
 
 def missing_alphabet(X: np.ndarray, schema: Sequence[Column], policy: str, *, clusters: int, metric: str,
-                     seed: int) -> MissingAlphabet:
+                     seed: int, quantizer: Callable | None = None) -> MissingAlphabet:
     """Quantize X (shape (n, d), NaN = missing; every row has an observed cell) under ``policy``.
 
+    ``quantizer`` replaces :func:`quantize` (same signature; cross-fitting's warm start).
     Raises :class:`~privmap.offline._errors.DatasetError` (from :func:`quantize`) for a cluster
     count above the number of distinct rows.
     """
@@ -95,7 +96,7 @@ def missing_alphabet(X: np.ndarray, schema: Sequence[Column], policy: str, *, cl
     fills = column_fills(X, schema)
     imputing = policy == "impute"
     data = np.where(np.isnan(X), fills, X) if imputing else X
-    qz = quantize(data, clusters, metric=metric, seed=seed, integer=integer, bounds=bounds)
+    qz = (quantizer or quantize)(data, clusters, metric=metric, seed=seed, integer=integer, bounds=bounds)
     observed = assigned_distance(X, qz.centers, qz.labels, metric)   # (n,), no (n, K) matrix
     features = feature_maps(schema, policy, fills)
     cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in qz.centers]

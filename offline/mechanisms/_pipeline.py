@@ -239,9 +239,13 @@ class Solved:
     codebook: "Codebook | None" = None
 
 
-def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress | None = None) -> Solved:
+def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress | None = None,
+                  quantizer: Callable | None = None) -> Solved:
     """Quantize (or build the erasure alphabet), estimate the prior, solve program (19), and run
     the codebook step; everything :func:`build` does before compressing the table.
+
+    ``quantizer`` (keyword-only) replaces :func:`~privmap.offline.data._quantize.quantize` with a
+    callable of its signature (a cross-fitting fold's k-means, :class:`._holdout.FoldKMeans`).
 
     Raises
     ------
@@ -250,7 +254,8 @@ def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress
     """
     tell = progress or (lambda stage, fraction: None)
     tell("cluster", 0.05)
-    alphabet = _exact_alphabet(dataset) if options.mechanism == "exact" else _quantized_alphabet(dataset, options)
+    alphabet = (_exact_alphabet(dataset) if options.mechanism == "exact"
+                else _quantized_alphabet(dataset, options, quantizer=quantizer))
     k_in = len(alphabet.inputs)
     tell("prior", 0.2)
     p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
@@ -301,7 +306,7 @@ def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:
     return dataset.without_all_missing()
 
 
-def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) -> Build:
+def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, holdout=None) -> Build:
     """Run the offline pipeline on a CSV and return the unsigned payload.
 
     Parameters
@@ -313,6 +318,9 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
         Told about each stage ("load", "cluster", "prior", "perfect-privacy", "solve",
         "codebook", "compress", "holdout-fold-1" .. "holdout-fold-k", "payload") and the
         fraction of the build done.
+    holdout : HoldoutLeakage, optional, keyword-only
+        The cross-fitted estimate of these rows and options, already measured (``--clusters auto``
+        measured it to choose K): written into the bundle as it is, not re-estimated.
 
     The returned build's ``stages`` is the :class:`StageTimer` that timed it (a caller may time
     more stages on it: the CLI adds "encode-sign").
@@ -329,13 +337,13 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None) 
     done = solve_dataset(dataset, options, progress=lambda stage, f: tell(stage, 0.8 * f))
     built = assemble(dataset, done, options, tell,
                      measure=lambda table: _measured_raw_distortion(done.alphabet, table),
-                     dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()))
+                     dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()), holdout=holdout)
     return dataclasses.replace(built, stages=tell)
 
 
 def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
              measure: Callable[[CompressedTable], float], dropped_rows: int = 0,
-             missing_cell_fraction: float = 0.0) -> Build:
+             missing_cell_fraction: float = 0.0, holdout=None) -> Build:
     """The build from the solved table on: compression, metrics, cross-fitting, payload.
 
     Parameters
@@ -351,6 +359,9 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
         Mean over the data rows of E d(b, released) under the integer table (Theorem 2's left side).
     dropped_rows, missing_cell_fraction : keyword-only
         Rows left out for having every public cell missing, and the share of missing cells.
+    holdout : HoldoutLeakage, optional, keyword-only
+        A cross-fitted estimate already measured for these rows and options (written as it is);
+        otherwise one is measured when ``options.holdout_folds`` is set (:mod:`._holdout`).
 
     Raises
     ------
@@ -397,7 +408,9 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
     if done.codebook is not None:
         metrics.update(_codebook_metrics(done.codebook))
-    if options.holdout_folds and isinstance(dataset, Dataset):
+    if holdout is not None:
+        metrics.update(holdout.metrics())
+    elif options.holdout_folds and isinstance(dataset, Dataset):
         from ._holdout import cross_fitted_leakage
         folds = options.holdout_folds
 
@@ -468,10 +481,10 @@ def _codebook_metrics(step: Codebook) -> dict:
             "codebook_rounding_cost": step.rounding_cost}
 
 
-def _quantized_alphabet(dataset: Dataset, options: BuildOptions) -> Alphabet:
+def _quantized_alphabet(dataset: Dataset, options: BuildOptions, *, quantizer: Callable | None = None) -> Alphabet:
     schema = resolve(dataset.features, dataset.public, options.declared)
     found = missing_alphabet(dataset.public, schema, options.missing, clusters=options.clusters,
-                             metric=options.metric, seed=options.seed)
+                             metric=options.metric, seed=options.seed, quantizer=quantizer)
     X, centers = dataset.public, found.centers
 
     def raw_distortion(rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:

@@ -101,3 +101,37 @@ def test_curve_fails_with_one_line_on_bad_deltas(small_ratings, deltas, tmp_path
 def test_sweep_refuses_an_unknown_mechanism():
     with pytest.raises(BuildError):
         sweep(np.zeros((20, 1)), np.array([0, 1] * 10), ["x", "y"], ["f"], deltas=[0.0], mechanism="magic")
+
+
+def test_quantization_alone_is_fitted_on_training_rows_and_scored_on_others():
+    from privmap.offline.evaluation._baselines import quantization_alone
+    train = np.array([[0, 0], [0, 0], [10, 0], [10, 0], [0, 10], [0, 10]], dtype=float)
+    released, used, dist = quantization_alone(train, train, 3, "l2")
+    assert used == 3 and dist == 0.0 and np.array_equal(released, train)     # no privacy: rows kept
+    held_out = np.array([[1, 0], [9, 0], [0, 13]], dtype=float)
+    released, used, dist = quantization_alone(train, held_out, 3, "l1")
+    assert np.array_equal(released, [[0, 0], [10, 0], [0, 10]]) and dist == pytest.approx((1 + 1 + 3) / 3)
+    _, used, _ = quantization_alone(train, held_out, 8, "l2")                # K capped at distinct rows
+    assert used == 3
+
+
+def test_curve_and_evaluate_show_quantization_alone_beside_the_constant_release(small_ratings, tmp_path, keys, run):
+    report = json.loads(run("curve", small_ratings, "--private", "gender", "--deltas", "0.5", "--clusters", "4,32",
+                            "--csv", tmp_path / "c.csv", "--png", tmp_path / "c.png", "--json").stdout)
+    alone = report["baselines"]["quantization_alone"]
+    assert [q["clusters"] for q in alone] == [4, 32]
+    for q in alone:
+        assert q["distortion"] < q["constant_distortion"] and 0.0 <= q["roc_auc"] <= 1.0
+    assert alone[1]["distortion"] < alone[0]["distortion"]                   # where the distortion goes: K
+    text = run("curve", small_ratings, "--private", "gender", "--deltas", "0.5", "--clusters", "32",
+               "--csv", tmp_path / "d.csv", "--png", tmp_path / "d.png").stdout
+    assert "k-means alone (no privacy), K = 32: held-out distortion" in text
+    bundle = tmp_path / "b.bundle"
+    run("build", small_ratings, "--private", "gender", "--clusters", 16, "--delta-fraction", 0.5,
+        "--holdout-folds", 0, "--key", keys / "private.pem", "--out", bundle)
+    evaluated = run("evaluate", bundle, small_ratings, "--private", "gender", "--json")
+    base = json.loads(evaluated.stdout)["baselines"]
+    (q,) = base["quantization_alone"]
+    assert q["clusters"] == json.loads(run("inspect", bundle, "--json").stdout)["clusters"]
+    assert q["distortion"] < q["constant_distortion"]
+    assert "k-means alone, K = " in run("evaluate", bundle, small_ratings, "--private", "gender").stdout

@@ -42,7 +42,7 @@ def test_clusters_auto_is_reproducible_with_a_seed(run, small_csv, keys, tmp_pat
 
 def test_auto_with_a_target_takes_the_least_held_out_distortion_that_meets_it(small_csv):
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1)
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
     loose = choose(data, options, clusters=(4, 8, 16), smoothing=(0.0, 1.0), target_leakage_bits=1.0)
     assert all(c["meets_target"] for c in loose.candidates)
     best = min(loose.candidates, key=lambda c: c["holdout_distortion"])
@@ -54,7 +54,7 @@ def test_auto_with_a_target_takes_the_least_held_out_distortion_that_meets_it(sm
 
 def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_figures_alone(small_csv):
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.2, seed=2)
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.2, seed=2, holdout_folds=3)
     plain = choose(data, options, clusters=(4, 8))
     judged = choose(data, options, clusters=(4, 8), target_auc=1.0)          # every candidate meets it
     for a, b in zip(plain.candidates, judged.candidates):
@@ -64,3 +64,71 @@ def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_fi
     assert judged.clusters == best["clusters"]
     none = choose(data, options, clusters=(4, 8), target_auc=0.0)            # nothing meets it
     assert none.clusters == min(none.candidates, key=lambda c: c["holdout_leakage_bits"])["clusters"]
+
+
+def test_candidates_double_up_to_thirty_two_training_rows_per_cluster():
+    from privmap.offline.mechanisms._autotune import MIN_USERS_PER_CLUSTER, candidate_clusters
+    assert MIN_USERS_PER_CLUSTER == 32
+    assert candidate_clusters(13_715, 10_000, folds=5) == [4, 8, 16, 32, 64, 128, 256]   # 10,972 / 32 = 342
+    assert candidate_clusters(48_842, 14_846, folds=5) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    assert candidate_clusters(48_842, 300, folds=5) == [4, 8, 16, 32, 64, 128, 256]      # distinct rows bound K
+    assert candidate_clusters(300, 50, folds=3) == [4]                                   # 200 / 32 < 8
+    assert candidate_clusters(60, 3, folds=3) == [3]
+
+
+def test_without_a_target_auto_takes_the_least_held_out_distortion_within_one_percent_of_h_a(small_csv):
+    from privmap.offline.mechanisms._autotune import default_target_bits
+    data = load_dataset(small_csv, private="a")
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
+    choice = choose(data, options, clusters=(4, 8, 16), jobs=1)
+    p = np.bincount(data.private) / data.n
+    assert choice.target_source == "default"
+    assert choice.target_leakage_bits == pytest.approx(0.01 * -(p * np.log2(p)).sum()) == default_target_bits(data)
+    meeting = [c for c in choice.candidates if c["holdout_leakage_bits"] <= choice.target_leakage_bits]
+    assert meeting and all(c["meets_target"] == (c in meeting) for c in choice.candidates)
+    assert choice.clusters == min(meeting, key=lambda c: c["holdout_distortion"])["clusters"]
+    assert choice.holdout.leakage_bits == next(c for c in choice.candidates if c["chosen"])["holdout_leakage_bits"]
+
+
+def test_auto_refuses_to_judge_candidates_without_folds(small_csv):
+    from privmap.offline._errors import BuildError
+    data = load_dataset(small_csv, private="a")
+    with pytest.raises(BuildError, match="--holdout-folds"):
+        choose(data, BuildOptions(private="a", clusters=1, delta_fraction=0.5, holdout_folds=0))
+
+
+@pytest.fixture(scope="module")
+def blank_csv(tmp_path_factory):
+    """600 survey rows, answers 1-5 with about 5 % blank cells, a private class that shifts two answers."""
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 2, 600)
+    X = np.clip(np.round(rng.normal(3.0, 1.1, (600, 4)) + 0.9 * a[:, None] * [1, 1, 0, 0]), 1, 5).astype(int)
+    path = tmp_path_factory.mktemp("d") / "blank.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["q1", "q2", "q3", "q4", "gender"])
+        for row, k in zip(X, a):
+            cells = ["" if rng.random() < 0.05 else str(v) for v in row]
+            w.writerow([*cells, "m" if k else "f"])
+    return path
+
+
+def test_the_bundle_auto_writes_declares_the_very_figure_that_met_the_target(run, blank_csv, keys, tmp_path):
+    """The outside form with blank cells; the target is met by the declared new-user leakage, which is
+    what a build at the chosen K declares too (not a second estimate)."""
+    out = tmp_path / "auto.bundle"
+    result = run("build", blank_csv, "--private", "gender", "--domain", "1:5", "--delta-fraction", 0.6,
+                 "--clusters", "auto", "--seed", 4, "--key", keys / "private.pem", "--out", out,
+                 "--target-leakage", 0.02, "--issued-at", 1_700_000_000, "--json")
+    summary = json.loads(result.stdout)
+    chosen = next(c for c in summary["auto"]["candidates"] if c["chosen"])
+    declared = json.loads(run("inspect", out, "--json").output)["metrics"]["holdout_leakage_bits"]
+    assert chosen["meets_target"] and declared == chosen["holdout_leakage_bits"] <= 0.02
+    assert [c["clusters"] for c in summary["auto"]["candidates"]] == [4, 8]             # 480 / 32 = 15
+    assert all({"holdout_distortion", "holdout_leakage_bits", "holdout_attacker_auc"} <= set(c)
+               for c in summary["auto"]["candidates"])
+    assert "holdout AUC" in result.stderr and "target: held-out leakage <= 0.02000 bits" in result.stderr
+    plain = tmp_path / "plain.bundle"
+    run("build", blank_csv, "--private", "gender", "--domain", "1:5", "--delta-fraction", 0.6, "--clusters",
+        chosen["clusters"], "--seed", 4, "--key", keys / "private.pem", "--out", plain, "--issued-at", 1_700_000_000)
+    assert json.loads(run("inspect", plain, "--json").output)["metrics"]["holdout_leakage_bits"] == declared
