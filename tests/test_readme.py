@@ -19,23 +19,6 @@ from privmap.offline.cli._main import main as cli
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"^```sh\n(.*?)^```$", README, flags=re.S | re.M)
-#: Blocks that fail only through bugs other helpers are fixing now (issue 23); the mark turns the
-#: case red once they are fixed, so that it is removed on merging.
-KNOWN_BUGS = {
-    "--json \\\n    | python3 -m json.tool": "issue 23: HiGHS prints its banner on stdout in build --json",
-    "privmap cosign": "issue 23: cosign drops the first signature, verify takes no --keyring, "
-                      "inspect fails on format-2 bundles",
-    "--mechanism funnel": "issue 23: evaluate refuses funnel bundles (unknown mechanism 'funnel')",
-    "--mechanism max-correlation": "issue 23: verify of a max-correlation bundle raises TypeError",
-}
-
-
-def _case(index: int, block: str):
-    reasons = [reason for needle, reason in KNOWN_BUGS.items() if needle in block]
-    marks = [pytest.mark.xfail(strict=True, reason="; ".join(reasons))] if reasons else []
-    return pytest.param(index, block, id=f"block{index}", marks=marks)
-
-
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
     """The scratch directory the blocks run in, with ``data`` linked to the bundled data."""
@@ -68,7 +51,7 @@ def test_demo_script_parses_and_calls_existing_commands():
         assert done.value.code == 0, command
 
 
-@pytest.mark.parametrize("index, block", [_case(i, b) for i, b in enumerate(BLOCKS) if i > 0])
+@pytest.mark.parametrize("index, block", [pytest.param(i, b, id=f"block{i}") for i, b in enumerate(BLOCKS) if i > 0])
 def test_readme_block_runs(index, block, scratch):
     env = dict(os.environ, PATH=f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=scratch, env=env,

@@ -92,7 +92,8 @@ def kmeans(X: np.ndarray, k: int, *, seed: int, init="k-means++", n_init: int = 
 
 
 def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
-             integer: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Quantization:
+             integer: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None,
+             init="k-means++", n_init: int = 4) -> Quantization:
     """Cluster the rows of X into at most k representatives.
 
     Parameters
@@ -111,6 +112,8 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
         observed values are all integers.
     bounds : (lo, hi) arrays of shape (d,), optional
         The domain representatives are clipped to; default the observed range.
+    init, n_init : keyword-only
+        k-means' start and number of restarts (:func:`kmeans`); cross-fitting's folds take one start.
 
     ``r`` and ``mean_distortion`` are distances over each row's observed cells.
 
@@ -129,7 +132,7 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     if integer is None:
         integer = np.all(missing | (X == np.round(X)), axis=0)
     lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
-    groups = kmeans(filled, k, seed=seed).labels_
+    groups = kmeans(filled, k, seed=seed, init=init, n_init=n_init).labels_
     centers = np.array([_representative(X[groups == g], metric) for g in range(k) if np.any(groups == g)])
     centers = np.where(np.isnan(centers), overall, centers)
     centers = domain_points(centers, integer, lo, hi)

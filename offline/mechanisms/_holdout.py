@@ -58,11 +58,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .._errors import BuildError, SolverError
+from .._errors import BuildError
 from .._information import leakage_bits
 from ..data._dataset import Dataset
 from ..data._distortion import nearest, pairwise
 from ..data._prior import joint_prior
+from ..data._quantize import quantize
 
 #: Bootstrap resamples behind the interval.
 BOOTSTRAP = 200
@@ -138,25 +139,8 @@ class FoldKMeans:
     init: np.ndarray | None = None
 
     def __call__(self, X, k, *, metric="l2", seed=0, integer=None, bounds=None):
-        from sklearn.cluster import KMeans
-
-        from ..data._quantize import Quantization, _representative, domain_points
-        X = np.asarray(X, dtype=float)
-        missing = np.isnan(X)
-        filled = np.where(missing, np.nanmean(X, axis=0), X) if missing.any() else X
         start = "k-means++" if self.init is None else self.init
-        groups = KMeans(n_clusters=k, init=start, n_init=1, random_state=seed).fit_predict(filled)
-        centers = np.array([_representative(X[groups == g], metric) for g in np.unique(groups)])
-        centers = np.where(np.isnan(centers), _representative(X, metric), centers)
-        if integer is None:
-            integer = np.all(missing | (X == np.round(X)), axis=0)
-        lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
-        centers = domain_points(centers, integer, lo, hi)
-        labels = nearest(X, centers, metric)
-        used = np.unique(labels)
-        centers, labels = centers[used], np.searchsorted(used, labels)
-        dist = pairwise(X, centers, metric)[np.arange(X.shape[0]), labels]
-        return Quantization(centers=centers, labels=labels, r=float(dist.max()), mean_distortion=float(dist.mean()))
+        return quantize(X, k, metric=metric, seed=seed, integer=integer, bounds=bounds, init=start, n_init=1)
 
 
 def fold_jobs(tasks: int, jobs: int | None = None) -> int:
@@ -312,14 +296,7 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
         elif options.mechanism == "quantized" and start == "warm" and fold_options.clusters >= len(centers):
             fold_options = dataclasses.replace(fold_options, clusters=len(centers))
             quantizer = FoldKMeans(np.asarray(centers, dtype=float))
-        try:
-            fit = solve_dataset(_subset(dataset, train), fold_options, quantizer=quantizer)
-        except SolverError:
-            if quantizer is None:
-                raise
-            # Delta0's column generation refuses some instances (issue: HiGHS "refused N columns");
-            # the build's own k-means gives the fold another instance rather than failing the estimate.
-            fit = solve_dataset(_subset(dataset, train), _fold_options(options, dataset, train))
+        fit = solve_dataset(_subset(dataset, train), fold_options, quantizer=quantizer)
         symbols = _lookup(fit.alphabet, dataset, test, options.mechanism, options.metric)
         matched = symbols >= 0
         rows, symbols = test[matched], symbols[matched]
