@@ -66,3 +66,23 @@ def blank_ratings(tmp_path_factory, ratings_frame):
     for i, rows in enumerate(np.array_split(np.arange(len(frame)), 3)):
         frame.iloc[rows].to_csv(root / "csv" / f"part{i}.csv", index=False)
     return root
+
+
+#: Metrics summed over rows, whose partitioned sums add in another order (equal to 1e-12).
+REORDERED_SUMS = {"quantization_distortion", "measured_distortion"}
+
+
+@pytest.fixture
+def same_as_in_memory():
+    """``same_as_in_memory(got, memory)``: two payloads agree in every field but provenance, and in every
+    metric (exactly, or to 1e-12 for :data:`REORDERED_SUMS`)."""
+    def check(got, memory):
+        for key in memory:
+            if key not in ("metrics", "provenance"):
+                assert got[key] == memory[key], key
+        for key, value in memory["metrics"].items():
+            if key in REORDERED_SUMS:
+                assert got["metrics"][key] == pytest.approx(value, rel=1e-12), key
+            else:
+                assert got["metrics"][key] == value, key
+    return check
