@@ -80,6 +80,9 @@ def solve_binary(p_c, w, D, j_const, new_highs):
     s, t = sup[s_idx], dem[t_idx]
     np.add.at(table, (s, j), f / w[s])
     np.add.at(table, (t, j), f / -w[t])
+    mass = table.sum(axis=1)
+    unshipped = (w != 0) & (mass == 0)               # |w| of rounding noise (1e-17): shipped nothing
+    table[unshipped, np.argmin(D[unshipped], axis=1)] = 1.0
     table[w != 0] /= table[w != 0].sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore"):
         a_sup = unit[sup, None] * D[sup]             # (|S|, K_out): a(s, j)
