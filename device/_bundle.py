@@ -257,7 +257,8 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     (BundleSignatureError; see ``_envelope.py``) -- all before the payload is decoded; work caps
     from the payload's msgpack headers (WorkLimitError); payload msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
     (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
-    (ExpiredBundleError); issued_at <= now + max_skew (FutureBundleError); cells, table (TableError), prior, metrics and provenance; declared
+    (ExpiredBundleError); issued_at <= now + max_skew (FutureBundleError); cells, table
+    (TableError), prior, metrics and provenance; declared
     leakage not below the table's (MetricsError) and not above ``limits.max_leakage_bits``
     (PolicyError). Returns the :class:`Bundle` only if all pass.
     Mechanisms ``nullspace`` and ``gaussian`` pass the same envelope, signature and

@@ -19,7 +19,7 @@ PAYLOAD_FLOAT_RELATIVE_ERROR = 0.5 * 10.0 ** (1 - PAYLOAD_FLOAT_DIGITS)
 #: A declared leakage may be below the recomputed one by at most this relative amount ...
 #: It covers float round-off and the rounding of payload floats: the declared value and every
 #: prior entry are each off by at most PAYLOAD_FLOAT_RELATIVE_ERROR, which moves the recomputed
-#: leakage by a few times that (tests/device/test_device_float_precision.py), two orders of
+#: leakage by a few times that (tests/offline/bundle/test_float_precision.py), two orders of
 #: magnitude below this slack.
 LEAKAGE_RELATIVE_SLACK = 1e-9
 #: ... or this absolute amount in bits (whichever is larger), to absorb float round-off.

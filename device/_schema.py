@@ -75,7 +75,8 @@ class Feature:
 
     Missing answers (numeric features only): a cell that is blank or whose text equals
     ``missing_token`` is missing (the token may be a number such as ``"0"``, a survey's code for
-    a skipped question, if it lies outside [min, max]; older bundles hold only words such as "NA"); ``missing`` says what the lookup does with it: ``"refuse"`` (InputError),
+    a skipped question, if it lies outside [min, max]; older bundles hold only words such as
+    "NA"); ``missing`` says what the lookup does with it: ``"refuse"`` (InputError),
     ``"mask"`` (the cell is left out of the distance) or ``"impute"`` (the cell takes the value
     ``fill``, a point of the domain; ``fill`` is ``None`` for the other two rules).
     """

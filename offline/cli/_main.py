@@ -280,18 +280,17 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     if choice is not None:
         options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     started = time.perf_counter()
-    stages = _StageClock()
     if partitioned:
+        timer = StageTimer()
         result = run_partitioned(data, options, workers=workers, scheduler=scheduler, kmeans=kmeans,
-                                 progress=stages, checked=checked)
+                                 progress=timer, checked=checked)
     else:
         with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
             def progress(stage, fraction):
-                stages(stage, fraction)
                 bar.label = f"build: {stage:<15}"
                 bar.update(int(fraction * 1000) - bar.pos)
             result = run_build(data, options, progress=progress, **(choice.build_kwargs() if choice else {}))
-    timer = result.stages or StageTimer()           # seconds and peak memory per stage (--json "stages")
+        timer = result.stages                       # the build's own StageTimer
     timer("encode-sign", 1.0)
     payload_bytes = encode_payload(result.payload)
     bundle_bytes = sign_bundle(payload_bytes, private_key)
@@ -315,7 +314,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                **{k: metrics[k] for k in ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r",
                                           "delta_plus_r", "clusters", "n", "perfect_privacy_distortion",
                                           "measured_distortion", "leakage_change_bits")},
-               "solver": result.solved.solver, "stage_seconds": stages.seconds, "stages": timer.records(),
+               "solver": result.solved.solver, "stage_seconds": _seconds_by_stage(timer.records()),
+               "stages": timer.records(),
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
@@ -345,6 +345,14 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                    f"distortion {metrics['holdout_distortion']:.4f}")
 
 
+def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
+    """Wall seconds per stage name, from :meth:`StageTimer.records` (a name seen twice is summed)."""
+    seconds: dict[str, float] = {}
+    for r in records:
+        seconds[r["stage"]] = round(seconds.get(r["stage"], 0.0) + r["seconds"], 3)
+    return seconds
+
+
 def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc):
     """Run the ``auto`` search with a progress bar and print its candidates on stderr."""
     from ..mechanisms._autotune import CANDIDATE_SMOOTHING, choose, format_candidates
@@ -359,20 +367,6 @@ def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc)
     if not any(c.get("meets_target") for c in choice.candidates):
         click.echo("warning: no candidate meets the privacy target; the least-leaking one was chosen", err=True)
     return choice
-
-
-class _StageClock:
-    """A build's progress callback that records the wall seconds spent in each stage."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-        self._stage, self._since = None, time.perf_counter()
-
-    def __call__(self, stage: str, fraction: float) -> None:
-        now = time.perf_counter()
-        if self._stage is not None:
-            self.seconds[self._stage] = round(self.seconds.get(self._stage, 0.0) + now - self._since, 3)
-        self._stage, self._since = stage, now
 
 
 def _describe(payload: dict) -> dict:

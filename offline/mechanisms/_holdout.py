@@ -314,7 +314,8 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
 
 
 def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
-    """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval."""
+    """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval
+    (also the out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases)."""
     sizes = np.array([p["rows"] for p in parts], dtype=float)
     share = sizes / sizes.sum()
     plugin = float(share @ [p["plugin"] for p in parts])
@@ -328,7 +329,7 @@ def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
     return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
                           high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
                           distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
-                          rows=int(sizes.sum()), unmatched_rows=sum(p["unmatched"] for p in parts),
+                          rows=int(sizes.sum()), unmatched_rows=sum(p.get("unmatched", 0) for p in parts),
                           attacker_auc=_attacker_auc(released, private, n_classes, seed))
 
 

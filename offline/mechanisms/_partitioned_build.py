@@ -77,7 +77,7 @@ from ..data._quantize import domain_points, kmeans
 from ..data._schema import Column, Declaration, Declared, resolve
 from ..solvers._result import SolveResult
 from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, _resolve, metric_center
-from ._holdout import CONFIDENCE, HoldoutLeakage, _fold_estimate
+from ._holdout import HoldoutLeakage, _fold_estimate, _pool
 from ._missing import column_fills, feature_maps
 from ._pipeline import (
     Alphabet,
@@ -498,24 +498,7 @@ def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet
                                    alphabet=SimpleNamespace(distortion=D_held))
         parts.append(_fold_estimate(fit_like, SimpleNamespace(private=private), np.arange(private.size), symbols,
                                     "l2", "exact", rng))
-    return _pool(parts, k)
-
-
-def _pool(parts: list[dict], k: int) -> HoldoutLeakage:
-    """Folds pooled by held-out rows, as :func:`~privmap.offline.mechanisms._holdout.cross_fitted_leakage`
-    pools them (bias-corrected estimate, centred bootstrap interval, clipped at 0 bits)."""
-    sizes = np.array([p["rows"] for p in parts], dtype=float)
-    share = sizes / sizes.sum()
-    plugin = float(share @ [p["plugin"] for p in parts])
-    bias = float(share @ [p["bias"] for p in parts])
-    boot = np.asarray([p["boot"] for p in parts])
-    spread = share @ boot - np.mean(share @ boot)
-    alpha = (1.0 - CONFIDENCE) / 2.0
-    low, high = (plugin - bias) + np.quantile(spread, [alpha, 1.0 - alpha])
-    return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
-                          high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
-                          distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
-                          rows=int(sizes.sum()), unmatched_rows=0)
+    return _pool(parts, k, n_classes=0, seed=options.seed)     # no simulated releases: no attacker
 
 
 class _Runner:
