@@ -157,6 +157,11 @@ def keygen(keydir, passphrase_file):
 @click.option("--no-codebook", is_flag=True,
               help="Release the k-means representatives as they are (skip the codebook step that moves each "
                    "released row to the metric's optimum and re-solves).")
+@click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              metavar="CONFIDENCE",
+              help="Certify the leakage over a confidence set of priors (per-cluster L1 balls holding the "
+                   "population's posteriors with this probability, e.g. 0.95), choose the table of least "
+                   "certified worst case, and declare robust_leakage_bits (docs/guarantees.md).")
 @click.option("--holdout-folds", type=click.IntRange(min=0, max=20), default=5, show_default=True,
               help="Folds of the cross-fitted (new-user) leakage estimate written into the bundle; 0 = skip.")
 @click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
@@ -182,7 +187,7 @@ def keygen(keydir, passphrase_file):
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, disclosure, disclosure_fraction, prior_only, information_budget, key, out,
           seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, target_leakage,
-          target_auc, no_codebook, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json,
+          target_auc, no_codebook, robust, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json,
           passphrase_file, workers, scheduler, kmeans):
     """Build, sign and write a bundle from labelled data DATA.
 
@@ -228,6 +233,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     A lone CSV file goes the partitioned way too when --workers or
     --scheduler is given.
     """
+    if robust is not None and mechanism not in ("quantized", "exact"):
+        raise BuildError(f"--robust applies to the quantized and exact mechanisms, not {mechanism}")
     if missing_token is not None and mechanism != "quantized":
         raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
     if mechanism in ("funnel", "max-correlation"):  # seeds 003 and 002
@@ -252,6 +259,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                           key=key, passphrase_file=passphrase_file, out=out, as_json=as_json,
                           header=HeaderOptions(bundle_version, issued_at, valid_days, device_class))
     check_not_real(mechanism, private)
+    if robust is not None and wants_partitioned(data, workers, scheduler):
+        raise BuildError("--robust needs the training rows in memory; it does not apply to a partitioned build")
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..data._schema import declare, read_schema_file, schema_json
@@ -270,7 +279,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         solver=solver, bits=bits or 16, smoothing=0.0 if smoothing == "auto" else smoothing,
         bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
         codebook=not no_codebook,
-        holdout_folds=holdout_folds, missing=missing,
+        holdout_folds=holdout_folds, missing=missing, robust=robust,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)
         if (schema_file or domains or missing_token is not None) else None)
     partitioned = wants_partitioned(data, workers, scheduler)
@@ -319,7 +328,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
-    summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
+    summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_", "robust_"))})
     if choice is not None:
         summary["auto"] = choice.summary()
     if as_json:
@@ -338,11 +347,21 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                    f"{metrics['measured_distortion']:.4f}, leakage {metrics['codebook_start_leakage_bits']:.6f} -> "
                    f"{metrics['leakage_bits']:.6f} bits in {metrics['codebook_iterations']} rounds "
                    f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
+    if "robust_leakage_bits" in metrics:
+        click.echo("  " + _robust_line(metrics))
     if "holdout_leakage_bits" in metrics:
         click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
                    f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
                    f"{metrics['holdout_leakage_high_bits']:.6f}] (in-sample {metrics['leakage_bits']:.6f}), "
                    f"distortion {metrics['holdout_distortion']:.4f}")
+
+
+def _robust_line(figures: dict) -> str:
+    """One line for the robust figures (build, inspect)."""
+    epsilon = figures.get("robust_max_output_leakage_bits")
+    return (f"certified over the {100 * figures['robust_confidence']:g}% confidence set of priors: "
+            f"leakage <= {figures['robust_leakage_bits']:.6f} bits, per-output epsilon "
+            + (f"<= {epsilon:.4f} bits" if epsilon is not None else "unbounded (a posterior may reach 0)"))
 
 
 def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
@@ -388,7 +407,38 @@ def _describe(payload: dict) -> dict:
         "holdout_leakage_bits": metrics.get("holdout_leakage_bits"),
         "holdout_leakage_interval_bits": ([metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]
                                           if "holdout_leakage_low_bits" in metrics else None),
+        **_robust_description(payload),
     }
+
+
+def _robust_description(payload: dict) -> dict:
+    """The robust figures: as declared (``--robust``), else computed from the payload's prior and
+    table at the default confidence when the prior is an unsmoothed empirical one (its counts are
+    prior x n), else None; ``robust_source`` says which (docs/guarantees.md)."""
+    keys = ("robust_leakage_bits", "robust_confidence", "robust_max_output_leakage_bits")
+    metrics = payload["metrics"]
+    if "robust_leakage_bits" in metrics:
+        return {**{k: metrics.get(k) for k in keys}, "robust_source": "declared"}
+    figures = None
+    if payload.get("prior") is not None and payload.get("table") is not None:
+        from ..solvers._confidence import DEFAULT_CONFIDENCE
+        from ..solvers._robust import robust_figures_of_table
+        table = payload["table"]
+        q = _dense_table(table, len(payload["prior"][0]), len(payload["outputs"]))
+        figures = robust_figures_of_table(payload["prior"], q, int(metrics.get("n", 0)), DEFAULT_CONFIDENCE)
+    if figures is None:
+        return {**{k: None for k in keys}, "robust_source": None}
+    return {**{k: figures.get(k) for k in keys}, "robust_source": "computed at the default confidence"}
+
+
+def _dense_table(table: dict, k_in: int, k_out: int):
+    """A payload's integer table as floats q(c^|c), shape (k_in, k_out)."""
+    import numpy as np
+    q = np.zeros((k_in, k_out))
+    scale = float(1 << table["bits"])
+    for c, (index, weight) in enumerate(zip(table["index"], table["weight"])):
+        q[c, index] = np.asarray(weight, dtype=float) / scale
+    return q
 
 
 def _print_description(info: dict) -> None:
@@ -405,6 +455,8 @@ def _print_description(info: dict) -> None:
     click.echo(f"  leakage {info['leakage_bits']:.6f} bits, distortion {info['distortion']:.4f} "
                f"(Delta = {info['delta']:.4f})" + (f", disclosure {info['disclosure_bits']:.6f} bits"
                                                    if "disclosure_bits" in info else ""))
+    if info.get("robust_leakage_bits") is not None:
+        click.echo(f"  {_robust_line(info)} ({info['robust_source']})")
     if info["holdout_leakage_bits"] is not None:
         low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
         click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "

@@ -149,6 +149,7 @@ class BuildOptions(HeaderOptions):
     smoothing: float = 0.0
     codebook: bool = True
     holdout_folds: int = 5
+    robust: float | None = None
 
     def __post_init__(self):
         if self.mechanism not in MECHANISMS:
@@ -179,6 +180,8 @@ class BuildOptions(HeaderOptions):
         check_header(self)
         if self.seed < 0:
             raise BuildError(f"seed must be >= 0, got {self.seed}")
+        if self.robust is not None and not (0.0 < self.robust < 1.0):
+            raise BuildError(f"robust confidence must lie in (0, 1), got {self.robust}")
         if self.holdout_folds != 0 and not 2 <= self.holdout_folds <= 20:
             raise BuildError(f"holdout folds must be 0 (off) or in 2..20, got {self.holdout_folds}")
 
@@ -285,13 +288,42 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
         solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
                        progress=lambda f: tell("solve", 0.35 + 0.4 * f))
     if not (options.codebook and options.mechanism == "quantized" and dataset is not None):
+        solved = _robust_search(dataset, alphabet, p_ac, solved, float(delta), options, perfect=perfect, tell=tell)
         return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
                       budget=float(delta))
     tell("codebook", 0.75)
     alphabet, solved, step = _with_codebook(dataset, alphabet, p_ac, solved, options, perfect=perfect,
                                             progress=lambda f: tell("codebook", 0.75 + 0.15 * f))
+    solved = _robust_search(dataset, alphabet, p_ac, solved, step.distortion, options, perfect=perfect, tell=tell)
     return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
                   budget=step.distortion, codebook=step)
+
+
+def robust_set(dataset, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
+    """The confidence set (:mod:`privmap.offline.solvers._confidence`) of the training rows'
+    cluster counts at ``confidence``, centred on the prior the build solved on."""
+    from ..solvers._confidence import confidence_set
+    counts = np.zeros(p_ac.shape)
+    np.add.at(counts, (np.asarray(dataset.private), np.asarray(alphabet.labels)), 1.0)
+    return confidence_set(counts, confidence, centre_prior=p_ac)
+
+
+def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, budget: float,
+                   options: BuildOptions, *, perfect: bool, tell: Progress) -> SolveResult:
+    """With ``options.robust``: the table of least certified worst-case leakage over the
+    confidence set among the robust search's candidates (:func:`~privmap.offline.solvers._robust.
+    solve_robust`), the average-case ``solved`` among them; otherwise ``solved`` itself."""
+    if options.robust is None or perfect:
+        return solved
+    if dataset is None:
+        raise BuildError("--robust needs the training rows (not available to a partitioned build)")
+    from ..solvers._robust import solve_robust
+    tell("robust", 0.9)
+    cs = robust_set(dataset, alphabet, p_ac, options.robust)
+    D = alphabet.distortion
+    return solve_robust(cs, D, budget, start=solved,
+                        solve=lambda prior: solve(prior, D, budget, solver=options.solver,
+                                                  tol_bits=options.tol_bits)).solved
 
 
 def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:
@@ -408,6 +440,8 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
     if done.codebook is not None:
         metrics.update(_codebook_metrics(done.codebook))
+    if options.robust is not None:
+        metrics.update(robust_metrics(robust_set(dataset, alphabet, p_ac, options.robust), table))
     if holdout is not None:
         metrics.update(holdout.metrics())
     elif options.holdout_folds and isinstance(dataset, Dataset):
@@ -446,6 +480,19 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     tell("done", 1.0)
     return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped_rows, p_ac=p_ac,
                  solved=solved, table=table)
+
+
+def robust_metrics(cs, table: CompressedTable) -> dict:
+    """The robust figures of the shipped integer table over the confidence set ``cs``:
+    ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
+    ``robust_max_output_leakage_bits`` (docs/guarantees.md)."""
+    from ..solvers._robust import certified_leakage_bits, certified_max_output_leakage_bits
+    q = table.probabilities().toarray()
+    metrics = {"robust_leakage_bits": certified_leakage_bits(cs, q), "robust_confidence": cs.confidence}
+    epsilon = certified_max_output_leakage_bits(cs, q)
+    if math.isfinite(epsilon):
+        metrics["robust_max_output_leakage_bits"] = epsilon
+    return metrics
 
 
 def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult,

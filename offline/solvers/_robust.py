@@ -126,10 +126,13 @@ def _chi_square_bits(cs: ConfidenceSet, q) -> float:
     down. chi^2 = sum_a (v_ja + delta_ja)^2 / p(a) <= sum_a v_ja^2 / lo_a plus the two largest
     gains ((|v_ja| + f_j/2)^2 - v_ja^2) / lo_a. A constant release scores 0 (f_j = 0, v_j = 0)."""
     mass, v, f, lo = _deviations(cs, q)
-    if np.any(lo <= 0):
-        return math.inf
-    base = (v ** 2 / lo[:, None]).sum(axis=0)
-    gain = ((np.abs(v) + f[None, :] / 2) ** 2 - v ** 2) / lo[:, None]
+
+    def per_class(numerator):                 # numerator / lo, 0 where nothing moves, inf at lo = 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(numerator > 0, numerator / lo[:, None], 0.0)
+
+    base = per_class(v ** 2).sum(axis=0)
+    gain = per_class((np.abs(v) + f[None, :] / 2) ** 2 - v ** 2)
     top2 = np.sort(gain, axis=0)[-2:].sum(axis=0)
     return float(mass @ np.log2(1.0 + base + top2))
 
@@ -158,7 +161,7 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
         coupled = np.where((lo[:, None] > 0) & (ratio < 1),
                            np.maximum(np.log2(1 + ratio), -np.log2(np.maximum(1 - ratio, 1e-300))), np.inf)
     worst = float(np.minimum(separate, coupled).max())
-    return worst * (1 + _MARGIN) if math.isfinite(worst) else math.inf
+    return max(worst, 0.0) * (1 + _MARGIN) + _MARGIN if math.isfinite(worst) else math.inf
 
 
 @dataclass(frozen=True)
@@ -250,3 +253,33 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *, solve: Callable
         consider(f"adversarial-{r + 1}", solve(cs.prior(_toward(cs, leading, 1.0))))
     solved, bound = best
     return RobustResult(solved=solved, certified_bits=bound, candidates=candidates)
+
+
+def counts_from_prior(prior, n: int) -> np.ndarray | None:
+    """The training counts (|A|, K) behind an unsmoothed empirical prior of ``n`` users, or None when
+    ``prior * n`` is not a table of whole numbers summing to ``n`` (a smoothed prior, or no ``n``)."""
+    prior = np.asarray(prior, dtype=float)
+    if n is None or n < 1:
+        return None
+    scaled = prior * n
+    counts = np.round(scaled)
+    if np.max(np.abs(scaled - counts)) > 1e-6 * max(1.0, n) ** 0.5 or counts.sum() != n:
+        return None
+    return counts
+
+
+def robust_figures_of_table(prior, q, n: int, confidence: float) -> dict | None:
+    """``robust_leakage_bits``, ``robust_confidence`` and, when finite, ``robust_max_output_leakage_bits``
+    of table ``q`` (shape (K, K_out)) over the confidence set of the empirical ``prior`` (shape
+    (|A|, K)) of ``n`` users; None when the prior is not an unsmoothed empirical one
+    (:func:`counts_from_prior`)."""
+    from ._confidence import confidence_set
+    counts = counts_from_prior(prior, n)
+    if counts is None:
+        return None
+    cs = confidence_set(counts, confidence, centre_prior=np.asarray(prior, dtype=float))
+    figures = {"robust_leakage_bits": certified_leakage_bits(cs, q), "robust_confidence": float(confidence)}
+    epsilon = certified_max_output_leakage_bits(cs, q)
+    if math.isfinite(epsilon):
+        figures["robust_max_output_leakage_bits"] = epsilon
+    return figures
