@@ -62,7 +62,8 @@ def _declared(payload: dict) -> dict:
     metrics = payload["metrics"]
     return {key: metrics.get(key) for key in (
         "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
-        "mismatch_leakage_bound_bits", "mismatch_bound_vacuous")}
+        "mismatch_leakage_bound_bits", "mismatch_bound_vacuous", "robust_leakage_bits", "robust_confidence",
+        "robust_max_output_leakage_bits")}
 
 
 def _format_declared(declared: dict) -> str:
@@ -160,18 +161,36 @@ def _evaluate_table(payload, bundle, data, private, verified, seed, test_fractio
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
                            permutations=permutations, attacker=attacker)
     base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction, attacker=attacker)
+    drift = _drift(payload, view, ds.public, codes, result.summary["leakage_bias_bits"], seed)
     summary = {"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256,
-               "signature_verified": verified, **result.summary, "declared": declared, "baselines": base}
+               "signature_verified": verified, **result.summary, "declared": declared, "baselines": base,
+               "drift": drift}
     if as_json:
         emit(summary)
         return
     click.echo(f"{bundle} on {data}" + _unverified_note(verified))
     click.echo(format_summary(result.summary))
     click.echo(_format_declared(declared))
+    from ..evaluation._drift import format_drift
+    click.echo(format_drift(drift))
     if base is not None:
         auc = result.summary.get("attacker", {}).get("after", {}).get("roc_auc")
         click.echo("")
         click.echo(format_baselines(base, result.summary["distortion"], auc))
+
+
+def _drift(payload, view, public, codes, bias_bits, seed) -> dict:
+    """The drift check of DATA against the bundle's confidence set (:mod:`..evaluation._drift`)."""
+    import numpy as np
+
+    from ..evaluation._drift import drift_check
+    symbols = view.lookup(public)
+    matched = symbols >= 0
+    metrics = payload["metrics"]
+    return drift_check(payload["prior"], int(metrics.get("n", 0)), view.q, symbols[matched],
+                       np.asarray(codes)[matched], confidence=metrics.get("robust_confidence"),
+                       leakage_bias_bits=bias_bits, declared_robust_bits=metrics.get("robust_leakage_bits"),
+                       seed=seed)
 
 
 def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,

@@ -61,7 +61,8 @@ def l1_radius(n: int, n_classes: int, failure: float) -> float:
         raise ValueError(f"need n >= 0, n_classes >= 2 and failure in (0, 1); got {n}, {n_classes}, {failure}")
     if n == 0:
         return 2.0
-    eps = math.sqrt(2.0 / n * (math.log(2.0 ** n_classes - 2.0) + math.log(1.0 / failure)))
+    letters = n_classes * math.log(2.0) + math.log1p(-2.0 ** (1 - n_classes))   # ln(2^m - 2), no overflow
+    eps = math.sqrt(2.0 / n * (letters + math.log(1.0 / failure)))
     return min(eps, 2.0)
 
 
