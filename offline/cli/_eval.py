@@ -228,6 +228,10 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
 @click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.3,
               show_default=True, help="Share of rows held out to test the attacker.")
 @click.option("--no-attacker", is_flag=True, help="Skip the logistic-regression attacker (no AUC axis).")
+@click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, metavar="CONFIDENCE",
+              help="Confidence of the set of priors over which each point's worst-case leakage is certified "
+                   "(column robust_leakage_bits, dashed in the plot; docs/guarantees.md).")
 @click.option("--png", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
               help="Plot to write [default: DATA's stem + _curve.png in the current folder].")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
@@ -236,7 +240,7 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the points.")
 @guard
 def curve(data, private, public, deltas, clusters, mechanism, points, metric, solver, seed, test_fraction,
-          no_attacker, png, csv_path, title, as_json):
+          no_attacker, robust, png, csv_path, title, as_json):
     """Sweep Delta (and K) on DATA.csv: a privacy-distortion plot and a CSV of the points.
 
     For each K the data is quantized (k-means; exact: the erasure alphabet), program
@@ -247,8 +251,9 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     Quantized sweeps show each point twice: seed 000's mapping (codebook off,
     dotted) and after the build's codebook step (solid), beside the baselines:
     the constant release (0 bits) and k-ary randomized response per feature at
-    several epsilon (AUC axis). Without matplotlib the table is printed and no
-    PNG is written.
+    several epsilon (AUC axis). Each point also carries the certified worst-case
+    leakage of its table over the --robust confidence set of priors (dashed). Without
+    matplotlib the table is printed and no PNG is written.
     """
     from ..data._dataset import load_dataset
     from ..evaluation import _curve, _plots
@@ -270,7 +275,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
         points = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
                               attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
-                              progress=bar.update)
+                              robust=robust, progress=bar.update)
     base = None
     if mechanism == "quantized":
         from ..evaluation._baselines import baselines, format_quantization_alone
@@ -287,6 +292,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     if as_json:
         emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
                "classes": list(ds.classes), "rows": ds.n, "csv": str(csv_path), "png": png_written,
+               "robust_confidence": robust,
                "points": _curve.json_points(points), "baselines": base})
         return
     click.echo(_curve.format_table(points))

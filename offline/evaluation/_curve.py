@@ -28,7 +28,8 @@ MAX_UNQUANTIZED = 600
 
 CSV_COLUMNS = ("k", "clusters", "delta", "leakage_bits", "leakage_bias_bits", "distortion", "distortion_symbols",
                "quantization_mean", "r", "distortion_bound", "map_accuracy", "lr_accuracy",
-               "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status", "codebook")
+               "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status", "codebook",
+               "robust_leakage_bits")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
           clusters: Sequence[int | None] = (None,), mechanism: str = "quantized", metric: str = "l2",
           seed: int = 0, solver: str = "fast", attacker: bool = True, test_fraction: float = 0.3,
           permutations: int = 5, private_name: str = "private", codebook: bool = True,
-          progress: Callable[[int], None] | None = None) -> list[dict]:
+          robust: float | None = None, progress: Callable[[int], None] | None = None) -> list[dict]:
     """Solve and measure program (19) for every (K, Delta).
 
     Returns one dict per point with the keys of :data:`CSV_COLUMNS` (``status``
@@ -99,7 +100,9 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     ``codebook`` 0 marks seed 000's mapping (representatives released as they are);
     with ``codebook`` (quantized mechanism only) each solved point is followed by the
     same point after the build's codebook step (:mod:`privmap.offline.mechanisms._codebook`),
-    marked 1. ``progress(1)`` is called after each (K, Delta).
+    marked 1. ``progress(1)`` is called after each (K, Delta). With ``robust`` (a confidence),
+    ``robust_leakage_bits`` is each table's certified worst-case leakage over the confidence set
+    of the sweep's own training counts (:mod:`privmap.offline.solvers._robust`); NaN otherwise.
     """
     points = []
     n_classes = len(classes)
@@ -107,6 +110,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     for k in ks:
         prob = build_problem(public, private, n_classes, mechanism=mechanism, metric=metric, clusters=k,
                              seed=seed, features=features)
+        certify = _certifier(prob, robust)
         for delta in deltas:
             asked = prob.clusters if mechanism == "exact" else int(k or 0)
             point = {"k": asked, "clusters": prob.clusters, "delta": float(delta), "codebook": 0}
@@ -122,16 +126,32 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
             measure = dict(classes=classes, features=features, private_name=private_name, seed=seed,
                            test_fraction=test_fraction, permutations=permutations, attacker=attacker)
             points.append({**point, **_measure(prob, prob.outputs, res.table, delta, public, private, **measure),
-                           "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status})
+                           "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
+                           "robust_leakage_bits": certify(res.table)})
             if codebook and mechanism == "quantized":
                 step = _codebook_step(prob, res.table, public, metric, solver)
                 last = step.solved or res
                 points.append({**point, "codebook": 1,
                                **_measure(prob, step.outputs, step.table, delta, public, private, **measure),
-                               "solver": last.solver, "gap_bits": last.gap_bits, "status": "optimal"})
+                               "solver": last.solver, "gap_bits": last.gap_bits, "status": "optimal",
+                               "robust_leakage_bits": certify(step.table)})
             if progress:
                 progress(1)
     return points
+
+
+def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray], float]:
+    """table -> certified worst-case leakage over the confidence set of ``prob``'s counts (NaN
+    without a confidence)."""
+    if confidence is None:
+        return lambda table: math.nan
+    from ..solvers._confidence import confidence_set
+    from ..solvers._robust import certified_leakage_bits, counts_from_prior
+    counts = counts_from_prior(prob.p_ac, len(prob.labels))
+    if counts is None:
+        return lambda table: math.nan
+    cs = confidence_set(counts, confidence)
+    return lambda table: certified_leakage_bits(cs, np.asarray(table, dtype=float))
 
 
 def _codebook_step(prob: Problem, table, public, metric: str, solver: str):
@@ -183,13 +203,14 @@ def _fmt(x) -> str:
 def format_table(points: Sequence[dict]) -> str:
     """The sweep as a human-readable table."""
     head = f"{'K':>5} {'K used':>6} {'delta':>8} {'codebook':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} " \
-           f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7}"
+           f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7} {'robust':>9}"
     lines = [head]
     for p in points:
         lines.append(f"{p['k']:>5} {p['clusters']:>6} {p['delta']:>8.4g} {'on' if p['codebook'] else 'off':>8} "
                      f"{_fmt(p['leakage_bits']):>10} "
                      f"{_fmt(p['leakage_bias_bits']):>8} {_fmt(p['distortion']):>9} {_fmt(p['distortion_symbols']):>9} "
-                     f"{_fmt(p['map_accuracy']):>8} {_fmt(p['lr_accuracy']):>7} {_fmt(p['lr_auc']):>7}"
+                     f"{_fmt(p['map_accuracy']):>8} {_fmt(p['lr_accuracy']):>7} {_fmt(p['lr_auc']):>7} "
+                     f"{_fmt(p.get('robust_leakage_bits')):>9}"
                      + ("" if p["status"] == "optimal" else f"  {p['status']}"))
     return "\n".join(lines)
 

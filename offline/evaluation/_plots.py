@@ -66,6 +66,10 @@ def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion
             label += ", codebook" if codebook else ", seed 000 (no codebook)"
         style = "o-" if codebook or not both else "o:"
         ax.plot([p[x] for p in pts], [p["leakage_bits"] for p in pts], style, color=color, ms=3, label=label)
+        robust = _finite(pts, "robust_leakage_bits") if (codebook or not both) else []
+        if robust:
+            ax.plot([p[x] for p in robust], [p["robust_leakage_bits"] for p in robust], "s--", color=color, ms=3,
+                    alpha=0.7, label=f"{label}: certified worst case over the confidence set")
         if ax2 is not None and (codebook or not both):
             a = _finite(pts, "lr_auc")
             if a:
