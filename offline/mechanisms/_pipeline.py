@@ -322,8 +322,8 @@ def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveR
     cs = robust_set(dataset, alphabet, p_ac, options.robust)
     D = alphabet.distortion
     return solve_robust(cs, D, budget, start=solved,
-                        solve=lambda prior: solve(prior, D, budget, solver=options.solver,
-                                                  tol_bits=options.tol_bits)).solved
+                        solve=lambda prior, b: solve(prior, D, b, solver=options.solver,
+                                                     tol_bits=options.tol_bits)).solved
 
 
 def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:

@@ -150,7 +150,7 @@ def test_robust_search_never_certifies_worse_than_the_average_case_table_and_mee
     cs = confidence_set(counts, 0.95)
     p_c = cs.p_c
     delta = 0.4 * float(p_c @ D.mean(axis=1))
-    res = solve_robust(cs, D, delta, solve=lambda prior: solve(prior, D, delta))
+    res = solve_robust(cs, D, delta, solve=lambda prior, b: solve(prior, D, b))
     average = res.candidates[0]
     assert average["name"] == "average-case"
     assert res.certified_bits <= average["certified_bits"] + 1e-12
@@ -168,7 +168,7 @@ def test_robust_optimum_matches_cvxpy_when_the_set_shrinks_to_the_estimate():
     cs = confidence_set(counts, 0.95)
     delta = 0.4 * float(cs.p_c @ D.mean(axis=1))
     reference = solve(cs.prior(), D, delta, solver="cvxpy")
-    res = solve_robust(cs, D, delta, solve=lambda prior: solve(prior, D, delta))
+    res = solve_robust(cs, D, delta, solve=lambda prior, b: solve(prior, D, b))
     assert res.certified_bits == pytest.approx(reference.leakage_bits, abs=2e-4)
 
 
@@ -181,7 +181,7 @@ def test_robust_figure_lies_between_cvxpy_optimum_and_the_certified_figure_of_cv
     cs = confidence_set(counts, 0.95)
     delta = 0.4 * float(cs.p_c @ D.mean(axis=1))
     reference = solve(cs.prior(), D, delta, solver="cvxpy")
-    res = solve_robust(cs, D, delta, solve=lambda prior: solve(prior, D, delta))
+    res = solve_robust(cs, D, delta, solve=lambda prior, b: solve(prior, D, b))
     assert reference.leakage_bits - 1e-5 <= res.certified_bits
     assert res.certified_bits <= certified_leakage_bits(cs, reference.table) + 1e-4
     assert math.isfinite(res.certified_bits)
