@@ -159,6 +159,10 @@ def keygen(keydir, passphrase_file):
                    "released row to the metric's optimum and re-solves).")
 @click.option("--holdout-folds", type=click.IntRange(min=0, max=20), default=5, show_default=True,
               help="Folds of the cross-fitted (new-user) leakage estimate written into the bundle; 0 = skip.")
+@click.option("--max-output-leakage", type=click.FloatRange(min=0), default=None, metavar="EPS",
+              help="quantized/exact: per-output limit in bits: every released output c^ keeps "
+                   "|log2 p(a|c^) - log2 p(a)| <= EPS on the training prior (checked on the shipped integer "
+                   "table). Solved by the cvxpy reference (small K); turns the codebook step off.")
 @click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
               help="Monotonic bundle version (devices refuse versions below their minimum).")
 @click.option("--issued-at", type=int, default=None,
@@ -182,7 +186,7 @@ def keygen(keydir, passphrase_file):
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, disclosure, disclosure_fraction, prior_only, information_budget, key, out,
           seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, target_leakage,
-          target_auc, no_codebook, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json,
+          target_auc, no_codebook, holdout_folds, max_output_leakage, bundle_version, issued_at, valid_days, device_class, as_json,
           passphrase_file, workers, scheduler, kmeans):
     """Build, sign and write a bundle from labelled data DATA.
 
@@ -230,6 +234,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     """
     if missing_token is not None and mechanism != "quantized":
         raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
+    if max_output_leakage is not None and mechanism not in ("quantized", "exact"):
+        raise BuildError(f"--max-output-leakage applies to the quantized and exact mechanisms, not {mechanism}")
     if mechanism in ("funnel", "max-correlation"):  # seeds 003 and 002
         from ._seed_builds import build_seed_mechanism
         if prior_only and mechanism != "max-correlation":
@@ -269,7 +275,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
         solver=solver, bits=bits or 16, smoothing=0.0 if smoothing == "auto" else smoothing,
         bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
-        codebook=not no_codebook,
+        codebook=not no_codebook and max_output_leakage is None, max_output_leakage_bits=max_output_leakage,
         holdout_folds=holdout_folds, missing=missing,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)
         if (schema_file or domains or missing_token is not None) else None)
@@ -319,7 +325,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
-    summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
+    summary["max_output_leakage_bits"] = metrics.get("max_output_leakage_bits", math.inf)
+    summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_", "max_output_"))})
     if choice is not None:
         summary["auto"] = choice.summary()
     if as_json:
@@ -338,6 +345,10 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                    f"{metrics['measured_distortion']:.4f}, leakage {metrics['codebook_start_leakage_bits']:.6f} -> "
                    f"{metrics['leakage_bits']:.6f} bits in {metrics['codebook_iterations']} rounds "
                    f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
+    eps = metrics.get("max_output_leakage_bits", math.inf)
+    click.echo(f"  per-output leakage: {eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)"
+               + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
+                  if "max_output_leakage_limit_bits" in metrics else ""))
     if "holdout_leakage_bits" in metrics:
         click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
                    f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
@@ -405,6 +416,9 @@ def _print_description(info: dict) -> None:
     click.echo(f"  leakage {info['leakage_bits']:.6f} bits, distortion {info['distortion']:.4f} "
                f"(Delta = {info['delta']:.4f})" + (f", disclosure {info['disclosure_bits']:.6f} bits"
                                                    if "disclosure_bits" in info else ""))
+    eps = info.get("max_output_leakage_bits")
+    click.echo(f"  per-output leakage: " + ("-" if eps is None else f"{eps:.6f} bits")
+               + f"; {info.get('max_output_leakage_note', '')}")
     if info["holdout_leakage_bits"] is not None:
         low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
         click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "
@@ -477,7 +491,7 @@ def inspect(bundle, trusted, keyrings, as_json):
     output says so. Reads single-signature (format 1) and k-of-n (format 2)
     bundles.
     """
-    from ..bundle._inspect import listed_signatures, read_bytes, read_unverified
+    from ..bundle._inspect import listed_signatures, payload_output_leakage, read_bytes, read_unverified
     keyring = trusted_keyring(trusted, keyrings, required=False)
     data = read_bytes(bundle) if keyring is None else read_bundle_file(bundle, keyring).data
     payload, _ = read_unverified(data)
@@ -487,6 +501,7 @@ def inspect(bundle, trusted, keyrings, as_json):
     real = payload["mechanism"] in REAL_MECHANISMS
     info = {"signature_verified": verified, "envelope_format": envelope_format, "signatures": signers,
             **(describe_real(payload) if real else _describe(payload))}
+    info["max_output_leakage_bits"], info["max_output_leakage_note"] = payload_output_leakage(payload)
     if as_json:
         emit(info)
         return

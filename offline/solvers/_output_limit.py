@@ -126,8 +126,22 @@ def smallest_feasible_epsilon(p_ac, distortion, delta: float) -> float:
     return hi
 
 
+def _check_feasible(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float) -> None:
+    """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when no table meets
+    ``eps_bits`` within ``delta``; ValueError for a limit that is not a finite number >= 0."""
+    if not (math.isfinite(eps_bits) and eps_bits >= 0):
+        raise ValueError(f"the per-output limit must be finite and >= 0 bits, got {eps_bits}")
+    least = least_distortion(p_ac, D, eps_bits)
+    if least > delta * (1 + 1e-9) + 1e-12:
+        floor = smallest_feasible_epsilon(p_ac, D, delta)
+        named = (f"the smallest feasible limit at this budget is {floor:.4g} bits" if math.isfinite(floor)
+                 else "no limit up to 64 bits is feasible at this budget")
+        raise InfeasibleError(f"max output leakage {eps_bits:g} bits is infeasible at delta = {delta:.6g}: "
+                              f"meeting it needs distortion {least:.6g}; {named}")
+
+
 def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
-                         time_limit_s: float | None = None) -> SolveResult:
+                         time_limit_s: float | None = None, check: bool = True) -> SolveResult:
     """min I(A; C_hat) s.t. E d <= delta and the per-output limit ``eps_bits`` (bits), by cvxpy + Clarabel.
 
     Parameters
@@ -140,6 +154,9 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
         Limit on |log2 p(a | c_hat) - log2 p(a)| for every output of positive mass.
     time_limit_s : float or None, keyword-only
         Seconds Clarabel may iterate (as :func:`._cvxpy_solver.solve_cvxpy`).
+    check : bool, keyword-only
+        Decide feasibility first with :func:`least_distortion` (an infeasible instance then raises
+        InfeasibleError; unchecked, Clarabel's own stop raises SolverError).
 
     Returns
     -------
@@ -161,15 +178,10 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
 
     from ._cvxpy_solver import _clarabel, _model, _summary
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
-    if not (math.isfinite(eps_bits) and eps_bits >= 0):
+    if check:
+        _check_feasible(p_ac, D, delta, eps_bits)
+    elif not (math.isfinite(eps_bits) and eps_bits >= 0):
         raise ValueError(f"the per-output limit must be finite and >= 0 bits, got {eps_bits}")
-    least = least_distortion(p_ac, D, eps_bits)
-    if least > delta * (1 + 1e-9) + 1e-12:
-        floor = smallest_feasible_epsilon(p_ac, D, delta)
-        named = (f"the smallest feasible limit at this budget is {floor:.4g} bits" if math.isfinite(floor)
-                 else "no limit up to 64 bits is feasible at this budget")
-        raise InfeasibleError(f"max output leakage {eps_bits:g} bits is infeasible at delta = {delta:.6g}: "
-                              f"meeting it needs distortion {least:.6g}; {named}")
     K = p_ac.shape[1]
     p_c = p_ac.sum(axis=0)
     forbidden = ~np.isfinite(D)
@@ -198,31 +210,53 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
     """:func:`solve_output_limited` whose table still meets ``eps_bits`` once rounded to the integer
     table a bundle ships (:func:`._compress.compress` at ``bits``, budget ``delta``).
 
-    The first solve aims at the limit itself less 1e-6 relative; when the rounded table exceeds
-    the limit by v bits, the next aims 2 v + 1e-6 bits further inside (and at a budget 1e-6
-    relative tighter, so the rounding's repair moves less mass), up to four solves.
+    Entries below one unit 2^-bits are dropped before rounding (rows renormalised): an output
+    carrying only such entries would otherwise come out of the rounding with a unit or two from
+    one row, its posterior that row's. The first solve aims at the limit less 1e-6 relative. When
+    the rounded table breaks the limit, the next solve either aims at a budget tighter by twice
+    what rounding overshot it (when it did: the repair of :func:`._compress.compress` then moved
+    units to each row's cheapest output, which can open an output fed by one row), or aims 2 v +
+    1e-6 bits further inside the limit when the rounding itself moved the worst output by v bits;
+    up to four solves.
 
     Returns
     -------
     SolveResult
-        As :func:`solve_output_limited`; ``info["shipped_max_output_leakage_bits"]`` is the limit's
-        value on the rounded table, ``info["ship_attempts"]`` the solves it took.
+        As :func:`solve_output_limited`, with the cleaned table (leakage and distortion recomputed);
+        ``info["shipped_max_output_leakage_bits"]`` is the limit's value on the rounded table,
+        ``info["ship_attempts"]`` the solves it took.
 
     Raises
     ------
-    InfeasibleError, SolverError, ValueError
+    InfeasibleError
+        No table meets ``eps_bits`` within ``delta`` (the message names the smallest feasible limit).
+    SolverError, ValueError
         As :func:`solve_output_limited`; SolverError also when rounding still breaks the limit
-        after four solves (more ``bits`` rounds more finely).
+        after four solves (more ``bits`` round more finely).
     """
-    target, budget, worst = eps_bits * (1 - 1e-6), float(delta), math.nan
+    p_ac, D, delta = check_instance(p_ac, distortion, delta)
+    _check_feasible(p_ac, D, delta, eps_bits)
+    p_c = p_ac.sum(axis=0)
+    target, budget, worst = eps_bits * (1 - 1e-6), delta, math.nan
     for attempt in range(1, _SHIP_ATTEMPTS + 1):
-        solved = solve_output_limited(p_ac, distortion, budget, max(target, 0.0), time_limit_s=time_limit_s)
-        shipped = compress(solved.table, np.asarray(p_ac, float), np.asarray(distortion, float), delta, bits=bits)
-        worst = max_output_leakage_bits(np.asarray(p_ac, float), shipped.probabilities())
+        solved = solve_output_limited(p_ac, D, budget, target, time_limit_s=time_limit_s, check=False)
+        table = np.where(solved.table < 2.0 ** -bits, 0.0, solved.table)
+        table /= table.sum(axis=1, keepdims=True)
+        over = compress(table, p_ac, D, math.inf, bits=bits).distortion - delta   # rounding alone
+        shipped = compress(table, p_ac, D, delta, bits=bits)                     # and its repair
+        worst = max_output_leakage_bits(p_ac, shipped.probabilities())
         if worst <= eps_bits:
-            return SolveResult(**{**solved.__dict__, "info": {**solved.info, "ship_attempts": attempt,
-                                                             "shipped_max_output_leakage_bits": worst}})
-        target -= 2 * (worst - max(target, 0.0)) + 1e-6 if math.isfinite(worst) else eps_bits / 2
-        budget *= 1 - 1e-6
+            return SolveResult(table=table, leakage_bits=leakage_bits(p_ac, table),
+                               distortion=expected_distortion(p_c, table, D), multiplier=solved.multiplier,
+                               gap_bits=solved.gap_bits, status=solved.status, solver=solved.solver,
+                               message=solved.message,
+                               info={**solved.info, "ship_attempts": attempt,
+                                     "shipped_max_output_leakage_bits": worst})
+        if over > 0:              # the repair moved mass to cheapest outputs: leave it less to move
+            budget -= 2 * over + 1e-9 * delta
+            continue
+        if not math.isfinite(worst) or target - 2 * (worst - target) - 1e-6 <= 0:
+            break
+        target -= 2 * (worst - target) + 1e-6
     raise SolverError(f"the integer table at B = {bits} bits breaks the per-output limit {eps_bits:g} bits "
-                      f"({worst:.6g} bits) after {_SHIP_ATTEMPTS} solves; use more --bits")
+                      f"({worst:.6g} bits) after {attempt} solve(s); more --bits round more finely")
