@@ -96,3 +96,30 @@ def test_the_limit_is_refused_for_mechanisms_without_a_prior_table(tmp_path, key
                  ok=False)
     assert result.exit_code == 1
     assert "--max-output-leakage applies to the quantized and exact mechanisms" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def categorical_csv(tmp_path_factory):
+    """Colour and size, a secret that leans on colour; every colour holds both secrets."""
+    path = tmp_path_factory.mktemp("cat") / "cat.csv"
+    rows = ["colour,size,secret"] + [f"{c},{s},{k}" for c, s, k, n in
+                                     [("red", "S", "yes", 30), ("red", "S", "no", 10), ("red", "L", "yes", 20),
+                                      ("red", "L", "no", 5), ("blue", "S", "yes", 10), ("blue", "S", "no", 30),
+                                      ("blue", "L", "yes", 8), ("blue", "L", "no", 25)] for _ in range(n)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_funnel_bundle_declares_epsilon_and_a_max_correlation_bundle_says_why_not(categorical_csv, keys,
+                                                                                    tmp_path, run):
+    funnel, maxcorr = tmp_path / "f.bundle", tmp_path / "m.bundle"
+    run("build", categorical_csv, "--private", "secret", "--mechanism", "funnel", "--disclosure-fraction", 0.5,
+        "--key", keys / "private.pem", "--out", funnel)
+    info = json.loads(run("inspect", funnel, "--json").stdout)
+    assert info["max_output_leakage_bits"] == pytest.approx(epsilon_by_hand(payload_of(funnel)), abs=1e-9)
+    assert "declared" in info["max_output_leakage_note"]
+    run("build", categorical_csv, "--public", "colour", "--mechanism", "max-correlation", "--metric", "hamming",
+        "--delta", 0.2, "--key", keys / "private.pem", "--out", maxcorr)
+    info = json.loads(run("inspect", maxcorr, "--json").stdout)
+    assert info["max_output_leakage_bits"] is None
+    assert info["max_output_leakage_note"].startswith("not computable")
