@@ -186,7 +186,8 @@ def keygen(keydir, passphrase_file):
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, disclosure, disclosure_fraction, prior_only, information_budget, key, out,
           seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, target_leakage,
-          target_auc, no_codebook, holdout_folds, max_output_leakage, bundle_version, issued_at, valid_days, device_class, as_json,
+          target_auc, no_codebook, holdout_folds, max_output_leakage, bundle_version, issued_at, valid_days,
+          device_class, as_json,
           passphrase_file, workers, scheduler, kmeans):
     """Build, sign and write a bundle from labelled data DATA.
 
