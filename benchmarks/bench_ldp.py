@@ -12,7 +12,8 @@ few) are split once, stratified, into a training part (the operator's data) and 
    (:func:`ldp_epsilon_bound_bits`, d * eps per row) is printed beside it;
 2. privmap is built on the training part (K clusters, no codebook step, no cross-fitting) with
    ``--max-output-leakage`` set to that figure and the least budget the limit allows
-   (:func:`least_distortion`, times 1.02 so the leakage has room to fall): its shipped table meets
+   (:func:`least_distortion`, times 1.1 so the leakage has room to fall and Clarabel an interior:
+   at 1.02 it stopped short, InsufficientProgress, on 6 columns at K = 64): its shipped table meets
    the same per-output guarantee on its own training prior; where the RR figure is a lower bound,
    privmap's limit is at most RR's true epsilon, so the comparison can only favour RR;
 3. both are measured on the held-out rows: mean l2 distortion on raw rows (privmap: exact under
@@ -55,6 +56,7 @@ from sklearn.model_selection import train_test_split
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHANNELS = {"RR": rr_channel, "OUE": oue_channel}
+BUDGET_SLACK = 1.1
 
 
 def _write(path, names, private_name, classes, public, private):
@@ -72,12 +74,12 @@ def _attack_auc(released, private, n_classes, seed):
 
 
 def privmap_at(train_csv, test_public, test_private, private_name, clusters, limit, seed):
-    """Build at the per-output ``limit`` with the least budget it allows (x 1.02); held-out figures."""
+    """Build at the per-output ``limit`` with the least budget it allows (x BUDGET_SLACK); held-out figures."""
     probe = BuildOptions(private=private_name, clusters=clusters, delta_fraction=1.0, codebook=False,
                          holdout_folds=0, seed=seed)
     dataset, _ = load_training(train_csv, probe)
     solved = solve_dataset(dataset, probe)                 # k-means and prior, as the build will find them
-    delta = 1.02 * least_distortion(solved.p_ac, solved.alphabet.distortion, limit)
+    delta = BUDGET_SLACK * least_distortion(solved.p_ac, solved.alphabet.distortion, limit)
     options = BuildOptions(private=private_name, clusters=clusters, delta=delta, codebook=False, holdout_folds=0,
                            seed=seed, max_output_leakage_bits=limit)
     started = time.perf_counter()

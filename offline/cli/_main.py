@@ -159,7 +159,7 @@ def keygen(keydir, passphrase_file):
                    "released row to the metric's optimum and re-solves).")
 @click.option("--holdout-folds", type=click.IntRange(min=0, max=20), default=5, show_default=True,
               help="Folds of the cross-fitted (new-user) leakage estimate written into the bundle; 0 = skip.")
-@click.option("--max-output-leakage", type=click.FloatRange(min=0), default=None, metavar="EPS",
+@click.option("--max-output-leakage", type=click.FloatRange(min=0, min_open=True), default=None, metavar="EPS",
               help="quantized/exact: per-output limit in bits: every released output c^ keeps "
                    "|log2 p(a|c^) - log2 p(a)| <= EPS on the training prior (checked on the shipped integer "
                    "table). Solved by the cvxpy reference (small K); turns the codebook step off.")

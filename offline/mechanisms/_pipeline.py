@@ -187,8 +187,9 @@ class BuildOptions(HeaderOptions):
         if self.holdout_folds != 0 and not 2 <= self.holdout_folds <= 20:
             raise BuildError(f"holdout folds must be 0 (off) or in 2..20, got {self.holdout_folds}")
         if self.max_output_leakage_bits is not None:
-            if not (math.isfinite(self.max_output_leakage_bits) and self.max_output_leakage_bits >= 0):
-                raise BuildError(f"max output leakage must be a finite number of bits >= 0, "
+            # > 0: posteriors of a rounded table equal the prior only up to floating-point error
+            if not (math.isfinite(self.max_output_leakage_bits) and self.max_output_leakage_bits > 0):
+                raise BuildError(f"max output leakage must be a finite number of bits > 0, "
                                  f"got {self.max_output_leakage_bits}")
             if self.codebook and self.mechanism == "quantized":
                 raise BuildError("a per-output leakage limit needs the codebook step off: that step re-solves "

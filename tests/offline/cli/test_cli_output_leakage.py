@@ -123,3 +123,18 @@ def test_a_funnel_bundle_declares_epsilon_and_a_max_correlation_bundle_says_why_
     info = json.loads(run("inspect", maxcorr, "--json").stdout)
     assert info["max_output_leakage_bits"] is None
     assert info["max_output_leakage_note"].startswith("not computable")
+
+
+def test_at_the_perfect_privacy_budget_the_limit_keeps_the_perfect_table(tmp_path, keys, ratings_csv, run):
+    out = tmp_path / "p.bundle"
+    run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 1.0,
+        "--max-output-leakage", 0.01, "--holdout-folds", 0, "--key", keys / "private.pem", "--out", out)
+    inspected = json.loads(run("inspect", out, "--json").stdout)
+    assert inspected["provenance"]["solver"] == "perfect-privacy-lp" or inspected["leakage_bits"] < 1e-6
+    assert epsilon_by_hand(payload_of(out)) <= 0.01
+
+
+def test_a_zero_limit_is_a_usage_error(tmp_path, keys, ratings_csv, run):
+    result = run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 1.0,
+                 "--max-output-leakage", 0, "--key", keys / "private.pem", "--out", tmp_path / "z.bundle", ok=False)
+    assert result.exit_code == 2 and "--max-output-leakage" in result.stderr
