@@ -112,3 +112,26 @@ def test_least_distortion_falls_with_the_limit_to_the_unconstrained_floor():
     assert values[-1] == pytest.approx(0.0, abs=1e-6)            # identity is allowed when eps is loose
     constant = min(float(p_ac.sum(axis=0) @ dist[:, j]) for j in range(dist.shape[1]))
     assert values[0] <= constant + 1e-9
+
+
+def test_outputs_left_unbalanced_by_rounding_are_closed_and_the_limit_holds(ratings_csv):
+    """SSI, first 6 columns, the benchmark's training split, K = 64: a 0.0357-bit limit once shipped
+    0.94 bits (an output balanced by entries below one unit) and the build refused."""
+    import dataclasses
+
+    from privmap.offline.mechanisms._pipeline import BuildOptions, load_training, solve_dataset
+    from sklearn.model_selection import train_test_split
+    options = BuildOptions(private="gender", public=("classical", "opera", "jazz", "bwayst", "moodez", "bband"),
+                           clusters=64, delta_fraction=1.0, codebook=False, holdout_folds=0)
+    dataset, _ = load_training(ratings_csv, options)
+    train, _ = train_test_split(np.arange(dataset.n), test_size=0.3, random_state=0, stratify=dataset.private)
+    done = solve_dataset(dataclasses.replace(dataset, public=dataset.public[train], private=dataset.private[train]),
+                         options)
+    p_ac, dist = done.p_ac, done.alphabet.distortion
+    limit = 0.0356613
+    delta = 1.1 * least_distortion(p_ac, dist, limit)
+    res = solve_for_shipping(p_ac, dist, delta, limit, bits=16)
+    shipped = compress(res.table, p_ac, dist, delta, bits=16)
+    assert res.info["closed_outputs"] > 0
+    assert max_output_leakage_bits(p_ac, shipped.probabilities()) <= limit
+    assert shipped.distortion <= delta
