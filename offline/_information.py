@@ -57,3 +57,43 @@ def expected_distortion(p_c: np.ndarray, q, distortion: np.ndarray) -> float:
     q = np.asarray(q, dtype=float)
     d = np.where(q > 0, distortion, 0.0)
     return float(np.sum(p_c[:, None] * q * d))
+
+
+def output_posterior_ratios(p_ac: np.ndarray, q) -> tuple[np.ndarray, np.ndarray]:
+    """log2( p(a | c_hat) / p(a) ) for every class a and output c_hat with positive mass.
+
+    Parameters
+    ----------
+    p_ac : ndarray, shape (n_private, n_inputs)
+        Joint prior (the training prior of a build).
+    q : array_like or scipy sparse, shape (n_inputs, n_outputs)
+        Row-stochastic mapping (an integer table divided by 2^B is exact in float64 for B <= 52).
+
+    Returns
+    -------
+    (ratios, outputs)
+        ``ratios`` of shape (n_private, m) for the m outputs of positive mass (``-inf`` where an
+        output rules a class out: p(a, c_hat) = 0 < p(a)); ``outputs`` (m,) their indexes.
+        Classes with p(a) = 0 are left at 0 (they cannot be learned about).
+    """
+    joint = joint_output(p_ac, q)
+    p_a = joint.sum(axis=1)
+    mass = joint.sum(axis=0)
+    outputs = np.nonzero(mass > 0)[0]
+    joint = joint[:, outputs]
+    with np.errstate(divide="ignore"):
+        ratios = np.log2(joint) - np.log2(mass[outputs])[None, :] - np.log2(np.where(p_a > 0, p_a, 1.0))[:, None]
+    ratios[p_a <= 0, :] = 0.0
+    return ratios, outputs
+
+
+def max_output_leakage_bits(p_ac: np.ndarray, q) -> float:
+    """Per-output leakage epsilon in bits: max over outputs c_hat of positive mass and classes a of
+    |log2 p(a | c_hat) - log2 p(a)| (seed 002's information privacy, on the prior ``p_ac``).
+
+    Shapes as :func:`output_posterior_ratios`. ``inf`` when some output of positive mass rules a
+    class of positive prior out (p(a | c_hat) = 0); 0 for a mapping whose every output has the
+    prior as its posterior (perfect privacy).
+    """
+    ratios, _ = output_posterior_ratios(p_ac, q)
+    return float(np.max(np.abs(ratios))) if ratios.size else 0.0

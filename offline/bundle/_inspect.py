@@ -65,3 +65,45 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
     else:
         parse_body(payload, limits)
     return payload, signatures[0].key_id.hex()
+
+
+def payload_output_leakage(payload: dict) -> tuple[float | None, str]:
+    """The per-output leakage epsilon (bits) of a table payload and where the figure comes from.
+
+    epsilon = max over outputs c_hat of positive mass and classes a of |log2 p(a | c_hat) - log2 p(a)|
+    on the payload's prior p(a, c) (the training prior, to the payload's 12 significant digits),
+    under the integer table ``weight / 2^bits``.
+
+    Returns
+    -------
+    (value, note)
+        ``value`` is the figure the build declared (``metrics.max_output_leakage_bits``) when
+        present, else the one computed here from the table and the prior; None when it cannot be
+        given as a number: the payload has no prior p(a, c) (max-correlation, real-valued kinds),
+        or the figure is infinite (an output of positive mass rules a class out). ``note`` says
+        which case applies.
+    """
+    declared = payload.get("metrics", {}).get("max_output_leakage_bits")
+    if declared is not None:
+        return float(declared), "declared by the build (integer table, training prior)"
+    if "table" not in payload or "prior" not in payload:
+        return None, "not computable: the payload carries no table with a prior p(a, c)"
+    import numpy as np
+    import scipy.sparse as sp
+
+    from .._information import max_output_leakage_bits, output_posterior_ratios
+    table = payload["table"]
+    rows = [(c, j, w) for c, (index, weight) in enumerate(zip(table["index"], table["weight"]))
+            for j, w in zip(index, weight)]
+    c, j, w = (np.array(v) for v in zip(*rows))
+    q = sp.csr_matrix((w.astype(float) / float(1 << table["bits"]), (c, j)),
+                      shape=(len(payload["inputs"]), len(payload["outputs"])))
+    p_ac = np.asarray(payload["prior"], dtype=float)
+    p_ac = p_ac / p_ac.sum()
+    eps = max_output_leakage_bits(p_ac, q)
+    if np.isfinite(eps):
+        return eps, "computed from the integer table and the payload's prior (the bundle does not declare it)"
+    ratios, outputs = output_posterior_ratios(p_ac, q)
+    a, k = np.unravel_index(int(np.argmin(ratios)), ratios.shape)
+    return None, (f"unbounded: output {int(outputs[k])} has positive mass and p(a|c^) = 0 for class "
+                  f"{payload['private']['classes'][a]!r}")

@@ -164,6 +164,10 @@ def keygen(keydir, passphrase_file):
                    "certified worst case, and declare robust_leakage_bits (docs/guarantees.md).")
 @click.option("--holdout-folds", type=click.IntRange(min=0, max=20), default=5, show_default=True,
               help="Folds of the cross-fitted (new-user) leakage estimate written into the bundle; 0 = skip.")
+@click.option("--max-output-leakage", type=click.FloatRange(min=0, min_open=True), default=None, metavar="EPS",
+              help="quantized/exact: per-output limit in bits: every released output c^ keeps "
+                   "|log2 p(a|c^) - log2 p(a)| <= EPS on the training prior (checked on the shipped integer "
+                   "table). Solved by the cvxpy reference (small K); turns the codebook step off.")
 @click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
               help="Monotonic bundle version (devices refuse versions below their minimum).")
 @click.option("--issued-at", type=int, default=None,
@@ -187,7 +191,8 @@ def keygen(keydir, passphrase_file):
 def build(data, private, public, mechanism, utility, gamma, fisher, desired, confidential, epsilon, metric,
           clusters, delta, delta_fraction, disclosure, disclosure_fraction, prior_only, information_budget, key, out,
           seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, target_leakage,
-          target_auc, no_codebook, robust, holdout_folds, bundle_version, issued_at, valid_days, device_class, as_json,
+          target_auc, no_codebook, robust, holdout_folds, max_output_leakage, bundle_version, issued_at,
+          valid_days, device_class, as_json,
           passphrase_file, workers, scheduler, kmeans):
     """Build, sign and write a bundle from labelled data DATA.
 
@@ -237,6 +242,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         raise BuildError(f"--robust applies to the quantized and exact mechanisms, not {mechanism}")
     if missing_token is not None and mechanism != "quantized":
         raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
+    if max_output_leakage is not None and mechanism not in ("quantized", "exact"):
+        raise BuildError(f"--max-output-leakage applies to the quantized and exact mechanisms, not {mechanism}")
     if mechanism in ("funnel", "max-correlation"):  # seeds 003 and 002
         from ._seed_builds import build_seed_mechanism
         if prior_only and mechanism != "max-correlation":
@@ -278,7 +285,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
         clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
         solver=solver, bits=bits or 16, smoothing=0.0 if smoothing == "auto" else smoothing,
         bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
-        codebook=not no_codebook,
+        codebook=not no_codebook and max_output_leakage is None, max_output_leakage_bits=max_output_leakage,
         holdout_folds=holdout_folds, missing=missing, robust=robust,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)
         if (schema_file or domains or missing_token is not None) else None)
@@ -328,7 +335,9 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
-    summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_", "robust_"))})
+    summary["max_output_leakage_bits"] = metrics.get("max_output_leakage_bits", math.inf)
+    summary.update({k: v for k, v in metrics.items()
+                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_"))})
     if choice is not None:
         summary["auto"] = choice.summary()
     if as_json:
@@ -349,6 +358,10 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                    f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
     if "robust_leakage_bits" in metrics:
         click.echo("  " + _robust_line(metrics))
+    eps = metrics.get("max_output_leakage_bits", math.inf)
+    click.echo(f"  per-output leakage: {eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)"
+               + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
+                  if "max_output_leakage_limit_bits" in metrics else ""))
     if "holdout_leakage_bits" in metrics:
         click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
                    f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
@@ -457,6 +470,9 @@ def _print_description(info: dict) -> None:
                                                    if "disclosure_bits" in info else ""))
     if info.get("robust_leakage_bits") is not None:
         click.echo(f"  {_robust_line(info)} ({info['robust_source']})")
+    eps = info.get("max_output_leakage_bits")
+    click.echo(f"  per-output leakage: " + ("-" if eps is None else f"{eps:.6f} bits")
+               + f"; {info.get('max_output_leakage_note', '')}")
     if info["holdout_leakage_bits"] is not None:
         low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
         click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "
@@ -529,7 +545,7 @@ def inspect(bundle, trusted, keyrings, as_json):
     output says so. Reads single-signature (format 1) and k-of-n (format 2)
     bundles.
     """
-    from ..bundle._inspect import listed_signatures, read_bytes, read_unverified
+    from ..bundle._inspect import listed_signatures, payload_output_leakage, read_bytes, read_unverified
     keyring = trusted_keyring(trusted, keyrings, required=False)
     data = read_bytes(bundle) if keyring is None else read_bundle_file(bundle, keyring).data
     payload, _ = read_unverified(data)
@@ -539,6 +555,7 @@ def inspect(bundle, trusted, keyrings, as_json):
     real = payload["mechanism"] in REAL_MECHANISMS
     info = {"signature_verified": verified, "envelope_format": envelope_format, "signatures": signers,
             **(describe_real(payload) if real else _describe(payload))}
+    info["max_output_leakage_bits"], info["max_output_leakage_note"] = payload_output_leakage(payload)
     if as_json:
         emit(info)
         return

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import BuildError
-from .._information import leakage_bits, mutual_information_bits
+from .._information import leakage_bits, max_output_leakage_bits, mutual_information_bits
 from ..data._dataset import Dataset, load_dataset
 from ..data._prior import joint_prior
 from ._erasure import categorical_code, input_alphabet
@@ -129,6 +129,9 @@ def build_funnel(csv_path, options: FunnelOptions) -> FunnelBuild:
         "perfect_privacy_distortion": h_x,
         "merges": len(result.merges),
     }
+    eps = max_output_leakage_bits(p_sx, q)       # per-output leakage, declared when finite (metrics hold numbers)
+    if math.isfinite(eps):
+        metrics["max_output_leakage_bits"] = eps
     payload = {
         **payload_header(options, "funnel"),
         "metric": "log-loss",

@@ -31,8 +31,8 @@ from typing import Callable
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import mutual_information_bits
+from .._errors import BuildError, SolverError
+from .._information import max_output_leakage_bits, mutual_information_bits
 from .._mismatch import mismatch_bound
 from ..data._dataset import Dataset, load_dataset
 from ..data._distortion import METRICS, pairwise
@@ -126,6 +126,10 @@ class BuildOptions(HeaderOptions):
     seconds; None takes SOURCE_DATE_EPOCH when set, else the clock. ``codebook`` runs the
     codebook step after solving (quantized mechanism; :mod:`._codebook`). ``holdout_folds``
     is k of the cross-fitted leakage written into the metrics (:mod:`._holdout`); 0 skips it.
+    ``max_output_leakage_bits`` (None: no limit) is a per-output limit eps in bits that the shipped
+    table meets on the training prior, |log2 p(a | c_hat) - log2 p(a)| <= eps for every output of
+    positive mass (:mod:`privmap.offline.solvers._output_limit`; the reference solver, whatever
+    ``solver`` says); it needs ``codebook`` off, since the codebook step re-solves without it.
 
     Raises
     ------
@@ -150,6 +154,7 @@ class BuildOptions(HeaderOptions):
     codebook: bool = True
     holdout_folds: int = 5
     robust: float | None = None
+    max_output_leakage_bits: float | None = None
 
     def __post_init__(self):
         if self.mechanism not in MECHANISMS:
@@ -184,6 +189,14 @@ class BuildOptions(HeaderOptions):
             raise BuildError(f"robust confidence must lie in (0, 1), got {self.robust}")
         if self.holdout_folds != 0 and not 2 <= self.holdout_folds <= 20:
             raise BuildError(f"holdout folds must be 0 (off) or in 2..20, got {self.holdout_folds}")
+        if self.max_output_leakage_bits is not None:
+            # > 0: posteriors of a rounded table equal the prior only up to floating-point error
+            if not (math.isfinite(self.max_output_leakage_bits) and self.max_output_leakage_bits > 0):
+                raise BuildError(f"max output leakage must be a finite number of bits > 0, "
+                                 f"got {self.max_output_leakage_bits}")
+            if self.codebook and self.mechanism == "quantized":
+                raise BuildError("a per-output leakage limit needs the codebook step off: that step re-solves "
+                                 "without the limit")
 
 
 @dataclass(frozen=True)
@@ -282,9 +295,13 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
     tell("solve", 0.35)
     perfect = delta >= d_perfect
+    limit = options.max_output_leakage_bits
     if perfect:
         solved = perfect_privacy_solution(p_ac, alphabet.distortion, perfect_table)
-    else:
+    if limit is not None and not (perfect and _ships_within(solved, p_ac, alphabet.distortion, delta, options)):
+        from ..solvers._output_limit import solve_for_shipping
+        solved = solve_for_shipping(p_ac, alphabet.distortion, delta, limit, bits=options.bits)
+    elif not perfect:
         solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
                        progress=lambda f: tell("solve", 0.35 + 0.4 * f))
     if not (options.codebook and options.mechanism == "quantized" and dataset is not None):
@@ -324,6 +341,11 @@ def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveR
     return solve_robust(cs, D, budget, start=solved,
                         solve=lambda prior, b: solve(prior, D, b, solver=options.solver,
                                                      tol_bits=options.tol_bits)).solved
+def _ships_within(solved: SolveResult, p_ac: np.ndarray, distortion: np.ndarray, delta: float,
+                  options: BuildOptions) -> bool:
+    """Whether ``solved``'s table, rounded as :func:`assemble` will round it, meets the per-output limit."""
+    table = compress(solved.table, p_ac, distortion, delta, bits=options.bits)
+    return max_output_leakage_bits(p_ac, table.probabilities()) <= options.max_output_leakage_bits
 
 
 def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:
@@ -429,6 +451,7 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     }
     if math.isfinite(solved.gap_bits):
         metrics["solver_gap_bits"] = solved.gap_bits
+    metrics.update(_output_leakage_metrics(p_ac, table, options.max_output_leakage_bits))
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
     bound = mismatch_bound(dataset.n, len(dataset.classes), k_in, float(finite.max()),
                            mutual_information_bits(np.diag(p_ac.sum(axis=1))))
@@ -519,6 +542,24 @@ def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solve
                          multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
                          message=last.message)
     return moved, result, step
+
+
+def _output_leakage_metrics(p_ac: np.ndarray, table: CompressedTable, limit: float | None) -> dict:
+    """``max_output_leakage_bits`` of the integer table on the training prior (left out when infinite:
+    an output rules a class out, and metrics hold finite numbers only) and the limit asked for.
+
+    Raises
+    ------
+    SolverError
+        The integer table breaks ``limit`` (the solve is meant to prevent that; checked again here).
+    """
+    eps = max_output_leakage_bits(p_ac, table.probabilities())
+    out = {"max_output_leakage_bits": eps} if math.isfinite(eps) else {}
+    if limit is not None:
+        if not eps <= limit:
+            raise SolverError(f"the integer table's per-output leakage {eps:.6g} bits exceeds the limit {limit:g}")
+        out["max_output_leakage_limit_bits"] = float(limit)
+    return out
 
 
 def _codebook_metrics(step: Codebook) -> dict:

@@ -1,0 +1,137 @@
+"""Program (19) with a per-output leakage limit (seed 002's information privacy, in bits)."""
+import math
+
+import numpy as np
+import pytest
+from privmap.offline._errors import InfeasibleError
+from privmap.offline._information import expected_distortion, leakage_bits, max_output_leakage_bits
+from privmap.offline.solvers._compress import compress
+from privmap.offline.solvers._fast_solver import solve_fast
+from privmap.offline.solvers._output_limit import (
+    least_distortion,
+    smallest_feasible_epsilon,
+    solve_for_shipping,
+    solve_output_limited,
+)
+
+
+def bsc(p):
+    """S ~ Bern(1/2), X = S xor Bern(p): p(s, x) and the Hamming distortion on X."""
+    return np.array([[(1 - p) / 2, p / 2], [p / 2, (1 - p) / 2]]), np.array([[0.0, 1.0], [1.0, 0.0]])
+
+
+def brute_force(p_ac, dist, delta, eps, steps=401):
+    """Least leakage over a grid of 2 x 2 tables meeting the budget and the limit."""
+    best = math.inf
+    for a in np.linspace(0, 1, steps):
+        for b in np.linspace(0, 1, steps):
+            q = np.array([[1 - a, a], [b, 1 - b]])
+            if expected_distortion(p_ac.sum(axis=0), q, dist) <= delta and max_output_leakage_bits(p_ac, q) <= eps:
+                best = min(best, leakage_bits(p_ac, q))
+    return best
+
+
+def instance(K=12, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.random((K, 2))
+    p_ac = rng.random((2, K)) ** 3
+    p_ac /= p_ac.sum()
+    dist = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=2))
+    return p_ac, dist
+
+
+def test_epsilon_of_the_identity_and_of_a_constant_release():
+    p_ac, _ = bsc(0.1)
+    assert max_output_leakage_bits(p_ac, np.eye(2)) == pytest.approx(math.log2(0.5 / 0.1))
+    assert max_output_leakage_bits(p_ac, np.array([[1.0, 0.0], [1.0, 0.0]])) == 0.0
+    pure = np.array([[0.5, 0.0], [0.0, 0.5]])
+    assert max_output_leakage_bits(pure, np.eye(2)) == math.inf
+
+
+@pytest.mark.parametrize("factor", [1.05, 1.3, 2.0])
+def test_limited_optimum_matches_brute_force_on_the_binary_channel(factor):
+    p_ac, dist = bsc(0.1)
+    limit = factor * smallest_feasible_epsilon(p_ac, dist, 0.05)
+    res = solve_output_limited(p_ac, dist, 0.05, limit)
+    assert res.info["max_output_leakage_bits"] <= limit + 1e-6
+    assert res.distortion <= 0.05 + 1e-7
+    assert res.leakage_bits == pytest.approx(brute_force(p_ac, dist, 0.05, limit), abs=2e-3)
+    assert res.leakage_bits <= brute_force(p_ac, dist, 0.05, limit) + 1e-6
+
+
+def test_a_loose_limit_gives_the_fast_solvers_optimum():
+    p_ac, dist = instance()
+    delta = 0.3 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
+    free = solve_fast(p_ac, dist, delta, tol_bits=1e-7)
+    unlimited = max_output_leakage_bits(p_ac, free.table)
+    assert math.isfinite(unlimited)
+    limited = solve_output_limited(p_ac, dist, delta, unlimited + 1.0)
+    assert limited.leakage_bits == pytest.approx(free.leakage_bits, abs=1e-4)
+
+
+def test_a_tight_limit_costs_leakage_and_holds():
+    p_ac, dist = instance()
+    delta = 0.05 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
+    free = solve_fast(p_ac, dist, delta, tol_bits=1e-7)
+    unlimited = max_output_leakage_bits(p_ac, free.table)
+    floor = smallest_feasible_epsilon(p_ac, dist, delta)
+    limit = 0.5 * (floor + min(unlimited, 10 * floor))
+    assert floor < limit < unlimited
+    res = solve_output_limited(p_ac, dist, delta, limit)
+    assert max_output_leakage_bits(p_ac, res.table) <= limit * (1 + 1e-6)
+    assert res.distortion <= delta * (1 + 1e-6)
+    assert res.leakage_bits > free.leakage_bits + 1e-4
+
+
+def test_the_shipped_integer_table_meets_the_limit():
+    p_ac, dist = instance(K=16, seed=3)
+    delta = 0.3 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
+    limit = max(1.5 * smallest_feasible_epsilon(p_ac, dist, delta), 0.1)
+    for bits in (8, 16):
+        res = solve_for_shipping(p_ac, dist, delta, limit, bits=bits)
+        shipped = compress(res.table, p_ac, dist, delta, bits=bits)
+        assert max_output_leakage_bits(p_ac, shipped.probabilities()) <= limit
+        assert shipped.distortion <= delta * (1 + 1e-12)
+
+
+def test_a_limit_below_what_the_budget_allows_is_refused_naming_the_smallest():
+    p_ac, dist = instance()
+    delta = 0.2 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
+    floor = smallest_feasible_epsilon(p_ac, dist, delta)
+    assert 0 < floor < math.inf
+    assert least_distortion(p_ac, dist, floor) <= delta * (1 + 1e-9)
+    assert least_distortion(p_ac, dist, floor * 0.99) > delta
+    with pytest.raises(InfeasibleError, match=f"smallest feasible limit at this budget is {floor:.4g} bits"):
+        solve_output_limited(p_ac, dist, delta, floor / 2)
+
+
+def test_least_distortion_falls_with_the_limit_to_the_unconstrained_floor():
+    p_ac, dist = instance()
+    values = [least_distortion(p_ac, dist, e) for e in (0.0, 0.1, 0.5, 2.0, 20.0)]
+    assert all(a >= b - 1e-12 for a, b in zip(values, values[1:]))
+    assert values[-1] == pytest.approx(0.0, abs=1e-6)            # identity is allowed when eps is loose
+    constant = min(float(p_ac.sum(axis=0) @ dist[:, j]) for j in range(dist.shape[1]))
+    assert values[0] <= constant + 1e-9
+
+
+def test_outputs_left_unbalanced_by_rounding_are_closed_and_the_limit_holds(ratings_csv):
+    """SSI, first 6 columns, the benchmark's training split, K = 64: a 0.0357-bit limit once shipped
+    0.94 bits (an output balanced by entries below one unit) and the build refused."""
+    import dataclasses
+
+    from privmap.offline.mechanisms._pipeline import BuildOptions, load_training, solve_dataset
+    from sklearn.model_selection import train_test_split
+    options = BuildOptions(private="gender", public=("classical", "opera", "jazz", "bwayst", "moodez", "bband"),
+                           clusters=64, delta_fraction=1.0, codebook=False, holdout_folds=0)
+    dataset, _ = load_training(ratings_csv, options)
+    train, _ = train_test_split(np.arange(dataset.n), test_size=0.3, random_state=0, stratify=dataset.private)
+    done = solve_dataset(dataclasses.replace(dataset, public=dataset.public[train], private=dataset.private[train]),
+                         options)
+    p_ac, dist = done.p_ac, done.alphabet.distortion
+    limit = 0.0356613
+    delta = 1.1 * least_distortion(p_ac, dist, limit)
+    res = solve_for_shipping(p_ac, dist, delta, limit, bits=16)
+    shipped = compress(res.table, p_ac, dist, delta, bits=16)
+    assert res.info["closed_outputs"] > 0
+    assert max_output_leakage_bits(p_ac, shipped.probabilities()) <= limit
+    assert shipped.distortion <= delta
