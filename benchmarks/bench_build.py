@@ -81,14 +81,24 @@ _CHILD = ("import sys, privmap; assert privmap.__file__.startswith(sys.argv[1]),
 
 def run_build(csv: pathlib.Path, k: int, args, key: pathlib.Path, out: pathlib.Path,
               pythonpath: pathlib.Path | None) -> dict:
-    """One `privmap build --json` in a child process: wall, CPU seconds and peak RSS of the child."""
-    env = dict(os.environ)
+    """One `privmap build --json` on Adult in a child process: wall, CPU seconds and peak RSS of the child."""
+    return run_cli(["build", str(csv), "--private", "sex", "--clusters", str(k),
+                    "--delta-fraction", str(args.delta_fraction), "--holdout-folds", str(args.holdout_folds),
+                    "--seed", "0", "--key", str(key), "--out", str(out), "--json"], pythonpath)
+
+
+def run_cli(cli_args: list[str], pythonpath: pathlib.Path | None = None, env_extra: dict | None = None) -> dict:
+    """``privmap CLI_ARGS`` (a ``--json`` command) in a child process, the package from this tree or from
+    ``pythonpath``. Returns wall seconds, ``cpu`` (user + system seconds of the child and of every
+    descendant it reaped, from ``os.wait4``: the fold workers included, which the pool joins before the
+    child exits), ``peak_mib`` (``ru_maxrss`` of wait4: the largest resident set among the child and
+    those descendants), the build's figures and ``summary`` (the parsed JSON). Raises RuntimeError
+    with the child's stderr when it fails."""
+    env = dict(os.environ, **(env_extra or {}))
     expect = str(pythonpath) if pythonpath else str(ROOT)
     if pythonpath:
         env["PYTHONPATH"] = str(pythonpath) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-c", _CHILD, expect, "build", str(csv), "--private", "sex", "--clusters", str(k),
-           "--delta-fraction", str(args.delta_fraction), "--holdout-folds", str(args.holdout_folds),
-           "--seed", "0", "--key", str(key), "--out", str(out), "--json"]
+    cmd = [sys.executable, "-c", _CHILD, expect, *cli_args]
     with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
         started = time.perf_counter()
         child = subprocess.Popen(cmd, stdout=so, stderr=se, env=env, cwd=ROOT)
@@ -105,7 +115,7 @@ def run_build(csv: pathlib.Path, k: int, args, key: pathlib.Path, out: pathlib.P
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024,
             "codebook": summary.get("stage_seconds", {}).get("codebook", math.nan),
             "distortion": summary["distortion"], "leakage": summary["leakage_bits"], "clusters": summary["clusters"],
-            "stages": summary.get("stages")}
+            "stages": summary.get("stages"), "summary": summary}
 
 
 def fit_exponents(points: list[tuple[int, int, float]]) -> tuple[float, float]:

@@ -36,14 +36,15 @@ DEFAULT_EPSILONS = (0.5, 1.0, 2.0, 4.0)
 def constant_release(reference, rows, metric: str) -> tuple[np.ndarray, float]:
     """The constant row fitted on ``reference`` (shape (m, d)) and its mean distortion on ``rows`` (n, d).
 
-    Integer columns of ``reference`` get integer values; values stay in its range.
+    Integer columns of ``reference`` get integer values; values stay in its range. NaN cells (blank
+    answers) are masked, in the fit and in the distortion, as the device masks them.
     """
     from ..mechanisms._codebook import metric_center
     reference = np.asarray(reference, dtype=float)
     rows = np.asarray(rows, dtype=float)
-    integer = np.all(reference == np.round(reference), axis=0)
-    distance, centre, project = metric_center(metric, integer=integer, lo=reference.min(axis=0),
-                                              hi=reference.max(axis=0))
+    integer = np.all(np.isnan(reference) | (reference == np.round(reference)), axis=0)
+    distance, centre, project = metric_center(metric, integer=integer, lo=np.nanmin(reference, axis=0),
+                                              hi=np.nanmax(reference, axis=0))
     point = project(centre(reference, np.ones((reference.shape[0], 1)), reference[:1]))
     return point[0], float(np.mean(distance(rows, point)))
 
@@ -62,7 +63,7 @@ def randomized_response(rows, levels: Sequence[np.ndarray], epsilon: float, rng:
         keep = rng.random(rows.shape[0]) < np.exp(epsilon) / (np.exp(epsilon) + m - 1)
         at = np.searchsorted(values, rows[:, k])
         other = (at + rng.integers(1, m, rows.shape[0])) % m         # uniform over the m - 1 other values
-        out[:, k] = np.where(keep, rows[:, k], values[other])
+        out[:, k] = np.where(keep | np.isnan(rows[:, k]), rows[:, k], values[other])   # a blank stays blank
     return out
 
 
@@ -121,7 +122,7 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
     row, dist = constant_release(reference, public, metric)
     out = {"constant": {"row": row.tolist(), "distortion": dist, "leakage_bits": 0.0,
                         "roc_auc": 0.5 if attacker else None}}
-    levels = [np.unique(np.concatenate([reference[:, k], public[:, k]])) for k in range(public.shape[1])]
+    levels = [_observed(np.unique(np.concatenate([reference[:, k], public[:, k]]))) for k in range(public.shape[1])]
     rng = np.random.default_rng(seed)
     split = _split(public.shape[0], private, test_fraction, seed) if attacker else None
     rr = []
@@ -152,9 +153,14 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
     return out
 
 
+def _observed(values: np.ndarray) -> np.ndarray:
+    return values[~np.isnan(values)]
+
+
 def _rowwise(X, Y, metric: str) -> np.ndarray:
-    """d(X[i], Y[i]) for each i, shape (n,) (the metrics of :mod:`privmap.offline.data._distortion`)."""
-    diff = X - Y
+    """d(X[i], Y[i]) for each i, shape (n,) (the metrics of :mod:`privmap.offline.data._distortion`),
+    over the observed cells of X (a NaN cell of X, a blank answer, is masked as on the device)."""
+    diff = np.where(np.isnan(X), 0.0, X - Y)
     if metric == "l2":
         return np.sqrt(np.sum(diff * diff, axis=1))
     if metric == "l1":

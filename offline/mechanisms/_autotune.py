@@ -22,9 +22,10 @@ privacy target wins (ties: smaller K, then less smoothing). The target is
 target, new-user leakage at most :data:`DEFAULT_TARGET_FRACTION` (1 %) of H(A), the
 entropy of the private attribute in the data (what releasing it outright would leak;
 0.01 bits for a balanced binary attribute). A target is met by the candidate's
-cross-fitted ``holdout_leakage_bits`` (and AUC), and the build of the chosen
-candidate writes that very estimate into the bundle (:attr:`Choice.holdout`), so the
-declared new-user figure meets it. If no candidate meets the target, the one of least
+cross-fitted ``holdout_leakage_bits`` as the bundle declares it (rounded to the payload's
+significant digits, :func:`declared_bits`), and AUC; the build of the chosen candidate writes
+that very estimate into the bundle (:attr:`Choice.holdout`), so the declared new-user figure
+meets it. If no candidate meets the target, the one of least
 cross-fitted leakage is chosen and flagged (``meets_target`` false everywhere).
 
 The budget (``delta`` or ``delta_fraction``) is the build's own for every
@@ -98,6 +99,14 @@ def candidate_clusters(n: int, distinct: int, folds: int) -> list[int]:
     return ks or [max(1, min(SMALLEST_CLUSTERS, distinct))]
 
 
+def declared_bits(bits: float) -> float:
+    """``bits`` as the bundle declares it (rounded to the payload's significant digits,
+    :func:`privmap.offline.bundle._write.canonical_float`): the figure a target is checked against,
+    so that a declared new-user leakage is never above the target it was chosen to meet."""
+    from ..bundle._write import canonical_float
+    return canonical_float(bits)
+
+
 def default_target_bits(dataset: Dataset) -> float:
     """:data:`DEFAULT_TARGET_FRACTION` of H(A), the private attribute's entropy in ``dataset`` (bits)."""
     counts = np.bincount(dataset.private, minlength=len(dataset.classes)).astype(float)
@@ -158,7 +167,7 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
             row.update(holdout_leakage_bits=est.leakage_bits, holdout_leakage_high_bits=est.high_bits,
                        holdout_distortion=est.distortion, holdout_attacker_auc=est.attacker_auc)
             row["meets_target"] = bool(
-                (target_leakage_bits is None or est.leakage_bits <= target_leakage_bits)
+                (target_leakage_bits is None or declared_bits(est.leakage_bits) <= target_leakage_bits)
                 and (target_auc is None or est.attacker_auc <= target_auc))
         rows.append(row)
     ok = [r for r in rows if "error" not in r]

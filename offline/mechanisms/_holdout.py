@@ -53,7 +53,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -99,6 +102,13 @@ class HoldoutLeakage:
     attacker_auc : float or None
         With ``attacker=True``: ROC AUC of a logistic-regression attacker on one simulated
         release of every held-out row (each fold's table), scored by 10-fold cross-validation.
+    fold_costs : tuple of dict
+        What each fold cost, in fold order, measured by the process that ran it (:func:`_fold`):
+        ``fold`` (1-based), ``seconds`` (wall), ``cpu_seconds`` (``time.process_time`` of that
+        process over the fold: all its threads, user + system), ``peak_rss_bytes`` (that process's
+        ``ru_maxrss`` after the fold, a high-water mark since it started), ``pid`` and ``pooled``
+        (True in a worker process). Not part of the estimate: equality ignores it. Empty for the
+        out-of-core build's folds.
     """
 
     leakage_bits: float
@@ -111,6 +121,7 @@ class HoldoutLeakage:
     rows: int
     unmatched_rows: int
     attacker_auc: float | None = None
+    fold_costs: tuple = field(default=(), compare=False)
 
     def metrics(self) -> dict:
         """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md)."""
@@ -286,8 +297,11 @@ def _run(function, work: list, jobs: int, progress) -> list:
 
 def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
           attacker: bool):
-    """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures, or the BuildError."""
+    """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
+    measured here because a pooled worker's CPU time is invisible to the parent until the pool is
+    reaped), or the BuildError."""
     from ._pipeline import solve_dataset
+    wall, cpu = time.perf_counter(), time.process_time()
     try:
         fold_options = _fold_options(options, dataset, train)
         quantizer = None
@@ -308,9 +322,19 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
         if attacker and options.mechanism == "quantized":
             part["released"] = _simulated_release(fit, symbols, np.random.default_rng([options.seed, 1, i]))
             part["private"] = dataset.private[rows]
+        part["cost"] = _cost(i, wall, cpu)
         return part
     except BuildError as exc:
         return exc
+
+
+def _cost(i: int, wall: float, cpu: float) -> dict:
+    """Fold ``i``'s entry of :attr:`HoldoutLeakage.fold_costs`, from its start's ``perf_counter`` and
+    ``process_time``, measured in the process that ran it."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"fold": i + 1, "seconds": round(time.perf_counter() - wall, 3),
+            "cpu_seconds": round(time.process_time() - cpu, 3),
+            "peak_rss_bytes": int(peak if sys.platform == "darwin" else peak * 1024), "pid": os.getpid()}
 
 
 def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
@@ -330,7 +354,9 @@ def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
                           high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
                           distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
                           rows=int(sizes.sum()), unmatched_rows=sum(p.get("unmatched", 0) for p in parts),
-                          attacker_auc=_attacker_auc(released, private, n_classes, seed))
+                          attacker_auc=_attacker_auc(released, private, n_classes, seed),
+                          fold_costs=tuple({**p["cost"], "pooled": p["cost"]["pid"] != os.getpid()}
+                                           for p in parts if "cost" in p))
 
 
 def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:

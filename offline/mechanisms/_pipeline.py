@@ -75,6 +75,14 @@ class StageTimer:
     The stages of :func:`build`: load, cluster, prior, perfect-privacy (Delta0), solve, codebook,
     compress, holdout-fold-1 .. holdout-fold-k (each ends when the build is told that fold is
     done), payload; the CLI adds encode-sign.
+
+    Folds run in pooled worker processes, which the parent's ``RUSAGE_CHILDREN`` does not see
+    until the pool is reaped (at exit). :meth:`attach_folds` therefore adds each fold's own
+    figures, measured by the process that ran it, to its ``holdout-fold-i`` record:
+    ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes`` (that worker's high-water
+    mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU seconds are added to the
+    record's ``cpu_seconds`` (an in-process fold's are in it already). The whole process tree's
+    figure stays what the operating system reports for the build's process and its children.
     """
 
     def __init__(self, forward: Progress | None = None):
@@ -100,6 +108,20 @@ class StageTimer:
                               "peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_SELF),
                               "children_peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_CHILDREN)})
         self._stage = None
+
+    def attach_folds(self, costs) -> None:
+        """Add each fold's own cost (:attr:`._holdout.HoldoutLeakage.fold_costs`) to its closed
+        ``holdout-fold-i`` record (class docstring); a fold without a record is skipped."""
+        by_stage = {r["stage"]: r for r in self._records}
+        for cost in costs:
+            record = by_stage.get(f"holdout-fold-{cost['fold']}")
+            if record is None:
+                continue
+            record.update(fold_seconds=cost["seconds"], fold_cpu_seconds=cost["cpu_seconds"],
+                          fold_peak_rss_bytes=cost["peak_rss_bytes"], fold_pid=cost["pid"],
+                          fold_pooled=cost["pooled"])
+            if cost["pooled"]:
+                record["cpu_seconds"] = round(record["cpu_seconds"] + cost["cpu_seconds"], 3)
 
     def records(self) -> list[dict]:
         """The closed stages, in order (see the class docstring)."""
@@ -476,7 +498,10 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
             tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
 
         tell("holdout-fold-1", 0.75)
-        metrics.update(cross_fitted_leakage(dataset, options, progress=fold_done).metrics())
+        estimate = cross_fitted_leakage(dataset, options, progress=fold_done)
+        if isinstance(tell, StageTimer):
+            tell.attach_folds(estimate.fold_costs)
+        metrics.update(estimate.metrics())
     tell("payload", 0.99)
     payload = {
         **payload_header(options, options.mechanism),

@@ -138,3 +138,19 @@ def test_quantize_and_the_missing_alphabet_stay_within_the_block_limit(metric, m
     assert peak < dense / 3, (peak, dense)
     keys = _dense_keys(X, found.centers, metric)
     assert np.array_equal(found.labels, np.argmin(keys, axis=1))
+
+
+def test_whole_number_l2_keys_by_matrix_product_are_bitwise_the_left_to_right_sums():
+    """Likert answers with blank cells take the two-product form; it must equal the device's sums
+    exactly, and numbers too large for exact products must not take it."""
+    from privmap.offline.data._distortion import _exact_in_blas, _rank_keys
+    rng = np.random.default_rng(3)
+    X = rng.integers(1, 6, size=(400, 50)).astype(float)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    Y = rng.integers(1, 6, size=(64, 50)).astype(float)
+    assert _exact_in_blas(X, Y)
+    assert np.array_equal(_rank_keys(X, Y, "l2"), _dense_keys(X, Y, "l2"))
+    assert not _exact_in_blas(X + 0.5, Y)
+    big = np.full((2, 50), 2.0 ** 24)
+    assert not _exact_in_blas(big, Y)                    # 50 x (2^24 + 5)^2 exceeds 2^52
+    assert np.array_equal(_rank_keys(big, Y, "l2"), _dense_keys(big, Y, "l2"))

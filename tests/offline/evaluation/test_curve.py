@@ -135,3 +135,22 @@ def test_curve_and_evaluate_show_quantization_alone_beside_the_constant_release(
     assert q["clusters"] == json.loads(run("inspect", bundle, "--json").stdout)["clusters"]
     assert q["distortion"] < q["constant_distortion"]
     assert "k-means alone, K = " in run("evaluate", bundle, small_ratings, "--private", "gender").stdout
+
+
+def test_baselines_on_blank_cells_mask_them_as_the_device_does():
+    """Blank answers (NaN) are skipped in the constant's fit, in every distortion and in randomized
+    response, instead of turning the constant into a row of blanks that costs 0."""
+    from privmap.offline.data._distortion import pairwise
+    from privmap.offline.evaluation._baselines import baselines
+    rng = np.random.default_rng(2)
+    X = rng.integers(1, 6, size=(300, 6)).astype(float)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    a = rng.integers(0, 2, 300)
+    base = baselines(X, a, 2, "l2", clusters=(8,), attacker=False)
+    row = np.array(base["constant"]["row"], dtype=float)
+    assert not np.isnan(row).any() and np.all((row >= 1) & (row <= 5))
+    assert base["constant"]["distortion"] == pytest.approx(float(np.mean(pairwise(X, row[None, :], "l2"))))
+    assert base["constant"]["distortion"] > 1.0
+    (alone,) = base["quantization_alone"]
+    assert 0 < alone["distortion"] < alone["constant_distortion"]
+    assert all(np.isfinite(p["distortion"]) and p["distortion"] > 0 for p in base["randomized_response"])

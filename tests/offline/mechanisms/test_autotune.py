@@ -136,3 +136,32 @@ def test_the_bundle_auto_writes_declares_the_very_figure_that_met_the_target(run
     run("build", blank_csv, "--private", "gender", "--domain", "1:5", "--delta-fraction", 0.6, "--clusters",
         chosen["clusters"], "--seed", 4, "--key", keys / "private.pem", "--out", plain, "--issued-at", 1_700_000_000)
     assert json.loads(run("inspect", plain, "--json").output)["metrics"]["holdout_leakage_bits"] == declared
+
+
+def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rounds_above_it(small_csv,
+                                                                                             monkeypatch):
+    """An estimate at the target whose declared (rounded) figure is above it does not meet the target:
+    the candidate of higher distortion whose declared figure is below it is chosen."""
+    import dataclasses as dc
+
+    from privmap.offline.mechanisms import _autotune
+    from privmap.offline.mechanisms._holdout import HoldoutLeakage
+    target = 0.01234567890126                     # 13 significant digits: a default target is such a figure
+    assert canonical_float(target) > target       # the bundle's 12 digits round it up
+
+    def fake(dataset, candidates, **kw):
+        base = HoldoutLeakage(leakage_bits=0.0, low_bits=0.0, high_bits=0.0, plugin_bits=0.0, bias_bits=0.0,
+                              distortion=1.0, folds=3, rows=300, unmatched_rows=0, attacker_auc=0.5)
+        leak = {4: (0.012, 2.0), 8: (target, 1.0)}
+        return [dc.replace(base, leakage_bits=leak[o.clusters][0], distortion=leak[o.clusters][1])
+                for o in candidates]
+
+    monkeypatch.setattr(_autotune, "cross_fitted_many", fake)
+    data = load_dataset(small_csv, private="a")
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
+    choice = choose(data, options, clusters=(4, 8), target_leakage_bits=target)
+    rows = {c["clusters"]: c for c in choice.candidates}
+    assert rows[8]["holdout_leakage_bits"] <= target                      # the raw estimate is below it ...
+    assert canonical_float(rows[8]["holdout_leakage_bits"]) > target       # ... its declared figure is not
+    assert not rows[8]["meets_target"] and rows[4]["meets_target"]
+    assert choice.clusters == 4 and canonical_float(choice.holdout.leakage_bits) <= target

@@ -1,5 +1,8 @@
 """Whole-build measurement: each stage's seconds and peak memory, in the build result and in --json."""
 import json
+import os
+
+import pytest
 
 from privmap.offline.mechanisms._pipeline import BuildOptions, StageTimer, build
 
@@ -35,3 +38,18 @@ def test_build_json_reports_the_stages_with_encode_sign(tmp_path, keys, ratings_
     assert names[0] == "load" and names[-1] == "encode-sign" and "codebook" in names
     assert not any(n.startswith("holdout") for n in names)
     assert sum(r["seconds"] for r in summary["stages"]) <= summary["build_seconds"] + 0.01
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_each_fold_stage_carries_the_cpu_and_memory_its_own_process_measured(ratings_csv, monkeypatch, jobs):
+    """Pooled fold workers are invisible to the parent's RUSAGE_CHILDREN until reaped, so each fold
+    measures itself; a pooled fold's CPU counts in its stage's cpu_seconds."""
+    monkeypatch.setenv("PRIVMAP_JOBS", jobs)
+    result = build(ratings_csv, BuildOptions(private="gender", clusters=12, delta_fraction=0.5, holdout_folds=2))
+    folds = [r for r in result.stages.records() if r["stage"].startswith("holdout-fold")]
+    assert len(folds) == 2
+    for r in folds:
+        assert r["fold_cpu_seconds"] > 0 and r["fold_seconds"] > 0
+        assert r["fold_peak_rss_bytes"] > 10 * 2 ** 20
+        assert r["fold_pooled"] == (jobs == "2") == (r["fold_pid"] != os.getpid())
+        assert r["cpu_seconds"] >= r["fold_cpu_seconds"] - 0.05     # in it (pooled: added; in-process: measured)
