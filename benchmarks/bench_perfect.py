@@ -12,8 +12,8 @@ relative difference, the certified bounds' relative gap, the rounds and the gene
 pairs. ``--adult`` runs the UCI Adult instance of ``bench_solver.py`` (part 4) instead.
 ``--reference-rev REV`` also times ``perfect_privacy_table`` as it was at git revision REV
 (e.g. 5c35bcd, the scipy ``linprog`` path that re-solved every master from scratch), loaded
-from ``git show`` into the same process, and prints its time, its Delta0's relative
-difference and its rounds, up to ``--reference-max-k`` (the hub column generation of main
+from ``git show`` into the same process (with the ``_transport`` of REV where it has one),
+and prints its time, its Delta0's relative difference and its rounds, up to ``--reference-max-k`` (the hub column generation of main
 before the transport took 120 to 194 s at K = 8192 on UCI Adult). The ``form`` column is the
 formulation that certified Delta0 (``transport``, ``hub`` or ``transport+hub``), and the load
 average of the machine is printed before and after, since the machine may be shared.
@@ -41,7 +41,7 @@ def main(argv=None):
                     help="largest K at which the reference revision is also timed (default: all)")
     args = ap.parse_args(argv)
     from privmap.offline.solvers._perfect import perfect_privacy_lp, perfect_privacy_table
-    reference = bench.module_at(args.reference_rev, "_perfect") if args.reference_rev else None
+    reference = _reference(args.reference_rev) if args.reference_rev else None
 
     source = f"UCI Adult, private {args.adult}" if args.adult else "synthetic 50-dim ratings"
     print(f"# load average {_load()}")
@@ -67,6 +67,15 @@ def main(argv=None):
         print(line, flush=True)
     print(f"# load average {_load()}")
     return 0
+
+
+def _reference(rev):
+    """``_perfect`` at ``rev``, its transport (``solve_binary``) taken from ``_transport`` at
+    ``rev`` as well: a relative import would bind this checkout's."""
+    reference = bench.module_at(rev, "_perfect")
+    if hasattr(reference, "solve_binary"):
+        reference.solve_binary = bench.module_at(rev, "_transport").solve_binary
+    return reference
 
 
 def _load():
