@@ -38,6 +38,7 @@ an alternation lowers the distortion by less than :data:`RELATIVE_TOLERANCE` of 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,6 +48,7 @@ from scipy import sparse
 from .._errors import InfeasibleError, SolverError
 from .._information import expected_distortion, leakage_bits
 from ..data._distortion import assigned_distance, block_shape, pairwise
+from ..solvers._fast_solver import solve_fast
 from ..solvers._perfect import perfect_privacy_solution
 from ..solvers._result import SolveResult
 from ..solvers._solve import solve
@@ -253,7 +255,7 @@ def move_outputs(X: np.ndarray, weights, outputs: np.ndarray, *, distance: Dista
 def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarray, outputs: np.ndarray, *,
            distance: Distance, centre: Centre, project: Project, perfect: bool = False, solver: str = "fast",
            tol_bits: float = 1e-5, max_iterations: int = MAX_ITERATIONS, tolerance: float = RELATIVE_TOLERANCE,
-           progress: Callable[[float], None] | None = None) -> Codebook:
+           progress: Callable[[float], None] | None = None, warm_start: SolveResult | None = None) -> Codebook:
     """Alternate step A (move outputs) and step B (re-solve) until the distortion stops falling.
 
     Parameters
@@ -278,6 +280,11 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
     tolerance : float
         Stop after an alternation that lowers the distortion by less than this fraction of it
         (default :data:`RELATIVE_TOLERANCE`).
+    warm_start : SolveResult or None, keyword-only
+        The solve that gave ``table`` (its multiplier starts the first re-solve's path; without
+        it the first re-solve starts from ``table``'s pairs and posteriors only). Each later
+        re-solve of the fast solver starts from the previous one (``solve_fast(warm_start=)``):
+        moving the outputs changes D a little, so the previous duals and pairs are close.
 
     Raises
     ------
@@ -295,6 +302,9 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
     dist = start_dist = expected_distortion(p_c, table, D)
     leak = start_leak = leakage_bits(p_ac, table)
     history, rounding, accepted = [], 0.0, None
+    warm = warm_start if warm_start is not None else SolveResult(
+        table=table, leakage_bits=leak, distortion=dist, multiplier=math.nan, gap_bits=math.nan,
+        status="start", solver="", message="the starting table (no multiplier)")
     iterations = 0
     for iterations in range(1, max_iterations + 1):
         moved, rounding = move_outputs(X, Pairs.from_table(labels, table, per_row), outputs, distance=distance,
@@ -304,8 +314,9 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
         if changed.size:                                  # only the moved outputs' columns change
             D[:, changed] = conditional_distortion(X, labels, n_in, outputs[changed], distance, multiplicity=times)
         moved_dist = expected_distortion(p_c, table, D)
-        candidate = _resolve(p_ac, D, moved_dist, perfect=perfect, solver=solver, tol_bits=tol_bits)
+        candidate = _resolve(p_ac, D, moved_dist, perfect=perfect, solver=solver, tol_bits=tol_bits, warm=warm)
         if candidate is not None:
+            warm = candidate
             new_leak = leakage_bits(p_ac, candidate.table)
             new_dist = expected_distortion(p_c, candidate.table, D)
             if new_leak <= leak + LEAKAGE_ROUNDOFF_BITS and new_dist <= moved_dist * (1 + 1e-12):
@@ -333,11 +344,14 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times
 
 
-def _resolve(p_ac, D, budget, *, perfect, solver, tol_bits) -> SolveResult | None:
-    """Step B's solution, or None when program (19)'s solver fails."""
+def _resolve(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:
+    """Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
+    ``warm`` (a previous answer) when given."""
     if perfect:
         return perfect_privacy_solution(p_ac, D)
     try:
+        if solver == "fast" and warm is not None:
+            return solve_fast(p_ac, D, budget, tol_bits=tol_bits, warm_start=warm)
         return solve(p_ac, D, budget, solver=solver, tol_bits=tol_bits)
     except (InfeasibleError, SolverError):
         return None

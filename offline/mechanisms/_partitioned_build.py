@@ -411,7 +411,7 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
     start_dist = float(start_cost.sum())
     leak0 = leakage_bits(p_ac, q)
     perfect = done.delta >= done.d_perfect
-    table, leak, dist, accepted = resolve_kept(p_ac, q, D, perfect=perfect, options=options)
+    table, leak, dist, accepted = resolve_kept(p_ac, q, D, perfect=perfect, options=options, warm=done.solved)
     dist = min(start_dist, dist)
     step = Codebook(outputs=moved, table=table, distortion_matrix=D, distortion=dist, leakage_bits=leak,
                     start_distortion=start_dist, start_leakage_bits=leak0, rounding_cost=rounding, iterations=1,
@@ -424,16 +424,19 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
     return dataclasses.replace(done, alphabet=alphabet, solved=solved, budget=dist, codebook=step), sums
 
 
-def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: BuildOptions):
+def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: BuildOptions,
+                 warm: SolveResult | None = None):
     """Step B of the codebook step: re-solve program (19) with distortion matrix D (K_in, K_out) at
     the distortion table q meets under it, keeping the new table only if it leaks and distorts no
-    more (the rule of :func:`~privmap.offline.mechanisms._codebook.refine`).
+    more (the rule of :func:`~privmap.offline.mechanisms._codebook.refine`). The fast solver starts
+    from ``warm``, the solve that gave q, when given (``solve_fast(warm_start=)``).
 
     Returns ``(table, leakage_bits, distortion, SolveResult or None)``; None when q was kept.
     """
     p_c = p_ac.sum(axis=0)
     dist, leak = expected_distortion(p_c, q, D), leakage_bits(p_ac, q)
-    candidate = _resolve(p_ac, D, dist, perfect=perfect, solver=options.solver, tol_bits=options.tol_bits)
+    candidate = _resolve(p_ac, D, dist, perfect=perfect, solver=options.solver, tol_bits=options.tol_bits,
+                         warm=warm)
     if candidate is not None:
         new_leak, new_dist = leakage_bits(p_ac, candidate.table), expected_distortion(p_c, candidate.table, D)
         if new_leak <= leak + LEAKAGE_ROUNDOFF_BITS and new_dist <= dist * (1 + 1e-12):
@@ -487,7 +490,8 @@ def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet
         q = fit.solved.table
         if options.codebook:
             D_train = (total_sums - fold_sums[f]) / np.maximum(train.sum(axis=0), 1)[:, None]
-            q = resolve_kept(p_train, q, D_train, perfect=fit.delta >= fit.d_perfect, options=options)[0]
+            q = resolve_kept(p_train, q, D_train, perfect=fit.delta >= fit.d_perfect, options=options,
+                             warm=fit.solved)[0]
         D_held = fold_sums[f] / np.maximum(held.sum(axis=0), 1)[:, None]
         cls, sym = np.nonzero(held)
         times = held[cls, sym].astype(np.int64)

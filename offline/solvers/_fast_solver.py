@@ -160,6 +160,7 @@ _CG_MAXITER = 200                # CG iterations per solve; an unconverged solve
 _JACOBI_TAU = 3e-4               # above this fraction of the starting tau: CG with the diagonal as preconditioner,
 _JACOBI_RTOL = 1e-3              # to this relative residual,
 _JACOBI_MAXITER = 100            # in at most this many iterations
+_WARM_Q = 1e-9                   # warm start: table entries above this become starting candidates
 
 
 # ----------------------------------------------------------------------------------------------
@@ -167,7 +168,8 @@ _JACOBI_MAXITER = 100            # in at most this many iterations
 # ----------------------------------------------------------------------------------------------
 
 def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int | None = None,
-               progress: Callable[[float], None] | None = None) -> SolveResult:
+               progress: Callable[[float], None] | None = None,
+               warm_start: SolveResult | None = None) -> SolveResult:
     """Solve program (19) by smoothed dual Newton with pricing, and certify the answer.
 
     Parameters
@@ -187,6 +189,16 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         88 to 271 steps from K = 1024 to 16384 (benchmarks/README.md).
     progress : callable(float) or None, keyword-only
         Called with an estimate of the fraction done, in [0, 1].
+    warm_start : SolveResult or None, keyword-only
+        A previous answer on the same rows, outputs and private classes (its ``table`` of shape
+        (K, K_out) and ``multiplier``), typically before the distortion or the budget moved a
+        little (the codebook step's re-solve). The path then starts from its duals (each
+        output's codebook entry at the posterior of its table column, mu at its multiplier),
+        its table's pairs join the starting candidates; the temperature starts where the cold
+        start's does (a path started lower from these duals took more Newton steps, not
+        fewer: benchmarks/README.md). Only the start changes: the answer is certified
+        as without it (the lower bound prices every pair). ValueError if its table's shape
+        is not (K, K_out).
 
     Returns
     -------
@@ -214,8 +226,11 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         raise ValueError(f"tol_bits must be positive and finite, got {tol_bits}")
     if max_iter is None:
         max_iter = max(1000, D.shape[1] // 4)
+    if warm_start is not None and np.shape(warm_start.table) != D.shape:
+        raise ValueError(f"warm_start table has shape {np.shape(warm_start.table)}, "
+                         f"expected {D.shape}")
     with threadpool_limits(limits=_BLAS_THREADS):
-        result = _DualNewton(p_ac, D, delta, tol_bits, int(max_iter), progress).run()
+        result = _DualNewton(p_ac, D, delta, tol_bits, int(max_iter), progress).run(warm_start)
     result.info["time_s"] = time.perf_counter() - started
     return result
 
@@ -640,7 +655,7 @@ class _DualNewton:
 
     # ---- main loop ----------------------------------------------------------------------------
 
-    def run(self) -> SolveResult:
+    def run(self, warm: SolveResult | None = None) -> SolveResult:
         t0 = time.perf_counter()
         self.jmin, dmin, col_arg, col_ok, col_cost = self._scan_minima()
         pc_row = self.p_c[self.rows]
@@ -660,9 +675,12 @@ class _DualNewton:
         r0 = np.tile(self.p_a[:, None], (1, self.K_out))
         r0[:, col_ok] = (1 - _START_MIX) * self.alpha[:, col_arg[col_ok]] + _START_MIX * self.p_a[:, None]
         theta[:] = np.log(r0) - np.log(r0[-1])
-        G0, _ = self._codebook(theta)
         scale = max(_leakage_nats(self.p[:, self.rows], self.log_p_a), self.tol)
         mu = 2.0 * scale / max(constant - least, 1e-300) if self.budget else 0.0
+        r_w = j_w = np.zeros(0, np.int64)
+        if warm is not None:
+            mu, r_w, j_w = self._warm_duals(warm, theta, mu)
+        G0, _ = self._codebook(theta)
 
         # starting candidates: cheapest output and the best few under the starting duals
         R = self.rows.size
@@ -676,11 +694,34 @@ class _DualNewton:
             r_list.append(np.broadcast_to(np.arange(lo, hi)[:, None], idx.shape)[ok])
             j_list.append(idx[ok])
         r_g, j_g = self._guards()
-        self._set_candidates(np.concatenate(r_list + [r_g]), np.concatenate(j_list + [j_g]))
+        self._set_candidates(np.concatenate(r_list + [r_g, r_w]), np.concatenate(j_list + [j_g, j_w]))
         self.scale = scale
         ev = self._evaluate(theta, mu, scale)
         self.timing["start"] = time.perf_counter() - t0
         return self._follow_path(ev, least)
+
+    def _warm_duals(self, warm, theta, mu):
+        """Start from a previous answer: writes the logits of its outputs' posteriors into
+        ``theta`` (A, K_out) in place (outputs it left empty keep theirs), and returns its
+        multiplier in nats (``mu`` when it had none, NaN, or no budget binds) and its table's
+        pairs (active-row indices, outputs) where allowed in D."""
+        table = warm.table
+        rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
+        vals = np.asarray(table[rows, cols]).ravel()
+        pos = np.full(self.K, -1, np.int64)
+        pos[self.rows] = np.arange(self.rows.size)
+        keep = (vals > _WARM_Q) & (pos[rows] >= 0)
+        keep[keep] = np.isfinite(self.D[rows[keep], cols[keep]])
+        rows, cols, vals = rows[keep], cols[keep], vals[keep]
+        P = np.zeros((self.A, self.K_out))
+        for a in range(self.A):
+            np.add.at(P[a], cols, self.p[a, rows] * vals)
+        used = P.sum(axis=0) > 0
+        r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]
+        theta[:, used] = np.log(r) - np.log(r[-1])
+        if self.budget and math.isfinite(warm.multiplier) and warm.multiplier > 0:
+            mu = float(warm.multiplier) * _LN2
+        return mu, pos[rows], cols
 
     def _guards(self):
         """For every output and class, its _N_GUARD cheapest rows whose posterior leans to that class.

@@ -246,3 +246,29 @@ def test_conditional_distortion_in_blocks_equals_the_dense_means(monkeypatch):
     monkeypatch.setattr(distortion, "NEAREST_BLOCK_BYTES", 8 * 6 * qz.k * 7)      # blocks of 7 rows
     got = conditional_distortion(X, qz.labels, qz.k, qz.centers, lambda P, Q: pairwise(P, Q, "l1"))
     assert np.allclose(got, expected, rtol=1e-13, atol=1e-13)
+
+
+def test_the_codebook_steps_warm_started_re_solves_reach_the_cold_ones_answers(monkeypatch):
+    # Each re-solve starts from the previous answer; with every warm start stripped the step must
+    # end at the same outputs and, within the solver's certified tolerance, the same leakage.
+    from privmap.offline.mechanisms import _codebook
+    from privmap.offline.solvers._fast_solver import solve_fast
+    X, qz, p_ac, table, (distance, centre, project) = _instance("l2")
+    D = conditional_distortion(X, qz.labels, qz.k, qz.centers, distance)
+    delta = float(p_ac.sum(axis=0) @ (table * D).sum(axis=1))
+    start = solve_fast(p_ac, D, delta, tol_bits=1e-7)
+    seen = []
+
+    def spy(*args, warm_start=None, **kw):
+        seen.append(warm_start)
+        return solve_fast(*args, warm_start=warm_start, **kw)
+
+    monkeypatch.setattr(_codebook, "solve_fast", spy)
+    warm = refine(X, qz.labels, p_ac, start.table, qz.centers, distance=distance, centre=centre,
+                  project=project, tol_bits=1e-7, warm_start=start)
+    assert seen and seen[0] is start
+    monkeypatch.setattr(_codebook, "solve_fast", lambda *a, warm_start=None, **kw: solve_fast(*a, **kw))
+    cold = refine(X, qz.labels, p_ac, start.table, qz.centers, distance=distance, centre=centre,
+                  project=project, tol_bits=1e-7)
+    assert warm.leakage_bits == pytest.approx(cold.leakage_bits, abs=2e-7)
+    assert warm.distortion == pytest.approx(cold.distortion, rel=1e-6)

@@ -275,3 +275,38 @@ def test_pricing_widens_the_intake_of_rows_found_wanting_in_earlier_passes(monke
     wanting = (Z < cand_min[:, None]).any(axis=1)
     assert np.array_equal(solver.row_hits, hits + wanting)
     assert (allow[wanting] > 1).any() and (np.bincount(r, minlength=R)[wanting] > 1).any()
+
+
+@pytest.mark.parametrize("seed, n_private", [(0, 2), (1, 3)])
+@pytest.mark.parametrize("shift", [0.0, 0.05])
+def test_a_warm_started_solve_certifies_the_same_optimum_as_a_cold_one(seed, n_private, shift):
+    # The warm start comes from the instance before its distortion moved (as in the codebook
+    # step); both answers are certified within tol_bits, so their leakages differ by at most that.
+    p_ac, dist = random_instance(seed, 60, n_private)
+    delta = budget(p_ac, dist, 0.3)
+    before = solve_fast(p_ac, dist, delta, tol_bits=1e-6)
+    moved = dist * (1 + shift * np.random.default_rng(seed).random(dist.shape))
+    cold = solve_fast(p_ac, moved, delta, tol_bits=1e-6)
+    warm = solve_fast(p_ac, moved, delta, tol_bits=1e-6, warm_start=before)
+    assert warm.gap_bits <= 1e-6 and cold.gap_bits <= 1e-6
+    assert abs(warm.leakage_bits - cold.leakage_bits) <= 1e-6
+    assert warm.leakage_bits - warm.info["lower_bound_bits"] <= 1e-6
+    assert warm.distortion <= delta * (1 + 1e-12)
+
+
+def test_a_warm_start_from_a_table_without_a_multiplier_is_certified_too():
+    import dataclasses
+    p_ac, dist = random_instance(2, 50)
+    delta = budget(p_ac, dist, 0.4)
+    cold = solve_fast(p_ac, dist, delta, tol_bits=1e-6)
+    bare = dataclasses.replace(cold, multiplier=math.nan)
+    warm = solve_fast(p_ac, dist, delta, tol_bits=1e-6, warm_start=bare)
+    assert abs(warm.leakage_bits - cold.leakage_bits) <= 1e-6
+
+
+def test_a_warm_start_of_another_shape_is_a_clear_error():
+    p_ac, dist = random_instance(3, 30)
+    delta = budget(p_ac, dist, 0.4)
+    other = solve_fast(p_ac[:, :20] / p_ac[:, :20].sum(), dist[:20, :20], budget(p_ac, dist, 0.4))
+    with pytest.raises(ValueError, match="warm_start table has shape"):
+        solve_fast(p_ac, dist, delta, warm_start=other)

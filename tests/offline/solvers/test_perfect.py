@@ -241,3 +241,36 @@ def test_coefficients_highs_drops_as_negligible_do_not_fail_the_master():
     _, d_lp = perfect_privacy_lp(p_ac, dist)
     assert abs(d0 - d_lp) <= 1e-9 * d_lp
     assert leakage_bits(p_ac, table) < 1e-9
+
+
+@pytest.mark.parametrize("metric", ["l2", "squared-l2", "l1"])
+def test_endpoint_pair_costs_equal_the_candidate_hub_reference(metric):
+    # The fast path (hub[c] = c: the two endpoints and the constant output, no fancy indexing)
+    # against the reference form over the same three candidate hubs.
+    from privmap.offline.solvers import _transport
+    p_ac, dist = _metric_instance(np.random.default_rng(7), 2, 50, metric)
+    p_c, delta_a = _perfect._coefficients(p_ac)
+    w = delta_a[:, 0]
+    sup, dem = np.flatnonzero(w > 0), np.flatnonzero(w < 0)
+    unit = np.where(w != 0, p_c / np.where(w != 0, np.abs(w), 1.0), 0.0)
+    hub = _transport._cheapest_outputs(dist)
+    assert (hub == np.arange(50)).all()
+    j_const = int(np.argmin(p_c @ dist))
+    fast = _transport._endpoint_pair_costs(dist, unit, sup, dem, j_const)
+    reference = _transport._candidate_pair_costs(dist, unit, sup, dem, hub, j_const)
+    assert np.allclose(fast, reference, rtol=1e-14, atol=0)
+    s, t = np.meshgrid(sup, dem, indexing="ij")
+    via = _transport._best_hubs(dist, unit, s.ravel(), t.ravel(), hub, j_const)
+    at_via = unit[s.ravel()] * dist[s.ravel(), via] + unit[t.ravel()] * dist[t.ravel(), via]
+    assert np.allclose(at_via, fast.ravel(), rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("start_pairs", [1, 4, 100])
+def test_the_transport_certifies_the_dense_lp_whatever_its_first_master(start_pairs, monkeypatch):
+    from privmap.offline.solvers import _transport
+    monkeypatch.setattr(_transport, "_START_PAIRS", start_pairs)
+    p_ac, dist = _metric_instance(np.random.default_rng(8), 2, 45, "l2")
+    info = {}
+    _, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["formulation"] == "transport"
+    assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-9)
