@@ -43,8 +43,8 @@ def _line(name: str, r: dict) -> str:
     if "holdout_leakage_bits" in s:
         extra = (f" holdout leak {s['holdout_leakage_bits']:.5f} [{s['holdout_leakage_low_bits']:.5f}, "
                  f"{s['holdout_leakage_high_bits']:.5f}] holdout dist {s['holdout_distortion']:.4f}")
-    return (f"{name:<22} K={r['clusters']:>5} cpu {r['cpu']:7.1f} s  wall {r['wall']:7.1f} s  peak {r['peak_mib']:6.0f} MiB"
-            f"  leak {r['leakage']:.5f} dist {r['distortion']:.4f}{extra}")
+    return (f"{name:<22} K={r['clusters']:>5} cpu {r['cpu']:7.1f} s  wall {r['wall']:7.1f} s  "
+            f"peak {r['peak_mib']:6.0f} MiB  leak {r['leakage']:.5f} dist {r['distortion']:.4f}{extra}")
 
 
 def _stages(r: dict) -> str:

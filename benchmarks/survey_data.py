@@ -7,6 +7,8 @@ normal), ten items per trait, each item z = loading x trait (sign alternating, l
 thresholds; a binary private attribute (gender) that shifts two of the traits (Cohen's d of
 0.45 and 0.30, the size of the larger gender differences reported for personality traits);
 and blank cells, each answer missing with probability ``blank`` (2 % by default) at random.
+The questionnaire (loadings, cut points) is the same for every seed, so another seed draws
+fresh users of the same survey (new users for a bundle built on seed 0).
 
     python benchmarks/survey_data.py OUT.csv [--n 14000] [--items 50] [--seed 0] [--blank 0.02]
 
@@ -20,6 +22,8 @@ import pathlib
 import numpy as np
 
 TRAITS = 5
+#: Users whose seed-0 draw fixes the questionnaire (:func:`_questionnaire`).
+QUESTIONNAIRE_USERS = 14000
 #: Standardised shift of each trait between the two private classes (Cohen's d); 0 = unrelated.
 TRAIT_SHIFT = (0.0, 0.45, 0.0, 0.30, 0.0)
 
@@ -35,15 +39,30 @@ def survey(n: int = 14000, items: int = 50, *, seed: int = 0, blank: float = 0.0
     private = rng.integers(0, 2, n)
     traits = rng.standard_normal((n, TRAITS)) + np.outer(private - 0.5, TRAIT_SHIFT)
     which = np.arange(items) % TRAITS
-    loading = rng.uniform(0.5, 0.8, items) * np.where((np.arange(items) // TRAITS) % 2 == 0, 1.0, -1.0)
-    z = traits[:, which] * loading + rng.standard_normal((n, items)) * np.sqrt(1.0 - loading ** 2)
-    # cut points per item: a common Likert spread moved by an item-specific difficulty
-    cuts = np.array([-1.5, -0.5, 0.4, 1.3]) + rng.normal(0.0, 0.3, (items, 1))
+    rng.uniform(0.5, 0.8, items)                 # the questionnaire's draws, replayed by _questionnaire
+    noise = rng.standard_normal((n, items))
+    rng.normal(0.0, 0.3, (items, 1))
+    loading, cuts = _questionnaire(items)
+    z = traits[:, which] * loading + noise * np.sqrt(1.0 - loading ** 2)
     answers = 1.0 + (z[:, :, None] > cuts[None, :, :]).sum(axis=2)
     answers[rng.random((n, items)) < blank] = np.nan
     empty = np.isnan(answers).all(axis=1)
     answers[empty, 0] = 3.0                      # keep every user (a fully blank row would be left out)
     return answers, private
+
+
+def _questionnaire(items: int) -> tuple[np.ndarray, np.ndarray]:
+    """The items' loadings (items,) and Likert cut points (items, 4), the same for every seed (fresh
+    users of one questionnaire): drawn as ``survey(QUESTIONNAIRE_USERS, items, seed=0)`` draws them, so
+    that data set is what this module wrote before the questionnaire was fixed."""
+    rng = np.random.default_rng(0)
+    rng.integers(0, 2, QUESTIONNAIRE_USERS)
+    rng.standard_normal((QUESTIONNAIRE_USERS, TRAITS))
+    loading = rng.uniform(0.5, 0.8, items) * np.where((np.arange(items) // TRAITS) % 2 == 0, 1.0, -1.0)
+    rng.standard_normal((QUESTIONNAIRE_USERS, items))
+    # cut points per item: a common Likert spread moved by an item-specific difficulty
+    cuts = np.array([-1.5, -0.5, 0.4, 1.3]) + rng.normal(0.0, 0.3, (items, 1))
+    return loading, cuts
 
 
 def write_csv(path, answers: np.ndarray, private: np.ndarray) -> pathlib.Path:

@@ -135,6 +135,21 @@ def encode_features(train, test, categorical: bool):
     return scaler.fit_transform(train), scaler.transform(test)
 
 
+def _distinct_weighted(X, y) -> tuple:
+    """(X, y, sample_weight=None), or each distinct (row, class) once weighted by its count when that
+    at least halves the rows: logistic regression's objective is a sum over rows, so the fit is the
+    same (to the solver's tolerance) at a fraction of the cost. Released rows of a quantized table
+    take at most K distinct values (``--clusters auto`` scores a candidate's 14,000 released rows
+    in 10 folds: 3.5 CPU-s each before). Sparse (one-hot) matrices are passed as they are."""
+    if not isinstance(X, np.ndarray) or X.shape[0] < 4:
+        return X, y, None
+    keyed = np.column_stack([X, y])
+    distinct, counts = np.unique(keyed, axis=0, return_counts=True)
+    if distinct.shape[0] * 2 > X.shape[0]:
+        return X, y, None
+    return distinct[:, :-1], distinct[:, -1].astype(np.asarray(y).dtype), counts.astype(float)
+
+
 def logistic_attack(train_X, y_train, test_X, y_test, n_classes: int, *, categorical: bool = False,
                     seed: int = 0) -> AttackScores:
     """Fit logistic regression on (train_X, y_train) and score it on (test_X, y_test).
@@ -153,7 +168,8 @@ def logistic_attack(train_X, y_train, test_X, y_test, n_classes: int, *, categor
         proba[:, present[0]] = 1.0
     else:
         model = LogisticRegression(max_iter=2000, random_state=seed)
-        model.fit(Xtr, y_train)
+        Xfit, yfit, weight = _distinct_weighted(Xtr, y_train)
+        model.fit(Xfit, yfit, sample_weight=weight)
         proba = np.zeros((len(y_test), n_classes))
         proba[:, model.classes_] = model.predict_proba(Xte)
     guess = np.argmax(proba, axis=1)

@@ -240,3 +240,22 @@ def test_prior_mismatch_bound_shrinks_with_more_samples_and_says_when_vacuous():
     assert few["vacuous"] and not many["vacuous"]
     assert many["l1_radius"] < few["l1_radius"]
     assert many["distortion_bound"] == pytest.approx(3.0 * many["l1_radius"])
+
+
+def test_the_attacker_fits_each_distinct_released_row_once_weighted_by_its_count_to_the_same_model():
+    """Released rows of a quantized table repeat; fitting the distinct (row, class) pairs with their
+    counts as weights must give the model the rows themselves give (a sum over rows either way)."""
+    from sklearn.linear_model import LogisticRegression
+    from privmap.offline.evaluation._attacks import _distinct_weighted, encode_features, logistic_attack
+    rng = np.random.default_rng(6)
+    points = rng.integers(1, 6, size=(12, 4)).astype(float)
+    X = points[rng.integers(0, 12, 600)]
+    y = (rng.random(600) < 0.3 + 0.1 * X[:, 0]).astype(np.int64)
+    Xd, yd, w = _distinct_weighted(X, y)
+    assert w is not None and Xd.shape[0] <= 24 and w.sum() == 600
+    test = points[rng.integers(0, 12, 200)]
+    got = logistic_attack(X, y, test, rng.integers(0, 2, 200), 2).scores
+    Xtr, Xte = encode_features(X, test, False)
+    want = LogisticRegression(max_iter=2000, random_state=0).fit(Xtr, y).predict_proba(Xte)
+    assert np.allclose(got, want, atol=1e-4)
+    assert _distinct_weighted(rng.normal(size=(50, 3)), y[:50])[2] is None     # nothing to merge: as given
