@@ -38,7 +38,6 @@ an alternation lowers the distortion by less than :data:`RELATIVE_TOLERANCE` of 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -281,10 +280,13 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
         Stop after an alternation that lowers the distortion by less than this fraction of it
         (default :data:`RELATIVE_TOLERANCE`).
     warm_start : SolveResult or None, keyword-only
-        The solve that gave ``table`` (its multiplier starts the first re-solve's path; without
-        it the first re-solve starts from ``table``'s pairs and posteriors only). Each later
-        re-solve of the fast solver starts from the previous one (``solve_fast(warm_start=)``):
-        moving the outputs changes D a little, so the previous duals and pairs are close.
+        The solve that gave ``table``. When given, the first re-solve of the fast solver starts
+        from it and each later one from the previous re-solve (``solve_fast(warm_start=)``):
+        moving the outputs changes D a little, so the previous duals and pairs are close. None
+        (the default): every re-solve starts cold, as before, so that a build reproduces its
+        earlier bundles bit for bit (a warm-started re-solve is certified to the same optimum,
+        within ``tol_bits``, but its table may differ in the last digits and move outputs
+        differently).
 
     Raises
     ------
@@ -302,9 +304,7 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
     dist = start_dist = expected_distortion(p_c, table, D)
     leak = start_leak = leakage_bits(p_ac, table)
     history, rounding, accepted = [], 0.0, None
-    warm = warm_start if warm_start is not None else SolveResult(
-        table=table, leakage_bits=leak, distortion=dist, multiplier=math.nan, gap_bits=math.nan,
-        status="start", solver="", message="the starting table (no multiplier)")
+    warm = warm_start
     iterations = 0
     for iterations in range(1, max_iterations + 1):
         moved, rounding = move_outputs(X, Pairs.from_table(labels, table, per_row), outputs, distance=distance,
@@ -315,8 +315,9 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
             D[:, changed] = conditional_distortion(X, labels, n_in, outputs[changed], distance, multiplicity=times)
         moved_dist = expected_distortion(p_c, table, D)
         candidate = _resolve(p_ac, D, moved_dist, perfect=perfect, solver=solver, tol_bits=tol_bits, warm=warm)
-        if candidate is not None:
+        if candidate is not None and warm is not None:
             warm = candidate
+        if candidate is not None:
             new_leak = leakage_bits(p_ac, candidate.table)
             new_dist = expected_distortion(p_c, candidate.table, D)
             if new_leak <= leak + LEAKAGE_ROUNDOFF_BITS and new_dist <= moved_dist * (1 + 1e-12):
