@@ -14,7 +14,7 @@ floats in provenance, the prior and ``p_x``, cells of non-integer numeric featur
 lies inside. The ``inputs`` are not rounded: they are the representatives the device looks rows
 up by, and the build's assignment of rows to them (psi, hence the prior and every figure) was
 computed with exactly these values. Declared figures then describe the bundle's integer table
-to that precision; the device's checks allow for it (``privmap.device._leakage``). ``sign_bundle`` wraps payload bytes in
+to that precision; the device's checks allow for it (``privmap.device.format._leakage``). ``sign_bundle`` wraps payload bytes in
 the Ed25519-signed envelope. Ed25519 signatures are deterministic, so the same payload and key
 always give byte-identical bundles.
 """
@@ -41,9 +41,9 @@ from privmap.device import (
     key_id_of,
     load_bundle,
 )
-from privmap.device._codec import decode_payload
-from privmap.device._leakage import PAYLOAD_FLOAT_DIGITS
-from privmap.device._schema import (
+from privmap.device.format._codec import decode_payload
+from privmap.device.format._leakage import PAYLOAD_FLOAT_DIGITS
+from privmap.device.format._schema import (
     CATEGORICAL_FEATURE_KEYS,
     NUMERIC_FEATURE_KEYS,
     PRIVATE_KEYS,

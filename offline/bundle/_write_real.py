@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import msgpack
 from privmap.device import BundleError, Limits
-from privmap.device._codec import decode_payload
-from privmap.device._gaussian import GAUSSIAN_PARAMETER_KEYS
-from privmap.device._nullspace import NULLSPACE_PARAMETER_KEYS
-from privmap.device._real_kinds import load_real_body
-from privmap.device._schema import REAL_PAYLOAD_KEYS, parse_header
+from privmap.device.format._codec import decode_payload
+from privmap.device.mechanisms._gaussian import GAUSSIAN_PARAMETER_KEYS
+from privmap.device.mechanisms._nullspace import NULLSPACE_PARAMETER_KEYS
+from privmap.device.mechanisms._real_kinds import load_real_body
+from privmap.device.format._schema import REAL_PAYLOAD_KEYS, parse_header
 
 from .._errors import BuildError
 

@@ -123,7 +123,7 @@ def read_keyring_chain(paths) -> KeyringChain:
     Raises :class:`BuildError` naming the file for an unreadable or refused document.
     """
     from privmap.device._files import NotRegularFile, read_regular
-    from privmap.device._rotation import MAX_KEYRING_BYTES
+    from privmap.device.trust._rotation import MAX_KEYRING_BYTES
     chain = None
     for path in paths:
         try:

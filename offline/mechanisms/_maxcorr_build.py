@@ -38,7 +38,7 @@ from ._maxcorr import (
 
 __all__ = ["MaxCorrOptions", "MaxCorrBuild", "build_max_correlation", "read_public", "MAXCORR_BITS"]
 
-#: Most distinct public tuples the design accepts (and the device's limit, device/_maxcorr.py).
+#: Most distinct public tuples the design accepts (and the device's limit, device/mechanisms/_maxcorr.py).
 MAX_INPUTS = 64
 #: Default table bits: rho_m^2 moves by ~1e-2 when a rarely released output's mass is rounded
 #: to 2^-16 (measured on census.csv, 48 tuples, D = 0.3: 0.7206 solved, 0.7321 at B = 16,

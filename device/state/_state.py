@@ -60,13 +60,13 @@ import stat
 import time
 from typing import NamedTuple
 
-from ._binding import Binding, check_binding
-from ._bundle import MAX_CLOCK_SKEW, Bundle, load_bundle
-from ._codec import decode_envelope
+from ..trust._binding import Binding, check_binding
+from ..format._bundle import MAX_CLOCK_SKEW, Bundle, load_bundle
+from ..format._codec import decode_envelope
 from ._counter import MonotonicCounter, StateReplayError
-from ._derived import SECRET_BYTES, DerivedBits, record_bits, release_bits
-from ._envelope import verify_envelope
-from ._errors import (
+from ..release._derived import SECRET_BYTES, DerivedBits, record_bits, release_bits
+from ..trust._envelope import verify_envelope
+from .._errors import (
     BundleError,
     BundleTooLargeError,
     EquivocationError,
@@ -75,7 +75,7 @@ from ._errors import (
     NoValidBundleError,
     StateError,
 )
-from ._files import (
+from .._files import (
     TMP_PREFIX,
     LockUnavailable,
     NotRegularFile,
@@ -84,12 +84,12 @@ from ._files import (
     locked,
     read_regular,
 )
-from ._gaussian import GaussianBundle
-from ._keyring import Keyring
-from ._limits import Limits
-from ._nullspace import NullspaceBundle
-from ._rotation import MAX_ROTATIONS, KeyringChain
-from ._sampler import draw_bits, sample_row
+from ..mechanisms._gaussian import GaussianBundle
+from ..trust._keyring import Keyring
+from ..format._limits import Limits
+from ..mechanisms._nullspace import NullspaceBundle
+from ..trust._rotation import MAX_ROTATIONS, KeyringChain
+from ..release._sampler import draw_bits, sample_row
 
 __all__ = ["DeviceState", "InstallResult", "KeyringMismatchError", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
            "MAX_HISTORY", "PLAUSIBLE_CLOCK", "LATEST_ISSUED_AT"]

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ._errors import BundleFormatError, BundleSignatureError
+from .._errors import BundleFormatError, BundleSignatureError
 from ._keyring import Keyring
-from ._limits import (
+from ..format._limits import (
     DOMAIN_TAG,
     FORMAT_VERSION,
     MAX_SIGNATURES,

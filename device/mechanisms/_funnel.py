@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ._errors import MetricsError, TableError
+from .._errors import MetricsError, TableError
 
 __all__ = ["check_funnel", "table_disclosure_bits", "DISCLOSURE_TOLERANCE"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from types import MappingProxyType
 
-from ._errors import BundleFormatError, InputError, MetricsError
+from .._errors import BundleFormatError, InputError, MetricsError
 from ._realvalued import (
     MAX_REAL_DIM,
     RealBundle,
@@ -32,7 +32,7 @@ from ._realvalued import (
     parse_real_row,
     vector,
 )
-from ._schema import _closed_map
+from ..format._schema import _closed_map
 
 __all__ = ["NullspaceBundle", "TheoremCheckError", "parse_nullspace", "clean_row",
            "NULLSPACE_PARAMETER_KEYS", "NULLSPACE_METRICS", "THEOREM1_RELATIVE", "THEOREM1_ROUNDING"]

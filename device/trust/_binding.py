@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ._errors import BundleError
+from .._errors import BundleError
 
 __all__ = ["Binding", "WrongTargetError", "WrongDomainError", "schema_sha256", "check_binding"]
 

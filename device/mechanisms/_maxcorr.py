@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ._errors import BundleFormatError, MetricsError
+from .._errors import BundleFormatError, MetricsError
 
 __all__ = [
     "parse_p_x", "rho_m_squared_pure", "s_star_upper_pure", "check_max_correlation",

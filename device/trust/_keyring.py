@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ._edwards import key_problem
-from ._errors import KeyringError
-from ._files import read_regular
+from .._errors import KeyringError
+from .._files import read_regular
 
 __all__ = ["Keyring", "key_id_of"]
 

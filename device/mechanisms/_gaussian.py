@@ -1,7 +1,7 @@
 """The ``gaussian`` bundle kind: y = x + N, N ~ N(0, diag sigma2) (seed 004).
 
 Noise. :func:`standard_normals` draws standard normals by Box-Muller from a bit source's
-``randbits(53)`` (the OS CSPRNG through :func:`privmap.device._sampler.resolve_rng` in
+``randbits(53)`` (the OS CSPRNG through :func:`privmap.device.release._sampler.resolve_rng` in
 production): ``u1 = (r1 + 1) / 2**53`` lies in (0, 1], so ``log(u1)`` is never ``log(0)``;
 ``u2 = r2 / 2**53`` lies in [0, 1); the pair gives ``sqrt(-2 log u1) * (cos, sin)(2 pi u2)``.
 The largest |z| possible is ``sqrt(2 * 53 * log 2) = 8.57``: the tail beyond it (probability
@@ -32,8 +32,8 @@ import os
 import struct
 from types import MappingProxyType
 
-from ._errors import BundleFormatError, MetricsError, PrivmapDeviceError
-from ._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
+from .._errors import BundleFormatError, MetricsError, PrivmapDeviceError
+from ..format._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
 from ._realvalued import (
     MAX_REAL_DIM,
     RealBundle,
@@ -45,8 +45,8 @@ from ._realvalued import (
     symmetric,
     vector,
 )
-from ._sampler import draw_bits, resolve_rng
-from ._schema import _closed_map
+from ..release._sampler import draw_bits, resolve_rng
+from ..format._schema import _closed_map
 
 __all__ = ["GaussianBundle", "ReleaseRefusedError", "standard_normals", "add_noise",
            "canonical_record", "gaussian_information", "GAUSSIAN_PARAMETER_KEYS", "GAUSSIAN_METRICS",

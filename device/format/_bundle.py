@@ -8,8 +8,8 @@ import time
 from types import MappingProxyType
 
 from ._codec import decode_envelope, decode_payload
-from ._envelope import verify_envelope
-from ._errors import (
+from ..trust._envelope import verify_envelope
+from .._errors import (
     BundleError,
     BundleFormatError,
     BundleTooLargeError,
@@ -20,12 +20,12 @@ from ._errors import (
     PolicyError,
     RollbackError,
 )
-from ._keyring import Keyring
+from ..trust._keyring import Keyring
 from ._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK, table_leakage_bits
 from ._limits import Limits
-from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
+from ..release._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 from ._prescan import prescan
-from ._sampler import draw_bits, resolve_rng, sample_row
+from ..release._sampler import draw_bits, resolve_rng, sample_row
 from ._schema import REAL_MECHANISMS, parse_body, parse_header
 
 __all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage",
@@ -299,7 +299,7 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         raise FutureBundleError(f"bundle issued_at {issued_at} is more than {max_skew} s after the clock "
                                 f"({int(clock)}): the clock or the bundle's issue date is wrong")
     if obj["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian release paths
-        from ._real_kinds import load_real_body
+        from ..mechanisms._real_kinds import load_real_body
         real = load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
                               device_class=obj["device_class"],
                               sha256=hashlib.sha256(data).hexdigest(), key_id=signers[0].hex(), data=data)
@@ -342,10 +342,10 @@ def check_declared_metrics(body: dict) -> None:
     S* bound, distortion; it has no prior)."""
     try:
         if body["mechanism"] == "funnel":
-            from ._funnel import check_funnel
+            from ..mechanisms._funnel import check_funnel
             check_funnel(body)
         elif body["mechanism"] == "max-correlation":
-            from ._maxcorr import check_max_correlation
+            from ..mechanisms._maxcorr import check_max_correlation
             check_max_correlation(body)
     except (ValueError, ArithmeticError):
         raise MetricsError(f"cannot recompute the {body['mechanism']} bundle's declared figures") from None

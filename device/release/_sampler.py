@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from ._derived import DerivedBits
-from ._errors import RandomnessError
+from .._errors import RandomnessError
 
 __all__ = ["SystemRandomBits", "InsecureTestBits", "resolve_rng", "draw_bits", "sample_row"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._errors import BundleFormatError, TableError, WrongTypeError
+from .._errors import BundleFormatError, TableError, WrongTypeError
 from ._limits import MAX_VERSION, PAYLOAD_TYPE, SCHEMA_VERSION, Limits
-from ._lookup import _DECIMAL
+from ..release._lookup import _DECIMAL
 
 __all__ = [
     "Feature",
@@ -51,7 +51,7 @@ MISSING_RULES = ("refuse", "mask", "impute")
 #: Longest missing-value token (a CSV spelling such as "NA"; "" = blank only).
 MAX_MISSING_TOKEN = 16
 #: Real-valued kinds: their payload has its own closed key set, REAL_PAYLOAD_KEYS,
-#: and their body is parsed by privmap.device._real_kinds.
+#: and their body is parsed by privmap.device.mechanisms._real_kinds.
 REAL_MECHANISMS = ("nullspace", "gaussian")
 REAL_PAYLOAD_KEYS = (
     "type", "schema_version", "version", "issued_at", "expires", "device_class", "mechanism", "features",
@@ -403,7 +403,7 @@ def _parse_seed_mechanism_body(obj: dict, limits: Limits) -> dict:
             "outputs": outputs, "bits": bits, "index": index, "weight": weight, "metrics": metrics,
             "provenance": _provenance(obj["provenance"], limits), "p_x": None}
     if mechanism == "max-correlation":
-        from ._maxcorr import parse_p_x
+        from ..mechanisms._maxcorr import parse_p_x
         body.update(private_name=None, classes=(), prior=None, p_x=parse_p_x(obj["p_x"], len(inputs)))
     else:
         private = _closed_map(obj["private"], PRIVATE_KEYS, "private")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from ._errors import BundleFormatError
+from .._errors import BundleFormatError
 from ._gaussian import GAUSSIAN_METRICS, make_gaussian
 from ._nullspace import NULLSPACE_METRICS, make_nullspace
 from ._realvalued import MAX_REAL_DIM, RealBundle, names
-from ._schema import _metrics, _provenance
+from ..format._schema import _metrics, _provenance
 
 __all__ = ["load_real_body"]
 

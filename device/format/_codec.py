@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgpack
 
-from ._errors import BundleFormatError
+from .._errors import BundleFormatError
 from ._limits import Limits
 
 __all__ = ["MIN_MSGPACK_VERSION", "decode_envelope", "decode_payload"]

@@ -22,10 +22,10 @@ keys and of its own. :class:`DeviceState` keeps the current document in its stat
 """
 from __future__ import annotations
 
-from ._codec import _unpack, decode_envelope
-from ._errors import BundleError, KeyringError
+from ..format._codec import _unpack, decode_envelope
+from .._errors import BundleError, KeyringError
 from ._keyring import Keyring
-from ._limits import (
+from ..format._limits import (
     MAX_SIGNATURES,
     MAX_VERSION,
     MULTISIG_FORMAT_VERSION,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ._errors import StateError
+from .._errors import StateError
 
 __all__ = ["MonotonicCounter", "StateReplayError"]
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Set
 from itertools import islice
 from operator import itemgetter
 
-from ._errors import InputError
+from .._errors import InputError
 
 __all__ = ["parse_row", "canonical", "distance_modes", "nearest_pure", "nearest_numpy"]
 
