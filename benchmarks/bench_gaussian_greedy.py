@@ -20,7 +20,7 @@ import argparse
 import time
 
 import numpy as np
-from privmap.offline.mechanisms._gaussian import GaussianModel, greedy_noise
+from privmap.offline.mechanisms.realvalued._gaussian import GaussianModel, greedy_noise
 
 
 def model(n, rng):

@@ -35,7 +35,7 @@ from privmap.offline._information import leakage_bits
 from privmap.offline.data import joint_prior, load_dataset, nearest, pairwise
 from privmap.offline.evaluation._attacks import cross_validated_scores, permutation_bias
 from privmap.offline.evaluation._baselines import baselines
-from privmap.offline.mechanisms._pipeline import solve_dataset
+from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
 from sklearn.model_selection import train_test_split
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "ssi2012" / "tastes_gender.csv"

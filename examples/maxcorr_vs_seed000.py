@@ -17,7 +17,7 @@ import pathlib
 from privmap.offline.data._dataset import load_dataset
 from privmap.offline.evaluation._maxcorr_compare import compare_max_correlation
 from privmap.offline.evaluation._plots import _pyplot
-from privmap.offline.mechanisms._maxcorr_build import MaxCorrOptions, build_max_correlation
+from privmap.offline.mechanisms.maxcorr._build import MaxCorrOptions, build_max_correlation
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "census" / "census.csv"

@@ -288,8 +288,8 @@ def _funnel_curve_command(data, private, public, points, png, csv_path, title, a
     from .._information import mutual_information_bits
     from ..data._dataset import load_dataset
     from ..evaluation import _funnel_curve, _plots
-    from ..mechanisms._funnel import entropy_bits
-    from ..mechanisms._funnel_build import funnel_prior
+    from ..mechanisms.funnel._model import entropy_bits
+    from ..mechanisms.funnel._build import funnel_prior
     cols = [c.strip() for c in public.split(",")] if public else None
     ds = load_dataset(data, private=private, public=cols, categorical=True)
     _, cells, _, p_sx = funnel_prior(ds)

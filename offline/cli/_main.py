@@ -255,8 +255,8 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
     from ..data._schema import declare, read_schema_file, schema_json
-    from ..mechanisms._pipeline import BuildOptions, StageTimer
-    from ..mechanisms._pipeline import build as run_build
+    from ..mechanisms.quantized._pipeline import BuildOptions, StageTimer
+    from ..mechanisms.quantized._pipeline import build as run_build
 
     if (delta is None) == (delta_fraction is None):
         raise BuildError("give exactly one of --delta and --delta-fraction")
@@ -355,8 +355,8 @@ def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
 
 def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc):
     """Run the ``auto`` search with a progress bar and print its candidates on stderr."""
-    from ..mechanisms._autotune import CANDIDATE_SMOOTHING, choose, format_candidates
-    from ..mechanisms._pipeline import load_training
+    from ..mechanisms.quantized._autotune import CANDIDATE_SMOOTHING, choose, format_candidates
+    from ..mechanisms.quantized._pipeline import load_training
     dataset, _ = load_training(data, options)
     ss = CANDIDATE_SMOOTHING if smoothing == "auto" else (smoothing,)
     with click.progressbar(length=1000, label="auto: candidates", file=sys.stderr) as bar:

@@ -26,7 +26,7 @@ def build_real(data, mechanism, *, private, utility, desired, confidential, epsi
     """Build, sign, check with the device runtime and atomically write a real-valued bundle."""
     from ..bundle._keys import load_private_key
     from ..bundle._write import check_bundle, encode_payload, sign_bundle
-    from ..mechanisms._realvalued import build_gaussian, build_nullspace
+    from ..mechanisms.realvalued._build import build_gaussian, build_nullspace
     from ._passphrase import read_passphrase
     private_key = load_private_key(key, password=read_passphrase(passphrase_file))
     started = time.perf_counter()

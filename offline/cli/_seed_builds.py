@@ -32,7 +32,7 @@ def build_seed_mechanism(*, data, private, public, mechanism, metric, delta, del
     cols = tuple(c.strip() for c in public.split(",")) if public else None
     started = time.perf_counter()
     if mechanism == "funnel":
-        from ..mechanisms._funnel_build import FunnelOptions, build_funnel
+        from ..mechanisms.funnel._build import FunnelOptions, build_funnel
         if private is None:
             raise BuildError("the funnel mechanism needs --private COL")
         if metric not in (None, "log-loss") or delta is not None or delta_fraction is not None:
@@ -47,7 +47,7 @@ def build_seed_mechanism(*, data, private, public, mechanism, metric, delta, del
         shown = ("leakage_before_bits", "leakage_bits", "disclosure_bits", "disclosure_floor_bits",
                  "entropy_x_bits", "clusters", "outputs", "n")
     else:
-        from ..mechanisms._maxcorr_build import (
+        from ..mechanisms.maxcorr._build import (
             MAXCORR_BITS,
             MaxCorrOptions,
             build_max_correlation,

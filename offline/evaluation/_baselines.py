@@ -37,7 +37,7 @@ def constant_release(reference, rows, metric: str) -> tuple[np.ndarray, float]:
 
     Integer columns of ``reference`` get integer values; values stay in its range.
     """
-    from ..mechanisms._codebook import metric_center
+    from ..mechanisms.quantized._codebook import metric_center
     reference = np.asarray(reference, dtype=float)
     rows = np.asarray(rows, dtype=float)
     integer = np.all(reference == np.round(reference), axis=0)

@@ -19,7 +19,7 @@ import numpy as np
 from .._errors import BuildError, InfeasibleError
 from ..data._distortion import pairwise
 from ..data._prior import joint_prior
-from ..mechanisms._erasure import erasure_problem, input_alphabet
+from ..mechanisms.quantized._erasure import erasure_problem, input_alphabet
 from ..solvers._solve import solve
 from ._evaluate import evaluate_view, view_from_table
 
@@ -136,7 +136,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
 
 def _codebook_step(prob: Problem, table, public, metric: str, solver: str):
     """The build's codebook step on a sweep point (integer columns stay integers)."""
-    from ..mechanisms._codebook import metric_center, refine
+    from ..mechanisms.quantized._codebook import metric_center, refine
     X = np.asarray(public, dtype=float)
     distance, centre, project = metric_center(metric, integer=np.all(X == np.round(X), axis=0),
                                               lo=X.min(axis=0), hi=X.max(axis=0))

@@ -9,16 +9,16 @@ real-valued rows ``_nullspace`` (seed 001), ``_gaussian`` (seed 004) and ``_real
 payloads); for categorical rows ``_funnel`` / ``_funnel_build`` (seed 003's greedy privacy funnel and its bundle),
 ``_maxcorr`` / ``_maxcorr_build`` (seed 002's marginal-only max-correlation design and its bundle).
 """
-from ._funnel import FunnelResult, greedy_funnel
-from ._funnel_build import FunnelBuild, FunnelOptions, build_funnel
-from ._gaussian import GaussianModel, GreedyResult, fisher_information, greedy_noise
+from .funnel._model import FunnelResult, greedy_funnel
+from .funnel._build import FunnelBuild, FunnelOptions, build_funnel
+from .realvalued._gaussian import GaussianModel, GreedyResult, fisher_information, greedy_noise
 from ._header import HeaderOptions
-from ._maxcorr import design_max_correlation, rho_m_squared, s_star_upper_bound
-from ._maxcorr_build import MaxCorrBuild, MaxCorrOptions, build_max_correlation
-from ._missing import DEFAULT_MISSING, MISSING_POLICIES
-from ._nullspace import NullspaceDirections, clean, fit_linear, nullspace_directions
-from ._pipeline import MECHANISMS, Build, BuildOptions, build
-from ._realvalued import RealBuild, build_gaussian, build_nullspace
+from .maxcorr._design import design_max_correlation, rho_m_squared, s_star_upper_bound
+from .maxcorr._build import MaxCorrBuild, MaxCorrOptions, build_max_correlation
+from .quantized._missing import DEFAULT_MISSING, MISSING_POLICIES
+from .realvalued._nullspace import NullspaceDirections, clean, fit_linear, nullspace_directions
+from .quantized._pipeline import MECHANISMS, Build, BuildOptions, build
+from .realvalued._build import RealBuild, build_gaussian, build_nullspace
 
 __all__ = ["build", "Build", "BuildOptions", "MECHANISMS", "MISSING_POLICIES", "DEFAULT_MISSING",
            "build_nullspace", "build_gaussian", "RealBuild", "HeaderOptions",

@@ -58,7 +58,7 @@ def test_rounded_gaussian_bundles_pass_every_device_check(delta):
     from privmap.device.mechanisms._gaussian import parse_gaussian
     from privmap.device.format._limits import Limits
     from privmap.offline.bundle import encode_payload
-    from privmap.offline.mechanisms._realvalued import build_gaussian
+    from privmap.offline.mechanisms.realvalued._build import build_gaussian
     build = build_gaussian(ANES, ["PID"], ["educ"], delta)
     obj = decode_payload(encode_payload(build.payload), Limits())
     params = obj["parameters"]
@@ -72,7 +72,7 @@ def test_rounded_nullspace_bundles_pass_every_device_check_and_release(epsilon):
     and a release passes the Theorem 1 check."""
     from privmap.device import Keyring, load_bundle
     from privmap.offline.bundle import encode_payload, sign_bundle
-    from privmap.offline.mechanisms._realvalued import build_nullspace
+    from privmap.offline.mechanisms.realvalued._build import build_nullspace
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     build = build_nullspace(ANES, ["educ"], ["PID"], epsilon)
     key = Ed25519PrivateKey.generate()
@@ -88,7 +88,7 @@ def test_a_covariance_that_rounding_makes_indefinite_is_refused_not_written():
     from privmap.device.mechanisms._realvalued import cholesky_logdet
     from privmap.offline import BuildError
     from privmap.offline.bundle import encode_payload
-    from privmap.offline.mechanisms._realvalued import build_gaussian
+    from privmap.offline.mechanisms.realvalued._build import build_gaussian
     payload = build_gaussian(ANES, ["PID"], ["educ"], 0.1).payload
     n = len(payload["parameters"]["cov_private"])
     v = [1.0 + i / 3.0 for i in range(n)]   # rank one plus 1e-13 on the diagonal

@@ -17,8 +17,8 @@ from privmap.device import (
 )
 from privmap.offline import BuildError
 from privmap.offline.bundle._write import canonical_float, encode_payload, sign_bundle
-from privmap.offline.mechanisms._funnel_build import FunnelOptions, build_funnel
-from privmap.offline.mechanisms._maxcorr_build import (
+from privmap.offline.mechanisms.funnel._build import FunnelOptions, build_funnel
+from privmap.offline.mechanisms.maxcorr._build import (
     MaxCorrOptions,
     build_max_correlation,
 )

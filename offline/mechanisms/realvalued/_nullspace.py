@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .._errors import BuildError
+from ..._errors import BuildError
 
 __all__ = ["NullspaceDirections", "fit_linear", "nullspace_directions", "clean", "clean_simplest",
            "MU_TIE"]

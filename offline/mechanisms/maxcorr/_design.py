@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
-from .._errors import BuildError, SolverError
+from ..._errors import BuildError, SolverError
 
 __all__ = [
     "MaxCorrResult", "witsenhausen_q", "joint_from_q", "rho_m_squared", "s_star_upper_bound",

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import leakage_bits, mutual_information_bits
-from ..data._dataset import Dataset, load_dataset
-from ..data._prior import joint_prior
-from ._erasure import categorical_code, input_alphabet
-from ._funnel import FunnelResult, entropy_bits, greedy_funnel
-from ._header import (
+from ..._errors import BuildError
+from ..._information import leakage_bits, mutual_information_bits
+from ...data._dataset import Dataset, load_dataset
+from ...data._prior import joint_prior
+from ..quantized._erasure import categorical_code, input_alphabet
+from ._model import FunnelResult, entropy_bits, greedy_funnel
+from .._header import (
     HeaderOptions,
     _tool_version,
     check_header,

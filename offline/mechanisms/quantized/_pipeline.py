@@ -31,19 +31,19 @@ from typing import Callable
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import mutual_information_bits
-from .._mismatch import mismatch_bound
-from ..data._dataset import Dataset, load_dataset
-from ..data._distortion import METRICS, pairwise
-from ..data._prior import joint_prior
-from ..data._schema import Column, Declared, resolve
-from ..solvers._compress import DEFAULT_BITS, CompressedTable, compress
-from ..solvers._perfect import perfect_privacy_solution, perfect_privacy_table
-from ..solvers._result import SolveResult
-from ..solvers._solve import SOLVERS, solve
+from ..._errors import BuildError
+from ..._information import mutual_information_bits
+from ..._mismatch import mismatch_bound
+from ...data._dataset import Dataset, load_dataset
+from ...data._distortion import METRICS, pairwise
+from ...data._prior import joint_prior
+from ...data._schema import Column, Declared, resolve
+from ...solvers._compress import DEFAULT_BITS, CompressedTable, compress
+from ...solvers._perfect import perfect_privacy_solution, perfect_privacy_table
+from ...solvers._result import SolveResult
+from ...solvers._solve import SOLVERS, solve
 from ._codebook import Codebook, metric_center, refine
-from ._header import (
+from .._header import (
     HeaderOptions,
     _tool_version,
     check_header,

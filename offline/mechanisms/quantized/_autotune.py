@@ -38,9 +38,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import mutual_information_bits
-from ..data._dataset import Dataset
+from ..._errors import BuildError
+from ..._information import mutual_information_bits
+from ...data._dataset import Dataset
 from ._holdout import HoldoutLeakage, cross_fitted_many
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import mutual_information_bits
+from ..._errors import BuildError
+from ..._information import mutual_information_bits
 
 __all__ = ["FunnelResult", "greedy_funnel", "merge_gain_bits", "entropy_bits"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import BuildError
+from ..._errors import BuildError
 
 __all__ = ["GaussianModel", "GreedyResult", "greedy_noise", "fisher_information"]
 

@@ -17,18 +17,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import BuildError, DatasetError
-from ..data._dataset import MIN_ROWS, check_unique, column_indexes, data_rows, read_csv
-from ..data._distortion import pairwise
-from ..solvers._compress import compress
-from ._funnel_build import categorical_alphabet
-from ._header import (
+from ..._errors import BuildError, DatasetError
+from ...data._dataset import MIN_ROWS, check_unique, column_indexes, data_rows, read_csv
+from ...data._distortion import pairwise
+from ...solvers._compress import compress
+from ..funnel._build import categorical_alphabet
+from .._header import (
     HeaderOptions,
     _tool_version,
     check_header,
     payload_header,
 )
-from ._maxcorr import (
+from ._design import (
     VERIFIED_RELATIVE_GAP,
     design_max_correlation,
     rho_m_squared,

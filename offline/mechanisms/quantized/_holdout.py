@@ -58,12 +58,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import leakage_bits
-from ..data._dataset import Dataset
-from ..data._distortion import nearest, pairwise
-from ..data._prior import joint_prior
-from ..data._quantize import quantize
+from ..._errors import BuildError
+from ..._information import leakage_bits
+from ...data._dataset import Dataset
+from ...data._distortion import nearest, pairwise
+from ...data._prior import joint_prior
+from ...data._quantize import quantize
 
 #: Bootstrap resamples behind the interval.
 BOOTSTRAP = 200
@@ -343,7 +343,7 @@ def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np
 def _attacker_auc(released, private, n_classes: int, seed: int) -> float | None:
     if not released:
         return None
-    from ..evaluation._attacks import cross_validated_scores
+    from ...evaluation._attacks import cross_validated_scores
     return cross_validated_scores(np.concatenate(released), np.concatenate(private), n_classes,
                                   seed=seed).roc_auc
 

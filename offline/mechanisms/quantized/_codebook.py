@@ -44,12 +44,12 @@ from typing import Callable
 import numpy as np
 from scipy import sparse
 
-from .._errors import InfeasibleError, SolverError
-from .._information import expected_distortion, leakage_bits
-from ..data._distortion import assigned_distance, block_shape, pairwise
-from ..solvers._perfect import perfect_privacy_solution
-from ..solvers._result import SolveResult
-from ..solvers._solve import solve
+from ..._errors import InfeasibleError, SolverError
+from ..._information import expected_distortion, leakage_bits
+from ...data._distortion import assigned_distance, block_shape, pairwise
+from ...solvers._perfect import perfect_privacy_solution
+from ...solvers._result import SolveResult
+from ...solvers._solve import solve
 
 #: d(X, Y) -> (n, m) distances between raw rows X (n, d) and points Y (m, d).
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -58,12 +58,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .._errors import BuildError, DatasetError
-from .._information import expected_distortion, leakage_bits
-from ..data._blas_nearest import nearest_l2
-from ..data._dataset import MIN_ROWS, check_classes
-from ..data._distortion import nearest, pairwise
-from ..data._partitioned import (
+from ..._errors import BuildError, DatasetError
+from ..._information import expected_distortion, leakage_bits
+from ...data._blas_nearest import nearest_l2
+from ...data._dataset import MIN_ROWS, check_classes
+from ...data._distortion import nearest, pairwise
+from ...data._partitioned import (
     Partition,
     Source,
     describe_partition,
@@ -72,10 +72,10 @@ from ..data._partitioned import (
     read_partition,
     source_sha256,
 )
-from ..data._prior import prior_from_counts
-from ..data._quantize import domain_points, kmeans
-from ..data._schema import Column, Declaration, Declared, resolve
-from ..solvers._result import SolveResult
+from ...data._prior import prior_from_counts
+from ...data._quantize import domain_points, kmeans
+from ...data._schema import Column, Declaration, Declared, resolve
+from ...solvers._result import SolveResult
 from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, _resolve, metric_center
 from ._holdout import HoldoutLeakage, _fold_estimate, _pool
 from ._missing import column_fills, feature_maps

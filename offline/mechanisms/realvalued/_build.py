@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import BuildError
-from ..data._numeric import read_numeric_columns
+from ..._errors import BuildError
+from ...data._numeric import read_numeric_columns
 from ._gaussian import GaussianModel, GreedyResult, greedy_noise
-from ._header import HeaderOptions, _tool_version, payload_header
+from .._header import HeaderOptions, _tool_version, payload_header
 from ._nullspace import NullspaceDirections, fit_linear, nullspace_directions
 
 __all__ = ["HeaderOptions", "RealBuild", "build_nullspace", "build_gaussian", "released_columns"]
