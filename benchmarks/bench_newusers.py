@@ -3,7 +3,7 @@
 Issue 14's benchmark. The bundled SSI-2012 ratings (20 tastes, private gender) are
 split once, stratified, into a training part (the operator's data) and a held-out
 part (new users). For each K and each Delta fraction, the build's own steps
-(:func:`privmap.offline.mechanisms._pipeline.solve_dataset`: k-means, prior,
+(:func:`privmap.offline.mechanisms.quantized._pipeline.solve_dataset`: k-means, prior,
 program (19), with and without the codebook step) run on the training part; the
 table is then applied to the held-out rows exactly as a device would (nearest
 input) and measured there:

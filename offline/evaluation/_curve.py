@@ -51,7 +51,7 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
 
     quantized: k-means representatives (:func:`privmap.offline.data._quantize.quantize`)
     are both inputs and outputs, d = ``metric`` between them. exact with
-    ``erasures``: :func:`privmap.offline.mechanisms._erasure.erasure_problem`. exact with
+    ``erasures``: :func:`privmap.offline.mechanisms.quantized._erasure.erasure_problem`. exact with
     ``hamming``: distinct tuples in and out, d = number of changed cells.
     """
     private = np.asarray(private, dtype=np.int64)
@@ -98,7 +98,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     is ``"optimal"`` or ``"infeasible"``; infeasible points carry NaN figures).
     ``codebook`` 0 marks seed 000's mapping (representatives released as they are);
     with ``codebook`` (quantized mechanism only) each solved point is followed by the
-    same point after the build's codebook step (:mod:`privmap.offline.mechanisms._codebook`),
+    same point after the build's codebook step (:mod:`privmap.offline.mechanisms.quantized._codebook`),
     marked 1. ``progress(1)`` is called after each (K, Delta).
     """
     points = []

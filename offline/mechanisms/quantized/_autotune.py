@@ -76,7 +76,7 @@ class Choice:
     holdout: HoldoutLeakage | None = None
 
     def build_kwargs(self) -> dict:
-        """Keyword arguments of :func:`privmap.offline.mechanisms._pipeline.build` for the chosen candidate."""
+        """Keyword arguments of :func:`privmap.offline.mechanisms.quantized._pipeline.build` for the chosen candidate."""
         return {"holdout": self.holdout}
 
     def summary(self) -> dict:

@@ -28,7 +28,7 @@ rows (mechanism, metric, k-means variant, headers, the declarations of ``--domai
 4. psi = the device's nearest-representative rule (masked over missing cells) on every row,
    kept on the workers with each row's cross-fitting fold; counts of (fold, private class,
    representative) -> p(a, c); r and the mean quantization distance over observed cells.
-5. program (19) on p(a, c) (:func:`~privmap.offline.mechanisms._pipeline.solve_prior`).
+5. program (19) on p(a, c) (:func:`~privmap.offline.mechanisms.quantized._pipeline.solve_prior`).
 6. the codebook step out of core (:func:`codebook_out_of_core`), one round: a pass for the
    weighted mean of the rows each output receives, :data:`WEISZFELD_PASSES` passes of
    Weiszfeld's iteration towards the geometric median, each output moved to the best
@@ -234,7 +234,7 @@ def build_partitioned(source, options: BuildOptions, client, *, kmeans: str = "m
         Where the partitions are processed (see :func:`dask_client`).
     kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
     progress : callable(stage, fraction), optional
-        Told about each pass, as :func:`privmap.offline.mechanisms._pipeline.build`.
+        Told about each pass, as :func:`privmap.offline.mechanisms.quantized._pipeline.build`.
     dask_progress : bool
         Show Dask's text progress bar of every pass on stderr.
     checked : Source, optional
@@ -353,7 +353,7 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
     (weights p(c)/n_c q(j | c) over the table's non-zeros only): a pass for the weighted mean,
     then :data:`WEISZFELD_PASSES` Weiszfeld passes; each pass also measures the cost of the
     previous iterate made domain-valid, and an output moves to its cheapest valid iterate only
-    where that lowers its cost (as :func:`~privmap.offline.mechanisms._codebook.move_outputs`).
+    where that lowers its cost (as :func:`~privmap.offline.mechanisms.quantized._codebook.move_outputs`).
     The in-memory step runs 40 Weiszfeld steps per round and up to 12 rounds; here one round of
     few steps, because every step is a pass over the data. Step B: one pass of D'(c, j) on the
     moved outputs, then one re-solve of program (19) at the distortion the current table meets
@@ -427,7 +427,7 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
 def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: BuildOptions):
     """Step B of the codebook step: re-solve program (19) with distortion matrix D (K_in, K_out) at
     the distortion table q meets under it, keeping the new table only if it leaks and distorts no
-    more (the rule of :func:`~privmap.offline.mechanisms._codebook.refine`).
+    more (the rule of :func:`~privmap.offline.mechanisms.quantized._codebook.refine`).
 
     Returns ``(table, leakage_bits, distortion, SolveResult or None)``; None when q was kept.
     """

@@ -11,7 +11,7 @@ Two mechanisms share the pipeline and differ in their alphabet:
   requires an exact match.
 
 Missing answers (NaN cells, quantized mechanism only) follow ``BuildOptions.missing``
-(see :mod:`privmap.offline.mechanisms._missing`); rows with every public cell
+(see :mod:`privmap.offline.mechanisms.quantized._missing`); rows with every public cell
 missing are left out of the build (a device refuses them). Feature domains come
 from ``BuildOptions.declared`` completed by inference (:mod:`privmap.offline.data._schema`).
 
