@@ -343,7 +343,7 @@ def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np
 def _attacker_auc(released, private, n_classes: int, seed: int) -> float | None:
     if not released:
         return None
-    from ...evaluation._attacks import cross_validated_scores
+    from ..._attacker import cross_validated_scores
     return cross_validated_scores(np.concatenate(released), np.concatenate(private), n_classes,
                                   seed=seed).roc_auc
 
