@@ -22,7 +22,8 @@ import time
 import numpy as np
 
 from privmap.offline.mechanisms.quantized._holdout import STARTS, cross_fitted_leakage
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, _quantized_alphabet, load_training
+from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training
+from privmap.offline.mechanisms.quantized._steps import _quantized_alphabet
 
 
 def _cpu() -> float:

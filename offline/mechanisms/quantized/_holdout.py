@@ -287,7 +287,7 @@ def _run(function, work: list, jobs: int, progress) -> list:
 def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
           attacker: bool):
     """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures, or the BuildError."""
-    from ._pipeline import solve_dataset
+    from ._steps import solve_dataset
     try:
         fold_options = _fold_options(options, dataset, train)
         quantizer = None

@@ -104,7 +104,7 @@ def test_one_k_means_start_per_fold_estimates_what_the_builds_four_restarts_do(t
 def test_folds_started_from_the_full_data_centres_see_the_held_out_rows(tastes):
     """Why that start is not the default: the held-out rows shaped the centres, so held-out
     distortion comes out below what folds that never saw those rows measure."""
-    from privmap.offline.mechanisms.quantized._pipeline import _quantized_alphabet
+    from privmap.offline.mechanisms.quantized._steps import _quantized_alphabet
     data, options = tastes
     options = dataclasses.replace(options, clusters=64)
     centers = np.asarray(_quantized_alphabet(data, options).inputs, dtype=float)
