@@ -7,9 +7,9 @@ from privmap.offline.data._distortion import (
     assigned_distance,
     block_shape,
     nearest,
-    nearest_with_distance,
     pairwise,
 )
+from privmap.offline.data._blas_nearest import nearest_with_distance
 from privmap.offline.data._quantize import quantize
 
 
