@@ -15,6 +15,17 @@ Typical use::
 
 Every error raised on purpose is a :class:`PrivmapDeviceError`; when one is raised nothing is
 released.
+
+The package is grouped by concern; every public name is exported here, the sub-packages are private:
+
+- ``trust/``: whom the device trusts (signature envelopes, Ed25519 key checks, keyrings, rotation,
+  binding to a device class);
+- ``format/``: what a bundle is (limits, the pre-scan, msgpack decoding, the schema, the declared
+  figures recomputed, :func:`load_bundle`);
+- ``release/``: releasing a row (lookup, the exact sampler, derived bits for permanent releases);
+- ``state/``: a device that remembers (:class:`DeviceState`, the monotonic counter);
+- ``mechanisms/``: the other seeds' release paths (funnel, max-correlation, null-space, Gaussian);
+- ``_errors`` and ``_files`` at the root serve them all.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Public X = (sex, age in 3 groups, education in 4 groups) of ``data/census/census.csv`` (24 tuples,
 cut-points in ``data/census/README.md``); the max-correlation channel is designed from P_X alone
-(``privmap build --mechanism max-correlation``), and then measured on the private column income
+(``privmap build-max-correlation``), and then measured on the private column income
 beside seed 000's mapping built from the labels at the same expected Hamming distortion
 (``privmap evaluate`` on the bundle does the same for one budget).
 

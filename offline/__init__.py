@@ -12,6 +12,11 @@ pieces, in the order a build runs them:
 - :func:`compress` rounds the table to integer rows summing to 2^B;
 - :func:`build` runs them all into a payload; the CLI (``privmap``) signs and writes it.
 
+The sub-packages are the stages of a build, each importing only from itself and the stages before
+it (``tests/test_architecture.py``): ``data`` < ``solvers`` < ``mechanisms`` (one sub-package per
+mechanism) < ``bundle`` < ``evaluation`` < ``api`` (the notebook API: build, evaluate, curve and
+sanitize on a DataFrame or a path) < ``cli``; the ``_*`` modules here sit below every stage.
+
 Every error raised on purpose is a :class:`BuildError`.
 """
 from ._errors import BuildError, DatasetError, InfeasibleError, SolverError
