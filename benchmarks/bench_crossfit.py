@@ -1,7 +1,7 @@
 """Cross-fitting at scale (issue 24, item 3): how a fold's k-means starts, side by side.
 
 For each K and seed the cross-fitted leakage is measured three times on the same folds,
-differing only in how each fold's k-means starts (``privmap.offline.mechanisms._holdout``):
+differing only in how each fold's k-means starts (``privmap.offline.mechanisms.quantized._holdout``):
 ``restarts`` (four k-means++ restarts, as the build, and as cross-fitting did before),
 ``single`` (one k-means++ start, the default now) and ``warm`` (one Lloyd run from the
 full-data representatives). The table gives each estimate, its interval, the held-out
@@ -21,8 +21,9 @@ import time
 
 import numpy as np
 
-from privmap.offline.mechanisms._holdout import STARTS, cross_fitted_leakage
-from privmap.offline.mechanisms._pipeline import BuildOptions, _quantized_alphabet, load_training
+from privmap.offline.mechanisms.quantized._holdout import STARTS, cross_fitted_leakage
+from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training
+from privmap.offline.mechanisms.quantized._steps import _quantized_alphabet
 
 
 def _cpu() -> float:

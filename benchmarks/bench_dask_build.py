@@ -172,8 +172,8 @@ def compare_holdout(args) -> None:
 
     from distributed import Client, LocalCluster
     from privmap.offline.data._schema import declare
-    from privmap.offline.mechanisms._partitioned_build import build_partitioned
-    from privmap.offline.mechanisms._pipeline import BuildOptions, build
+    from privmap.offline.mechanisms.quantized._partitioned_build import build_partitioned
+    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build
     root = pathlib.Path(tempfile.mkdtemp(prefix="bench_holdout_"))
     cases = []
     X, g = survey(args.survey_n, seed=1)

@@ -136,7 +136,7 @@ def main() -> None:
 
 def prescan_cost(repeats: int = 3, loads: int = 200) -> None:
     """Load tables/ssi2012-gender-k64.bundle with and without the pre-scan, alternating."""
-    import privmap.device._bundle as device_bundle
+    import privmap.device.format._bundle as device_bundle
     from privmap.device import Keyring, load_bundle
     root = pathlib.Path(__file__).resolve().parent.parent / "tables"
     keyring = Keyring.from_pem_files(root / "public.pem")

@@ -3,7 +3,7 @@
 Issue 14's benchmark. The bundled SSI-2012 ratings (20 tastes, private gender) are
 split once, stratified, into a training part (the operator's data) and a held-out
 part (new users). For each K and each Delta fraction, the build's own steps
-(:func:`privmap.offline.mechanisms._pipeline.solve_dataset`: k-means, prior,
+(:func:`privmap.offline.mechanisms.quantized._pipeline.solve_dataset`: k-means, prior,
 program (19), with and without the codebook step) run on the training part; the
 table is then applied to the held-out rows exactly as a device would (nearest
 input) and measured there:
@@ -35,7 +35,7 @@ from privmap.offline._information import leakage_bits
 from privmap.offline.data import joint_prior, load_dataset, nearest, pairwise
 from privmap.offline.evaluation._attacks import cross_validated_scores, permutation_bias
 from privmap.offline.evaluation._baselines import baselines
-from privmap.offline.mechanisms._pipeline import solve_dataset
+from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
 from sklearn.model_selection import train_test_split
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "ssi2012" / "tastes_gender.csv"

@@ -40,8 +40,8 @@ def main() -> None:
     from dask_ml.cluster import KMeans
     from privmap.offline.data._blas_nearest import nearest_l2
     from privmap.offline.data._partitioned import open_source, read_partition
-    from privmap.offline.mechanisms._partitioned_build import _minibatch, _Runner, _summarize, _partition_stats
-    from privmap.offline.mechanisms._pipeline import BuildOptions
+    from privmap.offline.mechanisms.quantized._partitioned_build import _minibatch, _Runner, _summarize, _partition_stats
+    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions
     from dataclasses import replace
     from distributed import Client, LocalCluster
 

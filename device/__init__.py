@@ -15,17 +15,28 @@ Typical use::
 
 Every error raised on purpose is a :class:`PrivmapDeviceError`; when one is raised nothing is
 released.
+
+The package is grouped by concern; every public name is exported here, the sub-packages are private:
+
+- ``trust/``: whom the device trusts (signature envelopes, Ed25519 key checks, keyrings, rotation,
+  binding to a device class);
+- ``format/``: what a bundle is (limits, the pre-scan, msgpack decoding, the schema, the declared
+  figures recomputed, :func:`load_bundle`);
+- ``release/``: releasing a row (lookup, the exact sampler, derived bits for permanent releases);
+- ``state/``: a device that remembers (:class:`DeviceState`, the monotonic counter);
+- ``mechanisms/``: the other seeds' release paths (funnel, max-correlation, null-space, Gaussian);
+- ``_errors`` and ``_files`` at the root serve them all.
 """
 from __future__ import annotations
 
-from ._binding import (
+from .trust._binding import (
     Binding,
     WrongDomainError,
     WrongTargetError,
     check_binding,
     schema_sha256,
 )
-from ._bundle import (
+from .format._bundle import (
     Bundle,
     check_declared_leakage,
     check_declared_metrics,
@@ -33,8 +44,8 @@ from ._bundle import (
     read_bundle_file,
     recompute_leakage_bits,
 )
-from ._codec import MIN_MSGPACK_VERSION
-from ._derived import DerivedBits, record_bits, release_bits
+from .format._codec import MIN_MSGPACK_VERSION
+from .release._derived import DerivedBits, record_bits, release_bits
 from ._errors import (
     BundleError,
     BundleFormatError,
@@ -56,10 +67,10 @@ from ._errors import (
     WorkLimitError,
     WrongTypeError,
 )
-from ._gaussian import GaussianBundle, ReleaseRefusedError, add_noise, canonical_record
-from ._keyring import Keyring, key_id_of
-from ._leakage import table_leakage_bits
-from ._limits import (
+from .mechanisms._gaussian import GaussianBundle, ReleaseRefusedError, add_noise, canonical_record
+from .trust._keyring import Keyring, key_id_of
+from .format._leakage import table_leakage_bits
+from .format._limits import (
     DOMAIN_TAG,
     FORMAT_VERSION,
     MAX_BUNDLE_BYTES,
@@ -72,8 +83,8 @@ from ._limits import (
     SIGNATURE_ALGORITHM,
     Limits,
 )
-from ._nullspace import NullspaceBundle, TheoremCheckError
-from ._rotation import (
+from .mechanisms._nullspace import NullspaceBundle, TheoremCheckError
+from .trust._rotation import (
     KEYRING_DOMAIN_TAG,
     KEYRING_TYPE,
     MAX_ROTATIONS,
@@ -81,8 +92,8 @@ from ._rotation import (
     KeyringExpiredError,
     KeyringVersionError,
 )
-from ._sampler import InsecureTestBits, SystemRandomBits
-from ._schema import (
+from .release._sampler import InsecureTestBits, SystemRandomBits
+from .format._schema import (
     PAYLOAD_KEYS,
     REAL_MECHANISMS,
     REAL_PAYLOAD_KEYS,
@@ -90,8 +101,8 @@ from ._schema import (
     REQUIRED_PROVENANCE,
     Feature,
 )
-from ._counter import MonotonicCounter, StateReplayError
-from ._state import (
+from .state._counter import MonotonicCounter, StateReplayError
+from .state._state import (
     EXPIRY_GRACE,
     LATEST_ISSUED_AT,
     MAX_CLOCK_SKEW,

@@ -86,7 +86,7 @@ class RandomnessError(PrivmapDeviceError):
     """The randomness source failed (raised, would block, or returned an invalid value)."""
 
 
-# -- installed state (device/_state.py) and work caps ----------------------------------------
+# -- installed state (device/state/_state.py) and work caps ----------------------------------------
 
 
 class EquivocationError(BundleError):

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from privmap.offline.data._dataset import load_dataset  # noqa: E402
 from privmap.offline.evaluation import _curve, _plots  # noqa: E402
-from privmap.offline.mechanisms._erasure import (  # noqa: E402
+from privmap.offline.mechanisms.quantized._erasure import (  # noqa: E402
     erasure_problem,
     format_cell,
     most_probable_mapping,

@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 from privmap.offline.evaluation._realvalued import attack_scores
-from privmap.offline.mechanisms._gaussian import GaussianModel, greedy_noise
+from privmap.offline.mechanisms.realvalued._gaussian import GaussianModel, greedy_noise
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIG = ROOT / "docs" / "figures"

@@ -2,7 +2,7 @@
 
 Public X = (sex, age in 3 groups, education in 4 groups) of ``data/census/census.csv`` (24 tuples,
 cut-points in ``data/census/README.md``); the max-correlation channel is designed from P_X alone
-(``privmap build --mechanism max-correlation``), and then measured on the private column income
+(``privmap build-max-correlation``), and then measured on the private column income
 beside seed 000's mapping built from the labels at the same expected Hamming distortion
 (``privmap evaluate`` on the bundle does the same for one budget).
 
@@ -17,7 +17,7 @@ import pathlib
 from privmap.offline.data._dataset import load_dataset
 from privmap.offline.evaluation._maxcorr_compare import compare_max_correlation
 from privmap.offline.evaluation._plots import _pyplot
-from privmap.offline.mechanisms._maxcorr_build import MaxCorrOptions, build_max_correlation
+from privmap.offline.mechanisms.maxcorr._build import MaxCorrOptions, build_max_correlation
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "census" / "census.csv"

@@ -12,6 +12,11 @@ pieces, in the order a build runs them:
 - :func:`compress` rounds the table to integer rows summing to 2^B;
 - :func:`build` runs them all into a payload; the CLI (``privmap``) signs and writes it.
 
+The sub-packages are the stages of a build, each importing only from itself and the stages before
+it (``tests/test_architecture.py``): ``data`` < ``solvers`` < ``mechanisms`` (one sub-package per
+mechanism) < ``bundle`` < ``evaluation`` < ``api`` (the notebook API: build, evaluate, curve and
+sanitize on a DataFrame or a path) < ``cli``; the ``_*`` modules here sit below every stage.
+
 Every error raised on purpose is a :class:`BuildError`.
 """
 from ._errors import BuildError, DatasetError, InfeasibleError, SolverError
@@ -21,7 +26,7 @@ from .data._distortion import nearest, pairwise
 from .data._prior import joint_prior
 from .data._quantize import Quantization, quantize
 from .data._schema import declare, read_schema_file
-from .mechanisms._pipeline import Build, BuildOptions, build
+from .mechanisms.quantized._pipeline import Build, BuildOptions, build
 from .solvers._compress import CompressedTable, compress
 from .solvers._perfect import perfect_privacy_distortion
 from .solvers._result import SolveResult

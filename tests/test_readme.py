@@ -57,3 +57,25 @@ def test_readme_block_runs(index, block, scratch):
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=scratch, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"README block {index} failed:\n{block}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+
+
+PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
+
+
+def test_readme_shows_a_build_an_evaluation_and_a_sanitize_from_a_dataframe():
+    notebook = "\n".join(PYTHON_BLOCKS)
+    assert "pd.read_csv" in notebook
+    assert all(f"api.{call}(" in notebook for call in ("build", "evaluate", "sanitize", "curve"))
+
+
+@pytest.mark.parametrize("index, block", [pytest.param(i, b, id=f"python{i}") for i, b in enumerate(PYTHON_BLOCKS)])
+def test_readme_python_block_runs(index, block, scratch):
+    """Each ``python`` block runs as written in the scratch directory of the ``sh`` blocks (their keys and
+    ``out/``; made here when this test runs alone), with the bundled ``tables/`` linked too."""
+    if not (scratch / "tables").exists():
+        (scratch / "tables").symlink_to(ROOT / "tables", target_is_directory=True)
+    if not (scratch / "keys" / "private.pem").exists():
+        cli(["keygen", str(scratch / "keys")], standalone_mode=False)
+    (scratch / "out").mkdir(exist_ok=True)
+    done = subprocess.run([sys.executable, "-c", block], cwd=scratch, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"README python block {index} failed:\n{block}\n{done.stderr[-3000:]}"

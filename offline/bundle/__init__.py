@@ -1,6 +1,7 @@
 """Stage 4 of a build: canonical payload bytes, Ed25519 signing, keys, reading bundles back.
 
-Private modules: ``_write`` (encode, sign, check with the device runtime), ``_keys`` (operator
+Private modules: ``_write`` (encode, sign, check with the device runtime), ``_write_real`` (the
+real-valued kinds' payloads), ``_canonical`` (the float rounding and key order both encoders use), ``_keys`` (operator
 key files), ``_inspect`` (reading a bundle's payload without a trusted key, for display),
 ``_multisig`` (k-of-n bundle envelopes and signed keyring documents).
 """

@@ -1,5 +1,5 @@
 """k-of-n signing: format-2 bundle envelopes and signed keyring documents (see
-``privmap.device._envelope`` and ``privmap.device._rotation`` for what the device checks)."""
+``privmap.device.trust._envelope`` and ``privmap.device.trust._rotation`` for what the device checks)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -20,9 +20,9 @@ from privmap.device import (
     BundleError,
     key_id_of,
 )
-from privmap.device._codec import decode_envelope
-from privmap.device._envelope import envelope_signatures
-from privmap.device._limits import Limits
+from privmap.device.format._codec import decode_envelope
+from privmap.device.trust._envelope import envelope_signatures
+from privmap.device.format._limits import Limits
 
 from .._errors import BuildError
 
@@ -68,7 +68,7 @@ def cosign_bundle(bundle_bytes: bytes, private_keys: Sequence[Ed25519PrivateKey]
     Every signature already there is kept, whatever the input's format: a format-2 bundle's
     entries as they are, a format-1 bundle's single signature as the entry
     ``[key_id, signature, 1]`` (it stays under the format-1 domain tag, which the device accepts
-    inside format 2; see ``privmap.device._envelope``). A key that signs again replaces its old
+    inside format 2; see ``privmap.device.trust._envelope``). A key that signs again replaces its old
     entry. Kept signatures are not verified here (no public key is at hand): a device ignores
     invalid ones. Raises :class:`BuildError` for bytes that are not a bundle envelope, no signing
     key, or more than ``MAX_SIGNATURES`` distinct signers.

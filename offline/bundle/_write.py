@@ -14,7 +14,7 @@ floats in provenance, the prior and ``p_x``, cells of non-integer numeric featur
 lies inside. The ``inputs`` are not rounded: they are the representatives the device looks rows
 up by, and the build's assignment of rows to them (psi, hence the prior and every figure) was
 computed with exactly these values. Declared figures then describe the bundle's integer table
-to that precision; the device's checks allow for it (``privmap.device._leakage``). ``sign_bundle`` wraps payload bytes in
+to that precision; the device's checks allow for it (``privmap.device.format._leakage``). ``sign_bundle`` wraps payload bytes in
 the Ed25519-signed envelope. Ed25519 signatures are deterministic, so the same payload and key
 always give byte-identical bundles.
 """
@@ -41,9 +41,8 @@ from privmap.device import (
     key_id_of,
     load_bundle,
 )
-from privmap.device._codec import decode_payload
-from privmap.device._leakage import PAYLOAD_FLOAT_DIGITS
-from privmap.device._schema import (
+from privmap.device.format._codec import decode_payload
+from privmap.device.format._schema import (
     CATEGORICAL_FEATURE_KEYS,
     NUMERIC_FEATURE_KEYS,
     PRIVATE_KEYS,
@@ -55,81 +54,10 @@ from privmap.device._schema import (
 )
 
 from .._errors import BuildError
+from .._canonical import FLOAT_SIGNIFICANT_DIGITS, _ordered, _plain, _sorted_map, canonical_float, canonical_floats
 
 __all__ = ["encode_payload", "sign_bundle", "check_bundle", "canonical_float", "canonical_floats",
            "FLOAT_SIGNIFICANT_DIGITS"]
-
-#: Significant digits every computed payload float is rounded to (module docstring; the device's
-#: ``PAYLOAD_FLOAT_DIGITS``, whose tolerances are set for it).
-FLOAT_SIGNIFICANT_DIGITS = PAYLOAD_FLOAT_DIGITS
-
-
-def canonical_float(value, direction: str = "nearest") -> float:
-    """``value`` (a finite real number) as a float64 rounded to :data:`FLOAT_SIGNIFICANT_DIGITS`
-    significant digits: ``"nearest"`` (ties to even, on the exact binary value), ``"down"`` or
-    ``"up"`` (the nearest 12-digit decimal not above / not below ``value``). ``-0.0`` stays
-    ``-0.0``; non-finite values are returned unchanged (the schema check refuses them).
-    Deterministic: Python's decimal conversion is correctly rounded on every platform.
-    Raises ValueError for another ``direction``."""
-    if direction not in ("nearest", "down", "up"):
-        raise ValueError(f"direction must be 'nearest', 'down' or 'up', not {direction!r}")
-    value = float(value)
-    if not math.isfinite(value) or value == 0.0:
-        return value
-    rounded = float(format(value, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
-    if direction == "nearest" or rounded == value:
-        return rounded
-    exponent = math.floor(math.log10(abs(rounded))) - (FLOAT_SIGNIFICANT_DIGITS - 1)
-    step = 10.0 ** exponent
-    if direction == "down" and rounded > value:
-        rounded = float(format(rounded - step, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
-    elif direction == "up" and rounded < value:
-        rounded = float(format(rounded + step, f".{FLOAT_SIGNIFICANT_DIGITS - 1}e"))
-    return rounded
-
-
-def canonical_floats(value):
-    """Every float in ``value`` (nested lists and dicts; ints, bools, strings, None kept) passed
-    through :func:`canonical_float`."""
-    if isinstance(value, list):
-        return [canonical_floats(v) for v in value]
-    if isinstance(value, dict):
-        return {k: canonical_floats(v) for k, v in value.items()}
-    if isinstance(value, float):
-        return canonical_float(value)
-    return value
-
-
-def _plain(value):
-    """numpy scalars/arrays and tuples to plain Python values (without importing numpy)."""
-    module = type(value).__module__
-    if module == "numpy" or module.startswith("numpy."):
-        if hasattr(value, "tolist"):
-            value = value.tolist()
-    if isinstance(value, tuple):
-        value = list(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _ordered(mapping, keys, what):
-    if not isinstance(mapping, dict):
-        raise BuildError(f"{what} must be a dict")
-    unknown = sorted(set(mapping) - set(keys), key=str)
-    missing = [k for k in keys if k not in mapping]
-    if unknown or missing:
-        raise BuildError(f"{what}: unknown keys {unknown}, missing keys {missing}")
-    return {k: mapping[k] for k in keys}
-
-
-def _sorted_map(mapping, what):
-    if not isinstance(mapping, dict) or not all(isinstance(k, str) for k in mapping):
-        raise BuildError(f"{what} must be a dict with string keys")
-    return {k: mapping[k] for k in sorted(mapping)}
-
 
 def _number(value, what):
     if isinstance(value, bool) or not isinstance(value, (int, float)):

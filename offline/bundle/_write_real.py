@@ -3,7 +3,7 @@
 Same rules as :func:`encode_payload` for table bundles: fixed key order (the device's
 ``REAL_PAYLOAD_KEYS`` and the kind's parameter keys; ``metrics`` and ``provenance`` sorted),
 every number in ``parameters`` a float64 rounded to 12 significant digits like every computed
-payload float (``_write.canonical_float``; the device's tolerances on the declared figures, the
+payload float (``_canonical.canonical_float``; the device's tolerances on the declared figures, the
 unit norms and orthogonality of null-space directions and the positive definiteness of the
 covariances hold for well-conditioned parameters, and a parameter set that rounding would break is
 refused here with :class:`BuildError` rather than written), and the bytes checked with the device runtime's own
@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import msgpack
 from privmap.device import BundleError, Limits
-from privmap.device._codec import decode_payload
-from privmap.device._gaussian import GAUSSIAN_PARAMETER_KEYS
-from privmap.device._nullspace import NULLSPACE_PARAMETER_KEYS
-from privmap.device._real_kinds import load_real_body
-from privmap.device._schema import REAL_PAYLOAD_KEYS, parse_header
+from privmap.device.format._codec import decode_payload
+from privmap.device.mechanisms._gaussian import GAUSSIAN_PARAMETER_KEYS
+from privmap.device.mechanisms._nullspace import NULLSPACE_PARAMETER_KEYS
+from privmap.device.mechanisms._real_kinds import load_real_body
+from privmap.device.format._schema import REAL_PAYLOAD_KEYS, parse_header
 
 from .._errors import BuildError
+from .._canonical import _ordered, _plain, _sorted_map, canonical_float, canonical_floats
 
 __all__ = ["encode_real_payload"]
 
@@ -27,7 +28,6 @@ _PARAMETER_KEYS = {"nullspace": NULLSPACE_PARAMETER_KEYS, "gaussian": GAUSSIAN_P
 
 
 def _floats(value):
-    from ._write import canonical_float
     if isinstance(value, list):
         return [_floats(v) for v in value]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -38,7 +38,6 @@ def _floats(value):
 def encode_real_payload(payload: dict, limits: Limits = Limits()) -> bytes:
     """Canonical msgpack bytes of a nullspace or gaussian payload dict, validated by the device
     loader. Raises :class:`BuildError` if the device would refuse it."""
-    from ._write import _ordered, _plain, _sorted_map, canonical_floats
     payload = _ordered(_plain(payload), REAL_PAYLOAD_KEYS, "payload")
     keys = _PARAMETER_KEYS.get(payload["mechanism"])
     if keys is None:

@@ -1,7 +1,12 @@
 """The ``privmap`` command line (click). ``main`` is the console entry point.
 
-Private modules: ``_main`` (the group and the keygen/build/verify/inspect/sanitize commands),
-``_eval`` (evaluate and curve), ``_common`` (one-line failures, JSON output, atomic writes).
+Private modules, one per command family: ``_main`` (the group and seed 000's ``build``),
+``_seed_builds`` (``build-funnel``, ``build-max-correlation``), ``_real`` (``build-gaussian``,
+``build-nullspace``), ``_options`` (the options every build shares, and signing), ``_forward`` (the
+old ``build --mechanism NAME`` forms forwarded to their commands), ``_verify`` (verify, inspect),
+``_sanitize`` (with ``_batch``), ``_eval`` (evaluate and curve), ``_keyring`` (keygen, keyring,
+cosign), ``_state``, ``_scale`` (the out-of-core build), ``_common`` (one-line failures, JSON output,
+trusted keys), ``_passphrase``.
 """
 from ._main import main
 

@@ -11,13 +11,13 @@ import math
 import os
 import pathlib
 import sys
-import tempfile
 import time
 
 import click
 from privmap.device import Keyring, KeyringChain, KeyringError, PrivmapDeviceError
 
 from .._errors import BuildError
+from .._files import atomic_write  # noqa: F401 (the CLI modules take it from here)
 
 #: Exit status when stdout is closed under the command (``privmap ... | head -1``): 128 + SIGPIPE,
 #: what a shell reports for any tool that the closed pipe ended, so ``set -o pipefail`` scripts see
@@ -74,28 +74,6 @@ def emit(obj: dict) -> None:
     click.echo(json.dumps(_clean(obj), indent=2, sort_keys=True, allow_nan=False))
 
 
-def atomic_write(path: pathlib.Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and os.replace.
-
-    The file gets the usual permissions (0666 less the umask), not mkstemp's 0600:
-    bundles and sanitized CSVs are meant to be shared. On any error nothing is left.
-    """
-    path = pathlib.Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        pathlib.Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 # -- trusted keys: --trusted PEM or --keyring FILE ---------------------------------------------
 
 def trust_options(*, required: bool):
@@ -123,7 +101,7 @@ def read_keyring_chain(paths) -> KeyringChain:
     Raises :class:`BuildError` naming the file for an unreadable or refused document.
     """
     from privmap.device._files import NotRegularFile, read_regular
-    from privmap.device._rotation import MAX_KEYRING_BYTES
+    from privmap.device.trust._rotation import MAX_KEYRING_BYTES
     chain = None
     for path in paths:
         try:

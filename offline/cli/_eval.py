@@ -13,7 +13,6 @@ import sys
 import click
 
 from .._errors import BuildError
-from .._listing import name_some
 from ._common import emit, guard
 
 
@@ -55,46 +54,6 @@ def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
         from privmap.device import Keyring, read_bundle_file
         return read_unverified(read_bundle_file(bundle, Keyring.from_pem_files(*trusted)).data)[0], True
     return read_unverified(read_bytes(bundle))[0], False
-
-
-def _declared(payload: dict) -> dict:
-    """The bundle's declared leakages (seed 000's table mechanisms)."""
-    metrics = payload["metrics"]
-    return {key: metrics.get(key) for key in (
-        "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
-        "mismatch_leakage_bound_bits", "mismatch_bound_vacuous", "robust_leakage_bits", "robust_confidence",
-        "robust_max_output_leakage_bits")}
-
-
-def _format_declared(declared: dict) -> str:
-    """The bundle's own leakage claims: in-sample, cross-fitted, and Theorem 1's bound."""
-    line = f"declared by the bundle: in-sample leakage {declared['leakage_bits']:.6f} bits"
-    if declared["holdout_leakage_bits"] is not None:
-        line += (f"; new users (cross-fitted) {declared['holdout_leakage_bits']:.6f} bits "
-                 f"[{declared['holdout_leakage_low_bits']:.6f}, {declared['holdout_leakage_high_bits']:.6f}]")
-    if declared["mismatch_bound_vacuous"] is not None:
-        bound = declared["mismatch_leakage_bound_bits"]
-        line += "; Theorem 1 bound " + ("vacuous" if declared["mismatch_bound_vacuous"] else f"{bound:.6f} bits")
-    return line
-
-
-def _load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool):
-    """Load DATA with the bundle's features (each numeric one's missing token read as a missing
-    answer, as the device does), private codes in the bundle's class order."""
-    import numpy as np
-
-    from ..data._dataset import load_dataset
-    features = [f["name"] for f in payload["features"]]
-    classes = payload["private"]["classes"]
-    tokens = {f["name"]: f["missing_token"] for f in payload["features"] if f.get("missing_token")}
-    ds = load_dataset(data, private=private, public=features, categorical=categorical, missing_tokens=tokens)
-    order = {c: i for i, c in enumerate(classes)}
-    unknown = [c for c in ds.classes if c not in order]
-    if unknown:
-        raise BuildError(f"{data}: private value(s) {name_some(unknown)} of column {name_some([private])} "
-                         f"are not among the bundle's classes {name_some(classes)}")
-    codes = np.array([order[c] for c in ds.classes], dtype=np.int64)[ds.private]
-    return ds, codes
 
 
 @click.command()
@@ -154,50 +113,23 @@ def _unverified_note(verified: bool) -> str:
 def _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
                     as_json) -> None:
     """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines."""
-    from ..evaluation._baselines import bundle_baselines, format_baselines
-    from ..evaluation._evaluate import evaluate_view, format_summary, view_from_payload
-    view, declared = view_from_payload(payload), _declared(payload)
-    ds, codes = _load_for(data, private, payload, view.categorical)
-    result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
-                           permutations=permutations, attacker=attacker)
-    base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction, attacker=attacker)
-    drift = _drift(payload, view, ds.public, codes, result.summary["leakage_bias_bits"], seed)
-    summary = {"bundle": str(bundle), "data": str(data), "data_sha256": ds.sha256,
-               "signature_verified": verified, **result.summary, "declared": declared, "baselines": base,
-               "drift": drift}
+    from ..evaluation._bundle_report import evaluate_table_bundle, format_table_report
+    report = evaluate_table_bundle(payload, data, private, seed=seed, test_fraction=test_fraction,
+                                   permutations=permutations, attacker=attacker)
     if as_json:
-        emit(summary)
+        emit({"bundle": str(bundle), "data": str(data), "data_sha256": report.pop("data_sha256"),
+              "signature_verified": verified, **report})
         return
     click.echo(f"{bundle} on {data}" + _unverified_note(verified))
-    click.echo(format_summary(result.summary))
-    click.echo(_format_declared(declared))
-    from ..evaluation._drift import format_drift
-    click.echo(format_drift(drift))
-    if base is not None:
-        auc = result.summary.get("attacker", {}).get("after", {}).get("roc_auc")
-        click.echo("")
-        click.echo(format_baselines(base, result.summary["distortion"], auc))
-
-
-def _drift(payload, view, public, codes, bias_bits, seed) -> dict:
-    """The drift check of DATA against the bundle's confidence set (:mod:`..evaluation._drift`)."""
-    import numpy as np
-
-    from ..evaluation._drift import drift_check
-    symbols = view.lookup(public)
-    matched = symbols >= 0
-    metrics = payload["metrics"]
-    return drift_check(payload["prior"], int(metrics.get("n", 0)), view.q, symbols[matched],
-                       np.asarray(codes)[matched], confidence=metrics.get("robust_confidence"),
-                       leakage_bias_bits=bias_bits, declared_robust_bits=metrics.get("robust_leakage_bits"),
-                       seed=seed)
+    click.echo(format_table_report(report))
 
 
 def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
                      as_json) -> None:
     """``evaluate`` for a funnel bundle (seed 003): leakage I(S;Y), disclosure I(X;Y), log-loss distortion."""
     from ..evaluation._funnel_curve import evaluate_funnel, format_funnel_evaluation
-    ds, codes = _load_for(data, private, payload, True)
+    from ..evaluation._bundle_report import load_for
+    ds, codes = load_for(data, private, payload, True)
     result = evaluate_funnel(payload, ds.public, codes, seed=seed, test_fraction=test_fraction,
                              permutations=permutations, attacker=attacker)
     if as_json:
@@ -313,8 +245,8 @@ def _funnel_curve_command(data, private, public, points, png, csv_path, title, a
     from .._information import mutual_information_bits
     from ..data._dataset import load_dataset
     from ..evaluation import _funnel_curve, _plots
-    from ..mechanisms._funnel import entropy_bits
-    from ..mechanisms._funnel_build import funnel_prior
+    from ..mechanisms.funnel._model import entropy_bits
+    from ..mechanisms.funnel._build import funnel_prior
     cols = [c.strip() for c in public.split(",")] if public else None
     ds = load_dataset(data, private=private, public=cols, categorical=True)
     _, cells, _, p_sx = funnel_prior(ds)

@@ -1,4 +1,4 @@
-"""``privmap keyring create|rotate`` and ``privmap cosign``: k-of-n keys for devices."""
+"""``privmap keygen``, ``privmap keyring create|rotate`` and ``privmap cosign``: signing keys, and k-of-n keys for devices."""
 from __future__ import annotations
 
 import os
@@ -142,3 +142,20 @@ def cosign(bundle, keys, out, keyrings, passphrase_file):
         load_bundle(data, read_keyring_chain(keyrings).current(now), now=now)
     atomic_write(out, data)
     click.echo(f"wrote {out} ({len(data)} bytes)")
+
+
+@click.command()
+@click.argument("keydir", type=click.Path(file_okay=False, path_type=pathlib.Path))
+@passphrase_option
+@guard
+def keygen(keydir, passphrase_file):
+    """Create an Ed25519 signing key pair in KEYDIR.
+
+    Writes KEYDIR/private.pem (mode 0600; keep it on the build machine) and
+    KEYDIR/public.pem (ship it to devices as their trusted key). Existing keys
+    are never overwritten, and a KEYDIR writable by group or others is refused.
+    With --passphrase-file the private key is encrypted (PKCS#8, best available).
+    """
+    from ..bundle._keys import generate_keypair
+    generate_keypair(keydir, password=read_passphrase(passphrase_file))
+    click.echo(f"wrote {keydir / 'private.pem'} (mode 0600) and {keydir / 'public.pem'}")

@@ -1,53 +1,109 @@
-"""CLI pieces for the real-valued kinds (``--mechanism nullspace`` / ``gaussian``):
-the build, and the ``inspect`` / ``verify`` descriptions of such bundles."""
+"""CLI pieces for the real-valued kinds: ``privmap build-gaussian`` (seed 004) and ``privmap
+build-nullspace`` (seed 001), and the ``inspect`` / ``verify`` / ``evaluate`` descriptions of such
+bundles. The released columns are all those the command does not name."""
 from __future__ import annotations
 
 import math
+import pathlib
 import sys
 import time
 
 import click
 
 from .._errors import BuildError
-from ._common import atomic_write, emit
+from ._common import emit, guard
+from ._options import (
+    bundle_options,
+    columns,
+    header_from,
+    header_options,
+    json_option,
+    load_key,
+    sign_check_write,
+)
 
 REAL_MECHANISMS = ("nullspace", "gaussian")
 
 
-def _columns(text, option):
-    names = tuple(c.strip() for c in (text or "").split(",") if c.strip())
+def _required_columns(text, option):
+    names = columns(text)
     if not names:
-        raise click.UsageError(f"--mechanism needs {option} COLS (comma-separated)")
+        raise click.UsageError(f"{option} needs COLS (comma-separated)")
     return names
 
 
-def build_real(data, mechanism, *, private, utility, desired, confidential, epsilon, delta, gamma,
-               fisher, key, passphrase_file, out, header, as_json):
-    """Build, sign, check with the device runtime and atomically write a real-valued bundle."""
-    from ..bundle._keys import load_private_key
-    from ..bundle._write import check_bundle, encode_payload, sign_bundle
-    from ..mechanisms._realvalued import build_gaussian, build_nullspace
-    from ._passphrase import read_passphrase
-    private_key = load_private_key(key, password=read_passphrase(passphrase_file))
+@click.command("build-gaussian")
+@click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.option("--private", required=True, metavar="COLS", help="Comma-separated private columns X_p (not released).")
+@click.option("--utility", required=True, metavar="COLS", help="Comma-separated utility columns X_u (not released).")
+@click.option("--delta", type=float, required=True, metavar="NATS",
+              help="Utility-loss cap I(X_u;X) - I(X_u;Y) in nats.")
+@click.option("--gamma", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Least ratio of privacy gain to utility loss for each noise step.")
+@click.option("--fisher", is_flag=True, help="Measure utility by Fisher information (one utility column).")
+@bundle_options
+@header_options
+@json_option
+@guard
+def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passphrase_file, bundle_version,
+                   issued_at, valid_days, device_class, as_json):
+    """Build a greedy Gaussian-noise bundle (seed 004) from real-valued DATA.csv.
+
+    Adds independent Gaussian noise to each released column, greedily, while
+    the privacy gain per unit of utility loss is at least --gamma and the
+    utility loss stays within --delta nats (a Gaussian model of the columns).
+
+    \b
+    Example:
+      privmap build-gaussian anes96.csv --private PID --utility educ --delta 0.1 \\
+          --key keys/private.pem --out gaussian.bundle
+    """
+    from ..mechanisms.realvalued._build import build_gaussian as run
+    if not (math.isfinite(delta) and delta >= 0):
+        raise BuildError("--delta must be a finite number >= 0 (nats)")
+    private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
-    if mechanism == "nullspace":
-        if epsilon is None:
-            raise click.UsageError("--mechanism nullspace needs --epsilon E")
-        built = build_nullspace(data, _columns(desired, "--desired"), _columns(confidential, "--confidential"),
-                                epsilon, header)
-    else:
-        if delta is None:
-            raise click.UsageError("--mechanism gaussian needs --delta D (nats)")
-        if not (math.isfinite(delta) and delta >= 0):
-            raise BuildError("--delta must be a finite number >= 0 (nats)")
-        with click.progressbar(length=1000, label="greedy noise", file=sys.stderr, show_eta=False) as bar:
-            built = build_gaussian(data, _columns(private, "--private"), _columns(utility, "--utility"),
-                                   delta, gamma, fisher=fisher, header=header,
-                                   progress=lambda f: bar.update(int(f * 1000) - bar.pos))
-    payload_bytes = encode_payload(built.payload)
-    bundle_bytes = sign_bundle(payload_bytes, private_key)
-    check_bundle(bundle_bytes, private_key.public_key(), now=built.payload["issued_at"])
-    atomic_write(out, bundle_bytes)
+    with click.progressbar(length=1000, label="greedy noise", file=sys.stderr, show_eta=False) as bar:
+        built = run(data, _required_columns(private, "--private"), _required_columns(utility, "--utility"),
+                    delta, gamma, fisher=fisher,
+                    header=header_from(bundle_version, issued_at, valid_days, device_class),
+                    progress=lambda f: bar.update(int(f * 1000) - bar.pos))
+    _finish(built, private_key, out, started, as_json)
+
+
+@click.command("build-nullspace")
+@click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.option("--desired", required=True, metavar="COLS", help="Comma-separated targets of the desired predictor.")
+@click.option("--confidential", required=True, metavar="COLS", help="Comma-separated confidential targets.")
+@click.option("--epsilon", type=click.FloatRange(min=0), required=True, metavar="E",
+              help="Per-row budget ||A_d^T (x - x~)||^2 on the desired predictor's change.")
+@bundle_options
+@header_options
+@json_option
+@guard
+def build_nullspace(data, desired, confidential, epsilon, key, out, passphrase_file, bundle_version, issued_at,
+                    valid_days, device_class, as_json):
+    """Build a null-space cleaning bundle (seed 001) from real-valued DATA.csv.
+
+    Fits linear predictors of the desired and confidential targets and moves
+    each released row along directions that hide the confidential prediction
+    while the desired one changes by at most --epsilon.
+
+    \b
+    Example:
+      privmap build-nullspace anes96.csv --desired educ --confidential PID --epsilon 0.5 \\
+          --key keys/private.pem --out nullspace.bundle
+    """
+    from ..mechanisms.realvalued._build import build_nullspace as run
+    private_key = load_key(key, passphrase_file)
+    started = time.perf_counter()
+    built = run(data, _required_columns(desired, "--desired"), _required_columns(confidential, "--confidential"),
+                epsilon, header_from(bundle_version, issued_at, valid_days, device_class))
+    _finish(built, private_key, out, started, as_json)
+
+
+def _finish(built, private_key, out, started, as_json) -> None:
+    bundle_bytes = sign_check_write(built.payload, private_key, out)
     summary = {"out": str(out), "bytes": len(bundle_bytes), "build_seconds": round(time.perf_counter() - started, 3),
                **describe_real(built.payload)}
     if as_json:
@@ -101,12 +157,6 @@ def verify_real(loaded) -> dict:
     else:
         info.update(epsilon=loaded.epsilon, directions=len(loaded.directions))
     return info
-
-
-def check_not_real(mechanism, private):
-    """Table mechanisms need --private."""
-    if not private:
-        raise BuildError(f"--mechanism {mechanism} needs --private COL")
 
 
 def evaluate_real(payload, bundle, data, target, verified, seed, test_fraction, as_json) -> None:

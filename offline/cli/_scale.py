@@ -38,7 +38,7 @@ def check_partitioned_options(data, options, *, auto: bool, kmeans: str):
         import distributed  # noqa: F401
         import pyarrow  # noqa: F401
 
-        from ..mechanisms._partitioned_build import check_partitioned
+        from ..mechanisms.quantized._partitioned_build import check_partitioned
     except ImportError as exc:
         raise BuildError(f"a partitioned build needs the scale extra ({exc.name} is missing): "
                          f"pip install 'privmap[scale]'") from None
@@ -64,7 +64,7 @@ def run_partitioned(data, options, *, workers: int | None, scheduler: str | None
     """
     if checked is None:
         checked = check_partitioned_options(data, options, auto=False, kmeans=kmeans)
-    from ..mechanisms._partitioned_build import build_partitioned, dask_client
+    from ..mechanisms.quantized._partitioned_build import build_partitioned, dask_client
 
     shown = []
 

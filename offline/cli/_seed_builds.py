@@ -1,70 +1,111 @@
-"""``privmap build`` for the funnel (seed 003) and max-correlation (seed 002) mechanisms.
+"""``privmap build-funnel`` (seed 003) and ``privmap build-max-correlation`` (seed 002).
 
-Called by the ``build`` command in ``_main`` when ``--mechanism`` is ``funnel`` or
-``max-correlation``; the bundle is signed, loaded back with the device runtime and written
-atomically, as for the other mechanisms.
+Each command takes only its mechanism's options besides the ones every build shares
+(:mod:`._options`); the bundle is signed, loaded back with the device runtime and written
+atomically, as for the other mechanisms. ``describe_seed_payload`` is what ``privmap inspect``
+shows of such bundles.
 """
 from __future__ import annotations
 
+import pathlib
 import time
 
 import click
 
-from .._errors import BuildError
-from ._common import atomic_write, emit
+from ._common import emit, guard
+from ._options import bundle_options, columns, header_options, json_option, load_key, sign_check_write
 
 
-def build_seed_mechanism(*, data, private, public, mechanism, metric, delta, delta_fraction, disclosure,
-                         disclosure_fraction, information_budget, key, passphrase_file, out, seed, bits,
-                         smoothing, bundle_version, issued_at, valid_days, device_class, as_json) -> None:
-    """Build, sign, check and write a funnel or max-correlation bundle; print a summary.
+@click.command("build-funnel")
+@click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.option("--private", required=True, metavar="COL", help="Private attribute column S.")
+@click.option("--public", metavar="COLS", help="Comma-separated public columns X (default: all others).")
+@click.option("--disclosure", type=float, help="Disclosure floor R = I(X;Y) in bits.")
+@click.option("--disclosure-fraction", type=click.FloatRange(0, 1),
+              help="R as a fraction of H(X) (1.0 = release X, 0 = merge everything).")
+@click.option("--smoothing", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Additive smoothing of the prior's counts.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed.")
+@click.option("--metric", type=click.Choice(["log-loss"]), default="log-loss", hidden=True)
+@bundle_options
+@header_options
+@json_option
+@guard
+def build_funnel(data, private, public, disclosure, disclosure_fraction, smoothing, seed, metric, key, out,
+                 passphrase_file, bundle_version, issued_at, valid_days, device_class, as_json):
+    """Build a privacy-funnel bundle (seed 003) from categorical DATA.csv.
 
-    Raises
-    ------
-    BuildError
-        Options that do not fit the mechanism, bad data, or a bundle the device would refuse.
+    Merges the public tuples X greedily into groups Y, keeping the disclosure
+    I(X;Y) >= R and lowering the leakage I(S;Y) about the private S (log-loss
+    distortion). Give exactly one of --disclosure and --disclosure-fraction.
+
+    \b
+    Example:
+      privmap build-funnel adult.csv --private income_sex --disclosure-fraction 0.5 \\
+          --key keys/private.pem --out funnel.bundle
     """
-    from ..bundle._keys import load_private_key
-    from ..bundle._write import check_bundle, encode_payload, sign_bundle
-    from ._passphrase import read_passphrase
-    if smoothing == "auto":
-        raise BuildError(f"--smoothing auto applies to the quantized mechanism, not {mechanism}")
-    cols = tuple(c.strip() for c in public.split(",")) if public else None
+    from ..mechanisms.funnel._build import FunnelOptions, build_funnel as run
+    options = FunnelOptions(private=private, public=columns(public), disclosure=disclosure,
+                            disclosure_fraction=disclosure_fraction, smoothing=smoothing, seed=seed,
+                            bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days,
+                            device_class=device_class)
+    private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
-    if mechanism == "funnel":
-        from ..mechanisms._funnel_build import FunnelOptions, build_funnel
-        if private is None:
-            raise BuildError("the funnel mechanism needs --private COL")
-        if metric not in (None, "log-loss") or delta is not None or delta_fraction is not None:
-            raise BuildError("the funnel mechanism takes --disclosure or --disclosure-fraction "
-                             "(log-loss), not --metric/--delta/--delta-fraction")
-        options = FunnelOptions(private=private, public=cols, disclosure=disclosure,
-                                disclosure_fraction=disclosure_fraction, smoothing=smoothing, seed=seed,
-                                bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days,
-                                device_class=device_class)
-        private_key = load_private_key(key, password=read_passphrase(passphrase_file))
-        payload = build_funnel(data, options).payload
-        shown = ("leakage_before_bits", "leakage_bits", "disclosure_bits", "disclosure_floor_bits",
-                 "entropy_x_bits", "clusters", "outputs", "n")
-    else:
-        from ..mechanisms._maxcorr_build import (
-            MAXCORR_BITS,
-            MaxCorrOptions,
-            build_max_correlation,
-        )
-        if delta is None or delta_fraction is not None or disclosure is not None or disclosure_fraction is not None:
-            raise BuildError("the max-correlation mechanism takes --delta D (expected changed cells)")
-        options = MaxCorrOptions(delta=delta, public=cols, private=private, metric=metric or "hamming",
-                                 information_budget=information_budget, bits=bits or MAXCORR_BITS, seed=seed,
-                                 bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days,
-                                 device_class=device_class)
-        private_key = load_private_key(key, password=read_passphrase(passphrase_file))
-        payload = build_max_correlation(data, options).payload
-        shown = ("rho_m_squared", "s_star_upper_bound", "s_star_lower_bound", "s_star_verified", "distortion",
-                 "delta", "clusters", "n") + (("leakage_bound_bits",) if information_budget is not None else ())
-    bundle_bytes = sign_bundle(encode_payload(payload), private_key)
-    check_bundle(bundle_bytes, private_key.public_key(), now=payload["issued_at"])
-    atomic_write(out, bundle_bytes)
+    payload = run(data, options).payload
+    _finish("funnel", payload, private_key, out, started, as_json,
+            ("leakage_before_bits", "leakage_bits", "disclosure_bits", "disclosure_floor_bits", "entropy_x_bits",
+             "clusters", "outputs", "n"))
+
+
+@click.command("build-max-correlation")
+@click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@click.option("--delta", type=float, required=True, metavar="D", help="Budget D: expected changed cells (hamming).")
+@click.option("--public", metavar="COLS", help="Comma-separated public columns X (default: all but --private).")
+@click.option("--private", metavar="COL", help="A column to leave out of X (never read: the design uses P_X alone).")
+@click.option("--metric", type=click.Choice(["hamming"]), default="hamming", show_default=True,
+              help="Distortion metric (changed cells).")
+@click.option("--information-budget", type=click.FloatRange(min=0), default=None, metavar="BITS",
+              help="Assumed bound Delta >= I(S;X) in bits; the bundle then declares the leakage bound "
+                   "Delta x S*_upper.")
+@click.option("--prior-only", is_flag=True, help="Design from P_X alone (always so; accepted for clarity).")
+@click.option("--bits", type=click.IntRange(1, 32), default=None,
+              help="Table weights sum to 2^BITS per row [default: 24; rho_m^2 is sensitive to the rounding of "
+                   "rarely released outputs].")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed.")
+@bundle_options
+@header_options
+@json_option
+@guard
+def build_max_correlation(data, delta, public, private, metric, information_budget, prior_only, bits, seed, key,
+                          out, passphrase_file, bundle_version, issued_at, valid_days, device_class, as_json):
+    """Build a max-correlation bundle (seed 002) from the public tuples of DATA.csv.
+
+    Minimises rho_m(X;Y)^2 subject to E d(X, Y) <= D from the marginal P_X
+    alone: no private labels are read, and I(S;Y) <= S* x I(S;X) holds for
+    every private S (S* <= the declared upper bound).
+
+    \b
+    Example:
+      privmap build-max-correlation census.csv --public sex,age --delta 0.3 \\
+          --key keys/private.pem --out maxcorr.bundle
+    """
+    from ..mechanisms.maxcorr._build import MAXCORR_BITS, MaxCorrOptions
+    from ..mechanisms.maxcorr._build import build_max_correlation as run
+    options = MaxCorrOptions(delta=delta, public=columns(public), private=private, metric=metric,
+                             information_budget=information_budget, bits=bits or MAXCORR_BITS, seed=seed,
+                             bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days,
+                             device_class=device_class)
+    private_key = load_key(key, passphrase_file)
+    started = time.perf_counter()
+    payload = run(data, options).payload
+    _finish("max-correlation", payload, private_key, out, started, as_json,
+            ("rho_m_squared", "s_star_upper_bound", "s_star_lower_bound", "s_star_verified", "distortion", "delta",
+             "clusters", "n") + (("leakage_bound_bits",) if information_budget is not None else ()))
+
+
+def _finish(mechanism, payload, private_key, out, started, as_json, shown) -> None:
+    """Sign, check and write ``payload``; print the summary (``shown`` metrics) as text or JSON."""
+    bundle_bytes = sign_check_write(payload, private_key, out)
     seconds = time.perf_counter() - started
     metrics = payload["metrics"]
     summary = {"out": str(out), "bytes": len(bundle_bytes), "build_seconds": round(seconds, 3),

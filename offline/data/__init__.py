@@ -1,7 +1,7 @@
 """Stage 1 of a build: read labelled rows, measure distances, quantize, estimate the prior.
 
 Private modules: ``_dataset`` (CSV reading and validation), ``_distortion`` (metrics and the
-device's nearest-representative rule), ``_quantize`` (k-means into domain-valid
+device's nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), ``_quantize`` (k-means into domain-valid
 representatives), ``_prior`` (p(a, c) from counts), ``_schema`` (declared feature domains and
 missing-answer spellings, completed by inference).
 """

@@ -10,11 +10,13 @@ the two rules agree; every other row (ties included) is decided by ``nearest`` i
 except when rows and representatives are small integers (ratings and rounded
 representatives): then both computations are exact and argmin decides ties as the device.
 The answer is therefore identical to ``nearest``, not an approximation of it.
+:func:`nearest_with_distance` chooses between the two rules for a quantizer.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import _distortion
 from ._distortion import NEAREST_BLOCK_BYTES, assigned_distance, block_shape, nearest
 
 #: float64 arrays of a block's size alive at once (products, the keys' copy, argmin scratch).
@@ -82,3 +84,21 @@ def assigned_distance_l2(X: np.ndarray, Y: np.ndarray, labels: np.ndarray) -> np
     ``pairwise(X, Y, "l2")[i, labels[i]]`` without the (n, K) matrix (see
     :func:`privmap.offline.data._distortion.assigned_distance`)."""
     return assigned_distance(X, Y, labels, "l2")
+
+
+def nearest_with_distance(X: np.ndarray, Y: np.ndarray, metric: str, *,
+                          block_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """psi and the distance to it: ``(nearest(X, Y, metric), d(x_i, y_psi(i)))``, shapes (n,), (n,).
+
+    Equal to ``nearest`` and to ``pairwise(X, Y, metric)[arange(n), labels]`` bitwise, without the
+    (n, m) matrix: complete l2 data take the BLAS search of :func:`nearest_l2` (identical answers,
+    faster), every other case the running minimum of :func:`~._distortion.nearest`. Scratch memory
+    is bounded by ``block_bytes``. Raises ValueError as :func:`~._distortion.pairwise`.
+    """
+    _distortion._check_metric(metric)
+    X, Y = _distortion._check_points(X, Y)
+    if metric == "l2" and not np.isnan(X).any():
+        labels = nearest_l2(X, Y, block_bytes=block_bytes)
+        return labels, assigned_distance(X, Y, labels, metric)
+    labels, keys = _distortion._nearest_keys(X, Y, metric, block_bytes)
+    return labels, _distortion._key_to_distance(keys, metric)

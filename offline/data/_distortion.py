@@ -29,7 +29,7 @@ import numpy as np
 METRICS = ("l2", "l1", "hamming")
 
 #: Scratch memory one block of a distance computation may take, in bytes. :func:`nearest`,
-#: :func:`nearest_with_distance` and :func:`pairwise` work on blocks of rows x representatives
+#: :func:`pairwise` (and :func:`._blas_nearest.nearest_with_distance`) work on blocks of rows x representatives
 #: whose temporaries (:data:`_BLOCK_TEMPORARIES` float64 arrays of the block's size) fit in it,
 #: so no (n, K) matrix is formed: the nearest search keeps a running minimum over blocks of
 #: representatives. 64 MiB keeps the blocks large enough for numpy's vectorised loops.
@@ -180,26 +180,6 @@ def nearest(X: np.ndarray, Y: np.ndarray, metric: str, *, block_bytes: int | Non
     _check_metric(metric)
     X, Y = _check_points(X, Y)
     return _nearest_keys(X, Y, metric, block_bytes)[0]
-
-
-def nearest_with_distance(X: np.ndarray, Y: np.ndarray, metric: str, *,
-                          block_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """psi and the distance to it: ``(nearest(X, Y, metric), d(x_i, y_psi(i)))``, shapes (n,), (n,).
-
-    Equal to ``nearest`` and to ``pairwise(X, Y, metric)[arange(n), labels]`` bitwise, without the
-    (n, m) matrix: complete l2 data take the BLAS search of
-    :func:`privmap.offline.data._blas_nearest.nearest_l2` (identical answers, faster), every other
-    case the running minimum of :func:`nearest`. Scratch memory is bounded by ``block_bytes``.
-    Raises ValueError as :func:`pairwise`.
-    """
-    _check_metric(metric)
-    X, Y = _check_points(X, Y)
-    if metric == "l2" and not np.isnan(X).any():
-        from ._blas_nearest import nearest_l2
-        labels = nearest_l2(X, Y, block_bytes=block_bytes)
-        return labels, assigned_distance(X, Y, labels, metric)
-    labels, keys = _nearest_keys(X, Y, metric, block_bytes)
-    return labels, _key_to_distance(keys, metric)
 
 
 def assigned_distance(X: np.ndarray, Y: np.ndarray, labels: np.ndarray, metric: str, *,

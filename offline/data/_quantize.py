@@ -28,7 +28,7 @@ from sklearn.cluster import KMeans
 
 from .._errors import DatasetError
 from . import _distortion
-from ._distortion import nearest_with_distance
+from ._blas_nearest import nearest_with_distance
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from privmap.device._lookup import _DECIMAL
-from privmap.device._schema import MAX_MISSING_TOKEN
+from privmap.device.release._lookup import _DECIMAL
+from privmap.device.format._schema import MAX_MISSING_TOKEN
 
 from .._errors import DatasetError
 from .._listing import name_some

@@ -4,7 +4,8 @@ Private modules: ``_evaluate`` (a bundle or table measured on labelled rows), ``
 and logistic-regression adversaries), ``_curve`` (privacy-distortion sweeps), ``_plots``
 (matplotlib figures), ``_recommender`` (matrix-factorisation RMSE), ``_realvalued`` (attacks on
 the nullspace and gaussian kinds), ``_baselines`` (constant release and randomized response, the
-figures a bundle must beat), ``_funnel_curve`` (seed 003's greedy/negligent curves beside seed
+figures a bundle must beat), ``_bundle_report`` (a seed-000 bundle measured on labelled rows, as
+``privmap evaluate`` and the notebook API report it), ``_funnel_curve`` (seed 003's greedy/negligent curves beside seed
 000), ``_maxcorr_compare`` (a max-correlation bundle beside seed 000 on labelled rows).
 """
 from ._evaluate import evaluate_view, view_from_payload, view_from_table

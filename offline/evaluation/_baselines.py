@@ -39,7 +39,7 @@ def constant_release(reference, rows, metric: str) -> tuple[np.ndarray, float]:
     Integer columns of ``reference`` get integer values; values stay in its range. NaN cells (blank
     answers) are masked, in the fit and in the distortion, as the device masks them.
     """
-    from ..mechanisms._codebook import metric_center
+    from ..mechanisms.quantized._codebook import metric_center
     reference = np.asarray(reference, dtype=float)
     rows = np.asarray(rows, dtype=float)
     integer = np.all(np.isnan(reference) | (reference == np.round(reference)), axis=0)

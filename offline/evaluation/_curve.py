@@ -19,7 +19,7 @@ import numpy as np
 from .._errors import BuildError, InfeasibleError
 from ..data._distortion import pairwise
 from ..data._prior import joint_prior
-from ..mechanisms._erasure import erasure_problem, input_alphabet
+from ..mechanisms.quantized._erasure import erasure_problem, input_alphabet
 from ..solvers._solve import solve
 from ._evaluate import evaluate_view, view_from_table
 
@@ -52,7 +52,7 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
 
     quantized: k-means representatives (:func:`privmap.offline.data._quantize.quantize`)
     are both inputs and outputs, d = ``metric`` between them. exact with
-    ``erasures``: :func:`privmap.offline.mechanisms._erasure.erasure_problem`. exact with
+    ``erasures``: :func:`privmap.offline.mechanisms.quantized._erasure.erasure_problem`. exact with
     ``hamming``: distinct tuples in and out, d = number of changed cells.
     """
     private = np.asarray(private, dtype=np.int64)
@@ -99,7 +99,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     is ``"optimal"`` or ``"infeasible"``; infeasible points carry NaN figures).
     ``codebook`` 0 marks seed 000's mapping (representatives released as they are);
     with ``codebook`` (quantized mechanism only) each solved point is followed by the
-    same point after the build's codebook step (:mod:`privmap.offline.mechanisms._codebook`),
+    same point after the build's codebook step (:mod:`privmap.offline.mechanisms.quantized._codebook`),
     marked 1. ``progress(1)`` is called after each (K, Delta). With ``robust`` (a confidence),
     ``robust_leakage_bits`` is each table's certified worst-case leakage over the confidence set
     of the sweep's own training counts (:mod:`privmap.offline.solvers._robust`); NaN otherwise.
@@ -156,7 +156,7 @@ def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray]
 
 def _codebook_step(prob: Problem, table, public, metric: str, solver: str):
     """The build's codebook step on a sweep point (integer columns stay integers)."""
-    from ..mechanisms._codebook import metric_center, refine
+    from ..mechanisms.quantized._codebook import metric_center, refine
     X = np.asarray(public, dtype=float)
     distance, centre, project = metric_center(metric, integer=np.all(X == np.round(X), axis=0),
                                               lo=X.min(axis=0), hi=X.max(axis=0))

@@ -37,8 +37,8 @@ from .._information import (
 )
 from ..data._distortion import nearest, pairwise
 from ..data._prior import joint_prior
-from ..mechanisms._erasure import erasure_distortion
-from ..mechanisms._erasure import lookup as lookup_tuples
+from ..mechanisms.quantized._erasure import erasure_distortion
+from ..mechanisms.quantized._erasure import lookup as lookup_tuples
 from . import _attacks
 
 MECHANISMS = ("quantized", "exact")

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._information import leakage_bits, mutual_information_bits
 from ..data._distortion import pairwise
-from ..mechanisms._funnel import entropy_bits, greedy_funnel
+from ..mechanisms.funnel._model import entropy_bits, greedy_funnel
 from ..solvers._perfect import perfect_privacy_table
 from ..solvers._solve import solve
 
@@ -136,7 +136,7 @@ def evaluate_funnel(payload: dict, public, private, *, seed: int = 0, test_fract
     BuildError
         No row of the data is one of the bundle's tuples, or too few rows to split for the attacker.
     """
-    from ..mechanisms._erasure import lookup as lookup_tuples
+    from ..mechanisms.quantized._erasure import lookup as lookup_tuples
     from ..data._prior import joint_prior
     from ._attacks import logistic_attack, map_accuracy, map_accuracy_after, permutation_bias
     from ._evaluate import _split

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import BuildError
 from ..data._numeric import read_numeric_columns
-from ..mechanisms._nullspace import clean, fit_linear, nullspace_directions
+from ..mechanisms.realvalued._nullspace import clean, fit_linear, nullspace_directions
 
 __all__ = ["attack_scores", "nullspace_experiment", "evaluate_payload"]
 

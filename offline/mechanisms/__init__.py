@@ -1,24 +1,27 @@
 """Stage 3 of a build: the mechanisms, each turning a dataset into an unsigned payload.
 
-Private modules: ``_pipeline`` (the quantized and exact MI-optimal mappings of seed 000 and the
-:func:`build` entry point), ``_erasure`` (the exact mechanism's alphabet of tuples and erasures),
-``_missing`` (the quantized alphabet under the "mask" and "impute" missing-answer policies),
-``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
-cross-fitted leakage for new users), ``_autotune`` (``--clusters auto`` / ``--smoothing auto``); for
-real-valued rows ``_nullspace`` (seed 001), ``_gaussian`` (seed 004) and ``_realvalued`` (their
-payloads); for categorical rows ``_funnel`` / ``_funnel_build`` (seed 003's greedy privacy funnel and its bundle),
-``_maxcorr`` / ``_maxcorr_build`` (seed 002's marginal-only max-correlation design and its bundle).
+One private sub-package per mechanism, its model and its build side by side:
+
+- ``quantized/``: seed 000's MI-optimal mapping, quantized (k-means) or exact (tuples and erasures):
+  ``_steps`` (options, alphabet, prior, program (19), codebook step), ``_pipeline`` (:func:`build`),
+  ``_codebook``, ``_missing``, ``_erasure``, ``_holdout`` (cross-fitted leakage for new users),
+  ``_autotune`` (``--clusters auto``), ``_partitioned_build`` (out of core on Dask);
+- ``funnel/``: seed 003's greedy privacy funnel (``_model``) and its bundle (``_build``);
+- ``maxcorr/``: seed 002's marginal-only max-correlation design (``_design``) and its bundle (``_build``);
+- ``realvalued/``: seeds 001 (``_nullspace``) and 004 (``_gaussian``) and their payloads (``_build``).
+
+``_header`` holds the header every mechanism's bundle starts with (:class:`HeaderOptions`).
 """
-from ._funnel import FunnelResult, greedy_funnel
-from ._funnel_build import FunnelBuild, FunnelOptions, build_funnel
-from ._gaussian import GaussianModel, GreedyResult, fisher_information, greedy_noise
+from .funnel._model import FunnelResult, greedy_funnel
+from .funnel._build import FunnelBuild, FunnelOptions, build_funnel
+from .realvalued._gaussian import GaussianModel, GreedyResult, fisher_information, greedy_noise
 from ._header import HeaderOptions
-from ._maxcorr import design_max_correlation, rho_m_squared, s_star_upper_bound
-from ._maxcorr_build import MaxCorrBuild, MaxCorrOptions, build_max_correlation
-from ._missing import DEFAULT_MISSING, MISSING_POLICIES
-from ._nullspace import NullspaceDirections, clean, fit_linear, nullspace_directions
-from ._pipeline import MECHANISMS, Build, BuildOptions, build
-from ._realvalued import RealBuild, build_gaussian, build_nullspace
+from .maxcorr._design import design_max_correlation, rho_m_squared, s_star_upper_bound
+from .maxcorr._build import MaxCorrBuild, MaxCorrOptions, build_max_correlation
+from .quantized._missing import DEFAULT_MISSING, MISSING_POLICIES
+from .realvalued._nullspace import NullspaceDirections, clean, fit_linear, nullspace_directions
+from .quantized._pipeline import MECHANISMS, Build, BuildOptions, build
+from .realvalued._build import RealBuild, build_gaussian, build_nullspace
 
 __all__ = ["build", "Build", "BuildOptions", "MECHANISMS", "MISSING_POLICIES", "DEFAULT_MISSING",
            "build_nullspace", "build_gaussian", "RealBuild", "HeaderOptions",

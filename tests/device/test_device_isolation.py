@@ -18,7 +18,7 @@ def test_device_loads_and_sanitizes_without_the_offline_stack(sim, tmp_path):
     small = tmp_path / "small.bin"
     small.write_bytes(sim.bundle())
     # Large enough (K_in * d >= FAST_PATH_MIN_WORK) that the numpy fast path would be tried.
-    k = device._bundle.FAST_PATH_MIN_WORK // 3 + 1
+    k = device.format._bundle.FAST_PATH_MIN_WORK // 3 + 1
     payload = sim.payload()
     payload["inputs"] = [[1 + c % 5, (c % 11) / 10, float(c % 25)] for c in range(k)]
     payload["inputs"][-1] = [5, 0.95, 23.5]
@@ -46,7 +46,7 @@ def test_fresh_import_pulls_in_no_scientific_module():
 
 
 def test_imports_in_device_sources_are_msgpack_cryptography_stdlib_or_guarded_fast_path():
-    for source in sorted(DEVICE_DIR.glob("*.py")):
+    for source in sorted(DEVICE_DIR.rglob("*.py")):
         text = source.read_text()
         lines = text.splitlines()
         tree = ast.parse(text)

@@ -8,12 +8,12 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from harness import NOW, key_from_label, raw_public
+from privmap.device.trust import _edwards
 from privmap.device import (
     MULTISIG_DOMAIN_TAG,
     BundleSignatureError,
     Keyring,
     KeyringError,
-    _edwards,
     key_id_of,
     load_bundle,
 )

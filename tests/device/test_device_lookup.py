@@ -7,8 +7,8 @@ import random
 import pytest
 from harness import EnumeratingBits, exact_payload, with_leakage
 from privmap.device import InputError, InsecureTestBits
-from privmap.device import _bundle as bundle_module
-from privmap.device._lookup import (
+from privmap.device.format import _bundle as bundle_module
+from privmap.device.release._lookup import (
     MODE_EQUAL,
     MODE_L1,
     MODE_L2,
@@ -96,7 +96,7 @@ def test_bundle_uses_the_fast_path_for_large_lookups_with_the_same_answers(sim, 
     fast = [bundle.lookup(r) for r in rows]
     assert bundle._array is not None and bundle._array is not False
     reps = bundle._canonical_inputs
-    from privmap.device._lookup import parse_row
+    from privmap.device.release._lookup import parse_row
     pure = [nearest_pure(reps, bundle._modes, parse_row(r, bundle.features)) for r in rows]
     assert fast == pure
 
@@ -247,6 +247,6 @@ def test_distances_never_produce_nan(sim):
     assert bundle.lookup([-1e308]) == 0
     assert bundle.lookup([5e153]) == 2  # all three distances inf/finite, none NaN
     assert bundle.lookup([1e300]) == 0  # every distance overflows to inf: tie -> lowest index
-    from privmap.device._lookup import nearest_pure
+    from privmap.device.release._lookup import nearest_pure
     assert not any(math.isnan(v) for v in (float("inf") - 0.0,))
     assert nearest_pure([(-1e308,), (1e308,)], bundle._modes, (0.0,)) == 0

@@ -7,8 +7,8 @@ import random
 import pytest
 from harness import with_leakage
 from privmap.device import BundleFormatError, InputError
-from privmap.device import _bundle as bundle_module
-from privmap.device._lookup import (
+from privmap.device.format import _bundle as bundle_module
+from privmap.device.release._lookup import (
     MODE_EQUAL,
     MODE_L1,
     MODE_L2,

@@ -27,11 +27,10 @@ from privmap.device import (
     ReleaseRefusedError,
     SystemRandomBits,
     TheoremCheckError,
-    _gaussian,
-    _nullspace,
     canonical_record,
 )
-from privmap.device._gaussian import gaussian_information, standard_normals
+from privmap.device.mechanisms import _gaussian, _nullspace
+from privmap.device.mechanisms._gaussian import gaussian_information, standard_normals
 
 R2, R5 = math.sqrt(2), math.sqrt(5)
 COV_P1 = [[138.27, 165.66, 26.36], [165.66, 240.07, 43.86], [26.36, 43.86, 8.76]]
@@ -272,7 +271,7 @@ def test_memo_full_refuses_new_records_but_repeats_stay_identical(sim, monkeypat
 
 
 def test_canonical_record_identifies_equal_records_only():
-    from privmap.device._realvalued import parse_real_row
+    from privmap.device.mechanisms._realvalued import parse_real_row
     a = canonical_record(parse_real_row(["1.0", "-0"], 2))
     assert a == canonical_record(parse_real_row([1, 0.0], 2))
     assert a != canonical_record(parse_real_row([1, 5e-324], 2))

@@ -9,7 +9,7 @@ import random
 import pytest
 from harness import NOW, with_leakage
 from privmap.device import DerivedBits, DeviceState, SystemRandomBits, release_bits
-from privmap.device._sampler import sample_row
+from privmap.device.release._sampler import sample_row
 
 CALLS = 1000
 USERS = 400

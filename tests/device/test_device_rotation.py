@@ -19,7 +19,7 @@ from privmap.device import (
     RollbackError,
     load_bundle,
 )
-from privmap.device._state import LATEST_ISSUED_AT
+from privmap.device.state._state import LATEST_ISSUED_AT
 from privmap.offline.bundle import cosign_bundle, keyring_document, sign_multi
 
 KEYS = {name: key_from_label(name.encode()) for name in ("a", "b", "c", "d", "e")}

@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 from harness import EnumeratingBits, FixedBits, with_leakage
-from privmap.device import InsecureTestBits, RandomnessError, SystemRandomBits, _sampler
+from privmap.device import InsecureTestBits, RandomnessError, SystemRandomBits
+from privmap.device.release import _sampler
 
 
 def _bundle_with_table(sim, bits, index, weight, outputs=None):

@@ -198,7 +198,7 @@ def test_A7_key_id_of_x_with_signature_of_y(sim):
 
 @pytest.mark.parametrize("alg", ["ed448", "Ed25519", "ED25519", "none", "", 1, None, b"ed25519"])
 def test_A8_unsupported_algorithm_is_refused_before_crypto(sim, alg, monkeypatch):
-    from privmap.device import _keyring
+    from privmap.device.trust import _keyring
 
     def no_crypto(*args, **kwargs):
         raise AssertionError("signature verification attempted")
@@ -227,7 +227,7 @@ def test_A10_envelope_outside_the_signature_is_closed(sim):
 
 
 def test_A11_file_is_read_once_and_the_verified_bytes_are_parsed(sim, tmp_path, monkeypatch):
-    from privmap.device import _bundle as loader
+    from privmap.device.format import _bundle as loader
     from privmap.device import read_bundle_file
 
     v5 = sim.bundle()

@@ -26,7 +26,7 @@ from privmap.device import (
     WrongTargetError,
     schema_sha256,
 )
-from privmap.device._state import EXPIRY_GRACE, LATEST_ISSUED_AT, MAX_CLOCK_SKEW
+from privmap.device.state._state import EXPIRY_GRACE, LATEST_ISSUED_AT, MAX_CLOCK_SKEW
 
 ROW = [3, 0.5, 12.0]
 

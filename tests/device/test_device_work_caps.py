@@ -16,7 +16,7 @@ from privmap.device import (
     PolicyError,
     WorkLimitError,
 )
-from privmap.device._prescan import prescan
+from privmap.device.format._prescan import prescan
 
 
 def count_items(obj) -> int:

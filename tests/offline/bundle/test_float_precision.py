@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from privmap.device import table_leakage_bits
-from privmap.device._leakage import LEAKAGE_RELATIVE_SLACK, PAYLOAD_FLOAT_RELATIVE_ERROR
+from privmap.device.format._leakage import LEAKAGE_RELATIVE_SLACK, PAYLOAD_FLOAT_RELATIVE_ERROR
 from privmap.offline.bundle._write import canonical_float
 
 finite = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300)
@@ -54,11 +54,11 @@ ANES = __import__("pathlib").Path(__file__).resolve().parents[3] / "data" / "ane
 def test_rounded_gaussian_bundles_pass_every_device_check(delta):
     """Covariances, noise and figures rounded to 12 digits still load: positive definite, the
     declared leakage and utility loss agree with the device's recomputation, loss <= delta."""
-    from privmap.device._codec import decode_payload
-    from privmap.device._gaussian import parse_gaussian
-    from privmap.device._limits import Limits
+    from privmap.device.format._codec import decode_payload
+    from privmap.device.mechanisms._gaussian import parse_gaussian
+    from privmap.device.format._limits import Limits
     from privmap.offline.bundle import encode_payload
-    from privmap.offline.mechanisms._realvalued import build_gaussian
+    from privmap.offline.mechanisms.realvalued._build import build_gaussian
     build = build_gaussian(ANES, ["PID"], ["educ"], delta)
     obj = decode_payload(encode_payload(build.payload), Limits())
     params = obj["parameters"]
@@ -72,7 +72,7 @@ def test_rounded_nullspace_bundles_pass_every_device_check_and_release(epsilon):
     and a release passes the Theorem 1 check."""
     from privmap.device import Keyring, load_bundle
     from privmap.offline.bundle import encode_payload, sign_bundle
-    from privmap.offline.mechanisms._realvalued import build_nullspace
+    from privmap.offline.mechanisms.realvalued._build import build_nullspace
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     build = build_nullspace(ANES, ["educ"], ["PID"], epsilon)
     key = Ed25519PrivateKey.generate()
@@ -85,10 +85,10 @@ def test_a_covariance_that_rounding_makes_indefinite_is_refused_not_written():
     """A covariance that is positive definite in float64 but whose least eigenvalue is far
     below its rounding error: the builder refuses it (the device loader, run on the rounded
     bytes, says why) rather than write a bundle every device would refuse."""
-    from privmap.device._realvalued import cholesky_logdet
+    from privmap.device.mechanisms._realvalued import cholesky_logdet
     from privmap.offline import BuildError
     from privmap.offline.bundle import encode_payload
-    from privmap.offline.mechanisms._realvalued import build_gaussian
+    from privmap.offline.mechanisms.realvalued._build import build_gaussian
     payload = build_gaussian(ANES, ["PID"], ["educ"], 0.1).payload
     n = len(payload["parameters"]["cov_private"])
     v = [1.0 + i / 3.0 for i in range(n)]   # rank one plus 1e-13 on the diagonal

@@ -204,7 +204,7 @@ def test_verify_needs_one_kind_of_trusted_key(bundle, keys, tmp_path, run):
 def test_an_unexpected_exception_is_one_line_unless_the_traceback_is_asked_for(bundle, keys, run, monkeypatch):
     def broken(*args, **kwargs):
         raise TypeError("boom\nsecond line")
-    monkeypatch.setattr("privmap.offline.cli._main.read_bundle_file", broken)
+    monkeypatch.setattr("privmap.offline.cli._verify.read_bundle_file", broken)
     line = _one_error_line(run("verify", bundle, "--trusted", keys / "public.pem", ok=False), 1)
     assert line == f"error: internal error: TypeError: boom second line (set {TRACEBACK_ENV}=1 for the traceback)\n"
     monkeypatch.setenv(TRACEBACK_ENV, "1")

@@ -7,9 +7,9 @@ from privmap.offline.data._distortion import (
     assigned_distance,
     block_shape,
     nearest,
-    nearest_with_distance,
     pairwise,
 )
+from privmap.offline.data._blas_nearest import nearest_with_distance
 from privmap.offline.data._quantize import quantize
 
 
@@ -120,7 +120,7 @@ def test_quantize_and_the_missing_alphabet_stay_within_the_block_limit(metric, m
 
     import privmap.offline.data._distortion as distortion
     from privmap.offline.data._schema import Column
-    from privmap.offline.mechanisms._missing import missing_alphabet
+    from privmap.offline.mechanisms.quantized._missing import missing_alphabet
     rng = np.random.default_rng(2)
     X = rng.integers(0, 60, size=(12_000, 3)).astype(float)
     X[rng.random(X.shape) < 0.1] = np.nan

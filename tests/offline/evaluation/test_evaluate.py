@@ -246,7 +246,7 @@ def test_the_attacker_fits_each_distinct_released_row_once_weighted_by_its_count
     """Released rows of a quantized table repeat; fitting the distinct (row, class) pairs with their
     counts as weights must give the model the rows themselves give (a sum over rows either way)."""
     from sklearn.linear_model import LogisticRegression
-    from privmap.offline.evaluation._attacks import _distinct_weighted, encode_features, logistic_attack
+    from privmap.offline._attacker import _distinct_weighted, encode_features, logistic_attack
     rng = np.random.default_rng(6)
     points = rng.integers(1, 6, size=(12, 4)).astype(float)
     X = points[rng.integers(0, 12, 600)]

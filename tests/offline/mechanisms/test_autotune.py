@@ -7,7 +7,7 @@ import pytest
 from privmap.offline import BuildOptions
 from privmap.offline.bundle._write import canonical_float
 from privmap.offline.data import load_dataset
-from privmap.offline.mechanisms._autotune import choose
+from privmap.offline.mechanisms.quantized._autotune import choose
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_fi
 
 
 def test_candidates_double_up_to_thirty_two_training_rows_per_cluster():
-    from privmap.offline.mechanisms._autotune import MIN_USERS_PER_CLUSTER, candidate_clusters
+    from privmap.offline.mechanisms.quantized._autotune import MIN_USERS_PER_CLUSTER, candidate_clusters
     assert MIN_USERS_PER_CLUSTER == 32
     assert candidate_clusters(13_715, 10_000, folds=5) == [4, 8, 16, 32, 64, 128, 256]   # 10,972 / 32 = 342
     assert candidate_clusters(48_842, 14_846, folds=5) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -78,7 +78,7 @@ def test_candidates_double_up_to_thirty_two_training_rows_per_cluster():
 
 
 def test_without_a_target_auto_takes_the_least_held_out_distortion_within_one_percent_of_h_a(small_csv):
-    from privmap.offline.mechanisms._autotune import default_target_bits
+    from privmap.offline.mechanisms.quantized._autotune import default_target_bits
     data = load_dataset(small_csv, private="a")
     # 0.8 x Delta0: on these 300 rows some candidate's estimate is clearly below the default target
     # (K = 16 at 0.005 bits against 0.010), so the rule among candidates that meet it is exercised.
@@ -145,7 +145,7 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
     import dataclasses as dc
 
     from privmap.offline.mechanisms import _autotune
-    from privmap.offline.mechanisms._holdout import HoldoutLeakage
+    from privmap.offline.mechanisms.quantized._holdout import HoldoutLeakage
     target = 0.01234567890126                     # 13 significant digits: a default target is such a figure
     assert canonical_float(target) > target       # the bundle's 12 digits round it up
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.data import joint_prior, pairwise, quantize
-from privmap.offline.mechanisms._codebook import (
+from privmap.offline.mechanisms.quantized._codebook import (
     MAX_ITERATIONS,
     RELATIVE_TOLERANCE,
     Pairs,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from privmap.offline import BuildOptions
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms._holdout import cross_fitted_leakage
-from privmap.offline.mechanisms._pipeline import solve_dataset
+from privmap.offline.mechanisms.quantized._holdout import cross_fitted_leakage
+from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 GRID = np.array([(i % 8, i // 8) for i in range(64)], dtype=float)
@@ -74,7 +74,7 @@ def test_folds_in_parallel_workers_give_the_sequential_result_exactly():
 
 def test_the_number_of_workers_comes_from_privmap_jobs_and_is_checked(monkeypatch):
     from privmap.offline._errors import BuildError
-    from privmap.offline.mechanisms._holdout import fold_jobs
+    from privmap.offline.mechanisms.quantized._holdout import fold_jobs
     monkeypatch.setenv("PRIVMAP_JOBS", "3")
     assert fold_jobs(5) == 3 and fold_jobs(2) == 2 and fold_jobs(5, jobs=1) == 1
     monkeypatch.setenv("PRIVMAP_JOBS", "many")
@@ -86,7 +86,7 @@ def test_the_number_of_workers_comes_from_privmap_jobs_and_is_checked(monkeypatc
 
 @pytest.fixture(scope="module")
 def tastes():
-    from privmap.offline.mechanisms._pipeline import load_training
+    from privmap.offline.mechanisms.quantized._pipeline import load_training
     options = BuildOptions(private="gender", clusters=16, delta_fraction=0.5, codebook=False, holdout_folds=3)
     return load_training(ROOT / "data" / "ssi2012" / "tastes_gender.csv", options)[0], options
 
@@ -104,7 +104,7 @@ def test_one_k_means_start_per_fold_estimates_what_the_builds_four_restarts_do(t
 def test_folds_started_from_the_full_data_centres_see_the_held_out_rows(tastes):
     """Why that start is not the default: the held-out rows shaped the centres, so held-out
     distortion comes out below what folds that never saw those rows measure."""
-    from privmap.offline.mechanisms._pipeline import _quantized_alphabet
+    from privmap.offline.mechanisms.quantized._steps import _quantized_alphabet
     data, options = tastes
     options = dataclasses.replace(options, clusters=64)
     centers = np.asarray(_quantized_alphabet(data, options).inputs, dtype=float)

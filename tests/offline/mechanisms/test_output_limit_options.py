@@ -1,7 +1,7 @@
 """BuildOptions with a per-output leakage limit: what it refuses."""
 import pytest
 from privmap.offline._errors import BuildError
-from privmap.offline.mechanisms._pipeline import BuildOptions
+from privmap.offline.mechanisms.quantized._pipeline import BuildOptions
 
 
 @pytest.mark.parametrize("limit", [0.0, -1.0, float("inf"), float("nan")])

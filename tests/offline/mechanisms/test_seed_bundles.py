@@ -17,8 +17,8 @@ from privmap.device import (
 )
 from privmap.offline import BuildError
 from privmap.offline.bundle._write import canonical_float, encode_payload, sign_bundle
-from privmap.offline.mechanisms._funnel_build import FunnelOptions, build_funnel
-from privmap.offline.mechanisms._maxcorr_build import (
+from privmap.offline.mechanisms.funnel._build import FunnelOptions, build_funnel
+from privmap.offline.mechanisms.maxcorr._build import (
     MaxCorrOptions,
     build_max_correlation,
 )
@@ -58,7 +58,7 @@ def _resign_raw(payload):
     """Sign a payload WITHOUT the builder's checks (what a hostile or buggy builder could do)."""
     from cryptography.hazmat.primitives import serialization
     from privmap.device import key_id_of
-    from privmap.device._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
+    from privmap.device.format._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
     raw = msgpack.packb(payload, use_bin_type=True)
     pub = KEY.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return msgpack.packb([FORMAT_VERSION, SIGNATURE_ALGORITHM, key_id_of(pub), KEY.sign(DOMAIN_TAG + raw), raw],
@@ -93,7 +93,7 @@ def test_both_bundles_verify_and_release_on_the_device_without_numpy_or_offline(
 
 def test_device_recomputes_rho_m_squared_as_the_offline_svd_does(payloads):
     bundle = _load(_sign(payloads["max-correlation"]))
-    from privmap.device._maxcorr import rho_m_squared_pure
+    from privmap.device.mechanisms._maxcorr import rho_m_squared_pure
     assert rho_m_squared_pure(bundle.p_x, bundle.index, bundle.weight, bundle.bits) == pytest.approx(
         payloads["max-correlation"]["metrics"]["rho_m_squared"], abs=1e-9)
     assert bundle.private_name is None and bundle.prior is None

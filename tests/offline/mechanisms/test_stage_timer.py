@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from privmap.offline.mechanisms._pipeline import BuildOptions, StageTimer, build
+from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, StageTimer, build
 
 
 def test_build_times_every_stage_in_order_with_a_non_decreasing_memory_peak(ratings_csv):

@@ -7,8 +7,8 @@ import pytest
 from privmap.device import Keyring, read_bundle_file, recompute_leakage_bits
 from privmap.offline._errors import BuildError
 from privmap.offline.bundle._write import encode_payload
-from privmap.offline.mechanisms._partitioned_build import build_partitioned
-from privmap.offline.mechanisms._pipeline import BuildOptions, build
+from privmap.offline.mechanisms.quantized._partitioned_build import build_partitioned
+from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build
 
 #: The codebook step and the cross-fitted leakage need the rows in memory, so a partitioned build
 #: skips them; the in-memory build it is compared with skips them too (where the algorithms coincide).

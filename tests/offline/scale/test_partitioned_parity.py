@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from privmap.offline._errors import DatasetError
 from privmap.offline.data._schema import declare
-from privmap.offline.mechanisms import _partitioned_build
-from privmap.offline.mechanisms._partitioned_build import _fold_of, build_partitioned
-from privmap.offline.mechanisms._pipeline import BuildOptions, build
+from privmap.offline.mechanisms.quantized import _partitioned_build
+from privmap.offline.mechanisms.quantized._partitioned_build import _fold_of, build_partitioned
+from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build
 
 #: Where the algorithms coincide: k-means in memory, no codebook step, no cross-fitting.
 PLAIN = BuildOptions(private="party", clusters=12, delta_fraction=0.5, issued_at=1_700_000_000, codebook=False,

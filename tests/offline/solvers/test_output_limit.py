@@ -119,7 +119,7 @@ def test_outputs_left_unbalanced_by_rounding_are_closed_and_the_limit_holds(rati
     0.94 bits (an output balanced by entries below one unit) and the build refused."""
     import dataclasses
 
-    from privmap.offline.mechanisms._pipeline import BuildOptions, load_training, solve_dataset
+    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset
     from sklearn.model_selection import train_test_split
     options = BuildOptions(private="gender", public=("classical", "opera", "jazz", "bwayst", "moodez", "bband"),
                            clusters=64, delta_fraction=1.0, codebook=False, holdout_folds=0)

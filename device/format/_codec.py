@@ -1,0 +1,89 @@
+"""The two msgpack decodes of the loader: the envelope, then (after verification) the payload.
+
+Each is exactly one ``msgpack.unpackb`` call over an in-memory ``bytes`` object, with tight
+limits, no ext types (``max_ext_len=0`` also refuses the built-in Timestamp ext), string map keys
+only (``strict_map_key``), duplicate keys refused (``object_pairs_hook``) and trailing bytes
+refused (``ExtraData``). No streaming unpacker object is used anywhere in the device runtime.
+"""
+from __future__ import annotations
+
+import msgpack
+
+from .._errors import BundleFormatError
+from ._limits import Limits
+
+__all__ = ["MIN_MSGPACK_VERSION", "decode_envelope", "decode_payload"]
+
+#: Oldest msgpack whose defaults and limits the runtime relies on (checked at import).
+MIN_MSGPACK_VERSION = (1, 2, 1)
+
+if tuple(msgpack.version[:3]) < MIN_MSGPACK_VERSION:  # pragma: no cover - depends on install
+    raise ImportError(
+        "privmap.device needs msgpack >= %s, found %s"
+        % (".".join(map(str, MIN_MSGPACK_VERSION)), ".".join(map(str, msgpack.version)))
+    )
+
+# Everything msgpack (or one of our hooks) may raise on hostile input. UnicodeDecodeError,
+# ExtraData, FormatError and StackError are ValueError subclasses.
+_DECODE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, msgpack.UnpackException)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _refuse_ext(code, data):
+    raise ValueError("ext types are not allowed")
+
+
+def _pairs_no_duplicates(pairs):
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateKey("duplicate map key")
+    return result
+
+
+def _unpack(data: bytes, what: str, **limits):
+    try:
+        return msgpack.unpackb(
+            data,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,
+            timestamp=0,
+            ext_hook=_refuse_ext,
+            object_pairs_hook=_pairs_no_duplicates,
+            max_ext_len=0,
+            **limits,
+        )
+    except msgpack.ExtraData:
+        raise BundleFormatError(f"{what}: trailing bytes after the msgpack object") from None
+    except _DuplicateKey:
+        raise BundleFormatError(f"{what}: duplicate map key") from None
+    except _DECODE_ERRORS as exc:
+        raise BundleFormatError(f"{what}: malformed msgpack ({type(exc).__name__})") from None
+
+
+def decode_envelope(data: bytes, limits: Limits):
+    """Decode the envelope array ``[format, alg, key_id, signature, payload]`` (no validation)."""
+    return _unpack(
+        data,
+        "envelope",
+        max_str_len=64,
+        max_bin_len=min(len(data), limits.max_bundle_bytes),
+        max_array_len=8,
+        max_map_len=0,
+    )
+
+
+def decode_payload(payload: bytes, limits: Limits):
+    """Decode verified payload bytes to Python objects (no schema validation yet)."""
+    n = len(payload)
+    return _unpack(
+        payload,
+        "payload",
+        max_str_len=min(n, limits.max_string_bytes),
+        max_bin_len=0,
+        max_array_len=min(n, limits.max_array_len),
+        max_map_len=min(n, max(limits.max_map_entries, 32)),
+    )

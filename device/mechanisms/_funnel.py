@@ -1,0 +1,39 @@
+"""Pure-Python checks of a ``funnel`` bundle (seed 003): a deterministic table and I(X;Y).
+
+The funnel's table is a partition of the inputs: every row has exactly one output with the
+whole weight 2**B. Its disclosure I(X;Y) = H(Y) with P_Y(j) = sum of p(s, x) over the inputs x
+of group j and all s. The declared ``disclosure_bits`` must agree with it within
+``DISCLOSURE_TOLERANCE`` bits (it is the utility the operator was promised, not a privacy
+figure; the leakage is checked as for every mechanism with a prior).
+"""
+from __future__ import annotations
+
+import math
+
+from .._errors import MetricsError, TableError
+
+__all__ = ["check_funnel", "table_disclosure_bits", "DISCLOSURE_TOLERANCE"]
+
+DISCLOSURE_TOLERANCE = 1e-9
+
+
+def table_disclosure_bits(prior, index, n_outputs: int) -> float:
+    """H(Y) in bits of a deterministic table (``index[c] == [group]``) on prior p(s, x)."""
+    mass = [0.0] * n_outputs
+    for c, idx in enumerate(index):
+        mass[idx[0]] += math.fsum(row[c] for row in prior)
+    total = math.fsum(mass)
+    return max(-math.fsum(m / total * math.log2(m / total) for m in mass if m > 0), 0.0)
+
+
+def check_funnel(body: dict) -> None:
+    """Refuse a funnel bundle whose table is not deterministic (TableError) or whose declared
+    disclosure disagrees with the table's (MetricsError)."""
+    total = 1 << body["bits"]
+    for c, (idx, wt) in enumerate(zip(body["index"], body["weight"])):
+        if len(idx) != 1 or wt[0] != total:
+            raise TableError(f"funnel table row {c} must map to one output with weight 2**bits")
+    computed = table_disclosure_bits(body["prior"], body["index"], len(body["outputs"]))
+    declared = body["metrics"]["disclosure_bits"]
+    if not abs(declared - computed) <= DISCLOSURE_TOLERANCE:
+        raise MetricsError(f"declared disclosure_bits {declared!r} disagrees with the table's {computed!r}")

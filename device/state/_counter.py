@@ -1,0 +1,46 @@
+"""A monotonic counter the firmware provides, to bind the state file against replay (THREATS G9).
+
+``state.json`` is authenticated with an HMAC under the device secret, which stops forgery but
+not replay: whoever can rewrite the state directory can put back an older ``state.json`` (and
+the bundle files it names) and so restore an older version floor and time floor. A counter that
+only goes up and lives outside the directory stops that. Back it with hardware:
+
+- a TPM 2.0 NV counter (``TPM2_NV_Increment``, ``TPM2_NV_Read`` on an index with
+  ``TPMA_NV_COUNTER``);
+- the eMMC RPMB write counter, or a counter block written through RPMB (authenticated writes);
+- a secure element's monotonic counter.
+
+:class:`DeviceState` (``counter=``) stores in every state it writes the counter value that state
+commits to, writes the state, then increments the counter. On every read the state's value must
+equal the counter's (or be one ahead: a commit cut short after the state was renamed but before
+the increment, which the next writer completes), else :class:`StateReplayError`. What stays
+open is in docs/threats-coverage.md (G9).
+"""
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from .._errors import StateError
+
+__all__ = ["MonotonicCounter", "StateReplayError"]
+
+
+class StateReplayError(StateError):
+    """The state file is older than the device's monotonic counter (an old ``state.json`` was
+    put back), or a counter-bound state was opened without its counter, or the directory was
+    wiped while the counter says states were committed."""
+
+
+@runtime_checkable
+class MonotonicCounter(Protocol):
+    """What the device state needs from a hardware monotonic counter.
+
+    Both methods raise ``OSError`` (or any exception; :class:`DeviceState` turns it into a
+    :class:`StateError` and fails closed) when the hardware cannot be reached.
+    """
+
+    def read(self) -> int:
+        """The counter's current value, an int >= 0 (0 for a counter never incremented)."""
+
+    def increment(self) -> int:
+        """Add exactly 1, durably, and return the new value. Never goes down, never wraps."""

@@ -1,0 +1,24 @@
+"""The notebook API: build, evaluate, curve and sanitize on a pandas DataFrame (or a NumPy array with
+column names) as well as on a CSV path, each returning a result object with the figures the
+matching ``privmap`` command prints.
+
+Example::
+
+    import pandas as pd
+    from privmap.offline import api
+
+    ratings = pd.read_csv("data/ssi2012/tastes_gender.csv")
+    built = api.build(ratings, private="gender", clusters=8, delta_fraction=0.5, domains=["0:3"],
+                      key="keys/private.pem", out="ssi.bundle")
+    print(built)                                   # leakage, distortion, new-user leakage
+    report = api.evaluate("ssi.bundle", ratings, private="gender")
+    released = api.sanitize("ssi.bundle", ratings.head(5), trusted="keys/public.pem").to_frame()
+
+The stage above evaluation in the order tests/test_architecture.py checks (it runs the
+mechanisms, bundle and evaluation stages; the CLI does not depend on it).
+"""
+from ._calls import BuildResult, Curve, Evaluation, Released, build, curve, evaluate, sanitize
+from ._frames import csv_source
+
+__all__ = ["build", "evaluate", "curve", "sanitize", "BuildResult", "Evaluation", "Curve", "Released",
+           "csv_source"]

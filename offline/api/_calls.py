@@ -1,0 +1,296 @@
+"""build, evaluate, curve and sanitize for a notebook: a DataFrame (or a NumPy array with column
+names) or a CSV path in, a result object with the figures the CLI prints out.
+
+Each call runs the same code as its ``privmap`` command (the bundle bytes of a build are those
+``privmap build`` writes for the same rows, options and issue time); a table in memory goes
+through a temporary CSV (:mod:`._frames`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+from dataclasses import dataclass, field
+
+from .._errors import BuildError
+from .._files import atomic_write
+from ._frames import csv_source
+
+__all__ = ["BuildResult", "Evaluation", "Curve", "Released", "build", "evaluate", "curve", "sanitize"]
+
+#: The figures of a seed-000 build that ``privmap build --json`` prints, read from the bundle's metrics.
+BUILD_FIGURES = ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r", "delta_plus_r", "clusters", "n",
+                 "perfect_privacy_distortion", "measured_distortion", "leakage_change_bits", "quantization_distortion")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A built bundle: ``payload`` (the unsigned payload dict), ``bundle`` (the signed bytes, or
+    None when no key was given), ``out`` (where they were written, or None) and ``build``
+    (:class:`privmap.offline.Build`: alphabet, prior, solved and compressed tables)."""
+
+    payload: dict
+    bundle: bytes | None
+    out: pathlib.Path | None
+    build: object = field(repr=False)
+
+    @property
+    def metrics(self) -> dict:
+        """Every figure the bundle declares (``leakage_bits``, ``holdout_leakage_bits``, ...)."""
+        return dict(self.payload["metrics"])
+
+    @property
+    def summary(self) -> dict:
+        """The figures ``privmap build --json`` prints: leakages (bits), distortions, K, n, the cross-fitted
+        new-user leakage and the codebook step's figures, and the bundle's size in bytes."""
+        metrics = self.payload["metrics"]
+        summary = {"bytes": len(self.bundle) if self.bundle is not None else None,
+                   **{k: metrics[k] for k in BUILD_FIGURES}, "solver": self.build.solved.solver}
+        summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
+        return summary
+
+    def __str__(self) -> str:
+        m = self.payload["metrics"]
+        lines = [f"leakage I(A;C^): {m['leakage_bits']:.6f} bits (before the mapping: {m['leakage_before_bits']:.6f})",
+                 f"distortion {m['distortion']:.4f} (Delta = {m['delta']:.4f}); measured on data "
+                 f"{m['measured_distortion']:.4f} <= Delta + r = {m['delta_plus_r']:.4f}; K = {m['clusters']}, "
+                 f"n = {m['n']}"]
+        if "holdout_leakage_bits" in m:
+            lines.append(f"new users ({m['holdout_folds']}-fold cross-fitted): leakage {m['holdout_leakage_bits']:.6f} "
+                         f"bits [{m['holdout_leakage_low_bits']:.6f}, {m['holdout_leakage_high_bits']:.6f}]")
+        return "\n".join(lines)
+
+
+def _private_key(key, passphrase):
+    if key is None or hasattr(key, "sign"):
+        return key
+    from ..bundle._keys import load_private_key
+    return load_private_key(pathlib.Path(key), password=passphrase)
+
+
+def build(data, *, private: str, columns=None, key=None, passphrase: bytes | None = None, out=None,
+          domains=(), **options) -> BuildResult:
+    """Build a seed-000 bundle (``privmap build``) from labelled rows.
+
+    Parameters
+    ----------
+    data : path, pandas.DataFrame or 2-D NumPy array
+        Labelled rows: the private column and the public ones (a NumPy array needs ``columns``).
+    private : str
+        The private column.
+    key : path or Ed25519PrivateKey, optional
+        Signs the bundle (checked with the device runtime); without it ``bundle`` is None.
+    out : path, optional
+        Where to write the signed bundle (atomically); needs ``key``.
+    domains : sequence of str
+        Declared domains as ``--domain`` takes them: ``"LO:HI"`` for every public column,
+        ``"COL=LO:HI"`` for one.
+    **options
+        Any field of :class:`privmap.offline.BuildOptions`: ``clusters``, ``delta`` or
+        ``delta_fraction``, ``mechanism``, ``metric``, ``holdout_folds``, ``issued_at``, ...
+
+    Raises
+    ------
+    BuildError
+        Bad options or data (named as in the CLI, the table as ``DataFrame``), ``out`` without ``key``,
+        or a bundle the device would refuse.
+    """
+    from ..bundle._write import check_bundle, encode_payload, sign_bundle
+    from ..data._schema import declare
+    from ..mechanisms.quantized._pipeline import BuildOptions
+    from ..mechanisms.quantized._pipeline import build as run_build
+    if out is not None and key is None:
+        raise BuildError("out= needs key= to sign the bundle")
+    if "public" in options and isinstance(options["public"], str):
+        options["public"] = tuple(c.strip() for c in options["public"].split(","))
+    declared = declare(None, list(domains)) if domains else None
+    build_options = BuildOptions(private=private, declared=declared, **options)
+    private_key = _private_key(key, passphrase)
+    with csv_source(data, columns) as path:
+        built = run_build(path, build_options)
+    bundle = None
+    if private_key is not None:
+        bundle = sign_bundle(encode_payload(built.payload), private_key)
+        check_bundle(bundle, private_key.public_key(), now=built.payload["issued_at"])
+    if out is not None:
+        atomic_write(pathlib.Path(out), bundle)
+    return BuildResult(payload=built.payload, bundle=bundle, out=pathlib.Path(out) if out is not None else None,
+                       build=built)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A quantized or exact bundle measured on labelled rows (``privmap evaluate``): ``summary`` is the
+    dict ``privmap evaluate --json`` prints (``leakage_bits``, ``distortion``, ``attacker``,
+    ``declared``, ``baselines``, ...); ``str()`` gives its text report."""
+
+    summary: dict
+    signature_verified: bool
+
+    @property
+    def leakage_bits(self) -> float:
+        """I(A; released) in bits on the rows' empirical prior."""
+        return self.summary["leakage_bits"]
+
+    @property
+    def distortion(self) -> float:
+        """Mean distortion of the released rows from the raw ones, in the bundle's metric."""
+        return self.summary["distortion"]
+
+    def __str__(self) -> str:
+        from ..evaluation._bundle_report import format_table_report
+        return format_table_report(self.summary)
+
+
+def _payload(bundle, trusted) -> tuple[dict, bool]:
+    """The bundle's payload (from a path or bytes) and whether a trusted key verified it."""
+    from privmap.device import Keyring, load_bundle
+
+    from ..bundle._inspect import read_bytes, read_unverified
+    data = bytes(bundle) if isinstance(bundle, (bytes, bytearray)) else read_bytes(pathlib.Path(bundle))
+    if trusted is None:
+        return read_unverified(data)[0], False
+    keyring = trusted if isinstance(trusted, Keyring) else Keyring.from_pem_files(trusted)
+    load_bundle(data, keyring)
+    return read_unverified(data)[0], True
+
+
+def evaluate(bundle, data, *, private: str, columns=None, trusted=None, seed: int = 0, test_fraction: float = 0.3,
+             permutations: int = 20, attacker: bool = True) -> Evaluation:
+    """Measure a quantized or exact ``bundle`` (a path, or the bytes of :attr:`BuildResult.bundle`) on
+    labelled rows ``data`` (a path, a DataFrame, or a NumPy array with ``columns``), as
+    ``privmap evaluate`` does. ``trusted`` (a public-key PEM path or a :class:`~privmap.device.Keyring`)
+    verifies the bundle first; without it the payload is read unverified.
+
+    Raises
+    ------
+    BuildError
+        Another mechanism's bundle (``privmap evaluate`` measures those), or bad data.
+    PrivmapDeviceError
+        With ``trusted``: a bundle the device refuses.
+    """
+    from ..evaluation._bundle_report import evaluate_table_bundle
+    payload, verified = _payload(bundle, trusted)
+    if payload["mechanism"] not in ("quantized", "exact"):
+        raise BuildError(f"evaluate() measures quantized and exact bundles; use 'privmap evaluate' for a "
+                         f"{payload['mechanism']} bundle")
+    with csv_source(data, columns) as path:
+        report = evaluate_table_bundle(payload, path, private, seed=seed, test_fraction=test_fraction,
+                                       permutations=permutations, attacker=attacker)
+    return Evaluation(summary=report, signature_verified=verified)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A privacy-distortion sweep (``privmap curve``): ``points`` as ``privmap curve --json`` gives them
+    (one dict per (K, Delta): leakage, distortion, attacker AUC, ...) and ``baselines`` (quantized
+    sweeps). ``str()`` gives the printed table; :meth:`to_csv` and :meth:`plot` write the files."""
+
+    points: list
+    baselines: dict | None
+    _raw: list = field(repr=False)
+
+    def __str__(self) -> str:
+        from ..evaluation import _curve
+        return _curve.format_table(self._raw)
+
+    def to_csv(self, path) -> None:
+        """Write the points as ``privmap curve --csv`` does."""
+        from ..evaluation import _curve
+        _curve.write_csv(self._raw, pathlib.Path(path))
+
+    def plot(self, path, *, title: str | None = None):
+        """Write the plot as ``privmap curve --png`` does; the path, or None without matplotlib."""
+        from ..evaluation import _plots
+        if not _plots.have_matplotlib():
+            return None
+        return _plots.plot_curve(self._raw, pathlib.Path(path), auc=any(p.get("roc_auc") is not None
+                                                                        for p in self.points),
+                                 baselines=self.baselines, title=title)
+
+
+def curve(data, *, private: str, deltas, clusters=(16,), columns=None, public=None, mechanism: str = "quantized",
+          metric: str | None = None, solver: str = "fast", seed: int = 0, attacker: bool = True,
+          test_fraction: float = 0.3) -> Curve:
+    """Sweep Delta (and K) on labelled rows, as ``privmap curve`` does: for each K the rows are
+    quantized (``clusters``; 0 = no quantization; exact: the erasure alphabet), program (19) is
+    solved for each Delta in ``deltas`` (in the metric's unit) and the mapping measured on the raw rows.
+
+    Raises
+    ------
+    BuildError
+        Bad data, or ``deltas`` / ``clusters`` empty or negative.
+    """
+    from ..data._dataset import load_dataset
+    from ..evaluation import _curve
+    delta_list, k_list = [float(d) for d in deltas], [int(k) for k in clusters]
+    if not delta_list or any(not math.isfinite(d) or d < 0 for d in delta_list):
+        raise BuildError(f"deltas must be finite numbers >= 0, got {list(deltas)}")
+    if not k_list or any(k < 0 for k in k_list):
+        raise BuildError(f"clusters must be integers >= 0, got {list(clusters)}")
+    metric = metric or ("erasures" if mechanism == "exact" else "l2")
+    cols = [c.strip() for c in public.split(",")] if isinstance(public, str) else public
+    with csv_source(data, columns) as path:
+        ds, _ = load_dataset(path, private=private, public=cols, categorical=mechanism == "exact").without_all_missing()
+    raw = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
+                       mechanism=mechanism, metric=metric, seed=seed, solver=solver, attacker=attacker,
+                       test_fraction=test_fraction, private_name=private)
+    base = None
+    if mechanism == "quantized":
+        from ..evaluation._baselines import baselines
+        base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
+                         attacker=attacker, clusters=[k for k in k_list if k])
+    return Curve(points=_curve.json_points(raw), baselines=base, _raw=raw)
+
+
+@dataclass(frozen=True)
+class Released:
+    """Rows released by a bundle (``privmap sanitize``): ``columns`` (the bundle's public features, in its
+    order), ``rows`` (released cells, one list per valid input row, input order; an erased cell is
+    None), ``refused`` ((row index, reason) of each row the device refused; nothing released for it)."""
+
+    columns: tuple
+    rows: list
+    refused: list = dataclasses.field(default_factory=list)
+
+    def to_frame(self):
+        """The released rows as a pandas DataFrame (needs pandas)."""
+        import pandas as pd
+        return pd.DataFrame(self.rows, columns=list(self.columns))
+
+
+def sanitize(bundle, data, *, trusted, columns=None, skip_invalid: bool = False) -> Released:
+    """Release each row of ``data`` (a DataFrame, a NumPy array with ``columns``, or a CSV path) through
+    ``bundle`` (a path or bytes) as one device per row would, after verifying it with ``trusted`` (a
+    public-key PEM path or a :class:`~privmap.device.Keyring`). The table's columns must include the
+    bundle's features (any order; others, such as the private column, are never read).
+
+    Raises
+    ------
+    BuildError
+        A feature missing from the table, or a refused row when not ``skip_invalid`` (its index and reason).
+    PrivmapDeviceError
+        A bundle the device refuses.
+    """
+    import csv
+
+    from privmap.device import InputError, Keyring, load_bundle, read_bundle_file
+    keyring = trusted if isinstance(trusted, Keyring) else Keyring.from_pem_files(trusted)
+    loaded = (load_bundle(bytes(bundle), keyring) if isinstance(bundle, (bytes, bytearray))
+              else read_bundle_file(pathlib.Path(bundle), keyring))
+    names = [f.name for f in loaded.features]
+    released = Released(columns=tuple(names), rows=[])
+    with csv_source(data, columns) as path, path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        missing = [n for n in names if n not in (reader.fieldnames or [])]
+        if missing:
+            raise BuildError(f"the table lacks the bundle's feature(s) {', '.join(missing)}")
+        for i, row in enumerate(reader):
+            try:
+                released.rows.append(loaded.sanitize([row[n] for n in names]))
+            except InputError as exc:
+                if not skip_invalid:
+                    raise BuildError(f"row {i} refused: {exc} (nothing released for it; skip_invalid=True "
+                                     "releases the others)") from exc
+                released.refused.append((i, str(exc)))
+    return released

@@ -1,0 +1,86 @@
+"""The options every ``privmap build*`` command shares, defined once, and the signing step they end with.
+
+- :func:`bundle_options`: ``--key``, ``--passphrase-file``, ``--out`` (where the signed bundle goes);
+- :func:`header_options`: ``--bundle-version``, ``--issued-at``, ``--valid-days``, ``--device-class``
+  (the header every payload starts with, :class:`~privmap.offline.mechanisms.HeaderOptions`);
+- :func:`json_option`: ``--json`` (one JSON object on stdout);
+- :func:`sign_check_write`: encode, sign, load back with the device runtime, write atomically.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import click
+
+from ._common import atomic_write
+from ._passphrase import passphrase_option, read_passphrase
+
+__all__ = ["bundle_options", "header_options", "json_option", "columns", "header_from", "load_key",
+           "sign_check_write"]
+
+
+def _apply(fn, decorators):
+    for decorator in reversed(decorators):
+        fn = decorator(fn)
+    return fn
+
+
+def bundle_options(fn):
+    """``--key KEY`` (required), ``--passphrase-file F`` and ``--out FILE`` (required)."""
+    return _apply(fn, [
+        click.option("--key", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
+                     help="Operator's private key (PEM, from `privmap keygen`)."),
+        click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
+                     help="Bundle file to write (atomically)."),
+        passphrase_option,
+    ])
+
+
+def header_options(fn):
+    """``--bundle-version``, ``--issued-at``, ``--valid-days`` and ``--device-class``."""
+    return _apply(fn, [
+        click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
+                     help="Monotonic bundle version (devices refuse versions below their minimum)."),
+        click.option("--issued-at", type=int, default=None,
+                     help="Creation time, unix seconds [default: SOURCE_DATE_EPOCH, else now]."),
+        click.option("--valid-days", type=click.FloatRange(min=0, min_open=True), default=365, show_default=True,
+                     help="Days until the bundle expires."),
+        click.option("--device-class", default="generic", show_default=True, metavar="NAME",
+                     help="Device class the bundle is for (1-64 printable ASCII, no spaces); devices "
+                          "configured with a class refuse bundles for any other."),
+    ])
+
+
+def json_option(fn):
+    """``--json``: the build summary as one JSON object on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")(fn)
+
+
+def columns(text: str | None) -> tuple[str, ...] | None:
+    """Comma-separated column names as a tuple (blank names dropped); None when ``text`` is None or blank."""
+    names = tuple(c.strip() for c in (text or "").split(",") if c.strip())
+    return names or None
+
+
+def header_from(bundle_version, issued_at, valid_days, device_class):
+    """The :class:`~privmap.offline.mechanisms.HeaderOptions` of :func:`header_options`' values."""
+    from ..mechanisms._header import HeaderOptions
+    return HeaderOptions(bundle_version, issued_at, valid_days, device_class)
+
+
+def load_key(key: pathlib.Path, passphrase_file):
+    """The operator's Ed25519 private key from ``--key`` (and ``--passphrase-file``); loaded before a
+    build so that a wrong key or passphrase fails at once. Raises BuildError as ``load_private_key``."""
+    from ..bundle._keys import load_private_key
+    return load_private_key(key, password=read_passphrase(passphrase_file))
+
+
+def sign_check_write(payload: dict, private_key, out: pathlib.Path) -> bytes:
+    """Encode ``payload``, sign it, load the bundle back with the device runtime (as of its
+    ``issued_at``) and write it atomically to ``out``; the bundle's bytes. Raises BuildError when the
+    device would refuse the bundle (nothing is written then)."""
+    from ..bundle._write import check_bundle, encode_payload, sign_bundle
+    bundle_bytes = sign_bundle(encode_payload(payload), private_key)
+    check_bundle(bundle_bytes, private_key.public_key(), now=payload["issued_at"])
+    atomic_write(out, bundle_bytes)
+    return bundle_bytes

@@ -1,0 +1,108 @@
+"""A seed-000 bundle (quantized or exact) measured on labelled rows: what ``privmap evaluate`` prints
+and what the notebook API returns (:func:`privmap.offline.api.evaluate`).
+
+:func:`evaluate_table_bundle` loads the rows with the bundle's features (a numeric feature's
+missing token read as a missing answer, as the device does; private codes in the bundle's class
+order), measures leakage, distortion and the attackers (:mod:`._evaluate`), the baselines a bundle
+must beat (:mod:`._baselines`), and puts the bundle's own declared leakages beside them.
+"""
+from __future__ import annotations
+
+import pathlib
+
+from .._errors import BuildError
+from .._listing import name_some
+
+__all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared"]
+
+
+def evaluate_table_bundle(payload: dict, data, private: str, *, seed: int = 0, test_fraction: float = 0.3,
+                          permutations: int = 20, attacker: bool = True) -> dict:
+    """The evaluation of a quantized or exact ``payload`` on the labelled CSV ``data`` (a path).
+
+    Returns a dict: ``data_sha256``, the measured summary of :func:`._evaluate.evaluate_view`
+    (``leakage_bits``, ``distortion``, ``attacker``, ...), ``declared`` (the bundle's own
+    leakages, :func:`declared`), ``baselines`` (:func:`._baselines.bundle_baselines`) and ``drift``
+    (whether the rows' prior lies in the bundle's confidence set, :func:`._drift.drift_check`).
+
+    Raises
+    ------
+    BuildError
+        Unreadable data, a missing feature or private column, or private values the bundle does not know.
+    """
+    from ._baselines import bundle_baselines
+    from ._evaluate import evaluate_view, view_from_payload
+    view = view_from_payload(payload)
+    ds, codes = load_for(data, private, payload, view.categorical)
+    result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
+                           permutations=permutations, attacker=attacker)
+    base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction, attacker=attacker)
+    drift = _drift(payload, view, ds.public, codes, result.summary["leakage_bias_bits"], seed)
+    return {"data_sha256": ds.sha256, **result.summary, "declared": declared(payload), "baselines": base,
+            "drift": drift}
+
+
+def _drift(payload, view, public, codes, bias_bits, seed) -> dict:
+    """The drift check of the rows against the bundle's confidence set (:mod:`._drift`)."""
+    import numpy as np
+
+    from ._drift import drift_check
+    symbols = view.lookup(public)
+    matched = symbols >= 0
+    metrics = payload["metrics"]
+    return drift_check(payload["prior"], int(metrics.get("n", 0)), view.q, symbols[matched],
+                       np.asarray(codes)[matched], confidence=metrics.get("robust_confidence"),
+                       leakage_bias_bits=bias_bits, declared_robust_bits=metrics.get("robust_leakage_bits"),
+                       seed=seed)
+
+
+def format_table_report(report: dict) -> str:
+    """The text ``privmap evaluate`` prints for :func:`evaluate_table_bundle`'s dict."""
+    from ._baselines import format_baselines
+    from ._drift import format_drift
+    from ._evaluate import format_summary
+    lines = [format_summary(report), format_declared(report["declared"]), format_drift(report["drift"])]
+    if report["baselines"] is not None:
+        auc = report.get("attacker", {}).get("after", {}).get("roc_auc")
+        lines += ["", format_baselines(report["baselines"], report["distortion"], auc)]
+    return "\n".join(lines)
+
+
+def declared(payload: dict) -> dict:
+    """The bundle's declared leakages (seed 000's table mechanisms)."""
+    metrics = payload["metrics"]
+    return {key: metrics.get(key) for key in (
+        "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
+        "mismatch_leakage_bound_bits", "mismatch_bound_vacuous", "robust_leakage_bits", "robust_confidence",
+        "robust_max_output_leakage_bits")}
+
+
+def format_declared(declared: dict) -> str:
+    """The bundle's own leakage claims: in-sample, cross-fitted, and Theorem 1's bound."""
+    line = f"declared by the bundle: in-sample leakage {declared['leakage_bits']:.6f} bits"
+    if declared["holdout_leakage_bits"] is not None:
+        line += (f"; new users (cross-fitted) {declared['holdout_leakage_bits']:.6f} bits "
+                 f"[{declared['holdout_leakage_low_bits']:.6f}, {declared['holdout_leakage_high_bits']:.6f}]")
+    if declared["mismatch_bound_vacuous"] is not None:
+        bound = declared["mismatch_leakage_bound_bits"]
+        line += "; Theorem 1 bound " + ("vacuous" if declared["mismatch_bound_vacuous"] else f"{bound:.6f} bits")
+    return line
+
+
+def load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool):
+    """Load DATA with the bundle's features (each numeric one's missing token read as a missing
+    answer, as the device does), private codes in the bundle's class order."""
+    import numpy as np
+
+    from ..data._dataset import load_dataset
+    features = [f["name"] for f in payload["features"]]
+    classes = payload["private"]["classes"]
+    tokens = {f["name"]: f["missing_token"] for f in payload["features"] if f.get("missing_token")}
+    ds = load_dataset(data, private=private, public=features, categorical=categorical, missing_tokens=tokens)
+    order = {c: i for i, c in enumerate(classes)}
+    unknown = [c for c in ds.classes if c not in order]
+    if unknown:
+        raise BuildError(f"{data}: private value(s) {name_some(unknown)} of column {name_some([private])} "
+                         f"are not among the bundle's classes {name_some(classes)}")
+    codes = np.array([order[c] for c in ds.classes], dtype=np.int64)[ds.private]
+    return ds, codes

@@ -1,0 +1,210 @@
+"""``--clusters auto`` and ``--smoothing auto``: choose K and the prior's smoothing for new users.
+
+A larger alphabet fits the training prior more closely: in-sample it lowers the
+distortion at a given leakage, but the table then leaks more on users who were not
+in the data. Each candidate (K, smoothing) is therefore judged out of sample, by
+the cross-fitting of :mod:`._holdout` (the build's own steps on k - 1 folds, the
+leakage, distortion and a logistic-regression attacker's ROC AUC measured on the
+held-out fold).
+
+**Candidates.** K = 4, 8, 16, ... up to the largest K the data supports: every
+cluster can hold :data:`MIN_USERS_PER_CLUSTER` training rows on average (K <= n (k - 1)
+/ (k m), n rows, k folds, m = 32), and K is at most the number of distinct rows (a
+data set too small for K = 4 gets that one candidate alone). Every candidate shares
+the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
+pairs are tasks of one pool of worker processes. (The folds do not start from the
+full-data centres: that start was measured to make the held-out distortion
+optimistic, the more so at larger K; :mod:`._holdout`.)
+
+**Choice.** The candidate of least held-out distortion among those that meet the
+privacy target wins (ties: smaller K, then less smoothing). The target is
+``--target-leakage`` and/or ``--target-auc`` when given; otherwise the default
+target, new-user leakage at most :data:`DEFAULT_TARGET_FRACTION` (1 %) of H(A), the
+entropy of the private attribute in the data (what releasing it outright would leak;
+0.01 bits for a balanced binary attribute). A target is met by the candidate's
+cross-fitted ``holdout_leakage_bits`` as the bundle declares it (rounded to the payload's
+significant digits, :func:`declared_bits`), and AUC; the build of the chosen candidate writes
+that very estimate into the bundle (:attr:`Choice.holdout`), so the declared new-user figure
+meets it. If no candidate meets the target, the one of least
+cross-fitted leakage is chosen and flagged (``meets_target`` false everywhere).
+
+The budget (``delta`` or ``delta_fraction``) is the build's own for every
+candidate. The search is deterministic given the options' seed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..._errors import BuildError
+from ..._information import mutual_information_bits
+from ...data._dataset import Dataset
+from ._holdout import HoldoutLeakage, cross_fitted_many
+
+#: Average training rows per cluster the largest candidate K must leave (the data's support).
+MIN_USERS_PER_CLUSTER = 32
+#: The smallest candidate K (doubled up to the largest the data supports).
+SMALLEST_CLUSTERS = 4
+#: Pseudo-counts tried by ``--smoothing auto``.
+CANDIDATE_SMOOTHING = (0.0, 0.5, 2.0)
+#: Default privacy target without ``--target-leakage`` / ``--target-auc``: new-user leakage at most this
+#: fraction of H(A) (bits).
+DEFAULT_TARGET_FRACTION = 0.01
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen (K, smoothing), every candidate's figures, and what the chosen build reuses.
+
+    ``candidates`` holds one dict per candidate: ``clusters`` (K asked for), ``smoothing``,
+    ``holdout_leakage_bits``, ``holdout_leakage_high_bits``, ``holdout_distortion``,
+    ``holdout_attacker_auc``, ``meets_target`` and ``chosen`` (bools), or ``error`` when that
+    candidate could not be built. ``target_leakage_bits`` is the leakage target applied
+    (given, or the default's value); ``target_source`` says which ("given" or "default").
+    ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is
+    (``build_kwargs``).
+    """
+
+    clusters: int
+    smoothing: float
+    target_leakage_bits: float | None
+    candidates: list
+    target_auc: float | None = None
+    target_source: str = "default"
+    holdout: HoldoutLeakage | None = None
+
+    def build_kwargs(self) -> dict:
+        """Keyword arguments of :func:`privmap.offline.mechanisms.quantized._pipeline.build` for the chosen candidate."""
+        return {"holdout": self.holdout}
+
+    def summary(self) -> dict:
+        """The search for ``build --json``: choice, targets and the candidate table."""
+        return {"clusters": self.clusters, "smoothing": self.smoothing,
+                "target_leakage_bits": self.target_leakage_bits, "target_auc": self.target_auc,
+                "target_source": self.target_source, "min_users_per_cluster": MIN_USERS_PER_CLUSTER,
+                "candidates": self.candidates}
+
+
+def candidate_clusters(n: int, distinct: int, folds: int) -> list[int]:
+    """K = 4, 8, 16, ... while K <= n (folds - 1) / (folds * MIN_USERS_PER_CLUSTER) and K <= ``distinct``;
+    ``[min(4, distinct)]`` when even 4 is beyond that (module docstring)."""
+    largest = min(distinct, int(n * (folds - 1) / folds) // MIN_USERS_PER_CLUSTER)
+    ks, k = [], SMALLEST_CLUSTERS
+    while k <= largest:
+        ks.append(k)
+        k *= 2
+    return ks or [max(1, min(SMALLEST_CLUSTERS, distinct))]
+
+
+def declared_bits(bits: float) -> float:
+    """``bits`` as the bundle declares it (rounded to the payload's significant digits,
+    :func:`privmap.offline._canonical.canonical_float`): the figure a target is checked against,
+    so that a declared new-user leakage is never above the target it was chosen to meet."""
+    from ..._canonical import canonical_float
+    return canonical_float(bits)
+
+
+def default_target_bits(dataset: Dataset) -> float:
+    """:data:`DEFAULT_TARGET_FRACTION` of H(A), the private attribute's entropy in ``dataset`` (bits)."""
+    counts = np.bincount(dataset.private, minlength=len(dataset.classes)).astype(float)
+    return DEFAULT_TARGET_FRACTION * mutual_information_bits(np.diag(counts / counts.sum()))   # I(A; A) = H(A)
+
+
+def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
+           smoothing: Sequence[float] | None = None, target_leakage_bits: float | None = None,
+           target_auc: float | None = None, jobs: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> Choice:
+    """Pick the alphabet size and smoothing that serve new users best (module docstring).
+
+    Parameters
+    ----------
+    dataset : Dataset
+    options : BuildOptions
+        The build's options; ``clusters`` and ``smoothing`` are replaced by each candidate's,
+        ``holdout_folds`` (>= 2) gives the folds every candidate shares.
+    clusters : sequence of int, optional
+        Candidate K (default :func:`candidate_clusters`).
+    smoothing : sequence of float, optional
+        Candidate pseudo-counts (default: the options' own smoothing only).
+    target_leakage_bits : float, optional
+        Out-of-sample leakage to stay under (bits).
+    target_auc : float, optional
+        Out-of-sample attacker ROC AUC to stay under. Without either target the default
+        target (:func:`default_target_bits`) applies.
+    jobs : int, optional
+        Worker processes of the folds (:func:`._holdout.fold_jobs`).
+    progress : callable(done: int, total: int), optional
+        Told the number of (candidate, fold) tasks done.
+
+    Raises
+    ------
+    BuildError
+        ``holdout_folds`` is 0, too few rows of a class for the folds, or no candidate could be built.
+    """
+    folds = options.holdout_folds
+    if folds < 2:
+        raise BuildError("--clusters auto judges candidates by cross-fitting; --holdout-folds must be at least 2")
+    distinct = np.unique(dataset.public, axis=0).shape[0]
+    ks = (sorted({int(k) for k in clusters if 1 <= k <= distinct}) if clusters
+          else candidate_clusters(dataset.n, distinct, folds)) or [distinct]
+    ss = sorted({float(s) for s in (smoothing if smoothing is not None else (options.smoothing,))})
+    pairs = [(k, s) for k in ks for s in ss]
+    estimates = cross_fitted_many(
+        dataset, [dataclasses.replace(options, clusters=k, smoothing=s) for k, s in pairs], attacker=True,
+        jobs=jobs, progress=progress)
+    source = "given" if target_leakage_bits is not None or target_auc is not None else "default"
+    if source == "default":
+        target_leakage_bits = default_target_bits(dataset)
+    rows = []
+    for (k, s), est in zip(pairs, estimates):
+        row = {"clusters": k, "smoothing": s}
+        if isinstance(est, BuildError):
+            row["error"] = str(est)
+        else:
+            row.update(holdout_leakage_bits=est.leakage_bits, holdout_leakage_high_bits=est.high_bits,
+                       holdout_distortion=est.distortion, holdout_attacker_auc=est.attacker_auc)
+            row["meets_target"] = bool(
+                (target_leakage_bits is None or declared_bits(est.leakage_bits) <= target_leakage_bits)
+                and (target_auc is None or est.attacker_auc <= target_auc))
+        rows.append(row)
+    ok = [r for r in rows if "error" not in r]
+    if not ok:
+        raise BuildError("--clusters auto: no candidate could be built: " + rows[0]["error"])
+    meeting = [r for r in ok if r["meets_target"]]
+    if meeting:
+        best = min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"]))
+    else:
+        best = min(ok, key=lambda r: (r["holdout_leakage_bits"], r["holdout_distortion"], r["clusters"],
+                                      r["smoothing"]))
+    for r in rows:
+        r["chosen"] = r is best
+    chosen = rows.index(best)
+    return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
+                  candidates=rows, target_auc=target_auc, target_source=source, holdout=estimates[chosen])
+
+
+def format_candidates(choice: Choice) -> str:
+    """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it."""
+    lines = [f"{'':2}{'K':>5} {'smoothing':>9} {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} "
+             f"{'holdout AUC':>11}"]
+    for r in choice.candidates:
+        mark = "*" if r["chosen"] else " "
+        if "error" in r:
+            lines.append(f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g}  failed: {r['error']}")
+            continue
+        lines.append(f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g} {r['holdout_leakage_bits']:>17.5f} "
+                     f"{r['holdout_leakage_high_bits']:>9.5f} {r['holdout_distortion']:>12.4f} "
+                     f"{r['holdout_attacker_auc']:>11.4f}" + ("" if r["meets_target"] else "  above target"))
+    goal = []
+    if choice.target_leakage_bits is not None:
+        goal.append(f"held-out leakage <= {choice.target_leakage_bits:.5f} bits"
+                    + (f" (default: {DEFAULT_TARGET_FRACTION:g} x H(A))" if choice.target_source == "default" else ""))
+    if choice.target_auc is not None:
+        goal.append(f"held-out attacker AUC <= {choice.target_auc:.4f}")
+    met = any(r.get("meets_target") for r in choice.candidates)
+    lines.append("target: " + " and ".join(goal) + ("; least held-out distortion among those meeting it"
+                                                   if met else "; no candidate meets it: least leakage chosen"))
+    return "\n".join(lines)

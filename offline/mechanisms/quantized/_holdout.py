@@ -1,0 +1,419 @@
+"""Cross-fitted leakage: what a bundle leaks on users who were not in its data.
+
+A bundle's ``leakage_bits`` is I(A; C^) on the prior it was built from; the table
+was fitted to that prior, so the figure is optimistic for new users (in-sample).
+Cross-fitting measures the leakage on rows the table never saw:
+
+1. split the rows into k stratified folds (seeded with the build's seed);
+2. for each fold, run the build's own steps (:func:`solve_dataset`: alphabet,
+   prior, perfect-privacy distortion Delta0, program (19), codebook step) on the
+   other k - 1 folds (K capped at the number of distinct rows those folds hold);
+3. look the held-out rows up exactly as the device does (nearest input, or an
+   exact tuple match; rows the device would refuse are counted and left out) and
+   compute the plug-in I(A; C^) of the fold's table on the held-out empirical prior;
+4. subtract that plug-in estimator's bias, measured as the mean leakage after
+   permuting the held-out private column (what the plug-in reports when A and the
+   row are independent);
+5. pool the folds weighted by their held-out rows.
+
+The interval is the estimate plus the 2.5 % and 97.5 % quantiles of the bootstrap
+deviations (rows resampled within each held-out fold, pooled, minus their mean: a
+resample's plug-in carries more bias than the sample's, so the bootstrap is centred
+rather than read off directly). It reflects the sampling noise of the held-out rows,
+not the variation between possible training sets. Estimates and bounds are clipped
+at 0 bits (leakage cannot be negative).
+
+The held-out expected distortion, E d(b, released) over held-out rows, is measured
+on the way; ``--clusters auto`` ranks its candidates with it.
+
+**Cost.** The folds are independent, so they run in parallel worker processes
+(:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and OpenMP threads
+split between the workers); each fold draws its permutations, bootstrap and simulated
+release from its own stream seeded by (seed, fold), so the result is the same whatever
+the number of workers or the order in which folds finish. A fold's k-means makes one
+k-means++ start on its training rows (``start="single"``, :class:`FoldKMeans`) where
+the build makes four (``"restarts"``); the k-means++ seeding is most of k-means' cost at
+large K (UCI Adult, K = 1024: 8.7 CPU-s a start, then 2 Lloyd iterations). Delta0 and
+the solve are redone on every fold: both are functions of the fold's prior, which must
+not see the held-out private column.
+
+**Why not start each fold from the full-data centres.** That start (``"warm"``, one
+Lloyd run from the build's representatives) costs a fold's k-means almost nothing, and
+never sees a private label; but the held-out rows pulled the full-data centres toward
+themselves, and the fold's Lloyd run stays in that basin. Measured on data/ssi2012
+(K = 64, three seeds, one fold) it lowered the held-out quantization distortion by
+0.045 to 0.070 against 0.014 to 0.031 on the training rows, so the held-out distortion
+came out optimistic, increasingly with K, which would bias ``--clusters auto`` toward
+large K. One k-means++ start sees nothing of the held-out rows, so nothing of them can
+make the estimate optimistic; it differs from the build only in the k-means' restarts,
+and its figures lay within the restarts' interval on SSI (benchmarks/README.md,
+"Cross-fitting at scale").
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..._errors import BuildError
+from ..._information import leakage_bits
+from ...data._dataset import Dataset
+from ...data._distortion import nearest, pairwise
+from ...data._prior import joint_prior
+from ...data._quantize import quantize
+
+#: Bootstrap resamples behind the interval.
+BOOTSTRAP = 200
+#: Permutations behind each fold's bias estimate.
+PERMUTATIONS = 20
+#: Two-sided confidence of the interval.
+CONFIDENCE = 0.95
+#: Environment variable giving the number of worker processes of the folds (default: the machine's cores).
+JOBS_ENV = "PRIVMAP_JOBS"
+
+
+@dataclass(frozen=True)
+class HoldoutLeakage:
+    """Cross-fitted leakage and distortion on held-out rows.
+
+    Attributes
+    ----------
+    leakage_bits : float
+        Bias-corrected I(A; C^) on held-out rows, pooled over folds (bits, >= 0).
+    low_bits, high_bits : float
+        Bootstrap interval at :data:`CONFIDENCE` (bits, >= 0).
+    plugin_bits : float
+        Pooled plug-in leakage before the bias correction (bits).
+    bias_bits : float
+        Pooled permutation bias that was subtracted (bits).
+    distortion : float
+        Mean over held-out rows of E d(b, released) (metric's unit).
+    folds : int
+    rows : int
+        Held-out rows measured (all folds).
+    unmatched_rows : int
+        Held-out rows the device would refuse (exact mechanism: a tuple not in the alphabet).
+    attacker_auc : float or None
+        With ``attacker=True``: ROC AUC of a logistic-regression attacker on one simulated
+        release of every held-out row (each fold's table), scored by 10-fold cross-validation.
+    fold_costs : tuple of dict
+        What each fold cost, in fold order, measured by the process that ran it (:func:`_fold`):
+        ``fold`` (1-based), ``seconds`` (wall), ``cpu_seconds`` (``time.process_time`` of that
+        process over the fold: all its threads, user + system), ``peak_rss_bytes`` (that process's
+        ``ru_maxrss`` after the fold, a high-water mark since it started), ``pid`` and ``pooled``
+        (True in a worker process). Not part of the estimate: equality ignores it. Empty for the
+        out-of-core build's folds.
+    """
+
+    leakage_bits: float
+    low_bits: float
+    high_bits: float
+    plugin_bits: float
+    bias_bits: float
+    distortion: float
+    folds: int
+    rows: int
+    unmatched_rows: int
+    attacker_auc: float | None = None
+    fold_costs: tuple = field(default=(), compare=False)
+
+    def metrics(self) -> dict:
+        """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md)."""
+        return {"holdout_leakage_bits": self.leakage_bits, "holdout_leakage_low_bits": self.low_bits,
+                "holdout_leakage_high_bits": self.high_bits, "holdout_plugin_bits": self.plugin_bits,
+                "holdout_bias_bits": self.bias_bits, "holdout_distortion": self.distortion,
+                "holdout_folds": self.folds, "holdout_confidence": CONFIDENCE,
+                "holdout_unmatched_rows": self.unmatched_rows}
+
+
+#: How a fold's k-means starts (module docstring): one k-means++ start (default), the build's four
+#: restarts, or the full-data representatives (measured to bias the held-out distortion; benchmarks only).
+STARTS = ("single", "restarts", "warm")
+
+
+@dataclass(frozen=True)
+class FoldKMeans:
+    """A fold's quantizer: k-means from one start, then the build's own representatives.
+
+    Called as :func:`privmap.offline.data._quantize.quantize` is (``X`` (n, d) with NaN = missing, ``k``,
+    ``metric``, ``seed``, ``integer``, ``bounds``) and returns the same :class:`Quantization`; only the
+    k-means start differs: one k-means++ start seeded with ``seed`` (``init`` None) instead of four,
+    or one Lloyd run from ``init`` (shape (k, d)).
+    """
+
+    init: np.ndarray | None = None
+
+    def __call__(self, X, k, *, metric="l2", seed=0, integer=None, bounds=None):
+        start = "k-means++" if self.init is None else self.init
+        return quantize(X, k, metric=metric, seed=seed, integer=integer, bounds=bounds, init=start, n_init=1)
+
+
+def fold_jobs(tasks: int, jobs: int | None = None) -> int:
+    """Worker processes for ``tasks`` independent folds: ``jobs``, else ``$PRIVMAP_JOBS``, else the
+    machine's cores; never more than ``tasks``. Raises :class:`BuildError` for a value below 1."""
+    if jobs is None:
+        raw = os.environ.get(JOBS_ENV, "").strip()
+        try:
+            jobs = int(raw) if raw else (os.cpu_count() or 1)
+        except ValueError:
+            raise BuildError(f"{JOBS_ENV}={raw!r} is not a whole number of worker processes") from None
+    if jobs < 1:
+        raise BuildError(f"the number of worker processes must be >= 1, got {jobs}")
+    return max(1, min(int(jobs), tasks))
+
+
+def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None, attacker: bool = False,
+                         progress: Callable[[float], None] | None = None, start: str = "single",
+                         centers: np.ndarray | None = None, jobs: int | None = None) -> HoldoutLeakage:
+    """Estimate the leakage and distortion a new user faces, by k-fold cross-fitting.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The build's rows.
+    options : BuildOptions
+        The build's options; each fold is built with them (``holdout_folds`` gives k
+        unless ``folds`` is passed).
+    folds : int, optional
+        Number of folds k (>= 2).
+    attacker : bool
+        Also measure the attacker's AUC on released held-out rows (quantized mechanism;
+        releases simulated with numpy's generator, seeded: an estimate, not a device).
+    progress : callable(float), optional
+        Told the fraction of folds done.
+    start : {"single", "restarts", "warm"}
+        How each fold's k-means starts (:data:`STARTS`, module docstring; quantized mechanism).
+    centers : ndarray, shape (K, d), optional
+        The full-data representatives, the start of ``"warm"`` folds.
+    jobs : int, optional
+        Worker processes (:func:`fold_jobs`); 1 runs the folds in this process.
+
+    Raises
+    ------
+    BuildError
+        Too few rows of some class for k folds, or a fold that cannot be built (for
+        instance fewer distinct training rows than ``clusters``).
+    """
+    result = cross_fitted_many(dataset, [options], folds=folds, attacker=attacker,
+                               start=start, centers=[centers], jobs=jobs,
+                               progress=None if progress is None else (lambda done, total: progress(done / total)))[0]
+    if isinstance(result, BuildError):
+        raise result
+    return result
+
+
+def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
+                      start: str = "single", centers: Sequence[np.ndarray | None] | None = None,
+                      jobs: int | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> list:
+    """:func:`cross_fitted_leakage` of several candidate options on one set of folds, every
+    (candidate, fold) pair a task of one pool of worker processes.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    candidates : sequence of BuildOptions
+        Options of each candidate; they must share the seed (the folds are drawn from it).
+        k is ``folds``, else the first candidate's ``holdout_folds``.
+    attacker : bool
+    start : {"single", "restarts", "warm"}
+        How each fold's k-means starts (:data:`STARTS`).
+    centers : sequence of ndarray (K, d), optional
+        Each candidate's full-data representatives (``start="warm"`` only).
+    jobs : int, optional
+        Worker processes (:func:`fold_jobs`).
+    progress : callable(done: int, total: int), optional
+        Told the number of (candidate, fold) tasks finished.
+
+    Returns
+    -------
+    list of HoldoutLeakage or BuildError
+        One per candidate, in order; a candidate whose fold could not be built gets that fold's error.
+
+    Raises
+    ------
+    BuildError
+        Too few rows of some class for k folds (shared by every candidate); an unknown ``start``,
+        or ``"warm"`` without ``centers``.
+    """
+    from sklearn.model_selection import StratifiedKFold
+    if not candidates:
+        return []
+    seed = candidates[0].seed
+    if any(o.seed != seed for o in candidates):
+        raise BuildError("cross-fitted candidates must share the seed their folds are drawn from")
+    k = int(folds if folds is not None else candidates[0].holdout_folds)
+    counts = np.bincount(dataset.private, minlength=len(dataset.classes))
+    if k < 2 or counts.min() < k:
+        raise BuildError(f"cross-fitting needs every private class in each of {k} folds "
+                         f"(smallest class has {int(counts.min())} rows); lower --holdout-folds (0 skips the estimate)")
+    splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+                  .split(np.zeros(dataset.n), dataset.private))
+    if start not in STARTS:
+        raise BuildError(f"unknown k-means start {start!r}; expected one of {', '.join(STARTS)}")
+    if start == "warm" and (centers is None or len(centers) != len(candidates)):
+        raise BuildError("warm-started folds need each candidate's full-data centers")
+    centers = list(centers) if start == "warm" else [None] * len(candidates)
+    tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
+    fold_options = [dataclasses.replace(o, holdout_folds=0) for o in candidates]
+    work = [(dataset, fold_options[c], i, splits[i][0], splits[i][1], start, centers[c], attacker)
+            for c, i in tasks]
+    outcomes = _run(_fold, work, fold_jobs(len(work), jobs), progress)
+    results = []
+    for c in range(len(candidates)):
+        parts = [outcomes[t] for t, (cc, _) in enumerate(tasks) if cc == c]
+        error = next((p for p in parts if isinstance(p, BuildError)), None)
+        results.append(error if error is not None else _pool(parts, k, len(dataset.classes), seed))
+    return results
+
+
+def _run(function, work: list, jobs: int, progress) -> list:
+    """``function(*args)`` for every tuple of ``work``, in order; in ``jobs`` loky processes whose
+    BLAS / OpenMP threads share the machine's cores (one process: in this one)."""
+    total = len(work)
+    if jobs == 1:
+        out = []
+        for args in work:
+            out.append(function(*args))
+            if progress:
+                progress(len(out), total)
+        return out
+    from joblib import Parallel, delayed, parallel_config
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    out = []
+    with parallel_config(backend="loky", inner_max_num_threads=threads):
+        for result in Parallel(n_jobs=jobs, return_as="generator")(delayed(function)(*args) for args in work):
+            out.append(result)
+            if progress:
+                progress(len(out), total)
+    return out
+
+
+def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
+          attacker: bool):
+    """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
+    measured here because a pooled worker's CPU time is invisible to the parent until the pool is
+    reaped), or the BuildError."""
+    from ._steps import solve_dataset
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        fold_options = _fold_options(options, dataset, train)
+        quantizer = None
+        if options.mechanism == "quantized" and start == "single":
+            quantizer = FoldKMeans()
+        elif options.mechanism == "quantized" and start == "warm" and fold_options.clusters >= len(centers):
+            fold_options = dataclasses.replace(fold_options, clusters=len(centers))
+            quantizer = FoldKMeans(np.asarray(centers, dtype=float))
+        fit = solve_dataset(_subset(dataset, train), fold_options, quantizer=quantizer)
+        symbols = _lookup(fit.alphabet, dataset, test, options.mechanism, options.metric)
+        matched = symbols >= 0
+        rows, symbols = test[matched], symbols[matched]
+        if rows.size == 0:
+            raise BuildError(f"fold {i + 1}: no held-out row matches an input of the fold's alphabet")
+        part = _fold_estimate(fit, dataset, rows, symbols, options.metric, options.mechanism,
+                              np.random.default_rng([options.seed, 0, i]))
+        part["unmatched"] = int((~matched).sum())
+        if attacker and options.mechanism == "quantized":
+            part["released"] = _simulated_release(fit, symbols, np.random.default_rng([options.seed, 1, i]))
+            part["private"] = dataset.private[rows]
+        part["cost"] = _cost(i, wall, cpu)
+        return part
+    except BuildError as exc:
+        return exc
+
+
+def _cost(i: int, wall: float, cpu: float) -> dict:
+    """Fold ``i``'s entry of :attr:`HoldoutLeakage.fold_costs`, from its start's ``perf_counter`` and
+    ``process_time``, measured in the process that ran it."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"fold": i + 1, "seconds": round(time.perf_counter() - wall, 3),
+            "cpu_seconds": round(time.process_time() - cpu, 3),
+            "peak_rss_bytes": int(peak if sys.platform == "darwin" else peak * 1024), "pid": os.getpid()}
+
+
+def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
+    """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval
+    (also the out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases)."""
+    sizes = np.array([p["rows"] for p in parts], dtype=float)
+    share = sizes / sizes.sum()
+    plugin = float(share @ [p["plugin"] for p in parts])
+    bias = float(share @ [p["bias"] for p in parts])
+    boot = np.asarray([p["boot"] for p in parts])             # (folds, BOOTSTRAP) plug-in resamples
+    spread = share @ boot - np.mean(share @ boot)
+    alpha = (1.0 - CONFIDENCE) / 2.0
+    low, high = (plugin - bias) + np.quantile(spread, [alpha, 1.0 - alpha])
+    released = [p["released"] for p in parts if "released" in p]
+    private = [p["private"] for p in parts if "private" in p]
+    return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
+                          high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
+                          distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
+                          rows=int(sizes.sum()), unmatched_rows=sum(p.get("unmatched", 0) for p in parts),
+                          attacker_auc=_attacker_auc(released, private, n_classes, seed),
+                          fold_costs=tuple({**p["cost"], "pooled": p["cost"]["pid"] != os.getpid()}
+                                           for p in parts if "cost" in p))
+
+
+def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw of released rows (n, d) for the held-out symbols under the fold's table."""
+    cdf = np.cumsum(fit.solved.table, axis=1)
+    drawn = np.minimum((cdf[symbols] <= rng.random(symbols.size)[:, None]).sum(axis=1), cdf.shape[1] - 1)
+    return np.asarray(fit.alphabet.outputs, dtype=float)[drawn]
+
+
+def _attacker_auc(released, private, n_classes: int, seed: int) -> float | None:
+    if not released:
+        return None
+    from ..._attacker import cross_validated_scores
+    return cross_validated_scores(np.concatenate(released), np.concatenate(private), n_classes,
+                                  seed=seed).roc_auc
+
+
+def _fold_options(options, dataset: Dataset, rows: np.ndarray):
+    """The build's options for a training fold; K is capped at the fold's distinct rows."""
+    if options.mechanism != "quantized":
+        return options
+    distinct = np.unique(dataset.public[rows], axis=0).shape[0]
+    return dataclasses.replace(options, clusters=min(options.clusters, distinct))
+
+
+def _subset(dataset: Dataset, rows: np.ndarray) -> Dataset:
+    return dataclasses.replace(dataset, public=dataset.public[rows], private=dataset.private[rows])
+
+
+def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, mechanism: str, metric: str) -> np.ndarray:
+    """Input index of each held-out row by the device's rule; -1 where the device would refuse it."""
+    if mechanism == "exact":
+        from ._erasure import lookup
+        inputs = [tuple(f["values"][v] for v, f in zip(row, alphabet.features)) for row in alphabet.inputs]
+        return lookup(inputs, dataset.public[rows])
+    X = dataset.public[rows]
+    fills = np.array([np.nan if f.get("fill") is None else f["fill"] for f in alphabet.features], dtype=float)
+    X = np.where(np.isnan(X), fills, X)  # "impute" columns take the bundle's fill; "mask" stays NaN
+    return nearest(X, np.asarray(alphabet.inputs, dtype=float), metric)
+
+
+def _fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
+    n_classes, k_in = fit.p_ac.shape
+    q = fit.solved.table
+    private = dataset.private[rows]
+    plugin = leakage_bits(joint_prior(private, symbols, n_classes, k_in), q)
+    bias = float(np.mean([leakage_bits(joint_prior(rng.permutation(private), symbols, n_classes, k_in), q)
+                          for _ in range(PERMUTATIONS)]))
+    boot = np.empty(BOOTSTRAP)
+    for b in range(BOOTSTRAP):
+        pick = rng.integers(0, rows.size, rows.size)
+        boot[b] = leakage_bits(joint_prior(private[pick], symbols[pick], n_classes, k_in), q)
+    if mechanism == "exact":                     # a matched row equals its input symbol
+        costs = fit.alphabet.distortion[symbols]
+    else:
+        costs = pairwise(dataset.public[rows], np.asarray(fit.alphabet.outputs, dtype=float), metric)
+    qs = q[symbols]
+    distortion = float(np.mean(np.sum(np.where(qs > 0, qs * np.where(np.isfinite(costs), costs, 0.0), 0.0),
+                                      axis=1)))
+    return {"rows": rows.size, "plugin": plugin, "bias": bias, "boot": boot, "distortion": distortion}

@@ -1,0 +1,853 @@
+"""The quantized build out of core, on a Dask cluster: partitions in, the same payload out.
+
+Passes over the partitions (:mod:`privmap.offline.data._partitioned`), each a map on the
+workers and a small reduce on the client. Everything that can be refused without reading
+rows (mechanism, metric, k-means variant, headers, the declarations of ``--domain`` and
+``--schema``) is checked by :func:`check_partitioned` before any cluster starts.
+
+1. validate every partition (blank cells and declared missing tokens are missing answers;
+   rows with every public cell missing are left out, as in memory); the declared domains
+   checked on each partition by the in-memory :func:`~privmap.offline.data._schema.resolve`;
+   per column the observed range, whether it holds integers only, whether a cell is missing,
+   its observed sum and count (and, under ``--missing impute``, its value counts for the exact
+   median); SHA-256 of every file. The schema is then ``resolve`` on a four-row summary of the
+   data that gives the same answer as on all rows (range, a non-integer value, a missing cell).
+2. k-means without all rows at once (``kmeans=``), on rows whose missing cells are filled as
+   the in-memory :func:`~privmap.offline.data._quantize.quantize` fills them (column mean under
+   "mask", the recorded median under "impute"):
+
+   - ``"minibatch"`` (default): scikit-learn's ``MiniBatchKMeans.partial_fit`` on batches of
+     each partition, streamed from the workers one partition ahead;
+   - ``"dask-ml"``: dask-ml's scalable k-means (k-means|| initialisation, then Lloyd
+     iterations as map-reduce);
+   - ``"in-memory"``: scikit-learn ``KMeans`` on all rows gathered (small data only: it is
+     the in-memory build's own algorithm, for checking that both paths agree).
+
+3. group sums over observed cells and counts per k-means center -> representatives (mean per
+   group and column, then ``domain_points`` in the declared or inferred domain).
+4. psi = the device's nearest-representative rule (masked over missing cells) on every row,
+   kept on the workers with each row's cross-fitting fold; counts of (fold, private class,
+   representative) -> p(a, c); r and the mean quantization distance over observed cells.
+5. program (19) on p(a, c) (:func:`~privmap.offline.mechanisms.quantized._pipeline.solve_prior`).
+6. the codebook step out of core (:func:`codebook_out_of_core`), one round: a pass for the
+   weighted mean of the rows each output receives, :data:`WEISZFELD_PASSES` passes of
+   Weiszfeld's iteration towards the geometric median, each output moved to the best
+   domain-valid iterate where that lowers its cost; then one pass of D'(c, j) (sums of
+   distances by fold and input) and one re-solve, kept only if it leaks and distorts no more.
+7. cross-fitted leakage (:func:`holdout_out_of_core`) from the fold-wise counts and distance
+   sums of passes 4 and 6: no extra pass over the rows.
+8. after compression, the measured raw distortion under the integer table (a pass reading
+   the rows again, with psi from pass 4).
+
+Only the l2 metric is built this way (a median or mode per group is not a sum).
+
+Where the algorithms coincide (``kmeans="in-memory"`` on complete integer data, no codebook
+step, no cross-fitting) the payload equals the in-memory build's byte for byte except two
+float sums taken in another order (``quantization_distortion`` and ``measured_distortion``,
+equal to about 1e-15 relative).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import sys
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+
+from ..._errors import BuildError, DatasetError
+from ..._information import expected_distortion, leakage_bits
+from ...data._blas_nearest import nearest_l2
+from ...data._dataset import MIN_ROWS, check_classes
+from ...data._distortion import nearest, pairwise
+from ...data._partitioned import (
+    Partition,
+    Source,
+    describe_partition,
+    file_sha256,
+    open_source,
+    read_partition,
+    source_sha256,
+)
+from ...data._prior import prior_from_counts
+from ...data._quantize import domain_points, kmeans
+from ...data._schema import Column, Declaration, Declared, resolve
+from ...solvers._result import SolveResult
+from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, _resolve, metric_center
+from ._holdout import HoldoutLeakage, _fold_estimate, _pool
+from ._missing import column_fills, feature_maps
+from ._pipeline import (
+    Alphabet,
+    Build,
+    BuildOptions,
+    Progress,
+    Solved,
+    assemble,
+    raw_distortion_total,
+    solve_prior,
+)
+
+KMEANS = ("minibatch", "dask-ml", "in-memory")
+#: Most rows ``kmeans="in-memory"`` gathers on the client.
+IN_MEMORY_MAX_ROWS = 1_000_000
+#: Rows per mini-batch step.
+MINIBATCH_ROWS = 4096
+#: Passes of Weiszfeld's iteration in the out-of-core codebook step (after the weighted-mean pass).
+WEISZFELD_PASSES = 3
+#: Table entries at or below this are left out of step A's weights (a solver's table is dense with
+#: vanishing entries; at most K_out x this of a row's mass is ignored when choosing where outputs move).
+SUPPORT_FLOOR = 1e-9
+#: Most distinct observed values of a column in one partition under ``--missing impute`` (the exact
+#: median is taken from value counts).
+MEDIAN_MAX_DISTINCT = 100_000
+#: Rows per block of distance computations (bounds scratch memory to about ``_ROWS * K_out * 16`` bytes).
+_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class SourceSummary:
+    """What pass 1 learned about the data (the partitioned counterpart of ``Dataset``).
+
+    Attributes
+    ----------
+    n : int
+        Rows kept (rows with every public cell missing are left out).
+    classes : tuple of str
+        Private classes, sorted.
+    private_name : str
+    sha256 : str
+        See :func:`privmap.offline.data._partitioned.source_sha256`.
+    features : tuple of str, length d
+    schema : tuple of Column, length d
+        Declared domains completed by inference, as :func:`~privmap.offline.data._schema.resolve`
+        gives them on all rows.
+    dropped : int
+        Rows left out for having every public cell missing.
+    missing_fraction : float
+        Share of missing cells among the kept rows' public cells.
+    means : ndarray, shape (d,)
+        Mean of each column's observed cells (k-means' fill under "mask").
+    fills : ndarray or None, shape (d,)
+        Under "impute", the recorded fill of each column (:func:`column_fills` of all rows).
+    """
+
+    n: int
+    classes: tuple[str, ...]
+    private_name: str
+    sha256: str
+    features: tuple[str, ...]
+    schema: tuple[Column, ...]
+    dropped: int = 0
+    missing_fraction: float = 0.0
+    means: np.ndarray | None = None
+    fills: np.ndarray | None = None
+
+    @property
+    def integer(self) -> np.ndarray:
+        """Columns whose values are integers, shape (d,) bool."""
+        return np.array([c.integer for c in self.schema], dtype=bool)
+
+    @property
+    def lo(self) -> np.ndarray:
+        return np.array([c.min for c in self.schema], dtype=float)
+
+    @property
+    def hi(self) -> np.ndarray:
+        return np.array([c.max for c in self.schema], dtype=float)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How a worker reads a partition: columns, missing tokens, and (under "impute") the fills
+    that turn a row into what the device looks up."""
+
+    features: tuple[str, ...]
+    private: str
+    tokens: tuple[tuple[str, str], ...] = ()
+    fills: np.ndarray | None = None
+
+
+@contextlib.contextmanager
+def dask_client(*, workers: int | None = None, scheduler: str | None = None):
+    """A ``distributed.Client``: on ``scheduler`` (an address) if given, else on a new local
+    cluster of ``workers`` single-threaded worker processes (default 2), closed on exit."""
+    from distributed import Client, LocalCluster
+    if scheduler:
+        with Client(scheduler) as client:
+            yield client
+        return
+    with LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        yield client
+
+
+def check_partitioned(source, options: BuildOptions, *, kmeans: str = "minibatch") -> Source:
+    """Everything about a partitioned build that can be refused without reading rows.
+
+    Reads only the files' headers (CSV) or footers (Parquet): no cluster is needed.
+
+    Returns
+    -------
+    Source
+        The files, their columns and partitions (pass it to :func:`build_partitioned`).
+
+    Raises
+    ------
+    BuildError
+        Another mechanism or metric than quantized/l2, an unknown ``kmeans``.
+    DatasetError
+        No such files, a header ``load_dataset`` would refuse, files with other columns, a
+        declaration (``--domain``, ``--schema``) naming a column that is not public or giving
+        an integer column fractional bounds.
+    """
+    if options.mechanism != "quantized" or options.metric != "l2":
+        raise BuildError("a partitioned build makes the quantized mechanism with the l2 metric only "
+                         f"(got {options.mechanism}, {options.metric})")
+    if kmeans not in KMEANS:
+        raise BuildError(f"unknown k-means {kmeans!r}; expected one of {', '.join(KMEANS)}")
+    src = open_source(source, private=options.private, public=options.public)
+    if options.declared is not None:
+        # resolve() on one row lying inside every declared domain checks the declarations themselves
+        declared = options.declared
+        probe = [(declared.get(name).min if declared.get(name).min is not None else declared.get("*").min) or 0.0
+                 for name in src.features]
+        resolve(src.features, np.array([probe], dtype=float), declared)
+    return src
+
+
+def build_partitioned(source, options: BuildOptions, client, *, kmeans: str = "minibatch",
+                      progress: Progress | None = None, dask_progress: bool = False,
+                      checked: Source | None = None) -> Build:
+    """Build the payload from a directory, glob or file of CSV or Parquet data on a Dask cluster.
+
+    Parameters
+    ----------
+    source : str or path-like
+        Directory, glob pattern or file (see ``resolve_files``).
+    options : BuildOptions
+        Quantized mechanism, l2 metric; ``declared``, ``missing``, ``codebook`` and
+        ``holdout_folds`` as in memory (see the module docstring for what differs).
+    client : distributed.Client
+        Where the partitions are processed (see :func:`dask_client`).
+    kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
+    progress : callable(stage, fraction), optional
+        Told about each pass, as :func:`privmap.offline.mechanisms.quantized._pipeline.build`.
+    dask_progress : bool
+        Show Dask's text progress bar of every pass on stderr.
+    checked : Source, optional
+        What :func:`check_partitioned` returned for these arguments (it is called otherwise).
+
+    Returns
+    -------
+    Build
+        ``dataset`` is a :class:`SourceSummary`; ``alphabet.labels`` and
+        ``alphabet.raw_distortion`` are None (psi never leaves the workers).
+
+    Raises
+    ------
+    BuildError
+        As :func:`check_partitioned`; too many clusters; a cross-fitting fold without some
+        private class (lower ``holdout_folds``); DatasetError for bad data (the first bad cell,
+        by file, line or row, and column; a value outside its declared domain, by partition).
+    """
+    src = checked if checked is not None else check_partitioned(source, options, kmeans=kmeans)
+    tell = progress or (lambda stage, fraction: None)
+    run = _Runner(client, dask_progress)
+    reading = _Reading(src.features, src.private_name,
+                       tuple(sorted(options.declared.missing_tokens().items())) if options.declared else ())
+
+    tell("validate", 0.0)
+    parts = list(src.partitions)
+    stats = run.map(_partition_stats, parts, reading=reading, declared=options.declared,
+                    values=options.missing == "impute")
+    digests = run.map(file_sha256, list(src.files))
+    summary = _summarize(src, stats, digests, options)
+    if not 1 <= options.clusters <= summary.n:
+        raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {summary.n} rows")
+    reading = dataclasses.replace(reading, fills=summary.fills)
+    classes = list(summary.classes)
+
+    tell("cluster", 0.05)
+    kcenters = _KMEANS[kmeans](run, parts, reading, summary, options)
+
+    tell("representatives", 0.15)
+    sums = run.map(_group_sums, parts, reading=reading, means=summary.means, centers=kcenters)
+    total, observed, count = (sum(s[i] for s in sums) for i in range(3))
+    filled = count > 0
+    means = np.where(observed > 0, total / np.where(observed > 0, observed, 1.0), summary.means)
+    centers = domain_points(means[filled], summary.integer, summary.lo, summary.hi)
+
+    tell("prior", 0.2)
+    folds = options.holdout_folds
+    assigned = [run.client.submit(_assign, part, pure=False, reading=reading, classes=classes, centers=centers,
+                                  folds=folds, seed=options.seed, ordinal=i) for i, part in enumerate(parts)]
+    results = run.gather([run.client.submit(_first, a, pure=False) for a in assigned])
+    fold_counts = sum(c for c, _, _ in results)            # (max(folds, 1), |A|, K)
+    counts = fold_counts.sum(axis=0)
+    used = np.nonzero(counts.sum(axis=0) > 0)[0]  # a representative nobody is nearest to carries no mass
+    renumber = np.full(centers.shape[0], -1, dtype=np.int64)
+    renumber[used] = np.arange(used.size)
+    centers, counts, fold_counts = centers[used], counts[:, used], fold_counts[:, :, used]
+    r = max(m for _, m, _ in results)
+    mean = sum(t for _, _, t in results) / summary.n
+    p_ac = prior_from_counts(counts, smoothing=options.smoothing)
+    cells = _cells(centers, summary.integer)
+    alphabet = Alphabet(features=feature_maps(summary.schema, options.missing, summary.fills), inputs=cells,
+                        outputs=[list(row) for row in cells], labels=None,
+                        distortion=pairwise(centers, centers, "l2"), raw_distortion=None, r=float(r),
+                        quantization_distortion=float(mean), schema=summary.schema)
+    rows = _Rows(run, parts, assigned, reading, renumber)
+
+    done = solve_prior(alphabet, p_ac, options, progress=tell)
+    fold_sums = None
+    outputs = centers
+    if options.codebook:
+        tell("codebook", 0.75)
+        done, fold_sums = codebook_out_of_core(rows, done, counts.sum(axis=0), options, folds=max(folds, 1))
+        outputs = np.asarray(done.codebook.outputs, dtype=float)
+    holdout = None
+    if folds:
+        tell("holdout", 0.85)
+        if fold_sums is None:
+            fold_sums = rows.distance_sums(outputs, folds)
+        holdout = holdout_out_of_core(fold_counts, fold_sums, alphabet, options)
+
+    def measure(table) -> float:
+        tell("measure", 0.92)
+        return sum(rows.gather(_raw_total, outputs=outputs, table=table)) / summary.n
+
+    built = assemble(summary, done, options, tell, measure=measure, dropped_rows=summary.dropped,
+                     missing_cell_fraction=summary.missing_fraction)
+    if holdout is not None:
+        built.payload["metrics"].update(holdout.metrics())
+    return built
+
+
+# --- the codebook step and cross-fitting out of core --------------------------------------------------
+
+class _Rows:
+    """The assigned rows on the workers: one task per partition, each given its psi and fold."""
+
+    def __init__(self, run, parts, assigned, reading, renumber):
+        self.run, self.parts, self.assigned, self.reading, self.renumber = run, parts, assigned, reading, renumber
+
+    def gather(self, fn, **kwargs) -> list:
+        return self.run.gather([self.run.client.submit(fn, part, a, pure=False, reading=self.reading,
+                                                       renumber=self.renumber, **kwargs)
+                                for part, a in zip(self.parts, self.assigned)])
+
+    def distance_sums(self, outputs: np.ndarray, folds: int) -> np.ndarray:
+        """S[f, c, j]: sum over rows of fold f with psi = c of d(b, y_j); shape (folds, K_in, K_out)."""
+        return sum(self.gather(_distance_sums, outputs=outputs, folds=max(folds, 1),
+                               n_inputs=int(self.renumber.max()) + 1))
+
+
+def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, options: BuildOptions, *,
+                         folds: int) -> tuple[Solved, np.ndarray]:
+    """One round of the codebook step (:mod:`._codebook`) with the rows left on the workers.
+
+    Step A moves each released row towards the geometric median of the raw rows sent to it
+    (weights p(c)/n_c q(j | c) over the table's non-zeros only): a pass for the weighted mean,
+    then :data:`WEISZFELD_PASSES` Weiszfeld passes; each pass also measures the cost of the
+    previous iterate made domain-valid, and an output moves to its cheapest valid iterate only
+    where that lowers its cost (as :func:`~privmap.offline.mechanisms.quantized._codebook.move_outputs`).
+    The in-memory step runs 40 Weiszfeld steps per round and up to 12 rounds; here one round of
+    few steps, because every step is a pass over the data. Step B: one pass of D'(c, j) on the
+    moved outputs, then one re-solve of program (19) at the distortion the current table meets
+    there, kept only if it leaks and distorts no more.
+
+    Parameters
+    ----------
+    rows : _Rows
+    done : Solved
+        From :func:`solve_prior` on the k-means alphabet.
+    input_rows : ndarray, shape (K_in,)
+        Rows assigned to each input.
+    folds : int
+        Folds of the distance sums returned (1 without cross-fitting).
+
+    Returns
+    -------
+    (Solved, ndarray)
+        The build with moved outputs, D' and the kept table (``codebook`` set), and the
+        distance sums S (folds, K_in, K_out) on the final outputs (cross-fitting reuses them).
+    """
+    alphabet, p_ac, q = done.alphabet, done.p_ac, done.solved.table
+    schema = alphabet.schema
+    integer = np.array([c.integer for c in schema])
+    _, _, project = metric_center("l2", integer=integer, lo=np.array([c.min for c in schema], float),
+                                  hi=np.array([c.max for c in schema], float))
+    from scipy import sparse
+    table = sparse.csr_matrix(np.where(q > SUPPORT_FLOOR, q, 0.0))
+    p_c = p_ac.sum(axis=0)
+    per_row = p_c / np.maximum(input_rows, 1)
+    start = np.asarray(alphabet.outputs, dtype=float)
+
+    def sweep(Z, P):
+        got = rows.gather(_codebook_sums, table=table, per_row=per_row, Z=Z, P=P)
+        return [sum(g[i] for g in got) for i in range(4)]
+
+    numer, denom, _, start_cost = sweep(None, start)
+    Z = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0), start)
+    candidates = []
+    for _ in range(WEISZFELD_PASSES):
+        P = project(Z)
+        numer, denom, z_cost, p_cost = sweep(Z, P)
+        candidates.append((P, p_cost, z_cost))
+        Z = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0), Z)
+    costs = np.array([c[1] for c in candidates])               # (passes, K_out)
+    best = np.argmin(costs, axis=0)
+    j = np.arange(start.shape[0])
+    best_cost = costs[best, j]
+    better = best_cost < start_cost - 1e-12 * np.maximum(start_cost, 1.0)
+    moved = np.where(better[:, None], np.array([c[0] for c in candidates])[best, j], start)
+    rounding = float(np.sum((best_cost - np.array([c[2] for c in candidates])[best, j])[better]))
+
+    sums = rows.distance_sums(moved, folds)
+    D = sums.sum(axis=0) / np.maximum(input_rows, 1)[:, None]
+    start_dist = float(start_cost.sum())
+    leak0 = leakage_bits(p_ac, q)
+    perfect = done.delta >= done.d_perfect
+    table, leak, dist, accepted = resolve_kept(p_ac, q, D, perfect=perfect, options=options, warm=done.solved)
+    dist = min(start_dist, dist)
+    step = Codebook(outputs=moved, table=table, distortion_matrix=D, distortion=dist, leakage_bits=leak,
+                    start_distortion=start_dist, start_leakage_bits=leak0, rounding_cost=rounding, iterations=1,
+                    history=[(leak, dist)], solved=accepted)
+    last = accepted or done.solved
+    solved = SolveResult(table=table, leakage_bits=leak, distortion=dist, multiplier=last.multiplier,
+                         gap_bits=last.gap_bits, status="optimal", solver=last.solver, message=last.message)
+    cells = _cells(moved, integer)
+    alphabet = dataclasses.replace(alphabet, outputs=cells, distortion=D)
+    return dataclasses.replace(done, alphabet=alphabet, solved=solved, budget=dist, codebook=step), sums
+
+
+def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: BuildOptions,
+                 warm: SolveResult | None = None):
+    """Step B of the codebook step: re-solve program (19) with distortion matrix D (K_in, K_out) at
+    the distortion table q meets under it, keeping the new table only if it leaks and distorts no
+    more (the rule of :func:`~privmap.offline.mechanisms.quantized._codebook.refine`). The fast solver
+    starts from ``warm``, the solve that gave q, when given (``solve_fast(warm_start=)``).
+
+    Returns ``(table, leakage_bits, distortion, SolveResult or None)``; None when q was kept.
+    """
+    p_c = p_ac.sum(axis=0)
+    dist, leak = expected_distortion(p_c, q, D), leakage_bits(p_ac, q)
+    candidate = _resolve(p_ac, D, dist, perfect=perfect, solver=options.solver, tol_bits=options.tol_bits,
+                         warm=warm)
+    if candidate is not None:
+        new_leak, new_dist = leakage_bits(p_ac, candidate.table), expected_distortion(p_c, candidate.table, D)
+        if new_leak <= leak + LEAKAGE_ROUNDOFF_BITS and new_dist <= dist * (1 + 1e-12):
+            return candidate.table, new_leak, new_dist, candidate
+    return q, leak, dist, None
+
+
+def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,
+                        options: BuildOptions) -> HoldoutLeakage:
+    """Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again.
+
+    Rows fall into folds by a hash of (seed, partition, position in the partition). For each
+    fold f the prior p(a, c) and the conditional distortion D'(c, j) are taken from the other
+    folds' rows only, program (19) is solved on them as the build solves (budget from that
+    prior's perfect-privacy distortion when ``delta_fraction`` is given; with the codebook step,
+    the same one re-solve on D'), and the held-out rows' (private class, input) pairs are scored
+    by the in-memory estimator (plug-in, permutation bias, bootstrap interval; it depends on the
+    rows only through these pairs). What is shared, not refitted, per fold: the k-means centres
+    (the inputs, so the device's lookup is the same) and the codebook's released rows, both
+    fitted on all rows, held-out rows included. The held-out distortion is therefore optimistic:
+    about the in-sample figure (5 % below the in-memory estimate, which refits k-means per fold,
+    in tests/offline/scale/test_partitioned_parity.py); the leakage estimate was not (it came out
+    above the in-memory one there, and benchmarks/README.md compares both with fresh users).
+
+    Parameters
+    ----------
+    fold_counts : ndarray, shape (k, |A|, K_in)
+        Rows per fold, private class and input.
+    fold_sums : ndarray, shape (k, K_in, K_out)
+        Sum of d(b, y_j) over the rows of each fold and input.
+    alphabet : Alphabet
+        The k-means alphabet (before the codebook step): its inputs and centre distances.
+
+    Raises
+    ------
+    BuildError
+        A fold without held-out rows, or whose training rows lack a private class.
+    """
+    k = fold_counts.shape[0]
+    total, total_sums = fold_counts.sum(axis=0), fold_sums.sum(axis=0)
+    rng = np.random.default_rng(options.seed)
+    fold_options = dataclasses.replace(options, holdout_folds=0)
+    parts = []
+    for f in range(k):
+        held, train = fold_counts[f], total - fold_counts[f]
+        if held.sum() == 0 or train.sum(axis=1).min() == 0:
+            raise BuildError(f"cross-fitting needs every private class in each of {k} folds' training rows "
+                             "and held-out rows in each; lower --holdout-folds (0 skips the estimate)")
+        p_train = prior_from_counts(train, smoothing=options.smoothing)
+        fit = solve_prior(alphabet, p_train, fold_options)
+        q = fit.solved.table
+        if options.codebook:
+            D_train = (total_sums - fold_sums[f]) / np.maximum(train.sum(axis=0), 1)[:, None]
+            q = resolve_kept(p_train, q, D_train, perfect=fit.delta >= fit.d_perfect, options=options,
+                             warm=fit.solved)[0]
+        D_held = fold_sums[f] / np.maximum(held.sum(axis=0), 1)[:, None]
+        cls, sym = np.nonzero(held)
+        times = held[cls, sym].astype(np.int64)
+        private, symbols = np.repeat(cls, times), np.repeat(sym, times)
+        # The in-memory estimator on the held-out (class, input) pairs; its "exact" branch reads the
+        # held-out distortion as D_held[symbol] @ q[symbol], the mean over the fold's rows of E d(b, released).
+        fit_like = SimpleNamespace(p_ac=p_train, solved=SimpleNamespace(table=q),
+                                   alphabet=SimpleNamespace(distortion=D_held))
+        parts.append(_fold_estimate(fit_like, SimpleNamespace(private=private), np.arange(private.size), symbols,
+                                    "l2", "exact", rng))
+    return _pool(parts, k, n_classes=0, seed=options.seed)     # no simulated releases: no attacker
+
+
+class _Runner:
+    """Submits one task per partition and gathers the results in partition order."""
+
+    def __init__(self, client, show: bool):
+        self.client, self.show = client, show
+
+    def map_keep(self, fn, items, **kwargs) -> list:
+        return [self.client.submit(fn, item, pure=False, **kwargs) for item in items]
+
+    def gather(self, futures) -> list:
+        if self.show:
+            from distributed import progress
+            with contextlib.redirect_stdout(sys.stderr):
+                progress(futures)
+        return self.client.gather(futures)
+
+    def map(self, fn, items, **kwargs) -> list:
+        return self.gather(self.map_keep(fn, items, **kwargs))
+
+
+def _cells(points: np.ndarray, integer: np.ndarray) -> list[list]:
+    return [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in points]
+
+
+def _summarize(src, stats, digests, options: BuildOptions) -> SourceSummary:
+    """The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
+    minimum and maximum, a non-integer value if any, and a missing cell if any (what ``resolve``
+    reads of all rows)."""
+    n = sum(s["n"] for s in stats)
+    where = src.files[0] if len(src.files) == 1 else f"{len(src.files)} files"
+    if n < MIN_ROWS:
+        raise DatasetError(f"{where}: {n} data rows, need at least {MIN_ROWS}")
+    found = sorted(set().union(*(s["labels"] for s in stats)))
+    classes = check_classes(found, None, where, src.private_name)
+    full = [s for s in stats if s["n"]]
+    lo = np.fmin.reduce([s["lo"] for s in full])
+    hi = np.fmax.reduce([s["hi"] for s in full])
+    fraction = np.fmax.reduce([s["fraction"] for s in full])
+    missing = np.logical_or.reduce([s["missing"] for s in full])
+    summary = np.vstack([lo, hi, np.where(np.isnan(fraction), lo, fraction), np.where(missing, np.nan, lo)])
+    schema = resolve(src.features, summary, options.declared)
+    observed = sum(s["observed"] for s in full)
+    middle = np.array([(c.min + c.max) / 2 for c in schema])   # a column with no observed cell
+    means = np.where(observed > 0, sum(s["sums"] for s in full) / np.maximum(observed, 1), middle)
+    fills = None
+    if options.missing == "impute":
+        middle = np.array([_middle_values([s["values"][k] for s in full]) for k in range(len(src.features))]).T
+        fills = column_fills(middle, schema)
+    d = len(src.features)
+    return SourceSummary(
+        n=n, classes=tuple(classes), private_name=src.private_name, sha256=source_sha256(src.files, digests),
+        features=src.features, schema=schema, dropped=sum(s["dropped"] for s in stats),
+        missing_fraction=float((n * d - observed.sum()) / (n * d)) if d else 0.0, means=means, fills=fills)
+
+
+def _middle_values(counted: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The two middle observed values of a column from per-partition value counts, shape (2,):
+    ``np.median`` of them is the median of all (NaN, NaN when nothing is observed)."""
+    values = np.concatenate([v for v, _ in counted])
+    counts = np.concatenate([c for _, c in counted])
+    if counts.sum() == 0:
+        return np.array([np.nan, np.nan])
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(counts[order])
+    m = int(cum[-1])
+    return values[np.searchsorted(cum, [(m - 1) // 2 + 1, m // 2 + 1])]
+
+
+# --- tasks run on the workers ------------------------------------------------------------------------
+
+def _read(part: Partition, reading: _Reading) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(X, lookup, labels, dropped)``: the partition's rows with a public cell (NaN = missing),
+    those rows as the device looks them up (fills in under "impute"), private labels, and the
+    number of rows left out for having every public cell missing."""
+    X, labels = read_partition(part, reading.features, reading.private, dict(reading.tokens))
+    keep = ~np.all(np.isnan(X), axis=1) if X.shape[1] else np.ones(X.shape[0], dtype=bool)
+    dropped = int(X.shape[0] - keep.sum())
+    if dropped:
+        X, labels = X[keep], labels[keep]
+    lookup = X if reading.fills is None else np.where(np.isnan(X), reading.fills, X)
+    return X, lookup, labels, dropped
+
+
+def _partition_stats(part: Partition, *, reading: _Reading, declared: Declared | None, values: bool) -> dict:
+    X, _, labels, dropped = _read(part, reading)
+    if X.shape[0] == 0:
+        return {"n": 0, "labels": set(), "dropped": dropped}
+    _check_declared(X, reading.features, declared, part)
+    observed = ~np.isnan(X)
+    seen = observed.any(axis=0)
+    lo = np.where(seen, np.where(observed, X, np.inf).min(axis=0), np.nan)
+    hi = np.where(seen, np.where(observed, X, -np.inf).max(axis=0), np.nan)
+    fractional = observed & (X != np.round(np.where(observed, X, 0.0)))
+    first = np.argmax(fractional, axis=0)
+    fraction = np.where(fractional.any(axis=0), X[first, np.arange(X.shape[1])], np.nan)
+    out = {"n": X.shape[0], "labels": set(np.unique(labels).tolist()), "dropped": dropped, "lo": lo, "hi": hi,
+           "fraction": fraction, "missing": ~observed.all(axis=0), "observed": observed.sum(axis=0),
+           "sums": np.where(observed, X, 0.0).sum(axis=0)}
+    if values:
+        out["values"] = []
+        for k, name in enumerate(reading.features):
+            v, c = np.unique(X[observed[:, k], k], return_counts=True)
+            if v.size > MEDIAN_MAX_DISTINCT:
+                raise BuildError(f"{describe_partition(part)}, column {name!r}: more than {MEDIAN_MAX_DISTINCT} "
+                                 "distinct values; --missing impute takes the exact median out of core from "
+                                 "value counts (use --missing mask)")
+            out["values"].append((v, c))
+    return out
+
+
+def _check_declared(X: np.ndarray, features, declared: Declared | None, part: Partition) -> None:
+    """The declarations checked on one partition by ``resolve`` itself; a column without a declared
+    domain is given the partition's own whole-number range, so only the declarations can fail."""
+    if declared is None:
+        return
+    default = declared.get("*")
+    columns = []
+    for k, name in enumerate(features):
+        d = declared.get(name)
+        if d.min is None and default.min is None:
+            observed = X[:, k][~np.isnan(X[:, k])]
+            lo, hi = (math.floor(observed.min()), math.ceil(observed.max())) if observed.size else (0.0, 0.0)
+            d = Declaration(d.type, float(lo), float(hi), d.missing, d.missing_token)
+        columns.append((name, d))
+    columns += [(n, d) for n, d in declared.columns if n == "*"]
+    try:
+        resolve(features, X, Declared(tuple(columns)))
+    except DatasetError as exc:
+        raise DatasetError(f"{describe_partition(part)}: {exc} (data rows counted from there)") from None
+
+
+def _fill(X: np.ndarray, means: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(X), means, X) if np.isnan(X).any() else X
+
+
+def _kmeans_rows(part: Partition, *, reading: _Reading, means) -> np.ndarray:
+    """Rows as k-means groups them: the lookup rows with a missing cell filled by its column's mean."""
+    return _fill(_read(part, reading)[1], means)
+
+
+def _group_sums(part: Partition, *, reading: _Reading, means, centers):
+    """Per k-means centre: sums and counts of observed lookup cells (K, d) and rows (K,)."""
+    _, L, _, _ = _read(part, reading)
+    k, d = centers.shape
+    if L.shape[0] == 0:
+        return np.zeros((k, d)), np.zeros((k, d)), np.zeros(k, dtype=np.int64)
+    groups = nearest_l2(_fill(L, means), centers)
+    observed = ~np.isnan(L)
+    values = np.where(observed, L, 0.0)
+    sums = np.stack([np.bincount(groups, weights=values[:, i], minlength=k) for i in range(d)], axis=1) \
+        if d else np.zeros((k, 0))
+    seen = np.stack([np.bincount(groups, weights=observed[:, i], minlength=k) for i in range(d)], axis=1) \
+        if d else np.zeros((k, 0))
+    return sums, seen, np.bincount(groups, minlength=k)
+
+
+def _nearest(L: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """The device's rule: BLAS form on complete rows, the masked rule on rows with a missing cell."""
+    if L.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    gaps = np.isnan(L).any(axis=1)
+    if not gaps.any():
+        return nearest_l2(L, centers)
+    out = np.empty(L.shape[0], dtype=np.int64)
+    out[~gaps] = nearest_l2(L[~gaps], centers)
+    out[gaps] = nearest(L[gaps], centers, "l2")
+    return out
+
+
+def _paired(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """l2 distance of each row of X to the same row of Y over X's observed cells, shape (n,); summed
+    from the first feature to the last, bitwise as ``pairwise``."""
+    acc = np.zeros(X.shape[0])
+    for i in range(X.shape[1]):
+        diff = X[:, i] - Y[:, i]
+        acc += np.where(np.isnan(diff), 0.0, diff * diff)
+    return np.sqrt(acc)
+
+
+def _fold_of(ordinal: int, m: int, folds: int, seed: int) -> np.ndarray:
+    """Cross-fitting fold of each of a partition's m rows: splitmix64 of (seed, partition, row)."""
+    if folds <= 1:
+        return np.zeros(m, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        x = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + (np.uint64(ordinal) << np.uint64(32))
+             + np.arange(m, dtype=np.uint64))
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return (x % np.uint64(folds)).astype(np.int64)
+
+
+def _assign(part: Partition, *, reading: _Reading, classes, centers, folds: int, seed: int, ordinal: int):
+    X, L, labels, _ = _read(part, reading)
+    k = centers.shape[0]
+    psi = _nearest(L, centers)
+    fold = _fold_of(ordinal, X.shape[0], folds, seed)
+    code = {c: i for i, c in enumerate(classes)}
+    a = np.fromiter((code[v] for v in labels), dtype=np.int64, count=labels.size)
+    n_folds, n_classes = max(folds, 1), len(classes)
+    counts = np.bincount((fold * n_classes + a) * k + psi, minlength=n_folds * n_classes * k)
+    dist = _paired(X, centers[psi]) if X.shape[0] else np.zeros(0)
+    return ((counts.reshape(n_folds, n_classes, k).astype(float), float(dist.max()) if dist.size else 0.0,
+             float(dist.sum())), (psi, fold))
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _rows_of(part, assigned, reading, renumber):
+    X = _read(part, reading)[0]
+    return X, renumber[assigned[1][0]], assigned[1][1]
+
+
+def _raw_total(part: Partition, assigned, *, reading, renumber, outputs, table) -> float:
+    X, psi, _ = _rows_of(part, assigned, reading, renumber)
+    return raw_distortion_total(psi, lambda rows, cols: pairwise(X[rows], outputs[cols], "l2"), table)
+
+
+def _distance_sums(part: Partition, assigned, *, reading, renumber, outputs, folds: int, n_inputs: int):
+    from scipy import sparse
+    X, psi, fold = _rows_of(part, assigned, reading, renumber)
+    total = np.zeros((folds * n_inputs, outputs.shape[0]))
+    key = fold * n_inputs + psi
+    for start in range(0, X.shape[0], _ROWS):
+        block = X[start:start + _ROWS]
+        m = block.shape[0]
+        group = sparse.csr_matrix((np.ones(m), (key[start:start + m], np.arange(m))), shape=(total.shape[0], m))
+        total += group @ _distances(block, outputs)
+    return total.reshape(folds, n_inputs, outputs.shape[0])
+
+
+def _codebook_sums(part: Partition, assigned, *, reading, renumber, table, per_row, Z, P):
+    """One pass of the codebook step over the (row, output) pairs where the table is non-zero.
+
+    Rows are taken input by input: the rows with psi = c share the table row's support J_c, so
+    their distances to the points of J_c are one block (BLAS on complete rows).
+
+    Returns ``(numer, denom, z_cost, p_cost)``: Weiszfeld's weighted sums of observed cells
+    (K_out, d) and their weights (K_out, d) (weights w = p(c)/n_c q(j|c), divided by d(b, Z_j)
+    when ``Z`` is given), and the costs sum w d(b, .) of Z and of P per output (K_out,).
+    """
+    X, psi, _ = _rows_of(part, assigned, reading, renumber)
+    k_out, d = P.shape
+    numer, denom = np.zeros((k_out, d)), np.zeros((k_out, d))
+    z_cost, p_cost = np.zeros(k_out), np.zeros(k_out)
+    order = np.argsort(psi, kind="stable")
+    bounds = np.searchsorted(psi[order], np.arange(table.shape[0] + 1))
+    for c in np.nonzero(np.diff(bounds))[0]:
+        support = table.indices[table.indptr[c]:table.indptr[c + 1]]
+        w = table.data[table.indptr[c]:table.indptr[c + 1]] * per_row[c]
+        for start in range(bounds[c], bounds[c + 1], _ROWS):
+            rows = X[order[start:min(start + _ROWS, bounds[c + 1])]]
+            p_cost[support] += w * _distances(rows, P[support]).sum(axis=0)
+            weights = np.broadcast_to(w, (rows.shape[0], support.size))
+            if Z is not None:
+                dz = _distances(rows, Z[support])
+                z_cost[support] += w * dz.sum(axis=0)
+                weights = w / np.maximum(dz, 1e-9)
+            observed = ~np.isnan(rows)
+            numer[support] += weights.T @ np.where(observed, rows, 0.0)
+            denom[support] += weights.T @ observed
+    return numer, denom, z_cost, p_cost
+
+
+def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """l2 distances (n, m) over each row's observed cells: scipy's ``cdist`` on complete rows,
+    the masked ``pairwise`` on rows with a missing cell."""
+    from scipy.spatial.distance import cdist
+    gaps = np.isnan(X).any(axis=1)
+    if not gaps.any():
+        return cdist(X, Y)
+    out = np.empty((X.shape[0], Y.shape[0]))
+    if not gaps.all():
+        out[~gaps] = cdist(X[~gaps], Y)
+    out[gaps] = pairwise(X[gaps], Y, "l2")
+    return out
+
+
+# --- k-means variants ----------------------------------------------------------------------------------
+
+def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: BuildOptions):
+    from sklearn.cluster import MiniBatchKMeans
+    k = options.clusters
+    model = MiniBatchKMeans(n_clusters=k, random_state=options.seed, batch_size=MINIBATCH_ROWS, n_init=3)
+    rng = np.random.default_rng(options.seed)  # order of rows within a partition; not a release path
+
+    def fetch(part):
+        return run.client.submit(_kmeans_rows, part, reading=reading, means=summary.means, pure=False)
+
+    pending = fetch(parts[0])
+    later = iter(parts[1:])
+    carry = np.empty((0, len(summary.features)))
+    while pending is not None:
+        X = pending.result()
+        part = next(later, None)  # read the next partition while this one is fitted
+        pending = None if part is None else fetch(part)
+        X = np.concatenate([carry, X[rng.permutation(X.shape[0])]])
+        start = 0
+        if not hasattr(model, "cluster_centers_"):
+            start = max(3 * k, MINIBATCH_ROWS)  # k-means++ initialisation sample
+            if X.shape[0] < start and pending is not None:
+                carry = X
+                continue
+            model.partial_fit(X[:start])
+        while X.shape[0] - start >= MINIBATCH_ROWS:
+            model.partial_fit(X[start:start + MINIBATCH_ROWS])
+            start += MINIBATCH_ROWS
+        carry = X[start:]
+    if carry.shape[0]:
+        model.partial_fit(carry)
+    return model.cluster_centers_
+
+
+def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: BuildOptions):
+    import dask
+    import dask.array as da
+    from dask_ml.cluster import KMeans
+    sizes = run.map(_partition_rows, parts, reading=reading)
+    d = len(summary.features)
+    blocks = [da.from_delayed(dask.delayed(_kmeans_rows)(part, reading=reading, means=summary.means),
+                              shape=(m, d), dtype=np.float64) for part, m in zip(parts, sizes) if m]
+    X = da.concatenate(blocks, axis=0)
+    model = KMeans(n_clusters=options.clusters, random_state=options.seed, init="k-means||")
+    with dask.config.set(scheduler=run.client):
+        model.fit(X)
+    return np.asarray(model.cluster_centers_)
+
+
+def _partition_rows(part: Partition, *, reading) -> int:
+    return int(_read(part, reading)[0].shape[0])
+
+
+def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: BuildOptions):
+    if summary.n > IN_MEMORY_MAX_ROWS:
+        raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
+                         f"(use minibatch or dask-ml)")
+    X = np.concatenate(run.map(_kmeans_rows, parts, reading=reading, means=summary.means))
+    distinct = np.unique(X, axis=0).shape[0]
+    if options.clusters > distinct:
+        raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {distinct} distinct public rows")
+    return kmeans(X, options.clusters, seed=options.seed).cluster_centers_
+
+
+_KMEANS = {"minibatch": _minibatch, "dask-ml": _dask_ml, "in-memory": _in_memory}

@@ -1,0 +1,388 @@
+"""The offline build: labelled CSV -> prior -> alphabet -> program (19) -> codebook step -> integer table
+-> payload, with the cross-fitted (new-user) leakage beside the in-sample one.
+
+Two mechanisms share the pipeline and differ in their alphabet:
+
+- ``"quantized"`` (Algorithm 2): k-means representatives of numeric public data
+  are both the input and the output alphabet; the device maps a row to its
+  nearest representative. Metrics ``l2`` (default), ``l1``, ``hamming``.
+- ``"exact"`` (Algorithm 1): the observed categorical tuples are the inputs and
+  every erasure pattern of them the outputs (metric ``erasures``); the device
+  requires an exact match.
+
+Missing answers (NaN cells, quantized mechanism only) follow ``BuildOptions.missing``
+(see :mod:`privmap.offline.mechanisms.quantized._missing`); rows with every public cell
+missing are left out of the build (a device refuses them). Feature domains come
+from ``BuildOptions.declared`` completed by inference (:mod:`privmap.offline.data._schema`).
+
+The metrics written into the payload are recomputed from the compressed integer
+table (DESIGN invariant 1); the solver's own figures are kept beside them so the
+change is visible.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..._errors import BuildError, SolverError
+from ..._information import max_output_leakage_bits, mutual_information_bits
+from ..._mismatch import mismatch_bound
+from ...data._dataset import Dataset, load_dataset
+from ...data._distortion import pairwise
+from ...data._schema import Column
+from ...solvers._compress import CompressedTable, compress
+from ...solvers._result import SolveResult
+from .._header import _tool_version, payload_header
+from ._codebook import Codebook
+from ._missing import DEFAULT_MISSING, feature_maps
+from ._steps import MECHANISMS, Alphabet, BuildOptions, Progress, Solved, robust_set, solve_dataset, solve_prior
+
+#: The options and steps come from :mod:`._steps` and are named here too, where a build's callers
+#: have always found them.
+__all__ = ["MECHANISMS", "BuildOptions", "Alphabet", "Solved", "Progress", "solve_dataset", "solve_prior",
+           "Build", "StageTimer", "build", "assemble", "load_training", "raw_distortion_total", "centers_alphabet"]
+
+
+class StageTimer:
+    """Seconds and peak memory of each stage of a build; it is the build's progress callback.
+
+    ``timer(stage, fraction)`` closes the running stage when ``stage`` names another one and
+    forwards every call to ``forward`` (a progress bar). :meth:`close` ends the last stage.
+    :meth:`records` gives, in order, one dict per stage:
+
+    ``stage``; ``seconds`` (wall clock) and ``cpu_seconds`` (user + system CPU time of this
+    process and of its waited-for children, so work on several cores counts in full);
+    ``peak_rss_bytes``: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` sampled when the stage
+    ended, the largest resident set size the process had reached *since it started* (a
+    high-water mark: non-decreasing over the stages, so a stage raised the peak exactly where the
+    figure grows); ``children_peak_rss_bytes``: the same for the largest waited-for child
+    process (``RUSAGE_CHILDREN``; 0 without children). ru_maxrss is in KiB on Linux and bytes
+    on macOS; both are reported in bytes.
+
+    The stages of :func:`build`: load, cluster, prior, perfect-privacy (Delta0), solve, codebook,
+    compress, holdout-fold-1 .. holdout-fold-k (each ends when the build is told that fold is
+    done), payload; the CLI adds encode-sign.
+
+    Folds run in pooled worker processes, which the parent's ``RUSAGE_CHILDREN`` does not see
+    until the pool is reaped (at exit). :meth:`attach_folds` therefore adds each fold's own
+    figures, measured by the process that ran it, to its ``holdout-fold-i`` record:
+    ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes`` (that worker's high-water
+    mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU seconds are added to the
+    record's ``cpu_seconds`` (an in-process fold's are in it already). The whole process tree's
+    figure stays what the operating system reports for the build's process and its children.
+    """
+
+    def __init__(self, forward: Progress | None = None):
+        self._forward = forward
+        self._records: list[dict] = []
+        self._stage: str | None = None
+        self._since = self._cpu_since = 0.0
+
+    def __call__(self, stage: str, fraction: float) -> None:
+        if stage != self._stage:
+            self.close()
+            if stage != "done":                       # "done" ends the build's last stage, opens none
+                self._stage, self._since, self._cpu_since = stage, time.perf_counter(), _cpu_seconds()
+        if self._forward is not None:
+            self._forward(stage, fraction)
+
+    def close(self) -> None:
+        """End the running stage (if any) and record it."""
+        if self._stage is None:
+            return
+        self._records.append({"stage": self._stage, "seconds": round(time.perf_counter() - self._since, 3),
+                              "cpu_seconds": round(_cpu_seconds() - self._cpu_since, 3),
+                              "peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_SELF),
+                              "children_peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_CHILDREN)})
+        self._stage = None
+
+    def attach_folds(self, costs) -> None:
+        """Add each fold's own cost (:attr:`._holdout.HoldoutLeakage.fold_costs`) to its closed
+        ``holdout-fold-i`` record (class docstring); a fold without a record is skipped."""
+        by_stage = {r["stage"]: r for r in self._records}
+        for cost in costs:
+            record = by_stage.get(f"holdout-fold-{cost['fold']}")
+            if record is None:
+                continue
+            record.update(fold_seconds=cost["seconds"], fold_cpu_seconds=cost["cpu_seconds"],
+                          fold_peak_rss_bytes=cost["peak_rss_bytes"], fold_pid=cost["pid"],
+                          fold_pooled=cost["pooled"])
+            if cost["pooled"]:
+                record["cpu_seconds"] = round(record["cpu_seconds"] + cost["cpu_seconds"], 3)
+
+    def records(self) -> list[dict]:
+        """The closed stages, in order (see the class docstring)."""
+        return [dict(r) for r in self._records]
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _peak_rss_bytes(who: int) -> int:
+    peak = resource.getrusage(who).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+@dataclass(frozen=True)
+class Build:
+    """What :func:`build` computed: the payload to sign and the pieces behind it."""
+
+    payload: dict
+    dataset: Dataset
+    alphabet: Alphabet
+    dropped_rows: int
+    p_ac: np.ndarray
+    solved: SolveResult
+    table: CompressedTable
+    stages: StageTimer | None = field(default=None, compare=False)
+
+
+def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:
+    """The training rows of ``csv_path`` as a build reads them: blank cells (and declared missing
+    tokens) are missing answers, rows with every public cell missing are left out.
+
+    Returns the dataset and the number of rows left out. Raises :class:`DatasetError`.
+    """
+    tokens = options.declared.missing_tokens() if options.declared else None
+    dataset = load_dataset(csv_path, private=options.private, public=options.public,
+                           categorical=options.mechanism == "exact", missing_tokens=tokens)
+    return dataset.without_all_missing()
+
+
+def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, holdout=None) -> Build:
+    """Run the offline pipeline on a CSV and return the unsigned payload.
+
+    Parameters
+    ----------
+    csv_path : path-like
+        Labelled CSV (header row; ``options.private`` names the private column).
+    options : BuildOptions
+    progress : callable(stage: str, fraction: float), optional
+        Told about each stage ("load", "cluster", "prior", "perfect-privacy", "solve",
+        "codebook", "compress", "holdout-fold-1" .. "holdout-fold-k", "payload") and the
+        fraction of the build done.
+    holdout : HoldoutLeakage, optional, keyword-only
+        The cross-fitted estimate of these rows and options, already measured (``--clusters auto``
+        measured it to choose K): written into the bundle as it is, not re-estimated.
+
+    The returned build's ``stages`` is the :class:`StageTimer` that timed it (a caller may time
+    more stages on it: the CLI adds "encode-sign").
+
+    Raises
+    ------
+    BuildError
+        Bad data (DatasetError), infeasible budget (InfeasibleError), a solver
+        that fails (SolverError), or a payload the device would refuse.
+    """
+    tell = StageTimer(progress)
+    tell("load", 0.0)
+    dataset, dropped = load_training(csv_path, options)
+    done = solve_dataset(dataset, options, progress=lambda stage, f: tell(stage, 0.8 * f))
+    built = assemble(dataset, done, options, tell,
+                     measure=lambda table: _measured_raw_distortion(done.alphabet, table),
+                     dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()), holdout=holdout)
+    return dataclasses.replace(built, stages=tell)
+
+
+def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
+             measure: Callable[[CompressedTable], float], dropped_rows: int = 0,
+             missing_cell_fraction: float = 0.0, holdout=None) -> Build:
+    """The build from the solved table on: compression, metrics, cross-fitting, payload.
+
+    Parameters
+    ----------
+    dataset : Dataset or an object with ``n``, ``classes``, ``private_name`` and ``sha256``
+        The data the prior was estimated from (a partitioned build passes its summary, and
+        cross-fitting, which needs the rows, runs only on a :class:`Dataset`).
+    done : Solved
+        From :func:`solve_dataset` or :func:`solve_prior`.
+    options : BuildOptions
+    tell : callable(stage, fraction)
+    measure : callable(CompressedTable) -> float, keyword-only
+        Mean over the data rows of E d(b, released) under the integer table (Theorem 2's left side).
+    dropped_rows, missing_cell_fraction : keyword-only
+        Rows left out for having every public cell missing, and the share of missing cells.
+    holdout : HoldoutLeakage, optional, keyword-only
+        A cross-fitted estimate already measured for these rows and options (written as it is);
+        otherwise one is measured when ``options.holdout_folds`` is set (:mod:`._holdout`).
+
+    Raises
+    ------
+    BuildError
+        As :func:`build`.
+    """
+    alphabet, p_ac, solved, delta, d_perfect = done.alphabet, done.p_ac, done.solved, done.delta, done.d_perfect
+    k_in = len(alphabet.inputs)
+    tell("compress", 0.72)
+    table = compress(solved.table, p_ac, alphabet.distortion, done.budget, bits=options.bits)
+    measured = measure(table)
+    index, weight = table.rows()
+    metrics = {
+        "leakage_bits": table.leakage_bits,
+        "distortion": table.distortion,
+        "delta": float(delta),
+        "r": alphabet.r,
+        "delta_plus_r": float(delta) + alphabet.r,
+        "clusters": k_in,
+        "outputs": len(alphabet.outputs),
+        "n": dataset.n,
+        "perfect_privacy_distortion": d_perfect,
+        "leakage_before_bits": mutual_information_bits(p_ac),
+        "quantization_distortion": alphabet.quantization_distortion,
+        "measured_distortion": measured,
+        "solved_leakage_bits": solved.leakage_bits,
+        "solved_distortion": solved.distortion,
+        "leakage_change_bits": table.leakage_bits - solved.leakage_bits,
+        "multiplier": solved.multiplier,
+        "repaired_units": table.repaired_units,
+        "rows_all_missing_dropped": dropped_rows,
+        "missing_cell_fraction": missing_cell_fraction,
+    }
+    if math.isfinite(solved.gap_bits):
+        metrics["solver_gap_bits"] = solved.gap_bits
+    metrics.update(_output_leakage_metrics(p_ac, table, options.max_output_leakage_bits))
+    finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
+    bound = mismatch_bound(dataset.n, len(dataset.classes), k_in, float(finite.max()),
+                           mutual_information_bits(np.diag(p_ac.sum(axis=1))))
+    metrics["mismatch_confidence"] = 0.95
+    metrics["mismatch_eps"] = bound.eps
+    metrics["mismatch_distortion_bound"] = bound.distortion
+    if math.isfinite(bound.leakage_bits):
+        metrics["mismatch_leakage_bound_bits"] = bound.leakage_bits
+    metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
+    if done.codebook is not None:
+        metrics.update(_codebook_metrics(done.codebook))
+    if options.robust is not None:
+        metrics.update(robust_metrics(robust_set(dataset, alphabet, p_ac, options.robust), table))
+    if holdout is not None:
+        metrics.update(holdout.metrics())
+    elif options.holdout_folds and isinstance(dataset, Dataset):
+        from ._holdout import cross_fitted_leakage
+        folds = options.holdout_folds
+
+        def fold_done(f):        # fold i of k reported done: the next one's stage starts
+            done_folds = min(folds, int(round(f * folds)))
+            tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
+
+        tell("holdout-fold-1", 0.75)
+        estimate = cross_fitted_leakage(dataset, options, progress=fold_done)
+        if isinstance(tell, StageTimer):
+            tell.attach_folds(estimate.fold_costs)
+        metrics.update(estimate.metrics())
+    tell("payload", 0.99)
+    payload = {
+        **payload_header(options, options.mechanism),
+        "metric": options.metric,
+        "features": alphabet.features,
+        "private": {"name": dataset.private_name, "classes": list(dataset.classes)},
+        "inputs": alphabet.inputs,
+        "outputs": alphabet.outputs,
+        "table": {"bits": table.bits, "index": index, "weight": weight},
+        "prior": p_ac.tolist(),
+        "metrics": metrics,
+        "provenance": {
+            "tool_version": _tool_version(),
+            "seed": options.seed,
+            "data_sha256": dataset.sha256,
+            "solver": solved.solver,
+            "clusters_requested": options.clusters if options.clusters is not None else k_in,
+            "smoothing": repr(options.smoothing),
+            "delta_fraction": repr(options.delta_fraction) if options.delta_fraction is not None else "",
+            "missing_policy": options.missing,
+            "codebook": int(done.codebook is not None),
+        },
+    }
+    tell("done", 1.0)
+    return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped_rows, p_ac=p_ac,
+                 solved=solved, table=table)
+
+
+def robust_metrics(cs, table: CompressedTable) -> dict:
+    """The robust figures of the shipped integer table over the confidence set ``cs``:
+    ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
+    ``robust_max_output_leakage_bits`` (docs/guarantees.md)."""
+    from ...solvers._robust import certified_leakage_bits, certified_max_output_leakage_bits
+    q = table.probabilities().toarray()
+    metrics = {"robust_leakage_bits": certified_leakage_bits(cs, q), "robust_confidence": cs.confidence}
+    epsilon = certified_max_output_leakage_bits(cs, q)
+    if math.isfinite(epsilon):
+        metrics["robust_max_output_leakage_bits"] = epsilon
+    return metrics
+
+
+def _output_leakage_metrics(p_ac: np.ndarray, table: CompressedTable, limit: float | None) -> dict:
+    """With a per-output ``limit``: ``max_output_leakage_bits`` of the integer table on the training prior
+    (left out when infinite: an output rules a class out, and metrics hold finite numbers only) and
+    the limit. Without one, nothing: a default build's payload stays as before the key, so the signed
+    example bundles in tables/ still rebuild field by field (their key is not in the repository);
+    ``privmap inspect`` computes the figure from the table and prior.
+
+    Raises
+    ------
+    SolverError
+        The integer table breaks ``limit`` (the solve is meant to prevent that; checked again here).
+    """
+    if limit is None:
+        return {}
+    eps = max_output_leakage_bits(p_ac, table.probabilities())
+    if not eps <= limit:
+        raise SolverError(f"the integer table's per-output leakage {eps:.6g} bits exceeds the limit {limit:g}")
+    return {"max_output_leakage_bits": eps, "max_output_leakage_limit_bits": float(limit)}
+
+
+def _codebook_metrics(step: Codebook) -> dict:
+    return {"codebook_iterations": step.iterations,
+            "codebook_start_distortion": step.start_distortion,
+            "codebook_start_leakage_bits": step.start_leakage_bits,
+            "codebook_rounding_cost": step.rounding_cost}
+
+
+def _measured_raw_distortion(alphabet: Alphabet, table: CompressedTable) -> float:
+    """Mean over data rows of E d(b, released), exact under the integer table (Theorem 2's left side)."""
+    return raw_distortion_total(alphabet.labels, alphabet.raw_distortion, table) / alphabet.labels.size
+
+
+def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTable) -> float:
+    """Sum over rows of E d(b, released) under the integer table.
+
+    ``labels`` (n,) is psi of each row; ``raw_distortion(rows, outputs)`` gives d(b, output),
+    shape (len(rows), len(outputs)), for row indexes into the same rows.
+    """
+    q = table.probabilities()
+    total = 0.0
+    for c in range(q.shape[0]):
+        rows = np.nonzero(labels == c)[0]
+        if rows.size == 0:
+            continue
+        lo, hi = q.indptr[c], q.indptr[c + 1]
+        outputs, probs = q.indices[lo:hi], q.data[lo:hi]
+        total += float(np.sum(raw_distortion(rows, outputs) @ probs))
+    return total
+
+
+def centers_alphabet(names, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray, centers: np.ndarray, metric: str,
+                     *, labels, raw_distortion, r: float, quantization_distortion: float) -> Alphabet:
+    """The quantized alphabet of a partitioned build: numeric features (d,) whose domains are the
+    observed ranges ``lo``..``hi``, with the default missing-answer rule on the device (as an
+    in-memory build of the same complete rows writes), and representatives ``centers`` (K, d);
+    the other fields are as in :class:`Alphabet` (``labels`` is None when the rows were never held
+    at once).
+    """
+    schema = tuple(Column(name, bool(is_int), int(a) if is_int else float(a), int(b) if is_int else float(b),
+                          True, "", ("type", "domain"))
+                   for name, is_int, a, b in zip(names, integer, lo, hi))
+    features = feature_maps(schema, DEFAULT_MISSING)
+    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in centers]
+    return Alphabet(features=features, inputs=cells, outputs=[list(row) for row in cells], labels=labels,
+                    distortion=pairwise(centers, centers, metric), raw_distortion=raw_distortion,
+                    r=r, quantization_distortion=quantization_distortion, schema=schema)
+

@@ -1,0 +1,316 @@
+"""The steps of a seed-000 build that cross-fitting repeats on each fold: the alphabet
+(k-means representatives, or the exact mechanism's tuples and erasures), the prior p(a, c),
+program (19) and the codebook step, with the options that decide them.
+
+:mod:`._pipeline` runs these steps and then compresses the table, measures the cross-fitted
+leakage (:mod:`._holdout`, which runs them again on each fold) and writes the payload; keeping
+the steps here lets both import them without importing each other.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..._errors import BuildError
+from ..._information import max_output_leakage_bits
+from ...data._dataset import Dataset
+from ...data._distortion import METRICS, pairwise
+from ...data._prior import joint_prior
+from ...data._schema import Column, Declared, resolve
+from ...solvers._compress import DEFAULT_BITS, compress
+from ...solvers._perfect import perfect_privacy_solution, perfect_privacy_table
+from ...solvers._result import SolveResult
+from ...solvers._solve import SOLVERS, solve
+from .._header import HeaderOptions, check_header
+from ._codebook import Codebook, metric_center, refine
+from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
+
+__all__ = ["MECHANISMS", "Progress", "BuildOptions", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
+
+MECHANISMS = ("quantized", "exact")
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions(HeaderOptions):
+    """Everything that decides a bundle's bytes (with the data and the key).
+
+    Exactly one of ``delta`` (absolute budget) and ``delta_fraction`` (a fraction
+    of the perfect-privacy distortion) is given. ``clusters`` is required for the
+    quantized mechanism and ignored by the exact one. ``issued_at`` is unix
+    seconds; None takes SOURCE_DATE_EPOCH when set, else the clock. ``codebook`` runs the
+    codebook step after solving (quantized mechanism; :mod:`._codebook`). ``holdout_folds``
+    is k of the cross-fitted leakage written into the metrics (:mod:`._holdout`); 0 skips it.
+    ``max_output_leakage_bits`` (None: no limit) is a per-output limit eps in bits that the shipped
+    table meets on the training prior, |log2 p(a | c_hat) - log2 p(a)| <= eps for every output of
+    positive mass (:mod:`privmap.offline.solvers._output_limit`; the reference solver, whatever
+    ``solver`` says); it needs ``codebook`` off, since the codebook step re-solves without it.
+
+    Raises
+    ------
+    BuildError
+        At construction, for any inconsistent or out-of-range option.
+    """
+
+    private: str
+    public: tuple[str, ...] | None = None
+    mechanism: str = "quantized"
+    metric: str = "l2"
+    clusters: int | None = None
+    delta: float | None = None
+    delta_fraction: float | None = None
+    seed: int = 0
+    missing: str = DEFAULT_MISSING
+    declared: Declared | None = None
+    solver: str = "fast"
+    tol_bits: float = 1e-5
+    bits: int = DEFAULT_BITS
+    smoothing: float = 0.0
+    codebook: bool = True
+    holdout_folds: int = 5
+    robust: float | None = None
+    max_output_leakage_bits: float | None = None
+
+    def __post_init__(self):
+        if self.mechanism not in MECHANISMS:
+            raise BuildError(f"unknown mechanism {self.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
+        allowed = METRICS if self.mechanism == "quantized" else ("erasures",)
+        if self.metric not in allowed:
+            raise BuildError(f"metric {self.metric!r} does not fit the {self.mechanism} mechanism; "
+                             f"expected one of {', '.join(allowed)}")
+        if (self.delta is None) == (self.delta_fraction is None):
+            raise BuildError("give exactly one of delta and delta_fraction")
+        if self.delta is not None and not (math.isfinite(self.delta) and self.delta >= 0):
+            raise BuildError(f"delta must be a finite number >= 0, got {self.delta}")
+        if self.delta_fraction is not None and not (math.isfinite(self.delta_fraction) and self.delta_fraction >= 0):
+            raise BuildError(f"delta fraction must be a finite number >= 0, got {self.delta_fraction}")
+        if self.mechanism == "quantized" and (self.clusters is None or self.clusters < 1):
+            raise BuildError("the quantized mechanism needs clusters >= 1")
+        if self.mechanism == "exact" and self.declared is not None and self.declared.columns:
+            raise BuildError("declared domains (--domain, --schema) apply to numeric columns of the quantized "
+                             "mechanism; the exact mechanism's domain is its categorical tuples")
+        if self.missing not in MISSING_POLICIES:
+            raise BuildError(f"unknown missing policy {self.missing!r}; expected one of {', '.join(MISSING_POLICIES)}")
+        if self.solver not in SOLVERS:
+            raise BuildError(f"unknown solver {self.solver!r}; expected one of {', '.join(SOLVERS)}")
+        if not 1 <= self.bits <= 32:
+            raise BuildError(f"bits must be in 1..32, got {self.bits}")
+        if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
+            raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
+        check_header(self)
+        if self.seed < 0:
+            raise BuildError(f"seed must be >= 0, got {self.seed}")
+        if self.robust is not None and not (0.0 < self.robust < 1.0):
+            raise BuildError(f"robust confidence must lie in (0, 1), got {self.robust}")
+        if self.holdout_folds != 0 and not 2 <= self.holdout_folds <= 20:
+            raise BuildError(f"holdout folds must be 0 (off) or in 2..20, got {self.holdout_folds}")
+        if self.max_output_leakage_bits is not None:
+            # > 0: posteriors of a rounded table equal the prior only up to floating-point error
+            if not (math.isfinite(self.max_output_leakage_bits) and self.max_output_leakage_bits > 0):
+                raise BuildError(f"max output leakage must be a finite number of bits > 0, "
+                                 f"got {self.max_output_leakage_bits}")
+            if self.codebook and self.mechanism == "quantized":
+                raise BuildError("a per-output leakage limit needs the codebook step off: that step re-solves "
+                                 "without the limit")
+            if self.robust is not None:
+                raise BuildError("a per-output leakage limit and --robust do not combine: the robust search "
+                                 "re-solves without the limit")
+
+
+@dataclass(frozen=True)
+class Alphabet:
+    """Input and output symbols of program (19) with the feature schema.
+
+    ``inputs`` (K_in, d) and ``outputs`` (K_out, d) hold bundle cells: numbers, or
+    category indexes (None = erased). ``labels`` (n,) is psi of each data row,
+    ``distortion`` (K_in, K_out) the metric between symbols (inf = forbidden),
+    ``raw_distortion`` a function of (row indexes, output indexes) giving
+    d(b, output) on raw rows, ``r`` and ``quantization_distortion`` the radius and
+    mean distance of rows to their input symbol.
+    """
+
+    features: list[dict]
+    inputs: list[list]
+    outputs: list[list]
+    labels: np.ndarray
+    distortion: np.ndarray
+    raw_distortion: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    r: float
+    quantization_distortion: float
+    schema: tuple[Column, ...] = ()
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A dataset's alphabet, prior and solved table (before compression): the part of a build
+    that cross-fitting repeats on each fold.
+
+    ``delta`` is the budget asked for (``options.delta`` or the fraction of ``d_perfect``);
+    ``budget`` the one the table was finally held to (``delta``, or the distortion the
+    codebook step reached); ``codebook`` is None when the step did not run.
+    """
+
+    alphabet: Alphabet
+    p_ac: np.ndarray
+    solved: SolveResult
+    delta: float
+    d_perfect: float
+    budget: float
+    codebook: "Codebook | None" = None
+
+
+def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress | None = None,
+                  quantizer: Callable | None = None) -> Solved:
+    """Quantize (or build the erasure alphabet), estimate the prior, solve program (19), and run
+    the codebook step; everything :func:`._pipeline.build` does before compressing the table.
+
+    ``quantizer`` (keyword-only) replaces :func:`~privmap.offline.data._quantize.quantize` with a
+    callable of its signature (a cross-fitting fold's k-means, :class:`._holdout.FoldKMeans`).
+
+    Raises
+    ------
+    BuildError
+        As :func:`._pipeline.build`.
+    """
+    tell = progress or (lambda stage, fraction: None)
+    tell("cluster", 0.05)
+    alphabet = (_exact_alphabet(dataset) if options.mechanism == "exact"
+                else _quantized_alphabet(dataset, options, quantizer=quantizer))
+    k_in = len(alphabet.inputs)
+    tell("prior", 0.2)
+    p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
+    return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell)
+
+
+def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, dataset: Dataset | None = None,
+                progress: Progress | None = None) -> Solved:
+    """Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
+    distortion, the budget, the solve, and the codebook step when ``options.codebook`` is set and
+    the raw rows ``dataset`` are at hand (a partitioned build passes none and skips it).
+
+    Raises
+    ------
+    BuildError
+        As :func:`._pipeline.build`.
+    """
+    tell = progress or (lambda stage, fraction: None)
+    tell("perfect-privacy", 0.25)
+    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
+    delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
+    tell("solve", 0.35)
+    perfect = delta >= d_perfect
+    limit = options.max_output_leakage_bits
+    if perfect:
+        solved = perfect_privacy_solution(p_ac, alphabet.distortion, perfect_table)
+    if limit is not None and not (perfect and _ships_within(solved, p_ac, alphabet.distortion, delta, options)):
+        from ...solvers._output_limit import solve_for_shipping
+        solved = solve_for_shipping(p_ac, alphabet.distortion, delta, limit, bits=options.bits)
+    elif not perfect:
+        solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
+                       progress=lambda f: tell("solve", 0.35 + 0.4 * f))
+    if not (options.codebook and options.mechanism == "quantized" and dataset is not None):
+        solved = _robust_search(dataset, alphabet, p_ac, solved, float(delta), options, perfect=perfect, tell=tell)
+        return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
+                      budget=float(delta))
+    tell("codebook", 0.75)
+    alphabet, solved, step = _with_codebook(dataset, alphabet, p_ac, solved, options, perfect=perfect,
+                                            progress=lambda f: tell("codebook", 0.75 + 0.15 * f))
+    solved = _robust_search(dataset, alphabet, p_ac, solved, step.distortion, options, perfect=perfect, tell=tell)
+    return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
+                  budget=step.distortion, codebook=step)
+
+
+def robust_set(dataset, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
+    """The confidence set (:mod:`privmap.offline.solvers._confidence`) of the training rows'
+    cluster counts at ``confidence``, centred on the prior the build solved on."""
+    from ...solvers._confidence import confidence_set
+    counts = np.zeros(p_ac.shape)
+    np.add.at(counts, (np.asarray(dataset.private), np.asarray(alphabet.labels)), 1.0)
+    return confidence_set(counts, confidence, centre_prior=p_ac)
+
+
+def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, budget: float,
+                   options: BuildOptions, *, perfect: bool, tell: Progress) -> SolveResult:
+    """With ``options.robust``: the table of least certified worst-case leakage over the
+    confidence set among the robust search's candidates (:func:`~privmap.offline.solvers._robust.
+    solve_robust`), the average-case ``solved`` among them; otherwise ``solved`` itself."""
+    if options.robust is None or perfect:
+        return solved
+    if dataset is None:
+        raise BuildError("--robust needs the training rows (not available to a partitioned build)")
+    from ...solvers._robust import solve_robust
+    tell("robust", 0.9)
+    cs = robust_set(dataset, alphabet, p_ac, options.robust)
+    D = alphabet.distortion
+    return solve_robust(cs, D, budget, start=solved,
+                        solve=lambda prior, b: solve(prior, D, b, solver=options.solver,
+                                                     tol_bits=options.tol_bits)).solved
+
+
+def _ships_within(solved: SolveResult, p_ac: np.ndarray, distortion: np.ndarray, delta: float,
+                  options: BuildOptions) -> bool:
+    """Whether ``solved``'s table, rounded as :func:`._pipeline.assemble` will round it, meets the
+    per-output limit."""
+    table = compress(solved.table, p_ac, distortion, delta, bits=options.bits)
+    return max_output_leakage_bits(p_ac, table.probabilities()) <= options.max_output_leakage_bits
+
+
+def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult,
+                   options: BuildOptions, *, perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
+    """The codebook step on a quantized alphabet: outputs moved, distortion matrix and table replaced."""
+    X = dataset.public
+    integer = np.array([c.integer for c in alphabet.schema])
+    distance, centre, project = metric_center(options.metric, integer=integer,
+                                              lo=np.array([c.min for c in alphabet.schema], dtype=float),
+                                              hi=np.array([c.max for c in alphabet.schema], dtype=float))
+    step = refine(X, alphabet.labels, p_ac, solved.table, np.asarray(alphabet.outputs, dtype=float),
+                  distance=distance, centre=centre, project=project, perfect=perfect, solver=options.solver,
+                  tol_bits=options.tol_bits, progress=progress)
+    outputs = step.outputs
+
+    def raw_distortion(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        return distance(X[rows], outputs[columns])
+
+    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in outputs]
+    moved = dataclasses.replace(alphabet, outputs=cells, distortion=step.distortion_matrix,
+                                raw_distortion=raw_distortion)
+    last = step.solved or solved
+    result = SolveResult(table=step.table, leakage_bits=step.leakage_bits, distortion=step.distortion,
+                         multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
+                         message=last.message)
+    return moved, result, step
+
+
+def _quantized_alphabet(dataset: Dataset, options: BuildOptions, *, quantizer: Callable | None = None) -> Alphabet:
+    schema = resolve(dataset.features, dataset.public, options.declared)
+    found = missing_alphabet(dataset.public, schema, options.missing, clusters=options.clusters,
+                             metric=options.metric, seed=options.seed, quantizer=quantizer)
+    X, centers = dataset.public, found.centers
+
+    def raw_distortion(rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        return pairwise(X[rows], centers[outputs], options.metric)
+
+    return Alphabet(features=found.features, inputs=found.cells, outputs=[list(row) for row in found.cells],
+                    labels=found.labels, distortion=pairwise(centers, centers, options.metric),
+                    raw_distortion=raw_distortion, r=found.r, quantization_distortion=found.mean_distortion,
+                    schema=schema)
+
+
+def _exact_alphabet(dataset: Dataset) -> Alphabet:
+    from ._erasure import categorical_code, erasure_problem
+    problem = erasure_problem(dataset.public, dataset.private, len(dataset.classes), dataset.features)
+    features, code = categorical_code(dataset.features, problem.inputs)
+    inputs = [[code[i][v] for i, v in enumerate(row)] for row in problem.inputs]
+    outputs = [[None if v is None else code[i][v] for i, v in enumerate(row)] for row in problem.outputs]
+    D = problem.distortion
+
+    def raw_distortion(rows: np.ndarray, outputs_: np.ndarray) -> np.ndarray:
+        return D[problem.labels[rows]][:, outputs_]
+
+    return Alphabet(features=features, inputs=inputs, outputs=outputs, labels=problem.labels, distortion=D,
+                    raw_distortion=raw_distortion, r=0.0, quantization_distortion=0.0)

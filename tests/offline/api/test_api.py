@@ -1,0 +1,107 @@
+"""Issue 26 item 4: build, evaluate, curve and sanitize take a DataFrame (or a NumPy array with column
+names) as well as a path, and give what the CLI gives."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from privmap.offline import BuildError, api
+
+pd = pytest.importorskip("pandas")
+RATINGS = pathlib.Path(__file__).resolve().parents[3] / "data" / "ssi2012" / "tastes_gender.csv"
+OPTIONS = dict(private="gender", clusters=4, delta_fraction=0.5, domains=["0:3"], holdout_folds=0)
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    """The first 300 survey rows, as a CSV file and as the DataFrame pandas reads from it."""
+    path = tmp_path_factory.mktemp("api") / "rows.csv"
+    path.write_text("".join(RATINGS.read_text().splitlines(keepends=True)[:301]))
+    return path, pd.read_csv(path)
+
+
+@pytest.fixture(scope="module")
+def built(rows, keys):
+    path, frame = rows
+    return api.build(frame, key=keys / "private.pem", **OPTIONS)
+
+
+def test_a_dataframe_builds_the_bundle_the_csv_path_builds_byte_for_byte(rows, keys, built, run, tmp_path):
+    path, _ = rows
+    out = tmp_path / "cli.bundle"
+    issued = built.payload["issued_at"]
+    run("build", path, "--private", "gender", "--clusters", 4, "--delta-fraction", 0.5, "--domain", "0:3",
+        "--holdout-folds", 0, "--issued-at", issued, "--key", keys / "private.pem", "--out", out)
+    assert built.bundle == out.read_bytes()
+    assert built.summary["bytes"] == len(built.bundle) and built.summary["clusters"] == 4
+    assert f"{built.metrics['leakage_bits']:.6f} bits" in str(built)
+
+
+def test_a_numpy_array_with_column_names_builds_what_its_dataframe_builds(rows, keys, built):
+    _, frame = rows
+    array = api.build(frame.to_numpy(), columns=list(frame.columns), key=keys / "private.pem",
+                      issued_at=built.payload["issued_at"], **OPTIONS)
+    assert array.bundle == built.bundle
+
+
+def test_out_writes_the_signed_bundle_and_needs_a_key(rows, keys, tmp_path):
+    _, frame = rows
+    out = tmp_path / "b.bundle"
+    result = api.build(frame, key=keys / "private.pem", out=out, **OPTIONS)
+    assert result.out == out and out.read_bytes() == result.bundle
+    with pytest.raises(BuildError, match="needs key="):
+        api.build(frame, out=tmp_path / "c.bundle", **OPTIONS)
+
+
+def test_evaluate_on_a_dataframe_gives_the_figures_of_privmap_evaluate_json(rows, keys, built, run, tmp_path):
+    path, frame = rows
+    bundle = tmp_path / "e.bundle"
+    bundle.write_bytes(built.bundle)
+    report = api.evaluate(bundle, frame, private="gender", trusted=keys / "public.pem")
+    cli = json.loads(run("evaluate", bundle, path, "--private", "gender", "--json").stdout)
+    assert report.signature_verified
+    assert report.leakage_bits == cli["leakage_bits"] and report.distortion == cli["distortion"]
+    assert report.summary["attacker"] == cli["attacker"] and report.summary["baselines"] == cli["baselines"]
+    assert "declared by the bundle" in str(report)
+
+
+def test_sanitize_releases_the_bundles_features_from_a_dataframe_and_names_a_refused_row(rows, keys, built):
+    _, frame = rows
+    released = api.sanitize(built.bundle, frame.head(5), trusted=keys / "public.pem")
+    features = [f["name"] for f in built.payload["features"]]
+    assert list(released.columns) == features and len(released.rows) == 5 and released.refused == []
+    outputs = {tuple(row) for row in built.payload["outputs"]}
+    assert all(tuple(row) in outputs for row in released.rows)
+    assert list(released.to_frame().columns) == features
+    bad = frame.head(3).astype({features[0]: object})
+    bad.loc[1, features[0]] = 9                      # outside the declared domain 0..3
+    with pytest.raises(BuildError, match="row 1 refused"):
+        api.sanitize(built.bundle, bad, trusted=keys / "public.pem")
+    kept = api.sanitize(built.bundle, bad, trusted=keys / "public.pem", skip_invalid=True)
+    assert len(kept.rows) == 2 and [i for i, _ in kept.refused] == [1]
+
+
+def test_a_bad_cell_is_reported_in_the_dataframe_not_a_temporary_file(rows):
+    _, frame = rows
+    bad = frame.astype({"classical": object})
+    bad.loc[4, "classical"] = "often"
+    with pytest.raises(BuildError) as raised:
+        api.build(bad, **OPTIONS)
+    message = str(raised.value)
+    assert message.startswith("DataFrame, line 6") and "classical" in message and "tmp" not in message
+
+
+def test_curve_on_a_dataframe_gives_one_point_per_budget_with_and_without_the_codebook(rows, tmp_path):
+    _, frame = rows
+    sweep = api.curve(frame, private="gender", deltas=[0.0, 1.0], clusters=[4], attacker=False)
+    assert len(sweep.points) == 4 and sweep.baselines is not None
+    leak = {(p["delta"], p["codebook"]): p["leakage_bits"] for p in sweep.points}
+    assert leak[(1.0, True)] <= leak[(0.0, True)]
+    sweep.to_csv(tmp_path / "c.csv")
+    assert (tmp_path / "c.csv").read_text().count("\n") == 5
+
+
+def test_a_numpy_array_needs_its_column_names():
+    with pytest.raises(BuildError, match="columns="):
+        api.build(np.zeros((10, 3)), **OPTIONS)

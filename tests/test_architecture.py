@@ -1,0 +1,149 @@
+"""The shape of the code: no import cycle among privmap's modules, no arrow from a lower stage to a
+higher one, and every package shipped in the wheel.
+
+The stages follow a build's data flow (docs: README "Layout", /work/shared/DESIGN.md):
+
+    device  <  base  <  data  <  solvers  <  mechanisms  <  bundle  <  evaluation  <  api  <  cli
+
+- ``device`` (``privmap.device``) is the leaf every offline stage may read the format from; it
+  imports nothing of ``privmap.offline``.
+- ``base`` is the stage-neutral modules at the root of ``privmap.offline`` (errors, information
+  measures, the logistic-regression attacker, prior-mismatch bounds).
+- ``data`` reads and quantizes rows and estimates the prior; ``solvers`` solve program (19) on a
+  prior; ``mechanisms`` turn a dataset into an unsigned payload; ``bundle`` encodes and signs a
+  payload; ``evaluation`` measures a bundle on labelled rows; ``api`` is the notebook API over all
+  of them, and ``cli`` the command line.
+
+A module may import from its own stage or a lower one, never a higher one. Imports inside
+functions count as much as those at the top of a module: a lazy import hides a cycle from Python
+at import time but not from a reader. ``privmap.offline``'s own ``__init__`` (the curated API)
+stands above every stage.
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+#: Source directory of each top-level package (pyproject's package-dir).
+SOURCES = {"privmap": ROOT / "src_privmap", "privmap.device": ROOT / "device", "privmap.offline": ROOT / "offline"}
+#: Stage order, lowest first (module docstring).
+STAGES = ("device", "base", "data", "solvers", "mechanisms", "bundle", "evaluation", "api", "cli")
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    """Dotted name -> source file of every privmap module (packages by their ``__init__``)."""
+    found = {}
+    for package, directory in SOURCES.items():
+        for path in directory.rglob("*.py"):
+            parts = path.relative_to(directory).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join((package,) + parts)] = path
+    return found
+
+
+def _imports(name: str, path: pathlib.Path, modules) -> set[str]:
+    """The privmap modules ``name`` imports, anywhere in its source (function bodies included)."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
+                       for alias in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in modules and t != name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _stage(name: str) -> str | None:
+    if name.startswith("privmap.device"):
+        return "device"
+    if not name.startswith("privmap.offline."):
+        return None  # privmap itself and privmap.offline's curated __init__ stand above every stage
+    first = name.split(".")[2]
+    return "base" if first.startswith("_") else first
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_sees_lazy_and_relative_imports():
+    """The checks below can fail: the graph holds the arrows it must (a relative import inside a
+    function, an absolute one at the top, an import of a sub-module by name)."""
+    graph = _graph()
+    assert "privmap.offline._attacker" in graph["privmap.offline.mechanisms.quantized._holdout"]
+    assert "privmap.device.format._codec" in graph["privmap.offline.bundle._write"]
+    assert "privmap.device.mechanisms._real_kinds" in graph["privmap.device.format._bundle"]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_among_privmap_modules():
+    assert _cycles(_graph()) == []
+
+
+def test_every_offline_module_belongs_to_a_known_stage():
+    unknown = sorted(n for n in _modules() if _stage(n) is not None and _stage(n) not in STAGES)
+    assert unknown == []
+
+
+def test_no_arrow_from_a_lower_stage_to_a_higher_one():
+    upward = []
+    for source, targets in sorted(_graph().items()):
+        low = _stage(source)
+        for target in sorted(targets):
+            high = _stage(target)
+            if low is not None and high is not None and STAGES.index(high) > STAGES.index(low):
+                upward.append(f"{source} ({low}) -> {target} ({high})")
+    assert upward == []
+
+
+def test_every_package_is_listed_for_the_wheel():
+    """pyproject lists packages by name (package-dir maps them to device/ and offline/): a sub-package
+    missing there would import in an editable install and be absent from the wheel."""
+    text = (ROOT / "pyproject.toml").read_text()
+    listed = set(re.findall(r'"(privmap(?:\.[a-z_]+)*)"', text.split("packages = [", 1)[1].split("]", 1)[0]))
+    packages = {n for n, p in _modules().items() if p.name == "__init__.py"}
+    assert listed == packages
