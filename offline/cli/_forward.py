@@ -29,6 +29,8 @@ REFUSED = {
     "nullspace": {"--prior-only", "--disclosure", "--disclosure-fraction", "--information-budget",
                   "--missing-token"},
 }
+#: Options of seed 000's table builds only, refused with every forwarded mechanism.
+TABLE_ONLY = {"--robust", "--max-output-leakage"}
 #: Where the forwarding note waits until the command has succeeded (``click.Context.meta``).
 _NOTE = "privmap.forwarded_note"
 #: Options of the old ``build`` that took no value.
@@ -61,6 +63,8 @@ def forward(args: list[str], target: click.Command, mechanism: str) -> tuple[lis
             continue
         name, has_value, _ = token.partition("=")
         width = 1 if (has_value or name in flags) else 2
+        if name in TABLE_ONLY:
+            raise Fail(f"{name} applies to the quantized and exact mechanisms (privmap build), not {mechanism}")
         if name in REFUSED[mechanism]:
             raise Fail(f"{name} does not apply to the {mechanism} mechanism "
                        f"(see 'privmap {target.name} --help')")
