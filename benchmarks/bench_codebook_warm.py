@@ -36,7 +36,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from sklearn.cluster import MiniBatchKMeans
 
-    from privmap.offline.mechanisms import _codebook
+    from privmap.offline.mechanisms.quantized import _codebook
     from privmap.offline.solvers import _fast_solver
     from privmap.offline.solvers._perfect import perfect_privacy_distortion
 

@@ -129,7 +129,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                            "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
                            "robust_leakage_bits": certify(res.table)})
             if codebook and mechanism == "quantized":
-                step = _codebook_step(prob, res.table, public, metric, solver)
+                step = _codebook_step(prob, res, public, metric, solver)
                 last = step.solved or res
                 points.append({**point, "codebook": 1,
                                **_measure(prob, step.outputs, step.table, delta, public, private, **measure),
@@ -154,14 +154,15 @@ def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray]
     return lambda table: certified_leakage_bits(cs, np.asarray(table, dtype=float))
 
 
-def _codebook_step(prob: Problem, table, public, metric: str, solver: str):
-    """The build's codebook step on a sweep point (integer columns stay integers)."""
+def _codebook_step(prob: Problem, res, public, metric: str, solver: str):
+    """The build's codebook step on a sweep point's solve ``res`` (integer columns stay integers;
+    re-solves warm-started from ``res``, as in the build)."""
     from ..mechanisms.quantized._codebook import metric_center, refine
     X = np.asarray(public, dtype=float)
     distance, centre, project = metric_center(metric, integer=np.all(X == np.round(X), axis=0),
                                               lo=X.min(axis=0), hi=X.max(axis=0))
-    return refine(X, prob.labels, prob.p_ac, table, np.asarray(prob.outputs, float), distance=distance,
-                  centre=centre, project=project, solver=solver)
+    return refine(X, prob.labels, prob.p_ac, res.table, np.asarray(prob.outputs, float), distance=distance,
+                  centre=centre, project=project, solver=solver, warm_start=res)
 
 
 def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, features, private_name, seed,

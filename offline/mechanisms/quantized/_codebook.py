@@ -282,11 +282,9 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
     warm_start : SolveResult or None, keyword-only
         The solve that gave ``table``. When given, the first re-solve of the fast solver starts
         from it and each later one from the previous re-solve (``solve_fast(warm_start=)``):
-        moving the outputs changes D a little, so the previous duals and pairs are close. None
-        (the default): every re-solve starts cold, as before, so that a build reproduces its
-        earlier bundles bit for bit (a warm-started re-solve is certified to the same optimum,
-        within ``tol_bits``, but its table may differ in the last digits and move outputs
-        differently).
+        moving the outputs changes D a little, so the previous duals and pairs are close. A
+        warm-started re-solve is certified to the same optimum within ``tol_bits``; its table may
+        differ from a cold one's in the last digits. None: every re-solve starts cold.
 
     Raises
     ------

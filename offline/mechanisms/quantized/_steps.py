@@ -270,7 +270,7 @@ def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solve
                                               hi=np.array([c.max for c in alphabet.schema], dtype=float))
     step = refine(X, alphabet.labels, p_ac, solved.table, np.asarray(alphabet.outputs, dtype=float),
                   distance=distance, centre=centre, project=project, perfect=perfect, solver=options.solver,
-                  tol_bits=options.tol_bits, progress=progress)
+                  tol_bits=options.tol_bits, progress=progress, warm_start=solved)
     outputs = step.outputs
 
     def raw_distortion(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:

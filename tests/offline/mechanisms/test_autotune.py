@@ -144,7 +144,7 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
     the candidate of higher distortion whose declared figure is below it is chosen."""
     import dataclasses as dc
 
-    from privmap.offline.mechanisms import _autotune
+    from privmap.offline.mechanisms.quantized import _autotune
     from privmap.offline.mechanisms.quantized._holdout import HoldoutLeakage
     target = 0.01234567890126                     # 13 significant digits: a default target is such a figure
     assert canonical_float(target) > target       # the bundle's 12 digits round it up

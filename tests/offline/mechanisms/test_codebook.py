@@ -251,7 +251,7 @@ def test_conditional_distortion_in_blocks_equals_the_dense_means(monkeypatch):
 def test_the_codebook_steps_warm_started_re_solves_reach_the_cold_ones_answers(monkeypatch):
     # Each re-solve starts from the previous answer; with every warm start stripped the step must
     # end at the same outputs and, within the solver's certified tolerance, the same leakage.
-    from privmap.offline.mechanisms import _codebook
+    from privmap.offline.mechanisms.quantized import _codebook
     from privmap.offline.solvers._fast_solver import solve_fast
     X, qz, p_ac, table, (distance, centre, project) = _instance("l2")
     D = conditional_distortion(X, qz.labels, qz.k, qz.centers, distance)
