@@ -326,7 +326,9 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
-    summary["max_output_leakage_bits"] = metrics.get("max_output_leakage_bits", math.inf)
+    from .._information import max_output_leakage_bits
+    summary["max_output_leakage_bits"] = metrics.get("max_output_leakage_bits") or max_output_leakage_bits(
+        result.p_ac, result.table.probabilities())
     summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_", "max_output_"))})
     if choice is not None:
         summary["auto"] = choice.summary()
@@ -346,7 +348,7 @@ def build(data, private, public, mechanism, utility, gamma, fisher, desired, con
                    f"{metrics['measured_distortion']:.4f}, leakage {metrics['codebook_start_leakage_bits']:.6f} -> "
                    f"{metrics['leakage_bits']:.6f} bits in {metrics['codebook_iterations']} rounds "
                    f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
-    eps = metrics.get("max_output_leakage_bits", math.inf)
+    eps = summary["max_output_leakage_bits"]
     click.echo(f"  per-output leakage: {eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)"
                + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
                   if "max_output_leakage_limit_bits" in metrics else ""))

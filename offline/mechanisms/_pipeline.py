@@ -500,21 +500,23 @@ def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solve
 
 
 def _output_leakage_metrics(p_ac: np.ndarray, table: CompressedTable, limit: float | None) -> dict:
-    """``max_output_leakage_bits`` of the integer table on the training prior (left out when infinite:
-    an output rules a class out, and metrics hold finite numbers only) and the limit asked for.
+    """With a per-output ``limit``: ``max_output_leakage_bits`` of the integer table on the training prior
+    (left out when infinite: an output rules a class out, and metrics hold finite numbers only) and
+    the limit. Without one, nothing: a default build's payload stays as before the key, so the signed
+    example bundles in tables/ still rebuild field by field (their key is not in the repository);
+    ``privmap inspect`` computes the figure from the table and prior.
 
     Raises
     ------
     SolverError
         The integer table breaks ``limit`` (the solve is meant to prevent that; checked again here).
     """
+    if limit is None:
+        return {}
     eps = max_output_leakage_bits(p_ac, table.probabilities())
-    out = {"max_output_leakage_bits": eps} if math.isfinite(eps) else {}
-    if limit is not None:
-        if not eps <= limit:
-            raise SolverError(f"the integer table's per-output leakage {eps:.6g} bits exceeds the limit {limit:g}")
-        out["max_output_leakage_limit_bits"] = float(limit)
-    return out
+    if not eps <= limit:
+        raise SolverError(f"the integer table's per-output leakage {eps:.6g} bits exceeds the limit {limit:g}")
+    return {"max_output_leakage_bits": eps, "max_output_leakage_limit_bits": float(limit)}
 
 
 def _codebook_metrics(step: Codebook) -> dict:
