@@ -241,7 +241,9 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
-    summary["max_output_leakage_bits"] = metrics.get("max_output_leakage_bits", math.inf)
+    from .._information import max_output_leakage_bits
+    summary["max_output_leakage_bits"] = metrics.get("max_output_leakage_bits") or max_output_leakage_bits(
+        result.p_ac, result.table.probabilities())
     summary.update({k: v for k, v in metrics.items()
                     if k.startswith(("holdout_", "codebook_", "robust_", "max_output_"))})
     if choice is not None:
@@ -264,7 +266,7 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
                    f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
     if "robust_leakage_bits" in metrics:
         click.echo("  " + robust_line(metrics))
-    eps = metrics.get("max_output_leakage_bits", math.inf)
+    eps = summary["max_output_leakage_bits"]
     click.echo(f"  per-output leakage: {eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)"
                + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
                   if "max_output_leakage_limit_bits" in metrics else ""))

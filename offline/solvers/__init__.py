@@ -4,9 +4,11 @@ Private modules: ``_solve`` (the entry point choosing a solver), ``_fast_solver`
 certified Newton solver on the smoothed dual), ``_cvxpy_solver`` (the Clarabel reference),
 ``_perfect`` (the perfect-privacy linear program, by certified column generation),
 ``_negligible`` (merging outputs of negligible mass), ``_problem`` (instance checks), ``_result``
-(:class:`SolveResult`), ``_compress`` (integer rows summing to 2^B).
+(:class:`SolveResult`), ``_compress`` (integer rows summing to 2^B), ``_output_limit`` (program (19)
+under a per-output leakage limit, with its feasibility LP).
 """
 from ._compress import DEFAULT_BITS, CompressedTable, compress
+from ._output_limit import least_distortion, smallest_feasible_epsilon, solve_output_limited
 from ._perfect import (
            perfect_privacy_distortion,
            perfect_privacy_solution,
@@ -17,4 +19,5 @@ from ._solve import SOLVERS, solve
 
 __all__ = ["solve", "SOLVERS", "SolveResult", "perfect_privacy_distortion", "perfect_privacy_table",
            "perfect_privacy_solution",
-           "compress", "CompressedTable", "DEFAULT_BITS"]
+           "compress", "CompressedTable", "DEFAULT_BITS",
+           "solve_output_limited", "least_distortion", "smallest_feasible_epsilon"]

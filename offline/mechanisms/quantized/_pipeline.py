@@ -322,9 +322,9 @@ def robust_metrics(cs, table: CompressedTable) -> dict:
 def _output_leakage_metrics(p_ac: np.ndarray, table: CompressedTable, limit: float | None) -> dict:
     """With a per-output ``limit``: ``max_output_leakage_bits`` of the integer table on the training prior
     (left out when infinite: an output rules a class out, and metrics hold finite numbers only) and
-    the limit. Without one, nothing: a default build's payload stays as before the key, so the signed
-    example bundles in tables/ still rebuild field by field (their key is not in the repository);
-    ``privmap inspect`` computes the figure from the table and prior.
+    the limit. Without one, nothing: the figure follows exactly from the signed table and prior, which
+    ``privmap inspect`` and ``build --json`` compute it from, and a default build's payload keeps the
+    keys it had before the option existed.
 
     Raises
     ------

@@ -60,13 +60,17 @@ def test_a_limited_bundle_verifies_as_a_device_would(limited, keys, run):
     assert verified["ok"] is True
 
 
-def test_an_unlimited_build_declares_its_epsilon(tmp_path, keys, ratings_csv, run):
+def test_an_unlimited_build_reports_its_epsilon_and_keeps_the_payload_keys_of_before(tmp_path, keys, ratings_csv,
+                                                                                       run):
     out = tmp_path / "free.bundle"
-    run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 0.5,
-        "--holdout-folds", 0, "--key", keys / "private.pem", "--out", out)
+    built = json.loads(run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 0.5,
+                           "--holdout-folds", 0, "--key", keys / "private.pem", "--out", out, "--json").stdout)
     inspected = json.loads(run("inspect", out, "--json").output)
-    assert inspected["max_output_leakage_bits"] == pytest.approx(epsilon_by_hand(payload_of(out)), abs=1e-9)
-    assert "max_output_leakage_limit_bits" not in inspected["metrics"]
+    by_hand = epsilon_by_hand(payload_of(out))
+    assert inspected["max_output_leakage_bits"] == pytest.approx(by_hand, abs=1e-9)
+    assert built["max_output_leakage_bits"] == pytest.approx(by_hand, abs=1e-9)
+    assert "computed" in inspected["max_output_leakage_note"]
+    assert not any(k.startswith("max_output_leakage") for k in inspected["metrics"])
 
 
 @pytest.mark.parametrize("name", ["ssi2012-gender-k64.bundle", "census-income-erasures.bundle"])
