@@ -92,10 +92,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     K = p_ac.shape[1]
     p_c = p_ac.sum(axis=0)
-    forbidden = ~np.isfinite(D)
-    if delta == 0.0:
-        forbidden |= (D > 0) & (p_c[:, None] > 0)
-
+    forbidden = _forbidden(p_ac, D, delta)
     problem, Q, budget = _model(p_ac, D, delta, forbidden)
     raw, attempt = _clarabel(problem, time_limit_s)
     table = np.clip(Q.value, 0.0, None)
@@ -117,6 +114,15 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
               "attempt": attempt, "iterations": int(raw.iterations),
               "primal_residual": float(raw.r_prim), "dual_residual": float(raw.r_dual)},
     )
+
+
+def _forbidden(p_ac, D, delta) -> np.ndarray:
+    """Pairs (c, c^) the table must leave at 0, shape (K, K_out): infinite distortion, and at
+    Delta = 0 any move of positive distortion from a cluster of positive mass."""
+    forbidden = ~np.isfinite(D)
+    if delta == 0.0:
+        forbidden |= (D > 0) & (p_ac.sum(axis=0)[:, None] > 0)
+    return forbidden
 
 
 def _model(p_ac, D, delta, forbidden):

@@ -185,7 +185,7 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
     """
     import cvxpy as cp
 
-    from ._cvxpy_solver import _clarabel, _model, _summary
+    from ._cvxpy_solver import _clarabel, _forbidden, _model, _summary
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     if check:
         _check_feasible(p_ac, D, delta, eps_bits)
@@ -193,9 +193,7 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
         raise ValueError(f"the per-output limit must be finite and >= 0 bits, got {eps_bits}")
     K = p_ac.shape[1]
     p_c = p_ac.sum(axis=0)
-    forbidden = ~np.isfinite(D)
-    if delta == 0.0:
-        forbidden |= (D > 0) & (p_c[:, None] > 0)
+    forbidden = _forbidden(p_ac, D, delta)
     problem, Q, _ = _model(p_ac, D, delta, forbidden)
     p_a = p_ac.sum(axis=1)
     upper = K * (2.0 ** -eps_bits * p_ac - p_a[:, None] * p_c[None, :])
