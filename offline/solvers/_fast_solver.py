@@ -74,30 +74,6 @@ class, a Newton step may be replaced by a jump of the codebook to the soft
 table's posteriors (logistic Newton moves one unit per step), and pricing
 takes only the most violated rows of any one output per pass.
 
-**Candidates and pricing.** The soft minimum runs over a candidate list per
-row, not over all K_out outputs. The list starts as the row's cheapest output
-and its best outputs under the starting duals, and grows by pricing: one pass
-over all pairs (row chunks, O(K * K_out * |A|) flops) evaluates the exact LB
-and adds every pair whose z beats the row's minimum over its candidates. A pass
-follows every halving of tau, so new pairs come in while they are still cheap
-to absorb (a pass costs about one Newton step). Rows
-are never *restricted* to nearby outputs; nearness only seeds the list.
-
-**Widening intake.** A pass adds at most _N_ADD pairs to a row the first time
-it finds that row wanting, and twice as many at each later pass that finds it
-wanting again (up to 2**_WIDEN_MAX times _N_ADD). Absorbing new pairs is what
-costs Newton steps: they beat their rows by margins well above tau, so the
-path re-centres at a larger tau (_REHEAT) from duals that no longer fit, and
-that re-centring takes many damped steps, while a plain shrink of tau along
-the tangent is nearly free. At loose budgets the codebook entries all lie near
-p(a), many outputs are nearly tied for each row, and as outputs empty along
-the path their rows migrate, so a fixed intake leaves the same rows short pass
-after pass (on UCI Adult at 0.6 x Delta0, about a quarter of the rows at each
-of 15 passes). Widening only the rows that fell short before absorbs them in a
-few passes; where the lists settle after two or three passes (the synthetic
-instances) few rows are found wanting twice and pricing is nearly as before
-(benchmarks/README.md has the figures).
-
 **The answer.** The table is the soft table on the candidates, mixed with the
 cheapest-output table just enough to meet the budget. Its leakage and
 distortion are recomputed from it; ``gap_bits`` is leakage minus the full LB
@@ -123,24 +99,18 @@ from threadpoolctl import threadpool_limits
 
 from .._errors import SolverError
 from .._information import expected_distortion, leakage_bits
+from ._fast_instance import _LN2, _Instance, _leakage_nats
+from ._fast_pricing import _N_ADD, _Pricing
 from ._negligible import merge_negligible_outputs
 from ._problem import check_instance
 from ._result import SolveResult
 
-_LN2 = math.log(2.0)
 _EPS = np.finfo(float).eps
-_CHUNK_ELEMENTS = 1 << 16        # elements of one row chunk of a pass over D: 512 KiB, so a pass
-                                 # reads D once from memory and its temporaries stay in cache
 _START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
 _BLAS_THREADS = 1                # the solver's products have an inner dimension of |A| or are
                                  # sparse, so BLAS threads gain nothing; with another process on
                                  # the cores, OpenBLAS's spinning threads made a K = 128 hard
                                  # instance 8x slower (2.1 s against 0.26 s)
-_N_START = 8                     # candidates per row from the starting duals
-_N_GUARD = 3                     # starting rows per output and class whose posterior leans to it
-_GUARD_COLUMNS = 64              # outputs per block when choosing guard rows
-_N_ADD = 4                       # candidates priced in per row and pass, at a row's first pass with any;
-_WIDEN_MAX = 4                   # doubled at each later pass that adds to the row, up to 2**_WIDEN_MAX times
 _TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
 _EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
 _PASS_EVERY = 0.5                # a pricing pass whenever tau fell by this factor since the last
@@ -239,178 +209,11 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
 # implementation
 # ----------------------------------------------------------------------------------------------
 
-class _DualNewton:
-    def __init__(self, p_ac, D, delta, tol_bits, max_iter, progress):
-        self.p_full = p_ac
-        self.D = D
-        self.delta = float(delta)
-        self.tol = tol_bits * _LN2                       # nats
-        self.max_iter = max_iter
-        self.progress = progress
-        self.K, self.K_out = D.shape
-        p_a = p_ac.sum(axis=1)
-        keep = p_a > 0
-        self.p = p_ac[keep]                              # (A, K): classes with mass only
-        self.p_a = p_a[keep]
-        self.log_p_a = np.log(self.p_a)
-        self.A = self.p.shape[0]
-        self.p_c = p_ac.sum(axis=0)
-        self.rows = np.flatnonzero(self.p_c > 0)         # active rows
-        self.alpha = self.p[:, self.rows] / self.p_c[self.rows]   # (A, R) posteriors p(a|c)
-        self.alpha_t = np.ascontiguousarray(self.alpha.T)
-        self._zbuf = None                                # see _z_block
-        self.has_inf = not bool(np.all(np.isfinite(D)))
-        self.row_hits = np.zeros(self.rows.size, np.int64)   # pricing passes that found the row wanting
-        self.stats = {"newton_steps": 0, "evaluations": 0, "pricing_passes": 0, "added_candidates": 0}
-        self.timing = {"start": 0.0, "newton": 0.0, "pricing": 0.0}
-
-    # ---- passes over D ----------------------------------------------------------------------
-
-    def _chunk_rows(self):
-        return max(1, _CHUNK_ELEMENTS // max(1, self.K_out))
-
-    def _chunks(self):
-        step = self._chunk_rows()
-        for lo in range(0, self.rows.size, step):
-            yield lo, min(self.rows.size, lo + step)
-
-    def _scan_minima(self):
-        """One pass over D: per active row its cheapest output and cost; per output its cheapest
-        active row, whether it has one, and sum_c p(c) D(c, j) (the cost of the constant table)."""
-        R = self.rows.size
-        jmin = np.empty(R, dtype=np.int64)
-        col_best = np.full(self.K_out, np.inf)
-        col_arg = np.zeros(self.K_out, dtype=np.int64)
-        col_cost = np.zeros(self.K_out)
-        pc_row = self.p_c[self.rows]
-        for lo, hi in self._chunks():
-            blk = self._d_rows(lo, hi)
-            jmin[lo:hi] = np.argmin(blk, axis=1)
-            col_cost += pc_row[lo:hi] @ blk
-            i = np.argmin(blk, axis=0)
-            v = blk[i, np.arange(self.K_out)]
-            better = v < col_best
-            col_best[better] = v[better]
-            col_arg[better] = lo + i[better]
-        dmin = self.D[self.rows, jmin]
-        return jmin, dmin, col_arg, np.isfinite(col_best), col_cost
-
-    def _d_rows(self, lo, hi):
-        """D at active rows lo:hi: a view (no copy) when those rows are consecutive in D."""
-        first, last = self.rows[lo], self.rows[hi - 1]
-        if last - first == hi - lo - 1:
-            return self.D[first:last + 1]
-        return self.D[self.rows[lo:hi]]
-
-    def _z_block(self, lo, hi, G, mu):
-        """z(c, j) for active rows lo:hi and all outputs; +inf where not allowed.
-
-        Written into buffers that every call reuses (fresh arrays of this size cost as much
-        as the arithmetic), so the block is valid until the next call.
-        """
-        if self._zbuf is None:
-            shape = (min(self.rows.size, self._chunk_rows()), self.K_out)
-            self._zbuf = (np.empty(shape), np.empty(shape))
-        blk = self._d_rows(lo, hi)
-        Z, T = self._zbuf[0][:hi - lo], self._zbuf[1][:hi - lo]
-        np.matmul(self.alpha_t[lo:hi], G, out=Z)
-        if self.tight:
-            Z[blk > self.tie[lo:hi, None]] = np.inf
-        elif mu > 0:
-            np.multiply(blk, mu, out=T)
-            Z += T                                        # inf stays inf
-        elif self.has_inf:
-            Z[~np.isfinite(blk)] = np.inf
-        return Z
-
-    def _pass(self, G, mu, cand_min, n_add):
-        """Exact dual value over all pairs; optionally the pairs that beat the candidates.
-
-        With ``n_add`` > 0, each row takes its most violated pairs, at most
-        n_add * 2**min(h, _WIDEN_MAX) of them, where h counts the earlier passes that found
-        pairs for that row (``row_hits``): a row whose list fell short before sits among many
-        near-tied outputs (loose budgets, where the codebook entries all lie near p(a)) and
-        keeps falling short as the duals move, so its intake widens geometrically, while rows
-        found wanting once take n_add as before.
-
-        Returns (sum_c p(c) min_j z, sum_c p(c) |min_j z|, new rows, new columns, margins by
-        which they beat their row); rows are indices into the active rows.
-        """
-        tp = time.perf_counter()
-        zmin = np.empty(self.rows.size)
-        new_r, new_c, new_m = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
-        if n_add:
-            thr = cand_min - 1e-12 * (1.0 + np.abs(cand_min))
-            allow = n_add << np.minimum(self.row_hits, _WIDEN_MAX)
-        for lo, hi in self._chunks():
-            Z = self._z_block(lo, hi, G, mu)
-            zm = Z.min(axis=1, out=zmin[lo:hi])
-            if n_add:
-                bad = np.flatnonzero(zm < thr[lo:hi])     # only these rows have pairs to add
-                if bad.size:
-                    self._most_violated(Z[bad], lo + bad, thr, cand_min, allow[lo + bad],
-                                        new_r, new_c, new_m)
-        pc = self.p_c[self.rows]
-        total, absolute = float(pc @ zmin), float(pc @ np.abs(zmin))
-        self.stats["pricing_passes"] += 1
-        self.timing["pricing"] += time.perf_counter() - tp
-        if not n_add:
-            return total, absolute, None, None, None
-        r, j, m = np.concatenate(new_r), np.concatenate(new_c), np.concatenate(new_m)
-        self.row_hits[np.unique(r)] += 1
-        # an output that every row wants (a codebook entry gone nearly pure) takes only its
-        # most violated rows: once they feed it, its posterior moves and the pull is gone
-        cap = max(16, 4 * n_add * self.rows.size // max(1, self.K_out))
-        order = np.lexsort((-m, j))
-        j_sorted = j[order]
-        first = np.r_[0, np.flatnonzero(j_sorted[1:] != j_sorted[:-1]) + 1]
-        rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
-        keep = order[rank < cap]
-        return total, absolute, r[keep], j[keep], m[keep]
-
-    @staticmethod
-    def _most_violated(Zb, rows, thr, cand_min, allow, new_r, new_c, new_m):
-        """Append each row's (at most) allow[i] smallest entries of Zb below thr[row] (ties: first).
-
-        Zb (len(rows), K_out) is a scratch copy and is overwritten.
-        """
-        at = np.arange(rows.size)
-        for i in range(int(allow.max())):
-            j = Zb.argmin(axis=1)
-            v = Zb[at, j]
-            ok = (v < thr[rows]) & (i < allow)
-            if not ok.any():
-                return
-            new_r.append(rows[ok])
-            new_c.append(j[ok])
-            new_m.append(cand_min[rows[ok]] - v[ok])
-            Zb[at, j] = np.inf
-
+class _DualNewton(_Pricing, _Instance):
     def _lower_bound(self, total, absolute, mu):
         # rounding in the sums: |fl(s) - s| <= ~(K + A + 2) eps sum |terms|; a generous margin
         margin = 8.0 * (self.K + self.A + 8) * _EPS * (absolute + mu * self.delta) + 1e-300
         return total - mu * self.delta - margin
-
-    # ---- candidates ---------------------------------------------------------------------------
-
-    def _set_candidates(self, r, j):
-        key = np.sort(r.astype(np.int64) * self.K_out + j.astype(np.int64))
-        key = key[np.r_[True, key[1:] != key[:-1]]]       # np.unique hashes first: 40x slower
-        self.cr = key // self.K_out                       # active-row index, sorted
-        self.cj = key % self.K_out
-        self.start = np.flatnonzero(np.r_[True, self.cr[1:] != self.cr[:-1]])
-        if self.start.size != self.rows.size:
-            raise SolverError("internal: a row lost all its candidates")
-        self.c_alpha = self.alpha[:, self.cr]             # (A, n)
-        self.c_pc = self.p_c[self.rows][self.cr]
-        dd = self.D[self.rows[self.cr], self.cj]
-        self.c_d = np.where(np.isfinite(dd), dd, 0.0)     # forbidden pairs never become candidates
-        self.c_low = self.cj == self.jmin[self.cr]        # the row's cheapest output
-
-    def _add_candidates(self, r, j):
-        n0 = self.cr.size
-        self._set_candidates(np.concatenate([self.cr, r]), np.concatenate([self.cj, j]))
-        self.stats["added_candidates"] += int(self.cr.size - n0)
 
     # ---- the smoothed dual on the candidates -------------------------------------------------
 
@@ -681,20 +484,7 @@ class _DualNewton:
         if warm is not None:
             mu, r_w, j_w = self._warm_duals(warm, theta, mu)
         G0, _ = self._codebook(theta)
-
-        # starting candidates: cheapest output and the best few under the starting duals
-        R = self.rows.size
-        r_list, j_list = [np.arange(R)], [self.jmin]
-        for lo, hi in self._chunks():
-            Z = self._z_block(lo, hi, G0, mu)
-            k = min(_N_START, self.K_out)
-            idx = np.argpartition(Z, k - 1, axis=1)[:, :k] if k < self.K_out else \
-                np.broadcast_to(np.arange(self.K_out), Z.shape)
-            ok = np.isfinite(np.take_along_axis(Z, idx, axis=1))
-            r_list.append(np.broadcast_to(np.arange(lo, hi)[:, None], idx.shape)[ok])
-            j_list.append(idx[ok])
-        r_g, j_g = self._guards()
-        self._set_candidates(np.concatenate(r_list + [r_g, r_w]), np.concatenate(j_list + [j_g, j_w]))
+        self._start_candidates(G0, mu, r_w, j_w)
         self.scale = scale
         ev = self._evaluate(theta, mu, scale)
         self.timing["start"] = time.perf_counter() - t0
@@ -722,38 +512,6 @@ class _DualNewton:
         if self.budget and math.isfinite(warm.multiplier) and warm.multiplier > 0:
             mu = float(warm.multiplier) * _LN2
         return mu, pos[rows], cols
-
-    def _guards(self):
-        """For every output and class, its _N_GUARD cheapest rows whose posterior leans to that class.
-
-        An output fed only by rows of one class gets a nearly pure posterior in the smoothed
-        problem, which makes it look unboundedly attractive to every other row; candidate
-        rows on each side let the smoothed problem feel that pull from the start. With one
-        guard per side the early path went through many pricing passes that each found such
-        outputs (K = 4096: 124 of 249 Newton steps). Measured on synthetic instances, Newton
-        steps with 2 / 3 / 4 / 8 per side: K = 4096 151 / 113 / 130 / 180, K = 8192
-        234 / 146 / 159 / -; more guards also make each step dearer.
-        Returns (active-row indices, outputs), flat.
-        """
-        rows, cols = [], []
-        for a in range(self.A):
-            lean = np.flatnonzero(self.alpha[a] >= self.p_a[a])
-            if lean.size in (0, self.rows.size):
-                continue
-            k = min(_N_GUARD, lean.size)
-            for j0 in range(0, self.K_out, _GUARD_COLUMNS):
-                j1 = min(self.K_out, j0 + _GUARD_COLUMNS)
-                # (columns, leaning rows), contiguous: selecting along the last axis is fast
-                blk = self.D[self.rows[lean], j0:j1].T.copy()
-                if self.tight:
-                    blk[blk > self.tie[lean]] = np.inf
-                top = np.argpartition(blk, k - 1, axis=1)[:, :k]
-                ok = np.isfinite(np.take_along_axis(blk, top, axis=1))
-                rows.append(lean[top][ok])
-                cols.append(np.broadcast_to(np.arange(j0, j1)[:, None], top.shape)[ok])
-        if not rows:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(rows), np.concatenate(cols)
 
     def _follow_path(self, ev, least):
         """Newton steps on Phi_tau; once centred, certify or shrink tau along the path's tangent.
@@ -1010,11 +768,3 @@ class _DualNewton:
 def _pad(d_theta):
     """Append the fixed last logit row (zeros) to a (A-1, K_out) step."""
     return np.vstack([d_theta, np.zeros((1, d_theta.shape[1]))])
-
-
-def _leakage_nats(P, log_p_a):
-    """I(A; C_hat) in nats from P (A, K_out) = p(a, c_hat)."""
-    S = P.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(P > 0, P * (np.log(P) - np.log(S)[None, :] - log_p_a[:, None]), 0.0)
-    return float(terms.sum())

@@ -204,9 +204,10 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
 def test_guards_are_the_cheapest_rows_leaning_to_each_class(n_private, monkeypatch):
     """Every output starts with its _N_GUARD cheapest rows among those whose posterior leans to
     each class (a brute-force reference), also when the outputs are taken in several blocks."""
+    import privmap.offline.solvers._fast_pricing as pricing
     import privmap.offline.solvers._fast_solver as fast
 
-    monkeypatch.setattr(fast, "_GUARD_COLUMNS", 6)      # blocks of 6, 6, 6 and 2 outputs
+    monkeypatch.setattr(pricing, "_GUARD_COLUMNS", 6)      # blocks of 6, 6, 6 and 2 outputs
     p_ac, dist = random_instance(11, 20, n_private)
     solver = fast._DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
     solver.tight = False
@@ -217,7 +218,7 @@ def test_guards_are_the_cheapest_rows_leaning_to_each_class(n_private, monkeypat
         lean = np.flatnonzero(solver.alpha[a] >= solver.p_a[a])
         if 0 < lean.size < solver.rows.size:
             for j in range(dist.shape[1]):
-                cheapest = lean[np.argsort(dist[solver.rows[lean], j])[:fast._N_GUARD]]
+                cheapest = lean[np.argsort(dist[solver.rows[lean], j])[:pricing._N_GUARD]]
                 want |= {(int(r), j) for r in cheapest}
     assert want and got == want
 
@@ -227,9 +228,10 @@ def test_pricing_pass_finds_each_rows_most_violated_pairs_and_the_exact_bound(n_
     """One pass over D equals a brute-force evaluation of every pair: the exact row minima and,
     per row, its n_add smallest z below the threshold; also with row chunks that straddle rows
     without mass (so D is read through copies and through views)."""
+    import privmap.offline.solvers._fast_pricing as pricing
     import privmap.offline.solvers._fast_solver as fast
 
-    monkeypatch.setattr(fast, "_CHUNK_ELEMENTS", 60)   # 3 rows per chunk at K_out = 20
+    monkeypatch.setattr(pricing, "_CHUNK_ELEMENTS", 60)   # 3 rows per chunk at K_out = 20
     p_ac, dist = random_instance(7, 20, 2)
     p_ac[:, [4, 11]] = 0.0                               # two rows without mass
     p_ac /= p_ac.sum()
@@ -254,9 +256,10 @@ def test_pricing_pass_finds_each_rows_most_violated_pairs_and_the_exact_bound(n_
 def test_pricing_widens_the_intake_of_rows_found_wanting_in_earlier_passes(monkeypatch):
     """A row that h earlier passes found wanting takes its n_add * 2**min(h, _WIDEN_MAX) most
     violated pairs (a brute-force reference), and the pass counts every row it found wanting."""
+    import privmap.offline.solvers._fast_pricing as pricing
     import privmap.offline.solvers._fast_solver as fast
 
-    monkeypatch.setattr(fast, "_WIDEN_MAX", 2)
+    monkeypatch.setattr(pricing, "_WIDEN_MAX", 2)
     p_ac, dist = random_instance(5, 20, 2)
     solver = fast._DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
     solver.tight, solver.has_inf = False, False
