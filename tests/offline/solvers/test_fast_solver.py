@@ -156,12 +156,12 @@ def test_budget_with_a_slack_smoothed_multiplier_is_certified():
 def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, n_private, frac, monkeypatch):
     """Above _DENSE_MAX unknowns the Newton systems are solved by preconditioned CG; forcing
     that path on small instances must give the same certified optimum as dense Cholesky."""
-    import privmap.offline.solvers._fast_solver as fast
+    import privmap.offline.solvers._fast_newton as newton
 
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
     dense = solve_fast(p_ac, dist, delta)
-    monkeypatch.setattr(fast, "_DENSE_MAX", 0)
+    monkeypatch.setattr(newton, "_DENSE_MAX", 0)
     iterative = solve_fast(p_ac, dist, delta)
     assert iterative.gap_bits <= TOL
     assert abs(iterative.leakage_bits - dense.leakage_bits) <= TOL
