@@ -28,7 +28,7 @@ are never *restricted* to nearby outputs; nearness only seeds the list.
 it finds that row wanting, and twice as many at each later pass that finds it
 wanting again (up to 2**_WIDEN_MAX times _N_ADD). Absorbing new pairs is what
 costs Newton steps: they beat their rows by margins well above tau, so the
-path re-centres at a larger tau (_REHEAT) from duals that no longer fit, and
+path re-centres at a larger tau (``_fast_path._REHEAT``) from duals that no longer fit, and
 that re-centring takes many damped steps, while a plain shrink of tau along
 the tangent is nearly free. At loose budgets the codebook entries all lie near
 p(a), many outputs are nearly tied for each row, and as outputs empty along

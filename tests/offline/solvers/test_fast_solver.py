@@ -174,7 +174,7 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
     """CG multiplies by the Hessian without forming it, and early on the path preconditions
     with its diagonal; both must match the matrix that the dense path factorises
     (unscaled), at a point with split rows."""
-    from privmap.offline.solvers._fast_solver import _DualNewton
+    from privmap.offline.solvers._fast_path import _DualNewton
 
     p_ac, dist = random_instance(7, 15, n_private)
     solver = _DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
@@ -205,7 +205,7 @@ def test_guards_are_the_cheapest_rows_leaning_to_each_class(n_private, monkeypat
     """Every output starts with its _N_GUARD cheapest rows among those whose posterior leans to
     each class (a brute-force reference), also when the outputs are taken in several blocks."""
     import privmap.offline.solvers._fast_pricing as pricing
-    import privmap.offline.solvers._fast_solver as fast
+    import privmap.offline.solvers._fast_path as fast
 
     monkeypatch.setattr(pricing, "_GUARD_COLUMNS", 6)      # blocks of 6, 6, 6 and 2 outputs
     p_ac, dist = random_instance(11, 20, n_private)
@@ -229,7 +229,7 @@ def test_pricing_pass_finds_each_rows_most_violated_pairs_and_the_exact_bound(n_
     per row, its n_add smallest z below the threshold; also with row chunks that straddle rows
     without mass (so D is read through copies and through views)."""
     import privmap.offline.solvers._fast_pricing as pricing
-    import privmap.offline.solvers._fast_solver as fast
+    import privmap.offline.solvers._fast_path as fast
 
     monkeypatch.setattr(pricing, "_CHUNK_ELEMENTS", 60)   # 3 rows per chunk at K_out = 20
     p_ac, dist = random_instance(7, 20, 2)
@@ -257,7 +257,7 @@ def test_pricing_widens_the_intake_of_rows_found_wanting_in_earlier_passes(monke
     """A row that h earlier passes found wanting takes its n_add * 2**min(h, _WIDEN_MAX) most
     violated pairs (a brute-force reference), and the pass counts every row it found wanting."""
     import privmap.offline.solvers._fast_pricing as pricing
-    import privmap.offline.solvers._fast_solver as fast
+    import privmap.offline.solvers._fast_path as fast
 
     monkeypatch.setattr(pricing, "_WIDEN_MAX", 2)
     p_ac, dist = random_instance(5, 20, 2)
