@@ -42,6 +42,11 @@ class _Certification:
     """
 
     def _lower_bound(self, total, absolute, mu):
+        """The proven lower bound on the optimum, nats: ``total`` - mu delta minus a rounding margin.
+
+        ``total`` and ``absolute`` are sum_c p(c) min_j z and sum_c p(c) |min_j z| from a pass over all
+        pairs (:meth:`._fast_pricing._Pricing._pass`), ``mu`` the multiplier (nats per unit distortion).
+        """
         # rounding in the sums: |fl(s) - s| <= ~(K + A + 2) eps sum |terms|; a generous margin
         margin = 8.0 * (self.K + self.A + 8) * _EPS * (absolute + mu * self.delta) + 1e-300
         return total - mu * self.delta - margin
@@ -73,6 +78,10 @@ class _Certification:
         return inactive, np.argmin(self.D[inactive], axis=1).astype(np.int64)
 
     def _finish(self, ev, mix, lb, mu):
+        """The certified answer: the soft table of ``ev`` mixed with the cheapest-output table by ``mix``
+        (in [0, 1]), bound ``lb`` and multiplier ``mu`` in nats. Raises SolverError if its gap (bits) is
+        above ``tol_bits``.
+        """
         q = ev["q"] * (1 - mix) + mix * self.c_low
         keep = q > _Q_DROP                                # weights at the cut are not entries
         in_rows, in_cols = self._inactive_entries()
@@ -117,6 +126,10 @@ class _Certification:
         return sq, max(leakage_bits(self.p_full, sq) - lb_bits, 0.0), 0
 
     def _result(self, table, multiplier, gap, message, info, sq=None):
+        """A :class:`SolveResult` for ``table`` (K, K_out; ``sq`` its sparse form if at hand), whose
+        leakage (bits) and distortion are recomputed from it; ``multiplier`` in bits per unit
+        distortion, ``gap`` in bits. Reports progress 1.
+        """
         src = table if sq is None else sq
         if self.progress is not None:
             self.progress(1.0)
@@ -133,6 +146,7 @@ class _Certification:
         )
 
     def _trivial(self, why):
+        """Every input on its cheapest output, proven optimal because ``why`` (leakage 0)."""
         jmin = np.argmin(self.D, axis=1)
         table = np.zeros((self.K, self.K_out))
         table[np.arange(self.K), jmin] = 1.0

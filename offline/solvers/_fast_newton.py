@@ -84,6 +84,12 @@ class _NewtonCore:
         return logr - self.log_p_a[:, None], np.exp(logr)
 
     def _evaluate(self, theta, mu, tau):
+        """Phi_tau at logits ``theta`` (A, K_out), multiplier ``mu`` and temperature ``tau`` (nats).
+
+        Returns the evaluation, a dict: ``G`` (A, K_out) log r_j(a) - log p(a) and ``r`` the codebook;
+        per candidate ``z``, softmax numerator ``e`` and weight ``q`` (the soft table); per active row
+        ``zmin`` and ``S`` (sum of ``e``); ``phi`` = Phi_tau; and ``theta``, ``mu``, ``tau``.
+        """
         self.stats["evaluations"] += 1
         G, r = self._codebook(theta)
         z = self.c_alpha[0] * G[0].take(self.cj)
@@ -110,6 +116,9 @@ class _NewtonCore:
         return P, _leakage_nats(P, self.log_p_a), float(w @ self.c_d)
 
     def _gradient(self, ev, P):
+        """grad Phi_tau at ``ev``: (d/dtheta (A-1, K_out), d/dmu = E d - delta), with P (A, K_out) from
+        :meth:`_primal`.
+        """
         s = P.sum(axis=0)
         g_theta = (P - s * ev["r"])[:-1]                  # (A-1, K_out)
         g_mu = float((self.c_pc * ev["q"]) @ self.c_d) - self.delta

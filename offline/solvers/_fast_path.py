@@ -23,7 +23,6 @@ solve with the same factors. Extrapolating to tau = 0 gives duals whose
 exact LB is within O(tau^2) of the optimum, while the soft table's leakage is
 within O(tau^2) too; so a certificate of 1e-6 bits needs tau near 1e-4, not
 1e-7. The same tangent predicts the duals at the next, smaller tau.
-
 """
 from __future__ import annotations
 
@@ -52,7 +51,20 @@ _WARM_Q = 1e-9                   # warm start: table entries above this become s
 
 
 class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
+    """The fast solver: its parts (module docstring) and the path that drives them.
+
+    Constructed as :class:`._fast_instance._Instance` (``p_ac`` (n_private, K), ``D``
+    (K, K_out), ``delta``, ``tol_bits``, ``max_iter``, ``progress``), then :meth:`run` once.
+    """
+
     def run(self, warm: SolveResult | None = None) -> SolveResult:
+        """Solve and certify: the trivial answers where they apply, else the path from the
+        starting duals (cold, or from ``warm``, a previous answer of the same shape).
+
+        Returns a :class:`SolveResult` whose ``table`` is (K, K_out) and ``gap_bits`` <= tol_bits.
+        Raises SolverError when no certificate is reached within ``max_iter`` Newton steps, the
+        smoothing path runs out (tau below _TAU_MIN * tol) or no ascent direction is left.
+        """
         t0 = time.perf_counter()
         self.jmin, dmin, col_arg, col_ok, col_cost = self._scan_minima()
         pc_row = self.p_c[self.rows]
@@ -113,6 +125,10 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         The dual path is close to linear in tau, x(tau) = x* + tau x' + O(tau^2), so the
         tangent extrapolated to tau = 0 gives duals whose exact bound LB is within O(tau^2)
         of the optimum, while the soft table at tau is within O(tau^2) of it too.
+
+        ``ev`` is the evaluation at the starting duals (:meth:`._fast_newton._NewtonCore._evaluate`),
+        ``least`` the least distortion any table reaches (D's unit). Returns the certified
+        :class:`SolveResult`; raises SolverError as :meth:`run` says.
         """
         tn = time.perf_counter()
         best_lb, best_mu = -math.inf, 0.0
@@ -210,6 +226,7 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         return self._evaluate(ev["theta"] + (new_tau - tau) * _pad(t_theta), mu1, new_tau)
 
     def _report_gap(self, gap, gap0):
+        """Report progress in [0, 0.95] from how far the gap (nats) fell from ``gap0`` towards ``tol``."""
         if self.progress is None or gap0 is None:
             return
         done = math.log(max(gap0, 1e-300) / max(gap, 1e-300)) / max(math.log(max(gap0, 1e-300) / self.tol), 1e-9)

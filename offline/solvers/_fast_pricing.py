@@ -73,9 +73,11 @@ class _Pricing:
     """
 
     def _chunk_rows(self):
+        """Active rows per chunk of a pass over D (about _CHUNK_ELEMENTS elements)."""
         return max(1, _CHUNK_ELEMENTS // max(1, self.K_out))
 
     def _chunks(self):
+        """(lo, hi) bounds of the chunks of active rows, in order."""
         step = self._chunk_rows()
         for lo in range(0, self.rows.size, step):
             yield lo, min(self.rows.size, lo + step)
@@ -193,6 +195,9 @@ class _Pricing:
             Zb[at, j] = np.inf
 
     def _set_candidates(self, r, j):
+        """Set the candidate lists to the pairs (active-row index ``r``, output ``j``), deduplicated and
+        sorted by row (module docstring). Raises SolverError (internal) if a row would have none.
+        """
         key = np.sort(r.astype(np.int64) * self.K_out + j.astype(np.int64))
         key = key[np.r_[True, key[1:] != key[:-1]]]       # np.unique hashes first: 40x slower
         self.cr = key // self.K_out                       # active-row index, sorted
@@ -226,6 +231,7 @@ class _Pricing:
                              np.concatenate(j_list + [j_g, extra_cols]))
 
     def _add_candidates(self, r, j):
+        """Add the pairs (``r``, ``j``) to the candidate lists, counting the new ones."""
         n0 = self.cr.size
         self._set_candidates(np.concatenate([self.cr, r]), np.concatenate([self.cj, j]))
         self.stats["added_candidates"] += int(self.cr.size - n0)
