@@ -1,7 +1,9 @@
-"""Fixtures for the solver tests: the benchmark script whose instances and budgets they check."""
+"""Fixtures for the solver tests: the benchmark script whose instances and budgets they check, and
+the small random instances of the fast solver's tests."""
 import importlib.util
 import pathlib
 
+import numpy as np
 import pytest
 
 
@@ -13,3 +15,39 @@ def bench():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _random_instance(seed, K, n_private=2, dim=3, erasure=False):
+    """A random (p_ac (n_private, K), D) pair: cubed uniform prior, Euclidean distances between
+    K random points in [0, 1]^dim. With ``erasure`` D is (K, K + 2): each input may stay (cost
+    0) or go to one of two erasure symbols (cost 0.5 and 1); moving to another input is
+    forbidden (inf)."""
+    rng = np.random.default_rng(seed)
+    p_ac = rng.random((n_private, K)) ** 3
+    p_ac /= p_ac.sum()
+    X = rng.random((K, dim))
+    dist = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    if erasure:
+        dist = np.full((K, K + 2), np.inf)
+        np.fill_diagonal(dist, 0.0)
+        dist[:, K] = 0.5
+        dist[:, K + 1] = 1.0
+    return p_ac, dist
+
+
+def _budget(p_ac, dist, frac):
+    """``frac`` times the distortion of a uniformly random allowed output, in D's unit."""
+    finite = np.where(np.isfinite(dist), dist, np.nan)
+    return frac * float(np.nansum(p_ac.sum(axis=0) * np.nanmean(finite, axis=1)))
+
+
+@pytest.fixture(scope="session")
+def random_instance():
+    """``random_instance(seed, K, n_private=2, dim=3, erasure=False)`` -> (p_ac, D)."""
+    return _random_instance
+
+
+@pytest.fixture(scope="session")
+def budget():
+    """``budget(p_ac, D, frac)`` -> a budget delta between the least distortion and a loose one."""
+    return _budget

@@ -1,0 +1,378 @@
+"""The fast solver's dual Newton core: the smoothed dual on the candidates, and Newton's step on it.
+
+At a fixed temperature tau (nats) and candidate lists (:mod:`._fast_pricing`), the smoothed dual
+
+    Phi_tau(theta, mu) = sum_c p(c) * (-tau) log sum_{j in cand(c)} exp(-z(c, j) / tau) - mu delta,
+    z(c, j) = sum_a p(a|c) log(r_j(a) / p(a)) + mu D(c, j),   r_j = softmax(theta[:, j]),
+
+is a smooth concave function of the logits theta (shape ``(A, K_out)``, the last row held at 0,
+so the unknowns are ``(A-1, K_out)``) and the multiplier mu >= 0 (nats per unit distortion).
+This part evaluates it (:meth:`_NewtonCore._evaluate`, which returns the *evaluation* ``ev``, a
+dict of the codebook, the candidates' z, the soft table q over the candidates and Phi_tau), its
+gradient and its Hessian, and takes one ascent step at that tau
+(:meth:`_NewtonCore._ascend`). Following tau towards 0 is :mod:`._fast_path`'s job.
+
+**Smoothing and Newton's method.** LB is concave but not smooth (a sum of row
+minima). Replacing each row minimum by a soft minimum at temperature tau,
+
+    Phi_tau(theta, mu) = sum_c p(c) * (-tau) log sum_j exp(-z(c, j) / tau) - mu delta,
+
+with r_j = softmax(theta_j), gives a smooth concave function whose maximiser
+is the dual of the primal problem regularised by tau * sum_c p(c) H(q(.|c)).
+Its gradient is (P(., j) - P(j) r_j, E d - delta) for the soft table
+q(c, j) = softmax_j(-z(c, j) / tau) (so at the maximiser r_j is exactly the
+posterior of output j), and its Hessian is sparse: a block per output plus,
+for each row, the covariance of its candidates, and a border for mu. We
+maximise Phi_tau by Newton's method with a backtracking line search and follow
+the path tau -> 0, the entropic analogue of an interior-point method: each
+halving of tau costs a few Newton steps (up to about ten late on the path,
+where Newton converges only linearly), each a linear solve of size
+K_out * (|A| - 1): dense Cholesky for small systems, above that conjugate
+gradients with exact Hessian products, preconditioned by the sparse LU factors
+of a copy of the Hessian whose weak cross terms (pairs with q_k q_l < 1e-4) are
+moved onto the diagonal, which keeps it positive definite and cuts the fill of
+the factorisation several-fold. Early on the path (tau above 0.0003 times its
+start) rows spread over several candidates, those factors fill in, and the
+centre only guides the way down: there CG is preconditioned by the diagonal
+and stopped at a loose tolerance. On synthetic instances that cut the time
+2.5x to 4x at K = 2048 and 4096 with the switch at 0.003; moving it to 0.0003
+cut another 17 to 30% at K = 2048 to 8192 and 13% at 16384 (single runs),
+because the factors of the steps in between filled in most (mean fill of the
+LU factors 377k at K = 8192 against 58k after the move).
+First-order methods (mirror descent, Frank-Wolfe, Blahut-Arimoto alternation)
+stall long before 1e-6 bits on this ill-conditioned objective.
+
+**Posterior resets.** Newton's method in logits moves a codebook entry that must become nearly
+pure by about one unit per step; a step cut short by the line search may therefore be replaced by
+a jump of the codebook to the soft table's posteriors (:meth:`_NewtonCore._posterior_reset`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ._fast_instance import _leakage_nats
+
+_RESET_BELOW = 0.25              # a posterior reset is tried when the line search cut the step below this
+_DENSE_MAX = 600                 # dense Cholesky of the Newton system up to this many unknowns
+_EXP_CUT = 700.0                 # softmax weights below exp(-_EXP_CUT) are raised to it: exp is ~8x slower
+                                 # where it underflows, and the soft minimum moves by < 1e-300 relative
+_Q_PAIR = 1e-13                  # softmax weights below this do not enter Hessian cross terms
+_Q_PRECOND = 1e-4                # sparse path: cross terms with q_k q_l below this leave the preconditioner
+_CG_RTOL = 1e-7                  # relative residual of the preconditioned conjugate gradients
+_CG_MAXITER = 200                # CG iterations per solve; an unconverged solve still gives an ascent direction
+_JACOBI_TAU = 3e-4               # above this fraction of the starting tau: CG with the diagonal as preconditioner,
+_JACOBI_RTOL = 1e-3              # to this relative residual,
+_JACOBI_MAXITER = 100            # in at most this many iterations
+
+
+class _NewtonCore:
+    """The smoothed dual and its Newton step; a mixin over :class:`._fast_instance._Instance`.
+
+    Reads the instance, the candidate lists (:mod:`._fast_pricing`), ``budget`` and ``scale``
+    (the path's starting tau, which places the switch of preconditioner); counts
+    ``stats["evaluations"]``. Raises nothing: a step that cannot ascend is returned as None.
+    """
+
+    def _codebook(self, theta):
+        """log r_j(a) - log p(a), shape (A, K_out), and r, from logits theta (A, K_out)."""
+        m = theta.max(axis=0)
+        lse = m + np.log(np.exp(theta - m).sum(axis=0))
+        logr = theta - lse
+        return logr - self.log_p_a[:, None], np.exp(logr)
+
+    def _evaluate(self, theta, mu, tau):
+        """Phi_tau at logits ``theta`` (A, K_out), multiplier ``mu`` and temperature ``tau`` (nats).
+
+        Returns the evaluation, a dict: ``G`` (A, K_out) log r_j(a) - log p(a) and ``r`` the codebook;
+        per candidate ``z``, softmax numerator ``e`` and weight ``q`` (the soft table); per active row
+        ``zmin`` and ``S`` (sum of ``e``); ``phi`` = Phi_tau; and ``theta``, ``mu``, ``tau``.
+        """
+        self.stats["evaluations"] += 1
+        G, r = self._codebook(theta)
+        z = self.c_alpha[0] * G[0].take(self.cj)
+        for a in range(1, self.A):
+            z += self.c_alpha[a] * G[a].take(self.cj)
+        if self.budget:
+            z += mu * self.c_d
+        zmin = np.minimum.reduceat(z, self.start)
+        t = (z - zmin[self.cr]) / tau
+        e = np.exp(-np.minimum(t, _EXP_CUT, out=t))
+        S = np.add.reduceat(e, self.start)
+        q = e / S[self.cr]
+        pc_row = self.p_c[self.rows]
+        phi = float(pc_row @ (zmin - tau * np.log(S))) - (mu * self.delta if self.budget else 0.0)
+        return {"G": G, "r": r, "z": z, "zmin": zmin, "e": e, "S": S, "q": q, "phi": phi,
+                "theta": theta, "mu": mu, "tau": tau}
+
+    def _primal(self, ev):
+        """P (A, K_out), leakage (nats) and distortion of the soft table ev["q"]."""
+        w = self.c_pc * ev["q"]
+        P = np.empty((self.A, self.K_out))
+        for a in range(self.A):
+            P[a] = np.bincount(self.cj, weights=w * self.c_alpha[a], minlength=self.K_out)
+        return P, _leakage_nats(P, self.log_p_a), float(w @ self.c_d)
+
+    def _gradient(self, ev, P):
+        """grad Phi_tau at ``ev``: (d/dtheta (A-1, K_out), d/dmu = E d - delta), with P (A, K_out) from
+        :meth:`_primal`.
+        """
+        s = P.sum(axis=0)
+        g_theta = (P - s * ev["r"])[:-1]                  # (A-1, K_out)
+        g_mu = float((self.c_pc * ev["q"]) @ self.c_d) - self.delta
+        return g_theta, g_mu
+
+    def _factor(self, ev, P):
+        """Factorise N = -Hessian of Phi_tau (sparse, positive semi-definite).
+
+        N = blockdiag_j(P(j) Cov(r_j)) + sum_c (p(c)/tau) Cov_{q_c}(dz_c / dtheta), bordered by
+        the multiplier. Up to _DENSE_MAX unknowns N itself is factorised (dense Cholesky).
+        Above, N is solved by conjugate gradients (exact products, `_hessian_operator`). Far up
+        the path (tau > _JACOBI_TAU times the starting tau) rows spread over several
+        candidates, so sparse factors fill in badly, while the centre there only guides the
+        path: CG is preconditioned by the diagonal of N and stopped at a loose tolerance.
+        Further down it is preconditioned with the LU factors of a sparser matrix M >= N (see
+        `_assemble`), whose factorisation has several-fold less fill than that of N.
+        Returns solve(rhs_theta (A-1, K_out), rhs_mu) -> (d_theta, d_mu) with N d = rhs.
+        """
+        A1, n_out = self.A - 1, self.K_out
+        nth = A1 * n_out
+        tau, q, r = ev["tau"], ev["q"], ev["r"]
+        s = P.sum(axis=0)
+        cr, cj = self.cr, self.cj
+        wk = self.c_pc * q / tau                          # (n,)
+        V = self.c_alpha[:A1] - r[:A1, cj]                # (A-1, n): dz/dtheta_j(b)
+        floor = 1e-14 * float(s.max()) + 1e-300           # outputs without mass: no curvature
+        if nth <= _DENSE_MAX:
+            ri, ci, vals, dscale = self._assemble(ev, s, wk, V, floor, sparsify=False)
+            Ns = np.bincount(ri * nth + ci, weights=vals, minlength=nth * nth).reshape(nth, nth)
+            factor = sla.cho_factor(Ns, check_finite=False)
+
+            def solve_theta(v):
+                return dscale * sla.cho_solve(factor, dscale * v, check_finite=False)
+        else:
+            if tau > _JACOBI_TAU * self.scale:
+                inv_diag = 1.0 / self._diagonal(ev, s, wk, V, floor)
+                precond = spla.LinearOperator((nth, nth), matvec=lambda v: inv_diag * v)
+                rtol, maxiter = _JACOBI_RTOL, _JACOBI_MAXITER
+            else:
+                ri, ci, vals, dscale = self._assemble(ev, s, wk, V, floor, sparsify=True)
+                lu = spla.splu(sp.csc_matrix((vals, (ri, ci)), shape=(nth, nth)),
+                               permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                               options={"SymmetricMode": True})
+                precond = spla.LinearOperator((nth, nth),
+                                              matvec=lambda v: dscale * lu.solve(dscale * v))
+                rtol, maxiter = _CG_RTOL, _CG_MAXITER
+            hessian = spla.LinearOperator((nth, nth), matvec=self._hessian_operator(ev, s, wk, V, floor))
+
+            def solve_theta(v):
+                x, _ = spla.cg(hessian, v, x0=precond.matvec(v), rtol=rtol, maxiter=maxiter,
+                               M=precond)
+                return x
+
+        def theta(rhs_theta):
+            return solve_theta(rhs_theta.T.ravel()).reshape(n_out, A1).T
+
+        if not self.budget:
+            def solve(rhs_theta, rhs_mu):
+                return theta(rhs_theta), 0.0
+            solve.theta = theta
+            return solve
+        dbar = np.add.reduceat(q * self.c_d, self.start)
+        dev = self.c_d - dbar[cr]
+        b_vec = np.zeros(nth)
+        for b in range(A1):
+            b_vec[b::A1] = np.bincount(cj, weights=wk * dev * V[b], minlength=n_out)
+        c_mm = float(wk @ (dev * dev))
+        y2 = solve_theta(b_vec)
+        schur = max(c_mm - float(b_vec @ y2), 1e-300 + 1e-14 * abs(c_mm))
+
+        def solve(rhs_theta, rhs_mu):
+            y1 = solve_theta(rhs_theta.T.ravel())
+            d_mu = (rhs_mu - float(b_vec @ y1)) / schur
+            return (y1 - y2 * d_mu).reshape(n_out, A1).T, d_mu
+        solve.theta = theta
+        return solve
+
+    def _assemble(self, ev, s, wk, V, floor, *, sparsify):
+        """Triplets (rows, cols, values) of N + floor I scaled to unit diagonal, and the scale.
+
+        With ``sparsify``, cross terms of candidate pairs with q_k q_l < _Q_PRECOND are moved
+        onto the two diagonal blocks: the matrix becomes M = N + sum c (v_k; v_l)(v_k; v_l)^T
+        >= N, still positive semi-definite, with several-fold less fill when factorised.
+        """
+        A1, n_out = self.A - 1, self.K_out
+        q, r, cj = ev["q"], ev["r"], self.cj
+        one_minus_q = self._one_minus_q(ev)
+        # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l
+        k1, l1 = self._row_pairs(q)
+        moved = np.zeros(q.size)
+        if sparsify:
+            weak = q[k1] * q[l1] < _Q_PRECOND
+            moved = np.bincount(k1[weak], weights=q[l1[weak]], minlength=q.size)
+            k1, l1 = k1[~weak], l1[~weak]
+        coef = -wk[k1] * q[l1]
+        ri, ci, vals = [], [], []
+        for b in range(A1):
+            for b2 in range(A1):
+                ri.append(cj[k1] * A1 + b)
+                ci.append(cj[l1] * A1 + b2)
+                vals.append(coef * V[b, k1] * V[b2, l1])
+        bi, bj, bv = self._block_triplets(self._blocks(s, r, floor, wk * (one_minus_q + moved), V))
+        ri, ci, vals = np.concatenate([bi] + ri), np.concatenate([bj] + ci), np.concatenate([bv] + vals)
+        diag = np.bincount(ri[ri == ci], weights=vals[ri == ci], minlength=A1 * n_out)
+        dscale = 1.0 / np.sqrt(diag)
+        return ri, ci, vals * dscale[ri] * dscale[ci], dscale
+
+    def _blocks(self, s, r, floor, weights, V):
+        """The block-diagonal part of N + floor I, shape (K_out, A-1, A-1).
+
+        Per output j: P(j) Cov(r_j) + floor I + sum over its candidates k of weights_k v_k v_k^T,
+        with v_k = V[:, k] (shape (A-1,)).
+        """
+        A1 = self.A - 1
+        r = r[:A1]
+        blocks = np.empty((self.K_out, A1, A1))
+        for b in range(A1):
+            for b2 in range(A1):
+                cand = np.bincount(self.cj, weights=weights * V[b] * V[b2], minlength=self.K_out)
+                blocks[:, b, b2] = s * ((r[b] if b == b2 else 0.0) - r[b] * r[b2]) + cand
+            blocks[:, b, b] += floor
+        return blocks
+
+    @staticmethod
+    def _block_triplets(blocks):
+        """Triplets (rows, cols, values) of a (K_out, A-1, A-1) block diagonal; flat index
+        output * (A-1) + b."""
+        n_out, A1, _ = blocks.shape
+        first = np.arange(n_out)[:, None, None] * A1
+        b = np.arange(A1)
+        rows = np.broadcast_to(first + b[None, :, None], blocks.shape)
+        cols = np.broadcast_to(first + b[None, None, :], blocks.shape)
+        return rows.ravel(), cols.ravel(), blocks.ravel()
+
+    def _one_minus_q(self, ev):
+        """1 - q per candidate, from the row sums (without the cancellation of 1 - q)."""
+        S = ev["S"][self.cr]
+        return (S - ev["e"]) / S
+
+    def _diagonal(self, ev, s, wk, V, floor):
+        """The diagonal of N + floor I (see _factor), flat in the order output * (A-1) + b.
+
+        A row's cross terms join different outputs, so the diagonal is that of the blocks with
+        the candidates weighted by w_k (1 - q_k).
+        """
+        blocks = self._blocks(s, ev["r"], floor, wk * self._one_minus_q(ev), V)
+        return np.diagonal(blocks, axis1=1, axis2=2).ravel()
+
+    def _hessian_operator(self, ev, s, wk, V, floor):
+        """v -> N v for the theta block of N (see _factor), v flat in the order output * (A-1) + b.
+
+        N = G - L Rt with G block-diagonal (the codebook blocks plus sum_k w_k v_k v_k^T per
+        output), Rt = R Q B (per row, the q-weighted mean of its candidates' dz/dtheta) and
+        L = B^T W R^T, where B maps theta to the candidates' dz. Rt and L^T share the sparsity
+        of the candidate lists (rows sorted), so both are built as CSR without conversion and
+        L is applied as the CSC transpose of L^T; G is applied block by block. Each product
+        reads the candidates about twice instead of the nine passes of applying the row
+        covariances elementwise.
+        """
+        A1 = self.A - 1
+        nth, R, n = A1 * self.K_out, self.rows.size, self.cr.size
+        col = (self.cj[:, None] * A1 + np.arange(A1)).ravel()     # candidate k, class b
+        indptr = np.r_[self.start, n] * A1
+        VT = V.T                                                  # (n, A-1)
+        Rt = sp.csr_matrix(((ev["q"][:, None] * VT).ravel(), col, indptr), shape=(R, nth))
+        L = sp.csr_matrix(((wk[:, None] * VT).ravel(), col, indptr), shape=(R, nth)).T
+        blocks = self._blocks(s, ev["r"], floor, wk, V)
+
+        def times(v):
+            Gv = np.einsum("jab,jb->ja", blocks, v.reshape(self.K_out, A1)).ravel()
+            return Gv - L @ (Rt @ v)
+        return times
+
+    def _row_pairs(self, q):
+        """Index pairs (k, l), k != l, of candidates in one row with softmax weight > _Q_PAIR.
+
+        O(sum over rows of m^2) for m significant candidates per row.
+        """
+        sig = np.flatnonzero(q > _Q_PAIR)
+        counts = np.bincount(self.cr[sig], minlength=self.rows.size)
+        multi = sig[counts[self.cr[sig]] > 1]             # sorted by row
+        if multi.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        row = self.cr[multi]
+        first = np.r_[0, np.flatnonzero(row[1:] != row[:-1]) + 1]
+        lens = np.diff(np.r_[first, multi.size])
+        m = np.repeat(lens, lens)                         # per element: its row's count
+        group = np.repeat(first, lens)                    # per element: its row's first position
+        block = np.cumsum(m) - m                          # where each element's pairs begin
+        within = np.arange(int(m.sum())) - np.repeat(block, m)
+        kk = np.repeat(multi, m)
+        ll = multi[np.repeat(group, m) + within]
+        ok = kk != ll
+        return kk[ok], ll[ok]
+
+    def _tau_derivative(self, ev):
+        """d grad / d tau at fixed duals: the right-hand side of the path's tangent."""
+        q, z, tau = ev["q"], ev["z"], ev["tau"]
+        zbar = np.add.reduceat(q * z, self.start)
+        w = self.c_pc * q * (z - zbar[self.cr]) / tau ** 2
+        V = self.c_alpha[:-1] - ev["r"][:-1, self.cj]
+        g_theta = np.stack([np.bincount(self.cj, weights=w * V[b], minlength=self.K_out)
+                            for b in range(self.A - 1)])
+        return g_theta, float(w @ self.c_d)
+
+    def _ascend(self, ev, P, d_theta, d_mu, dec):
+        """A Newton line search, or a posterior reset where that ascends more; None if neither
+        ascends. The reset is tried only when Newton's step was cut below _RESET_BELOW (on the
+        benchmark instances it never won after a full or half step)."""
+        trial, step = self._line_search(ev, d_theta, d_mu, dec)
+        if trial is not None and step >= _RESET_BELOW:
+            return trial
+        reset = self._posterior_reset(ev, P)
+        if reset is not None and (trial is None or reset["phi"] > trial["phi"]):
+            return reset
+        return trial
+
+    @staticmethod
+    def _theta_only(solve):
+        """The Newton solve with the multiplier held fixed (its bound active)."""
+        def solve_fixed(rhs_theta, rhs_mu):
+            return solve.theta(rhs_theta), 0.0
+        return solve_fixed
+
+    def _line_search(self, ev, d_theta, d_mu, dec):
+        """Backtracking (Armijo) ascent step, projected on mu >= 0: (trial, step), or (None, 0.0)
+        if Phi_tau cannot rise."""
+        step = 1.0
+        mu = ev["mu"]
+        while step > 1e-12:
+            trial = self._evaluate(ev["theta"] + step * _pad(d_theta),
+                                   max(mu + step * d_mu, 0.0) if self.budget else 0.0, ev["tau"])
+            if trial["phi"] >= ev["phi"] + 0.25 * step * dec:
+                return trial, step
+            step *= 0.5
+        return None, 0.0
+
+    def _posterior_reset(self, ev, P):
+        """Codebook set to the soft table's posteriors; None unless that raises Phi_tau.
+
+        Newton's method in logits moves a codebook entry that must become nearly pure by
+        about one unit per step; this jump gets there at once.
+        """
+        s = P.sum(axis=0)
+        used = s > 1e-300
+        theta = ev["theta"].copy()
+        with np.errstate(divide="ignore"):
+            logr = np.log(P[:, used] / s[used])
+        logr = np.maximum(logr, -30.0)
+        theta[:, used] = logr - logr[-1]
+        trial = self._evaluate(theta, ev["mu"], ev["tau"])
+        return trial if trial["phi"] > ev["phi"] else None
+
+
+def _pad(d_theta):
+    """Append the fixed last logit row (zeros) to a (A-1, K_out) step."""
+    return np.vstack([d_theta, np.zeros((1, d_theta.shape[1]))])

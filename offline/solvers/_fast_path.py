@@ -1,0 +1,233 @@
+"""The fast solver's path following: from the starting duals down the temperature to a certificate.
+
+The smoothed dual Phi_tau (:mod:`._fast_newton`) is maximised at a decreasing temperature tau
+(nats), the entropic analogue of an interior-point method. :class:`_DualNewton` assembles the
+solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certify` over
+:mod:`._fast_instance`) and drives them:
+
+- **Start** (:meth:`_DualNewton.run`): each output's codebook entry near the posterior of its
+  cheapest input, mixed with p(a) (_START_MIX); tau and mu on the scale of I(A; C), the leakage
+  without privacy. A warm start (:meth:`_DualNewton._warm_duals`) takes a previous answer's
+  column posteriors and multiplier instead, and adds its table's pairs to the candidates.
+- **Centring**: Newton steps at a fixed tau until the Newton decrement^2 is at most
+  _CENTRED * tau.
+- **Certifying** (:meth:`_DualNewton._follow_path`): once centred, the path's tangent gives duals
+  extrapolated to tau = 0; a pricing pass over all pairs gives their proven bound, and the solver
+  stops when the answer's leakage is within ``tol`` of the best bound so far. New pairs from the
+  pass re-centre the path at a tau that sees them smoothly (_REHEAT).
+- **Shrinking**: otherwise tau shrinks by an adapted factor along the tangent.
+
+**Certificates from the path's tangent.** Near tau = 0 the dual path is nearly
+linear, x(tau) = x* + tau x'(tau) + O(tau^2), and its tangent x' costs one more
+solve with the same factors. Extrapolating to tau = 0 gives duals whose
+exact LB is within O(tau^2) of the optimum, while the soft table's leakage is
+within O(tau^2) too; so a certificate of 1e-6 bits needs tau near 1e-4, not
+1e-7. The same tangent predicts the duals at the next, smaller tau.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._errors import SolverError
+from ._fast_certify import _Certification
+from ._fast_instance import _LN2, _Instance, _leakage_nats
+from ._fast_newton import _NewtonCore, _pad
+from ._fast_pricing import _N_ADD, _Pricing
+from ._result import SolveResult
+
+_START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
+_TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
+_EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
+_PASS_EVERY = 0.5                # a pricing pass whenever tau fell by this factor since the last
+_REHEAT = 0.3                    # after pricing, tau >= _REHEAT * median margin of new pairs
+_CENTRED = 0.1                   # Newton decrement^2 <= _CENTRED * tau: near the centre
+_TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
+_TAU_MIN = 1e-6                  # give up below tau = _TAU_MIN * tol
+_WARM_Q = 1e-9                   # warm start: table entries above this become starting candidates
+
+
+class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
+    """The fast solver: its parts (module docstring) and the path that drives them.
+
+    Constructed as :class:`._fast_instance._Instance` (``p_ac`` (n_private, K), ``D``
+    (K, K_out), ``delta``, ``tol_bits``, ``max_iter``, ``progress``), then :meth:`run` once.
+    """
+
+    def run(self, warm: SolveResult | None = None) -> SolveResult:
+        """Solve and certify: the trivial answers where they apply, else the path from the
+        starting duals (cold, or from ``warm``, a previous answer of the same shape).
+
+        Returns a :class:`SolveResult` whose ``table`` is (K, K_out) and ``gap_bits`` <= tol_bits.
+        Raises SolverError when no certificate is reached within ``max_iter`` Newton steps, the
+        smoothing path runs out (tau below _TAU_MIN * tol) or no ascent direction is left.
+        """
+        t0 = time.perf_counter()
+        self.jmin, dmin, col_arg, col_ok, col_cost = self._scan_minima()
+        pc_row = self.p_c[self.rows]
+        least = float(pc_row @ dmin)
+        if self.A <= 1:
+            return self._trivial("one private class has all the mass: leakage is 0")
+        self.tight = self.delta <= least + 1e-12 * max(1.0, least)
+        self.tie = dmin + 1e-12 * np.maximum(1.0, dmin)
+        self.budget = not self.tight
+        constant = float(col_cost.min())
+        if constant <= self.delta:
+            return self._single_output(int(np.argmin(col_cost)))
+
+        # starting duals: each output's codebook entry near the posterior of its cheapest input; the
+        # multiplier and temperature on the scale of the leakage without privacy, I(A; C)
+        theta = np.zeros((self.A, self.K_out))
+        r0 = np.tile(self.p_a[:, None], (1, self.K_out))
+        r0[:, col_ok] = (1 - _START_MIX) * self.alpha[:, col_arg[col_ok]] + _START_MIX * self.p_a[:, None]
+        theta[:] = np.log(r0) - np.log(r0[-1])
+        scale = max(_leakage_nats(self.p[:, self.rows], self.log_p_a), self.tol)
+        mu = 2.0 * scale / max(constant - least, 1e-300) if self.budget else 0.0
+        r_w = j_w = np.zeros(0, np.int64)
+        if warm is not None:
+            mu, r_w, j_w = self._warm_duals(warm, theta, mu)
+        G0, _ = self._codebook(theta)
+        self._start_candidates(G0, mu, r_w, j_w)
+        self.scale = scale
+        ev = self._evaluate(theta, mu, scale)
+        self.timing["start"] = time.perf_counter() - t0
+        return self._follow_path(ev, least)
+
+    def _warm_duals(self, warm, theta, mu):
+        """Start from a previous answer: writes the logits of its outputs' posteriors into
+        ``theta`` (A, K_out) in place (outputs it left empty keep theirs), and returns its
+        multiplier in nats (``mu`` when it had none, NaN, or no budget binds) and its table's
+        pairs (active-row indices, outputs) where allowed in D."""
+        table = warm.table
+        rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
+        vals = np.asarray(table[rows, cols]).ravel()
+        pos = np.full(self.K, -1, np.int64)
+        pos[self.rows] = np.arange(self.rows.size)
+        keep = (vals > _WARM_Q) & (pos[rows] >= 0)
+        keep[keep] = np.isfinite(self.D[rows[keep], cols[keep]])
+        rows, cols, vals = rows[keep], cols[keep], vals[keep]
+        P = np.zeros((self.A, self.K_out))
+        for a in range(self.A):
+            np.add.at(P[a], cols, self.p[a, rows] * vals)
+        used = P.sum(axis=0) > 0
+        r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]
+        theta[:, used] = np.log(r) - np.log(r[-1])
+        if self.budget and math.isfinite(warm.multiplier) and warm.multiplier > 0:
+            mu = float(warm.multiplier) * _LN2
+        return mu, pos[rows], cols
+
+    def _follow_path(self, ev, least):
+        """Newton steps on Phi_tau; once centred, certify or shrink tau along the path's tangent.
+
+        The dual path is close to linear in tau, x(tau) = x* + tau x' + O(tau^2), so the
+        tangent extrapolated to tau = 0 gives duals whose exact bound LB is within O(tau^2)
+        of the optimum, while the soft table at tau is within O(tau^2) of it too.
+
+        ``ev`` is the evaluation at the starting duals (:meth:`._fast_newton._NewtonCore._evaluate`),
+        ``least`` the least distortion any table reaches (D's unit). Returns the certified
+        :class:`SolveResult`; raises SolverError as :meth:`run` says.
+        """
+        tn = time.perf_counter()
+        best_lb, best_mu = -math.inf, 0.0
+        gap0 = None
+        priced_tau = math.inf            # tau of the last pricing pass
+        shrink = _TAU_SHRINK
+        stage_steps = 0
+        self._last_gap = math.inf
+        while True:
+            if self.stats["newton_steps"] >= self.max_iter:
+                self.timing["newton"] += time.perf_counter() - tn
+                raise SolverError(
+                    f"fast solver: no certificate within {self.max_iter} Newton steps "
+                    f"(best gap {self._last_gap / _LN2:.3g} bits, tol_bits {self.tol / _LN2:.3g})")
+            P, J, Ed = self._primal(ev)
+            g_theta, g_mu = self._gradient(ev, P)
+            solve = self._factor(ev, P)
+            if self.budget and ev["mu"] == 0.0 and g_mu <= 0.0:
+                g_mu = 0.0                    # the bound mu >= 0 is active: step in theta only
+                solve = self._theta_only(solve)
+            d_theta, d_mu = solve(g_theta, g_mu)
+            self.stats["newton_steps"] += 1
+            stage_steps += 1
+            dec = float(np.sum(g_theta * d_theta)) + (g_mu * d_mu if self.budget else 0.0)
+            tau = ev["tau"]
+            if dec > _CENTRED * tau:
+                trial = self._ascend(ev, P, d_theta, d_mu, dec)
+                if trial is None:             # no ascent from here: back off to a larger tau
+                    if tau > self.scale:
+                        self.timing["newton"] += time.perf_counter() - tn
+                        raise SolverError(f"fast solver: no ascent direction at tau = {tau:.3g}")
+                    ev = self._evaluate(ev["theta"], ev["mu"], 10.0 * tau)
+                    shrink = max(shrink, 0.5)
+                    continue
+                ev = trial
+                continue
+            # near the centre at this tau: extrapolate the duals to tau = 0, measure the gap
+            t_theta, t_mu = solve(*self._tau_derivative(ev))
+            step0 = tau * t_theta
+            wild = np.abs(step0).max(axis=0) > _EXTRAP_MAX   # outputs with next to no curvature
+            step0[:, wild] = 0.0
+            theta0 = ev["theta"] - _pad(step0)
+            mu0 = max(ev["mu"] - tau * t_mu, 0.0) if self.budget else 0.0
+            ev0 = self._evaluate(theta0, mu0, tau)
+            J_mix, mix = self._mixed_leakage(ev, P, J, Ed, least)
+            cand_lb = float(self.p_c[self.rows] @ ev0["zmin"]) - mu0 * self.delta
+            gap = J_mix - cand_lb
+            gap0 = gap0 if gap0 is not None else max(gap, self.tol)
+            self._report_gap(gap, gap0)
+            if gap <= 0.5 * self.tol or (tau <= _PASS_EVERY * min(priced_tau, self.scale)):
+                priced_tau = tau
+                total, absolute, nr, nc, margin = self._pass(ev0["G"], mu0, ev0["zmin"], _N_ADD)
+                lb = self._lower_bound(total, absolute, mu0)
+                if lb > best_lb:
+                    best_lb, best_mu = lb, mu0
+                self._last_gap = J_mix - best_lb
+                if J_mix - best_lb <= self.tol:
+                    self.timing["newton"] += time.perf_counter() - tn
+                    return self._finish(ev, mix, best_lb, best_mu)
+                if nr.size:
+                    # new candidates beat their rows by some margin: re-centre at a tau that
+                    # sees them smoothly, from duals predicted along the tangent
+                    self._add_candidates(nr, nc)
+                    new_tau = min(max(tau, _REHEAT * float(np.median(margin))), self.scale)
+                    priced_tau = new_tau
+                    ev = self._along_tangent(ev, t_theta, t_mu, new_tau)
+                    stage_steps = 0
+                    continue
+            # Phi_tau + tau * entropy equals J + mu (E d - delta) at the exact centre; when the
+            # soft table is what keeps the gap open, centre tightly before going on
+            entropy = -float(self.c_pc @ (ev["q"] * np.log(np.maximum(ev["q"], 1e-300))))
+            primal_err = J_mix - (ev["phi"] + tau * entropy)
+            if primal_err > 0.25 * gap and dec > tau * (_TIGHT * self.tol) ** 2:
+                trial = self._ascend(ev, P, d_theta, d_mu, dec)
+                if trial is not None:
+                    ev = trial
+                    continue
+            if tau <= _TAU_MIN * self.tol:
+                self.timing["newton"] += time.perf_counter() - tn
+                raise SolverError(
+                    f"fast solver: the smoothing path reached tau = {tau:.3g} without a certificate "
+                    f"(gap {gap / _LN2:.3g} bits, tol_bits {self.tol / _LN2:.3g})")
+            # predictor: follow the tangent to the next tau; shrink faster while stages are cheap
+            shrink = max(shrink * 0.5, 0.02) if stage_steps <= 2 else \
+                min(shrink * 2.0, 0.5) if stage_steps > 5 else shrink
+            stage_steps = 0
+            ev = self._along_tangent(ev, t_theta, t_mu, tau * shrink)
+
+    def _along_tangent(self, ev, t_theta, t_mu, new_tau):
+        """Duals predicted at new_tau from the path's tangent at ev (kept if mu would go < 0)."""
+        tau = ev["tau"]
+        mu1 = ev["mu"] + (new_tau - tau) * t_mu if self.budget else 0.0
+        if self.budget and mu1 <= 0:
+            return self._evaluate(ev["theta"], ev["mu"], new_tau)
+        return self._evaluate(ev["theta"] + (new_tau - tau) * _pad(t_theta), mu1, new_tau)
+
+    def _report_gap(self, gap, gap0):
+        """Report progress in [0, 0.95] from how far the gap (nats) fell from ``gap0`` towards ``tol``."""
+        if self.progress is None or gap0 is None:
+            return
+        done = math.log(max(gap0, 1e-300) / max(gap, 1e-300)) / max(math.log(max(gap0, 1e-300) / self.tol), 1e-9)
+        self.progress(float(min(max(0.9 * done, 0.0), 0.95)))

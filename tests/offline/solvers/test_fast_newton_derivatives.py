@@ -1,0 +1,111 @@
+"""The dual Newton core of the fast solver (offline/solvers/_fast_newton.py): the gradient and the
+Hessian of the smoothed dual are those of its value, the matrix-free Hessian products equal the
+assembled matrix, and the conjugate-gradient solves reach the optimum the dense ones reach."""
+import numpy as np
+import pytest
+from privmap.offline.solvers._fast_path import _DualNewton
+from privmap.offline.solvers._fast_solver import solve_fast
+
+TOL = 1e-5
+
+
+def _all_pairs_solver(random_instance, budget, n_private, K=15, seed=7):
+    """A solver on a random instance with every pair a candidate and a free multiplier."""
+    p_ac, dist = random_instance(seed, K, n_private)
+    solver = _DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
+    solver.tight, solver.budget = False, True
+    solver.jmin = np.argmin(dist, axis=1)
+    solver._set_candidates(np.repeat(np.arange(K), K), np.tile(np.arange(K), K))
+    return solver
+
+
+@pytest.mark.parametrize("n_private", [2, 3])
+def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_private, random_instance,
+                                                                               budget):
+    """grad Phi_tau (theta without its fixed last row, and mu) is the central difference of
+    Phi_tau, and N = -Hessian (the matrix the dense path factorises) is the central difference of
+    that gradient, at a point with split rows."""
+    solver = _all_pairs_solver(random_instance, budget, n_private)
+    rng = np.random.default_rng(1)
+    theta, mu, tau = rng.normal(size=(n_private, 15)), 0.3, 0.05
+
+    def grad(theta, mu):
+        ev = solver._evaluate(theta, mu, tau)
+        P, _, _ = solver._primal(ev)
+        g_theta, g_mu = solver._gradient(ev, P)
+        return ev, P, g_theta, g_mu
+
+    ev, P, g_theta, g_mu = grad(theta, mu)
+    h = 1e-6
+    for _ in range(4):
+        d_theta = np.vstack([rng.normal(size=(n_private - 1, 15)), np.zeros((1, 15))])
+        d_mu = float(rng.normal())
+        up = solver._evaluate(theta + h * d_theta, mu + h * d_mu, tau)["phi"]
+        down = solver._evaluate(theta - h * d_theta, mu - h * d_mu, tau)["phi"]
+        assert (up - down) / (2 * h) == pytest.approx(
+            float(np.sum(g_theta * d_theta[:-1])) + g_mu * d_mu, rel=1e-5, abs=1e-9)
+
+    A1 = n_private - 1
+    s = P.sum(axis=0)
+    wk = solver.c_pc * ev["q"] / tau
+    V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
+    ri, ci, vals, dscale = solver._assemble(ev, s, wk, V, 0.0, sparsify=False)
+    n = A1 * 15
+    N = np.zeros((n, n))
+    np.add.at(N, (ri, ci), vals / (dscale[ri] * dscale[ci]))
+    for _ in range(3):
+        v = rng.normal(size=n)                           # flat in the order output * (A-1) + b
+        step = np.vstack([v.reshape(15, A1).T, np.zeros((1, 15))])
+        g_up = grad(theta + h * step, mu)[2]
+        g_down = grad(theta - h * step, mu)[2]
+        fd = -((g_up - g_down) / (2 * h)).T.ravel()
+        assert np.allclose(fd, N @ v, rtol=1e-4, atol=1e-6 * np.abs(N @ v).max())
+
+
+@pytest.mark.parametrize("seed, K, n_private, frac", [(3, 20, 2, 0.3), (2, 12, 3, 0.1), (6, 40, 2, 0.2)])
+def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, n_private, frac,
+                                                                       monkeypatch, random_instance,
+                                                                       budget):
+    """Above _DENSE_MAX unknowns the Newton systems are solved by preconditioned CG; forcing
+    that path on small instances must give the same certified optimum as dense Cholesky."""
+    import privmap.offline.solvers._fast_newton as newton
+
+    p_ac, dist = random_instance(seed, K, n_private)
+    delta = budget(p_ac, dist, frac)
+    dense = solve_fast(p_ac, dist, delta)
+    monkeypatch.setattr(newton, "_DENSE_MAX", 0)
+    iterative = solve_fast(p_ac, dist, delta)
+    assert iterative.gap_bits <= TOL
+    assert abs(iterative.leakage_bits - dense.leakage_bits) <= TOL
+    assert iterative.lower_bound_bits <= dense.leakage_bits + 1e-12
+    assert iterative.distortion <= delta
+
+
+@pytest.mark.parametrize("n_private", [2, 3])
+def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_private,
+                                                                              random_instance, budget):
+    """CG multiplies by the Hessian without forming it, and early on the path preconditions
+    with its diagonal; both must match the matrix that the dense path factorises
+    (unscaled), at a point with split rows."""
+    p_ac, dist = random_instance(7, 15, n_private)
+    solver = _DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
+    solver.tight, solver.budget = False, True
+    solver.jmin = np.argmin(dist, axis=1)
+    rows = np.repeat(np.arange(15), 15)
+    solver._set_candidates(rows, np.tile(np.arange(15), 15))
+    rng = np.random.default_rng(0)
+    ev = solver._evaluate(rng.normal(size=(n_private, 15)), 0.3, 0.05)
+    P, _, _ = solver._primal(ev)
+    s = P.sum(axis=0)
+    A1 = n_private - 1
+    wk = solver.c_pc * ev["q"] / ev["tau"]
+    V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
+    ri, ci, vals, dscale = solver._assemble(ev, s, wk, V, 0.0, sparsify=False)
+    n = A1 * 15
+    N = np.zeros((n, n))
+    np.add.at(N, (ri, ci), vals / (dscale[ri] * dscale[ci]))
+    assert np.allclose(solver._diagonal(ev, s, wk, V, 0.0), np.diag(N), rtol=1e-10, atol=1e-12)
+    times = solver._hessian_operator(ev, s, wk, V, 0.0)
+    for _ in range(3):
+        v = rng.normal(size=n)
+        assert np.allclose(times(v), N @ v, rtol=1e-10, atol=1e-12)
