@@ -67,6 +67,19 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
     return payload, signatures[0].key_id.hex()
 
 
+def payload_table(payload: dict):
+    """A table payload's integer table as probabilities q(c^|c) = weight / 2^bits: a
+    ``scipy.sparse.csr_matrix`` of shape (K_in, K_out), rows in the payload's input order."""
+    import numpy as np
+    import scipy.sparse as sp
+    table = payload["table"]
+    indptr = np.concatenate([[0], np.cumsum([len(index) for index in table["index"]])])
+    columns = np.array([j for index in table["index"] for j in index], dtype=np.int64)
+    weights = np.array([w for weight in table["weight"] for w in weight], dtype=float)
+    return sp.csr_matrix((weights / float(1 << int(table["bits"])), columns, indptr),
+                         shape=(len(payload["inputs"]), len(payload["outputs"])))
+
+
 def payload_output_leakage(payload: dict) -> tuple[float | None, str]:
     """The per-output leakage epsilon (bits) of a table payload and where the figure comes from.
 
@@ -89,15 +102,9 @@ def payload_output_leakage(payload: dict) -> tuple[float | None, str]:
     if "table" not in payload or "prior" not in payload:
         return None, "not computable: the payload carries no table with a prior p(a, c)"
     import numpy as np
-    import scipy.sparse as sp
 
     from .._information import max_output_leakage_bits, output_posterior_ratios
-    table = payload["table"]
-    rows = [(c, j, w) for c, (index, weight) in enumerate(zip(table["index"], table["weight"]))
-            for j, w in zip(index, weight)]
-    c, j, w = (np.array(v) for v in zip(*rows))
-    q = sp.csr_matrix((w.astype(float) / float(1 << table["bits"]), (c, j)),
-                      shape=(len(payload["inputs"]), len(payload["outputs"])))
+    q = payload_table(payload)
     p_ac = np.asarray(payload["prior"], dtype=float)
     p_ac = p_ac / p_ac.sum()
     eps = max_output_leakage_bits(p_ac, q)

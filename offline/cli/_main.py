@@ -242,8 +242,8 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
     from .._information import max_output_leakage_bits
-    summary["max_output_leakage_bits"] = metrics.get("max_output_leakage_bits") or max_output_leakage_bits(
-        result.p_ac, result.table.probabilities())
+    summary["max_output_leakage_bits"] = (metrics["max_output_leakage_bits"] if "max_output_leakage_bits" in metrics
+                                          else max_output_leakage_bits(result.p_ac, result.table.probabilities()))
     summary.update({k: v for k, v in metrics.items()
                     if k.startswith(("holdout_", "codebook_", "robust_", "max_output_"))})
     if choice is not None:

@@ -136,22 +136,12 @@ def _robust_description(payload: dict) -> dict:
     if payload.get("prior") is not None and payload.get("table") is not None:
         from ..solvers._confidence import DEFAULT_CONFIDENCE
         from ..solvers._robust import robust_figures_of_table
-        table = payload["table"]
-        q = _dense_table(table, len(payload["prior"][0]), len(payload["outputs"]))
+        from ..bundle._inspect import payload_table
+        q = payload_table(payload).toarray()
         figures = robust_figures_of_table(payload["prior"], q, int(metrics.get("n", 0)), DEFAULT_CONFIDENCE)
     if figures is None:
         return {**{k: None for k in keys}, "robust_source": None}
     return {**{k: figures.get(k) for k in keys}, "robust_source": "computed at the default confidence"}
-
-
-def _dense_table(table: dict, k_in: int, k_out: int):
-    """A payload's integer table as floats q(c^|c), shape (k_in, k_out)."""
-    import numpy as np
-    q = np.zeros((k_in, k_out))
-    scale = float(1 << table["bits"])
-    for c, (index, weight) in enumerate(zip(table["index"], table["weight"])):
-        q[c, index] = np.asarray(weight, dtype=float) / scale
-    return q
 
 
 def robust_line(figures: dict) -> str:

@@ -186,13 +186,10 @@ def view_from_payload(payload: dict) -> MappingView:
         return [None if cell is None else (f["values"][cell] if f["kind"] == "categorical" else cell)
                 for cell, f in zip(row, features)]
 
-    table = payload["table"]
+    from ..bundle._inspect import payload_table
     inputs = [decode(r) for r in payload["inputs"]]
     outputs = [decode(r) for r in payload["outputs"]]
-    q = np.zeros((len(inputs), len(outputs)))
-    scale = float(1 << int(table["bits"]))
-    for c, (idx, w) in enumerate(zip(table["index"], table["weight"])):
-        q[c, list(idx)] = np.asarray(w, dtype=float) / scale
+    q = payload_table(payload).toarray()
     metrics = dict(payload.get("metrics") or {})
     return view_from_table(payload["mechanism"], payload["metric"], inputs, outputs, q,
                            payload["private"]["classes"], [f["name"] for f in features],

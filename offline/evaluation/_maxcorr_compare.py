@@ -17,6 +17,7 @@ from .._information import (
     leakage_bits,
     mutual_information_bits,
 )
+from ..bundle._inspect import payload_table
 from ..data._distortion import pairwise
 from ..data._prior import joint_prior
 from ..solvers._solve import solve
@@ -53,10 +54,7 @@ def compare_max_correlation(payload: dict, public, private, n_classes: int) -> d
     except KeyError as exc:
         raise BuildError(f"row tuple {exc.args[0]!r} is not among the bundle's inputs") from None
     k = len(payload["inputs"])
-    total = 1 << payload["table"]["bits"]
-    w = np.zeros((k, len(payload["outputs"])))
-    for c, (idx, wt) in enumerate(zip(payload["table"]["index"], payload["table"]["weight"])):
-        w[c, idx] = np.asarray(wt, dtype=float) / total
+    w = payload_table(payload).toarray()
     p_sx = joint_prior(private, labels, n_classes, k)
     cells = np.array(payload["inputs"], dtype=float)
     d = pairwise(cells, np.array(payload["outputs"], dtype=float), "hamming")
