@@ -60,11 +60,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy import sparse
 
 from ..._errors import BuildError
 from ..._information import leakage_bits
 from ...data._dataset import Dataset
-from ...data._distortion import nearest, pairwise
+from ...data._distortion import assigned_distance, nearest
 from ...data._prior import joint_prior
 from ...data._quantize import quantize
 
@@ -360,10 +361,15 @@ def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
 
 
 def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One draw of released rows (n, d) for the held-out symbols under the fold's table."""
-    cdf = np.cumsum(fit.solved.table, axis=1)
-    drawn = np.minimum((cdf[symbols] <= rng.random(symbols.size)[:, None]).sum(axis=1), cdf.shape[1] - 1)
-    return np.asarray(fit.alphabet.outputs, dtype=float)[drawn]
+    """One draw of released rows (n, d) for the held-out symbols under the fold's table: each row
+    takes the first output whose cumulative probability in its table row exceeds a uniform draw
+    (searched over the row's non-zeros only)."""
+    drawn_from = sparse.csr_matrix(fit.solved.table)[symbols]
+    cumulative = np.cumsum(drawn_from.data)
+    start, end = drawn_from.indptr[:-1], drawn_from.indptr[1:]
+    base = np.where(start > 0, cumulative[np.maximum(start - 1, 0)], 0.0)
+    at = np.minimum(np.searchsorted(cumulative, base + rng.random(symbols.size), side="right"), end - 1)
+    return np.asarray(fit.alphabet.outputs, dtype=float)[drawn_from.indices[at]]
 
 
 def _attacker_auc(released, private, n_classes: int, seed: int) -> float | None:
@@ -399,8 +405,10 @@ def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, mechanism: str, metric
 
 
 def _fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
+    """A fold's plug-in leakage, permutation bias, bootstrap resamples and mean distortion on its
+    held-out ``rows`` (looked up as ``symbols``); work in the table's non-zeros, not rows x K_out."""
     n_classes, k_in = fit.p_ac.shape
-    q = fit.solved.table
+    q = sparse.csr_matrix(fit.solved.table)
     private = dataset.private[rows]
     plugin = leakage_bits(joint_prior(private, symbols, n_classes, k_in), q)
     bias = float(np.mean([leakage_bits(joint_prior(rng.permutation(private), symbols, n_classes, k_in), q)
@@ -409,11 +417,11 @@ def _fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng)
     for b in range(BOOTSTRAP):
         pick = rng.integers(0, rows.size, rows.size)
         boot[b] = leakage_bits(joint_prior(private[pick], symbols[pick], n_classes, k_in), q)
+    reached = q[symbols].tocoo()                 # (held-out row, output) pairs the table can draw
     if mechanism == "exact":                     # a matched row equals its input symbol
-        costs = fit.alphabet.distortion[symbols]
+        costs = fit.alphabet.distortion[symbols[reached.row], reached.col]
     else:
-        costs = pairwise(dataset.public[rows], np.asarray(fit.alphabet.outputs, dtype=float), metric)
-    qs = q[symbols]
-    distortion = float(np.mean(np.sum(np.where(qs > 0, qs * np.where(np.isfinite(costs), costs, 0.0), 0.0),
-                                      axis=1)))
+        costs = assigned_distance(dataset.public[rows], np.asarray(fit.alphabet.outputs, dtype=float),
+                                  reached.col, metric, rows=reached.row)
+    distortion = float(np.sum(reached.data * np.where(np.isfinite(costs), costs, 0.0))) / rows.size
     return {"rows": rows.size, "plugin": plugin, "bias": bias, "boot": boot, "distortion": distortion}

@@ -847,7 +847,7 @@ def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Bu
     distinct = np.unique(X, axis=0).shape[0]
     if options.clusters > distinct:
         raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {distinct} distinct public rows")
-    return kmeans(X, options.clusters, seed=options.seed).cluster_centers_
+    return kmeans(X, options.clusters, seed=options.seed)[1]
 
 
 _KMEANS = {"minibatch": _minibatch, "dask-ml": _dask_ml, "in-memory": _in_memory}
