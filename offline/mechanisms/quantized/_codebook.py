@@ -18,7 +18,9 @@ D'(c, j) = mean over raw rows b with psi(b) = c of d(b, y_j), at the budget the
 current table now meets (or the perfect-privacy linear program when the build asked
 for perfect privacy). The current table is feasible there, so the optimum leaks at
 most as much; the new table is kept only if it leaks no more (up to
-:data:`LEAKAGE_ROUNDOFF_BITS`) and distorts no more. The two steps alternate until the distortion stops falling.
+:data:`LEAKAGE_ROUNDOFF_BITS`) and distorts no more. The two steps alternate until the distortion stops falling;
+step B is skipped (and the alternation ends) when step A lowered the distortion by less than
+:data:`RELATIVE_TOLERANCE` of it, since a re-solve held to that budget can then gain little.
 
 The input representatives (what the device looks up) do not move; only the outputs
 (what it releases) do, so a bundle's ``inputs`` and ``outputs`` become different points.
@@ -312,6 +314,13 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
         if changed.size:                                  # only the moved outputs' columns change
             D[:, changed] = conditional_distortion(X, labels, n_in, outputs[changed], distance, multiplicity=times)
         moved_dist = expected_distortion(p_c, table, D)
+        if dist - moved_dist <= tolerance * max(dist, 1e-300):
+            # Step A gained less than the tolerance: step B, held to the budget the table now
+            # meets, could not lower the distortion, and its leakage gain is of the same order
+            # (the multiplier times the distortion step A moved), so the re-solve is not run.
+            dist = min(dist, moved_dist)
+            history.append((leak, dist))
+            break
         candidate = _resolve(p_ac, D, moved_dist, perfect=perfect, solver=solver, tol_bits=tol_bits, warm=warm)
         if candidate is not None and warm is not None:
             warm = candidate

@@ -42,7 +42,9 @@ def test_moving_outputs_never_raises_any_outputs_cost_and_keeps_them_valid(metri
     after = np.sum(weights * distance(X, moved), axis=0)
     assert np.all(after <= before + 1e-12)
     if metric == "l2":             # k-means centres are means; the geometric median is cheaper for l2 distance
-        assert after.sum() < before.sum()
+        # (before rounding to the domain: the rounded median may coincide with the rounded mean)
+        optimum = centre(X, weights, qz.centers)
+        assert np.sum(weights * distance(X, optimum)) < before.sum()
     assert np.array_equal(moved, np.clip(np.round(moved), 0, 3))       # valid ratings
 
 
@@ -253,7 +255,10 @@ def test_the_codebook_steps_warm_started_re_solves_reach_the_cold_ones_answers(m
     # end at the same outputs and, within the solver's certified tolerance, the same leakage.
     from privmap.offline.mechanisms.quantized import _codebook
     from privmap.offline.solvers._fast_solver import solve_fast
-    X, qz, p_ac, table, (distance, centre, project) = _instance("l2")
+    # An instance where step A moves the outputs by more than the tolerance, so step B re-solves,
+    # and whose leakage (about 2e-3 bits) is far above the solver's tolerance: near perfect
+    # privacy, warm and cold answers within tol_bits of each other can move step A differently.
+    X, qz, p_ac, table, (distance, centre, project) = _instance("l2", k=20, budget=0.45)
     D = conditional_distortion(X, qz.labels, qz.k, qz.centers, distance)
     delta = float(p_ac.sum(axis=0) @ (table * D).sum(axis=1))
     start = solve_fast(p_ac, D, delta, tol_bits=1e-7)
