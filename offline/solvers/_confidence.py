@@ -181,7 +181,8 @@ def confidence_set(counts, confidence: float, *, centre_prior=None) -> Confidenc
     counts : array_like of int, shape (|A|, K)
         Training users per class and cluster.
     confidence : float in (0, 1)
-        Probability that the whole set (every cluster at once) covers the population's posteriors.
+        Probability that the whole set (every ball and, for |A| = 2, the ellipsoid at once) covers
+        the population's posteriors; split in two between balls and ellipsoid for |A| = 2.
     centre_prior : array_like, shape (|A|, K), optional, keyword-only
         The (smoothed) prior the build solved on: the balls are centred on its posteriors and
         its cluster frequencies are the fixed p(c); each radius grows by the distance from the

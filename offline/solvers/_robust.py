@@ -30,7 +30,9 @@ posterior is pi_j = sum_c w(c|j) pi_c, and:
 1. Outputs (Jensen). delta_j = pi_j - pi_hat_j = sum_c w(c|j) d_c (d_c = pi_c - pi_hat_c), so
    delta_j^2 <= sum_c w(c|j) d_c^2 and sum_j P(j) delta_j^2 <= sum_c p(c) d_c^2
    <= (1 / N_eff) sum_c n_c d_c^2, with N_eff = min over seen c of n_c / p(c) (N for an
-   unsmoothed prior; a cluster of positive p(c) never seen leaves the bound at ``inf``). Hence
+   unsmoothed prior; a cluster of positive p(c) never seen leaves the bound at ``inf``, and so
+   does a smoothed centre outside the ellipsoid, so that the figure stays at least the leakage
+   on the prior the build declares). Hence
    sum_j N_eff P(j) delta_j^2 <= r. Per output, Cauchy-Schwarz gives |delta_j| <=
    sqrt(r sum_c w(c|j)^2 / n_c) (at most sqrt(r / (N P(j)))); intersected with the balls'
    interval (the set is the intersection) this is an interval [lo_j, hi_j] for pi_j.
@@ -166,13 +168,14 @@ class _JointView:
 
 def _joint_view(cs: ConfidenceSet, q) -> _JointView | None:
     """The joint ellipsoid's view of table ``q`` (shape (K, K_out)), or None when the set has no
-    ellipsoid (|A| > 2) or a cluster of positive p(c) was never seen (the ellipsoid says nothing
-    about it)."""
+    ellipsoid (|A| > 2), a cluster of positive p(c) was never seen (the ellipsoid says nothing
+    about it) or the balls' centre (a smoothed prior) lies outside the ellipsoid (the figure must
+    stay at least the leakage on the prior the build declares)."""
     if not math.isfinite(cs.joint_radius) or cs.empirical is None:
         return None
     n_c = np.asarray(cs.counts, dtype=float)
     seen = n_c > 0
-    if np.any((cs.p_c > 0) & ~seen):
+    if np.any((cs.p_c > 0) & ~seen) or float(n_c @ (cs.posterior[1] - cs.empirical[1]) ** 2) > cs.joint_radius:
         return None
     q = np.asarray(q, dtype=float)
     r = float(cs.joint_radius)
@@ -257,7 +260,7 @@ def _joint_bound_bits(cs: ConfidenceSet, q) -> float:
 
 def certified_leakage_bits(cs: ConfidenceSet, q) -> float:
     """An upper bound on max over the set of I(A; C^) for table ``q`` (module docstring), bits:
-    the lesser of the entropy bound U(q) and the chi-square bound.
+    the least of the entropy bound U(q), the chi-square bound and, for |A| = 2, the joint bound.
 
     ``q`` has shape (K, K_out) with rows on the simplex (an integer table divided by 2^B).
     The result is at least the leakage on the set's centre and at most log2 |A| (plus margin).
