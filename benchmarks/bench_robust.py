@@ -27,7 +27,8 @@ half / half partition into training and held-out users. Per split and K:
    (bisection on Delta, 14 halvings) is compared with the robust build's Delta: ratio =
    Delta_robust / Delta_average at the same declared level (target 2: <= 1.10 where n / K >= 50;
    ``inf`` when the average-case build declares that level already at Delta = 0, i.e.
-   releasing the clusters unchanged).
+   releasing the clusters unchanged). The same ratio at the level of the worst case found in the
+   set is what even an exact bound over this set would cost.
 
 Prints one line per (split, K) and a summary per K; ``--json PATH`` writes every figure.
 """
@@ -159,8 +160,11 @@ def one(X, y, train, test, k, fraction, confidence, seed, cost, n_init):
         floor = float(p_ac.sum(axis=0) @ D.min(axis=1))
         out["delta_average_same_declared"] = _least_delta(p_ac, D, lambda t: leakage_bits(p_ac, t) <= robust_bits,
                                                           floor, d0)
-        least = out["delta_average_same_declared"]   # inf: the average-case build declares that level at Delta 0
-        out["cost_ratio_declared"] = delta / least if least > 0 else math.inf
+        out["delta_average_same_found"] = _least_delta(
+            p_ac, D, lambda t: leakage_bits(p_ac, t) <= out["robust_worst_found_bits"], floor, d0)
+        for name in ("declared", "found"):   # inf: the average-case build declares that level at Delta 0
+            least = out[f"delta_average_same_{name}"]
+            out[f"cost_ratio_{name}"] = delta / least if least > 0 else math.inf
         out["identity_certified_bits"] = certified_leakage_bits(cs, np.eye(kk))
     return out
 
@@ -227,7 +231,7 @@ def _report(done, results):
             line += (f"; robust certified {r['robust_bits']:.6f} (worst found in the set "
                      f"{r['robust_worst_found_bits']:.6f}; chose {r['chosen']}, held-out "
                      f"{r['robust_heldout_corrected_bits']:.6f}), average-case Delta declaring it x"
-                     f"{r['cost_ratio_declared']:.3f}")
+                     f"{r['cost_ratio_declared']:.3f} (x{r['cost_ratio_found']:.3f} declaring the worst found)")
         print(line, flush=True)
 
 
@@ -252,7 +256,8 @@ def _summary(args, results, started):
                      f"{sum(r['robust_holds'] for r in costs)} of {len(costs)}; Delta ratio robust / average-case "
                      f"at the same declared level: median {np.median([r['cost_ratio_declared'] for r in costs]):.3f}, "
                      f"range {min(r['cost_ratio_declared'] for r in costs):.3f} to "
-                     f"{max(r['cost_ratio_declared'] for r in costs):.3f}")
+                     f"{max(r['cost_ratio_declared'] for r in costs):.3f}; declaring the worst found in the set "
+                     f"instead: median {np.median([r['cost_ratio_found'] for r in costs]):.3f}")
         print(line)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=float))
