@@ -1,29 +1,62 @@
-"""The confidence set of priors behind the robust guarantee (issue 27): one L1 ball per cluster.
+"""The confidence set of priors behind the robust guarantee (issue 27): one L1 ball per cluster,
+intersected, for a binary private attribute, with one joint ellipsoid over all clusters.
 
 What the set is
 ---------------
 For a cluster c seen ``n_c`` times in the training data, with empirical class posterior
-p_hat(.|c), the set holds every prior p(a, c) = p_hat(c) p(a|c) whose posteriors satisfy
+p_hat(.|c), the set holds every prior p(a, c) = p(c) p(a|c), p(c) fixed at the training
+frequencies, whose posteriors satisfy
 
-    || p(.|c) - p_hat(.|c) ||_1 <= eps_c   for every cluster c,
+(1) per-cluster balls: || p(.|c) - p_hat(.|c) ||_1 <= eps_c   for every cluster c,
 
-    eps_c = sqrt( (2 / n_c) * ( ln(2^|A| - 2) + ln(K' / (1 - confidence)) ) ),
+    eps_c = sqrt( (2 / n_c) * ( ln(2^|A| - 2) + ln(K' / delta_1) ) ),
 
 with K' the number of clusters seen at least once (eps_c = 2, the whole simplex, for a cluster
 never seen). This is Weissman, Ordentlich, Seroussi, Verdu and Weinberger's L1 deviation
 inequality (2003), P(||p_hat - p||_1 >= eps) <= (2^m - 2) exp(-n eps^2 / 2) for the empirical
 distribution of n i.i.d. draws on m letters, applied to each cluster with failure probability
-(1 - confidence) / K' and a union bound over the clusters. A smoothed training prior (additive
-smoothing) is centred on its own posteriors; each radius then grows by the L1 distance between
-the smoothed and the empirical posterior, so the ball still contains the empirical ball.
+delta_1 / K' and a union bound over the clusters. A smoothed training prior (additive smoothing)
+is centred on its own posteriors; each radius then grows by the L1 distance between the
+smoothed and the empirical posterior, so the ball still contains the empirical ball.
+
+(2) for |A| = 2 only, a joint ellipsoid: with pi_c = p(a_1|c) and pi_hat_c its empirical value,
+
+    sum_c n_c (pi_c - pi_hat_c)^2 <= r.
+
+Proof sketch. Condition on the clusters of the training users (the counts n_c). The labels in
+cluster c are then n_c i.i.d. Bernoulli(pi_c) draws, independent across clusters.
+Z_c = pi_hat_c - pi_c is the mean of n_c independent centred variables, each in an interval of
+length 1, so by Hoeffding's lemma
+E exp(s Z_c) <= exp(s^2 sigma_c^2 / 2) with sigma_c^2 = 1 / (4 n_c). For such a sub-Gaussian
+variable and lam < 1 / (2 sigma_c^2), E exp(lam Z_c^2) <= (1 - 2 lam sigma_c^2)^(-1/2)
+(write exp(lam Z^2) = E_g exp(sqrt(2 lam) g Z) with g ~ N(0, 1) independent, take E_Z first).
+So Y_c = n_c Z_c^2 has E exp(lam Y_c) <= (1 - lam / 2)^(-1/2) for 0 < lam < 2, whatever
+pi_c. The Y_c are independent, so E exp(lam sum_c Y_c) <= (1 - lam / 2)^(-K'/2) and by Markov's
+inequality P(sum_c Y_c >= r) <= exp(-lam r) (1 - lam / 2)^(-K'/2) for every lam in (0, 2).
+:func:`joint_radius` takes r = min over lam of (ln(1 / delta_2) - (K'/2) ln(1 - lam/2)) / lam
+(any lam gives a valid r, so the 1-D minimisation needs no accuracy for soundness).
+
+A second route was checked and is kept only because the lesser of two valid radii (both
+functions of the counts alone) is valid: Chernoff's P(n_c KL(pi_hat_c || pi_c) >= t) <= 2 e^-t
+makes n_c KL_c stochastically dominated by ln 2 + Exp(1), so sum_c n_c KL_c is dominated by
+K' ln 2 + Gamma(K', 1) and is at most R = K' ln 2 + Gamma.ppf(1 - delta_2, K') with probability
+>= 1 - delta_2; Pinsker (KL >= 2 (x - y)^2, nats) turns that into sum_c Y_c <= R / 2. It is
+about three times wider than r (the dominating variable has mean ln 2 + 1 per cluster where the
+sub-Gaussian one has 1/4; the true one has about pi_c (1 - pi_c) <= 1/4), so r is what is used
+in practice.
+
+The confidence is split: delta_1 = delta_2 = (1 - confidence) / 2 when the ellipsoid is used
+(|A| = 2), delta_1 = 1 - confidence otherwise. By the union bound, with probability at least
+``confidence`` over the training sample, the population's posteriors lie in the balls *and* the
+ellipsoid; every certified figure computed on the intersection (or the least of figures
+computed on either part) holds at that confidence.
 
 What it assumes
 ---------------
 New users are drawn i.i.d. from the same population as the training users, and the clusters
 (the k-means centres) are fixed before the labels are looked at. Given the cluster counts, the
-labels inside cluster c are then n_c i.i.d. draws from the population's p(a|c), so the bound
-holds conditionally on the counts and hence unconditionally: with probability at least
-``confidence`` over the training sample, the population's posteriors lie in the set.
+labels inside cluster c are then n_c i.i.d. draws from the population's p(a|c), independent
+across clusters, so the bounds hold conditionally on the counts and hence unconditionally.
 
 What it does not cover
 ----------------------
@@ -43,8 +76,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ConfidenceSet", "confidence_set", "l1_radius", "min_entropy_point", "max_entropy_point",
-           "DEFAULT_CONFIDENCE"]
+__all__ = ["ConfidenceSet", "confidence_set", "l1_radius", "joint_radius", "min_entropy_point",
+           "max_entropy_point", "DEFAULT_CONFIDENCE"]
 
 #: Confidence at which ``inspect`` reports the robust bound of a bundle built without ``--robust``.
 DEFAULT_CONFIDENCE = 0.95
@@ -66,6 +99,31 @@ def l1_radius(n: int, n_classes: int, failure: float) -> float:
     return min(eps, 2.0)
 
 
+def joint_radius(clusters_seen: int, failure: float) -> float:
+    """The radius r of the joint ellipsoid (module docstring, part (2)):
+    P(sum_c n_c (pi_hat_c - pi_c)^2 >= r) <= ``failure`` for ``clusters_seen`` clusters of binary
+    labels, whatever their sizes and posteriors (the sizes fixed, the labels drawn).
+
+    The lesser of the sub-Gaussian Chernoff radius (minimised over its free parameter; every
+    value of it is valid) and half the Gamma-dominated KL radius (Pinsker). Returns 0.0 when no
+    cluster is seen. Raises ValueError for clusters_seen < 0 or failure outside (0, 1).
+    """
+    if clusters_seen < 0 or not 0.0 < failure < 1.0:
+        raise ValueError(f"need clusters_seen >= 0 and failure in (0, 1); got {clusters_seen}, {failure}")
+    if clusters_seen == 0:
+        return 0.0
+    from scipy import optimize, stats
+    k, log_inv = float(clusters_seen), math.log(1.0 / failure)
+
+    def chernoff(lam: float) -> float:
+        return (log_inv - 0.5 * k * math.log1p(-lam / 2.0)) / lam
+
+    lam = optimize.minimize_scalar(chernoff, bounds=(1e-9, 2.0 - 1e-9), method="bounded",
+                                   options={"xatol": 1e-10}).x
+    kl_route = 0.5 * (k * math.log(2.0) + float(stats.gamma.ppf(1.0 - failure, k)))
+    return min(chernoff(float(lam)), kl_route)
+
+
 @dataclass(frozen=True)
 class ConfidenceSet:
     """Per-cluster L1 balls around the training posteriors (module docstring).
@@ -82,6 +140,12 @@ class ConfidenceSet:
         Training users per cluster n_c.
     confidence : float
         Probability (over the training sample) that the population's posteriors all lie in the set.
+    empirical : ndarray, shape (|A|, K), or None
+        The empirical posteriors p_hat(a|c), centre of the joint ellipsoid (uniform columns for
+        unseen clusters); None when the set has no ellipsoid.
+    joint_radius : float
+        r of the joint ellipsoid sum_c n_c (p(a_1|c) - p_hat(a_1|c))^2 <= r (module docstring,
+        part (2)); ``inf`` (no ellipsoid) unless |A| = 2.
     """
 
     p_c: np.ndarray
@@ -89,6 +153,8 @@ class ConfidenceSet:
     radius: np.ndarray
     counts: np.ndarray
     confidence: float
+    empirical: np.ndarray | None = None
+    joint_radius: float = math.inf
 
     def prior(self, posterior: np.ndarray | None = None) -> np.ndarray:
         """The joint p(a, c) = p(c) p(a|c) of ``posterior`` (default: the centre), shape (|A|, K)."""
@@ -115,7 +181,8 @@ def confidence_set(counts, confidence: float, *, centre_prior=None) -> Confidenc
     counts : array_like of int, shape (|A|, K)
         Training users per class and cluster.
     confidence : float in (0, 1)
-        Probability that the whole set (every cluster at once) covers the population's posteriors.
+        Probability that the whole set (every ball and, for |A| = 2, the ellipsoid at once) covers
+        the population's posteriors; split in two between balls and ellipsoid for |A| = 2.
     centre_prior : array_like, shape (|A|, K), optional, keyword-only
         The (smoothed) prior the build solved on: the balls are centred on its posteriors and
         its cluster frequencies are the fixed p(c); each radius grows by the distance from the
@@ -137,7 +204,9 @@ def confidence_set(counts, confidence: float, *, centre_prior=None) -> Confidenc
     n_classes, k = counts.shape
     n_c = counts.sum(axis=0)
     seen = int((n_c > 0).sum())
-    failure = (1.0 - confidence) / seen
+    binary = n_classes == 2
+    split = (1.0 - confidence) / 2.0 if binary else 1.0 - confidence    # balls / ellipsoid (docstring)
+    failure = split / seen
     radius = np.array([l1_radius(int(n), n_classes, failure) for n in n_c])
     uniform = np.full(n_classes, 1.0 / n_classes)
     empirical = np.where(n_c > 0, counts / np.maximum(n_c, 1), uniform[:, None])
@@ -151,7 +220,8 @@ def confidence_set(counts, confidence: float, *, centre_prior=None) -> Confidenc
         centre = np.where(p_c > 0, prior / np.where(p_c > 0, p_c, 1.0), uniform[:, None])
         radius = np.minimum(2.0, radius + np.where(n_c > 0, np.abs(centre - empirical).sum(axis=0), 0.0))
     return ConfidenceSet(p_c=p_c, posterior=centre, radius=radius, counts=n_c.astype(np.int64),
-                         confidence=float(confidence))
+                         confidence=float(confidence), empirical=empirical if binary else None,
+                         joint_radius=joint_radius(seen, split) if binary else math.inf)
 
 
 def min_entropy_point(x: np.ndarray, e: float) -> np.ndarray:

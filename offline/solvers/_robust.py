@@ -1,18 +1,18 @@
 """The robust program (issue 27): a mapping whose worst-case leakage over a confidence set of
 priors is certified, and small.
 
-The certified bound
--------------------
-Over the set S of :mod:`._confidence` (per-cluster L1 balls of radius eps_c around p_hat(a|c),
+The per-cluster bound
+---------------------
+Over the per-cluster balls of :mod:`._confidence` (L1 balls of radius eps_c around p_hat(a|c),
 p(c) fixed), a mapping q gives outputs with fixed masses P(j) = sum_c p(c) q(c, j) and
-posteriors p(.|j) = sum_c w(c|j) p(.|c), w(c|j) = p(c) q(c, j) / P(j), so for every prior in S
+posteriors p(.|j) = sum_c w(c|j) p(.|c), w(c|j) = p(c) q(c, j) / P(j), so for every prior in the balls
 
     || p(.|j) - p_hat(.|j) ||_1 <= e_j = sum_c w(c|j) eps_c,
     || p(a)   - p_hat(a)   ||_1 <= e_A = sum_c p(c) eps_c.
 
 Since I(A; C^) = H(A) - sum_j P(j) H(A | C^ = j),
 
-    max_S I(A; C^) <= U(q) = Hmax(p_hat(a), e_A) - sum_j P(j) Hmin(p_hat(.|j), e_j),
+    max over the balls of I(A; C^) <= U(q) = Hmax(p_hat(a), e_A) - sum_j P(j) Hmin(p_hat(.|j), e_j),
 
 where Hmax / Hmin are the largest / least entropy in an L1 ball on the simplex, both computed
 exactly (:func:`._confidence.max_entropy_point`, :func:`._confidence.min_entropy_point`). U is a
@@ -20,30 +20,69 @@ true upper bound (it lets H(A) and each H(A|j) take their own worst case, so it 
 exact maximum, never fall below it). :func:`certified_leakage_bits` evaluates it on any table,
 in particular on the shipped integer table; a small relative margin covers float round-off.
 
+The joint bound (|A| = 2)
+------------------------
+The set of :mod:`._confidence` also holds the population's binary posteriors pi_c = p(a_1|c) in
+the ellipsoid sum_c n_c (pi_c - pi_hat_c)^2 <= r around the empirical ones (a different
+centre from the balls' when the prior was smoothed). With p(c) fixed and a table q, output j's
+posterior is pi_j = sum_c w(c|j) pi_c, and:
+
+1. Outputs (Jensen). delta_j = pi_j - pi_hat_j = sum_c w(c|j) d_c (d_c = pi_c - pi_hat_c), so
+   delta_j^2 <= sum_c w(c|j) d_c^2 and sum_j P(j) delta_j^2 <= sum_c p(c) d_c^2
+   <= (1 / N_eff) sum_c n_c d_c^2, with N_eff = min over seen c of n_c / p(c) (N for an
+   unsmoothed prior; a cluster of positive p(c) never seen leaves the bound at ``inf``, and so
+   does a smoothed centre outside the ellipsoid, so that the figure stays at least the leakage
+   on the prior the build declares). Hence
+   sum_j N_eff P(j) delta_j^2 <= r. Per output, Cauchy-Schwarz gives |delta_j| <=
+   sqrt(r sum_c w(c|j)^2 / n_c) (at most sqrt(r / (N P(j)))); intersected with the balls'
+   interval (the set is the intersection) this is an interval [lo_j, hi_j] for pi_j.
+2. The marginal (compensation identity). For every fixed y in (0, 1),
+   sum_j P(j) D(pi_j || y) = I(A; C^) + D(pi || y) >= I(A; C^) (nats, binary KL D), so the bound
+   holds the marginal at the centre's pi_hat and no shift of it has to be priced.
+3. Lagrange. For every mu >= 0, on the set
+   I <= sum_j P(j) D(pi_hat_j + delta_j || y) - mu (sum_j N_eff P(j) delta_j^2 - r)
+     <= mu r + sum_j P(j) max over x in [lo_j, hi_j] of [D(x || y) - mu N_eff (x - pi_hat_j)^2],
+   each inner maximum one-dimensional and computed to round-off (:func:`_penalised_max`: the
+   function is convex, concave, convex in x; a bisection brackets its one interior maximum and
+   the tangent bounds it). mu = 0 is each output's own worst case over its interval. The least
+   value over a 1-D search of mu is the figure (every mu is valid, so the search needs no
+   accuracy for soundness), converted to bits.
+
+Since both parts of the set hold at once with probability at least the confidence
+(:mod:`._confidence`, the failure split in two), :func:`certified_leakage_bits` returns the least
+of the entropy, chi-square and joint bounds: each is valid on the intersection. With many
+clusters the joint bound is far below the others (the balls let every cluster deviate at its full
+radius at once; the ellipsoid does not); with few clusters of many users they are close.
+
 The per-output bound
 --------------------
-Each coordinate of a point in an L1 ball of radius e moves by at most e/2, so over S
+Each coordinate of a point in an L1 ball of radius e moves by at most e/2, so over the balls
 p(a|j) lies in [x_ja - e_j/2, x_ja + e_j/2] and p(a) in [p_hat(a) - e_A/2, p_hat(a) + e_A/2]
 (clipped to [0, 1]); :func:`certified_max_output_leakage_bits` is the largest |log2 p(a|j) -
 log2 p(a)| those intervals allow over the outputs of positive mass (``inf`` when an interval
-reaches 0).
+reaches 0), each interval intersected, for |A| = 2, with the joint bound's (step 1).
 
 The program
 -----------
-Minimising U over q subject to E d <= Delta is not convex (Hmin of a ball is not concave in its
-centre once the ball reaches the simplex's boundary), so :func:`solve_robust` searches: it
-solves program (19) with the project's solver on a few tilted priors, all with the training p(c)
-(so every table meets the same budget), and keeps the table of least U:
+Minimising the certified figure (:func:`certified_leakage_bits`, the least of the bounds above)
+over q subject to E d <= Delta is not convex (Hmin of a ball is not concave in its centre once
+the ball reaches the simplex's boundary), so :func:`solve_robust` searches: it solves program
+(19) with the project's solver on a few tilted priors, all with the training p(c) (so every
+table meets the same budget), and keeps the table of least certified figure:
 
-- the training prior itself (the average-case optimum: the robust table is never worse by U),
-  at the budget and at a few tighter budgets (U is not monotone in the budget: a table solved
+- the training prior itself (the average-case optimum: the robust table is never worse by it),
+  at the budget and at a few tighter budgets (the figure is not monotone in the budget: a table solved
   for less distortion can certify less, and it meets the budget too);
 - sharpened priors: each cluster's posterior moved by t * eps_c / 2 towards the class its
   posterior favours most relative to p(a) (t = 0.5, 1), which makes thinly observed clusters
   look as telling as the set allows, so the solver hides them more;
 - adversarial rounds: for the best table so far, each cluster's posterior moved by eps_c / 2
   towards the leading class of the output it feeds most (the direction that lowers that
-  output's H(A|j), the worst case U prices), solved again.
+  output's H(A|j), the worst case U prices), solved again;
+- the perfect-privacy table when it meets the budget, and every table with room left in the
+  budget mixed with the constant release of least distortion up to the budget;
+- even mixtures of the best few tables (the joint bound rewards a table that spreads each
+  cluster over several outputs; a mixture meets the budget and leaks no more on the centre).
 
 So the result is the least certified bound among those tables, not a proven optimum of
 min_q max_S I; tests compare it with a cvxpy solve of the exact robust program on small
@@ -52,6 +91,7 @@ instances where that program is convex.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -61,6 +101,7 @@ import numpy as np
 from .._errors import InfeasibleError
 from .._information import expected_distortion, leakage_bits
 from ._confidence import ConfidenceSet, max_entropy_point, min_entropy_point
+from ._perfect import perfect_privacy_table
 from ._result import SolveResult
 
 __all__ = ["certified_leakage_bits", "certified_max_output_leakage_bits", "solve_robust", "RobustResult",
@@ -103,9 +144,123 @@ def _deviations(cs: ConfidenceSet, q):
     return mass[live], centre[:, live] - p_a[:, None], f, np.clip(p_a - e_a / 2, 0, 1)
 
 
+@dataclass(frozen=True)
+class _JointView:
+    """What the joint ellipsoid (|A| = 2) says about the outputs of one table (module docstring,
+    "The joint bound"). Arrays are over the J outputs of positive mass; pi means p(a_1 | .).
+
+    mass (J,): P(j); centre (J,): pi_hat_j, the output's posterior on the empirical posteriors;
+    lo, hi (J,): the interval of pi_j over the intersected set; marginal: pi_hat; lo_a, hi_a: the
+    interval of pi; n_eff: N_eff with p(c) <= n_c / N_eff, so that over the ellipsoid
+    sum_j N_eff P(j) (pi_j - pi_hat_j)^2 <= radius.
+    """
+
+    mass: np.ndarray
+    centre: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    marginal: float
+    lo_a: float
+    hi_a: float
+    n_eff: float
+    radius: float
+
+
+def _joint_view(cs: ConfidenceSet, q) -> _JointView | None:
+    """The joint ellipsoid's view of table ``q`` (shape (K, K_out)), or None when the set has no
+    ellipsoid (|A| > 2), a cluster of positive p(c) was never seen (the ellipsoid says nothing
+    about it) or the balls' centre (a smoothed prior) lies outside the ellipsoid (the figure must
+    stay at least the leakage on the prior the build declares)."""
+    if not math.isfinite(cs.joint_radius) or cs.empirical is None:
+        return None
+    n_c = np.asarray(cs.counts, dtype=float)
+    seen = n_c > 0
+    if np.any((cs.p_c > 0) & ~seen) or float(n_c @ (cs.posterior[1] - cs.empirical[1]) ** 2) > cs.joint_radius:
+        return None
+    q = np.asarray(q, dtype=float)
+    r = float(cs.joint_radius)
+    mass, centre, radius = output_balls(cs, q)
+    live = mass > 0
+    w = cs.p_c[:, None] * q[:, live] / mass[live][None, :]                  # w(c|j), columns sum to 1
+    pi_c = cs.empirical[1]
+    inv_n = np.where(seen, 1.0 / np.where(seen, n_c, 1.0), 0.0)
+    pi_j, pi = pi_c @ w, float(cs.p_c @ pi_c)
+    rho = np.sqrt(r * ((w ** 2) * inv_n[:, None]).sum(axis=0))               # Cauchy-Schwarz, per output
+    rho_a = math.sqrt(r * float((cs.p_c ** 2) @ inv_n))
+    old = radius[live] / 2.0                                                  # the balls' intervals
+    old_a = min(2.0, float(cs.p_c @ cs.radius)) / 2.0
+    old_centre, old_pi = centre[1, live], float(cs.prior()[1].sum())
+    lo = np.maximum.reduce([pi_j - rho, old_centre - old, np.zeros_like(pi_j)])
+    hi = np.minimum.reduce([pi_j + rho, old_centre + old, np.ones_like(pi_j)])
+    lo_a, hi_a = max(pi - rho_a, old_pi - old_a, 0.0), min(pi + rho_a, old_pi + old_a, 1.0)
+    n_eff = float(np.min(n_c[seen] / np.maximum(cs.p_c[seen], 1e-300)))      # p(c) <= n_c / N_eff
+    return _JointView(mass=mass[live], centre=pi_j, lo=lo, hi=hi, marginal=pi, lo_a=lo_a, hi_a=hi_a,
+                      n_eff=n_eff, radius=r)
+
+
+def _binary_kl_nats(x, y: float):
+    """D(x || y) between Bernoulli(x) and Bernoulli(y), nats, elementwise over x (y in (0, 1))."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0) / y), 0.0)
+        b = np.where(x < 1, (1 - x) * np.log(np.where(x < 1, 1 - x, 1.0) / (1 - y)), 0.0)
+    return a + b
+
+
+def _penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: float) -> np.ndarray:
+    """Per output, an upper bound on max over x in [lo, hi] of h(x) = D(x || y) - k (x - x0)^2 (nats),
+    exact up to round-off; all arrays of shape (J,), y in (0, 1), k >= 0.
+
+    h'' = 1 / (x (1 - x)) - 2k, so h is convex outside [z1, z2] (the roots of x (1 - x) = 1 / (2k),
+    empty when k <= 2) and concave inside: its maximum over [lo, hi] is at lo, at hi or at the one
+    root of h' in the concave part. That root is bracketed by bisection, [a, b] with h'(a) >= 0 >=
+    h'(b), and h on [a, b] is at most h(a) + h'(a) (b - a) (the tangent of a concave function)."""
+    logit_y = math.log(y / (1 - y))
+
+    def h(x, x0):
+        return _binary_kl_nats(x, y) - k * (x - x0) ** 2
+
+    def slope(x, x0):
+        return np.log(x / (1 - x)) - logit_y - 2 * k * (x - x0)
+
+    best = np.maximum(h(lo, x0), h(hi, x0))
+    if k <= 2.0:
+        return best
+    half = 0.5 * math.sqrt(1.0 - 2.0 / k)
+    a, b = np.maximum(lo, 0.5 - half), np.minimum(hi, 0.5 + half)
+    idx = np.flatnonzero(a < b)
+    a, b, x0 = a[idx], b[idx], x0[idx]
+    keep = (slope(a, x0) > 0) & (slope(b, x0) < 0)           # a root of h' inside; else lo or hi wins
+    idx, a, b, x0 = idx[keep], a[keep], b[keep], x0[keep]
+    for _ in range(60):
+        mid = 0.5 * (a + b)
+        up = slope(mid, x0) >= 0
+        a, b = np.where(up, mid, a), np.where(up, b, mid)
+    best[idx] = np.maximum(best[idx], h(a, x0) + np.maximum(slope(a, x0), 0.0) * (b - a))
+    return best
+
+
+def _joint_bound_bits(cs: ConfidenceSet, q) -> float:
+    """An upper bound on max over the intersected set of I(A; C^) for table ``q`` from the joint
+    ellipsoid (module docstring, "The joint bound"), bits; ``inf`` without an ellipsoid."""
+    view = _joint_view(cs, q)
+    if view is None or not 0.0 < view.marginal < 1.0:
+        return math.inf
+    y, r = view.marginal, view.radius
+
+    def dual(t: float) -> float:                           # valid for every mu = e^t / N_eff >= 0
+        k = math.exp(t)
+        return k * r / view.n_eff + float(view.mass @ _penalised_max(view.centre, view.lo, view.hi, y, k))
+
+    from scipy import optimize
+    t = optimize.minimize_scalar(dual, bounds=(-12.0, 25.0), method="bounded", options={"xatol": 1e-6}).x
+    caps = float(view.mass @ _penalised_max(view.centre, view.lo, view.hi, y, 0.0))     # mu = 0
+    return min(dual(float(t)), caps) / _LN2
+
+
 def certified_leakage_bits(cs: ConfidenceSet, q) -> float:
     """An upper bound on max over the set of I(A; C^) for table ``q`` (module docstring), bits:
-    the lesser of the entropy bound U(q) and the chi-square bound.
+    the least of the entropy bound U(q), the chi-square bound and, for |A| = 2, the joint bound.
 
     ``q`` has shape (K, K_out) with rows on the simplex (an integer table divided by 2^B).
     The result is at least the leakage on the set's centre and at most log2 |A| (plus margin).
@@ -116,7 +271,7 @@ def certified_leakage_bits(cs: ConfidenceSet, q) -> float:
     h_a = _entropy_bits(max_entropy_point(p_a, e_a))
     h_given = math.fsum(float(m) * _entropy_bits(min_entropy_point(centre[:, j], float(radius[j])))
                         for j, m in enumerate(mass) if m > 0)
-    value = min(max(h_a - h_given, 0.0), _chi_square_bits(cs, q), math.log2(len(p_a)))
+    value = min(max(h_a - h_given, 0.0), _chi_square_bits(cs, q), math.log2(len(p_a)), _joint_bound_bits(cs, q))
     return value + _MARGIN * max(h_a, 1.0)
 
 
@@ -163,8 +318,24 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
         ratio = (np.abs(v) + f[None, :] / 2) / np.maximum(lo[:, None], 1e-300)
         coupled = np.where((lo[:, None] > 0) & (ratio < 1),
                            np.maximum(np.log2(1 + ratio), -np.log2(np.maximum(1 - ratio, 1e-300))), np.inf)
-    worst = float(np.minimum(separate, coupled).max())
+        joint = _joint_intervals_bits(cs, q)
+    worst = float(np.minimum.reduce([separate, coupled, joint]).max())
     return max(worst, 0.0) * (1 + _MARGIN) + _MARGIN if math.isfinite(worst) else math.inf
+
+
+def _joint_intervals_bits(cs: ConfidenceSet, q) -> np.ndarray:
+    """Per (class, output of positive mass): max |log2 p(a|j) - log2 p(a)| over the intervals of
+    :func:`_joint_view` (shape (2, J)); all ``inf`` without an ellipsoid."""
+    mass, _, _ = output_balls(cs, q)
+    view = _joint_view(cs, q)
+    if view is None:
+        return np.full((cs.posterior.shape[0], int((mass > 0).sum())), np.inf)
+    lo_j, hi_j = np.stack([1 - view.hi, view.lo]), np.stack([1 - view.lo, view.hi])
+    lo_a, hi_a = np.array([[1 - view.hi_a], [view.lo_a]]), np.array([[1 - view.lo_a], [view.hi_a]])
+    with np.errstate(divide="ignore"):
+        return np.where((lo_j > 0) & (lo_a > 0),
+                        np.maximum(np.log2(hi_j / np.maximum(lo_a, 1e-300)), np.log2(hi_a / np.maximum(lo_j, 1e-300))),
+                        np.inf)
 
 
 @dataclass(frozen=True)
@@ -199,7 +370,7 @@ def _toward(cs: ConfidenceSet, direction: np.ndarray, scale: float) -> np.ndarra
 
 def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
                  solve: Callable[[np.ndarray, float], SolveResult], start: SolveResult | None = None,
-                 sharpen=(0.5, 1.0), rounds: int = 2, tighter=(0.9, 0.75, 0.5)) -> RobustResult:
+                 sharpen=(0.5, 1.0), rounds: int = 2, tighter=(0.9, 0.75, 0.5), mixtures: int = 3) -> RobustResult:
     """Search for a table of least certified worst-case leakage at the budget (module docstring).
 
     Parameters
@@ -220,6 +391,10 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
     tighter : sequence of float, keyword-only
         Fractions of ``delta`` at which the average-case table is also tried (the certified bound
         is not monotone in the budget; a budget below the least reachable distortion is skipped).
+    mixtures : int, keyword-only
+        The even mixtures of every pair among this many best tables are tried last (a mixture meets
+        the budget, leaks no more on the centre than the worse of the two, and spreads each cluster
+        over more outputs, which narrows the outputs' intervals over the joint ellipsoid).
 
     Returns
     -------
@@ -232,6 +407,8 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
     D = np.asarray(distortion, dtype=float)
     centre = cs.prior()
     candidates = []
+    below = []                                   # (name, result) of tables with room left in the budget
+    tried = []                                   # (certified bits, name, result) of every table
     best = None
 
     def consider(name, result):
@@ -243,15 +420,28 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
         bound = certified_leakage_bits(cs, result.table)
         candidates.append({"name": name, "certified_bits": bound, "leakage_bits": result.leakage_bits,
                            "distortion": result.distortion})
+        tried.append((bound, name, result))
+        if result.distortion < delta * (1 - 1e-9):
+            below.append((name, result))
         if best is None or bound < best[1] - 1e-12:
             best = (result, bound)
 
-    consider("average-case", start if start is not None else solve(centre, delta))
+    average = start if start is not None else solve(centre, delta)
+    consider("average-case", average)
+    perfect, d_perfect = perfect_privacy_table(centre, D)
+    if d_perfect < delta:
+        consider("perfect-privacy", dataclasses.replace(average, table=perfect))
     for t in tighter:
         try:
             consider(f"average-case-at-{t:g}-delta", solve(centre, t * delta))
         except InfeasibleError:
             continue
+    constant = np.zeros_like(D)
+    constant[:, int(np.argmin(cs.p_c @ D))] = 1.0
+    d_constant = expected_distortion(cs.p_c, constant, D)
+    for name, result in list(below) if d_constant > delta else []:
+        share = (delta - result.distortion) / (d_constant - result.distortion)
+        consider(f"{name}+constant", dataclasses.replace(result, table=(1 - share) * result.table + share * constant))
     p_a = centre.sum(axis=1)
     lift = cs.posterior / np.where(p_a > 0, p_a, 1.0)[:, None]
     favoured = np.argmax(lift, axis=0)
@@ -263,6 +453,9 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
         feeds = np.argmax(q, axis=1)
         leading = np.argmax(out_centre[:, feeds], axis=0)
         consider(f"adversarial-{r + 1}", solve(cs.prior(_toward(cs, leading, 1.0)), delta))
+    leaders = sorted(tried, key=lambda item: item[0])[:mixtures]
+    for (_, name_a, a), (_, name_b, b) in itertools.combinations(leaders, 2):
+        consider(f"mix-{name_a}-{name_b}", dataclasses.replace(a, table=0.5 * (a.table + b.table)))
     solved, bound = best
     return RobustResult(solved=solved, certified_bits=bound, candidates=candidates)
 
