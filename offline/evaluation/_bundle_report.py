@@ -69,16 +69,22 @@ def format_table_report(report: dict) -> str:
 
 
 def declared(payload: dict) -> dict:
-    """The bundle's declared leakages (seed 000's table mechanisms)."""
+    """The bundle's declared leakages (seed 000's table mechanisms), with its per-output epsilon in
+    bits on the training prior (``max_output_leakage_bits``, declared or computed from the payload as
+    ``inspect`` does; None when unbounded) and where that figure comes from
+    (``max_output_leakage_note``)."""
+    from ..bundle._inspect import payload_output_leakage
     metrics = payload["metrics"]
-    return {key: metrics.get(key) for key in (
+    epsilon, note = payload_output_leakage(payload)
+    return {**{key: metrics.get(key) for key in (
         "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
         "mismatch_leakage_bound_bits", "mismatch_bound_vacuous", "robust_leakage_bits", "robust_confidence",
-        "robust_max_output_leakage_bits")}
+        "robust_max_output_leakage_bits")},
+        "max_output_leakage_bits": epsilon, "max_output_leakage_note": note}
 
 
 def format_declared(declared: dict) -> str:
-    """The bundle's own leakage claims: in-sample, cross-fitted, and Theorem 1's bound."""
+    """The bundle's own leakage claims: in-sample, cross-fitted, Theorem 1's bound and the per-output epsilon."""
     line = f"declared by the bundle: in-sample leakage {declared['leakage_bits']:.6f} bits"
     if declared["holdout_leakage_bits"] is not None:
         line += (f"; new users (cross-fitted) {declared['holdout_leakage_bits']:.6f} bits "
@@ -86,6 +92,10 @@ def format_declared(declared: dict) -> str:
     if declared["mismatch_bound_vacuous"] is not None:
         bound = declared["mismatch_leakage_bound_bits"]
         line += "; Theorem 1 bound " + ("vacuous" if declared["mismatch_bound_vacuous"] else f"{bound:.6f} bits")
+    if "max_output_leakage_note" in declared:
+        epsilon = declared["max_output_leakage_bits"]
+        line += ("; per-output epsilon " + (f"{epsilon:.6f} bits" if epsilon is not None else "-")
+                 + f" ({declared['max_output_leakage_note']})")
     return line
 
 

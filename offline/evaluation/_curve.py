@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .._errors import BuildError, InfeasibleError
+from .._information import max_output_leakage_bits
 from ..data._distortion import pairwise
 from ..data._prior import joint_prior
 from ..mechanisms.quantized._erasure import erasure_problem, input_alphabet
@@ -29,7 +30,7 @@ MAX_UNQUANTIZED = 600
 CSV_COLUMNS = ("k", "clusters", "delta", "leakage_bits", "leakage_bias_bits", "distortion", "distortion_symbols",
                "quantization_mean", "r", "distortion_bound", "map_accuracy", "lr_accuracy",
                "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status", "codebook",
-               "robust_leakage_bits")
+               "robust_leakage_bits", "max_output_leakage_bits")
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,9 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     marked 1. ``progress(1)`` is called after each (K, Delta). With ``robust`` (a confidence),
     ``robust_leakage_bits`` is each table's certified worst-case leakage over the confidence set
     of the sweep's own training counts (:mod:`privmap.offline.solvers._robust`); NaN otherwise.
+    ``max_output_leakage_bits`` is each table's per-output epsilon on the sweep's prior, max over
+    outputs and classes of |log2 p(a | c_hat) - log2 p(a)| in bits (``inf`` when an output rules a
+    class out; :func:`privmap.offline._information.max_output_leakage_bits`).
     """
     points = []
     n_classes = len(classes)
@@ -127,14 +131,16 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                            test_fraction=test_fraction, permutations=permutations, attacker=attacker)
             points.append({**point, **_measure(prob, prob.outputs, res.table, delta, public, private, **measure),
                            "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
-                           "robust_leakage_bits": certify(res.table)})
+                           "robust_leakage_bits": certify(res.table),
+                           "max_output_leakage_bits": max_output_leakage_bits(prob.p_ac, res.table)})
             if codebook and mechanism == "quantized":
                 step = _codebook_step(prob, res, public, metric, solver)
                 last = step.solved or res
                 points.append({**point, "codebook": 1,
                                **_measure(prob, step.outputs, step.table, delta, public, private, **measure),
                                "solver": last.solver, "gap_bits": last.gap_bits, "status": "optimal",
-                               "robust_leakage_bits": certify(step.table)})
+                               "robust_leakage_bits": certify(step.table),
+                               "max_output_leakage_bits": max_output_leakage_bits(prob.p_ac, step.table)})
             if progress:
                 progress(1)
     return points
@@ -204,14 +210,14 @@ def _fmt(x) -> str:
 def format_table(points: Sequence[dict]) -> str:
     """The sweep as a human-readable table."""
     head = f"{'K':>5} {'K used':>6} {'delta':>8} {'codebook':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} " \
-           f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7} {'robust':>9}"
+           f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7} {'robust':>9} {'epsilon':>9}"
     lines = [head]
     for p in points:
         lines.append(f"{p['k']:>5} {p['clusters']:>6} {p['delta']:>8.4g} {'on' if p['codebook'] else 'off':>8} "
                      f"{_fmt(p['leakage_bits']):>10} "
                      f"{_fmt(p['leakage_bias_bits']):>8} {_fmt(p['distortion']):>9} {_fmt(p['distortion_symbols']):>9} "
                      f"{_fmt(p['map_accuracy']):>8} {_fmt(p['lr_accuracy']):>7} {_fmt(p['lr_auc']):>7} "
-                     f"{_fmt(p.get('robust_leakage_bits')):>9}"
+                     f"{_fmt(p.get('robust_leakage_bits')):>9} {_fmt(p.get('max_output_leakage_bits')):>9}"
                      + ("" if p["status"] == "optimal" else f"  {p['status']}"))
     return "\n".join(lines)
 

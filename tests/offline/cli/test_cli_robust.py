@@ -99,3 +99,13 @@ def test_evaluate_flags_clusters_whose_labels_drifted(robust_bundle, ratings_csv
     assert len(report["drift"]["drifted"]) >= 1
     human = run("evaluate", out, shifted, "--private", "gender", "--no-attacker").output
     assert "drift check" in human and "rebuild" in human
+
+
+def test_evaluate_reports_the_bundles_per_output_epsilon_as_inspect_does(robust_bundle, ratings_csv, run):
+    out, _ = robust_bundle
+    report = json.loads(run("evaluate", out, ratings_csv, "--private", "gender", "--no-attacker", "--json").stdout)
+    inspected = json.loads(run("inspect", out, "--json").output)
+    assert report["declared"]["max_output_leakage_bits"] == inspected["max_output_leakage_bits"]
+    assert report["declared"]["max_output_leakage_note"] == inspected["max_output_leakage_note"]
+    human = run("evaluate", out, ratings_csv, "--private", "gender", "--no-attacker").output
+    assert "per-output epsilon " in human

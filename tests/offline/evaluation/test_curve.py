@@ -154,3 +154,18 @@ def test_baselines_on_blank_cells_mask_them_as_the_device_does():
     (alone,) = base["quantization_alone"]
     assert 0 < alone["distortion"] < alone["constant_distortion"]
     assert all(np.isfinite(p["distortion"]) and p["distortion"] > 0 for p in base["randomized_response"])
+
+
+def test_curve_reports_each_tables_per_output_epsilon_above_its_average_leakage(small_ratings, run):
+    # I(A; C^) is the average over outputs of KL(p(a|c^) || p(a)), so it never exceeds the largest
+    # |log2 p(a|c^)/p(a)|; at a Delta past the perfect-privacy distortion every posterior is the prior.
+    report = json.loads(run("curve", small_ratings, "--private", "gender", "--deltas", "0,0.3,20",
+                            "--clusters", "8", "--no-attacker", "--json").stdout)
+    points = [p for p in report["points"] if p["status"] == "optimal"]
+    assert len(points) == 6 and all("max_output_leakage_bits" in p for p in points)
+    for p in points:
+        if p["max_output_leakage_bits"] is not None:          # None: an output rules a class out
+            assert p["leakage_bits"] <= p["max_output_leakage_bits"] + 1e-9
+    assert all(p["max_output_leakage_bits"] == pytest.approx(0.0, abs=1e-6) for p in points if p["delta"] == 20)
+    assert any(p["max_output_leakage_bits"] is None or p["max_output_leakage_bits"] > 0.01
+               for p in points if p["delta"] == 0)
