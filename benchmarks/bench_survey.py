@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python benchmarks/bench_survey.py [--n 14000] [--k 256] [--delta-fraction 0.5] [--no-auto]
+    python benchmarks/bench_survey.py [--n 14000] [--k 256] [--delta-fraction 0.5] [--no-auto] [--reference-rev REV]
 
 draws the seeded survey of :mod:`survey_data` (n users x 50 Likert answers 1..5, about 2 %
 blank cells, gender private) and runs, one fresh child process each (:func:`bench_build.run_cli`),
@@ -18,6 +18,8 @@ Then the ratios the issue sets targets on: the folds' cost against the build wit
 ((2 - 1) / 1, target <= 1), and auto against the default build (3 / 2, target <= 3), with the
 targets themselves (<= 60 CPU-s and <= 2 GB for 2; checked against this machine's figures only:
 a loaded machine inflates CPU seconds too). The load average is printed before and after.
+``--reference-rev REV`` runs builds 1 and 2 again with the package as of git revision REV
+(:func:`bench_build.package_at`), each right after this tree's, and prints reference / this tree.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_build import run_cli  # noqa: E402
+from bench_build import package_at, run_cli  # noqa: E402
 from survey_data import survey, write_csv  # noqa: E402
 
 TARGET_CPU_S = 60.0
@@ -60,6 +62,9 @@ def main(argv=None):
     ap.add_argument("--delta-fraction", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0, help="seed of the drawn survey (the builds use --seed 0)")
     ap.add_argument("--no-auto", action="store_true")
+    ap.add_argument("--reference-rev", default=None,
+                    help="also run the no-fold and default builds with the package at this git revision, "
+                         "each right after this tree's, and print the CPU ratios")
     args = ap.parse_args(argv)
     print(f"load average before: {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,10 +77,19 @@ def main(argv=None):
                 "--out", str(tmp / "b.bundle"), "--json"]
         print(f"survey: {args.n} users x 50 answers (seed {args.seed}), gender private, "
               f"{args.delta_fraction} x Delta0; one child process per build", flush=True)
+        reference = package_at(args.reference_rev, tmp) if args.reference_rev else None
         plain = run_cli(base + ["--clusters", str(args.k), "--holdout-folds", "0"])
         print(_line("no cross-fitting", plain) + "\n" + _stages(plain), flush=True)
+        if reference:
+            old = run_cli(base + ["--clusters", str(args.k), "--holdout-folds", "0"], reference)
+            print(_line(f"  at {args.reference_rev}", old) + f"\n    reference / this tree: {old['cpu'] / plain['cpu']:.2f}",
+                  flush=True)
         folds = run_cli(base + ["--clusters", str(args.k)])
         print(_line("default (5 folds)", folds) + "\n" + _stages(folds), flush=True)
+        if reference:
+            old = run_cli(base + ["--clusters", str(args.k)], reference)
+            print(_line(f"  at {args.reference_rev}", old) + f"\n    reference / this tree: {old['cpu'] / folds['cpu']:.2f}",
+                  flush=True)
         ratio = (folds["cpu"] - plain["cpu"]) / plain["cpu"]
         print(f"folds' cost / build without them: {ratio:.2f} (target <= 1); default build "
               f"{folds['cpu']:.1f} CPU-s (target <= {TARGET_CPU_S:g}), peak {folds['peak_mib']:.0f} MiB "
