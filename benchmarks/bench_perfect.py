@@ -10,6 +10,11 @@ to 1e-9 relative) and, up to ``--lp-max-k``, the dense HiGHS program on all K x 
 (:func:`perfect_privacy_lp`) in the same process, and prints both Delta0 values, their
 relative difference, the certified bounds' relative gap, the rounds and the generated
 pairs; times are CPU seconds of the process (``*_cpu``). ``--adult`` runs the UCI Adult instance of ``bench_solver.py`` (part 4) instead.
+``--adult-build`` runs the instance a real ``privmap build`` makes on UCI Adult (sex private):
+``bench_build.py``'s 48,842 rows (raw age, education-num, capital-gain, capital-loss,
+hours-per-week), the build's own quantize step (its k-means representatives, 'l2' distances
+between them) and joint prior, at each K; ``--cache DIR`` keeps those instances as
+``DIR/adult_build_K.npz`` (the quantize step takes minutes at K = 8192).
 ``--reference-rev REV`` also times ``perfect_privacy_table`` as it was at git revision REV
 (e.g. 5c35bcd, the scipy ``linprog`` path that re-solved every master from scratch), loaded
 from ``git show`` into the same process (with the ``_transport`` of REV where it has one),
@@ -23,10 +28,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import pathlib
 import sys
+import tempfile
 import time
 
 import bench_solver as bench
+import numpy as np
 
 
 def main(argv=None):
@@ -36,6 +44,10 @@ def main(argv=None):
                     help="largest K at which the dense LP is also solved")
     ap.add_argument("--adult", choices=["sex", "income"], default=None,
                     help="UCI Adult with this private attribute instead of the synthetic ratings")
+    ap.add_argument("--adult-build", action="store_true",
+                    help="the instance a real `privmap build` makes on UCI Adult, sex private")
+    ap.add_argument("--cache", type=pathlib.Path, default=None,
+                    help="directory keeping the --adult-build instances between runs")
     ap.add_argument("--reference-rev", default=None,
                     help="also time perfect_privacy_table as of this git revision, same process")
     ap.add_argument("--reference-max-k", type=int, default=None,
@@ -44,14 +56,18 @@ def main(argv=None):
     from privmap.offline.solvers._perfect import perfect_privacy_lp, perfect_privacy_table
     reference = _reference(args.reference_rev) if args.reference_rev else None
 
-    source = f"UCI Adult, private {args.adult}" if args.adult else "synthetic 50-dim ratings"
+    source = ("UCI Adult as `privmap build` quantizes it, private sex" if args.adult_build else
+              f"UCI Adult, private {args.adult}" if args.adult else "synthetic 50-dim ratings")
     print(f"# load average {_load()}")
     print(f"Delta0 on {source}: column generation vs dense HiGHS LP, same process")
     print(f"{'K':>6} {'cg_cpu':>8} {'lp_cpu':>8} {'lp/cg':>7} {'Delta0_cg':>14} {'rel_diff':>9} "
           f"{'rel_gap':>9} {'rounds':>6} {'pairs':>8} {'form':>13}"
           + (f" {'ref_cpu':>8} {'ref/cg':>7} {'ref_diff':>9} {'ref_rounds':>10}" if reference else ""))
     for K in args.ks:
-        p_ac, D = bench.adult_instance(K, args.adult) if args.adult else bench.synthetic_instance(K)
+        if args.adult_build:
+            p_ac, D = build_instance(K, args.cache)
+        else:
+            p_ac, D = bench.adult_instance(K, args.adult) if args.adult else bench.synthetic_instance(K)
         info = {}
         (_, d_cg), t_cg = _timed(perfect_privacy_table, p_ac, D, info=info)
         d_lp, t_lp = math.nan, math.nan
@@ -68,6 +84,34 @@ def main(argv=None):
         print(line, flush=True)
     print(f"# load average {_load()}")
     return 0
+
+
+def build_instance(K: int, cache: pathlib.Path | None = None):
+    """(p_ac, D) of a real ``privmap build`` on UCI Adult at K clusters, sex private.
+
+    ``bench_build.adult_rows()`` written as CSV, loaded by the build's own ``load_dataset``,
+    quantized by its ``_quantized_alphabet`` (seed 0) and turned into the joint prior by
+    ``joint_prior``: p_ac has shape (2, K), D shape (K, K) (Euclidean distances between the
+    integer representatives, zero diagonal). Read from / written to ``cache`` when given.
+    """
+    path = cache / f"adult_build_{K}.npz" if cache else None
+    if path is not None and path.exists():
+        z = np.load(path)
+        return z["p_ac"], z["D"]
+    from bench_build import adult_rows, write_csv
+    from privmap.offline.data._dataset import load_dataset
+    from privmap.offline.data._prior import joint_prior
+    from privmap.offline.mechanisms.quantized._steps import BuildOptions, _quantized_alphabet
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = load_dataset(write_csv(adult_rows(), pathlib.Path(tmp) / "adult.csv"), private="sex")
+    alphabet = _quantized_alphabet(ds, BuildOptions(private="sex", clusters=K, delta_fraction=0.5, seed=0))
+    p_ac = joint_prior(ds.private, alphabet.labels, len(ds.classes), len(alphabet.inputs))
+    D = np.asarray(alphabet.distortion, dtype=float)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, p_ac=p_ac, D=D)
+    return p_ac, D
 
 
 def _timed(fn, *args, **kw):

@@ -26,10 +26,14 @@ column generation from this table.
 The transport is solved by column generation too: HiGHS on a few pairs per row, pricing every
 (s, t) pair on a precomputed |S| x |T| cost matrix (a quarter of D's size). The first master
 holds each supplier's and each demander's ``_START_PAIRS`` cheapest pairs besides a
-north-west-corner vertex (fewer rounds: the optimal pairs are often far apart, so the master
-still needs about a dozen). Where outputs are the inputs the pair costs are read off D at the
-two endpoints (:func:`_endpoint_pair_costs`); :func:`_candidate_pair_costs` is the general form
-and the reference the tests hold it to.
+north-west-corner vertex. The optimal pairs are far apart (a real build's Adult instance at
+K = 1024: the median optimal pair is the 51st cheapest of its row of 418), so the masters'
+cost falls slowly over many rounds whatever the start; what makes a round cheap is primal
+simplex from the last basis and a master kept narrow by dropping pairs of positive reduced
+cost (:func:`_transport`).
+Where outputs are the inputs the pair costs are read off D at the two endpoints
+(:func:`_endpoint_pair_costs`); :func:`_candidate_pair_costs` is the general form and the
+reference the tests hold it to.
 """
 from __future__ import annotations
 
@@ -38,8 +42,10 @@ import scipy.sparse as sp
 
 from .._errors import SolverError
 
-_MAX_ROUNDS = 500
+_MAX_ROUNDS = 1000
 _START_PAIRS = 4             # each row's and column's cheapest pairs in the first master
+_KEEP = 3                    # master pairs kept between rounds, per transport row (|S| + |T|)
+_PRUNE_ROUNDS = 400          # rounds after which no master pair is dropped any more
 _CHUNK_ELEMENTS = 1 << 17     # elements of one row chunk of D (1 MiB of float64)
 
 
@@ -169,8 +175,23 @@ def _transport(cost, supply, demand, new_highs):
 
     Column generation on the pairs: the start is a north-west-corner vertex (feasible) and each
     row's and column's ``_START_PAIRS`` cheapest pairs; each round adds each row's and column's
-    pair of most negative reduced cost. Returns the flow, the row potentials pi_s (shape
-    (n_s,)), the rounds and the pairs generated.
+    pair of most negative reduced cost. The first master is solved by dual simplex, the later
+    ones by primal simplex from the previous basis (the new pairs enter at zero, so that basis
+    stays primal feasible: HiGHS's dual simplex redid about a full solve each round). Pairs
+    of positive reduced cost beyond the ``_KEEP`` (|S| + |T|) cheapest are dropped from the
+    master after each round (a basic pair has reduced cost 0, so the basis stays valid): a
+    simplex iteration costs about the master's width, and the optimal pairs are far apart, so
+    kept pairs were mostly dead weight (benchmarks/README.md, "Delta0 on the build's own
+    instance"). A dropped pair can be priced again; after
+    ``_PRUNE_ROUNDS`` none is dropped, which keeps plain column generation's finite end.
+
+    Returns the flow, the row potentials pi_s (shape (n_s,)), the rounds and the pairs
+    generated (a pair generated again counts again).
+
+    Raises
+    ------
+    SolverError
+        HiGHS did not report an optimum, or the rounds ran out.
     """
     n_s, n_t = cost.shape
     rows, cols = _north_west(supply, demand)
@@ -185,8 +206,10 @@ def _transport(cost, supply, demand, new_highs):
     highs = new_highs()
     b = np.concatenate([supply, demand])
     highs.addRows(b.size, b, b, 0, np.zeros(b.size + 1, np.int32), np.empty(0, np.int32), np.empty(0))
-    have = np.zeros(cost.shape, bool)
-    all_r, all_c = [], []
+    have = np.zeros(cost.shape, bool)                 # pairs now in the master
+    in_r, in_c = np.empty(0, np.int64), np.empty(0, np.int64)   # the master's pairs, column order
+    generated = 0
+    keep_width = _KEEP * (n_s + n_t)
     red = np.empty_like(cost)
     cost_t = np.ascontiguousarray(cost.T)
     red_t = np.empty_like(cost_t)
@@ -201,33 +224,59 @@ def _transport(cost, supply, demand, new_highs):
                                np.arange(0, 2 * n + 1, 2)), shape=(n_s + n_t, n))
             highs.addCols(n, cost[rows, cols], np.zeros(n), np.full(n, np.inf), A.nnz,
                           A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data)
-            all_r.append(rows)
-            all_c.append(cols)
-        highs.run()
-        if highs.getModelStatus().name != "kOptimal":
-            raise SolverError("perfect-privacy transport: HiGHS "
-                              f"{highs.modelStatusToString(highs.getModelStatus())}")
-        sol = highs.getSolution()
+            in_r, in_c = np.concatenate([in_r, rows]), np.concatenate([in_c, cols])
+            generated += n
+        sol = _run(highs)
+        if round_ == 1:
+            highs.setOptionValue("simplex_strategy", 4)          # primal simplex from now on
         dual = np.asarray(sol.row_dual)
         pi_s, pi_t = dual[:n_s], dual[n_s:]
         np.subtract(cost, pi_s[:, None], out=red)
         red -= pi_t[None, :]
         np.subtract(cost_t, pi_t[:, None], out=red_t)  # the columns' minima on a transposed copy:
         red_t -= pi_s[None, :]                         # argmin along axis 0 is 10 x slower
-        tol = -1e-12 * max(1.0, float(np.abs(dual).max()))
+        scale = max(1.0, float(np.abs(dual).max()))
         r_arg = np.argmin(red, axis=1)
         c_arg = np.argmin(red_t, axis=1)
-        r_ok = red[np.arange(n_s), r_arg] < tol
-        c_ok = red_t[np.arange(n_t), c_arg] < tol
+        r_ok = red[np.arange(n_s), r_arg] < -1e-12 * scale
+        c_ok = red_t[np.arange(n_t), c_arg] < -1e-12 * scale
         rows = np.concatenate([np.flatnonzero(r_ok), c_arg[c_ok]])
         cols = np.concatenate([r_arg[r_ok], np.flatnonzero(c_ok)])
         if not (~have[rows, cols]).any():
             break
+        if round_ <= _PRUNE_ROUNDS and in_r.size > keep_width:
+            rbar = red[in_r, in_c]
+            drop = rbar > 1e-9 * scale                 # nonbasic (a basic pair's rbar is 0) ...
+            drop[np.argpartition(rbar, keep_width - 1)[:keep_width]] = False   # ... and not cheap
+            if drop.any():
+                highs.deleteCols(int(drop.sum()), np.flatnonzero(drop).astype(np.int32))
+                have[in_r[drop], in_c[drop]] = False
+                in_r, in_c = in_r[~drop], in_c[~drop]
     else:
         raise SolverError(f"perfect-privacy transport did not converge in {_MAX_ROUNDS} rounds")
     flow = np.zeros(cost.shape)
-    flow[np.concatenate(all_r), np.concatenate(all_c)] = np.maximum(np.asarray(sol.col_value), 0.0)
-    return flow, pi_s, round_, int(have.sum())
+    flow[in_r, in_c] = np.maximum(np.asarray(sol.col_value), 0.0)
+    return flow, pi_s, round_, generated
+
+
+def _run(highs):
+    """Optimise the master from its basis (once more from scratch if HiGHS reports anything
+    but an optimum: the master is always feasible, it holds a north-west-corner vertex);
+    returns HiGHS's solution.
+
+    Raises
+    ------
+    SolverError
+        No optimum either way.
+    """
+    highs.run()
+    if highs.getModelStatus().name != "kOptimal":
+        highs.clearSolver()
+        highs.run()
+    if highs.getModelStatus().name != "kOptimal":
+        raise SolverError("perfect-privacy transport: HiGHS "
+                          f"{highs.modelStatusToString(highs.getModelStatus())}")
+    return highs.getSolution()
 
 
 def _north_west(supply, demand):

@@ -274,3 +274,85 @@ def test_the_transport_certifies_the_dense_lp_whatever_its_first_master(start_pa
     _, d0 = perfect_privacy_table(p_ac, dist, info=info)
     assert info["formulation"] == "transport"
     assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-9)
+
+
+def _build_shaped_instance(rng, K, n=4000):
+    """An instance shaped like a real Adult build's: integer rows on raw scales (age, years of
+    education, a capital gain that is mostly 0 and sometimes tens of thousands, a rarer capital
+    loss, weekly hours), K of them as representatives, each row counted at its nearest one by
+    class; 'l2' distances between the representatives (zero diagonal, far-apart optimal pairs)."""
+    rows = np.column_stack([rng.integers(17, 91, n), rng.integers(1, 17, n),
+                            np.where(rng.random(n) < 0.1, rng.integers(100, 100_000, n), 0),
+                            np.where(rng.random(n) < 0.05, rng.integers(100, 4_400, n), 0),
+                            rng.integers(1, 100, n)]).astype(float)
+    male = rng.random(n) < 0.35 + 0.006 * rows[:, 4]          # the private class leans on hours
+    centres = rows[rng.choice(n, K, replace=False)]
+    nearest = ((rows[:, None] - centres[None]) ** 2).sum(-1).argmin(axis=1)
+    p_ac = np.stack([np.bincount(nearest[~male], minlength=K),
+                     np.bincount(nearest[male], minlength=K)]).astype(float) / n
+    dist = np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1))
+    return p_ac, dist
+
+
+@pytest.mark.parametrize("keep, prune_rounds", [(3, 400), (1, 400), (1, 2), (3, 0)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_transport_certifies_the_dense_lp_on_a_build_shaped_instance(
+        seed, keep, prune_rounds, monkeypatch):
+    # Pairs dropped from the master (keep = 1 drops the most), dropping stopped early, or never:
+    # the same Delta0 as the dense LP, certified by the exact lower bound.
+    from privmap.offline.solvers import _transport
+    monkeypatch.setattr(_transport, "_KEEP", keep)
+    monkeypatch.setattr(_transport, "_PRUNE_ROUNDS", prune_rounds)
+    p_ac, dist = _build_shaped_instance(np.random.default_rng(seed), 120)
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    assert info["formulation"] == "transport"
+    assert abs(d0 - d_lp) <= 1e-9 * d_lp
+    assert info["lower_bound"] <= d_lp * (1 + 1e-9)
+    assert info["upper_bound"] - info["lower_bound"] <= 1e-9 * d0
+    assert abs(p_ac.sum(axis=0) @ (table * dist).sum(axis=1) - d0) <= 1e-9 * d0
+    assert leakage_bits(p_ac, table) < 1e-9
+
+
+class _CountingHighs:
+    """A HiGHS model that counts the master pairs :func:`_transport._transport` drops."""
+
+    def __init__(self, highs):
+        self._highs, self.dropped = highs, 0
+
+    def deleteCols(self, n, indices):
+        self.dropped += n
+        return self._highs.deleteCols(n, indices)
+
+    def __getattr__(self, name):
+        return getattr(self._highs, name)
+
+
+def test_the_transport_drops_master_pairs_and_still_reaches_the_dense_transport_optimum():
+    from scipy.optimize import linprog
+    from privmap.offline.solvers import _transport
+    rng = np.random.default_rng(5)
+    p_ac, dist = _build_shaped_instance(rng, 160)
+    p_c, delta_a = _perfect._coefficients(p_ac)
+    w = delta_a[:, 0]
+    sup, dem = np.flatnonzero(w > 0), np.flatnonzero(w < 0)
+    unit = np.where(w != 0, p_c / np.where(w != 0, np.abs(w), 1.0), 0.0)
+    cost = _transport._endpoint_pair_costs(dist, unit, sup, dem, int(np.argmin(p_c @ dist)))
+    models = []
+
+    def new_highs():
+        models.append(_CountingHighs(_perfect._new_highs()))
+        return models[-1]
+
+    flow, pi_s, rounds, pairs = _transport._transport(cost, w[sup], -w[dem], new_highs)
+    n_s, n_t = cost.shape
+    A = np.vstack([np.kron(np.eye(n_s), np.ones(n_t)), np.kron(np.ones(n_s), np.eye(n_t))])
+    dense = linprog(cost.ravel(), A_eq=A, b_eq=np.concatenate([w[sup], -w[dem]]), method="highs")
+    assert models[0].dropped > 0 and pairs > np.count_nonzero(flow)
+    assert np.allclose(flow.sum(axis=1), w[sup], rtol=0, atol=1e-12)
+    assert np.allclose(flow.sum(axis=0), -w[dem], rtol=0, atol=1e-12)
+    assert abs((flow * cost).sum() - dense.fun) <= 1e-9 * dense.fun
+    # the potentials with their c-transform are a feasible dual reaching the same value
+    pi_t = (cost - pi_s[:, None]).min(axis=0)
+    assert w[sup] @ pi_s + (-w[dem]) @ pi_t >= dense.fun * (1 - 1e-9)
