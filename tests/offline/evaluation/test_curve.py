@@ -156,11 +156,12 @@ def test_baselines_on_blank_cells_mask_them_as_the_device_does():
     assert all(np.isfinite(p["distortion"]) and p["distortion"] > 0 for p in base["randomized_response"])
 
 
-def test_curve_reports_each_tables_per_output_epsilon_above_its_average_leakage(small_ratings, run):
+def test_curve_reports_each_tables_per_output_epsilon_above_its_average_leakage(small_ratings, tmp_path, run):
     # I(A; C^) is the average over outputs of KL(p(a|c^) || p(a)), so it never exceeds the largest
     # |log2 p(a|c^)/p(a)|; at a Delta past the perfect-privacy distortion every posterior is the prior.
     report = json.loads(run("curve", small_ratings, "--private", "gender", "--deltas", "0,0.3,20",
-                            "--clusters", "8", "--no-attacker", "--json").stdout)
+                            "--clusters", "8", "--no-attacker", "--csv", tmp_path / "c.csv",
+                            "--png", tmp_path / "c.png", "--json").stdout)
     points = [p for p in report["points"] if p["status"] == "optimal"]
     assert len(points) == 6 and all("max_output_leakage_bits" in p for p in points)
     for p in points:
