@@ -173,6 +173,43 @@ def module_at(rev, name):
     return module
 
 
+FAST_PARTS = ("_fast_instance", "_fast_newton", "_fast_pricing", "_fast_certify", "_fast_path",
+              "_fast_solver")
+
+
+def solver_at(rev):
+    """``solve_fast`` with all of its parts (:data:`FAST_PARTS`) as they were at git revision ``rev``.
+
+    :func:`module_at` loads one file, whose relative imports of the other parts would resolve
+    against this checkout; here each part is loaded under a name private to ``rev`` and its
+    imports of the other parts are pointed at those names, so the whole solver is the older
+    one (the modules it shares with the rest of the package, ``._problem``, ``._result``,
+    ``._negligible``, ``.._information``, stay this checkout's). Parts that did not exist at
+    ``rev`` are skipped (older revisions had fewer files).
+    """
+    tag = "_ref_" + subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
+                                   capture_output=True, text=True).stdout.strip()
+    module = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in FAST_PARTS:
+            shown = subprocess.run(["git", "show", f"{rev}:offline/solvers/{name}.py"], cwd=ROOT,
+                                   capture_output=True)
+            if shown.returncode != 0:
+                continue
+            source = shown.stdout.decode()
+            for other in FAST_PARTS:
+                source = source.replace(f"from .{other} import", f"from .{tag}{other} import")
+            path = pathlib.Path(tmp) / f"{tag}{name}.py"
+            path.write_text(source)
+            full = f"privmap.offline.solvers.{tag}{name}"
+            spec = importlib.util.spec_from_file_location(full, path)
+            module = importlib.util.module_from_spec(spec)
+            module.__package__ = "privmap.offline.solvers"
+            sys.modules[full] = module
+            spec.loader.exec_module(module)
+    return module.solve_fast
+
+
 def constant_output_distortion(p_ac, D):
     """min_j sum_c p(c) d(c, j): mapping everyone to one output (an upper bound on Delta0)."""
     return float((p_ac.sum(axis=0) @ D).min())
@@ -322,7 +359,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     global CACHE
     CACHE = args.cache
-    ref = module_at(args.reference_rev, "_fast_solver").solve_fast if args.reference_rev else None
+    ref = solver_at(args.reference_rev) if args.reference_rev else None
     if ref is not None:
         print(f"reference: solve_fast at {args.reference_rev}; ref/new > 1 means this tree is faster")
     if args.ks:

@@ -207,12 +207,19 @@ class _NewtonCore:
         q, r, cj = ev["q"], ev["r"], self.cj
         one_minus_q = self._one_minus_q(ev)
         # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l
-        k1, l1 = self._row_pairs(q)
         moved = np.zeros(q.size)
         if sparsify:
-            weak = q[k1] * q[l1] < _Q_PRECOND
-            moved = np.bincount(k1[weak], weights=q[l1[weak]], minlength=q.size)
-            k1, l1 = k1[~weak], l1[~weak]
+            # a pair with q_k q_l >= _Q_PRECOND has both weights >= _Q_PRECOND, so only those
+            # candidates are paired; each candidate's weak partners hold the rest of its row's
+            # mass, moved_k = (1 - q_k) - sum of its strong partners' q_l, got without listing
+            # the weak pairs (rows spread over tens of candidates made that list O(m^2) per row)
+            k1, l1 = self._row_pairs(q, _Q_PRECOND)
+            strong = q[k1] * q[l1] >= _Q_PRECOND
+            k1, l1 = k1[strong], l1[strong]
+            partners = np.bincount(k1, weights=q[l1], minlength=q.size)
+            moved = np.maximum(one_minus_q - partners, 0.0)
+        else:
+            k1, l1 = self._row_pairs(q, _Q_PAIR)
         coef = -wk[k1] * q[l1]
         ri, ci, vals = [], [], []
         for b in range(A1):
@@ -292,12 +299,12 @@ class _NewtonCore:
             return Gv - L @ (Rt @ v)
         return times
 
-    def _row_pairs(self, q):
-        """Index pairs (k, l), k != l, of candidates in one row with softmax weight > _Q_PAIR.
+    def _row_pairs(self, q, least):
+        """Index pairs (k, l), k != l, of candidates in one row with softmax weight >= ``least``.
 
-        O(sum over rows of m^2) for m significant candidates per row.
+        O(sum over rows of m^2) for m such candidates per row.
         """
-        sig = np.flatnonzero(q > _Q_PAIR)
+        sig = np.flatnonzero(q >= least)
         counts = np.bincount(self.cr[sig], minlength=self.rows.size)
         multi = sig[counts[self.cr[sig]] > 1]             # sorted by row
         if multi.size == 0:
