@@ -209,13 +209,11 @@ class _NewtonCore:
         # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l
         moved = np.zeros(q.size)
         if sparsify:
-            # a pair with q_k q_l >= _Q_PRECOND has both weights >= _Q_PRECOND, so only those
-            # candidates are paired; each candidate's weak partners hold the rest of its row's
-            # mass, moved_k = (1 - q_k) - sum of its strong partners' q_l, got without listing
-            # the weak pairs (rows spread over tens of candidates made that list O(m^2) per row)
-            k1, l1 = self._row_pairs(q, _Q_PRECOND)
-            strong = q[k1] * q[l1] >= _Q_PRECOND
-            k1, l1 = k1[strong], l1[strong]
+            # only the strong pairs are listed (`_strong_pairs`); each candidate's weak partners
+            # hold the rest of its row's mass, moved_k = (1 - q_k) - sum of its strong partners'
+            # q_l, got without listing the weak pairs (rows spread over tens of candidates made
+            # that list O(m^2) per row: two thirds of the real Adult build's solve at K = 4096)
+            k1, l1 = self._strong_pairs(q, _Q_PRECOND)
             partners = np.bincount(k1, weights=q[l1], minlength=q.size)
             moved = np.maximum(one_minus_q - partners, 0.0)
         else:
@@ -298,6 +296,36 @@ class _NewtonCore:
             Gv = np.einsum("jab,jb->ja", blocks, v.reshape(self.K_out, A1)).ravel()
             return Gv - L @ (Rt @ v)
         return times
+
+    def _strong_pairs(self, q, least):
+        """Index pairs (k, l), k != l, of candidates in one row with q_k q_l >= ``least`` (<= 1).
+
+        O(number of such pairs + candidates log candidates): within each row the candidates
+        are sorted by decreasing weight, so the partners of k are a prefix of its row, whose
+        length a binary search finds. (A pair can pass only if both weights are >= ``least``.)
+        The search runs on a key row + (1 - q) whose rounding (about 1e-10 at 10^5 rows) can
+        miss a pair at the threshold by one place: one more place is read and every listed
+        pair is checked exactly, so the result is exact unless several weights tie within
+        1e-10 at the threshold, where a pair may be left out (treated as weak; `_assemble`
+        moves whatever is not listed, so its matrix still bounds N).
+        """
+        sig = np.flatnonzero(q >= least)
+        if sig.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        srt = sig[np.lexsort((-q[sig], self.cr[sig]))]     # by row, then decreasing weight
+        row, qs = self.cr[srt], q[srt]
+        first = np.r_[0, np.flatnonzero(row[1:] != row[:-1]) + 1]
+        lens = np.diff(np.r_[first, srt.size])
+        seg = np.repeat(first, lens)                      # per element: its row's first position
+        key = row * 4.0 + (1.0 - qs)                      # increasing along srt
+        ends = np.searchsorted(key, row * 4.0 + (1.0 - least / qs), side="right")
+        cnt = np.minimum(ends + 1, seg + np.repeat(lens, lens)) - seg
+        total = int(cnt.sum())
+        within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        kk = np.repeat(srt, cnt)
+        ll = srt[np.repeat(seg, cnt) + within]
+        ok = (kk != ll) & (q[kk] * q[ll] >= least)
+        return kk[ok], ll[ok]
 
     def _row_pairs(self, q, least):
         """Index pairs (k, l), k != l, of candidates in one row with softmax weight >= ``least``.

@@ -155,3 +155,24 @@ def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_d
                 want += c * np.outer(u, u)
     assert np.allclose(M, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
     assert np.linalg.eigvalsh(M - N).min() >= -1e-9 * np.abs(N).max()
+
+
+@pytest.mark.parametrize("least", [1e-4, 1e-2, 0.05])
+def test_strong_pairs_are_exactly_the_pairs_of_a_row_whose_weights_multiply_above_the_threshold(least):
+    """The preconditioner lists only pairs with q_k q_l >= least, found as prefixes of each row
+    sorted by weight; a brute-force scan of all pairs is the reference, on rows of 1 to 40
+    candidates with weights spread from 1e-9 to 1 and with exact ties (rounded weights)."""
+    rng = np.random.default_rng(2)
+    for trial in range(60):
+        lens = rng.integers(1, 40, rng.integers(1, 25))
+        cr = np.repeat(np.arange(lens.size), lens)
+        q = np.exp(-rng.exponential([1.0, 5.0, 20.0][trial % 3], cr.size))
+        if trial % 2:
+            q = np.maximum(np.round(q, 2), 1e-3)
+        q /= np.bincount(cr, weights=q)[cr]
+        solver = _DualNewton.__new__(_DualNewton)
+        solver.cr = cr
+        k, l = solver._strong_pairs(q, least)
+        want = {(a, b) for a in range(cr.size) for b in range(cr.size)
+                if a != b and cr[a] == cr[b] and q[a] * q[b] >= least}
+        assert set(zip(k.tolist(), l.tolist())) == want and k.size == len(want)
