@@ -33,6 +33,10 @@ Part 4 (real data, issue 17) runs the fast solver alone on UCI Adult (data/adult
 and hours-per-week, standardized; private attribute ``--adult-private``, sex or income),
 quantized by scikit-learn's MiniBatchKMeans (seed 0) to K centers, L2 distortion.
 
+Part 5 (issue 24) solves instances saved from a real ``privmap build`` (``--saved FILE.npz``,
+arrays ``p_ac`` and ``D``: UCI Adult's raw columns, the build's integer k-means representatives,
+L2 distortion), timed in CPU seconds, new and reference revision side by side.
+
 ``--reference-rev REV`` also times ``solve_fast`` as it was at git revision REV (loaded from
 ``git show`` into this process) right after each fast solve in every part, and prints its
 time, the ratio ref/new, its gap and its Newton steps: on a shared machine only such
@@ -173,6 +177,43 @@ def module_at(rev, name):
     return module
 
 
+FAST_PARTS = ("_fast_instance", "_fast_newton", "_fast_pricing", "_fast_certify", "_fast_path",
+              "_fast_solver")
+
+
+def solver_at(rev):
+    """``solve_fast`` with all of its parts (:data:`FAST_PARTS`) as they were at git revision ``rev``.
+
+    :func:`module_at` loads one file, whose relative imports of the other parts would resolve
+    against this checkout; here each part is loaded under a name private to ``rev`` and its
+    imports of the other parts are pointed at those names, so the whole solver is the older
+    one (the modules it shares with the rest of the package, ``._problem``, ``._result``,
+    ``._negligible``, ``.._information``, stay this checkout's). Parts that did not exist at
+    ``rev`` are skipped (older revisions had fewer files).
+    """
+    tag = "_ref_" + subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
+                                   capture_output=True, text=True).stdout.strip()
+    module = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in FAST_PARTS:
+            shown = subprocess.run(["git", "show", f"{rev}:offline/solvers/{name}.py"], cwd=ROOT,
+                                   capture_output=True)
+            if shown.returncode != 0:
+                continue
+            source = shown.stdout.decode()
+            for other in FAST_PARTS:
+                source = source.replace(f"from .{other} import", f"from .{tag}{other} import")
+            path = pathlib.Path(tmp) / f"{tag}{name}.py"
+            path.write_text(source)
+            full = f"privmap.offline.solvers.{tag}{name}"
+            spec = importlib.util.spec_from_file_location(full, path)
+            module = importlib.util.module_from_spec(spec)
+            module.__package__ = "privmap.offline.solvers"
+            sys.modules[full] = module
+            spec.loader.exec_module(module)
+    return module.solve_fast
+
+
 def constant_output_distortion(p_ac, D):
     """min_j sum_c p(c) d(c, j): mapping everyone to one output (an upper bound on Delta0)."""
     return float((p_ac.sum(axis=0) @ D).min())
@@ -288,6 +329,47 @@ def alone(title, make, ks, fracs, tol_bits, max_iter, reference=None):
                   f"(K = {', '.join(str(k) for k, _ in pairs)})")
 
 
+def saved(title, paths, fracs, tol_bits, reference):
+    """Part 5: instances saved by a real build (``.npz`` with ``p_ac`` (|A|, K) and ``D`` (K, K)),
+    the fast solver and, with ``reference``, the reference revision's right after it, both timed
+    in CPU seconds of this process (on a shared machine wall time says little), with the ratio
+    ref/new, both leakages and their difference, both gaps, Newton steps and the budget's slack.
+    """
+    from privmap.offline._errors import SolverError
+    from privmap.offline.solvers._fast_solver import solve_fast
+
+    def cpu(fn, *args, **kw):
+        t0 = time.process_time()
+        try:
+            return fn(*args, **kw), time.process_time() - t0
+        except SolverError as exc:
+            print(f"      failed: {exc}", flush=True)
+            return None, time.process_time() - t0
+
+    print(f"\n{title}, CPU seconds, Delta = frac x Delta0, tol {tol_bits:g} bits")
+    print(f"{'K':>6} {'frac':>5} {'Delta':>10} {'new_cpu':>8} {'ref_cpu':>8} {'ref/new':>7} "
+          f"{'J_new':>11} {'J_ref':>11} {'dJ_bits':>9} {'gap_new':>8} {'gap_ref':>8} "
+          f"{'nt_new':>6} {'nt_ref':>6} {'nnz/row':>7} {'slack':>9}")
+    for path in paths:
+        data = np.load(path)
+        p_ac, D = data["p_ac"], data["D"]
+        for frac in fracs:
+            delta, _, _ = delta_for(p_ac, D, frac)
+            new, t_new = cpu(solve_fast, p_ac, D, delta, tol_bits=tol_bits)
+            ref, t_ref = cpu(reference, p_ac, D, delta, tol_bits=tol_bits) if reference else (None, math.nan)
+            if new is None:
+                continue
+            j_ref = ref.leakage_bits if ref is not None else math.nan
+            print(f"{D.shape[0]:>6} {frac:>5.2f} {delta:>10.4f} {t_new:>8.2f} {t_ref:>8.2f} "
+                  f"{t_ref / t_new:>7.2f} {new.leakage_bits:>11.8f} {j_ref:>11.8f} "
+                  f"{new.leakage_bits - j_ref:>9.1e} {new.gap_bits:>8.1e} "
+                  f"{ref.gap_bits if ref is not None else math.nan:>8.1e} "
+                  f"{new.info.get('newton_steps', 0):>6} "
+                  f"{ref.info.get('newton_steps', 0) if ref is not None else 0:>6} "
+                  f"{new.info.get('nonzeros_per_row', math.nan):>7.2f} {delta - new.distortion:>9.2e}",
+                  flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ks", type=int, nargs="*", default=[64, 128, 256, 512],
@@ -303,6 +385,9 @@ def main(argv=None):
     ap.add_argument("--adult-ks", type=int, nargs="*", default=[256, 1024, 4096, 8192],
                     help="part 4 (UCI Adult, fast solver alone)")
     ap.add_argument("--adult-private", choices=["sex", "income"], default="sex")
+    ap.add_argument("--saved", type=pathlib.Path, nargs="*", default=[],
+                    help="part 5: .npz instances saved from a real build (arrays p_ac and D), "
+                         "timed in CPU seconds, with --reference-rev side by side")
     ap.add_argument("--max-iter", type=int, default=None,
                     help="most Newton steps of the fast solver in parts 2 and 4 (default: the "
                          "solver's, max(1000, K / 4))")
@@ -322,7 +407,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     global CACHE
     CACHE = args.cache
-    ref = module_at(args.reference_rev, "_fast_solver").solve_fast if args.reference_rev else None
+    ref = solver_at(args.reference_rev) if args.reference_rev else None
     if ref is not None:
         print(f"reference: solve_fast at {args.reference_rev}; ref/new > 1 means this tree is faster")
     if args.ks:
@@ -340,6 +425,8 @@ def main(argv=None):
         alone(f"Part 4: UCI Adult, private {args.adult_private}",
               lambda K: adult_instance(K, args.adult_private), args.adult_ks, args.fracs,
               args.large_tol_bits, args.max_iter, ref)
+    if args.saved:
+        saved("Part 5: instances saved from real builds", args.saved, args.fracs, args.tol_bits, ref)
     return 0
 
 

@@ -207,12 +207,17 @@ class _NewtonCore:
         q, r, cj = ev["q"], ev["r"], self.cj
         one_minus_q = self._one_minus_q(ev)
         # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l
-        k1, l1 = self._row_pairs(q)
         moved = np.zeros(q.size)
         if sparsify:
-            weak = q[k1] * q[l1] < _Q_PRECOND
-            moved = np.bincount(k1[weak], weights=q[l1[weak]], minlength=q.size)
-            k1, l1 = k1[~weak], l1[~weak]
+            # only the strong pairs are listed (`_strong_pairs`); each candidate's weak partners
+            # hold the rest of its row's mass, moved_k = (1 - q_k) - sum of its strong partners'
+            # q_l, got without listing the weak pairs (rows spread over tens of candidates made
+            # that list O(m^2) per row: two thirds of the real Adult build's solve at K = 4096)
+            k1, l1 = self._strong_pairs(q, _Q_PRECOND)
+            partners = np.bincount(k1, weights=q[l1], minlength=q.size)
+            moved = np.maximum(one_minus_q - partners, 0.0)
+        else:
+            k1, l1 = self._row_pairs(q, _Q_PAIR)
         coef = -wk[k1] * q[l1]
         ri, ci, vals = [], [], []
         for b in range(A1):
@@ -292,12 +297,42 @@ class _NewtonCore:
             return Gv - L @ (Rt @ v)
         return times
 
-    def _row_pairs(self, q):
-        """Index pairs (k, l), k != l, of candidates in one row with softmax weight > _Q_PAIR.
+    def _strong_pairs(self, q, least):
+        """Index pairs (k, l), k != l, of candidates in one row with q_k q_l >= ``least`` (<= 1).
 
-        O(sum over rows of m^2) for m significant candidates per row.
+        O(number of such pairs + candidates log candidates): within each row the candidates
+        are sorted by decreasing weight, so the partners of k are a prefix of its row, whose
+        length a binary search finds. (A pair can pass only if both weights are >= ``least``.)
+        The search runs on a key row + (1 - q) whose rounding (about 1e-10 at 10^5 rows) can
+        miss a pair at the threshold by one place: one more place is read and every listed
+        pair is checked exactly, so the result is exact unless several weights tie within
+        1e-10 at the threshold, where a pair may be left out (treated as weak; `_assemble`
+        moves whatever is not listed, so its matrix still bounds N).
         """
-        sig = np.flatnonzero(q > _Q_PAIR)
+        sig = np.flatnonzero(q >= least)
+        if sig.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        srt = sig[np.lexsort((-q[sig], self.cr[sig]))]     # by row, then decreasing weight
+        row, qs = self.cr[srt], q[srt]
+        first = np.r_[0, np.flatnonzero(row[1:] != row[:-1]) + 1]
+        lens = np.diff(np.r_[first, srt.size])
+        seg = np.repeat(first, lens)                      # per element: its row's first position
+        key = row * 4.0 + (1.0 - qs)                      # increasing along srt
+        ends = np.searchsorted(key, row * 4.0 + (1.0 - least / qs), side="right")
+        cnt = np.minimum(ends + 1, seg + np.repeat(lens, lens)) - seg
+        total = int(cnt.sum())
+        within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        kk = np.repeat(srt, cnt)
+        ll = srt[np.repeat(seg, cnt) + within]
+        ok = (kk != ll) & (q[kk] * q[ll] >= least)
+        return kk[ok], ll[ok]
+
+    def _row_pairs(self, q, least):
+        """Index pairs (k, l), k != l, of candidates in one row with softmax weight >= ``least``.
+
+        O(sum over rows of m^2) for m such candidates per row.
+        """
+        sig = np.flatnonzero(q >= least)
         counts = np.bincount(self.cr[sig], minlength=self.rows.size)
         multi = sig[counts[self.cr[sig]] > 1]             # sorted by row
         if multi.size == 0:

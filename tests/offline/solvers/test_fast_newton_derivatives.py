@@ -109,3 +109,70 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
     for _ in range(3):
         v = rng.normal(size=n)
         assert np.allclose(times(v), N @ v, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_private", [2, 3])
+def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_diagonal(
+        n_private, random_instance, budget):
+    """The CG preconditioner M is the Hessian N with each cross term of a candidate pair with
+    q_k q_l < _Q_PRECOND moved onto its two diagonal blocks (a brute-force sum over all pairs),
+    so M - N is positive semi-definite; checked at a point where rows spread over all 15
+    candidates with weights from below 1e-13 to near 1 (the moved mass is got per candidate, not by
+    listing the weak pairs)."""
+    import privmap.offline.solvers._fast_newton as newton
+
+    p_ac, dist = random_instance(5, 15, n_private)
+    solver = _DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
+    solver.tight, solver.budget = False, True
+    solver.jmin = np.argmin(dist, axis=1)
+    solver._set_candidates(np.repeat(np.arange(15), 15), np.tile(np.arange(15), 15))
+    rng = np.random.default_rng(1)
+    ev = solver._evaluate(rng.normal(size=(n_private, 15)), 0.3, 0.07)
+    assert (ev["q"] < 1e-13).any() and ((ev["q"] > 1e-3) & (ev["q"] < 0.5)).sum() >= 5
+    P, _, _ = solver._primal(ev)
+    s = P.sum(axis=0)
+    A1 = n_private - 1
+    wk = solver.c_pc * ev["q"] / ev["tau"]
+    V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
+    n = A1 * 15
+
+    def unscaled(sparsify):
+        ri, ci, vals, dscale = solver._assemble(ev, s, wk, V, 0.0, sparsify=sparsify)
+        M = np.zeros((n, n))
+        np.add.at(M, (ri, ci), vals / (dscale[ri] * dscale[ci]))
+        return M
+
+    N, M = unscaled(False), unscaled(True)
+    want = N.copy()
+    q, cr, cj = ev["q"], solver.cr, solver.cj
+    for k in range(q.size):
+        for l in range(k + 1, q.size):
+            if cr[k] == cr[l] and q[k] * q[l] < newton._Q_PRECOND:
+                c = wk[k] * q[l]                               # p(c)/tau q_k q_l
+                u = np.zeros(n)
+                u[cj[k] * A1:(cj[k] + 1) * A1] = V[:, k]
+                u[cj[l] * A1:(cj[l] + 1) * A1] = V[:, l]
+                want += c * np.outer(u, u)
+    assert np.allclose(M, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+    assert np.linalg.eigvalsh(M - N).min() >= -1e-9 * np.abs(N).max()
+
+
+@pytest.mark.parametrize("least", [1e-4, 1e-2, 0.05])
+def test_strong_pairs_are_exactly_the_pairs_of_a_row_whose_weights_multiply_above_the_threshold(least):
+    """The preconditioner lists only pairs with q_k q_l >= least, found as prefixes of each row
+    sorted by weight; a brute-force scan of all pairs is the reference, on rows of 1 to 40
+    candidates with weights spread from 1e-9 to 1 and with exact ties (rounded weights)."""
+    rng = np.random.default_rng(2)
+    for trial in range(60):
+        lens = rng.integers(1, 40, rng.integers(1, 25))
+        cr = np.repeat(np.arange(lens.size), lens)
+        q = np.exp(-rng.exponential([1.0, 5.0, 20.0][trial % 3], cr.size))
+        if trial % 2:
+            q = np.maximum(np.round(q, 2), 1e-3)
+        q /= np.bincount(cr, weights=q)[cr]
+        solver = _DualNewton.__new__(_DualNewton)
+        solver.cr = cr
+        k, l = solver._strong_pairs(q, least)
+        want = {(a, b) for a in range(cr.size) for b in range(cr.size)
+                if a != b and cr[a] == cr[b] and q[a] * q[b] >= least}
+        assert set(zip(k.tolist(), l.tolist())) == want and k.size == len(want)

@@ -110,3 +110,27 @@ def test_starting_candidates_are_the_cheapest_output_the_best_under_the_duals_gu
     assert got == want
     assert np.all(np.isfinite(dist[solver.rows[solver.cr], solver.cj]))
     assert np.array_equal(solver.c_low, solver.cj == solver.jmin[solver.cr])
+
+
+def test_most_violated_pairs_break_ties_towards_the_first_output_and_come_rank_by_rank():
+    """Each row takes its allow[i] smallest entries below its threshold, equal values going to
+    the lower output (as argmin takes them), also where a tie straddles the allowance, and the
+    pairs come every row's best first, then every row's second best (the order the cap per
+    output reads); a brute-force stable sort is the reference."""
+    rng = np.random.default_rng(8)
+    Z = rng.integers(0, 6, size=(9, 14)).astype(float)      # many exact ties
+    Z[2, :] = np.inf
+    Z[3, 5] = np.inf
+    rows = np.arange(9) + 3                                 # indices into the active rows
+    thr = np.full(12, 3.5)
+    cand_min = np.full(12, 4.0)
+    allow = rng.integers(1, 6, 9)
+    new_r, new_c, new_m = [], [], []
+    _DualNewton._most_violated(Z.copy(), rows, thr, cand_min, allow, new_r, new_c, new_m)
+    got = list(zip(np.concatenate(new_r).tolist(), np.concatenate(new_c).tolist()))
+    ranked = [[int(k) for k in np.argsort(Z[i], kind="stable")[:allow[i]] if Z[i, k] < 3.5]
+              for i in range(9)]
+    want = [(int(rows[i]), ranked[i][rank]) for rank in range(int(allow.max()))
+            for i in range(9) if rank < len(ranked[i])]
+    assert want and got == want
+    assert np.allclose(np.concatenate(new_m), 4.0 - Z[np.array(got)[:, 0] - 3, np.array(got)[:, 1]])
