@@ -111,3 +111,22 @@ def test_folds_started_from_the_full_data_centres_see_the_held_out_rows(tastes):
     warm = cross_fitted_leakage(data, options, start="warm", centers=centers)
     restarts = cross_fitted_leakage(data, options, start="restarts")
     assert warm.distortion < restarts.distortion - 0.01
+
+
+def test_simulated_release_draws_each_output_with_its_table_probability():
+    # The fold's sampler searches each table row's non-zeros only; the counts it draws per (input,
+    # output) must fit the table (chi-square on counts), and it never draws an output of probability 0.
+    from types import SimpleNamespace
+
+    from scipy.stats import chisquare
+    from privmap.offline.mechanisms.quantized._holdout import _simulated_release
+    table = np.array([[0.5, 0.0, 0.3, 0.2], [0.0, 1.0, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4]])
+    fit = SimpleNamespace(solved=SimpleNamespace(table=table), alphabet=SimpleNamespace(outputs=np.eye(4).tolist()))
+    symbols = np.repeat([0, 1, 2], 4000)
+    drawn = np.argmax(_simulated_release(fit, symbols, np.random.default_rng(7)), axis=1)
+    for c in range(3):
+        counts = np.bincount(drawn[symbols == c], minlength=4)
+        assert np.all(counts[table[c] == 0] == 0)
+        live = table[c] > 0
+        if live.sum() > 1:
+            assert chisquare(counts[live], 4000 * table[c][live]).pvalue > 1e-3
