@@ -261,7 +261,8 @@ def _transport(cost, supply, demand, new_highs):
 
 def _run(highs):
     """Optimise the master from its basis (once more from scratch if HiGHS reports anything
-    but an optimum: the master is always feasible, it holds a north-west-corner vertex);
+    but an optimum: the master is always feasible, since it starts with a north-west-corner vertex
+    and the pairs dropped between rounds are never basic);
     returns HiGHS's solution.
 
     Raises
