@@ -1,5 +1,5 @@
 """Fixtures for the solver tests: the benchmark script whose instances and budgets they check, and
-the small random instances of the fast solver's tests."""
+the small random and anisotropic instances of the fast solver's tests."""
 import importlib.util
 import pathlib
 
@@ -39,6 +39,27 @@ def _budget(p_ac, dist, frac):
     """``frac`` times the distortion of a uniformly random allowed output, in D's unit."""
     finite = np.where(np.isfinite(dist), dist, np.nan)
     return frac * float(np.nansum(p_ac.sum(axis=0) * np.nanmean(finite, axis=1)))
+
+
+def _anisotropic_instance(seed, users):
+    """Integer points (x1 in 0..11, x2 = 0 for 85 % of users, else a multiple of 1000 up to 99,000,
+    like UCI Adult's capital gain), one input per distinct point (p(c) its share of users, many
+    with a single user and a pure posterior), L2 distortion between the points."""
+    rng = np.random.default_rng(seed)
+    x1 = rng.integers(0, 12, users)
+    private = (rng.random(users) < 0.3 + 0.03 * x1).astype(int)
+    x2 = np.where(rng.random(users) < 0.85, 0, rng.integers(1, 100, users) * 1000)
+    points, labels = np.unique(np.c_[x1, x2], axis=0, return_inverse=True)
+    p_ac = np.zeros((2, len(points)))
+    np.add.at(p_ac, (private, labels.ravel()), 1.0)
+    diff = points[:, None, :] - points[None, :, :]
+    return p_ac / p_ac.sum(), np.sqrt((diff.astype(float) ** 2).sum(axis=-1))
+
+
+@pytest.fixture(scope="session")
+def anisotropic_instance():
+    """``anisotropic_instance(seed, users)`` -> (p_ac, D) of UCI Adult's anisotropic geometry."""
+    return _anisotropic_instance
 
 
 @pytest.fixture(scope="session")

@@ -120,24 +120,9 @@ def test_budget_with_a_slack_smoothed_multiplier_is_certified():
     assert fast.gap_bits <= TOL and fast.distortion <= 1.5
 
 
-def _anisotropic_instance(seed, users):
-    """Integer points (x1 in 0..11, x2 = 0 for 85 % of users, else a multiple of 1000 up to 99,000,
-    like UCI Adult's capital gain), one input per distinct point (p(c) its share of users, many
-    with a single user and a pure posterior), L2 distortion between the points."""
-    rng = np.random.default_rng(seed)
-    x1 = rng.integers(0, 12, users)
-    private = (rng.random(users) < 0.3 + 0.03 * x1).astype(int)
-    x2 = np.where(rng.random(users) < 0.85, 0, rng.integers(1, 100, users) * 1000)
-    points, labels = np.unique(np.c_[x1, x2], axis=0, return_inverse=True)
-    p_ac = np.zeros((2, len(points)))
-    np.add.at(p_ac, (private, labels.ravel()), 1.0)
-    diff = points[:, None, :] - points[None, :, :]
-    return p_ac / p_ac.sum(), np.sqrt((diff.astype(float) ** 2).sum(axis=-1))
-
-
 @pytest.mark.parametrize("seed, users", [(0, 180), (1, 300)])
 def test_anisotropic_instance_with_rows_spread_over_many_outputs_agrees_on_every_newton_path(
-        seed, users, monkeypatch):
+        seed, users, monkeypatch, anisotropic_instance):
     """On a very anisotropic geometry at half the perfect-privacy distortion the optimal rows
     spread over several outputs (the real Adult build's instance: about 23 per row); the
     conjugate-gradient path with the sparsified LU preconditioner from the start must certify
@@ -145,7 +130,7 @@ def test_anisotropic_instance_with_rows_spread_over_many_outputs_agrees_on_every
     import privmap.offline.solvers._fast_newton as newton
     from privmap.offline.solvers._perfect import perfect_privacy_distortion
 
-    p_ac, dist = _anisotropic_instance(seed, users)
+    p_ac, dist = anisotropic_instance(seed, users)
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
     dense = solve_fast(p_ac, dist, delta, tol_bits=TOL)
     monkeypatch.setattr(newton, "_DENSE_MAX", 0)
