@@ -87,8 +87,10 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         Gap to certify, in bits: the solver stops when leakage(table) minus a
         proven lower bound on the optimum is at most ``tol_bits``.
     max_iter : int or None, keyword-only
-        Most Newton steps in all; None: max(1000, K_out // 4). Synthetic instances took
-        88 to 271 steps from K = 1024 to 16384 (benchmarks/README.md).
+        Most Newton steps in all; None: max(2000, K_out // 2). Synthetic instances took
+        88 to 271 steps from K = 1024 to 16384, the folds of a real UCI Adult build at
+        K = 4096 436 to 630 (benchmarks/README.md); a limit reached throws away the whole
+        solve (and a build's other stages), so it is set well above what paths have needed.
     progress : callable(float) or None, keyword-only
         Called with an estimate of the fraction done, in [0, 1].
     warm_start : SolveResult or None, keyword-only
@@ -127,7 +129,7 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
     if not (tol_bits > 0 and math.isfinite(tol_bits)):
         raise ValueError(f"tol_bits must be positive and finite, got {tol_bits}")
     if max_iter is None:
-        max_iter = max(1000, D.shape[1] // 4)
+        max_iter = max(2000, D.shape[1] // 2)
     if warm_start is not None and np.shape(warm_start.table) != D.shape:
         raise ValueError(f"warm_start table has shape {np.shape(warm_start.table)}, "
                          f"expected {D.shape}")
