@@ -300,7 +300,8 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
           attacker: bool):
     """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
     measured here because a pooled worker's CPU time is invisible to the parent until the pool is
-    reaped), or the BuildError."""
+    reaped), or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: "
+    (an operator whose build fails after the folds learns which stage and which fold)."""
     from ._steps import solve_dataset
     wall, cpu = time.perf_counter(), time.process_time()
     try:
@@ -316,7 +317,7 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
         matched = symbols >= 0
         rows, symbols = test[matched], symbols[matched]
         if rows.size == 0:
-            raise BuildError(f"fold {i + 1}: no held-out row matches an input of the fold's alphabet")
+            raise BuildError("no held-out row matches an input of the fold's alphabet")
         part = _fold_estimate(fit, dataset, rows, symbols, options.metric, options.mechanism,
                               np.random.default_rng([options.seed, 0, i]))
         part["unmatched"] = int((~matched).sum())
@@ -326,7 +327,8 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
         part["cost"] = _cost(i, wall, cpu)
         return part
     except BuildError as exc:
-        return exc
+        # returned, not raised: the other folds finish and the caller raises the first failure
+        return type(exc)(f"cross-fitting fold {i + 1}: {exc}")
 
 
 def _cost(i: int, wall: float, cpu: float) -> dict:

@@ -63,6 +63,21 @@ def test_cross_fitting_refuses_more_folds_than_a_class_has_rows():
         cross_fitted_leakage(data, BuildOptions(private="a", clusters=4, delta_fraction=0.5, holdout_folds=5))
 
 
+def test_a_fold_whose_solve_fails_is_named_in_the_error_of_its_own_type(monkeypatch):
+    """A solver failure inside a fold surfaces as that SolverError, saying which fold failed."""
+    from privmap.offline._errors import SolverError
+    from privmap.offline.mechanisms.quantized import _steps
+
+    def fails(*args, **kwargs):
+        raise SolverError("fast solver: no certificate within 2 Newton steps")
+
+    monkeypatch.setattr(_steps, "solve", fails)
+    data = _disjoint(400, 16, seed=4)
+    options = BuildOptions(private="a", clusters=16, delta_fraction=0.6, holdout_folds=4, seed=7)
+    with pytest.raises(SolverError, match=r"^cross-fitting fold 1: fast solver: no certificate within 2"):
+        cross_fitted_leakage(data, options, jobs=1)
+
+
 def test_folds_in_parallel_workers_give_the_sequential_result_exactly():
     data = _disjoint(400, 16, seed=4)
     options = BuildOptions(private="a", clusters=16, delta_fraction=0.6, holdout_folds=4, seed=7)
