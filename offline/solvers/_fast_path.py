@@ -16,9 +16,9 @@ solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certif
   stops when the answer's leakage is within ``tol`` of the best bound so far. New pairs from the
   pass re-centre the path at a tau that sees them smoothly (_REHEAT), at most _REHEAT_MAX times
   the tau of the pass: late on the path a pass can find a few hundred pairs whose margins are
-  hundreds of times tau, and re-centring that high threw away the small-tau centring, the
-  dearest part of the path, pass after pass (UCI Adult, K = 4096, a fold of the default build:
-  no certificate within 1024 Newton steps, where with the cap 436 steps, 98 CPU-s).
+  hundreds of times tau, and re-centring that high throws away the small-tau centring, the
+  dearest part of the path, pass after pass (on a fold of the UCI Adult K = 4096 build, until
+  the Newton steps ran out; benchmarks/README.md).
 - **Shrinking**: otherwise tau shrinks by an adapted factor along the tangent.
 
 **Certificates from the path's tangent.** Near tau = 0 the dual path is nearly
