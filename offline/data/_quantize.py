@@ -88,7 +88,7 @@ def kmeans(X: np.ndarray, k: int, *, seed: int, init="k-means++", n_init: int = 
     X : ndarray, shape (n, d)
         Complete rows (no NaN).
     k : int
-        Number of clusters, at most the number of distinct rows.
+        Number of clusters, from 1 to the number of distinct rows.
     seed : int, keyword-only
         ``random_state`` of the initialisation.
     init, n_init
@@ -98,8 +98,15 @@ def kmeans(X: np.ndarray, k: int, *, seed: int, init="k-means++", n_init: int = 
     -------
     (labels, centers) : ndarray of int, shape (n,); ndarray, shape (k, d)
         Each row's group and the groups' weighted means.
+
+    Raises
+    ------
+    DatasetError
+        k below 1 or above the number of distinct rows.
     """
     distinct, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    if not 1 <= k <= distinct.shape[0]:
+        raise DatasetError(f"--clusters {k}: must be between 1 and the {distinct.shape[0]} distinct public rows")
     fits = distinct.shape[0] * k * 8 <= _distortion.NEAREST_BLOCK_BYTES
     with threadpool_limits(limits=1, user_api="blas"):
         model = KMeans(n_clusters=k, init=init, n_init=n_init, random_state=seed,
@@ -142,13 +149,10 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     missing = np.isnan(X)
     overall = _representative(X, metric)
     filled = np.where(missing, np.nanmean(X, axis=0), X) if missing.any() else X
-    distinct = np.unique(filled, axis=0).shape[0]
-    if not 1 <= k <= distinct:
-        raise DatasetError(f"--clusters {k}: must be between 1 and the {distinct} distinct public rows")
+    groups, _ = kmeans(filled, k, seed=seed, init=init, n_init=n_init)     # checks k (DatasetError)
     if integer is None:
         integer = np.all(missing | (X == np.round(X)), axis=0)
     lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
-    groups, _ = kmeans(filled, k, seed=seed, init=init, n_init=n_init)
     order = np.argsort(groups, kind="stable")
     _, starts = np.unique(groups[order], return_index=True)
     centers = np.array([_representative(X[rows], metric) for rows in np.split(order, starts[1:])])

@@ -316,10 +316,7 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
             D[:, changed] = conditional_distortion(X, labels, n_in, outputs[changed], distance, multiplicity=times)
         moved_dist = expected_distortion(p_c, table, D)
         if dist - moved_dist <= tolerance * max(dist, 1e-300):
-            # Step A gained less than the tolerance: step B, held to the budget the table now
-            # meets, could not lower the distortion; what is given up is the leakage a re-solve on
-            # this D' might still find (none on UCI Adult K = 1024: the same table either way), for
-            # the cost of a whole solve (54 CPU-s at K = 4096).
+            # step A gained less than the tolerance: no re-solve (module docstring)
             dist = min(dist, moved_dist)
             history.append((leak, dist))
             break

@@ -844,10 +844,7 @@ def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Bu
         raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
                          f"(use minibatch or dask-ml)")
     X = np.concatenate(run.map(_kmeans_rows, parts, reading=reading, means=summary.means))
-    distinct = np.unique(X, axis=0).shape[0]
-    if options.clusters > distinct:
-        raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {distinct} distinct public rows")
-    return kmeans(X, options.clusters, seed=options.seed)[1]
+    return kmeans(X, options.clusters, seed=options.seed)[1]       # checks K (DatasetError)
 
 
 _KMEANS = {"minibatch": _minibatch, "dask-ml": _dask_ml, "in-memory": _in_memory}
