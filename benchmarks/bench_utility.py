@@ -80,7 +80,7 @@ def main(argv=None) -> int:
                      "--delta-fraction", str(frac), "--seed", "0", "--holdout-folds", "0",
                      "--key", str(key / "private.pem"), "--out", str(bundle), "--json"]
             if args.domain:
-                build[3:3] = ["--domain", args.domain]
+                build += ["--domain", args.domain]
             built = run_cli(build)
             ev = run_cli(["evaluate", str(bundle), str(test), "--private", private, "--json"])["summary"]
             alone = next(b for b in ev["baselines"]["quantization_alone"] if b["clusters"] == args.clusters)
