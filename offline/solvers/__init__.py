@@ -10,7 +10,8 @@ share); ``_cvxpy_solver`` (the Clarabel reference),
 ``_perfect`` (the perfect-privacy linear program, by certified column generation),
 ``_negligible`` (merging outputs of negligible mass), ``_problem`` (instance checks), ``_result``
 (:class:`SolveResult`), ``_compress`` (integer rows summing to 2^B), ``_output_limit`` (program (19)
-under a per-output leakage limit, with its feasibility LP).
+under a per-output leakage limit, with its feasibility LP; ``_output_limit_columns`` solves it on a
+working set of pairs grown by pricing).
 """
 from ._compress import DEFAULT_BITS, CompressedTable, compress
 from ._output_limit import least_distortion, smallest_feasible_epsilon, solve_output_limited

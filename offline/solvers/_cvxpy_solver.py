@@ -169,7 +169,7 @@ def _model(p_ac, D, delta, forbidden):
 _STALLS = ("InsufficientProgress", "AlmostSolved")
 
 
-def _clarabel(problem, time_limit_s):
+def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL):
     """Solve ``problem`` with Clarabel, trying the settings of ``_ATTEMPTS`` in turn.
 
     The next attempt runs only after a numerical stall (:data:`_STALLS`: InsufficientProgress,
@@ -181,6 +181,9 @@ def _clarabel(problem, time_limit_s):
     problem : cvxpy.Problem
     time_limit_s : float or None
         Seconds for all attempts together; None: no limit.
+    gap_tol : float, keyword-only
+        The relative duality gap an AlmostSolved answer may keep (its residuals are held to
+        ``_ALMOST_SOLVED_TOL`` whatever this is).
 
     Returns
     -------
@@ -201,7 +204,7 @@ def _clarabel(problem, time_limit_s):
         settings = dict(settings) if left is None else {**settings, "time_limit": max(left, 0.0)}
         raw = chain.solver.solve_via_data(data, False, False, settings)
         status = str(raw.status)
-        close = max(raw.r_prim, raw.r_dual, _relative_gap(raw)) <= _ALMOST_SOLVED_TOL
+        close = max(raw.r_prim, raw.r_dual) <= _ALMOST_SOLVED_TOL and _relative_gap(raw) <= gap_tol
         if status == "Solved" or (status == "AlmostSolved" and close):
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", "Solution may be inaccurate")

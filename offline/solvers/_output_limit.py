@@ -18,11 +18,13 @@ How
 - :func:`least_distortion` is the linear program min E d over tables meeting the limit (HiGHS);
   a limit is feasible at budget delta exactly when its value is <= delta, and
   :func:`smallest_feasible_epsilon` bisects it to name the least feasible limit in an error.
-- :func:`solve_output_limited` solves the program with cvxpy + Clarabel on the model of
-  :mod:`._cvxpy_solver` (the same conic model, the same stall handling) plus the linear limits.
-  privmap's fast solver has no place for them (its dual has one multiplier, the budget's), so
-  this path has the reference solver's reach: seconds up to K = 128, minutes from K = 512.
-- :func:`solve_for_shipping` makes the limit hold on the *shipped* integer table: it solves at a
+- :func:`solve_output_limited` solves the program with Clarabel on the model of
+  :mod:`._cvxpy_solver` (the same conic model, the same stall handling) plus the linear limits,
+  restricted to a working set of pairs that grows by pricing (:mod:`._output_limit_columns`);
+  :func:`_dense_limited`, the model over every pair, is the reference it is tested against.
+  privmap's fast solver has no place for the limits (its dual has one multiplier, the budget's).
+- :func:`solve_for_shipping` makes the limit hold on the *shipped* integer table: when the fast
+  solver's unconstrained optimum ships within the limit, that is the answer; otherwise it solves at a
   target a little inside the limit, rounds with :func:`._compress.compress` exactly as the build
   will, checks the limit on the integer table, and tightens the target (and the budget) until it
   holds or refuses with :class:`SolverError`.
@@ -38,6 +40,7 @@ from scipy.optimize import linprog
 from .._errors import InfeasibleError, SolverError
 from .._information import expected_distortion, leakage_bits, max_output_leakage_bits, output_posterior_ratios
 from ._compress import compress
+from ._output_limit_columns import solve_columns
 from ._problem import check_instance
 from ._result import SolveResult
 
@@ -48,6 +51,11 @@ _NOISE = 1e-9
 #: SSI (6 columns, K = 64) a first aim 1e-6 inside shipped 3e-4 % over and the tighter re-solve
 #: stopped short (AlmostSolved at 2e-6).
 _INSIDE = 1e-3
+#: Relative duality gap an AlmostSolved Clarabel answer may keep here (the reference solver's: 1e-6):
+#: near the least budget the limit allows Clarabel stalls at 1e-6 to 3e-6 (SSI, 6 columns, K = 512);
+#: the gap costs optimality only (at most this share of the leakage), and the limit and the budget
+#: are checked again on the shipped table.
+_GAP_TOL = 1e-5
 #: Attempts of :func:`solve_for_shipping` before it refuses.
 _SHIP_ATTEMPTS = 6
 #: A rounded table over the limit by more than this (relative) has outputs whose balance rested on
@@ -100,6 +108,12 @@ def least_distortion(p_ac, distortion, eps_bits: float) -> float:
     p_ac, D, _ = check_instance(p_ac, distortion, None)
     if not (math.isfinite(eps_bits) and eps_bits >= 0):
         raise ValueError(f"eps_bits must be finite and >= 0, got {eps_bits}")
+    return _least_table(p_ac, D, eps_bits)[0]
+
+
+def _least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
+    """:func:`least_distortion` on a checked instance, with its optimal table (K, K_out), None when
+    the limit is infeasible."""
     K, K_out = D.shape
     allowed = np.isfinite(D)
     cost = (p_ac.sum(axis=0)[:, None] * np.where(allowed, D, 0.0)).ravel()
@@ -109,11 +123,11 @@ def least_distortion(p_ac, distortion, eps_bits: float) -> float:
     result = linprog(cost, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=rows_sum, b_eq=np.ones(K),
                      bounds=bounds, method="highs")
     if result.status == 2:
-        return math.inf
+        return math.inf, None
     if result.status != 0:
         raise SolverError(f"HiGHS did not solve the least-distortion program at eps = {eps_bits:g} bits: "
                           f"{result.message}")
-    return float(result.fun)
+    return float(result.fun), result.x.reshape(K, K_out)
 
 
 def smallest_feasible_epsilon(p_ac, distortion, delta: float) -> float:
@@ -135,11 +149,16 @@ def smallest_feasible_epsilon(p_ac, distortion, delta: float) -> float:
     return hi
 
 
+def _check_limit(eps_bits: float) -> None:
+    """ValueError unless the per-output limit is a finite number of bits >= 0."""
+    if not (math.isfinite(eps_bits) and eps_bits >= 0):
+        raise ValueError(f"the per-output limit must be finite and >= 0 bits, got {eps_bits}")
+
+
 def _check_feasible(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float) -> None:
     """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when no table meets
     ``eps_bits`` within ``delta``; ValueError for a limit that is not a finite number >= 0."""
-    if not (math.isfinite(eps_bits) and eps_bits >= 0):
-        raise ValueError(f"the per-output limit must be finite and >= 0 bits, got {eps_bits}")
+    _check_limit(eps_bits)
     least = least_distortion(p_ac, D, eps_bits)
     if least > delta * (1 + 1e-9) + 1e-12:
         floor = smallest_feasible_epsilon(p_ac, D, delta)
@@ -150,8 +169,10 @@ def _check_feasible(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: flo
 
 
 def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
-                         time_limit_s: float | None = None, check: bool = True) -> SolveResult:
-    """min I(A; C_hat) s.t. E d <= delta and the per-output limit ``eps_bits`` (bits), by cvxpy + Clarabel.
+                         time_limit_s: float | None = None, check: bool = True,
+                         start: np.ndarray | None = None) -> SolveResult:
+    """min I(A; C_hat) s.t. E d <= delta and the per-output limit ``eps_bits`` (bits), by Clarabel on a
+    growing working set of pairs (:mod:`._output_limit_columns`).
 
     Parameters
     ----------
@@ -166,13 +187,17 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
     check : bool, keyword-only
         Decide feasibility first with :func:`least_distortion` (an infeasible instance then raises
         InfeasibleError; unchecked, Clarabel's own stop raises SolverError).
+    start : ndarray, shape (K, K_out), keyword-only
+        A table whose support seeds the working set; None: the unconstrained optimum at ``delta``
+        (:func:`_unconstrained`).
 
     Returns
     -------
     SolveResult
         ``table`` (K, K_out) with entries below 1e-9 dropped and rows renormalised; leakage and
         distortion recomputed from it; ``gap_bits`` inf (no certificate); ``info`` has
-        ``max_output_leakage_bits`` of the table and the ``limit_bits`` it was solved at.
+        ``max_output_leakage_bits`` of the table, the ``limit_bits`` it was solved at and the
+        column generation's ``rounds``.
 
     Raises
     ------
@@ -183,14 +208,41 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
     SolverError
         Clarabel did not reach an optimum.
     """
+    from ._cvxpy_solver import _clarabel, _forbidden, _summary
+    p_ac, D, delta = check_instance(p_ac, distortion, delta)
+    if check:
+        _check_feasible(p_ac, D, delta, eps_bits)
+    else:
+        _check_limit(eps_bits)
+    forbidden = _forbidden(p_ac, D, delta)
+    if start is None:
+        start = _unconstrained(p_ac, D, delta).table
+
+    def columns(seed):
+        return solve_columns(p_ac, D, delta, eps_bits, start=seed, forbidden=forbidden,
+                             clarabel=lambda problem: _clarabel(problem, time_limit_s, gap_tol=_GAP_TOL))
+    try:
+        table, raw, attempt, rounds = columns(start)
+    except SolverError:
+        # the working set may hold no table within the limit and the budget (a start far from
+        # the limit); the least-distortion LP's table is one when any is: widen by its pairs once
+        least, feasible = _least_table(p_ac, D, eps_bits)
+        if least > delta * (1 + 1e-9) + 1e-12:
+            _check_feasible(p_ac, D, delta, eps_bits)          # raises InfeasibleError, naming the floor
+        table, raw, attempt, rounds = columns(start + feasible)
+    result = _limited_result(p_ac, D, table, forbidden, raw, attempt, eps_bits, _summary)
+    result.info["rounds"] = rounds
+    return result
+
+
+def _dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResult:
+    """The reference form of :func:`solve_output_limited`: the conic model on the dense (K, K_out)
+    table variable, every pair at once (seconds at K = 64, minutes from K = 256). The column
+    generation of :mod:`._output_limit_columns` is checked against it."""
     import cvxpy as cp
 
     from ._cvxpy_solver import _clarabel, _forbidden, _model, _summary
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
-    if check:
-        _check_feasible(p_ac, D, delta, eps_bits)
-    elif not (math.isfinite(eps_bits) and eps_bits >= 0):
-        raise ValueError(f"the per-output limit must be finite and >= 0 bits, got {eps_bits}")
     K = p_ac.shape[1]
     p_c = p_ac.sum(axis=0)
     forbidden = _forbidden(p_ac, D, delta)
@@ -199,14 +251,31 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
     upper = K * (2.0 ** -eps_bits * p_ac - p_a[:, None] * p_c[None, :])
     lower = K * (2.0 ** -eps_bits * p_a[:, None] * p_c[None, :] - p_ac)
     limited = cp.Problem(problem.objective, problem.constraints + [upper @ Q <= 0, lower @ Q <= 0])
-    raw, attempt = _clarabel(limited, time_limit_s)
-    table = np.clip(Q.value, 0.0, None)
+    raw, attempt = _clarabel(limited, None)
+    return _limited_result(p_ac, D, Q.value, forbidden, raw, attempt, eps_bits, _summary)
+
+
+def _unconstrained(p_ac: np.ndarray, D: np.ndarray, delta: float) -> SolveResult:
+    """Program (19) without the limit: the fast solver's certified answer, or the perfect-privacy
+    table where ``delta`` reaches Delta0."""
+    from ._fast_solver import solve_fast
+    from ._perfect import perfect_privacy_solution, perfect_privacy_table
+    perfect, d_perfect = perfect_privacy_table(p_ac, D)
+    if delta >= d_perfect:
+        return perfect_privacy_solution(p_ac, D, perfect)
+    return solve_fast(p_ac, D, delta)
+
+
+def _limited_result(p_ac, D, values, forbidden, raw, attempt, eps_bits, summary) -> SolveResult:
+    """The SolveResult of an output-limited solve from Clarabel's table ``values`` (K, K_out)."""
+    p_c = p_ac.sum(axis=0)
+    table = np.clip(values, 0.0, None)
     table[forbidden | (table < _NOISE)] = 0.0
     table /= table.sum(axis=1, keepdims=True)
     return SolveResult(
         table=table, leakage_bits=leakage_bits(p_ac, table), distortion=expected_distortion(p_c, table, D),
         multiplier=0.0, gap_bits=math.inf, status="optimal", solver="cvxpy-clarabel",
-        message=f"Clarabel reported {raw.status} ({_summary(raw)}) with the per-output limit "
+        message=f"Clarabel reported {raw.status} ({summary(raw)}) with the per-output limit "
                 f"{eps_bits:g} bits; no certificate",
         info={"clarabel_status": str(raw.status), "attempt": attempt, "iterations": int(raw.iterations),
               "limit_bits": float(eps_bits), "max_output_leakage_bits": max_output_leakage_bits(p_ac, table)})
@@ -219,7 +288,10 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
 
     Entries below one unit 2^-bits are dropped before rounding (rows renormalised): an output
     carrying only such entries would otherwise come out of the rounding with a unit or two from
-    one row, its posterior that row's. The first solve aims at the limit less 0.1 % (``_INSIDE``).
+    one row, its posterior that row's. The unconstrained optimum (:func:`_unconstrained`, the fast
+    solver) comes first: when its shipped table meets the limit it is also the limited program's
+    optimum (it is optimal over a larger set), and no limited solve runs (``ship_attempts`` 0).
+    Otherwise the first limited solve aims at the limit less 0.1 % (``_INSIDE``).
     When the rounded table breaks the limit, the next solve
 
     - aims at a budget tighter by twice what rounding overshot it, when it did (the repair of
@@ -249,33 +321,28 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
         more finely).
     """
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
+    _check_limit(eps_bits)
+    free = _unconstrained(p_ac, D, delta)
+    table, _, worst = _shipped(free.table, p_ac, D, delta, bits)
+    if worst <= eps_bits:                # the unconstrained optimum meets the limit: it is the optimum
+        return _shipping_result(free, table, p_ac, D, worst, attempt=0, closed=0)
     _check_feasible(p_ac, D, delta, eps_bits)
-    p_c = p_ac.sum(axis=0)
-    target, budget, worst = eps_bits * (1 - _INSIDE), delta, math.nan
+    target, budget = eps_bits * (1 - _INSIDE), delta
     solve_D = D.copy()                   # outputs that rounding left unbalanced are closed here
     for attempt in range(1, _SHIP_ATTEMPTS + 1):
-        solved = solve_output_limited(p_ac, solve_D, budget, target, time_limit_s=time_limit_s, check=False)
-        table = np.where(solved.table < 2.0 ** -bits, 0.0, solved.table)
-        table /= table.sum(axis=1, keepdims=True)
-        over = compress(table, p_ac, D, math.inf, bits=bits).distortion - delta   # rounding alone
-        shipped = compress(table, p_ac, D, delta, bits=bits)                     # and its repair
-        worst = max_output_leakage_bits(p_ac, shipped.probabilities())
+        solved = solve_output_limited(p_ac, solve_D, budget, target, time_limit_s=time_limit_s, check=False,
+                                      start=free.table)
+        table, over, worst = _shipped(solved.table, p_ac, D, delta, bits)
         if worst <= eps_bits:
-            return SolveResult(table=table, leakage_bits=leakage_bits(p_ac, table),
-                               distortion=expected_distortion(p_c, table, D), multiplier=solved.multiplier,
-                               gap_bits=solved.gap_bits, status=solved.status, solver=solved.solver,
-                               message=solved.message,
-                               info={**solved.info, "ship_attempts": attempt,
-                                     "shipped_max_output_leakage_bits": worst,
-                                     "closed_outputs": int(np.sum(~np.isfinite(solve_D).any(axis=0)
-                                                                  & np.isfinite(D).any(axis=0)))})
+            closed = int(np.sum(~np.isfinite(solve_D).any(axis=0) & np.isfinite(D).any(axis=0)))
+            return _shipping_result(solved, table, p_ac, D, worst, attempt=attempt, closed=closed)
         if over > 0:              # the repair moved mass to cheapest outputs: leave it less to move
             budget -= 2 * over + 1e-9 * delta
             continue
         if worst <= eps_bits * (1 + _CLOSE_ABOVE):
             target -= 2 * (worst - target) + 1e-6
             continue
-        ratios, outputs = output_posterior_ratios(p_ac, shipped.probabilities())
+        ratios, outputs = output_posterior_ratios(p_ac, compress(table, p_ac, D, delta, bits=bits).probabilities())
         bad = outputs[np.abs(ratios).max(axis=0) > eps_bits]
         solve_D[:, bad] = np.inf
         if not np.all(np.any(np.isfinite(solve_D), axis=1)) or \
@@ -283,3 +350,23 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
             break
     raise SolverError(f"the integer table at B = {bits} bits breaks the per-output limit {eps_bits:g} bits "
                       f"({worst:.6g} bits) after {attempt} solve(s); more --bits round more finely")
+
+
+def _shipped(table: np.ndarray, p_ac, D, delta: float, bits: int) -> tuple[np.ndarray, float, float]:
+    """``table`` (K, K_out) without entries below one unit 2^-bits (rows renormalised), how far
+    rounding alone overshoots ``delta``, and the per-output leakage (bits) of the integer table the
+    build ships from it (:func:`._compress.compress`, repaired to ``delta``)."""
+    table = np.where(table < 2.0 ** -bits, 0.0, table)
+    table /= table.sum(axis=1, keepdims=True)
+    over = compress(table, p_ac, D, math.inf, bits=bits).distortion - delta
+    shipped = compress(table, p_ac, D, delta, bits=bits)
+    return table, over, max_output_leakage_bits(p_ac, shipped.probabilities())
+
+
+def _shipping_result(solved: SolveResult, table, p_ac, D, worst: float, *, attempt: int, closed: int) -> SolveResult:
+    """:func:`solve_for_shipping`'s answer: ``solved`` with its cleaned ``table`` (figures recomputed)."""
+    return SolveResult(table=table, leakage_bits=leakage_bits(p_ac, table),
+                       distortion=expected_distortion(p_ac.sum(axis=0), table, D), multiplier=solved.multiplier,
+                       gap_bits=solved.gap_bits, status=solved.status, solver=solved.solver, message=solved.message,
+                       info={**solved.info, "ship_attempts": attempt, "shipped_max_output_leakage_bits": worst,
+                             "closed_outputs": closed})

@@ -7,7 +7,9 @@ from privmap.offline._errors import InfeasibleError
 from privmap.offline._information import expected_distortion, leakage_bits, max_output_leakage_bits
 from privmap.offline.solvers._compress import compress
 from privmap.offline.solvers._fast_solver import solve_fast
+from privmap.offline.solvers._perfect import perfect_privacy_distortion
 from privmap.offline.solvers._output_limit import (
+    _dense_limited,
     least_distortion,
     smallest_feasible_epsilon,
     solve_for_shipping,
@@ -31,10 +33,10 @@ def brute_force(p_ac, dist, delta, eps, steps=401):
     return best
 
 
-def instance(K=12, seed=0):
+def instance(K=12, seed=0, classes=2):
     rng = np.random.default_rng(seed)
     x = rng.random((K, 2))
-    p_ac = rng.random((2, K)) ** 3
+    p_ac = rng.random((classes, K)) ** 3
     p_ac /= p_ac.sum()
     dist = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=2))
     return p_ac, dist
@@ -135,3 +137,53 @@ def test_outputs_left_unbalanced_by_rounding_are_closed_and_the_limit_holds(rati
     assert res.info["closed_outputs"] > 0
     assert max_output_leakage_bits(p_ac, shipped.probabilities()) <= limit
     assert shipped.distortion <= delta
+
+
+def binding_limit(p_ac, dist, delta):
+    """A limit halfway between the least feasible one and the unconstrained optimum's (it binds)."""
+    free = solve_fast(p_ac, dist, delta, tol_bits=1e-7)
+    floor = smallest_feasible_epsilon(p_ac, dist, delta)
+    return 0.5 * (floor + min(max_output_leakage_bits(p_ac, free.table), 10 * floor))
+
+
+@pytest.mark.parametrize("K, seed, classes", [(12, 0, 2), (20, 1, 2), (24, 2, 2), (16, 3, 3)])
+def test_column_generation_reaches_the_dense_models_optimum(K, seed, classes):
+    p_ac, dist = instance(K=K, seed=seed, classes=classes)
+    delta = 0.1 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
+    limit = binding_limit(p_ac, dist, delta)
+    dense = _dense_limited(p_ac, dist, delta, limit)
+    columns = solve_output_limited(p_ac, dist, delta, limit)
+    assert columns.leakage_bits == pytest.approx(dense.leakage_bits, rel=1e-5, abs=1e-8)
+    assert columns.distortion <= delta * (1 + 1e-6)
+    assert limit_excess(p_ac, columns.table, limit) <= 1e-8
+
+
+def limit_excess(p_ac, table, eps_bits):
+    """Largest excess of the limit in its linear form, max over (a, j) of P(a, j) - 2^eps p(a) P(j)
+    and 2^-eps p(a) P(j) - P(a, j) (an output of interior-point mass 1e-8 has any posterior)."""
+    joint = p_ac @ table
+    expected = p_ac.sum(axis=1)[:, None] * joint.sum(axis=0)[None, :]
+    return float(max((joint - 2.0 ** eps_bits * expected).max(), (2.0 ** -eps_bits * expected - joint).max()))
+
+
+def test_pricing_brings_in_the_pairs_a_poor_start_leaves_out():
+    """Started from each row's own output only (plus the nearest pairs every start has, and the
+    least-distortion table's when that start holds no feasible table), the working set must grow
+    by pricing to reach the dense model's optimum."""
+    p_ac, dist = instance(K=40, seed=5)
+    delta = 0.2 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
+    limit = binding_limit(p_ac, dist, delta)
+    columns = solve_output_limited(p_ac, dist, delta, limit, start=np.eye(40))
+    assert columns.info["rounds"] > 1
+    assert columns.leakage_bits == pytest.approx(_dense_limited(p_ac, dist, delta, limit).leakage_bits,
+                                                 rel=1e-5, abs=1e-8)
+
+
+def test_an_unconstrained_optimum_within_the_limit_ships_without_a_limited_solve():
+    p_ac, dist = instance()
+    delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
+    free = solve_fast(p_ac, dist, delta)
+    res = solve_for_shipping(p_ac, dist, delta, max_output_leakage_bits(p_ac, free.table) + 1.0, bits=16)
+    assert res.info["ship_attempts"] == 0
+    assert res.solver == free.solver and res.gap_bits == free.gap_bits
+    assert res.leakage_bits == pytest.approx(free.leakage_bits, abs=1e-4)
