@@ -291,7 +291,8 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
     one row, its posterior that row's. The unconstrained optimum (:func:`_unconstrained`, the fast
     solver) comes first: when its shipped table meets the limit it is also the limited program's
     optimum (it is optimal over a larger set), and no limited solve runs (``ship_attempts`` 0).
-    Otherwise the first limited solve aims at the limit less 0.1 % (``_INSIDE``).
+    Otherwise the first limited solve aims at the limit less 0.1 % (``_INSIDE``), or at the limit
+    itself when no table within the budget meets that aim.
     When the rounded table breaks the limit, the next solve
 
     - aims at a budget tighter by twice what rounding overshot it, when it did (the repair of
@@ -330,8 +331,14 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
     target, budget = eps_bits * (1 - _INSIDE), delta
     solve_D = D.copy()                   # outputs that rounding left unbalanced are closed here
     for attempt in range(1, _SHIP_ATTEMPTS + 1):
-        solved = solve_output_limited(p_ac, solve_D, budget, target, time_limit_s=time_limit_s, check=False,
-                                      start=free.table)
+        try:
+            solved = solve_output_limited(p_ac, solve_D, budget, target, time_limit_s=time_limit_s, check=False,
+                                          start=free.table)
+        except InfeasibleError:
+            if attempt > 1 or target >= eps_bits:
+                break                    # the refusal below names the limit asked for, not this target
+            target = eps_bits            # no table within the budget meets the aim inside: aim at the limit
+            continue
         table, over, worst = _shipped(solved.table, p_ac, D, delta, bits)
         if worst <= eps_bits:
             closed = int(np.sum(~np.isfinite(solve_D).any(axis=0) & np.isfinite(D).any(axis=0)))

@@ -187,3 +187,18 @@ def test_an_unconstrained_optimum_within_the_limit_ships_without_a_limited_solve
     assert res.info["ship_attempts"] == 0
     assert res.solver == free.solver and res.gap_bits == free.gap_bits
     assert res.leakage_bits == pytest.approx(free.leakage_bits, abs=1e-4)
+
+
+def test_a_budget_only_the_limit_itself_allows_still_ships():
+    """The first limited solve aims 0.1 % inside the limit; at a budget between the least distortion
+    of the limit and that of the aim, only the limit itself is feasible, and the build must not
+    refuse a feasible request (bench_ldp at K = 256 once did, naming the aim instead of the limit)."""
+    p_ac, dist = instance()
+    limit = 0.5
+    at_limit, inside = least_distortion(p_ac, dist, limit), least_distortion(p_ac, dist, limit * (1 - 1e-3))
+    assert inside > at_limit
+    delta = 0.5 * (at_limit + inside)
+    res = solve_for_shipping(p_ac, dist, delta, limit, bits=16)
+    shipped = compress(res.table, p_ac, dist, delta, bits=16)
+    assert max_output_leakage_bits(p_ac, shipped.probabilities()) <= limit
+    assert shipped.distortion <= delta
