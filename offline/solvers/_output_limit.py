@@ -204,9 +204,11 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
     ValueError
         Malformed instance or a negative limit.
     InfeasibleError
-        No table meets the limit within ``delta``; the message names the smallest feasible limit.
+        No table meets the limit within ``delta`` (checked first with ``check``, else found when
+        the working set holds no feasible table); the message names the smallest feasible limit.
     SolverError
-        Clarabel did not reach an optimum.
+        Clarabel did not reach an optimum, on the working set and again on it widened by the
+        least-distortion table's pairs; or the working set still grew after 30 rounds.
     """
     from ._cvxpy_solver import _clarabel, _forbidden, _summary
     p_ac, D, delta = check_instance(p_ac, distortion, delta)

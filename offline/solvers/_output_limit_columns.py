@@ -4,7 +4,7 @@ Why
 ---
 The per-output limit 2^-eps p(a) <= p(a | j) <= 2^eps p(a) is linear in the joint P(a, j), so the
 program is the conic model of :mod:`._cvxpy_solver` plus 2 |A| K_out linear rows on P. Solved on a
-dense (K, K_out) table variable (:func:`._output_limit.solve_output_limited`'s reference form) it
+dense (K, K_out) table variable (:func:`._output_limit._dense_limited`, the reference form) it
 costs Clarabel seconds at K = 64 and minutes from K = 256, though optimal tables have one or two
 entries per row. Here the table variable holds only the pairs (c, j) of a working set S, and the
 working set grows until no pair outside it would lower the Lagrangian:
@@ -29,8 +29,6 @@ The working set needs a few rounds (``info["rounds"]``); each is a Clarabel solv
 K_out variables instead of K K_out + 2 |A| K_out.
 """
 from __future__ import annotations
-
-import math
 
 import cvxpy as cp
 import numpy as np
