@@ -40,7 +40,7 @@ from scipy.optimize import linprog
 from .._errors import InfeasibleError, SolverError
 from .._information import expected_distortion, leakage_bits, max_output_leakage_bits, output_posterior_ratios
 from ._compress import compress
-from ._output_limit_columns import solve_columns
+from ._output_limit_columns import least_columns, solve_columns
 from ._problem import check_instance
 from ._result import SolveResult
 
@@ -67,20 +67,23 @@ _EPS_MAX = 64.0
 _EPS_RTOL = 1e-3
 
 
+def _limit_coefficients(p_ac: np.ndarray, eps_bits: float) -> np.ndarray:
+    """The limit rows' coefficient of q(c, j), the same for every output j, shape (2 |A|, K): the
+    upper row of each class, then the lower row of each; each row reads ``<= 0``."""
+    p_a, p_c = p_ac.sum(axis=1), p_ac.sum(axis=0)
+    scale = p_ac.shape[1]                        # coefficients of order 1 instead of 1/K
+    # upper: 2^-eps p(a, c) - p(a) p(c); lower: 2^-eps p(a) p(c) - p(a, c): coefficients stay bounded
+    upper = 2.0 ** -eps_bits * p_ac - p_a[:, None] * p_c[None, :]
+    lower = 2.0 ** -eps_bits * p_a[:, None] * p_c[None, :] - p_ac
+    return scale * np.vstack([upper, lower])
+
+
 def _limit_rows(p_ac: np.ndarray, eps_bits: float, K_out: int) -> sp.csr_matrix:
     """The 2 |A| K_out limit inequalities as a sparse matrix over q flattened row-major (c, j):
     row (a, j) upper, then row (a, j) lower; each reads ``<= 0``."""
-    p_a, p_c = p_ac.sum(axis=1), p_ac.sum(axis=0)
-    scale = p_ac.shape[1]                        # coefficients of order 1 instead of 1/K
     eye = sp.identity(K_out, format="csr")
-    blocks = []
-    # upper: 2^-eps p(a, c) - p(a) p(c); lower: 2^-eps p(a) p(c) - p(a, c): coefficients stay bounded
-    for upper in (True, False):
-        for a in range(p_ac.shape[0]):
-            g = scale * ((2.0 ** -eps_bits * p_ac[a] - p_a[a] * p_c) if upper
-                         else (2.0 ** -eps_bits * p_a[a] * p_c - p_ac[a]))
-            blocks.append(sp.kron(sp.csr_matrix(g[None, :]), eye, format="csr"))
-    return sp.vstack(blocks, format="csr")
+    return sp.vstack([sp.kron(sp.csr_matrix(g[None, :]), eye, format="csr")
+                      for g in _limit_coefficients(p_ac, eps_bits)], format="csr")
 
 
 def least_distortion(p_ac, distortion, eps_bits: float) -> float:
@@ -113,7 +116,16 @@ def least_distortion(p_ac, distortion, eps_bits: float) -> float:
 
 def _least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
     """:func:`least_distortion` on a checked instance, with its optimal table (K, K_out), None when
-    the limit is infeasible."""
+    the limit is infeasible: by column generation (:func:`._output_limit_columns.least_columns`),
+    or on every pair (:func:`_dense_least_table`) when no output is allowed from every row."""
+    value, table = least_columns(p_ac, D, eps_bits, coefficients=_limit_coefficients(p_ac, eps_bits))
+    return (value, table) if table is not None else _dense_least_table(p_ac, D, eps_bits)
+
+
+def _dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
+    """:func:`_least_table` as one linear program over all K x K_out pairs (HiGHS): the reference
+    the column generation is tested against, and the path for instances with forbidden pairs
+    everywhere."""
     K, K_out = D.shape
     allowed = np.isfinite(D)
     cost = (p_ac.sum(axis=0)[:, None] * np.where(allowed, D, 0.0)).ravel()

@@ -30,6 +30,8 @@ K_out variables instead of K K_out + 2 |A| K_out.
 """
 from __future__ import annotations
 
+import math
+
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
@@ -45,6 +47,11 @@ _MASS = 1e-7
 _PRICE_TOL = 1e-6
 #: Most rounds of column generation before the solve gives up.
 _MAX_ROUNDS = 30
+#: A pair joins the least-distortion LP's working set when its reduced cost is below minus this
+#: (relative to the largest row dual).
+_LP_TOL = 1e-9
+#: Pairs of most negative reduced cost that join per row and per column in a round of the LP.
+_LP_JOIN = 4
 
 
 def solve_columns(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float, *, start: np.ndarray,
@@ -149,3 +156,84 @@ def _derivative(p_ac, D, delta, eps_bits, P, mu, lam_u, lam_l):
         with np.errstate(invalid="ignore"):
             g = g + (mu / delta) * p_c[:, None] * D
     return np.where(np.isnan(g), np.inf, g)
+
+
+def least_columns(p_ac: np.ndarray, D: np.ndarray, eps_bits: float, *,
+                  coefficients: np.ndarray) -> tuple[float, np.ndarray | None]:
+    """The least-distortion linear program under the limit, by column generation (HiGHS).
+
+    min sum_{c, j} p(c) d(c, j) q(c, j) over row-stochastic q meeting the 2 |A| K_out limit rows.
+    The working set holds each row's ``_NEAREST`` cheapest outputs and the constant release to the
+    output of least mean distortion allowed from every row: that column alone meets any limit
+    (every posterior is the prior), so each restricted program is feasible. A pair joins when its
+    reduced cost, from the restricted optimum's row and limit duals, is negative; at the end none
+    is, and the restricted optimum is the full program's (simplex accuracy, as the dense LP).
+
+    Parameters
+    ----------
+    p_ac : ndarray, shape (n_private, K)
+    D : ndarray, shape (K, K_out), ``inf`` = forbidden
+    eps_bits : float >= 0
+    coefficients : ndarray, shape (2 n_private, K)
+        The limit rows' coefficient of q(c, j) for every j: upper rows of class a first, then
+        lower rows (``_output_limit._limit_rows``'s order and scale).
+
+    Returns
+    -------
+    (value, table) : float and ndarray (K, K_out); ``(inf, None)`` when no output is allowed
+        from every row (the caller then solves the dense program).
+
+    Raises
+    ------
+    SolverError
+        HiGHS did not solve a restricted program.
+    """
+    from scipy.optimize import linprog
+    K, K_out = D.shape
+    allowed = np.isfinite(D)
+    everywhere = np.flatnonzero(allowed.all(axis=0))
+    if everywhere.size == 0:
+        return math.inf, None
+    p_c = p_ac.sum(axis=0)
+    cost = p_c[:, None] * np.where(allowed, D, 0.0)
+    work = np.zeros((K, K_out), bool)
+    nearest = np.argpartition(np.where(allowed, D, np.inf), min(_NEAREST, K_out) - 1, axis=1)[:, :_NEAREST]
+    work[np.repeat(np.arange(K), nearest.shape[1]), nearest.ravel()] = True
+    work[:, everywhere[np.argmin(cost[:, everywhere].sum(axis=0))]] = True
+    work &= allowed
+    sides = coefficients.shape[0]
+    while True:                               # each round adds a pair, so the rounds are finite
+        rows, cols = np.nonzero(work)
+        n = rows.size
+        limit_rows = (np.arange(sides)[:, None] * K_out + cols[None, :]).ravel()
+        A_ub = sp.csc_matrix((coefficients[:, rows].ravel(), (limit_rows, np.tile(np.arange(n), sides))),
+                             shape=(sides * K_out, n))
+        A_eq = sp.csc_matrix((np.ones(n), (rows, np.arange(n))), shape=(K, n))
+        result = linprog(cost[rows, cols], A_ub=A_ub, b_ub=np.zeros(sides * K_out), A_eq=A_eq, b_eq=np.ones(K),
+                         bounds=(0, None), method="highs")
+        if result.status != 0:
+            raise SolverError(f"HiGHS did not solve the least-distortion program at eps = {eps_bits:g} bits "
+                              f"on {n} pairs: {result.message}")
+        y_eq = result.eqlin.marginals
+        y_ub = result.ineqlin.marginals.reshape(sides, K_out)
+        reduced = cost - y_eq[:, None] - coefficients.T @ y_ub
+        reduced[~allowed | work] = np.inf
+        joins = _most_negative(reduced, -_LP_TOL * max(1.0, float(np.abs(y_eq).max())))
+        if not joins.any():
+            table = np.zeros((K, K_out))
+            table[rows, cols] = result.x
+            return float(result.fun), table
+        work |= joins
+
+
+def _most_negative(reduced: np.ndarray, below: float) -> np.ndarray:
+    """Mask (K, K_out) of each row's and each column's ``_LP_JOIN`` smallest entries of ``reduced``
+    that are below ``below``."""
+    K, K_out = reduced.shape
+    mask = np.zeros(reduced.shape, bool)
+    k_r, k_c = min(_LP_JOIN, K_out), min(_LP_JOIN, K)
+    by_row = np.argpartition(reduced, k_r - 1, axis=1)[:, :k_r]
+    mask[np.repeat(np.arange(K), k_r), by_row.ravel()] = True
+    by_col = np.argpartition(reduced, k_c - 1, axis=0)[:k_c]
+    mask[by_col.ravel(), np.tile(np.arange(K_out), k_c)] = True
+    return mask & (reduced < below)

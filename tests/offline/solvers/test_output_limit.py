@@ -9,6 +9,7 @@ from privmap.offline.solvers._compress import compress
 from privmap.offline.solvers._fast_solver import solve_fast
 from privmap.offline.solvers._perfect import perfect_privacy_distortion
 from privmap.offline.solvers._output_limit import (
+    _dense_least_table,
     _dense_limited,
     least_distortion,
     smallest_feasible_epsilon,
@@ -202,3 +203,14 @@ def test_a_budget_only_the_limit_itself_allows_still_ships():
     shipped = compress(res.table, p_ac, dist, delta, bits=16)
     assert max_output_leakage_bits(p_ac, shipped.probabilities()) <= limit
     assert shipped.distortion <= delta
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("eps", [0.0, 0.05, 0.3, 1.0, 5.0])
+def test_least_distortion_by_column_generation_matches_the_dense_program(classes, eps):
+    p_ac, dist = instance(K=30, seed=classes, classes=classes)
+    dist[np.random.default_rng(7).random(dist.shape) < 0.3] = np.inf     # forbidden pairs ...
+    np.fill_diagonal(dist, 0.0)
+    dist[:, 4] = np.where(np.isfinite(dist[:, 4]), dist[:, 4], 2.0)        # ... one output open to all
+    dense, _ = _dense_least_table(p_ac, dist, eps)
+    assert least_distortion(p_ac, dist, eps) == pytest.approx(dense, rel=1e-9, abs=1e-12)
