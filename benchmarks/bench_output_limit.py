@@ -6,7 +6,8 @@ the least feasible one at the budget and the unconstrained optimum's (so that it
 ``--fraction`` x Delta0. Each solve is timed in CPU seconds of this process; the dense model over
 all K x K_out pairs (:func:`_dense_limited`) is skipped above ``--dense-max``. Prints one row per K:
 CPU seconds of each, their ratio, the leakage of each (they must agree to Clarabel's accuracy) and
-the column generation's rounds.
+the column generation's rounds; then the least-distortion LP under the same limit (the feasibility
+check every limited build runs) by column generation and as one dense LP, with their ratio.
 
     nice python benchmarks/bench_output_limit.py --ks 64 128 256 512 --dense-max 256
 """
@@ -22,7 +23,13 @@ from privmap.offline._information import max_output_leakage_bits
 from privmap.offline.data import load_dataset
 from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset
 from privmap.offline.solvers import solve
-from privmap.offline.solvers._output_limit import _dense_limited, smallest_feasible_epsilon, solve_output_limited
+from privmap.offline.solvers._output_limit import (
+    _dense_least_table,
+    _dense_limited,
+    least_distortion,
+    smallest_feasible_epsilon,
+    solve_output_limited,
+)
 from sklearn.model_selection import train_test_split
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -57,7 +64,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print(f"SSI-2012, {args.columns} columns, budget {args.fraction} x Delta0; CPU s of this process")
     print(f"{'K':>5}{'limit bits':>11}{'dense s':>9}{'columns s':>10}{'ratio':>7}{'dense bits':>12}"
-          f"{'columns bits':>13}{'rounds':>7}")
+          f"{'columns bits':>13}{'rounds':>7}{'LP dense s':>11}{'LP cols s':>10}{'ratio':>7}")
     for K in args.ks:
         p_ac, D, d0 = instance(args.columns, K, args.seed)
         delta = args.fraction * d0
@@ -70,8 +77,12 @@ def main(argv=None):
             dense_s, ratio, dense_bits = f"{t_dense:9.2f}", f"{t_dense / t_columns:7.1f}", f"{dense.leakage_bits:12.7f}"
         else:
             dense_s, ratio, dense_bits = f"{'-':>9}", f"{'-':>7}", f"{'-':>12}"
+        (lp_dense, _), t_lp_dense = cpu(_dense_least_table, p_ac, D, limit)
+        lp_columns, t_lp_columns = cpu(least_distortion, p_ac, D, limit)
+        assert abs(lp_columns - lp_dense) <= 1e-9 * max(1.0, lp_dense), (lp_columns, lp_dense)
         print(f"{K:>5}{limit:>11.4f}{dense_s}{t_columns:>10.2f}{ratio}{dense_bits}"
-              f"{columns.leakage_bits:>13.7f}{columns.info['rounds']:>7}", flush=True)
+              f"{columns.leakage_bits:>13.7f}{columns.info['rounds']:>7}{t_lp_dense:>11.2f}{t_lp_columns:>10.2f}"
+              f"{t_lp_dense / t_lp_columns:>7.1f}", flush=True)
 
 
 if __name__ == "__main__":
