@@ -84,3 +84,36 @@ def test_new_pairs_late_on_the_path_reheat_it_at_most_reheat_max_times_the_pass_
     assert path._REHEAT_MAX == 16.0 and max(ratios) <= 16.0 * (1 + 1e-12)
     assert res.gap_bits <= 1e-6 and res.distortion <= delta
     assert abs(res.leakage_bits - solve_cvxpy(p_ac, dist, delta).leakage_bits) <= 1e-5
+
+
+#: A UCI Adult instance (five numeric columns, race private: five classes; half the rows, K = 16):
+#: training users per class and cluster, and the clusters' representatives (classical scaling of
+#: the build's distances, rounded). One cluster holds 88 % of the users; its path found no ascent
+#: at its starting temperature nor at ten times it, and the solver gave up there.
+_LOPSIDED_COUNTS = np.array([
+    [205, 0, 2, 3, 2, 4, 0, 5, 0, 3, 0, 0, 0, 2, 2, 0],
+    [669, 7, 8, 3, 2, 38, 1, 15, 1, 16, 1, 1, 6, 4, 4, 0],
+    [2132, 4, 12, 20, 0, 72, 5, 34, 2, 24, 4, 0, 16, 10, 10, 0],
+    [183, 1, 0, 1, 0, 7, 0, 1, 0, 3, 0, 0, 3, 1, 0, 0],
+    [18078, 97, 233, 191, 47, 1028, 54, 315, 22, 408, 46, 0, 206, 89, 56, 2]])
+_LOPSIDED_CENTRES = np.array([
+    [-0.0824, -7.5401, -1.0983, -185.68, 18242.0638], [-0.4668, -3.3905, 12.2876, 183.3142, -81755.2556],
+    [-2.0933, 1.7977, -2.1189, -131.0286, 3200.1615], [-0.529, -2.1727, -0.7934, -168.0989, 13219.0939],
+    [-1.8913, 1.0226, -0.6825, -85.8169, -9018.7547], [0.0, 0.0043, 0.0016, 1719.2972, 18250.1119],
+    [-0.6827, 4.8055, 3.2491, -153.7558, 9340.1204], [0.3455, -3.7681, 0.1497, -176.3648, 15453.079],
+    [1.3627, 20.1765, 14.9255, -112.7644, -1744.8033], [-0.3085, 0.2298, -1.3447, -159.2239, 10820.1099],
+    [-0.5424, 4.7326, 5.8054, -147.5048, 7650.1324], [1.0663, 6.9979, -39.6449, -33.8071, -23066.6668],
+    [0.2696, -4.7953, -0.0211, -171.831, 14228.0874], [1.9501, -1.1375, 8.6778, -181.2191, 16762.0714],
+    [-0.7779, -5.8561, -2.524, -134.9885, 4272.1549], [2.3802, -11.1064, 3.1311, -60.5277, -15851.7061]])
+
+
+def test_a_path_without_ascent_at_its_start_backs_off_and_certifies_the_reference_optimum():
+    from privmap.offline.data._distortion import pairwise
+    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    from privmap.offline.solvers._perfect import perfect_privacy_distortion
+    p_ac = _LOPSIDED_COUNTS / _LOPSIDED_COUNTS.sum()
+    dist = pairwise(_LOPSIDED_CENTRES, _LOPSIDED_CENTRES, "l2")
+    delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
+    fast = solve_fast(p_ac, dist, delta)
+    assert fast.gap_bits <= 1e-5 and fast.distortion <= delta * (1 + 1e-9)
+    assert fast.leakage_bits == pytest.approx(solve_cvxpy(p_ac, dist, delta).leakage_bits, abs=1e-5)
