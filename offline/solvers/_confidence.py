@@ -1,5 +1,6 @@
 """The confidence set of priors behind the robust guarantee (issue 27): one L1 ball per cluster,
-intersected, for a binary private attribute, with one joint ellipsoid over all clusters.
+intersected with joint ellipsoids over all clusters (one for a binary private attribute, one
+per class otherwise).
 
 What the set is
 ---------------
@@ -19,9 +20,13 @@ delta_1 / K' and a union bound over the clusters. A smoothed training prior (add
 is centred on its own posteriors; each radius then grows by the L1 distance between the
 smoothed and the empirical posterior, so the ball still contains the empirical ball.
 
-(2) for |A| = 2 only, a joint ellipsoid: with pi_c = p(a_1|c) and pi_hat_c its empirical value,
+(2) joint ellipsoids: with pi_c = p(a|c) and pi_hat_c its empirical value, for every class a
 
     sum_c n_c (pi_c - pi_hat_c)^2 <= r.
+
+For |A| = 2 the ellipsoid of a_1 is the whole statement (a_0's deviations are its negatives); for
+|A| > 2 there is one per class, each at failure probability delta_2 / |A| (a union bound): the
+proof below reads only that the labels' indicator of class a is a Bernoulli(pi_c) draw.
 
 Proof sketch. Condition on the clusters of the training users (the counts n_c). The labels in
 cluster c are then n_c i.i.d. Bernoulli(pi_c) draws, independent across clusters.
@@ -45,10 +50,9 @@ about three times wider than r (the dominating variable has mean ln 2 + 1 per cl
 sub-Gaussian one has 1/4; the true one has about pi_c (1 - pi_c) <= 1/4), so r is what is used
 in practice.
 
-The confidence is split: delta_1 = delta_2 = (1 - confidence) / 2 when the ellipsoid is used
-(|A| = 2), delta_1 = 1 - confidence otherwise. By the union bound, with probability at least
-``confidence`` over the training sample, the population's posteriors lie in the balls *and* the
-ellipsoid; every certified figure computed on the intersection (or the least of figures
+The confidence is split: delta_1 = delta_2 = (1 - confidence) / 2. By the union bound, with
+probability at least ``confidence`` over the training sample, the population's posteriors lie in
+the balls *and* the ellipsoids; every certified figure computed on the intersection (or the least of figures
 computed on either part) holds at that confidence.
 
 What it assumes
@@ -141,11 +145,11 @@ class ConfidenceSet:
     confidence : float
         Probability (over the training sample) that the population's posteriors all lie in the set.
     empirical : ndarray, shape (|A|, K), or None
-        The empirical posteriors p_hat(a|c), centre of the joint ellipsoid (uniform columns for
+        The empirical posteriors p_hat(a|c), centre of the joint ellipsoids (uniform columns for
         unseen clusters); None when the set has no ellipsoid.
     joint_radius : float
-        r of the joint ellipsoid sum_c n_c (p(a_1|c) - p_hat(a_1|c))^2 <= r (module docstring,
-        part (2)); ``inf`` (no ellipsoid) unless |A| = 2.
+        r of the joint ellipsoids sum_c n_c (p(a|c) - p_hat(a|c))^2 <= r, for a = a_1 when
+        |A| = 2 and for every class otherwise (module docstring, part (2)); ``inf``: no ellipsoid.
     """
 
     p_c: np.ndarray
@@ -181,8 +185,8 @@ def confidence_set(counts, confidence: float, *, centre_prior=None) -> Confidenc
     counts : array_like of int, shape (|A|, K)
         Training users per class and cluster.
     confidence : float in (0, 1)
-        Probability that the whole set (every ball and, for |A| = 2, the ellipsoid at once) covers
-        the population's posteriors; split in two between balls and ellipsoid for |A| = 2.
+        Probability that the whole set (every ball and every ellipsoid at once) covers the
+        population's posteriors; split in two between balls and ellipsoids.
     centre_prior : array_like, shape (|A|, K), optional, keyword-only
         The (smoothed) prior the build solved on: the balls are centred on its posteriors and
         its cluster frequencies are the fixed p(c); each radius grows by the distance from the
@@ -204,8 +208,7 @@ def confidence_set(counts, confidence: float, *, centre_prior=None) -> Confidenc
     n_classes, k = counts.shape
     n_c = counts.sum(axis=0)
     seen = int((n_c > 0).sum())
-    binary = n_classes == 2
-    split = (1.0 - confidence) / 2.0 if binary else 1.0 - confidence    # balls / ellipsoid (docstring)
+    split = (1.0 - confidence) / 2.0                                      # balls / ellipsoids (docstring)
     failure = split / seen
     radius = np.array([l1_radius(int(n), n_classes, failure) for n in n_c])
     uniform = np.full(n_classes, 1.0 / n_classes)
@@ -219,9 +222,10 @@ def confidence_set(counts, confidence: float, *, centre_prior=None) -> Confidenc
         p_c = prior.sum(axis=0)
         centre = np.where(p_c > 0, prior / np.where(p_c > 0, p_c, 1.0), uniform[:, None])
         radius = np.minimum(2.0, radius + np.where(n_c > 0, np.abs(centre - empirical).sum(axis=0), 0.0))
+    ellipsoids = 1 if n_classes == 2 else n_classes       # a_1's says all for |A| = 2 (docstring)
     return ConfidenceSet(p_c=p_c, posterior=centre, radius=radius, counts=n_c.astype(np.int64),
-                         confidence=float(confidence), empirical=empirical if binary else None,
-                         joint_radius=joint_radius(seen, split) if binary else math.inf)
+                         confidence=float(confidence), empirical=empirical,
+                         joint_radius=joint_radius(seen, split / ellipsoids))
 
 
 def min_entropy_point(x: np.ndarray, e: float) -> np.ndarray:

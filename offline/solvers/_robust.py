@@ -21,7 +21,7 @@ exact maximum, never fall below it). :func:`certified_leakage_bits` evaluates it
 in particular on the shipped integer table; a small relative margin covers float round-off.
 
 The joint bound (|A| = 2)
-------------------------
+-------------------------
 The set of :mod:`._confidence` also holds the population's binary posteriors pi_c = p(a_1|c) in
 the ellipsoid sum_c n_c (pi_c - pi_hat_c)^2 <= r around the empirical ones (a different
 centre from the balls' when the prior was smoothed). With p(c) fixed and a table q, output j's
@@ -48,6 +48,23 @@ posterior is pi_j = sum_c w(c|j) pi_c, and:
    value over a 1-D search of mu is the figure (every mu is valid, so the search needs no
    accuracy for soundness), converted to bits.
 
+The joint bound, |A| > 2
+------------------------
+With one ellipsoid per class (:mod:`._confidence`), steps 1 and 2 hold class by class:
+sum_j N_eff P(j) delta_ja^2 <= r for every a, delta_ja = p(a|j) - p_hat(a|j), each in an interval
+[lo_ja, hi_ja] (Cauchy-Schwarz and the balls), and I(A; C^) <= sum_j P(j) D(p(.|j) || y) for the
+marginal y on the empirical posteriors. One multiplier mu >= 0 for all the classes' constraints
+(any choice is valid) gives
+
+    I <= mu |A| r + sum_j P(j) max over x in the box_j with sum_a x_a = 1 of
+         sum_a [x_a log(x_a / y_a) - mu N_eff (x_a - p_hat(a|j))^2],
+
+and the inner maximum is bounded by its Lagrangian dual in the sum constraint,
+min over lam of lam + sum_a max over t in [lo_ja, hi_ja] of (the a-th term - lam t): every
+one-dimensional maximum exact (convex then concave in t; the concave side's stationary point by
+Lambert's W, :func:`_term_max`), lam bisected on its subgradient, mu searched in 1-D. Every lam
+and mu is valid, so neither search needs accuracy for soundness.
+
 Since both parts of the set hold at once with probability at least the confidence
 (:mod:`._confidence`, the failure split in two), :func:`certified_leakage_bits` returns the least
 of the entropy, chi-square and joint bounds: each is valid on the intersection. With many
@@ -60,7 +77,8 @@ Each coordinate of a point in an L1 ball of radius e moves by at most e/2, so ov
 p(a|j) lies in [x_ja - e_j/2, x_ja + e_j/2] and p(a) in [p_hat(a) - e_A/2, p_hat(a) + e_A/2]
 (clipped to [0, 1]); :func:`certified_max_output_leakage_bits` is the largest |log2 p(a|j) -
 log2 p(a)| those intervals allow over the outputs of positive mass (``inf`` when an interval
-reaches 0), each interval intersected, for |A| = 2, with the joint bound's (step 1).
+reaches 0), each interval intersected with the joint bound's (step 1; for p(a), Cauchy-Schwarz
+on sum_c p(c) (p(a|c) - p_hat(a|c)) over the ellipsoids).
 
 The program
 -----------
@@ -110,6 +128,12 @@ __all__ = ["certified_leakage_bits", "certified_max_output_leakage_bits", "solve
 _LN2 = math.log(2.0)
 #: Relative margin added to a certified figure for float round-off (sums of K terms of order 1).
 _MARGIN = 1e-9
+#: Newton steps of :func:`_term_max`'s root (monotone from the right, quadratic once close; near a
+#: double root the error halves each step, but there g is flat, so its value errs to second order).
+_NEWTON_STEPS = 30
+#: Bisection steps of the sum constraint's multiplier in :func:`_class_inner_max` over [-80, 80]
+#: (any multiplier gives a valid bound; 40 steps leave it within 2e-10).
+_DUAL_STEPS = 40
 
 
 def _entropy_bits(x: np.ndarray) -> float:
@@ -168,10 +192,10 @@ class _JointView:
 
 def _joint_view(cs: ConfidenceSet, q) -> _JointView | None:
     """The joint ellipsoid's view of table ``q`` (shape (K, K_out)), or None when the set has no
-    ellipsoid (|A| > 2), a cluster of positive p(c) was never seen (the ellipsoid says nothing
+    ellipsoid or |A| > 2 (:func:`_class_view`), a cluster of positive p(c) was never seen (the ellipsoid says nothing
     about it) or the balls' centre (a smoothed prior) lies outside the ellipsoid (the figure must
     stay at least the leakage on the prior the build declares)."""
-    if not math.isfinite(cs.joint_radius) or cs.empirical is None:
+    if not math.isfinite(cs.joint_radius) or cs.empirical is None or cs.posterior.shape[0] != 2:
         return None
     n_c = np.asarray(cs.counts, dtype=float)
     seen = n_c > 0
@@ -240,9 +264,130 @@ def _penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: 
     return best
 
 
+@dataclass(frozen=True)
+class _ClassView:
+    """What the per-class ellipsoids (|A| > 2) say about the outputs of one table (module docstring,
+    "The joint bound, |A| > 2"). Arrays over the J outputs of positive mass.
+
+    mass (J,): P(j); centre (|A|, J): p_hat(.|j) on the empirical posteriors; lo, hi (|A|, J): the
+    interval of each p(a|j) over the intersected set; marginal (|A|,): p_hat(a) on the empirical
+    posteriors; lo_a, hi_a (|A|,): the interval of each p(a); n_eff and radius as
+    :class:`_JointView`'s, for every class.
+    """
+
+    mass: np.ndarray
+    centre: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    marginal: np.ndarray
+    lo_a: np.ndarray
+    hi_a: np.ndarray
+    n_eff: float
+    radius: float
+
+
+def _class_view(cs: ConfidenceSet, q) -> _ClassView | None:
+    """:func:`_joint_view` for |A| > 2: None under the same conditions, and for |A| = 2."""
+    n_classes = cs.posterior.shape[0]
+    if n_classes == 2 or not math.isfinite(cs.joint_radius) or cs.empirical is None:
+        return None
+    n_c = np.asarray(cs.counts, dtype=float)
+    seen = n_c > 0
+    r = float(cs.joint_radius)
+    if np.any((cs.p_c > 0) & ~seen) or float(((cs.posterior - cs.empirical) ** 2 @ n_c).max()) > r:
+        return None
+    q = np.asarray(q, dtype=float)
+    mass, centre, radius = output_balls(cs, q)
+    live = mass > 0
+    w = cs.p_c[:, None] * q[:, live] / mass[live][None, :]                  # w(c|j), columns sum to 1
+    inv_n = np.where(seen, 1.0 / np.where(seen, n_c, 1.0), 0.0)
+    x_hat = cs.empirical @ w                                                 # (|A|, J)
+    rho = np.sqrt(r * ((w ** 2) * inv_n[:, None]).sum(axis=0))               # Cauchy-Schwarz, per output
+    old = radius[live] / 2.0                                                  # the balls' intervals
+    lo = np.maximum.reduce([x_hat - rho, centre[:, live] - old, np.zeros_like(x_hat)])
+    hi = np.minimum.reduce([x_hat + rho, centre[:, live] + old, np.ones_like(x_hat)])
+    marginal = cs.empirical @ cs.p_c
+    rho_a = math.sqrt(r * float((cs.p_c ** 2) @ inv_n))
+    old_a, old_marginal = min(2.0, float(cs.p_c @ cs.radius)) / 2.0, cs.prior().sum(axis=1)
+    lo_a = np.maximum.reduce([marginal - rho_a, old_marginal - old_a, np.zeros_like(marginal)])
+    hi_a = np.minimum.reduce([marginal + rho_a, old_marginal + old_a, np.ones_like(marginal)])
+    n_eff = float(np.min(n_c[seen] / np.maximum(cs.p_c[seen], 1e-300)))
+    return _ClassView(mass=mass[live], centre=x_hat, lo=lo, hi=hi, marginal=marginal, lo_a=lo_a, hi_a=hi_a,
+                      n_eff=n_eff, radius=r)
+
+
+def _term_max(lo, hi, centre, log_y, k: float, lam) -> tuple[np.ndarray, np.ndarray]:
+    """Per class and output (arrays (|A|, J); ``lam`` (J,)), max over t in [lo, hi] of
+    g(t) = t log(t / y) - k (t - centre)^2 - lam t (nats), and a maximiser.
+
+    g'' = 1 / t - 2k: convex below 1 / (2k), concave above, so the maximum is at lo, at hi, or at
+    the root of g'(t) = log t - log y + 1 - lam - 2k (t - centre) on the concave side. With
+    v = 2k t that root solves v - log v = -u, u = log(2k) + log y - 1 + lam - 2k centre, on v >= 1
+    (t = -W_{-1}(-e^u) / (2k), Lambert's W, here in logarithms: e^u underflows for large k); there
+    is none when u > -1, and then g' < 0 on the concave side. Newton's method from the right of
+    the root (the function is convex in v) converges monotonically."""
+    def g(t):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            entropy = np.where(t > 0, t * (np.log(np.where(t > 0, t, 1.0)) - log_y), 0.0)
+        return entropy - k * (t - centre) ** 2 - lam * t
+
+    best, arg = g(lo), lo.copy()
+    at_hi = g(hi)
+    arg, best = np.where(at_hi > best, hi, arg), np.maximum(best, at_hi)
+    if k > 0:
+        u = math.log(2.0 * k) + log_y - 1.0 + lam - 2.0 * k * centre
+        real = u <= -1.0
+        target = np.where(real, -u, 1.0)                       # v - log v = target >= 1
+        v = 2.0 * target + 2.0
+        for _ in range(_NEWTON_STEPS):
+            v = v - (v - np.log(v) - target) / (1.0 - 1.0 / v)
+        root = np.where(real, v / (2.0 * k), -1.0)
+        inside = real & (root > lo) & (root < hi)
+        t = np.where(inside, root, lo)
+        at_root = np.where(inside, g(t), -np.inf)
+        arg, best = np.where(at_root > best, t, arg), np.maximum(best, at_root)
+    return best, arg
+
+
+def _class_inner_max(view: _ClassView, k: float) -> np.ndarray:
+    """Per output, an upper bound (J,) on max over p(.|j) in its box with sum 1 of
+    sum_a [p_a log(p_a / y_a) - k (p_a - centre_a)^2] (nats): the Lagrangian dual of the sum
+    constraint, min over lam of lam + sum_a max_t (g_a(t) - lam t) (:func:`_term_max`), every lam
+    valid; lam is bisected on the sign of its subgradient 1 - sum_a t_a(lam)."""
+    log_y = np.log(view.marginal)[:, None]
+    lo_l, hi_l = np.full(view.mass.size, -80.0), np.full(view.mass.size, 80.0)
+    for _ in range(_DUAL_STEPS):
+        mid = 0.5 * (lo_l + hi_l)
+        _, arg = _term_max(view.lo, view.hi, view.centre, log_y, k, mid[None, :])
+        heavy = arg.sum(axis=0) > 1.0                                # lam too small
+        lo_l, hi_l = np.where(heavy, mid, lo_l), np.where(heavy, hi_l, mid)
+    values = [lam + _term_max(view.lo, view.hi, view.centre, log_y, k, lam[None, :])[0].sum(axis=0)
+              for lam in (lo_l, hi_l)]
+    return np.minimum(*values)
+
+
+def _class_bound_bits(cs: ConfidenceSet, q) -> float:
+    """:func:`_joint_bound_bits` for |A| > 2 (module docstring, "The joint bound, |A| > 2"), bits."""
+    view = _class_view(cs, q)
+    if view is None or np.any(view.marginal <= 0):
+        return math.inf
+    n_classes = view.centre.shape[0]
+
+    def dual(t: float) -> float:                           # valid for every mu = e^t / N_eff >= 0
+        k = math.exp(t)
+        return k * n_classes * view.radius / view.n_eff + float(view.mass @ _class_inner_max(view, k))
+
+    from scipy import optimize
+    t = optimize.minimize_scalar(dual, bounds=(-12.0, 25.0), method="bounded", options={"xatol": 1e-3}).x
+    caps = float(view.mass @ _class_inner_max(view, 0.0))                          # mu = 0
+    return min(dual(float(t)), caps) / _LN2
+
+
 def _joint_bound_bits(cs: ConfidenceSet, q) -> float:
     """An upper bound on max over the intersected set of I(A; C^) for table ``q`` from the joint
-    ellipsoid (module docstring, "The joint bound"), bits; ``inf`` without an ellipsoid."""
+    ellipsoids (module docstring, "The joint bound"), bits; ``inf`` without an ellipsoid."""
+    if cs.posterior.shape[0] > 2:
+        return _class_bound_bits(cs, q)
     view = _joint_view(cs, q)
     if view is None or not 0.0 < view.marginal < 1.0:
         return math.inf
@@ -260,7 +405,7 @@ def _joint_bound_bits(cs: ConfidenceSet, q) -> float:
 
 def certified_leakage_bits(cs: ConfidenceSet, q) -> float:
     """An upper bound on max over the set of I(A; C^) for table ``q`` (module docstring), bits:
-    the least of the entropy bound U(q), the chi-square bound and, for |A| = 2, the joint bound.
+    the least of the entropy bound U(q), the chi-square bound and the joint bound.
 
     ``q`` has shape (K, K_out) with rows on the simplex (an integer table divided by 2^B).
     The result is at least the leakage on the set's centre and at most log2 |A| (plus margin).
@@ -325,13 +470,16 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
 
 def _joint_intervals_bits(cs: ConfidenceSet, q) -> np.ndarray:
     """Per (class, output of positive mass): max |log2 p(a|j) - log2 p(a)| over the intervals of
-    :func:`_joint_view` (shape (2, J)); all ``inf`` without an ellipsoid."""
+    :func:`_joint_view` or :func:`_class_view` (shape (|A|, J)); all ``inf`` without an ellipsoid."""
     mass, _, _ = output_balls(cs, q)
     view = _joint_view(cs, q)
-    if view is None:
+    if view is not None:
+        lo_j, hi_j = np.stack([1 - view.hi, view.lo]), np.stack([1 - view.lo, view.hi])
+        lo_a, hi_a = np.array([[1 - view.hi_a], [view.lo_a]]), np.array([[1 - view.lo_a], [view.hi_a]])
+    elif (classes := _class_view(cs, q)) is not None:
+        lo_j, hi_j, lo_a, hi_a = classes.lo, classes.hi, classes.lo_a[:, None], classes.hi_a[:, None]
+    else:
         return np.full((cs.posterior.shape[0], int((mass > 0).sum())), np.inf)
-    lo_j, hi_j = np.stack([1 - view.hi, view.lo]), np.stack([1 - view.lo, view.hi])
-    lo_a, hi_a = np.array([[1 - view.hi_a], [view.lo_a]]), np.array([[1 - view.lo_a], [view.hi_a]])
     with np.errstate(divide="ignore"):
         return np.where((lo_j > 0) & (lo_a > 0),
                         np.maximum(np.log2(hi_j / np.maximum(lo_a, 1e-300)), np.log2(hi_a / np.maximum(lo_j, 1e-300))),

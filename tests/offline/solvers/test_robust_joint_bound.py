@@ -81,8 +81,8 @@ def test_sets_split_the_failure_probability_between_balls_and_ellipsoid():
     counts = np.array([[30.0, 10.0, 5.0], [10.0, 30.0, 5.0]])
     cs = confidence_set(counts, 0.9)
     assert cs.joint_radius == pytest.approx(joint_radius(3, 0.05))
-    wide = confidence_set(np.vstack([counts, counts]), 0.9)       # |A| = 4: balls only, at the full level
-    assert wide.joint_radius == math.inf and wide.empirical is None
+    wide = confidence_set(np.vstack([counts, counts]), 0.9)       # |A| = 4: one ellipsoid per class
+    assert wide.joint_radius == pytest.approx(joint_radius(3, 0.05 / 4))
 
 
 @pytest.mark.parametrize("seed", range(3))
