@@ -70,23 +70,23 @@ def adult_arrays():
 
 
 def _per_cluster_only(cs, confidence):
-    """The set as it was before the joint ellipsoid (balls at the whole failure probability, no
+    """The set as it was before the joint ellipsoids (balls at the whole failure probability, no
     ellipsoid): its certified figure is the previous bound, printed for comparison."""
     n_c = np.asarray(cs.counts)
     failure = (1 - confidence) / int((n_c > 0).sum())
-    radius = np.array([l1_radius(int(n), 2, failure) for n in n_c])
+    radius = np.array([l1_radius(int(n), cs.posterior.shape[0], failure) for n in n_c])
     return dataclasses.replace(cs, radius=radius, joint_radius=math.inf, empirical=None)
 
 
-def _heldout(X, y, test, centers, q, seed):
+def _heldout(X, y, test, centers, q, seed, n_classes=2):
     """Plug-in I(A; C^) of table ``q`` on the held-out users, its permutation bias, the difference."""
     kk = centers.shape[0]
     held_symbols = np.argmin(pairwise(X[test], centers, "l2"), axis=1)
-    held_prior = np.zeros((2, kk))
+    held_prior = np.zeros((n_classes, kk))
     np.add.at(held_prior, (y[test], held_symbols), 1.0)
     held_prior /= held_prior.sum()
     plug_in = leakage_bits(held_prior, q)
-    bias, _ = permutation_bias(y[test], held_symbols, 2, kk, q, permutations=20, seed=seed)
+    bias, _ = permutation_bias(y[test], held_symbols, n_classes, kk, q, permutations=20, seed=seed)
     return plug_in, bias, max(plug_in - bias, 0.0)
 
 
