@@ -40,15 +40,21 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 COLUMNS = ("age", "education_num", "capital_gain", "capital_loss", "hours_per_week")
 
 
-def adult_rows(seed: int = 0) -> list[list[str]]:
-    """UCI Adult's 48,842 rows as [age, education-num, capital-gain, capital-loss, hours-per-week, sex],
-    shuffled by ``seed``."""
+def adult_fields() -> list[list[str]]:
+    """UCI Adult's 48,842 rows (adult.data, then adult.test), each as its 15 stripped fields."""
     rows = []
     for name in ("adult.data", "adult.test"):
         for line in (ROOT / "data" / "adult" / name).read_text().splitlines():
             fields = [f.strip() for f in line.split(",")]
             if len(fields) == 15:
-                rows.append([fields[i] for i in (0, 4, 10, 11, 12)] + [fields[9]])
+                rows.append(fields)
+    return rows
+
+
+def adult_rows(seed: int = 0) -> list[list[str]]:
+    """UCI Adult's 48,842 rows as [age, education-num, capital-gain, capital-loss, hours-per-week, sex],
+    shuffled by ``seed``."""
+    rows = [[fields[i] for i in (0, 4, 10, 11, 12)] + [fields[9]] for fields in adult_fields()]
     order = np.random.default_rng(seed).permutation(len(rows))
     return [rows[i] for i in order]
 

@@ -25,6 +25,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_build import adult_fields  # noqa: E402
 from bench_robust import _heldout, _per_cluster_only, _shipped  # noqa: E402
 from privmap.offline._errors import SolverError  # noqa: E402
 from privmap.offline._information import leakage_bits  # noqa: E402
@@ -38,12 +39,7 @@ from privmap.offline.solvers._solve import solve  # noqa: E402
 
 def adult_race():
     """Adult's five numeric columns (n, 5), race codes (n,) and the class names."""
-    rows = []
-    for name in ("adult.data", "adult.test"):
-        for line in (ROOT / "data" / "adult" / name).read_text().splitlines():
-            fields = [f.strip() for f in line.split(",")]
-            if len(fields) == 15:
-                rows.append(fields)
+    rows = adult_fields()
     X = np.array([[float(r[i]) for i in (0, 4, 10, 11, 12)] for r in rows])
     classes, y = np.unique([r[8] for r in rows], return_inverse=True)
     return X, y, list(classes)
