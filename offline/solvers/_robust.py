@@ -192,9 +192,9 @@ class _JointView:
 
 def _joint_view(cs: ConfidenceSet, q) -> _JointView | None:
     """The joint ellipsoid's view of table ``q`` (shape (K, K_out)), or None when the set has no
-    ellipsoid or |A| > 2 (:func:`_class_view`), a cluster of positive p(c) was never seen (the ellipsoid says nothing
-    about it) or the balls' centre (a smoothed prior) lies outside the ellipsoid (the figure must
-    stay at least the leakage on the prior the build declares)."""
+    ellipsoid or |A| > 2 (:func:`_class_view`), a cluster of positive p(c) was never seen (the
+    ellipsoid says nothing about it) or the balls' centre (a smoothed prior) lies outside the
+    ellipsoid (the figure must stay at least the leakage on the prior the build declares)."""
     if not math.isfinite(cs.joint_radius) or cs.empirical is None or cs.posterior.shape[0] != 2:
         return None
     n_c = np.asarray(cs.counts, dtype=float)
