@@ -51,8 +51,7 @@ _REHEAT = 0.3                    # after pricing, tau >= _REHEAT * median margin
 _REHEAT_MAX = 16.0               # but at most this factor above the tau of the pass (module docstring)
 _CENTRED = 0.1                   # Newton decrement^2 <= _CENTRED * tau: near the centre
 _BACKOFF_MAX = 1e4               # where no step ascends, tau backs off tenfold, up to this factor above
-                                 # the starting tau (a five-class UCI Adult instance at K = 16, one
-                                 # cluster of 88 % of the users, found no ascent at 1 and 10 x it)
+                                 # the starting tau (lopsided instances find none at 1 and 10 x it)
 _TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
 _TAU_MIN = 1e-6                  # give up below tau = _TAU_MIN * tol
 _WARM_Q = 1e-9                   # warm start: table entries above this become starting candidates

@@ -171,8 +171,18 @@ def _check_feasible(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: flo
     """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when no table meets
     ``eps_bits`` within ``delta``; ValueError for a limit that is not a finite number >= 0."""
     _check_limit(eps_bits)
-    least = least_distortion(p_ac, D, eps_bits)
-    if least > delta * (1 + 1e-9) + 1e-12:
+    _refuse_over(p_ac, D, delta, eps_bits, least_distortion(p_ac, D, eps_bits))
+
+
+def _over(least: float, delta: float) -> bool:
+    """Whether a least distortion ``least`` exceeds the budget ``delta`` beyond the LP's accuracy."""
+    return least > delta * (1 + 1e-9) + 1e-12
+
+
+def _refuse_over(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float, least: float) -> None:
+    """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when ``least`` (the least
+    distortion under ``eps_bits``) exceeds ``delta``."""
+    if _over(least, delta):
         floor = smallest_feasible_epsilon(p_ac, D, delta)
         named = (f"the smallest feasible limit at this budget is {floor:.4g} bits" if math.isfinite(floor)
                  else "no limit up to 64 bits is feasible at this budget")
@@ -241,8 +251,7 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
         # the working set may hold no table within the limit and the budget (a start far from
         # the limit); the least-distortion LP's table is one when any is: widen by its pairs once
         least, feasible = _least_table(p_ac, D, eps_bits)
-        if least > delta * (1 + 1e-9) + 1e-12:
-            _check_feasible(p_ac, D, delta, eps_bits)          # raises InfeasibleError, naming the floor
+        _refuse_over(p_ac, D, delta, eps_bits, least)
         table, raw, attempt, rounds = columns(start + feasible)
     result = _limited_result(p_ac, D, table, forbidden, raw, attempt, eps_bits, _summary)
     result.info["rounds"] = rounds
@@ -338,7 +347,8 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     _check_limit(eps_bits)
     free = _unconstrained(p_ac, D, delta)
-    table, _, worst = _shipped(free.table, p_ac, D, delta, bits)
+    table, _, shipped = _shipped(free.table, p_ac, D, delta, bits)
+    worst = max_output_leakage_bits(p_ac, shipped)
     if worst <= eps_bits:                # the unconstrained optimum meets the limit: it is the optimum
         return _shipping_result(free, table, p_ac, D, worst, attempt=0, closed=0)
     _check_feasible(p_ac, D, delta, eps_bits)
@@ -353,7 +363,8 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
                 break                    # the refusal below names the limit asked for, not this target
             target = eps_bits            # no table within the budget meets the aim inside: aim at the limit
             continue
-        table, over, worst = _shipped(solved.table, p_ac, D, delta, bits)
+        table, over, shipped = _shipped(solved.table, p_ac, D, delta, bits)
+        worst = max_output_leakage_bits(p_ac, shipped)
         if worst <= eps_bits:
             closed = int(np.sum(~np.isfinite(solve_D).any(axis=0) & np.isfinite(D).any(axis=0)))
             return _shipping_result(solved, table, p_ac, D, worst, attempt=attempt, closed=closed)
@@ -363,25 +374,24 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
         if worst <= eps_bits * (1 + _CLOSE_ABOVE):
             target -= 2 * (worst - target) + 1e-6
             continue
-        ratios, outputs = output_posterior_ratios(p_ac, compress(table, p_ac, D, delta, bits=bits).probabilities())
+        ratios, outputs = output_posterior_ratios(p_ac, shipped)
         bad = outputs[np.abs(ratios).max(axis=0) > eps_bits]
         solve_D[:, bad] = np.inf
         if not np.all(np.any(np.isfinite(solve_D), axis=1)) or \
-                least_distortion(p_ac, solve_D, target) > budget * (1 + 1e-9) + 1e-12:
+                _over(least_distortion(p_ac, solve_D, target), budget):
             break
     raise SolverError(f"the integer table at B = {bits} bits breaks the per-output limit {eps_bits:g} bits "
                       f"({worst:.6g} bits) after {attempt} solve(s); more --bits round more finely")
 
 
-def _shipped(table: np.ndarray, p_ac, D, delta: float, bits: int) -> tuple[np.ndarray, float, float]:
+def _shipped(table: np.ndarray, p_ac, D, delta: float, bits: int):
     """``table`` (K, K_out) without entries below one unit 2^-bits (rows renormalised), how far
-    rounding alone overshoots ``delta``, and the per-output leakage (bits) of the integer table the
-    build ships from it (:func:`._compress.compress`, repaired to ``delta``)."""
+    rounding alone overshoots ``delta``, and the probabilities (sparse, (K, K_out)) of the integer
+    table the build ships from it (:func:`._compress.compress`, repaired to ``delta``)."""
     table = np.where(table < 2.0 ** -bits, 0.0, table)
     table /= table.sum(axis=1, keepdims=True)
     over = compress(table, p_ac, D, math.inf, bits=bits).distortion - delta
-    shipped = compress(table, p_ac, D, delta, bits=bits)
-    return table, over, max_output_leakage_bits(p_ac, shipped.probabilities())
+    return table, over, compress(table, p_ac, D, delta, bits=bits).probabilities()
 
 
 def _shipping_result(solved: SolveResult, table, p_ac, D, worst: float, *, attempt: int, closed: int) -> SolveResult:

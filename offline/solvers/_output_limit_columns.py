@@ -87,10 +87,8 @@ def solve_columns(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float
     """
     K, K_out = D.shape
     allowed = ~forbidden
-    work = (start > _MASS) & allowed
     cost = np.where(allowed, D, np.inf)
-    nearest = np.argpartition(cost, min(_NEAREST, K_out) - 1, axis=1)[:, :_NEAREST]
-    work[np.repeat(np.arange(K), nearest.shape[1]), nearest.ravel()] = True
+    work = (start > _MASS) | _nearest(cost)
     finite_col = np.isfinite(cost).any(axis=0)
     work[np.argmin(cost, axis=0)[finite_col], np.flatnonzero(finite_col)] = True
     work &= allowed
@@ -109,6 +107,16 @@ def solve_columns(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float
         work |= joins
     raise SolverError(f"output-limited program: the working set still grew after {_MAX_ROUNDS} rounds "
                       f"({int(work.sum())} pairs)")
+
+
+def _nearest(cost: np.ndarray) -> np.ndarray:
+    """Mask (K, K_out) of each row's ``_NEAREST`` cheapest entries of ``cost`` (``inf`` = forbidden;
+    the caller masks those out again where a row has fewer allowed outputs)."""
+    K, K_out = cost.shape
+    k = min(_NEAREST, K_out)
+    mask = np.zeros(cost.shape, bool)
+    mask[np.repeat(np.arange(K), k), np.argpartition(cost, k - 1, axis=1)[:, :k].ravel()] = True
+    return mask
 
 
 def _restricted(p_ac, D, delta, eps_bits, rows, cols, clarabel):
@@ -165,9 +173,11 @@ def least_columns(p_ac: np.ndarray, D: np.ndarray, eps_bits: float, *,
     min sum_{c, j} p(c) d(c, j) q(c, j) over row-stochastic q meeting the 2 |A| K_out limit rows.
     The working set holds each row's ``_NEAREST`` cheapest outputs and the constant release to the
     output of least mean distortion allowed from every row: that column alone meets any limit
-    (every posterior is the prior), so each restricted program is feasible. A pair joins when its
-    reduced cost, from the restricted optimum's row and limit duals, is negative; at the end none
-    is, and the restricted optimum is the full program's (simplex accuracy, as the dense LP).
+    (every posterior is the prior), so each restricted program is feasible. The pairs that join
+    are each row's and each column's ``_LP_JOIN`` of most negative reduced cost (from the restricted
+    optimum's row and limit duals; after a small first master nearly every pair is negative, and
+    taking them all made each later program as wide as the dense one); at the end none is, and
+    the restricted optimum is the full program's (simplex accuracy, as the dense LP).
 
     Parameters
     ----------
@@ -196,9 +206,7 @@ def least_columns(p_ac: np.ndarray, D: np.ndarray, eps_bits: float, *,
         return math.inf, None
     p_c = p_ac.sum(axis=0)
     cost = p_c[:, None] * np.where(allowed, D, 0.0)
-    work = np.zeros((K, K_out), bool)
-    nearest = np.argpartition(np.where(allowed, D, np.inf), min(_NEAREST, K_out) - 1, axis=1)[:, :_NEAREST]
-    work[np.repeat(np.arange(K), nearest.shape[1]), nearest.ravel()] = True
+    work = _nearest(np.where(allowed, D, np.inf))
     work[:, everywhere[np.argmin(cost[:, everywhere].sum(axis=0))]] = True
     work &= allowed
     sides = coefficients.shape[0]

@@ -191,35 +191,14 @@ class _JointView:
 
 
 def _joint_view(cs: ConfidenceSet, q) -> _JointView | None:
-    """The joint ellipsoid's view of table ``q`` (shape (K, K_out)), or None when the set has no
-    ellipsoid or |A| > 2 (:func:`_class_view`), a cluster of positive p(c) was never seen (the
-    ellipsoid says nothing about it) or the balls' centre (a smoothed prior) lies outside the
-    ellipsoid (the figure must stay at least the leakage on the prior the build declares)."""
-    if not math.isfinite(cs.joint_radius) or cs.empirical is None or cs.posterior.shape[0] != 2:
+    """The joint ellipsoid's view of table ``q`` (shape (K, K_out)) for |A| = 2: class a_1's row of
+    :func:`_class_view`, or None where that is None or |A| > 2."""
+    view = _class_view(cs, q)
+    if view is None or cs.posterior.shape[0] != 2:
         return None
-    n_c = np.asarray(cs.counts, dtype=float)
-    seen = n_c > 0
-    if np.any((cs.p_c > 0) & ~seen) or float(n_c @ (cs.posterior[1] - cs.empirical[1]) ** 2) > cs.joint_radius:
-        return None
-    q = np.asarray(q, dtype=float)
-    r = float(cs.joint_radius)
-    mass, centre, radius = output_balls(cs, q)
-    live = mass > 0
-    w = cs.p_c[:, None] * q[:, live] / mass[live][None, :]                  # w(c|j), columns sum to 1
-    pi_c = cs.empirical[1]
-    inv_n = np.where(seen, 1.0 / np.where(seen, n_c, 1.0), 0.0)
-    pi_j, pi = pi_c @ w, float(cs.p_c @ pi_c)
-    rho = np.sqrt(r * ((w ** 2) * inv_n[:, None]).sum(axis=0))               # Cauchy-Schwarz, per output
-    rho_a = math.sqrt(r * float((cs.p_c ** 2) @ inv_n))
-    old = radius[live] / 2.0                                                  # the balls' intervals
-    old_a = min(2.0, float(cs.p_c @ cs.radius)) / 2.0
-    old_centre, old_pi = centre[1, live], float(cs.prior()[1].sum())
-    lo = np.maximum.reduce([pi_j - rho, old_centre - old, np.zeros_like(pi_j)])
-    hi = np.minimum.reduce([pi_j + rho, old_centre + old, np.ones_like(pi_j)])
-    lo_a, hi_a = max(pi - rho_a, old_pi - old_a, 0.0), min(pi + rho_a, old_pi + old_a, 1.0)
-    n_eff = float(np.min(n_c[seen] / np.maximum(cs.p_c[seen], 1e-300)))      # p(c) <= n_c / N_eff
-    return _JointView(mass=mass[live], centre=pi_j, lo=lo, hi=hi, marginal=pi, lo_a=lo_a, hi_a=hi_a,
-                      n_eff=n_eff, radius=r)
+    return _JointView(mass=view.mass, centre=view.centre[1], lo=view.lo[1], hi=view.hi[1],
+                      marginal=float(view.marginal[1]), lo_a=float(view.lo_a[1]), hi_a=float(view.hi_a[1]),
+                      n_eff=view.n_eff, radius=view.radius)
 
 
 def _binary_kl_nats(x, y: float):
@@ -266,13 +245,14 @@ def _penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: 
 
 @dataclass(frozen=True)
 class _ClassView:
-    """What the per-class ellipsoids (|A| > 2) say about the outputs of one table (module docstring,
-    "The joint bound, |A| > 2"). Arrays over the J outputs of positive mass.
+    """What the ellipsoids say about the outputs of one table, class by class (module docstring,
+    "The joint bound"; for |A| = 2 both rows come from a_1's one ellipsoid). Arrays over the J
+    outputs of positive mass.
 
     mass (J,): P(j); centre (|A|, J): p_hat(.|j) on the empirical posteriors; lo, hi (|A|, J): the
     interval of each p(a|j) over the intersected set; marginal (|A|,): p_hat(a) on the empirical
-    posteriors; lo_a, hi_a (|A|,): the interval of each p(a); n_eff and radius as
-    :class:`_JointView`'s, for every class.
+    posteriors; lo_a, hi_a (|A|,): the interval of each p(a); n_eff: N_eff with p(c) <= n_c / N_eff,
+    so that over each class's ellipsoid sum_j N_eff P(j) (p(a|j) - p_hat(a|j))^2 <= radius.
     """
 
     mass: np.ndarray
@@ -287,9 +267,11 @@ class _ClassView:
 
 
 def _class_view(cs: ConfidenceSet, q) -> _ClassView | None:
-    """:func:`_joint_view` for |A| > 2: None under the same conditions, and for |A| = 2."""
-    n_classes = cs.posterior.shape[0]
-    if n_classes == 2 or not math.isfinite(cs.joint_radius) or cs.empirical is None:
+    """The ellipsoids' view of table ``q`` (shape (K, K_out)), or None when the set has no
+    ellipsoid, a cluster of positive p(c) was never seen (the ellipsoids say nothing about it) or
+    the balls' centre (a smoothed prior) lies outside an ellipsoid (the figure must stay at least
+    the leakage on the prior the build declares)."""
+    if not math.isfinite(cs.joint_radius) or cs.empirical is None:
         return None
     n_c = np.asarray(cs.counts, dtype=float)
     seen = n_c > 0
@@ -470,16 +452,12 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
 
 def _joint_intervals_bits(cs: ConfidenceSet, q) -> np.ndarray:
     """Per (class, output of positive mass): max |log2 p(a|j) - log2 p(a)| over the intervals of
-    :func:`_joint_view` or :func:`_class_view` (shape (|A|, J)); all ``inf`` without an ellipsoid."""
-    mass, _, _ = output_balls(cs, q)
-    view = _joint_view(cs, q)
-    if view is not None:
-        lo_j, hi_j = np.stack([1 - view.hi, view.lo]), np.stack([1 - view.lo, view.hi])
-        lo_a, hi_a = np.array([[1 - view.hi_a], [view.lo_a]]), np.array([[1 - view.lo_a], [view.hi_a]])
-    elif (classes := _class_view(cs, q)) is not None:
-        lo_j, hi_j, lo_a, hi_a = classes.lo, classes.hi, classes.lo_a[:, None], classes.hi_a[:, None]
-    else:
+    :func:`_class_view` (shape (|A|, J)); all ``inf`` without an ellipsoid."""
+    view = _class_view(cs, q)
+    if view is None:
+        mass, _, _ = output_balls(cs, q)
         return np.full((cs.posterior.shape[0], int((mass > 0).sum())), np.inf)
+    lo_j, hi_j, lo_a, hi_a = view.lo, view.hi, view.lo_a[:, None], view.hi_a[:, None]
     with np.errstate(divide="ignore"):
         return np.where((lo_j > 0) & (lo_a > 0),
                         np.maximum(np.log2(hi_j / np.maximum(lo_a, 1e-300)), np.log2(hi_a / np.maximum(lo_j, 1e-300))),
