@@ -107,8 +107,8 @@ def perfect_privacy_distortion(p_ac, distortion) -> float:
     return perfect_privacy_table(p_ac, distortion)[1]
 
 
-def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
-                          info: dict | None = None) -> tuple[np.ndarray, float]:
+def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9, info: dict | None = None,
+                          start_pairs: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
     """A zero-leakage mapping of least expected distortion, and that distortion.
 
     Any budget at or above that distortion is solved by this table exactly (leakage
@@ -125,6 +125,11 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
         ``upper_bound``, ``method`` (``"column-generation"`` or ``"dense-lp"``) and, for
         column generation, ``formulation`` (``"transport"``, ``"hub"`` or ``"transport, then
         hub"``; see the module docstring).
+    start_pairs : (ndarray, ndarray) of int, optional, keyword-only
+        Pairs of rows likely to share an output of the answer (a related instance's answer
+        carried over, :mod:`privmap.offline.mechanisms.quantized._reuse`): they join the binary
+        transport's first master (:func:`._transport.solve_binary`). They change the rounds,
+        not the certified value.
 
     Returns
     -------
@@ -137,10 +142,10 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
         As :func:`perfect_privacy_distortion`, or the bounds did not meet in 200 rounds.
     """
     with threadpool_limits(limits=1):                # see _fast_solver._BLAS_THREADS
-        return _column_generation(p_ac, distortion, rel_tol, {} if info is None else info)
+        return _column_generation(p_ac, distortion, rel_tol, {} if info is None else info, start_pairs)
 
 
-def _column_generation(p_ac, distortion, rel_tol, info):
+def _column_generation(p_ac, distortion, rel_tol, info, start_pairs=None):
     """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller."""
     p_ac, D, _ = check_instance(p_ac, distortion, None)
     p_c, delta_a = _coefficients(p_ac)
@@ -162,7 +167,8 @@ def _column_generation(p_ac, distortion, rel_tol, info):
     transport_rounds = 0
     if (delta_a.shape[1] == 1 and (delta_a > 0).any() and (delta_a < 0).any()
             and np.isfinite(D).all()):
-        table, v, transport_rounds, pairs = solve_binary(p_c, delta_a[:, 0], D, j_const, _new_highs)
+        table, v, transport_rounds, pairs = solve_binary(p_c, delta_a[:, 0], D, j_const, _new_highs,
+                                                            start=start_pairs)
         value = float(p_c @ np.einsum("cj,cj->c", table, D))
         bound = float(_row_minima(D, _reduced(p_c, delta_a, D, v[None, :]))[0].sum())
         if bound > lower:

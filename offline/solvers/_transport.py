@@ -49,7 +49,7 @@ _PRUNE_ROUNDS = 400          # rounds after which no master pair is dropped any 
 _CHUNK_ELEMENTS = 1 << 17     # elements of one row chunk of D (1 MiB of float64)
 
 
-def solve_binary(p_c, w, D, j_const, new_highs):
+def solve_binary(p_c, w, D, j_const, new_highs, *, start=None):
     """Transport solution of the binary-A program and hub duals for its certificate.
 
     Parameters
@@ -64,6 +64,10 @@ def solve_binary(p_c, w, D, j_const, new_highs):
         An output allowed from every row (the best constant output).
     new_highs : callable
         Returns a silent, configured ``highspy`` model.
+    start : (ndarray, ndarray) of int, optional, keyword-only
+        Pairs of rows (c1[i], c2[i]) likely to share an output in the answer (a related instance's,
+        :mod:`privmap.offline.mechanisms.quantized._reuse`); those joining a supplier and a demander,
+        in either order, join the first master. Only the rounds depend on them, not the answer's value.
 
     Returns
     -------
@@ -83,7 +87,8 @@ def solve_binary(p_c, w, D, j_const, new_highs):
     unit[w != 0] = p_c[w != 0] / np.abs(w[w != 0])
     hub = _cheapest_outputs(D)
     cost = _pair_costs(D, unit, sup, dem, hub, j_const)
-    flow, pi_s, rounds, pairs = _transport(cost, w[sup], -w[dem], new_highs)
+    flow, pi_s, rounds, pairs = _transport(cost, w[sup], -w[dem], new_highs,
+                                           start=None if start is None else _start_positions(start, sup, dem, K))
     s_idx, t_idx = np.nonzero(flow > 0)
     f = flow[s_idx, t_idx]
     s, t = sup[s_idx], dem[t_idx]
@@ -100,6 +105,22 @@ def solve_binary(p_c, w, D, j_const, new_highs):
     table = np.zeros((K, K_out))
     table.flat[keys] = np.bincount(where, weights=mass)    # (np.add.at: 1.6 s at K = 4096)
     return table, _hub_duals(D, unit[sup], sup, pi_s), rounds, pairs
+
+
+def _start_positions(start, sup, dem, K):
+    """The pairs of rows ``start`` that join a supplier and a demander, as (supplier position,
+    demander position) in ``sup`` and ``dem``; rows outside 0..K-1 are ignored."""
+    c1, c2 = (np.asarray(c, dtype=np.int64).ravel() for c in start)
+    side = np.zeros(K, np.int8)
+    side[sup], side[dem] = 1, -1
+    pos = np.full(K, -1, np.int64)
+    pos[sup], pos[dem] = np.arange(sup.size), np.arange(dem.size)
+    ok = (c1 >= 0) & (c1 < K) & (c2 >= 0) & (c2 < K)
+    c1, c2 = c1[ok], c2[ok]
+    swap = side[c1] == -1
+    s, t = np.where(swap, c2, c1), np.where(swap, c1, c2)
+    keep = (side[s] == 1) & (side[t] == -1)
+    return pos[s[keep]], pos[t[keep]]
 
 
 def _cheapest_outputs(D):
@@ -170,11 +191,12 @@ def _hub_duals(D, unit_sup, sup, pi_s):
     return v
 
 
-def _transport(cost, supply, demand, new_highs):
+def _transport(cost, supply, demand, new_highs, *, start=None):
     """Least-cost flow (shape of ``cost``) with row sums ``supply`` and column sums ``demand``.
 
-    Column generation on the pairs: the start is a north-west-corner vertex (feasible) and each
-    row's and column's ``_START_PAIRS`` cheapest pairs; each round adds each row's and column's
+    Column generation on the pairs: the start is a north-west-corner vertex (feasible), each
+    row's and column's ``_START_PAIRS`` cheapest pairs and the pairs ``start`` ((row positions,
+    column positions), optional: a related instance's optimal pairs); each round adds each row's and column's
     pair of most negative reduced cost. The first master is solved by dual simplex, the later
     ones by primal simplex from the previous basis (the new pairs enter at zero, so that basis
     stays primal feasible: HiGHS's dual simplex redid about a full solve each round). Pairs
@@ -202,6 +224,8 @@ def _transport(cost, supply, demand, new_highs):
         np.broadcast_to(np.arange(n_s)[:, None], (n_s, n_t))
     rows = np.concatenate([rows, np.repeat(np.arange(n_s), near_r.shape[1]), near_c.ravel()])
     cols = np.concatenate([cols, near_r.ravel(), np.tile(np.arange(n_t), near_c.shape[0])])
+    if start is not None:
+        rows, cols = np.concatenate([rows, start[0]]), np.concatenate([cols, start[1]])
     finite = np.isfinite(cost)
     highs = new_highs()
     b = np.concatenate([supply, demand])
