@@ -9,7 +9,7 @@ SOLVERS = ("fast", "cvxpy")
 
 
 def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e-5,
-          progress: Callable[[float], None] | None = None) -> SolveResult:
+          progress: Callable[[float], None] | None = None, warm_start: SolveResult | None = None) -> SolveResult:
     """Minimise I(A; C_hat) subject to E d(C, C_hat) <= delta over row-stochastic q.
 
     Parameters
@@ -27,6 +27,8 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
         Gap to certify, in bits (fast solver only).
     progress : callable(float) or None, keyword-only
         Called with the fraction done in [0, 1] (fast solver only).
+    warm_start : SolveResult or None, keyword-only
+        A previous answer of the same shape to start from (fast solver only; see ``solve_fast``).
 
     Returns
     -------
@@ -48,5 +50,5 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
         return solve_cvxpy(p_ac, distortion, delta)
     if solver == "fast":
         from ._fast_solver import solve_fast
-        return solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress)
+        return solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, warm_start=warm_start)
     raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..._errors import BuildError
+from ..._errors import BuildError, SolverError
 from ..._information import max_output_leakage_bits
 from ...data._dataset import Dataset
 from ...data._distortion import METRICS, pairwise
@@ -28,6 +28,7 @@ from ...solvers._solve import SOLVERS, solve
 from .._header import HeaderOptions, check_header
 from ._codebook import Codebook, metric_center, refine
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
+from ._reuse import BuildStart, sharing_pairs, sides
 
 __all__ = ["MECHANISMS", "Progress", "BuildOptions", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
 
@@ -152,7 +153,10 @@ class Solved:
 
     ``delta`` is the budget asked for (``options.delta`` or the fraction of ``d_perfect``);
     ``budget`` the one the table was finally held to (``delta``, or the distortion the
-    codebook step reached); ``codebook`` is None when the step did not run.
+    codebook step reached); ``codebook`` is None when the step did not run. ``perfect_pairs``
+    (m, 2) are the pairs of inputs sharing an output of the zero-leakage table, one on each side of
+    the binary transport (:func:`._reuse.sharing_pairs`; None when |A| != 2), which start the
+    folds' Delta0 (:class:`._reuse.BuildStart`).
     """
 
     alphabet: Alphabet
@@ -162,15 +166,17 @@ class Solved:
     d_perfect: float
     budget: float
     codebook: "Codebook | None" = None
+    perfect_pairs: np.ndarray | None = None
 
 
 def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress | None = None,
-                  quantizer: Callable | None = None) -> Solved:
+                  quantizer: Callable | None = None, start: BuildStart | None = None) -> Solved:
     """Quantize (or build the erasure alphabet), estimate the prior, solve program (19), and run
     the codebook step; everything :func:`._pipeline.build` does before compressing the table.
 
     ``quantizer`` (keyword-only) replaces :func:`~privmap.offline.data._quantize.quantize` with a
-    callable of its signature (a cross-fitting fold's k-means, :class:`._holdout.FoldKMeans`).
+    callable of its signature (a cross-fitting fold's k-means, :class:`._holdout.FoldKMeans`);
+    ``start`` (keyword-only) is where a fold's solvers start (:func:`solve_prior`).
 
     Raises
     ------
@@ -184,14 +190,18 @@ def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress
     k_in = len(alphabet.inputs)
     tell("prior", 0.2)
     p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
-    return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell)
+    return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell, start=start)
 
 
 def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, dataset: Dataset | None = None,
-                progress: Progress | None = None) -> Solved:
+                progress: Progress | None = None, start: BuildStart | None = None) -> Solved:
     """Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
     distortion, the budget, the solve, and the codebook step when ``options.codebook`` is set and
     the raw rows ``dataset`` are at hand (a partitioned build passes none and skips it).
+
+    ``start`` (keyword-only; a cross-fitting fold's, from the build it measures) starts Delta0's
+    transport and the fast solver from the build's answers carried to this alphabet's
+    representatives (:mod:`._reuse`): the same certified answers, in fewer rounds and steps.
 
     Raises
     ------
@@ -200,7 +210,10 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     """
     tell = progress or (lambda stage, fraction: None)
     tell("perfect-privacy", 0.25)
-    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
+    centers = None if start is None else np.asarray(alphabet.inputs, dtype=float)
+    perfect_table, d_perfect = perfect_privacy_table(
+        p_ac, alphabet.distortion, start_pairs=None if start is None else start.transport_pairs(centers, p_ac))
+    pairs = sharing_pairs(perfect_table, sides(p_ac)) if p_ac.shape[0] == 2 else None
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
     tell("solve", 0.35)
     perfect = delta >= d_perfect
@@ -211,18 +224,32 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
         from ...solvers._output_limit import solve_for_shipping
         solved = solve_for_shipping(p_ac, alphabet.distortion, delta, limit, bits=options.bits)
     elif not perfect:
-        solved = solve(p_ac, alphabet.distortion, delta, solver=options.solver, tol_bits=options.tol_bits,
-                       progress=lambda f: tell("solve", 0.35 + 0.4 * f))
+        solved = _solve_from(start, centers, p_ac, alphabet.distortion, delta, options,
+                             progress=lambda f: tell("solve", 0.35 + 0.4 * f))
     if not (options.codebook and options.mechanism == "quantized" and dataset is not None):
         solved = _robust_search(dataset, alphabet, p_ac, solved, float(delta), options, perfect=perfect, tell=tell)
         return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
-                      budget=float(delta))
+                      budget=float(delta), perfect_pairs=pairs)
     tell("codebook", 0.75)
     alphabet, solved, step = _with_codebook(dataset, alphabet, p_ac, solved, options, perfect=perfect,
                                             progress=lambda f: tell("codebook", 0.75 + 0.15 * f))
     solved = _robust_search(dataset, alphabet, p_ac, solved, step.distortion, options, perfect=perfect, tell=tell)
     return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
-                  budget=step.distortion, codebook=step)
+                  budget=step.distortion, codebook=step, perfect_pairs=pairs)
+
+
+def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, options: BuildOptions,
+                progress) -> SolveResult:
+    """Program (19) by ``options.solver``; with a ``start`` and the fast solver, warm-started from
+    the build's table carried to ``centers`` (:meth:`._reuse.BuildStart.warm`), and run again cold
+    when that start fails (a start decides the path, not whether a certificate exists)."""
+    if start is not None and options.solver == "fast":
+        try:
+            return solve(p_ac, D, delta, solver="fast", tol_bits=options.tol_bits, progress=progress,
+                         warm_start=start.warm(centers))
+        except SolverError:
+            pass
+    return solve(p_ac, D, delta, solver=options.solver, tol_bits=options.tol_bits, progress=progress)
 
 
 def robust_set(dataset, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):

@@ -1,0 +1,101 @@
+"""Folds started from the build: the same certified answers, whatever the start."""
+import dataclasses
+
+import numpy as np
+import pytest
+from privmap.offline import BuildOptions, SolverError
+from privmap.offline.data import Dataset
+from privmap.offline.mechanisms.quantized import _steps
+from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
+from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
+from privmap.offline.mechanisms.quantized._reuse import PAIRS_PER_OUTPUT, BuildStart, sharing_pairs, sides
+
+
+def _dataset(n, seed):
+    """Rows on a 2-d integer grid whose class leans on the first coordinate."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 40, (n, 2)).astype(float)
+    a = (rng.random(n) < 0.2 + 0.015 * x[:, 0]).astype(np.int64)
+    return Dataset(features=("x", "y"), public=x, private=a, classes=("f", "m"), private_name="a",
+                   categorical=False, sha256="0" * 64)
+
+
+def test_sharing_pairs_join_each_output_s_suppliers_to_its_demanders_and_skip_crowded_outputs():
+    side = np.array([1, -1, 1, -1, -1, 1] + [1] * 9 + [-1] * 8, dtype=np.int8)
+    table = np.zeros((side.size, 4))
+    table[[0, 1], 0] = 1.0                      # output 0: supplier 0, demander 1
+    table[[2, 3, 4], 1] = 1.0                   # output 1: supplier 2, demanders 3 and 4
+    table[5, 2] = 1.0                           # output 2: a supplier alone
+    table[6:, 3] = 1.0                          # output 3: 9 suppliers x 8 demanders > PAIRS_PER_OUTPUT
+    assert 9 * 8 > PAIRS_PER_OUTPUT
+    pairs = {tuple(p) for p in sharing_pairs(table, side)}
+    assert pairs == {(0, 1), (2, 3), (2, 4)}
+
+
+def test_sides_are_the_sign_of_the_class_conditionals_difference_and_none_beyond_two_classes():
+    p_ac = np.array([[0.3, 0.1, 0.1], [0.1, 0.3, 0.1]])
+    assert sides(p_ac).tolist() == [-1, 1, 0]
+    assert not sides(np.full((3, 4), 1 / 12)).any()
+
+
+def test_a_start_on_the_build_s_own_clusters_carries_its_table_and_pairs_unchanged():
+    # Without the codebook step the outputs are the inputs: every row and output maps to itself.
+    data = _dataset(3000, 0)
+    fit = solve_dataset(data, BuildOptions(private="a", clusters=30, delta_fraction=0.5, holdout_folds=0,
+                                           codebook=False))
+    start = BuildStart.of(fit, "l2")
+    centers = np.asarray(fit.alphabet.inputs, dtype=float)
+    warm = start.warm(centers)
+    assert np.array_equal(warm.table.toarray(), np.asarray(fit.solved.table))
+    assert warm.multiplier == fit.solved.multiplier
+    c1, c2 = start.transport_pairs(centers, fit.p_ac)
+    carried = set(zip(c1.tolist(), c2.tolist()))
+    assert fit.perfect_pairs.size and {tuple(p) for p in fit.perfect_pairs} <= carried
+
+
+def test_start_is_none_where_symbols_are_not_points():
+    data = _dataset(500, 1)
+    fit = solve_dataset(data, BuildOptions(private="a", clusters=8, delta_fraction=0.5, holdout_folds=0))
+    assert BuildStart.of(fit, "erasures") is None
+    assert BuildStart.of(dataclasses.replace(fit, alphabet=dataclasses.replace(
+        fit.alphabet, inputs=[[None, 1.0]] * 8)), "l2") is None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimum(seed):
+    # The fold's own clusters (one k-means++ start on 80 % of the rows), solved cold and started
+    # from the build: Delta0 equal to its certificate, and both tables certified within tol_bits
+    # of the same optimum, so their leakages differ by at most twice the tolerance.
+    data = _dataset(4000, seed)
+    options = BuildOptions(private="a", clusters=120, delta_fraction=0.5, holdout_folds=0, seed=seed)
+    start = BuildStart.of(solve_dataset(data, options), "l2")
+    train = np.random.default_rng(seed).permutation(data.n)[: int(0.8 * data.n)]
+    fold = dataclasses.replace(data, public=data.public[train], private=data.private[train])
+    cold = solve_dataset(fold, options, quantizer=FoldKMeans())
+    started = solve_dataset(fold, options, quantizer=FoldKMeans(), start=start)
+    assert np.array_equal(np.asarray(cold.alphabet.inputs), np.asarray(started.alphabet.inputs))
+    assert abs(started.d_perfect - cold.d_perfect) <= 1e-9 * cold.d_perfect
+    no_codebook = dataclasses.replace(options, codebook=False)
+    cold19 = _steps.solve_prior(cold.alphabet, cold.p_ac, no_codebook)
+    started19 = _steps.solve_prior(cold.alphabet, cold.p_ac, no_codebook, start=start)
+    assert started19.solved.gap_bits <= options.tol_bits and cold19.solved.gap_bits <= options.tol_bits
+    assert abs(started19.solved.leakage_bits - cold19.solved.leakage_bits) <= 2 * options.tol_bits + 1e-9
+
+
+def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
+    data = _dataset(2000, 2)
+    options = BuildOptions(private="a", clusters=20, delta_fraction=0.5, holdout_folds=0, codebook=False)
+    fit = solve_dataset(data, options)
+    real = _steps.solve
+    starts = []
+
+    def failing_when_started(*args, warm_start=None, **kwargs):
+        starts.append(warm_start is not None)
+        if warm_start is not None:
+            raise SolverError("fast solver: no ascent direction")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_steps, "solve", failing_when_started)
+    again = _steps.solve_prior(fit.alphabet, fit.p_ac, options, start=BuildStart.of(fit, "l2"))
+    assert starts == [True, False]
+    assert np.array_equal(np.asarray(again.solved.table), np.asarray(fit.solved.table))
