@@ -12,9 +12,13 @@ cluster can hold :data:`MIN_USERS_PER_CLUSTER` training rows on average (K <= n 
 / (k m), n rows, k folds, m = 32), and K is at most the number of distinct rows (a
 data set too small for K = 4 gets that one candidate alone). Every candidate shares
 the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
-pairs are tasks of one pool of worker processes. (The folds do not start from the
-full-data centres: that start was measured to make the held-out distortion
-optimistic, the more so at larger K; :mod:`._holdout`.)
+pairs are tasks of one pool of worker processes. Each candidate is first built on all the
+rows, as a plain build at its K would be; its folds' solvers start from that build
+(:mod:`._reuse`), as a plain build's folds do, so the chosen candidate's estimate is the one
+a plain build at its K declares, and the chosen build is the one the bundle ships
+(:attr:`Choice.solved`). (The folds' k-means do not start from the full-data centres: that
+start was measured to make the held-out distortion optimistic, the more so at larger K;
+:mod:`._holdout`.)
 
 **Choice.** The candidate of least held-out distortion among those that meet the
 privacy target wins (ties: smaller K, then less smoothing). The target is
@@ -43,6 +47,8 @@ from ..._errors import BuildError
 from ..._information import mutual_information_bits
 from ...data._dataset import Dataset
 from ._holdout import HoldoutLeakage, cross_fitted_many
+from ._reuse import BuildStart
+from ._steps import Solved, solve_dataset
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
 MIN_USERS_PER_CLUSTER = 32
@@ -64,8 +70,8 @@ class Choice:
     ``holdout_attacker_auc``, ``meets_target`` and ``chosen`` (bools), or ``error`` when that
     candidate could not be built. ``target_leakage_bits`` is the leakage target applied
     (given, or the default's value); ``target_source`` says which ("given" or "default").
-    ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is
-    (``build_kwargs``).
+    ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is,
+    and ``solved`` its build on all the rows, which the bundle ships (``build_kwargs``).
     """
 
     clusters: int
@@ -75,10 +81,11 @@ class Choice:
     target_auc: float | None = None
     target_source: str = "default"
     holdout: HoldoutLeakage | None = None
+    solved: Solved | None = None
 
     def build_kwargs(self) -> dict:
         """Keyword arguments of :func:`privmap.offline.mechanisms.quantized._pipeline.build` for the chosen candidate."""
-        return {"holdout": self.holdout}
+        return {"holdout": self.holdout, "solved": self.solved}
 
     def summary(self) -> dict:
         """The search for ``build --json``: choice, targets and the candidate table."""
@@ -137,7 +144,7 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     jobs : int, optional
         Worker processes of the folds (:func:`._holdout.fold_jobs`).
     progress : callable(done: int, total: int), optional
-        Told the number of (candidate, fold) tasks done.
+        Told the number of tasks done: each candidate's build, then each (candidate, fold).
 
     Raises
     ------
@@ -152,9 +159,18 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
           else candidate_clusters(dataset.n, distinct, folds)) or [distinct]
     ss = sorted({float(s) for s in (smoothing if smoothing is not None else (options.smoothing,))})
     pairs = [(k, s) for k in ks for s in ss]
+    candidates = [dataclasses.replace(options, clusters=k, smoothing=s) for k, s in pairs]
+    tasks = len(candidates) * (folds + 1)
+    builds = []
+    for c in candidates:
+        builds.append(_candidate_build(dataset, c))
+        if progress:
+            progress(len(builds), tasks)
+    starts = [BuildStart.of(b, options.metric) if isinstance(b, Solved) else None for b in builds]
     estimates = cross_fitted_many(
-        dataset, [dataclasses.replace(options, clusters=k, smoothing=s) for k, s in pairs], attacker=True,
-        jobs=jobs, progress=progress)
+        dataset, candidates, attacker=True, jobs=jobs, builds=starts,
+        progress=None if progress is None else (lambda done, total: progress(len(builds) + done, tasks)))
+    estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
     source = "given" if target_leakage_bits is not None or target_auc is not None else "default"
     if source == "default":
         target_leakage_bits = default_target_bits(dataset)
@@ -183,7 +199,17 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
         r["chosen"] = r is best
     chosen = rows.index(best)
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
-                  candidates=rows, target_auc=target_auc, target_source=source, holdout=estimates[chosen])
+                  candidates=rows, target_auc=target_auc, target_source=source, holdout=estimates[chosen],
+                  solved=builds[chosen])
+
+
+def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
+    """A candidate's build on all the rows (:func:`._steps.solve_dataset`), or the BuildError that
+    stopped it (the candidate is then marked failed, as one whose fold failed)."""
+    try:
+        return solve_dataset(dataset, options)
+    except BuildError as exc:
+        return exc
 
 
 def format_candidates(choice: Choice) -> str:

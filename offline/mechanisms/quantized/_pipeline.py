@@ -158,7 +158,8 @@ def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:
     return dataset.without_all_missing()
 
 
-def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, holdout=None) -> Build:
+def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, holdout=None,
+          solved: Solved | None = None) -> Build:
     """Run the offline pipeline on a CSV and return the unsigned payload.
 
     Parameters
@@ -173,6 +174,9 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, 
     holdout : HoldoutLeakage, optional, keyword-only
         The cross-fitted estimate of these rows and options, already measured (``--clusters auto``
         measured it to choose K): written into the bundle as it is, not re-estimated.
+    solved : Solved, optional, keyword-only
+        These rows and options already solved (``--clusters auto`` built each candidate): the
+        bundle ships it instead of solving again.
 
     The returned build's ``stages`` is the :class:`StageTimer` that timed it (a caller may time
     more stages on it: the CLI adds "encode-sign").
@@ -186,7 +190,8 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, 
     tell = StageTimer(progress)
     tell("load", 0.0)
     dataset, dropped = load_training(csv_path, options)
-    done = solve_dataset(dataset, options, progress=lambda stage, f: tell(stage, 0.8 * f))
+    done = solved if solved is not None else solve_dataset(dataset, options,
+                                                           progress=lambda stage, f: tell(stage, 0.8 * f))
     built = assemble(dataset, done, options, tell,
                      measure=lambda table: _measured_raw_distortion(done.alphabet, table),
                      dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()), holdout=holdout)
