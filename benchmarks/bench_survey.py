@@ -18,7 +18,7 @@ Then the ratios the issue sets targets on: the folds' cost against the build wit
 ((2 - 1) / 1, target <= 1), and auto against the default build (3 / 2, target <= 3), with the
 targets themselves (<= 60 CPU-s and <= 2 GB for 2; checked against this machine's figures only:
 a loaded machine inflates CPU seconds too). The load average is printed before and after.
-``--reference-rev REV`` runs builds 1 and 2 again with the package as of git revision REV
+``--reference-rev REV`` runs builds 1, 2 and 3 again with the package as of git revision REV
 (:func:`bench_build.package_at`), each right after this tree's, and prints reference / this tree.
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0, help="seed of the drawn survey (the builds use --seed 0)")
     ap.add_argument("--no-auto", action="store_true")
     ap.add_argument("--reference-rev", default=None,
-                    help="also run the no-fold and default builds with the package at this git revision, "
+                    help="also run the no-fold, default and auto builds with the package at this git revision, "
                          "each right after this tree's, and print the CPU ratios")
     args = ap.parse_args(argv)
     print(f"load average before: {os.getloadavg()}", flush=True)
@@ -101,6 +101,10 @@ def main(argv=None):
                 print("    " + ("*" if c["chosen"] else " ") + " ".join(
                     f"{k}={v:.5g}" if isinstance(v, float) else f"{k}={v}" for k, v in c.items() if k != "chosen"))
             print(f"auto / default build: {auto['cpu'] / folds['cpu']:.2f} (target <= {TARGET_AUTO_RATIO:g})")
+            if reference:
+                old = run_cli(base + ["--clusters", "auto"], reference)
+                print(_line(f"  at {args.reference_rev}", old) + f"\n    reference / this tree: "
+                      f"{old['cpu'] / auto['cpu']:.2f}", flush=True)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 

@@ -12,13 +12,13 @@ cluster can hold :data:`MIN_USERS_PER_CLUSTER` training rows on average (K <= n 
 / (k m), n rows, k folds, m = 32), and K is at most the number of distinct rows (a
 data set too small for K = 4 gets that one candidate alone). Every candidate shares
 the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
-pairs are tasks of one pool of worker processes. Each candidate is first built on all the
-rows, as a plain build at its K would be; its folds' solvers start from that build
-(:mod:`._reuse`), as a plain build's folds do, so the chosen candidate's estimate is the one
-a plain build at its K declares, and the chosen build is the one the bundle ships
-(:attr:`Choice.solved`). (The folds' k-means do not start from the full-data centres: that
-start was measured to make the held-out distortion optimistic, the more so at larger K;
-:mod:`._holdout`.)
+pairs are tasks of one pool of worker processes. A candidate whose plain build would start its
+folds from its answers (:func:`._reuse.starts_folds`: large K) is first built on all the rows,
+and its folds start from that build, as a plain build's do; so the chosen candidate's estimate
+is always the one a plain build at its K declares, and a chosen candidate built that way is the
+build the bundle ships (:attr:`Choice.solved`). (The folds' k-means do not start from the
+full-data centres: that start was measured to make the held-out distortion optimistic, the
+more so at larger K; :mod:`._holdout`.)
 
 **Choice.** The candidate of least held-out distortion among those that meet the
 privacy target wins (ties: smaller K, then less smoothing). The target is
@@ -47,7 +47,7 @@ from ..._errors import BuildError
 from ..._information import mutual_information_bits
 from ...data._dataset import Dataset
 from ._holdout import HoldoutLeakage, cross_fitted_many
-from ._reuse import BuildStart
+from ._reuse import BuildStart, starts_folds
 from ._steps import Solved, solve_dataset
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
@@ -71,7 +71,8 @@ class Choice:
     candidate could not be built. ``target_leakage_bits`` is the leakage target applied
     (given, or the default's value); ``target_source`` says which ("given" or "default").
     ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is,
-    and ``solved`` its build on all the rows, which the bundle ships (``build_kwargs``).
+    and ``solved`` its build on all the rows when the search made one (None otherwise), which the
+    bundle ships (``build_kwargs``).
     """
 
     clusters: int
@@ -144,7 +145,8 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     jobs : int, optional
         Worker processes of the folds (:func:`._holdout.fold_jobs`).
     progress : callable(done: int, total: int), optional
-        Told the number of tasks done: each candidate's build, then each (candidate, fold).
+        Told the number of tasks done: the builds of candidates whose folds start from them, then
+        each (candidate, fold).
 
     Raises
     ------
@@ -160,16 +162,17 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     ss = sorted({float(s) for s in (smoothing if smoothing is not None else (options.smoothing,))})
     pairs = [(k, s) for k in ks for s in ss]
     candidates = [dataclasses.replace(options, clusters=k, smoothing=s) for k, s in pairs]
-    tasks = len(candidates) * (folds + 1)
+    made = sum(starts_folds(c) for c in candidates)
+    tasks = made + len(candidates) * folds
     builds = []
     for c in candidates:
-        builds.append(_candidate_build(dataset, c))
-        if progress:
-            progress(len(builds), tasks)
+        builds.append(_candidate_build(dataset, c) if starts_folds(c) else None)
+        if progress and builds[-1] is not None:
+            progress(sum(b is not None for b in builds), tasks)
     starts = [BuildStart.of(b, options.metric) if isinstance(b, Solved) else None for b in builds]
     estimates = cross_fitted_many(
         dataset, candidates, attacker=True, jobs=jobs, builds=starts,
-        progress=None if progress is None else (lambda done, total: progress(len(builds) + done, tasks)))
+        progress=None if progress is None else (lambda done, total: progress(made + done, tasks)))
     estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
     source = "given" if target_leakage_bits is not None or target_auc is not None else "default"
     if source == "default":
@@ -200,7 +203,7 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     chosen = rows.index(best)
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, target_source=source, holdout=estimates[chosen],
-                  solved=builds[chosen])
+                  solved=builds[chosen] if isinstance(builds[chosen], Solved) else None)
 
 
 def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:

@@ -272,7 +272,7 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
         metrics.update(holdout.metrics())
     elif options.holdout_folds and isinstance(dataset, Dataset):
         from ._holdout import cross_fitted_leakage
-        from ._reuse import BuildStart
+        from ._reuse import BuildStart, starts_folds
         folds = options.holdout_folds
 
         def fold_done(f):        # fold i of k reported done: the next one's stage starts
@@ -280,8 +280,8 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
             tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
 
         tell("holdout-fold-1", 0.75)
-        estimate = cross_fitted_leakage(dataset, options, progress=fold_done,
-                                        build=BuildStart.of(done, options.metric))
+        start = BuildStart.of(done, options.metric) if starts_folds(options) else None
+        estimate = cross_fitted_leakage(dataset, options, progress=fold_done, build=start)
         if isinstance(tell, StageTimer):
             tell.attach_folds(estimate.fold_costs)
         metrics.update(estimate.metrics())

@@ -18,6 +18,12 @@ nearest representatives:
   posteriors, multiplier and candidate pairs). The answer is certified on the fold's own prior to
   the build's tolerance; a warm solve that fails is run again cold.
 
+**When.** Only builds of at least :data:`START_CLUSTERS` clusters start their folds: there
+the folds' solves dominate the build and the start saves much (UCI Adult, K = 4096: the five
+folds 388 CPU-s against 630 cold); at K = 256 to 1024 a fold's solve takes seconds, and the start
+changed the folds' cost by -15 % to +9 % (Adult and the survey of benchmarks/README.md), while
+``--clusters auto`` would pay a whole build of every candidate to give its folds that start.
+
 **Why the estimate stays sound.** The build's answers saw every row, the fold's held-out rows
 among them; the fold's answers do not depend on them beyond the solvers' tolerance. Delta0 is a
 value, the same from any start. The fold's table is certified within ``tol_bits`` of the
@@ -40,6 +46,8 @@ from scipy.spatial import cKDTree
 from ...data._distortion import nearest
 from ...solvers._result import SolveResult
 
+#: Builds of at least this many clusters start their folds' solvers from their answers (module docstring).
+START_CLUSTERS = 2048
 #: Nearest fold representatives on the same side that each end of a build pair becomes.
 NEIGHBOURS = 2
 #: Outputs of the zero-leakage table shared by more pairs than this give none (the constant
@@ -75,6 +83,12 @@ def sharing_pairs(table: np.ndarray, side: np.ndarray) -> np.ndarray:
     reps = nt[sj]
     offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
     return np.stack([np.repeat(sr, reps), tr[np.repeat(first[sj], reps) + offsets]], axis=1).astype(np.int64)
+
+
+def starts_folds(options) -> bool:
+    """Whether a build with these options starts its folds' solvers from its answers: the quantized
+    mechanism with at least :data:`START_CLUSTERS` clusters."""
+    return options.mechanism == "quantized" and (options.clusters or 0) >= START_CLUSTERS
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pytest
 from privmap.offline import BuildOptions
 from privmap.offline.bundle._write import canonical_float
 from privmap.offline.data import load_dataset
+from privmap.offline.mechanisms.quantized import _reuse
 from privmap.offline.mechanisms.quantized._autotune import choose
 
 
@@ -116,9 +117,13 @@ def blank_csv(tmp_path_factory):
     return path
 
 
-def test_the_bundle_auto_writes_declares_the_very_figure_that_met_the_target(run, blank_csv, keys, tmp_path):
+@pytest.mark.parametrize("start_clusters", [10**9, 4])
+def test_the_bundle_auto_writes_declares_the_very_figure_that_met_the_target(run, blank_csv, keys, tmp_path,
+                                                                             start_clusters, monkeypatch):
     """The outside form with blank cells; the target is met by the declared new-user leakage, which is
-    what a build at the chosen K declares too (not a second estimate)."""
+    what a build at the chosen K declares too (not a second estimate), whether or not builds of the
+    candidates' K start their folds from their answers (``_reuse.START_CLUSTERS``)."""
+    monkeypatch.setattr(_reuse, "START_CLUSTERS", start_clusters)
     out = tmp_path / "auto.bundle"
     result = run("build", blank_csv, "--private", "gender", "--domain", "1:5", "--delta-fraction", 0.6,
                  "--clusters", "auto", "--seed", 4, "--key", keys / "private.pem", "--out", out,

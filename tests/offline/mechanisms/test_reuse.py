@@ -8,7 +8,14 @@ from privmap.offline.data import Dataset
 from privmap.offline.mechanisms.quantized import _steps
 from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
 from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
-from privmap.offline.mechanisms.quantized._reuse import PAIRS_PER_OUTPUT, BuildStart, sharing_pairs, sides
+from privmap.offline.mechanisms.quantized._reuse import (
+    PAIRS_PER_OUTPUT,
+    START_CLUSTERS,
+    BuildStart,
+    sharing_pairs,
+    sides,
+    starts_folds,
+)
 
 
 def _dataset(n, seed):
@@ -99,3 +106,10 @@ def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
     again = _steps.solve_prior(fit.alphabet, fit.p_ac, options, start=BuildStart.of(fit, "l2"))
     assert starts == [True, False]
     assert np.array_equal(np.asarray(again.solved.table), np.asarray(fit.solved.table))
+
+
+def test_only_large_quantized_builds_start_their_folds():
+    below = BuildOptions(private="a", clusters=START_CLUSTERS - 1, delta_fraction=0.5)
+    assert not starts_folds(below)
+    assert starts_folds(dataclasses.replace(below, clusters=START_CLUSTERS))
+    assert not starts_folds(BuildOptions(private="a", mechanism="exact", metric="erasures", delta=1.0))
