@@ -38,14 +38,21 @@ def _timed(function):
     return out, _cpu() - cpu, time.perf_counter() - wall
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def crossfit_arguments(doc: str) -> argparse.ArgumentParser:
+    """The arguments of the cross-fitting benchmarks: data, private column, K values, seeds, budget
+    fraction and folds."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data")
     ap.add_argument("--private", required=True)
     ap.add_argument("--clusters", type=int, nargs="+", required=True)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--delta-fraction", type=float, default=0.5)
     ap.add_argument("--folds", type=int, default=5)
+    return ap
+
+
+def main() -> None:
+    ap = crossfit_arguments(__doc__)
     ap.add_argument("--no-codebook", action="store_true")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes of the folds (1: in this process, "
                     "so CPU seconds are exact)")

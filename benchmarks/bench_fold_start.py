@@ -18,7 +18,6 @@ and held-out distortion, and the folds' CPU against ``cold``.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import pathlib
 import sys
@@ -26,7 +25,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_crossfit import _timed  # noqa: E402
+from bench_crossfit import _timed, crossfit_arguments  # noqa: E402
 
 from privmap.offline.mechanisms.quantized._holdout import cross_fitted_leakage  # noqa: E402
 from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset  # noqa: E402
@@ -36,14 +35,7 @@ MODES = ("cold", "build", "nudged")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data")
-    ap.add_argument("--private", required=True)
-    ap.add_argument("--clusters", type=int, nargs="+", required=True)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--delta-fraction", type=float, default=0.5)
-    ap.add_argument("--folds", type=int, default=5)
-    args = ap.parse_args()
+    args = crossfit_arguments(__doc__).parse_args()
     print(f"{'K':>5} {'seed':>4} {'mode':>7} {'leak bits':>10} {'low':>8} {'high':>8} {'dist':>10} {'folds CPU s':>11}")
     for K in args.clusters:
         figures = {mode: [] for mode in MODES}
