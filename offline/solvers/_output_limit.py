@@ -62,6 +62,13 @@ _SHIP_ATTEMPTS = 6
 #: entries below one unit (they round to nothing): those outputs are closed and the program re-solved;
 #: closer to the limit, the next solve aims further inside it.
 _CLOSE_ABOVE = 1e-2
+#: When outputs are closed, so is every output none of whose entries reaches this many units 2^-bits:
+#: its balance is as fragile (its entries below one unit round to nothing, the rest move by up to half
+#: a unit), and an interior-point answer spreads such slivers over many outputs, so closing only those
+#: that broke the limit let the next solve break it on others (SSI, 6 columns, K = 512, at a 0.061-bit
+#: limit: 3, 38, 64, 40, 6, 1 outputs closed in turn, then a refusal; closing slivers too, it shipped
+#: at the third solve).
+_SLIVER_UNITS = 64
 #: Bisection of :func:`smallest_feasible_epsilon`: bracket (bits) and relative precision.
 _EPS_MAX = 64.0
 _EPS_RTOL = 1e-3
@@ -323,7 +330,8 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
       an output fed by one row);
     - closes the outputs that break the limit by more than 1 % (``_CLOSE_ABOVE``): their balance
       rested on entries below one unit, which rounding removed (seen on SSI, 6 columns, K = 64:
-      0.94 bits shipped at a 0.036-bit limit);
+      0.94 bits shipped at a 0.036-bit limit); and with them every sliver, an output none of whose
+      entries reaches ``_SLIVER_UNITS`` units;
     - else aims 2 v + 1e-6 bits further inside the limit, v the rounded table's excess;
 
     up to six solves.
@@ -374,14 +382,23 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
         if worst <= eps_bits * (1 + _CLOSE_ABOVE):
             target -= 2 * (worst - target) + 1e-6
             continue
-        ratios, outputs = output_posterior_ratios(p_ac, shipped)
-        bad = outputs[np.abs(ratios).max(axis=0) > eps_bits]
-        solve_D[:, bad] = np.inf
+        solve_D[:, _to_close(table, shipped, p_ac, eps_bits, bits)] = np.inf
         if not np.all(np.any(np.isfinite(solve_D), axis=1)) or \
                 _over(least_distortion(p_ac, solve_D, target), budget):
             break
     raise SolverError(f"the integer table at B = {bits} bits breaks the per-output limit {eps_bits:g} bits "
                       f"({worst:.6g} bits) after {attempt} solve(s); more --bits round more finely")
+
+
+def _to_close(table: np.ndarray, shipped, p_ac, eps_bits: float, bits: int) -> np.ndarray:
+    """The outputs the shipping loop's next solve forbids, bool of shape (K_out,): those whose posterior
+    in the rounded table ``shipped`` breaks ``eps_bits``, and every sliver of the cleaned ``table``
+    (K, K_out): an output of positive mass none of whose entries reaches ``_SLIVER_UNITS`` units."""
+    ratios, outputs = output_posterior_ratios(p_ac, shipped)
+    close = np.zeros(table.shape[1], dtype=bool)
+    close[outputs[np.abs(ratios).max(axis=0) > eps_bits]] = True
+    largest = table.max(axis=0)
+    return close | ((largest > 0) & (largest < _SLIVER_UNITS * 2.0 ** -bits))
 
 
 def _shipped(table: np.ndarray, p_ac, D, delta: float, bits: int):

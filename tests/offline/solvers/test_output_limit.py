@@ -214,3 +214,25 @@ def test_least_distortion_by_column_generation_matches_the_dense_program(classes
     dist[:, 4] = np.where(np.isfinite(dist[:, 4]), dist[:, 4], 2.0)        # ... one output open to all
     dense, _ = _dense_least_table(p_ac, dist, eps)
     assert least_distortion(p_ac, dist, eps) == pytest.approx(dense, rel=1e-9, abs=1e-12)
+
+
+def test_the_shipping_loop_closes_outputs_that_break_the_limit_and_every_sliver():
+    # Outputs: 0 is fed by both classes alike (kept); 1 by one row of each class at 63 units each, a
+    # sliver whose posterior is still the prior (closed); 2 only by a class-1 row, at 100 units
+    # (breaks the limit: closed); 3 by nobody (left open).
+    from privmap.offline.solvers._output_limit import _SLIVER_UNITS, _to_close
+    from scipy import sparse
+    bits = 16
+    unit = 2.0 ** -bits
+    assert _SLIVER_UNITS == 64
+    p_ac = np.array([[0.5, 0.0], [0.0, 0.5]])             # row 0 is class 0, row 1 class 1
+    table = np.zeros((2, 4))
+    table[0, 1] = table[1, 1] = 63 * unit
+    table[1, 2] = 100 * unit
+    table[0, 0] = 1 - table[0].sum()
+    table[1, 0] = 1 - table[1].sum()
+    close = _to_close(table, sparse.csr_matrix(table), p_ac, 0.05, bits)
+    assert close.tolist() == [False, True, True, False]
+    table[0, 1] = table[1, 1] = 64 * unit                 # no longer a sliver
+    table[0, 0], table[1, 0] = 1 - table[0, 1:].sum(), 1 - table[1, 1:].sum()
+    assert _to_close(table, sparse.csr_matrix(table), p_ac, 0.05, bits).tolist() == [False, False, True, False]
