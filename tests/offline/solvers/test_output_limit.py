@@ -236,3 +236,33 @@ def test_the_shipping_loop_closes_outputs_that_break_the_limit_and_every_sliver(
     table[0, 1] = table[1, 1] = 64 * unit                 # no longer a sliver
     table[0, 0], table[1, 0] = 1 - table[0, 1:].sum(), 1 - table[1, 1:].sum()
     assert _to_close(table, sparse.csr_matrix(table), p_ac, 0.05, bits).tolist() == [False, False, True, False]
+
+
+def test_a_stalled_limited_solve_is_retried_a_little_further_inside_the_limit(monkeypatch):
+    # Clarabel stalls (SolverError) at some aims and not at others nearby (SSI, K = 512): the next
+    # solve aims 1 % further inside; a stall at every aim is refused with the stall's own error.
+    from privmap.offline._errors import SolverError
+    from privmap.offline.solvers import _output_limit
+    p_ac, dist = instance(K=16, seed=3)
+    delta = 0.3 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
+    free = solve_fast(p_ac, dist, delta, tol_bits=1e-7)
+    limit = 0.5 * (smallest_feasible_epsilon(p_ac, dist, delta) + max_output_leakage_bits(p_ac, free.table))
+    real, aims = _output_limit.solve_output_limited, []
+
+    def stalls_once(p, D, budget, target, **kwargs):
+        aims.append(target)
+        if len(aims) == 1:
+            raise SolverError("cvxpy/Clarabel did not reach an optimum: InsufficientProgress")
+        return real(p, D, budget, target, **kwargs)
+
+    monkeypatch.setattr(_output_limit, "solve_output_limited", stalls_once)
+    res = solve_for_shipping(p_ac, dist, delta, limit, bits=16)
+    assert aims[1] == pytest.approx(aims[0] * (1 - _output_limit._STALL_INSIDE), rel=1e-12)
+    assert max_output_leakage_bits(p_ac, compress(res.table, p_ac, dist, delta, bits=16).probabilities()) <= limit
+
+    def always_stalls(p, D, budget, target, **kwargs):
+        raise SolverError("cvxpy/Clarabel did not reach an optimum: InsufficientProgress")
+
+    monkeypatch.setattr(_output_limit, "solve_output_limited", always_stalls)
+    with pytest.raises(SolverError, match="InsufficientProgress"):
+        solve_for_shipping(p_ac, dist, delta, limit, bits=16)
