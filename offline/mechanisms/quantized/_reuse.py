@@ -99,8 +99,6 @@ class BuildStart:
     ----------
     centers : ndarray, shape (K, d)
         The build's input representatives.
-    side : ndarray, shape (K,) int8
-        Each build row's side in the binary transport (:func:`sides`).
     pairs : ndarray, shape (m, 2) int64
         Rows of ``centers`` sharing an output of the build's zero-leakage table (:func:`sharing_pairs`).
     outputs : ndarray, shape (K_out, d)
@@ -114,7 +112,6 @@ class BuildStart:
     """
 
     centers: np.ndarray
-    side: np.ndarray
     pairs: np.ndarray
     outputs: np.ndarray
     table: sparse.csr_matrix
@@ -135,7 +132,7 @@ class BuildStart:
         if centers.ndim != 2 or not (np.isfinite(centers).all() and np.isfinite(outputs).all()):
             return None
         pairs = solved.perfect_pairs if solved.perfect_pairs is not None else np.zeros((0, 2), np.int64)
-        return cls(centers=centers, side=sides(solved.p_ac), pairs=pairs, outputs=outputs,
+        return cls(centers=centers, pairs=pairs, outputs=outputs,
                    table=sparse.csr_matrix(solved.solved.table), multiplier=float(solved.solved.multiplier),
                    metric=metric)
 
