@@ -196,11 +196,11 @@ def _transport(cost, supply, demand, new_highs, *, start=None):
 
     Column generation on the pairs: the start is a north-west-corner vertex (feasible), each
     row's and column's ``_START_PAIRS`` cheapest pairs and the pairs ``start`` ((row positions,
-    column positions), optional: a related instance's optimal pairs); each round adds each row's and column's
-    pair of most negative reduced cost. The first master is solved by dual simplex, the later
-    ones by primal simplex from the previous basis (the new pairs enter at zero, so that basis
-    stays primal feasible: HiGHS's dual simplex redid about a full solve each round). Pairs
-    of positive reduced cost beyond the ``_KEEP`` (|S| + |T|) cheapest are dropped from the
+    column positions), optional: a related instance's optimal pairs); each round adds each row's
+    and column's pair of most negative reduced cost. The first master is solved by dual simplex,
+    the later ones by primal simplex from the previous basis (the new pairs enter at zero, so
+    that basis stays primal feasible: HiGHS's dual simplex redid about a full solve each round).
+    Pairs of positive reduced cost beyond the ``_KEEP`` (|S| + |T|) cheapest are dropped from the
     master after each round (a basic pair has reduced cost 0, so the basis stays valid): a
     simplex iteration costs about the master's width, and the optimal pairs are far apart, so
     kept pairs were mostly dead weight (benchmarks/README.md, "Delta0 on the build's own

@@ -44,6 +44,7 @@ from scipy import sparse
 from scipy.spatial import cKDTree
 
 from ...data._distortion import nearest
+from ...solvers._perfect import _coefficients
 from ...solvers._result import SolveResult
 
 #: Builds of at least this many clusters start their folds' solvers from their answers (module docstring).
@@ -59,12 +60,12 @@ _MINKOWSKI = {"l2": 2, "l1": 1, "hamming": 1}
 
 def sides(p_ac: np.ndarray) -> np.ndarray:
     """Side of each row in the binary transport, shape (K,) int8: +1 where p(c | a_1) > p(c | a_0),
-    -1 where it is smaller, 0 elsewhere or when |A| != 2 (``p_ac`` (|A|, K))."""
-    p_ac = np.asarray(p_ac, dtype=float)
-    if p_ac.shape[0] != 2:
-        return np.zeros(p_ac.shape[1], np.int8)
-    w = p_ac[1] / p_ac[1].sum() - p_ac[0] / p_ac[0].sum()
-    return np.sign(w).astype(np.int8)
+    -1 where it is smaller, 0 elsewhere or unless exactly two classes are present (``p_ac`` (|A|, K));
+    the transport's own coefficients (:func:`privmap.offline.solvers._perfect._coefficients`)."""
+    _, delta_a = _coefficients(np.asarray(p_ac, dtype=float))
+    if delta_a.shape[1] != 1:
+        return np.zeros(delta_a.shape[0], np.int8)
+    return np.sign(delta_a[:, 0]).astype(np.int8)
 
 
 def sharing_pairs(table: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -86,9 +87,10 @@ def sharing_pairs(table: np.ndarray, side: np.ndarray) -> np.ndarray:
 
 
 def starts_folds(options) -> bool:
-    """Whether a build with these options starts its folds' solvers from its answers: the quantized
-    mechanism with at least :data:`START_CLUSTERS` clusters."""
-    return options.mechanism == "quantized" and (options.clusters or 0) >= START_CLUSTERS
+    """Whether a build with these options starts its folds' solvers from its answers: cross-fitting
+    on, the quantized mechanism with at least :data:`START_CLUSTERS` clusters."""
+    return (options.holdout_folds > 0 and options.mechanism == "quantized"
+            and (options.clusters or 0) >= START_CLUSTERS)
 
 
 @dataclass(frozen=True)
@@ -124,12 +126,9 @@ class BuildStart:
         finite points (the exact mechanism, or a representative with a missing cell)."""
         if metric not in _MINKOWSKI:
             return None
-        try:
-            centers = np.asarray(solved.alphabet.inputs, dtype=float)
-            outputs = np.asarray(solved.alphabet.outputs, dtype=float)
-        except (TypeError, ValueError):
-            return None
-        if centers.ndim != 2 or not (np.isfinite(centers).all() and np.isfinite(outputs).all()):
+        centers = np.asarray(solved.alphabet.inputs, dtype=float)      # a missing cell (None) is NaN
+        outputs = np.asarray(solved.alphabet.outputs, dtype=float)
+        if not (np.isfinite(centers).all() and np.isfinite(outputs).all()):
             return None
         pairs = solved.perfect_pairs if solved.perfect_pairs is not None else np.zeros((0, 2), np.int64)
         return cls(centers=centers, pairs=pairs, outputs=outputs,

@@ -28,7 +28,7 @@ from ...solvers._solve import SOLVERS, solve
 from .._header import HeaderOptions, check_header
 from ._codebook import Codebook, metric_center, refine
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
-from ._reuse import BuildStart, sharing_pairs, sides
+from ._reuse import BuildStart, sharing_pairs, sides, starts_folds
 
 __all__ = ["MECHANISMS", "Progress", "BuildOptions", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
 
@@ -155,8 +155,8 @@ class Solved:
     ``budget`` the one the table was finally held to (``delta``, or the distortion the
     codebook step reached); ``codebook`` is None when the step did not run. ``perfect_pairs``
     (m, 2) are the pairs of inputs sharing an output of the zero-leakage table, one on each side of
-    the binary transport (:func:`._reuse.sharing_pairs`; None when |A| != 2), which start the
-    folds' Delta0 (:class:`._reuse.BuildStart`).
+    the binary transport (:func:`._reuse.sharing_pairs`), which start the folds' Delta0
+    (:class:`._reuse.BuildStart`); None unless the build starts its folds (:func:`._reuse.starts_folds`).
     """
 
     alphabet: Alphabet
@@ -213,7 +213,7 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     centers = None if start is None else np.asarray(alphabet.inputs, dtype=float)
     perfect_table, d_perfect = perfect_privacy_table(
         p_ac, alphabet.distortion, start_pairs=None if start is None else start.transport_pairs(centers, p_ac))
-    pairs = sharing_pairs(perfect_table, sides(p_ac)) if p_ac.shape[0] == 2 else None
+    pairs = sharing_pairs(perfect_table, sides(p_ac)) if starts_folds(options) else None
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
     tell("solve", 0.35)
     perfect = delta >= d_perfect

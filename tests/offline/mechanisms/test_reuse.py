@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from privmap.offline import BuildOptions, SolverError
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import _steps
+from privmap.offline.mechanisms.quantized import _reuse, _steps
 from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
 from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
 from privmap.offline.mechanisms.quantized._reuse import (
@@ -45,11 +45,16 @@ def test_sides_are_the_sign_of_the_class_conditionals_difference_and_none_beyond
     assert not sides(np.full((3, 4), 1 / 12)).any()
 
 
-def test_a_start_on_the_build_s_own_clusters_carries_its_table_and_pairs_unchanged():
+@pytest.fixture
+def small_builds_start_folds(monkeypatch):
+    """Builds of any K start their folds (``START_CLUSTERS`` is 2048), so that small ones keep pairs."""
+    monkeypatch.setattr(_reuse, "START_CLUSTERS", 1)
+
+
+def test_a_start_on_the_build_s_own_clusters_carries_its_table_and_pairs_unchanged(small_builds_start_folds):
     # Without the codebook step the outputs are the inputs: every row and output maps to itself.
     data = _dataset(3000, 0)
-    fit = solve_dataset(data, BuildOptions(private="a", clusters=30, delta_fraction=0.5, holdout_folds=0,
-                                           codebook=False))
+    fit = solve_dataset(data, BuildOptions(private="a", clusters=30, delta_fraction=0.5, codebook=False))
     start = BuildStart.of(fit, "l2")
     centers = np.asarray(fit.alphabet.inputs, dtype=float)
     warm = start.warm(centers)
@@ -69,13 +74,15 @@ def test_start_is_none_where_symbols_are_not_points():
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimum(seed):
+def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimum(
+        seed, small_builds_start_folds):
     # The fold's own clusters (one k-means++ start on 80 % of the rows), solved cold and started
     # from the build: Delta0 equal to its certificate, and both tables certified within tol_bits
     # of the same optimum, so their leakages differ by at most twice the tolerance.
     data = _dataset(4000, seed)
-    options = BuildOptions(private="a", clusters=120, delta_fraction=0.5, holdout_folds=0, seed=seed)
+    options = BuildOptions(private="a", clusters=120, delta_fraction=0.5, seed=seed)
     start = BuildStart.of(solve_dataset(data, options), "l2")
+    assert start.pairs.size
     train = np.random.default_rng(seed).permutation(data.n)[: int(0.8 * data.n)]
     fold = dataclasses.replace(data, public=data.public[train], private=data.private[train])
     cold = solve_dataset(fold, options, quantizer=FoldKMeans())
@@ -108,8 +115,9 @@ def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
     assert np.array_equal(np.asarray(again.solved.table), np.asarray(fit.solved.table))
 
 
-def test_only_large_quantized_builds_start_their_folds():
+def test_only_large_quantized_builds_with_folds_start_them():
     below = BuildOptions(private="a", clusters=START_CLUSTERS - 1, delta_fraction=0.5)
     assert not starts_folds(below)
     assert starts_folds(dataclasses.replace(below, clusters=START_CLUSTERS))
+    assert not starts_folds(dataclasses.replace(below, clusters=START_CLUSTERS, holdout_folds=0))
     assert not starts_folds(BuildOptions(private="a", mechanism="exact", metric="erasures", delta=1.0))
