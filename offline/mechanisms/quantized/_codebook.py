@@ -78,7 +78,7 @@ WEISZFELD_STEPS = 40
 #: (1 + its largest coordinate) in a step (each step lowers the cost; the rest is refinement
 #: far below the rounding to the domain).
 WEISZFELD_TOLERANCE = 1e-6
-#: Cells (pairs x columns) a Weiszfeld step handles at once: about 1 MiB per float64 temporary.
+#: Cells (pairs x columns) of one chunk of a Weiszfeld step's distances: about 1 MiB per float64 temporary.
 WEISZFELD_CHUNK_CELLS = 1 << 17
 
 
@@ -402,20 +402,6 @@ def metric_center(metric: str, *, integer: np.ndarray, lo: np.ndarray, hi: np.nd
     return MetricDistance(metric), centre, project
 
 
-def _weighted_mean(X, pairs: Pairs, Y0):
-    """Per output and column, the weighted mean of the observed (non-NaN) cells; Y0 where none has
-    weight."""
-    Y = np.array(Y0, dtype=float, copy=True)
-    for k in range(X.shape[1]):
-        column = X[pairs.rows, k]
-        observed = ~np.isnan(column)
-        total = pairs.per_output(np.where(observed, pairs.weights, 0.0))
-        sums = pairs.per_output(np.where(observed, pairs.weights * column, 0.0))
-        has = total > 0
-        Y[has, k] = sums[has] / total[has]
-    return Y
-
-
 def _geometric_median(X, pairs: Pairs, Y0):
     """Weiszfeld's iteration for every output at once, from the weighted mean, for at most
     :data:`WEISZFELD_STEPS` steps; an output stops once a step moves it by at most
@@ -423,36 +409,39 @@ def _geometric_median(X, pairs: Pairs, Y0):
     pairs of outputs still moving. Distances over each row's observed cells (a missing cell is
     skipped, as the device skips it).
 
-    The pairs are sorted by output once and each step goes through the moving outputs' pairs in
-    chunks of :data:`WEISZFELD_CHUNK_CELLS` cells, summing each output's run of pairs with
-    ``np.add.reduceat``: no (P, d) temporary per step (on the 14,000 x 50 survey benchmark,
-    P = 130,000 pairs, those temporaries' page faults and the d weighted ``bincount`` calls per
-    step made it 6 to 12 x slower, to the same result within 1e-14)."""
-    Y = _weighted_mean(X, pairs, Y0)
-    m, d = Y.shape
+    Each step is a weighted mean with weights w_p / ||x - y||: the distances are taken in chunks of
+    :data:`WEISZFELD_CHUNK_CELLS` cells gathered from the rows (no (P, d) array), and the means are
+    two sparse products of an (m, n) matrix holding the pairs' weights, sorted by output once, with
+    the rows' observed values and observed mask (n, d). Gathering every pair's row once per call
+    cost as much as the steps themselves and, at 39 MiB a copy on the 14,000 x 50 survey
+    benchmark, a third of a second of page faults in a fresh process."""
+    m = pairs.n_outputs
     order = np.argsort(pairs.outs, kind="stable")
-    outs, weights = pairs.outs[order], pairs.weights[order]
-    points = X[pairs.rows[order]]                                  # (P, d), gathered once
-    observed = ~np.isnan(points)
-    points = np.where(observed, points, 0.0)
-    observed = observed.astype(float)
+    outs, rows, weights = pairs.outs[order], pairs.rows[order], pairs.weights[order]
     bounds = np.searchsorted(outs, np.arange(m + 1))               # output j's pairs: bounds[j]:bounds[j + 1]
+    observed = ~np.isnan(X)
+    values, seen = np.where(observed, X, 0.0), observed.astype(float)
+
+    def weighted_mean(w, Y):
+        U = sparse.csr_matrix((w, rows, bounds), shape=(m, X.shape[0]))
+        total, sums = U @ seen, U @ values
+        return np.where(total > 0, sums / np.where(total > 0, total, 1.0), Y)
+
+    Y = weighted_mean(weights, np.array(Y0, dtype=float))
     moving = np.diff(bounds) > 0
-    chunk = max(1, WEISZFELD_CHUNK_CELLS // max(d, 1))
+    chunk = max(1, WEISZFELD_CHUNK_CELLS // max(X.shape[1], 1))
+    w = np.empty(outs.size)
     for _ in range(WEISZFELD_STEPS):
         active = np.flatnonzero(moving)
         lengths = bounds[active + 1] - bounds[active]
         at_all = np.repeat(bounds[active] - (np.cumsum(lengths) - lengths), lengths) + np.arange(lengths.sum())
-        total, sums = np.zeros((m, d)), np.zeros((m, d))
+        w.fill(0.0)                                                # outputs that stopped keep Y (no weight)
         for c0 in range(0, at_all.size, chunk):
             at = at_all[c0:c0 + chunk]
-            o, here, seen = outs[at], points[at], observed[at]
-            diff = here - seen * Y[o]
-            w = weights[at] / np.maximum(np.sqrt(np.einsum("ij,ij->i", diff, diff)), 1e-9)
-            run = np.flatnonzero(np.r_[True, o[1:] != o[:-1]])     # each output's run (sorted by output)
-            total[o[run]] += np.add.reduceat(w[:, None] * seen, run, axis=0)
-            sums[o[run]] += np.add.reduceat(w[:, None] * here, run, axis=0)
-        new = np.where(total > 0, sums / np.where(total > 0, total, 1.0), Y)
+            r = rows[at]
+            diff = values[r] - seen[r] * Y[outs[at]]
+            w[at] = weights[at] / np.maximum(np.sqrt(np.einsum("ij,ij->i", diff, diff)), 1e-9)
+        new = weighted_mean(w, Y)
         moving &= np.max(np.abs(new - Y), axis=1) > WEISZFELD_TOLERANCE * (1.0 + np.max(np.abs(new), axis=1))
         Y = new
         if not moving.any():

@@ -277,3 +277,21 @@ def test_the_codebook_steps_warm_started_re_solves_reach_the_cold_ones_answers(m
                   project=project, tol_bits=1e-7)
     assert warm.leakage_bits == pytest.approx(cold.leakage_bits, abs=2e-7)
     assert warm.distortion == pytest.approx(cold.distortion, rel=1e-6)
+
+
+def test_weiszfeld_in_small_chunks_equals_the_dense_reference_step_for_step(monkeypatch):
+    # With no output stopped early the sparse steps are the dense reference's 40 steps exactly:
+    # chunks of one pair, blank cells, and an output no row reaches (it keeps its start).
+    from privmap.offline.mechanisms.quantized import _codebook
+    monkeypatch.setattr(_codebook, "WEISZFELD_TOLERANCE", 0.0)
+    monkeypatch.setattr(_codebook, "WEISZFELD_CHUNK_CELLS", 1)
+    rng = np.random.default_rng(3)
+    X = rng.normal(0.0, 2.0, (80, 5))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    W = rng.random((80, 7)) * (rng.random((80, 7)) < 0.4)
+    W[:, 4] = 0.0
+    Y0 = rng.normal(0.0, 1.0, (7, 5))
+    _, centre, _ = metric_center("l2", integer=np.zeros(5, bool), lo=np.full(5, -9.0), hi=np.full(5, 9.0))
+    got = centre(X, Pairs.from_dense(W), Y0)
+    assert np.allclose(got, _dense_reference_centre("l2")(X, W, Y0), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(got[4], Y0[4])
