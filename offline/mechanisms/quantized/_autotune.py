@@ -12,8 +12,8 @@ cluster can hold :data:`MIN_USERS_PER_CLUSTER` training rows on average (K <= n 
 / (k m), n rows, k folds, m = 32), and K is at most the number of distinct rows (a
 data set too small for K = 4 gets that one candidate alone). Every candidate shares
 the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
-pairs are tasks of one pool of worker processes. A candidate whose plain build would start its
-folds from its answers (:func:`._reuse.starts_folds`: large K) is first built on all the rows,
+pairs are tasks shared by this process and its fold workers. A candidate whose plain build
+would start its folds from its answers (:func:`._reuse.starts_folds`: large K) is first built on all the rows,
 and its folds start from that build, as a plain build's do; so the chosen candidate's estimate
 is always the one a plain build at its K declares, and a chosen candidate built that way is the
 build the bundle ships (:attr:`Choice.solved`). (The folds' k-means do not start from the
@@ -143,7 +143,7 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
         Out-of-sample attacker ROC AUC to stay under. Without either target the default
         target (:func:`default_target_bits`) applies.
     jobs : int, optional
-        Worker processes of the folds (:func:`._holdout.fold_jobs`).
+        Processes that run the folds, this one included (:func:`._holdout.fold_jobs`).
     progress : callable(done: int, total: int), optional
         Told the number of tasks done: the builds of candidates whose folds start from them, then
         each (candidate, fold).

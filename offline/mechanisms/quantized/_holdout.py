@@ -26,9 +26,9 @@ at 0 bits (leakage cannot be negative).
 The held-out expected distortion, E d(b, released) over held-out rows, is measured
 on the way; ``--clusters auto`` ranks its candidates with it.
 
-**Cost.** The folds are independent, so they run in parallel worker processes
-(:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and OpenMP threads
-split between the workers); each fold draws its permutations, bootstrap and simulated
+**Cost.** The folds are independent, so they run in parallel processes, this one and
+loky workers (:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and
+OpenMP threads split between them); each fold draws its permutations, bootstrap and simulated
 release from its own stream seeded by (seed, fold), so the result is the same whatever
 the number of workers or the order in which folds finish. A fold's k-means makes one
 k-means++ start on its training rows (``start="single"``, :class:`FoldKMeans`) where
@@ -58,6 +58,7 @@ import dataclasses
 import os
 import resource
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -79,7 +80,7 @@ BOOTSTRAP = 200
 PERMUTATIONS = 20
 #: Two-sided confidence of the interval.
 CONFIDENCE = 0.95
-#: Environment variable giving the number of worker processes of the folds (default: the machine's cores).
+#: Environment variable giving the number of processes that run the folds, this one included (default: the machine's cores).
 JOBS_ENV = "PRIVMAP_JOBS"
 
 
@@ -160,16 +161,17 @@ class FoldKMeans:
 
 
 def fold_jobs(tasks: int, jobs: int | None = None) -> int:
-    """Worker processes for ``tasks`` independent folds: ``jobs``, else ``$PRIVMAP_JOBS``, else the
-    machine's cores; never more than ``tasks``. Raises :class:`BuildError` for a value below 1."""
+    """Processes for ``tasks`` independent folds, this one included (:func:`_run`): ``jobs``, else
+    ``$PRIVMAP_JOBS``, else the machine's cores; never more than ``tasks``. Raises
+    :class:`BuildError` for a value below 1."""
     if jobs is None:
         raw = os.environ.get(JOBS_ENV, "").strip()
         try:
             jobs = int(raw) if raw else (os.cpu_count() or 1)
         except ValueError:
-            raise BuildError(f"{JOBS_ENV}={raw!r} is not a whole number of worker processes") from None
+            raise BuildError(f"{JOBS_ENV}={raw!r} is not a whole number of processes") from None
     if jobs < 1:
-        raise BuildError(f"the number of worker processes must be >= 1, got {jobs}")
+        raise BuildError(f"the number of processes for the folds must be >= 1, got {jobs}")
     return max(1, min(int(jobs), tasks))
 
 
@@ -198,7 +200,7 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
     centers : ndarray, shape (K, d), optional
         The full-data representatives, the start of ``"warm"`` folds.
     jobs : int, optional
-        Worker processes (:func:`fold_jobs`); 1 runs the folds in this process.
+        Processes, this one included (:func:`fold_jobs`); 1 runs the folds in this process alone.
     build : BuildStart, optional
         The build's answers, where each fold's solvers start (:mod:`._reuse`).
 
@@ -221,7 +223,7 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
                       jobs: int | None = None, builds: Sequence[BuildStart | None] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> list:
     """:func:`cross_fitted_leakage` of several candidate options on one set of folds, every
-    (candidate, fold) pair a task of one pool of worker processes.
+    (candidate, fold) pair a task shared by this process and its workers (:func:`_run`).
 
     Parameters
     ----------
@@ -235,7 +237,7 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
     centers : sequence of ndarray (K, d), optional
         Each candidate's full-data representatives (``start="warm"`` only).
     jobs : int, optional
-        Worker processes (:func:`fold_jobs`).
+        Processes, this one included (:func:`fold_jobs`).
     builds : sequence of BuildStart or None, optional
         Each candidate's build answers, where its folds' solvers start (:mod:`._reuse`).
     progress : callable(done: int, total: int), optional
@@ -285,25 +287,91 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
 
 
 def _run(function, work: list, jobs: int, progress) -> list:
-    """``function(*args)`` for every tuple of ``work``, in order; in ``jobs`` loky processes whose
-    BLAS / OpenMP threads share the machine's cores (one process: in this one)."""
+    """``function(*args)`` for every tuple of ``work``, results in order, on ``jobs`` processes: this
+    one and ``jobs - 1`` loky workers, each with a ``jobs``-th of the machine's cores for its BLAS and
+    OpenMP threads. ``progress(done, total)`` is told, in this thread, how many tasks are done in
+    order (task i counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there).
+
+    This process takes tasks from the same queue as the workers: a worker costs about 2.9 CPU-s to
+    start and import scikit-learn, as much as a fold at K = 256 on the 14,000 x 50 survey, and this
+    process would otherwise sit waiting. Each worker is fed by a thread of this process that hands
+    it the next task as its last one returns, so no process waits while tasks remain. The first
+    exception (a fold returns its BuildError, so anything raised is a bug or an interrupt) is
+    raised once the workers are stopped; no task starts after it.
+    """
     total = len(work)
-    if jobs == 1:
-        out = []
-        for args in work:
-            out.append(function(*args))
+    results: list = [None] * total
+    finished = [False] * total
+    errors: list[BaseException] = []
+    pending = list(range(total - 1, -1, -1))                          # popped from the end: task 0 first
+    changed = threading.Condition()
+    reported = 0
+
+    def take():
+        with changed:
+            return pending.pop() if pending and not errors else None
+
+    def store(i, value=None, error=None):
+        with changed:
+            if error is None:
+                results[i], finished[i] = value, True
+            else:
+                errors.append(error)
+            changed.notify_all()
+
+    def report():
+        nonlocal reported
+        with changed:
+            done = reported
+            while done < total and finished[done]:
+                done += 1
+        for count in range(reported + 1, done + 1):
             if progress:
-                progress(len(out), total)
-        return out
-    from joblib import Parallel, delayed, parallel_config
+                progress(count, total)
+        reported = done
+
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    out = []
-    with parallel_config(backend="loky", inner_max_num_threads=threads):
-        for result in Parallel(n_jobs=jobs, return_as="generator")(delayed(function)(*args) for args in work):
-            out.append(result)
-            if progress:
-                progress(len(out), total)
-    return out
+    executor, feeders = None, []
+    if jobs > 1:
+        from joblib.externals.loky import get_reusable_executor
+        executor = get_reusable_executor(max_workers=jobs - 1)
+
+        def feed():
+            while (i := take()) is not None:
+                try:
+                    store(i, executor.submit(_limited, threads, function, *work[i]).result())
+                except BaseException as exc:                # raised by this process's thread below
+                    store(i, error=exc)
+
+        feeders = [threading.Thread(target=feed, daemon=True) for _ in range(jobs - 1)]
+        for feeder in feeders:
+            feeder.start()
+    try:
+        while (i := take()) is not None:
+            store(i, _limited(threads, function, *work[i]))
+            report()
+        while True:
+            report()
+            with changed:
+                if errors or all(finished):
+                    break
+                changed.wait_for(lambda: errors or finished[reported])
+    except BaseException as exc:
+        store(-1, error=exc)
+    if errors and executor is not None:
+        executor.shutdown(wait=False, kill_workers=True)              # the running tasks are wasted
+    for feeder in feeders:
+        feeder.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def _limited(threads: int, function, *args):
+    """``function(*args)`` with at most ``threads`` BLAS and OpenMP threads (in a worker or here)."""
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=threads):
+        return function(*args)
 
 
 def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,

@@ -70,13 +70,15 @@ class StageTimer:
     compress, holdout-fold-1 .. holdout-fold-k (each ends when the build is told that fold is
     done), payload; the CLI adds encode-sign.
 
-    Folds run in pooled worker processes, which the parent's ``RUSAGE_CHILDREN`` does not see
-    until the pool is reaped (at exit). :meth:`attach_folds` therefore adds each fold's own
-    figures, measured by the process that ran it, to its ``holdout-fold-i`` record:
-    ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes`` (that worker's high-water
-    mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU seconds are added to the
-    record's ``cpu_seconds`` (an in-process fold's are in it already). The whole process tree's
-    figure stays what the operating system reports for the build's process and its children.
+    Folds run in this process and in pooled worker processes, which the parent's
+    ``RUSAGE_CHILDREN`` does not see until the pool is reaped (at exit). :meth:`attach_folds`
+    therefore adds each fold's own figures, measured by the process that ran it, to its
+    ``holdout-fold-i`` record: ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes``
+    (that process's high-water mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU
+    seconds are added to the record's ``cpu_seconds``. An in-process fold's are in the records
+    open while it ran: folds run side by side, so that is its own record or a neighbour's, and
+    the fold records' sum counts every fold once. The whole process tree's figure stays what
+    the operating system reports for the build's process and its children.
     """
 
     def __init__(self, forward: Progress | None = None):
