@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._rows import unique_rows
+
 __all__ = ["ERASED_TOKEN", "AttackScores", "encode_features", "logistic_attack", "cross_validated_scores"]
 
 #: Category written for an erased cell when released tuples are one-hot encoded.
@@ -79,7 +81,7 @@ def _distinct_weighted(X, y) -> tuple:
     if not isinstance(X, np.ndarray) or X.shape[0] < 4:
         return X, y, None
     keyed = np.column_stack([X, y])
-    distinct, counts = np.unique(keyed, axis=0, return_counts=True)
+    distinct, counts = unique_rows(keyed)
     if distinct.shape[0] * 2 > X.shape[0]:
         return X, y, None
     return distinct[:, :-1], distinct[:, -1].astype(np.asarray(y).dtype), counts.astype(float)

@@ -37,6 +37,8 @@ NEAREST_BLOCK_BYTES = 64 * 2 ** 20
 #: float64 arrays of a block's size alive at once in :func:`_rank_keys` (sum, difference, term,
 #: masked term, with the NaN mask counted as one).
 _BLOCK_TEMPORARIES = 5
+#: Cells (rows x columns) of one chunk of :func:`assigned_distance`: 512 KiB per float64 temporary.
+PAIR_CHUNK_CELLS = 1 << 16
 
 
 def _check_metric(metric: str) -> None:
@@ -188,13 +190,21 @@ def assigned_distance(X: np.ndarray, Y: np.ndarray, labels: np.ndarray, metric: 
     ``rows`` (int, shape (P,)) the pairs d(x_rows[p], y_labels[p]), shape (P,).
 
     Bitwise equal to ``pairwise(X, Y, metric)[arange(n), labels]`` (the same left-to-right sum),
-    in O(n d) (or O(P)) memory. Raises ValueError as :func:`pairwise`.
+    in O(n) (or O(P)) memory. Rows are gathered in chunks of :data:`PAIR_CHUNK_CELLS` cells, each
+    a few hundred KiB that stay in cache while its columns are summed: gathering one column at a
+    time touched every row's cache line once per column (twice the time on the 14,000 x 50
+    survey's 130,000 codebook pairs). Raises ValueError as :func:`pairwise`.
     """
     _check_metric(metric)
     X, Y = _check_points(X, Y)
     labels = np.asarray(labels, dtype=np.int64)
-    acc = np.zeros(labels.shape[0])
-    for i in range(X.shape[1]):
-        column = X[:, i] if rows is None else X[rows, i]
-        acc += _term(column - Y[labels, i], metric)
+    n, d = labels.shape[0], X.shape[1]
+    acc = np.zeros(n)
+    step = max(1, PAIR_CHUNK_CELLS // max(d, 1))
+    for s in range(0, n, step):
+        here = X[s:s + step] if rows is None else X[rows[s:s + step]]
+        terms = _term(here - Y[labels[s:s + step]], metric)
+        chunk = acc[s:s + step]
+        for i in range(d):
+            chunk += terms[:, i]
     return _key_to_distance(acc, metric)

@@ -28,6 +28,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from .._errors import DatasetError
+from .._rows import unique_rows
 from . import _distortion
 from ._blas_nearest import nearest_with_distance
 
@@ -104,7 +105,7 @@ def kmeans(X: np.ndarray, k: int, *, seed: int, init="k-means++", n_init: int = 
     DatasetError
         k below 1 or above the number of distinct rows.
     """
-    distinct, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    distinct, inverse, counts = unique_rows(X, return_inverse=True)
     if not 1 <= k <= distinct.shape[0]:
         raise DatasetError(f"--clusters {k}: must be between 1 and the {distinct.shape[0]} distinct public rows")
     fits = distinct.shape[0] * k * 8 <= _distortion.NEAREST_BLOCK_BYTES

@@ -49,6 +49,7 @@ from scipy import sparse
 
 from ..._errors import InfeasibleError, SolverError
 from ..._information import expected_distortion, leakage_bits
+from ..._rows import unique_rows
 from ...data._distortion import assigned_distance, block_shape, pairwise
 from ...solvers._fast_solver import solve_fast
 from ...solvers._perfect import perfect_privacy_solution
@@ -346,8 +347,8 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     optima and D' are the same on them (UCI Adult's 48,842 rows on 5 columns: 14,846 distinct).
     Rows with a NaN cell are never merged (NaN equals nothing), which is only a missed saving."""
     keyed = np.column_stack([labels.astype(float), X])
-    distinct, inverse = np.unique(keyed, axis=0, return_inverse=True)
-    times = np.bincount(inverse.reshape(-1), minlength=distinct.shape[0]).astype(float)
+    distinct, _, times = unique_rows(keyed, return_inverse=True)
+    times = times.astype(float)
     return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times
 
 

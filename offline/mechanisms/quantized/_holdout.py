@@ -68,6 +68,7 @@ from scipy import sparse
 
 from ..._errors import BuildError
 from ..._information import leakage_bits
+from ..._rows import unique_rows
 from ...data._dataset import Dataset
 from ...data._distortion import assigned_distance, nearest
 from ...data._prior import joint_prior
@@ -464,7 +465,7 @@ def _fold_options(options, dataset: Dataset, rows: np.ndarray):
     """The build's options for a training fold; K is capped at the fold's distinct rows."""
     if options.mechanism != "quantized":
         return options
-    distinct = np.unique(dataset.public[rows], axis=0).shape[0]
+    distinct = unique_rows(dataset.public[rows])[0].shape[0]
     return dataclasses.replace(options, clusters=min(options.clusters, distinct))
 
 

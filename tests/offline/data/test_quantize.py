@@ -154,3 +154,15 @@ def test_whole_number_l2_keys_by_matrix_product_are_bitwise_the_left_to_right_su
     big = np.full((2, 50), 2.0 ** 24)
     assert not _exact_in_blas(big, Y)                    # 50 x (2^24 + 5)^2 exceeds 2^52
     assert np.array_equal(_rank_keys(big, Y, "l2"), _dense_keys(big, Y, "l2"))
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
+@pytest.mark.parametrize("chunk_cells", [1, 7, 1 << 16])
+def test_pair_distances_in_chunks_are_bitwise_the_dense_entries(metric, chunk_cells, monkeypatch):
+    import privmap.offline.data._distortion as distortion
+    monkeypatch.setattr(distortion, "PAIR_CHUNK_CELLS", chunk_cells)
+    X, Y = _tied_data(True)
+    dense = pairwise(X, Y, metric)
+    rng = np.random.default_rng(5)
+    rows, outs = rng.integers(0, X.shape[0], 301), rng.integers(0, Y.shape[0], 301)
+    assert np.array_equal(assigned_distance(X, Y, outs, metric, rows=rows), dense[rows, outs])
