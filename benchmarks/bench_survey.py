@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_build import package_at, run_cli  # noqa: E402
+from bench_build import package_at, run_cli, stage_cpu  # noqa: E402
 from survey_data import survey, write_csv  # noqa: E402
 
 TARGET_CPU_S = 60.0
@@ -50,11 +50,9 @@ def _line(name: str, r: dict) -> str:
 
 
 def _stages(r: dict) -> str:
-    """Each stage's CPU seconds; a fold's are its own, as the process that ran it measured them
-    (folds run side by side, so a fold stage's record also holds its neighbours' in-process work)."""
     return "    stages (cpu s): " + ", ".join(
-        f"{x['stage']} {x['fold_cpu_seconds']:.1f} (pid {x['fold_pid']})" if "fold_pid" in x
-        else f"{x['stage']} {x['cpu_seconds']:.1f}" for x in r["stages"] or [])
+        f"{x['stage']} {stage_cpu(x):.1f}" + (f" (pid {x['fold_pid']})" if "fold_pid" in x else "")
+        for x in r["stages"] or [])
 
 
 def main(argv=None):
