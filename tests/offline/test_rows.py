@@ -24,5 +24,6 @@ def test_unique_rows_equals_numpys_unique_over_rows(seed, nan):
 def test_unique_rows_of_integers_and_of_one_row():
     A = np.array([[3, 1], [1, 2], [3, 1], [1, 0]])
     distinct, inverse, counts = unique_rows(A, return_inverse=True)
-    assert distinct.tolist() == [[1, 0], [1, 2], [3, 1]] and inverse.tolist() == [2, 1, 2, 0] and counts.tolist() == [1, 1, 2]
+    assert distinct.tolist() == [[1, 0], [1, 2], [3, 1]]
+    assert inverse.tolist() == [2, 1, 2, 0] and counts.tolist() == [1, 1, 2]
     assert [x.tolist() for x in unique_rows(np.array([[5.0, 6.0]]))] == [[[5.0, 6.0]], [1]]

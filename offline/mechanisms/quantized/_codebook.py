@@ -347,9 +347,8 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     optima and D' are the same on them (UCI Adult's 48,842 rows on 5 columns: 14,846 distinct).
     Rows with a NaN cell are never merged (NaN equals nothing), which is only a missed saving."""
     keyed = np.column_stack([labels.astype(float), X])
-    distinct, _, times = unique_rows(keyed, return_inverse=True)
-    times = times.astype(float)
-    return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times
+    distinct, times = unique_rows(keyed)
+    return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times.astype(float)
 
 
 def _resolve(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:

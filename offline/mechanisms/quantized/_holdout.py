@@ -84,7 +84,8 @@ BOOTSTRAP = 200
 PERMUTATIONS = 20
 #: Two-sided confidence of the interval.
 CONFIDENCE = 0.95
-#: Environment variable giving the number of processes that run the folds, this one included (default: the machine's cores).
+#: Environment variable giving the number of processes that run the folds, this one included
+#: (default: the machine's cores).
 JOBS_ENV = "PRIVMAP_JOBS"
 
 
@@ -296,7 +297,7 @@ def _run(function, work: list, jobs: int, progress) -> list:
     OpenMP threads. ``progress(done, total)`` is told, in this thread, how many tasks are done in
     order (task i counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there).
 
-    This process takes tasks from the same queue as the workers: a worker costs about 2.9 CPU-s to
+    This process takes tasks from the same queue as the workers: a worker costs 2 to 3 CPU-s to
     start and import scikit-learn, as much as a fold at K = 256 on the 14,000 x 50 survey, and this
     process would otherwise sit waiting. Each worker is fed by a thread of this process that hands
     it the next task as its last one returns, so no process waits while tasks remain. The first
