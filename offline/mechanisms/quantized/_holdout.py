@@ -39,7 +39,7 @@ not see the held-out private column. Given the build's answers (``build``, a
 :class:`._reuse.BuildStart`), the fold's solvers start from them, carried to the fold's
 clusters: the same certified answers in fewer rounds and Newton steps (:mod:`._reuse` says
 why the estimate stays sound). The solve keeps the build's tolerance: solved to ten times it,
-the folds' tables moved the estimate by a quarter to a third of its interval on UCI Adult,
+the folds' tables moved the estimate by an eighth to a third of its interval on UCI Adult,
 in no one direction across K (benchmarks/README.md), so the solve's precision is part of the
 procedure the estimate is of.
 
