@@ -124,12 +124,6 @@ def run_cli(cli_args: list[str], pythonpath: pathlib.Path | None = None, env_ext
             "stages": summary.get("stages"), "summary": summary}
 
 
-def stage_cpu(record: dict) -> float:
-    """A stage's CPU seconds; a fold's are its own, as the process that ran it measured them (folds
-    run side by side, so a fold stage's record also holds its neighbours' in-process work)."""
-    return record.get("fold_cpu_seconds", record["cpu_seconds"])
-
-
 def fit_exponents(points: list[tuple[int, int, float]]) -> tuple[float, float]:
     """(a, b) of cost ~ c n^a K^b, least squares on logs; NaN where the grid does not vary."""
     n = np.log([p[0] for p in points])
@@ -189,7 +183,7 @@ def main(argv=None):
                 print(line, flush=True)
                 if now["stages"]:
                     print("       stages (cpu s / wall s / peak MiB): " + ", ".join(
-                        f"{s['stage']} {stage_cpu(s):.1f}/{s['seconds']:.1f}/{s['peak_rss_bytes'] / 2 ** 20:.0f}"
+                        f"{s['stage']} {s['cpu_seconds']:.1f}/{s['seconds']:.1f}/{s['peak_rss_bytes'] / 2 ** 20:.0f}"
                         for s in now["stages"]), flush=True)
         for name, points in (("this tree", ours), ("reference", theirs)):
             if len(points) >= 2:

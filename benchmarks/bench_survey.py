@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_build import package_at, run_cli, stage_cpu  # noqa: E402
+from bench_build import package_at, run_cli  # noqa: E402
 from survey_data import survey, write_csv  # noqa: E402
 
 TARGET_CPU_S = 60.0
@@ -51,7 +51,7 @@ def _line(name: str, r: dict) -> str:
 
 def _stages(r: dict) -> str:
     return "    stages (cpu s): " + ", ".join(
-        f"{x['stage']} {stage_cpu(x):.1f}" + (f" (pid {x['fold_pid']})" if "fold_pid" in x else "")
+        f"{x['stage']} {x['cpu_seconds']:.1f}" + (f" (pid {x['fold_pid']})" if "fold_pid" in x else "")
         for x in r["stages"] or [])
 
 

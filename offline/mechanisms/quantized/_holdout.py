@@ -115,10 +115,11 @@ class HoldoutLeakage:
         release of every held-out row (each fold's table), scored by 10-fold cross-validation.
     fold_costs : tuple of dict
         What each fold cost, in fold order, measured by the process that ran it (:func:`_fold`):
-        ``fold`` (1-based), ``seconds`` (wall), ``cpu_seconds`` (``time.process_time`` of that
-        process over the fold: all its threads, user + system), ``peak_rss_bytes`` (that process's
-        ``ru_maxrss`` after the fold, a high-water mark since it started), ``pid`` and ``pooled``
-        (True in a worker process). Not part of the estimate: equality ignores it. Empty for the
+        ``fold`` (1-based), ``started`` (that process's ``time.perf_counter()`` when the fold
+        began), ``seconds`` (wall), ``cpu_seconds`` (``time.process_time`` of that process over the
+        fold: all its threads, user + system), ``peak_rss_bytes`` (that process's ``ru_maxrss``
+        after the fold, a high-water mark since it started), ``pid`` and ``pooled`` (True in a
+        worker process). Not part of the estimate: equality ignores it. Empty for the
         out-of-core build's folds.
     """
 
@@ -418,7 +419,7 @@ def _cost(i: int, wall: float, cpu: float) -> dict:
     """Fold ``i``'s entry of :attr:`HoldoutLeakage.fold_costs`, from its start's ``perf_counter`` and
     ``process_time``, measured in the process that ran it."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"fold": i + 1, "seconds": round(time.perf_counter() - wall, 3),
+    return {"fold": i + 1, "started": wall, "seconds": round(time.perf_counter() - wall, 3),
             "cpu_seconds": round(time.process_time() - cpu, 3),
             "peak_rss_bytes": int(peak if sys.platform == "darwin" else peak * 1024), "pid": os.getpid()}
 

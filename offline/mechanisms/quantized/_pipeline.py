@@ -75,15 +75,18 @@ class StageTimer:
     therefore adds each fold's own figures, measured by the process that ran it, to its
     ``holdout-fold-i`` record: ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes``
     (that process's high-water mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU
-    seconds are added to the record's ``cpu_seconds``. An in-process fold's are in the records
-    open while it ran: folds run side by side, so that is its own record or a neighbour's, and
-    the fold records' sum counts every fold once. The whole process tree's figure stays what
-    the operating system reports for the build's process and its children.
+    seconds are added to the record's ``cpu_seconds``. Folds run side by side, so an in-process
+    fold may run while a neighbour's record is open; its CPU seconds are moved from that record
+    to its own (stages change only between this process's folds, so each ran within one
+    record). A fold record's ``cpu_seconds`` is then its fold's own plus this process's other
+    work in that stage, and the records' sum is unchanged. The whole process tree's figure stays
+    what the operating system reports for the build's process and its children.
     """
 
     def __init__(self, forward: Progress | None = None):
         self._forward = forward
         self._records: list[dict] = []
+        self._spans: list[tuple[float, float]] = []             # each record's perf_counter start, end
         self._stage: str | None = None
         self._since = self._cpu_since = 0.0
 
@@ -99,7 +102,9 @@ class StageTimer:
         """End the running stage (if any) and record it."""
         if self._stage is None:
             return
-        self._records.append({"stage": self._stage, "seconds": round(time.perf_counter() - self._since, 3),
+        now = time.perf_counter()
+        self._spans.append((self._since, now))
+        self._records.append({"stage": self._stage, "seconds": round(now - self._since, 3),
                               "cpu_seconds": round(_cpu_seconds() - self._cpu_since, 3),
                               "peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_SELF),
                               "children_peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_CHILDREN)})
@@ -116,8 +121,11 @@ class StageTimer:
             record.update(fold_seconds=cost["seconds"], fold_cpu_seconds=cost["cpu_seconds"],
                           fold_peak_rss_bytes=cost["peak_rss_bytes"], fold_pid=cost["pid"],
                           fold_pooled=cost["pooled"])
-            if cost["pooled"]:
-                record["cpu_seconds"] = round(record["cpu_seconds"] + cost["cpu_seconds"], 3)
+            if not cost["pooled"]:                # take it from the record open while it ran
+                ran = next((r for r, (start, end) in zip(self._records, self._spans)
+                            if start <= cost["started"] < end), record)
+                ran["cpu_seconds"] = round(max(ran["cpu_seconds"] - cost["cpu_seconds"], 0.0), 3)
+            record["cpu_seconds"] = round(record["cpu_seconds"] + cost["cpu_seconds"], 3)
 
     def records(self) -> list[dict]:
         """The closed stages, in order (see the class docstring)."""

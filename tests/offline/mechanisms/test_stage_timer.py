@@ -43,8 +43,8 @@ def test_build_json_reports_the_stages_with_encode_sign(tmp_path, keys, ratings_
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_each_fold_stage_carries_the_cpu_and_memory_its_own_process_measured(ratings_csv, monkeypatch, jobs):
     """Pooled fold workers are invisible to the parent's RUSAGE_CHILDREN until reaped, so each fold
-    measures itself; a pooled fold's CPU counts in its stage's cpu_seconds, an in-process fold's in
-    the fold stages open while it ran. Two processes: this one and one worker, a fold each."""
+    measures itself and its CPU counts in its own stage's cpu_seconds, an in-process fold's moved
+    there from the stage open while it ran. Two processes: this one and one worker, a fold each."""
     monkeypatch.setenv("PRIVMAP_JOBS", jobs)
     result = build(ratings_csv, BuildOptions(private="gender", clusters=12, delta_fraction=0.5, holdout_folds=2))
     folds = [r for r in result.stages.records() if r["stage"].startswith("holdout-fold")]
@@ -53,7 +53,5 @@ def test_each_fold_stage_carries_the_cpu_and_memory_its_own_process_measured(rat
         assert r["fold_cpu_seconds"] > 0 and r["fold_seconds"] > 0
         assert r["fold_peak_rss_bytes"] > 10 * 2 ** 20
         assert r["fold_pooled"] == (r["fold_pid"] != os.getpid())
-        if r["fold_pooled"]:
-            assert r["cpu_seconds"] >= r["fold_cpu_seconds"] - 0.05        # added to its own stage
+        assert r["cpu_seconds"] >= r["fold_cpu_seconds"] - 0.05             # in its own stage
     assert sorted(r["fold_pooled"] for r in folds) == ([False, True] if jobs == "2" else [False, False])
-    assert sum(r["cpu_seconds"] for r in folds) >= sum(r["fold_cpu_seconds"] for r in folds) - 0.1
