@@ -14,9 +14,9 @@ data set too small for K = 4 gets that one candidate alone). Every candidate sha
 the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
 pairs are tasks shared by this process and its fold workers. A candidate whose plain build
 would start its folds from its answers (:func:`._reuse.starts_folds`: large K) is first built
-on all the rows, and its folds start from that build, as a plain build's do; so the chosen candidate's estimate
-is always the one a plain build at its K declares, and a chosen candidate built that way is the
-build the bundle ships (:attr:`Choice.solved`). (The folds' k-means do not start from the
+on all the rows, and its folds start from that build, as a plain build's do; so the chosen
+candidate's estimate is always the one a plain build at its K declares, and a chosen candidate
+built that way is the build the bundle ships (:attr:`Choice.solved`). (The folds' k-means do not start from the
 full-data centres: that start was measured to make the held-out distortion optimistic, the
 more so at larger K; :mod:`._holdout`.)
 

@@ -299,8 +299,8 @@ def _run(function, work: list, jobs: int, progress) -> list:
     order (task i counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there).
 
     This process takes tasks from the same queue as the workers: a worker costs 2 to 3 CPU-s to
-    start and import scikit-learn, as much as a fold at K = 256 on the 14,000 x 50 survey, and this
-    process would otherwise sit waiting. Each worker is fed by a thread of this process that hands
+    start and import scikit-learn, more than a fold at K = 256 on the 14,000 x 50 survey (about
+    1.2), and this process would otherwise sit waiting. Each worker is fed by a thread of this process that hands
     it the next task as its last one returns, so no process waits while tasks remain. The first
     exception (a fold returns its BuildError, so anything raised is a bug or an interrupt) is
     raised once the workers are stopped; no task starts after it.
