@@ -118,9 +118,6 @@ class Pairs:
         rows = order[starts[c][which] + offset]
         return cls(rows, j[which], row_mass[rows] * table[c, j][which], table.shape[1])
 
-    def with_weights(self, weights: np.ndarray) -> "Pairs":
-        return Pairs(self.rows, self.outs, weights, self.n_outputs)
-
     def per_output(self, values: np.ndarray) -> np.ndarray:
         """sum over pairs of ``values`` (P,) by output, shape (m,)."""
         return np.bincount(self.outs, weights=values, minlength=self.n_outputs)

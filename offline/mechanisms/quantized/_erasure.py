@@ -130,19 +130,6 @@ def output_alphabet(inputs: Sequence[tuple[str, ...]]) -> list[tuple[str | None,
     return sorted(seen, key=_output_key)
 
 
-def erasure_cost(row: Sequence[str], output: Sequence[str | None]) -> float:
-    """d(row, output): erasures in ``output``, or ``inf`` if a kept cell differs from ``row``."""
-    if len(row) != len(output):
-        raise ValueError(f"tuple widths differ: {len(row)} and {len(output)}")
-    erased = 0
-    for v, w in zip(row, output):
-        if w is ERASED:
-            erased += 1
-        elif w != v:
-            return float("inf")
-    return float(erased)
-
-
 def erasure_distortion(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str | None]]) -> np.ndarray:
     """Distortion matrix of shape (len(inputs), len(outputs)); ``inf`` forbids changing a kept value."""
     X = np.asarray(inputs, dtype=object)
