@@ -4,18 +4,11 @@ from click.testing import CliRunner
 from privmap.offline.cli._main import main
 
 
-def _runner() -> CliRunner:
-    try:  # click < 8.2 mixes stderr into stdout unless told otherwise
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
 @pytest.fixture(scope="session")
 def run():
     """``run(*args, ok=True)``: invoke ``privmap ARGS``; with ok, assert exit status 0."""
     def invoke(*args, ok=True):
-        result = _runner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+        result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
         if ok:
             assert result.exit_code == 0, result.output
         return result

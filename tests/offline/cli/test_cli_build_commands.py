@@ -41,8 +41,7 @@ def test_each_build_command_shows_its_own_and_the_shared_options_and_one_example
     assert all(option in text for option in SHARED)
     example = text.split("Example", 1)[1]
     assert f"privmap {command} " in example
-    if command != "build":  # seed 000's build keeps the options pinned by issues 24 and 27
-        assert len(text.splitlines()) <= 60
+    assert len(text.splitlines()) <= 60
 
 
 def test_the_group_lists_every_build_command(run):
