@@ -1,4 +1,7 @@
-"""Fixtures for the offline tests: a CLI runner and a signing key pair."""
+"""Fixtures for the offline tests: a CLI runner, a signing key pair and a categorical toy table."""
+import csv
+
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from privmap.offline.cli._main import main
@@ -21,3 +24,22 @@ def keys(tmp_path_factory, run):
     keydir = tmp_path_factory.mktemp("keys") / "k"
     run("keygen", keydir)
     return keydir
+
+
+@pytest.fixture(scope="session")
+def toy_csv(tmp_path_factory):
+    """``toy_csv(rows, seed)``: the path of a new CSV of ``rows`` categorical rows drawn with ``seed``:
+    colour (red, green, blue), size (S, L) and secret, "yes" with probability 0.8 for red rows and 0.3
+    for the others (the seed mechanisms' tests and the build commands' toy data)."""
+    def write(rows, seed):
+        rng = np.random.default_rng(seed)
+        path = tmp_path_factory.mktemp("toy") / "toy.csv"
+        with path.open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["colour", "size", "secret"])
+            for _ in range(rows):
+                colour = rng.choice(["red", "green", "blue"])
+                size = rng.choice(["S", "L"])
+                w.writerow([colour, size, "yes" if rng.random() < (0.8 if colour == "red" else 0.3) else "no"])
+        return path
+    return write

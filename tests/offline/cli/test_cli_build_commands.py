@@ -1,9 +1,7 @@
 """Issue 26 item 1: one build command per mechanism, each showing only its own options and teaching with
 one example; the old ``build --mechanism NAME`` forms forwarded to them, same bundle bytes."""
-import csv
 import pathlib
 
-import numpy as np
 import pytest
 
 DATA = pathlib.Path(__file__).resolve().parents[3] / "data"
@@ -20,17 +18,8 @@ SHARED = ("--key", "--out", "--passphrase-file", "--bundle-version", "--issued-a
 
 
 @pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    rng = np.random.default_rng(26)
-    path = tmp_path_factory.mktemp("cli26") / "toy.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["colour", "size", "secret"])
-        for _ in range(200):
-            colour = rng.choice(["red", "green", "blue"])
-            w.writerow([colour, rng.choice(["S", "L"]), "yes" if rng.random() < (0.8 if colour == "red" else 0.3)
-                        else "no"])
-    return path
+def toy(toy_csv):
+    return toy_csv(200, 26)
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

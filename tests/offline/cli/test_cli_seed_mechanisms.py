@@ -2,22 +2,12 @@
 import csv
 import json
 
-import numpy as np
 import pytest
 
 
 @pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    rng = np.random.default_rng(1)
-    path = tmp_path_factory.mktemp("cli15") / "toy.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["colour", "size", "secret"])
-        for _ in range(300):
-            colour = rng.choice(["red", "green", "blue"])
-            w.writerow([colour, rng.choice(["S", "L"]),
-                        "yes" if rng.random() < (0.8 if colour == "red" else 0.3) else "no"])
-    return path
+def toy(toy_csv):
+    return toy_csv(300, 1)
 
 
 def test_funnel_build_pinned_form_and_inspect_json_gives_leakage_and_disclosure(run, keys, toy, tmp_path):

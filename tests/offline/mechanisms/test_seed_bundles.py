@@ -1,10 +1,8 @@
 """Funnel and max-correlation bundles on the device: verified without numpy or privmap.offline,
 refused when tampered with or when a declared figure disagrees with the table."""
-import csv
 import json
 
 import msgpack
-import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from isolation import release_in_isolation
@@ -28,18 +26,8 @@ NOW = 1_700_000_000
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    path = tmp_path_factory.mktemp("seed") / "toy.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["colour", "size", "secret"])
-        for _ in range(400):
-            colour = rng.choice(["red", "green", "blue"])
-            size = rng.choice(["S", "L"])
-            secret = "yes" if rng.random() < (0.8 if colour == "red" else 0.3) else "no"
-            w.writerow([colour, size, secret])
-    return path
+def data(toy_csv):
+    return toy_csv(400, 0)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,4 @@
 """The cvxpy/Clarabel reference solves program (19) to its known answers."""
-import math
 
 import numpy as np
 import pytest
@@ -12,23 +11,16 @@ from privmap.offline.solvers import _cvxpy_solver
 from privmap.offline.solvers._fast_solver import solve_fast
 from privmap.offline.solvers._perfect import perfect_privacy_distortion
 
+from known_answers import CASES, bsc, bsc_leakage_bits
+
 TOL = 1e-5
 
 
-def h2(x):
-    return 0.0 if x in (0.0, 1.0) else -x * math.log2(x) - (1 - x) * math.log2(1 - x)
-
-
-def bsc(p):
-    """S ~ Bern(1/2), X = S xor Bern(p): p(s, x) and the Hamming distortion on X."""
-    return np.array([[(1 - p) / 2, p / 2], [p / 2, (1 - p) / 2]]), np.array([[0.0, 1.0], [1.0, 0.0]])
-
-
-@pytest.mark.parametrize("p, D", [(0.1, 0.05), (0.1, 0.2), (0.25, 0.1), (0.0, 0.3), (0.3, 0.45)])
+@pytest.mark.parametrize("p, D", CASES)
 def test_binary_symmetric_known_answer(p, D):
     p_ac, dist = bsc(p)
     res = _cvxpy_solver.solve_cvxpy(p_ac, dist, D)
-    expected = 1.0 - h2(p * (1 - D) + (1 - p) * D)
+    expected = bsc_leakage_bits(p, D)
     assert res.status == "optimal"
     assert res.leakage_bits == pytest.approx(expected, abs=1e-5)
     assert res.distortion <= D + 1e-7
