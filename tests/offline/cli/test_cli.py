@@ -21,11 +21,8 @@ def privmap_process(*args, stdout=subprocess.PIPE, script=None):
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory, keys, ratings_csv, run):
-    out = tmp_path_factory.mktemp("b") / "demo.bundle"
-    run("build", ratings_csv, "--private", "gender", "--clusters", 24, "--delta-fraction", 0.5,
-        "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000, "--valid-days", 36500)
-    return out
+def bundle(ratings_bundle):
+    return ratings_bundle(24, 0.5)
 
 
 def test_keygen_writes_a_private_key_readable_by_owner_only(keys):

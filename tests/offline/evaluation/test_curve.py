@@ -14,15 +14,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def small_ratings(tmp_path_factory, ratings_csv):
-    """The first 600 rows of the ratings, 8 genres: quick sweeps."""
-    with open(ratings_csv, newline="") as f:
-        rows = list(csv.reader(f))
-    keep = list(range(8)) + [len(rows[0]) - 1]
-    path = tmp_path_factory.mktemp("d") / "ratings8.csv"
-    with open(path, "w", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows([[r[i] for i in keep] for r in rows[:601]])
-    return path
+def small_ratings(ratings_head):
+    return ratings_head(8)
 
 
 def test_curve_writes_points_and_a_png_and_leakage_falls_as_delta_grows(small_ratings, tmp_path, run):

@@ -20,20 +20,14 @@ def stdout_json(result):
 
 
 @pytest.fixture(scope="module")
-def private_bundle(tmp_path_factory, keys, ratings_csv, run):
+def private_bundle(ratings_bundle):
     """A perfectly private bundle (Delta at the perfect-privacy distortion) on the ratings."""
-    out = tmp_path_factory.mktemp("b") / "private.bundle"
-    run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 1.0,
-        "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000, "--valid-days", 36500)
-    return out
+    return ratings_bundle(12, 1.0)
 
 
 @pytest.fixture(scope="module")
-def leaky_bundle(tmp_path_factory, keys, ratings_csv, run):
-    out = tmp_path_factory.mktemp("b") / "leaky.bundle"
-    run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 0.3,
-        "--key", keys / "private.pem", "--out", out, "--issued-at", 1_700_000_000, "--valid-days", 36500)
-    return out
+def leaky_bundle(ratings_bundle):
+    return ratings_bundle(12, 0.3)
 
 
 # ----------------------------------------------------------------------------- the command
