@@ -253,10 +253,14 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     partitioned = wants_partitioned(data, workers, scheduler)
     checked = check_partitioned_options(data, options, auto=auto, kmeans=kmeans) if partitioned else None
     private_key = load_private_key(key, password=read_passphrase(passphrase_file))
-    choice = _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc) if auto else None
-    if choice is not None:
-        options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     started = time.perf_counter()
+    search, choice = StageTimer(), None
+    if auto:
+        search("auto-search", 0.0)
+        choice = _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc)
+        search.close()
+        search.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
+        options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
     if partitioned:
         timer = StageTimer()
         result = run_partitioned(data, options, workers=workers, scheduler=scheduler, kmeans=kmeans,
@@ -286,13 +290,14 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     atomic_write(out, bundle_bytes)
     timer.close()
     seconds = time.perf_counter() - started
+    stages = search.records() + timer.records()
     metrics = result.payload["metrics"]
     summary = {"out": str(out), "bytes": len(bundle_bytes), "build_seconds": round(seconds, 3),
                **{k: metrics[k] for k in ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r",
                                           "delta_plus_r", "clusters", "n", "perfect_privacy_distortion",
                                           "measured_distortion", "leakage_change_bits")},
-               "solver": result.solved.solver, "stage_seconds": _seconds_by_stage(timer.records()),
-               "stages": timer.records(),
+               "solver": result.solved.solver, "stage_seconds": _seconds_by_stage(stages),
+               "stages": stages,
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(result.solved.gap_bits):
         summary["solver_gap_bits"] = result.solved.gap_bits
@@ -306,7 +311,8 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     if as_json:
         emit(summary)
         return
-    click.echo(f"wrote {out} ({len(bundle_bytes)} bytes) in {seconds:.2f} s")
+    searched = f", the auto search {search.records()[0]['seconds']:.2f} s of it" if choice is not None else ""
+    click.echo(f"wrote {out} ({len(bundle_bytes)} bytes) in {seconds:.2f} s{searched}")
     click.echo(f"  leakage I(A;C^): {metrics['leakage_bits']:.6f} bits "
                f"(before the mapping: {metrics['leakage_before_bits']:.6f} bits)")
     where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"

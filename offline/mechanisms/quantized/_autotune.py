@@ -38,7 +38,7 @@ candidate. The search is deterministic given the options' seed.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -72,7 +72,11 @@ class Choice:
     (given, or the default's value); ``target_source`` says which ("given" or "default").
     ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is,
     and ``solved`` its build on all the rows when the search made one (None otherwise), which the
-    bundle ships (``build_kwargs``).
+    bundle ships (``build_kwargs``). ``fold_costs`` holds what every (candidate, fold) task cost,
+    as :attr:`._holdout.HoldoutLeakage.fold_costs` gives it, and ``candidate_costs`` one dict per
+    candidate: ``clusters``, ``smoothing`` and ``fold_cpu_seconds`` (its folds' CPU seconds
+    together); neither is compared, and neither is in :meth:`summary` (the search's outcome,
+    reproducible from the seed, where CPU seconds are not).
     """
 
     clusters: int
@@ -83,6 +87,8 @@ class Choice:
     target_source: str = "default"
     holdout: HoldoutLeakage | None = None
     solved: Solved | None = None
+    fold_costs: tuple = field(default=(), compare=False)
+    candidate_costs: tuple = field(default=(), compare=False)
 
     def build_kwargs(self) -> dict:
         """Keyword arguments of :func:`privmap.offline.mechanisms.quantized._pipeline.build` for the chosen candidate."""
@@ -203,7 +209,12 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     chosen = rows.index(best)
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, target_source=source, holdout=estimates[chosen],
-                  solved=builds[chosen] if isinstance(builds[chosen], Solved) else None)
+                  solved=builds[chosen] if isinstance(builds[chosen], Solved) else None,
+                  fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
+                  candidate_costs=tuple(
+                      {"clusters": k, "smoothing": s,
+                       "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)}
+                      for (k, s), e in zip(pairs, estimates) if isinstance(e, HoldoutLeakage)))
 
 
 def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:

@@ -68,7 +68,8 @@ class StageTimer:
 
     The stages of :func:`build`: load, cluster, prior, perfect-privacy (Delta0), solve, codebook,
     compress, holdout-fold-1 .. holdout-fold-k (each ends when the build is told that fold is
-    done), payload; the CLI adds encode-sign.
+    done), payload; the CLI adds encode-sign, and times ``--clusters auto``'s search as one stage,
+    auto-search, on a timer of its own (:meth:`attach_search`).
 
     Folds run in this process and in pooled worker processes, which the parent's
     ``RUSAGE_CHILDREN`` does not see until the pool is reaped (at exit). :meth:`attach_folds`
@@ -126,6 +127,15 @@ class StageTimer:
                             if start <= cost["started"] < end), record)
                 ran["cpu_seconds"] = round(max(ran["cpu_seconds"] - cost["cpu_seconds"], 0.0), 3)
             record["cpu_seconds"] = round(record["cpu_seconds"] + cost["cpu_seconds"], 3)
+
+    def attach_search(self, stage: str, costs, **more) -> None:
+        """Add to the closed record ``stage`` the cost of the folds run during it (``costs`` as
+        :attr:`._autotune.Choice.fold_costs`): ``folds`` (how many), ``fold_cpu_seconds`` (their
+        CPU seconds together), the pooled folds' CPU seconds to its ``cpu_seconds`` (those of
+        this process's folds are in it already), and the keys of ``more`` as they are."""
+        record = next(r for r in self._records if r["stage"] == stage)
+        record.update(folds=len(costs), fold_cpu_seconds=round(sum(c["cpu_seconds"] for c in costs), 3), **more)
+        record["cpu_seconds"] = round(record["cpu_seconds"] + sum(c["cpu_seconds"] for c in costs if c["pooled"]), 3)
 
     def records(self) -> list[dict]:
         """The closed stages, in order (see the class docstring)."""

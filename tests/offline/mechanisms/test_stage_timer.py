@@ -55,3 +55,37 @@ def test_each_fold_stage_carries_the_cpu_and_memory_its_own_process_measured(rat
         assert r["fold_pooled"] == (r["fold_pid"] != os.getpid())
         assert r["cpu_seconds"] >= r["fold_cpu_seconds"] - 0.05             # in its own stage
     assert sorted(r["fold_pooled"] for r in folds) == ([False, True] if jobs == "2" else [False, False])
+
+
+def test_build_json_times_the_auto_search_as_its_first_stage_with_every_fold_in_it(tmp_path, keys, ratings_csv,
+                                                                                   run, monkeypatch):
+    """The search's folds run in this process and a pooled worker, whose CPU the parent cannot see
+    until the pool is reaped: the search's record adds the worker's folds as they measured
+    themselves, and the build's time includes the search."""
+    monkeypatch.setenv("PRIVMAP_JOBS", "2")
+    summary = json.loads(run("build", ratings_csv, "--private", "gender", "--clusters", "auto", "--delta-fraction",
+                             0.5, "--holdout-folds", 2, "--key", keys / "private.pem", "--out", tmp_path / "b.bundle",
+                             "--json").stdout)
+    search = summary["stages"][0]
+    assert search["stage"] == "auto-search" and summary["stages"][1]["stage"] == "load"
+    candidates = summary["auto"]["candidates"]
+    assert search["folds"] == 2 * len(candidates)
+    assert [(c["clusters"], c["smoothing"]) for c in search["candidates"]] == [
+        (c["clusters"], c["smoothing"]) for c in candidates]
+    assert search["fold_cpu_seconds"] == pytest.approx(sum(c["fold_cpu_seconds"] for c in search["candidates"]),
+                                                       abs=0.01 * len(candidates))
+    assert search["cpu_seconds"] >= search["fold_cpu_seconds"] - 0.05      # every fold, pooled or not, counted
+    assert search["seconds"] <= summary["build_seconds"]
+    assert sum(r["seconds"] for r in summary["stages"]) <= summary["build_seconds"] + 0.01
+
+
+def test_a_searchs_record_gains_the_cpu_of_its_pooled_folds_only():
+    timer = StageTimer()
+    timer("auto-search", 0.0)
+    timer.close()
+    before = timer.records()[0]["cpu_seconds"]
+    timer.attach_search("auto-search", [{"cpu_seconds": 2.0, "pooled": True}, {"cpu_seconds": 1.0, "pooled": False}],
+                        candidates=[{"clusters": 4}])
+    record = timer.records()[0]
+    assert record["cpu_seconds"] == pytest.approx(before + 2.0)       # this process's fold is in `before`
+    assert record["folds"] == 2 and record["fold_cpu_seconds"] == 3.0 and record["candidates"] == [{"clusters": 4}]
