@@ -193,6 +193,11 @@ class _CommandStdout(io.TextIOBase):
             self._out.flush()
         self._err.flush()
 
+    def __del__(self) -> None:
+        """Nothing to release: both streams belong to the process. (IOBase's finaliser would close,
+        hence flush, them; at interpreter exit this module's globals may already be None, and
+        Python 3.13 printed 'Exception ignored in: <_CommandStdout ...>' for each one left.)"""
+
 
 @contextlib.contextmanager
 def _pipe_closed_as_stdout_closed():
