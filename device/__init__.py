@@ -73,6 +73,7 @@ from .format._leakage import table_leakage_bits
 from .format._limits import (
     DOMAIN_TAG,
     FORMAT_VERSION,
+    MAX_ABS_CELL,
     MAX_BUNDLE_BYTES,
     MAX_SIGNATURES,
     MAX_VERSION,
@@ -128,7 +129,7 @@ __all__ = [
     "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits", "record_bits",
     # format constants
     "FORMAT_VERSION", "SIGNATURE_ALGORITHM", "DOMAIN_TAG", "PAYLOAD_TYPE", "SCHEMA_VERSION",
-    "MAX_VERSION", "MAX_BUNDLE_BYTES", "MULTISIG_FORMAT_VERSION", "MULTISIG_DOMAIN_TAG", "MAX_SIGNATURES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
+    "MAX_VERSION", "MAX_BUNDLE_BYTES", "MAX_ABS_CELL", "MULTISIG_FORMAT_VERSION", "MULTISIG_DOMAIN_TAG", "MAX_SIGNATURES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
     "MIN_MSGPACK_VERSION",
     # errors
     "PrivmapDeviceError", "BundleError", "BundleTooLargeError", "BundleFormatError",

@@ -14,6 +14,7 @@ __all__ = [
     "MULTISIG_FORMAT_VERSION",
     "MULTISIG_DOMAIN_TAG",
     "MAX_SIGNATURES",
+    "MAX_ABS_CELL",
     "Limits",
 ]
 
@@ -38,6 +39,10 @@ MAX_VERSION = 2**63 - 1
 #: Default cap on the size of a whole bundle file, in bytes (16 MiB: device-sized; see
 #: benchmarks/bench_load_limits.py for the load time and memory of the largest bundle admitted).
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
+#: Largest magnitude of a numeric cell: of a row a device reads, of a declared domain's bounds and
+#: so of every representative. A distance sums d squared differences of at most 2e100 each, far
+#: below float64's 1.8e308 for any d a bundle may hold, so no distance overflows to inf.
+MAX_ABS_CELL = 1e100
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from .._errors import BundleFormatError, TableError, WrongTypeError
-from ._limits import MAX_VERSION, PAYLOAD_TYPE, SCHEMA_VERSION, Limits
+from ._limits import MAX_ABS_CELL, MAX_VERSION, PAYLOAD_TYPE, SCHEMA_VERSION, Limits
 from ..release._lookup import _DECIMAL
 
 __all__ = [
@@ -181,8 +181,8 @@ def _feature(spec, position, limits: Limits) -> Feature:
         _closed_map(spec, NUMERIC_FEATURE_KEYS, what)
         name = _string(spec["name"], f"{what}.name", limits)
         lo, hi, integer = spec["min"], spec["max"], spec["integer"]
-        if not (_is_number(lo) and _is_number(hi)) or not lo <= hi:
-            _fail(f"{what}: min and max must be finite numbers with min <= max")
+        if not (_is_number(lo) and _is_number(hi)) or not -MAX_ABS_CELL <= lo <= hi <= MAX_ABS_CELL:
+            _fail(f"{what}: min and max must be numbers with -{MAX_ABS_CELL:g} <= min <= max <= {MAX_ABS_CELL:g}")
         if type(integer) is not bool:
             _fail(f"{what}.integer must be a bool")
         missing, fill, token = spec["missing"], spec["fill"], spec["missing_token"]

@@ -12,16 +12,15 @@ import math
 import re
 
 from .._errors import BundleFormatError, InputError
+from ..format._limits import MAX_ABS_CELL
 from ..format._schema import Feature
 
-__all__ = ["MAX_REAL_DIM", "MAX_ABS_CELL", "RealBundle", "number", "vector", "matrix", "names",
+__all__ = ["MAX_REAL_DIM", "RealBundle", "number", "vector", "matrix", "names",
            "parse_real_row", "cholesky_logdet", "dot"]
 
 #: Largest number of released coordinates (and of private/utility/target columns) of a
 #: real-valued bundle: bounds the device's O(n^3) Cholesky and O(k n) release work.
 MAX_REAL_DIM = 256
-#: Largest magnitude of an input cell; larger ones are refused (squares stay far from overflow).
-MAX_ABS_CELL = 1e100
 _DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*\Z")
 _MAX_CELL_STRING = 64
 

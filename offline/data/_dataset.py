@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
+from privmap.device import MAX_ABS_CELL
 
 from .._errors import DatasetError
 from .._listing import name_some
@@ -392,4 +393,7 @@ def _cell(text: str, path: pathlib.Path, line: int, column: str, categorical: bo
         raise DatasetError(f"{path}, line {line}, column {column!r}: not a number: {value[:40]!r}") from None
     if not math.isfinite(number):
         raise DatasetError(f"{path}, line {line}, column {column!r}: not finite: {value[:40]!r}")
+    if abs(number) > MAX_ABS_CELL:
+        raise DatasetError(f"{path}, line {line}, column {column!r}: {value[:40]!r} is beyond +-{MAX_ABS_CELL:g}, "
+                           "the largest magnitude a device reads (its squared distances would overflow)")
     return number

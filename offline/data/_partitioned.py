@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
+from privmap.device import MAX_ABS_CELL
 
 from .._errors import DatasetError
 from ._dataset import parse_rows, select_columns
@@ -250,7 +251,7 @@ def _read_csv_block(part: Partition, features, private, tokens: dict[str, str]):
                             keep_default_na=False, na_values=missing, skipinitialspace=False)
         X = frame[list(features)].to_numpy(dtype=np.float64)
         labels = frame[private].str.strip().to_numpy(dtype=object)
-        clean = not np.isinf(X).any() and bool((labels != "").all())
+        clean = not (np.abs(X) > MAX_ABS_CELL).any() and bool((labels != "").all())   # inf included
     except (ValueError, TypeError, AttributeError, pd.errors.ParserError):
         clean = False
     if clean:
@@ -316,7 +317,11 @@ def _read_parquet_block(part: Partition, features, private):
             values[pc.is_null(column).to_numpy(zero_copy_only=False)] = np.nan
         inf = np.isinf(values)
         if inf.any():
-            raise DatasetError(f"{where(int(np.argmax(inf)))}, column {name!r}: not finite: {values[inf][0]!r}")
+            raise DatasetError(f"{where(int(np.argmax(inf)))}, column {name!r}: not finite: {float(values[inf][0])!r}")
+        huge = np.abs(values) > MAX_ABS_CELL
+        if huge.any():
+            raise DatasetError(f"{where(int(np.argmax(huge)))}, column {name!r}: {float(values[huge][0])!r} is beyond "
+                               f"+-{MAX_ABS_CELL:g}, the largest magnitude a device reads")
         columns.append(values)
     labels = pc.utf8_trim_whitespace(pc.cast(table.column(private), pa.string()))
     empty = pc.fill_null(pc.equal(labels, ""), True).to_numpy(zero_copy_only=False)

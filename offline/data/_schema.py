@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from privmap.device import MAX_ABS_CELL
 from privmap.device.release._lookup import _DECIMAL
 from privmap.device.format._schema import MAX_MISSING_TOKEN
 
@@ -100,6 +101,8 @@ def _range(text: str, what: str) -> tuple[float, float]:
     lo, hi = float(match.group(1)), float(match.group(2))
     if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
         raise DatasetError(f"{what}: need finite LO <= HI, got {text!r}")
+    if max(abs(lo), abs(hi)) > MAX_ABS_CELL:
+        raise DatasetError(f"{what}: LO and HI must lie within +-{MAX_ABS_CELL:g} (devices refuse larger), got {text!r}")
     return lo, hi
 
 
@@ -155,6 +158,8 @@ def read_schema_file(path) -> dict[str, Declaration]:
             if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in (lo, hi)) \
                     or lo > hi:
                 raise DatasetError(f"{what}: min and max must be finite numbers with min <= max")
+            if max(abs(lo), abs(hi)) > MAX_ABS_CELL:
+                raise DatasetError(f"{what}: min and max must lie within +-{MAX_ABS_CELL:g} (devices refuse larger)")
         missing = spec.get("missing")
         if missing is not None and not isinstance(missing, bool):
             raise DatasetError(f"{what}: missing must be true or false")

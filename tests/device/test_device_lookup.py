@@ -6,7 +6,7 @@ import random
 
 import pytest
 from harness import EnumeratingBits, exact_payload, with_leakage
-from privmap.device import InputError, InsecureTestBits
+from privmap.device import MAX_ABS_CELL, BundleFormatError, InputError, InsecureTestBits, Limits
 from privmap.device.format import _bundle as bundle_module
 from privmap.device.release._lookup import (
     MODE_EQUAL,
@@ -240,13 +240,20 @@ def test_release_is_always_a_representative(sim):
         assert bundle.release_index(row) in bundle.index[bundle.lookup(row)]
 
 
-def test_distances_never_produce_nan(sim):
-    features = [{"name": "v", "kind": "numeric", "min": -1e308, "max": 1e308, "integer": False, "missing": "refuse", "fill": None, "missing_token": ""}]
-    bundle = _quantized(sim, [[-1e308], [1e308], [0.0]], "l2", features=features)
-    assert bundle.lookup([1e308]) == 1
-    assert bundle.lookup([-1e308]) == 0
-    assert bundle.lookup([5e153]) == 2  # all three distances inf/finite, none NaN
-    assert bundle.lookup([1e300]) == 0  # every distance overflows to inf: tie -> lowest index
-    from privmap.device.release._lookup import nearest_pure
-    assert not any(math.isnan(v) for v in (float("inf") - 0.0,))
-    assert nearest_pure([(-1e308,), (1e308,)], bundle._modes, (0.0,)) == 0
+def _line(lo, hi):
+    return [{"name": "v", "kind": "numeric", "min": lo, "max": hi, "integer": False, "missing": "refuse",
+             "fill": None, "missing_token": ""}]
+
+
+@pytest.mark.parametrize("lo, hi", [(-1e308, 1e308), (-1e101, 0.0), (0.0, 1e101)])
+def test_a_domain_beyond_the_largest_cell_magnitude_is_refused_so_no_distance_overflows(sim, lo, hi):
+    with pytest.raises(BundleFormatError, match="min and max"):
+        _quantized(sim, [[lo], [hi]], "l2", features=_line(lo, hi))
+
+
+def test_distances_at_the_largest_cell_magnitude_are_finite_and_exact(sim):
+    edge = MAX_ABS_CELL
+    bundle = _quantized(sim, [[-edge], [edge], [0.0]], "l2", features=_line(-edge, edge))
+    assert bundle.lookup([edge]) == 1 and bundle.lookup([-edge]) == 0
+    assert bundle.lookup([edge / 10]) == 2 and bundle.lookup([edge * 0.6]) == 1
+    assert math.isfinite(sum((2 * edge) ** 2 for _ in range(Limits().max_features)))  # the widest row

@@ -242,6 +242,8 @@ def test_metrics_and_provenance_are_open_maps_with_required_keys(sim):
     lambda p: p.__setitem__("outputs", []),
     lambda p: p.__setitem__("features", []),
     lambda p: p["features"][1].__setitem__("min", 2.0),         # min > max
+    lambda p: p["features"][2].__setitem__("max", 1e101),       # beyond MAX_ABS_CELL: distances overflow
+    lambda p: p["features"][2].__setitem__("min", -1e101),
     lambda p: p["features"][1].__setitem__("kind", "ordinal"),
     lambda p: p["features"][1].__setitem__("name", ""),
     lambda p: p["features"][1].__setitem__("name", "rating"),   # duplicate name

@@ -48,6 +48,7 @@ def test_bundled_ratings_have_twenty_features_and_two_classes(ratings_csv):
     ("a,b,p\n" + rows(12), {"private": "p", "public": ["zz"]}, ["unknown public column", "'zz'"]),
     ("a,b,p\n" + rows(5) + "1,oops,x\n" + rows(6), {"private": "p"}, ["line 7", "'b'", "not a number"]),
     ("a,b,p\n" + rows(5) + "1,nan,x\n" + rows(6), {"private": "p"}, ["line 7", "not finite"]),
+    ("a,b,p\n" + rows(5) + "1,-1e101,x\n" + rows(6), {"private": "p"}, ["line 7", "'b'", "beyond", "1e+100"]),
     ("a,b,p\n" + rows(5) + "1,,x\n" + rows(6), {"private": "p", "categorical": True}, ["line 7", "empty cell"]),
     ("a,b,p\n" + rows(5) + "1,2\n" + rows(6), {"private": "p"}, ["line 7", "2 cells"]),
     ("a,b,p\n" + rows(4), {"private": "p"}, ["4 data rows", "at least"]),

@@ -119,6 +119,14 @@ def test_schema_round_trips_through_the_signed_bundle(sparse_csv, tmp_path):
         [(c.name, c.integer, c.min, c.max, c.missing, c.missing_token) for c in result.alphabet.schema]
 
 
+@pytest.mark.parametrize("spec, words", [({"min": 0, "max": "9"}, "finite numbers"), ({"min": -1e101, "max": 9}, "within")])
+def test_a_schema_file_domain_beyond_what_devices_read_is_refused(tmp_path, spec, words):
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(json.dumps({"columns": {"bigb": {"type": "integer", **spec}}}))
+    with pytest.raises(DatasetError, match=words):
+        read_schema_file(schema_file)
+
+
 def _ratings_without_fives(tmp_path):
     rng = np.random.default_rng(4)
     path = tmp_path / "no_fives.csv"
@@ -160,6 +168,7 @@ def test_inferred_domain_is_the_observed_range(tmp_path):
 @pytest.mark.parametrize("domains, words", [
     (["2:4"], "outside the declared domain"), (["a=1:5"], None), (["zz=1:5"], "unknown public column"),
     (["1:x"], "LO:HI"), (["5:1"], "LO <= HI"), (["1:5", "0:9"], "given twice"), (["a=1.5:5"], "whole-number"),
+    (["a=1:1e101"], "within"),
 ])
 def test_bad_declarations_are_dataset_errors(tmp_path, domains, words):
     path = _ratings_without_fives(tmp_path)

@@ -28,7 +28,7 @@ def test_parquet_partitions_hold_the_same_rows_as_the_csv(ratings):
 
 
 @pytest.mark.parametrize("bad, fragment", [
-    ("x", "not a number"), ("inf", "not finite"), (None, "cells, header has"),
+    ("x", "not a number"), ("inf", "not finite"), ("1e200", "beyond +-1e+100"), (None, "cells, header has"),
 ])
 def test_bad_csv_cell_deep_in_a_file_gets_the_in_memory_message(tmp_path, ratings_frame, bad, fragment):
     frame = ratings_frame(n=300)
@@ -48,6 +48,18 @@ def test_bad_csv_cell_deep_in_a_file_gets_the_in_memory_message(tmp_path, rating
         _read_all(path, block=1000)
     assert str(partitioned.value) == str(memory.value)
     assert f"line {line}" in str(memory.value) and fragment in str(memory.value)
+
+
+@pytest.mark.parametrize("bad, fragment", [(np.inf, "not finite"), (-1e200, "beyond +-1e+100")])
+def test_bad_parquet_cell_is_named_by_its_row(tmp_path, ratings_frame, bad, fragment):
+    frame = ratings_frame(n=100)
+    column = frame.columns[2]
+    frame[column] = frame[column].astype(float)
+    frame.loc[40, column] = bad
+    frame.to_parquet(tmp_path / "bad.parquet", row_group_size=30)
+    with pytest.raises(DatasetError) as info:
+        _read_all(tmp_path / "bad.parquet")
+    assert all(part in str(info.value) for part in (f"row 41, column '{column}'", fragment, repr(float(bad))))
 
 
 def test_empty_private_value_named_by_line(tmp_path, ratings_frame):
