@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import pathlib
 import re
+import sys
+from importlib import metadata
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Source directory of each top-level package (pyproject's package-dir).
@@ -147,3 +149,45 @@ def test_every_package_is_listed_for_the_wheel():
     listed = set(re.findall(r'"(privmap(?:\.[a-z_]+)*)"', text.split("packages = [", 1)[1].split("]", 1)[0]))
     packages = {n for n, p in _modules().items() if p.name == "__init__.py"}
     assert listed == packages
+
+
+def _third_party_imports() -> set[str]:
+    """Top-level names of the modules privmap's code imports (function bodies included) that are
+    neither the standard library nor privmap."""
+    names = set()
+    for path in _modules().values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n not in ("privmap", "__future__")}
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _providers() -> dict[str, set[str]]:
+    """Top-level module name -> the installed distributions whose files hold it (normalised names).
+    Read from each distribution's file list: ``metadata.packages_distributions`` reads only
+    top_level.txt on Python 3.10, which numpy's wheels, for one, do not have."""
+    found: dict[str, set[str]] = {}
+    for dist in metadata.distributions():
+        for file in dist.files or ():
+            top = file.parts[0]
+            if top.endswith(".dist-info") or top == "..":
+                continue
+            found.setdefault(top.split(".")[0], set()).add(_normal(dist.metadata["Name"]))
+    return found
+
+
+def test_every_third_party_module_the_code_imports_is_a_declared_dependency():
+    """An import served only through another package's dependencies (highspy through cvxpy) breaks
+    where that package stops depending on it: on Python 3.10 cvxpy did not bring highspy, and
+    every offline import failed. Each distribution must be in pyproject's dependencies or extras
+    (read from the installed metadata)."""
+    declared = {_normal(re.match(r"[A-Za-z0-9_.-]+", req).group()) for req in metadata.requires("privmap") or ()}
+    providers = _providers()
+    missing = {name: providers.get(name) for name in _third_party_imports() if not providers.get(name, set()) & declared}
+    assert missing == {}

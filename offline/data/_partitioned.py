@@ -114,7 +114,7 @@ def open_source(source, *, private: str, public: Sequence[str] | None = None,
     partitions: list[Partition] = []
     for f in files:
         kind = _SUFFIXES[pathlib.Path(f).suffix.lower()]
-        header = _csv_header(f)[0] if kind == "csv" else _parquet_file(f).schema_arrow.names
+        header = _csv_header(f)[0] if kind == "csv" else _parquet_columns(f)
         names, _, _ = select_columns(header, f, private, public)
         if features is None:
             features, first_header = tuple(names), (f, sorted(header))
@@ -278,6 +278,15 @@ def _parquet_file(path: str):
         return pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own error types for a damaged file
         raise DatasetError(f"{path}: not a readable Parquet file ({exc})") from exc
+
+
+def _parquet_columns(path: str) -> list[str]:
+    """The file's data columns: its schema's names less the index pandas stored beside them
+    (``DataFrame.to_parquet`` writes a non-range index as a column such as ``__index_level_0__``,
+    named in the file's pandas metadata): row labels, not a public answer."""
+    schema = _parquet_file(path).schema_arrow
+    index = {c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}  # range: a dict
+    return [name for name in schema.names if name not in index]
 
 
 def _parquet_partitions(path: str, block_rows: int) -> list[Partition]:

@@ -122,3 +122,16 @@ def test_files_with_other_columns_are_refused(tmp_path, ratings_frame):
 def test_glob_matching_nothing_is_an_error(tmp_path):
     with pytest.raises(DatasetError, match="no such file"):
         resolve_files(str(tmp_path / "*.parquet"))
+
+
+@pytest.mark.parametrize("index", [None, np.arange(100, 200), ["u%d" % i for i in range(100)]])
+def test_an_index_pandas_stored_in_a_parquet_file_is_not_a_public_column(tmp_path, ratings_frame, index):
+    """DataFrame.to_parquet writes a non-range index as a column (__index_level_0__, or its name):
+    row labels, which would otherwise become a public answer of every user."""
+    frame = ratings_frame(n=100)
+    if index is not None:
+        frame.index = index
+    frame.to_parquet(tmp_path / "rows.parquet")
+    src, X, labels = _read_all(tmp_path / "rows.parquet")
+    assert src.features == tuple(c for c in frame.columns if c != "party")
+    assert np.array_equal(X, frame[list(src.features)].to_numpy(dtype=float))
