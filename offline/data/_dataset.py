@@ -272,12 +272,17 @@ def select_columns(header: list[str], path, private: str, public: Sequence[str] 
     Raises
     ------
     DatasetError
-        Duplicate or unknown names, a column both private and public, no public column.
+        Duplicate or unknown names, a column both private and public, no public column, a public
+        column without a name.
     """
     check_unique(header, path)
     (private_at,) = column_indexes([private], header, path, "private ")
     if public is None:
         public = [h for h in header if h != private]
+        if "" in public:
+            raise DatasetError(f"{path}: column {header.index('') + 1} has no name in the header (a row index "
+                               "written with the data, as pandas' to_csv does by default?); name it, or list the "
+                               "public columns with --public")
     else:
         public = list(public)
         column_indexes(public, header, path, "public ")

@@ -55,6 +55,7 @@ def test_bundled_ratings_have_twenty_features_and_two_classes(ratings_csv):
     ("a,b,p\n" + rows(12, ("x",)), {"private": "p"}, ["single class"]),
     ("a,b,p\n" + rows(12), {"private": "p", "classes": ["x", "y", "z"]}, ["class 'z'", "no rows"]),
     ("a,a,p\n" + rows(12), {"private": "p"}, ["duplicate column"]),
+    (",b,p\n" + rows(12), {"private": "p"}, ["column 1 has no name", "--public"]),
     ("", {"private": "p"}, ["empty file"]),
 ])
 def test_bad_input_raises_dataset_error_naming_the_problem(tmp_path, text, kwargs, words):
@@ -62,6 +63,11 @@ def test_bad_input_raises_dataset_error_naming_the_problem(tmp_path, text, kwarg
         load_dataset(write(tmp_path, text), **kwargs)
     for word in words:
         assert word in str(info.value)
+
+
+def test_an_unnamed_column_left_out_by_public_is_ignored(tmp_path):
+    ds = load_dataset(write(tmp_path, ",b,p\n" + rows(12)), private="p", public=["b"])
+    assert ds.features == ("b",)
 
 
 def test_missing_file_is_a_dataset_error(tmp_path):
