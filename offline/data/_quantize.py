@@ -151,9 +151,9 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     overall = _representative(X, metric)
     filled = np.where(missing, np.nanmean(X, axis=0), X) if missing.any() else X
     groups, _ = kmeans(filled, k, seed=seed, init=init, n_init=n_init)     # checks k (DatasetError)
-    if integer is None:
-        integer = np.all(missing | (X == np.round(X)), axis=0)
-    lo, hi = bounds if bounds is not None else (np.nanmin(X, axis=0), np.nanmax(X, axis=0))
+    observed = observed_domain(X)
+    integer = observed[0] if integer is None else integer
+    lo, hi = bounds if bounds is not None else observed[1:]
     order = np.argsort(groups, kind="stable")
     _, starts = np.unique(groups[order], return_index=True)
     centers = np.array([_representative(X[rows], metric) for rows in np.split(order, starts[1:])])
@@ -164,6 +164,12 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     centers = centers[used]
     labels = np.searchsorted(used, labels)
     return Quantization(centers=centers, labels=labels, r=float(dist.max()), mean_distortion=float(dist.mean()))
+
+
+def observed_domain(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the observed cells of X (n, d; NaN = missing) say of each column: whether every value is a
+    whole number, and the least and largest value; three arrays of shape (d,)."""
+    return (np.all(np.isnan(X) | (X == np.round(X)), axis=0), np.nanmin(X, axis=0), np.nanmax(X, axis=0))
 
 
 def domain_points(centers: np.ndarray, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

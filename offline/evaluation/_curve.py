@@ -161,12 +161,14 @@ def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray]
 
 
 def _codebook_step(prob: Problem, res, public, metric: str, solver: str):
-    """The build's codebook step on a sweep point's solve ``res`` (integer columns stay integers;
-    re-solves warm-started from ``res``, as in the build)."""
+    """The build's codebook step on a sweep point's solve ``res`` (columns whose observed values are whole
+    numbers stay whole, released values stay in the observed range; re-solves warm-started from
+    ``res``, as in the build)."""
+    from ..data._quantize import observed_domain
     from ..mechanisms.quantized._codebook import metric_center, refine
     X = np.asarray(public, dtype=float)
-    distance, centre, project = metric_center(metric, integer=np.all(X == np.round(X), axis=0),
-                                              lo=X.min(axis=0), hi=X.max(axis=0))
+    integer, lo, hi = observed_domain(X)
+    distance, centre, project = metric_center(metric, integer=integer, lo=lo, hi=hi)
     return refine(X, prob.labels, prob.p_ac, res.table, np.asarray(prob.outputs, float), distance=distance,
                   centre=centre, project=project, solver=solver, warm_start=res)
 

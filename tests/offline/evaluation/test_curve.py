@@ -149,6 +149,19 @@ def test_baselines_on_blank_cells_mask_them_as_the_device_does():
     assert all(np.isfinite(p["distortion"]) and p["distortion"] > 0 for p in base["randomized_response"])
 
 
+def test_the_codebook_step_of_a_sweep_on_blank_cells_releases_valid_rows_and_lowers_the_distortion():
+    """The step took the columns' bounds with min and max, NaN on a column with a blank cell, and
+    released rows of NaN that the measure scored at distortion 0 and leakage 0."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2, 400)
+    X = np.clip(rng.integers(1, 6, size=(400, 5)) + a[:, None] * (rng.random((400, 5)) < 0.4), 1, 5).astype(float)
+    X[rng.random(X.shape) < 0.08] = np.nan
+    points = sweep(X, a, ["x", "y"], [f"q{i}" for i in range(5)], deltas=[0.5], clusters=[12], attacker=False)
+    off, on = points
+    assert (off["codebook"], on["codebook"]) == (0, 1)
+    assert 0 < on["distortion"] <= off["distortion"] + 1e-9 and on["leakage_bits"] > 0
+
+
 def test_curve_reports_each_tables_per_output_epsilon_above_its_average_leakage(small_ratings, tmp_path, run):
     # I(A; C^) is the average over outputs of KL(p(a|c^) || p(a)), so it never exceeds the largest
     # |log2 p(a|c^)/p(a)|; at a Delta past the perfect-privacy distortion every posterior is the prior.
