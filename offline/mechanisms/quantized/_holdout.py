@@ -30,7 +30,10 @@ on the way; ``--clusters auto`` ranks its candidates with it.
 loky workers (:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and
 OpenMP threads split between them); each fold draws its permutations, bootstrap and simulated
 release from its own stream seeded by (seed, fold), so the result is the same whatever
-the number of workers or the order in which folds finish. A fold's k-means makes one
+the number of workers or the order in which folds finish. A build whose folds do not start from
+its answers (below ``_reuse.START_CLUSTERS``) sets its workers folding before its own stages
+(:func:`start_cross_fitting`) and joins them after, its own stages held to the cores the workers
+leave: the folds' cost is the same, the build's wall time shorter (benchmarks/README.md). A fold's k-means makes one
 k-means++ start on its training rows (``start="single"``, :class:`FoldKMeans`) where
 the build makes four (``"restarts"``); the k-means++ seeding is most of k-means' cost at
 large K (UCI Adult, K = 1024: 8.7 CPU-s a start, then 2 Lloyd iterations). Delta0 and
@@ -260,117 +263,228 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
         Too few rows of some class for k folds (shared by every candidate); an unknown ``start``,
         or ``"warm"`` without ``centers``.
     """
-    from sklearn.model_selection import StratifiedKFold
     if not candidates:
         return []
-    seed = candidates[0].seed
-    if any(o.seed != seed for o in candidates):
-        raise BuildError("cross-fitted candidates must share the seed their folds are drawn from")
-    k = int(folds if folds is not None else candidates[0].holdout_folds)
-    counts = np.bincount(dataset.private, minlength=len(dataset.classes))
-    if k < 2 or counts.min() < k:
-        raise BuildError(f"cross-fitting needs every private class in each of {k} folds "
-                         f"(smallest class has {int(counts.min())} rows); lower --holdout-folds (0 skips the estimate)")
-    splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-                  .split(np.zeros(dataset.n), dataset.private))
-    if start not in STARTS:
-        raise BuildError(f"unknown k-means start {start!r}; expected one of {', '.join(STARTS)}")
-    if start == "warm" and (centers is None or len(centers) != len(candidates)):
-        raise BuildError("warm-started folds need each candidate's full-data centers")
-    centers = list(centers) if start == "warm" else [None] * len(candidates)
-    builds = list(builds) if builds is not None else [None] * len(candidates)
-    tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
-    fold_options = [dataclasses.replace(o, holdout_folds=0) for o in candidates]
-    work = [(dataset, fold_options[c], i, splits[i][0], splits[i][1], start, centers[c], attacker, builds[c])
-            for c, i in tasks]
-    outcomes = _run(_fold, work, fold_jobs(len(work), jobs), progress)
-    results = []
-    for c in range(len(candidates)):
-        parts = [outcomes[t] for t, (cc, _) in enumerate(tasks) if cc == c]
-        error = next((p for p in parts if isinstance(p, BuildError)), None)
-        results.append(error if error is not None else _pool(parts, k, len(dataset.classes), seed))
-    return results
+    folds = _Folds(dataset, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds)
+    return folds.results(_run(_fold, folds.work, fold_jobs(len(folds.work), jobs), progress))
+
+
+class PendingFolds:
+    """Cross-fitting set going before the build's own stages (:func:`start_cross_fitting`).
+
+    :meth:`result` waits for the estimate, this process taking folds too; leaving a ``with``
+    block without it (the build failed or was interrupted) stops the workers.
+    """
+
+    def __init__(self, folds: "_Folds", tasks: _Tasks):
+        self._folds, self._tasks, self._done = folds, tasks, False
+
+    @property
+    def threads_left(self) -> int:
+        """BLAS and OpenMP threads this process may use while the workers run (at least 1)."""
+        return max(1, (os.cpu_count() or 1) - (self._tasks.jobs - 1) * self._tasks.threads)
+
+    def result(self, progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
+        """The estimate, as :func:`cross_fitted_leakage` gives it. Raises BuildError as it does."""
+        self._done = True
+        outcome = self._folds.results(self._tasks.finish(
+            None if progress is None else (lambda done, total: progress(done / total))))[0]
+        if isinstance(outcome, BuildError):
+            raise outcome
+        return outcome
+
+    def __enter__(self) -> "PendingFolds":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self._done:
+            self._tasks.cancel()
+
+
+def start_cross_fitting(dataset: Dataset, options, *, jobs: int | None = None) -> PendingFolds | None:
+    """Set :func:`cross_fitted_leakage`'s folds going in worker processes before the build's own
+    stages, which they do not depend on (a build below ``_reuse.START_CLUSTERS``): the workers fold
+    while this process builds, and this process joins them when it reaches the estimate
+    (:meth:`PendingFolds.result`; the same estimate, fold for fold). None where there would be no
+    worker (one process) or no folds (``options.holdout_folds`` 0).
+
+    Raises
+    ------
+    BuildError
+        As :func:`cross_fitted_leakage`, before any worker starts.
+    """
+    if not options.holdout_folds:
+        return None
+    folds = _Folds(dataset, [options], folds=None, attacker=False, start="single", centers=None, builds=None)
+    processes = fold_jobs(len(folds.work), jobs)
+    if processes < 2:
+        return None
+    return PendingFolds(folds, _Tasks(_fold, folds.work, processes).start())
+
+
+class _Folds:
+    """The (candidate, fold) tasks of :func:`cross_fitted_many` (``work``: the arguments of each
+    :func:`_fold`, candidate by candidate) and the pooling of their outcomes (:meth:`results`).
+    Raises BuildError as :func:`cross_fitted_many` does."""
+
+    def __init__(self, dataset: Dataset, candidates: Sequence, *, folds, attacker, start, centers, builds):
+        from sklearn.model_selection import StratifiedKFold
+        seed = candidates[0].seed
+        if any(o.seed != seed for o in candidates):
+            raise BuildError("cross-fitted candidates must share the seed their folds are drawn from")
+        k = int(folds if folds is not None else candidates[0].holdout_folds)
+        counts = np.bincount(dataset.private, minlength=len(dataset.classes))
+        if k < 2 or counts.min() < k:
+            raise BuildError(f"cross-fitting needs every private class in each of {k} folds (smallest class has "
+                             f"{int(counts.min())} rows); lower --holdout-folds (0 skips the estimate)")
+        splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+                      .split(np.zeros(dataset.n), dataset.private))
+        if start not in STARTS:
+            raise BuildError(f"unknown k-means start {start!r}; expected one of {', '.join(STARTS)}")
+        if start == "warm" and (centers is None or len(centers) != len(candidates)):
+            raise BuildError("warm-started folds need each candidate's full-data centers")
+        centers = list(centers) if start == "warm" else [None] * len(candidates)
+        builds = list(builds) if builds is not None else [None] * len(candidates)
+        self.tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
+        fold_options = [dataclasses.replace(o, holdout_folds=0) for o in candidates]
+        self.work = [(dataset, fold_options[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
+                      builds[c]) for c, i in self.tasks]
+        self.k, self.seed, self.n_classes, self.candidates = k, seed, len(dataset.classes), len(candidates)
+
+    def results(self, outcomes: list) -> list:
+        """One HoldoutLeakage or BuildError per candidate from the tasks' ``outcomes``, in order."""
+        results = []
+        for c in range(self.candidates):
+            parts = [outcomes[t] for t, (cc, _) in enumerate(self.tasks) if cc == c]
+            error = next((p for p in parts if isinstance(p, BuildError)), None)
+            results.append(error if error is not None else _pool(parts, self.k, self.n_classes, self.seed))
+        return results
 
 
 def _run(function, work: list, jobs: int, progress) -> list:
-    """``function(*args)`` for every tuple of ``work``, results in order, on ``jobs`` processes: this
-    one and ``jobs - 1`` loky workers, each with a ``jobs``-th of the machine's cores for its BLAS and
-    OpenMP threads. ``progress(done, total)`` is told, in this thread, how many tasks are done in
-    order (task i counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there).
+    """``function(*args)`` for every tuple of ``work``, results in order, on ``jobs`` processes
+    (:class:`_Tasks`): started and finished at once."""
+    return _Tasks(function, work, jobs).start().finish(progress)
 
-    This process takes tasks from the same queue as the workers: a worker costs 2 to 3 CPU-s to
-    start and import scikit-learn, more than a fold at K = 256 on the 14,000 x 50 survey (about
-    1.2), and this process would otherwise sit waiting. Each worker is fed by a thread of this process that hands
-    it the next task as its last one returns, so no process waits while tasks remain. The first
-    exception (a fold returns its BuildError, so anything raised is a bug or an interrupt) is
-    raised once the workers are stopped; no task starts after it.
+
+class _Tasks:
+    """``function(*args)`` for every tuple of ``work`` on ``jobs`` processes: this one and ``jobs - 1``
+    loky workers, each with a ``jobs``-th of the machine's cores for its BLAS and OpenMP threads.
+
+    :meth:`start` sets the workers going, each fed by a thread of this process that hands it the
+    next task as its last one returns, so no worker waits while tasks remain; this process may do
+    other work meanwhile (a build's own stages, :func:`start_cross_fitting`). :meth:`finish` makes
+    this process take tasks from the same queue until none is left, waits for the workers and
+    returns the results in order, telling ``progress(done, total)``, in this thread, how many
+    tasks are done in order (task i counts once tasks 0 .. i are done: a build's
+    ``holdout-fold-i`` stage ends there). A worker costs 2 to 3 CPU-s to start and import
+    scikit-learn, more than a fold at K = 256 on the 14,000 x 50 survey (about 1.2), so this
+    process takes tasks too rather than wait.
+
+    The first exception (a fold returns its BuildError, so anything raised is a bug or an
+    interrupt) is raised by :meth:`finish` once the workers are stopped; no task starts after it.
+    :meth:`cancel` stops the workers without waiting for their tasks (a build that fails, or is
+    interrupted, before it reaches the folds).
     """
-    total = len(work)
-    results: list = [None] * total
-    finished = [False] * total
-    errors: list[BaseException] = []
-    pending = list(range(total - 1, -1, -1))                          # popped from the end: task 0 first
-    changed = threading.Condition()
-    reported = 0
 
-    def take():
-        with changed:
-            return pending.pop() if pending and not errors else None
+    def __init__(self, function, work: list, jobs: int):
+        self.function, self.work, self.jobs = function, work, jobs
+        self.threads = max(1, (os.cpu_count() or 1) // jobs)
+        self.results: list = [None] * len(work)
+        self.finished = [False] * len(work)
+        self.errors: list[BaseException] = []
+        self.pending = list(range(len(work) - 1, -1, -1))              # popped from the end: task 0 first
+        self.changed = threading.Condition()
+        self.reported = 0
+        self.executor, self.feeders = None, []
+        self.submitting = threading.Lock()          # held while a feeder submits (see _stop)
+        self.inflight: list = [None] * max(0, jobs - 1)
 
-    def store(i, value=None, error=None):
-        with changed:
+    def _take(self):
+        with self.changed:
+            return self.pending.pop() if self.pending and not self.errors else None
+
+    def _store(self, i, value=None, error=None):
+        with self.changed:
             if error is None:
-                results[i], finished[i] = value, True
+                self.results[i], self.finished[i] = value, True
             else:
-                errors.append(error)
-            changed.notify_all()
+                self.errors.append(error)
+            self.changed.notify_all()
 
-    def report():
-        nonlocal reported
-        with changed:
-            done = reported
-            while done < total and finished[done]:
+    def _report(self, progress):
+        with self.changed:
+            done = self.reported
+            while done < len(self.work) and self.finished[done]:
                 done += 1
-        for count in range(reported + 1, done + 1):
+        for count in range(self.reported + 1, done + 1):
             if progress:
-                progress(count, total)
-        reported = done
+                progress(count, len(self.work))
+        self.reported = done
 
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    executor, feeders = None, []
-    if jobs > 1:
-        from joblib.externals.loky import get_reusable_executor
-        executor = get_reusable_executor(max_workers=jobs - 1)
+    def start(self) -> "_Tasks":
+        """Set the ``jobs - 1`` workers going (none when ``jobs`` is 1); returns self."""
+        if self.jobs > 1:
+            from joblib.externals.loky import get_reusable_executor
+            self.executor = get_reusable_executor(max_workers=self.jobs - 1)
 
-        def feed():
-            while (i := take()) is not None:
-                try:
-                    store(i, executor.submit(_limited, threads, function, *work[i]).result())
-                except BaseException as exc:                # raised by this process's thread below
-                    store(i, error=exc)
+            def feed(k):
+                while (i := self._take()) is not None:
+                    try:
+                        with self.submitting:
+                            if self.errors:
+                                return
+                            future = self.inflight[k] = self.executor.submit(_limited, self.threads,
+                                                                             self.function, *self.work[i])
+                        self._store(i, future.result())
+                    except BaseException as exc:        # raised by finish in this process's thread
+                        self._store(i, error=exc)
 
-        feeders = [threading.Thread(target=feed, daemon=True) for _ in range(jobs - 1)]
-        for feeder in feeders:
-            feeder.start()
-    try:
-        while (i := take()) is not None:
-            store(i, _limited(threads, function, *work[i]))
-            report()
-        while True:
-            report()
-            with changed:
-                if errors or all(finished):
-                    break
-                changed.wait_for(lambda: errors or finished[reported])
-    except BaseException as exc:
-        store(-1, error=exc)
-    if errors and executor is not None:
-        executor.shutdown(wait=False, kill_workers=True)              # the running tasks are wasted
-    for feeder in feeders:
-        feeder.join()
-    if errors:
-        raise errors[0]
-    return results
+            self.feeders = [threading.Thread(target=feed, args=(k,), daemon=True) for k in range(self.jobs - 1)]
+            for feeder in self.feeders:
+                feeder.start()
+        return self
+
+    def finish(self, progress) -> list:
+        """Take tasks here too until none is left, wait for every task; the results in order."""
+        try:
+            while (i := self._take()) is not None:
+                self._store(i, _limited(self.threads, self.function, *self.work[i]))
+                self._report(progress)
+            while True:
+                self._report(progress)
+                with self.changed:
+                    if self.errors or all(self.finished):
+                        break
+                    self.changed.wait_for(lambda: self.errors or self.finished[self.reported])
+        except BaseException as exc:
+            self._store(-1, error=exc)
+        self._stop()
+        if self.errors:
+            raise self.errors[0]
+        return self.results
+
+    def cancel(self) -> None:
+        """Stop: no task starts any more, the workers are killed and their tasks wasted."""
+        self._store(-1, error=BuildError("cross-fitting cancelled"))
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.errors and self.executor is not None:
+            with self.submitting:                   # no task is being submitted, and none will be
+                _until_handed_over(self.inflight)
+                self.executor.shutdown(wait=False, kill_workers=True)   # the running tasks are wasted
+        for feeder in self.feeders:
+            feeder.join()
+
+
+def _until_handed_over(futures, seconds: float = 2.0) -> None:
+    """Wait (at most ``seconds``) until loky has handed every submitted task to a worker. Killing the
+    workers while one waits in its queue made loky's manager thread fail on the task it had just
+    dropped ('Exception in thread ExecutorManagerThread ... KeyError' on stderr)."""
+    deadline = time.monotonic() + seconds
+    while any(f is not None and not (f.running() or f.done()) for f in futures) and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _limited(threads: int, function, *args):

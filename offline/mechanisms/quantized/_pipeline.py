@@ -21,6 +21,7 @@ change is visible.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import resource
@@ -30,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
-from ..._errors import BuildError, SolverError
+from ..._errors import SolverError
 from ..._information import max_output_leakage_bits, mutual_information_bits
 from ..._mismatch import mismatch_bound
 from ...data._dataset import Dataset, load_dataset
@@ -41,7 +43,9 @@ from ...solvers._compress import CompressedTable, compress
 from ...solvers._result import SolveResult
 from .._header import _tool_version, payload_header
 from ._codebook import Codebook
+from ._holdout import PendingFolds, cross_fitted_leakage, start_cross_fitting
 from ._missing import DEFAULT_MISSING, feature_maps
+from ._reuse import BuildStart, starts_folds
 from ._steps import MECHANISMS, Alphabet, BuildOptions, Progress, Solved, robust_set, solve_dataset, solve_prior
 
 #: The options and steps come from :mod:`._steps` and are named here too, where a build's callers
@@ -199,7 +203,9 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, 
         bundle ships it instead of solving again.
 
     The returned build's ``stages`` is the :class:`StageTimer` that timed it (a caller may time
-    more stages on it: the CLI adds "encode-sign").
+    more stages on it: the CLI adds "encode-sign"). Folds that do not start from the build's
+    answers are set going in worker processes right after "load" and joined at "holdout-fold-1"
+    (:func:`._holdout.start_cross_fitting`).
 
     Raises
     ------
@@ -210,17 +216,25 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, 
     tell = StageTimer(progress)
     tell("load", 0.0)
     dataset, dropped = load_training(csv_path, options)
-    done = solved if solved is not None else solve_dataset(dataset, options,
-                                                           progress=lambda stage, f: tell(stage, 0.8 * f))
-    built = assemble(dataset, done, options, tell,
-                     measure=lambda table: _measured_raw_distortion(done.alphabet, table),
-                     dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()), holdout=holdout)
+    with contextlib.ExitStack() as folding:
+        pending = None
+        if holdout is None and solved is None and not starts_folds(options):
+            pending = start_cross_fitting(dataset, options)
+        if pending is not None:                      # the workers fold while this process builds
+            folding.enter_context(pending)
+            folding.enter_context(threadpool_limits(limits=pending.threads_left))
+        done = solved if solved is not None else solve_dataset(dataset, options,
+                                                               progress=lambda stage, f: tell(stage, 0.8 * f))
+        built = assemble(dataset, done, options, tell,
+                         measure=lambda table: _measured_raw_distortion(done.alphabet, table),
+                         dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()),
+                         holdout=holdout, pending=pending)
     return dataclasses.replace(built, stages=tell)
 
 
 def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
              measure: Callable[[CompressedTable], float], dropped_rows: int = 0,
-             missing_cell_fraction: float = 0.0, holdout=None) -> Build:
+             missing_cell_fraction: float = 0.0, holdout=None, pending: PendingFolds | None = None) -> Build:
     """The build from the solved table on: compression, metrics, cross-fitting, payload.
 
     Parameters
@@ -239,6 +253,9 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     holdout : HoldoutLeakage, optional, keyword-only
         A cross-fitted estimate already measured for these rows and options (written as it is);
         otherwise one is measured when ``options.holdout_folds`` is set (:mod:`._holdout`).
+    pending : PendingFolds, optional, keyword-only
+        That estimate's folds, set going before the build's own stages
+        (:func:`._holdout.start_cross_fitting`): this process joins them here.
 
     Raises
     ------
@@ -291,8 +308,6 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     if holdout is not None:
         metrics.update(holdout.metrics())
     elif options.holdout_folds and isinstance(dataset, Dataset):
-        from ._holdout import cross_fitted_leakage
-        from ._reuse import BuildStart, starts_folds
         folds = options.holdout_folds
 
         def fold_done(f):        # fold i of k reported done: the next one's stage starts
@@ -300,8 +315,11 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
             tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
 
         tell("holdout-fold-1", 0.75)
-        start = BuildStart.of(done, options.metric) if starts_folds(options) else None
-        estimate = cross_fitted_leakage(dataset, options, progress=fold_done, build=start)
+        if pending is not None:
+            estimate = pending.result(progress=fold_done)
+        else:
+            start = BuildStart.of(done, options.metric) if starts_folds(options) else None
+            estimate = cross_fitted_leakage(dataset, options, progress=fold_done, build=start)
         if isinstance(tell, StageTimer):
             tell.attach_folds(estimate.fold_costs)
         metrics.update(estimate.metrics())

@@ -173,3 +173,56 @@ def test_a_task_that_raises_stops_the_folds_and_its_error_reaches_the_caller(fai
     with pytest.raises(ValueError, match="task -1 failed"):
         _run(_pid_after, work, 2, None)
     assert [i for i, _ in _run(_pid_after, [(i, 0.0) for i in range(3)], 2, None)] == [0, 1, 2]   # pool usable again
+
+
+def test_tasks_set_going_early_run_in_the_worker_while_this_process_works():
+    """_Tasks.start: the worker takes tasks at once; finish then runs what is left here too."""
+    import time
+    from privmap.offline.mechanisms.quantized._holdout import _Tasks
+    tasks = _Tasks(_pid_after, [(i, 0.2) for i in range(4)], 2).start()
+    time.sleep(1.5)                                        # this process busy elsewhere; the worker folds
+    out = tasks.finish(None)
+    assert [i for i, _ in out] == list(range(4)) and all(pid != os.getpid() for _, pid in out[:2])
+
+
+def test_cancelled_tasks_stop_the_workers_without_waiting_for_them():
+    import time
+    from privmap.offline.mechanisms.quantized._holdout import _run, _Tasks
+    tasks = _Tasks(_pid_after, [(i, 5.0) for i in range(4)], 2).start()
+    began = time.perf_counter()
+    tasks.cancel()
+    assert time.perf_counter() - began < 4.0 and not tasks.feeders[0].is_alive()
+    assert [i for i, _ in _run(_pid_after, [(i, 0.0) for i in range(3)], 2, None)] == [0, 1, 2]   # pool usable again
+
+
+def test_a_build_gives_the_same_estimate_with_its_folds_started_before_its_own_stages(ratings_csv, monkeypatch):
+    from privmap.offline.mechanisms.quantized._pipeline import build
+    options = BuildOptions(private="gender", clusters=12, delta_fraction=0.5, holdout_folds=3)
+    monkeypatch.setenv("PRIVMAP_JOBS", "1")                # one process: the folds after the build's stages
+    after = build(ratings_csv, options).payload["metrics"]
+    monkeypatch.setenv("PRIVMAP_JOBS", "2")                # a worker: folding while this process builds
+    early = build(ratings_csv, options).payload["metrics"]
+    assert {k: v for k, v in early.items() if k.startswith("holdout_")} == \
+        {k: v for k, v in after.items() if k.startswith("holdout_")}
+
+
+def test_a_build_that_fails_before_its_folds_stops_the_workers_folding_early(ratings_csv, monkeypatch):
+    import time
+    from privmap.offline import BuildError
+    from privmap.offline.mechanisms.quantized import _pipeline
+    monkeypatch.setenv("PRIVMAP_JOBS", "2")
+    started = []
+
+    def failing(*args, **kwargs):
+        started.append(time.perf_counter())
+        raise BuildError("the build's own stage failed")
+
+    monkeypatch.setattr(_pipeline, "solve_dataset", failing)
+    with pytest.raises(BuildError, match="own stage failed"):
+        _pipeline.build(ratings_csv, BuildOptions(private="gender", clusters=12, delta_fraction=0.5,
+                                                  holdout_folds=5))
+    assert time.perf_counter() - started[0] < 2.0          # no waiting for the five folds
+    monkeypatch.undo()
+    monkeypatch.setenv("PRIVMAP_JOBS", "2")
+    assert _pipeline.build(ratings_csv, BuildOptions(private="gender", clusters=8, delta_fraction=0.5,
+                                                     holdout_folds=2)).payload["metrics"]["holdout_folds"] == 2
