@@ -14,6 +14,7 @@ import click
 
 from .._errors import BuildError
 from ._common import emit, guard
+from ._options import data_options
 
 
 def _parse_floats(text: str, what: str) -> list[float]:
@@ -149,8 +150,7 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
 @click.option("--clusters", "-k", default="16", show_default=True, metavar="LIST",
               help="Numbers of clusters K, comma-separated (quantized); 0 = no quantization.")
 @click.option("--mechanism", type=click.Choice(["quantized", "exact", "funnel"]), default="quantized",
-              show_default=True, help="funnel: greedy and negligent merging curves, I(S;Y) against I(X;Y), "
-                                      "with seed 000's MI-optimal mapping (Hamming budget) beside them.")
+              show_default=True, help="funnel: seed 003's merging curves, I(S;Y) against I(X;Y).")
 @click.option("--points", type=click.IntRange(min=2), default=25, show_default=True,
               help="funnel: disclosure floors R (and budgets) per curve.")
 @click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
@@ -162,32 +162,33 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
 @click.option("--no-attacker", is_flag=True, help="Skip the logistic-regression attacker (no AUC axis).")
 @click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
               show_default=True, metavar="CONFIDENCE",
-              help="Confidence of the set of priors over which each point's worst-case leakage is certified "
-                   "(column robust_leakage_bits, dashed in the plot; docs/guarantees.md).")
+              help="Confidence of the set of priors of each table's certified worst case (dashed).")
 @click.option("--png", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
               help="Plot to write [default: DATA's stem + _curve.png in the current folder].")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
               help="Points to write [default: DATA's stem + _curve.csv].")
 @click.option("--title", default=None, help="Title of the plot.")
+@data_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the points.")
 @guard
 def curve(data, private, public, deltas, clusters, mechanism, points, metric, solver, seed, test_fraction,
-          no_attacker, robust, png, csv_path, title, as_json):
+          no_attacker, robust, png, csv_path, title, domains, missing_token, as_json):
     """Sweep Delta (and K) on DATA.csv: a privacy-distortion plot and a CSV of the points.
 
-    For each K the data is quantized (k-means; exact: the erasure alphabet), program
-    (19) is solved for each Delta, and the solved mapping is measured on DATA's raw
-    rows: leakage, distortion, and the attacker's ROC AUC (plotted on a second axis).
-
     \b
-    Quantized sweeps show each point twice: seed 000's mapping (codebook off,
-    dotted) and after the build's codebook step (solid), beside the baselines:
-    the constant release (0 bits) and k-ary randomized response per feature at
-    several epsilon (AUC axis). Each point also carries the certified worst-case
-    leakage of its table over the --robust confidence set of priors (dashed). Without
-    matplotlib the table is printed and no PNG is written.
+    Example (the data read as privmap build reads it, with --domain):
+      privmap curve ratings.csv --private gender --domain 1:5 -k 16,64 --deltas 0:1.5:7
+
+    For each (K, Delta) program (19) is solved and the mapping measured on DATA's
+    raw rows: leakage, distortion, the attacker's ROC AUC (second axis). Quantized
+    points come twice: seed 000's mapping (dotted) and after the build's codebook
+    step (solid), beside the constant release and randomized response per
+    feature; dashed, each table's certified worst case over the --robust set of
+    priors (docs/guarantees.md). Without matplotlib the table is printed.
     """
+    import numpy as np
     from ..data._dataset import load_dataset
+    from ..data._schema import declare, resolve
     from ..evaluation import _curve, _plots
     if mechanism == "funnel":  # seed 003's curves
         _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json)
@@ -198,8 +199,18 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     delta_list = _parse_floats(deltas, "--deltas")
     k_list = _parse_ints(clusters, "--clusters")
     cols = [c.strip() for c in public.split(",")] if public else None
-    ds = load_dataset(data, private=private, public=cols, categorical=mechanism == "exact")
+    declared = None
+    if domains or missing_token is not None:
+        if mechanism != "quantized":
+            raise BuildError("--domain and --missing-token apply to the quantized mechanism's numeric columns")
+        declared = declare(domains=domains, missing_token=missing_token)
+    ds = load_dataset(data, private=private, public=cols, categorical=mechanism == "exact",
+                      missing_tokens=declared.missing_tokens() if declared else None)
     ds, dropped = ds.without_all_missing()
+    domain = None
+    if mechanism == "quantized":
+        schema = resolve(ds.features, ds.public, declared)              # values outside a declared domain fail
+        domain = tuple(np.array([getattr(c, f) for c in schema], dtype=float) for f in ("integer", "min", "max"))
     if dropped:
         click.echo(f"note: {dropped} row(s) with every public cell missing left out", err=True)
     n_points = len(delta_list) * (1 if mechanism == "exact" else len(k_list))
@@ -207,7 +218,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
         points = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
                               attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
-                              robust=robust, progress=bar.update)
+                              robust=robust, domain=domain, progress=bar.update)
     base = None
     if mechanism == "quantized":
         from ..evaluation._baselines import baselines, format_quantization_alone

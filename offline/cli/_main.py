@@ -25,7 +25,7 @@ from .._errors import BuildError
 from ._common import atomic_write, emit, guard
 from ._forward import PrivmapGroup
 from ._help import Section, SectionedCommand
-from ._options import bundle_options, header_options, json_option
+from ._options import bundle_options, data_options, header_options, json_option
 from ._passphrase import read_passphrase
 from ._scale import check_partitioned_options, run_partitioned, wants_partitioned
 from ._verify import robust_line
@@ -143,14 +143,9 @@ BUILD_SECTIONS = (
 @click.option("--delta-fraction", type=float,
               help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of k-means.")
-@click.option("--domain", "domains", multiple=True, metavar="[COL=]LO:HI",
-              help="Declared closed domain: LO:HI for every public column, COL=LO:HI for one (repeatable; "
-                   "the most specific wins). Undeclared domains are inferred from the data.")
+@data_options
 @click.option("--schema", "schema_file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="JSON schema file: per column type (integer|real), min, max, missing (bool), missing_token.")
-@click.option("--missing-token", metavar="TOKEN", default=None,
-              help="Text that codes a missing answer in every public column besides a blank cell (e.g. 0 or NA; "
-                   "a number must lie outside the column's domain); recorded in the bundle's schema.")
 @click.option("--schema-out", type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Write the resolved schema (declared + inferred) here as JSON, to edit and pass to --schema.")
 @click.option("--missing", type=click.Choice(["mask", "impute"]), default="mask", show_default=True,

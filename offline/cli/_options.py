@@ -4,6 +4,8 @@
 - :func:`header_options`: ``--bundle-version``, ``--issued-at``, ``--valid-days``, ``--device-class``
   (the header every payload starts with, :class:`~privmap.offline.mechanisms.HeaderOptions`);
 - :func:`json_option`: ``--json`` (one JSON object on stdout);
+- :func:`data_options`: ``--domain`` and ``--missing-token``, what ``build`` and ``curve`` read of a
+  CSV's numeric columns;
 - :func:`sign_check_write`: encode, sign, load back with the device runtime, write atomically.
 """
 from __future__ import annotations
@@ -15,8 +17,8 @@ import click
 from ._common import atomic_write
 from ._passphrase import passphrase_option, read_passphrase
 
-__all__ = ["bundle_options", "header_options", "json_option", "columns", "header_from", "load_key",
-           "sign_check_write"]
+__all__ = ["bundle_options", "header_options", "json_option", "data_options", "columns", "header_from",
+           "load_key", "sign_check_write"]
 
 
 def _apply(fn, decorators):
@@ -54,6 +56,19 @@ def header_options(fn):
 def json_option(fn):
     """``--json``: the build summary as one JSON object on stdout."""
     return click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")(fn)
+
+
+def data_options(fn):
+    """``--domain [COL=]LO:HI`` (repeatable, as ``domains``) and ``--missing-token TOKEN``."""
+    return _apply(fn, [
+        click.option("--domain", "domains", multiple=True, metavar="[COL=]LO:HI",
+                     help="Declared closed domain: LO:HI for every public column, COL=LO:HI for one (repeatable; "
+                          "the most specific wins). Undeclared domains are inferred from the data."),
+        click.option("--missing-token", metavar="TOKEN", default=None,
+                     help="Text that codes a missing answer in every public column besides a blank cell (e.g. 0 "
+                          "or NA; a number must lie outside the column's domain); a bundle records it in its "
+                          "schema."),
+    ])
 
 
 def columns(text: str | None) -> tuple[str, ...] | None:

@@ -93,7 +93,8 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
           clusters: Sequence[int | None] = (None,), mechanism: str = "quantized", metric: str = "l2",
           seed: int = 0, solver: str = "fast", attacker: bool = True, test_fraction: float = 0.3,
           permutations: int = 5, private_name: str = "private", codebook: bool = True,
-          robust: float | None = None, progress: Callable[[int], None] | None = None) -> list[dict]:
+          robust: float | None = None, domain: tuple | None = None,
+          progress: Callable[[int], None] | None = None) -> list[dict]:
     """Solve and measure program (19) for every (K, Delta).
 
     Returns one dict per point with the keys of :data:`CSV_COLUMNS` (``status``
@@ -101,7 +102,9 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     ``codebook`` 0 marks seed 000's mapping (representatives released as they are);
     with ``codebook`` (quantized mechanism only) each solved point is followed by the
     same point after the build's codebook step (:mod:`privmap.offline.mechanisms.quantized._codebook`),
-    marked 1. ``progress(1)`` is called after each (K, Delta). With ``robust`` (a confidence),
+    marked 1; its released rows keep to ``domain`` (integer, lo, hi: arrays of shape (d,), a build's
+    resolved schema), by default what the observed cells show. ``progress(1)`` is called after each
+    (K, Delta). With ``robust`` (a confidence),
     ``robust_leakage_bits`` is each table's certified worst-case leakage over the confidence set
     of the sweep's own training counts (:mod:`privmap.offline.solvers._robust`); NaN otherwise.
     ``max_output_leakage_bits`` is each table's per-output epsilon on the sweep's prior, max over
@@ -134,7 +137,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                            "robust_leakage_bits": certify(res.table),
                            "max_output_leakage_bits": max_output_leakage_bits(prob.p_ac, res.table)})
             if codebook and mechanism == "quantized":
-                step = _codebook_step(prob, res, public, metric, solver)
+                step = _codebook_step(prob, res, public, metric, solver, domain)
                 last = step.solved or res
                 points.append({**point, "codebook": 1,
                                **_measure(prob, step.outputs, step.table, delta, public, private, **measure),
@@ -160,14 +163,15 @@ def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray]
     return lambda table: certified_leakage_bits(cs, np.asarray(table, dtype=float))
 
 
-def _codebook_step(prob: Problem, res, public, metric: str, solver: str):
-    """The build's codebook step on a sweep point's solve ``res`` (columns whose observed values are whole
-    numbers stay whole, released values stay in the observed range; re-solves warm-started from
-    ``res``, as in the build)."""
+def _codebook_step(prob: Problem, res, public, metric: str, solver: str, domain: tuple | None):
+    """The build's codebook step on a sweep point's solve ``res``: released rows kept to ``domain``
+    (:func:`sweep`; default: columns whose observed values are whole numbers stay whole, in the
+    observed range); re-solves warm-started from ``res``, as in the build."""
     from ..data._quantize import observed_domain
     from ..mechanisms.quantized._codebook import metric_center, refine
     X = np.asarray(public, dtype=float)
-    integer, lo, hi = observed_domain(X)
+    integer, lo, hi = domain if domain is not None else observed_domain(X)
+    integer = np.asarray(integer, dtype=bool)
     distance, centre, project = metric_center(metric, integer=integer, lo=lo, hi=hi)
     return refine(X, prob.labels, prob.p_ac, res.table, np.asarray(prob.outputs, float), distance=distance,
                   centre=centre, project=project, solver=solver, warm_start=res)

@@ -176,3 +176,33 @@ def test_curve_reports_each_tables_per_output_epsilon_above_its_average_leakage(
     assert all(p["max_output_leakage_bits"] == pytest.approx(0.0, abs=1e-6) for p in points if p["delta"] == 20)
     assert any(p["max_output_leakage_bits"] is None or p["max_output_leakage_bits"] > 0.01
                for p in points if p["delta"] == 0)
+
+
+def _coded(tmp_path, code):
+    """Ratings 1..5 in three columns, a fifth of the cells skipped and written as ``code``."""
+    rng = np.random.default_rng(6)
+    a = rng.integers(0, 2, 300)
+    X = np.clip(rng.integers(1, 6, size=(300, 3)) + a[:, None] * (rng.random((300, 3)) < 0.4), 1, 5)
+    skipped = rng.random(X.shape) < 0.2
+    path = tmp_path / f"coded{code or 'blank'}.csv"
+    lines = ["x,y,z,sex"] + [",".join([code if s else str(v) for v, s in zip(row, gone)] + ["mf"[k]])
+                             for row, gone, k in zip(X, skipped, a)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_curve_reads_a_missing_token_and_a_domain_as_build_does(tmp_path, run):
+    """A survey's own code for a skipped question (0) is a missing answer, as a blank cell is; without
+    --missing-token it is an answer outside the declared domain, which is refused."""
+    def sweep_json(path, *extra):
+        result = run("curve", path, "--private", "sex", "--deltas", "0.5", "-k", 6, "--no-attacker", "--csv",
+                     tmp_path / "c.csv", "--png", tmp_path / "c.png", "--json", "--domain", "1:5", *extra)
+        return [{k: p[k] for k in ("leakage_bits", "distortion")} for p in json.loads(result.stdout)["points"]]
+
+    assert sweep_json(_coded(tmp_path, "0"), "--missing-token", "0") == sweep_json(_coded(tmp_path, ""))
+    refused = run("curve", _coded(tmp_path, "0"), "--private", "sex", "--deltas", "0.5", "--domain", "1:5", ok=False)
+    assert refused.exit_code == 1 and "outside the declared domain [1, 5]" in refused.stderr
+
+
+def test_curve_help_fits_one_screen(run):
+    assert len(run("curve", "--help").output.splitlines()) <= 60
