@@ -357,6 +357,10 @@ class _Master:
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError("perfect-privacy linear program failed: HiGHS "
                               f"{self._highs.modelStatusToString(status)}")
+        # The next rounds only add columns, entering at zero: this basis stays primal feasible, and
+        # primal simplex goes on from it where HiGHS's default strategy redid about a whole solve
+        # each round (as in the binary transport, _transport).
+        self._highs.setOptionValue("simplex_strategy", 4)
         solution = self._highs.getSolution()
         duals = np.asarray(solution.row_dual)
         return (np.asarray(solution.col_value), float(self._highs.getObjectiveValue()),
