@@ -151,9 +151,11 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     overall = _representative(X, metric)
     filled = np.where(missing, np.nanmean(X, axis=0), X) if missing.any() else X
     groups, _ = kmeans(filled, k, seed=seed, init=init, n_init=n_init)     # checks k (DatasetError)
-    observed = observed_domain(X)
-    integer = observed[0] if integer is None else integer
-    lo, hi = bounds if bounds is not None else observed[1:]
+    if integer is None or bounds is None:
+        observed = observed_domain(X)
+        integer = observed[0] if integer is None else integer
+        bounds = observed[1:] if bounds is None else bounds
+    lo, hi = bounds
     order = np.argsort(groups, kind="stable")
     _, starts = np.unique(groups[order], return_index=True)
     centers = np.array([_representative(X[rows], metric) for rows in np.split(order, starts[1:])])
