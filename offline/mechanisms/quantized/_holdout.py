@@ -377,9 +377,9 @@ class _Tasks:
     this process take tasks from the same queue until none is left, waits for the workers and
     returns the results in order, telling ``progress(done, total)``, in this thread, how many
     tasks are done in order (task i counts once tasks 0 .. i are done: a build's
-    ``holdout-fold-i`` stage ends there). A worker costs 2 to 3 CPU-s to start and import
-    scikit-learn, more than a fold at K = 256 on the 14,000 x 50 survey (about 1.2), so this
-    process takes tasks too rather than wait.
+    ``holdout-fold-i`` stage ends there). Starting a worker and importing scikit-learn costs about
+    as much CPU as a whole fold at K = 256 on the 14,000 x 50 survey, so this process takes tasks
+    too rather than wait.
 
     The first exception (a fold returns its BuildError, so anything raised is a bug or an
     interrupt) is raised by :meth:`finish` once the workers are stopped; no task starts after it.
