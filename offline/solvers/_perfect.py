@@ -52,8 +52,8 @@ is negative, through candidate hubs (``_transport``): |S| + |T| rows instead of 
 the hub rows whose degenerate duals swing from round to round. Its table is feasible for the
 program above, and hub duals v built from its potentials give the same bound L(v) over all pairs;
 when they agree to ``rel_tol`` (always, when d is a metric whose outputs are the inputs) that is
-the answer, certified as above (UCI Adult, sex private, K = 4096: about 10 times faster; see
-benchmarks/README.md, "Delta0 by transport"). Otherwise the hub program's column generation below
+the answer, certified as above (UCI Adult, sex private, K = 4096: 1.9 CPU-s against 67 for
+the hub program; see benchmarks/README.md, "Delta0 by transport" and "Delta0 by network simplex"). Otherwise the hub program's column generation below
 goes on, its master started with the transport table's pairs and its best bound L(v).
 
 The master starts from each row's cheapest output, and from the best constant
@@ -107,8 +107,8 @@ def perfect_privacy_distortion(p_ac, distortion) -> float:
     return perfect_privacy_table(p_ac, distortion)[1]
 
 
-def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9, info: dict | None = None,
-                          start_pairs: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
+def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
+                          info: dict | None = None) -> tuple[np.ndarray, float]:
     """A zero-leakage mapping of least expected distortion, and that distortion.
 
     Any budget at or above that distortion is solved by this table exactly (leakage
@@ -125,11 +125,6 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9, info: dict
         ``upper_bound``, ``method`` (``"column-generation"`` or ``"dense-lp"``) and, for
         column generation, ``formulation`` (``"transport"``, ``"hub"`` or ``"transport, then
         hub"``; see the module docstring).
-    start_pairs : (ndarray, ndarray) of int, optional, keyword-only
-        Pairs of rows likely to share an output of the answer (a related instance's answer
-        carried over, :mod:`privmap.offline.mechanisms.quantized._reuse`): they join the binary
-        transport's first master (:func:`._transport.solve_binary`). They change the rounds,
-        not the certified value.
 
     Returns
     -------
@@ -142,10 +137,10 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9, info: dict
         As :func:`perfect_privacy_distortion`, or the bounds did not meet in 200 rounds.
     """
     with threadpool_limits(limits=1):                # see _fast_solver._BLAS_THREADS
-        return _column_generation(p_ac, distortion, rel_tol, {} if info is None else info, start_pairs)
+        return _column_generation(p_ac, distortion, rel_tol, {} if info is None else info)
 
 
-def _column_generation(p_ac, distortion, rel_tol, info, start_pairs=None):
+def _column_generation(p_ac, distortion, rel_tol, info):
     """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller."""
     p_ac, D, _ = check_instance(p_ac, distortion, None)
     p_c, delta_a = _coefficients(p_ac)
@@ -167,8 +162,7 @@ def _column_generation(p_ac, distortion, rel_tol, info, start_pairs=None):
     transport_rounds = 0
     if (delta_a.shape[1] == 1 and (delta_a > 0).any() and (delta_a < 0).any()
             and np.isfinite(D).all()):
-        table, v, transport_rounds, pairs = solve_binary(p_c, delta_a[:, 0], D, j_const, _new_highs,
-                                                            start=start_pairs)
+        table, v, transport_rounds, pairs = solve_binary(p_c, delta_a[:, 0], D, j_const, _new_highs)
         value = float(p_c @ np.einsum("cj,cj->c", table, D))
         bound = float(_row_minima(D, _reduced(p_c, delta_a, D, v[None, :]))[0].sum())
         if bound > lower:

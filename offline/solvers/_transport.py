@@ -23,33 +23,38 @@ evaluates the exact lower bound L(v) of ``_perfect`` over *all* pairs. Where the
 were enough the bound meets the table's cost; where not, ``_perfect`` goes on with its general
 column generation from this table.
 
-The transport is solved by column generation too: HiGHS on a few pairs per row, pricing every
-(s, t) pair on a precomputed |S| x |T| cost matrix (a quarter of D's size). The first master
-holds each supplier's and each demander's ``_START_PAIRS`` cheapest pairs besides a
-north-west-corner vertex. The optimal pairs are far apart (a real build's Adult instance at
-K = 1024: the median optimal pair is the 51st cheapest of its row of 418), so the masters'
-cost falls slowly over many rounds whatever the start; what makes a round cheap is primal
-simplex from the last basis and a master kept narrow by dropping pairs of positive reduced
-cost (:func:`_transport`).
+The transport is solved in two steps. POT's network simplex (``ot.emd``, compiled) finds a
+vertex of the dense |S| x |T| problem in about a second at K = 4096; its tolerances leave it short
+of a certificate (UCI Adult at K = 4096: its cost 3e-10 relative above the optimum, its potentials
+1e-4 off feasibility), so its pairs are only the first master of a column generation on the same
+cost matrix: HiGHS on a few pairs per row, pricing every (s, t) pair, primal simplex from the last
+basis, and a master kept narrow by dropping pairs of positive reduced cost (:func:`_transport`).
+From that vertex it certifies in a few rounds (5 at K = 4096, 7 at K = 8192); without it the optimal
+pairs, far apart (the median optimal pair is the 163rd cheapest of its row of 1,597), took 161
+rounds and 18 CPU-s at K = 4096 (benchmarks/README.md, "Delta0 by network simplex").
 Where outputs are the inputs the pair costs are read off D at the two endpoints
 (:func:`_endpoint_pair_costs`); :func:`_candidate_pair_costs` is the general form and the
 reference the tests hold it to.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import ot
 import scipy.sparse as sp
 
 from .._errors import SolverError
 
 _MAX_ROUNDS = 1000
-_START_PAIRS = 4             # each row's and column's cheapest pairs in the first master
+_SIMPLEX_ITERATIONS = 100    # network simplex iterations per transport row (|S| + |T|) at most;
+                             # Adult's instances need about 10
 _KEEP = 3                    # master pairs kept between rounds, per transport row (|S| + |T|)
 _PRUNE_ROUNDS = 400          # rounds after which no master pair is dropped any more
 _CHUNK_ELEMENTS = 1 << 17     # elements of one row chunk of D (1 MiB of float64)
 
 
-def solve_binary(p_c, w, D, j_const, new_highs, *, start=None):
+def solve_binary(p_c, w, D, j_const, new_highs):
     """Transport solution of the binary-A program and hub duals for its certificate.
 
     Parameters
@@ -64,10 +69,6 @@ def solve_binary(p_c, w, D, j_const, new_highs, *, start=None):
         An output allowed from every row (the best constant output).
     new_highs : callable
         Returns a silent, configured ``highspy`` model.
-    start : (ndarray, ndarray) of int, optional, keyword-only
-        Pairs of rows (c1[i], c2[i]) likely to share an output in the answer (a related instance's,
-        :mod:`privmap.offline.mechanisms.quantized._reuse`); those joining a supplier and a demander,
-        in either order, join the first master. Only the rounds depend on them, not the answer's value.
 
     Returns
     -------
@@ -87,8 +88,9 @@ def solve_binary(p_c, w, D, j_const, new_highs, *, start=None):
     unit[w != 0] = p_c[w != 0] / np.abs(w[w != 0])
     hub = _cheapest_outputs(D)
     cost = _pair_costs(D, unit, sup, dem, hub, j_const)
-    flow, pi_s, rounds, pairs = _transport(cost, w[sup], -w[dem], new_highs,
-                                           start=None if start is None else _start_positions(start, sup, dem, K))
+    supply, demand = w[sup], -w[dem]
+    flow, pi_s, rounds, pairs = _transport(cost, supply, demand, new_highs,
+                                           start=_network_simplex_pairs(cost, supply, demand))
     s_idx, t_idx = np.nonzero(flow > 0)
     f = flow[s_idx, t_idx]
     s, t = sup[s_idx], dem[t_idx]
@@ -105,22 +107,6 @@ def solve_binary(p_c, w, D, j_const, new_highs, *, start=None):
     table = np.zeros((K, K_out))
     table.flat[keys] = np.bincount(where, weights=mass)    # (np.add.at: 1.6 s at K = 4096)
     return table, _hub_duals(D, unit[sup], sup, pi_s), rounds, pairs
-
-
-def _start_positions(start, sup, dem, K):
-    """The pairs of rows ``start`` that join a supplier and a demander, as (supplier position,
-    demander position) in ``sup`` and ``dem``; rows outside 0..K-1 are ignored."""
-    c1, c2 = (np.asarray(c, dtype=np.int64).ravel() for c in start)
-    side = np.zeros(K, np.int8)
-    side[sup], side[dem] = 1, -1
-    pos = np.full(K, -1, np.int64)
-    pos[sup], pos[dem] = np.arange(sup.size), np.arange(dem.size)
-    ok = (c1 >= 0) & (c1 < K) & (c2 >= 0) & (c2 < K)
-    c1, c2 = c1[ok], c2[ok]
-    swap = side[c1] == -1
-    s, t = np.where(swap, c2, c1), np.where(swap, c1, c2)
-    keep = (side[s] == 1) & (side[t] == -1)
-    return pos[s[keep]], pos[t[keep]]
 
 
 def _cheapest_outputs(D):
@@ -191,15 +177,27 @@ def _hub_duals(D, unit_sup, sup, pi_s):
     return v
 
 
+def _network_simplex_pairs(cost, supply, demand):
+    """The pairs carrying flow in POT's network simplex answer (``ot.emd``) to the transport of
+    ``cost`` (n_s, n_t), as (row positions, column positions): at most n_s + n_t - 1 of them.
+
+    A start for :func:`_transport`, not an answer (module docstring): an iteration cap
+    (``_SIMPLEX_ITERATIONS`` per row) reached or a loose tolerance only costs rounds there.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # "numItermax reached": the rounds make up for it
+        flow = ot.emd(supply, demand, cost, numItermax=_SIMPLEX_ITERATIONS * (cost.shape[0] + cost.shape[1]))
+    return np.nonzero(flow > 0)
+
+
 def _transport(cost, supply, demand, new_highs, *, start=None):
     """Least-cost flow (shape of ``cost``) with row sums ``supply`` and column sums ``demand``.
 
-    Column generation on the pairs: the start is a north-west-corner vertex (feasible), each
-    row's and column's ``_START_PAIRS`` cheapest pairs and the pairs ``start`` ((row positions,
-    column positions), optional: a related instance's optimal pairs); each round adds each row's
-    and column's pair of most negative reduced cost. The first master is solved by dual simplex,
-    the later ones by primal simplex from the previous basis (the new pairs enter at zero, so
-    that basis stays primal feasible: HiGHS's dual simplex redid about a full solve each round).
+    Column generation on the pairs: the first master is a north-west-corner vertex (feasible) and
+    the pairs ``start`` ((row positions, column positions), optional: the network simplex's
+    vertex); each round adds each row's and column's pair of most negative reduced cost. The
+    first master is solved by dual simplex, the later ones by primal simplex from the previous
+    basis (the new pairs enter at zero, so that basis stays primal feasible: HiGHS's dual simplex redid about a full solve each round).
     Pairs of positive reduced cost beyond the ``_KEEP`` (|S| + |T|) cheapest are dropped from the
     master after each round (a basic pair has reduced cost 0, so the basis stays valid): a
     simplex iteration costs about the master's width, and the optimal pairs are far apart, so
@@ -217,13 +215,6 @@ def _transport(cost, supply, demand, new_highs, *, start=None):
     """
     n_s, n_t = cost.shape
     rows, cols = _north_west(supply, demand)
-    k_r, k_c = min(_START_PAIRS, n_t), min(_START_PAIRS, n_s)
-    near_r = np.argpartition(cost, k_r - 1, axis=1)[:, :k_r] if k_r < n_t else \
-        np.broadcast_to(np.arange(n_t), (n_s, n_t))
-    near_c = np.argpartition(cost, k_c - 1, axis=0)[:k_c] if k_c < n_s else \
-        np.broadcast_to(np.arange(n_s)[:, None], (n_s, n_t))
-    rows = np.concatenate([rows, np.repeat(np.arange(n_s), near_r.shape[1]), near_c.ravel()])
-    cols = np.concatenate([cols, near_r.ravel(), np.tile(np.arange(n_t), near_c.shape[0])])
     if start is not None:
         rows, cols = np.concatenate([rows, start[0]]), np.concatenate([cols, start[1]])
     finite = np.isfinite(cost)

@@ -28,7 +28,7 @@ from ...solvers._solve import SOLVERS, solve
 from .._header import HeaderOptions, check_header
 from ._codebook import Codebook, metric_center, refine
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
-from ._reuse import BuildStart, sharing_pairs, sides, starts_folds
+from ._reuse import BuildStart
 
 __all__ = ["MECHANISMS", "Progress", "BuildOptions", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
 
@@ -153,10 +153,7 @@ class Solved:
 
     ``delta`` is the budget asked for (``options.delta`` or the fraction of ``d_perfect``);
     ``budget`` the one the table was finally held to (``delta``, or the distortion the
-    codebook step reached); ``codebook`` is None when the step did not run. ``perfect_pairs``
-    (m, 2) are the pairs of inputs sharing an output of the zero-leakage table, one on each side of
-    the binary transport (:func:`._reuse.sharing_pairs`), which start the folds' Delta0
-    (:class:`._reuse.BuildStart`); None unless the build starts its folds (:func:`._reuse.starts_folds`).
+    codebook step reached); ``codebook`` is None when the step did not run.
     """
 
     alphabet: Alphabet
@@ -166,7 +163,6 @@ class Solved:
     d_perfect: float
     budget: float
     codebook: "Codebook | None" = None
-    perfect_pairs: np.ndarray | None = None
 
 
 def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress | None = None,
@@ -199,9 +195,9 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     distortion, the budget, the solve, and the codebook step when ``options.codebook`` is set and
     the raw rows ``dataset`` are at hand (a partitioned build passes none and skips it).
 
-    ``start`` (keyword-only; a cross-fitting fold's, from the build it measures) starts Delta0's
-    transport and the fast solver from the build's answers carried to this alphabet's
-    representatives (:mod:`._reuse`): the same certified answers, in fewer rounds and steps.
+    ``start`` (keyword-only; a cross-fitting fold's, from the build it measures) starts the fast
+    solver from the build's answer carried to this alphabet's representatives (:mod:`._reuse`):
+    the same certified answer, in fewer steps.
 
     Raises
     ------
@@ -211,9 +207,7 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     tell = progress or (lambda stage, fraction: None)
     tell("perfect-privacy", 0.25)
     centers = None if start is None else np.asarray(alphabet.inputs, dtype=float)
-    perfect_table, d_perfect = perfect_privacy_table(
-        p_ac, alphabet.distortion, start_pairs=None if start is None else start.transport_pairs(centers, p_ac))
-    pairs = sharing_pairs(perfect_table, sides(p_ac)) if starts_folds(options) else None
+    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
     tell("solve", 0.35)
     perfect = delta >= d_perfect
@@ -229,13 +223,13 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     if not (options.codebook and options.mechanism == "quantized" and dataset is not None):
         solved = _robust_search(dataset, alphabet, p_ac, solved, float(delta), options, perfect=perfect, tell=tell)
         return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
-                      budget=float(delta), perfect_pairs=pairs)
+                      budget=float(delta))
     tell("codebook", 0.75)
     alphabet, solved, step = _with_codebook(dataset, alphabet, p_ac, solved, options, perfect=perfect,
                                             progress=lambda f: tell("codebook", 0.75 + 0.15 * f))
     solved = _robust_search(dataset, alphabet, p_ac, solved, step.distortion, options, perfect=perfect, tell=tell)
     return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
-                  budget=step.distortion, codebook=step, perfect_pairs=pairs)
+                  budget=step.distortion, codebook=step)
 
 
 def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, options: BuildOptions,

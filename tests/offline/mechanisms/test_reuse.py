@@ -5,17 +5,10 @@ import numpy as np
 import pytest
 from privmap.offline import BuildOptions, SolverError
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import _reuse, _steps
+from privmap.offline.mechanisms.quantized import _steps
 from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
 from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
-from privmap.offline.mechanisms.quantized._reuse import (
-    PAIRS_PER_OUTPUT,
-    START_CLUSTERS,
-    BuildStart,
-    sharing_pairs,
-    sides,
-    starts_folds,
-)
+from privmap.offline.mechanisms.quantized._reuse import START_CLUSTERS, BuildStart, starts_folds
 
 
 def _dataset(n, seed):
@@ -27,31 +20,7 @@ def _dataset(n, seed):
                    categorical=False, sha256="0" * 64)
 
 
-def test_sharing_pairs_join_each_output_s_suppliers_to_its_demanders_and_skip_crowded_outputs():
-    side = np.array([1, -1, 1, -1, -1, 1] + [1] * 9 + [-1] * 8, dtype=np.int8)
-    table = np.zeros((side.size, 4))
-    table[[0, 1], 0] = 1.0                      # output 0: supplier 0, demander 1
-    table[[2, 3, 4], 1] = 1.0                   # output 1: supplier 2, demanders 3 and 4
-    table[5, 2] = 1.0                           # output 2: a supplier alone
-    table[6:, 3] = 1.0                          # output 3: 9 suppliers x 8 demanders > PAIRS_PER_OUTPUT
-    assert 9 * 8 > PAIRS_PER_OUTPUT
-    pairs = {tuple(p) for p in sharing_pairs(table, side)}
-    assert pairs == {(0, 1), (2, 3), (2, 4)}
-
-
-def test_sides_are_the_sign_of_the_class_conditionals_difference_and_none_beyond_two_classes():
-    p_ac = np.array([[0.3, 0.1, 0.1], [0.1, 0.3, 0.1]])
-    assert sides(p_ac).tolist() == [-1, 1, 0]
-    assert not sides(np.full((3, 4), 1 / 12)).any()
-
-
-@pytest.fixture
-def small_builds_start_folds(monkeypatch):
-    """Builds of any K start their folds (``START_CLUSTERS`` is 2048), so that small ones keep pairs."""
-    monkeypatch.setattr(_reuse, "START_CLUSTERS", 1)
-
-
-def test_a_start_on_the_build_s_own_clusters_carries_its_table_and_pairs_unchanged(small_builds_start_folds):
+def test_a_start_on_the_build_s_own_clusters_carries_its_table_unchanged():
     # Without the codebook step the outputs are the inputs: every row and output maps to itself.
     data = _dataset(3000, 0)
     fit = solve_dataset(data, BuildOptions(private="a", clusters=30, delta_fraction=0.5, codebook=False))
@@ -60,9 +29,6 @@ def test_a_start_on_the_build_s_own_clusters_carries_its_table_and_pairs_unchang
     warm = start.warm(centers)
     assert np.array_equal(warm.table.toarray(), np.asarray(fit.solved.table))
     assert warm.multiplier == fit.solved.multiplier
-    c1, c2 = start.transport_pairs(centers, fit.p_ac)
-    carried = set(zip(c1.tolist(), c2.tolist()))
-    assert fit.perfect_pairs.size and {tuple(p) for p in fit.perfect_pairs} <= carried
 
 
 def test_start_is_none_where_symbols_are_not_points():
@@ -74,15 +40,13 @@ def test_start_is_none_where_symbols_are_not_points():
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimum(
-        seed, small_builds_start_folds):
+def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimum(seed):
     # The fold's own clusters (one k-means++ start on 80 % of the rows), solved cold and started
     # from the build: Delta0 equal to its certificate, and both tables certified within tol_bits
     # of the same optimum, so their leakages differ by at most twice the tolerance.
     data = _dataset(4000, seed)
     options = BuildOptions(private="a", clusters=120, delta_fraction=0.5, seed=seed)
     start = BuildStart.of(solve_dataset(data, options), "l2")
-    assert start.pairs.size
     train = np.random.default_rng(seed).permutation(data.n)[: int(0.8 * data.n)]
     fold = dataclasses.replace(data, public=data.public[train], private=data.private[train])
     cold = solve_dataset(fold, options, quantizer=FoldKMeans())

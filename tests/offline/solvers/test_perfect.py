@@ -265,15 +265,31 @@ def test_endpoint_pair_costs_equal_the_candidate_hub_reference(metric):
     assert np.allclose(at_via, fast.ravel(), rtol=1e-14, atol=0)
 
 
-@pytest.mark.parametrize("start_pairs", [1, 4, 100])
-def test_the_transport_certifies_the_dense_lp_whatever_its_first_master(start_pairs, monkeypatch):
+def _no_start(cost, supply, demand):
+    return np.empty(0, np.int64), np.empty(0, np.int64)
+
+
+def _few_iterations(cost, supply, demand):
+    import ot
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.nonzero(ot.emd(supply, demand, cost, numItermax=5) > 0)
+
+
+@pytest.mark.parametrize("start", ["network simplex", "network simplex stopped early", "none"])
+def test_the_transport_certifies_the_dense_lp_whatever_its_first_master(start, monkeypatch):
+    # The network simplex's vertex only starts the column generation: stopped after five
+    # iterations, or absent, the same certified Delta0.
     from privmap.offline.solvers import _transport
-    monkeypatch.setattr(_transport, "_START_PAIRS", start_pairs)
+    if start != "network simplex":
+        monkeypatch.setattr(_transport, "_network_simplex_pairs", _no_start if start == "none" else _few_iterations)
     p_ac, dist = _metric_instance(np.random.default_rng(8), 2, 45, "l2")
     info = {}
     _, d0 = perfect_privacy_table(p_ac, dist, info=info)
     assert info["formulation"] == "transport"
     assert d0 == pytest.approx(perfect_privacy_lp(p_ac, dist)[1], rel=1e-9)
+    assert info["upper_bound"] - info["lower_bound"] <= 1e-9 * d0
 
 
 def _build_shaped_instance(rng, K, n=4000):
@@ -359,23 +375,16 @@ def test_the_transport_drops_master_pairs_and_still_reaches_the_dense_transport_
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_a_transport_started_from_its_own_answer_certifies_the_same_delta0_in_fewer_rounds(seed):
-    # A related instance's pairs (here the answer's own: rows sharing an output) only seed the
-    # first master: the certified value is the same, the rounds fewer; pairs that cannot join a
-    # supplier to a demander (one side twice, rows out of range) are ignored.
-    rng = np.random.default_rng(seed)
-    p_ac, dist = _build_shaped_instance(rng, 300)
-    cold, started, junk = {}, {}, {}
-    table, d0 = perfect_privacy_table(p_ac, dist, info=cold)
-    r, j = np.nonzero(table)
-    same = j[:, None] == j[None, :]
-    c1, c2 = r[np.nonzero(same)[0]], r[np.nonzero(same)[1]]
-    _, d0_started = perfect_privacy_table(p_ac, dist, info=started, start_pairs=(c1, c2))
-    w = p_ac[1] / p_ac[1].sum() - p_ac[0] / p_ac[0].sum()
-    one_side = np.flatnonzero(w > 0)
-    _, d0_junk = perfect_privacy_table(p_ac, dist, info=junk,
-                                       start_pairs=(np.r_[one_side, -1, 10**6], np.r_[one_side[::-1], 0, 1]))
-    assert cold["formulation"] == started["formulation"] == "transport"
-    assert abs(d0_started - d0) <= 1e-9 * d0 and abs(d0_junk - d0) <= 1e-9 * d0
-    assert started["rounds"] < cold["rounds"]
+def test_the_network_simplex_vertex_leaves_the_transport_few_rounds(seed, monkeypatch):
+    # On a build-shaped instance, whose optimal pairs lie far apart, the column generation from
+    # the north-west corner alone needs many rounds; from the network simplex's vertex, a few.
+    from privmap.offline.solvers import _transport
+    p_ac, dist = _build_shaped_instance(np.random.default_rng(seed), 300)
+    started, cold = {}, {}
+    _, d0 = perfect_privacy_table(p_ac, dist, info=started)
+    monkeypatch.setattr(_transport, "_network_simplex_pairs", _no_start)
+    _, d0_cold = perfect_privacy_table(p_ac, dist, info=cold)
+    assert started["formulation"] == cold["formulation"] == "transport"
+    assert abs(d0 - d0_cold) <= 1e-9 * d0
     assert started["upper_bound"] - started["lower_bound"] <= 1e-9 * d0
+    assert started["rounds"] <= 5 and 2 * started["rounds"] < cold["rounds"], (started, cold)
