@@ -52,9 +52,10 @@ is negative, through candidate hubs (``_transport``): |S| + |T| rows instead of 
 the hub rows whose degenerate duals swing from round to round. Its table is feasible for the
 program above, and hub duals v built from its potentials give the same bound L(v) over all pairs;
 when they agree to ``rel_tol`` (always, when d is a metric whose outputs are the inputs) that is
-the answer, certified as above (UCI Adult, sex private, K = 4096: 1.9 CPU-s against 67 for
-the hub program; see benchmarks/README.md, "Delta0 by transport" and "Delta0 by network simplex"). Otherwise the hub program's column generation below
-goes on, its master started with the transport table's pairs and its best bound L(v).
+the answer, certified as above (UCI Adult, sex private, K = 4096: 1.9 CPU-s against 67 for the
+hub program; see benchmarks/README.md, "Delta0 by transport" and "Delta0 by network simplex").
+Otherwise the hub program's column generation below goes on, its master started with the
+transport table's pairs and its best bound L(v).
 
 The master starts from each row's cheapest output, and from the best constant
 output (everyone to one j, which has zero leakage) so that it is feasible. When
