@@ -56,7 +56,8 @@ class _Instance:
         self._zbuf = None                                # see _z_block
         self.has_inf = not bool(np.all(np.isfinite(D)))
         self.row_hits = np.zeros(self.rows.size, np.int64)   # pricing passes that found the row wanting
-        self.stats = {"newton_steps": 0, "evaluations": 0, "pricing_passes": 0, "added_candidates": 0}
+        self.stats = {"newton_steps": 0, "evaluations": 0, "pricing_passes": 0, "added_candidates": 0,
+                      "stall_heats": 0}
         self.timing = {"start": 0.0, "newton": 0.0, "pricing": 0.0}
 
 

@@ -20,6 +20,14 @@ solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certif
   dearest part of the path, pass after pass (on a fold of the UCI Adult K = 4096 build, until
   the Newton steps ran out; benchmarks/README.md).
 - **Shrinking**: otherwise tau shrinks by an adapted factor along the tangent.
+- **Stalls**: where the line search cuts Newton's step below _STALLED_STEP _STALLED_RUN times
+  in a row at one tau, the point is far from that tau's centre: at a small tau the soft minimum
+  is nearly a hard one, the Hessian models it only within about tau of the point, and centring
+  crawls (UCI Adult with race private, five classes, K = 256 at 0.3 x Delta0: 97 steps at one
+  tau, the median step 1e-3 of Newton's; the path hit 2,000 steps when the Newton systems were
+  summed in another order). tau then rises by _STALL_HEAT, which smooths the kinks, and the
+  path comes down again along its tangent: 586 steps there instead of 1,169. At most
+  _STALL_HEATS_MAX times per solve, so that a path stalling at every tau cannot cycle.
 
 **Certificates from the path's tangent.** Near tau = 0 the dual path is nearly
 linear, x(tau) = x* + tau x'(tau) + O(tau^2), and its tangent x' costs one more
@@ -50,6 +58,10 @@ _PASS_EVERY = 0.5                # a pricing pass whenever tau fell by this fact
 _REHEAT = 0.3                    # after pricing, tau >= _REHEAT * median margin of new pairs,
 _REHEAT_MAX = 16.0               # but at most this factor above the tau of the pass (module docstring)
 _CENTRED = 0.1                   # Newton decrement^2 <= _CENTRED * tau: near the centre
+_STALLED_STEP = 1 / 64           # line searches cutting Newton's step below this, _STALLED_RUN
+_STALLED_RUN = 8                 # times in a row at one tau: a stall (module docstring), and tau
+_STALL_HEAT = 4.0                # rises by this factor (at most to the starting tau),
+_STALL_HEATS_MAX = 16            # at most this many times in one solve (the race instance: 1 or 2)
 _BACKOFF_MAX = 1e4               # where no step ascends, tau backs off tenfold, up to this factor above
                                  # the starting tau (lopsided instances find none at 1 and 10 x it)
 _TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
@@ -143,6 +155,7 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         priced_tau = math.inf            # tau of the last pricing pass
         shrink = _TAU_SHRINK
         stage_steps = 0
+        stalled = 0                      # Newton steps in a row cut below _STALLED_STEP at this tau
         self._last_gap = math.inf
         while True:
             if self.stats["newton_steps"] >= self.max_iter:
@@ -162,7 +175,7 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
             dec = float(np.sum(g_theta * d_theta)) + (g_mu * d_mu if self.budget else 0.0)
             tau = ev["tau"]
             if dec > _CENTRED * tau:
-                trial = self._ascend(ev, P, d_theta, d_mu, dec)
+                trial, step = self._ascend(ev, P, d_theta, d_mu, dec)
                 if trial is None:             # no ascent from here: back off to a larger tau
                     if tau > _BACKOFF_MAX * self.scale:
                         self.timing["newton"] += time.perf_counter() - tn
@@ -171,7 +184,14 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
                     shrink = max(shrink, 0.5)
                     continue
                 ev = trial
+                stalled = stalled + 1 if step < _STALLED_STEP else 0
+                if (stalled >= _STALLED_RUN and tau < self.scale            # far from this tau's centre
+                        and self.stats["stall_heats"] < _STALL_HEATS_MAX):
+                    ev = self._evaluate(ev["theta"], ev["mu"], min(_STALL_HEAT * tau, self.scale))
+                    stalled = 0
+                    self.stats["stall_heats"] += 1
                 continue
+            stalled = 0
             # near the centre at this tau: extrapolate the duals to tau = 0, measure the gap
             t_theta, t_mu = solve(*self._tau_derivative(ev))
             step0 = tau * t_theta
@@ -209,7 +229,7 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
             entropy = -float(self.c_pc @ (ev["q"] * np.log(np.maximum(ev["q"], 1e-300))))
             primal_err = J_mix - (ev["phi"] + tau * entropy)
             if primal_err > 0.25 * gap and dec > tau * (_TIGHT * self.tol) ** 2:
-                trial = self._ascend(ev, P, d_theta, d_mu, dec)
+                trial, _ = self._ascend(ev, P, d_theta, d_mu, dec)
                 if trial is not None:
                     ev = trial
                     continue

@@ -9,6 +9,15 @@ from privmap.offline.solvers._fast_solver import solve_fast
 TOL = 1e-5
 
 
+def _unscaled(assembled):
+    """The dense matrix N + floor I (or M) from ``_assemble``'s scaled CSC matrix and scale, after
+    checking that the CSC arrays are canonical as flagged (each column's rows strictly increasing)."""
+    matrix, dscale = assembled
+    rows = np.split(matrix.indices, matrix.indptr[1:-1])
+    assert matrix.has_canonical_format and all((np.diff(r) > 0).all() for r in rows)
+    return matrix.toarray() / np.outer(dscale, dscale)
+
+
 def _all_pairs_solver(random_instance, budget, n_private, K=15, seed=7):
     """A solver on a random instance with every pair a candidate and a free multiplier."""
     p_ac, dist = random_instance(seed, K, n_private)
@@ -19,7 +28,7 @@ def _all_pairs_solver(random_instance, budget, n_private, K=15, seed=7):
     return solver
 
 
-@pytest.mark.parametrize("n_private", [2, 3])
+@pytest.mark.parametrize("n_private", [2, 3, 5])
 def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_private, random_instance,
                                                                                budget):
     """grad Phi_tau (theta without its fixed last row, and mu) is the central difference of
@@ -49,10 +58,8 @@ def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_pr
     s = P.sum(axis=0)
     wk = solver.c_pc * ev["q"] / tau
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
-    ri, ci, vals, dscale = solver._assemble(ev, s, wk, V, 0.0, sparsify=False)
     n = A1 * 15
-    N = np.zeros((n, n))
-    np.add.at(N, (ri, ci), vals / (dscale[ri] * dscale[ci]))
+    N = _unscaled(solver._assemble(ev, s, wk, V, 0.0, sparsify=False))
     for _ in range(3):
         v = rng.normal(size=n)                           # flat in the order output * (A-1) + b
         step = np.vstack([v.reshape(15, A1).T, np.zeros((1, 15))])
@@ -81,7 +88,7 @@ def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, 
     assert iterative.distortion <= delta
 
 
-@pytest.mark.parametrize("n_private", [2, 3])
+@pytest.mark.parametrize("n_private", [2, 3, 5])
 def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_private,
                                                                               random_instance, budget):
     """CG multiplies by the Hessian without forming it, and early on the path preconditions
@@ -100,10 +107,8 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
     A1 = n_private - 1
     wk = solver.c_pc * ev["q"] / ev["tau"]
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
-    ri, ci, vals, dscale = solver._assemble(ev, s, wk, V, 0.0, sparsify=False)
     n = A1 * 15
-    N = np.zeros((n, n))
-    np.add.at(N, (ri, ci), vals / (dscale[ri] * dscale[ci]))
+    N = _unscaled(solver._assemble(ev, s, wk, V, 0.0, sparsify=False))
     assert np.allclose(solver._diagonal(ev, s, wk, V, 0.0), np.diag(N), rtol=1e-10, atol=1e-12)
     times = solver._hessian_operator(ev, s, wk, V, 0.0)
     for _ in range(3):
@@ -111,7 +116,7 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
         assert np.allclose(times(v), N @ v, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("n_private", [2, 3])
+@pytest.mark.parametrize("n_private", [2, 3, 5])
 def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_diagonal(
         n_private, random_instance, budget):
     """The CG preconditioner M is the Hessian N with each cross term of a candidate pair with
@@ -136,13 +141,7 @@ def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_d
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
 
-    def unscaled(sparsify):
-        ri, ci, vals, dscale = solver._assemble(ev, s, wk, V, 0.0, sparsify=sparsify)
-        M = np.zeros((n, n))
-        np.add.at(M, (ri, ci), vals / (dscale[ri] * dscale[ci]))
-        return M
-
-    N, M = unscaled(False), unscaled(True)
+    N, M = (_unscaled(solver._assemble(ev, s, wk, V, 0.0, sparsify=sparsify)) for sparsify in (False, True))
     want = N.copy()
     q, cr, cj = ev["q"], solver.cr, solver.cj
     for k in range(q.size):

@@ -117,3 +117,38 @@ def test_a_path_without_ascent_at_its_start_backs_off_and_certifies_the_referenc
     fast = solve_fast(p_ac, dist, delta)
     assert fast.gap_bits <= 1e-5 and fast.distortion <= delta * (1 + 1e-9)
     assert fast.leakage_bits == pytest.approx(solve_cvxpy(p_ac, dist, delta).leakage_bits, abs=1e-5)
+
+
+@pytest.mark.parametrize("n_private", [2, 5])
+def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_optimum(
+        n_private, monkeypatch, random_instance, budget):
+    """Line searches that cut Newton's step below _STALLED_STEP _STALLED_RUN times in a row at one
+    tau raise tau by _STALL_HEAT, at most _STALL_HEATS_MAX times; the path still ends in cvxpy's optimum. Here every line search reports a step of 1e-3
+    (its trial is the real one) and one such step is a stall, so the path heats at every centring
+    step until the cap stops it."""
+    from privmap.offline.solvers import _fast_newton as newton
+    from privmap.offline.solvers import _fast_path as path
+    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    search, evaluate = newton._NewtonCore._line_search, newton._NewtonCore._evaluate
+    heats = []
+
+    def cut(self, ev, d_theta, d_mu, dec):
+        trial, step = search(self, ev, d_theta, d_mu, dec)
+        return trial, min(step, 1e-3)
+
+    def recorded(self, theta, mu, tau):
+        if tau > getattr(self, "_tau_seen", tau):
+            heats.append((tau, self._tau_seen))
+        self._tau_seen = tau
+        return evaluate(self, theta, mu, tau)
+
+    monkeypatch.setattr(newton._NewtonCore, "_line_search", cut)
+    monkeypatch.setattr(newton._NewtonCore, "_evaluate", recorded)
+    monkeypatch.setattr(path, "_STALLED_RUN", 1)
+    p_ac, dist = random_instance(3, 30, n_private)
+    delta = budget(p_ac, dist, 0.3)
+    res = solve_fast(p_ac, dist, delta)
+    assert res.info["stall_heats"] == path._STALL_HEATS_MAX
+    assert any(new == pytest.approx(path._STALL_HEAT * old) for new, old in heats)
+    assert res.gap_bits <= 1e-5 and res.distortion <= delta * (1 + 1e-9)
+    assert res.leakage_bits == pytest.approx(solve_cvxpy(p_ac, dist, delta).leakage_bits, abs=1e-5)
