@@ -186,7 +186,8 @@ def _network_simplex_pairs(cost, supply, demand):
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # "numItermax reached": the rounds make up for it
-        flow = ot.emd(supply, demand, cost, numItermax=_SIMPLEX_ITERATIONS * (cost.shape[0] + cost.shape[1]))
+        flow = ot.emd(supply, demand, cost,
+                      numItermax=_SIMPLEX_ITERATIONS * (cost.shape[0] + cost.shape[1]))
     return np.nonzero(flow > 0)
 
 
@@ -197,7 +198,8 @@ def _transport(cost, supply, demand, new_highs, *, start=None):
     the pairs ``start`` ((row positions, column positions), optional: the network simplex's
     vertex); each round adds each row's and column's pair of most negative reduced cost. The
     first master is solved by dual simplex, the later ones by primal simplex from the previous
-    basis (the new pairs enter at zero, so that basis stays primal feasible: HiGHS's dual simplex redid about a full solve each round).
+    basis (the new pairs enter at zero, so that basis stays primal feasible: HiGHS's dual
+    simplex redid about a full solve each round).
     Pairs of positive reduced cost beyond the ``_KEEP`` (|S| + |T|) cheapest are dropped from the
     master after each round (a basic pair has reduced cost 0, so the basis stays valid): a
     simplex iteration costs about the master's width, and the optimal pairs are far apart, so

@@ -283,7 +283,8 @@ def test_the_transport_certifies_the_dense_lp_whatever_its_first_master(start, m
     # iterations, or absent, the same certified Delta0.
     from privmap.offline.solvers import _transport
     if start != "network simplex":
-        monkeypatch.setattr(_transport, "_network_simplex_pairs", _no_start if start == "none" else _few_iterations)
+        monkeypatch.setattr(_transport, "_network_simplex_pairs",
+                            _no_start if start == "none" else _few_iterations)
     p_ac, dist = _metric_instance(np.random.default_rng(8), 2, 45, "l2")
     info = {}
     _, d0 = perfect_privacy_table(p_ac, dist, info=info)
