@@ -152,7 +152,7 @@ class _NewtonCore:
             def solve_theta(v):
                 return dscale * sla.cho_solve(factor, dscale * v, check_finite=False)
         else:
-            if tau > _JACOBI_TAU * self.scale:
+            if not self._solves_tightly(tau):
                 inv_diag = 1.0 / self._diagonal(ev, s, wk, V, floor)
                 precond = spla.LinearOperator((nth, nth), matvec=lambda v: inv_diag * v)
                 rtol, maxiter = _JACOBI_RTOL, _JACOBI_MAXITER
@@ -193,6 +193,11 @@ class _NewtonCore:
             return (y1 - y2 * d_mu).reshape(n_out, A1).T, d_mu
         solve.theta = theta
         return solve
+
+    def _solves_tightly(self, tau):
+        """Whether :meth:`_factor` solves the Newton systems at ``tau`` exactly or to _CG_RTOL:
+        dense Cholesky, or CG with sparse LU factors; not the loose diagonal CG far up the path."""
+        return (self.A - 1) * self.K_out <= _DENSE_MAX or tau <= _JACOBI_TAU * self.scale
 
     def _assemble(self, ev, s, wk, V, floor, *, sparsify):
         """N + floor I scaled to unit diagonal, as a CSC matrix in canonical form (sorted indices,

@@ -21,7 +21,10 @@ solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certif
   the Newton steps ran out; benchmarks/README.md).
 - **Shrinking**: otherwise tau shrinks by an adapted factor along the tangent.
 - **Stalls**: where the line search cuts Newton's step below _STALLED_STEP _STALLED_RUN times
-  in a row at one tau, the point is far from that tau's centre: at a small tau the soft minimum
+  in a row at one tau, and the Newton systems there are solved tightly (not by the loose
+  diagonal CG far up the path, whose inexact steps are cut for their own reasons: a heat there
+  cost UCI Adult, sex private, K = 4096 at 0.7 x Delta0 half as much time again), the point is
+  far from that tau's centre: at a small tau the soft minimum
   is nearly a hard one, the Hessian models it only within about tau of the point, and centring
   crawls (UCI Adult with race private, five classes, K = 256 at 0.3 x Delta0: 97 steps at one
   tau, the median step 1e-3 of Newton's; the path hit 2,000 steps when the Newton systems were
@@ -184,7 +187,7 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
                     shrink = max(shrink, 0.5)
                     continue
                 ev = trial
-                stalled = stalled + 1 if step < _STALLED_STEP else 0
+                stalled = stalled + 1 if step < _STALLED_STEP and self._solves_tightly(tau) else 0
                 if (stalled >= _STALLED_RUN and tau < self.scale            # far from this tau's centre
                         and self.stats["stall_heats"] < _STALL_HEATS_MAX):
                     ev = self._evaluate(ev["theta"], ev["mu"], min(_STALL_HEAT * tau, self.scale))
