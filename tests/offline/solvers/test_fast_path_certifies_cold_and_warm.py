@@ -119,13 +119,14 @@ def test_a_path_without_ascent_at_its_start_backs_off_and_certifies_the_referenc
     assert fast.leakage_bits == pytest.approx(solve_cvxpy(p_ac, dist, delta).leakage_bits, abs=1e-5)
 
 
-@pytest.mark.parametrize("n_private", [2, 5])
+@pytest.mark.parametrize("n_private, systems", [(2, "dense"), (5, "dense"), (2, "iterative")])
 def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_optimum(
-        n_private, monkeypatch, random_instance, budget):
+        n_private, systems, monkeypatch, random_instance, budget):
     """Line searches that cut Newton's step below _STALLED_STEP _STALLED_RUN times in a row at one
     tau raise tau by _STALL_HEAT, at most _STALL_HEATS_MAX times; the path still ends in cvxpy's optimum. Here every line search reports a step of 1e-3
     (its trial is the real one) and one such step is a stall, so the path heats at every centring
-    step until the cap stops it."""
+    step until the cap stops it. With the iterative Newton solves forced, no stall counts far up
+    the path, where the loose diagonal CG solves them (above _JACOBI_TAU times the starting tau)."""
     from privmap.offline.solvers import _fast_newton as newton
     from privmap.offline.solvers import _fast_path as path
     from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
@@ -138,17 +139,23 @@ def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_
 
     def recorded(self, theta, mu, tau):
         if tau > getattr(self, "_tau_seen", tau):
-            heats.append((tau, self._tau_seen))
+            heats.append((tau, self._tau_seen, self.scale))
         self._tau_seen = tau
         return evaluate(self, theta, mu, tau)
 
     monkeypatch.setattr(newton._NewtonCore, "_line_search", cut)
     monkeypatch.setattr(newton._NewtonCore, "_evaluate", recorded)
     monkeypatch.setattr(path, "_STALLED_RUN", 1)
+    if systems == "iterative":
+        monkeypatch.setattr(newton, "_DENSE_MAX", 0)
     p_ac, dist = random_instance(3, 30, n_private)
     delta = budget(p_ac, dist, 0.3)
     res = solve_fast(p_ac, dist, delta)
-    assert res.info["stall_heats"] == path._STALL_HEATS_MAX
-    assert any(new == pytest.approx(path._STALL_HEAT * old) for new, old in heats)
+    stall_heats = [(old, scale) for new, old, scale in heats if new == pytest.approx(path._STALL_HEAT * old)]
+    if systems == "dense":
+        assert res.info["stall_heats"] == path._STALL_HEATS_MAX and stall_heats
+    else:   # every centring step is cut, yet none heats while the diagonal CG solves loosely
+        assert all(old <= newton._JACOBI_TAU * scale * (1 + 1e-12) for old, scale in stall_heats)
+        assert res.info["stall_heats"] <= path._STALL_HEATS_MAX
     assert res.gap_bits <= 1e-5 and res.distortion <= delta * (1 + 1e-9)
     assert res.leakage_bits == pytest.approx(solve_cvxpy(p_ac, dist, delta).leakage_bits, abs=1e-5)
