@@ -62,7 +62,8 @@ class StageTimer:
     :meth:`records` gives, in order, one dict per stage:
 
     ``stage``; ``seconds`` (wall clock) and ``cpu_seconds`` (user + system CPU time of this
-    process and of its waited-for children, so work on several cores counts in full);
+    process, its threads on several cores counted in full; the folds' worker processes add their
+    folds' own figures, below);
     ``peak_rss_bytes``: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` sampled when the stage
     ended, the largest resident set size the process had reached *since it started* (a
     high-water mark: non-decreasing over the stages, so a stage raised the peak exactly where the
@@ -76,16 +77,20 @@ class StageTimer:
     auto-search, on a timer of its own (:meth:`attach_search`).
 
     Folds run in this process and in pooled worker processes, which the parent's
-    ``RUSAGE_CHILDREN`` does not see until the pool is reaped (at exit). :meth:`attach_folds`
-    therefore adds each fold's own figures, measured by the process that ran it, to its
+    ``RUSAGE_CHILDREN`` does not see until the pool is reaped: at exit, or in whatever stage loky
+    reaps idle workers, which then counted their whole lives there, folds already attributed
+    included (298 CPU-s in one auto build's perfect-privacy stage). Children are therefore left
+    out of ``cpu_seconds``, and a worker's start-up and idle time are in no record;
+    :meth:`attach_folds` adds each fold's own figures, measured by the process that ran it, to its
     ``holdout-fold-i`` record: ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes``
     (that process's high-water mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU
     seconds are added to the record's ``cpu_seconds``. Folds run side by side, so an in-process
     fold may run while a neighbour's record is open; its CPU seconds are moved from that record
     to its own (stages change only between this process's folds, so each ran within one
     record). A fold record's ``cpu_seconds`` is then its fold's own plus this process's other
-    work in that stage, and the records' sum is unchanged. The whole process tree's figure stays
-    what the operating system reports for the build's process and its children.
+    work in that stage, and the records' sum is unchanged. The whole process tree's figure is
+    what the operating system reports for the build's process and its children
+    (``benchmarks/bench_build.py``), not the records' sum.
     """
 
     def __init__(self, forward: Progress | None = None):
@@ -147,8 +152,9 @@ class StageTimer:
 
 
 def _cpu_seconds() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    """User + system CPU seconds of this process (not of its children: :class:`StageTimer`)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
 def _peak_rss_bytes(who: int) -> int:

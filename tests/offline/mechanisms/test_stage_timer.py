@@ -30,6 +30,19 @@ def test_a_stage_named_again_goes_on_and_done_opens_none():
     assert [r["stage"] for r in timer.records()] == ["a", "b", "c"]
 
 
+def test_a_child_reaped_during_a_stage_does_not_add_its_cpu_to_that_stage():
+    # loky reaps idle fold workers when it chooses; their folds are attributed from their own
+    # measurements, so their whole lives must not land again in whatever stage is open then
+    import subprocess
+    import sys
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
+    timer = StageTimer()
+    timer("a", 0.0)
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    timer.close()
+    assert timer.records()[0]["cpu_seconds"] < 0.25
+
+
 def test_build_json_reports_the_stages_with_encode_sign(tmp_path, keys, ratings_csv, run):
     out = tmp_path / "b.bundle"
     summary = json.loads(run("build", ratings_csv, "--private", "gender", "--clusters", 8, "--delta-fraction", 0.5,
