@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from .._errors import DatasetError
@@ -105,6 +104,7 @@ def kmeans(X: np.ndarray, k: int, *, seed: int, init="k-means++", n_init: int = 
     DatasetError
         k below 1 or above the number of distinct rows.
     """
+    from sklearn.cluster import KMeans
     distinct, inverse, counts = unique_rows(X, return_inverse=True)
     if not 1 <= k <= distinct.shape[0]:
         raise DatasetError(f"--clusters {k}: must be between 1 and the {distinct.shape[0]} distinct public rows")

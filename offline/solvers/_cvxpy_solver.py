@@ -54,7 +54,6 @@ from __future__ import annotations
 import math
 import warnings
 
-import cvxpy as cp
 import numpy as np
 
 from .._errors import SolverError
@@ -143,6 +142,7 @@ def _model(p_ac, D, delta, forbidden):
     budget constraint (None when delta is 0: the budget is then enforced by
     ``forbidden``).
     """
+    import cvxpy as cp
     n_private, K = p_ac.shape
     K_out = D.shape[1]
     p_a = p_ac.sum(axis=1)
@@ -197,6 +197,7 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL):
         No attempt ended ``Solved``, or ``AlmostSolved`` with both residuals and the
         relative duality gap at most ``_ALMOST_SOLVED_TOL``.
     """
+    import cvxpy as cp
     data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=_ATTEMPTS[0])
     failures = []
     left = time_limit_s

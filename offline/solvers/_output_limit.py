@@ -35,7 +35,6 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from .._errors import InfeasibleError, SolverError
 from .._information import expected_distortion, leakage_bits, max_output_leakage_bits, output_posterior_ratios
@@ -138,6 +137,7 @@ def _dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tupl
     """:func:`_least_table` as one linear program over all K x K_out pairs (HiGHS): the reference
     the column generation is tested against, and the path for instances with forbidden pairs
     everywhere."""
+    from scipy.optimize import linprog
     K, K_out = D.shape
     allowed = np.isfinite(D)
     cost = (p_ac.sum(axis=0)[:, None] * np.where(allowed, D, 0.0)).ravel()

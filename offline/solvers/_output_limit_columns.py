@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
@@ -122,6 +121,7 @@ def _nearest(cost: np.ndarray) -> np.ndarray:
 def _restricted(p_ac, D, delta, eps_bits, rows, cols, clarabel):
     """Clarabel on the pairs (rows[i], cols[i]) only; returns their values x, the scaled joint P
     (n_private, K_out), the multipliers (mu, lam_U, lam_L) and Clarabel's answer and attempt."""
+    import cvxpy as cp
     n_private, K = p_ac.shape
     K_out = D.shape[1]
     p_a, p_c = p_ac.sum(axis=1), p_ac.sum(axis=0)

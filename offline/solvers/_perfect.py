@@ -69,7 +69,6 @@ from __future__ import annotations
 import highspy
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 from threadpoolctl import threadpool_limits
 
 from .._errors import SolverError
@@ -261,6 +260,7 @@ def _dense_solve(p_c, delta_a, D, rows, cols):
     Returns x (n,) and the value. Used for the dense program only; the column generation
     keeps one warm-started :class:`_Master` instead.
     """
+    from scipy.optimize import linprog
     A_eq = _columns(delta_a, rows, cols, *D.shape)
     b_eq = np.zeros(A_eq.shape[0])
     b_eq[:D.shape[0]] = 1.0

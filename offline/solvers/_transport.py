@@ -41,7 +41,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import ot
 import scipy.sparse as sp
 
 from .._errors import SolverError
@@ -184,6 +183,7 @@ def _network_simplex_pairs(cost, supply, demand):
     A start for :func:`_transport`, not an answer (module docstring): an iteration cap
     (``_SIMPLEX_ITERATIONS`` per row) reached or a loose tolerance only costs rounds there.
     """
+    import ot
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # "numItermax reached": the rounds make up for it
         flow = ot.emd(supply, demand, cost,

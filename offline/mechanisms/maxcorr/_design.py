@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
 
 from ..._errors import BuildError, SolverError
 
@@ -98,6 +97,7 @@ def s_star_upper_bound(p_x, w) -> float:
 def s_star_lower_bound(p_x, w, *, starts: int = 4, seed: int = 0) -> float:
     """A numerical lower bound on S*: the best ratio D(rW || P_Y) / D(r || P_X) found by
     multi-start local search over r (softmax parametrised). Not certified as the supremum."""
+    from scipy.optimize import minimize
     p_x = np.asarray(p_x, dtype=float)
     w = np.asarray(w, dtype=float)
     p_y = p_x @ w
@@ -190,6 +190,7 @@ def _linear_step(grad: np.ndarray, p_x: np.ndarray, d: np.ndarray, budget: float
 
 def _frank_wolfe(p_x, d, budget, w, iterations: int) -> np.ndarray:
     """Frank-Wolfe on rho_m^2 from the feasible ``w`` (every iterate stays feasible)."""
+    from scipy.optimize import minimize_scalar
     for _ in range(iterations):
         value, grad = _rho2_and_gradient(p_x, w)
         direction = _linear_step(grad, p_x, d, budget) - w
@@ -236,6 +237,7 @@ def design_max_correlation(p_x, distortion, budget: float, *, starts: int = 6, s
         raise BuildError("distortion must be a finite (n, n) matrix >= 0 with a zero diagonal")
     if not (np.isfinite(budget) and budget >= 0):
         raise BuildError(f"distortion budget must be finite and >= 0, got {budget}")
+    from scipy.optimize import minimize
     p_x = p_x / p_x.sum()
     rng = np.random.default_rng(seed)
     cost = (p_x[:, None] * d).ravel()
