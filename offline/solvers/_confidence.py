@@ -116,7 +116,7 @@ def joint_radius(clusters_seen: int, failure: float) -> float:
         raise ValueError(f"need clusters_seen >= 0 and failure in (0, 1); got {clusters_seen}, {failure}")
     if clusters_seen == 0:
         return 0.0
-    from scipy import optimize, stats
+    from scipy import optimize, special
     k, log_inv = float(clusters_seen), math.log(1.0 / failure)
 
     def chernoff(lam: float) -> float:
@@ -124,7 +124,8 @@ def joint_radius(clusters_seen: int, failure: float) -> float:
 
     lam = optimize.minimize_scalar(chernoff, bounds=(1e-9, 2.0 - 1e-9), method="bounded",
                                    options={"xatol": 1e-10}).x
-    kl_route = 0.5 * (k * math.log(2.0) + float(stats.gamma.ppf(1.0 - failure, k)))
+    # Gamma(k, 1)'s quantile, the very function scipy.stats.gamma.ppf calls, without importing stats (0.3 s)
+    kl_route = 0.5 * (k * math.log(2.0) + float(special.gammaincinv(k, 1.0 - failure)))
     return min(chernoff(float(lam)), kl_route)
 
 
