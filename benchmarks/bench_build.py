@@ -2,12 +2,12 @@
 
 Run from the repository root:
 
-    python benchmarks/bench_build.py --ns 6000 24000 --ks 64 256 1024 --reference-rev $(git rev-parse main)
+    python benchmarks/bench_build.py --ns 6000 24000 --ks 64 256 1024 [--private race] --reference-rev $(git rev-parse main)
 
 Each point is one `privmap build --json` in a fresh child process (the CLI itself, as an
 operator runs it) on the first n rows of a seeded shuffle of UCI Adult's 48,842 rows
 (data/adult: age, education-num, capital-gain, capital-loss, hours-per-week; private
-attribute sex), K clusters, ``--delta-fraction`` of Delta0, ``--holdout-folds`` folds. Per
+attribute sex, or with ``--private race`` race, five classes), K clusters, ``--delta-fraction`` of Delta0, ``--holdout-folds`` folds. Per
 build it reports the child's wall seconds, CPU seconds (user + system of the child and its
 own children, from ``os.wait4``) and peak resident set (the child's ``ru_maxrss``), the wall
 seconds of the codebook stage from the build's own ``stage_seconds``, and for this tree the
@@ -51,16 +51,20 @@ def adult_fields() -> list[list[str]]:
     return rows
 
 
-def adult_rows(seed: int = 0) -> list[list[str]]:
-    """UCI Adult's 48,842 rows as [age, education-num, capital-gain, capital-loss, hours-per-week, sex],
-    shuffled by ``seed``."""
-    rows = [[fields[i] for i in (0, 4, 10, 11, 12)] + [fields[9]] for fields in adult_fields()]
+#: UCI Adult's private attributes: their field index (adult.names).
+PRIVATE = {"sex": 9, "race": 8}
+
+
+def adult_rows(seed: int = 0, private: str = "sex") -> list[list[str]]:
+    """UCI Adult's 48,842 rows as [age, education-num, capital-gain, capital-loss, hours-per-week,
+    PRIVATE], shuffled by ``seed``."""
+    rows = [[fields[i] for i in (0, 4, 10, 11, 12)] + [fields[PRIVATE[private]]] for fields in adult_fields()]
     order = np.random.default_rng(seed).permutation(len(rows))
     return [rows[i] for i in order]
 
 
-def write_csv(rows, path: pathlib.Path) -> pathlib.Path:
-    path.write_text(",".join(COLUMNS + ("sex",)) + "\n" + "".join(",".join(r) + "\n" for r in rows))
+def write_csv(rows, path: pathlib.Path, private: str = "sex") -> pathlib.Path:
+    path.write_text(",".join(COLUMNS + (private,)) + "\n" + "".join(",".join(r) + "\n" for r in rows))
     return path
 
 
@@ -88,7 +92,7 @@ _CHILD = ("import sys, privmap; assert privmap.__file__.startswith(sys.argv[1]),
 def run_build(csv: pathlib.Path, k: int, args, key: pathlib.Path, out: pathlib.Path,
               pythonpath: pathlib.Path | None) -> dict:
     """One `privmap build --json` on Adult in a child process: wall, CPU seconds and peak RSS of the child."""
-    return run_cli(["build", str(csv), "--private", "sex", "--clusters", str(k),
+    return run_cli(["build", str(csv), "--private", args.private, "--clusters", str(k),
                     "--delta-fraction", str(args.delta_fraction), "--holdout-folds", str(args.holdout_folds),
                     "--seed", "0", "--key", str(key), "--out", str(out), "--json"], pythonpath)
 
@@ -148,8 +152,9 @@ def main(argv=None):
     ap.add_argument("--holdout-folds", type=int, default=0)
     ap.add_argument("--reference-rev", default=None, help="also build with the package at this git revision")
     ap.add_argument("--reference-max-k", type=int, default=None, help="skip the reference above this K")
+    ap.add_argument("--private", choices=sorted(PRIVATE), default="sex", help="the private attribute")
     args = ap.parse_args(argv)
-    rows = adult_rows()
+    rows = adult_rows(private=args.private)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         subprocess.run([sys.executable, "-c", "from privmap.offline.cli._main import main; main()", "keygen",
@@ -159,7 +164,7 @@ def main(argv=None):
         if args.reference_rev:
             (tmp / "ref").mkdir()
             reference = package_at(args.reference_rev, tmp / "ref")
-        print(f"UCI Adult (5 numeric columns, sex private), {args.delta_fraction} x Delta0, "
+        print(f"UCI Adult (5 numeric columns, {args.private} private), {args.delta_fraction} x Delta0, "
               f"--holdout-folds {args.holdout_folds}; one child process per build" +
               (f"; reference {args.reference_rev[:12]}" if reference else ""))
         head = f"{'n':>6} {'K':>5} | {'wall s':>7} {'cpu s':>7} {'peak MiB':>8} {'codebook s':>10} {'distortion':>10}"
@@ -169,7 +174,7 @@ def main(argv=None):
         print(head, flush=True)
         ours, theirs = [], []
         for n in args.ns:
-            csv = write_csv(rows[:n], tmp / f"adult_{n}.csv")
+            csv = write_csv(rows[:n], tmp / f"adult_{n}.csv", args.private)
             for k in args.ks:
                 now = run_build(csv, k, args, key, tmp / "b.bundle", None)
                 ours.append((n, k, now["cpu"]))

@@ -89,11 +89,11 @@ def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, 
 
 
 @pytest.mark.parametrize("n_private", [2, 3, 5])
-def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_private,
-                                                                              random_instance, budget):
+def test_matrix_free_hessian_product_and_diagonal_blocks_equal_the_assembled_hessian(n_private,
+                                                                                     random_instance, budget):
     """CG multiplies by the Hessian without forming it, and early on the path preconditions
-    with its diagonal; both must match the matrix that the dense path factorises
-    (unscaled), at a point with split rows."""
+    with the inverse of its diagonal blocks (one (|A|-1) x (|A|-1) block per output); both must
+    match the matrix that the dense path factorises (unscaled), at a point with split rows."""
     p_ac, dist = random_instance(7, 15, n_private)
     solver = _DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
     solver.tight, solver.budget = False, True
@@ -109,7 +109,11 @@ def test_matrix_free_hessian_product_and_diagonal_equal_the_assembled_hessian(n_
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
     N = _unscaled(solver._assemble(ev, s, wk, V, 0.0, sparsify=False))
-    assert np.allclose(solver._diagonal(ev, s, wk, V, 0.0), np.diag(N), rtol=1e-10, atol=1e-12)
+    blocks = np.stack([N[j * A1:(j + 1) * A1, j * A1:(j + 1) * A1] for j in range(15)])
+    assert np.allclose(solver._diagonal_blocks(ev, s, wk, V, 0.0), blocks, rtol=1e-10, atol=1e-12)
+    x = rng.normal(size=(15, A1))
+    assert np.allclose(solver._block_jacobi(ev, s, wk, V, 0.0)(np.einsum("jab,jb->ja", blocks, x).ravel()),
+                       x.ravel(), rtol=1e-8, atol=1e-10)
     times = solver._hessian_operator(ev, s, wk, V, 0.0)
     for _ in range(3):
         v = rng.normal(size=n)

@@ -126,7 +126,7 @@ def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_
     tau raise tau by _STALL_HEAT, at most _STALL_HEATS_MAX times; the path still ends in cvxpy's optimum. Here every line search reports a step of 1e-3
     (its trial is the real one) and one such step is a stall, so the path heats at every centring
     step until the cap stops it. With the iterative Newton solves forced, no stall counts far up
-    the path, where the loose diagonal CG solves them (above _JACOBI_TAU times the starting tau)."""
+    the path, where the loose block-diagonal CG solves them (above _JACOBI_TAU times the starting tau)."""
     from privmap.offline.solvers import _fast_newton as newton
     from privmap.offline.solvers import _fast_path as path
     from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
@@ -154,7 +154,7 @@ def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_
     stall_heats = [(old, scale) for new, old, scale in heats if new == pytest.approx(path._STALL_HEAT * old)]
     if systems == "dense":
         assert res.info["stall_heats"] == path._STALL_HEATS_MAX and stall_heats
-    else:   # every centring step is cut, yet none heats while the diagonal CG solves loosely
+    else:   # every centring step is cut, yet none heats while the block-diagonal CG solves loosely
         assert all(old <= newton._JACOBI_TAU * scale * (1 + 1e-12) for old, scale in stall_heats)
         assert res.info["stall_heats"] <= path._STALL_HEATS_MAX
     assert res.gap_bits <= 1e-5 and res.distortion <= delta * (1 + 1e-9)
