@@ -40,6 +40,11 @@ binary attribute) and stopped at a loose tolerance. On synthetic instances that 
 cut another 17 to 30% at K = 2048 to 8192 and 13% at 16384 (single runs),
 because the factors of the steps in between filled in most (mean fill of the
 LU factors 377k at K = 8192 against 58k after the move).
+With more than two classes those factors are nearly dense even late on the path (each output
+holds an (|A| - 1) x (|A| - 1) block, and a row's candidates couple all of theirs), so there,
+up to _PRODUCT_DENSE_MAX unknowns, N itself is factorised densely: assembled from one rank-R
+product (:meth:`_NewtonCore._product_matrix`, R the number of rows), it gives exact Newton
+steps with no CG at all.
 First-order methods (mirror descent, Frank-Wolfe, Blahut-Arimoto alternation)
 stall long before 1e-6 bits on this ill-conditioned objective.
 
@@ -58,6 +63,7 @@ from ._fast_instance import _leakage_nats
 
 _RESET_BELOW = 0.25              # a posterior reset is tried when the line search cut the step below this
 _DENSE_MAX = 600                 # dense Cholesky of the Newton system up to this many unknowns
+_PRODUCT_DENSE_MAX = 4096        # |A| > 2, tight solves: dense Cholesky of N from one rank-R product up to this many
 _EXP_CUT = 700.0                 # softmax weights below exp(-_EXP_CUT) are raised to it: exp is ~8x slower
                                  # where it underflows, and the soft minimum moves by < 1e-300 relative
 _Q_PAIR = 1e-13                  # softmax weights below this do not enter Hessian cross terms
@@ -129,8 +135,9 @@ class _NewtonCore:
         """Factorise N = -Hessian of Phi_tau (sparse, positive semi-definite).
 
         N = blockdiag_j(P(j) Cov(r_j)) + sum_c (p(c)/tau) Cov_{q_c}(dz_c / dtheta), bordered by the
-        multiplier. Up to _DENSE_MAX unknowns N itself is factorised (dense Cholesky). Above, N is
-        solved by conjugate gradients (exact products, `_hessian_operator`). Far up the path (tau >
+        multiplier. Up to _DENSE_MAX unknowns N itself is factorised (dense Cholesky), and so it is
+        up to _PRODUCT_DENSE_MAX unknowns with more than two classes wherever the systems are
+        solved tightly (:meth:`_product_matrix`). Otherwise N is solved by conjugate gradients (exact products, `_hessian_operator`). Far up the path (tau >
         _JACOBI_TAU times the starting tau) rows spread over several candidates, so sparse factors
         fill in badly, while the centre there only guides the path: CG is preconditioned by N's
         diagonal blocks (:meth:`_block_jacobi`) and stopped at a loose tolerance. Further down it is
@@ -146,9 +153,13 @@ class _NewtonCore:
         wk = self.c_pc * q / tau                          # (n,)
         V = self.c_alpha[:A1] - r[:A1, cj]                # (A-1, n): dz/dtheta_j(b)
         floor = 1e-14 * float(s.max()) + 1e-300           # outputs without mass: no curvature
-        if nth <= _DENSE_MAX:
-            matrix, dscale = self._assemble(ev, s, wk, V, floor, sparsify=False)
-            factor = sla.cho_factor(matrix.toarray(), check_finite=False)
+        if nth <= _DENSE_MAX or (A1 > 1 and nth <= _PRODUCT_DENSE_MAX and self._solves_tightly(tau)):
+            if nth <= _DENSE_MAX:
+                matrix, dscale = self._assemble(ev, s, wk, V, floor, sparsify=False)
+                factor = sla.cho_factor(matrix.toarray(), check_finite=False)
+            else:
+                matrix, dscale = self._product_matrix(ev, s, wk, V, floor)
+                factor = sla.cho_factor(matrix, lower=True, overwrite_a=True, check_finite=False)
 
             def solve_theta(v):
                 return dscale * sla.cho_solve(factor, dscale * v, check_finite=False)
@@ -246,6 +257,36 @@ class _NewtonCore:
         by_output = dscale.reshape(n_out, A1)
         values *= by_output[row_out][:, :, None] * by_output[col_out][:, None, :]
         return _block_csc(col_out, row_out, values, n_out), dscale
+
+    def _product_matrix(self, ev, s, wk, V, floor):
+        """N + floor I scaled to unit diagonal, dense, its lower triangle only (shape (nth, nth)),
+        and the scale dscale (nth,): the matrix is diag(dscale) (N + floor I) diag(dscale).
+
+        A row c adds (p(c)/tau) (sum_k q_k u_k u_k^T - x_c x_c^T) to N, u_k being candidate k's
+        dz/dtheta (v_k at its output's A - 1 places) and x_c = sum_k q_k u_k; so N is the
+        codebook blocks plus sum_k w_k u_k u_k^T, minus X X^T for X of shape (nth, R) whose
+        column c is sqrt(p(c)/tau) x_c: one symmetric rank-R product (BLAS syrk), at a cost
+        independent of how many candidates a row spreads over, where listing the pairs of a
+        row's candidates (`_assemble`) grows as their square. Off the diagonal blocks
+        -X X^T holds exactly the cross terms; on them it nearly cancels the candidates' own
+        terms wherever a row sits on one candidate (q_k near 1), so the diagonal blocks are
+        taken exact from :meth:`_diagonal_blocks` (1 - q_k without cancellation) instead.
+        """
+        A1, n_out = self.A - 1, self.K_out
+        X = np.zeros((A1 * n_out, self.rows.size))
+        root = np.sqrt(self.c_pc / ev["tau"]) * ev["q"]
+        for b in range(A1):
+            X[self.cj * A1 + b, self.cr] = root * V[b]
+        matrix = sla.blas.dsyrk(-1.0, X, lower=1)
+        blocks = self._diagonal_blocks(ev, s, wk, V, floor)
+        at = np.arange(n_out) * A1
+        for b in range(A1):
+            for b2 in range(b + 1):
+                matrix[at + b, at + b2] = blocks[:, b, b2]
+        dscale = 1.0 / np.sqrt(np.diagonal(matrix))
+        matrix *= dscale[:, None]
+        matrix *= dscale[None, :]
+        return matrix, dscale
 
     def _blocks(self, s, r, floor, weights, V):
         """The block-diagonal part of N + floor I, shape (K_out, A-1, A-1).

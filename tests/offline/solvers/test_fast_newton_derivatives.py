@@ -73,14 +73,16 @@ def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_pr
 def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, n_private, frac,
                                                                        monkeypatch, random_instance,
                                                                        budget):
-    """Above _DENSE_MAX unknowns the Newton systems are solved by preconditioned CG; forcing
-    that path on small instances must give the same certified optimum as dense Cholesky."""
+    """Above _DENSE_MAX unknowns the Newton systems are solved by preconditioned CG (with more
+    than two classes, above _PRODUCT_DENSE_MAX or far up the path); forcing that path on small
+    instances must give the same certified optimum as dense Cholesky."""
     import privmap.offline.solvers._fast_newton as newton
 
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
     dense = solve_fast(p_ac, dist, delta)
     monkeypatch.setattr(newton, "_DENSE_MAX", 0)
+    monkeypatch.setattr(newton, "_PRODUCT_DENSE_MAX", 0)
     iterative = solve_fast(p_ac, dist, delta)
     assert iterative.gap_bits <= TOL
     assert abs(iterative.leakage_bits - dense.leakage_bits) <= TOL
@@ -118,6 +120,65 @@ def test_matrix_free_hessian_product_and_diagonal_blocks_equal_the_assembled_hes
     for _ in range(3):
         v = rng.normal(size=n)
         assert np.allclose(times(v), N @ v, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed, K, n_private, frac", [(2, 12, 3, 0.1), (4, 16, 5, 0.3)])
+def test_dense_product_path_with_several_classes_matches_the_dense_path(seed, K, n_private, frac,
+                                                                        monkeypatch, random_instance,
+                                                                        budget):
+    """With more than two classes the tight solves above _DENSE_MAX unknowns factorise N from
+    one rank-R product (`_product_matrix`); forced on small instances along the whole path, it
+    must certify the optimum that dense Cholesky of the assembled N certifies."""
+    import privmap.offline.solvers._fast_newton as newton
+
+    p_ac, dist = random_instance(seed, K, n_private)
+    delta = budget(p_ac, dist, frac)
+    dense = solve_fast(p_ac, dist, delta)
+    calls = []
+    product = newton._NewtonCore._product_matrix
+    monkeypatch.setattr(newton._NewtonCore, "_product_matrix",
+                        lambda self, *args: calls.append(1) or product(self, *args))
+    monkeypatch.setattr(newton, "_DENSE_MAX", 0)
+    monkeypatch.setattr(newton, "_JACOBI_TAU", 1.0)
+    products = solve_fast(p_ac, dist, delta)
+    assert calls
+    assert products.gap_bits <= TOL
+    assert abs(products.leakage_bits - dense.leakage_bits) <= TOL
+    assert products.lower_bound_bits <= dense.leakage_bits + 1e-12
+    assert products.distortion <= delta
+
+
+@pytest.mark.parametrize("n_private", [2, 3, 5])
+@pytest.mark.parametrize("tau", [0.05, 1e-3])
+def test_rank_product_matrix_equals_the_assembled_hessian(n_private, tau, random_instance, budget):
+    """N as codebook and candidate blocks minus one rank-R product, its diagonal blocks exact
+    (`_product_matrix`), is N written out from its definition (lower triangle, unscaled): per
+    output s_j Cov(r_j), per row (p(c)/tau) times the q-weighted covariance of its candidates'
+    dz/dtheta. At a point with split rows, and at a small tau where rows sit on one candidate.
+    (`_assemble` leaves out pairs with q_k q_l < 1e-26, which this product keeps.)"""
+    solver = _all_pairs_solver(random_instance, budget, n_private)
+    rng = np.random.default_rng(1)
+    ev = solver._evaluate(rng.normal(size=(n_private, 15)), 0.3, tau)
+    P, _, _ = solver._primal(ev)
+    s = P.sum(axis=0)
+    A1, n = n_private - 1, (n_private - 1) * 15
+    q, r = ev["q"], ev["r"][:A1]
+    V = solver.c_alpha[:A1] - r[:, solver.cj]
+    floor = 1e-14 * float(s.max())
+    N = np.zeros((n, n))
+    for j in range(15):
+        N[j * A1:(j + 1) * A1, j * A1:(j + 1) * A1] = s[j] * (np.diag(r[:, j]) - np.outer(r[:, j], r[:, j]))
+    N += floor * np.eye(n)
+    for c in range(solver.rows.size):
+        k = np.flatnonzero(solver.cr == c)
+        U = np.zeros((k.size, n))                         # candidates' dz/dtheta, one per row
+        for b in range(A1):
+            U[np.arange(k.size), solver.cj[k] * A1 + b] = V[b, k]
+        mean = q[k] @ U
+        N += solver.p_c[solver.rows[c]] / tau * (U.T @ (q[k][:, None] * U) - np.outer(mean, mean))
+    matrix, dscale = solver._product_matrix(ev, s, solver.c_pc * q / tau, V, floor)
+    lower = np.tril(matrix / np.outer(dscale, dscale))
+    assert np.allclose(lower, np.tril(N), rtol=1e-9, atol=1e-13 * np.abs(N).max())
 
 
 @pytest.mark.parametrize("n_private", [2, 3, 5])
