@@ -10,11 +10,13 @@ to 1e-9 relative) and, up to ``--lp-max-k``, the dense HiGHS program on all K x 
 (:func:`perfect_privacy_lp`) in the same process, and prints both Delta0 values, their
 relative difference, the certified bounds' relative gap, the rounds and the generated
 pairs; times are CPU seconds of the process (``*_cpu``). ``--adult`` runs the UCI Adult instance of ``bench_solver.py`` (part 4) instead.
-``--adult-build`` runs the instance a real ``privmap build`` makes on UCI Adult (sex private):
+``--adult-build`` runs the instance a real ``privmap build`` makes on UCI Adult (sex private, or
+``--private race``, five classes):
 ``bench_build.py``'s 48,842 rows (raw age, education-num, capital-gain, capital-loss,
 hours-per-week), the build's own quantize step (its k-means representatives, 'l2' distances
 between them) and joint prior, at each K; ``--cache DIR`` keeps those instances as
-``DIR/adult_build_K.npz`` (the quantize step takes minutes at K = 8192).
+``DIR/adult_build_K.npz`` (``adult_build_race_K.npz`` with race private; the quantize step takes
+minutes at K = 8192).
 ``--reference-rev REV`` also times ``perfect_privacy_table`` as it was at git revision REV
 (e.g. 5c35bcd, the scipy ``linprog`` path that re-solved every master from scratch), loaded
 from ``git show`` into the same process (with the ``_transport`` of REV where it has one),
@@ -45,7 +47,9 @@ def main(argv=None):
     ap.add_argument("--adult", choices=["sex", "income"], default=None,
                     help="UCI Adult with this private attribute instead of the synthetic ratings")
     ap.add_argument("--adult-build", action="store_true",
-                    help="the instance a real `privmap build` makes on UCI Adult, sex private")
+                    help="the instance a real `privmap build` makes on UCI Adult")
+    ap.add_argument("--private", choices=["sex", "race"], default="sex",
+                    help="--adult-build's private attribute")
     ap.add_argument("--cache", type=pathlib.Path, default=None,
                     help="directory keeping the --adult-build instances between runs")
     ap.add_argument("--reference-rev", default=None,
@@ -56,7 +60,7 @@ def main(argv=None):
     from privmap.offline.solvers._perfect import perfect_privacy_lp, perfect_privacy_table
     reference = _reference(args.reference_rev) if args.reference_rev else None
 
-    source = ("UCI Adult as `privmap build` quantizes it, private sex" if args.adult_build else
+    source = (f"UCI Adult as `privmap build` quantizes it, private {args.private}" if args.adult_build else
               f"UCI Adult, private {args.adult}" if args.adult else "synthetic 50-dim ratings")
     print(f"# load average {_load()}")
     print(f"Delta0 on {source}: column generation vs dense HiGHS LP, same process")
@@ -65,7 +69,7 @@ def main(argv=None):
           + (f" {'ref_cpu':>8} {'ref/cg':>7} {'ref_diff':>9} {'ref_rounds':>10}" if reference else ""))
     for K in args.ks:
         if args.adult_build:
-            p_ac, D = build_instance(K, args.cache)
+            p_ac, D = build_instance(K, args.cache, args.private)
         else:
             p_ac, D = bench.adult_instance(K, args.adult) if args.adult else bench.synthetic_instance(K)
         info = {}
@@ -86,15 +90,15 @@ def main(argv=None):
     return 0
 
 
-def build_instance(K: int, cache: pathlib.Path | None = None):
-    """(p_ac, D) of a real ``privmap build`` on UCI Adult at K clusters, sex private.
+def build_instance(K: int, cache: pathlib.Path | None = None, private: str = "sex"):
+    """(p_ac, D) of a real ``privmap build`` on UCI Adult at K clusters, ``private`` private.
 
     ``bench_build.adult_rows()`` written as CSV, loaded by the build's own ``load_dataset``,
     quantized by its ``_quantized_alphabet`` (seed 0) and turned into the joint prior by
-    ``joint_prior``: p_ac has shape (2, K), D shape (K, K) (Euclidean distances between the
+    ``joint_prior``: p_ac has shape (|A|, K), D shape (K, K) (Euclidean distances between the
     integer representatives, zero diagonal). Read from / written to ``cache`` when given.
     """
-    path = cache / f"adult_build_{K}.npz" if cache else None
+    path = cache / f"adult_build{'' if private == 'sex' else '_' + private}_{K}.npz" if cache else None
     if path is not None and path.exists():
         z = np.load(path)
         return z["p_ac"], z["D"]
@@ -104,8 +108,9 @@ def build_instance(K: int, cache: pathlib.Path | None = None):
     from privmap.offline.mechanisms.quantized._steps import BuildOptions, _quantized_alphabet
 
     with tempfile.TemporaryDirectory() as tmp:
-        ds = load_dataset(write_csv(adult_rows(), pathlib.Path(tmp) / "adult.csv"), private="sex")
-    alphabet = _quantized_alphabet(ds, BuildOptions(private="sex", clusters=K, delta_fraction=0.5, seed=0))
+        ds = load_dataset(write_csv(adult_rows(private=private), pathlib.Path(tmp) / "adult.csv", private),
+                          private=private)
+    alphabet = _quantized_alphabet(ds, BuildOptions(private=private, clusters=K, delta_fraction=0.5, seed=0))
     p_ac = joint_prior(ds.private, alphabet.labels, len(ds.classes), len(alphabet.inputs))
     D = np.asarray(alphabet.distortion, dtype=float)
     if path is not None:

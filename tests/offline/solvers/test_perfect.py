@@ -57,6 +57,23 @@ def test_column_generation_matches_the_dense_lp_and_certifies_it(seed, n_private
     assert leakage_bits(p_ac, table) < 1e-9
 
 
+@pytest.mark.parametrize("k", [1, 3, 8, 40])
+def test_each_row_prices_its_k_least_reduced_costs(k, monkeypatch):
+    """A pricing pass may add up to _PRICED_PER_ROW pairs a row: exactly its k least values, read
+    in row chunks (a chunk of 7 rows here), the row minimum among them; k above K_out gives all."""
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(30, 25))
+    values[3, :] = np.inf                                 # a row with every pair forbidden
+    monkeypatch.setattr(_perfect, "_CHUNK_ELEMENTS", 7 * 25)
+    least, columns = _perfect._row_smallest(values, values, k)
+    kk = min(k, 25)
+    assert least.shape == columns.shape == (30, kk)
+    assert np.array_equal(np.sort(least, axis=1), np.sort(values, axis=1)[:, :kk])
+    assert np.array_equal(np.take_along_axis(values, columns, axis=1), least)
+    assert all(len(set(row)) == kk for row in columns)
+    assert np.array_equal(least.min(axis=1), _perfect._row_minima(values, values)[0])
+
+
 def test_forbidden_pairs_and_massless_rows_are_priced_correctly():
     # A massless row makes 0 x inf = nan in the reduced costs: the warm-started master must
     # neither add such a pair nor count it in the dual bound.
