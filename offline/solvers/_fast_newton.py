@@ -63,7 +63,7 @@ from ._fast_instance import _leakage_nats
 
 _RESET_BELOW = 0.25              # a posterior reset is tried when the line search cut the step below this
 _DENSE_MAX = 600                 # dense Cholesky of the Newton system up to this many unknowns
-_PRODUCT_DENSE_MAX = 4096        # |A| > 2, tight solves: dense Cholesky of N from one rank-R product up to this many
+_PRODUCT_DENSE_MAX = 4096        # |A| > 2, tight solves: dense Cholesky of N (_product_matrix) up to this many
 _EXP_CUT = 700.0                 # softmax weights below exp(-_EXP_CUT) are raised to it: exp is ~8x slower
                                  # where it underflows, and the soft minimum moves by < 1e-300 relative
 _Q_PAIR = 1e-13                  # softmax weights below this do not enter Hessian cross terms
@@ -136,13 +136,14 @@ class _NewtonCore:
 
         N = blockdiag_j(P(j) Cov(r_j)) + sum_c (p(c)/tau) Cov_{q_c}(dz_c / dtheta), bordered by the
         multiplier. Up to _DENSE_MAX unknowns N itself is factorised (dense Cholesky), and so it is
-        up to _PRODUCT_DENSE_MAX unknowns with more than two classes wherever the systems are
-        solved tightly (:meth:`_product_matrix`). Otherwise N is solved by conjugate gradients (exact products, `_hessian_operator`). Far up the path (tau >
-        _JACOBI_TAU times the starting tau) rows spread over several candidates, so sparse factors
-        fill in badly, while the centre there only guides the path: CG is preconditioned by N's
-        diagonal blocks (:meth:`_block_jacobi`) and stopped at a loose tolerance. Further down it is
-        preconditioned with the LU factors of a sparser matrix M >= N (see `_assemble`), whose
-        factorisation has several-fold less fill than that of N.
+        up to _PRODUCT_DENSE_MAX unknowns with more than two classes wherever the systems are solved
+        tightly (:meth:`_product_matrix`). Otherwise N is solved by conjugate gradients (exact
+        products, `_hessian_operator`). Far up the path (tau > _JACOBI_TAU times the starting tau)
+        rows spread over several candidates, so sparse factors fill in badly, while the centre there
+        only guides the path: CG is preconditioned by N's diagonal blocks (:meth:`_block_jacobi`)
+        and stopped at a loose tolerance. Further down it is preconditioned with the LU factors of a
+        sparser matrix M >= N (see `_assemble`), whose factorisation has several-fold less fill than
+        that of N.
         Returns solve(rhs_theta (A-1, K_out), rhs_mu) -> (d_theta, d_mu) with N d = rhs.
         """
         A1, n_out = self.A - 1, self.K_out
