@@ -35,8 +35,8 @@ the factorisation several-fold. Early on the path (tau above 0.0003 times its
 start) rows spread over several candidates, those factors fill in, and the
 centre only guides the way down: there CG is preconditioned by N's diagonal
 blocks (each output's (|A| - 1) x (|A| - 1) block, inverted; the diagonal for a
-binary attribute) and stopped at a loose tolerance. On synthetic instances that cut the time
-2.5x to 4x at K = 2048 and 4096 with the switch at 0.003; moving it to 0.0003
+binary attribute) and stopped at a loose tolerance. On synthetic instances that
+cut the time 2.5x to 4x at K = 2048 and 4096 with the switch at 0.003; moving it to 0.0003
 cut another 17 to 30% at K = 2048 to 8192 and 13% at 16384 (single runs),
 because the factors of the steps in between filled in most (mean fill of the
 LU factors 377k at K = 8192 against 58k after the move).
@@ -154,14 +154,14 @@ class _NewtonCore:
         wk = self.c_pc * q / tau                          # (n,)
         V = self.c_alpha[:A1] - r[:A1, cj]                # (A-1, n): dz/dtheta_j(b)
         floor = 1e-14 * float(s.max()) + 1e-300           # outputs without mass: no curvature
-        if nth <= _DENSE_MAX or (A1 > 1 and nth <= _PRODUCT_DENSE_MAX and self._solves_tightly(tau)):
-            if nth <= _DENSE_MAX:
-                matrix, dscale = self._assemble(ev, s, wk, V, floor, sparsify=False)
-                factor = sla.cho_factor(matrix.toarray(), check_finite=False)
-            else:
-                matrix, dscale = self._product_matrix(ev, s, wk, V, floor)
-                factor = sla.cho_factor(matrix, lower=True, overwrite_a=True, check_finite=False)
-
+        factor = None
+        if nth <= _DENSE_MAX:
+            matrix, dscale = self._assemble(ev, s, wk, V, floor, sparsify=False)
+            factor = sla.cho_factor(matrix.toarray(), check_finite=False)
+        elif A1 > 1 and nth <= _PRODUCT_DENSE_MAX and self._solves_tightly(tau):
+            matrix, dscale = self._product_matrix(ev, s, wk, V, floor)
+            factor = sla.cho_factor(matrix, lower=True, overwrite_a=True, check_finite=False)
+        if factor is not None:
             def solve_theta(v):
                 return dscale * sla.cho_solve(factor, dscale * v, check_finite=False)
         else:

@@ -425,8 +425,12 @@ def _reduced(p_c, delta_a, D, v):
 
 
 def _row_smallest(D, values, k):
-    """Each row's k least values (in no order) and the columns where they are, as :func:`_row_minima`
-    reads ``values``; shapes (K, min(k, K_out)).
+    """Each row's k least values (in no order) and the columns where they are, shapes
+    (K, min(k, K_out)).
+
+    ``values`` is D itself or a function of a row range giving that chunk's values
+    (shape (hi - lo, K_out)); it is evaluated in row chunks of D, which keeps the
+    temporaries small (no K x K_out array).
 
     More than one pair a row per round: a vertex of the program has up to K + (|A| - 1) K_out
     pairs, five a row with five classes, which one pair a row per round brings in over many
@@ -440,34 +444,22 @@ def _row_smallest(D, values, k):
     for lo in range(0, K, step):
         hi = min(K, lo + step)
         chunk = values(lo, hi) if callable(values) else values[lo:hi]
-        arg = np.argpartition(chunk, k - 1, axis=1)[:, :k] if k < K_out else \
-            np.broadcast_to(np.arange(K_out), (hi - lo, K_out))
+        if k == 1:
+            arg = chunk.argmin(axis=1)[:, None]       # argmin then gather: faster than min
+        elif k < K_out:
+            arg = np.argpartition(chunk, k - 1, axis=1)[:, :k]
+        else:
+            arg = np.broadcast_to(np.arange(K_out), (hi - lo, K_out))
         least[lo:hi] = np.take_along_axis(chunk, arg, axis=1)
         columns[lo:hi] = arg
     return least, columns
 
 
 def _row_minima(D, values):
-    """Each row's least value and the column where it is.
-
-    ``values`` is D itself or a function of a row range giving that chunk's values
-    (shape (hi - lo, K_out)); it is evaluated in row chunks of D, which keeps the
-    temporaries small (no K x K_out array).
-
-    Returns
-    -------
-    (minima, columns) : ndarray of shape (K,), int ndarray of shape (K,)
-    """
-    K, K_out = D.shape
-    step = max(1, _CHUNK_ELEMENTS // K_out)
-    minima, columns = np.empty(K), np.empty(K, np.int64)
-    for lo in range(0, K, step):
-        hi = min(K, lo + step)
-        chunk = values(lo, hi) if callable(values) else values[lo:hi]
-        arg = chunk.argmin(axis=1)                    # argmin then gather: faster than min
-        minima[lo:hi] = chunk[np.arange(hi - lo), arg]
-        columns[lo:hi] = arg
-    return minima, columns
+    """Each row's least value and the column where it is, shapes (K,); ``values`` as
+    :func:`_row_smallest` reads it."""
+    least, columns = _row_smallest(D, values, 1)
+    return least[:, 0], columns[:, 0]
 
 
 def perfect_privacy_solution(p_ac, distortion, table: np.ndarray | None = None) -> SolveResult:

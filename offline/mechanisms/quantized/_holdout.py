@@ -33,12 +33,12 @@ release from its own stream seeded by (seed, fold), so the result is the same wh
 the number of workers or the order in which folds finish. A build whose folds do not start from
 its answers (below ``_reuse.START_CLUSTERS``) sets its workers folding before its own stages
 (:func:`start_cross_fitting`) and joins them after, its own stages held to the cores the workers
-leave: the folds' cost is the same, the build's wall time shorter (benchmarks/README.md). A
-fold's k-means makes one k-means++ start on its training rows (``start="single"``,
-:class:`FoldKMeans`) where the build makes four (``"restarts"``); the k-means++ seeding is most of k-means' cost at
-large K (UCI Adult, K = 1024: 8.7 CPU-s a start, then 2 Lloyd iterations). Delta0 and
-the solve are redone on every fold: both are functions of the fold's prior, which must
-not see the held-out private column. Given the build's answers (``build``, a
+leave: the folds' cost is the same, the build's wall time shorter (benchmarks/README.md). A fold's
+k-means makes one k-means++ start on its training rows (``start="single"``, :class:`FoldKMeans`)
+where the build makes four (``"restarts"``); the k-means++ seeding is most of k-means' cost at large
+K (UCI Adult, K = 1024: 8.7 CPU-s a start, then 2 Lloyd iterations). Delta0 and the solve are redone
+on every fold: both are functions of the fold's prior, which must not see the held-out private
+column. Given the build's answers (``build``, a
 :class:`._reuse.BuildStart`), the fold's solvers start from them, carried to the fold's
 clusters: the same certified answers in fewer rounds and Newton steps (:mod:`._reuse` says
 why the estimate stays sound). The solve keeps the build's tolerance: solved to ten times it,
