@@ -57,6 +57,18 @@ hub program; see benchmarks/README.md, "Delta0 by transport" and "Delta0 by netw
 Otherwise the hub program's column generation below goes on, its master started with the
 transport table's pairs and its best bound L(v).
 
+**Idle columns dropped.** A column that has sat at zero with a positive reduced cost through
+two solves of the master is deleted from it (it is priced in again if it ever becomes
+attractive). The master then holds the pairs of the current vertex and of the last rounds
+instead of every pair ever priced, and its pivots cost a fraction as much: with five classes
+(UCI Adult, race private) the masters grew to 37,000 columns at K = 512 and 98,000 at K = 1024,
+where an optimal vertex holds 1,200 and 2,600 pairs, and HiGHS spent nearly all of Delta0's
+time re-optimising them (benchmarks/README.md, "Delta0 with five classes: idle columns
+dropped"). Deleting nonbasic columns at zero keeps the master's basis and value, so the master's
+value never rises; columns are dropped only after a round that lowered it strictly, so no master
+can come back (each drop follows a lower value than every earlier one), and between drops the
+method is plain column generation: it still ends, certified as above.
+
 The master starts from each row's cheapest output, and from the best constant
 output (everyone to one j, which has zero leakage) so that it is feasible. When
 no output is allowed from every row, that start does not exist and the dense
@@ -82,6 +94,11 @@ _MAX_ROUNDS = 200
 _PRICED_PER_ROW = 8           # pairs of negative reduced cost a row may add to the master per round
                               # (race private, five classes: K = 512 13.3 against 17.9 CPU-s with one,
                               # K = 1024 139 against 275; benchmarks/README.md)
+_IDLE_SOLVES = 2              # solves a column may sit at zero, priced out, before it is dropped
+                              # (one: the masters cycle and never certify; race private, K = 1024:
+                              # 54 CPU-s with two, 57 with three, 155 keeping every column)
+_NEAR_TIE = 1e-6              # a column priced out by less than this share of its cost is kept
+                              # (race private, K = 1024: 52 against 64 CPU-s dropping all)
 _SMOOTHING = 0.9              # weight of the best-bound duals in the stabilised pricing point
 _HIGHS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10,
           "presolve": "off",   # presolve cost 16x at K = 1024 (57 s against 3.6 s, 15 against 10
@@ -124,10 +141,11 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
     rel_tol : float, keyword-only
         Relative gap between the primal and dual bounds at which to stop.
     info : dict or None, keyword-only
-        When given, filled with ``rounds``, ``columns``, ``lower_bound``,
+        When given, filled with ``rounds``, ``columns`` (in the last master), ``lower_bound``,
         ``upper_bound``, ``method`` (``"column-generation"`` or ``"dense-lp"``) and, for
         column generation, ``formulation`` (``"transport"``, ``"hub"`` or ``"transport, then
-        hub"``; see the module docstring).
+        hub"``; see the module docstring) and, for the hub program, ``dropped`` (idle columns
+        deleted from the master, all rounds).
 
     Returns
     -------
@@ -180,6 +198,7 @@ def _column_generation(p_ac, distortion, rel_tol, info):
         start_cols.append(used_cols)
     rows, cols = _merge(np.concatenate(start_rows), np.concatenate(start_cols), D)
     master = _Master(p_c, delta_a, D)
+    previous, dropped = np.inf, 0
     for round_ in range(1, _MAX_ROUNDS + 1):
         master.add(rows, cols)
         x, value, u, v = master.solve()
@@ -190,6 +209,9 @@ def _column_generation(p_ac, distortion, rel_tol, info):
         rows, cols = master.new_pairs(rows, cols)
         if value - lower <= rel_tol * max(abs(value), 1e-300) or rows.size == 0:
             break
+        if value < previous - 1e-12 * abs(value):       # strictly lower: dropping cannot cycle
+            dropped += master.drop_idle()
+        previous = value
     else:
         raise SolverError(f"perfect-privacy column generation did not certify in {_MAX_ROUNDS} "
                           f"rounds (bounds {lower:.12g} and {value:.12g})")
@@ -201,7 +223,8 @@ def _column_generation(p_ac, distortion, rel_tol, info):
     table /= table.sum(axis=1, keepdims=True)
     info.update(method="column-generation", formulation="hub" if transport_rounds == 0 else
                 "transport, then hub", rounds=transport_rounds + round_,
-                columns=int(master.rows.size), lower_bound=float(lower), upper_bound=float(value))
+                columns=int(master.rows.size), dropped=dropped, lower_bound=float(lower),
+                upper_bound=float(value))
     return table, float(value)
 
 
@@ -293,7 +316,8 @@ class _Master:
     Pairs are appended as columns (:meth:`add`) and each :meth:`solve` restarts the
     simplex from the previous optimal basis: the new columns enter at zero, so the old
     vertex stays primal feasible and a round costs the pivots that bring them in, not
-    a solve from scratch. ``rows`` and ``cols`` hold the pairs in column order.
+    a solve from scratch. :meth:`drop_idle` deletes the columns the last solves left
+    priced out (module docstring). ``rows`` and ``cols`` hold the pairs in column order.
     """
 
     def __init__(self, p_c, delta_a, D):
@@ -309,6 +333,9 @@ class _Master:
         self.rows = np.empty(0, np.int64)
         self.cols = np.empty(0, np.int64)
         self._keys = np.empty(0, np.int64)           # sorted c K_out + j of the pairs present
+        self._solves = 0
+        self._added = np.empty(0, np.int64)          # self._solves when each column came in
+        self._value = self._reduced = np.empty(0)    # the last solve's column values, reduced costs
 
     def new_pairs(self, rows, cols):
         """The pairs among (rows, cols) not yet in the master (a pair whose reduced cost is
@@ -334,6 +361,30 @@ class _Master:
         self.rows = np.concatenate([self.rows, rows])
         self.cols = np.concatenate([self.cols, cols])
         self._keys = np.union1d(self._keys, rows.astype(np.int64) * K_out + cols)
+        self._added = np.concatenate([self._added, np.full(n, self._solves)])
+
+    def drop_idle(self):
+        """Delete the columns that sat at zero in the last solve, priced out by more than
+        :data:`_NEAR_TIE` of their cost (and HiGHS's dual tolerance), and came in at least
+        :data:`_IDLE_SOLVES` solves ago. They are nonbasic, so the basis, the vertex and its value
+        stay. Returns how many were deleted."""
+        n = self._value.size                          # the columns of the last solve
+        cost = self._p_c[self.rows[:n]] * self._D[self.rows[:n], self.cols[:n]]
+        margin = np.maximum(_NEAR_TIE * cost, _HIGHS["dual_feasibility_tolerance"])
+        idle = np.flatnonzero((self._value <= 0.0) & (self._reduced > margin)
+                              & (self._solves - self._added[:n] >= _IDLE_SOLVES))
+        if idle.size == 0:
+            return 0
+        before = self._highs.getNumCol()
+        status = self._highs.deleteCols(idle.size, idle.astype(np.int32))
+        if status == highspy.HighsStatus.kError or self._highs.getNumCol() != before - idle.size:
+            raise SolverError(f"perfect-privacy master: HiGHS could not delete {idle.size} columns ({status})")
+        keep = np.ones(self.rows.size, dtype=bool)
+        keep[idle] = False
+        self.rows, self.cols, self._added = self.rows[keep], self.cols[keep], self._added[keep]
+        self._keys = np.sort(self.rows.astype(np.int64) * self._D.shape[1] + self.cols)
+        self._value = self._reduced = np.empty(0)
+        return int(idle.size)
 
     def solve(self):
         """Optimise from the current basis; returns x (n,), value, duals u (K,), v (m, K_out).
@@ -361,7 +412,9 @@ class _Master:
         self._highs.setOptionValue("simplex_strategy", 4)
         solution = self._highs.getSolution()
         duals = np.asarray(solution.row_dual)
-        return (np.asarray(solution.col_value), float(self._highs.getObjectiveValue()),
+        self._solves += 1
+        self._value, self._reduced = np.asarray(solution.col_value), np.asarray(solution.col_dual)
+        return (self._value, float(self._highs.getObjectiveValue()),
                 duals[:K], duals[K:].reshape(self._m, K_out))
 
 

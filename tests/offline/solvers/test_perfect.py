@@ -74,6 +74,58 @@ def test_each_row_prices_its_k_least_reduced_costs(k, monkeypatch):
     assert np.array_equal(least.min(axis=1), _perfect._row_minima(values, values)[0])
 
 
+def _five_class_instance(K, seed):
+    """Rows at integer points of a plane (outputs = inputs, l2), five classes, two of them rare."""
+    rng = np.random.default_rng(seed)
+    points = rng.integers(0, 12, size=(K, 2)).astype(float)
+    dist = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    p_ac = rng.random((5, K)) ** 2 * np.array([[1.0], [0.3], [0.1], [0.02], [0.01]])
+    return p_ac / p_ac.sum(), dist
+
+
+def test_dropping_idle_columns_keeps_the_vertex_and_drops_only_priced_out_columns():
+    """A dropped column sat at zero, priced out beyond the near-tie margin, through _IDLE_SOLVES
+    solves; the master then re-solves to the same value without a pivot."""
+    p_ac, dist = _five_class_instance(40, 3)
+    p_c, delta_a = _perfect._coefficients(p_ac)
+    K = dist.shape[0]
+    master = _perfect._Master(p_c, delta_a, dist)
+    master.add(np.arange(K), np.full(K, int(np.argmin(p_c @ dist))))   # the constant output
+    master.solve()
+    rows, cols = np.divmod(np.arange(K * K), K)
+    fresh = master.new_pairs(rows, cols)
+    master.add(*fresh)                                     # every pair: a vertex uses few of them
+    assert master.drop_idle() == 0                         # not solved with the new columns yet
+    master.solve()
+    master.drop_idle()                                     # the new columns are one solve old: kept
+    assert set(zip(*fresh)) <= set(zip(master.rows, master.cols))
+    x, value, _, _ = master.solve()
+    cost = p_c[master.rows] * dist[master.rows, master.cols]
+    margin = np.maximum(_perfect._NEAR_TIE * cost, _perfect._HIGHS["dual_feasibility_tolerance"])
+    idle = (x <= 0) & (master._reduced > margin)
+    expected = set(zip(master.rows[~idle].tolist(), master.cols[~idle].tolist()))
+    assert master.drop_idle() == idle.sum() > K * K // 2
+    assert set(zip(master.rows.tolist(), master.cols.tolist())) == expected
+    assert master._highs.getNumCol() == len(expected)
+    _, again, _, _ = master.solve()
+    assert again == pytest.approx(value, rel=1e-12)
+    assert master._highs.getInfo().simplex_iteration_count == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_column_generation_dropping_idle_columns_matches_the_dense_lp_with_five_classes(seed):
+    p_ac, dist = _five_class_instance(120, seed)
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    assert info["formulation"] == "hub" and info["dropped"] > 0
+    assert abs(d0 - d_lp) <= 1e-9 * d_lp
+    assert info["upper_bound"] - info["lower_bound"] <= 1e-9 * d0
+    assert np.allclose(table.sum(axis=1), 1.0) and (table >= 0).all()
+    assert abs(p_ac.sum(axis=0) @ (table * dist).sum(axis=1) - d0) <= 1e-9 * d0
+    assert leakage_bits(p_ac, table) < 1e-9
+
+
 def test_forbidden_pairs_and_massless_rows_are_priced_correctly():
     # A massless row makes 0 x inf = nan in the reduced costs: the warm-started master must
     # neither add such a pair nor count it in the dual bound.
