@@ -57,9 +57,9 @@ hub program; see benchmarks/README.md, "Delta0 by transport" and "Delta0 by netw
 Otherwise the hub program's column generation below goes on, its master started with the
 transport table's pairs and its best bound L(v).
 
-**Idle columns dropped.** A column that has sat at zero with a positive reduced cost through
-two solves of the master is deleted from it (it is priced in again if it ever becomes
-attractive). The master then holds the pairs of the current vertex and of the last rounds
+**Idle columns dropped.** A column that has sat at zero through two solves of the master,
+priced out by more than a millionth of its cost, is deleted from it (it is priced in again if
+it ever becomes attractive). The master then holds the pairs of the current vertex and of the last rounds
 instead of every pair ever priced, and its pivots cost a fraction as much: with five classes
 (UCI Adult, race private) the masters grew to 37,000 columns at K = 512 and 98,000 at K = 1024,
 where an optimal vertex holds 1,200 and 2,600 pairs, and HiGHS spent nearly all of Delta0's
@@ -95,7 +95,7 @@ _PRICED_PER_ROW = 8           # pairs of negative reduced cost a row may add to 
                               # (race private, five classes: K = 512 13.3 against 17.9 CPU-s with one,
                               # K = 1024 139 against 275; benchmarks/README.md)
 _IDLE_SOLVES = 2              # solves a column may sit at zero, priced out, before it is dropped
-                              # (one: the masters cycle and never certify; race private, K = 1024:
+                              # (one: race private, K = 512 not certified in 200 rounds; K = 1024:
                               # 54 CPU-s with two, 57 with three, 155 keeping every column)
 _NEAR_TIE = 1e-6              # a column priced out by less than this share of its cost is kept
                               # (race private, K = 1024: 52 against 64 CPU-s dropping all)
