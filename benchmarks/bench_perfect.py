@@ -37,6 +37,7 @@ import time
 
 import bench_solver as bench
 import numpy as np
+from bench_build import PRIVATE, adult_rows, write_csv
 
 
 def main(argv=None):
@@ -48,7 +49,7 @@ def main(argv=None):
                     help="UCI Adult with this private attribute instead of the synthetic ratings")
     ap.add_argument("--adult-build", action="store_true",
                     help="the instance a real `privmap build` makes on UCI Adult")
-    ap.add_argument("--private", choices=["sex", "race"], default="sex",
+    ap.add_argument("--private", choices=sorted(PRIVATE), default="sex",
                     help="--adult-build's private attribute")
     ap.add_argument("--cache", type=pathlib.Path, default=None,
                     help="directory keeping the --adult-build instances between runs")
@@ -102,7 +103,6 @@ def build_instance(K: int, cache: pathlib.Path | None = None, private: str = "se
     if path is not None and path.exists():
         z = np.load(path)
         return z["p_ac"], z["D"]
-    from bench_build import adult_rows, write_csv
     from privmap.offline.data._dataset import load_dataset
     from privmap.offline.data._prior import joint_prior
     from privmap.offline.mechanisms.quantized._steps import BuildOptions, _quantized_alphabet
