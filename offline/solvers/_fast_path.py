@@ -9,6 +9,12 @@ solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certif
   cheapest input, mixed with p(a) (_START_MIX); tau and mu on the scale of I(A; C), the leakage
   without privacy. A warm start (:meth:`_DualNewton._warm_duals`) takes a previous answer's
   column posteriors and multiplier instead, and adds its table's pairs to the candidates.
+- **Polish** (:meth:`_DualNewton._polish`): an answer of this very instance from another solver
+  (the conic reference's, accurate but uncertified) gives the duals exactly, its posteriors and
+  multiplier unmixed. Its table, mixed to meet the budget, is first certified as it is by one
+  pricing pass at those duals; where the bound falls short (outputs the answer left nearly
+  empty have posteriors at the other solver's round-off, which can undercut some rows), the path
+  starts from those duals at _POLISH_TAU times the starting tau instead of at the top.
 - **Centring**: Newton steps at a fixed tau until the Newton decrement^2 is at most
   _CENTRED * tau.
 - **Certifying** (:meth:`_DualNewton._follow_path`): once centred, the path's tangent gives duals
@@ -70,6 +76,12 @@ _BACKOFF_MAX = 1e4               # where no step ascends, tau backs off tenfold,
 _TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
 _TAU_MIN = 1e-6                  # give up below tau = _TAU_MIN * tol
 _WARM_Q = 1e-9                   # warm start: table entries above this become starting candidates
+_POLISH_TAU = 1e-3               # a polish that does not certify as given starts the path this far below
+                                 # the starting tau (13 and 7 private classes, K = 64 and 128: 76 to 292
+                                 # Newton steps, against 600 to 1,800 and failures cold; 1e-2 and 1e-4
+                                 # took about as many in all)
+_POLISH_FLOOR = 1e-12            # posterior entries of a polished answer are floored here (a log of 0
+                                 # would rule its class out of the output for good)
 
 
 class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
@@ -79,9 +91,10 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
     (K, K_out), ``delta``, ``tol_bits``, ``max_iter``, ``progress``), then :meth:`run` once.
     """
 
-    def run(self, warm: SolveResult | None = None) -> SolveResult:
+    def run(self, warm: SolveResult | None = None, polish: SolveResult | None = None) -> SolveResult:
         """Solve and certify: the trivial answers where they apply, else the path from the
-        starting duals (cold, or from ``warm``, a previous answer of the same shape).
+        starting duals (cold, or from ``warm``, a previous answer of the same shape), or the
+        polish of ``polish``, an answer of this instance (:meth:`_polish`).
 
         Returns a :class:`SolveResult` whose ``table`` is (K, K_out) and ``gap_bits`` <= tol_bits.
         Raises SolverError when no certificate is reached within ``max_iter`` Newton steps, the
@@ -109,37 +122,79 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         scale = max(_leakage_nats(self.p[:, self.rows], self.log_p_a), self.tol)
         mu = 2.0 * scale / max(constant - least, 1e-300) if self.budget else 0.0
         r_w = j_w = np.zeros(0, np.int64)
-        if warm is not None:
-            mu, r_w, j_w = self._warm_duals(warm, theta, mu)
+        given = warm if polish is None else polish
+        if given is not None:
+            mu, r_w, j_w = self._warm_duals(given, theta, mu, polish=polish is not None)
         G0, _ = self._codebook(theta)
         self._start_candidates(G0, mu, r_w, j_w)
         self.scale = scale
-        ev = self._evaluate(theta, mu, scale)
         self.timing["start"] = time.perf_counter() - t0
-        return self._follow_path(ev, least)
+        if polish is not None:
+            return self._polish(polish, theta, mu, least)
+        return self._follow_path(self._evaluate(theta, mu, scale), least)
 
-    def _warm_duals(self, warm, theta, mu):
+    def _polish(self, given, theta, mu, least):
+        """Certify ``given``, an answer of this instance, from its own duals (``theta`` (A, K_out)
+        and ``mu``, set by :meth:`_warm_duals` without mixing), or follow the path from them.
+
+        Its table on the candidates (which hold its pairs above _WARM_Q), each row renormalised
+        and mixed with the cheapest-output table to meet the budget, is returned when one pricing
+        pass at these duals proves it within ``tol`` (``info["polish"] == "as given"``); otherwise
+        the path starts from these duals at _POLISH_TAU times the starting tau (``"path"``).
+        Raises SolverError as :meth:`run` does.
+        """
+        tn = time.perf_counter()
+        table = given.table
+        q = np.asarray(table[self.rows[self.cr], self.cj], dtype=float).ravel()
+        q = q / np.repeat(np.maximum(np.add.reduceat(q, self.start), 1e-300), np.diff(np.r_[self.start, q.size]))
+        as_given = {"q": q}
+        P, J, Ed = self._primal(as_given)
+        J_mix, mix = self._mixed_leakage(as_given, P, J, Ed, least)
+        G, _ = self._codebook(theta)
+        total, absolute, *_ = self._pass(G, mu if self.budget else 0.0, None, 0)
+        lb = self._lower_bound(total, absolute, mu if self.budget else 0.0)
+        self.timing["newton"] += time.perf_counter() - tn
+        if J_mix - lb <= self.tol:
+            try:
+                result = self._finish(as_given, mix, lb, mu if self.budget else 0.0)
+                result.info["polish"] = "as given"
+                return result
+            except SolverError:                   # the returned table's exact gap is above tol
+                pass
+        result = self._follow_path(self._evaluate(theta, mu, _POLISH_TAU * self.scale), least)
+        result.info["polish"] = "path"
+        return result
+
+    def _warm_duals(self, warm, theta, mu, *, polish=False):
         """Start from a previous answer: writes the logits of its outputs' posteriors into
         ``theta`` (A, K_out) in place (outputs it left empty keep theirs), and returns its
         multiplier in nats (``mu`` when it had none, NaN, or no budget binds) and its table's
-        pairs (active-row indices, outputs) where allowed in D."""
+        pairs above _WARM_Q (active-row indices, outputs) where allowed in D. A warm start mixes
+        the posteriors with p(a) (_START_MIX) and takes them from those pairs; a ``polish`` takes
+        them unmixed, floored at _POLISH_FLOOR, from every allowed entry (an output the answer
+        left nearly empty keeps the posterior its solver gave it, not the cold start's)."""
         table = warm.table
         rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
         vals = np.asarray(table[rows, cols]).ravel()
         pos = np.full(self.K, -1, np.int64)
         pos[self.rows] = np.arange(self.rows.size)
-        keep = (vals > _WARM_Q) & (pos[rows] >= 0)
-        keep[keep] = np.isfinite(self.D[rows[keep], cols[keep]])
-        rows, cols, vals = rows[keep], cols[keep], vals[keep]
+        allowed = pos[rows] >= 0
+        allowed[allowed] = np.isfinite(self.D[rows[allowed], cols[allowed]])
+        rows, cols, vals = rows[allowed], cols[allowed], vals[allowed]
+        pairs = vals > _WARM_Q
+        mass = slice(None) if polish else pairs
         P = np.zeros((self.A, self.K_out))
         for a in range(self.A):
-            np.add.at(P[a], cols, self.p[a, rows] * vals)
+            np.add.at(P[a], cols[mass], self.p[a, rows[mass]] * vals[mass])
         used = P.sum(axis=0) > 0
-        r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]
+        if polish:
+            r = np.maximum(P[:, used] / P[:, used].sum(axis=0), _POLISH_FLOOR)
+        else:
+            r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]
         theta[:, used] = np.log(r) - np.log(r[-1])
         if self.budget and math.isfinite(warm.multiplier) and warm.multiplier > 0:
             mu = float(warm.multiplier) * _LN2
-        return mu, pos[rows], cols
+        return mu, pos[rows[pairs]], cols[pairs]
 
     def _follow_path(self, ev, least):
         """Newton steps on Phi_tau; once centred, certify or shrink tau along the path's tangent.

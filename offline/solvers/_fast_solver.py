@@ -71,7 +71,7 @@ _BLAS_THREADS = 1                # the solver's products have an inner dimension
 
 def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int | None = None,
                progress: Callable[[float], None] | None = None,
-               warm_start: SolveResult | None = None) -> SolveResult:
+               warm_start: SolveResult | None = None, polish: SolveResult | None = None) -> SolveResult:
     """Solve program (19) by smoothed dual Newton with pricing, and certify the answer.
 
     Parameters
@@ -104,6 +104,14 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         fewer: benchmarks/README.md). Only the start changes: the answer is certified
         as without it (the lower bound prices every pair). ValueError if its table's shape
         is not (K, K_out).
+    polish : SolveResult or None, keyword-only
+        An answer of this very instance from another solver (the conic reference's: accurate,
+        uncertified; table (K, K_out) and multiplier), instead of ``warm_start``. Its table,
+        mixed to meet the budget, is returned if one pricing pass at its own duals (posteriors
+        and multiplier, unmixed) certifies it within ``tol_bits`` (``info["polish"] ==
+        "as given"``); otherwise the path starts from those duals a thousandth of the way down
+        the temperature (``"path"``). ValueError if its table's shape is not (K, K_out) or both
+        starts are given.
 
     Returns
     -------
@@ -131,10 +139,12 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         raise ValueError(f"tol_bits must be positive and finite, got {tol_bits}")
     if max_iter is None:
         max_iter = max(2000, D.shape[1] // 2)
-    if warm_start is not None and np.shape(warm_start.table) != D.shape:
-        raise ValueError(f"warm_start table has shape {np.shape(warm_start.table)}, "
-                         f"expected {D.shape}")
+    if warm_start is not None and polish is not None:
+        raise ValueError("give warm_start or polish, not both")
+    for name, start in (("warm_start", warm_start), ("polish", polish)):
+        if start is not None and np.shape(start.table) != D.shape:
+            raise ValueError(f"{name} table has shape {np.shape(start.table)}, expected {D.shape}")
     with threadpool_limits(limits=_BLAS_THREADS):
-        result = _DualNewton(p_ac, D, delta, tol_bits, int(max_iter), progress).run(warm_start)
+        result = _DualNewton(p_ac, D, delta, tol_bits, int(max_iter), progress).run(warm_start, polish)
     result.info["time_s"] = time.perf_counter() - started
     return result

@@ -9,9 +9,12 @@ from .._errors import InfeasibleError, SolverError
 from ._result import SolveResult
 
 SOLVERS = ("fast", "cvxpy")
-#: Largest conic model (|A| x K x K_out table entries) the fast solver falls back on when its path
-#: gives up: Clarabel solves UCI Adult's 13 occupations at K = 128 (213,000) in 2.6 CPU-s.
+#: Largest conic model (|A| x K x K_out table entries) the fast solver starts from or falls back on:
+#: Clarabel solves UCI Adult's 13 occupations at K = 128 (213,000) in 2.6 CPU-s.
 CONIC_FALLBACK_MAX = 1_000_000
+#: Private classes (with mass) from which a cold fast solve of a conic model within
+#: :data:`CONIC_FALLBACK_MAX` starts from the conic reference's answer (Notes of :func:`solve`).
+CONIC_FIRST_CLASSES = 7
 
 
 def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e-5,
@@ -53,41 +56,73 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
 
     Notes
     -----
-    The fast solver's path can give up on a small instance that the conic reference solves at
-    once: with many private classes its Newton steps are cut short by the line search hundreds of
-    times (UCI Adult with 13 occupations private, K = 128: no certificate within 2,000 steps,
-    where Clarabel takes 2.6 CPU-s). When a cold fast solve fails and the conic model has at most
-    :data:`CONIC_FALLBACK_MAX` entries, the fast solver runs again from the reference's answer
-    (``warm_start``), which certifies it in a few hundred steps; the result is the fast solver's,
-    certified as always, with ``info["started_from"] = "cvxpy-clarabel"``. A warm-started solve
-    that fails raises: its caller decides (a build runs it again cold).
+    The fast solver's path is slow on small instances with many private classes, where its Newton
+    steps are cut short by the line search hundreds of times, and the conic reference is fast and
+    accurate there (UCI Adult with 13 occupations private, K = 64: 600 to 1,800 Newton steps and 8
+    to 37 CPU-s a solve, Clarabel 0.3 to 0.9; K = 128: no certificate within 2,000 steps, Clarabel
+    2.6 CPU-s). With at least :data:`CONIC_FIRST_CLASSES` classes and a conic model of at most
+    :data:`CONIC_FALLBACK_MAX` entries, a cold solve therefore starts with the reference and has the
+    fast solver *polish* its answer (``solve_fast(polish=)``): certified as it is by one pricing pass
+    at its own duals where that proves it (the 13-class K = 64 instances: 0.01 s), else by the path
+    from those duals low on the temperature. Below seven classes the fast path is the faster
+    (five classes, K = 128 and 256: Clarabel stopped with InsufficientProgress, once after 19.6
+    CPU-s, where the fast path took 1.7 to 8). A cold fast solve that fails on a conic model
+    within the limit is polished from the reference's answer the same way. Either way the result
+    is the fast solver's, certified as always, with ``info["started_from"] = "cvxpy-clarabel"``;
+    ``info["cold_failure"]`` names a failure that came first (the fast path's, or the reference's
+    before the cold path ran). A warm-started solve that fails raises: its caller decides (a
+    build runs it again cold).
     """
     if solver == "cvxpy":
         from ._cvxpy_solver import solve_cvxpy
         return solve_cvxpy(p_ac, distortion, delta)
-    if solver == "fast":
-        from ._fast_solver import solve_fast
+    if solver != "fast":
+        raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
+    from ._fast_solver import solve_fast
+    conic = warm_start is None and np.size(p_ac) * np.shape(distortion)[1] <= CONIC_FALLBACK_MAX
+    first = None
+    if conic and _conic_first(p_ac, distortion, delta):
         try:
-            return solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress,
-                              warm_start=warm_start)
-        except InfeasibleError:
-            raise
+            return _from_conic(p_ac, distortion, delta, tol_bits, progress)
         except SolverError as failure:
-            if warm_start is not None or np.size(p_ac) * np.shape(distortion)[1] > CONIC_FALLBACK_MAX:
-                raise
-            return _from_conic(p_ac, distortion, delta, tol_bits, failure)
-    raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
+            first, conic = failure, False
+    try:
+        return solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, warm_start=warm_start)
+    except InfeasibleError:
+        raise
+    except SolverError as failure:
+        if first is not None:
+            raise SolverError(f"{first}; then the cold fast solve: {failure}") from failure
+        if not conic:
+            raise
+        return _from_conic(p_ac, distortion, delta, tol_bits, progress, failure)
 
 
-def _from_conic(p_ac, distortion, delta, tol_bits: float, failure: SolverError) -> SolveResult:
-    """The fast solver's certified answer, its path started from the conic reference's answer
-    (:func:`solve`, Notes). Raises SolverError naming both failures when either fails."""
+def _conic_first(p_ac, distortion, delta) -> bool:
+    """Whether a cold solve starts from the conic reference: at least :data:`CONIC_FIRST_CLASSES`
+    classes with mass, and a feasible budget (an infeasible one is the fast solver's to name)."""
+    p_ac, D = np.asarray(p_ac, dtype=float), np.asarray(distortion, dtype=float)
+    if int(np.count_nonzero(p_ac.sum(axis=1) > 0)) < CONIC_FIRST_CLASSES:
+        return False
+    least = float(p_ac.sum(axis=0) @ D.min(axis=1))
+    return delta >= least
+
+
+def _from_conic(p_ac, distortion, delta, tol_bits: float, progress, failure: SolverError | None = None
+                ) -> SolveResult:
+    """The fast solver's certified polish of the conic reference's answer (:func:`solve`, Notes),
+    after the cold path's ``failure`` if one came first. Raises SolverError naming both failures
+    when either fails."""
     from ._cvxpy_solver import solve_cvxpy
     from ._fast_solver import solve_fast
     try:
         start = solve_cvxpy(p_ac, distortion, delta)
-        result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, warm_start=start)
+        result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, polish=start)
     except SolverError as again:
+        if failure is None:
+            raise
         raise SolverError(f"{failure}; started from the conic reference's answer: {again}") from failure
-    result.info.update(started_from=start.solver, cold_failure=str(failure))
+    result.info["started_from"] = start.solver
+    if failure is not None:
+        result.info["cold_failure"] = str(failure)
     return result

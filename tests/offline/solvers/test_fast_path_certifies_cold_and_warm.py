@@ -159,3 +159,41 @@ def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_
         assert res.info["stall_heats"] <= path._STALL_HEATS_MAX
     assert res.gap_bits <= 1e-5 and res.distortion <= delta * (1 + 1e-9)
     assert res.leakage_bits == pytest.approx(solve_cvxpy(p_ac, dist, delta).leakage_bits, abs=1e-5)
+
+
+@pytest.fixture
+def seven_classes(random_instance, budget):
+    """Seven private classes, K = 20: the conic reference's duals prove its answer within 1e-6 bits."""
+    p_ac, dist = random_instance(2, 20, n_private=7)
+    return p_ac, dist, budget(p_ac, dist, 0.3)
+
+
+def test_a_polish_certifies_the_conic_reference_as_given_without_a_newton_step(seven_classes):
+    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    p_ac, dist, delta = seven_classes
+    reference = solve_cvxpy(p_ac, dist, delta)
+    polished = solve_fast(p_ac, dist, delta, tol_bits=1e-6, polish=reference)
+    assert polished.info["polish"] == "as given" and polished.info["newton_steps"] == 0
+    assert polished.gap_bits <= 1e-6 and polished.distortion <= delta
+    assert abs(polished.leakage_bits - reference.leakage_bits) <= 1e-6
+    assert abs(polished.leakage_bits - solve_fast(p_ac, dist, delta, tol_bits=1e-6).leakage_bits) <= 1e-6
+
+
+def test_a_polish_of_an_answer_that_is_not_optimal_follows_the_path_to_the_optimum(seven_classes, budget):
+    # the optimum at a looser budget leaks less than this budget allows: its duals prove nothing here
+    p_ac, dist, delta = seven_classes
+    looser = solve_fast(p_ac, dist, budget(p_ac, dist, 0.6), tol_bits=1e-6)
+    polished = solve_fast(p_ac, dist, delta, tol_bits=1e-6, polish=looser)
+    cold = solve_fast(p_ac, dist, delta, tol_bits=1e-6)
+    assert polished.info["polish"] == "path" and polished.info["newton_steps"] > 0
+    assert polished.gap_bits <= 1e-6 and polished.distortion <= delta
+    assert abs(polished.leakage_bits - cold.leakage_bits) <= 1e-6
+
+
+def test_a_polish_with_a_warm_start_or_of_another_shape_is_a_clear_error(seven_classes):
+    p_ac, dist, delta = seven_classes
+    answer = solve_fast(p_ac, dist, delta)
+    with pytest.raises(ValueError, match="give warm_start or polish, not both"):
+        solve_fast(p_ac, dist, delta, warm_start=answer, polish=answer)
+    with pytest.raises(ValueError, match=r"polish table has shape \(20, 20\), expected \(20, 19\)"):
+        solve_fast(p_ac, dist[:, :19], delta, polish=answer)

@@ -1,75 +1,124 @@
-"""solve(): a cold fast solve that gives up is certified from the conic reference's answer."""
+"""solve(): many private classes start from the conic reference, whose answer the fast solver
+polishes and certifies; a cold fast solve that gives up is certified from that answer too."""
 import numpy as np
 import pytest
 from privmap.offline._errors import InfeasibleError, SolverError
-from privmap.offline.solvers import _fast_path, _solve
+from privmap.offline.solvers import _cvxpy_solver, _fast_path, _solve
 from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+from privmap.offline.solvers._fast_solver import solve_fast
 
 
 @pytest.fixture
 def instance(random_instance, budget):
-    """Four private classes, K = 20, and a budget that binds."""
+    """Four private classes (below CONIC_FIRST_CLASSES), K = 20, and a budget that binds."""
     p_ac, dist = random_instance(3, 20, n_private=4)
     return p_ac, dist, budget(p_ac, dist, 0.3)
 
 
 @pytest.fixture
-def cold_path_gives_up(monkeypatch):
-    """The fast solver's path raises as it does after max_iter steps, when it starts cold; the
-    runs it was asked to make are recorded (True: warm-started)."""
-    runs = []
+def many_classes(random_instance, budget):
+    """CONIC_FIRST_CLASSES private classes, K = 20, and a budget that binds."""
+    p_ac, dist = random_instance(5, 20, n_private=_solve.CONIC_FIRST_CLASSES)
+    return p_ac, dist, budget(p_ac, dist, 0.3)
+
+
+class _Runs(list):
+    """The fast solver's runs in order; ``fail`` names the kinds that give up."""
+
+    def __init__(self):
+        super().__init__()
+        self.fail = set()
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """Records the fast solver's runs ("cold", "warm" or "polish"); those named in ``runs.fail``
+    raise as the path does after max_iter steps."""
+    record = _Runs()
     run = _fast_path._DualNewton.run
 
-    def gives_up_cold(self, warm=None):
-        runs.append(warm is not None)
-        if warm is None:
-            raise SolverError("fast solver: no certificate within 2000 Newton steps")
-        return run(self, warm)
+    def recorded(self, warm=None, polish=None):
+        kind = "polish" if polish is not None else "warm" if warm is not None else "cold"
+        record.append(kind)
+        if kind in record.fail:
+            raise SolverError(f"fast solver: {kind} run gave up within 2000 Newton steps")
+        return run(self, warm, polish)
 
-    monkeypatch.setattr(_fast_path._DualNewton, "run", gives_up_cold)
-    return runs
+    monkeypatch.setattr(_fast_path._DualNewton, "run", recorded)
+    return record
 
 
-def test_a_cold_fast_solve_that_gives_up_is_certified_from_the_conic_reference(instance, cold_path_gives_up):
+def test_a_cold_fast_solve_that_gives_up_is_certified_from_the_conic_reference(instance, runs):
     p_ac, dist, delta = instance
+    runs.fail.add("cold")
     result = _solve.solve(p_ac, dist, delta, tol_bits=1e-5)
     reference = solve_cvxpy(p_ac, dist, delta)
-    assert cold_path_gives_up == [False, True]
+    assert runs == ["cold", "polish"]
     assert result.solver == "fast" and result.gap_bits <= 1e-5
     assert result.info["started_from"] == reference.solver
-    assert "2000 Newton steps" in result.info["cold_failure"]
+    assert "cold run gave up" in result.info["cold_failure"]
     assert result.distortion <= delta * (1 + 1e-9)
     assert abs(result.leakage_bits - reference.leakage_bits) <= 1e-5
 
 
-def test_a_warm_started_solve_that_gives_up_raises(instance, monkeypatch):
+def test_few_classes_take_the_fast_path_alone(instance, runs):
+    result = _solve.solve(*instance)
+    assert runs == ["cold"] and "started_from" not in result.info
+
+
+def test_many_classes_start_from_the_conic_reference_and_certify_it(many_classes, runs):
+    p_ac, dist, delta = many_classes
+    result = _solve.solve(p_ac, dist, delta, tol_bits=1e-5)
+    reference = solve_cvxpy(p_ac, dist, delta)
+    assert runs == ["polish"]
+    assert result.info["started_from"] == reference.solver and "cold_failure" not in result.info
+    assert result.gap_bits <= 1e-5 and result.distortion <= delta
+    assert abs(result.leakage_bits - reference.leakage_bits) <= 1e-5
+    cold = solve_fast(p_ac, dist, delta, tol_bits=1e-5)
+    assert abs(result.leakage_bits - cold.leakage_bits) <= 1e-5
+
+
+def test_a_reference_that_fails_on_many_classes_leaves_the_cold_path(many_classes, runs, monkeypatch):
+    def fails(*args, **kwargs):
+        raise SolverError("cvxpy/Clarabel did not reach an optimum")
+
+    monkeypatch.setattr(_cvxpy_solver, "solve_cvxpy", fails)
+    result = _solve.solve(*many_classes)
+    assert runs == ["cold"] and result.gap_bits <= 1e-5
+    runs.fail.add("cold")
+    with pytest.raises(SolverError, match="did not reach an optimum; then the cold fast solve: .*cold run gave up"):
+        _solve.solve(*many_classes)
+
+
+def test_a_warm_started_solve_that_gives_up_raises(instance, runs):
     # its caller decides: a build runs it again cold (_steps._solve_from)
     p_ac, dist, delta = instance
     start = _solve.solve(p_ac, dist, delta)
-    monkeypatch.setattr(_fast_path._DualNewton, "run",
-                        lambda self, warm=None: (_ for _ in ()).throw(SolverError("gave up")))
-    with pytest.raises(SolverError, match="^gave up$"):
+    runs.fail.add("warm")
+    with pytest.raises(SolverError, match="warm run gave up"):
         _solve.solve(p_ac, dist, delta, warm_start=start)
+    assert runs == ["cold", "warm"]
 
 
-def test_a_conic_model_above_the_limit_raises_the_fast_solvers_error(instance, cold_path_gives_up, monkeypatch):
-    p_ac, dist, delta = instance
+def test_a_conic_model_above_the_limit_raises_the_fast_solvers_error(many_classes, runs, monkeypatch):
+    p_ac, dist, delta = many_classes
     monkeypatch.setattr(_solve, "CONIC_FALLBACK_MAX", p_ac.size * dist.shape[1] - 1)
-    with pytest.raises(SolverError, match="2000 Newton steps$"):
+    runs.fail.add("cold")
+    with pytest.raises(SolverError, match="cold run gave up within 2000 Newton steps$"):
         _solve.solve(p_ac, dist, delta)
-    assert cold_path_gives_up == [False]
+    assert runs == ["cold"]
 
 
-def test_both_failures_are_named_when_the_start_from_the_reference_gives_up_too(instance, monkeypatch):
-    p_ac, dist, delta = instance
-    monkeypatch.setattr(_fast_path._DualNewton, "run",
-                        lambda self, warm=None: (_ for _ in ()).throw(SolverError(f"gave up {warm is None}")))
-    with pytest.raises(SolverError, match="gave up True; started from the conic reference's answer: gave up False"):
-        _solve.solve(p_ac, dist, delta)
+def test_both_failures_are_named_when_the_polish_gives_up_too(instance, runs):
+    runs.fail.update({"cold", "polish"})
+    with pytest.raises(SolverError, match="cold run gave up .*; started from the conic reference's answer: "
+                                          "fast solver: polish run gave up"):
+        _solve.solve(*instance)
 
 
-def test_an_infeasible_budget_is_not_retried(instance, monkeypatch):
-    p_ac, dist, _ = instance
-    monkeypatch.setattr(_solve, "_from_conic", lambda *args: pytest.fail("retried an infeasible budget"))
+@pytest.mark.parametrize("classes", [4, _solve.CONIC_FIRST_CLASSES])
+def test_an_infeasible_budget_is_not_retried(classes, random_instance, monkeypatch):
+    p_ac, dist = random_instance(3, 20, n_private=classes)
+    monkeypatch.setattr(_solve, "_from_conic", lambda *args: pytest.fail("asked the conic reference"))
     with pytest.raises(InfeasibleError):
         _solve.solve(p_ac, dist + 1.0, 0.5)                # every table costs at least 1
