@@ -69,7 +69,8 @@ _ATTEMPTS = (
 _ALMOST_SOLVED_TOL = 1e-6
 
 
-def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -> SolveResult:
+def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
+                stalled_ok: bool = False) -> SolveResult:
     """Solve program (19) with cvxpy + Clarabel.
 
     Parameters and raises as :func:`privmap.offline.solve`; ``gap_bits`` is ``inf``
@@ -80,20 +81,27 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
     time_limit_s : float or None, keyword-only
         Most seconds Clarabel may iterate in all attempts together (not counting
         cvxpy's model building); None: no limit.
+    stalled_ok : bool, keyword-only
+        When every attempt stalls (InsufficientProgress, or AlmostSolved short of 1e-6), return
+        the last iterate of the one with the smaller residuals instead of raising. For a start
+        only: the fast solver's polish (``solve_fast(polish=)``) certifies or improves whatever
+        it is given (UCI Adult, 15 occupation classes, K = 64: stalled at residuals 5e-6 and
+        1.2e-4, a start from which the polish certifies). ``info["clarabel_status"]`` says which.
 
     Raises
     ------
     SolverError
         Clarabel stopped neither ``Solved`` nor ``AlmostSolved`` within 1e-6 (see the
-        module docstring), e.g. on ``InsufficientProgress`` or ``MaxTime``; the
-        message names, for each attempt, the status, iterations, residuals and gap.
+        module docstring), e.g. on ``InsufficientProgress`` or ``MaxTime`` (with
+        ``stalled_ok``, only when no attempt stalled with an iterate); the message names,
+        for each attempt, the status, iterations, residuals and gap.
     """
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     K = p_ac.shape[1]
     p_c = p_ac.sum(axis=0)
     forbidden = _forbidden(p_ac, D, delta)
     problem, Q, budget = _model(p_ac, D, delta, forbidden)
-    raw, attempt = _clarabel(problem, time_limit_s)
+    raw, attempt = _clarabel(problem, time_limit_s, stalled_ok=stalled_ok)
     table = np.clip(Q.value, 0.0, None)
     table[forbidden] = 0.0
     table /= table.sum(axis=1, keepdims=True)
@@ -101,6 +109,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
     if budget is not None and budget.dual_value is not None:
         multiplier = float(budget.dual_value) / (K * delta * math.log(2))
     return SolveResult(
+        codebook=_dual_codebook(problem.constraints[0], p_ac.sum(axis=1)),
         table=table,
         leakage_bits=leakage_bits(p_ac, table),
         distortion=expected_distortion(p_c, table, D),
@@ -113,6 +122,23 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None) -
               "attempt": attempt, "iterations": int(raw.iterations),
               "primal_residual": float(raw.r_prim), "dual_residual": float(raw.r_dual)},
     )
+
+
+def _dual_codebook(link, p_a: np.ndarray) -> np.ndarray | None:
+    """The dual codebook of the answer (:class:`SolveResult`'s ``codebook``, shape (n_private,
+    K_out)), from the dual of the linking equality P = K p_ac Q (``link``): stationarity in P(a, j)
+    makes it -(log r_j(a) - log p(a)) at the optimum, for every output, used or not. Each column
+    is renormalised so that r_j sums to 1 over the classes with mass (the dual bound needs
+    distributions; at the optimum the shift is 0). None when Clarabel returned no dual."""
+    if link.dual_value is None:
+        return None
+    G = -np.asarray(link.dual_value, dtype=float)
+    mass = p_a > 0
+    codebook = np.zeros_like(G)
+    top = G[mass].max(axis=0)
+    shift = top + np.log(p_a[mass] @ np.exp(G[mass] - top))
+    codebook[mass] = G[mass] - shift
+    return codebook
 
 
 def _forbidden(p_ac, D, delta) -> np.ndarray:
@@ -140,7 +166,8 @@ def _model(p_ac, D, delta, forbidden):
     -------
     (problem, Q, budget) : the cvxpy problem, its (K, K_out) table variable and the
     budget constraint (None when delta is 0: the budget is then enforced by
-    ``forbidden``).
+    ``forbidden``). The problem's first constraint is the linking equality P = K p_ac Q
+    (its duals are the answer's codebook, :func:`_dual_codebook`).
     """
     import cvxpy as cp
     n_private, K = p_ac.shape
@@ -169,7 +196,7 @@ def _model(p_ac, D, delta, forbidden):
 _STALLS = ("InsufficientProgress", "AlmostSolved")
 
 
-def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL):
+def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stalled_ok: bool = False):
     """Solve ``problem`` with Clarabel, trying the settings of ``_ATTEMPTS`` in turn.
 
     The next attempt runs only after a numerical stall (:data:`_STALLS`: InsufficientProgress,
@@ -184,6 +211,9 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL):
     gap_tol : float, keyword-only
         The relative duality gap an AlmostSolved answer may keep (its residuals are held to
         ``_ALMOST_SOLVED_TOL`` whatever this is).
+    stalled_ok : bool, keyword-only
+        After every attempt stalled, load the iterate of the one with the smaller residuals
+        (cvxpy's ``accept_unknown``) instead of raising.
 
     Returns
     -------
@@ -198,8 +228,9 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL):
         relative duality gap at most ``_ALMOST_SOLVED_TOL``.
     """
     import cvxpy as cp
-    data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=_ATTEMPTS[0])
-    failures = []
+    opts = {**_ATTEMPTS[0], "accept_unknown": True} if stalled_ok else _ATTEMPTS[0]
+    data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=opts)
+    failures, stalls = [], []
     left = time_limit_s
     for attempt, settings in enumerate(_ATTEMPTS):
         settings = dict(settings) if left is None else {**settings, "time_limit": max(left, 0.0)}
@@ -207,16 +238,25 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL):
         status = str(raw.status)
         close = max(raw.r_prim, raw.r_dual) <= _ALMOST_SOLVED_TOL and _relative_gap(raw) <= gap_tol
         if status == "Solved" or (status == "AlmostSolved" and close):
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "Solution may be inaccurate")
-                problem.unpack_results(raw, chain, inverse_data)
-            return raw, attempt
+            return _unpacked(problem, raw, chain, inverse_data), attempt
         failures.append(f"attempt {attempt}: status {status} ({_summary(raw)})")
         if left is not None:
             left -= raw.solve_time
         if status not in _STALLS:
             break
+        stalls.append((max(raw.r_prim, raw.r_dual), attempt, raw))
+    if stalled_ok and stalls:
+        _, attempt, raw = min(stalls, key=lambda s: s[:2])
+        return _unpacked(problem, raw, chain, inverse_data), attempt
     raise SolverError("cvxpy/Clarabel did not reach an optimum: " + "; ".join(failures))
+
+
+def _unpacked(problem, raw, chain, inverse_data):
+    """``raw`` loaded into the cvxpy problem's variables and constraints' duals; returns ``raw``."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Solution may be inaccurate")
+        problem.unpack_results(raw, chain, inverse_data)
+    return raw
 
 
 def _relative_gap(raw) -> float:

@@ -10,11 +10,13 @@ solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certif
   without privacy. A warm start (:meth:`_DualNewton._warm_duals`) takes a previous answer's
   column posteriors and multiplier instead, and adds its table's pairs to the candidates.
 - **Polish** (:meth:`_DualNewton._polish`): an answer of this very instance from another solver
-  (the conic reference's, accurate but uncertified) gives the duals exactly, its posteriors and
-  multiplier unmixed. Its table, mixed to meet the budget, is first certified as it is by one
-  pricing pass at those duals; where the bound falls short (outputs the answer left nearly
-  empty have posteriors at the other solver's round-off, which can undercut some rows), the path
-  starts from those duals at _POLISH_TAU times the starting tau instead of at the top.
+  (the conic reference's, accurate but uncertified) gives the duals: its dual codebook (defined
+  for every output) and multiplier, or, without a codebook, its table's posteriors unmixed. Its
+  table, mixed to meet the budget, is first certified as it is by one pricing pass at those
+  duals (posteriors alone fall short where outputs the answer left nearly empty carry the other
+  solver's round-off, which undercuts some rows: 8e-5 bits at K = 128 with 13 classes, against
+  6e-8 by the codebook); where the bound falls short (a stalled iterate), the path starts from
+  those duals at _POLISH_TAU times the starting tau instead of at the top.
 - **Centring**: Newton steps at a fixed tau until the Newton decrement^2 is at most
   _CENTRED * tau.
 - **Certifying** (:meth:`_DualNewton._follow_path`): once centred, the path's tangent gives duals
@@ -76,10 +78,10 @@ _BACKOFF_MAX = 1e4               # where no step ascends, tau backs off tenfold,
 _TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
 _TAU_MIN = 1e-6                  # give up below tau = _TAU_MIN * tol
 _WARM_Q = 1e-9                   # warm start: table entries above this become starting candidates
-_POLISH_TAU = 1e-3               # a polish that does not certify as given starts the path this far below
-                                 # the starting tau (13 and 7 private classes, K = 64 and 128: 76 to 292
-                                 # Newton steps, against 600 to 1,800 and failures cold; 1e-2 and 1e-4
-                                 # took about as many in all)
+_POLISH_TAU = 1e-2               # a polish that does not certify as given starts the path this far below
+                                 # the starting tau (Clarabel's stalled iterates on UCI Adult, 5 to 15
+                                 # classes, K = 64 and 128: 51 to 147 Newton steps; from 1e-1, 1e-3 and
+                                 # 1e-4 up to twice as many, and one failure at 1e-4)
 _POLISH_FLOOR = 1e-12            # posterior entries of a polished answer are floored here (a log of 0
                                  # would rule its class out of the output for good)
 
@@ -172,7 +174,9 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         pairs above _WARM_Q (active-row indices, outputs) where allowed in D. A warm start mixes
         the posteriors with p(a) (_START_MIX) and takes them from those pairs; a ``polish`` takes
         them unmixed, floored at _POLISH_FLOOR, from every allowed entry (an output the answer
-        left nearly empty keeps the posterior its solver gave it, not the cold start's)."""
+        left nearly empty keeps the posterior its solver gave it, not the cold start's), or, where
+        it carries one, from its dual codebook (``SolveResult.codebook``: defined for every
+        output, where posteriors of outputs at round-off undercut some rows' bound)."""
         table = warm.table
         rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
         vals = np.asarray(table[rows, cols]).ravel()
@@ -187,7 +191,11 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         for a in range(self.A):
             np.add.at(P[a], cols[mass], self.p[a, rows[mass]] * vals[mass])
         used = P.sum(axis=0) > 0
-        if polish:
+        if polish and warm.codebook is not None:    # the other solver's duals, every output
+            used = np.ones(self.K_out, dtype=bool)
+            r = self.p_a[:, None] * np.exp(np.asarray(warm.codebook, dtype=float)[self.p_full.sum(axis=1) > 0])
+            r = np.maximum(r / r.sum(axis=0), _POLISH_FLOOR)
+        elif polish:
             r = np.maximum(P[:, used] / P[:, used].sum(axis=0), _POLISH_FLOOR)
         else:
             r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]

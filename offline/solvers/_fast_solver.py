@@ -106,11 +106,12 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         is not (K, K_out).
     polish : SolveResult or None, keyword-only
         An answer of this very instance from another solver (the conic reference's: accurate,
-        uncertified; table (K, K_out) and multiplier), instead of ``warm_start``. Its table,
-        mixed to meet the budget, is returned if one pricing pass at its own duals (posteriors
-        and multiplier, unmixed) certifies it within ``tol_bits`` (``info["polish"] ==
-        "as given"``); otherwise the path starts from those duals a thousandth of the way down
-        the temperature (``"path"``). ValueError if its table's shape is not (K, K_out) or both
+        uncertified; table (K, K_out), multiplier and, where it has one, its dual ``codebook``),
+        instead of ``warm_start``. Its table, mixed to meet the budget, is returned if one
+        pricing pass at its own duals (its codebook, else its table's posteriors, unmixed, and
+        multiplier) certifies it within ``tol_bits`` (``info["polish"] ==
+        "as given"``); otherwise the path starts from those duals at a hundredth of the starting
+        temperature (``"path"``). ValueError if its table's shape is not (K, K_out) or both
         starts are given.
 
     Returns

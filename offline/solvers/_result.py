@@ -32,6 +32,11 @@ class SolveResult:
         Human-readable summary.
     info : dict
         Solver-specific diagnostics (iterations, timings); JSON-serialisable.
+    codebook : ndarray, shape (n_private, n_outputs), or None
+        The answer's dual codebook, log r_j(a) - log p(a) in nats with each r_j a distribution
+        on the classes with mass (rows of classes without mass are 0), where the solver gives
+        one (the conic reference: the duals of its linking equality, defined for outputs the
+        table leaves empty too). A polish (``solve_fast(polish=)``) certifies by it.
     """
 
     table: np.ndarray
@@ -43,6 +48,7 @@ class SolveResult:
     solver: str
     message: str = ""
     info: dict = field(default_factory=dict)
+    codebook: np.ndarray | None = None
 
     @property
     def lower_bound_bits(self) -> float:

@@ -116,7 +116,7 @@ def _from_conic(p_ac, distortion, delta, tol_bits: float, progress, failure: Sol
     from ._cvxpy_solver import solve_cvxpy
     from ._fast_solver import solve_fast
     try:
-        start = solve_cvxpy(p_ac, distortion, delta)
+        start = solve_cvxpy(p_ac, distortion, delta, stalled_ok=True)
         result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, polish=start)
     except SolverError as again:
         if failure is None:

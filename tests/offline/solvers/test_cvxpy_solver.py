@@ -108,3 +108,33 @@ def test_a_stop_other_than_a_numerical_stall_is_not_retried(monkeypatch):
     with pytest.raises(SolverError, match="attempt 0: status MaxIterations") as err:
         _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
     assert "attempt 1" not in str(err.value)
+
+
+def test_the_dual_codebook_is_a_distribution_per_output_and_the_posteriors_of_used_outputs(random_instance,
+                                                                                          budget):
+    p_ac, dist = random_instance(4, 20, n_private=7)
+    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, budget(p_ac, dist, 0.3))
+    p_a = p_ac.sum(axis=1)
+    assert res.codebook.shape == (7, 20)
+    assert np.allclose(p_a @ np.exp(res.codebook), 1.0, rtol=0, atol=1e-12)     # every output, used or not
+    P = p_ac @ res.table
+    used = P.sum(axis=0) > 1e-6
+    assert used.sum() < used.size, "every output is used: the instance no longer tests unused ones"
+    posteriors = np.log(P[:, used] / P[:, used].sum(axis=0)) - np.log(p_a)[:, None]
+    assert np.abs(res.codebook[:, used] - posteriors).max() < 1e-3
+
+
+@pytest.mark.parametrize("iterations, kept", [((1, 3), 1), ((3, 2), 0)])
+def test_a_stalled_attempt_is_a_start_only_when_asked_the_one_with_smaller_residuals(iterations, kept,
+                                                                                    monkeypatch):
+    # both attempts stop short (MaxIterations counted as a stall here): strict raises, a start
+    # for the polish takes the iterate of the attempt with the smaller residuals
+    p_ac, dist = bsc(0.2)
+    monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations",))
+    monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", tuple({"max_iter": n} for n in iterations))
+    with pytest.raises(SolverError, match="attempt 0: status MaxIterations .*attempt 1: status MaxIterations"):
+        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
+    start = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
+    assert start.info["clarabel_status"] == "MaxIterations" and start.info["attempt"] == kept
+    assert start.info["iterations"] == iterations[kept]
+    assert start.gap_bits == np.inf and np.allclose(start.table.sum(axis=1), 1.0)

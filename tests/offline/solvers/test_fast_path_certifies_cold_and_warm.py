@@ -197,3 +197,16 @@ def test_a_polish_with_a_warm_start_or_of_another_shape_is_a_clear_error(seven_c
         solve_fast(p_ac, dist, delta, warm_start=answer, polish=answer)
     with pytest.raises(ValueError, match=r"polish table has shape \(20, 20\), expected \(20, 19\)"):
         solve_fast(p_ac, dist[:, :19], delta, polish=answer)
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_the_dual_codebook_certifies_the_reference_where_its_posteriors_alone_do_not(seed, random_instance,
+                                                                                   budget):
+    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    p_ac, dist = random_instance(seed, 20, n_private=7)
+    delta = budget(p_ac, dist, 0.3)
+    reference = solve_cvxpy(p_ac, dist, delta)
+    by_codebook = solve_fast(p_ac, dist, delta, tol_bits=1e-6, polish=reference)
+    by_posteriors = solve_fast(p_ac, dist, delta, tol_bits=1e-6, polish=dataclasses.replace(reference, codebook=None))
+    assert by_codebook.info["polish"] == "as given" and by_codebook.gap_bits <= 1e-7
+    assert by_posteriors.info["polish"] == "path" and by_posteriors.gap_bits <= 1e-6
