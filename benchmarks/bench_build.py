@@ -99,13 +99,23 @@ def run_build(csv: pathlib.Path, k: int, args, key: pathlib.Path, out: pathlib.P
                     "--seed", "0", "--key", str(key), "--out", str(out), "--json"], pythonpath)
 
 
+class BuildFailed(RuntimeError):
+    """A child ``privmap`` command that exited non-zero: its ``wall`` and ``cpu`` seconds (as
+    :func:`run_cli` measures them) and the last line of its stderr (``error``)."""
+
+    def __init__(self, returncode: int, stderr: str, wall: float, cpu: float):
+        super().__init__(f"build failed ({returncode}): {stderr[-2000:]}")
+        self.wall, self.cpu = wall, cpu
+        self.error = (stderr.strip().splitlines() or [""])[-1]
+
+
 def run_cli(cli_args: list[str], pythonpath: pathlib.Path | None = None, env_extra: dict | None = None) -> dict:
     """``privmap CLI_ARGS`` (a ``--json`` command) in a child process, the package from this tree or from
     ``pythonpath``. Returns wall seconds, ``cpu`` (user + system seconds of the child and of every
     descendant it reaped, from ``os.wait4``: the fold workers included, which the pool joins before the
     child exits), ``peak_mib`` (``ru_maxrss`` of wait4: the largest resident set among the child and
-    those descendants), the build's figures and ``summary`` (the parsed JSON). Raises RuntimeError
-    with the child's stderr when it fails."""
+    those descendants), the build's figures and ``summary`` (the parsed JSON). Raises
+    :class:`BuildFailed` with the child's stderr and costs when it fails."""
     env = dict(os.environ, **(env_extra or {}))
     expect = str(pythonpath) if pythonpath else str(ROOT)
     if pythonpath:
@@ -120,7 +130,7 @@ def run_cli(cli_args: list[str], pythonpath: pathlib.Path | None = None, env_ext
         so.seek(0)
         se.seek(0)
         if child.returncode != 0:
-            raise RuntimeError(f"build failed ({child.returncode}): {se.read().decode()[-2000:]}")
+            raise BuildFailed(child.returncode, se.read().decode(), wall, usage.ru_utime + usage.ru_stime)
         text = so.read().decode()
         # the JSON object is the last thing printed; a solver banner may come before it on stdout
         summary = json.loads(text if text.startswith("{") else text[text.rindex("\n{") + 1:])
@@ -182,8 +192,14 @@ def main(argv=None):
                 ours.append((n, k, now["cpu"]))
                 line = (f"{n:>6} {now['clusters']:>5} | {now['wall']:>7.1f} {now['cpu']:>7.1f} {now['peak_mib']:>8.0f} "
                         f"{now['codebook']:>10.1f} {now['distortion']:>10.4f}")
+                ref = None
                 if reference and (args.reference_max_k is None or k <= args.reference_max_k):
-                    ref = run_build(csv, k, args, key, tmp / "r.bundle", reference)
+                    try:
+                        ref = run_build(csv, k, args, key, tmp / "r.bundle", reference)
+                    except BuildFailed as failed:   # where this tree builds and the reference cannot
+                        ref = None
+                        line += f" | reference failed after {failed.wall:.1f} s wall, {failed.cpu:.1f} CPU-s: {failed.error}"
+                if reference and ref is not None:
                     theirs.append((n, k, ref["cpu"]))
                     line += (f" | {ref['wall']:>10.1f} {ref['cpu']:>9.1f} {ref['peak_mib']:>8.0f} {ref['codebook']:>8.1f} "
                              f"{ref['distortion']:>9.4f} | {ref['wall'] / now['wall']:>6.2f} {ref['cpu'] / now['cpu']:>6.2f} "

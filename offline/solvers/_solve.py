@@ -63,15 +63,17 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     2.6 CPU-s). With at least :data:`CONIC_FIRST_CLASSES` classes and a conic model of at most
     :data:`CONIC_FALLBACK_MAX` entries, a cold solve therefore starts with the reference and has the
     fast solver *polish* its answer (``solve_fast(polish=)``): certified as it is by one pricing pass
-    at its own duals where that proves it (the 13-class K = 64 instances: 0.01 s), else by the path
-    from those duals low on the temperature. Below seven classes the fast path is the faster
+    at the reference's own duals where that proves it (the 13-class K = 64 and K = 128 instances:
+    0.3 to 2.4 CPU-s in all), else by the path from those duals low on the temperature; a
+    reference that stalls (InsufficientProgress) still gives its iterate as that start
+    (``solve_cvxpy(stalled_ok=True)``), never as the answer. Below seven classes the fast path is the faster
     (five classes, K = 128 and 256: Clarabel stopped with InsufficientProgress, once after 19.6
     CPU-s, where the fast path took 1.7 to 8). A cold fast solve that fails on a conic model
     within the limit is polished from the reference's answer the same way. Either way the result
-    is the fast solver's, certified as always, with ``info["started_from"] = "cvxpy-clarabel"``;
-    ``info["cold_failure"]`` names a failure that came first (the fast path's, or the reference's
-    before the cold path ran). A warm-started solve that fails raises: its caller decides (a
-    build runs it again cold).
+    is the fast solver's, certified as always, with ``info["started_from"] = "cvxpy-clarabel"``
+    (and ``info["cold_failure"]``, the cold path's failure, when it came first). Where the reference
+    or its polish fails, the cold fast path runs (``info["conic_failure"]`` says why). A
+    warm-started solve that fails raises: its caller decides (a build runs it again cold).
     """
     if solver == "cvxpy":
         from ._cvxpy_solver import solve_cvxpy
@@ -79,15 +81,18 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     if solver != "fast":
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
     from ._fast_solver import solve_fast
-    conic = warm_start is None and np.size(p_ac) * np.shape(distortion)[1] <= CONIC_FALLBACK_MAX
+    conic = warm_start is None and _conic_fits(p_ac, distortion)
     first = None
-    if conic and _conic_first(p_ac, distortion, delta):
+    if conic and starts_from_conic(p_ac, distortion, delta):
         try:
             return _from_conic(p_ac, distortion, delta, tol_bits, progress)
         except SolverError as failure:
             first, conic = failure, False
     try:
-        return solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, warm_start=warm_start)
+        result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, warm_start=warm_start)
+        if first is not None:
+            result.info["conic_failure"] = str(first)
+        return result
     except InfeasibleError:
         raise
     except SolverError as failure:
@@ -98,14 +103,20 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
         return _from_conic(p_ac, distortion, delta, tol_bits, progress, failure)
 
 
-def _conic_first(p_ac, distortion, delta) -> bool:
-    """Whether a cold solve starts from the conic reference: at least :data:`CONIC_FIRST_CLASSES`
-    classes with mass, and a feasible budget (an infeasible one is the fast solver's to name)."""
+def starts_from_conic(p_ac, distortion, delta) -> bool:
+    """Whether a cold :func:`solve` of this instance starts from the conic reference (Notes of
+    :func:`solve`): a conic model within :data:`CONIC_FALLBACK_MAX`, at least
+    :data:`CONIC_FIRST_CLASSES` classes with mass, and a feasible budget (an infeasible one is the
+    fast solver's to name). A caller holding a warm start asks this before using it: where the
+    reference is the faster start, it is also the faster re-solve."""
     p_ac, D = np.asarray(p_ac, dtype=float), np.asarray(distortion, dtype=float)
-    if int(np.count_nonzero(p_ac.sum(axis=1) > 0)) < CONIC_FIRST_CLASSES:
+    if not _conic_fits(p_ac, D) or int(np.count_nonzero(p_ac.sum(axis=1) > 0)) < CONIC_FIRST_CLASSES:
         return False
-    least = float(p_ac.sum(axis=0) @ D.min(axis=1))
-    return delta >= least
+    return delta >= float(p_ac.sum(axis=0) @ D.min(axis=1))
+
+
+def _conic_fits(p_ac, distortion) -> bool:
+    return np.size(p_ac) * np.shape(distortion)[1] <= CONIC_FALLBACK_MAX
 
 
 def _from_conic(p_ac, distortion, delta, tol_bits: float, progress, failure: SolverError | None = None

@@ -295,3 +295,32 @@ def test_weiszfeld_in_small_chunks_equals_the_dense_reference_step_for_step(monk
     got = centre(X, Pairs.from_dense(W), Y0)
     assert np.allclose(got, _dense_reference_centre("l2")(X, W, Y0), rtol=1e-12, atol=1e-12)
     assert np.array_equal(got[4], Y0[4])
+
+
+@pytest.mark.parametrize("classes", [2, 7])
+def test_a_re_solve_keeps_its_warm_start_unless_the_conic_reference_starts_a_cold_solve(classes, monkeypatch):
+    # with seven private classes a cold solve starts from the conic reference, which is then the
+    # faster re-solve too: the warm start is set aside there, and only there
+    from privmap.offline.mechanisms.quantized import _codebook
+    from privmap.offline.solvers._fast_solver import solve_fast
+    rng = np.random.default_rng(classes)
+    X = rng.integers(0, 4, (400, 4)).astype(float)
+    a = rng.integers(0, classes, 400)
+    qz = quantize(X, 10, metric="l2", seed=0)
+    p_ac = joint_prior(a, qz.labels, classes, qz.k)
+    D = conditional_distortion(X, qz.labels, qz.k, qz.centers, lambda P, Q: pairwise(P, Q, "l2"))
+    delta = 0.5 * float(p_ac.sum(axis=0) @ D.max(axis=1))
+    start = solve_fast(p_ac, D, delta)
+    warm_starts = []
+
+    def spy(*args, warm_start=None, **kw):
+        warm_starts.append(warm_start)
+        return solve_fast(*args, warm_start=warm_start, **kw)
+
+    monkeypatch.setattr(_codebook, "solve_fast", spy)
+    again = _codebook._resolve(p_ac, D, delta, perfect=False, solver="fast", tol_bits=1e-5, warm=start)
+    assert again.gap_bits <= 1e-5
+    if classes == 2:
+        assert warm_starts == [start] and "started_from" not in again.info
+    else:
+        assert warm_starts == [] and again.info["started_from"] == "cvxpy-clarabel"

@@ -85,6 +85,7 @@ def test_a_reference_that_fails_on_many_classes_leaves_the_cold_path(many_classe
     monkeypatch.setattr(_cvxpy_solver, "solve_cvxpy", fails)
     result = _solve.solve(*many_classes)
     assert runs == ["cold"] and result.gap_bits <= 1e-5
+    assert result.info["conic_failure"] == "cvxpy/Clarabel did not reach an optimum"
     runs.fail.add("cold")
     with pytest.raises(SolverError, match="did not reach an optimum; then the cold fast solve: .*cold run gave up"):
         _solve.solve(*many_classes)
