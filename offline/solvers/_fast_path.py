@@ -186,19 +186,20 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         allowed[allowed] = np.isfinite(self.D[rows[allowed], cols[allowed]])
         rows, cols, vals = rows[allowed], cols[allowed], vals[allowed]
         pairs = vals > _WARM_Q
-        mass = slice(None) if polish else pairs
-        P = np.zeros((self.A, self.K_out))
-        for a in range(self.A):
-            np.add.at(P[a], cols[mass], self.p[a, rows[mass]] * vals[mass])
-        used = P.sum(axis=0) > 0
         if polish and warm.codebook is not None:    # the other solver's duals, every output
             used = np.ones(self.K_out, dtype=bool)
             r = self.p_a[:, None] * np.exp(np.asarray(warm.codebook, dtype=float)[self.p_full.sum(axis=1) > 0])
             r = np.maximum(r / r.sum(axis=0), _POLISH_FLOOR)
-        elif polish:
-            r = np.maximum(P[:, used] / P[:, used].sum(axis=0), _POLISH_FLOOR)
         else:
-            r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]
+            mass = slice(None) if polish else pairs
+            P = np.zeros((self.A, self.K_out))
+            for a in range(self.A):
+                np.add.at(P[a], cols[mass], self.p[a, rows[mass]] * vals[mass])
+            used = P.sum(axis=0) > 0
+            if polish:
+                r = np.maximum(P[:, used] / P[:, used].sum(axis=0), _POLISH_FLOOR)
+            else:
+                r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]
         theta[:, used] = np.log(r) - np.log(r[-1])
         if self.budget and math.isfinite(warm.multiplier) and warm.multiplier > 0:
             mu = float(warm.multiplier) * _LN2

@@ -353,7 +353,7 @@ def _resolve(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveR
     ``warm`` (a previous answer) when given, unless a cold solve would start from the conic
     reference (many private classes, :func:`~privmap.offline.solvers._solve.starts_from_conic`):
     that start is the faster there (UCI Adult, 15 occupation classes, K = 64: the codebook step
-    17.0 CPU-s warm-started from the build's polished answer, 8.6 from the cold path's)."""
+    17.0 CPU-s warm-started from the build's polished answer, 6.3 through the reference)."""
     if perfect:
         return perfect_privacy_solution(p_ac, D)
     try:
