@@ -12,14 +12,16 @@ SOLVERS = ("fast", "cvxpy")
 #: Largest conic model (|A| x K x K_out table entries) a failed cold fast solve falls back on:
 #: Clarabel solves UCI Adult's 13 occupations at K = 128 (213,000) in 2.6 CPU-s.
 CONIC_FALLBACK_MAX = 1_000_000
-#: Private classes (with mass) from which a cold fast solve of at most :data:`CONIC_FIRST_PAIRS`
-#: table pairs starts from the conic reference's answer (Notes of :func:`solve`).
+#: Private classes (with mass) from which a cold fast solve of at most
+#: :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs a class starts from the conic reference's
+#: answer (Notes of :func:`solve`).
 CONIC_FIRST_CLASSES = 7
-#: Most table pairs K x K_out of a cold solve that starts from the conic reference. Clarabel's cost
-#: follows the pairs, the fast path's the classes: UCI Adult, seven classes, K = 192 (36,864 pairs)
-#: 8.3 CPU-s against 15.3 on the fast path, K = 256 (65,536) 54 to 60 against 18 to 19; 13 classes
-#: at K = 160 (25,600) 4.6 where the fast path failed.
-CONIC_FIRST_PAIRS = 40_000
+#: Most table pairs K x K_out, per private class with mass, of a cold solve that starts from the
+#: conic reference. Clarabel's cost follows the pairs, the fast path's grows with the classes: UCI
+#: Adult, seven classes, K = 192 (36,864 pairs) 8.3 CPU-s against 15.3 on the fast path, K = 256
+#: (65,536) 54 to 60 against 18 to 19; 13 classes, K = 160 (25,600) 4.6 and K = 256 43.2 where the
+#: fast path failed (at K = 256 no certificate in 600 steps, 109 CPU-s).
+CONIC_FIRST_PAIRS_PER_CLASS = 6_000
 
 
 def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e-5,
@@ -66,15 +68,17 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     accurate there (UCI Adult with 13 occupations private, K = 64: 600 to 1,800 Newton steps and 8
     to 37 CPU-s a solve, Clarabel 0.3 to 0.9; K = 128: no certificate within 2,000 steps, Clarabel
     2.6 CPU-s). With at least :data:`CONIC_FIRST_CLASSES` classes and at most
-    :data:`CONIC_FIRST_PAIRS` table pairs, a cold solve therefore starts with the reference and has the
+    :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs a class, a cold solve therefore starts with the
+    reference and has the
     fast solver *polish* its answer (``solve_fast(polish=)``): certified as it is by one pricing pass
     at the reference's own duals where that proves it (the 13-class K = 64 and K = 128 instances:
     0.3 to 2.4 CPU-s in all), else by the path from those duals low on the temperature; a
     reference that stalls (InsufficientProgress) still gives its iterate as that start
     (``solve_cvxpy(stalled_ok=True)``), never as the answer. Below seven classes the fast path is the faster
     (five classes, K = 128 and 256: Clarabel stopped with InsufficientProgress, once after 19.6
-    CPU-s, where the fast path took 1.7 to 8), and so it is on larger tables, where Clarabel's
-    cost grows faster than the path's (seven classes, K = 256: 54 to 60 CPU-s against 18 to 19).
+    CPU-s, where the fast path took 1.7 to 8), and so it is on larger tables for their classes,
+    where Clarabel's cost grows faster than the path's (seven classes, K = 256: 54 to 60 CPU-s
+    against 18 to 19; with 13 classes the same table took Clarabel 43 and the path failed).
     A cold fast solve that fails on a conic model of at most :data:`CONIC_FALLBACK_MAX` entries
     is polished from the reference's answer the same way. Either way the result
     is the fast solver's, certified as always, with ``info["started_from"] = "cvxpy-clarabel"``
@@ -112,12 +116,13 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
 
 def starts_from_conic(p_ac, distortion, delta) -> bool:
     """Whether a cold :func:`solve` of this instance starts from the conic reference (Notes of
-    :func:`solve`): at most :data:`CONIC_FIRST_PAIRS` table pairs, at least
-    :data:`CONIC_FIRST_CLASSES` classes with mass, and a feasible budget (an infeasible one is the
+    :func:`solve`): at least :data:`CONIC_FIRST_CLASSES` classes with mass, at most
+    :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs for each, and a feasible budget (an infeasible one is the
     fast solver's to name). A caller holding a warm start asks this before using it: where the
     reference is the faster start, it is also the faster re-solve."""
     p_ac, D = np.asarray(p_ac, dtype=float), np.asarray(distortion, dtype=float)
-    if D.size > CONIC_FIRST_PAIRS or int(np.count_nonzero(p_ac.sum(axis=1) > 0)) < CONIC_FIRST_CLASSES:
+    classes = int(np.count_nonzero(p_ac.sum(axis=1) > 0))
+    if classes < CONIC_FIRST_CLASSES or D.size > CONIC_FIRST_PAIRS_PER_CLASS * classes:
         return False
     return delta >= float(p_ac.sum(axis=0) @ D.min(axis=1))
 

@@ -101,9 +101,9 @@ def test_a_warm_started_solve_that_gives_up_raises(instance, runs):
     assert runs == ["cold", "warm"]
 
 
-def test_a_many_class_model_above_the_first_limit_takes_the_fast_path_first(many_classes, runs, monkeypatch):
+def test_a_many_class_table_above_the_pairs_a_class_takes_the_fast_path_first(many_classes, runs, monkeypatch):
     p_ac, dist, delta = many_classes
-    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS", dist.size - 1)
+    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS_PER_CLASS", dist.size // _solve.CONIC_FIRST_CLASSES - 1)
     result = _solve.solve(p_ac, dist, delta)
     assert runs == ["cold"] and "started_from" not in result.info
     runs.fail.add("cold")
@@ -113,7 +113,7 @@ def test_a_many_class_model_above_the_first_limit_takes_the_fast_path_first(many
 
 def test_a_conic_model_above_the_limit_raises_the_fast_solvers_error(many_classes, runs, monkeypatch):
     p_ac, dist, delta = many_classes
-    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS", dist.size - 1)
+    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS_PER_CLASS", dist.size // _solve.CONIC_FIRST_CLASSES - 1)
     monkeypatch.setattr(_solve, "CONIC_FALLBACK_MAX", p_ac.size * dist.shape[1] - 1)
     runs.fail.add("cold")
     with pytest.raises(SolverError, match="cold run gave up within 2000 Newton steps$"):
