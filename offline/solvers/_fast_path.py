@@ -81,7 +81,7 @@ _WARM_Q = 1e-9                   # warm start: table entries above this become s
 _POLISH_TAU = 1e-2               # a polish that does not certify as given starts the path this far below
                                  # the starting tau (Clarabel's stalled iterates on UCI Adult, 5 to 15
                                  # classes, K = 64 and 128: 51 to 147 Newton steps; from 1e-1, 1e-3 and
-                                 # 1e-4 up to twice as many, and one failure at 1e-4)
+                                 # 1e-4 up to 2.2 times as many, and one failure at 1e-4)
 _POLISH_FLOOR = 1e-12            # posterior entries of a polished answer are floored here (a log of 0
                                  # would rule its class out of the output for good)
 
@@ -146,6 +146,7 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         Raises SolverError as :meth:`run` does.
         """
         tn = time.perf_counter()
+        mu = mu if self.budget else 0.0
         table = given.table
         q = np.asarray(table[self.rows[self.cr], self.cj], dtype=float).ravel()
         q = q / np.repeat(np.maximum(np.add.reduceat(q, self.start), 1e-300), np.diff(np.r_[self.start, q.size]))
@@ -153,12 +154,12 @@ class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
         P, J, Ed = self._primal(as_given)
         J_mix, mix = self._mixed_leakage(as_given, P, J, Ed, least)
         G, _ = self._codebook(theta)
-        total, absolute, *_ = self._pass(G, mu if self.budget else 0.0, None, 0)
-        lb = self._lower_bound(total, absolute, mu if self.budget else 0.0)
+        total, absolute, *_ = self._pass(G, mu, None, 0)
+        lb = self._lower_bound(total, absolute, mu)
         self.timing["newton"] += time.perf_counter() - tn
         if J_mix - lb <= self.tol:
             try:
-                result = self._finish(as_given, mix, lb, mu if self.budget else 0.0)
+                result = self._finish(as_given, mix, lb, mu)
                 result.info["polish"] = "as given"
                 return result
             except SolverError:                   # the returned table's exact gap is above tol

@@ -6,6 +6,7 @@ from typing import Callable
 import numpy as np
 
 from .._errors import InfeasibleError, SolverError
+from ._problem import check_instance
 from ._result import SolveResult
 
 SOLVERS = ("fast", "cvxpy")
@@ -117,14 +118,19 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
 def starts_from_conic(p_ac, distortion, delta) -> bool:
     """Whether a cold :func:`solve` of this instance starts from the conic reference (Notes of
     :func:`solve`): at least :data:`CONIC_FIRST_CLASSES` classes with mass, at most
-    :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs for each, and a feasible budget (an infeasible one is the
-    fast solver's to name). A caller holding a warm start asks this before using it: where the
-    reference is the faster start, it is also the faster re-solve."""
+    :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs for each, and a budget that
+    :func:`._problem.check_instance` accepts (an infeasible one is the fast solver's to name; a
+    malformed instance raises its ValueError). A caller holding a warm start asks this before
+    using it: where the reference is the faster start, it is also the faster re-solve."""
     p_ac, D = np.asarray(p_ac, dtype=float), np.asarray(distortion, dtype=float)
     classes = int(np.count_nonzero(p_ac.sum(axis=1) > 0))
     if classes < CONIC_FIRST_CLASSES or D.size > CONIC_FIRST_PAIRS_PER_CLASS * classes:
         return False
-    return delta >= float(p_ac.sum(axis=0) @ D.min(axis=1))
+    try:
+        check_instance(p_ac, D, delta)
+    except InfeasibleError:
+        return False
+    return True
 
 
 def _conic_fits(p_ac, distortion) -> bool:
