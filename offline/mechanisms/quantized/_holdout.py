@@ -27,10 +27,11 @@ The held-out expected distortion, E d(b, released) over held-out rows, is measur
 on the way; ``--clusters auto`` ranks its candidates with it.
 
 **Cost.** The folds are independent, so they run in parallel processes, this one and
-loky workers (:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and
-OpenMP threads split between them); each fold draws its permutations, bootstrap and simulated
-release from its own stream seeded by (seed, fold), so the result is the same whatever
-the number of workers or the order in which folds finish. A build whose folds do not start from
+workers (:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and OpenMP threads
+split between them; the workers forked from this process where each gets one thread,
+:mod:`._tasks`); each fold draws its permutations, bootstrap and simulated release from its
+own stream seeded by (seed, fold), so the result is the same whatever the number of workers
+or the order in which folds finish. A build whose folds do not start from
 its answers (below ``_reuse.START_CLUSTERS``) sets its workers folding before its own stages
 (:func:`start_cross_fitting`) and joins them after, its own stages held to the cores the workers
 leave: the folds' cost is the same, the build's wall time shorter (benchmarks/README.md). A fold's
@@ -64,7 +65,6 @@ import dataclasses
 import os
 import resource
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -80,6 +80,7 @@ from ...data._distortion import assigned_distance, nearest
 from ...data._prior import joint_prior
 from ...data._quantize import quantize
 from ._reuse import BuildStart
+from ._tasks import Tasks, run_tasks
 
 #: Bootstrap resamples behind the interval.
 BOOTSTRAP = 200
@@ -170,8 +171,8 @@ class FoldKMeans:
 
 
 def fold_jobs(tasks: int, jobs: int | None = None) -> int:
-    """Processes for ``tasks`` independent folds, this one included (:func:`_run`): ``jobs``, else
-    ``$PRIVMAP_JOBS``, else the machine's cores; never more than ``tasks``. Raises
+    """Processes for ``tasks`` independent folds, this one included (:class:`._tasks.Tasks`):
+    ``jobs``, else ``$PRIVMAP_JOBS``, else the machine's cores; never more than ``tasks``. Raises
     :class:`BuildError` for a value below 1."""
     if jobs is None:
         raw = os.environ.get(JOBS_ENV, "").strip()
@@ -232,7 +233,7 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
                       jobs: int | None = None, builds: Sequence[BuildStart | None] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> list:
     """:func:`cross_fitted_leakage` of several candidate options on one set of folds, every
-    (candidate, fold) pair a task shared by this process and its workers (:func:`_run`).
+    (candidate, fold) pair a task shared by this process and its workers (:class:`._tasks.Tasks`).
 
     Parameters
     ----------
@@ -266,7 +267,7 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
     if not candidates:
         return []
     folds = _Folds(dataset, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds)
-    return folds.results(_run(_fold, folds.work, fold_jobs(len(folds.work), jobs), progress))
+    return folds.results(run_tasks(_fold, folds.work, fold_jobs(len(folds.work), jobs), progress))
 
 
 class PendingFolds:
@@ -276,7 +277,7 @@ class PendingFolds:
     block without it (the build failed or was interrupted) stops the workers.
     """
 
-    def __init__(self, folds: "_Folds", tasks: _Tasks):
+    def __init__(self, folds: "_Folds", tasks: Tasks):
         self._folds, self._tasks, self._done = folds, tasks, False
 
     @property
@@ -319,7 +320,7 @@ def start_cross_fitting(dataset: Dataset, options, *, jobs: int | None = None) -
     processes = fold_jobs(len(folds.work), jobs)
     if processes < 2:
         return None
-    return PendingFolds(folds, _Tasks(_fold, folds.work, processes).start())
+    return PendingFolds(folds, Tasks(_fold, folds.work, processes).start())
 
 
 class _Folds:
@@ -359,139 +360,6 @@ class _Folds:
             error = next((p for p in parts if isinstance(p, BuildError)), None)
             results.append(error if error is not None else _pool(parts, self.k, self.n_classes, self.seed))
         return results
-
-
-def _run(function, work: list, jobs: int, progress) -> list:
-    """``function(*args)`` for every tuple of ``work``, results in order, on ``jobs`` processes
-    (:class:`_Tasks`): started and finished at once."""
-    return _Tasks(function, work, jobs).start().finish(progress)
-
-
-class _Tasks:
-    """``function(*args)`` for every tuple of ``work`` on ``jobs`` processes: this one and ``jobs - 1``
-    loky workers, each with a ``jobs``-th of the machine's cores for its BLAS and OpenMP threads.
-
-    :meth:`start` sets the workers going, each fed by a thread of this process that hands it the
-    next task as its last one returns, so no worker waits while tasks remain; this process may do
-    other work meanwhile (a build's own stages, :func:`start_cross_fitting`). :meth:`finish` makes
-    this process take tasks from the same queue until none is left, waits for the workers and
-    returns the results in order, telling ``progress(done, total)``, in this thread, how many
-    tasks are done in order (task i counts once tasks 0 .. i are done: a build's
-    ``holdout-fold-i`` stage ends there). Starting a worker and importing scikit-learn costs about
-    as much CPU as a whole fold at K = 256 on the 14,000 x 50 survey, so this process takes tasks
-    too rather than wait.
-
-    The first exception (a fold returns its BuildError, so anything raised is a bug or an
-    interrupt) is raised by :meth:`finish` once the workers are stopped; no task starts after it.
-    :meth:`cancel` stops the workers without waiting for their tasks (a build that fails, or is
-    interrupted, before it reaches the folds).
-    """
-
-    def __init__(self, function, work: list, jobs: int):
-        self.function, self.work, self.jobs = function, work, jobs
-        self.threads = max(1, (os.cpu_count() or 1) // jobs)
-        self.results: list = [None] * len(work)
-        self.finished = [False] * len(work)
-        self.errors: list[BaseException] = []
-        self.pending = list(range(len(work) - 1, -1, -1))              # popped from the end: task 0 first
-        self.changed = threading.Condition()
-        self.reported = 0
-        self.executor, self.feeders = None, []
-        self.submitting = threading.Lock()          # held while a feeder submits (see _stop)
-        self.inflight: list = [None] * max(0, jobs - 1)
-
-    def _take(self):
-        with self.changed:
-            return self.pending.pop() if self.pending and not self.errors else None
-
-    def _store(self, i, value=None, error=None):
-        with self.changed:
-            if error is None:
-                self.results[i], self.finished[i] = value, True
-            else:
-                self.errors.append(error)
-            self.changed.notify_all()
-
-    def _report(self, progress):
-        with self.changed:
-            done = self.reported
-            while done < len(self.work) and self.finished[done]:
-                done += 1
-        for count in range(self.reported + 1, done + 1):
-            if progress:
-                progress(count, len(self.work))
-        self.reported = done
-
-    def start(self) -> "_Tasks":
-        """Set the ``jobs - 1`` workers going (none when ``jobs`` is 1); returns self."""
-        if self.jobs > 1:
-            from joblib.externals.loky import get_reusable_executor
-            self.executor = get_reusable_executor(max_workers=self.jobs - 1)
-
-            def feed(k):
-                while (i := self._take()) is not None:
-                    try:
-                        with self.submitting:
-                            if self.errors:
-                                return
-                            future = self.inflight[k] = self.executor.submit(_limited, self.threads,
-                                                                             self.function, *self.work[i])
-                        self._store(i, future.result())
-                    except BaseException as exc:        # raised by finish in this process's thread
-                        self._store(i, error=exc)
-
-            self.feeders = [threading.Thread(target=feed, args=(k,), daemon=True) for k in range(self.jobs - 1)]
-            for feeder in self.feeders:
-                feeder.start()
-        return self
-
-    def finish(self, progress) -> list:
-        """Take tasks here too until none is left, wait for every task; the results in order."""
-        try:
-            while (i := self._take()) is not None:
-                self._store(i, _limited(self.threads, self.function, *self.work[i]))
-                self._report(progress)
-            while True:
-                self._report(progress)
-                with self.changed:
-                    if self.errors or all(self.finished):
-                        break
-                    self.changed.wait_for(lambda: self.errors or self.finished[self.reported])
-        except BaseException as exc:
-            self._store(-1, error=exc)
-        self._stop()
-        if self.errors:
-            raise self.errors[0]
-        return self.results
-
-    def cancel(self) -> None:
-        """Stop: no task starts any more, the workers are killed and their tasks wasted."""
-        self._store(-1, error=BuildError("cross-fitting cancelled"))
-        self._stop()
-
-    def _stop(self) -> None:
-        if self.errors and self.executor is not None:
-            with self.submitting:                   # no task is being submitted, and none will be
-                _until_handed_over(self.inflight)
-                self.executor.shutdown(wait=False, kill_workers=True)   # the running tasks are wasted
-        for feeder in self.feeders:
-            feeder.join()
-
-
-def _until_handed_over(futures, seconds: float = 2.0) -> None:
-    """Wait (at most ``seconds``) until loky has handed every submitted task to a worker. Killing the
-    workers while one waits in its queue made loky's manager thread fail on the task it had just
-    dropped ('Exception in thread ExecutorManagerThread ... KeyError' on stderr)."""
-    deadline = time.monotonic() + seconds
-    while any(f is not None and not (f.running() or f.done()) for f in futures) and time.monotonic() < deadline:
-        time.sleep(0.001)
-
-
-def _limited(threads: int, function, *args):
-    """``function(*args)`` with at most ``threads`` BLAS and OpenMP threads (in a worker or here)."""
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=threads):
-        return function(*args)
 
 
 def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,

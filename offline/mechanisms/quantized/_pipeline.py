@@ -77,9 +77,9 @@ class StageTimer:
     auto-search, on a timer of its own (:meth:`attach_search`).
 
     Folds run in this process and in pooled worker processes, which the parent's
-    ``RUSAGE_CHILDREN`` does not see until the pool is reaped: at exit, or in whatever stage loky
-    reaps idle workers, which then counted their whole lives there, folds already attributed
-    included. Children are therefore left out of ``cpu_seconds``, and a worker's start-up and idle time are in no record;
+    ``RUSAGE_CHILDREN`` does not see until they are reaped: forked workers when the folds end,
+    loky's at exit or in whatever stage loky reaps idle ones; either would then count a worker's
+    whole life in that stage, folds already attributed included. Children are therefore left out of ``cpu_seconds``, and a worker's start-up and idle time are in no record;
     :meth:`attach_folds` adds each fold's own figures, measured by the process that ran it, to its
     ``holdout-fold-i`` record: ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes``
     (that process's high-water mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU

@@ -1,6 +1,5 @@
 """Cross-fitted leakage: in-sample on the prior itself, above it where a small sample is overfit."""
 import dataclasses
-import os
 import pathlib
 
 import numpy as np
@@ -146,53 +145,6 @@ def test_simulated_release_draws_each_output_with_its_table_probability():
         live = table[c] > 0
         if live.sum() > 1:
             assert chisquare(counts[live], 4000 * table[c][live]).pvalue > 1e-3
-
-
-def _pid_after(i, seconds):
-    import time
-    time.sleep(seconds)
-    if i < 0:
-        raise ValueError(f"task {i} failed")
-    return i, os.getpid()
-
-
-def test_the_folds_share_this_process_and_its_workers_and_report_progress_in_order():
-    from privmap.offline.mechanisms.quantized._holdout import _run
-    told = []
-    work = [(i, 0.3 if i % 2 else 0.05) for i in range(6)]
-    out = _run(_pid_after, work, 2, lambda done, total: told.append((done, total)))
-    assert [i for i, _ in out] == list(range(6))
-    assert {pid == os.getpid() for _, pid in out} == {True, False}          # this process took tasks too
-    assert told == [(d, 6) for d in range(1, 7)]
-
-
-@pytest.mark.parametrize("failing", [0, 1, 3])
-def test_a_task_that_raises_stops_the_folds_and_its_error_reaches_the_caller(failing):
-    from privmap.offline.mechanisms.quantized._holdout import _run
-    work = [(-1 if i == failing else i, 0.05) for i in range(4)]
-    with pytest.raises(ValueError, match="task -1 failed"):
-        _run(_pid_after, work, 2, None)
-    assert [i for i, _ in _run(_pid_after, [(i, 0.0) for i in range(3)], 2, None)] == [0, 1, 2]   # pool usable again
-
-
-def test_tasks_set_going_early_run_in_the_worker_while_this_process_works():
-    """_Tasks.start: the worker takes tasks at once; finish then runs what is left here too."""
-    import time
-    from privmap.offline.mechanisms.quantized._holdout import _Tasks
-    tasks = _Tasks(_pid_after, [(i, 0.2) for i in range(4)], 2).start()
-    time.sleep(1.5)                                        # this process busy elsewhere; the worker folds
-    out = tasks.finish(None)
-    assert [i for i, _ in out] == list(range(4)) and all(pid != os.getpid() for _, pid in out[:2])
-
-
-def test_cancelled_tasks_stop_the_workers_without_waiting_for_them():
-    import time
-    from privmap.offline.mechanisms.quantized._holdout import _run, _Tasks
-    tasks = _Tasks(_pid_after, [(i, 5.0) for i in range(4)], 2).start()
-    began = time.perf_counter()
-    tasks.cancel()
-    assert time.perf_counter() - began < 4.0 and not tasks.feeders[0].is_alive()
-    assert [i for i, _ in _run(_pid_after, [(i, 0.0) for i in range(3)], 2, None)] == [0, 1, 2]   # pool usable again
 
 
 def test_a_build_gives_the_same_estimate_with_its_folds_started_before_its_own_stages(ratings_csv, monkeypatch):
