@@ -178,6 +178,7 @@ class _ForkedWorkers:
 
     def __init__(self, function, work: list, threads: int, count: int):
         context = multiprocessing.get_context("fork")
+        self.work = work
         self.pipes, self.processes = [], []
         with warnings.catch_warnings():
             # Python 3.12 and later warn that forking a process with threads (here OpenBLAS's) may
@@ -192,10 +193,20 @@ class _ForkedWorkers:
                 self.processes.append(process)
 
     def run(self, k: int, i: int):
-        """Task ``i`` on worker ``k``: its result, or what it raised raised here (EOFError or OSError
-        when the worker was killed)."""
-        self.pipes[k].send(i)
-        ok, value = self.pipes[k].recv()
+        """Task ``i`` on worker ``k``: its result, or what it raised raised here. Raises
+        ChildProcessError when the worker ends without answering (killed: by :meth:`kill`, or by
+        the system, often for want of memory)."""
+        try:
+            self.pipes[k].send(i)
+            ok, value = self.pipes[k].recv()
+        except (EOFError, OSError) as exc:
+            process = self.processes[k]
+            process.join(timeout=5.0)
+            code = process.exitcode
+            how = (f"exit code {code}" if code is None or code >= 0 else f"killed by signal {-code}"
+                   + (", as the system does for want of memory" if code == -signal.SIGKILL else ""))
+            raise ChildProcessError(f"worker process {process.pid} ended during task {i + 1} of {len(self.work)} "
+                                    f"({how})") from exc
         if not ok:
             raise value
         return value

@@ -1,6 +1,7 @@
 """Tasks shared by this process and its workers: order, progress, failures, cancelling, and forked
 workers that survive this process's OpenMP threads."""
 import os
+import signal
 import time
 
 import numpy as np
@@ -59,6 +60,20 @@ def test_cancelled_tasks_stop_the_workers_without_waiting_for_them(fork):
     if fork:
         assert not any(p.is_alive() for p in tasks.workers.processes)
     assert [i for i, _ in _tasks([(i, 0.0) for i in range(3)], fork).start().finish(None)] == [0, 1, 2]
+
+
+def _killed_at(i, at):
+    if i == at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _pid_after(i, 0.3)
+
+
+@pytest.mark.skipif(not forks_safely(1), reason="workers are forked on Linux only")
+def test_a_worker_killed_by_the_system_is_named_with_the_signal():
+    tasks = Tasks(_killed_at, [(i, 0) for i in range(3)], 2, threads=1, fork=True).start()
+    time.sleep(0.5)                                        # task 0 reached the worker, which dies
+    with pytest.raises(ChildProcessError, match=r"ended during task 1 of 3 \(killed by signal 9, as the system"):
+        tasks.finish(None)
 
 
 def test_forked_workers_get_one_thread_each():
