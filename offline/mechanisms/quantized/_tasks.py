@@ -8,9 +8,9 @@ threads; results come back in order whatever the order in which tasks finish.
 process (:class:`_ForkedWorkers`): a child already holds this process's imported modules and the
 tasks' arguments, so it starts in milliseconds and only a task's index and its result cross its
 pipe. Elsewhere they are loky's reusable workers (:class:`_LokyWorkers`), each a fresh interpreter
-that imports NumPy, scikit-learn and this package before its first task (about 1.2 CPU-s more a
-worker than forking, measured on the 14,000 x 50 survey of benchmarks/README.md, where a fold costs
-1.3). Fork is not used with more threads: GNU OpenMP's threads do not survive a fork, and a child
+that imports NumPy, scikit-learn and this package before its first task: about as much CPU as a
+fold of the 14,000 x 50 survey (benchmarks/README.md, "Fold workers forked"). Fork is not used
+with more threads: GNU OpenMP's threads do not survive a fork, and a child
 that opens a parallel region of two or more threads after this process has run one waits for the
 lost threads forever (scikit-learn's k-means is such a region; reproduced with scikit-learn's own
 libgomp); with one thread no team is formed, and OpenBLAS restarts its own threads after a fork.
@@ -48,8 +48,8 @@ class Tasks:
     other work meanwhile (a build's own stages). :meth:`finish` makes this process take tasks from
     the same queue until none is left, waits for the workers and returns the results in order,
     telling ``progress(done, total)``, in this thread, how many tasks are done in order (task i
-    counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there). Starting a
-    worker costs something even when forked, so this process takes tasks too rather than wait.
+    counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there). This process
+    is one of the ``jobs``: it takes tasks too rather than wait.
 
     The first exception raised by a task (a fold returns its BuildError, so anything raised is a
     bug or an interrupt) is raised by :meth:`finish` once the workers are stopped; no task starts
@@ -186,7 +186,8 @@ class _ForkedWorkers:
             warnings.filterwarnings("ignore", message=r".*multi-threaded.*fork", category=DeprecationWarning)
             for _ in range(count):
                 ours, theirs = context.Pipe()
-                process = context.Process(target=_serve, args=(theirs, function, work, threads), daemon=True)
+                process = context.Process(target=_serve, args=(theirs, [*self.pipes, ours], function, work, threads),
+                                          daemon=True)
                 process.start()
                 theirs.close()
                 self.pipes.append(ours)
@@ -203,8 +204,11 @@ class _ForkedWorkers:
             process = self.processes[k]
             process.join(timeout=5.0)
             code = process.exitcode
-            how = (f"exit code {code}" if code is None or code >= 0 else f"killed by signal {-code}"
-                   + (", as the system does for want of memory" if code == -signal.SIGKILL else ""))
+            if code is None or code >= 0:
+                how = f"exit code {code}"
+            else:
+                how = f"killed by signal {-code}" + (", as the system does for want of memory"
+                                                    if code == -signal.SIGKILL else "")
             raise ChildProcessError(f"worker process {process.pid} ended during task {i + 1} of {len(self.work)} "
                                     f"({how})") from exc
         if not ok:
@@ -228,11 +232,15 @@ class _ForkedWorkers:
             process.join()
 
 
-def _serve(pipe, function, work: list, threads: int) -> None:
+def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
     """A forked worker: run task ``work[i]`` for each index received, send ``(True, result)`` or
     ``(False, exception)``, until None arrives or this process's parent goes. Interrupts are left
-    to the parent, which kills its workers when it stops."""
+    to the parent, which kills its workers when it stops. The parent's ends of the pipes, inherited
+    by the fork, are closed first: held open here, they would keep a worker whose parent was killed
+    waiting for a task forever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for end in parent_ends:
+        end.close()
     while True:
         try:
             i = pipe.recv()

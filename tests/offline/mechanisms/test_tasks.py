@@ -76,6 +76,39 @@ def test_a_worker_killed_by_the_system_is_named_with_the_signal():
         tasks.finish(None)
 
 
+_ORPHAN = """
+import os, signal, sys, time
+from privmap.offline.mechanisms.quantized._tasks import Tasks
+tasks = Tasks(time.sleep, [(0.0,)] * 3, 3, threads=1, fork=True).start()
+print(*[p.pid for p in tasks.workers.processes], flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _ended(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in "ZX"        # a zombie has ended
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not forks_safely(1), reason="workers are forked on Linux only")
+def test_forked_workers_end_when_their_parent_is_killed():
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _ORPHAN], capture_output=True, text=True, timeout=60)
+    workers = [int(pid) for pid in done.stdout.split()]
+    assert done.returncode == -signal.SIGKILL and len(workers) == 2
+    deadline = time.monotonic() + 10.0
+    while not all(_ended(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in workers if not _ended(pid)]
+    for pid in left:                                       # no orphan outlives a failing test
+        os.kill(pid, signal.SIGKILL)
+    assert not left
+
+
 def test_forked_workers_get_one_thread_each():
     assert forks_safely(1) == os.uname().sysname.startswith("Linux")
     assert not forks_safely(2)
