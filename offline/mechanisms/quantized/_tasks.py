@@ -254,6 +254,8 @@ def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
             message = (False, exc)
         try:
             pipe.send(message)
+        except OSError:                                 # the parent is gone
+            return
         except Exception as exc:                        # the result or exception would not pickle
             pipe.send((False, RuntimeError(f"task {i}: its outcome could not be sent back: {exc!r}")))
 
