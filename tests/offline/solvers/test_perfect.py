@@ -458,3 +458,55 @@ def test_the_network_simplex_vertex_leaves_the_transport_few_rounds(seed, monkey
     assert abs(d0 - d0_cold) <= 1e-9 * d0
     assert started["upper_bound"] - started["lower_bound"] <= 1e-9 * d0
     assert started["rounds"] <= 5 and 2 * started["rounds"] < cold["rounds"], (started, cold)
+
+
+def _many_class_instance(K, classes, seed):
+    """Rows at integer points of a plane (outputs = inputs, l2), ``classes`` classes of falling mass."""
+    rng = np.random.default_rng(seed)
+    points = rng.integers(0, 12, size=(K, 2)).astype(float)
+    dist = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    p_ac = rng.random((classes, K)) ** 2 * np.geomspace(1.0, 0.02, classes)[:, None]
+    return p_ac / p_ac.sum(), dist
+
+
+def _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info):
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    assert abs(d0 - d_lp) <= 1e-9 * d_lp
+    assert info["upper_bound"] - info["lower_bound"] <= 1e-9 * d0
+    assert np.allclose(table.sum(axis=1), 1.0) and (table >= 0).all()
+    assert leakage_bits(p_ac, table) < 1e-9
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_many_classes_seed_the_master_with_the_interior_point_and_certify_the_dense_lp(seed):
+    p_ac, dist = _many_class_instance(48, _perfect.CONIC_SEED_CLASSES, seed)
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["seeded"] > 48                              # more than one pair a row: the interior point's
+    _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
+
+
+def test_a_failed_interior_point_leaves_the_master_unseeded_and_still_certified(monkeypatch):
+    import clarabel
+
+    def failing(*args, **kwargs):
+        raise ValueError("clarabel failed")
+
+    monkeypatch.setattr(clarabel, "DefaultSolver", failing)
+    p_ac, dist = _many_class_instance(48, _perfect.CONIC_SEED_CLASSES, 0)
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["seeded"] == 0
+    _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
+
+
+@pytest.mark.parametrize("spare, seeded", [(0, True), (-1, False)])
+def test_fewer_classes_or_a_larger_program_leave_the_master_unseeded(spare, seeded, monkeypatch):
+    classes = _perfect.CONIC_SEED_CLASSES
+    monkeypatch.setattr(_perfect, "CONIC_SEED_ENTRIES", 48 * 48 * classes + spare)
+    info = {}
+    perfect_privacy_table(*_many_class_instance(48, classes, 0), info=info)
+    assert ("seeded" in info) == seeded
+    info = {}
+    perfect_privacy_table(*_many_class_instance(48, classes - 1, 0), info=info)
+    assert "seeded" not in info
