@@ -79,7 +79,8 @@ class StageTimer:
     Folds run in this process and in pooled worker processes, which the parent's
     ``RUSAGE_CHILDREN`` does not see until they are reaped: forked workers when the folds end,
     loky's at exit or in whatever stage loky reaps idle ones; either would then count a worker's
-    whole life in that stage, folds already attributed included. Children are therefore left out of ``cpu_seconds``, and a worker's start-up and idle time are in no record;
+    whole life in that stage, folds already attributed included. Children are therefore left out
+    of ``cpu_seconds``, and a worker's start-up and idle time are in no record;
     :meth:`attach_folds` adds each fold's own figures, measured by the process that ran it, to its
     ``holdout-fold-i`` record: ``fold_seconds``, ``fold_cpu_seconds``, ``fold_peak_rss_bytes``
     (that process's high-water mark), ``fold_pid``, ``fold_pooled``; and a pooled fold's CPU

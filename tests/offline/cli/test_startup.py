@@ -3,7 +3,8 @@
 ``privmap --help``, ``inspect``, ``verify`` and ``keygen`` use none of them, and the cross-fitting
 folds' loky workers (where they are not forked) import ``privmap.offline`` before running a fold:
 scikit-learn alone (with the scipy.stats and pandas it imports) took about 0.9 s of each start. The
-modules that use them import them inside the functions that do. Checked in a fresh interpreter, where nothing else has loaded them.
+modules that use them import them inside the functions that do. Checked in a fresh interpreter,
+where nothing else has loaded them.
 """
 import subprocess
 import sys
