@@ -10,7 +10,7 @@ from privmap.offline.data._distortion import (
     pairwise,
 )
 from privmap.offline.data._blas_nearest import nearest_with_distance
-from privmap.offline.data._quantize import quantize
+from privmap.offline.data._quantize import _group_representatives, quantize
 
 
 @pytest.fixture
@@ -34,6 +34,27 @@ def test_labels_are_the_nearest_representative_and_r_is_the_max_distance(ratings
     dist = pairwise(ratings, qz.centers, metric)
     assert qz.r == pytest.approx(dist.min(axis=1).max())
     assert qz.mean_distortion == pytest.approx(dist.min(axis=1).mean())
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
+def test_group_representatives_are_each_groups_statistic_over_its_observed_cells(metric):
+    rng = np.random.default_rng(4)
+    X = rng.integers(1, 6, size=(500, 6)).astype(float)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[rng.integers(0, 500, 3)] = np.nan                         # every cell of three rows blank
+    groups = rng.integers(0, 40, 500) * 3                       # labels with gaps, in no order
+    statistic = {"l2": np.mean, "l1": np.median,
+                 "hamming": lambda v: max(np.unique(v), key=lambda x: ((v == x).sum(), -x))}[metric]
+    want = []
+    for g in np.unique(groups):
+        column_cells = [c[~np.isnan(c)] for c in X[groups == g].T]
+        want.append([statistic(c) if c.size else np.nan for c in column_cells])
+    got = _group_representatives(X, groups, metric)
+    assert np.array_equal(got, np.array(want), equal_nan=True)   # to the bit: whole-number sums are exact
+    if metric == "l2":                                          # real values: summed in another order
+        Y = rng.normal(size=(500, 6))
+        assert np.allclose(_group_representatives(Y, groups, "l2"),
+                           [Y[groups == g].mean(axis=0) for g in np.unique(groups)], rtol=0, atol=1e-15)
 
 
 def test_same_seed_gives_same_quantization(ratings):
