@@ -351,6 +351,7 @@ class _Folds:
         self.work = [(dataset, fold_options[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
                       builds[c]) for c, i in self.tasks]
         self.k, self.seed, self.n_classes, self.candidates = k, seed, len(dataset.classes), len(candidates)
+        _import_fold_libraries(candidates, self.n_classes)
 
     def results(self, outcomes: list) -> list:
         """One HoldoutLeakage or BuildError per candidate from the tasks' ``outcomes``, in order."""
@@ -360,6 +361,18 @@ class _Folds:
             error = next((p for p in parts if isinstance(p, BuildError)), None)
             results.append(error if error is not None else _pool(parts, self.k, self.n_classes, self.seed))
         return results
+
+
+def _import_fold_libraries(candidates: Sequence, n_classes: int) -> None:
+    """Import here the libraries every fold imports on first use: scikit-learn's k-means (quantized
+    mechanism) and POT's network simplex (Delta0 of a binary attribute). They are imported lazily so
+    that commands which never cluster start fast; a build needs them anyway, and importing them
+    before the workers are forked (:mod:`._tasks`) spares each forked worker importing them again
+    (0.12 CPU-s a worker on the survey of benchmarks/README.md)."""
+    if any(o.mechanism == "quantized" for o in candidates):
+        import sklearn.cluster  # noqa: F401
+    if n_classes == 2:
+        import ot  # noqa: F401
 
 
 def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,

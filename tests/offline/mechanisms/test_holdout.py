@@ -1,6 +1,8 @@
 """Cross-fitted leakage: in-sample on the prior itself, above it where a small sample is overfit."""
 import dataclasses
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -85,6 +87,28 @@ def test_folds_in_parallel_workers_give_the_sequential_result_exactly():
     parallel = cross_fitted_leakage(data, options, jobs=2, attacker=True)
     assert parallel == sequential                              # every figure, interval and AUC included
     assert cross_fitted_leakage(data, dataclasses.replace(options, seed=8), jobs=2) != sequential
+
+
+def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are_forked():
+    """A forked worker inherits this process's modules; one that imported them itself would pay
+    the import in every worker."""
+    code = """if True:
+        import sys
+        import numpy as np
+        from privmap.offline import BuildOptions
+        from privmap.offline.data import Dataset
+        from privmap.offline.mechanisms.quantized._holdout import start_cross_fitting
+        x = np.arange(60, dtype=float).reshape(-1, 1) % 9
+        data = Dataset(features=("x",), public=x, private=np.arange(60) % 2, classes=("f", "m"),
+                       private_name="a", categorical=False, sha256="0" * 64)
+        options = BuildOptions(private="a", clusters=4, delta_fraction=0.5, holdout_folds=2, seed=0)
+        before = [m for m in ("sklearn.cluster", "ot") if m in sys.modules]
+        with start_cross_fitting(data, options, jobs=2):
+            print(before, [m for m in ("sklearn.cluster", "ot") if m in sys.modules])
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[] ['sklearn.cluster', 'ot']"
 
 
 def test_the_number_of_workers_comes_from_privmap_jobs_and_is_checked(monkeypatch):
