@@ -2,7 +2,8 @@
 
 Run from the repository root:
 
-    python benchmarks/bench_survey.py [--n 14000] [--k 256] [--delta-fraction 0.5] [--no-auto] [--reference-rev REV]
+    python benchmarks/bench_survey.py [--n 14000] [--k 256] [--delta-fraction 0.5] [--no-auto] [--repeat R]
+                                      [--reference-rev REV]
 
 draws the seeded survey of :mod:`survey_data` (n users x 50 Likert answers 1..5, about 2 %
 blank cells, gender private) and runs, one fresh child process each (:func:`bench_build.run_cli`),
@@ -17,7 +18,9 @@ it reaped, ``os.wait4``), peak RSS (the largest of them), wall seconds, and the 
 Then the ratios the issue sets targets on: the folds' cost against the build without them
 ((2 - 1) / 1, target <= 1), and auto against the default build (3 / 2, target <= 3), with the
 targets themselves (<= 60 CPU-s and <= 2 GB for 2; checked against this machine's figures only:
-a loaded machine inflates CPU seconds too). The load average is printed before and after.
+a loaded machine inflates CPU seconds too). ``--repeat R`` runs builds 1 and 2 R times, one pair
+after the other, and prints the median of the folds' cost as well: one pair's figure varies by
+about 0.1 between runs of one tree. The load average is printed before and after.
 ``--reference-rev REV`` runs builds 1, 2 and 3 again with the package as of git revision REV
 (:func:`bench_build.package_at`), each right after this tree's, and prints reference / this tree.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,6 +66,9 @@ def main(argv=None):
     ap.add_argument("--delta-fraction", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0, help="seed of the drawn survey (the builds use --seed 0)")
     ap.add_argument("--no-auto", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the builds without and with folds this many times, one pair after the other, "
+                         "and print the median of the folds' cost (a shared machine's noise is about 0.1)")
     ap.add_argument("--reference-rev", default=None,
                     help="also run the no-fold, default and auto builds with the package at this git revision, "
                          "each right after this tree's, and print the CPU ratios")
@@ -78,22 +85,31 @@ def main(argv=None):
         print(f"survey: {args.n} users x 50 answers (seed {args.seed}), gender private, "
               f"{args.delta_fraction} x Delta0; one child process per build", flush=True)
         reference = package_at(args.reference_rev, tmp) if args.reference_rev else None
-        plain = run_cli(base + ["--clusters", str(args.k), "--holdout-folds", "0"])
-        print(_line("no cross-fitting", plain) + "\n" + _stages(plain), flush=True)
-        if reference:
-            old = run_cli(base + ["--clusters", str(args.k), "--holdout-folds", "0"], reference)
-            print(_line(f"  at {args.reference_rev}", old) + f"\n    reference / this tree: {old['cpu'] / plain['cpu']:.2f}",
-                  flush=True)
-        folds = run_cli(base + ["--clusters", str(args.k)])
-        print(_line("default (5 folds)", folds) + "\n" + _stages(folds), flush=True)
-        if reference:
-            old = run_cli(base + ["--clusters", str(args.k)], reference)
-            print(_line(f"  at {args.reference_rev}", old) + f"\n    reference / this tree: {old['cpu'] / folds['cpu']:.2f}",
-                  flush=True)
-        ratio = (folds["cpu"] - plain["cpu"]) / plain["cpu"]
-        print(f"folds' cost / build without them: {ratio:.2f} (target <= 1); default build "
-              f"{folds['cpu']:.1f} CPU-s (target <= {TARGET_CPU_S:g}), peak {folds['peak_mib']:.0f} MiB "
-              f"(target <= {TARGET_PEAK_MIB:g})", flush=True)
+        ratios, old_ratios = [], []
+        for _ in range(args.repeat):
+            plain = run_cli(base + ["--clusters", str(args.k), "--holdout-folds", "0"])
+            print(_line("no cross-fitting", plain) + "\n" + _stages(plain), flush=True)
+            if reference:
+                old_plain = run_cli(base + ["--clusters", str(args.k), "--holdout-folds", "0"], reference)
+                print(_line(f"  at {args.reference_rev}", old_plain) + f"\n    reference / this tree: "
+                      f"{old_plain['cpu'] / plain['cpu']:.2f}", flush=True)
+            folds = run_cli(base + ["--clusters", str(args.k)])
+            print(_line("default (5 folds)", folds) + "\n" + _stages(folds), flush=True)
+            ratios.append((folds["cpu"] - plain["cpu"]) / plain["cpu"])
+            if reference:
+                old = run_cli(base + ["--clusters", str(args.k)], reference)
+                print(_line(f"  at {args.reference_rev}", old) + f"\n    reference / this tree: "
+                      f"{old['cpu'] / folds['cpu']:.2f}", flush=True)
+                old_ratios.append((old["cpu"] - old_plain["cpu"]) / old_plain["cpu"])
+            print(f"folds' cost / build without them: {ratios[-1]:.2f} (target <= 1"
+                  + (f"; {old_ratios[-1]:.2f} at {args.reference_rev}" if reference else "")
+                  + f"); default build {folds['cpu']:.1f} CPU-s (target <= {TARGET_CPU_S:g}), "
+                  f"peak {folds['peak_mib']:.0f} MiB (target <= {TARGET_PEAK_MIB:g})", flush=True)
+        if args.repeat > 1:
+            for name, values in [("this tree", ratios), (f"at {args.reference_rev}", old_ratios)]:
+                if values:
+                    print(f"folds' cost / build without them, {name}, {args.repeat} runs: median "
+                          f"{statistics.median(values):.2f}, from {min(values):.2f} to {max(values):.2f}", flush=True)
         if not args.no_auto:
             auto = run_cli(base + ["--clusters", "auto"])
             print(_line("--clusters auto", auto), flush=True)
