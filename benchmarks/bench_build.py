@@ -7,8 +7,8 @@ Run from the repository root:
 Each point is one `privmap build --json` in a fresh child process (the CLI itself, as an
 operator runs it) on the first n rows of a seeded shuffle of UCI Adult's 48,842 rows
 (data/adult: age, education-num, capital-gain, capital-loss, hours-per-week; private
-attribute sex, or with ``--private`` race (five classes), marital-status (seven) or occupation
-(fifteen)), K clusters, ``--delta-fraction`` of Delta0, ``--holdout-folds`` folds. Per
+attribute sex, or with ``--private`` race (five classes), marital-status (seven), workclass
+(nine) or occupation (fifteen)), K clusters, ``--delta-fraction`` of Delta0, ``--holdout-folds`` folds. Per
 build it reports the child's wall seconds, CPU seconds (user + system of the child and its
 own children, from ``os.wait4``) and peak resident set (the child's ``ru_maxrss``), the wall
 seconds of the codebook stage from the build's own ``stage_seconds``, and for this tree the
@@ -53,8 +53,9 @@ def adult_fields() -> list[list[str]]:
 
 
 #: UCI Adult's private attributes: their field index (adult.names). Occupation has 14 values and
-#: "?" (unknown, 2,809 rows), kept as a fifteenth class; marital-status has seven.
-PRIVATE = {"sex": 9, "race": 8, "occupation": 6, "marital-status": 5}
+#: "?" (unknown, 2,809 rows), kept as a fifteenth class; marital-status has seven; workclass eight
+#: and "?" (2,799 rows), two of them rare (Never-worked 10 rows, Without-pay 21).
+PRIVATE = {"sex": 9, "race": 8, "occupation": 6, "marital-status": 5, "workclass": 1}
 
 
 def adult_rows(seed: int = 0, private: str = "sex") -> list[list[str]]:

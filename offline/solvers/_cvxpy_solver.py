@@ -34,6 +34,21 @@ its relative duality gap are all below 1e-6 (``info["clarabel_status"]`` and the
 message say so); its table may then overshoot the budget by up to 7e-6 relative
 at K = 512 and 4e-5 at K = 1024 (``distortion`` reports it).
 
+Starts
+------
+Where the answer is a start for the fast solver's polish (``stalled_ok``, many private classes),
+a third attempt runs without equilibration after the two above have stalled. On UCI Adult with
+7, 9, 13 and 15 private classes (marital status, workclass, occupation) at K = 64 to 256, the
+two stalled (InsufficientProgress, largest residual 1e-3 to 0.2) on 14 of 36 solves of whole
+builds and their folds, and the polish then followed its path from the stalled iterate (3.5 to
+10 CPU-s a solve; one path failed, and the cold path after it took 47 s). Without equilibration
+the polish certified 13 of the 14 answers as given (Clarabel stopped AlmostSolved or Solved, at
+residuals near 1e-9, on those examined): the 36 solves took 117 CPU-s instead of 224 (benchmarks/README.md, "Many private classes:
+a conic start without equilibration"). Not first: where the equilibrated attempts succeed their
+answers are the sparser (workclass, K = 128: 476 entries above 1e-6 against 8,691 without
+equilibration, whose table made the codebook step 3.2 CPU-s instead of 0.4). The reference
+itself keeps its two attempts.
+
 Reach
 -----
 This path is slow (seconds at K = 256, minutes from K = 512: about 17 s per
@@ -66,6 +81,9 @@ _ATTEMPTS = (
     {"tol_feas": 1e-9, "equilibrate_max_iter": 50, "equilibrate_min_scaling": 1e-6,
      "equilibrate_max_scaling": 1e6},
 )
+#: The attempts for a start of the fast solver's polish (``solve_cvxpy(stalled_ok=True)``): a third
+#: without equilibration (module docstring, "Starts").
+_START_ATTEMPTS = _ATTEMPTS + ({"tol_feas": 1e-9, "equilibrate_enable": False},)
 _ALMOST_SOLVED_TOL = 1e-6
 
 
@@ -87,6 +105,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
         only: the fast solver's polish (``solve_fast(polish=)``) certifies or improves whatever
         it is given (UCI Adult, 15 occupation classes, K = 64: stalled at residuals 5e-6 and
         1.2e-4, a start from which the polish certifies). ``info["clarabel_status"]`` says which.
+        Such a start first tries Clarabel without equilibration (module docstring, "Starts").
 
     Raises
     ------
@@ -101,7 +120,8 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
     p_c = p_ac.sum(axis=0)
     forbidden = _forbidden(p_ac, D, delta)
     problem, Q, budget = _model(p_ac, D, delta, forbidden)
-    raw, attempt = _clarabel(problem, time_limit_s, stalled_ok=stalled_ok)
+    raw, attempt = _clarabel(problem, time_limit_s, stalled_ok=stalled_ok,
+                             attempts=_START_ATTEMPTS if stalled_ok else _ATTEMPTS)
     table = np.clip(Q.value, 0.0, None)
     table[forbidden] = 0.0
     table /= table.sum(axis=1, keepdims=True)
@@ -196,8 +216,9 @@ def _model(p_ac, D, delta, forbidden):
 _STALLS = ("InsufficientProgress", "AlmostSolved")
 
 
-def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stalled_ok: bool = False):
-    """Solve ``problem`` with Clarabel, trying the settings of ``_ATTEMPTS`` in turn.
+def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stalled_ok: bool = False,
+              attempts: tuple | None = None):
+    """Solve ``problem`` with Clarabel, trying the settings of ``attempts`` in turn.
 
     The next attempt runs only after a numerical stall (:data:`_STALLS`: InsufficientProgress,
     or AlmostSolved short of ``_ALMOST_SOLVED_TOL``); the answer is loaded into the cvxpy
@@ -214,12 +235,14 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, sta
     stalled_ok : bool, keyword-only
         After every attempt stalled, load the iterate of the one with the smaller residuals
         (cvxpy's ``accept_unknown``) instead of raising.
+    attempts : tuple of dict, keyword-only
+        Clarabel's settings, one dict an attempt (None: :data:`_ATTEMPTS`).
 
     Returns
     -------
     (clarabel.DefaultSolution, int)
         Clarabel's own answer (status, iterations, residuals, objective values, time)
-        and the index of the attempt in ``_ATTEMPTS`` that gave it.
+        and the index of the attempt in ``attempts`` that gave it.
 
     Raises
     ------
@@ -228,11 +251,12 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, sta
         relative duality gap at most ``_ALMOST_SOLVED_TOL``.
     """
     import cvxpy as cp
-    opts = {**_ATTEMPTS[0], "accept_unknown": True} if stalled_ok else _ATTEMPTS[0]
+    attempts = _ATTEMPTS if attempts is None else attempts
+    opts = {**attempts[0], "accept_unknown": True} if stalled_ok else attempts[0]
     data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=opts)
     failures, stalls = [], []
     left = time_limit_s
-    for attempt, settings in enumerate(_ATTEMPTS):
+    for attempt, settings in enumerate(attempts):
         settings = dict(settings) if left is None else {**settings, "time_limit": max(left, 0.0)}
         raw = chain.solver.solve_via_data(data, False, False, settings)
         status = str(raw.status)

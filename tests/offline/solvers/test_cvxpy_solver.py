@@ -132,6 +132,7 @@ def test_a_stalled_attempt_is_a_start_only_when_asked_the_one_with_smaller_resid
     p_ac, dist = bsc(0.2)
     monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations",))
     monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", tuple({"max_iter": n} for n in iterations))
+    monkeypatch.setattr(_cvxpy_solver, "_START_ATTEMPTS", _cvxpy_solver._ATTEMPTS)
     with pytest.raises(SolverError, match="attempt 0: status MaxIterations .*attempt 1: status MaxIterations"):
         _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
     start = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
