@@ -1,4 +1,4 @@
-"""Fixtures for the solver tests: the benchmark script whose instances and budgets they check, and
+"""Fixtures for the solver tests: the benchmark scripts whose instances and budgets they check, and
 the small random and anisotropic instances of the fast solver's tests."""
 import importlib.util
 import pathlib
@@ -7,14 +7,25 @@ import numpy as np
 import pytest
 
 
-@pytest.fixture(scope="session")
-def bench():
-    """``benchmarks/bench_solver.py`` as a module (its instance generators and ``delta_for``)."""
-    path = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "bench_solver.py"
-    spec = importlib.util.spec_from_file_location("bench_solver", path)
+def _benchmark(name: str):
+    """``benchmarks/NAME.py`` as a module."""
+    path = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def bench():
+    """``benchmarks/bench_solver.py`` as a module (its instance generators and ``delta_for``)."""
+    return _benchmark("bench_solver")
+
+
+@pytest.fixture(scope="session")
+def bench_build():
+    """``benchmarks/bench_build.py`` as a module (UCI Adult's rows, ``adult_rows``)."""
+    return _benchmark("bench_build")
 
 
 def _random_instance(seed, K, n_private=2, dim=3, erasure=False):

@@ -1,7 +1,5 @@
 """solve(): many private classes start from the conic reference, whose answer the fast solver
 polishes and certifies; a cold fast solve that gives up is certified from that answer too."""
-import pathlib
-
 import numpy as np
 import pytest
 from privmap.offline._errors import InfeasibleError, SolverError
@@ -12,8 +10,6 @@ from privmap.offline.solvers import _cvxpy_solver, _fast_path, _solve
 from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
 from privmap.offline.solvers._fast_solver import solve_fast
 from privmap.offline.solvers._perfect import perfect_privacy_table
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -145,17 +141,12 @@ def test_an_infeasible_budget_is_not_retried(classes, random_instance, monkeypat
 
 
 @pytest.fixture(scope="module")
-def adult_occupations():
+def adult_occupations(bench_build):
     """UCI Adult (data/adult: 48,842 rows), its five numeric columns quantized to K = 64, the 15
     occupations private, half of Delta0: Clarabel's equilibrated attempts stall on it."""
-    rows = []
-    for name in ("adult.data", "adult.test"):
-        for line in (ROOT / "data" / "adult" / name).read_text().splitlines():
-            fields = [f.strip() for f in line.split(",")]
-            if len(fields) == 15:
-                rows.append(fields)
-    X = np.array([[float(r[i]) for i in (0, 4, 10, 11, 12)] for r in rows])
-    classes, private = np.unique([r[6] for r in rows], return_inverse=True)
+    rows = bench_build.adult_rows(private="occupation")
+    X = np.array([[float(v) for v in r[:5]] for r in rows])
+    classes, private = np.unique([r[5] for r in rows], return_inverse=True)
     found = quantize(X, 64, seed=0)
     p_ac = joint_prior(private, found.labels, len(classes), found.k)
     D = pairwise(found.centers, found.centers, "l2")
