@@ -43,11 +43,11 @@ two stalled (InsufficientProgress, largest residual 1e-3 to 0.2) on 14 of 36 sol
 builds and their folds, and the polish then followed its path from the stalled iterate (3.5 to
 10 CPU-s a solve; one path failed, and the cold path after it took 47 s). Without equilibration
 the polish certified 13 of the 14 answers as given (Clarabel stopped AlmostSolved or Solved, at
-residuals near 1e-9, on those examined): the 36 solves took 117 CPU-s instead of 224 (benchmarks/README.md, "Many private classes:
-a conic start without equilibration"). Not first: where the equilibrated attempts succeed their
-answers are the sparser (workclass, K = 128: 476 entries above 1e-6 against 8,691 without
-equilibration, whose table made the codebook step 3.2 CPU-s instead of 0.4). The reference
-itself keeps its two attempts.
+residuals near 1e-9, on those examined): the 36 solves took 117 CPU-s instead of 224
+(benchmarks/README.md, "Many private classes: a conic start without equilibration"). Not first:
+where the equilibrated attempts succeed their answers are the sparser (workclass, K = 128: 476
+entries above 1e-6 against 8,691 without equilibration, whose table made the codebook step 3.2
+CPU-s instead of 0.4). The reference itself keeps its two attempts.
 
 Reach
 -----
@@ -105,7 +105,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
         only: the fast solver's polish (``solve_fast(polish=)``) certifies or improves whatever
         it is given (UCI Adult, 15 occupation classes, K = 64: stalled at residuals 5e-6 and
         1.2e-4, a start from which the polish certifies). ``info["clarabel_status"]`` says which.
-        Such a start first tries Clarabel without equilibration (module docstring, "Starts").
+        Such a start gets a third attempt, without equilibration (module docstring, "Starts").
 
     Raises
     ------
