@@ -114,7 +114,8 @@ _NEAR_TIE = 1e-6              # a column priced out by less than this share of i
                               # (race private, K = 1024: 52 against 64 CPU-s dropping all)
 _SMOOTHING = 0.9              # weight of the best-bound duals in the stabilised pricing point
 #: Private classes (with mass) from which the first master is seeded by Clarabel's interior point
-#: (module docstring; UCI Adult: 13 and 15 classes gain 2 to 6 times, 5 and 7 lose).
+#: (module docstring; UCI Adult: 13 and 15 classes gain 2 to 6 times, 5 and 7 lose, 9 lose at
+#: K = 256 and gain 1.2 times at K = 512).
 CONIC_SEED_CLASSES = 13
 #: Most constraint entries (allowed pairs x classes) of the program Clarabel is given for the seed.
 CONIC_SEED_ENTRIES = 4_000_000
