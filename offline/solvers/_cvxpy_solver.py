@@ -37,7 +37,7 @@ at K = 512 and 4e-5 at K = 1024 (``distortion`` reports it).
 Starts
 ------
 Where the answer is a start for the fast solver's polish (``stalled_ok``, many private classes),
-a third attempt runs without equilibration after the two above have stalled. On UCI Adult with
+a third attempt runs without equilibration after the two above have stalled (:data:`_RESCUE`). On UCI Adult with
 7, 9, 13 and 15 private classes (marital status, workclass, occupation) at K = 64 to 256, the
 two stalled (InsufficientProgress, largest residual 1e-3 to 0.2) on 14 of 36 solves of whole
 builds and their folds, and the polish then followed its path from the stalled iterate (3.5 to
@@ -47,7 +47,9 @@ residuals near 1e-9, on those examined): the 36 solves took 117 CPU-s instead of
 (benchmarks/README.md, "Many private classes: a conic start without equilibration"). Not first:
 where the equilibrated attempts succeed their answers are the sparser (workclass, K = 128: 476
 entries above 1e-6 against 8,691 without equilibration, whose table made the codebook step 3.2
-CPU-s instead of 0.4). The reference itself keeps its two attempts.
+CPU-s instead of 0.4). Where the third attempt stalls too, the start is still the iterate of the
+two with the smaller residuals: on the two such solves (workclass, K = 128) the path took 83 and
+52 Newton steps from it, 141 and 73 from the third's. The reference itself keeps its two attempts.
 
 Reach
 -----
@@ -81,9 +83,9 @@ _ATTEMPTS = (
     {"tol_feas": 1e-9, "equilibrate_max_iter": 50, "equilibrate_min_scaling": 1e-6,
      "equilibrate_max_scaling": 1e6},
 )
-#: The attempts for a start of the fast solver's polish (``solve_cvxpy(stalled_ok=True)``): a third
-#: without equilibration (module docstring, "Starts").
-_START_ATTEMPTS = _ATTEMPTS + ({"tol_feas": 1e-9, "equilibrate_enable": False},)
+#: For a start of the fast solver's polish (``solve_cvxpy(stalled_ok=True)``), the attempt after the
+#: others stalled: without equilibration (module docstring, "Starts").
+_RESCUE = {"tol_feas": 1e-9, "equilibrate_enable": False}
 _ALMOST_SOLVED_TOL = 1e-6
 
 
@@ -120,8 +122,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
     p_c = p_ac.sum(axis=0)
     forbidden = _forbidden(p_ac, D, delta)
     problem, Q, budget = _model(p_ac, D, delta, forbidden)
-    raw, attempt = _clarabel(problem, time_limit_s, stalled_ok=stalled_ok,
-                             attempts=_START_ATTEMPTS if stalled_ok else _ATTEMPTS)
+    raw, attempt = _clarabel(problem, time_limit_s, stalled_ok=stalled_ok, rescue=_RESCUE if stalled_ok else None)
     table = np.clip(Q.value, 0.0, None)
     table[forbidden] = 0.0
     table /= table.sum(axis=1, keepdims=True)
@@ -217,8 +218,8 @@ _STALLS = ("InsufficientProgress", "AlmostSolved")
 
 
 def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stalled_ok: bool = False,
-              attempts: tuple | None = None):
-    """Solve ``problem`` with Clarabel, trying the settings of ``attempts`` in turn.
+              rescue: dict | None = None):
+    """Solve ``problem`` with Clarabel, trying the settings of ``_ATTEMPTS`` in turn, then ``rescue``.
 
     The next attempt runs only after a numerical stall (:data:`_STALLS`: InsufficientProgress,
     or AlmostSolved short of ``_ALMOST_SOLVED_TOL``); the answer is loaded into the cvxpy
@@ -235,14 +236,15 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, sta
     stalled_ok : bool, keyword-only
         After every attempt stalled, load the iterate of the one with the smaller residuals
         (cvxpy's ``accept_unknown``) instead of raising.
-    attempts : tuple of dict, keyword-only
-        Clarabel's settings, one dict an attempt (None: :data:`_ATTEMPTS`).
+    rescue : dict, keyword-only
+        Settings of one more attempt after every attempt stalled; its answer is taken only where
+        it succeeds (its own stall is named, never the start ``stalled_ok`` loads).
 
     Returns
     -------
     (clarabel.DefaultSolution, int)
         Clarabel's own answer (status, iterations, residuals, objective values, time)
-        and the index of the attempt in ``attempts`` that gave it.
+        and the index of the attempt that gave it (``len(_ATTEMPTS)`` for ``rescue``).
 
     Raises
     ------
@@ -251,12 +253,11 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, sta
         relative duality gap at most ``_ALMOST_SOLVED_TOL``.
     """
     import cvxpy as cp
-    attempts = _ATTEMPTS if attempts is None else attempts
-    opts = {**attempts[0], "accept_unknown": True} if stalled_ok else attempts[0]
+    opts = {**_ATTEMPTS[0], "accept_unknown": True} if stalled_ok else _ATTEMPTS[0]
     data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=opts)
     failures, stalls = [], []
     left = time_limit_s
-    for attempt, settings in enumerate(attempts):
+    for attempt, settings in enumerate(_ATTEMPTS + (() if rescue is None else (rescue,))):
         settings = dict(settings) if left is None else {**settings, "time_limit": max(left, 0.0)}
         raw = chain.solver.solve_via_data(data, False, False, settings)
         status = str(raw.status)
@@ -266,7 +267,7 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, sta
         failures.append(f"attempt {attempt}: status {status} ({_summary(raw)})")
         if left is not None:
             left -= raw.solve_time
-        if status not in _STALLS:
+        if status not in _STALLS or attempt >= len(_ATTEMPTS):
             break
         stalls.append((max(raw.r_prim, raw.r_dual), attempt, raw))
     if stalled_ok and stalls:

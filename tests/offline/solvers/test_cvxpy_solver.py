@@ -130,12 +130,23 @@ def test_a_stalled_attempt_is_a_start_only_when_asked_the_one_with_smaller_resid
     # both attempts stop short (MaxIterations counted as a stall here): strict raises, a start
     # for the polish takes the iterate of the attempt with the smaller residuals
     p_ac, dist = bsc(0.2)
-    monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations",))
+    monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations", "AlmostSolved"))
     monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", tuple({"max_iter": n} for n in iterations))
-    monkeypatch.setattr(_cvxpy_solver, "_START_ATTEMPTS", _cvxpy_solver._ATTEMPTS)
+    monkeypatch.setattr(_cvxpy_solver, "_RESCUE", {"max_iter": 4})   # stalls closer (3.7e-5), yet is never the start
     with pytest.raises(SolverError, match="attempt 0: status MaxIterations .*attempt 1: status MaxIterations"):
         _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
     start = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
     assert start.info["clarabel_status"] == "MaxIterations" and start.info["attempt"] == kept
     assert start.info["iterations"] == iterations[kept]
     assert start.gap_bits == np.inf and np.allclose(start.table.sum(axis=1), 1.0)
+
+
+def test_a_start_takes_the_rescue_attempt_where_it_succeeds_after_the_others_stalled(monkeypatch):
+    p_ac, dist = bsc(0.2)
+    monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations",))
+    monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", ({"max_iter": 1}, {"max_iter": 3}))
+    monkeypatch.setattr(_cvxpy_solver, "_RESCUE", {})
+    start = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
+    assert start.info["clarabel_status"] == "Solved" and start.info["attempt"] == 2
+    with pytest.raises(SolverError, match="attempt 1: status MaxIterations"):   # the reference has no rescue
+        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
