@@ -43,7 +43,7 @@ two stalled (InsufficientProgress, largest residual 1e-3 to 0.2) on 14 of 36 sol
 builds and their folds, and the polish then followed its path from the stalled iterate (3.5 to
 10 CPU-s a solve; one path failed, and the cold path after it took 47 s). Without equilibration
 the polish certified 13 of the 14 answers as given (Clarabel stopped AlmostSolved or Solved, at
-residuals near 1e-9, on those examined): the 36 solves took 117 CPU-s instead of 224
+residuals near 1e-9, on those examined): the 36 solves took 110 CPU-s instead of 224
 (benchmarks/README.md, "Many private classes: a conic start without equilibration"). Not first:
 where the equilibrated attempts succeed their answers are the sparser (workclass, K = 128: 476
 entries above 1e-6 against 8,691 without equilibration, whose table made the codebook step 3.2
