@@ -128,7 +128,8 @@ def test_the_dual_codebook_is_a_distribution_per_output_and_the_posteriors_of_us
 def test_a_stalled_attempt_is_a_start_only_when_asked_the_one_with_smaller_residuals(iterations, kept,
                                                                                     monkeypatch):
     # both attempts stop short (MaxIterations counted as a stall here): strict raises, a start
-    # for the polish takes the iterate of the attempt with the smaller residuals
+    # for the polish takes the iterate of the attempt with the smaller residuals, never the
+    # rescue's (an AlmostSolved short of the tolerance, counted as a stall too)
     p_ac, dist = bsc(0.2)
     monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations", "AlmostSolved"))
     monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", tuple({"max_iter": n} for n in iterations))
