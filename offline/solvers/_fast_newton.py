@@ -156,8 +156,8 @@ class _NewtonCore:
         floor = 1e-14 * float(s.max()) + 1e-300           # outputs without mass: no curvature
         factor = None
         if nth <= _DENSE_MAX:
-            matrix, dscale = self._assemble(ev, s, wk, V, floor, sparsify=False)
-            factor = sla.cho_factor(matrix.toarray(), check_finite=False)
+            matrix, dscale = self._dense_matrix(ev, s, wk, V, floor)
+            factor = sla.cho_factor(matrix, overwrite_a=True, check_finite=False)
         elif A1 > 1 and nth <= _PRODUCT_DENSE_MAX and self._solves_tightly(tau):
             matrix, dscale = self._product_matrix(ev, s, wk, V, floor)
             factor = sla.cho_factor(matrix, lower=True, overwrite_a=True, check_finite=False)
@@ -169,7 +169,7 @@ class _NewtonCore:
                 precond = spla.LinearOperator((nth, nth), matvec=self._block_jacobi(ev, s, wk, V, floor))
                 rtol, maxiter = _JACOBI_RTOL, _JACOBI_MAXITER
             else:
-                matrix, dscale = self._assemble(ev, s, wk, V, floor, sparsify=True)
+                matrix, dscale = self._assemble(ev, s, wk, V, floor)
                 lu = spla.splu(matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                                options={"SymmetricMode": True})
                 precond = spla.LinearOperator((nth, nth),
@@ -212,14 +212,47 @@ class _NewtonCore:
         path."""
         return (self.A - 1) * self.K_out <= _DENSE_MAX or tau <= _JACOBI_TAU * self.scale
 
-    def _assemble(self, ev, s, wk, V, floor, *, sparsify):
-        """N + floor I scaled to unit diagonal, as a CSC matrix in canonical form (sorted indices,
-        no duplicates) of shape (nth, nth), and the scale dscale (nth,): the matrix is
-        diag(dscale) (N + floor I) diag(dscale).
+    def _dense_matrix(self, ev, s, wk, V, floor):
+        """N + floor I scaled to unit diagonal, dense, shape (nth, nth), and the scale dscale
+        (nth,): the matrix is diag(dscale) (N + floor I) diag(dscale). For the dense Cholesky of
+        small systems (up to _DENSE_MAX unknowns).
 
-        With ``sparsify``, cross terms of candidate pairs with q_k q_l < _Q_PRECOND are moved
-        onto the two diagonal blocks: the matrix becomes M = N + sum c (v_k; v_l)(v_k; v_l)^T
-        >= N, still positive semi-definite, with several-fold less fill when factorised.
+        The cross terms within a row, -(p(c)/tau) q_k q_l v_k v_l^T for k != l (pairs with weights
+        of at least _Q_PAIR), are summed straight into their entries by one histogram over the
+        flat index (row * nth + column): listing them as sparse blocks first, to sort and merge
+        their keys, cost as much as the Cholesky factorisation itself at K = 256. The sums are
+        those of :meth:`_assemble`'s blocks, in the same order, to the bit.
+        """
+        A1, n_out = self.A - 1, self.K_out
+        nth = A1 * n_out
+        q, cj = ev["q"], self.cj
+        k1, l1 = self._row_pairs(q, _Q_PAIR)
+        coef = -wk[k1] * q[l1]
+        b = np.arange(A1)
+        rows = (cj[k1][:, None] * A1 + b).T                 # (A-1, pairs): entry row of class b
+        cols = (cj[l1][:, None] * A1 + b).T
+        flat = (rows[:, None, :] * nth + cols[None, :, :]).ravel()       # [b, b2, pair]
+        weights = (coef * V[:, k1])[:, None, :] * V[:, l1][None, :, :]
+        # (float even where no row has two candidates: bincount then gives integers)
+        matrix = np.bincount(flat, weights=weights.ravel(), minlength=nth * nth).astype(float, copy=False)
+        matrix = matrix.reshape(nth, nth)
+        blocks = self._blocks(s, ev["r"], floor, wk * self._one_minus_q(ev), V)
+        at = np.arange(n_out) * A1
+        for b1 in range(A1):
+            for b2 in range(A1):
+                matrix[at + b1, at + b2] += blocks[:, b1, b2]
+        dscale = 1.0 / np.sqrt(np.diagonal(matrix))
+        matrix *= dscale[:, None] * dscale[None, :]
+        return matrix, dscale
+
+    def _assemble(self, ev, s, wk, V, floor):
+        """M + floor I scaled to unit diagonal, as a CSC matrix in canonical form (sorted indices,
+        no duplicates) of shape (nth, nth), and the scale dscale (nth,): the matrix is
+        diag(dscale) (M + floor I) diag(dscale), the preconditioner of the sparse path.
+
+        M is N with the cross terms of candidate pairs with q_k q_l < _Q_PRECOND moved onto the
+        two diagonal blocks: M = N + sum c (v_k; v_l)(v_k; v_l)^T >= N, still positive
+        semi-definite, with several-fold less fill when factorised.
 
         A cross term joins the outputs of two candidates of one row, and many rows join the same
         two outputs, so the terms are summed per pair of outputs before they are expanded into
@@ -230,18 +263,14 @@ class _NewtonCore:
         A1, n_out = self.A - 1, self.K_out
         q, r, cj = ev["q"], ev["r"], self.cj
         one_minus_q = self._one_minus_q(ev)
-        # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l
-        moved = np.zeros(q.size)
-        if sparsify:
-            # only the strong pairs are listed (`_strong_pairs`); each candidate's weak partners
-            # hold the rest of its row's mass, moved_k = (1 - q_k) - sum of its strong partners'
-            # q_l, got without listing the weak pairs (rows spread over tens of candidates made
-            # that list O(m^2) per row: two thirds of the real Adult build's solve at K = 4096)
-            k1, l1 = self._strong_pairs(q, _Q_PRECOND)
-            partners = np.bincount(k1, weights=q[l1], minlength=q.size)
-            moved = np.maximum(one_minus_q - partners, 0.0)
-        else:
-            k1, l1 = self._row_pairs(q, _Q_PAIR)
+        # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l; only the strong
+        # pairs are listed (`_strong_pairs`); each candidate's weak partners hold the rest of its
+        # row's mass, moved_k = (1 - q_k) - sum of its strong partners' q_l, got without listing
+        # the weak pairs (rows spread over tens of candidates made that list O(m^2) per row: two
+        # thirds of the real Adult build's solve at K = 4096)
+        k1, l1 = self._strong_pairs(q, _Q_PRECOND)
+        partners = np.bincount(k1, weights=q[l1], minlength=q.size)
+        moved = np.maximum(one_minus_q - partners, 0.0)
         # blocks keyed column output * K_out + row output, the diagonal blocks first
         keys, where = np.unique(np.concatenate([np.arange(n_out) * (n_out + 1), cj[l1] * n_out + cj[k1]]),
                                 return_inverse=True)

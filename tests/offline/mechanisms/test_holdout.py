@@ -171,6 +171,29 @@ def test_simulated_release_draws_each_output_with_its_table_probability():
             assert chisquare(counts[live], 4000 * table[c][live]).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("n_classes, batch_cells", [(2, 1 << 20), (3, 1 << 20), (3, 100)])
+def test_resampled_leakage_is_each_samples_plug_in_leakage_to_the_bit(n_classes, batch_cells, monkeypatch):
+    # The permutations and bootstrap of a fold are scored many samples at a time; each figure must be
+    # exactly what leakage_bits(joint_prior(...)) gives that sample alone (the bundle's interval is
+    # reproducible to the bit), whether the samples fit one batch or many (100 cells: two samples
+    # a batch), with inputs no sample holds and a sparse table.
+    from scipy import sparse
+    from privmap.offline._information import leakage_bits
+    from privmap.offline.data._prior import joint_prior
+    from privmap.offline.mechanisms.quantized import _holdout
+    monkeypatch.setattr(_holdout, "RESAMPLE_CELLS", batch_cells)
+    rng = np.random.default_rng(3)
+    k_in, k_out, n = 17, 11, 301
+    table = rng.random((k_in, k_out)) * (rng.random((k_in, k_out)) < 0.4)
+    table[:, 0] += 1e-3
+    q = sparse.csr_matrix(table / table.sum(axis=1, keepdims=True))
+    private = rng.integers(0, n_classes, (9, n))
+    symbols = rng.integers(0, k_in - 2, (9, n))               # the last two inputs never drawn
+    got = _holdout._resampled_leakage(private, symbols, n_classes, q)
+    want = [leakage_bits(joint_prior(private[b], symbols[b], n_classes, k_in), q) for b in range(9)]
+    assert got.tolist() == want and len(set(want)) == 9
+
+
 def test_a_build_gives_the_same_estimate_with_its_folds_started_before_its_own_stages(ratings_csv, monkeypatch):
     from privmap.offline.mechanisms.quantized._pipeline import build
     options = BuildOptions(private="gender", clusters=12, delta_fraction=0.5, holdout_folds=3)

@@ -10,12 +10,15 @@ TOL = 1e-5
 
 
 def _unscaled(assembled):
-    """The dense matrix N + floor I (or M) from ``_assemble``'s scaled CSC matrix and scale, after
-    checking that the CSC arrays are canonical as flagged (each column's rows strictly increasing)."""
+    """The dense matrix N + floor I (``_dense_matrix``) or M (``_assemble``, after checking that its
+    CSC arrays are canonical as flagged: each column's rows strictly increasing) from the scaled
+    matrix and its scale."""
     matrix, dscale = assembled
-    rows = np.split(matrix.indices, matrix.indptr[1:-1])
-    assert matrix.has_canonical_format and all((np.diff(r) > 0).all() for r in rows)
-    return matrix.toarray() / np.outer(dscale, dscale)
+    if not isinstance(matrix, np.ndarray):
+        rows = np.split(matrix.indices, matrix.indptr[1:-1])
+        assert matrix.has_canonical_format and all((np.diff(r) > 0).all() for r in rows)
+        matrix = matrix.toarray()
+    return matrix / np.outer(dscale, dscale)
 
 
 def _all_pairs_solver(random_instance, budget, n_private, K=15, seed=7):
@@ -59,7 +62,7 @@ def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_pr
     wk = solver.c_pc * ev["q"] / tau
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
-    N = _unscaled(solver._assemble(ev, s, wk, V, 0.0, sparsify=False))
+    N = _unscaled(solver._dense_matrix(ev, s, wk, V, 0.0))
     for _ in range(3):
         v = rng.normal(size=n)                           # flat in the order output * (A-1) + b
         step = np.vstack([v.reshape(15, A1).T, np.zeros((1, 15))])
@@ -110,7 +113,7 @@ def test_matrix_free_hessian_product_and_diagonal_blocks_equal_the_assembled_hes
     wk = solver.c_pc * ev["q"] / ev["tau"]
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
-    N = _unscaled(solver._assemble(ev, s, wk, V, 0.0, sparsify=False))
+    N = _unscaled(solver._dense_matrix(ev, s, wk, V, 0.0))
     blocks = np.stack([N[j * A1:(j + 1) * A1, j * A1:(j + 1) * A1] for j in range(15)])
     assert np.allclose(solver._diagonal_blocks(ev, s, wk, V, 0.0), blocks, rtol=1e-10, atol=1e-12)
     x = rng.normal(size=(15, A1))
@@ -150,12 +153,14 @@ def test_dense_product_path_with_several_classes_matches_the_dense_path(seed, K,
 
 @pytest.mark.parametrize("n_private", [2, 3, 5])
 @pytest.mark.parametrize("tau", [0.05, 1e-3])
-def test_rank_product_matrix_equals_the_assembled_hessian(n_private, tau, random_instance, budget):
-    """N as codebook and candidate blocks minus one rank-R product, its diagonal blocks exact
-    (`_product_matrix`), is N written out from its definition (lower triangle, unscaled): per
-    output s_j Cov(r_j), per row (p(c)/tau) times the q-weighted covariance of its candidates'
-    dz/dtheta. At a point with split rows, and at a small tau where rows sit on one candidate.
-    (`_assemble` leaves out pairs with q_k q_l < 1e-26, which this product keeps.)"""
+def test_dense_and_rank_product_matrices_equal_the_hessian_from_its_definition(n_private, tau, random_instance,
+                                                                              budget):
+    """N summed entry by entry from the candidate pairs (`_dense_matrix`), and N as codebook and
+    candidate blocks minus one rank-R product, its diagonal blocks exact (`_product_matrix`, lower
+    triangle), are N written out from its definition (unscaled): per output s_j Cov(r_j), per row
+    (p(c)/tau) times the q-weighted covariance of its candidates' dz/dtheta. At a point with split
+    rows, and at a small tau where rows sit on one candidate. (`_dense_matrix` leaves out pairs
+    with q_k q_l < 1e-26, which the product keeps.)"""
     solver = _all_pairs_solver(random_instance, budget, n_private)
     rng = np.random.default_rng(1)
     ev = solver._evaluate(rng.normal(size=(n_private, 15)), 0.3, tau)
@@ -179,6 +184,10 @@ def test_rank_product_matrix_equals_the_assembled_hessian(n_private, tau, random
     matrix, dscale = solver._product_matrix(ev, s, solver.c_pc * q / tau, V, floor)
     lower = np.tril(matrix / np.outer(dscale, dscale))
     assert np.allclose(lower, np.tril(N), rtol=1e-9, atol=1e-13 * np.abs(N).max())
+    dense = _unscaled(solver._dense_matrix(ev, s, solver.c_pc * q / tau, V, floor))
+    # the definition's row terms cancel where a row sits on one candidate (its own round-off is
+    # about 1e-12 of N's largest entry at tau = 1e-3), which `_dense_matrix` avoids (1 - q_k exact)
+    assert np.allclose(dense, N, rtol=1e-9, atol=1e-11 * np.abs(N).max())
 
 
 @pytest.mark.parametrize("n_private", [2, 3, 5])
@@ -206,7 +215,7 @@ def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_d
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
 
-    N, M = (_unscaled(solver._assemble(ev, s, wk, V, 0.0, sparsify=sparsify)) for sparsify in (False, True))
+    N, M = _unscaled(solver._dense_matrix(ev, s, wk, V, 0.0)), _unscaled(solver._assemble(ev, s, wk, V, 0.0))
     want = N.copy()
     q, cr, cj = ev["q"], solver.cr, solver.cj
     for k in range(q.size):
