@@ -177,6 +177,23 @@ def test_whole_number_l2_keys_by_matrix_product_are_bitwise_the_left_to_right_su
     assert np.array_equal(_rank_keys(big, Y, "l2"), _dense_keys(big, Y, "l2"))
 
 
+@pytest.mark.parametrize("whole", [True, False])
+def test_pair_distances_on_fifty_columns_are_bitwise_the_left_to_right_sums(whole):
+    # Whole numbers take one einsum per chunk (exact in any order); other values keep the
+    # left-to-right sum, which an einsum does not reproduce on them (checked below).
+    rng = np.random.default_rng(6)
+    X = rng.integers(1, 6, size=(400, 50)).astype(float)
+    Y = rng.integers(1, 6, size=(30, 50)).astype(float)
+    if not whole:
+        X, Y = X / 3.0, Y * 0.7
+    X[rng.random(X.shape) < 0.1] = np.nan
+    rows, outs = rng.integers(0, 400, 2000), rng.integers(0, 30, 2000)
+    want = np.sqrt(_dense_keys(X, Y, "l2"))[rows, outs]
+    assert np.array_equal(assigned_distance(X, Y, outs, "l2", rows=rows), want)
+    diff = np.nan_to_num(X[rows] - Y[outs])
+    assert np.array_equal(np.sqrt(np.einsum("ij,ij->i", diff, diff)), want) == whole
+
+
 @pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
 @pytest.mark.parametrize("chunk_cells", [1, 7, 1 << 16])
 def test_pair_distances_in_chunks_are_bitwise_the_dense_entries(metric, chunk_cells, monkeypatch):
