@@ -62,12 +62,13 @@ and its figures lay within the restarts' interval on SSI (benchmarks/README.md,
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import resource
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -485,33 +486,34 @@ def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, mechanism: str, metric
     return nearest(X, np.asarray(alphabet.inputs, dtype=float), metric)
 
 
-#: Cells (resamples x classes x inputs) of the joint priors that :func:`_resampled_leakage` holds at once.
-RESAMPLE_CELLS = 1 << 20
+#: Cells that :func:`_resampled_leakage` holds at once: samples x rows, and samples x classes x inputs.
+RESAMPLE_CELLS = 1 << 18
 
 
-def _resampled_leakage(private: np.ndarray, symbols: np.ndarray, n_classes: int, q: sparse.csr_matrix) -> np.ndarray:
-    """Plug-in I(A; C^) in bits of table ``q`` (K_in, K_out) on each of B samples of held-out rows,
-    the private classes ``private`` and input symbols ``symbols`` of sample b in row b of each
-    (B, n); shape (B,).
+def _resampled_leakage(samples: Iterable[tuple[np.ndarray, np.ndarray]], n: int, n_classes: int,
+                       q: sparse.csr_matrix) -> np.ndarray:
+    """Plug-in I(A; C^) in bits of table ``q`` (K_in, K_out) on each sample of held-out rows, a
+    sample being its rows' private classes and input symbols (two int arrays of shape (n,));
+    shape (number of samples,).
 
-    Each figure is ``leakage_bits(joint_prior(private[b], symbols[b], ...), q)`` to the bit: the
-    counts of many samples come from one histogram and their joint output distributions from
-    one sparse product (the same sums, in the same order, as one sample at a time), in batches
-    of at most :data:`RESAMPLE_CELLS` prior cells, instead of a histogram and a product for
-    each of a fold's 220 permutations and resamples."""
-    B, n = private.shape
+    Each figure is ``leakage_bits(joint_prior(private, symbols, ...), q)`` to the bit: the
+    counts of several samples come from one histogram and their joint output distributions from
+    one sparse product (the same sums, in the same order, as one sample at a time), instead of a
+    histogram and a product for each of a fold's 220 permutations and resamples. ``samples`` is
+    read lazily, a batch of at most :data:`RESAMPLE_CELLS` cells at a time (rows, and prior
+    cells), so that memory stays bounded whatever the number of held-out rows."""
     k_in = q.shape[0]
-    per_batch = max(1, RESAMPLE_CELLS // (n_classes * k_in))
-    out = np.empty(B)
-    for b0 in range(0, B, per_batch):
-        size = min(per_batch, B - b0)
-        flat = (np.arange(size)[:, None] * n_classes + private[b0:b0 + size]) * k_in + symbols[b0:b0 + size]
+    per_batch = max(1, RESAMPLE_CELLS // max(n, n_classes * k_in))
+    samples, out = iter(samples), []
+    while batch := list(itertools.islice(samples, per_batch)):
+        size = len(batch)
+        private, symbols = (np.stack(part) for part in zip(*batch))
+        flat = (np.arange(size)[:, None] * n_classes + private) * k_in + symbols
         counts = np.bincount(flat.ravel(), minlength=size * n_classes * k_in).astype(float)
-        priors = counts.reshape(size * n_classes, k_in) / float(n)      # n is each sample's count sum, exactly
-        joint = q.T @ priors.T                                           # (K_out, size * n_classes)
-        for b in range(size):
-            out[b0 + b] = mutual_information_bits(joint[:, b * n_classes:(b + 1) * n_classes].T)
-    return out
+        priors = counts.reshape(size * n_classes, k_in) / float(n)       # n is each sample's count sum, exactly
+        joint = q.T @ priors.T                                            # (K_out, size * n_classes)
+        out += [mutual_information_bits(joint[:, b * n_classes:(b + 1) * n_classes].T) for b in range(size)]
+    return np.array(out)
 
 
 def _fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
@@ -521,10 +523,11 @@ def _fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng)
     q = sparse.csr_matrix(fit.solved.table)
     private = dataset.private[rows]
     plugin = leakage_bits(joint_prior(private, symbols, n_classes, k_in), q)
-    permuted = np.stack([rng.permutation(private) for _ in range(PERMUTATIONS)])
-    bias = float(np.mean(_resampled_leakage(permuted, np.broadcast_to(symbols, permuted.shape), n_classes, q)))
-    picks = np.stack([rng.integers(0, rows.size, rows.size) for _ in range(BOOTSTRAP)])
-    boot = _resampled_leakage(private[picks], symbols[picks], n_classes, q)
+    n = rows.size
+    bias = float(np.mean(_resampled_leakage(((rng.permutation(private), symbols) for _ in range(PERMUTATIONS)),
+                                            n, n_classes, q)))
+    boot = _resampled_leakage(((private[pick], symbols[pick])
+                               for pick in (rng.integers(0, n, n) for _ in range(BOOTSTRAP))), n, n_classes, q)
     reached = q[symbols].tocoo()                 # (held-out row, output) pairs the table can draw
     if mechanism == "exact":                     # a matched row equals its input symbol
         costs = fit.alphabet.distortion[symbols[reached.row], reached.col]

@@ -171,12 +171,12 @@ def test_simulated_release_draws_each_output_with_its_table_probability():
             assert chisquare(counts[live], 4000 * table[c][live]).pvalue > 1e-3
 
 
-@pytest.mark.parametrize("n_classes, batch_cells", [(2, 1 << 20), (3, 1 << 20), (3, 100)])
+@pytest.mark.parametrize("n_classes, batch_cells", [(2, 1 << 20), (3, 1 << 20), (3, 700)])
 def test_resampled_leakage_is_each_samples_plug_in_leakage_to_the_bit(n_classes, batch_cells, monkeypatch):
     # The permutations and bootstrap of a fold are scored many samples at a time; each figure must be
     # exactly what leakage_bits(joint_prior(...)) gives that sample alone (the bundle's interval is
-    # reproducible to the bit), whether the samples fit one batch or many (100 cells: two samples
-    # a batch), with inputs no sample holds and a sparse table.
+    # reproducible to the bit), whether the samples fit one batch or many (700 cells: two samples
+    # of 301 rows a batch), with inputs no sample holds and a sparse table.
     from scipy import sparse
     from privmap.offline._information import leakage_bits
     from privmap.offline.data._prior import joint_prior
@@ -189,7 +189,7 @@ def test_resampled_leakage_is_each_samples_plug_in_leakage_to_the_bit(n_classes,
     q = sparse.csr_matrix(table / table.sum(axis=1, keepdims=True))
     private = rng.integers(0, n_classes, (9, n))
     symbols = rng.integers(0, k_in - 2, (9, n))               # the last two inputs never drawn
-    got = _holdout._resampled_leakage(private, symbols, n_classes, q)
+    got = _holdout._resampled_leakage(zip(private, symbols), n, n_classes, q)
     want = [leakage_bits(joint_prior(private[b], symbols[b], n_classes, k_in), q) for b in range(9)]
     assert got.tolist() == want and len(set(want)) == 9
 
