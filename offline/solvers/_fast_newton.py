@@ -218,29 +218,25 @@ class _NewtonCore:
         small systems (up to _DENSE_MAX unknowns).
 
         The cross terms within a row, -(p(c)/tau) q_k q_l v_k v_l^T for k != l (pairs with weights
-        of at least _Q_PAIR), are summed straight into their entries by one histogram over the
-        flat index (row * nth + column): listing them as sparse blocks first, to sort and merge
-        their keys, cost as much as the Cholesky factorisation itself at K = 256. The sums are
-        those of :meth:`_assemble`'s blocks, in the same order, to the bit.
+        of at least _Q_PAIR), are summed per pair of outputs by one histogram over the K_out^2
+        pairs of outputs for each pair of classes, straight into the dense matrix (each entry's
+        terms in the order of the pairs): listing them as sparse blocks first, to sort and merge
+        their keys, cost as much as the Cholesky factorisation itself at K = 256.
         """
         A1, n_out = self.A - 1, self.K_out
-        nth = A1 * n_out
         q, cj = ev["q"], self.cj
         k1, l1 = self._row_pairs(q, _Q_PAIR)
+        key = cj[k1] * n_out + cj[l1]                     # row output * K_out + column output
         coef = -wk[k1] * q[l1]
-        b = np.arange(A1)
-        rows = (cj[k1][:, None] * A1 + b).T                 # (A-1, pairs): entry row of class b
-        cols = (cj[l1][:, None] * A1 + b).T
-        flat = (rows[:, None, :] * nth + cols[None, :, :]).ravel()       # [b, b2, pair]
-        weights = (coef * V[:, k1])[:, None, :] * V[:, l1][None, :, :]
-        # (float even where no row has two candidates: bincount then gives integers)
-        matrix = np.bincount(flat, weights=weights.ravel(), minlength=nth * nth).astype(float, copy=False)
-        matrix = matrix.reshape(nth, nth)
-        blocks = self._blocks(s, ev["r"], floor, wk * self._one_minus_q(ev), V)
-        at = np.arange(n_out) * A1
-        for b1 in range(A1):
+        matrix = np.empty((n_out, A1, n_out, A1))         # [row output, b, column output, b2]: all set below
+        for b in range(A1):
+            left = coef * V[b, k1]
             for b2 in range(A1):
-                matrix[at + b1, at + b2] += blocks[:, b1, b2]
+                sums = np.bincount(key, weights=left * V[b2, l1], minlength=n_out * n_out)
+                matrix[:, b, :, b2] = sums.reshape(n_out, n_out)
+        j = np.arange(n_out)
+        matrix[j, :, j, :] += self._blocks(s, ev["r"], floor, wk * self._one_minus_q(ev), V)
+        matrix = matrix.reshape(A1 * n_out, A1 * n_out)
         dscale = 1.0 / np.sqrt(np.diagonal(matrix))
         matrix *= dscale[:, None] * dscale[None, :]
         return matrix, dscale
