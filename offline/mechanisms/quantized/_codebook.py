@@ -118,6 +118,12 @@ class Pairs:
         rows = order[starts[c][which] + offset]
         return cls(rows, j[which], row_mass[rows] * table[c, j][which], table.shape[1])
 
+    def of_outputs(self, chosen: np.ndarray) -> "Pairs":
+        """The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order:
+        their :meth:`per_output` sums are bitwise those over all pairs (others get 0)."""
+        keep = chosen[self.outs]
+        return Pairs(self.rows[keep], self.outs[keep], self.weights[keep], self.n_outputs)
+
     def per_output(self, values: np.ndarray) -> np.ndarray:
         """sum over pairs of ``values`` (P,) by output, shape (m,)."""
         return np.bincount(self.outs, weights=values, minlength=self.n_outputs)
@@ -240,15 +246,16 @@ def move_outputs(X: np.ndarray, weights, outputs: np.ndarray, *, distance: Dista
     """
     pairs = _as_pairs(weights)
 
-    def cost(Y):
-        return pairs.per_output(pairs.weights * _pair_distance(distance, X, Y, pairs))
+    def cost(Y, of: Pairs = pairs):
+        return of.per_output(of.weights * _pair_distance(distance, X, Y, of))
 
     current = cost(outputs)
     optimum = centre(X, pairs, outputs)
     valid = project(optimum)
-    exact_cost, valid_cost = cost(optimum), cost(valid)
+    valid_cost = cost(valid)
     better = valid_cost < current - 1e-12 * np.maximum(current, 1.0)
     moved = np.where(better[:, None], valid, outputs)
+    exact_cost = cost(optimum, pairs.of_outputs(better))       # the rounding of the moved outputs only
     return moved, float(np.sum((valid_cost - exact_cost)[better]))
 
 

@@ -49,6 +49,38 @@ def test_moving_outputs_never_raises_any_outputs_cost_and_keeps_them_valid(metri
 
 
 @pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
+def test_rounding_cost_is_the_moved_outputs_cost_at_their_valid_point_less_at_their_optimum(metric):
+    # outputs started at random valid points: some move, some stay (move_outputs prices the exact
+    # optima of the moved ones only)
+    X, qz, p_ac, table, (distance, centre, project) = _instance(metric)
+    weights = table[qz.labels] / X.shape[0]
+    start = np.random.default_rng(2).integers(0, 4, qz.centers.shape).astype(float)
+    start[::2] = project(centre(X, weights, qz.centers))[::2]             # already at their valid optimum
+    moved, rounding = move_outputs(X, weights, start, distance=distance, centre=centre, project=project)
+    was_moved = np.any(moved != start, axis=1)
+    assert 0 < was_moved.sum() < was_moved.size
+    optimum = centre(X, weights, start)
+
+    def cost(Y):
+        return np.sum(weights * distance(X, Y), axis=0)
+    assert rounding == pytest.approx(float(np.sum((cost(project(optimum)) - cost(optimum))[was_moved])),
+                                     rel=1e-9, abs=1e-12)
+
+
+def test_pairs_of_some_outputs_sum_per_output_as_all_pairs_do():
+    # move_outputs prices the exact optima of the moved outputs only, from their own pairs
+    rng = np.random.default_rng(4)
+    pairs = Pairs.from_dense(rng.random((40, 9)) * (rng.random((40, 9)) < 0.5))
+    values = rng.random(pairs.rows.size)
+    chosen = np.arange(9) % 3 == 0
+    some = pairs.of_outputs(chosen)
+    full = pairs.per_output(values)
+    part = some.per_output(values[chosen[pairs.outs]])
+    assert np.array_equal(part[chosen], full[chosen]) and not part[~chosen].any()
+    assert some.n_outputs == 9 and np.array_equal(np.unique(some.outs), np.flatnonzero(chosen))
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
 def test_codebook_step_never_raises_leakage_or_distortion_and_terminates(metric):
     X, qz, p_ac, table, (distance, centre, project) = _instance(metric)
     step = refine(X, qz.labels, p_ac, table, qz.centers, distance=distance, centre=centre, project=project)
