@@ -99,14 +99,10 @@ def hard_instance(K: int, users_per_cluster: float = 3.0, seed: int = 0):
 
 def adult_instance(K: int, private: str = "sex"):
     """UCI Adult, 5 standardized numeric features, k-means centers, L2 distortion."""
+    from bench_build import adult_fields
     from sklearn.cluster import MiniBatchKMeans
 
-    rows = []
-    for name in ("adult.data", "adult.test"):
-        for line in (ROOT / "data" / "adult" / name).read_text().splitlines():
-            fields = [f.strip() for f in line.split(",")]
-            if len(fields) == 15:
-                rows.append(fields)
+    rows = adult_fields()
     X = np.array([[float(r[i]) for i in (0, 4, 10, 11, 12)] for r in rows])
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     if private == "sex":
