@@ -54,7 +54,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_build import adult_fields  # noqa: E402
+from bench_build import adult_rows  # noqa: E402
 from privmap.offline._information import leakage_bits  # noqa: E402
 from privmap.offline.data._distortion import pairwise  # noqa: E402
 from privmap.offline.data._quantize import quantize  # noqa: E402
@@ -66,19 +66,17 @@ from privmap.offline.solvers._robust import certified_leakage_bits, solve_robust
 from privmap.offline.solvers._solve import solve  # noqa: E402
 
 
+#: The class coded 1 of each binary private attribute.
+ONE = {"sex": "Male", "income": ">50K"}
+
+
 @functools.lru_cache(maxsize=2)
 def adult_arrays(private: str = "sex"):
-    """Adult's public columns (n, 5) and the private attribute as 0 / 1 (sex: Female / Male;
-    income: at most / above 50K), rows in ``bench_build.adult_rows(0)``'s order, loaded once per
-    process."""
-    fields = adult_fields()
-    rows = [fields[i] for i in np.random.default_rng(0).permutation(len(fields))]
-    X = np.array([[float(r[i]) for i in (0, 4, 10, 11, 12)] for r in rows])
-    if private == "sex":
-        y = [r[9] != "Female" for r in rows]
-    else:
-        y = [r[14].startswith(">50K") for r in rows]    # adult.test writes ">50K."
-    return X, np.array(y, dtype=np.int64)
+    """Adult's public columns (n, 5) and the private attribute (a key of :data:`ONE`) as 0 / 1,
+    rows in ``bench_build.adult_rows(0)``'s order, loaded once per process."""
+    rows = adult_rows(0, private)
+    X = np.array([[float(v) for v in r[:5]] for r in rows])
+    return X, np.array([r[5] == ONE[private] for r in rows], dtype=np.int64)
 
 
 def _per_cluster_only(cs, confidence):
@@ -202,7 +200,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", type=int, default=100)
     parser.add_argument("--ks", type=int, nargs="+", default=[16, 64, 256])
-    parser.add_argument("--private", choices=["sex", "income"], default="sex")
+    parser.add_argument("--private", choices=sorted(ONE), default="sex")
     parser.add_argument("--fraction", type=float, default=0.5, help="Delta as a fraction of Delta0")
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--cost-splits", type=int, default=5, help="splits that also run the robust search")

@@ -108,7 +108,7 @@ def adult_instance(K: int, private: str = "sex"):
     if private == "sex":
         a = np.array([r[9] == "Male" for r in rows], dtype=int)
     else:
-        a = np.array([r[14].startswith(">50K") for r in rows], dtype=int)
+        a = np.array([r[14] == ">50K" for r in rows], dtype=int)
     km = MiniBatchKMeans(n_clusters=K, random_state=0, n_init=1, batch_size=4096).fit(X)
     return _instance(a, km.labels_, km.cluster_centers_)
 
