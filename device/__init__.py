@@ -63,6 +63,7 @@ from ._errors import (
     RandomnessError,
     RollbackError,
     StateError,
+    StateLockedError,
     TableError,
     WorkLimitError,
     WrongTypeError,
@@ -136,7 +137,7 @@ __all__ = [
     "WrongTypeError", "BundleSignatureError", "ExpiredBundleError", "RollbackError",
     "TableError", "MetricsError", "KeyringError", "InputError", "RandomnessError",
     "EquivocationError", "FutureBundleError", "WorkLimitError", "PolicyError", "StateError",
-    "NoValidBundleError",
+    "NoValidBundleError", "StateLockedError",
     # real-valued kinds (load_bundle returns one of these for mechanism nullspace/gaussian)
     "NullspaceBundle", "GaussianBundle", "TheoremCheckError", "ReleaseRefusedError", "add_noise",
     "canonical_record", "REAL_MECHANISMS", "REAL_PAYLOAD_KEYS",

@@ -28,6 +28,7 @@ __all__ = [
     "WorkLimitError",
     "PolicyError",
     "StateError",
+    "StateLockedError",
     "NoValidBundleError",
 ]
 
@@ -109,6 +110,16 @@ class PolicyError(MetricsError):
 class StateError(PrivmapDeviceError):
     """The device state directory is unusable: corrupt or missing state file or secret, wrong
     permissions, or it cannot be written. Nothing is released and nothing is installed."""
+
+
+class StateLockedError(StateError):
+    """Another process holds the state directory's lock and it did not come free within the
+    wait (``DeviceState(lock_wait=...)``); nothing was done. ``holders`` lists the pids holding
+    it where the platform tells them (else it is empty)."""
+
+    def __init__(self, message: str, holders=()):
+        super().__init__(message)
+        self.holders = list(holders)
 
 
 class NoValidBundleError(PrivmapDeviceError):

@@ -4,20 +4,28 @@ The state directory (``_state.py``) needs POSIX: ``fcntl.flock`` advisory locks,
 ``link`` that are atomic within one directory, and ``fsync`` of a directory. On a platform without
 ``fcntl`` this module still imports (the bundle loader does not need it); :func:`locked` then
 raises :class:`LockUnavailable`.
+
+A lock is never waited for without bound: :func:`locked` polls a non-blocking ``flock`` until
+its ``wait`` runs out, then raises :class:`LockTimeout` naming the processes that hold the lock
+where the platform tells them (Linux's ``/proc/locks``), so a stopped holder or a reader that
+never finishes costs a caller at most ``wait`` seconds and one clear error.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
+import time
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: no state directory, bundles still load
     fcntl = None
 
-__all__ = ["NotRegularFile", "LockUnavailable", "read_regular", "atomic_write", "create_exclusive",
-           "fsync_dir", "locked", "TMP_PREFIX"]
+__all__ = ["NotRegularFile", "LockUnavailable", "LockTimeout", "read_regular", "atomic_write",
+           "create_exclusive", "fsync_dir", "locked", "lock_holders", "check_private", "TMP_PREFIX",
+           "DEFAULT_LOCK_WAIT"]
 
 #: Every temporary file this module writes starts with this prefix.
 TMP_PREFIX = ".tmp-"
@@ -30,6 +38,19 @@ class NotRegularFile(OSError):
 
 class LockUnavailable(OSError):
     """The platform has no ``fcntl.flock`` (not POSIX): a state directory cannot be locked."""
+
+
+class LockTimeout(OSError):
+    """The lock was not free within the wait. ``holders`` lists the pids holding a lock on the
+    directory (empty where the platform does not tell them); ``wait`` is the wait, seconds."""
+
+    def __init__(self, message: str, holders: list[int], wait: float):
+        super().__init__(errno.EWOULDBLOCK, message)
+        self.holders, self.wait = holders, wait
+
+
+#: Seconds a state-directory lock is waited for before :class:`LockTimeout` (settable per call).
+DEFAULT_LOCK_WAIT = 5.0
 
 
 def read_regular(path, cap: int, *, private: bool = False) -> bytes:
@@ -47,10 +68,8 @@ def read_regular(path, cap: int, *, private: bool = False) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(f"{os.fspath(path)!r} is not a regular file")
-        if private and info.st_mode & 0o077:
-            mode = stat.S_IMODE(info.st_mode)
-            raise PermissionError(f"{os.fspath(path)!r} is open to group or others (mode {mode:04o}); "
-                                  f"run: chmod 600 {os.fspath(path)!r}")
+        if private:
+            check_private(path, info, "600")
         chunks, size = [], 0
         while size <= cap:
             chunk = os.read(fd, cap + 1 - size)
@@ -61,6 +80,25 @@ def read_regular(path, cap: int, *, private: bool = False) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+def check_private(path, info: os.stat_result, fix_mode: str) -> None:
+    """Raise ``PermissionError`` unless ``info`` (the ``stat`` of ``path``) is owned by the
+    effective user and grants nothing to group or others (mode & 0o077 == 0).
+
+    The message is one line ending with the command that fixes it (``chown UID PATH`` or
+    ``chmod FIX_MODE PATH``). Whoever owns a file, or may read it, knows what it holds: for
+    the device secret that is every release's randomness.
+    """
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    if euid is not None and info.st_uid != euid:
+        raise PermissionError(f"{os.fspath(path)!r} is owned by uid {info.st_uid}, not by the effective "
+                              f"user (uid {euid}); run: chown {euid} {os.fspath(path)!r}")
+    if info.st_mode & 0o077:
+        mode = stat.S_IMODE(info.st_mode)
+        writable = ", group- or world-writable" if info.st_mode & 0o022 else ""
+        raise PermissionError(f"{os.fspath(path)!r} is open to group or others (mode {mode:04o}{writable}); "
+                              f"run: chmod {fix_mode} {os.fspath(path)!r}")
 
 
 def fsync_dir(path: str) -> None:
@@ -130,20 +168,71 @@ def create_exclusive(directory: str, name: str, data: bytes, mode: int = 0o600) 
     return True
 
 
+def lock_holders(fd: int) -> list[int]:
+    """Pids holding an ``flock`` on the file open as ``fd``, as the platform reports them
+    (Linux: ``/proc/locks``, matched by device and inode); ``[]`` where it does not tell.
+    Waiters (``->`` lines) are left out. Never raises."""
+    try:
+        info = os.fstat(fd)
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            lines = f.read(1 << 20).splitlines()
+    except OSError:
+        return []
+    exact = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    pids, by_inode = [], []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
+            continue  # a waiter ("->"), a POSIX lock or a line of another shape
+        pid, where = int(fields[4]), fields[5]
+        if where == exact:
+            pids.append(pid)
+        elif where.rpartition(":")[2] == str(info.st_ino):
+            by_inode.append(pid)  # overlay file systems report another device number
+    return sorted(set(pids or by_inode))
+
+
+def _describe_holders(holders: list[int]) -> str:
+    if not holders:
+        return "another process (the platform does not say which)"
+    return ("process " if len(holders) == 1 else "processes ") + ", ".join(f"pid {p}" for p in holders)
+
+
 @contextlib.contextmanager
-def locked(directory: str, *, exclusive: bool):
+def locked(directory: str, *, exclusive: bool, wait: float = DEFAULT_LOCK_WAIT):
     """Hold a ``flock`` advisory lock on the directory itself (shared or exclusive) for the
     ``with`` block. The lock is on the directory's open file description, so it is released
     when the block ends or the process dies (kill -9 included); nothing is left on disk.
 
-    Raises :class:`LockUnavailable` where ``fcntl`` is missing and ``OSError`` if the directory
-    cannot be opened.
+    The lock is tried without blocking, then again with growing pauses (1 ms to 50 ms) until
+    ``wait`` seconds (>= 0; 0 tries once) have passed. A shared lock is granted beside other
+    shared holders at once. The directory is opened with ``O_NOFOLLOW``.
+
+    Raises :class:`LockUnavailable` where ``fcntl`` is missing, :class:`LockTimeout` (naming
+    the holders' pids where the platform tells them) when the wait runs out, and ``OSError``
+    if the directory cannot be opened.
     """
     if fcntl is None:  # pragma: no cover - not POSIX
         raise LockUnavailable("a state directory needs POSIX advisory locks (fcntl.flock)")
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        deadline, pause = time.monotonic() + max(0.0, wait), 0.001
+        while True:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                holders = lock_holders(fd)
+                kind = "an exclusive" if exclusive else "a shared"
+                raise LockTimeout(f"{directory!r} is locked by {_describe_holders(holders)}; {kind} lock "
+                                  f"did not come free within {wait:g} s", holders, wait)
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.05)
         yield
     finally:
         os.close(fd)

@@ -7,14 +7,21 @@ only goes up and lives outside the directory stops that. Back it with hardware:
 
 - a TPM 2.0 NV counter (``TPM2_NV_Increment``, ``TPM2_NV_Read`` on an index with
   ``TPMA_NV_COUNTER``);
-- the eMMC RPMB write counter, or a counter block written through RPMB (authenticated writes);
+- a counter block that privmap alone owns, written through the eMMC RPMB (authenticated writes).
+  Not the RPMB **write counter** itself where anything else writes the partition (a bootloader,
+  another trusted application): every authenticated write advances it, so it runs ahead of the
+  state and the device refuses its own state (:class:`StateReplayError`: "ahead of the device
+  counter") after someone else's write, and an increment may jump by more than one. Use the
+  write counter only where privmap is provably its only writer;
 - a secure element's monotonic counter.
 
 :class:`DeviceState` (``counter=``) stores in every state it writes the counter value that state
 commits to, writes the state, then increments the counter. On every read the state's value must
 equal the counter's (or be one ahead: a commit cut short after the state was renamed but before
 the increment, which the next writer completes), else :class:`StateReplayError`. What stays
-open is in docs/threats-coverage.md (G9).
+open is in docs/threats-coverage.md (G9). A counter-bound device whose directory is lost opens
+again only through the operator's explicit :meth:`DeviceState.reprovision` (a fresh directory
+bound at the counter's current value; ``privmap state reprovision``).
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """The device's installed state: a small directory the firmware points at.
 
-Layout (the directory is created with mode 0700 and refused if group- or world-writable)::
+Layout (the directory is created with mode 0700; it, ``bundles/`` and the secret are refused
+unless owned by the effective user and closed to group and others, and a symlink in their place
+is refused as one)::
 
     DIR/device.secret           32 bytes from the OS CSPRNG, mode 0600 (refused if open to
                                 group or others); drives the releases
@@ -13,12 +15,17 @@ was installed under each version (sha256, ``issued_at`` and the key ids that sig
 current signed keyring document, with the sha256 of the documents it was rotated from) and the
 value of the firmware's monotonic counter it commits to (:mod:`._counter`).
 
-Processes: every read-modify-write (open, install, rotation) holds an exclusive ``flock`` on the
-directory and re-reads ``state.json`` under it, so concurrent installs serialise and none writes
-a state built from a stale copy; readers (:meth:`DeviceState.active`, :meth:`~DeviceState.status`)
-hold a shared lock while they read the state and the bundle files, so they run side by side and
-never see a bundle file removed under them. Cleaning (``.tmp-*`` files, bundle files the state
-does not name) runs only under the exclusive lock, when nobody else can be mid-write. The
+Processes: every read-modify-write (an open that must write, an install, a rotation) holds an
+exclusive ``flock`` on the directory and re-reads ``state.json`` under it, so concurrent installs
+serialise and none writes a state built from a stale copy; readers (an open that needs no write,
+offering the bundle already installed, :meth:`DeviceState.active`, :meth:`~DeviceState.status`)
+hold a shared lock while they read the state and the bundle files, so they run side by side,
+are never held up by another reader, and never see a bundle file removed under them. No lock is
+waited for longer than ``lock_wait`` seconds: then :class:`StateLockedError` names the holder's
+pid (where the platform tells it) and nothing is done, so a stopped or never-ending holder
+cannot freeze the device. Cleaning (``.tmp-*`` files, bundle files the state does not name)
+runs only under the exclusive lock, when nobody else can be mid-write (an open that needs no
+write cleans only if that lock is free at once). The
 device secret is created once, whole, by ``link`` of a fsynced temp file (fails if the name
 exists). The firmware must give each device its own directory on a local POSIX file system
 (``flock``, atomic ``rename`` and ``link``, ``fsync`` of directories; not NFS or FAT) and let
@@ -39,10 +46,19 @@ whatever the clock says. An active bundle past ``expires`` still releases for ``
 Rotation (:meth:`DeviceState.rotate_keyring`, THREATS C8, C9): after a signed keyring rotation
 the floors are recomputed from what the new keyring still vouches for: the version floor is the
 highest installed version whose recorded signers meet the new keyring's threshold, the time floor
-the latest ``issued_at`` among those, never above the new keyring document's own signed
-``expires``. A compromised key revoked by the rotation therefore takes back what it pushed
-forward (a version of 2**62, an ``issued_at`` in 2099) and the device accepts the new keys'
-bundles at once.
+the latest ``issued_at`` among those. A kept key vouches for a date only within the new
+document's window: an ``issued_at`` at or after the document's own signed ``expires``, or (when
+the clock at the rotation is plausible) later than that clock plus ``max_skew``, a date no
+install would accept now, is reset to 0 in the record and counts for nothing. A compromised key
+revoked by the rotation therefore takes back what it pushed forward (a version of 2**62, an
+``issued_at`` in 2099), a kept key that signed a mis-dated bundle loses the date (its version
+stays), and in both cases a bundle issued now installs right after the rotation: the new
+document is never expired by the floor it leaves.
+
+Re-provisioning (:meth:`DeviceState.reprovision`): a counter-bound device whose directory was
+lost cannot open a fresh one by itself (the counter says states were committed: a wipe). The
+operator's explicit call makes a fresh directory (new secret, floors at 0) bound at the
+counter's current value; it is a new device as far as releases go.
 
 Releases: :meth:`DeviceState.release_index` draws the output for input cluster c from
 :func:`release_bits` (HMAC of the secret, the bundle's sha256 and c), so asking again returns
@@ -74,12 +90,16 @@ from .._errors import (
     KeyringError,
     NoValidBundleError,
     StateError,
+    StateLockedError,
 )
 from .._files import (
+    DEFAULT_LOCK_WAIT,
     TMP_PREFIX,
+    LockTimeout,
     LockUnavailable,
     NotRegularFile,
     atomic_write,
+    check_private,
     create_exclusive,
     locked,
     read_regular,
@@ -92,7 +112,7 @@ from ..trust._rotation import MAX_ROTATIONS, KeyringChain
 from ..release._sampler import draw_bits, sample_row
 
 __all__ = ["DeviceState", "InstallResult", "KeyringMismatchError", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
-           "MAX_HISTORY", "PLAUSIBLE_CLOCK", "LATEST_ISSUED_AT"]
+           "MAX_HISTORY", "PLAUSIBLE_CLOCK", "LATEST_ISSUED_AT", "DEFAULT_LOCK_WAIT"]
 
 #: An expired active bundle keeps releasing (status "stale") for this many seconds (3 days).
 EXPIRY_GRACE = 3 * 86400
@@ -212,13 +232,20 @@ class DeviceState:
         The firmware's hardware monotonic counter; every state written commits to its next
         value, and an older ``state.json`` put back is refused (:class:`StateReplayError`).
         Without one, replay of an old ``state.json`` is not detected (docs/threats-coverage.md).
+    lock_wait : float
+        Seconds (>= 0, finite) any one operation waits for the directory's lock before
+        :class:`StateLockedError`; :data:`DEFAULT_LOCK_WAIT` (5 s) by default, 0 tries once.
 
     Raises
     ------
     StateError
-        The directory is group/world-writable or not a directory; the secret is open to group
-        or others; the state file or secret is missing while bundles are installed, corrupt,
-        fails its MAC, or cannot be created; the platform has no ``flock``.
+        The directory (or ``bundles/``) is a symlink, not a directory, not owned by the
+        effective user or open to group or others; the secret is not owned by the effective
+        user or open to group or others (each message ends with the ``chown`` or ``chmod``
+        that fixes it); the state file or secret is missing while bundles are installed,
+        corrupt, fails its MAC, or cannot be created; the platform has no ``flock``.
+    StateLockedError
+        Another process held the directory's lock for all of ``lock_wait``.
     StateReplayError
         The state is older than the counter, bound to a counter that was not given, or missing
         while the counter says states were committed.
@@ -228,7 +255,8 @@ class DeviceState:
 
     def __init__(self, path, keyring: Keyring | KeyringChain | None = None, *, limits: Limits = Limits(),
                  clock=time.time, max_skew: int = MAX_CLOCK_SKEW, grace: int = EXPIRY_GRACE,
-                 binding: Binding | None = None, counter: MonotonicCounter | None = None) -> None:
+                 binding: Binding | None = None, counter: MonotonicCounter | None = None,
+                 lock_wait: float = DEFAULT_LOCK_WAIT, _reprovision: bool = False) -> None:
         if keyring is not None and not isinstance(keyring, (Keyring, KeyringChain)):
             raise TypeError("keyring must be a privmap.device.Keyring or KeyringChain")
         if not isinstance(limits, Limits):
@@ -238,7 +266,11 @@ class DeviceState:
         for name, value in (("max_skew", max_skew), ("grace", grace)):
             if type(value) is not int or value < 0:
                 raise ValueError(f"{name} must be an int >= 0 (seconds)")
+        if type(lock_wait) not in (int, float) or not 0 <= lock_wait < float("inf"):
+            raise ValueError("lock_wait must be a finite number of seconds >= 0")
         self.path = os.fspath(path)
+        self.lock_wait = float(lock_wait)
+        self._reprovision = _reprovision
         self.limits, self._clock, self.counter = limits, clock, counter
         self.max_skew, self.grace, self.binding = max_skew, grace, binding
         self.last_error: str | None = None
@@ -246,6 +278,42 @@ class DeviceState:
         self._chain_cache: tuple[bytes, KeyringChain] | None = None
         with self._os_errors(f"state directory {self.path!r}"):
             self._open(keyring)
+        self._reprovision = False
+
+    @classmethod
+    def reprovision(cls, path, keyring: Keyring | KeyringChain, *, counter: MonotonicCounter,
+                    **options) -> "DeviceState":
+        """Make a fresh state directory at ``path`` bound at ``counter``'s current value: the
+        operator's way back for a counter-bound device whose directory was lost or damaged.
+
+        A plain open refuses a fresh directory while the counter is above 0 (the directory was
+        wiped, :class:`StateReplayError`), and must keep doing so: the service never calls this
+        by itself. The new directory has a new secret (every input is released with new draws,
+        as on another device: count it as one), floors at 0 and ``keyring`` pinned; offer the
+        current bundle next. Every state written from then on commits to the counter as before,
+        so the old directory put back is refused.
+
+        Parameters
+        ----------
+        path : str | os.PathLike
+            Absent or an empty directory (move the damaged one aside first).
+        keyring : Keyring | KeyringChain
+            The keys to trust, as for a new directory.
+        counter : MonotonicCounter
+            The device's counter, read once and incremented once here.
+        **options
+            The other keyword arguments of :class:`DeviceState` (clock, limits, lock_wait, ...).
+
+        Raises
+        ------
+        StateError
+            ``path`` holds a state, a secret or bundles; or any refusal of an open.
+        TypeError
+            ``keyring`` or ``counter`` is missing or of the wrong type.
+        """
+        if keyring is None or counter is None:
+            raise TypeError("re-provisioning needs the keyring to pin and the device's counter")
+        return cls(path, keyring, counter=counter, _reprovision=True, **options)
 
     # -- locking and files ------------------------------------------------------------------------
 
@@ -260,24 +328,54 @@ class DeviceState:
 
         def __exit__(self, kind, exc, tb):
             if exc is not None and isinstance(exc, OSError):
+                if isinstance(exc, LockTimeout):
+                    raise StateLockedError(f"{exc.strerror}; nothing was done (end or resume that process, "
+                                           "or wait longer)", exc.holders) from None
                 if isinstance(exc, LockUnavailable):
                     raise StateError(str(exc)) from None
                 raise StateError(f"{self.what}: {exc.strerror or exc}") from None
             return False
 
-    def _locked(self, *, exclusive: bool):
-        return locked(self.path, exclusive=exclusive)
+    def _locked(self, *, exclusive: bool, wait: float | None = None):
+        return locked(self.path, exclusive=exclusive, wait=self.lock_wait if wait is None else wait)
 
-    def _open(self, given) -> None:
-        os.makedirs(self.path, mode=0o700, exist_ok=True)
-        os.makedirs(self._bundles, mode=0o700, exist_ok=True)
+    def _prepare_directories(self) -> None:
+        """Create the directory and ``bundles/`` (mode 0700) if missing, then refuse either if
+        it is a symlink, not a directory, not the effective user's or open to group or others."""
         for directory in (self.path, self._bundles):
-            info = os.lstat(directory)
+            try:
+                info = os.lstat(directory)
+            except FileNotFoundError:
+                try:
+                    os.makedirs(directory, mode=0o700)
+                except FileExistsError:  # made by a process racing this one: checked below
+                    pass
+                info = os.lstat(directory)
+            if stat.S_ISLNK(info.st_mode):
+                raise StateError(f"{directory!r} is a symlink (to {os.path.realpath(directory)!r}); give the "
+                                 "state directory itself: a link can be moved to another directory under "
+                                 "the device")
             if not stat.S_ISDIR(info.st_mode):
                 raise StateError(f"{directory!r} is not a directory")
-            if info.st_mode & 0o022:
-                raise StateError(f"state directory {directory!r} is group- or world-writable "
-                                 f"(mode {stat.S_IMODE(info.st_mode):04o}); run: chmod 700 {directory!r}")
+            try:
+                check_private(directory, info, "700")
+            except PermissionError as exc:
+                raise StateError(f"state directory {exc}") from None
+
+    def _read_secret(self, secret_path: str) -> bytes:
+        try:
+            secret = _read_regular(secret_path, SECRET_BYTES, private=True)
+        except PermissionError as exc:
+            raise StateError(f"device secret {exc}") from None
+        if len(secret) != SECRET_BYTES:
+            raise StateError(f"{secret_path!r} is not a {SECRET_BYTES}-byte device secret")
+        return secret
+
+    def _open(self, given) -> None:
+        self._prepare_directories()
+        if not self._reprovision and self._open_reading(given):
+            self._clean_if_free()
+            return
         state_path = os.path.join(self.path, STATE_NAME)
         secret_path = os.path.join(self.path, SECRET_NAME)
         with self._locked(exclusive=True):
@@ -286,14 +384,15 @@ class DeviceState:
             if not has_state and has_bundles:
                 raise StateError(f"{state_path!r} is missing but bundles are installed; refusing "
                                  "(the version and time floor cannot be trusted)")
+            if self._reprovision and (has_state or has_bundles or os.path.lexists(secret_path)):
+                raise StateError(f"{self.path!r} is not empty: re-provisioning makes a fresh state directory; "
+                                 "move the old one aside first")
             if not os.path.lexists(secret_path):
                 if has_state:
                     raise StateError(f"{secret_path!r} is missing; refusing (releases would change)")
                 self._check_not_wiped()
                 create_exclusive(self.path, SECRET_NAME, os.urandom(SECRET_BYTES))
-            self._secret = _read_regular(secret_path, SECRET_BYTES, private=True)
-            if len(self._secret) != SECRET_BYTES:
-                raise StateError(f"{secret_path!r} is not a {SECRET_BYTES}-byte device secret")
+            self._secret = self._read_secret(secret_path)
             if not has_state:
                 self._check_not_wiped()
                 if given is None:
@@ -308,7 +407,49 @@ class DeviceState:
                     self._commit(self._state)  # bind a state written before the counter was given
             self._clean()
 
+    def _open_reading(self, given) -> bool:
+        """Open without writing anything, under a shared lock, when nothing needs writing: the
+        state and secret exist, the state is format 2, bound to the counter as it must be (no
+        commit to complete), and ``given`` is the keyring it holds (or one it was rotated
+        from). Returns False when a write is needed (the exclusive path then does it all)."""
+        state_path = os.path.join(self.path, STATE_NAME)
+        secret_path = os.path.join(self.path, SECRET_NAME)
+        with self._locked(exclusive=False):
+            if not (os.path.lexists(state_path) and os.path.lexists(secret_path)):
+                return False
+            self._secret = self._read_secret(secret_path)
+            body, upgraded = self._read_body()
+            if upgraded or body["trust"] is None:
+                return False
+            if self.counter is not None and body["counter"] in (None, self._counter_value() + 1):
+                return False  # to bind, or to complete a commit cut short: both write
+            self._check_counter(body, writer=False)
+            if given is not None and not self._holds(body, given):
+                return False  # a rotation to apply, or a mismatch the exclusive path reports
+            self._state = body
+            return True
+
+    def _leftovers(self) -> bool:
+        """Whether the directories hold temp files or bundle files the state does not name."""
+        keep = {f"{s}.bundle" for s in (self._state["active"], self._state["previous"]) if s}
+        return (any(n.startswith(TMP_PREFIX) for n in os.listdir(self.path))
+                or any(n not in keep for n in os.listdir(self._bundles)))
+
+    def _clean_if_free(self) -> None:
+        """Clean leftovers after an open that wrote nothing, only if the exclusive lock is free
+        at once (a reader never waits to clean; the next writer cleans anyway)."""
+        if not self._leftovers():
+            return
+        try:
+            with self._locked(exclusive=True, wait=0):
+                self._load(writer=False)
+                self._clean()
+        except LockTimeout:
+            pass
+
     def _check_not_wiped(self) -> None:
+        if self._reprovision:
+            return  # the operator's explicit re-provisioning: bound at the counter's current value
         if self.counter is not None and self._counter_value() > 0:
             raise StateReplayError(
                 f"{self.path!r} holds no state but the device counter is at {self._counter_value()}: "
@@ -331,6 +472,16 @@ class DeviceState:
         """Read, authenticate and check ``state.json`` (the caller holds the lock), bind it to the
         counter; a writer completes a commit cut short before its counter increment. Sets and
         returns the state."""
+        body, _ = self._read_body()
+        self._check_counter(body, writer)
+        if body["trust"] is None and not writer:
+            raise StateError(f"state file in {self.path!r} holds no keyring; open it with one")
+        self._state = body
+        return body
+
+    def _read_body(self) -> tuple[dict, bool]:
+        """The authenticated, checked body of ``state.json`` (a format-1 body upgraded in
+        memory) and whether it was format 1. Raises :class:`StateError`."""
         raw = _read_regular(os.path.join(self.path, STATE_NAME), _MAX_STATE_BYTES)
         try:
             if len(raw) > _MAX_STATE_BYTES:
@@ -341,15 +492,12 @@ class DeviceState:
                   and hmac.compare_digest(mac, self._mac(_canonical(body))))
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             ok = False
-        if ok and _valid_body_v1(body):
+        upgraded = ok and _valid_body_v1(body)
+        if upgraded:
             body = _upgrade(body)
         if not ok or not _valid_body(body):
             raise StateError(f"state file in {self.path!r} is corrupt or fails its MAC; refusing")
-        self._check_counter(body, writer)
-        if body["trust"] is None and not writer:
-            raise StateError(f"state file in {self.path!r} holds no keyring; open it with one")
-        self._state = body
-        return body
+        return body, upgraded
 
     def _check_counter(self, body: dict, writer: bool) -> None:
         committed = body["counter"]
@@ -443,20 +591,13 @@ class DeviceState:
                 raise StateError(f"state file in {self.path!r} holds no keyring; open it with one")
             self._commit({**body, "trust": _trust_body(_chain_of(given), [])})
             return
-        if given is None:
+        if given is None or self._holds(body, given):
             return
         held = self._chain(body)
         offered = _chain_of(given)
-        if offered.document is None:  # bare keys: they must be the keys the state holds
-            if _same_keys(offered.keyring, held.keyring):
-                return
-        else:
-            digest = _sha(offered.document)
-            if (held.document is not None and digest == _sha(held.document)) or digest in body["trust"]["history"]:
-                return
-            if offered.version == held.version + 1:
-                self._rotate_locked(body, [offered.document])
-                return
+        if offered.document is not None and offered.version == held.version + 1:
+            self._rotate_locked(body, [offered.document], self._read_clock(None))
+            return
         raise KeyringMismatchError(
             f"the state directory {self.path!r} trusts keyring version {held.version} "
             f"({_describe(held.keyring)}); the keyring given ({_describe(offered.keyring)}"
@@ -464,22 +605,35 @@ class DeviceState:
             "is not a signed rotation of it; a new key must arrive as a signed keyring document "
             "(privmap state rotate / DeviceState.rotate_keyring)")
 
-    def rotate_keyring(self, documents) -> int:
+    def _holds(self, body: dict, given) -> bool:
+        """Whether ``given`` is the keyring ``body`` trusts: the same bare keys and threshold,
+        or the same signed document or one it was rotated from."""
+        held = self._chain(body)
+        offered = _chain_of(given)
+        if offered.document is None:  # bare keys: they must be the keys the state holds
+            return _same_keys(offered.keyring, held.keyring)
+        digest = _sha(offered.document)
+        return (held.document is not None and digest == _sha(held.document)) or digest in body["trust"]["history"]
+
+    def rotate_keyring(self, documents, *, now=None) -> int:
         """Move the trusted keyring through the signed keyring ``documents`` (bytes, each the
         next version; at most :data:`MAX_ROTATIONS` are walked) and recompute the floors from
         what the new keyring still vouches for (module docstring; THREATS C8, C9).
 
         All or nothing: if any document fails (:class:`KeyringVersionError`,
-        :class:`KeyringError`) the state is unchanged. Returns how many were applied. Raises
+        :class:`KeyringError`) the state is unchanged. Returns how many were applied. ``now``
+        (unix seconds; default: the clock) is the rotation's clock: when plausible, dates of
+        kept keys beyond it plus ``max_skew`` are reset (module docstring). Raises
         :class:`StateError` if the directory cannot be written.
         """
         documents = [documents] if isinstance(documents, (bytes, bytearray)) else list(documents)
         if not documents:
             return 0
+        clock = self._read_clock(now)
         try:
             with self._os_errors("cannot write the state directory"), self._locked(exclusive=True):
                 body = self._load(writer=True)
-                applied = self._rotate_locked(body, documents)
+                applied = self._rotate_locked(body, documents, clock)
                 self._clean()
         except (KeyringError, StateError) as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
@@ -487,7 +641,7 @@ class DeviceState:
         self.last_error = None
         return applied
 
-    def _rotate_locked(self, body: dict, documents: list) -> int:
+    def _rotate_locked(self, body: dict, documents: list, clock: float) -> int:
         held = self._chain(body)
         chain = KeyringChain.pinned(held.keyring) if held.document is None else KeyringChain(held.document)
         history = list(body["trust"]["history"])
@@ -497,11 +651,20 @@ class DeviceState:
             if before is not None:
                 history.append(_sha(before))
         keyring = chain.keyring
-        installed = {v: e for v, e in body["installed"].items() if _vouched(e, keyring)}
-        floor = max((body["time_floor"] if e["issued_at"] is None else e["issued_at"]
-                     for e in installed.values()), default=0)
+        horizon = float("inf")  # the latest date the new keyring vouches for now
         if chain.expires is not None:
-            floor = min(floor, chain.expires)
+            horizon = chain.expires - 1
+        if clock >= PLAUSIBLE_CLOCK:
+            horizon = min(horizon, clock + self.max_skew)
+        installed, floor = {}, 0
+        for version, entry in body["installed"].items():
+            if not _vouched(entry, keyring):
+                continue
+            date = body["time_floor"] if entry["issued_at"] is None else entry["issued_at"]
+            if date > horizon:  # a kept key's date beyond the new window: reset, its version stays
+                entry, date = {**entry, "issued_at": 0}, 0
+            installed[version] = entry
+            floor = max(floor, date)
         self._commit({**body, "version": max(map(int, installed), default=0), "time_floor": floor,
                       "installed": installed, "trust": _trust_body(chain, history)})
         return min(len(documents), MAX_ROTATIONS)
@@ -572,6 +735,10 @@ class DeviceState:
         data = bytes(data)
         sha = _sha(data)
         name = f"{sha}.bundle"
+        with self._locked(exclusive=False):  # the bundle already installed, intact: no write, no wait
+            state = self._load(writer=False)
+            if sha == state["active"] and self._stored_copy(sha) == data:
+                return InstallResult("no_update", state["version"], sha)
         with self._locked(exclusive=True):
             state = self._load(writer=True)
             if sha == state["active"]:

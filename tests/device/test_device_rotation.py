@@ -241,12 +241,48 @@ def test_C9_rotation_undoes_a_far_future_time_floor_set_while_the_clock_was_unse
     assert state.time_floor == NOW - 3600
 
 
-def test_rotation_caps_the_time_floor_at_the_new_keyrings_own_expiry(sim, tmp_path):
+def test_rotation_caps_the_time_floor_below_the_new_keyrings_own_expiry(sim, tmp_path):
     state = DeviceState(tmp_path / "s", KeyringChain(doc("a", 1, 1, "a")), clock=lambda: 0)
     far = LATEST_ISSUED_AT - 10
     state.install(multi(sim, "a", version=6, issued_at=far, expires=far + 86400))  # a itself, clock unset
     state.rotate_keyring([doc("a", 1, 2, "a", expires=NOW + 86400)])
-    assert state.time_floor == NOW + 86400   # the new document is signed valid until then, no later
+    assert state.time_floor < NOW + 86400    # the new document is signed valid until then: not expired at once
+    assert state.install(multi(sim, "a", version=7)).status == "installed"
+
+
+@pytest.mark.parametrize("rotation_clock", [0, NOW], ids=["clock-unset", "clock-set"])
+@pytest.mark.parametrize("new_keys", ["ab", "a"], ids=["no-revocation", "b-revoked"])
+def test_a_rotation_keeping_the_key_of_a_mis_dated_bundle_lets_a_bundle_issued_now_install(sim, tmp_path, new_keys,
+                                                                                             rotation_clock):
+    """Key a, kept by the rotation, signed a bundle dated 2100 while the clock read 0: the floor
+    went there. The rotation resets that date (beyond the new document's window), keeps a's
+    version, and a bundle issued now installs at once, and again after a second rotation."""
+    clock = {"now": 0}
+    state = DeviceState(tmp_path / "s", KeyringChain(doc("ab", 1, 1, "a")), clock=lambda: clock["now"])
+    far = LATEST_ISSUED_AT - 10
+    state.install(multi(sim, "a", version=6, issued_at=far, expires=far + 86400))
+    clock["now"] = NOW
+    with pytest.raises(KeyringExpiredError):                       # before the rotation: frozen
+        state.install(multi(sim, "a", version=7))
+    clock["now"] = rotation_clock
+    state.rotate_keyring([doc(new_keys, 1, 2, "a")])
+    assert state.time_floor < LATER                                # the new document is not expired
+    clock["now"] = NOW
+    assert state.install(multi(sim, "a", version=7)).status == "installed"
+    assert state.active().version == 7 and state.status()["state"] == "ok"
+    with pytest.raises(RollbackError):                             # a's version 6 still holds the floor
+        state.install(multi(sim, "a", version=6, expires=NOW + 2 * 86400))
+    state.rotate_keyring([doc(new_keys, 1, 3, "a")])               # a second rotation works too
+    assert state.install(multi(sim, "a", version=8)).status == "installed"
+    reopened = DeviceState(tmp_path / "s", clock=lambda: NOW)
+    assert reopened.active().version == 8 and reopened.keyring_version == 3
+
+
+def test_a_rotation_keeps_the_dates_of_kept_keys_within_its_window(sim, tmp_path):
+    state = DeviceState(tmp_path / "s", KeyringChain(doc("ab", 1, 1, "a")), clock=lambda: NOW)
+    state.install(multi(sim, "a", version=6, issued_at=NOW - 50))
+    state.rotate_keyring([doc("ab", 1, 2, "a")])
+    assert (state.installed_version, state.time_floor) == (6, NOW - 50)
 
 
 def test_keyring_documents_and_bundles_are_not_interchangeable(sim):

@@ -1,0 +1,257 @@
+"""The state directory under hostile neighbours and operator slips: a lock holder that never lets
+go costs a bounded wait and one error naming it, readers never wait on readers, a directory or
+secret another user owns or can read is refused, a symlink is named as one, and a counter-bound
+device whose directory was lost is re-provisioned only by an explicit call."""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+from harness import NOW
+from privmap.device import (
+    DeviceState,
+    NoValidBundleError,
+    StateError,
+    StateLockedError,
+    StateReplayError,
+)
+from privmap.device.state._state import DEFAULT_LOCK_WAIT
+
+ROWS = [[1, 0.0, 0.0], [3, 0.5, 12.0], [5, 1.0, 24.0]]
+
+_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH if sys.argv[2] == "shared" else fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def snapshot(directory: pathlib.Path) -> dict:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+class Holder:
+    """A separate process holding a lock on ``directory`` (``kind``: shared or exclusive) until
+    ended; ``stop()`` freezes it with SIGSTOP, as a stopped service would be."""
+
+    def __init__(self, directory: pathlib.Path, kind: str):
+        self.proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(directory), kind],
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "held"
+        self.pid = self.proc.pid
+
+    def stop(self) -> None:
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def end(self) -> None:
+        self.proc.kill()  # SIGKILL ends a stopped process too
+        self.proc.wait(timeout=30)
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def holder():
+    made = []
+
+    def start(directory, kind):
+        made.append(Holder(directory, kind))
+        return made[-1]
+    yield start
+    for h in made:
+        if h.proc.poll() is None:
+            h.end()
+
+
+def _pid_reported() -> bool:
+    return os.path.exists("/proc/locks")
+
+
+@pytest.fixture
+def installed(sim, tmp_path):
+    state = DeviceState(tmp_path / "state", sim.keyring, clock=lambda: NOW)
+    state.install(sim.bundle())
+    return tmp_path / "state"
+
+
+# -- bounded locks ---------------------------------------------------------------------------------
+
+def test_a_foreign_shared_lock_holder_makes_an_install_fail_within_its_wait_naming_the_pid(sim, installed, holder):
+    state = DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0.5)
+    reader = holder(installed, "shared")
+    before = snapshot(installed)
+    started = time.monotonic()
+    with pytest.raises(StateLockedError) as info:
+        state.install(sim.bundle(version=6))
+    assert time.monotonic() - started < 5.0
+    assert "\n" not in str(info.value) and "within 0.5 s" in str(info.value)
+    if _pid_reported():
+        assert f"pid {reader.pid}" in str(info.value) and info.value.holders == [reader.pid]
+    assert snapshot(installed) == before and "StateLockedError" in state.status()["last_error"]
+    reader.end()
+    assert state.install(sim.bundle(version=6)).status == "installed"
+
+
+def test_a_stopped_exclusive_holder_costs_an_open_its_wait_and_one_error(sim, installed, holder):
+    writer = holder(installed, "exclusive")
+    writer.stop()
+    started = time.monotonic()
+    with pytest.raises(StateLockedError, match="locked by"):
+        DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0.3)
+    assert time.monotonic() - started < 5.0
+    writer.end()
+    assert DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0.3).active().version == 5
+
+
+def test_reading_the_installed_state_is_never_held_up_by_a_shared_reader(sim, installed, holder):
+    holder(installed, "shared")                              # a reader that never finishes
+    state = DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0)
+    assert state.install(sim.bundle()).status == "no_update"     # the bundle already installed
+    bundle = state.active()
+    assert [state.release_index(bundle, row) for row in ROWS]
+    assert state.status()["state"] == "ok"
+    assert DeviceState(installed, clock=lambda: NOW, lock_wait=0).status()["version"] == 5   # state show
+
+
+def test_an_open_that_finds_leftovers_cleans_them_only_if_nobody_holds_the_lock(sim, installed, holder):
+    leftover = installed / ".tmp-state.json.999"
+    leftover.write_bytes(b"{half")
+    reader = holder(installed, "shared")
+    DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0)      # reads, does not wait to clean
+    assert leftover.exists()
+    reader.end()
+    DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0)
+    assert not leftover.exists()
+
+
+@pytest.mark.parametrize("wait", [-1, float("nan"), float("inf"), "5", None])
+def test_the_lock_wait_must_be_a_finite_number_of_seconds(sim, tmp_path, wait):
+    with pytest.raises(ValueError, match="lock_wait"):
+        DeviceState(tmp_path / "state", sim.keyring, lock_wait=wait)
+
+
+def test_the_default_lock_wait_is_a_few_seconds():
+    assert 1 <= DEFAULT_LOCK_WAIT <= 30
+
+
+# -- owners and modes ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", [0o755, 0o750, 0o711, 0o701, 0o770], ids=lambda m: f"{m:04o}")
+def test_a_pre_made_state_directory_open_to_group_or_others_is_refused_with_the_chmod_that_fixes_it(
+        sim, tmp_path, mode):
+    root = tmp_path / "state"
+    root.mkdir()
+    root.chmod(mode)
+    with pytest.raises(StateError, match=f"mode {mode:04o}") as info:
+        DeviceState(root, sim.keyring, clock=lambda: NOW)
+    assert f"chmod 700 '{root}'" in str(info.value) and "\n" not in str(info.value)
+    assert list(root.iterdir()) == [] and stat.S_IMODE(root.stat().st_mode) == mode   # nothing made, kept as it was
+    root.chmod(0o700)
+    assert DeviceState(root, sim.keyring, clock=lambda: NOW).installed_version == 0
+
+
+def test_a_bundles_folder_open_to_others_is_refused(sim, installed):
+    (installed / "bundles").chmod(0o755)
+    with pytest.raises(StateError, match="chmod 700"):
+        DeviceState(installed, sim.keyring, clock=lambda: NOW)
+
+
+def test_a_fresh_state_directory_is_made_0700_whatever_the_umask(sim, tmp_path):
+    old = os.umask(0)
+    try:
+        DeviceState(tmp_path / "state", sim.keyring, clock=lambda: NOW)
+    finally:
+        os.umask(old)
+    for directory in (tmp_path / "state", tmp_path / "state" / "bundles"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+def test_a_state_directory_owned_by_another_user_is_refused_with_the_chown_that_fixes_it(sim, installed,
+                                                                                         monkeypatch):
+    other = os.geteuid() + 1                                 # the process runs as another user than the owner
+    monkeypatch.setattr(os, "geteuid", lambda: other)
+    with pytest.raises(StateError, match=f"owned by uid {os.stat(installed).st_uid}") as info:
+        DeviceState(installed, sim.keyring, clock=lambda: NOW)
+    assert f"chown {other} '{installed}'" in str(info.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another uid needs root")
+def test_a_secret_made_by_another_user_is_refused_even_at_mode_0600(sim, installed):
+    secret = installed / "device.secret"
+    os.chown(secret, 54321, 54321)
+    before = snapshot(installed)
+    with pytest.raises(StateError, match="owned by uid 54321") as info:
+        DeviceState(installed, sim.keyring, clock=lambda: NOW)
+    assert f"chown 0 '{secret}'" in str(info.value) and snapshot(installed) == before
+    os.chown(installed, 54321, 54321)
+    with pytest.raises(StateError, match="owned by uid 54321"):   # the directory is checked first
+        DeviceState(installed, sim.keyring, clock=lambda: NOW)
+    os.chown(installed, 0, 0)
+    os.chown(secret, 0, 0)
+    assert DeviceState(installed, sim.keyring, clock=lambda: NOW).active().version == 5
+
+
+def test_a_symlinked_state_directory_is_refused_as_a_symlink(sim, installed, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(installed)
+    with pytest.raises(StateError, match="is a symlink"):
+        DeviceState(link, sim.keyring, clock=lambda: NOW)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StateError, match="not a directory"):
+        DeviceState(tmp_path / "file", sim.keyring, clock=lambda: NOW)
+
+
+# -- re-provisioning a counter-bound device --------------------------------------------------------
+
+class MemoryCounter:
+    def __init__(self):
+        self.value = 0
+
+    def read(self) -> int:
+        return self.value
+
+    def increment(self) -> int:
+        self.value += 1
+        return self.value
+
+
+def test_a_counter_bound_device_whose_directory_was_lost_is_reprovisioned_only_by_an_explicit_call(sim, tmp_path):
+    counter, root = MemoryCounter(), tmp_path / "state"
+    state = DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter)
+    state.install(sim.bundle())
+    shutil.copytree(root, tmp_path / "old")
+    shutil.rmtree(root)
+    with pytest.raises(StateReplayError, match="wiped"):                # a plain open never re-provisions
+        DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter)
+    (root / "device.secret").write_bytes(b"x")
+    with pytest.raises(StateError, match="not empty"):
+        DeviceState.reprovision(root, sim.keyring, counter=counter, clock=lambda: NOW)
+    shutil.rmtree(root)
+    at = counter.value
+    fresh = DeviceState.reprovision(root, sim.keyring, counter=counter, clock=lambda: NOW)
+    assert counter.value == at + 1 and fresh.status()["counter"] == at + 1 and fresh.installed_version == 0
+    with pytest.raises(NoValidBundleError):
+        fresh.active()
+    assert fresh.install(sim.bundle()).status == "installed"
+    assert (root / "device.secret").read_bytes() != (tmp_path / "old" / "device.secret").read_bytes()  # a new device
+    reopened = DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter)    # an ordinary open now
+    assert reopened.active().version == 5
+    shutil.rmtree(root)
+    shutil.copytree(tmp_path / "old", root)                             # the lost directory put back
+    with pytest.raises(StateReplayError, match="older state file"):
+        DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter)
+
+
+def test_reprovisioning_needs_a_counter_and_a_keyring(sim, tmp_path):
+    with pytest.raises(TypeError):
+        DeviceState.reprovision(tmp_path / "s", sim.keyring, counter=None)
+    with pytest.raises(TypeError):
+        DeviceState.reprovision(tmp_path / "s", None, counter=MemoryCounter())
