@@ -248,8 +248,8 @@ def test_the_attacker_fits_each_distinct_released_row_once_weighted_by_its_count
     Xd, yd, w = _distinct_weighted(X, y)
     assert w is not None and Xd.shape[0] <= 24 and w.sum() == 600
     test = points[rng.integers(0, 12, 200)]
-    got = logistic_attack(X, y, test, rng.integers(0, 2, 200), 2).scores
+    attack = logistic_attack(X, y, test, rng.integers(0, 2, 200), 2)
     Xtr, Xte = encode_features(X, test, False)
-    want = LogisticRegression(max_iter=2000, random_state=0).fit(Xtr, y).predict_proba(Xte)
-    assert np.allclose(got, want, atol=1e-4)
+    want = LogisticRegression(C=attack.regularisation, max_iter=2000, random_state=0).fit(Xtr, y).predict_proba(Xte)
+    assert np.allclose(attack.scores, want, atol=1e-4)
     assert _distinct_weighted(rng.normal(size=(50, 3)), y[:50])[2] is None     # nothing to merge: as given
