@@ -73,6 +73,14 @@ class Bundle:
         ``classes`` empty).
     p_x : tuple of K_in floats or None
         The public marginal P_X of a ``"max-correlation"`` bundle (``None`` otherwise).
+    model : FactorModel or None
+        A ``"recommender"`` bundle's fold-in and decode (``None`` for every other mechanism):
+        ``features`` are then its rating columns, a row is folded into a point of the factor
+        space ``space`` where ``inputs`` and ``outputs`` live, and a released row holds the
+        predicted ratings of the sampled output (:mod:`privmap.device.mechanisms._recommender`).
+    space : tuple[Feature, ...]
+        The features of ``inputs`` and ``outputs``: ``features`` itself, except for a
+        recommender bundle (its factor coordinates).
     metrics : mapping str -> number; provenance : mapping str -> str | int
     sha256 : str
         Hex sha256 of the whole bundle bytes (envelope included); ``data`` holds those bytes.
@@ -83,7 +91,7 @@ class Bundle:
     __slots__ = (
         "version", "issued_at", "expires", "device_class", "mechanism", "metric", "features", "private_name",
         "classes", "inputs", "outputs", "bits", "index", "weight", "prior", "metrics",
-        "provenance", "sha256", "key_id", "data", "p_x",
+        "provenance", "sha256", "key_id", "data", "p_x", "model", "space",
         "_modes", "_canonical_inputs", "_exact", "_array",
     )
 
@@ -92,7 +100,10 @@ class Bundle:
             raise TypeError("Bundle objects are created by load_bundle()")
         for name, value in fields.items():
             object.__setattr__(self, name, value)
-        features = fields["features"]
+        model = fields.get("model")
+        features = fields["features"] if model is None else fields["space"]
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "space", features)
         object.__setattr__(self, "_modes", distance_modes(features, fields["metric"]))
         reps = tuple(canonical(row, features) for row in fields["inputs"])
         object.__setattr__(self, "_canonical_inputs", reps)
@@ -128,6 +139,8 @@ class Bundle:
         """Input index (0..K_in-1) of ``row``: nearest representative (quantized; ties to the
         lowest index) or the equal tuple (exact). Raises :class:`InputError`."""
         x = parse_row(row, self.features)
+        if self.model is not None:
+            x = tuple(min(max(v, f.min), f.max) for v, f in zip(self.model.point(x), self.space))
         if self._exact is not None:
             c = self._exact.get(x)
             if c is None:
@@ -168,6 +181,8 @@ class Bundle:
         return self._decode(self.outputs[j])
 
     def _decode(self, row) -> list:
+        if self.model is not None:
+            return self.model.ratings(row)
         cells = []
         for cell, feature in zip(row, self.features):
             if cell is None:
@@ -314,7 +329,9 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         expires=expires,
         mechanism=body["mechanism"],
         metric=body["metric"],
-        features=body["features"],
+        features=body["features"] if body.get("model") is None else body["model"].columns,
+        space=body["features"],
+        model=body.get("model"),
         private_name=body["private_name"],
         classes=body["classes"],
         inputs=body["inputs"],

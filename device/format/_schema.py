@@ -45,7 +45,7 @@ REQUIRED_METRICS = (
 )
 #: Provenance entries every bundle declares (more keys are allowed; values str or int).
 REQUIRED_PROVENANCE = ("tool_version", "seed", "data_sha256")
-MECHANISMS = ("quantized", "exact", "funnel", "max-correlation")
+MECHANISMS = ("quantized", "exact", "funnel", "max-correlation", "recommender")
 #: What a numeric feature does with a missing cell (see docs/bundle-format.md section 4).
 MISSING_RULES = ("refuse", "mask", "impute")
 #: Longest missing-value token (a CSV spelling such as "NA"; "" = blank only).
@@ -331,6 +331,12 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         _fail("metric 'erasures' is only allowed with mechanism 'exact'")
     if mechanism == "quantized" and metric in ("l1", "l2") and any(f.categorical for f in features):
         _fail("quantized l1/l2 bundles need numeric features only (use 'hamming' for categories)")
+    model = None
+    if mechanism == "recommender":
+        if metric != "l2":
+            _fail("a recommender bundle's metric is 'l2' (stars, root mean square over the columns)")
+        from ..mechanisms._recommender import parse_model
+        model = parse_model(obj["model"], features, limits)
     private = _closed_map(obj["private"], PRIVATE_KEYS, "private")
     private_name = _string(private["name"], "private.name", limits)
     classes = _unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits)
@@ -353,6 +359,7 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         "prior": prior,
         "metrics": _metrics(obj["metrics"], limits),
         "provenance": _provenance(obj["provenance"], limits),
+        "model": model,
     }
 
 
@@ -377,10 +384,17 @@ SEED_REQUIRED_METRICS = {
 }
 
 
+#: Payload keys of a recommender bundle, in canonical order: the quantized keys and ``model``, the
+#: fold-in and decode between ratings and the factor space (privmap.device.mechanisms._recommender).
+RECOMMENDER_PAYLOAD_KEYS = PAYLOAD_KEYS + ("model",)
+
+
 def payload_keys(mechanism) -> tuple[str, ...]:
     """The closed top-level key set of a payload of ``mechanism`` (canonical order)."""
     if mechanism in REAL_MECHANISMS:
         return REAL_PAYLOAD_KEYS
+    if mechanism == "recommender":
+        return RECOMMENDER_PAYLOAD_KEYS
     return MAXCORR_PAYLOAD_KEYS if mechanism == "max-correlation" else PAYLOAD_KEYS
 
 

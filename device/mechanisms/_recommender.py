@@ -1,0 +1,237 @@
+"""The ``recommender`` kind: a user's ratings folded into a latent factor, a released factor
+decoded into a full row of predicted ratings (docs/bundle-format.md, section "recommender").
+
+A recommender bundle is a quantized table over a *factor space*: its ``features`` are the
+coordinates of a whitened user factor and its inputs and outputs are points of that space.
+The ``model`` map carries what takes a user from ratings to that space and back:
+
+- ``columns`` and the rating domain (``min``, ``max``, ``integer``, ``missing_token``): a row
+  holds one cell per column, a blank or the token meaning "not rated";
+- ``items``: per column the item bias and then the item factor, ``rank + 1`` whole numbers,
+  read as fixed point (the value times ``2**scale_bits``); ``mean`` the global mean rating;
+- ``reg``: the ridge penalty of the fold-in: the user's factor ``theta = (b_u, u)`` minimises
+  ``sum over rated j of (r_j - mean - b_j - x_j . theta)^2 + reg * |theta|^2`` with
+  ``x_j = (1, v_j)``: the user step of the alternating least squares the builder fitted with,
+  solved here by a pure-Python Cholesky on ``rank + 1`` unknowns;
+- ``whiten``: the upper-triangular ``W`` with ``z = W theta``, chosen so that the Euclidean
+  distance between two points ``z`` is the root mean square, over the columns, of the
+  difference of their predicted ratings (before clipping): the l2 table distortion is then in
+  stars;
+- ``decimals``: released ratings are rounded to this many decimals.
+
+The release is the predicted row of the sampled output, ``mean + b_j + x_j . theta_out``
+clipped to the rating domain, for *every* column: nothing of the user's row, not even which
+items were rated, reaches the release except through the sampled output. Every sum runs left
+to right in float64, so a release is the same on every device.
+"""
+from __future__ import annotations
+
+import math
+
+from .._errors import BundleFormatError, InputError
+from ..format._limits import MAX_ABS_CELL
+from ..format._schema import Feature
+
+__all__ = ["MODEL_KEYS", "MAX_RANK", "FactorModel", "parse_model"]
+
+#: Keys of the ``model`` map, in canonical order.
+MODEL_KEYS = ("columns", "min", "max", "integer", "missing_token", "mean", "reg", "scale_bits", "items",
+              "whiten", "decimals")
+#: Largest latent rank: bounds the fold-in's O(m rank^2) and the release's O(m rank) work.
+MAX_RANK = 64
+#: Largest magnitude of a fixed-point item entry (int32).
+_MAX_FIXED = (1 << 31) - 1
+#: Longest missing-value token (as the quantized features' ``missing_token``).
+_MAX_TOKEN = 16
+
+
+def _fail(message: str):
+    raise BundleFormatError(f"model: {message}")
+
+
+def _finite(x, what, lo=-MAX_ABS_CELL, hi=MAX_ABS_CELL) -> float:
+    if type(x) not in (int, float) or not math.isfinite(x) or not lo <= x <= hi:
+        _fail(f"{what} must be a finite number in [{lo:g}, {hi:g}]")
+    return float(x)
+
+
+def _int(x, what, lo, hi) -> int:
+    if type(x) is not int or not lo <= x <= hi:
+        _fail(f"{what} must be an int in [{lo}, {hi}]")
+    return x
+
+
+class FactorModel:
+    """The fold-in and decode of a recommender bundle (module docstring). Read-only.
+
+    Attributes
+    ----------
+    columns : tuple of Feature, length m
+        The rating columns, numeric with rule ``"mask"`` (a blank cell is "not rated").
+    mean : float; reg : float
+        Global mean rating; ridge penalty of the fold-in (> 0).
+    bias : tuple of m floats; factors : tuple of m tuples of rank + 1 floats
+        Item biases b_j, and x_j = (1, v_j) for each column.
+    whiten : tuple of rank + 1 tuples of rank + 1 floats
+        Upper-triangular W with z = W theta.
+    decimals : int
+        Released ratings are rounded to this many decimals.
+    """
+
+    __slots__ = ("columns", "mean", "reg", "bias", "factors", "whiten", "decimals", "_lo", "_hi")
+
+    def __init__(self, columns, mean, reg, bias, factors, whiten, decimals):
+        for name, value in (("columns", columns), ("mean", mean), ("reg", reg), ("bias", bias),
+                            ("factors", factors), ("whiten", whiten), ("decimals", decimals),
+                            ("_lo", columns[0].min), ("_hi", columns[0].max)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("FactorModel is read-only")
+
+    @property
+    def dimension(self) -> int:
+        """rank + 1: the length of theta and z."""
+        return len(self.whiten)
+
+    def fold_in(self, cells) -> tuple:
+        """theta (rank + 1 floats) of a parsed row (m cells, ``None`` = not rated).
+
+        Raises :class:`InputError` if no cell is rated.
+        """
+        k1 = self.dimension
+        gram = [[0.0] * k1 for _ in range(k1)]
+        rhs = [0.0] * k1
+        rated = 0
+        for r, b, x in zip(cells, self.bias, self.factors):
+            if r is None:
+                continue
+            rated += 1
+            y = r - self.mean - b
+            for i in range(k1):
+                xi = x[i]
+                rhs[i] += y * xi
+                row = gram[i]
+                row[i:] = [g + xi * xj for g, xj in zip(row[i:], x[i:])]
+        if not rated:
+            raise InputError("every cell of the row is missing")
+        for i in range(k1):
+            gram[i][i] += self.reg
+        return _cholesky_solve(gram, rhs)
+
+    def point(self, cells) -> tuple:
+        """z = W theta of a parsed row: its point in the bundle's factor space."""
+        theta = self.fold_in(cells)
+        return tuple(sum(w * t for w, t in zip(row[i:], theta[i:])) for i, row in enumerate(self.whiten))
+
+    def ratings(self, z) -> list:
+        """The released ratings of factor point ``z``: one float per column, clipped to the
+        rating domain and rounded to ``decimals``."""
+        theta = _back_substitute(self.whiten, z)
+        lo, hi, places, mean = self._lo, self._hi, self.decimals, self.mean
+        out = []
+        for b, x in zip(self.bias, self.factors):
+            p = mean + b
+            for xi, t in zip(x, theta):
+                p += xi * t
+            out.append(round(min(max(p, lo), hi), places) + 0.0)
+        return out
+
+
+def _cholesky_solve(a, b) -> tuple:
+    """x with a x = b, a symmetric positive definite given by its upper triangle (pure Python).
+
+    Raises :class:`InputError` if a pivot is not positive and finite (ratings that overflow).
+    """
+    n = len(b)
+    low = [[0.0] * n for _ in range(n)]
+    for j in range(n):
+        row_j = low[j]
+        pivot = a[j][j] - sum(v * v for v in row_j[:j])
+        if not (pivot > 0 and math.isfinite(pivot)):
+            raise InputError("the row's ratings give no solvable fold-in")
+        root = math.sqrt(pivot)
+        row_j[j] = root
+        for i in range(j + 1, n):
+            row_i = low[i]
+            row_i[j] = (a[j][i] - sum(u * v for u, v in zip(row_i[:j], row_j[:j]))) / root
+    y = [0.0] * n
+    for i in range(n):
+        y[i] = (b[i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i]
+    x = [0.0] * n
+    for i in reversed(range(n)):
+        x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+    if not all(math.isfinite(v) for v in x):
+        raise InputError("the row's ratings give no finite fold-in")
+    return tuple(x)
+
+
+def _back_substitute(upper, z) -> tuple:
+    """theta with W theta = z, W upper triangular with a positive diagonal."""
+    n = len(z)
+    theta = [0.0] * n
+    for i in reversed(range(n)):
+        row = upper[i]
+        theta[i] = (z[i] - sum(row[k] * theta[k] for k in range(i + 1, n))) / row[i]
+    return tuple(theta)
+
+
+def parse_model(obj, factor_features, limits) -> FactorModel:
+    """Validate the ``model`` map of a recommender payload against its ``factor_features``
+    (the rank + 1 numeric features of the factor space); returns the :class:`FactorModel`.
+
+    Raises :class:`BundleFormatError` naming the first field that fails.
+    """
+    if type(obj) is not dict or set(obj) != set(MODEL_KEYS) or any(type(k) is not str for k in obj):
+        _fail(f"must be a map with exactly the keys {', '.join(MODEL_KEYS)}")
+    k1 = len(factor_features)
+    if not 2 <= k1 <= MAX_RANK + 1 or any(f.categorical or f.integer for f in factor_features):
+        _fail(f"needs 2..{MAX_RANK + 1} real numeric features (the factor space)")
+    names = obj["columns"]
+    if type(names) is not list or not 1 <= len(names) <= limits.max_features:
+        _fail(f"columns must be an array of 1..{limits.max_features} names")
+    for i, name in enumerate(names):
+        if type(name) is not str or not name or len(name.encode("utf-8")) > limits.max_string_bytes:
+            _fail(f"columns[{i}] must be a non-empty string")
+    if len(set(names)) != len(names):
+        _fail("column names must be unique")
+    lo, hi = _finite(obj["min"], "min"), _finite(obj["max"], "max")
+    if not lo < hi:
+        _fail("min must be below max")
+    integer = obj["integer"]
+    if type(integer) is not bool:
+        _fail("integer must be a bool")
+    if integer and not (lo.is_integer() and hi.is_integer()):
+        _fail("an integer rating domain needs whole-number bounds")
+    token = obj["missing_token"]
+    if type(token) is not str or len(token) > _MAX_TOKEN:
+        _fail(f"missing_token must be a string of at most {_MAX_TOKEN} characters")
+    bound = (int if integer else float)
+    columns = tuple(Feature(name=n, kind="numeric", min=bound(lo), max=bound(hi), integer=integer, missing="mask",
+                            missing_token=token) for n in names)
+    mean = _finite(obj["mean"], "mean")
+    reg = _finite(obj["reg"], "reg", 1e-9, 1e9)
+    scale = 2.0 ** _int(obj["scale_bits"], "scale_bits", 0, 30)
+    items = obj["items"]
+    if type(items) is not list or len(items) != len(names):
+        _fail("items must hold one entry per column")
+    bias, factors = [], []
+    for j, row in enumerate(items):
+        if type(row) is not list or len(row) != k1:
+            _fail(f"items[{j}] must hold {k1} fixed-point numbers (the bias, then the factor)")
+        values = [_int(v, f"items[{j}]", -_MAX_FIXED, _MAX_FIXED) / scale for v in row]
+        bias.append(values[0])
+        factors.append((1.0, *values[1:]))
+    whiten = obj["whiten"]
+    if type(whiten) is not list or len(whiten) != k1:
+        _fail(f"whiten must be {k1} rows")
+    rows = []
+    for i, row in enumerate(whiten):
+        if type(row) is not list or len(row) != k1:
+            _fail(f"whiten[{i}] must hold {k1} numbers")
+        values = tuple(_finite(v, f"whiten[{i}]") for v in row)
+        if any(values[:i]) or not values[i] > 0:
+            _fail("whiten must be upper triangular with a positive diagonal")
+        rows.append(values)
+    decimals = _int(obj["decimals"], "decimals", 0, 6)
+    return FactorModel(columns, mean, reg, tuple(bias), tuple(factors), tuple(rows), decimals)

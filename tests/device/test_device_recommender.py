@@ -1,0 +1,144 @@
+"""The recommender kind on the device: the fold-in is the ridge solve it claims, the release is a
+full row inside the rating domain decided by the sampled output alone, and a malformed model is
+refused before anything is released."""
+from __future__ import annotations
+
+import copy
+import math
+import random
+import re
+
+import numpy as np
+import pytest
+from harness import FixedBits, Sim, base_payload, with_leakage
+from privmap.device import BundleFormatError, InputError, InsecureTestBits
+
+RANK = 2
+COLUMNS = [f"item{j}" for j in range(7)]
+
+
+def recommender_payload() -> dict:
+    """A K = 3 recommender payload over 7 rating columns 1..5 with a rank-2 model."""
+    rng = random.Random(4)
+    scale_bits = 12
+    items = [[rng.randint(-2000, 2000) for _ in range(RANK + 1)] for _ in COLUMNS]
+    payload = base_payload()
+    payload.update({
+        "mechanism": "recommender",
+        "metric": "l2",
+        "features": [{"name": f"factor_{i}", "kind": "numeric", "min": -3.0, "max": 3.0, "integer": False,
+                      "missing": "mask", "fill": None, "missing_token": ""} for i in range(RANK + 1)],
+        "inputs": [[-1.0, 0.5, 0.0], [0.0, 0.0, 0.0], [1.0, -0.5, 0.2]],
+        "outputs": [[-0.8, 0.4, 0.0], [0.1, 0.0, 0.1], [0.9, -0.4, 0.2], [0.0, 0.0, 0.0]],
+        "model": {"columns": COLUMNS, "min": 1, "max": 5, "integer": True, "missing_token": "",
+                  "mean": 3.5, "reg": 2.0, "scale_bits": scale_bits, "items": items,
+                  "whiten": [[1.0, 0.2, -0.1], [0.0, 0.8, 0.3], [0.0, 0.0, 0.6]], "decimals": 2},
+    })
+    return with_leakage(payload)
+
+
+def signed(sim: Sim, payload: dict) -> bytes:
+    return sim.sign_obj(payload)
+
+
+@pytest.fixture
+def bundle(sim):
+    return sim.load(signed(sim, recommender_payload()))
+
+
+def test_fold_in_is_the_ridge_solution_over_the_rated_columns(bundle):
+    model = bundle.model
+    row = [4, None, 2, None, 5, 1, None]
+    x = np.array(model.factors)
+    y = np.array([r - model.mean - b if r is not None else 0.0 for r, b in zip(row, model.bias)])
+    rated = np.array([r is not None for r in row])
+    a = x[rated].T @ x[rated] + model.reg * np.eye(RANK + 1)
+    expected = np.linalg.solve(a, x[rated].T @ y[rated])
+    assert np.allclose(model.fold_in(row), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_point_is_the_whitened_fold_in(bundle):
+    model = bundle.model
+    row = [4, None, 2, None, 5, 1, None]
+    assert np.allclose(model.point(row), np.array(model.whiten) @ np.array(model.fold_in(row)), atol=1e-12)
+
+
+def test_release_fills_every_column_inside_the_rating_domain(bundle, enum_bits):
+    for cells in (["5", "", "", "", "", "", ""], ["1", "1", "1", "1", "1", "1", "1"], ["", "", "3", "", "", "4", ""]):
+        released = bundle.sanitize(cells, rng=enum_bits)
+        assert len(released) == len(COLUMNS)
+        assert all(type(v) is float and 1 <= v <= 5 for v in released)
+
+
+def test_release_is_the_predicted_row_of_the_sampled_output_alone(bundle):
+    """Two users whose rows fall in the same cluster and draw the same bits release the same row:
+    which items they rated, and how, reaches the release only through the output."""
+    first, second = ["5", "", "", "", "", "", ""], ["5", "", "", "", "", "", "1"]
+    assert bundle.lookup(first) == bundle.lookup(second)
+    for value in range(16):
+        a = bundle.sanitize(first, rng=InsecureTestBits(FixedBits(value), test_mode=True))
+        b = bundle.sanitize(second, rng=InsecureTestBits(FixedBits(value), test_mode=True))
+        assert a == b
+        j = bundle.release_index(first, rng=InsecureTestBits(FixedBits(value), test_mode=True))
+        assert a == bundle.representative(j)
+
+
+def test_decoded_output_predicts_through_the_inverse_whitening(bundle):
+    model = bundle.model
+    z = bundle.outputs[0]
+    theta = np.linalg.solve(np.array(model.whiten), np.array(z))
+    predicted = model.mean + np.array(model.bias) + np.array(model.factors) @ theta
+    assert bundle.representative(0) == [round(min(max(p, 1.0), 5.0), 2) for p in predicted]
+
+
+def test_the_features_a_row_holds_are_the_rating_columns(bundle):
+    assert [f.name for f in bundle.features] == COLUMNS
+    assert [f.name for f in bundle.space] == [f"factor_{i}" for i in range(RANK + 1)]
+
+
+@pytest.mark.parametrize("cells, what", [
+    (["", "", "", "", "", "", ""], "every cell"),
+    (["6", "", "", "", "", "", ""], "cell 0"),
+    (["2.5", "", "", "", "", "", ""], "cell 0"),
+    (["3", "", ""], "exactly 7"),
+])
+def test_a_bad_ratings_row_is_refused_without_echoing_it(bundle, enum_bits, cells, what):
+    with pytest.raises(InputError, match=what) as info:
+        bundle.sanitize(cells, rng=enum_bits)
+    assert "2.5" not in str(info.value) and "6" not in str(info.value).replace("feature", "")
+
+
+def _mutated(change):
+    payload = recommender_payload()
+    change(payload)
+    return payload
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p["model"].pop("reg"), "exactly the keys"),
+    (lambda p: p["model"].update(extra=1), "exactly the keys"),
+    (lambda p: p["model"].update(reg=0.0), "reg"),
+    (lambda p: p["model"].update(reg=math.inf), "reg"),
+    (lambda p: p["model"]["items"][3].append(0), "items\\[3\\]"),
+    (lambda p: p["model"]["items"].pop(), "one entry per column"),
+    (lambda p: p["model"]["items"][0].__setitem__(0, 1 << 40), "items\\[0\\]"),
+    (lambda p: p["model"]["items"][0].__setitem__(0, 1.5), "items\\[0\\]"),
+    (lambda p: p["model"]["whiten"][1].__setitem__(0, 0.5), "upper triangular"),
+    (lambda p: p["model"]["whiten"][2].__setitem__(2, 0.0), "positive diagonal"),
+    (lambda p: p["model"].update(min=5, max=1), "min must be below max"),
+    (lambda p: p["model"].update(min=0.5), "whole-number bounds"),
+    (lambda p: p["model"].update(columns=COLUMNS[:-1] + [COLUMNS[0]]), "unique"),
+    (lambda p: p["model"].update(decimals=9), "decimals"),
+    (lambda p: p["model"].update(scale_bits=31), "scale_bits"),
+    (lambda p: p.update(metric="l1"), "metric is 'l2'"),
+    (lambda p: p.pop("model"), "payload"),
+])
+def test_a_malformed_model_is_refused_at_load(sim, change, message):
+    error = sim.refused(signed(sim, _mutated(change)), BundleFormatError)
+    assert re.search(message, str(error)), str(error)
+
+
+def test_a_quantized_payload_with_a_model_is_refused(sim):
+    payload = copy.deepcopy(base_payload())
+    payload["model"] = recommender_payload()["model"]
+    sim.refused(signed(sim, payload), BundleFormatError)
