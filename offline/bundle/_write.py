@@ -126,6 +126,14 @@ def _canonical(payload: dict) -> dict:
             [canonical_float(_number(v, "prior entry")) for v in row] if isinstance(row, list) else row
             for row in prior
         ]
+    if isinstance(payload.get("model"), dict):  # recommender: floats as the build used them
+        from privmap.device.mechanisms._recommender import MODEL_KEYS
+        model = _ordered(payload["model"], MODEL_KEYS, "model")
+        for key in ("mean", "reg"):
+            model[key] = canonical_float(_number(model[key], f"model.{key}"))
+        model["whiten"] = [[canonical_float(_number(v, "model.whiten entry")) for v in row]
+                           for row in model["whiten"]] if isinstance(model["whiten"], list) else model["whiten"]
+        payload["model"] = model
     payload["metrics"] = canonical_floats(_sorted_map(payload["metrics"], "metrics"))
     payload["provenance"] = canonical_floats(_sorted_map(payload["provenance"], "provenance"))
     return payload

@@ -85,10 +85,13 @@ BUILD_SECTIONS = (
     )),
     Section("Mapping", (
         ("mechanism", "quantized (k-means) or exact (default: quantized)."),
+        ("utility", "rows, or recommender: taste kept for recommenders."),
+        ("factors", "recommender: latent rank (default: 10)."),
+        ("factor_reg", "recommender: fold-in penalty, or auto (default)."),
         ("metric", "Distortion metric (default: l2; exact: erasures)."),
         ("clusters", "Clusters K, or auto: the best K meeting a target."),
         ("delta", "Distortion budget Delta, in the metric's unit."),
-        ("delta_fraction", "Delta as a fraction of perfect privacy's."),
+        ("delta_fraction", "Delta as a fraction of perfect privacy's (auto: searched)."),
         ("seed", "Seed of k-means (default: 0)."),
         ("no_codebook", "Release the k-means representatives unmoved."),
         ("smoothing", "Prior count smoothing, or auto (default: 0.0)."),
@@ -133,6 +136,16 @@ BUILD_SECTIONS = (
               help="quantized: k-means representatives of numeric rows (Algorithm 2); exact: categorical tuples "
                    "and their erasures (Algorithm 1). Other mechanisms have their own commands (build-funnel, "
                    "build-max-correlation, build-gaussian, build-nullspace).")
+@click.option("--utility", type=click.Choice(["rows", "recommender"]), default="rows", show_default=True,
+              help="rows: release a representative of the public rows (seed 000 as written); recommender: for "
+                   "ratings with blank cells, map users' latent taste (a factor model fitted here, folded in on "
+                   "the device) and release a full row of predicted ratings, distortion in stars "
+                   "(docs/recommender.md).")
+@click.option("--factors", type=click.IntRange(1, 64), default=10, show_default=True, metavar="RANK",
+              help="--utility recommender: rank of the latent-factor model.")
+@click.option("--factor-reg", type=AutoOr(float, 1e-9), default="auto", show_default=True, metavar="REG|auto",
+              help="--utility recommender: ridge penalty of the factor model and the device's fold-in, or 'auto' "
+                   "(least RMSE on 10% of the training ratings held back).")
 @click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
               help="Distortion metric [default: l2 for quantized, erasures for exact].")
 @click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
@@ -141,7 +154,8 @@ BUILD_SECTIONS = (
                    "the target (--target-leakage / --target-auc, default 1% of H(A)); the candidates are printed.")
 @click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit.")
 @click.option("--delta-fraction", type=float,
-              help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage).")
+              help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage). With "
+                   "--clusters auto and neither this nor --delta, the fraction is searched with K.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of k-means.")
 @data_options
 @click.option("--schema", "schema_file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -190,7 +204,7 @@ BUILD_SECTIONS = (
 @header_options
 @json_option
 @guard
-def build(data, private, public, mechanism, metric, clusters, delta, delta_fraction, key, out, seed, domains,
+def build(data, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction, key, out, seed, domains,
           schema_file, missing_token, schema_out, missing, solver, bits, smoothing, target_leakage, target_auc,
           no_codebook, robust, holdout_folds, max_output_leakage, bundle_version, issued_at, valid_days,
           device_class, as_json, passphrase_file, workers, scheduler, kmeans):
@@ -230,11 +244,25 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     from ..mechanisms.quantized._pipeline import BuildOptions, StageTimer
     from ..mechanisms.quantized._pipeline import build as run_build
 
-    if (delta is None) == (delta_fraction is None):
-        raise BuildError("give exactly one of --delta and --delta-fraction")
     auto = clusters == "auto" or smoothing == "auto"
+    search_delta = clusters == "auto" and delta is None and delta_fraction is None
+    if delta is not None and delta_fraction is not None or (delta is None and delta_fraction is None
+                                                            and not search_delta):
+        raise BuildError("give exactly one of --delta and --delta-fraction (or neither, with --clusters auto)")
     if auto and mechanism != "quantized":
         raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
+    rec = None
+    if utility == "recommender":
+        from ..mechanisms.recommender import RecommenderOptions
+        if mechanism != "quantized" or (metric or "l2") != "l2" or missing != "mask":
+            raise BuildError("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
+                             "(stars) and blank cells as unrated (--missing mask)")
+        if wants_partitioned(data, workers, scheduler):
+            raise BuildError("--utility recommender needs the training rows in memory (one CSV file)")
+        rec = RecommenderOptions(rank=factors, reg=None if factor_reg == "auto" else factor_reg)
+    if search_delta:
+        from ..mechanisms.quantized._autotune import CANDIDATE_DELTA_FRACTIONS
+        delta_fraction = CANDIDATE_DELTA_FRACTIONS[0]       # each candidate gets its own
     options = BuildOptions(
         private=private, public=tuple(c.strip() for c in public.split(",")) if public else None,
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
@@ -249,22 +277,35 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     checked = check_partitioned_options(data, options, auto=auto, kmeans=kmeans) if partitioned else None
     private_key = load_private_key(key, password=read_passphrase(passphrase_file))
     started = time.perf_counter()
-    search, choice = StageTimer(), None
+    search, choice, prepared = StageTimer(), None, None
+    if rec is not None:
+        from ..mechanisms.recommender import prepare
+        with _stage_bar("factors") as progress:
+            prepared = prepare(data, options, rec, progress=progress)
     if auto:
         search("auto-search", 0.0)
-        choice = _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc)
+        if prepared is not None:
+            from ..mechanisms.recommender import factor_options
+        choice = _choose_auto(data, options if prepared is None else factor_options(options), clusters, smoothing,
+                              target_leakage, target_auc, dataset=None if prepared is None else prepared.factors,
+                              search_delta=search_delta)
         search.close()
         search.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
         options = dataclasses.replace(options, clusters=choice.clusters, smoothing=choice.smoothing)
-    if partitioned:
+        if search_delta:
+            options = dataclasses.replace(options, delta=None, delta_fraction=choice.delta_fraction)
+    if prepared is not None:
+        from ..mechanisms.recommender import build_prepared
+        with _stage_bar("build") as progress:
+            result = build_prepared(prepared, options, rec, progress=progress,
+                                    **(choice.build_kwargs() if choice else {}))
+        timer = result.stages
+    elif partitioned:
         timer = StageTimer()
         result = run_partitioned(data, options, workers=workers, scheduler=scheduler, kmeans=kmeans,
                                  progress=timer, checked=checked)
     else:
-        with click.progressbar(length=1000, label="build", file=sys.stderr, show_eta=False) as bar:
-            def progress(stage, fraction):
-                bar.label = f"build: {stage:<15}"
-                bar.update(int(fraction * 1000) - bar.pos)
+        with _stage_bar("build") as progress:
             result = run_build(data, options, progress=progress, **(choice.build_kwargs() if choice else {}))
         timer = result.stages                       # the build's own StageTimer
     timer("encode-sign", 1.0)
@@ -274,7 +315,11 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     schema = result.alphabet.schema
     if schema_out is not None:
         atomic_write(schema_out, (json.dumps(schema_json(schema), indent=2) + "\n").encode("utf-8"))
-    inferred = [c for c in schema if "domain" in c.inferred]
+    inferred = [c for c in schema if "domain" in c.inferred] if prepared is None else []
+    if prepared is not None and prepared.inferred:
+        click.echo(f"note: the rating domain was inferred from the data: [{prepared.lo:g}, {prepared.hi:g}]; "
+                   "devices refuse ratings outside it and release inside it (declare it with --domain LO:HI)",
+                   err=True)
     if inferred:
         click.echo(f"note: {len(inferred)} column domain(s) inferred from the data; devices refuse values "
                    "outside them (declare with --domain or --schema; --schema-out saves this schema):", err=True)
@@ -300,7 +345,8 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     summary["max_output_leakage_bits"] = (metrics["max_output_leakage_bits"] if "max_output_leakage_bits" in metrics
                                           else max_output_leakage_bits(result.p_ac, result.table.probabilities()))
     summary.update({k: v for k, v in metrics.items()
-                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_"))})
+                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_"))})
+    summary["utility"] = utility
     if choice is not None:
         summary["auto"] = choice.summary()
     if as_json:
@@ -313,6 +359,10 @@ def build(data, private, public, mechanism, metric, clusters, delta, delta_fract
     where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"
     click.echo(f"  distortion: {metrics['distortion']:.4f} on {where} (Delta = {metrics['delta']:.4f}); "
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
+    if prepared is not None:
+        click.echo(f"  recommender: {metrics['rating_columns']} rating columns "
+                   f"({100 * metrics['missing_cell_fraction']:.1f} % blank), rank {metrics['factor_rank']} factors, "
+                   f"penalty {metrics['factor_reg']:g}; distortion in stars (RMS over the columns)")
     click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
                f"{metrics['perfect_privacy_distortion']:.4f}, solver {result.solved.solver}")
     if "codebook_iterations" in metrics:
@@ -341,15 +391,39 @@ def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
     return seconds
 
 
-def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc):
-    """Run the ``auto`` search with a progress bar and print its candidates on stderr."""
-    from ..mechanisms.quantized._autotune import CANDIDATE_SMOOTHING, choose, format_candidates
+def _stage_bar(label: str):
+    """A progress bar on stderr driven as a build's ``progress(stage, fraction)`` callback."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def bar_context():
+        with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
+            def progress(stage, fraction):
+                bar.label = f"{label}: {stage:<15}"
+                bar.update(max(0, int(fraction * 1000) - bar.pos))
+            yield progress
+    return bar_context()
+
+
+def _choose_auto(data, options, clusters, smoothing, target_leakage, target_auc, *, dataset=None,
+                 search_delta=False):
+    """Run the ``auto`` search with a progress bar and print its candidates on stderr. ``dataset``:
+    the rows to search on (default: ``data`` read as a build reads it); ``search_delta``: try every
+    candidate budget fraction with each K."""
+    from ..mechanisms.quantized._autotune import (
+        CANDIDATE_DELTA_FRACTIONS,
+        CANDIDATE_SMOOTHING,
+        choose,
+        format_candidates,
+    )
     from ..mechanisms.quantized._pipeline import load_training
-    dataset, _ = load_training(data, options)
+    if dataset is None:
+        dataset, _ = load_training(data, options)
     ss = CANDIDATE_SMOOTHING if smoothing == "auto" else (smoothing,)
     with click.progressbar(length=1000, label="auto: candidates", file=sys.stderr) as bar:
         choice = choose(dataset, options, clusters=None if clusters == "auto" else (clusters,), smoothing=ss,
                         target_leakage_bits=target_leakage, target_auc=target_auc,
+                        delta_fractions=CANDIDATE_DELTA_FRACTIONS if search_delta else None,
                         progress=lambda done, total: bar.update(int(1000 * done / total) - bar.pos))
     click.echo(format_candidates(choice), err=True)
     if not any(c.get("meets_target") for c in choice.candidates):

@@ -33,7 +33,11 @@ meets it. If no candidate meets the target, the one of least
 cross-fitted leakage is chosen and flagged (``meets_target`` false everywhere).
 
 The budget (``delta`` or ``delta_fraction``) is the build's own for every
-candidate. The search is deterministic given the options' seed.
+candidate, unless the build gives none: then the budget is searched too, each K with
+every fraction of :data:`CANDIDATE_DELTA_FRACTIONS` of the perfect-privacy distortion, so
+that an operator states the privacy wanted (the target) rather than a budget in the metric's
+unit; on a tie the larger fraction (the more private table) wins. The search is deterministic
+given the options' seed.
 """
 from __future__ import annotations
 
@@ -56,6 +60,8 @@ MIN_USERS_PER_CLUSTER = 32
 SMALLEST_CLUSTERS = 4
 #: Pseudo-counts tried by ``--smoothing auto``.
 CANDIDATE_SMOOTHING = (0.0, 0.5, 2.0)
+#: Fractions of the perfect-privacy distortion tried when the build gives no budget.
+CANDIDATE_DELTA_FRACTIONS = (0.3, 0.5, 0.7, 0.9)
 #: Default privacy target without ``--target-leakage`` / ``--target-auc``: new-user leakage at most this
 #: fraction of H(A) (bits).
 DEFAULT_TARGET_FRACTION = 0.01
@@ -84,6 +90,7 @@ class Choice:
     target_leakage_bits: float | None
     candidates: list
     target_auc: float | None = None
+    delta_fraction: float | None = None
     target_source: str = "default"
     holdout: HoldoutLeakage | None = None
     solved: Solved | None = None
@@ -97,6 +104,7 @@ class Choice:
     def summary(self) -> dict:
         """The search for ``build --json``: choice, targets and the candidate table."""
         return {"clusters": self.clusters, "smoothing": self.smoothing,
+                **({"delta_fraction": self.delta_fraction} if self.delta_fraction is not None else {}),
                 "target_leakage_bits": self.target_leakage_bits, "target_auc": self.target_auc,
                 "target_source": self.target_source, "min_users_per_cluster": MIN_USERS_PER_CLUSTER,
                 "candidates": self.candidates}
@@ -129,8 +137,8 @@ def default_target_bits(dataset: Dataset) -> float:
 
 def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
            smoothing: Sequence[float] | None = None, target_leakage_bits: float | None = None,
-           target_auc: float | None = None, jobs: int | None = None,
-           progress: Callable[[int, int], None] | None = None) -> Choice:
+           target_auc: float | None = None, delta_fractions: Sequence[float] | None = None,
+           jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> Choice:
     """Pick the alphabet size and smoothing that serve new users best (module docstring).
 
     Parameters
@@ -148,6 +156,9 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     target_auc : float, optional
         Out-of-sample attacker ROC AUC to stay under. Without either target the default
         target (:func:`default_target_bits`) applies.
+    delta_fractions : sequence of float, optional
+        Candidate budgets, as fractions of the perfect-privacy distortion, each tried with every
+        K (default: the options' own budget only). The chosen one is :attr:`Choice.delta_fraction`.
     jobs : int, optional
         Processes that run the folds, this one included (:func:`._holdout.fold_jobs`).
     progress : callable(done: int, total: int), optional
@@ -166,8 +177,12 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     ks = (sorted({int(k) for k in clusters if 1 <= k <= distinct}) if clusters
           else candidate_clusters(dataset.n, distinct, folds)) or [distinct]
     ss = sorted({float(s) for s in (smoothing if smoothing is not None else (options.smoothing,))})
-    pairs = [(k, s) for k in ks for s in ss]
-    candidates = [dataclasses.replace(options, clusters=k, smoothing=s) for k, s in pairs]
+    fs = sorted({float(f) for f in delta_fractions}) if delta_fractions else [None]
+    triples = [(k, s, f) for k in ks for s in ss for f in fs]
+    pairs = [(k, s) for k, s, _ in triples]
+    candidates = [dataclasses.replace(options, clusters=k, smoothing=s,
+                                      **({} if f is None else {"delta": None, "delta_fraction": f}))
+                  for k, s, f in triples]
     made = sum(starts_folds(c) for c in candidates)
     tasks = made + len(candidates) * folds
     builds = []
@@ -184,8 +199,8 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     if source == "default":
         target_leakage_bits = default_target_bits(dataset)
     rows = []
-    for (k, s), est in zip(pairs, estimates):
-        row = {"clusters": k, "smoothing": s}
+    for (k, s, f), est in zip(triples, estimates):
+        row = {"clusters": k, "smoothing": s, **({} if f is None else {"delta_fraction": f})}
         if isinstance(est, BuildError):
             row["error"] = str(est)
         else:
@@ -200,15 +215,16 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
         raise BuildError("--clusters auto: no candidate could be built: " + rows[0]["error"])
     meeting = [r for r in ok if r["meets_target"]]
     if meeting:
-        best = min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"]))
+        best = min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"],
+                                           -r.get("delta_fraction", 0.0)))
     else:
         best = min(ok, key=lambda r: (r["holdout_leakage_bits"], r["holdout_distortion"], r["clusters"],
-                                      r["smoothing"]))
+                                      r["smoothing"], -r.get("delta_fraction", 0.0)))
     for r in rows:
         r["chosen"] = r is best
     chosen = rows.index(best)
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
-                  candidates=rows, target_auc=target_auc, target_source=source, holdout=estimates[chosen],
+                  candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"), target_source=source, holdout=estimates[chosen],
                   solved=builds[chosen] if isinstance(builds[chosen], Solved) else None,
                   fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
                   candidate_costs=tuple(
@@ -228,14 +244,17 @@ def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
 
 def format_candidates(choice: Choice) -> str:
     """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it."""
-    lines = [f"{'':2}{'K':>5} {'smoothing':>9} {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} "
-             f"{'holdout AUC':>11}"]
+    searched = choice.delta_fraction is not None
+    lines = [f"{'':2}{'K':>5} {'smoothing':>9}" + (f" {'Delta/D0':>8}" if searched else "")
+             + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11}"]
     for r in choice.candidates:
         mark = "*" if r["chosen"] else " "
+        head = f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g}" + (
+            f" {r['delta_fraction']:>8.3g}" if searched else "")
         if "error" in r:
-            lines.append(f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g}  failed: {r['error']}")
+            lines.append(f"{head}  failed: {r['error']}")
             continue
-        lines.append(f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g} {r['holdout_leakage_bits']:>17.5f} "
+        lines.append(f"{head} {r['holdout_leakage_bits']:>17.5f} "
                      f"{r['holdout_leakage_high_bits']:>9.5f} {r['holdout_distortion']:>12.4f} "
                      f"{r['holdout_attacker_auc']:>11.4f}" + ("" if r["meets_target"] else "  above target"))
     goal = []

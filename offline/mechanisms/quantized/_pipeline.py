@@ -51,7 +51,7 @@ from ._steps import MECHANISMS, Alphabet, BuildOptions, Progress, Solved, robust
 #: The options and steps come from :mod:`._steps` and are named here too, where a build's callers
 #: have always found them.
 __all__ = ["MECHANISMS", "BuildOptions", "Alphabet", "Solved", "Progress", "solve_dataset", "solve_prior",
-           "Build", "StageTimer", "build", "assemble", "load_training", "raw_distortion_total", "centers_alphabet"]
+           "Build", "StageTimer", "build", "build_dataset", "assemble", "load_training", "raw_distortion_total", "centers_alphabet"]
 
 
 class StageTimer:
@@ -222,6 +222,15 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, 
     tell = StageTimer(progress)
     tell("load", 0.0)
     dataset, dropped = load_training(csv_path, options)
+    return build_dataset(dataset, options, tell, dropped_rows=dropped, holdout=holdout, solved=solved)
+
+
+def build_dataset(dataset: Dataset, options: BuildOptions, tell: "StageTimer", *, dropped_rows: int = 0,
+                  holdout=None, solved: Solved | None = None) -> Build:
+    """:func:`build` from the rows in memory on: ``tell`` is the build's :class:`StageTimer`
+    (its "load" stage open), ``dropped_rows`` how many rows loading left out. A mechanism that
+    derives its own rows (the recommender kind's factor points) enters the pipeline here.
+    Raises as :func:`build`."""
     with contextlib.ExitStack() as folding:
         pending = None
         if holdout is None and solved is None and not starts_folds(options):
@@ -233,7 +242,7 @@ def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, 
                                                                progress=lambda stage, f: tell(stage, 0.8 * f))
         built = assemble(dataset, done, options, tell,
                          measure=lambda table: _measured_raw_distortion(done.alphabet, table),
-                         dropped_rows=dropped, missing_cell_fraction=float(dataset.missing.mean()),
+                         dropped_rows=dropped_rows, missing_cell_fraction=float(dataset.missing.mean()),
                          holdout=holdout, pending=pending)
     return dataclasses.replace(built, stages=tell)
 
