@@ -3,7 +3,8 @@
 Private modules: ``_dataset`` (CSV reading and validation), ``_distortion`` (metrics and the
 device's nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), ``_quantize`` (k-means into domain-valid
 representatives), ``_prior`` (p(a, c) from counts), ``_schema`` (declared feature domains and
-missing-answer spellings, completed by inference).
+missing-answer spellings, completed by inference), ``_synthetic`` (seeded latent-factor ratings with a
+private attribute and blanks missing not at random, :func:`synthetic_ratings`).
 """
 from ._dataset import Dataset, load_dataset
 from ._distortion import METRICS, nearest, pairwise
@@ -18,6 +19,8 @@ from ._schema import (
            resolve,
            schema_json,
 )
+from ._synthetic import SyntheticRatings, synthetic_ratings
 
 __all__ = ["Dataset", "load_dataset", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize",
-           "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json"]
+           "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json",
+           "SyntheticRatings", "synthetic_ratings"]

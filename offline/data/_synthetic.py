@@ -1,0 +1,164 @@
+"""Seeded synthetic ratings: a latent-factor model with a private attribute and blanks missing not at random.
+
+Real rating sets cannot ship with every test, and uniform random blanks are the easy case: people
+rate what they like, so *which* cells are blank tells about the ratings (and, through them, about
+the attribute). :func:`synthetic_ratings` draws such a set from one generator:
+
+- each user's private class ``a`` uniformly among ``classes``;
+- user factors ``u = m_a + e``: ``m_a ~ N(0, shift^2 I)`` per class (the attribute shifts the
+  factors), ``e ~ N(0, I)``, shape (rank,); item factors ``v ~ N(0, I / rank)``;
+- the rating every user would give every item: the scale's centre ``c = (lo + hi) / 2`` plus a user
+  bias ``N(0, 0.4^2)``, an item bias ``N(0, 0.4^2)``, ``0.7 u . v`` and noise ``N(0, noise^2)``,
+  rounded and clipped to the whole numbers ``lo..hi`` (standard deviation about 1.1 on 1..5 with
+  the defaults);
+- the cell is observed with probability ``sigmoid(b + p_i + selection * (r - c))``: ``p_i ~ N(0,
+  popularity^2)`` makes some items much rated, ``selection`` > 0 makes high ratings likelier to be
+  observed (missing not at random; 0 = at random), and ``b`` is set by bisection so that the
+  expected share of observed cells is ``density``.
+
+Every draw comes from ``rng``: the same generator state gives the same set.
+"""
+from __future__ import annotations
+
+import csv
+import pathlib
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SyntheticRatings", "synthetic_ratings"]
+
+#: Standard deviation of the user and of the item bias, in rating points.
+BIAS_SD = 0.4
+#: Weight of the factors' inner product in a rating, in rating points.
+FACTOR_WEIGHT = 0.7
+
+
+@dataclass(frozen=True)
+class SyntheticRatings:
+    """A drawn rating set.
+
+    Attributes
+    ----------
+    ratings : ndarray of float, shape (n_users, n_items)
+        The observed ratings, whole numbers in ``scale``; NaN = not rated (a blank cell).
+    complete : ndarray of float, shape (n_users, n_items)
+        The rating every user would give every item (the observed ones included, equal to them).
+    private : ndarray of int64, shape (n_users,)
+        Each user's private class, an index into ``classes``.
+    classes : tuple of str
+        Class names, ``"c0"``, ``"c1"``, ...
+    items : tuple of str
+        Item (column) names, ``"item0"``, ``"item1"``, ...
+    observe_probability : ndarray of float, shape (n_users, n_items)
+        The probability each cell had of being observed.
+    scale : tuple of int
+        The lowest and highest rating.
+    """
+
+    ratings: np.ndarray
+    complete: np.ndarray
+    private: np.ndarray
+    classes: tuple[str, ...]
+    items: tuple[str, ...]
+    observe_probability: np.ndarray
+    scale: tuple[int, int]
+
+    def write_csv(self, path, *, private: str = "private") -> pathlib.Path:
+        """Write the observed ratings as a labelled CSV ``privmap build`` reads.
+
+        Header: the item names, then ``private``; one row per user, a blank cell where the user
+        did not rate the item, whole numbers elsewhere, the class name last. Returns ``path``.
+        """
+        path = pathlib.Path(path)
+        with path.open("w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow([*self.items, private])
+            for row, a in zip(self.ratings, self.private):
+                w.writerow(["" if np.isnan(x) else str(int(x)) for x in row] + [self.classes[a]])
+        return path
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def _intercept(z: np.ndarray, density: float) -> float:
+    """The b with mean(sigmoid(b + z)) = density, by bisection (the mean increases with b)."""
+    lo, hi = -50.0 - float(z.max()), 50.0 - float(z.min())
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if float(np.mean(_sigmoid(mid + z))) < density:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def synthetic_ratings(n_users: int, n_items: int, *, rank: int = 5, density: float = 0.05, classes: int = 2,
+                      rng: np.random.Generator | int, shift: float = 0.5, selection: float = 1.0,
+                      noise: float = 0.5, popularity: float = 1.0, scale: tuple[int, int] = (1, 5)
+                      ) -> SyntheticRatings:
+    """Draw a rating set from the latent-factor model of this module.
+
+    Parameters
+    ----------
+    n_users, n_items : int
+        Rows and columns, each at least 1.
+    rank : int
+        Latent dimension (at least 1).
+    density : float
+        Expected share of observed cells, in (0, 1).
+    classes : int
+        Number of private classes (at least 2), drawn uniformly.
+    rng : numpy.random.Generator or int
+        The generator (or a seed for a new one); required, so that every set is reproducible.
+    shift : float
+        Standard deviation of each class's mean user factor, in units of the user factors' own
+        spread (0: the attribute does not touch the ratings).
+    selection : float
+        Log-odds of a cell being observed per rating point above the scale's centre (0: blanks
+        at random).
+    noise : float
+        Standard deviation of the rating noise, in rating points.
+    popularity : float
+        Standard deviation of the items' log-odds of being rated.
+    scale : (int, int)
+        Lowest and highest rating.
+
+    Returns
+    -------
+    SyntheticRatings
+
+    Raises
+    ------
+    ValueError
+        A size below its minimum, ``density`` outside (0, 1), a negative spread or an empty scale.
+    """
+    if n_users < 1 or n_items < 1 or rank < 1:
+        raise ValueError(f"n_users, n_items and rank must be at least 1, got {n_users}, {n_items}, {rank}")
+    if not 0.0 < density < 1.0:
+        raise ValueError(f"density must lie in (0, 1), got {density}")
+    if classes < 2:
+        raise ValueError(f"classes must be at least 2, got {classes}")
+    if min(shift, noise, popularity) < 0:
+        raise ValueError("shift, noise and popularity must be >= 0")
+    lo, hi = int(scale[0]), int(scale[1])
+    if hi <= lo:
+        raise ValueError(f"scale must run from a lower to a higher whole number, got {scale}")
+    rng = np.random.default_rng(rng)
+    private = rng.integers(0, classes, n_users).astype(np.int64)
+    class_means = shift * rng.standard_normal((classes, rank))
+    U = class_means[private] + rng.standard_normal((n_users, rank))
+    V = rng.standard_normal((n_items, rank)) / np.sqrt(rank)
+    centre = 0.5 * (lo + hi)
+    score = (centre + BIAS_SD * rng.standard_normal((n_users, 1)) + BIAS_SD * rng.standard_normal((1, n_items))
+             + FACTOR_WEIGHT * (U @ V.T) + noise * rng.standard_normal((n_users, n_items)))
+    complete = np.clip(np.rint(score), lo, hi)
+    z = popularity * rng.standard_normal((1, n_items)) + selection * (complete - centre)
+    p = _sigmoid(_intercept(z, density) + z)
+    observed = rng.random((n_users, n_items)) < p
+    return SyntheticRatings(ratings=np.where(observed, complete, np.nan), complete=complete, private=private,
+                            classes=tuple(f"c{i}" for i in range(classes)),
+                            items=tuple(f"item{j}" for j in range(n_items)), observe_probability=p,
+                            scale=(lo, hi))

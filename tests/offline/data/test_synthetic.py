@@ -1,0 +1,73 @@
+"""The seeded rating generator: latent factors, a private attribute, blanks missing not at random."""
+import numpy as np
+import pytest
+from privmap.offline._attacker import logistic_attack
+from privmap.offline.data import load_dataset, synthetic_ratings
+
+
+def test_the_same_seed_draws_the_same_ratings_and_another_seed_other_ones():
+    a = synthetic_ratings(200, 40, rng=5)
+    b = synthetic_ratings(200, 40, rng=np.random.default_rng(5))
+    c = synthetic_ratings(200, 40, rng=6)
+    assert np.array_equal(a.ratings, b.ratings, equal_nan=True) and np.array_equal(a.private, b.private)
+    assert not np.array_equal(a.ratings, c.ratings, equal_nan=True)
+
+
+def test_the_share_of_observed_cells_is_the_density_asked_for():
+    for density in (0.02, 0.1, 0.4):
+        s = synthetic_ratings(1000, 200, density=density, rng=1)
+        observed = ~np.isnan(s.ratings)
+        assert s.observe_probability.mean() == pytest.approx(density, rel=1e-6)
+        # 200,000 Bernoulli cells: the share is within 4 standard deviations of the density
+        assert abs(observed.mean() - density) < 4 * np.sqrt(density * (1 - density) / observed.size)
+
+
+def test_observed_ratings_are_the_complete_ones_whole_numbers_on_the_scale():
+    s = synthetic_ratings(300, 50, rng=2, scale=(0, 3))
+    observed = ~np.isnan(s.ratings)
+    assert np.array_equal(s.ratings[observed], s.complete[observed])
+    assert set(np.unique(s.complete)) <= {0.0, 1.0, 2.0, 3.0} and s.scale == (0, 3)
+
+
+def test_high_ratings_are_observed_more_often_than_low_ones():
+    s = synthetic_ratings(2000, 100, density=0.1, rng=3)
+    observed = ~np.isnan(s.ratings)
+    share = {r: observed[s.complete == r].mean() for r in (1.0, 3.0, 5.0)}
+    assert share[1.0] < share[3.0] < share[5.0]
+    assert np.nanmean(s.ratings) > s.complete.mean() + 0.5
+
+
+def test_without_selection_the_blanks_are_missing_at_random():
+    s = synthetic_ratings(2000, 100, density=0.1, rng=3, selection=0.0, popularity=0.0)
+    assert np.nanmean(s.ratings) == pytest.approx(s.complete.mean(), abs=0.03)
+
+
+def test_the_private_attribute_shifts_the_ratings_and_without_a_shift_it_does_not():
+    def auc(shift):
+        s = synthetic_ratings(1200, 40, rng=4, shift=shift)
+        X, y = s.complete, s.private
+        return logistic_attack(X[:800], y[:800], X[800:], y[800:], 2, C=1.0).roc_auc
+    assert auc(1.0) > 0.8
+    assert abs(auc(0.0) - 0.5) < 0.1
+
+
+def test_every_class_is_drawn_and_named():
+    s = synthetic_ratings(400, 10, classes=4, rng=0)
+    assert s.classes == ("c0", "c1", "c2", "c3") and set(s.private) == {0, 1, 2, 3}
+
+
+def test_the_csv_has_blank_cells_and_reads_back_as_privmap_reads_it(tmp_path):
+    s = synthetic_ratings(120, 15, density=0.3, rng=7)
+    path = s.write_csv(tmp_path / "r.csv", private="gender")
+    assert ",," in path.read_text()
+    ds = load_dataset(path, private="gender")
+    assert ds.features == s.items
+    assert np.array_equal(ds.public, s.ratings, equal_nan=True)
+    assert [ds.classes[c] for c in ds.private] == [s.classes[c] for c in s.private]
+
+
+@pytest.mark.parametrize("kwargs", [dict(density=0.0), dict(density=1.0), dict(classes=1), dict(rank=0),
+                                    dict(noise=-1.0), dict(scale=(5, 1))])
+def test_arguments_out_of_range_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        synthetic_ratings(10, 5, rng=0, **kwargs)
