@@ -134,3 +134,21 @@ def test_recommender_options_out_of_range_are_refused_at_construction(kwargs):
     from privmap.offline._errors import BuildError
     with pytest.raises(BuildError):
         RecommenderOptions(**kwargs)
+
+
+def test_the_evaluation_view_looks_rows_up_and_releases_as_the_device_does(tmp_path):
+    from privmap.offline.mechanisms.recommender import view_of_recommender
+    R, a = ratings(400, 30, 2, density=0.3, shift=0.5, seed=8)
+    path = write_csv(tmp_path / "r.csv", R, a)
+    options = BuildOptions(private="group", clusters=6, delta_fraction=0.5, holdout_folds=0, issued_at=1_800_000_000,
+                           declared=declare(None, ["1:5"], None))
+    rec = RecommenderOptions(rank=2, reg=5.0)
+    built = build_prepared(prepare(path, options, rec), options, rec)
+    key = Ed25519PrivateKey.from_private_bytes(bytes(32))
+    bundle = check_bundle(sign_bundle(encode_payload(built.payload), key), key.public_key(), now=1_800_000_000)
+    view = view_of_recommender(bundle)
+    cells = [["" if np.isnan(v) else str(int(v)) for v in row] for row in R[:60]]
+    assert view.lookup(R[:60]).tolist() == [bundle.lookup(c) for c in cells]
+    assert np.array_equal(view.released_rows(np.arange(len(bundle.outputs))), np.array(bundle.output_cells))
+    blank = np.full((1, 30), np.nan)
+    assert view.lookup(blank).tolist() == [-1]
