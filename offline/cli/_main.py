@@ -349,6 +349,7 @@ def build(data, private, public, mechanism, utility, factors, factor_reg, metric
     summary["utility"] = utility
     if choice is not None:
         summary["auto"] = choice.summary()
+    _warn_new_user_leakage(metrics)
     if as_json:
         emit(summary)
         return
@@ -381,6 +382,23 @@ def build(data, private, public, mechanism, utility, factors, factor_reg, metric
                    f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
                    f"{metrics['holdout_leakage_high_bits']:.6f}] (in-sample {metrics['leakage_bits']:.6f}), "
                    f"distortion {metrics['holdout_distortion']:.4f}")
+
+
+#: A declared new-user leakage at least this many times the in-sample one (and above it by
+#: :data:`OVERFIT_MIN_GAP_BITS`) is flagged: the prior was fitted to the training users more
+#: closely than it describes anyone else, and fewer clusters would serve new users better.
+OVERFIT_RATIO = 3.0
+OVERFIT_MIN_GAP_BITS = 1e-3
+
+
+def _warn_new_user_leakage(metrics: dict) -> None:
+    """Say on stderr when the cross-fitted leakage is several times the in-sample one."""
+    held, fitted = metrics.get("holdout_leakage_bits"), metrics["leakage_bits"]
+    if held is None or held - fitted < OVERFIT_MIN_GAP_BITS or held < OVERFIT_RATIO * fitted:
+        return
+    click.echo(f"warning: new users leak {held:.6f} bits, {held / max(fitted, 1e-12):.1f} times the in-sample "
+               f"{fitted:.6f}: K = {metrics['clusters']} is too many clusters for {metrics['n']} users "
+               "(try fewer, or --clusters auto with a target)", err=True)
 
 
 def _seconds_by_stage(records: list[dict]) -> dict[str, float]:

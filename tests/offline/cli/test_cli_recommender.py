@@ -1,0 +1,79 @@
+"""``privmap build --utility recommender`` as outside checks call it, and ``sanitize`` of its bundles:
+one released row per input row under the input's header, every cell inside the rating domain."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from privmap.offline.data import synthetic_ratings
+
+
+@pytest.fixture(scope="module")
+def ratings_csv(tmp_path_factory):
+    drawn = synthetic_ratings(700, 60, rank=3, density=0.2, rng=11, shift=0.8)
+    return drawn.write_csv(tmp_path_factory.mktemp("rec") / "ratings.csv", private="gender")
+
+
+@pytest.fixture(scope="module")
+def recommender_bundle(run, keys, ratings_csv, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rec-bundle") / "rec.bundle"
+    result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
+                 "--clusters", "auto", "--target-auc", "0.55", "--seed", "3", "--key", keys / "private.pem",
+                 "--out", out, "--holdout-folds", "3", "--factors", "4")
+    return out, result
+
+
+def test_the_pinned_build_form_writes_a_bundle_inspect_describes(run, recommender_bundle):
+    out, result = recommender_bundle
+    assert "Delta/D0" in result.output                       # the budget was searched with K
+    info = json.loads(run("inspect", out, "--json").stdout)
+    assert info["mechanism"] == "recommender"
+    assert isinstance(info["clusters"], int) and info["clusters"] >= 1
+    assert isinstance(info["holdout_leakage_bits"], float)
+
+
+def test_sanitize_releases_one_full_row_per_user_under_the_input_header(run, keys, recommender_bundle,
+                                                                        ratings_csv, tmp_path):
+    out, _ = recommender_bundle
+    with open(ratings_csv, newline="") as handle:
+        rows = list(csv.reader(handle))
+    header = rows[0][:-1]
+    users = tmp_path / "users.csv"
+    with open(users, "w", newline="") as handle:
+        w = csv.writer(handle)
+        w.writerow(header)
+        w.writerows(row[:-1] for row in rows[1:41])
+    released = tmp_path / "released.csv"
+    run("sanitize", out, "--trusted", keys / "public.pem", users, released)
+    with open(released, newline="") as handle:
+        got = list(csv.reader(handle))
+    assert got[0] == header
+    assert len(got) == 41
+    for row in got[1:]:
+        assert all(cell != "" and 1 <= float(cell) <= 5 for cell in row)
+
+
+def test_the_recommender_mode_refuses_options_it_cannot_honour(run, keys, ratings_csv, tmp_path):
+    for extra, says in ((["--metric", "l1"], "l2 metric"), (["--mechanism", "exact"], "quantized mechanism"),
+                        (["--missing", "impute"], "--missing mask")):
+        result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
+                     "--clusters", "8", "--delta-fraction", "0.5", "--key", keys / "private.pem",
+                     "--out", tmp_path / "x.bundle", *extra, ok=False)
+        assert result.exit_code == 1 and says in result.output
+        assert not (tmp_path / "x.bundle").exists()
+
+
+def test_a_budget_is_required_unless_auto_searches_it(run, keys, ratings_csv, tmp_path):
+    result = run("build", ratings_csv, "--private", "gender", "--utility", "recommender", "--clusters", "8",
+                 "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
+    assert result.exit_code == 1 and "--delta" in result.output
+
+
+def test_a_build_whose_new_users_leak_several_times_the_in_sample_figure_says_so(run, keys, ratings_csv, tmp_path):
+    result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
+                 "--clusters", "128", "--delta-fraction", "0.95", "--holdout-folds", "2", "--factors", "4",
+                 "--key", keys / "private.pem", "--out", tmp_path / "big.bundle", "--json")
+    summary = json.loads(result.stdout)
+    assert summary["holdout_leakage_bits"] >= 3 * summary["leakage_bits"]
+    assert "warning: new users leak" in result.stderr and "too many clusters" in result.stderr
