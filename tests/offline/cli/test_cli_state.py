@@ -7,13 +7,15 @@ import sys
 import pytest
 
 
-def resigned(source: pathlib.Path, version: int, key: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
-    """``source``'s payload with another ``version``, signed with the private key file ``key``
-    (cheaper than another build; the device sees an ordinary bundle)."""
+def resigned(source: pathlib.Path, version: int, key: pathlib.Path, out: pathlib.Path, **fields) -> pathlib.Path:
+    """``source``'s payload with another ``version`` (and other ``fields``, e.g. ``issued_at``),
+    signed with the private key file ``key`` (cheaper than another build; the device sees an
+    ordinary bundle)."""
     import msgpack
     from privmap.offline.bundle import load_private_key, sign_bundle
     payload = msgpack.unpackb(msgpack.unpackb(source.read_bytes())[-1])
     payload["version"] = version
+    payload.update(fields)
     out.write_bytes(sign_bundle(msgpack.packb(payload, use_bin_type=True), load_private_key(key)))
     return out
 
@@ -136,3 +138,148 @@ def test_other_trusted_keys_are_refused_unless_rotated_in_by_a_signed_keyring(ve
     result = run("sanitize", versions[2], "--trusted", old_pub, "--state", state, users, tmp_path / "e.csv", ok=False)
     assert result.exit_code == 1                                   # the old key is revoked
     assert '"version": 1' in run("state", "show", state, "--json").output
+
+
+# -- hostile neighbours and operator slips ----------------------------------------------------------
+
+_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH)
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def reader_holding():
+    """``reader_holding(DIR)``: a separate process holding a shared lock on DIR (a reader that
+    never finishes, as any process that can open DIR could be); ended after the test."""
+    procs = []
+
+    def start(directory):
+        proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(directory)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "held"
+        procs.append(proc)
+        return proc
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
+def test_a_foreign_shared_lock_holder_gets_one_error_line_within_the_wait_and_never_blocks_reads(
+        versions, keys, users, tmp_path, run, reader_holding):
+    import time
+    pub, state = keys / "public.pem", tmp_path / "device"
+    run("sanitize", versions[2], "--trusted", pub, "--state", state, users, tmp_path / "a.csv")
+    holder = reader_holding(state)
+    before, out = snapshot(state), tmp_path / "b.csv"
+    started = time.monotonic()
+    result = run("sanitize", versions[3], "--trusted", pub, "--state", state, "--lock-wait", 0.5, users, out, ok=False)
+    assert time.monotonic() - started < 10
+    assert result.exit_code == 1 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "within 0.5 s" in result.stderr and "--lock-wait" in result.stderr
+    if pathlib.Path("/proc/locks").exists():
+        assert f"pid {holder.pid}" in result.stderr
+    assert not out.exists() and snapshot(state) == before
+    # reads take a shared lock: the bundle already installed and state show go through at once
+    run("sanitize", versions[2], "--trusted", pub, "--state", state, "--lock-wait", 0, users, out)
+    assert out.read_bytes() == (tmp_path / "a.csv").read_bytes()
+    assert '"version": 2' in run("state", "show", state, "--lock-wait", 0, "--json").output
+
+
+def test_the_default_lock_wait_is_a_few_seconds_and_shown_in_the_help(run):
+    from privmap.device.state._state import DEFAULT_LOCK_WAIT
+    assert 1 <= DEFAULT_LOCK_WAIT <= 30
+    assert "--lock-wait" in run("sanitize", "--help").output and "--lock-wait" in run("state", "show", "--help").output
+
+
+@pytest.mark.parametrize("target", ["device.secret", "state.json", "bundles/out.csv", "new.csv"])
+def test_an_output_inside_the_state_directory_is_refused_and_the_device_survives(versions, keys, users, tmp_path,
+                                                                                  run, target):
+    pub, state = keys / "public.pem", tmp_path / "device"
+    run("sanitize", versions[2], "--trusted", pub, "--state", state, users, tmp_path / "a.csv")
+    before = snapshot(state)
+    link = tmp_path / "link.csv"
+    link.symlink_to(state / target)
+    for outputs in ([state / target], [tmp_path / "o.csv", "--rejects", state / target], [link]):
+        result = run("sanitize", versions[2], "--trusted", pub, "--state", state, users, *outputs, ok=False)
+        assert result.exit_code == 1 and "inside the state directory" in result.stderr
+        assert result.stderr.count("\n") == 1 and snapshot(state) == before
+    run("sanitize", versions[2], "--trusted", pub, "--state", state, users, tmp_path / "b.csv")
+    assert (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()   # same secret, same releases
+
+
+def test_an_output_on_the_input_the_bundle_or_the_other_output_is_refused(versions, keys, users, tmp_path, run):
+    pub, text, bundle = keys / "public.pem", users.read_bytes(), versions[2].read_bytes()
+    out = tmp_path / "o.csv"
+    for args in ([users, users], [users, out, "--rejects", users], [users, out, "--rejects", out],
+                 [users, versions[2]], [users, out, "--rejects", versions[2]]):
+        result = run("sanitize", versions[2], "--trusted", pub, *args, ok=False)
+        assert result.exit_code == 1 and result.stderr.startswith("error: ")
+        assert "itself" in result.stderr or "one file" in result.stderr
+    assert users.read_bytes() == text and versions[2].read_bytes() == bundle and not out.exists()
+
+
+@pytest.mark.parametrize("revoke", [False, True], ids=["key-kept", "other-key-revoked"])
+def test_state_rotate_keeping_the_key_of_a_mis_dated_bundle_lets_a_bundle_issued_now_install(
+        versions, keys, users, tmp_path, run, revoke):
+    """A box whose clock was not yet set installed a bundle mis-dated to 2100: the time floor went
+    there and every install failed. A rotation that keeps that bundle's key resets the date, so
+    a bundle issued now installs right after ``privmap state rotate``."""
+    from privmap.device import DeviceState, KeyringChain
+    from privmap.device.state._state import LATEST_ISSUED_AT
+    run("keygen", tmp_path / "other")
+    pub, key, other = keys / "public.pem", keys / "private.pem", tmp_path / "other" / "public.pem"
+    ring1, ring2 = tmp_path / "keyring-v1.bin", tmp_path / "keyring-v2.bin"
+    run("keyring", "create", "--public", pub, "--public", other, "--threshold", 1, "--key", key, "--out", ring1)
+    state, far = tmp_path / "device", LATEST_ISSUED_AT - 10
+    misdated = resigned(versions[2], 2, key, tmp_path / "misdated.bundle", issued_at=far, expires=far + 86400)
+    DeviceState(state, KeyringChain(ring1.read_bytes()), clock=lambda: 0).install_file(misdated)
+    frozen = run("sanitize", versions[3], "--keyring", ring1, "--state", state, users, tmp_path / "a.csv", ok=False)
+    assert frozen.exit_code == 1 and "expired" in frozen.stderr                # the floor says 2100
+    kept = ["--public", pub] + ([] if revoke else ["--public", other])
+    run("keyring", "rotate", ring1, *kept, "--threshold", 1, "--key", key, "--out", ring2)
+    info = run("state", "rotate", state, ring2, "--json").output
+    assert '"keyring_version": 2' in info and '"version": 2' in info          # the version stays
+    run("sanitize", versions[3], "--keyring", ring1, "--keyring", ring2, "--state", state, users,
+        tmp_path / "b.csv", "--stamp")
+    assert {row[-1] for row in list(csv.reader((tmp_path / "b.csv").open()))[1:]} == {"3"}
+    result = run("sanitize", versions[2], "--keyring", ring1, "--keyring", ring2, "--state", state, users,
+                 tmp_path / "c.csv", ok=False)
+    assert result.exit_code == 1 and ("Rollback" in result.stderr or "below" in result.stderr)  # v2 stays below
+
+
+def test_a_counter_file_binds_the_state_and_only_state_reprovision_starts_it_over(versions, keys, users, tmp_path,
+                                                                                   run):
+    import shutil
+    pub, state, counter = keys / "public.pem", tmp_path / "device", tmp_path / "nvram" / "counter"
+    counter.parent.mkdir()
+    run("sanitize", versions[2], "--trusted", pub, "--state", state, "--counter", counter, users, tmp_path / "a.csv")
+    assert counter.read_text() == "2\n"                                        # the fresh state, then v2
+    old = tmp_path / "old"
+    shutil.copytree(state, old)
+    run("sanitize", versions[3], "--trusted", pub, "--state", state, "--counter", counter, users, tmp_path / "b.csv")
+    shutil.rmtree(state)
+    shutil.copytree(old, state)                                               # the v2 directory put back
+    result = run("sanitize", versions[2], "--trusted", pub, "--state", state, "--counter", counter, users,
+                 tmp_path / "c.csv", ok=False)
+    assert result.exit_code == 1 and "older state file" in result.stderr
+    result = run("state", "show", state, ok=False)                            # without its counter
+    assert result.exit_code == 1 and "counter" in result.stderr
+    shutil.rmtree(state)
+    result = run("sanitize", versions[3], "--trusted", pub, "--state", state, "--counter", counter, users,
+                 tmp_path / "d.csv", ok=False)
+    assert result.exit_code == 1 and "wiped" in result.stderr
+    result = run("state", "reprovision", state, "--counter", state / "counter", "--trusted", pub, ok=False)
+    assert result.exit_code == 1 and "inside the state directory" in result.stderr
+    assert '"counter": 4' in run("state", "reprovision", state, "--counter", counter, "--trusted", pub,
+                                 "--json").output
+    run("sanitize", versions[3], "--trusted", pub, "--state", state, "--counter", counter, users, tmp_path / "e.csv")
+    assert '"version": 3' in run("state", "show", state, "--counter", counter, "--json").output
+    result = run("state", "reprovision", state, "--counter", counter, "--trusted", pub, ok=False)
+    assert result.exit_code == 1 and "not empty" in result.stderr             # never over a live directory
+    result = run("sanitize", versions[3], "--trusted", pub, users, tmp_path / "f.csv", "--counter", counter, ok=False)
+    assert result.exit_code == 2                                              # --counter needs --state

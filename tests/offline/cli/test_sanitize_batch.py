@@ -150,3 +150,185 @@ def test_a_bad_header_is_one_short_error_line_naming_the_columns(identity_bundle
                  ok=False)
     assert result.exit_code == 1 and result.stderr.startswith("error: ") and len(result.stderr) < 500
     assert result.stderr.count("\n") == 1 and all(w in result.stderr for w in words)
+
+
+# -- streaming: bounded lines, flat memory, nothing half-written ----------------------------------
+
+class _AnyBundle:
+    """A bundle of no particular kind, used only through the interface the batch may rely on:
+    ``features`` (with ``.name``), ``withheld_columns``, ``sha256``, ``version``, ``sanitize``.
+    It records the cells each release was given."""
+
+    def __init__(self, names, withheld=("secret",)):
+        from types import SimpleNamespace
+        self.features = [SimpleNamespace(name=n) for n in names]
+        self.withheld_columns = tuple(withheld)
+        self.sha256, self.version = "ab" * 32, 3
+        self.seen = []
+
+    def sanitize(self, cells, rng=None):
+        from privmap.device import InputError
+        self.seen.append(list(cells))
+        if cells[0] == "bad":
+            raise InputError("feature 'f0': not a decimal number")
+        return [f"r{c}" for c in cells]
+
+
+def _batch(tmp_path, text: str, bundle, **kw):
+    """Run the batch on ``text`` as IN.csv; the result, OUT's text and the rejects' text."""
+    import io
+    from privmap.offline.cli._batch import sanitize_csv
+    infile = tmp_path / "in.csv"
+    infile.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    out, rejects = io.StringIO(), io.StringIO()
+    result = sanitize_csv(bundle, infile, out, rejects=rejects, **kw)
+    return result, out.getvalue(), rejects.getvalue()
+
+
+def test_an_over_long_line_is_one_refused_row_and_the_others_are_released(identity_bundle, keys, users, tmp_path, run):
+    path, rows = users
+    lines = path.read_text().splitlines(keepends=True)
+    lines = [line for line in lines if "31337" not in line]
+    lines.insert(6, ",".join(["2"] * 3000) + "\n")                 # line 7: 5,999 characters
+    bad = tmp_path / "long.csv"
+    bad.write_text("".join(lines))
+    out, rejects = tmp_path / "o.csv", tmp_path / "r.csv"
+    result = run("sanitize", identity_bundle, bad, out, "--trusted", keys / "public.pem", "--rejects", rejects,
+                 "--max-line-length", 2000, ok=False)
+    assert result.exit_code == 1 and f"1 of {len(rows) + 1} rows refused" in result.output
+    assert list(csv.reader(rejects.open()))[1:] == [["7", "line longer than 2000 characters"]]
+    assert len(list(csv.reader(out.open()))) == len(rows) + 1    # header + every other row
+    result = run("sanitize", identity_bundle, bad, out, "--trusted", keys / "public.pem", "--rejects", rejects,
+                 ok=False)                                          # the default limit admits it: wrong length
+    assert "3000 cells, header has 18" in rejects.read_text()
+
+
+def test_line_numbers_stay_right_after_a_dropped_line_and_a_quoted_cell_spanning_lines(tmp_path):
+    import io
+    bundle = _AnyBundle(["f0", "f1"])
+    text = ("f0,f1\r\n" "1,2\r\n" + "x" * 300 + "\r\n" "3,4\r\n" '"5\r\n5",6\r\n'
+            '"' + "y\n" * 200 + '",7\n' "8,9\n")
+    result, out, rejects = _batch(tmp_path, text, bundle, max_line=100)
+    assert list(csv.reader(io.StringIO(out, newline=""))) == [["f0", "f1"], ["r1", "r2"], ["r3", "r4"], ["r5\r\n5", "r6"],
+                                                  ["r8", "r9"]]
+    refused = list(csv.reader(rejects.splitlines()))[1:]
+    assert [r[0] for r in refused] == ["3", "207"]                 # a record is named by its last line
+    assert refused[0][1] == "line longer than 100 characters" and "quoted cell" in refused[1][1]
+    assert (result.rows, result.released, result.refused) == (6, 4, 2)
+
+
+def test_an_over_long_line_is_read_in_bounded_pieces(tmp_path):
+    import tracemalloc
+    bundle = _AnyBundle(["f0", "f1"])
+    import io
+    from privmap.offline.cli._batch import sanitize_csv
+    infile = tmp_path / "in.csv"
+    with infile.open("w") as f:                                   # one 40 MiB line between two rows
+        f.write("f0,f1\n1,2\n")
+        for _ in range(40):
+            f.write("9" * (1 << 20))
+        f.write("\n3,4\n")
+    tracemalloc.start()
+    try:
+        result = sanitize_csv(bundle, infile, io.StringIO(), max_line=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (result.released, result.refused) == (2, 1)
+    assert peak < 16 << 20, f"peak {peak / 2**20:.1f} MiB for a 40 MiB line"
+
+
+def test_memory_is_flat_in_the_number_of_rows_released_or_refused(tmp_path):
+    import io
+    import tracemalloc
+    from privmap.offline.cli._batch import sanitize_csv
+    bundle = _AnyBundle(["f0", "f1", "f2"])
+    peaks = []
+    for n in (2_000, 20_000):
+        infile = tmp_path / f"in{n}.csv"
+        with infile.open("w") as f:
+            f.write("f0,f1,f2,secret\n")
+            for i in range(n):
+                f.write(f"{'bad' if i % 3 == 0 else i},{i},{i},s\n")
+        with open(tmp_path / "out.csv", "w") as out, open(tmp_path / "rej.csv", "w") as rejects:
+            tracemalloc.start()
+            try:
+                result = sanitize_csv(bundle, infile, out, rejects=rejects, release=lambda cells: cells)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+        assert result.rows == n and result.refused == 0
+    assert peaks[1] - peaks[0] < 64 * 1024, peaks
+
+
+def test_a_failing_batch_leaves_the_old_output_whole_and_no_temp_file(identity_bundle, keys, users, tmp_path, run,
+                                                                      monkeypatch):
+    from privmap.device import Bundle, RandomnessError
+    path, rows = users
+    out, rejects = tmp_path / "o.csv", tmp_path / "r.csv"
+    out.write_text("old output\n")
+    calls = {"n": 0}
+    real = Bundle.sanitize
+
+    def failing(self, cells, rng=None):
+        calls["n"] += 1
+        if calls["n"] == 10:
+            raise RandomnessError("the randomness source failed")
+        return real(self, cells, rng=rng)
+    monkeypatch.setattr(Bundle, "sanitize", failing)
+    result = run("sanitize", identity_bundle, path, out, "--trusted", keys / "public.pem", "--rejects", rejects,
+                 ok=False)
+    assert result.exit_code == 1 and "randomness" in result.output
+    assert out.read_text() == "old output\n" and not rejects.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]
+
+
+# -- --id: a row key carried through unmapped -----------------------------------------------------
+
+def _with_ids(users, tmp_path):
+    path, rows = users
+    lines = list(csv.reader(path.open(newline="")))
+    ids = [f"user {i:03d}, ü" if i % 7 else f"  {i}  " for i in range(len(lines) - 1)]
+    keyed = tmp_path / "keyed.csv"
+    with keyed.open("w", newline="") as f:
+        csv.writer(f).writerows([lines[0] + ["uid"]] + [line + [uid] for line, uid in zip(lines[1:], ids)])
+    return keyed, ids
+
+
+def test_the_id_column_is_the_first_column_of_out_exactly_as_read_and_never_mapped(identity_bundle, keys, users,
+                                                                                    tmp_path, run):
+    keyed, ids = _with_ids(users, tmp_path)
+    path, rows = users
+    out, plain, rejects = tmp_path / "o.csv", tmp_path / "plain.csv", tmp_path / "r.csv"
+    run("sanitize", identity_bundle, keyed, out, "--trusted", keys / "public.pem", "--id", "uid", "--rejects",
+        rejects, "--skip-invalid")
+    run("sanitize", identity_bundle, path, plain, "--trusted", keys / "public.pem", "--skip-invalid")
+    released = list(csv.reader(out.open(newline="")))
+    assert released[0] == ["uid"] + COLUMNS
+    bad = 20                                                      # the 21st data row is refused
+    assert [r[0] for r in released[1:]] == ids[:bad] + ids[bad + 1:]
+    assert [r[1:] for r in released] == list(csv.reader(plain.open(newline="")))   # Delta = 0: same releases
+    assert list(csv.reader(rejects.open(newline=""))) == [["line", "id", "reason"],
+                                                          ["22", ids[bad], list(csv.reader(rejects.open()))[1][2]]]
+    for marker in MARKERS[:5]:
+        assert marker not in out.read_text() + rejects.read_text()
+
+
+def test_the_id_column_is_never_fed_to_any_bundle_kind(tmp_path):
+    bundle = _AnyBundle(["f0", "f1"])
+    result, out, rejects = _batch(tmp_path, "key,f1,secret,f0\nk1,2,s,1\nk2,3,s,bad\nk3\n", bundle, id_column="key")
+    assert bundle.seen == [["1", "2"], ["bad", "3"]]
+    assert out == "key,f0,f1\nk1,r1,r2\n"
+    assert rejects.splitlines()[1:] == ["3,k2,InputError: feature 'f0': not a decimal number",
+                                        "4,,\"1 cells, header has 4\""]
+
+
+@pytest.mark.parametrize("column, words", [("bigb", "one of the bundle's features"), ("sex", "private column"),
+                                           ("nope", "no column 'nope'")])
+def test_an_id_column_that_is_a_feature_the_private_column_or_absent_is_refused(identity_bundle, keys, users,
+                                                                                 tmp_path, run, column, words):
+    path, _ = users
+    out = tmp_path / "o.csv"
+    result = run("sanitize", identity_bundle, path, out, "--trusted", keys / "public.pem", "--id", column, ok=False)
+    assert result.exit_code == 1 and words in result.stderr and result.stderr.count("\n") == 1
+    assert not out.exists()
