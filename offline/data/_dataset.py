@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import math
 import pathlib
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
-from privmap.device import MAX_ABS_CELL
+from privmap.device import MAX_ABS_CELL, Limits
 
 from .._errors import DatasetError
 from .._listing import name_some
@@ -24,6 +24,9 @@ from .._listing import name_some
 MIN_ROWS = 10
 #: Largest CSV the builder reads, in bytes (1 GiB).
 MAX_CSV_BYTES = 1 << 30
+#: The device's default limits: what a header or a first pass already decides is checked against
+#: them before any clustering, so that a build the device would refuse stops in seconds.
+DEVICE_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,8 @@ def load_dataset(
     if len(cells) < min_rows:
         raise DatasetError(f"{path}: {len(cells)} data rows, need at least {min_rows}")
     classes = check_classes(sorted(set(labels)), classes, path, private)
+    if categorical:
+        check_categories(cells, public, path)
     code = {cls: i for i, cls in enumerate(classes)}
     return Dataset(
         features=tuple(public),
@@ -194,7 +199,7 @@ def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]
         line = raw.count(b"\n", 0, exc.start) + 1
         raise DatasetError(f"{path}, line {line}: not UTF-8 text (byte {exc.start} of the file)") from exc
 
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(_lines(text))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -204,24 +209,62 @@ def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]
     return raw, reader, header
 
 
+#: One physical line: ``\r\n``, ``\r`` or ``\n`` ends it, as ``newline=""`` text files split lines.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The physical lines of ``text``, each with its terminator, one at a time: what a
+    ``StringIO(text, newline="")`` yields, without its copy of the whole text (up to 4 bytes a
+    character)."""
+    return (match.group() for match in _LINE.finditer(text))
+
+
 def check_unique(header: Sequence[str], path) -> None:
     """Raise :class:`DatasetError` naming (the first few of) the column names that ``header``
     gives more than once. Linear in the header's width."""
+    if len(set(header)) == len(header):
+        return
     dupes = sorted(name for name, count in Counter(header).items() if count > 1)
     if dupes:
         raise DatasetError(f"{path}: duplicate column name(s) in header: {name_some(dupes)}")
 
 
+def check_device_width(names: Sequence[str], path, what: str = "") -> None:
+    """Refuse columns a device could not take as a bundle's features (or private column): more
+    than ``Limits.max_features`` of them, or a name longer than ``Limits.max_string_bytes`` bytes
+    of UTF-8. Decided by the header alone, so it runs before any row is parsed.
+
+    Raises
+    ------
+    DatasetError
+        Naming the count or the first long name (shortened) and the device limit.
+    """
+    if len(names) > DEVICE_LIMITS.max_features:
+        raise DatasetError(f"{path}: {len(names):,} {what}columns; a device takes at most "
+                           f"{DEVICE_LIMITS.max_features:,} features (Limits.max_features): select fewer "
+                           "(--public)")
+    for name in names:
+        if len(name) * 4 > DEVICE_LIMITS.max_string_bytes and len(name.encode("utf-8", "surrogatepass")) \
+                > DEVICE_LIMITS.max_string_bytes:
+            raise DatasetError(f"{path}: {what}column name {name[:40]!r}... is longer than "
+                               f"{DEVICE_LIMITS.max_string_bytes} bytes, the longest string a device reads "
+                               "(Limits.max_string_bytes)")
+
+
 def column_indexes(names: Sequence[str], header: Sequence[str], path, what: str = "") -> list[int]:
-    """Indexes in ``header`` of the columns ``names``.
+    """Indexes in ``header`` of the columns ``names`` (which a bundle will carry: a device's
+    width limits are checked first, :func:`check_device_width`).
 
     ``what`` (for example ``"public "``) qualifies the column in the message.
 
     Raises
     ------
     DatasetError
-        A name that is not in ``header`` (the first one, with the first few of the file's columns).
+        More columns, or a longer name, than a device takes; a name that is not in ``header``
+        (the first one, with the first few of the file's columns).
     """
+    check_device_width(names, path, what)
     where: dict[str, int] = {}
     for i, name in enumerate(header):  # linear: the first occurrence, as list.index gives
         where.setdefault(name, i)
@@ -273,10 +316,12 @@ def select_columns(header: list[str], path, private: str, public: Sequence[str] 
     ------
     DatasetError
         Duplicate or unknown names, a column both private and public, no public column, a public
-        column without a name.
+        column without a name, more public columns (or a longer name) than a device takes
+        (from the header alone: :func:`check_device_width`).
     """
     check_unique(header, path)
     (private_at,) = column_indexes([private], header, path, "private ")
+    check_device_width([h for h in header if h != private] if public is None else list(public), path, "public ")
     if public is None:
         public = [h for h in header if h != private]
         if "" in public:
@@ -310,8 +355,17 @@ def check_classes(found: list[str], classes: Sequence[str] | None, path, private
     Raises
     ------
     DatasetError
-        A single class found, a listed class with no rows, or a value not listed.
+        A single class found, a listed class with no rows, a value not listed, or more classes
+        (or a longer class name) than a device takes (``Limits.max_classes``,
+        ``Limits.max_string_bytes``).
     """
+    if len(found) > DEVICE_LIMITS.max_classes:
+        raise DatasetError(f"{path}: private column {private!r} has {len(found):,} distinct values; a device "
+                           f"takes at most {DEVICE_LIMITS.max_classes:,} classes (Limits.max_classes)")
+    for cls in found:
+        if len(cls.encode("utf-8", "surrogatepass")) > DEVICE_LIMITS.max_string_bytes:
+            raise DatasetError(f"{path}: private class {cls[:40]!r}... of column {private!r} is longer than "
+                               f"{DEVICE_LIMITS.max_string_bytes} bytes (Limits.max_string_bytes)")
     if classes is None:
         classes = found
         if len(classes) < 2:
@@ -326,6 +380,27 @@ def check_classes(found: list[str], classes: Sequence[str] | None, path, private
             if cls not in classes:
                 raise DatasetError(f"{path}: private column {private!r} has value {cls!r}, not among the classes {classes}")
     return classes
+
+
+def check_categories(cells: Sequence[Sequence[str]], features: Sequence[str], path) -> None:
+    """Refuse categorical columns a device could not take: more distinct values in one column than
+    ``Limits.max_categories``, or a value longer than ``Limits.max_string_bytes`` bytes of UTF-8.
+    One pass over the (n, d) cells, before any clustering.
+
+    Raises
+    ------
+    DatasetError
+        Naming the column and the limit.
+    """
+    for j, name in enumerate(features):
+        values = {row[j] for row in cells}
+        if len(values) > DEVICE_LIMITS.max_categories:
+            raise DatasetError(f"{path}: column {name!r} has {len(values):,} distinct values; a device takes at "
+                               f"most {DEVICE_LIMITS.max_categories:,} categories (Limits.max_categories)")
+        for value in values:
+            if len(value.encode("utf-8", "surrogatepass")) > DEVICE_LIMITS.max_string_bytes:
+                raise DatasetError(f"{path}: column {name!r} has a value longer than "
+                                   f"{DEVICE_LIMITS.max_string_bytes} bytes (Limits.max_string_bytes)")
 
 
 def parse_rows(reader, path, header: list[str], public_at: list[int], private_at: int, categorical: bool,
