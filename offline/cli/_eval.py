@@ -70,9 +70,12 @@ def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
 @click.option("--permutations", type=click.IntRange(min=1), default=20, show_default=True,
               help="Permutations of the private column for the plug-in bias.")
 @click.option("--no-attacker", is_flag=True, help="Skip the logistic-regression attacker.")
+@click.option("--recommender/--no-recommender", "recommender", default=None,
+              help="Measure (or skip) the recommender figures on the held-out rows [default: measure them "
+                   "when DATA's public columns have blank cells].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @guard
-def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, no_attacker, as_json):
+def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, no_attacker, recommender, as_json):
     """Measure BUNDLE on the labelled rows of DATA.csv.
 
     \b
@@ -82,7 +85,14 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
     Attacks, before and after the mapping: the MAP adversary who knows the
       mapping, and a logistic-regression adversary trained on sanitized training
       rows and tested on sanitized held-out rows (accuracy, balanced accuracy,
-      ROC AUC).
+      ROC AUC); it chooses its regularisation C by inner cross-validation.
+    Recommender (quantized bundles; --recommender, or DATA with blank cells):
+      10% of each held-out user's ratings hidden, the device releases a row
+      from the rest; scikit-surprise's SVD (50 factors) trained on the training
+      users' true ratings plus each held-out row as true, as released, or
+      absent predicts the hidden ratings: RMSE of each, value kept =
+      (RMSE none - RMSE released) / (RMSE none - RMSE true), NDCG@10 over the
+      hidden items, recall@10 among the items not rated. JSON: "recommender".
     Funnel bundles (seed 003): I(S;Y) and I(S;X), disclosure I(X;Y) and the
       log-loss distortion H(X|Y) on DATA, all in bits, and the same attackers.
     Max-correlation bundles (seed 002): beside seed 000's mapping at the same
@@ -95,6 +105,8 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
     from ._real import REAL_MECHANISMS, evaluate_real
     payload, verified = _read_payload(bundle, trusted)
     mechanism = payload["mechanism"]
+    if recommender and mechanism != "quantized":
+        raise BuildError(f"--recommender measures quantized bundles on ratings, not {mechanism} bundles")
     if mechanism in REAL_MECHANISMS:
         evaluate_real(payload, bundle, data, private, verified, seed, test_fraction, as_json)
     elif mechanism == "max-correlation":  # no private attribute in the bundle
@@ -104,7 +116,7 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
                          not no_attacker, as_json)
     else:
         _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations,
-                        not no_attacker, as_json)
+                        not no_attacker, as_json, recommender)
 
 
 def _unverified_note(verified: bool) -> str:
@@ -112,11 +124,13 @@ def _unverified_note(verified: bool) -> str:
 
 
 def _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
-                    as_json) -> None:
-    """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines."""
+                    as_json, recommender=None) -> None:
+    """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines
+    (and the recommender figures: ``recommender`` True, False or None = when DATA has blank cells)."""
     from ..evaluation._bundle_report import evaluate_table_bundle, format_table_report
     report = evaluate_table_bundle(payload, data, private, seed=seed, test_fraction=test_fraction,
-                                   permutations=permutations, attacker=attacker)
+                                   permutations=permutations, attacker=attacker,
+                                   recommender=False if payload["mechanism"] != "quantized" else recommender)
     if as_json:
         emit({"bundle": str(bundle), "data": str(data), "data_sha256": report.pop("data_sha256"),
               "signature_verified": verified, **report})
@@ -160,6 +174,8 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
 @click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.3,
               show_default=True, help="Share of rows held out to test the attacker.")
 @click.option("--no-attacker", is_flag=True, help="Skip the logistic-regression attacker (no AUC axis).")
+@click.option("--recommender/--no-recommender", "recommender", default=None,
+              help="Recommender figures [default: if blank cells]")
 @click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
               show_default=True, metavar="CONFIDENCE",
               help="Confidence of the set of priors of each table's certified worst case (dashed).")
@@ -172,7 +188,7 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the points.")
 @guard
 def curve(data, private, public, deltas, clusters, mechanism, points, metric, solver, seed, test_fraction,
-          no_attacker, robust, png, csv_path, title, domains, missing_token, as_json):
+          no_attacker, recommender, robust, png, csv_path, title, domains, missing_token, as_json):
     """Sweep Delta (and K) on DATA.csv: a privacy-distortion plot and a CSV of the points.
 
     \b
@@ -185,6 +201,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     step (solid), beside the constant release and randomized response per
     feature; dashed, each table's certified worst case over the --robust set of
     priors (docs/guarantees.md). Without matplotlib the table is printed.
+    Recommender figures: as evaluate --help says (columns rmse_*, value_kept).
     """
     import numpy as np
     from ..data._dataset import load_dataset
@@ -195,6 +212,8 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
         return
     if deltas is None:
         raise BuildError("--deltas is required (except with --mechanism funnel)")
+    if recommender and mechanism != "quantized":
+        raise BuildError("--recommender measures the quantized mechanism on ratings")
     metric = metric or ("erasures" if mechanism == "exact" else "l2")
     delta_list = _parse_floats(deltas, "--deltas")
     k_list = _parse_ints(clusters, "--clusters")
@@ -218,7 +237,8 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
         points = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
                               attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
-                              robust=robust, domain=domain, progress=bar.update)
+                              robust=robust, domain=domain, progress=bar.update,
+                              recommender=recommender if mechanism == "quantized" else False)
     base = None
     if mechanism == "quantized":
         from ..evaluation._baselines import baselines, format_quantization_alone

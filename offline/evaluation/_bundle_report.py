@@ -17,25 +17,32 @@ __all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared
 
 
 def evaluate_table_bundle(payload: dict, data, private: str, *, seed: int = 0, test_fraction: float = 0.3,
-                          permutations: int = 20, attacker: bool = True) -> dict:
+                          permutations: int = 20, attacker: bool = True, recommender: bool | None = None) -> dict:
     """The evaluation of a quantized or exact ``payload`` on the labelled CSV ``data`` (a path).
 
     Returns a dict: ``data_sha256``, the measured summary of :func:`._evaluate.evaluate_view`
-    (``leakage_bits``, ``distortion``, ``attacker``, ...), ``declared`` (the bundle's own
-    leakages, :func:`declared`), ``baselines`` (:func:`._baselines.bundle_baselines`) and ``drift``
-    (whether the rows' prior lies in the bundle's confidence set, :func:`._drift.drift_check`).
+    (``leakage_bits``, ``distortion``, ``attacker``, ``recommender`` when measured, ...),
+    ``declared`` (the bundle's own leakages, :func:`declared`), ``baselines``
+    (:func:`._baselines.bundle_baselines`) and ``drift`` (whether the rows' prior lies in the
+    bundle's confidence set, :func:`._drift.drift_check`).
+
+    ``recommender``: True measures the service's recommender figures (:mod:`._service_utility`),
+    False skips them, None (default) measures them when the rows are ratings with blank cells
+    (a numeric bundle, DATA with a missing answer), and then records why in
+    ``recommender_note`` instead of failing when they cannot be measured.
 
     Raises
     ------
     BuildError
-        Unreadable data, a missing feature or private column, or private values the bundle does not know.
+        Unreadable data, a missing feature or private column, private values the bundle does not
+        know, or recommender figures asked for (True) that cannot be measured.
     """
     from ._baselines import bundle_baselines
     from ._evaluate import evaluate_view, view_from_payload
     view = view_from_payload(payload)
     ds, codes = load_for(data, private, payload, view.categorical)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
-                           permutations=permutations, attacker=attacker)
+                           permutations=permutations, attacker=attacker, recommender=recommender)
     base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction, attacker=attacker)
     drift = _drift(payload, view, ds.public, codes, result.summary["leakage_bias_bits"], seed)
     return {"data_sha256": ds.sha256, **result.summary, "declared": declared(payload), "baselines": base,

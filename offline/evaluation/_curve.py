@@ -5,7 +5,8 @@ quantization, every distinct row is a symbol, Algorithm 1) or, for the exact
 erasure mechanism, turned into the erasure instance; then program (19) is solved
 for each Delta and the solved table is measured on the same data with
 :func:`privmap.offline.evaluation._evaluate.evaluate_view` (leakage, distortion on the raw
-rows, MAP and logistic-regression attackers).
+rows, MAP and logistic-regression attackers; with ``recommender``, the service's recommender
+figures of :mod:`._service_utility`).
 """
 from __future__ import annotations
 
@@ -27,10 +28,16 @@ from ._evaluate import evaluate_view, view_from_table
 #: Most symbols an unquantized (K = 0) numeric sweep accepts.
 MAX_UNQUANTIZED = 600
 
+#: The recommender figures of each point (:mod:`._service_utility`; NaN when not measured): the
+#: true and nothing cases are the same for every point of a sweep (one split, one hiding).
+RECOMMENDER_COLUMNS = ("rmse_true", "rmse_released", "rmse_nothing", "value_kept", "ndcg_at_k_true",
+                       "ndcg_at_k_released", "ndcg_at_k_nothing", "recall_at_k_true", "recall_at_k_released",
+                       "recall_at_k_nothing")
+
 CSV_COLUMNS = ("k", "clusters", "delta", "leakage_bits", "leakage_bias_bits", "distortion", "distortion_symbols",
                "quantization_mean", "r", "distortion_bound", "map_accuracy", "lr_accuracy",
                "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status", "codebook",
-               "robust_leakage_bits", "max_output_leakage_bits")
+               "robust_leakage_bits", "max_output_leakage_bits") + RECOMMENDER_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
           seed: int = 0, solver: str = "fast", attacker: bool = True, test_fraction: float = 0.3,
           permutations: int = 5, private_name: str = "private", codebook: bool = True,
           robust: float | None = None, domain: tuple | None = None,
-          progress: Callable[[int], None] | None = None) -> list[dict]:
+          progress: Callable[[int], None] | None = None, recommender: bool | None = False) -> list[dict]:
     """Solve and measure program (19) for every (K, Delta).
 
     Returns one dict per point with the keys of :data:`CSV_COLUMNS` (``status``
@@ -110,6 +117,9 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     ``max_output_leakage_bits`` is each table's per-output epsilon on the sweep's prior, max over
     outputs and classes of |log2 p(a | c_hat) - log2 p(a)| in bits (``inf`` when an output rules a
     class out; :func:`privmap.offline._information.max_output_leakage_bits`).
+    ``recommender`` (True, False, or None = when the rows have blank cells; as
+    :func:`._evaluate.evaluate_view` takes it) fills :data:`RECOMMENDER_COLUMNS` on the
+    attacker's held-out rows; the true and nothing fits are made once for the sweep.
     """
     points = []
     n_classes = len(classes)
@@ -131,7 +141,8 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                     progress(1)
                 continue
             measure = dict(classes=classes, features=features, private_name=private_name, seed=seed,
-                           test_fraction=test_fraction, permutations=permutations, attacker=attacker)
+                           test_fraction=test_fraction, permutations=permutations, attacker=attacker,
+                           recommender=recommender)
             points.append({**point, **_measure(prob, prob.outputs, res.table, delta, public, private, **measure),
                            "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
                            "robust_leakage_bits": certify(res.table),
@@ -178,13 +189,15 @@ def _codebook_step(prob: Problem, res, public, metric: str, solver: str, domain:
 
 
 def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, features, private_name, seed,
-             test_fraction, permutations, attacker) -> dict:
+             test_fraction, permutations, attacker, recommender) -> dict:
     """One sweep point's figures: the table with these outputs measured on the rows."""
     view = view_from_table(prob.mechanism, prob.metric, prob.inputs, outputs, table, classes, features,
                            private_name=private_name, delta=delta, prior=prob.p_ac)
     s = evaluate_view(view, public, private, seed=seed, test_fraction=test_fraction,
-                      permutations=permutations, attacker=attacker).summary
+                      permutations=permutations, attacker=attacker,
+                      recommender=recommender if prob.mechanism == "quantized" else False).summary
     after = s.get("attacker", {}).get("after", {})
+    service = s.get("recommender", {})
     return {
         "leakage_bits": s["leakage_bits"], "leakage_bias_bits": s["leakage_bias_bits"],
         "distortion": s["distortion"], "distortion_symbols": s["distortion_symbols"],
@@ -193,6 +206,7 @@ def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, 
         "lr_accuracy": after.get("accuracy", math.nan),
         "lr_balanced_accuracy": after.get("balanced_accuracy", math.nan),
         "lr_auc": after.get("roc_auc", math.nan), "majority": s["majority"], "table": table,
+        **{c: (math.nan if service.get(c) is None else service[c]) for c in RECOMMENDER_COLUMNS},
     }
 
 
@@ -213,10 +227,17 @@ def _fmt(x) -> str:
     return str(x)
 
 
+def _has_recommender(points: Sequence[dict]) -> bool:
+    return any(isinstance(p.get("rmse_released"), float) and math.isfinite(p["rmse_released"]) for p in points)
+
+
 def format_table(points: Sequence[dict]) -> str:
-    """The sweep as a human-readable table."""
+    """The sweep as a human-readable table (with the recommender's RMSE, value kept and NDCG@10 of
+    the released rows when measured, and a last line with its true-row and no-row figures)."""
+    service = _has_recommender(points)
     head = f"{'K':>5} {'K used':>6} {'delta':>8} {'codebook':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} " \
-           f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7} {'robust':>9} {'epsilon':>9}"
+           f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7} {'robust':>9} {'epsilon':>9}" \
+           + (f" {'RMSE':>7} {'kept':>7} {'NDCG@10':>7}" if service else "")
     lines = [head]
     for p in points:
         lines.append(f"{p['k']:>5} {p['clusters']:>6} {p['delta']:>8.4g} {'on' if p['codebook'] else 'off':>8} "
@@ -224,7 +245,15 @@ def format_table(points: Sequence[dict]) -> str:
                      f"{_fmt(p['leakage_bias_bits']):>8} {_fmt(p['distortion']):>9} {_fmt(p['distortion_symbols']):>9} "
                      f"{_fmt(p['map_accuracy']):>8} {_fmt(p['lr_accuracy']):>7} {_fmt(p['lr_auc']):>7} "
                      f"{_fmt(p.get('robust_leakage_bits')):>9} {_fmt(p.get('max_output_leakage_bits')):>9}"
+                     + (f" {_fmt(p.get('rmse_released')):>7} {_fmt(p.get('value_kept')):>7} "
+                        f"{_fmt(p.get('ndcg_at_k_released')):>7}" if service else "")
                      + ("" if p["status"] == "optimal" else f"  {p['status']}"))
+    if service:
+        first = next(p for p in points if isinstance(p.get("rmse_true"), float) and math.isfinite(p["rmse_true"]))
+        lines.append(f"recommender on held-out users (hidden ratings): true rows RMSE {_fmt(first['rmse_true'])} "
+                     f"NDCG@10 {_fmt(first['ndcg_at_k_true'])}; no row RMSE {_fmt(first['rmse_nothing'])} "
+                     f"NDCG@10 {_fmt(first['ndcg_at_k_nothing'])}; kept = (RMSE no row - RMSE) / "
+                     "(RMSE no row - RMSE true rows)")
     return "\n".join(lines)
 
 

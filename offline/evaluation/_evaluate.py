@@ -17,8 +17,12 @@ are counted and left out):
   Theorem 2's bound delta + r.
 - MAP attacker (knows the mapping and this data's prior), before and after.
 - logistic-regression attacker trained on sanitized training rows and tested on
-  sanitized held-out rows (before: raw rows): accuracy, balanced accuracy, ROC AUC.
+  sanitized held-out rows (before: raw rows): accuracy, balanced accuracy, ROC AUC; it chooses
+  its regularisation by inner cross-validation (:mod:`privmap.offline._attacker`).
 - Theorem 1 / Proposition 1 prior-mismatch bounds for a prior estimated from n rows.
+- with ``recommender``: utility as the service sees it, on the attacker's held-out rows
+  (:mod:`._service_utility`): a recommender's RMSE on hidden ratings with the true rows, the
+  released rows and no row, the value kept, NDCG@10 and recall@10.
 """
 from __future__ import annotations
 
@@ -245,7 +249,8 @@ def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
 
 
 def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fraction: float = 0.3,
-                  permutations: int = 20, attacker: bool = True, confidence: float = 0.95) -> Evaluation:
+                  permutations: int = 20, attacker: bool = True, confidence: float = 0.95,
+                  recommender: bool | None = False) -> Evaluation:
     """Measure ``view`` on labelled rows.
 
     Parameters
@@ -265,11 +270,18 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
         Run the logistic-regression attacker.
     confidence : float
         Confidence of the Proposition 1 radius.
+    recommender : bool or None
+        True: also measure the recommender figures (``summary["recommender"]``,
+        :func:`recommender_figures`) on the attacker's split, NaN cells read as "not rated".
+        None: measure them when the rows are ratings with blank cells (a numeric view, a NaN in
+        ``public``), and when they cannot be measured say why in ``summary["recommender_note"]``
+        instead of failing. False: skip them.
 
     Raises
     ------
     BuildError
-        No row can be looked up, a class code out of range, or too few rows to split.
+        No row can be looked up, a class code out of range, too few rows to split, recommender
+        figures asked of categorical rows, or no held-out user with two ratings.
     """
     n_classes = len(view.classes)
     public = np.asarray(public, dtype=object if view.categorical else float)
@@ -379,7 +391,63 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
                                          categorical=view.categorical, seed=seed)
         summary["attacker"] = {"model": "logistic-regression", "train_rows": int(len(train)),
                                "test_rows": int(len(test)), "before": before.as_dict(), "after": after.as_dict()}
+    auto = recommender is None
+    if auto:
+        recommender = not view.categorical and bool(np.isnan(np.asarray(public, dtype=float)).any())
+    if recommender:
+        try:
+            if n < 10 or not (0.0 < test_fraction < 1.0):
+                raise BuildError(f"recommender figures: cannot split {n} rows with test fraction {test_fraction}")
+            train, test = _split(n, private, test_fraction, seed)
+            summary["recommender"] = recommender_figures(view, public[train], public[test], seed=seed)
+        except BuildError as exc:
+            if not auto:
+                raise
+            summary["recommender_note"] = str(exc)
     return Evaluation(summary=summary, attack_before=before, attack_after=after)
+
+
+def view_release(view: MappingView, rng: np.random.Generator):
+    """``release(rows) -> released``: the rows a device with ``view`` releases (one simulated draw
+    each), NaN rows where it releases nothing (a row it refuses); numeric views only."""
+    def release(rows):
+        rows = np.asarray(rows, dtype=float)
+        out = np.full(rows.shape, np.nan)
+        symbols = view.lookup(rows)
+        served = symbols >= 0
+        if served.any():
+            out[served] = view.released_rows(view.release(symbols[served], rng))
+        return out
+    return release
+
+
+def recommender_figures(view: MappingView, train, heldout, *, seed: int = 0) -> dict:
+    """The service's figures for ``view`` (:func:`._service_utility.recommender_utility`): the
+    training rows' true ratings beside each held-out row as the device releases it from its visible
+    cells (one simulated draw, seeded by ``seed``).
+
+    Parameters
+    ----------
+    train, heldout : array-like of float, shapes (n_train, d) and (n_test, d)
+        True rows, NaN = not rated.
+
+    Raises
+    ------
+    BuildError
+        A categorical view, or no held-out user with two ratings.
+    """
+    from ._service_utility import recommender_utility
+    if view.categorical:
+        raise BuildError("the recommender figures need numeric ratings, not categories")
+    try:
+        return recommender_utility(np.asarray(train, float), np.asarray(heldout, float),
+                                   view_release(view, np.random.default_rng([seed, 1])), seed=seed)
+    except ValueError as exc:
+        raise BuildError(f"recommender figures: {exc}") from None
+
+
+def _c(value) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def format_summary(s: dict) -> str:
@@ -408,6 +476,8 @@ def format_summary(s: dict) -> str:
             f"{'  balanced accuracy':34}{f(b['balanced_accuracy']):>10}{f(a['balanced_accuracy']):>10}",
             f"{'  ROC AUC':34}{f(b['roc_auc']):>10}{f(a['roc_auc']):>10}",
             f"{'  majority class (test rows)':34}{f(b['majority']):>10}{f(a['majority']):>10}",
+            f"{'  regularisation C (inner CV)':34}{_c(b.get('regularisation_c')):>10}"
+            f"{_c(a.get('regularisation_c')):>10}",
         ]
     pm = s["prior_mismatch"]
     lines += [
@@ -424,4 +494,9 @@ def format_summary(s: dict) -> str:
         f"Proposition 1 ({pm['confidence']:.0%}): ||p - p_hat||_1 <= {f(pm['l1_radius'])}, leakage within "
         f"{f(pm['leakage_bound_bits'])} bits" + (" (vacuous)" if pm["vacuous"] else ""),
     ]
+    if "recommender" in s:
+        from ._service_utility import format_utility
+        lines += ["", format_utility(s["recommender"])]
+    elif "recommender_note" in s:
+        lines += ["", f"recommender figures not measured: {s['recommender_note']}"]
     return "\n".join(lines)
