@@ -707,8 +707,9 @@ class DeviceState:
     def install(self, data, *, now=None) -> InstallResult:
         """Verify ``data`` (a whole bundle file) and make it the active bundle, atomically.
 
-        Runs under the exclusive lock on a fresh read of the state. The clock is read once.
-        Checks, in order: same bytes as the active bundle -> ``"no_update"`` (nothing written),
+        The bundle already active with its stored copy intact is answered under a shared lock
+        (``"no_update"``: no write, never held up by a reader); anything else runs under the
+        exclusive lock on a fresh read of the state. The clock is read once. Checks, in order: same bytes as the active bundle -> ``"no_update"`` (nothing written),
         or ``"repaired"`` if the stored copy was missing or damaged (it is written back, G10);
         the trusted keyring has not expired (``KeyringExpiredError``); everything
         :func:`load_bundle` checks, at ``now_eff`` with ``min_version`` = the version floor
@@ -717,7 +718,8 @@ class DeviceState:
         plausible (:class:`FutureBundleError`); a version installed before with other bytes
         (:class:`EquivocationError`). On any error nothing on disk changes and the error is
         also kept in ``last_error`` for :meth:`status`. Raises :class:`StateError` if the
-        directory cannot be written (the state is then still the old one).
+        directory cannot be written (the state is then still the old one), and
+        :class:`StateLockedError` if another process holds the lock for all of ``lock_wait``.
         """
         try:
             with self._os_errors("cannot write the state directory"):
@@ -818,7 +820,8 @@ class DeviceState:
         pass :func:`load_bundle` again with the state's keyring (at ``now_eff - grace``, so an
         expired bundle is still used within the grace period). Raises
         :class:`NoValidBundleError` if none is installed or neither copy passes, and
-        :class:`StateError` (or :class:`StateReplayError`) if the state cannot be read.
+        :class:`StateError` (or :class:`StateReplayError`) if the state cannot be read
+        (:class:`StateLockedError` if a writer holds the lock for all of ``lock_wait``).
         """
         clock = self._read_clock(now)
         with self._os_errors("cannot read the state directory"), self._locked(exclusive=False):
