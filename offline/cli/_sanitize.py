@@ -24,20 +24,16 @@ from ._common import atomic_output, emit, guard, trust_options, trusted_keyring
 @click.option("--skip-invalid", is_flag=True,
               help="Exit 0 even when rows were refused (they are still left out and counted).")
 @click.option("--id", "id_column", metavar="COL",
-              help="Carry the row key column COL through unmapped: the first column of OUT.csv, exactly as in "
-                   "IN.csv, never fed to the mapping (a refused row's id goes to --rejects).")
+              help="Carry the row key column COL through unmapped, as OUT.csv's first column.")
 @click.option("--max-line-length", type=click.IntRange(min=1), default=None, metavar="CHARS",
-              help="Refuse a line of IN.csv (or a record a quoted cell spans) longer than CHARS characters as "
-                   "one row, read in bounded pieces.  [default: 1048576]")
+              help="Refuse a longer line of IN.csv as one row.  [default: 1048576]")
 @click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=pathlib.Path),
-              help="Device state directory (created if absent, mode 0700): installs BUNDLE there, refuses a "
-                   "lower version than one used before, and releases one permanent draw per input.")
+              help="Device state directory (created if absent): installs BUNDLE, releases one permanent "
+                   "draw per input.")
 @click.option("--counter", type=click.Path(dir_okay=False, path_type=pathlib.Path),
-              help="With --state: bind DIR to a monotonic counter kept in FILE, as firmware binds it to a "
-                   "hardware counter (see privmap state --help).")
+              help="With --state: bind DIR to a monotonic counter kept in FILE.")
 @click.option("--lock-wait", type=click.FloatRange(min=0, max=86400), default=None, metavar="SECONDS",
-              help="With --state: seconds to wait for DIR's lock held by another process before one error "
-                   "line naming it.  [default: 5]")
+              help="With --state: seconds to wait for DIR's lock.  [default: 5]")
 @click.option("--stamp", is_flag=True, help="Add bundle_sha256 and bundle_version columns to OUT.csv.")
 @click.option("--device-class", metavar="NAME",
               help="Act as a device of this class: refuse a bundle built for another class.")
@@ -48,34 +44,23 @@ def sanitize(bundle, infile, outfile, trusted, keyrings, min_version, rejects, s
     """Release sanitized rows of IN.csv into OUT.csv, as one device per row would.
 
     IN.csv has a header naming the bundle's public features (any order); the
-    private column, if present, is ignored and never written. A blank cell is a
-    missing answer (handled as the bundle declares). OUT.csv holds the public
-    columns only, in the bundle's order (after the --id column, if given), one
-    row per valid input row, in input order; erased cells are empty.
+    private column, if present, is never written. A blank cell is a missing
+    answer. OUT.csv holds the public columns in the bundle's order (after the
+    --id column), one row per valid input row, in input order.
 
-    A row the device refuses (wrong length, not a number, outside the declared
-    domain, every cell missing, a line over --max-line-length) is left out and
-    nothing is released for it; the others are still released. Then the command
-    exits 1 with the count of refused rows, unless --skip-invalid. --rejects FILE
-    lists the refused line numbers and reasons; no raw value of a refused row is
-    written anywhere (its --id value may be: ids are not private).
+    A refused row (wrong length, not a number, out of domain, every cell
+    missing, a line over --max-line-length) is left out, its line and reason
+    listed in --rejects (no raw value; its --id may be), and the command exits 1
+    unless --skip-invalid. Rows stream to temporary files renamed at the end:
+    memory stays flat and nothing half-written is visible. OUT.csv and
+    --rejects may not be IN.csv, BUNDLE, each other or inside DIR.
 
-    Rows stream: each is written as it is released, to a temporary file renamed
-    to OUT.csv at the end (likewise --rejects), so memory does not grow with the
-    input and no half-written file is ever visible. OUT.csv and --rejects may not
-    be IN.csv, BUNDLE, each other, or inside the state directory.
+    Without --state every call draws afresh. With --state DIR (yours, mode
+    0700) the CLI acts as one device: the same input gives the same released
+    rows, and a version lower than one used before is refused.
 
-    Without --state every call draws afresh, so asking the same rows again
-    releases new draws (an observer averaging them learns more). With
-    --state DIR the CLI acts as one device: running it twice on the same
-    input gives identical released rows, and once a bundle of version v has
-    been used with DIR a lower version is refused (nothing is written). DIR and
-    its secret must be yours and closed to group and others.
-
-    Trust either PEM keys (--trusted, any one signature) or a keyring
-    document (--keyring, its threshold of distinct signatures; with --state
-    the device state is opened with that keyring's current keys). A bundle
-    issued more than a day after the clock is refused, with or without --state.
+    Trust PEM keys (--trusted, any one signature) or a keyring document
+    (--keyring, its threshold of distinct signatures).
     """
     from privmap.device import Binding, check_binding
 
