@@ -87,7 +87,7 @@ def main() -> None:
     counts = {}
     for locking in (True, False):
         if not locking:
-            DeviceState._locked = lambda self, *, exclusive: contextlib.nullcontext()
+            DeviceState._locked = lambda self, *, exclusive, wait=None: contextlib.nullcontext()
         for scenario in (fresh, versions, releases):
             with tempfile.TemporaryDirectory() as tmp:
                 tally = {}
