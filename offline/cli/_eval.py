@@ -86,7 +86,7 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       mapping, and a logistic-regression adversary trained on sanitized training
       rows and tested on sanitized held-out rows (accuracy, balanced accuracy,
       ROC AUC); it chooses its regularisation C by inner cross-validation.
-    Recommender (quantized bundles; --recommender, or DATA with blank cells):
+    Recommender (bundles releasing ratings; --recommender, or DATA with blanks):
       10% of each held-out user's ratings hidden, the device releases a row
       from the rest; scikit-surprise's SVD (50 factors) trained on the training
       users' true ratings plus each held-out row as true, as released, or
@@ -105,8 +105,8 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
     from ._real import REAL_MECHANISMS, evaluate_real
     payload, verified = _read_payload(bundle, trusted)
     mechanism = payload["mechanism"]
-    if recommender and mechanism != "quantized":
-        raise BuildError(f"--recommender measures quantized bundles on ratings, not {mechanism} bundles")
+    if recommender and (mechanism in REAL_MECHANISMS or mechanism in ("exact", "funnel", "max-correlation")):
+        raise BuildError(f"--recommender measures bundles that release ratings, not {mechanism} bundles")
     if mechanism in REAL_MECHANISMS:
         evaluate_real(payload, bundle, data, private, verified, seed, test_fraction, as_json)
     elif mechanism == "max-correlation":  # no private attribute in the bundle
@@ -130,7 +130,7 @@ def _evaluate_table(payload, bundle, data, private, verified, seed, test_fractio
     from ..evaluation._bundle_report import evaluate_table_bundle, format_table_report
     report = evaluate_table_bundle(payload, data, private, seed=seed, test_fraction=test_fraction,
                                    permutations=permutations, attacker=attacker,
-                                   recommender=False if payload["mechanism"] != "quantized" else recommender)
+                                   recommender=False if payload["mechanism"] == "exact" else recommender)
     if as_json:
         emit({"bundle": str(bundle), "data": str(data), "data_sha256": report.pop("data_sha256"),
               "signature_verified": verified, **report})

@@ -2,6 +2,7 @@
 import csv
 import json
 import math
+import pathlib
 
 import pytest
 from privmap.offline.data import synthetic_ratings
@@ -74,7 +75,11 @@ def test_curve_adds_the_recommender_columns_to_each_point(sparse_csv, run, tmp_p
     assert math.isfinite(float(rows[0]["value_kept"])) and "ndcg_at_k_released" in rows[0]
 
 
-def test_recommender_asked_of_the_exact_mechanism_is_a_usage_error(toy_csv, run):
+def test_recommender_asked_of_the_exact_mechanism_is_an_error(toy_csv, run):
     result = run("curve", toy_csv(50, 0), "--private", "secret", "--mechanism", "exact", "--deltas", "0.5",
                  "--recommender", ok=False)
     assert result.exit_code == 1 and "--recommender" in result.output
+    root = pathlib.Path(__file__).resolve().parents[3]
+    result = run("evaluate", root / "tables" / "census-income-erasures.bundle", root / "data" / "census" / "census.csv",
+                 "--private", "income", "--recommender", ok=False)
+    assert result.exit_code == 1 and result.output.startswith("error: --recommender")
