@@ -125,10 +125,10 @@ def check_outputs(bundle: pathlib.Path, infile: pathlib.Path, outfile: pathlib.P
     BuildError
         Naming the option and the file it would have overwritten.
     """
-    from ._state import _inside
+    from ._state import inside
     outputs = [("OUT.csv", outfile)] + ([("--rejects", rejects)] if rejects is not None else [])
     for what, path in outputs:
-        if state_dir is not None and _inside(path, state_dir):
+        if state_dir is not None and inside(path, state_dir):
             raise BuildError(f"{what} {path} is inside the state directory {state_dir}: writing there could "
                              "replace the device's secret or state for good; write it elsewhere")
         for name, source in (("IN.csv", infile), ("BUNDLE", bundle), ("--counter", counter)):

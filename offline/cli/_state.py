@@ -70,7 +70,7 @@ class FileCounter:
         return value
 
 
-def _inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
+def inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
     """Whether ``path``, links resolved, is ``directory`` or lies under it."""
     real, folder = os.path.realpath(path), os.path.realpath(directory)
     return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
@@ -81,7 +81,7 @@ def file_counter(counter: pathlib.Path | None, state_dir: pathlib.Path) -> FileC
     for a counter file inside the state directory (it would be put back with it)."""
     if counter is None:
         return None
-    if _inside(counter, state_dir):
+    if inside(counter, state_dir):
         raise BuildError(f"--counter {counter} is inside the state directory {state_dir}: a counter must live "
                          "where the state cannot be put back with it")
     return FileCounter(counter)
