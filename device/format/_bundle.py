@@ -320,7 +320,7 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
                               sha256=hashlib.sha256(data).hexdigest(), key_id=signers[0].hex(), data=data)
         _check_policy(real.metrics, limits)
         return real
-    body = parse_body(obj, limits)
+    body = parse_table_body(obj, limits)
     bundle = Bundle(
         _token=_CONSTRUCT,
         version=version,
@@ -350,6 +350,16 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     check_declared_metrics(body)
     _check_policy(bundle.metrics, limits)
     return bundle
+
+
+def parse_table_body(obj: dict, limits: Limits) -> dict:
+    """:func:`._schema.parse_body`, and a recommender bundle's ``model`` parsed against its factor
+    features (:func:`privmap.device.mechanisms._recommender.parse_model`). Raises BundleFormatError."""
+    body = parse_body(obj, limits)
+    if body["mechanism"] == "recommender":
+        from ..mechanisms._recommender import parse_model
+        body["model"] = parse_model(body["model"], body["features"], limits)
+    return body
 
 
 def check_declared_metrics(body: dict) -> None:

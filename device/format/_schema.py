@@ -331,12 +331,8 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         _fail("metric 'erasures' is only allowed with mechanism 'exact'")
     if mechanism == "quantized" and metric in ("l1", "l2") and any(f.categorical for f in features):
         _fail("quantized l1/l2 bundles need numeric features only (use 'hamming' for categories)")
-    model = None
-    if mechanism == "recommender":
-        if metric != "l2":
-            _fail("a recommender bundle's metric is 'l2' (stars, root mean square over the columns)")
-        from ..mechanisms._recommender import parse_model
-        model = parse_model(obj["model"], features, limits)
+    if mechanism == "recommender" and metric != "l2":
+        _fail("a recommender bundle's metric is 'l2' (stars, root mean square over the columns)")
     private = _closed_map(obj["private"], PRIVATE_KEYS, "private")
     private_name = _string(private["name"], "private.name", limits)
     classes = _unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits)
@@ -359,7 +355,7 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         "prior": prior,
         "metrics": _metrics(obj["metrics"], limits),
         "provenance": _provenance(obj["provenance"], limits),
-        "model": model,
+        "model": obj.get("model"),    # a recommender's, parsed by mechanisms._recommender.parse_model
     }
 
 

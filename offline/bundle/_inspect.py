@@ -12,7 +12,8 @@ import pathlib
 from privmap.device import BundleTooLargeError, Limits
 from privmap.device.format._codec import decode_envelope, decode_payload
 from privmap.device.trust._envelope import envelope_signatures
-from privmap.device.format._schema import REAL_MECHANISMS, parse_body, parse_header
+from privmap.device.format._bundle import parse_table_body
+from privmap.device.format._schema import REAL_MECHANISMS, parse_header
 
 
 def read_bytes(path, limits: Limits = Limits()) -> bytes:
@@ -63,7 +64,7 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
         load_real_body(payload, limits, version=version, issued_at=issued_at, expires=expires,
                        sha256="", key_id="", data=b"")
     else:
-        parse_body(payload, limits)
+        parse_table_body(payload, limits)
     return payload, signatures[0].key_id.hex()
 
 

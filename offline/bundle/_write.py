@@ -41,6 +41,7 @@ from privmap.device import (
     key_id_of,
     load_bundle,
 )
+from privmap.device.format._bundle import parse_table_body
 from privmap.device.format._codec import decode_payload
 from privmap.device.format._schema import (
     CATEGORICAL_FEATURE_KEYS,
@@ -48,7 +49,6 @@ from privmap.device.format._schema import (
     PRIVATE_KEYS,
     REAL_MECHANISMS,
     TABLE_KEYS,
-    parse_body,
     parse_header,
     payload_keys,
 )
@@ -161,7 +161,7 @@ def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
     try:
         obj = decode_payload(data, limits)
         parse_header(obj)
-        body = parse_body(obj, limits)
+        body = parse_table_body(obj, limits)
         check_declared_metrics(body)
     except BundleError as exc:
         raise BuildError(f"payload does not satisfy the bundle format: {exc}") from None

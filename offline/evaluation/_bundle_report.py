@@ -39,7 +39,11 @@ def evaluate_table_bundle(payload: dict, data, private: str, *, seed: int = 0, t
     """
     from ._baselines import bundle_baselines
     from ._evaluate import evaluate_view, view_from_payload
-    view = view_from_payload(payload)
+    if payload["mechanism"] == "recommender":
+        from ._factor_view import view_of_recommender
+        view = view_of_recommender(payload)
+    else:
+        view = view_from_payload(payload)
     ds, codes = load_for(data, private, payload, view.categorical)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
                            permutations=permutations, attacker=attacker, recommender=recommender)
@@ -112,9 +116,14 @@ def load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool)
     import numpy as np
 
     from ..data._dataset import load_dataset
-    features = [f["name"] for f in payload["features"]]
+    model = payload.get("model")
+    if model is not None:       # a recommender bundle: rows are its rating columns
+        features = list(model["columns"])
+        tokens = {name: model["missing_token"] for name in features} if model["missing_token"] else {}
+    else:
+        features = [f["name"] for f in payload["features"]]
+        tokens = {f["name"]: f["missing_token"] for f in payload["features"] if f.get("missing_token")}
     classes = payload["private"]["classes"]
-    tokens = {f["name"]: f["missing_token"] for f in payload["features"] if f.get("missing_token")}
     ds = load_dataset(data, private=private, public=features, categorical=categorical, missing_tokens=tokens)
     order = {c: i for i, c in enumerate(classes)}
     unknown = [c for c in ds.classes if c not in order]

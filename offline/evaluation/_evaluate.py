@@ -204,7 +204,8 @@ def view_from_payload(payload: dict) -> MappingView:
 
 
 def view_from_bundle(bundle) -> MappingView:
-    """A :class:`MappingView` of a verified :class:`privmap.device.Bundle`."""
+    """A :class:`MappingView` of a verified :class:`privmap.device.Bundle` (not of a recommender
+    bundle, whose view folds ratings in first: :func:`._factor_view.view_of_recommender`)."""
     q = np.zeros((len(bundle.inputs), len(bundle.outputs)))
     scale = float(1 << int(bundle.bits))
     for c, (idx, w) in enumerate(zip(bundle.index, bundle.weight)):

@@ -2,7 +2,7 @@
 
 :class:`~privmap.offline.evaluation._evaluate.MappingView` looks a row up by its nearest input;
 a recommender device first folds the ratings row into the factor space. :class:`FactorView`
-does the same with numpy (the ridge solve of :mod:`._factors`, the whitening, the clamp to the
+does the same with numpy (the ridge solve of :mod:`privmap.offline.mechanisms.recommender._factors`, the whitening, the clamp to the
 factor domain, the nearest centre), and releases the outputs' predicted rating rows.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...data._distortion import nearest
-from ...evaluation._evaluate import MappingView
-from ._factors import _ridge_rows
+from ..data._distortion import nearest
+from ..mechanisms.recommender._factors import ridge_rows
+from ._evaluate import MappingView
 
 __all__ = ["FactorView", "view_of_recommender"]
 
@@ -41,7 +41,7 @@ class FactorView(MappingView):
         observed = ~np.isnan(R)
         some = observed.any(axis=1)
         z = np.full((R.shape[0], self.design.shape[1]), np.nan)
-        theta = _ridge_rows(np.where(observed, R - self.mean - self.bias, 0.0)[some], observed[some],
+        theta = ridge_rows(np.where(observed, R - self.mean - self.bias, 0.0)[some], observed[some],
                             self.design, self.reg)
         z[some] = np.clip(theta @ self.whiten.T, self.space_lo, self.space_hi)
         return z
@@ -56,27 +56,52 @@ class FactorView(MappingView):
         return symbols
 
     def costs(self, rows, targets) -> np.ndarray:
-        """Root mean square difference (stars, over the columns) between each row's own predicted
-        ratings and each target row, shape (len(rows), len(targets))."""
-        theta = np.linalg.solve(self.whiten, np.nan_to_num(self.points(rows)).T).T
-        own = self.mean + self.bias + theta @ self.design.T
-        T = np.asarray(targets, float)
+        """Root mean square difference (stars, over the columns) between predicted rating rows,
+        shape (len(rows), len(targets)). ``rows`` and ``targets`` are each ratings rows (a row of
+        ratings stands for its own predicted ratings, as the table's distortion does), released
+        rows, or factor-space points such as ``inputs`` (:meth:`predicted`)."""
+        own, T = self.predicted(rows), self.predicted(targets)
         return np.sqrt(np.maximum(((own ** 2).sum(1)[:, None] - 2 * own @ T.T + (T ** 2).sum(1)[None, :])
                                   / own.shape[1], 0.0))
 
+    def predicted(self, X) -> np.ndarray:
+        """Predicted ratings (n, m), unclipped, of ``X``: factor points (width rank + 1, or
+        ``inputs`` itself) through the inverse whitening; released rows (no blank cell) as they
+        are; ratings rows with blanks through the fold-in."""
+        k1, m = self.design.shape[1], self.design.shape[0]
+        X = self.inputs if X is self.inputs else np.asarray(X, float)
+        if X is self.inputs or (X.shape[1] == k1 and k1 != m):
+            theta = np.linalg.solve(self.whiten, np.asarray(X, float).T).T
+        elif not np.isnan(X).any():
+            return X
+        else:
+            theta = np.linalg.solve(self.whiten, np.nan_to_num(self.points(X)).T).T
+        return self.mean + self.bias + theta @ self.design.T
+
 
 def view_of_recommender(bundle) -> FactorView:
-    """The :class:`FactorView` of a verified recommender :class:`privmap.device.Bundle`."""
-    q = np.zeros((len(bundle.inputs), len(bundle.outputs)))
-    scale = float(1 << int(bundle.bits))
-    for c, (idx, w) in enumerate(zip(bundle.index, bundle.weight)):
-        q[c, list(idx)] = np.asarray(w, dtype=float) / scale
-    model = bundle.model
-    return FactorView(mechanism="quantized", metric="l2", inputs=np.asarray(bundle.inputs, float),
-                      outputs=np.asarray(bundle.output_cells, float), q=q, classes=tuple(bundle.classes),
-                      features=tuple(f.name for f in bundle.features), private_name=bundle.private_name,
-                      delta=bundle.metrics.get("delta"), prior=np.asarray(bundle.prior, float), categorical=False,
-                      mean=model.mean, bias=np.asarray(model.bias), design=np.asarray(model.factors),
-                      reg=model.reg, whiten=np.asarray(model.whiten),
-                      space_lo=np.array([f.min for f in bundle.space], float),
-                      space_hi=np.array([f.max for f in bundle.space], float))
+    """The :class:`FactorView` of a verified recommender :class:`privmap.device.Bundle`, or of its
+    decoded payload (a dict, validated here as the device would)."""
+    if isinstance(bundle, dict):
+        from privmap.device import Limits
+        from privmap.device.format._bundle import parse_table_body
+        body = parse_table_body(bundle, Limits())
+        model, space, inputs, outputs = body["model"], body["features"], body["inputs"], body["outputs"]
+        index, weight, bits = body["index"], body["weight"], body["bits"]
+        classes, private_name, prior, delta = body["classes"], body["private_name"], body["prior"], \
+            body["metrics"].get("delta")
+    else:
+        model, space, inputs, outputs = bundle.model, bundle.space, bundle.inputs, bundle.outputs
+        index, weight, bits = bundle.index, bundle.weight, bundle.bits
+        classes, private_name, prior, delta = bundle.classes, bundle.private_name, bundle.prior, \
+            bundle.metrics.get("delta")
+    q = np.zeros((len(inputs), len(outputs)))
+    for c, (idx, w) in enumerate(zip(index, weight)):
+        q[c, list(idx)] = np.asarray(w, dtype=float) / float(1 << int(bits))
+    return FactorView(mechanism="quantized", metric="l2", inputs=np.asarray(inputs, float),
+                      outputs=np.asarray([model.ratings(z) for z in outputs], float), q=q, classes=tuple(classes),
+                      features=tuple(f.name for f in model.columns), private_name=private_name, delta=delta,
+                      prior=np.asarray(prior, float), categorical=False, mean=model.mean, bias=np.asarray(model.bias),
+                      design=np.asarray(model.factors), reg=model.reg, whiten=np.asarray(model.whiten),
+                      space_lo=np.array([f.min for f in space], float),
+                      space_hi=np.array([f.max for f in space], float))

@@ -23,7 +23,7 @@ import numpy as np
 from ..._canonical import canonical_float
 from ..._errors import BuildError
 
-__all__ = ["FactorModel", "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS"]
+__all__ = ["FactorModel", "fit_factors", "choose_reg", "ridge_rows", "DEFAULT_RANK", "CANDIDATE_REGS"]
 
 #: Default latent rank.
 DEFAULT_RANK = 10
@@ -80,7 +80,7 @@ class FactorModel:
         observed = ~np.isnan(R)
         if not observed.any(axis=1).all():
             raise BuildError("a ratings row has no rated column")
-        return _ridge_rows(np.where(observed, R - self.mean - self.bias, 0.0), observed, self.design, self.reg)
+        return ridge_rows(np.where(observed, R - self.mean - self.bias, 0.0), observed, self.design, self.reg)
 
     def points(self, R: np.ndarray) -> np.ndarray:
         """z = W theta of each row of ``R``: shape (n, rank + 1), in the units of stars."""
@@ -100,7 +100,7 @@ class FactorModel:
                 "whiten": self.whiten.tolist(), "decimals": int(decimals)}
 
 
-def _ridge_rows(Y: np.ndarray, observed: np.ndarray, X: np.ndarray, reg: float) -> np.ndarray:
+def ridge_rows(Y: np.ndarray, observed: np.ndarray, X: np.ndarray, reg: float) -> np.ndarray:
     """For each row u: argmin_t sum_{j observed} (Y[u, j] - X[j] . t)^2 + reg |t|^2.
 
     Y (n, m) with zeros where not observed, observed (n, m) bool, X (m, k1). Returns (n, k1).
@@ -153,9 +153,9 @@ def fit_factors(R: np.ndarray, *, rank: int = DEFAULT_RANK, reg: float = 10.0, s
     centred = np.where(observed, R - mean, 0.0)
     for _ in range(sweeps):
         design = np.hstack([np.ones((m, 1)), items[:, 1:]])
-        users = _ridge_rows(np.where(observed, centred - items[:, :1].T, 0.0), observed, design, reg)
+        users = ridge_rows(np.where(observed, centred - items[:, :1].T, 0.0), observed, design, reg)
         design = np.hstack([np.ones((n, 1)), users[:, 1:]])
-        items = _ridge_rows(np.where(observed.T, centred.T - users[:, :1].T, 0.0), observed.T, design, reg)
+        items = ridge_rows(np.where(observed.T, centred.T - users[:, :1].T, 0.0), observed.T, design, reg)
     fixed, bits = _to_fixed(items)
     x = fixed / 2.0 ** bits
     x[:, 0] = 1.0

@@ -137,7 +137,7 @@ def test_recommender_options_out_of_range_are_refused_at_construction(kwargs):
 
 
 def test_the_evaluation_view_looks_rows_up_and_releases_as_the_device_does(tmp_path):
-    from privmap.offline.mechanisms.recommender import view_of_recommender
+    from privmap.offline.evaluation._factor_view import view_of_recommender
     R, a = ratings(400, 30, 2, density=0.3, shift=0.5, seed=8)
     path = write_csv(tmp_path / "r.csv", R, a)
     options = BuildOptions(private="group", clusters=6, delta_fraction=0.5, holdout_folds=0, issued_at=1_800_000_000,
@@ -152,3 +152,7 @@ def test_the_evaluation_view_looks_rows_up_and_releases_as_the_device_does(tmp_p
     assert np.array_equal(view.released_rows(np.arange(len(bundle.outputs))), np.array(bundle.output_cells))
     blank = np.full((1, 30), np.nan)
     assert view.lookup(blank).tolist() == [-1]
+    from privmap.device.format._codec import decode_payload
+    from_payload = view_of_recommender(decode_payload(encode_payload(built.payload), Limits()))
+    assert from_payload.lookup(R[:60]).tolist() == view.lookup(R[:60]).tolist()
+    assert np.array_equal(from_payload.outputs, view.outputs)
