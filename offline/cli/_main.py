@@ -95,6 +95,7 @@ BUILD_SECTIONS = (
         ("seed", "Seed of k-means (default: 0)."),
         ("no_codebook", "Release the k-means representatives unmoved."),
         ("smoothing", "Prior count smoothing, or auto (default: 0.0)."),
+        ("prior", "p(a,c) from counts or classifier posteriors."),
         ("solver", "Certified fast solver or cvxpy (default: fast)."),
         ("bits", "Table rows sum to 2^BITS (default: 16)."),
     )),
@@ -171,6 +172,10 @@ BUILD_SECTIONS = (
               help="Table weights sum to 2^BITS per row.")
 @click.option("--smoothing", type=AutoOr(float, 0), default="0.0", show_default=True, metavar="S|auto",
               help="Additive smoothing of the prior's counts, or 'auto' (chosen with the clusters, as above).")
+@click.option("--prior", "prior", type=click.Choice(["counts", "posteriors"]), default=None,
+              help="How p(a, c) is estimated: counts per cluster, or a logistic regression's cross-fitted "
+                   "posteriors summed per cluster (steadier with few users per cluster; lets --clusters auto "
+                   "try more clusters) [default: posteriors with --utility recommender, else counts].")
 @click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
               help="With 'auto': the new-user (cross-fitted) leakage to stay under; the least held-out distortion "
                    "within it wins, and the bundle declares that very figure [default: 0.01 x H(A)].")
@@ -205,7 +210,7 @@ BUILD_SECTIONS = (
 @json_option
 @guard
 def build(data, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction, key, out, seed, domains,
-          schema_file, missing_token, schema_out, missing, solver, bits, smoothing, target_leakage, target_auc,
+          schema_file, missing_token, schema_out, missing, solver, bits, smoothing, prior, target_leakage, target_auc,
           no_codebook, robust, holdout_folds, max_output_leakage, bundle_version, issued_at, valid_days,
           device_class, as_json, passphrase_file, workers, scheduler, kmeans):
     """Build a seed-000 bundle (quantized, or exact) from labelled data DATA.
@@ -248,7 +253,8 @@ def build(data, private, public, mechanism, utility, factors, factor_reg, metric
     search_delta = clusters == "auto" and delta is None and delta_fraction is None
     if delta is not None and delta_fraction is not None or (delta is None and delta_fraction is None
                                                             and not search_delta):
-        raise BuildError("give exactly one of --delta and --delta-fraction (or neither, with --clusters auto)")
+        raise BuildError("give exactly one of --delta and --delta-fraction"
+                         + (" (or neither: --clusters auto then searches it)" if clusters == "auto" else ""))
     if auto and mechanism != "quantized":
         raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
     rec = None
@@ -268,6 +274,7 @@ def build(data, private, public, mechanism, utility, factors, factor_reg, metric
         mechanism=mechanism, metric=metric or ("erasures" if mechanism == "exact" else "l2"),
         clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
         solver=solver, bits=bits, smoothing=0.0 if smoothing == "auto" else smoothing,
+        prior=prior or ("posteriors" if utility == "recommender" else "counts"),
         bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
         codebook=not no_codebook and max_output_leakage is None, max_output_leakage_bits=max_output_leakage,
         holdout_folds=holdout_folds, missing=missing, robust=robust,

@@ -45,6 +45,8 @@ def check_partitioned_options(data, options, *, auto: bool, kmeans: str):
     if auto:
         raise BuildError("'auto' clusters or smoothing are chosen in memory; a partitioned build needs a number "
                          "(--clusters K, --smoothing S)")
+    if options.prior != "counts":
+        raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
     return check_partitioned(data, options, kmeans=kmeans)
 
 

@@ -19,7 +19,7 @@ from ..._errors import BuildError, SolverError
 from ..._information import max_output_leakage_bits
 from ...data._dataset import Dataset
 from ...data._distortion import METRICS, pairwise
-from ...data._prior import joint_prior
+from ...data._prior import joint_prior, posterior_prior
 from ...data._schema import Column, Declared, resolve
 from ...solvers._compress import DEFAULT_BITS, compress
 from ...solvers._perfect import perfect_privacy_solution, perfect_privacy_table
@@ -33,6 +33,9 @@ from ._reuse import BuildStart
 __all__ = ["MECHANISMS", "Progress", "BuildOptions", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
 
 MECHANISMS = ("quantized", "exact")
+#: How p(a, c) is estimated: ``counts`` (the empirical prior) or ``posteriors`` (a classifier's
+#: cross-fitted posteriors summed per cluster, :func:`privmap.offline.data._prior.posterior_prior`).
+PRIORS = ("counts", "posteriors")
 
 Progress = Callable[[str, float], None]
 
@@ -72,6 +75,7 @@ class BuildOptions(HeaderOptions):
     tol_bits: float = 1e-5
     bits: int = DEFAULT_BITS
     smoothing: float = 0.0
+    prior: str = "counts"
     codebook: bool = True
     holdout_folds: int = 5
     robust: float | None = None
@@ -103,6 +107,10 @@ class BuildOptions(HeaderOptions):
             raise BuildError(f"bits must be in 1..32, got {self.bits}")
         if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
             raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
+        if self.prior not in PRIORS:
+            raise BuildError(f"unknown prior {self.prior!r}; expected one of {', '.join(PRIORS)}")
+        if self.prior == "posteriors" and (self.mechanism != "quantized" or self.smoothing):
+            raise BuildError("the posteriors prior applies to the quantized mechanism without smoothing")
         check_header(self)
         if self.seed < 0:
             raise BuildError(f"seed must be >= 0, got {self.seed}")
@@ -185,7 +193,14 @@ def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress
                 else _quantized_alphabet(dataset, options, quantizer=quantizer))
     k_in = len(alphabet.inputs)
     tell("prior", 0.2)
-    p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in, smoothing=options.smoothing)
+    if options.prior == "posteriors":
+        if np.isnan(dataset.public).any():
+            raise BuildError("the posteriors prior needs rows without missing cells")
+        p_ac = posterior_prior(dataset.public, dataset.private, alphabet.labels, len(dataset.classes), k_in,
+                               seed=options.seed)
+    else:
+        p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in,
+                           smoothing=options.smoothing)
     return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell, start=start)
 
 
