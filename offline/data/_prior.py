@@ -60,7 +60,9 @@ def posterior_prior(public: np.ndarray, private: np.ndarray, symbols: np.ndarray
     users' classes will be. Cross-fitting keeps a row's own class out of its own posterior; the
     regularisation is chosen by inner cross-validation of the log-loss, which rewards calibrated
     posteriors (a ranking score such as the ROC AUC is blind to how far they are shrunk towards
-    the prior, and would let the prior understate the leakage).
+    the prior, and would let the prior understate the leakage), once on all the rows: the folds
+    then refit at that C. The posteriors depend on the rows alone, not on the clusters, so the
+    last few row sets' are kept (``--clusters auto`` asks again for every candidate).
 
     Parameters
     ----------
@@ -78,11 +80,29 @@ def posterior_prior(public: np.ndarray, private: np.ndarray, symbols: np.ndarray
     ndarray, shape (n_classes, n_symbols)
         Non-negative, sums to 1; a symbol's column sums to its share of the rows.
     """
+    posterior = _cross_fitted_posteriors(np.asarray(public, dtype=float), np.asarray(private), n_classes,
+                                         folds=folds, seed=seed)
+    joint = np.zeros((n_classes, n_symbols))
+    np.add.at(joint.T, np.asarray(symbols), posterior)
+    return np.ascontiguousarray(joint / joint.sum())
+
+
+#: Posteriors of the last few row sets (key: a digest of the rows, the classes and the folds).
+_POSTERIORS: dict = {}
+_POSTERIORS_KEPT = 8
+
+
+def _cross_fitted_posteriors(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int, seed: int) -> np.ndarray:
+    """Each row's p_hat(a | b), shape (n, n_classes), from a model fitted on the other folds."""
+    import hashlib
+
+    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
     from threadpoolctl import threadpool_limits
-
-    X = np.asarray(public, dtype=float)
-    y = np.asarray(private)
+    key = hashlib.sha256(np.ascontiguousarray(X).tobytes() + np.ascontiguousarray(y).tobytes()
+                         + repr((X.shape, n_classes, folds, seed)).encode()).hexdigest()
+    if key in _POSTERIORS:
+        return _POSTERIORS[key]
     present, counts = np.unique(y, return_counts=True)
     posterior = np.zeros((len(y), n_classes))
     k = min(int(folds), int(counts.min()))
@@ -91,17 +111,19 @@ def posterior_prior(public: np.ndarray, private: np.ndarray, symbols: np.ndarray
     else:
         Z = (X - X.mean(axis=0)) / (X.std(axis=0) + 1e-12)
         with threadpool_limits(limits=1, user_api="blas"):
+            c = _calibrated_c(Z, y, seed=seed)
             for train, test in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(Z, y):
-                model = _calibrated_model(Z[train], y[train], seed=seed)
+                model = LogisticRegression(C=c, max_iter=2000).fit(Z[train], y[train])
                 posterior[np.ix_(test, model.classes_)] = model.predict_proba(Z[test])
-    joint = np.zeros((n_classes, n_symbols))
-    np.add.at(joint.T, np.asarray(symbols), posterior)
-    return np.ascontiguousarray(joint / joint.sum())
+    while len(_POSTERIORS) >= _POSTERIORS_KEPT:
+        _POSTERIORS.pop(next(iter(_POSTERIORS)))
+    _POSTERIORS[key] = posterior
+    return posterior
 
 
-def _calibrated_model(X: np.ndarray, y: np.ndarray, *, seed: int):
-    """A logistic regression on (X, y) whose ``C`` (of :data:`CALIBRATION_C_GRID`) has the least
-    pooled out-of-fold log-loss on an inner 3-fold split (the smallest C on a tie)."""
+def _calibrated_c(X: np.ndarray, y: np.ndarray, *, seed: int) -> float:
+    """The ``C`` of :data:`CALIBRATION_C_GRID` whose logistic regression has the least pooled
+    out-of-fold log-loss on a 3-fold split of (X, y) (the smallest C on a tie)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
     labels, counts = np.unique(y, return_counts=True)
@@ -117,4 +139,4 @@ def _calibrated_model(X: np.ndarray, y: np.ndarray, *, seed: int):
                 proba = LogisticRegression(C=c, max_iter=2000).fit(X[train], y[train]).predict_proba(X[test])
                 losses[g] -= np.sum(np.log(np.clip(proba[np.arange(len(test)), codes], 1e-15, 1.0)))
         best = CALIBRATION_C_GRID[int(np.argmin(losses))]
-    return LogisticRegression(C=best, max_iter=2000).fit(X, y)
+    return best
