@@ -188,9 +188,12 @@ def bundle_baselines(view, public, private, *, seed: int = 0, test_fraction: flo
     bundle's table releasing its inputs.
 
     None for categorical data (the exact mechanism), where no constant row or
-    per-rating randomized response is defined here.
+    per-rating randomized response is defined here, and for a recommender bundle's view, whose
+    distortion is in stars of predicted ratings, not in these baselines' raw-row units (its
+    recommender figures compare what the service gets from each release).
     """
-    if view.categorical:
+    from ._factor_view import FactorView
+    if view.categorical or isinstance(view, FactorView):
         return None
     from ._evaluate import evaluate_view
     clusters = (len(view.inputs),) if view.mechanism == "quantized" else ()

@@ -59,8 +59,8 @@ def drift_check(prior, n_train: int, q, symbols, private, *, confidence: float |
 
     Returns
     -------
-    dict with ``set_available`` (False when the training prior is smoothed, so its counts and
-    hence the set cannot be recovered: then only the leakage is reported), ``confidence``,
+    dict with ``set_available`` (False when the training prior is not plain counts (smoothed, or
+    classifier posteriors), so its counts and hence the set cannot be recovered: then only the leakage is reported), ``confidence``,
     ``clusters_seen``, ``outside`` / ``drifted`` (lists of {cluster, users, distance, radius,
     new_radius}), ``cluster_frequency`` ({distance, radius, drifted}), ``leakage_bits``,
     ``leakage_corrected_bits``, ``leakage_interval_bits``, ``robust_leakage_bits`` (declared, or
@@ -125,7 +125,7 @@ def format_drift(r: dict) -> str:
         lines.append(f"  certified bound {r['robust_leakage_bits']:.6f} bits: "
                      + ("holds on this data" if r["within_robust_bound"] else "EXCEEDED on this data: rebuild"))
     if not r["set_available"]:
-        lines.append("  confidence set unavailable: the bundle's prior is smoothed, so its counts are unknown")
+        lines.append("  confidence set unavailable: the bundle's prior is not plain counts (smoothed, or classifier posteriors)")
         return "\n".join(lines)
     lines.append(f"  clusters outside their ball: {len(r['outside'])} of {r['clusters_seen']} seen; "
                  f"beyond the new sample's own noise (drifted): {len(r['drifted'])}")
