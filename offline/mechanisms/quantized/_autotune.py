@@ -9,7 +9,8 @@ held-out fold).
 
 **Candidates.** K = 4, 8, 16, ... up to the largest K the data supports: every
 cluster can hold :data:`MIN_USERS_PER_CLUSTER` training rows on average (K <= n (k - 1)
-/ (k m), n rows, k folds, m = 32), and K is at most the number of distinct rows (a
+/ (k m), n rows, k folds, m = 32; m = 8 with the posteriors prior, whose p(a | c) does not
+rest on a cluster's own rows), and K is at most the number of distinct rows (a
 data set too small for K = 4 gets that one candidate alone). Every candidate shares
 the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
 pairs are tasks shared by this process and its fold workers. A candidate whose plain build
@@ -56,6 +57,9 @@ from ._steps import Solved, solve_dataset
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
 MIN_USERS_PER_CLUSTER = 32
+#: The same with the posteriors prior (``--prior posteriors``): a classifier pools every row, so a
+#: cluster's p(a | c) no longer rests on its own few rows, and finer alphabets can serve new users.
+MIN_USERS_PER_CLUSTER_POSTERIORS = 8
 #: The smallest candidate K (doubled up to the largest the data supports).
 SMALLEST_CLUSTERS = 4
 #: Pseudo-counts tried by ``--smoothing auto``.
@@ -94,6 +98,7 @@ class Choice:
     target_source: str = "default"
     holdout: HoldoutLeakage | None = None
     solved: Solved | None = None
+    min_users_per_cluster: int = MIN_USERS_PER_CLUSTER
     fold_costs: tuple = field(default=(), compare=False)
     candidate_costs: tuple = field(default=(), compare=False)
 
@@ -106,19 +111,24 @@ class Choice:
         return {"clusters": self.clusters, "smoothing": self.smoothing,
                 **({"delta_fraction": self.delta_fraction} if self.delta_fraction is not None else {}),
                 "target_leakage_bits": self.target_leakage_bits, "target_auc": self.target_auc,
-                "target_source": self.target_source, "min_users_per_cluster": MIN_USERS_PER_CLUSTER,
+                "target_source": self.target_source, "min_users_per_cluster": self.min_users_per_cluster,
                 "candidates": self.candidates}
 
 
-def candidate_clusters(n: int, distinct: int, folds: int) -> list[int]:
-    """K = 4, 8, 16, ... while K <= n (folds - 1) / (folds * MIN_USERS_PER_CLUSTER) and K <= ``distinct``;
+def candidate_clusters(n: int, distinct: int, folds: int, min_users: int = MIN_USERS_PER_CLUSTER) -> list[int]:
+    """K = 4, 8, 16, ... while K <= n (folds - 1) / (folds * min_users) and K <= ``distinct``;
     ``[min(4, distinct)]`` when even 4 is beyond that (module docstring)."""
-    largest = min(distinct, int(n * (folds - 1) / folds) // MIN_USERS_PER_CLUSTER)
+    largest = min(distinct, int(n * (folds - 1) / folds) // min_users)
     ks, k = [], SMALLEST_CLUSTERS
     while k <= largest:
         ks.append(k)
         k *= 2
     return ks or [max(1, min(SMALLEST_CLUSTERS, distinct))]
+
+
+def min_users_for(options) -> int:
+    """Average training rows per cluster the largest candidate K leaves, by the options' prior."""
+    return MIN_USERS_PER_CLUSTER_POSTERIORS if options.prior == "posteriors" else MIN_USERS_PER_CLUSTER
 
 
 def declared_bits(bits: float) -> float:
@@ -175,7 +185,7 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
         raise BuildError("--clusters auto judges candidates by cross-fitting; --holdout-folds must be at least 2")
     distinct = np.unique(dataset.public, axis=0).shape[0]
     ks = (sorted({int(k) for k in clusters if 1 <= k <= distinct}) if clusters
-          else candidate_clusters(dataset.n, distinct, folds)) or [distinct]
+          else candidate_clusters(dataset.n, distinct, folds, min_users_for(options))) or [distinct]
     ss = sorted({float(s) for s in (smoothing if smoothing is not None else (options.smoothing,))})
     fs = sorted({float(f) for f in delta_fractions}) if delta_fractions else [None]
     triples = [(k, s, f) for k in ks for s in ss for f in fs]
@@ -224,7 +234,8 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
         r["chosen"] = r is best
     chosen = rows.index(best)
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
-                  candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"), target_source=source, holdout=estimates[chosen],
+                  candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"),
+                  min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimates[chosen],
                   solved=builds[chosen] if isinstance(builds[chosen], Solved) else None,
                   fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
                   candidate_costs=tuple(

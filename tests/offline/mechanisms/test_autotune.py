@@ -170,3 +170,12 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
     assert canonical_float(rows[8]["holdout_leakage_bits"]) > target       # ... its declared figure is not
     assert not rows[8]["meets_target"] and rows[4]["meets_target"]
     assert choice.clusters == 4 and canonical_float(choice.holdout.leakage_bits) <= target
+
+
+def test_the_posteriors_prior_lets_auto_try_four_times_finer_alphabets():
+    from privmap.offline.mechanisms.quantized._autotune import candidate_clusters, min_users_for
+    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions
+    counts = BuildOptions(private="a", clusters=4, delta_fraction=0.5)
+    posteriors = BuildOptions(private="a", clusters=4, delta_fraction=0.5, prior="posteriors")
+    assert (min_users_for(counts), min_users_for(posteriors)) == (32, 8)
+    assert candidate_clusters(13_715, 10_000, folds=5, min_users=8) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
