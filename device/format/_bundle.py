@@ -92,7 +92,7 @@ class Bundle:
         "version", "issued_at", "expires", "device_class", "mechanism", "metric", "features", "private_name",
         "classes", "inputs", "outputs", "bits", "index", "weight", "prior", "metrics",
         "provenance", "sha256", "key_id", "data", "p_x", "model", "space",
-        "_modes", "_canonical_inputs", "_exact", "_array",
+        "_modes", "_canonical_inputs", "_exact", "_array", "_rows",
     )
 
     def __init__(self, *, _token=None, **fields):
@@ -116,6 +116,7 @@ class Bundle:
                 exact[rep] = c
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_array", None)
+        object.__setattr__(self, "_rows", {})        # a recommender output's decoded row, once computed
 
     @property
     def withheld_columns(self) -> tuple[str, ...]:
@@ -178,7 +179,12 @@ class Bundle:
         category strings for categorical ones, ``None`` for erased cells."""
         if type(j) is not int or not 0 <= j < len(self.outputs):
             raise IndexError("output index out of range")
-        return self._decode(self.outputs[j])
+        if self.model is None:
+            return self._decode(self.outputs[j])
+        row = self._rows.get(j)
+        if row is None:                  # m predicted ratings: computed once per output, then copied
+            row = self._rows[j] = tuple(self._decode(self.outputs[j]))
+        return list(row)
 
     def _decode(self, row) -> list:
         if self.model is not None:

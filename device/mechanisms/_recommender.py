@@ -21,12 +21,15 @@ The ``model`` map carries what takes a user from ratings to that space and back:
 
 The release is the predicted row of the sampled output, ``mean + b_j + x_j . theta_out``
 clipped to the rating domain, for *every* column: nothing of the user's row, not even which
-items were rated, reaches the release except through the sampled output. Every sum runs left
-to right in float64, so a release is the same on every device.
+items were rated, reaches the release except through the sampled output. Every sum is either
+accumulated left to right in float64 or taken by :func:`math.fsum` (correctly rounded), never by
+the built-in ``sum`` (whose float algorithm changed in Python 3.12), so a release is the same on
+every device.
 """
 from __future__ import annotations
 
 import math
+from operator import mul
 
 from .._errors import BundleFormatError, InputError
 from ..format._limits import MAX_ABS_CELL
@@ -78,12 +81,14 @@ class FactorModel:
         Released ratings are rounded to this many decimals.
     """
 
-    __slots__ = ("columns", "mean", "reg", "bias", "factors", "whiten", "decimals", "_lo", "_hi")
+    __slots__ = ("columns", "mean", "reg", "bias", "factors", "whiten", "decimals", "_lo", "_hi", "_outer")
 
     def __init__(self, columns, mean, reg, bias, factors, whiten, decimals):
+        # each column's x_j x_j^T, upper triangle row by row: a rated cell adds it to the Gram matrix
+        outer = tuple(tuple(xi * xj for i, xi in enumerate(x) for xj in x[i:]) for x in factors)
         for name, value in (("columns", columns), ("mean", mean), ("reg", reg), ("bias", bias),
                             ("factors", factors), ("whiten", whiten), ("decimals", decimals),
-                            ("_lo", columns[0].min), ("_hi", columns[0].max)):
+                            ("_lo", columns[0].min), ("_hi", columns[0].max), ("_outer", outer)):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name, value):
@@ -100,42 +105,38 @@ class FactorModel:
         Raises :class:`InputError` if no cell is rated.
         """
         k1 = self.dimension
-        gram = [[0.0] * k1 for _ in range(k1)]
+        flat = [0.0] * (k1 * (k1 + 1) // 2)
         rhs = [0.0] * k1
         rated = 0
-        for r, b, x in zip(cells, self.bias, self.factors):
+        for r, b, x, outer in zip(cells, self.bias, self.factors, self._outer):
             if r is None:
                 continue
             rated += 1
             y = r - self.mean - b
-            for i in range(k1):
-                xi = x[i]
-                rhs[i] += y * xi
-                row = gram[i]
-                row[i:] = [g + xi * xj for g, xj in zip(row[i:], x[i:])]
+            rhs = [t + y * xi for t, xi in zip(rhs, x)]
+            flat = [g + o for g, o in zip(flat, outer)]
         if not rated:
             raise InputError("every cell of the row is missing")
+        gram, start = [], 0
         for i in range(k1):
-            gram[i][i] += self.reg
+            row = [0.0] * i + flat[start:start + k1 - i]
+            row[i] += self.reg
+            gram.append(row)
+            start += k1 - i
         return _cholesky_solve(gram, rhs)
 
     def point(self, cells) -> tuple:
         """z = W theta of a parsed row: its point in the bundle's factor space."""
         theta = self.fold_in(cells)
-        return tuple(sum(w * t for w, t in zip(row[i:], theta[i:])) for i, row in enumerate(self.whiten))
+        return tuple(math.fsum(map(mul, row[i:], theta[i:])) for i, row in enumerate(self.whiten))
 
     def ratings(self, z) -> list:
         """The released ratings of factor point ``z``: one float per column, clipped to the
         rating domain and rounded to ``decimals``."""
         theta = _back_substitute(self.whiten, z)
         lo, hi, places, mean = self._lo, self._hi, self.decimals, self.mean
-        out = []
-        for b, x in zip(self.bias, self.factors):
-            p = mean + b
-            for xi, t in zip(x, theta):
-                p += xi * t
-            out.append(round(min(max(p, lo), hi), places) + 0.0)
-        return out
+        return [round(min(max(mean + b + math.fsum(map(mul, x, theta)), lo), hi), places) + 0.0
+                for b, x in zip(self.bias, self.factors)]
 
 
 def _cholesky_solve(a, b) -> tuple:
@@ -147,20 +148,20 @@ def _cholesky_solve(a, b) -> tuple:
     low = [[0.0] * n for _ in range(n)]
     for j in range(n):
         row_j = low[j]
-        pivot = a[j][j] - sum(v * v for v in row_j[:j])
+        pivot = a[j][j] - math.fsum(map(mul, row_j[:j], row_j[:j]))
         if not (pivot > 0 and math.isfinite(pivot)):
             raise InputError("the row's ratings give no solvable fold-in")
         root = math.sqrt(pivot)
         row_j[j] = root
         for i in range(j + 1, n):
             row_i = low[i]
-            row_i[j] = (a[j][i] - sum(u * v for u, v in zip(row_i[:j], row_j[:j]))) / root
+            row_i[j] = (a[j][i] - math.fsum(map(mul, row_i[:j], row_j[:j]))) / root
     y = [0.0] * n
     for i in range(n):
-        y[i] = (b[i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i]
+        y[i] = (b[i] - math.fsum(map(mul, low[i][:i], y[:i]))) / low[i][i]
     x = [0.0] * n
     for i in reversed(range(n)):
-        x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+        x[i] = (y[i] - math.fsum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
     if not all(math.isfinite(v) for v in x):
         raise InputError("the row's ratings give no finite fold-in")
     return tuple(x)
@@ -172,7 +173,7 @@ def _back_substitute(upper, z) -> tuple:
     theta = [0.0] * n
     for i in reversed(range(n)):
         row = upper[i]
-        theta[i] = (z[i] - sum(row[k] * theta[k] for k in range(i + 1, n))) / row[i]
+        theta[i] = (z[i] - math.fsum(map(mul, row[i + 1:], theta[i + 1:]))) / row[i]
     return tuple(theta)
 
 
