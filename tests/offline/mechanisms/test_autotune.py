@@ -179,3 +179,17 @@ def test_the_posteriors_prior_lets_auto_try_four_times_finer_alphabets():
     posteriors = BuildOptions(private="a", clusters=4, delta_fraction=0.5, prior="posteriors")
     assert (min_users_for(counts), min_users_for(posteriors)) == (32, 8)
     assert candidate_clusters(13_715, 10_000, folds=5, min_users=8) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def test_auto_without_a_budget_searches_the_fraction_with_k_and_ships_the_winner(small_csv, run, keys, tmp_path):
+    data = load_dataset(small_csv, private="a")
+    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
+    choice = choose(data, options, clusters=(4, 8), target_leakage_bits=1.0, delta_fractions=(0.3, 0.9))
+    assert {(c["clusters"], c["delta_fraction"]) for c in choice.candidates} == {(4, 0.3), (4, 0.9), (8, 0.3), (8, 0.9)}
+    best = min(choice.candidates, key=lambda c: c["holdout_distortion"])
+    assert (choice.clusters, choice.delta_fraction) == (best["clusters"], best["delta_fraction"])
+    result = run("build", small_csv, "--private", "a", "--clusters", "auto", "--target-leakage", 1.0, "--seed", 1,
+                 "--holdout-folds", 3, "--key", keys / "private.pem", "--out", tmp_path / "b.bundle", "--json")
+    summary = json.loads(result.stdout)
+    assert summary["auto"]["delta_fraction"] in (0.3, 0.5, 0.7, 0.9)
+    assert summary["delta"] == pytest.approx(summary["auto"]["delta_fraction"] * summary["perfect_privacy_distortion"])
