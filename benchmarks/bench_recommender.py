@@ -2,11 +2,13 @@
 
 Run from the repository root:
 
-    python benchmarks/bench_recommender.py [--data insteval synthetic] [--only NAME ...] [--seed 0] [--json]
+    python benchmarks/bench_recommender.py [--data insteval synthetic gss] [--only NAME ...] [--seed 0]
+        [--json] [--plot PATH]
 
 For each data set (``insteval``: data/insteval, 2,972 students x 500 lecturers, ratings 1-5, 96 %
 blank, private ``studage``, 4 classes; ``synthetic``: :func:`privmap.offline.data.synthetic_ratings`,
-3,000 users x 500 items, density 0.04, 4 classes, seeded) the protocol of
+3,000 users x 500 items, density 0.04, 4 classes, seeded; ``gss``: data/gss1993_music, 1,597
+respondents x 18 music styles, ratings 1-5, 7 % blank, private ``sex``, 2 classes) the protocol of
 :mod:`privmap.offline.evaluation._service_utility`:
 
 - users split 70/30 into training and held-out users (stratified by the private class, seeded);
@@ -19,14 +21,31 @@ blank, private ``studage``, 4 classes; ``synthetic``: :func:`privmap.offline.dat
   not rated;
 - the attacker (logistic regression choosing its regularisation by inner cross-validation,
   :mod:`privmap.offline._attacker`) is trained on the training users' rows as the release makes
-  them (from their whole rows) and tested on the held-out users' released rows: ROC AUC (one-vs-rest
-  macro for 4 classes; 0.5 = chance).
+  them (from their whole rows: it knows the mechanism) and tested on the held-out users' released
+  rows: ROC AUC (one-vs-rest macro for 4 classes; 0.5 = chance). For the releases that perturb
+  the user's own row (BlurMe, randomized response) a second attacker, trained on the training
+  users' *true* rows (it does not know the mechanism), is scored on the same released rows.
+
+The releases, side by side:
+
+- the true ratings and no row at all (the two ends of value kept);
+- k-means alone (no privacy) and privmap on the raw ratings (seed 000: ``privmap build --clusters K
+  --delta-fraction 0.5``): a dense representative row per user;
+- privmap's recommender mode (``privmap build --utility recommender``, run through the CLI): the
+  user's latent taste is mapped and a full row of predicted ratings released; the pinned command
+  (``--clusters auto --target-auc 0.55``) and fixed points; and its factor model alone (each
+  user's own predicted ratings, no privacy), what the model is worth before the mapping;
+- BlurMe (Weinsberg et al. 2012): the user's own ratings plus a few added ones on items that
+  indicate another class;
+- randomized response per rated cell.
 
 To add a row, add an entry to :data:`RELEASES`: a name and a function ``fit(train, private,
 n_classes, seed) -> release``, where ``train`` (n_train, m) holds the training users' true
-ratings (NaN = not rated), ``private`` their class codes, and ``release(rows) -> released`` maps
-rows (n, m) with NaN blanks to released rows of the same shape (NaN = blank, not a rating; a row
-may be dense). The release of a held-out user sees only their visible cells.
+ratings (NaN = not rated), ``private`` their class codes, and ``release(rows, private) ->
+released`` maps rows (n, m) with NaN blanks, and those users' own classes (a user knows their own
+attribute; most releases ignore it, :func:`class_blind`), to released rows of the same shape (NaN
+= blank, not a rating; a row may be dense). The release of a held-out user sees only their visible
+cells. Mark the fit with :func:`perturbs_own_row` to score the attacker trained on true rows too.
 """
 from __future__ import annotations
 
@@ -35,6 +54,7 @@ import csv
 import json
 import math
 import pathlib
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,27 +65,69 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from privmap.offline._attacker import logistic_attack  # noqa: E402
+from privmap.offline._attacker import choose_regularisation, logistic_attack  # noqa: E402
 from privmap.offline.data import load_dataset, synthetic_ratings  # noqa: E402
 from privmap.offline.evaluation._evaluate import view_from_payload, view_from_table, view_release  # noqa: E402
 from privmap.offline.evaluation._service_utility import ServiceUtility  # noqa: E402
 
-Release = Callable[[np.ndarray], np.ndarray]
-#: The privmap builds' budget: this fraction of the perfect-privacy distortion (the demo's).
+#: ``release(rows, private) -> released rows`` (module docstring).
+Release = Callable[[np.ndarray, np.ndarray], np.ndarray]
+#: The seed-000 builds' budget: this fraction of the perfect-privacy distortion (the demo's).
 DELTA_FRACTION = 0.5
+#: The recommender mode's pinned operating point: the privacy wanted, the build picks K and budget.
+PINNED_TARGET_AUC = 0.55
+#: The value kept the plot marks beside the target AUC.
+VALUE_KEPT_MARK = 0.75
+#: The CLI, run in a child process with this interpreter.
+PRIVMAP = (sys.executable, "-c", "from privmap.offline.cli._main import main; main()")
 INSTEVAL = ROOT / "data" / "insteval" / "InstEval_wide_top500.csv"
+GSS_MUSIC = ROOT / "data" / "gss1993_music" / "music.csv"
+GSS_STYLES = ("bigb", "blug", "coun", "blue", "musi", "clas", "folk", "gosp", "jazz", "lati", "mood", "newa",
+              "oper", "rap", "regg", "conr", "oldi", "hvym")
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+def class_blind(release: Callable[[np.ndarray], np.ndarray]) -> Release:
+    """A release that does not look at its user's class, in the ``release(rows, private)`` form."""
+    return lambda rows, private: release(rows)
+
+
+def perturbs_own_row(fit):
+    """Mark ``fit`` as a release that keeps the user's row and perturbs it (the items rated pass
+    through): an attacker who never heard of the mechanism, trained on true rows, is then a
+    realistic threat, scored beside the one that knows it."""
+    fit.perturbs_own_row = True
+    return fit
+
+
+def with_ratings(train: np.ndarray, private: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The training users who rated something (a build leaves the others out anyway)."""
+    keep = ~np.isnan(train).all(axis=1)
+    return train[keep], private[keep]
+
+
+def rating_levels(train: np.ndarray) -> np.ndarray:
+    """The distinct ratings of the training users, sorted (1..5 on every data set here)."""
+    return np.unique(train[~np.isnan(train)])
+
+
+def rating_domain(train: np.ndarray) -> str:
+    """``LO:HI``, the ``--domain`` of the training ratings."""
+    levels = rating_levels(train)
+    return f"{levels[0]:g}:{levels[-1]:g}"
 
 
 # --------------------------------------------------------------------------- releases
 
 def true_ratings(train, private, n_classes, seed) -> Release:
     """The user's own ratings, as they are."""
-    return lambda rows: np.array(rows, dtype=float)
+    return class_blind(lambda rows: np.array(rows, dtype=float))
 
 
 def nothing(train, private, n_classes, seed) -> Release:
     """No row at all (every cell blank)."""
-    return lambda rows: np.full(np.shape(rows), np.nan)
+    return class_blind(lambda rows: np.full(np.shape(rows), np.nan))
 
 
 def kmeans_alone(k: int):
@@ -73,34 +135,166 @@ def kmeans_alone(k: int):
     device's masked rule), no privacy: what quantizing alone costs."""
     def fit(train, private, n_classes, seed) -> Release:
         from privmap.offline.data import quantize
-        rows = train[~np.isnan(train).all(axis=1)]
+        rows, _ = with_ratings(train, private)
         centers = quantize(rows, k, metric="l2", seed=seed).centers
         view = view_from_table("quantized", "l2", centers, centers, np.eye(len(centers)),
                                [str(c) for c in range(n_classes)], [f"c{j}" for j in range(train.shape[1])])
-        return view_release(view, np.random.default_rng(seed))
+        return class_blind(view_release(view, np.random.default_rng(seed)))
     return fit
 
 
 def privmap_quantized(k: int, delta_fraction: float = DELTA_FRACTION):
-    """``privmap build --clusters K --delta-fraction F --domain LO:HI --holdout-folds 0`` on the
-    training users' raw ratings (blanks masked), released as a device would (one simulated draw)."""
+    """Seed 000 on the raw ratings: ``privmap build --clusters K --delta-fraction F --domain LO:HI
+    --holdout-folds 0`` on the training users' rows (blanks masked), released as a device would
+    (one simulated draw): a dense representative row."""
     def fit(train, private, n_classes, seed) -> Release:
         from privmap.offline import BuildOptions, build
         from privmap.offline.data import declare
-        keep = ~np.isnan(train).all(axis=1)
-        lo, hi = int(np.nanmin(train)), int(np.nanmax(train))
+        rows, classes = with_ratings(train, private)
         with tempfile.TemporaryDirectory() as tmp:
             path = pathlib.Path(tmp) / "train.csv"
-            write_csv(path, train[keep], private[keep])
+            write_csv(path, rows, classes)
             options = BuildOptions(private="private", clusters=k, delta_fraction=delta_fraction, seed=seed,
-                                   declared=declare(domains=[f"{lo}:{hi}"]), holdout_folds=0,
+                                   declared=declare(domains=[rating_domain(train)]), holdout_folds=0,
                                    issued_at=1_795_000_000)
             result = build(path, options)
-        return view_release(view_from_payload(result.payload), np.random.default_rng(seed))
+        return class_blind(view_release(view_from_payload(result.payload), np.random.default_rng(seed)))
     return fit
 
 
-#: name -> fit(train, private, n_classes, seed) -> release(rows) -> released rows. Add rows here.
+def recommender_build(train, private, seed, options) -> tuple:
+    """``privmap build DATA.csv --private private --domain LO:HI --utility recommender OPTIONS --seed S
+    --key KEY --out B`` run as the operator runs it (the CLI, in a child process, with a fresh key)
+    on the training users' rows, the bundle read back as a device reads it (signature checked):
+    its evaluation view (:func:`view_of_recommender`) and the build's ``--json`` summary."""
+    from privmap.device import Keyring, read_bundle_file
+    from privmap.offline.evaluation._factor_view import view_of_recommender
+    rows, classes = with_ratings(train, private)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        write_csv(tmp / "train.csv", rows, classes)
+        privmap_cli("keygen", tmp / "keys")
+        summary = json.loads(privmap_cli(
+            "build", tmp / "train.csv", "--private", "private", "--domain", rating_domain(train),
+            "--utility", "recommender", *options, "--seed", str(seed), "--key", tmp / "keys" / "private.pem",
+            "--out", tmp / "rec.bundle", "--json"))
+        bundle = read_bundle_file(tmp / "rec.bundle", Keyring.from_pem_files(tmp / "keys" / "public.pem"))
+    return view_of_recommender(bundle), summary
+
+
+def privmap_recommender(*options: str):
+    """privmap's recommender mode (:func:`recommender_build` with ``OPTIONS``), released as a device
+    would (the fold-in, the nearest centre, one simulated draw): a full row of predicted ratings,
+    nothing of the user's row but through the sampled output. The build's choice (K, budget) goes
+    into the row's note."""
+    def fit(train, private, n_classes, seed) -> Release:
+        view, summary = recommender_build(train, private, seed, options)
+        release = class_blind(view_release(view, np.random.default_rng(seed)))
+        chosen = next((c for c in summary.get("auto", {}).get("candidates", ()) if c.get("chosen")), {})
+        release.note = (f"K = {summary['clusters']}, Delta = {summary['delta']:.3f} stars"
+                        + (f" (fraction {chosen['delta_fraction']:g})" if "delta_fraction" in chosen else "")
+                        + (f"; the build's own held-out attacker AUC {chosen['holdout_attacker_auc']:.3f}"
+                           if "holdout_attacker_auc" in chosen else ""))
+        return release
+    return fit
+
+
+def factor_model_alone(train, private, n_classes, seed) -> Release:
+    """The recommender mode's factor model without the mapping, no privacy: each user's own
+    predicted-ratings row (their fold-in, clipped to the domain), what the model is worth before
+    clustering and privacy cost anything (the model of :func:`recommender_build`; a cheap
+    operating point, ``--clusters 4 --prior counts --holdout-folds 0``, since the mapping is
+    not used)."""
+    view, _ = recommender_build(train, private, seed, ("--clusters", "4", "--delta-fraction", "0.5",
+                                                       "--prior", "counts", "--holdout-folds", "0"))
+    levels = rating_levels(train)
+    return class_blind(lambda rows: np.clip(view.predicted(view.points(rows)), levels[0], levels[-1]))
+
+
+def class_indicativeness(train: np.ndarray, private: np.ndarray, n_classes: int, seed: int) -> np.ndarray:
+    """BlurMe's item scores, shape (n_classes, m): logistic-regression coefficients of each class on
+    the training users' rated/not-rated indicators (which items a user rated is what gives the class
+    away on these sets: InstEval's true rows reach AUC 0.97), its regularisation chosen by the
+    attacker's inner cross-validation. A positive score for class c: rating the item raises the odds
+    of c (two classes: the one coefficient vector, and its negative for the other class)."""
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
+    rated = (~np.isnan(train)).astype(float)
+    with threadpool_limits(limits=1, user_api="blas"):
+        c = choose_regularisation(rated, private, seed=seed)
+        coef = LogisticRegression(C=c, max_iter=2000, random_state=seed).fit(rated, private).coef_
+    return np.vstack([-coef[0], coef[0]]) if n_classes == 2 else coef
+
+
+def blurme(fraction: float, strategy: str):
+    """BlurMe (Weinsberg, Bhagat, Ioannidis and Taft, RecSys 2012): the user's own ratings pass
+    unchanged and ``ceil(fraction * n_u)`` ratings are added (n_u: the user's ratings; at least one
+    for a user who rated anything, so 1 % and 5 % both add one rating to a user with 20) on items
+    they did not rate that indicate *another* class (:func:`class_indicativeness`; two classes: the
+    opposite one; more: one chosen uniformly among the others, per user). ``greedy`` takes the most
+    indicative items first; ``sampled`` draws them without replacement from the items with a
+    positive score, with probability proportional to the score. An added rating is the item's mean
+    training rating (the paper's average strategy), so it is not a whole number: an attacker who
+    looks for non-integer cells finds the added ones, which the logistic attacker here does not."""
+    if strategy not in ("greedy", "sampled"):
+        raise ValueError(f"BlurMe strategy {strategy!r}: greedy or sampled")
+
+    @perturbs_own_row
+    def fit(train, private, n_classes, seed) -> Release:
+        scores = class_indicativeness(train, private, n_classes, seed)
+        counts = np.sum(~np.isnan(train), axis=0)
+        means = np.divide(np.nansum(train, axis=0), counts, out=np.full(train.shape[1], np.nan), where=counts > 0)
+        rng = np.random.default_rng([seed, 2])
+
+        def release(rows, classes):
+            out = np.array(rows, dtype=float)
+            for u in range(out.shape[0]):
+                rated = ~np.isnan(out[u])
+                k = math.ceil(fraction * rated.sum())
+                if k == 0:
+                    continue
+                other = rng.choice([a for a in range(n_classes) if a != classes[u]])
+                score = scores[other]
+                items = np.flatnonzero(~rated & (score > 0) & (counts > 0))
+                k = min(k, items.size)
+                if k == 0:
+                    continue
+                if strategy == "greedy":
+                    chosen = items[np.argsort(-score[items], kind="stable")[:k]]
+                else:
+                    chosen = rng.choice(items, size=k, replace=False, p=score[items] / score[items].sum())
+                out[u, chosen] = means[chosen]
+            return out
+        return release
+    return fit
+
+
+def randomized_response(epsilon: float):
+    """Randomized response per rated cell: each rating is kept with probability e^eps / (e^eps + L -
+    1), otherwise replaced by one of the other L - 1 rating levels drawn uniformly (L: the training
+    ratings' levels); blank cells stay blank, so which items a user rated passes through unchanged,
+    as in BlurMe. Each cell is eps-locally differentially private; a row of n ratings spends n eps."""
+    @perturbs_own_row
+    def fit(train, private, n_classes, seed) -> Release:
+        levels = rating_levels(train)
+        keep = math.exp(epsilon) / (math.exp(epsilon) + len(levels) - 1)
+        rng = np.random.default_rng([seed, 3])
+
+        def release(rows, classes):
+            out = np.array(rows, dtype=float)
+            rated = ~np.isnan(out)
+            code = np.searchsorted(levels, out[rated])
+            if np.any(levels[np.minimum(code, len(levels) - 1)] != out[rated]):
+                raise ValueError("randomized response: a rating outside the training levels")
+            moved = rng.random(code.size) >= keep
+            shift = rng.integers(1, len(levels), size=code.size)     # uniform among the other levels
+            out[rated] = levels[np.where(moved, (code + shift) % len(levels), code)]
+            return out
+        return release
+    return fit
+
+
+#: name -> fit(train, private, n_classes, seed) -> release(rows, private) -> released rows. Add rows here.
 RELEASES: dict[str, Callable] = {
     "true ratings": true_ratings,
     "nothing": nothing,
@@ -108,6 +302,14 @@ RELEASES: dict[str, Callable] = {
     "k-means alone K=64 (no privacy)": kmeans_alone(64),
     "privmap quantized K=16": privmap_quantized(16),
     "privmap quantized K=64": privmap_quantized(64),
+    "factor model alone (no privacy)": factor_model_alone,
+    f"privmap recommender (auto, AUC <= {PINNED_TARGET_AUC:g})":
+        privmap_recommender("--clusters", "auto", "--target-auc", f"{PINNED_TARGET_AUC:g}"),
+    "privmap recommender K=128 F=0.7": privmap_recommender("--clusters", "128", "--delta-fraction", "0.7"),
+    "privmap recommender K=32 F=0.5": privmap_recommender("--clusters", "32", "--delta-fraction", "0.5"),
+    **{f"BlurMe {strategy} {percent} %": blurme(percent / 100, strategy)
+       for strategy in ("greedy", "sampled") for percent in (1, 5, 10)},
+    **{f"randomized response eps={eps:g}": randomized_response(eps) for eps in (0.5, 1.0, 2.0)},
 }
 
 
@@ -122,12 +324,30 @@ def write_csv(path: pathlib.Path, rows: np.ndarray, private: np.ndarray) -> None
             w.writerow(["" if math.isnan(x) else f"{x:g}" for x in row] + [f"a{a}"])
 
 
-def insteval() -> tuple[np.ndarray, np.ndarray, int]:
+def privmap_cli(*args) -> str:
+    """Run ``privmap ARGS`` in a child process; its stdout (stderr in the error when it fails)."""
+    done = subprocess.run([*PRIVMAP, *map(str, args)], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"privmap {' '.join(map(str, args[:2]))} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def from_csv(path: pathlib.Path, private: str, public) -> tuple[np.ndarray, np.ndarray, int]:
+    """Ratings (NaN blanks), private class codes and the number of classes of a CSV file."""
+    ds = load_dataset(path, private=private, public=list(public))
+    return np.asarray(ds.public, dtype=float), np.asarray(ds.private), len(ds.classes)
+
+
+def insteval(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
     """data/insteval's wide file: ratings (2972, 500) with NaN blanks, studage codes, 4 classes."""
     with INSTEVAL.open() as f:
         header = next(csv.reader(f))
-    ds = load_dataset(INSTEVAL, private="studage", public=[c for c in header if c.startswith("d")])
-    return np.asarray(ds.public, dtype=float), np.asarray(ds.private), len(ds.classes)
+    return from_csv(INSTEVAL, "studage", [c for c in header if c.startswith("d")])
+
+
+def gss(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """data/gss1993_music: 1,597 respondents x 18 styles, 1-5, 7 % blank, sex private (2 classes)."""
+    return from_csv(GSS_MUSIC, "sex", GSS_STYLES)
 
 
 def synthetic(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -135,7 +355,7 @@ def synthetic(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
     return s.ratings, s.private, len(s.classes)
 
 
-DATA = {"insteval": lambda seed: insteval(), "synthetic": synthetic}
+DATA = {"insteval": insteval, "synthetic": synthetic, "gss": gss}
 
 
 # --------------------------------------------------------------------------- protocol
@@ -152,47 +372,135 @@ def run(name: str, seed: int, only: list[str] | None) -> dict:
     out = {"data": name, "users": int(len(private)), "items": int(ratings.shape[1]),
            "density": float(np.mean(~np.isnan(ratings))), "classes": n_classes, **service.describe(),
            "baseline": service.baseline, "rows": []}
+
+    def attack(train_rows, test_rows):
+        return logistic_attack(train_rows, private[train], test_rows, private[test], n_classes, seed=seed)
+
     for label, fit in RELEASES.items():
         if only and label not in only:
             continue
         started = time.perf_counter()
         release = fit(ratings[train], private[train], n_classes, seed)
-        released = release(service.visible.copy())
+        released = release(service.visible.copy(), private[test])
         figures = service.measure(released)
-        attack = logistic_attack(release(ratings[train]), private[train], released, private[test], n_classes,
-                                 seed=seed)
+        knows = attack(release(ratings[train], private[train]), released)
+        unaware = attack(ratings[train], released) if getattr(fit, "perturbs_own_row", False) else None
         out["rows"].append({"release": label, "rmse": figures["rmse_released"], "value_kept": figures["value_kept"],
                             "ndcg_at_10": figures["ndcg_at_k_released"], "recall_at_10": figures["recall_at_k_released"],
-                            "attacker_auc": attack.roc_auc, "attacker_c": attack.regularisation,
+                            "attacker_auc": knows.roc_auc, "attacker_c": knows.regularisation,
+                            "unaware_attacker_auc": None if unaware is None else unaware.roc_auc,
+                            "unaware_attacker_c": None if unaware is None else unaware.regularisation,
                             "released_cells_per_user": figures["released_cells_per_user"],
+                            "note": getattr(release, "note", None),
                             "seconds": time.perf_counter() - started})
         print(f"  {name}: {label} done in {out['rows'][-1]['seconds']:.1f} s", file=sys.stderr, flush=True)
     return out
 
 
+def _f(x, nd=4) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
+
+
 def table(r: dict) -> str:
-    def f(x, nd=4):
-        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
     lines = [f"{r['data']}: {r['users']} users x {r['items']} items, density {r['density']:.4f}, {r['classes']} classes; "
              f"{r['train_users']} training users, {r['heldout_users']} held-out users, {r['hidden_ratings']} hidden "
              f"ratings ({r['visible_ratings_per_user']:.1f} visible per held-out user)",
              "",
-             "| release | RMSE | value kept | NDCG@10 | recall@10 | held-out attacker AUC | released cells / user |",
-             "|---|---|---|---|---|---|---|"]
+             "| release | RMSE | value kept | NDCG@10 | recall@10 | attacker AUC (knows the release) | "
+             "attacker AUC (trained on true rows) | released cells / user |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in r["rows"]:
-        lines.append(f"| {row['release']} | {f(row['rmse'])} | {f(row['value_kept'], 3)} | {f(row['ndcg_at_10'])} | "
-                     f"{f(row['recall_at_10'])} | {f(row['attacker_auc'], 3)} | {row['released_cells_per_user']:.1f} |")
-    return "\n".join(lines)
+        lines.append(f"| {row['release']} | {_f(row['rmse'])} | {_f(row['value_kept'], 3)} | {_f(row['ndcg_at_10'])} | "
+                     f"{_f(row['recall_at_10'])} | {_f(row['attacker_auc'], 3)} | {_f(row['unaware_attacker_auc'], 3)} | "
+                     f"{row['released_cells_per_user']:.1f} |")
+    notes = [f"- {row['release']}: {row['note']}" for row in r["rows"] if row.get("note")]
+    return "\n".join(lines + ([""] + notes if notes else []))
 
+
+# --------------------------------------------------------------------------- plot
+
+#: Marker and colour of each family of releases (the first whose prefix a name starts with).
+FAMILIES = (("true ratings", "*", "black"), ("nothing", "X", "grey"), ("k-means alone", "s", "tab:brown"),
+            ("privmap quantized", "D", "tab:orange"), ("factor model alone", "h", "tab:cyan"),
+            ("privmap recommender", "o", "tab:blue"), ("BlurMe greedy", "^", "tab:red"),
+            ("BlurMe sampled", "v", "tab:pink"), ("randomized response", "P", "tab:green"))
+#: The plot's lowest value kept: a release below it is drawn on it, its value in its label.
+PLOT_FLOOR = -1.5
+
+
+def plot(results: list[dict], path: pathlib.Path) -> None:
+    """Value kept (y) against the held-out attacker's AUC (x), one panel per data set: a filled
+    marker per release for the attacker that knows it; for a release that perturbs the user's own
+    row, a hollow marker joined to it for the attacker trained on true rows. Dashed lines at the
+    pinned target AUC and at value kept :data:`VALUE_KEPT_MARK`. Releases worth much less than no
+    row (down to -12.7 on InstEval, where value kept divides by a small number) are drawn on
+    :data:`PLOT_FLOOR` and listed with their value in a box, so that the region that matters stays
+    legible."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(results), figsize=(6.2 * len(results), 5.4), squeeze=False)
+    handles = {}
+    for ax, r in zip(axes[0], results):
+        top, below = 1.0, []
+        for row in r["rows"]:
+            if row["value_kept"] is None or row["attacker_auc"] is None or math.isnan(row["attacker_auc"]):
+                continue
+            family, marker, colour = next(f for f in FAMILIES if row["release"].startswith(f[0]))
+            x, kept = row["attacker_auc"], row["value_kept"]
+            y, top = max(kept, PLOT_FLOOR), max(top, kept)
+            handles[family] = ax.scatter(x, y, marker=marker, color=colour, s=55, zorder=3, label=family)
+            if row["unaware_attacker_auc"] is not None:
+                ax.scatter(row["unaware_attacker_auc"], y, marker=marker, facecolors="none", edgecolors=colour,
+                           s=55, zorder=3)
+                ax.plot([x, row["unaware_attacker_auc"]], [y, y], color=colour, lw=0.6, ls=":", zorder=2)
+            if kept < PLOT_FLOOR:
+                below.append(f"{row['release']}: {kept:.2f}")
+            else:
+                ax.annotate(short_label(row["release"]), (x, y), textcoords="offset points", xytext=(4, 3),
+                            fontsize=6.5)
+        if below:
+            ax.text(0.98, 0.3, f"drawn at {PLOT_FLOOR:g}, value kept:\n" + "\n".join(below), transform=ax.transAxes,
+                    ha="right", va="bottom", fontsize=6.5, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5})
+        ax.axvline(PINNED_TARGET_AUC, ls="--", color="grey", lw=1)
+        ax.axhline(VALUE_KEPT_MARK, ls="--", color="grey", lw=1)
+        ax.set_ylim(PLOT_FLOOR - 0.15, top + 0.2)
+        ax.set_xlabel("held-out attacker ROC AUC (hollow: attacker trained on true rows)")
+        ax.set_ylabel("value kept for the recommender (RMSE)")
+        ax.set_title(f"{r['data']}: {r['users']} users x {r['items']} items, {r['classes']} classes", fontsize=10)
+        ax.grid(alpha=0.3)
+    fig.legend(handles=list(handles.values()), loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def short_label(name: str) -> str:
+    """A release's name without its family, for the plot's annotations."""
+    family = next((f[0] for f in FAMILIES if name.startswith(f[0])), "")
+    return name[len(family):].replace("(no privacy)", "").replace("randomized response ", "").strip() or name
+
+
+# --------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", nargs="+", choices=sorted(DATA), default=["insteval", "synthetic"])
+    ap.add_argument("--data", nargs="+", choices=sorted(DATA), default=["insteval", "synthetic", "gss"])
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these releases (names of RELEASES)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    ap.add_argument("--plot", type=pathlib.Path, metavar="PATH",
+                    help="write a PNG of value kept against attacker AUC, a panel per data set")
     args = ap.parse_args(argv)
+    unknown = set(args.only or ()) - set(RELEASES)
+    if unknown:
+        ap.error(f"unknown release(s): {', '.join(sorted(unknown))}; known: {', '.join(RELEASES)}")
+    started = time.perf_counter()
     results = [run(name, args.seed, args.only) for name in args.data]
+    print(f"  all done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    if args.plot:
+        plot(results, args.plot)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
