@@ -17,7 +17,7 @@ import click
 from privmap.device import Keyring, KeyringChain, KeyringError, PrivmapDeviceError
 
 from .._errors import BuildError
-from .._files import atomic_write  # noqa: F401 (the CLI modules take it from here)
+from .._files import atomic_output, atomic_write  # noqa: F401 (the CLI modules take them from here)
 
 #: Exit status when stdout is closed under the command (``privmap ... | head -1``): 128 + SIGPIPE,
 #: what a shell reports for any tool that the closed pipe ended, so ``set -o pipefail`` scripts see
@@ -72,32 +72,6 @@ def _clean(obj):
 def emit(obj: dict) -> None:
     """Print ``obj`` as one JSON object on stdout."""
     click.echo(json.dumps(_clean(obj), indent=2, sort_keys=True, allow_nan=False))
-
-
-@contextlib.contextmanager
-def atomic_output(path: pathlib.Path):
-    """A text file (UTF-8, ``\n`` line ends) to write ``path`` by streaming, as :func:`atomic_write`
-    writes bytes: the text goes to a temporary file in the same folder, which is fsynced and renamed
-    over ``path`` when the ``with`` block ends normally; on any exception it is removed and ``path``
-    is as it was, so no reader ever sees half of the file. Permissions: 0666 less the umask.
-
-    Raises ``OSError`` (the folder cannot be written, the disk is full, the rename fails).
-    """
-    import tempfile
-    path = pathlib.Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.fchmod(fd, 0o666 & ~umask)
-        with open(fd, "w", encoding="utf-8", newline="") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        pathlib.Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # -- trusted keys: --trusted PEM or --keyring FILE ---------------------------------------------
