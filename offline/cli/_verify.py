@@ -121,6 +121,9 @@ def _describe(payload: dict) -> dict:
         "holdout_leakage_interval_bits": ([metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]
                                           if "holdout_leakage_low_bits" in metrics else None),
         **_robust_description(payload),
+        **({"rating_columns": list(payload["model"]["columns"]),
+            "rating_domain": {k: payload["model"][k] for k in ("min", "max", "integer", "missing_token")}}
+           if payload.get("model") is not None else {}),
     }
 
 
@@ -155,7 +158,12 @@ def robust_line(figures: dict) -> str:
 def _print_description(info: dict) -> None:
     click.echo(f"  version {info['version']}, {info['mechanism']} mechanism, metric {info['metric']}, "
                f"expires {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(info['expires']))}")
-    click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['features'])} public features")
+    if "rating_columns" in info:
+        domain = info["rating_domain"]
+        click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['rating_columns'])} rating columns "
+                   f"in [{domain['min']}, {domain['max']}] folded into {len(info['features'])} factor coordinates")
+    else:
+        click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['features'])} public features")
     click.echo(f"  K_in = {info['inputs']}, K_out = {info['outputs']}, B = {info['bits']}, "
                f"{info['nonzero_per_row']:.2f} nonzero entries per row")
     if "rho_m_squared" in info:

@@ -77,3 +77,13 @@ def test_a_build_whose_new_users_leak_several_times_the_in_sample_figure_says_so
     summary = json.loads(result.stdout)
     assert summary["holdout_leakage_bits"] >= 3 * summary["leakage_bits"]
     assert "warning: new users leak" in result.stderr and "too many clusters" in result.stderr
+
+
+def test_inspect_names_the_rating_columns_and_their_domain(run, recommender_bundle, ratings_csv):
+    out, _ = recommender_bundle
+    info = json.loads(run("inspect", out, "--json").stdout)
+    with open(ratings_csv, newline="") as handle:
+        header = next(csv.reader(handle))[:-1]
+    assert info["rating_columns"] == header
+    assert info["rating_domain"] == {"min": 1, "max": 5, "integer": True, "missing_token": ""}
+    assert f"{len(header)} rating columns in [1, 5]" in run("inspect", out).output
