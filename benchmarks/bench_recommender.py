@@ -460,7 +460,7 @@ def plot(results: list[dict], path: pathlib.Path) -> None:
                 ax.annotate(short_label(row["release"]), (x, y), textcoords="offset points", xytext=(4, 3),
                             fontsize=6.5)
         if below:
-            ax.text(0.98, 0.3, f"drawn at {PLOT_FLOOR:g}, value kept:\n" + "\n".join(below), transform=ax.transAxes,
+            ax.text(0.98, 0.1, f"drawn at {PLOT_FLOOR:g}, value kept:\n" + "\n".join(below), transform=ax.transAxes,
                     ha="right", va="bottom", fontsize=6.5, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5})
         ax.axvline(PINNED_TARGET_AUC, ls="--", color="grey", lw=1)
         ax.axhline(VALUE_KEPT_MARK, ls="--", color="grey", lw=1)
