@@ -53,6 +53,20 @@ class FixedBits:
         return self.value
 
 
+class MemoryCounter:
+    """An in-memory monotonic counter, as firmware would back one with a TPM NV counter."""
+
+    def __init__(self):
+        self.value = 0
+
+    def read(self) -> int:
+        return self.value
+
+    def increment(self) -> int:
+        self.value += 1
+        return self.value
+
+
 def base_payload() -> dict:
     """A small valid quantized payload: d=3 numeric (one integer), K_in=3, K_out=4, B=4, l2."""
     payload = {

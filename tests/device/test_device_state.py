@@ -7,7 +7,7 @@ import stat
 
 import msgpack
 import pytest
-from harness import NOW
+from harness import NOW, MemoryCounter
 from privmap.device import (
     Binding,
     BundleError,
@@ -386,18 +386,6 @@ def test_issued_at_beyond_the_plausibility_bound_is_refused_whatever_the_clock(s
         assert snapshot(tmp_path / f"s{clock}") == before
 
 
-class MemoryCounter:
-    """An in-memory monotonic counter, as firmware would back one with a TPM NV counter."""
-
-    def __init__(self):
-        self.value = 0
-
-    def read(self) -> int:
-        return self.value
-
-    def increment(self) -> int:
-        self.value += 1
-        return self.value
 
 
 def test_replaying_an_old_state_file_is_refused_with_a_counter(sim, tmp_path):  # G9

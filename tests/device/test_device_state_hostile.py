@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from harness import NOW
+from harness import NOW, MemoryCounter
 from privmap.device import (
     DeviceState,
     NoValidBundleError,
@@ -210,17 +210,6 @@ def test_a_symlinked_state_directory_is_refused_as_a_symlink(sim, installed, tmp
 
 
 # -- re-provisioning a counter-bound device --------------------------------------------------------
-
-class MemoryCounter:
-    def __init__(self):
-        self.value = 0
-
-    def read(self) -> int:
-        return self.value
-
-    def increment(self) -> int:
-        self.value += 1
-        return self.value
 
 
 def test_a_counter_bound_device_whose_directory_was_lost_is_reprovisioned_only_by_an_explicit_call(sim, tmp_path):
