@@ -31,17 +31,20 @@ from __future__ import annotations
 import math
 from operator import mul
 
-from .._errors import BundleFormatError, InputError
+from .._errors import BundleFormatError, InputError, WorkLimitError
 from ..format._limits import MAX_ABS_CELL
 from ..format._schema import Feature
 
-__all__ = ["MODEL_KEYS", "MAX_RANK", "FactorModel", "parse_model"]
+__all__ = ["MODEL_KEYS", "MAX_RANK", "MAX_FOLD_IN_WORK", "FactorModel", "parse_model"]
 
 #: Keys of the ``model`` map, in canonical order.
 MODEL_KEYS = ("columns", "min", "max", "integer", "missing_token", "mean", "reg", "scale_bits", "items",
               "whiten", "decimals")
 #: Largest latent rank: bounds the fold-in's O(m rank^2) and the release's O(m rank) work.
 MAX_RANK = 64
+#: Largest m x (rank + 1)^2: bounds the per-column outer products a device keeps (about half that
+#: many floats) and a fully rated row's fold-in work.
+MAX_FOLD_IN_WORK = 1 << 21
 #: Largest magnitude of a fixed-point item entry (int32).
 _MAX_FIXED = (1 << 31) - 1
 #: Longest missing-value token (as the quantized features' ``missing_token``).
@@ -181,7 +184,8 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
     """Validate the ``model`` map of a recommender payload against its ``factor_features``
     (the rank + 1 numeric features of the factor space); returns the :class:`FactorModel`.
 
-    Raises :class:`BundleFormatError` naming the first field that fails.
+    Raises :class:`BundleFormatError` naming the first field that fails, and
+    :class:`WorkLimitError` for more columns x (rank + 1)^2 than :data:`MAX_FOLD_IN_WORK`.
     """
     if type(obj) is not dict or set(obj) != set(MODEL_KEYS) or any(type(k) is not str for k in obj):
         _fail(f"must be a map with exactly the keys {', '.join(MODEL_KEYS)}")
@@ -196,6 +200,9 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
             _fail(f"columns[{i}] must be a non-empty string")
     if len(set(names)) != len(names):
         _fail("column names must be unique")
+    if len(names) * k1 * k1 > MAX_FOLD_IN_WORK:
+        raise WorkLimitError(f"model: {len(names)} columns x (rank + 1)^2 = {k1 * k1} exceeds the fold-in work "
+                             f"cap {MAX_FOLD_IN_WORK}")
     lo, hi = _finite(obj["min"], "min"), _finite(obj["max"], "max")
     if not lo < hi:
         _fail("min must be below max")

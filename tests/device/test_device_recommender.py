@@ -142,3 +142,17 @@ def test_a_quantized_payload_with_a_model_is_refused(sim):
     payload = copy.deepcopy(base_payload())
     payload["model"] = recommender_payload()["model"]
     sim.refused(signed(sim, payload), BundleFormatError)
+
+
+def test_a_model_beyond_the_fold_in_work_cap_is_refused_before_its_products_are_built(sim):
+    from privmap.device import WorkLimitError
+    from privmap.device.mechanisms._recommender import MAX_FOLD_IN_WORK, MAX_RANK
+    k1 = MAX_RANK + 1
+    columns = MAX_FOLD_IN_WORK // k1 ** 2 + 1                # within max_features, beyond the work cap
+    payload = recommender_payload()
+    payload["features"] = [dict(payload["features"][0], name=f"factor_{i}") for i in range(k1)]
+    payload["inputs"] = [[0.0] * k1 for _ in payload["inputs"]]
+    payload["outputs"] = [[0.0] * k1 for _ in payload["outputs"]]
+    payload["model"].update(columns=[f"c{j}" for j in range(columns)], items=[[0] * k1] * columns,
+                            whiten=[[1.0 if i == j else 0.0 for j in range(k1)] for i in range(k1)])
+    sim.refused(signed(sim, payload), WorkLimitError)
