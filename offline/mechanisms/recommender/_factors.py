@@ -86,12 +86,6 @@ class FactorModel:
         """z = W theta of each row of ``R``: shape (n, rank + 1), in the units of stars."""
         return self.fold_in(R) @ self.whiten.T
 
-    def ratings(self, Z: np.ndarray, lo: float, hi: float, decimals: int) -> np.ndarray:
-        """The released rows of factor points ``Z`` (k, rank + 1): (k, m) predicted ratings clipped
-        to [lo, hi] and rounded as the device does (round half to even, float64)."""
-        theta = np.linalg.solve(self.whiten, np.asarray(Z, dtype=float).T).T
-        return np.round(np.clip(self.mean + self.bias + theta @ self.design.T, lo, hi), decimals)
-
     def payload(self, columns, lo, hi, integer: bool, missing_token: str, decimals: int) -> dict:
         """The bundle's ``model`` map (docs/bundle-format.md)."""
         return {"columns": list(columns), "min": lo, "max": hi, "integer": bool(integer),

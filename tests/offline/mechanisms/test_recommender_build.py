@@ -88,14 +88,6 @@ def test_the_whitened_distance_is_the_rms_difference_of_predicted_ratings():
     assert np.linalg.norm(model.whiten @ (theta[0] - theta[1])) == pytest.approx(rms, rel=1e-7)
 
 
-def test_the_decoded_rows_agree_between_builder_and_device():
-    R, _ = ratings(200, 25, 3, density=0.4, shift=0.0, seed=4)
-    model = fit_factors(R, rank=3, reg=5.0, rng=np.random.default_rng(0))
-    device = device_model(model, R.shape[1])
-    Z = model.points(R[:5])
-    assert np.allclose(model.ratings(Z, 1, 5, 2), [device.ratings(tuple(z)) for z in Z], atol=0.0100001)
-
-
 def test_the_chosen_penalty_has_the_least_validation_rmse():
     R, _ = ratings(300, 40, 3, density=0.3, shift=0.0, seed=5)
     best, scores = choose_reg(R, rank=3, candidates=(0.01, 5.0, 1000.0), rng=np.random.default_rng(0))
