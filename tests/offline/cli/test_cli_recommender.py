@@ -87,3 +87,15 @@ def test_inspect_names_the_rating_columns_and_their_domain(run, recommender_bund
     assert info["rating_columns"] == header
     assert info["rating_domain"] == {"min": 1, "max": 5, "integer": True, "missing_token": ""}
     assert f"{len(header)} rating columns in [1, 5]" in run("inspect", out).output
+
+
+def test_a_partitioned_recommender_build_is_refused_with_one_line(run, keys, ratings_csv, tmp_path):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "a.csv").write_bytes(ratings_csv.read_bytes())
+    result = run("build", parts, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
+                 "--clusters", "8", "--delta-fraction", "0.5", "--key", keys / "private.pem",
+                 "--out", tmp_path / "x.bundle", ok=False)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "error: --utility recommender needs the training rows in memory (one CSV file)"]
