@@ -99,3 +99,12 @@ def test_a_partitioned_recommender_build_is_refused_with_one_line(run, keys, rat
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
         "error: --utility recommender needs the training rows in memory (one CSV file)"]
+
+
+def test_the_robust_certificate_covers_a_recommender_table(run, keys, ratings_csv, tmp_path):
+    result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
+                 "--clusters", "8", "--delta-fraction", "0.5", "--factors", "3", "--holdout-folds", "0",
+                 "--robust", "0.95", "--key", keys / "private.pem", "--out", tmp_path / "r.bundle", "--json")
+    summary = json.loads(result.stdout)
+    assert summary["robust_confidence"] == 0.95
+    assert summary["robust_leakage_bits"] >= summary["leakage_bits"]
