@@ -45,7 +45,10 @@ def blas_architectures() -> list[str]:
     import numpy  # noqa: F401  (loads its BLAS)
     import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_info
-    return sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("user_api") == "blas"})
+    # only numpy's and scipy's own libraries: another package's bundled OpenBLAS (scs, loaded with
+    # cvxpy) may name the same CPU differently, and whether it is loaded depends on import order
+    return sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("user_api") == "blas"
+                   and any(part.startswith(("numpy", "scipy")) for part in pathlib.Path(i["filepath"]).parts[-3:-1])})
 
 
 def _privmap() -> str:
