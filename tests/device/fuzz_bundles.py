@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from harness import NOW, Sim, base_payload, exact_payload  # noqa: E402
+from harness import NOW, Sim, base_payload, exact_payload, recommender_payload  # noqa: E402
 from privmap.device import BundleError, DeviceState, PrivmapDeviceError  # noqa: E402
 
 MARKERS = (0x00, 0xC0, 0xC1, 0xC3, 0xCF, 0xD4, 0xDB, 0xDD, 0xDF, 0xFF, 0x7F, 0x80)
@@ -108,7 +108,7 @@ def run(inputs: int, seed: int, max_seconds: float = 2.0, progress=None) -> dict
     """Fuzz ``inputs`` bundles; returns the totals (``failures`` lists every oracle violation)."""
     sim = Sim()
     rng = random.Random(seed)
-    payloads = [base_payload(), exact_payload()]
+    payloads = [base_payload(), exact_payload(), recommender_payload()]
     signed = [sim.sign_obj(p) for p in payloads]
     packed = [sim.pack(p) for p in payloads]
     totals = {"inputs": 0, "by_family": collections.defaultdict(collections.Counter),
@@ -119,7 +119,7 @@ def run(inputs: int, seed: int, max_seconds: float = 2.0, progress=None) -> dict
         root = pathlib.Path(tmp) / "state"
         for i in range(inputs):
             family = ("bytes", "payload-bytes", "structure")[i % 3]
-            which = rng.randrange(2)
+            which = rng.randrange(len(payloads))
             if family == "bytes":
                 data = mutate_bytes(rng, signed[which])
             elif family == "payload-bytes":
@@ -160,7 +160,10 @@ def _load_and_release(sim: Sim, data: bytes) -> str:
         return f"UNTYPED {type(exc).__name__}: {exc}"
     try:
         for c in range(min(len(bundle.inputs), 4)):
-            j = bundle.release_index(bundle.input_row(c))
+            row = bundle.input_row(c)
+            if bundle.model is not None:       # a recommender's input row is predicted ratings: rate as a user
+                row = [round(v) if f.integer else v for v, f in zip(row, bundle.features)]
+            j = bundle.release_index(row)
             assert 0 <= j < len(bundle.outputs)
     except PrivmapDeviceError as exc:  # a valid input row may still be refused (exact, erasures)
         return f"loaded, row refused ({type(exc).__name__})"

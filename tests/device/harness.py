@@ -4,6 +4,7 @@ mutate-then-sign), a fake clock (``Sim.NOW``) and an enumerating bit source."""
 from __future__ import annotations
 
 import hashlib
+import random
 
 import msgpack
 import pytest
@@ -104,6 +105,30 @@ def base_payload() -> dict:
         "provenance": {"tool_version": "privmap-test", "seed": 7, "data_sha256": "00" * 32,
                        "solver": "hand"},
     }
+    return with_leakage(payload)
+
+
+RANK = 2
+COLUMNS = [f"item{j}" for j in range(7)]
+
+
+def recommender_payload() -> dict:
+    """A K = 3 recommender payload over 7 rating columns 1..5 with a rank-2 model."""
+    rng = random.Random(4)     # item factors: fixed point at scale 2**12, within +-0.5
+    scale_bits = 12
+    items = [[rng.randint(-2000, 2000) for _ in range(RANK + 1)] for _ in COLUMNS]
+    payload = base_payload()
+    payload.update({
+        "mechanism": "recommender",
+        "metric": "l2",
+        "features": [{"name": f"factor_{i}", "kind": "numeric", "min": -3.0, "max": 3.0, "integer": False,
+                      "missing": "mask", "fill": None, "missing_token": ""} for i in range(RANK + 1)],
+        "inputs": [[-1.0, 0.5, 0.0], [0.0, 0.0, 0.0], [1.0, -0.5, 0.2]],
+        "outputs": [[-0.8, 0.4, 0.0], [0.1, 0.0, 0.1], [0.9, -0.4, 0.2], [0.0, 0.0, 0.0]],
+        "model": {"columns": COLUMNS, "min": 1, "max": 5, "integer": True, "missing_token": "",
+                  "mean": 3.5, "reg": 2.0, "scale_bits": scale_bits, "items": items,
+                  "whiten": [[1.0, 0.2, -0.1], [0.0, 0.8, 0.3], [0.0, 0.0, 0.6]], "decimals": 2},
+    })
     return with_leakage(payload)
 
 

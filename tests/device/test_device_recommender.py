@@ -5,37 +5,12 @@ from __future__ import annotations
 
 import copy
 import math
-import random
 import re
 
 import numpy as np
 import pytest
-from harness import FixedBits, Sim, base_payload, with_leakage
+from harness import COLUMNS, RANK, FixedBits, Sim, base_payload, recommender_payload
 from privmap.device import BundleFormatError, InputError, InsecureTestBits
-
-RANK = 2
-COLUMNS = [f"item{j}" for j in range(7)]
-
-
-def recommender_payload() -> dict:
-    """A K = 3 recommender payload over 7 rating columns 1..5 with a rank-2 model."""
-    rng = random.Random(4)
-    scale_bits = 12
-    items = [[rng.randint(-2000, 2000) for _ in range(RANK + 1)] for _ in COLUMNS]
-    payload = base_payload()
-    payload.update({
-        "mechanism": "recommender",
-        "metric": "l2",
-        "features": [{"name": f"factor_{i}", "kind": "numeric", "min": -3.0, "max": 3.0, "integer": False,
-                      "missing": "mask", "fill": None, "missing_token": ""} for i in range(RANK + 1)],
-        "inputs": [[-1.0, 0.5, 0.0], [0.0, 0.0, 0.0], [1.0, -0.5, 0.2]],
-        "outputs": [[-0.8, 0.4, 0.0], [0.1, 0.0, 0.1], [0.9, -0.4, 0.2], [0.0, 0.0, 0.0]],
-        "model": {"columns": COLUMNS, "min": 1, "max": 5, "integer": True, "missing_token": "",
-                  "mean": 3.5, "reg": 2.0, "scale_bits": scale_bits, "items": items,
-                  "whiten": [[1.0, 0.2, -0.1], [0.0, 0.8, 0.3], [0.0, 0.0, 0.6]], "decimals": 2},
-    })
-    return with_leakage(payload)
-
 
 def signed(sim: Sim, payload: dict) -> bytes:
     return sim.sign_obj(payload)
