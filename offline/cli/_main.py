@@ -258,15 +258,9 @@ def build(data, private, public, mechanism, utility, factors, factor_reg, metric
                          + (" (or neither: --clusters auto then searches it)" if clusters == "auto" else ""))
     if auto and mechanism != "quantized":
         raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
-    rec = None
-    if utility == "recommender":
-        from ..mechanisms.recommender import RecommenderOptions
-        if mechanism != "quantized" or (metric or "l2") != "l2" or missing != "mask":
-            raise BuildError("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
-                             "(stars) and blank cells as unrated (--missing mask)")
-        if wants_partitioned(data, workers, scheduler):
-            raise BuildError("--utility recommender needs the training rows in memory (one CSV file)")
-        rec = RecommenderOptions(rank=factors, reg=None if factor_reg == "auto" else factor_reg)
+    rec = (_recommender_options(mechanism, metric, missing, factors, factor_reg,
+                                partitioned=wants_partitioned(data, workers, scheduler))
+           if utility == "recommender" else None)
     if search_delta:
         from ..mechanisms.quantized._autotune import CANDIDATE_DELTA_FRACTIONS
         delta_fraction = CANDIDATE_DELTA_FRACTIONS[0]       # each candidate gets its own
@@ -418,6 +412,17 @@ def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
     for r in records:
         seconds[r["stage"]] = round(seconds.get(r["stage"], 0.0) + r["seconds"], 3)
     return seconds
+
+
+def _recommender_options(mechanism, metric, missing, factors, factor_reg, *, partitioned: bool):
+    """``--utility recommender``'s options; BuildError for a combination it cannot honour."""
+    from ..mechanisms.recommender import RecommenderOptions
+    if mechanism != "quantized" or (metric or "l2") != "l2" or missing != "mask":
+        raise BuildError("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
+                         "(stars) and blank cells as unrated (--missing mask)")
+    if partitioned:
+        raise BuildError("--utility recommender needs the training rows in memory (one CSV file)")
+    return RecommenderOptions(rank=factors, reg=None if factor_reg == "auto" else factor_reg)
 
 
 def _stage_bar(label: str):
