@@ -20,6 +20,7 @@ import sys
 import time
 
 import click
+from privmap.device.mechanisms._recommender import MAX_RANK
 
 from .._errors import BuildError
 from ._common import atomic_write, emit, guard
@@ -142,7 +143,7 @@ BUILD_SECTIONS = (
                    "ratings with blank cells, map users' latent taste (a factor model fitted here, folded in on "
                    "the device) and release a full row of predicted ratings, distortion in stars "
                    "(docs/recommender.md).")
-@click.option("--factors", type=click.IntRange(1, 64), default=10, show_default=True, metavar="RANK",
+@click.option("--factors", type=click.IntRange(1, MAX_RANK), default=10, show_default=True, metavar="RANK",
               help="--utility recommender: rank of the latent-factor model.")
 @click.option("--factor-reg", type=AutoOr(float, 1e-9), default="auto", show_default=True, metavar="REG|auto",
               help="--utility recommender: ridge penalty of the factor model and the device's fold-in, or 'auto' "

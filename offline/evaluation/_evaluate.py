@@ -203,13 +203,20 @@ def view_from_payload(payload: dict) -> MappingView:
                            fill=tuple(f.get("fill") for f in features) if not categorical else ())
 
 
+def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
+    """q(c^ | c) of a device table's sparse integer rows (``index``, ``weight``, each K_in rows),
+    ``weight / 2**bits``, dense, shape (K_in, ``k_out``)."""
+    q = np.zeros((len(index), k_out))
+    scale = float(1 << int(bits))
+    for c, (idx, w) in enumerate(zip(index, weight)):
+        q[c, list(idx)] = np.asarray(w, dtype=float) / scale
+    return q
+
+
 def view_from_bundle(bundle) -> MappingView:
     """A :class:`MappingView` of a verified :class:`privmap.device.Bundle` (not of a recommender
     bundle, whose view folds ratings in first: :func:`._factor_view.view_of_recommender`)."""
-    q = np.zeros((len(bundle.inputs), len(bundle.outputs)))
-    scale = float(1 << int(bundle.bits))
-    for c, (idx, w) in enumerate(zip(bundle.index, bundle.weight)):
-        q[c, list(idx)] = np.asarray(w, dtype=float) / scale
+    q = table_probabilities(bundle.index, bundle.weight, bundle.bits, len(bundle.outputs))
     categorical = any(f.kind == "categorical" for f in bundle.features)
     return view_from_table(bundle.mechanism, bundle.metric, bundle.input_cells, bundle.output_cells, q,
                            bundle.classes, [f.name for f in bundle.features], private_name=bundle.private_name,

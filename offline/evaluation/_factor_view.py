@@ -13,7 +13,7 @@ import numpy as np
 
 from ..data._distortion import nearest
 from ..mechanisms.recommender._factors import ridge_rows
-from ._evaluate import MappingView
+from ._evaluate import MappingView, table_probabilities
 
 __all__ = ["FactorView", "view_of_recommender"]
 
@@ -95,9 +95,7 @@ def view_of_recommender(bundle) -> FactorView:
         index, weight, bits = bundle.index, bundle.weight, bundle.bits
         classes, private_name, prior, delta = bundle.classes, bundle.private_name, bundle.prior, \
             bundle.metrics.get("delta")
-    q = np.zeros((len(inputs), len(outputs)))
-    for c, (idx, w) in enumerate(zip(index, weight)):
-        q[c, list(idx)] = np.asarray(w, dtype=float) / float(1 << int(bits))
+    q = table_probabilities(index, weight, bits, len(outputs))
     return FactorView(mechanism="quantized", metric="l2", inputs=np.asarray(inputs, float),
                       outputs=np.asarray([model.ratings(z) for z in outputs], float), q=q, classes=tuple(classes),
                       features=tuple(f.name for f in model.columns), private_name=private_name, delta=delta,

@@ -31,7 +31,7 @@ from ..._errors import BuildError
 from ...data._dataset import Dataset
 from ...data._schema import resolve
 from ..quantized._pipeline import Build, BuildOptions, StageTimer, build_dataset, load_training
-from ._factors import DEFAULT_RANK, FactorModel, choose_reg, fit_factors
+from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
 __all__ = ["RecommenderOptions", "Prepared", "prepare", "build_prepared", "factor_options", "FACTOR_PREFIX"]
 
@@ -56,8 +56,8 @@ class RecommenderOptions:
     decimals: int = 2
 
     def __post_init__(self):
-        if not 1 <= self.rank <= 64:
-            raise BuildError(f"--factors must be in 1..64, got {self.rank}")
+        if not 1 <= self.rank <= MAX_RANK:
+            raise BuildError(f"--factors must be in 1..{MAX_RANK}, got {self.rank}")
         if self.reg is not None and not (math.isfinite(self.reg) and self.reg > 0):
             raise BuildError(f"--factor-reg must be a finite number > 0, got {self.reg}")
         if not 0 <= self.decimals <= 6:

@@ -19,11 +19,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from privmap.device.mechanisms._recommender import MAX_RANK
 
 from ..._canonical import canonical_float
 from ..._errors import BuildError
 
-__all__ = ["FactorModel", "fit_factors", "choose_reg", "ridge_rows", "DEFAULT_RANK", "CANDIDATE_REGS"]
+__all__ = ["FactorModel", "fit_factors", "choose_reg", "ridge_rows", "DEFAULT_RANK", "MAX_RANK", "CANDIDATE_REGS"]
 
 #: Default latent rank.
 DEFAULT_RANK = 10
@@ -133,8 +134,8 @@ def fit_factors(R: np.ndarray, *, rank: int = DEFAULT_RANK, reg: float = 10.0, s
     BuildError
         ``R`` has no rating, or rank/reg out of range.
     """
-    if not 1 <= rank <= 64:
-        raise BuildError(f"the factor rank must be in 1..64, got {rank}")
+    if not 1 <= rank <= MAX_RANK:
+        raise BuildError(f"the factor rank must be in 1..{MAX_RANK}, got {rank}")
     if not (math.isfinite(reg) and reg > 0):
         raise BuildError(f"the factor penalty must be a finite number > 0, got {reg}")
     observed = ~np.isnan(R)
