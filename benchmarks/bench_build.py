@@ -16,7 +16,7 @@ build's ``stages`` (CPU and wall seconds, peak MiB at each stage's end). Then it
 cpu_seconds ~ n^a K^b by least squares on the logs and prints a and b.
 
 ``--reference-rev REV`` runs the same build with the package as it was at git revision REV
-(``git archive`` of offline/, device/ and src_privmap/ into a temporary folder put first on
+(``git archive`` of the package's sources into a temporary folder put first on
 the child's PYTHONPATH), back to back with the current one at each point, and prints the
 ratios side by side (timings on a shared machine are noisy; only ratios from the same
 moment compare). ``--reference-max-k`` skips the reference above that K (a dense n x K
@@ -74,13 +74,21 @@ def write_csv(rows, path: pathlib.Path, private: str = "sex") -> pathlib.Path:
 
 
 def package_at(rev: str, into: pathlib.Path) -> pathlib.Path:
-    """A folder holding the ``privmap`` package as of git revision ``rev``: put it first on PYTHONPATH."""
+    """A folder holding the ``privmap`` package as of git revision ``rev``: put it first on PYTHONPATH.
+
+    Revisions with the src layout hold the package at src/privmap; older ones mapped
+    src_privmap/, offline/ and device/ onto it (pyproject's package-dir), rebuilt here.
+    """
+    src_layout = subprocess.run(["git", "cat-file", "-e", f"{rev}:src/privmap"], cwd=ROOT).returncode == 0
+    folders = ["src"] if src_layout else ["offline", "device", "src_privmap"]
     archive = into / "rev.tar"
     with archive.open("wb") as fh:
-        subprocess.run(["git", "archive", rev, "offline", "device", "src_privmap"], cwd=ROOT, check=True, stdout=fh)
+        subprocess.run(["git", "archive", rev, *folders], cwd=ROOT, check=True, stdout=fh)
     tree = into / "tree"
     with tarfile.open(archive) as tar:
         tar.extractall(tree)
+    if src_layout:
+        return tree / "src"
     package = into / "path" / "privmap"
     package.mkdir(parents=True)
     for item in (tree / "src_privmap").iterdir():

@@ -154,13 +154,19 @@ def delta_for(p_ac, D, frac):
     return frac * delta0, delta0, seconds
 
 
+def solvers_folder(rev):
+    """Where ``privmap.offline.solvers`` lives at git revision ``rev`` (src layout or the older one)."""
+    src_layout = subprocess.run(["git", "cat-file", "-e", f"{rev}:src/privmap"], cwd=ROOT).returncode == 0
+    return "src/privmap/offline/solvers" if src_layout else "offline/solvers"
+
+
 def module_at(rev, name):
     """``privmap.offline.solvers.<name>`` as it was at git revision ``rev``, as a module.
 
     Loaded from ``git show``; its relative imports (``._problem``, ``.._errors``, ...) resolve
     against this checkout's package, so only that one file is of the older revision.
     """
-    source = subprocess.run(["git", "show", f"{rev}:offline/solvers/{name}.py"], cwd=ROOT,
+    source = subprocess.run(["git", "show", f"{rev}:{solvers_folder(rev)}/{name}.py"], cwd=ROOT,
                             check=True, capture_output=True).stdout
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / f"{name}_reference.py"
@@ -192,7 +198,7 @@ def solver_at(rev):
     module = None
     with tempfile.TemporaryDirectory() as tmp:
         for name in FAST_PARTS:
-            shown = subprocess.run(["git", "show", f"{rev}:offline/solvers/{name}.py"], cwd=ROOT,
+            shown = subprocess.run(["git", "show", f"{rev}:{solvers_folder(rev)}/{name}.py"], cwd=ROOT,
                                    capture_output=True)
             if shown.returncode != 0:
                 continue

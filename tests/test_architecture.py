@@ -28,8 +28,8 @@ import sys
 from importlib import metadata
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-#: Source directory of each top-level package (pyproject's package-dir).
-SOURCES = {"privmap": ROOT / "src_privmap", "privmap.device": ROOT / "device", "privmap.offline": ROOT / "offline"}
+#: The src layout: a module's dotted name is its path under src/.
+SOURCE = ROOT / "src"
 #: Stage order, lowest first (module docstring).
 STAGES = ("device", "base", "data", "solvers", "mechanisms", "bundle", "evaluation", "api", "cli")
 
@@ -37,12 +37,11 @@ STAGES = ("device", "base", "data", "solvers", "mechanisms", "bundle", "evaluati
 def _modules() -> dict[str, pathlib.Path]:
     """Dotted name -> source file of every privmap module (packages by their ``__init__``)."""
     found = {}
-    for package, directory in SOURCES.items():
-        for path in directory.rglob("*.py"):
-            parts = path.relative_to(directory).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            found[".".join((package,) + parts)] = path
+    for path in (SOURCE / "privmap").rglob("*.py"):
+        parts = path.relative_to(SOURCE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
     return found
 
 
@@ -142,13 +141,11 @@ def test_no_arrow_from_a_lower_stage_to_a_higher_one():
     assert upward == []
 
 
-def test_every_package_is_listed_for_the_wheel():
-    """pyproject lists packages by name (package-dir maps them to device/ and offline/): a sub-package
-    missing there would import in an editable install and be absent from the wheel."""
-    text = (ROOT / "pyproject.toml").read_text()
-    listed = set(re.findall(r'"(privmap(?:\.[a-z_]+)*)"', text.split("packages = [", 1)[1].split("]", 1)[0]))
-    packages = {n for n, p in _modules().items() if p.name == "__init__.py"}
-    assert listed == packages
+def test_every_folder_of_modules_is_a_package_the_wheel_finds():
+    """pyproject finds packages under src/ by their ``__init__``: a folder of modules without one
+    would import in an editable install (as a namespace package) and be absent from the wheel."""
+    folders = {p.parent for p in (SOURCE / "privmap").rglob("*.py")}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").exists()) == []
 
 
 def _third_party_imports() -> set[str]:

@@ -1,4 +1,4 @@
-"""``privmap build --help`` on one screen, ``--help-all`` in full (offline/cli/_help.py)."""
+"""``privmap build --help`` on one screen, ``--help-all`` in full (src/privmap/offline/cli/_help.py)."""
 import click
 import pytest
 from click.testing import CliRunner

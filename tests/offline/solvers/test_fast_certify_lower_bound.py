@@ -1,4 +1,4 @@
-"""The certification of the fast solver (offline/solvers/_fast_certify.py): its lower bound is at
+"""The certification of the fast solver (src/privmap/offline/solvers/_fast_certify.py): its lower bound is at
 most the leakage of every feasible table, at any duals, and the figures it returns are those of the
 table it returns."""
 import math

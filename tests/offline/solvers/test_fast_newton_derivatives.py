@@ -1,4 +1,4 @@
-"""The dual Newton core of the fast solver (offline/solvers/_fast_newton.py): the gradient and the
+"""The dual Newton core of the fast solver (src/privmap/offline/solvers/_fast_newton.py): the gradient and the
 Hessian of the smoothed dual are those of its value, the matrix-free Hessian products equal the
 assembled matrix, and the conjugate-gradient solves reach the optimum the dense ones reach."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""The path following of the fast solver (offline/solvers/_fast_path.py): cold or warm started, it
+"""The path following of the fast solver (src/privmap/offline/solvers/_fast_path.py): cold or warm started, it
 ends in a certificate, reports its progress up to one, and says so when its Newton steps run out."""
 import dataclasses
 import math

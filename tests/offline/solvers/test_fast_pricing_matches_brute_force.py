@@ -1,4 +1,4 @@
-"""The pricing of the fast solver (offline/solvers/_fast_pricing.py) finds what a brute-force scan of
+"""The pricing of the fast solver (src/privmap/offline/solvers/_fast_pricing.py) finds what a brute-force scan of
 every pair's reduced cost z(c, j) = sum_a p(a|c) G[a, j] + mu D(c, j) finds: the exact row minima
 (the bound's sums), each row's most violated pairs with its widening intake, the starting
 candidates and the guard rows."""
