@@ -3,16 +3,20 @@ higher one, and every package shipped in the wheel.
 
 The stages follow a build's data flow (docs: README "Layout", /work/shared/DESIGN.md):
 
-    device  <  base  <  data  <  solvers  <  mechanisms  <  bundle  <  evaluation  <  api  <  cli
+    device < base < data < solvers < bundle < measures < commandline < mechanisms < evaluation < api < cli
 
 - ``device`` (``privmap.device``) is the leaf every offline stage may read the format from; it
   imports nothing of ``privmap.offline``.
 - ``base`` is the stage-neutral modules at the root of ``privmap.offline`` (errors, information
   measures, the logistic-regression attacker, prior-mismatch bounds).
 - ``data`` reads and quantizes rows and estimates the prior; ``solvers`` solve program (19) on a
-  prior; ``mechanisms`` turn a dataset into an unsigned payload; ``bundle`` encodes and signs a
-  payload; ``evaluation`` measures a bundle on labelled rows; ``api`` is the notebook API over all
-  of them, and ``cli`` the command line.
+  prior; ``bundle`` encodes, signs and reads back a payload; ``measures`` are what any release is
+  measured by (attackers, a recommender's utility, drift, plots); ``commandline`` is the kit every
+  command is written with (one-line failures, JSON output, the options every build shares, the
+  help renderer).
+- ``mechanisms`` holds one vertical slice per mechanism (its options, build, evaluation view and
+  command); ``evaluation`` measures any bundle by dispatching to its mechanism's view; ``api`` is
+  the notebook API over all of them, and ``cli`` the command line that mounts the commands.
 
 A module may import from its own stage or a lower one, never a higher one. Imports inside
 functions count as much as those at the top of a module: a lazy import hides a cycle from Python
@@ -31,7 +35,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: The src layout: a module's dotted name is its path under src/.
 SOURCE = ROOT / "src"
 #: Stage order, lowest first (module docstring).
-STAGES = ("device", "base", "data", "solvers", "mechanisms", "bundle", "evaluation", "api", "cli")
+STAGES = ("device", "base", "data", "solvers", "bundle", "measures", "commandline", "mechanisms", "evaluation", "api",
+          "cli")
 
 
 def _modules() -> dict[str, pathlib.Path]:
