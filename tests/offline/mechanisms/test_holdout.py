@@ -68,12 +68,12 @@ def test_cross_fitting_refuses_more_folds_than_a_class_has_rows():
 def test_a_fold_whose_solve_fails_is_named_in_the_error_of_its_own_type(monkeypatch):
     """A solver failure inside a fold surfaces as that SolverError, saying which fold failed."""
     from privmap.offline._errors import SolverError
-    from privmap.offline.mechanisms.quantized import _steps
+    from privmap.offline.mechanisms.quantized import _program
 
     def fails(*args, **kwargs):
         raise SolverError("fast solver: no certificate within 2 Newton steps")
 
-    monkeypatch.setattr(_steps, "solve", fails)
+    monkeypatch.setattr(_program, "solve", fails)
     data = _disjoint(400, 16, seed=4)
     options = BuildOptions(private="a", clusters=16, delta_fraction=0.6, holdout_folds=4, seed=7)
     with pytest.raises(SolverError, match=r"^cross-fitting fold 1: fast solver: no certificate within 2"):
@@ -143,7 +143,7 @@ def test_one_k_means_start_per_fold_estimates_what_the_builds_four_restarts_do(t
 def test_folds_started_from_the_full_data_centres_see_the_held_out_rows(tastes):
     """Why that start is not the default: the held-out rows shaped the centres, so held-out
     distortion comes out below what folds that never saw those rows measure."""
-    from privmap.offline.mechanisms.quantized._steps import _quantized_alphabet
+    from privmap.offline.mechanisms.quantized._program import _quantized_alphabet
     data, options = tastes
     options = dataclasses.replace(options, clusters=64)
     centers = np.asarray(_quantized_alphabet(data, options).inputs, dtype=float)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from privmap.offline import BuildOptions, SolverError
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import _steps
+from privmap.offline.mechanisms.quantized import _program
 from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
 from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
 from privmap.offline.mechanisms.quantized._reuse import START_CLUSTERS, BuildStart, starts_folds
@@ -54,8 +54,8 @@ def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimu
     assert np.array_equal(np.asarray(cold.alphabet.inputs), np.asarray(started.alphabet.inputs))
     assert abs(started.d_perfect - cold.d_perfect) <= 1e-9 * cold.d_perfect
     no_codebook = dataclasses.replace(options, codebook=False)
-    cold19 = _steps.solve_prior(cold.alphabet, cold.p_ac, no_codebook)
-    started19 = _steps.solve_prior(cold.alphabet, cold.p_ac, no_codebook, start=start)
+    cold19 = _program.solve_prior(cold.alphabet, cold.p_ac, no_codebook)
+    started19 = _program.solve_prior(cold.alphabet, cold.p_ac, no_codebook, start=start)
     assert started19.solved.gap_bits <= options.tol_bits and cold19.solved.gap_bits <= options.tol_bits
     assert abs(started19.solved.leakage_bits - cold19.solved.leakage_bits) <= 2 * options.tol_bits + 1e-9
 
@@ -64,7 +64,7 @@ def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
     data = _dataset(2000, 2)
     options = BuildOptions(private="a", clusters=20, delta_fraction=0.5, holdout_folds=0, codebook=False)
     fit = solve_dataset(data, options)
-    real = _steps.solve
+    real = _program.solve
     starts = []
 
     def failing_when_started(*args, warm_start=None, **kwargs):
@@ -73,8 +73,8 @@ def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
             raise SolverError("fast solver: no ascent direction")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_steps, "solve", failing_when_started)
-    again = _steps.solve_prior(fit.alphabet, fit.p_ac, options, start=BuildStart.of(fit, "l2"))
+    monkeypatch.setattr(_program, "solve", failing_when_started)
+    again = _program.solve_prior(fit.alphabet, fit.p_ac, options, start=BuildStart.of(fit, "l2"))
     assert starts == [True, False]
     assert np.array_equal(np.asarray(again.solved.table), np.asarray(fit.solved.table))
 

@@ -3,7 +3,7 @@
 One private sub-package per mechanism, its model and its build side by side:
 
 - ``quantized/``: seed 000's MI-optimal mapping, quantized (k-means) or exact (tuples and erasures):
-  ``_steps`` (options, alphabet, prior, program (19), codebook step), ``_pipeline`` (:func:`build`),
+  ``_program`` (options, alphabet, prior, program (19), codebook step), ``_pipeline`` (:func:`build`),
   ``_codebook``, ``_missing``, ``_erasure``, ``_holdout`` (cross-fitted leakage for new users),
   ``_autotune`` (``--clusters auto``), ``_partitioned_build`` (out of core on Dask);
 - ``funnel/``: seed 003's greedy privacy funnel (``_model``) and its bundle (``_build``);

@@ -53,7 +53,7 @@ from ..._information import mutual_information_bits
 from ...data._dataset import Dataset
 from ._holdout import HoldoutLeakage, cross_fitted_many
 from ._reuse import BuildStart, starts_folds
-from ._steps import Solved, solve_dataset
+from ._program import Solved, solve_dataset
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
 MIN_USERS_PER_CLUSTER = 32
@@ -245,7 +245,7 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
 
 
 def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
-    """A candidate's build on all the rows (:func:`._steps.solve_dataset`), or the BuildError that
+    """A candidate's build on all the rows (:func:`._program.solve_dataset`), or the BuildError that
     stopped it (the candidate is then marked failed, as one whose fold failed)."""
     try:
         return solve_dataset(dataset, options)

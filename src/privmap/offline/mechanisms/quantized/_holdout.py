@@ -382,7 +382,7 @@ def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray
     measured here because a pooled worker's CPU time is invisible to the parent until the pool is
     reaped), or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: "
     (an operator whose build fails after the folds learns which stage and which fold)."""
-    from ._steps import solve_dataset
+    from ._program import solve_dataset
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         fold_options = _fold_options(options, dataset, train)

@@ -39,16 +39,15 @@ from ..._mismatch import mismatch_bound
 from ...data._dataset import Dataset, load_dataset
 from ...data._distortion import pairwise
 from ...data._schema import Column
-from ...solvers._compress import CompressedTable, compress
-from ...solvers._result import SolveResult
+from ...solvers import CompressedTable, SolveResult, compress
 from .._header import _tool_version, payload_header
 from ._codebook import Codebook
 from ._holdout import PendingFolds, cross_fitted_leakage, start_cross_fitting
 from ._missing import DEFAULT_MISSING, feature_maps
 from ._reuse import BuildStart, starts_folds
-from ._steps import MECHANISMS, Alphabet, BuildOptions, Progress, Solved, robust_set, solve_dataset, solve_prior
+from ._program import MECHANISMS, Alphabet, BuildOptions, Progress, Solved, robust_set, solve_dataset, solve_prior
 
-#: The options and steps come from :mod:`._steps` and are named here too, where a build's callers
+#: The options and steps come from :mod:`._program` and are named here too, where a build's callers
 #: have always found them.
 __all__ = ["MECHANISMS", "BuildOptions", "Alphabet", "Solved", "Progress", "solve_dataset", "solve_prior",
            "Build", "StageTimer", "build", "build_dataset", "assemble", "load_training", "raw_distortion_total", "centers_alphabet"]
@@ -370,7 +369,7 @@ def robust_metrics(cs, table: CompressedTable) -> dict:
     """The robust figures of the shipped integer table over the confidence set ``cs``:
     ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
     ``robust_max_output_leakage_bits`` (docs/guarantees.md)."""
-    from ...solvers._robust import certified_leakage_bits, certified_max_output_leakage_bits
+    from ...solvers import certified_leakage_bits, certified_max_output_leakage_bits
     q = table.probabilities().toarray()
     metrics = {"robust_leakage_bits": certified_leakage_bits(cs, q), "robust_confidence": cs.confidence}
     epsilon = certified_max_output_leakage_bits(cs, q)

@@ -9,7 +9,7 @@ representative, with the build's multiplier, is the fast solver's warm start
 (``solve_fast(warm_start=)``: the starting posteriors, multiplier and candidate pairs). The
 answer is certified on the fold's own prior to the build's tolerance; a warm solve that fails is
 run again cold. Delta0 needs no start: its binary transport's network simplex finds its vertex in
-seconds from nothing (:mod:`privmap.offline.solvers._transport`); the build's pairs once started
+seconds from nothing (:mod:`privmap.offline.solvers.perfect`); the build's pairs once started
 it when column generation alone took 161 rounds at K = 4096.
 
 **When.** Only builds of at least :data:`START_CLUSTERS` clusters start their folds: there the
@@ -38,7 +38,7 @@ import numpy as np
 from scipy import sparse
 
 from ...data._distortion import METRICS, nearest
-from ...solvers._result import SolveResult
+from ...solvers import SolveResult
 
 #: Builds of at least this many clusters start their folds' solvers from their answers (module docstring).
 START_CLUSTERS = 2048
@@ -77,7 +77,7 @@ class BuildStart:
 
     @classmethod
     def of(cls, solved, metric: str) -> "BuildStart | None":
-        """The start a build's :class:`._steps.Solved` gives its folds; None when its symbols are not
+        """The start a build's :class:`._program.Solved` gives its folds; None when its symbols are not
         finite points (the exact mechanism, or a representative with a missing cell)."""
         if metric not in METRICS:
             return None

@@ -21,10 +21,15 @@ from ...data._dataset import Dataset
 from ...data._distortion import METRICS, pairwise
 from ...data._prior import joint_prior, posterior_prior
 from ...data._schema import Column, Declared, resolve
-from ...solvers._compress import DEFAULT_BITS, compress
-from ...solvers._perfect import perfect_privacy_solution, perfect_privacy_table
-from ...solvers._result import SolveResult
-from ...solvers._solve import SOLVERS, solve
+from ...solvers import (
+    DEFAULT_BITS,
+    SOLVERS,
+    SolveResult,
+    compress,
+    perfect_privacy_solution,
+    perfect_privacy_table,
+    solve,
+)
 from .._header import HeaderOptions, check_header
 from ._codebook import Codebook, metric_center, refine
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
@@ -52,7 +57,7 @@ class BuildOptions(HeaderOptions):
     is k of the cross-fitted leakage written into the metrics (:mod:`._holdout`); 0 skips it.
     ``max_output_leakage_bits`` (None: no limit) is a per-output limit eps in bits that the shipped
     table meets on the training prior, |log2 p(a | c_hat) - log2 p(a)| <= eps for every output of
-    positive mass (:mod:`privmap.offline.solvers._output_limit`; the reference solver, whatever
+    positive mass (:mod:`privmap.offline.solvers.output_limit`; the reference solver, whatever
     ``solver`` says); it needs ``codebook`` off, since the codebook step re-solves without it.
 
     Raises
@@ -230,7 +235,7 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     if perfect:
         solved = perfect_privacy_solution(p_ac, alphabet.distortion, perfect_table)
     if limit is not None and not (perfect and _ships_within(solved, p_ac, alphabet.distortion, delta, options)):
-        from ...solvers._output_limit import solve_for_shipping
+        from ...solvers import solve_for_shipping
         solved = solve_for_shipping(p_ac, alphabet.distortion, delta, limit, bits=options.bits)
     elif not perfect:
         solved = _solve_from(start, centers, p_ac, alphabet.distortion, delta, options,
@@ -262,9 +267,9 @@ def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, option
 
 
 def robust_set(dataset, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
-    """The confidence set (:mod:`privmap.offline.solvers._confidence`) of the training rows'
+    """The confidence set (:mod:`privmap.offline.solvers.robust`) of the training rows'
     cluster counts at ``confidence``, centred on the prior the build solved on."""
-    from ...solvers._confidence import confidence_set
+    from ...solvers import confidence_set
     counts = np.zeros(p_ac.shape)
     np.add.at(counts, (np.asarray(dataset.private), np.asarray(alphabet.labels)), 1.0)
     return confidence_set(counts, confidence, centre_prior=p_ac)
@@ -273,13 +278,13 @@ def robust_set(dataset, alphabet: Alphabet, p_ac: np.ndarray, confidence: float)
 def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, budget: float,
                    options: BuildOptions, *, perfect: bool, tell: Progress) -> SolveResult:
     """With ``options.robust``: the table of least certified worst-case leakage over the
-    confidence set among the robust search's candidates (:func:`~privmap.offline.solvers._robust.
+    confidence set among the robust search's candidates (:func:`~privmap.offline.solvers.
     solve_robust`), the average-case ``solved`` among them; otherwise ``solved`` itself."""
     if options.robust is None or perfect:
         return solved
     if dataset is None:
         raise BuildError("--robust needs the training rows (not available to a partitioned build)")
-    from ...solvers._robust import solve_robust
+    from ...solvers import solve_robust
     tell("robust", 0.9)
     cs = robust_set(dataset, alphabet, p_ac, options.robust)
     D = alphabet.distortion
