@@ -1,4 +1,4 @@
-"""Cross-fitting at scale (issue 24, item 3): how a fold's k-means starts, side by side.
+"""Cross-fitting at scale: how a fold's k-means starts, side by side.
 
 For each K and seed the cross-fitted leakage is measured three times on the same folds,
 differing only in how each fold's k-means starts (``privmap.offline.mechanisms.quantized._holdout``):

@@ -1,4 +1,4 @@
-"""Out-of-core build on Dask (issue 17): time and peak memory against the number of users.
+"""Out-of-core build on Dask: time and peak memory against the number of users.
 
 Synthetic operator data: n users x 50 integer ratings in 1..5 and a binary private attribute
 ("party") that shifts each user's ratings (feature j moves by +-s_j, s_j in [0, 0.6]) under
@@ -17,7 +17,7 @@ the partitioned build in the same way, as the reference ratio.
 The per-stage seconds come from the build's --json summary.
 
 With ``--compare-holdout`` it measures instead whether the partitioned build's cross-fitted
-(new-user) leakage is honest (issue 24, item 7): a survey-like synthetic population (50 answers
+(new-user) leakage is honest: a survey-like synthetic population (50 answers
 in 1..5 driven by 5 latent traits, a binary "gender" shifting some traits, 2 % blank cells;
 ``survey``) gives a training part, written as one CSV and as 4 CSV parts, and 200,000 fresh
 users from the same population. The in-memory build (one CSV) and the partitioned build (the

@@ -1,4 +1,4 @@
-"""What a fold's solvers do, and does it move the estimate? (issue 24, item 3)
+"""What a fold's solvers do, and does it move the cross-fitted estimate?
 
 A fold's Delta0 and program (19) may start from the build's answers carried to the fold's clusters
 (``privmap.offline.mechanisms.quantized._reuse``). The answers are certified on the fold's own

@@ -1,4 +1,4 @@
-"""privmap against local differential privacy at an equal per-output guarantee (issue 27, item 5).
+"""privmap against local differential privacy at an equal per-output guarantee.
 
 The bundled SSI-2012 ratings (20 tastes rated 0-3, private gender; ``--columns`` keeps the first
 few) are split once, stratified, into a training part (the operator's data) and a held-out part

@@ -1,6 +1,6 @@
 """New users: distortion at out-of-sample attacker AUC <= 0.55, as a fraction of the constant release's.
 
-Issue 14's benchmark. The bundled SSI-2012 ratings (20 tastes, private gender) are
+The new-user benchmark of the cross-fitted build. The bundled SSI-2012 ratings (20 tastes, private gender) are
 split once, stratified, into a training part (the operator's data) and a held-out
 part (new users). For each K and each Delta fraction, the build's own steps
 (:func:`privmap.offline.mechanisms.quantized._pipeline.solve_dataset`: k-means, prior,
@@ -17,7 +17,7 @@ input) and measured there:
 The reference is the constant release fitted on the training part (the l2 optimum,
 a valid rating row), measured on the held-out rows. For each K the figure is the
 least held-out distortion among the fractions whose AUC is <= 0.55, divided by the
-constant's. Target (issue 14): <= 0.80. Randomized response per rating is printed
+constant's. Target: <= 0.80. Randomized response per rating is printed
 beside it.
 
     nice python benchmarks/bench_newusers.py [--ks 16 32 64 128] [--fracs 0.4 0.5 ...] [--draws 3]

@@ -1,5 +1,5 @@
 """Benchmark: does the certified robust bound (``build --robust``) hold for held-out users, and what
-does it cost in distortion? (issue 27, targets 1 and 2)
+does it cost in distortion? (its coverage and cost targets)
 
 Run from the repository root (figures in benchmarks/README.md were made with):
 
@@ -21,14 +21,14 @@ half / half partition into training and held-out users. Per split and K:
    joint ellipsoid).
 2. Held-out users assigned to their nearest centre: the plug-in I(A; C^) of the shipped table on
    the held-out prior minus its permutation bias (20 permutations), as ``evaluate`` reports it.
-   Target 1: corrected held-out leakage <= certified bound in at least 95 % of splits.
+   Coverage target: corrected held-out leakage <= certified bound in at least 95 % of splits.
 3. On the first --cost-splits splits: the robust search
    (:func:`privmap.offline.solvers._robust.solve_robust`), its shipped table's certified figure
    U, a lower bound on the set's true worst case for that table (projected gradient ascent over
    the set, so U / found is the bound's own slack), and the cost of the guarantee: an
    average-case build declares its in-sample leakage; the least Delta at which it declares U
    (bisection on Delta, 14 halvings) is compared with the robust build's Delta: ratio =
-   Delta_robust / Delta_average at the same declared level (target 2: <= 1.10 where n / K >= 50;
+   Delta_robust / Delta_average at the same declared level (cost target: <= 1.10 where n / K >= 50;
    ``inf`` when the average-case build declares that level already at Delta = 0, i.e.
    releasing the clusters unchanged). The same ratio at the level of the worst case found in the
    set is what even an exact bound over this set would cost; at the level of the robust table's

@@ -1,4 +1,4 @@
-"""Benchmark: the certified robust bound for a private attribute of more than two classes (issue 27):
+"""Benchmark: the certified robust bound for a private attribute of more than two classes:
 does it hold for held-out users, and how much do the per-class ellipsoids tighten it?
 
 Data: UCI Adult's 48,842 rows (bench_build.py's five numeric columns), private attribute race

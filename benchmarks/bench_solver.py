@@ -8,7 +8,7 @@ Run from the repository root:
 Every budget is a fraction of the perfect-privacy distortion Delta0, computed exactly
 (:func:`privmap.offline.perfect_privacy_distortion`, certified to 1e-9 relative) by
 :func:`delta_for`. The best constant-output distortion min_j sum_c p(c) d(c, j), an upper
-bound on Delta0 that earlier versions of this script used in part 2 by mistake (issue 18),
+bound on Delta0 that earlier versions of this script used in part 2 by mistake,
 is printed only as the labelled column ``const_D``.
 
 Part 1 solves the same instances with both solvers in this one process: SSI-2012 taste
@@ -24,16 +24,16 @@ gap, Newton steps and memory (the size of D and the process's maximum resident s
 size so far; the solve is timed without memory tracing, which would slow it), and fits
 one growth exponent of time in K per budget, naming the K it was fitted on.
 
-Part 3 (hard instances, issue 17) draws few users per cluster from the same latent-class
+Part 3 (hard instances) draws few users per cluster from the same latent-class
 model (``--hard-users`` per cluster on average, so most clusters hold a single private
 class) and solves them with both solvers side by side, like part 1.
 
-Part 4 (real data, issue 17) runs the fast solver alone on UCI Adult (data/adult, the
+Part 4 (real data) runs the fast solver alone on UCI Adult (data/adult, the
 48,842 rows of adult.data and adult.test; age, education-num, capital-gain, capital-loss
 and hours-per-week, standardized; private attribute ``--adult-private``, sex or income),
 quantized by scikit-learn's MiniBatchKMeans (seed 0) to K centers, L2 distortion.
 
-Part 5 (issue 24) solves instances saved from a real ``privmap build`` (``--saved FILE.npz``,
+Part 5 solves instances saved from a real ``privmap build`` (``--saved FILE.npz``,
 arrays ``p_ac`` and ``D``: UCI Adult's raw columns, the build's integer k-means representatives,
 L2 distortion), timed in CPU seconds, new and reference revision side by side.
 
@@ -405,7 +405,7 @@ def main(argv=None):
     ap.add_argument("--tol-bits", type=float, default=1e-5,
                     help="gap the fast solver certifies in parts 1 and 3 (the builder's default)")
     ap.add_argument("--large-tol-bits", type=float, default=1e-6,
-                    help="gap the fast solver certifies in parts 2 and 4 (the issue's target)")
+                    help="gap the fast solver certifies in parts 2 and 4 (the large-K target)")
     args = ap.parse_args(argv)
     global CACHE
     CACHE = args.cache

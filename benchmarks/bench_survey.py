@@ -1,4 +1,4 @@
-"""Benchmark: whole `privmap build` runs on the survey-shaped data of issue 24's targets.
+"""Benchmark: whole `privmap build` runs on survey-shaped data (14,000 users x 50 answers), against the whole-build targets.
 
 Run from the repository root:
 
@@ -15,7 +15,7 @@ blank cells, gender private) and runs, one fresh child process each (:func:`benc
 
 For each: CPU seconds of the whole process tree (user + system of the child and every worker
 it reaped, ``os.wait4``), peak RSS (the largest of them), wall seconds, and the build's figures.
-Then the ratios the issue sets targets on: the folds' cost against the build without them
+Then the ratios the whole-build targets bound: the folds' cost against the build without them
 ((2 - 1) / 1, target <= 1), and auto against the default build (3 / 2, target <= 3), with the
 targets themselves (<= 60 CPU-s and <= 2 GB for 2; checked against this machine's figures only:
 a loaded machine inflates CPU seconds too). ``--repeat R`` runs builds 1 and 2 R times, one pair

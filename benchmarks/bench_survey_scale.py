@@ -1,4 +1,4 @@
-"""The issue-24 scale target on survey data: n users x 50 answers, partitioned, cross-fitted.
+"""The whole-build scale target on survey data: n users x 50 answers, partitioned, cross-fitted.
 
 Run from the repository root:
 
@@ -7,7 +7,7 @@ Run from the repository root:
 For each n, writes (once, under out/bench_survey/n<N>/, seeded) a survey-like population as CSV
 parts of at most ``--rows-per-part`` rows: 50 answers in 1..5 driven by 5 latent traits, a binary
 private "gender" shifting four of them, ``--blank`` of the cells left blank (the generator
-``survey`` of bench_dask_build.py). Then it runs the pinned form the issue names,
+``survey`` of bench_dask_build.py). Then it runs the pinned form of that target,
 
     privmap build DIR --private gender --domain 1:5 --clusters K --delta-fraction F \\
         --workers N --key KEY --out B --json

@@ -1,4 +1,4 @@
-"""Benchmark: issue 24's utility target, on users a bundle was not built from.
+"""Benchmark: the utility target of whole builds, on users a bundle was not built from.
 
 Run from the repository root:
 

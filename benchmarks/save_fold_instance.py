@@ -9,7 +9,7 @@ Fold I (0-based) of the build's StratifiedKFold(k, seed) split, its training row
 fold quantizes them (one k-means++ start, :class:`FoldKMeans`), its prior, and D between its
 representatives: arrays ``p_ac`` (|A|, K), ``D`` (K, K) and ``delta`` (``--delta-fraction`` x the
 fold's Delta0, which is printed). The folds of a whole build can be much harder for the solver than
-the build's own instance (benchmarks/README.md, fourth round).
+the build's own instance (benchmarks/README.md, "The solver": the build's own instances).
 """
 from __future__ import annotations
 

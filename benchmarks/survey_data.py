@@ -1,7 +1,7 @@
-"""A seeded survey-shaped data set: the 14,000 users x 50 answers of issue 24's targets.
+"""A seeded survey-shaped data set: the 14,000 users x 50 answers of the whole-build targets.
 
 No such survey is bundled, so this draws one with the shape of a 50-item personality
-questionnaire (the issue tried one of 13,715 users): five latent traits per user (standard
+questionnaire (like a public one of 13,715 users): five latent traits per user (standard
 normal), ten items per trait, each item z = loading x trait (sign alternating, loading
 0.5..0.8) + noise of unit total variance, cut into Likert answers 1..5 at item-specific
 thresholds; a binary private attribute (gender) that shifts two of the traits (Cohen's d of
