@@ -4,8 +4,8 @@
 
 Runs the three scenarios of test_device_state_concurrency.py (fresh directory, racing v2/v3
 installs, an install racing releases) ``--pairs`` times each, first with ``DeviceState`` as it is,
-then with its lock replaced by a no-op (what the state did before issue 25 as far as locking
-goes), and prints how many pairs broke each rule, side by side.
+then with its lock replaced by a no-op (what the state did before it locked its directory, as far
+as locking goes), and prints how many pairs broke each rule, side by side.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The real-valued bundle kinds on the device (issue 16): nullspace (seed 001) and gaussian
+"""The real-valued bundle kinds on the device: nullspace (seed 001) and gaussian
 (seed 004). Release values, tampering, limits, the Gaussian sampler, the per-record memo against
 an averaging attack, and isolation from the offline stack."""
 from __future__ import annotations

@@ -326,7 +326,7 @@ def test_fresh_device_with_clock_at_zero_refuses_a_bundle_expired_in_2020(sim, t
         state.install(sim.bundle(issued_at=1_570_000_000, expires=1_580_000_000))
 
 
-def test_secret_open_to_group_or_others_is_refused(sim, installed, tmp_path):  # issue 25, item 6
+def test_secret_open_to_group_or_others_is_refused(sim, installed, tmp_path):  # the secret's file mode
     secret = tmp_path / "state" / "device.secret"
     for mode in (0o644, 0o640, 0o604, 0o660):
         secret.chmod(mode)

@@ -1,4 +1,4 @@
-"""Two processes on one state directory (THREATS G8, issue 25): many racing process pairs.
+"""Two processes on one state directory (THREATS G8): many racing process pairs.
 
 Each scenario forks PAIRS pairs of processes that wait on a barrier and then act on one
 directory at once; every pair is checked, so one lost race fails the test. With the directory

@@ -1,4 +1,4 @@
-"""Issue 26 item 4: build, evaluate, curve and sanitize take a DataFrame (or a NumPy array with column
+"""The Python API: build, evaluate, curve and sanitize take a DataFrame (or a NumPy array with column
 names) as well as a path, and give what the CLI gives."""
 import json
 import pathlib

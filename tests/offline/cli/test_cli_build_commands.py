@@ -1,4 +1,4 @@
-"""Issue 26 item 1: one build command per mechanism, each showing only its own options and teaching with
+"""One build command per mechanism, each showing only its own options and teaching with
 one example; the old ``build --mechanism NAME`` forms forwarded to them, same bundle bytes."""
 import pathlib
 

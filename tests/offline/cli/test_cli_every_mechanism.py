@@ -1,4 +1,4 @@
-"""Issue 23 item 4: verify, inspect, evaluate and sanitize work with every mechanism build accepts.
+"""Verify, inspect, evaluate and sanitize work with every mechanism build accepts.
 
 One small bundle of each of the six mechanisms is built from the bundled data (a slice of it,
 small K); each of the four commands is then run on it with and without ``--json``. Every run

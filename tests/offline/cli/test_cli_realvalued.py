@@ -1,4 +1,4 @@
-"""The pinned CLI forms of the real-valued kinds (issue 16): build, inspect --json, sanitize."""
+"""The pinned CLI forms of the real-valued kinds: build, inspect --json, sanitize."""
 import csv
 import json
 import math

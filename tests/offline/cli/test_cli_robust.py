@@ -1,4 +1,4 @@
-"""``build --robust CONFIDENCE`` (the pinned form), inspect --json, and evaluate's drift check (issue 27)."""
+"""``build --robust CONFIDENCE`` (the pinned form), inspect --json, and evaluate's drift check."""
 import csv
 import json
 

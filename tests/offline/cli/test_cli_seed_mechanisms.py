@@ -1,4 +1,4 @@
-"""The pinned CLI forms of issue 15: funnel and max-correlation builds, inspect, verify, curve."""
+"""The pinned CLI forms of the funnel and max-correlation mechanisms: build, inspect, verify, curve."""
 import csv
 import json
 

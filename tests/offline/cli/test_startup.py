@@ -1,4 +1,4 @@
-"""Every ``privmap`` command starts without importing the heavy libraries of the build (issue 24).
+"""Every ``privmap`` command starts without importing the heavy libraries of the build.
 
 ``privmap --help``, ``inspect``, ``verify`` and ``keygen`` use none of them, and the cross-fitting
 folds' loky workers (where they are not forked) import ``privmap.offline`` before running a fold:

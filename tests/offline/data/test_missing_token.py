@@ -1,4 +1,4 @@
-"""A missing answer coded by a number (issue 23): a survey's 0 for a skipped question.
+"""A missing answer coded by a number: a survey's 0 for a skipped question.
 
 ``missing_token`` may be a number, from a schema file or ``build --missing-token``; it is
 recorded in the bundle's schema, devices and ``evaluate`` read it from there, and a token that

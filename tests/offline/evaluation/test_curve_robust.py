@@ -1,5 +1,5 @@
 """`privmap curve` beside the average-case points: each table's certified worst case over the
-confidence set (issue 27)."""
+confidence set."""
 import json
 
 import pytest

@@ -1,4 +1,4 @@
-"""No output of negligible mass is left in a table the fast solver returns (issue 17)."""
+"""No output of negligible mass is left in a table the fast solver returns."""
 import numpy as np
 from privmap.offline.solvers._fast_solver import solve_fast
 from privmap.offline.solvers._negligible import MASS_FLOOR, merge_negligible_outputs

@@ -1,4 +1,4 @@
-"""The confidence set of priors and the certified worst-case leakage over it (issue 27)."""
+"""The confidence set of priors and the certified worst-case leakage over it."""
 import math
 
 import numpy as np

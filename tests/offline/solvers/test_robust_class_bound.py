@@ -1,5 +1,5 @@
 """The per-class ellipsoids of a private attribute of more than two classes and the certified
-leakage bound they give (issue 27): coverage by simulation (two classes included), the inner
+leakage bound they give: coverage by simulation (two classes included), the inner
 maximum against a grid, the bound against the exact leakage at points of the set, and its gain
 over the per-cluster balls."""
 import math

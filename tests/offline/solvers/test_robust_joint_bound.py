@@ -1,4 +1,4 @@
-"""The joint ellipsoid of binary posteriors and the certified leakage bound it gives (issue 27):
+"""The joint ellipsoid of binary posteriors and the certified leakage bound it gives:
 each step of its proof checked numerically, and the bound against the exact leakage at points of
 the set (its coverage by simulation is test_robust_class_bound.py's, for every number of classes)."""
 import math
