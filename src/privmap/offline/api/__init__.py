@@ -18,7 +18,7 @@ The stage above evaluation in the order tests/test_architecture.py checks (it ru
 mechanisms, bundle and evaluation stages; the CLI does not depend on it).
 """
 from ._calls import BuildResult, Curve, Evaluation, Released, build, curve, evaluate, sanitize
-from ._frames import csv_source
+from ..data import csv_source
 
 __all__ = ["build", "evaluate", "curve", "sanitize", "BuildResult", "Evaluation", "Curve", "Released",
            "csv_source"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .._errors import BuildError
 from .._files import atomic_write
-from ._frames import csv_source
+from ..data import csv_source
 
 __all__ = ["BuildResult", "Evaluation", "Curve", "Released", "build", "evaluate", "curve", "sanitize"]
 
@@ -274,7 +274,8 @@ def sanitize(bundle, data, *, trusted, columns=None, skip_invalid: bool = False)
     """
     import csv
 
-    from privmap.device import InputError, Keyring, load_bundle, read_bundle_file
+    from privmap.device import Keyring, load_bundle, read_bundle_file
+    from privmap.device.errors import InputError
     keyring = trusted if isinstance(trusted, Keyring) else Keyring.from_pem_files(trusted)
     loaded = (load_bundle(bytes(bundle), keyring) if isinstance(bundle, (bytes, bytearray))
               else read_bundle_file(pathlib.Path(bundle), keyring))

@@ -3,11 +3,13 @@
 Private modules: ``_dataset`` (CSV reading and validation), ``_distortion`` (metrics and the
 device's nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), ``_quantize`` (k-means into domain-valid
 representatives), ``_prior`` (p(a, c) from counts), ``_schema`` (declared feature domains and
-missing-answer spellings, completed by inference), ``_synthetic`` (seeded latent-factor ratings with a
+missing-answer spellings, completed by inference), ``_frames`` (a table in memory as the CSV every
+reader reads), ``_synthetic`` (seeded latent-factor ratings with a
 private attribute and blanks missing not at random, :func:`synthetic_ratings`).
 """
 from ._dataset import Dataset, load_dataset
 from ._distortion import METRICS, nearest, pairwise
+from ._frames import csv_source, is_table
 from ._prior import joint_prior
 from ._quantize import Quantization, quantize
 from ._schema import (
@@ -21,6 +23,6 @@ from ._schema import (
 )
 from ._synthetic import SyntheticRatings, synthetic_ratings
 
-__all__ = ["Dataset", "load_dataset", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize",
+__all__ = ["Dataset", "load_dataset", "csv_source", "is_table", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize",
            "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json",
            "SyntheticRatings", "synthetic_ratings"]
