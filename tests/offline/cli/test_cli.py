@@ -9,10 +9,10 @@ import sys
 import time
 
 import pytest
-from privmap.offline.cli._common import EXIT_CLOSED_PIPE, TRACEBACK_ENV
+from privmap.offline.commandline import EXIT_CLOSED_PIPE, TRACEBACK_ENV
 
 #: ``privmap`` in a child process, so that stdout is a real file descriptor 1.
-_PRIVMAP = [sys.executable, "-c", "from privmap.offline.cli._main import main; main(prog_name='privmap')"]
+_PRIVMAP = [sys.executable, "-c", "from privmap.offline.cli import main; main(prog_name='privmap')"]
 
 
 def privmap_process(*args, stdout=subprocess.PIPE, script=None):
@@ -138,7 +138,7 @@ def test_build_json_prints_exactly_one_json_object_on_a_real_stdout(keys, rating
 # A command of the CLI package whose work writes through a library at both levels.
 _SOLVERLIB = "import os\ndef solve():\n    print('python-level solver log')\n    os.write(1, b'C-level solver log\\n')\n"
 _PROBE = """
-from privmap.offline.cli._common import emit, guard
+from privmap.offline.commandline import emit, guard
 @click.command()
 @guard
 def noisy():
@@ -148,7 +148,7 @@ def noisy():
 """
 _NOISY_COMMAND = f"""
 import types, click
-from privmap.offline.cli._main import main
+from privmap.offline.cli import main
 solverlib = types.ModuleType("solverlib")
 exec({_SOLVERLIB!r}, solverlib.__dict__)
 probe = types.ModuleType("privmap.offline.cli._probe")
@@ -176,7 +176,7 @@ def test_a_command_stdout_finalised_at_interpreter_exit_touches_no_stream():
     """At exit a module's globals may be None before its objects are finalised; IOBase's finaliser
     closed, hence flushed, through them (Python 3.13 printed 'Exception ignored' for each command
     run; earlier versions hid the error). The streams are the process's: finalising leaves them."""
-    from privmap.offline.cli._common import _CommandStdout
+    from privmap.offline.commandline._group import _CommandStdout
     flushed = []
 
     class Recorder(io.StringIO):
@@ -261,7 +261,7 @@ def _redated(bundle, keys, tmp_path, issued_at):
 
 def test_sanitize_without_state_refuses_a_bundle_issued_beyond_the_clock_skew(bundle, keys, ratings_csv, tmp_path,
                                                                               run):
-    from privmap.device import MAX_CLOCK_SKEW
+    from privmap.device.constants import MAX_CLOCK_SKEW
     users = tmp_path / "users.csv"
     users.write_text("".join(ratings_csv.read_text().splitlines(keepends=True)[:4]))
     now = int(time.time())

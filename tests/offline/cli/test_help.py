@@ -1,9 +1,9 @@
-"""``privmap build --help`` on one screen, ``--help-all`` in full (src/privmap/offline/cli/_help.py)."""
+"""``privmap build --help`` on one screen, ``--help-all`` in full (src/privmap/offline/commandline/_help.py)."""
 import click
 import pytest
 from click.testing import CliRunner
 
-from privmap.offline.cli._help import Section, SectionedCommand, short_term
+from privmap.offline.commandline import Section, SectionedCommand, short_term
 from privmap.offline.cli._main import BUILD_SECTIONS, build
 
 #: A classic terminal's width: click wraps help to it when it cannot read the terminal's.

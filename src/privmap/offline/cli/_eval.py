@@ -13,8 +13,7 @@ import sys
 import click
 
 from .._errors import BuildError
-from ._common import emit, guard
-from ._options import data_options
+from ..commandline import data_options, emit, guard
 
 
 def _parse_floats(text: str, what: str) -> list[float]:

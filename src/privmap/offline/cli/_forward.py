@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import CommandGroup, Fail
+from ..commandline import CommandGroup, Fail
 
 #: Mechanism of ``build --mechanism NAME`` -> the command that builds it now.
 FORWARDED = {"funnel": "build-funnel", "max-correlation": "build-max-correlation",

@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives import serialization
 from privmap.device import KeyringChain, KeyringError, load_bundle
 
 from .._errors import BuildError
-from ._common import atomic_write, emit, guard, read_keyring_chain
-from ._passphrase import passphrase_option, read_passphrase
+from .._files import atomic_write
+from ..commandline import emit, guard, passphrase_option, read_keyring_chain, read_passphrase
 
 _PATH = click.Path(dir_okay=False, path_type=pathlib.Path)
 

@@ -20,36 +20,25 @@ import sys
 import time
 
 import click
-from privmap.device.mechanisms._recommender import MAX_RANK
+from privmap.device.constants import MAX_RANK
 
 from .._errors import BuildError
-from ._common import atomic_write, emit, guard
+from .._files import atomic_write
+from ..commandline import (
+    AutoOr,
+    Section,
+    SectionedCommand,
+    bundle_options,
+    data_options,
+    emit,
+    guard,
+    header_options,
+    json_option,
+    read_passphrase,
+)
 from ._forward import PrivmapGroup
-from ._help import Section, SectionedCommand
-from ._options import bundle_options, data_options, header_options, json_option
-from ._passphrase import read_passphrase
 from ._scale import check_partitioned_options, run_partitioned, wants_partitioned
 from ._verify import robust_line
-
-
-class AutoOr(click.ParamType):
-    """A number (of ``kind``, at least ``minimum``) or the word ``auto``."""
-
-    def __init__(self, kind, minimum):
-        self.kind, self.minimum = kind, minimum
-        self.name = f"{kind.__name__}|auto"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and value.strip().lower() == "auto":
-            return "auto"
-        try:
-            number = self.kind(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is neither {'an integer' if self.kind is int else 'a number'} nor 'auto'",
-                      param, ctx)
-        if not (math.isfinite(number) and number >= self.minimum):
-            self.fail(f"{value!r} must be >= {self.minimum} (or 'auto')", param, ctx)
-        return number
 
 
 @click.group(cls=PrivmapGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -213,8 +202,8 @@ BUILD_SECTIONS = (
 @guard
 def build(data, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction, key, out, seed, domains,
           schema_file, missing_token, schema_out, missing, solver, bits, smoothing, prior, target_leakage, target_auc,
-          no_codebook, robust, holdout_folds, max_output_leakage, bundle_version, issued_at, valid_days,
-          device_class, as_json, passphrase_file, workers, scheduler, kmeans):
+          no_codebook, robust, holdout_folds, max_output_leakage, header, as_json, passphrase_file, workers, scheduler,
+          kmeans):
     """Build a seed-000 bundle (quantized, or exact) from labelled data DATA.
 
     \b
@@ -271,7 +260,7 @@ def build(data, private, public, mechanism, utility, factors, factor_reg, metric
         clusters=1 if clusters == "auto" else clusters, delta=delta, delta_fraction=delta_fraction, seed=seed,
         solver=solver, bits=bits, smoothing=0.0 if smoothing == "auto" else smoothing,
         prior=prior or ("posteriors" if utility == "recommender" else "counts"),
-        bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days, device_class=device_class,
+        **header,
         codebook=not no_codebook and max_output_leakage is None, max_output_leakage_bits=max_output_leakage,
         holdout_folds=holdout_folds, missing=missing, robust=robust,
         declared=declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)

@@ -11,11 +11,11 @@ import time
 import click
 
 from .._errors import BuildError
-from ._common import emit, guard
-from ._options import (
+from ..commandline import (
     bundle_options,
     columns,
-    header_from,
+    emit,
+    guard,
     header_options,
     json_option,
     load_key,
@@ -45,8 +45,7 @@ def _required_columns(text, option):
 @header_options
 @json_option
 @guard
-def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passphrase_file, bundle_version,
-                   issued_at, valid_days, device_class, as_json):
+def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passphrase_file, header, as_json):
     """Build a greedy Gaussian-noise bundle (seed 004) from real-valued DATA.csv.
 
     Adds independent Gaussian noise to each released column, greedily, while
@@ -58,6 +57,7 @@ def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passp
       privmap build-gaussian anes96.csv --private PID --utility educ --delta 0.1 \\
           --key keys/private.pem --out gaussian.bundle
     """
+    from ..mechanisms import HeaderOptions
     from ..mechanisms.realvalued._build import build_gaussian as run
     if not (math.isfinite(delta) and delta >= 0):
         raise BuildError("--delta must be a finite number >= 0 (nats)")
@@ -66,7 +66,7 @@ def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passp
     with click.progressbar(length=1000, label="greedy noise", file=sys.stderr, show_eta=False) as bar:
         built = run(data, _required_columns(private, "--private"), _required_columns(utility, "--utility"),
                     delta, gamma, fisher=fisher,
-                    header=header_from(bundle_version, issued_at, valid_days, device_class),
+                    header=HeaderOptions(**header),
                     progress=lambda f: bar.update(int(f * 1000) - bar.pos))
     _finish(built, private_key, out, started, as_json)
 
@@ -81,8 +81,7 @@ def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passp
 @header_options
 @json_option
 @guard
-def build_nullspace(data, desired, confidential, epsilon, key, out, passphrase_file, bundle_version, issued_at,
-                    valid_days, device_class, as_json):
+def build_nullspace(data, desired, confidential, epsilon, key, out, passphrase_file, header, as_json):
     """Build a null-space cleaning bundle (seed 001) from real-valued DATA.csv.
 
     Fits linear predictors of the desired and confidential targets and moves
@@ -94,11 +93,12 @@ def build_nullspace(data, desired, confidential, epsilon, key, out, passphrase_f
       privmap build-nullspace anes96.csv --desired educ --confidential PID --epsilon 0.5 \\
           --key keys/private.pem --out nullspace.bundle
     """
+    from ..mechanisms import HeaderOptions
     from ..mechanisms.realvalued._build import build_nullspace as run
     private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
     built = run(data, _required_columns(desired, "--desired"), _required_columns(confidential, "--confidential"),
-                epsilon, header_from(bundle_version, issued_at, valid_days, device_class))
+                epsilon, HeaderOptions(**header))
     _finish(built, private_key, out, started, as_json)
 
 

@@ -10,7 +10,8 @@ import click
 from privmap.device import read_bundle_file
 
 from .._errors import BuildError
-from ._common import atomic_output, emit, guard, trust_options, trusted_keyring
+from .._files import atomic_output
+from ..commandline import emit, guard, trust_options, trusted_keyring
 
 
 @click.command()

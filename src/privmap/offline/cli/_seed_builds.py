@@ -12,8 +12,16 @@ import time
 
 import click
 
-from ._common import emit, guard
-from ._options import bundle_options, columns, header_options, json_option, load_key, sign_check_write
+from ..commandline import (
+    bundle_options,
+    columns,
+    emit,
+    guard,
+    header_options,
+    json_option,
+    load_key,
+    sign_check_write,
+)
 
 
 @click.command("build-funnel")
@@ -32,7 +40,7 @@ from ._options import bundle_options, columns, header_options, json_option, load
 @json_option
 @guard
 def build_funnel(data, private, public, disclosure, disclosure_fraction, smoothing, seed, metric, key, out,
-                 passphrase_file, bundle_version, issued_at, valid_days, device_class, as_json):
+                 passphrase_file, header, as_json):
     """Build a privacy-funnel bundle (seed 003) from categorical DATA.csv.
 
     Merges the public tuples X greedily into groups Y, keeping the disclosure
@@ -46,9 +54,7 @@ def build_funnel(data, private, public, disclosure, disclosure_fraction, smoothi
     """
     from ..mechanisms.funnel._build import FunnelOptions, build_funnel as run
     options = FunnelOptions(private=private, public=columns(public), disclosure=disclosure,
-                            disclosure_fraction=disclosure_fraction, smoothing=smoothing, seed=seed,
-                            bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days,
-                            device_class=device_class)
+                            disclosure_fraction=disclosure_fraction, smoothing=smoothing, seed=seed, **header)
     private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
     payload = run(data, options).payload
@@ -77,7 +83,7 @@ def build_funnel(data, private, public, disclosure, disclosure_fraction, smoothi
 @json_option
 @guard
 def build_max_correlation(data, delta, public, private, metric, information_budget, prior_only, bits, seed, key,
-                          out, passphrase_file, bundle_version, issued_at, valid_days, device_class, as_json):
+                          out, passphrase_file, header, as_json):
     """Build a max-correlation bundle (seed 002) from the public tuples of DATA.csv.
 
     Minimises rho_m(X;Y)^2 subject to E d(X, Y) <= D from the marginal P_X
@@ -93,8 +99,7 @@ def build_max_correlation(data, delta, public, private, metric, information_budg
     from ..mechanisms.maxcorr._build import build_max_correlation as run
     options = MaxCorrOptions(delta=delta, public=columns(public), private=private, metric=metric,
                              information_budget=information_budget, bits=bits or MAXCORR_BITS, seed=seed,
-                             bundle_version=bundle_version, issued_at=issued_at, valid_days=valid_days,
-                             device_class=device_class)
+                             **header)
     private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
     payload = run(data, options).payload

@@ -26,7 +26,8 @@ from privmap.device import (
 from privmap.device._files import DEFAULT_LOCK_WAIT, NotRegularFile, read_regular
 
 from .._errors import BuildError
-from ._common import atomic_write, emit, guard, trust_options, trusted_keyring
+from .._files import atomic_write
+from ..commandline import emit, guard, trust_options, trusted_keyring
 
 _DIR = click.Path(file_okay=False, path_type=pathlib.Path)
 _FILE = click.Path(dir_okay=False, path_type=pathlib.Path)

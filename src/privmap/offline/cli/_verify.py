@@ -12,7 +12,7 @@ import time
 import click
 from privmap.device import read_bundle_file
 
-from ._common import emit, guard, trust_options, trusted_keyring
+from ..commandline import emit, guard, trust_options, trusted_keyring
 
 
 @click.command()

@@ -1,23 +1,18 @@
-"""Plumbing shared by the CLI command modules: the top-level group (one-line failures, stdout
-reserved for the command's output, quiet closed pipes), trusted keys, JSON output, atomic writes."""
+"""The command group every ``privmap`` command runs under: one-line failures, stdout reserved for
+the command's output, quiet closed pipes; :func:`guard`, which turns typed errors into one line."""
 from __future__ import annotations
 
 import contextlib
 import errno
 import functools
 import io
-import json
-import math
 import os
-import pathlib
 import sys
-import time
 
 import click
-from privmap.device import Keyring, KeyringChain, KeyringError, PrivmapDeviceError
+from privmap.device import PrivmapDeviceError
 
 from .._errors import BuildError
-from .._files import atomic_output, atomic_write  # noqa: F401 (the CLI modules take them from here)
 
 #: Exit status when stdout is closed under the command (``privmap ... | head -1``): 128 + SIGPIPE,
 #: what a shell reports for any tool that the closed pipe ended, so ``set -o pipefail`` scripts see
@@ -56,101 +51,30 @@ def guard(fn):
     return wrapper
 
 
-def _clean(obj):
-    """Strict-JSON version of ``obj``: numpy scalars to Python, tuples to lists, NaN/inf to None."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and getattr(obj, "ndim", None) == 0:  # numpy scalar
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def emit(obj: dict) -> None:
-    """Print ``obj`` as one JSON object on stdout."""
-    click.echo(json.dumps(_clean(obj), indent=2, sort_keys=True, allow_nan=False))
-
-
-# -- trusted keys: --trusted PEM or --keyring FILE ---------------------------------------------
-
-def trust_options(*, required: bool):
-    """Decorator adding ``--trusted PEM`` and ``--keyring FILE`` (both repeatable; give one kind).
-
-    The command receives ``trusted`` and ``keyrings`` (tuples of paths); pass them to
-    :func:`trusted_keyring`. ``required`` only changes the help text: the check is made there.
-    """
-    path = click.Path(dir_okay=False, path_type=pathlib.Path)
-    need = " Give --trusted or --keyring." if required else ""
-    trusted = click.option(
-        "--trusted", multiple=True, type=path,
-        help="Trusted public key (PEM); repeat for several (any one signature suffices)." + need)
-    keyring = click.option(
-        "--keyring", "keyrings", multiple=True, type=path,
-        help="Trusted keyring document (privmap keyring create|rotate): its keys and threshold, k of n. "
-             "Repeat to walk rotations as a device does: the pinned version first, then each next one.")
-    return lambda fn: trusted(keyring(fn))
-
-
-def read_keyring_chain(paths) -> KeyringChain:
-    """The keyring chain of ``paths``: the first document pinned, each later one a rotation
-    checked as a device checks it (version + 1, both thresholds).
-
-    Raises :class:`BuildError` naming the file for an unreadable or refused document.
-    """
-    from privmap.device._files import NotRegularFile, read_regular
-    from privmap.device.trust._rotation import MAX_KEYRING_BYTES
-    chain = None
-    for path in paths:
-        try:
-            document = read_regular(path, MAX_KEYRING_BYTES + 1)
-        except NotRegularFile:
-            raise BuildError(f"keyring {str(path)!r} is not a regular file") from None
-        except OSError as exc:
-            raise BuildError(f"cannot read keyring {str(path)!r}: {exc.strerror or exc}") from None
-        try:
-            if chain is None:
-                chain = KeyringChain(document)
-            else:
-                chain.rotate(document)
-        except KeyringError as exc:
-            raise BuildError(f"keyring {str(path)!r} refused: {exc}") from None
-    if chain is None:
-        raise BuildError("no keyring document given")
-    return chain
-
-
-def trusted_keyring(trusted, keyrings, *, required: bool = True, now: float | None = None) -> Keyring | None:
-    """The :class:`Keyring` a command verifies with: PEM keys (threshold 1) or the current keyring
-    of a keyring chain at ``now`` (default: the clock), or ``None`` when neither is given and not
-    ``required``. Raises :class:`click.UsageError` (exit 2) for both or (``required``) neither,
-    and :class:`BuildError` or :class:`KeyringError` for unreadable, refused or expired keys."""
-    if trusted and keyrings:
-        raise click.UsageError("give either --trusted PEM keys or --keyring documents, not both")
-    if trusted:
-        return Keyring.from_pem_files(*trusted)
-    if keyrings:
-        return read_keyring_chain(keyrings).current(time.time() if now is None else now)
-    if required:
-        raise click.UsageError("no trusted key: give --trusted PEM (repeatable) or --keyring FILE")
-    return None
-
-
 # -- the top-level group: stdout for the command's output only, one-line failures ---------------
 
-_CLI_PACKAGE = __name__.rpartition(".")[0]  # privmap.offline.cli
+#: The packages whose code is the command line's own: the ``cli`` that mounts the commands and this kit.
+_COMMAND_LINE_PACKAGES = ("privmap.offline.cli", __name__.rpartition(".")[0])
+#: The module name every mechanism's command lives in (``privmap.offline.mechanisms.NAME._command``).
+_COMMAND_MODULE = "_command"
+
+
+def _is_command_line(name: str) -> bool:
+    """Whether module ``name`` is the command line's own code (:data:`_COMMAND_LINE_PACKAGES`, or a
+    mechanism's ``_command`` module)."""
+    return (any(name == package or name.startswith(package + ".") for package in _COMMAND_LINE_PACKAGES)
+            or name.rpartition(".")[2] == _COMMAND_MODULE)
 
 
 def _written_by_cli(frame) -> bool:
-    """Whether the code that asked for a write, ``frame`` and outwards, is the CLI's own: the
-    innermost frame outside click (``click.echo``, help and version output) must belong to
-    this package. Commands must therefore live in ``privmap.offline.cli``."""
+    """Whether the code that asked for a write, ``frame`` and outwards, is the command line's own:
+    the innermost frame outside click (``click.echo``, help and version output) must belong to it
+    (:func:`_is_command_line`). Commands must therefore live in ``privmap.offline.cli`` or in a
+    mechanism's ``_command`` module, and write through this kit or click."""
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if name != "click" and not name.startswith("click."):
-            return name == _CLI_PACKAGE or name.startswith(_CLI_PACKAGE + ".")
+            return _is_command_line(name)
         frame = frame.f_back
     return False
 

@@ -2,7 +2,8 @@
 
 - :func:`bundle_options`: ``--key``, ``--passphrase-file``, ``--out`` (where the signed bundle goes);
 - :func:`header_options`: ``--bundle-version``, ``--issued-at``, ``--valid-days``, ``--device-class``
-  (the header every payload starts with, :class:`~privmap.offline.mechanisms.HeaderOptions`);
+  (the header every payload starts with), given to the command as one ``header`` mapping of
+  :class:`~privmap.offline.mechanisms.HeaderOptions`' fields;
 - :func:`json_option`: ``--json`` (one JSON object on stdout);
 - :func:`data_options`: ``--domain`` and ``--missing-token``, what ``build`` and ``curve`` read of a
   CSV's numeric columns;
@@ -10,15 +11,19 @@
 """
 from __future__ import annotations
 
+import functools
 import pathlib
 
 import click
 
-from ._common import atomic_write
+from .._files import atomic_write
 from ._passphrase import passphrase_option, read_passphrase
 
-__all__ = ["bundle_options", "header_options", "json_option", "data_options", "columns", "header_from",
-           "load_key", "sign_check_write"]
+__all__ = ["bundle_options", "header_options", "json_option", "data_options", "columns", "load_key",
+           "sign_check_write"]
+
+#: The header options' parameter names, which are also :class:`~privmap.offline.mechanisms.HeaderOptions`' fields.
+HEADER_FIELDS = ("bundle_version", "issued_at", "valid_days", "device_class")
 
 
 def _apply(fn, decorators):
@@ -39,8 +44,15 @@ def bundle_options(fn):
 
 
 def header_options(fn):
-    """``--bundle-version``, ``--issued-at``, ``--valid-days`` and ``--device-class``."""
-    return _apply(fn, [
+    """``--bundle-version``, ``--issued-at``, ``--valid-days`` and ``--device-class``, given to ``fn``
+    as one keyword argument ``header``: a dict of :data:`HEADER_FIELDS` to pass on to a mechanism's
+    options (``Options(..., **header)``)."""
+
+    @functools.wraps(fn)
+    def with_header(*args, **kwargs):
+        return fn(*args, header={name: kwargs.pop(name) for name in HEADER_FIELDS}, **kwargs)
+
+    return _apply(with_header, [
         click.option("--bundle-version", type=click.IntRange(1, 2 ** 63 - 1), default=1, show_default=True,
                      help="Monotonic bundle version (devices refuse versions below their minimum)."),
         click.option("--issued-at", type=int, default=None,
@@ -77,16 +89,10 @@ def columns(text: str | None) -> tuple[str, ...] | None:
     return names or None
 
 
-def header_from(bundle_version, issued_at, valid_days, device_class):
-    """The :class:`~privmap.offline.mechanisms.HeaderOptions` of :func:`header_options`' values."""
-    from ..mechanisms._header import HeaderOptions
-    return HeaderOptions(bundle_version, issued_at, valid_days, device_class)
-
-
 def load_key(key: pathlib.Path, passphrase_file):
     """The operator's Ed25519 private key from ``--key`` (and ``--passphrase-file``); loaded before a
     build so that a wrong key or passphrase fails at once. Raises BuildError as ``load_private_key``."""
-    from ..bundle._keys import load_private_key
+    from ..bundle import load_private_key
     return load_private_key(key, password=read_passphrase(passphrase_file))
 
 
@@ -94,7 +100,7 @@ def sign_check_write(payload: dict, private_key, out: pathlib.Path) -> bytes:
     """Encode ``payload``, sign it, load the bundle back with the device runtime (as of its
     ``issued_at``) and write it atomically to ``out``; the bundle's bytes. Raises BuildError when the
     device would refuse the bundle (nothing is written then)."""
-    from ..bundle._write import check_bundle, encode_payload, sign_bundle
+    from ..bundle import check_bundle, encode_payload, sign_bundle
     bundle_bytes = sign_bundle(encode_payload(payload), private_key)
     check_bundle(bundle_bytes, private_key.public_key(), now=payload["issued_at"])
     atomic_write(out, bundle_bytes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pathlib
 
 import click
-from privmap.device._files import NotRegularFile, read_regular
+from privmap.device.files import NotRegularFile, read_regular
 
 from .._errors import BuildError
 

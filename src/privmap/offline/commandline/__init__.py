@@ -1,0 +1,37 @@
+"""The kit every ``privmap`` command is written with.
+
+- failures and output: :class:`CommandGroup` (one ``error:`` line for every way a command can fail,
+  stdout reserved for the command's output, quiet closed pipes), :func:`guard` (typed errors as
+  one-line failures), :class:`Fail`, :func:`emit` (``--json``: one JSON object on stdout);
+- the options every build shares: :func:`bundle_options` (``--key``, ``--passphrase-file``,
+  ``--out``), :func:`header_options` (the bundle header, as one ``header`` mapping),
+  :func:`json_option`, :func:`data_options`; :func:`load_key` and :func:`sign_check_write`, the
+  signing step a build ends with; :func:`columns`; :class:`AutoOr`, a number or ``auto``;
+- keys and secrets: :func:`trust_options` and :func:`trusted_keyring` (``--trusted`` /
+  ``--keyring``), :func:`read_keyring_chain`, :data:`passphrase_option` and :func:`read_passphrase`;
+- the one help renderer: :class:`SectionedCommand` (``--help`` on one screen, one line per
+  option under headings; ``--help-all`` in full), :class:`Section`, :func:`short_term`.
+
+Private modules: ``_group``, ``_json``, ``_options``, ``_types``, ``_trust``, ``_passphrase``, ``_help``.
+"""
+from ._group import EXIT_CLOSED_PIPE, TRACEBACK_ENV, CommandGroup, Fail, StdoutClosed, guard, reserved_stdout
+from ._help import Section, SectionedCommand, short_term
+from ._json import emit
+from ._options import (
+    HEADER_FIELDS,
+    bundle_options,
+    columns,
+    data_options,
+    header_options,
+    json_option,
+    load_key,
+    sign_check_write,
+)
+from ._passphrase import passphrase_option, read_passphrase
+from ._trust import read_keyring_chain, trust_options, trusted_keyring
+from ._types import AutoOr
+
+__all__ = ["CommandGroup", "Fail", "StdoutClosed", "guard", "reserved_stdout", "EXIT_CLOSED_PIPE", "TRACEBACK_ENV",
+           "emit", "bundle_options", "header_options", "HEADER_FIELDS", "json_option", "data_options", "columns",
+           "load_key", "sign_check_write", "AutoOr", "trust_options", "trusted_keyring", "read_keyring_chain",
+           "passphrase_option", "read_passphrase", "Section", "SectionedCommand", "short_term"]
