@@ -37,8 +37,7 @@ def main(argv=None):
     from sklearn.cluster import MiniBatchKMeans
 
     from privmap.offline.mechanisms.quantized import _codebook
-    from privmap.offline.solvers import _fast_solver
-    from privmap.offline.solvers._perfect import perfect_privacy_distortion
+    from privmap.offline.solvers import perfect_privacy_distortion, solve_fast
 
     print(f"# load average {_load()}")
     X, a = _adult()
@@ -52,10 +51,10 @@ def main(argv=None):
         "l2", integer=np.zeros(X.shape[1], bool), lo=X.min(axis=0), hi=X.max(axis=0))
     D = _codebook.conditional_distortion(X, labels, K, outputs, distance)
     delta = args.delta_fraction * perfect_privacy_distortion(p_ac, D)
-    start = _fast_solver.solve_fast(p_ac, D, delta, tol_bits=args.tol_bits)
+    start = solve_fast(p_ac, D, delta, tol_bits=args.tol_bits)
 
     calls = {"warm": [], "cold": []}
-    real = _fast_solver.solve_fast
+    real = solve_fast
 
     def timed(record, strip):
         def solve_fast(*a_, **kw):

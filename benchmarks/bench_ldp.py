@@ -57,7 +57,7 @@ from privmap.offline.evaluation._baselines import (
 )
 from privmap.offline.evaluation._evaluate import _split
 from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build, load_training, solve_dataset
-from privmap.offline.solvers._output_limit import least_distortion
+from privmap.offline.solvers import least_distortion
 from sklearn.model_selection import train_test_split
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -22,14 +22,8 @@ import numpy as np
 from privmap.offline._information import max_output_leakage_bits
 from privmap.offline.data import load_dataset
 from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset
-from privmap.offline.solvers import solve
-from privmap.offline.solvers._output_limit import (
-    _dense_least_table,
-    _dense_limited,
-    least_distortion,
-    smallest_feasible_epsilon,
-    solve_output_limited,
-)
+from privmap.offline.solvers import least_distortion, smallest_feasible_epsilon, solve, solve_output_limited
+from privmap.offline.solvers.output_limit._program import _dense_least_table, _dense_limited
 from sklearn.model_selection import train_test_split
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

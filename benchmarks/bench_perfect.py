@@ -58,7 +58,7 @@ def main(argv=None):
     ap.add_argument("--reference-max-k", type=int, default=None,
                     help="largest K at which the reference revision is also timed (default: all)")
     args = ap.parse_args(argv)
-    from privmap.offline.solvers._perfect import perfect_privacy_lp, perfect_privacy_table
+    from privmap.offline.solvers import perfect_privacy_lp, perfect_privacy_table
     reference = _reference(args.reference_rev) if args.reference_rev else None
 
     source = (f"UCI Adult as `privmap build` quantizes it, private {args.private}" if args.adult_build else
@@ -84,7 +84,7 @@ def main(argv=None):
                 f"{info['formulation'].replace(', then ', '+'):>13}")
         if reference and (args.reference_max_k is None or K <= args.reference_max_k):
             ref_info = {}
-            (_, d_ref), t_ref = _timed(reference.perfect_privacy_table, p_ac, D, info=ref_info)
+            (_, d_ref), t_ref = _timed(reference, p_ac, D, info=ref_info)
             line += f" {t_ref:>8.2f} {t_ref / t_cg:>7.2f} {(d_ref - d_cg) / d_cg:>9.1e} {ref_info['rounds']:>10}"
         print(line, flush=True)
     print(f"# load average {_load()}")
@@ -128,12 +128,9 @@ def _timed(fn, *args, **kw):
 
 
 def _reference(rev):
-    """``_perfect`` at ``rev``, its transport (``solve_binary``) taken from ``_transport`` at
-    ``rev`` as well: a relative import would bind this checkout's."""
-    reference = bench.module_at(rev, "_perfect")
-    if hasattr(reference, "solve_binary"):
-        reference.solve_binary = bench.module_at(rev, "_transport").solve_binary
-    return reference
+    """``perfect_privacy_table`` as it was at ``rev``, with the rest of that revision's package
+    (its transport, its instance checks: :func:`bench_solver.modules_at`)."""
+    return bench.function_at(rev, "perfect_privacy_table")
 
 
 def _load():

@@ -23,7 +23,7 @@ half / half partition into training and held-out users. Per split and K:
    the held-out prior minus its permutation bias (20 permutations), as ``evaluate`` reports it.
    Coverage target: corrected held-out leakage <= certified bound in at least 95 % of splits.
 3. On the first --cost-splits splits: the robust search
-   (:func:`privmap.offline.solvers._robust.solve_robust`), its shipped table's certified figure
+   (:func:`privmap.offline.solvers.solve_robust`), its shipped table's certified figure
    U, a lower bound on the set's true worst case for that table (projected gradient ascent over
    the set, so U / found is the bound's own slack), and the cost of the guarantee: an
    average-case build declares its in-sample leakage; the least Delta at which it declares U
@@ -59,11 +59,7 @@ from privmap.offline._information import leakage_bits  # noqa: E402
 from privmap.offline.data._distortion import pairwise  # noqa: E402
 from privmap.offline.data._quantize import quantize  # noqa: E402
 from privmap.offline.evaluation._attacks import permutation_bias  # noqa: E402
-from privmap.offline.solvers._compress import compress  # noqa: E402
-from privmap.offline.solvers._confidence import confidence_set, l1_radius  # noqa: E402
-from privmap.offline.solvers._perfect import perfect_privacy_table  # noqa: E402
-from privmap.offline.solvers._robust import certified_leakage_bits, solve_robust  # noqa: E402
-from privmap.offline.solvers._solve import solve  # noqa: E402
+from privmap.offline.solvers import certified_leakage_bits, compress, confidence_set, l1_radius, perfect_privacy_table, solve, solve_robust  # noqa: E402
 
 
 #: The class coded 1 of each binary private attribute.

@@ -31,10 +31,7 @@ from privmap.offline._errors import SolverError  # noqa: E402
 from privmap.offline._information import leakage_bits  # noqa: E402
 from privmap.offline.data._distortion import pairwise  # noqa: E402
 from privmap.offline.data._quantize import quantize  # noqa: E402
-from privmap.offline.solvers._confidence import confidence_set  # noqa: E402
-from privmap.offline.solvers._perfect import perfect_privacy_table  # noqa: E402
-from privmap.offline.solvers._robust import certified_leakage_bits  # noqa: E402
-from privmap.offline.solvers._solve import solve  # noqa: E402
+from privmap.offline.solvers import certified_leakage_bits, confidence_set, perfect_privacy_table, solve  # noqa: E402
 
 
 def adult_race():

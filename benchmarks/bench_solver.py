@@ -37,8 +37,8 @@ Part 5 solves instances saved from a real ``privmap build`` (``--saved FILE.npz`
 arrays ``p_ac`` and ``D``: UCI Adult's raw columns, the build's integer k-means representatives,
 L2 distortion), timed in CPU seconds, new and reference revision side by side.
 
-``--reference-rev REV`` also times ``solve_fast`` as it was at git revision REV (loaded from
-``git show`` into this process) right after each fast solve in every part, and prints its
+``--reference-rev REV`` also times ``solve_fast`` as it was at git revision REV (that revision's
+whole package, loaded into this process: :func:`modules_at`) right after each fast solve in every part, and prints its
 time, the ratio ref/new, its gap and its Newton steps: on a shared machine only such
 same-process ratios compare two versions. ``--cache DIR`` keeps Delta0 per instance in DIR
 between runs (keyed by a hash of p(a, c) and D), for repeated experiments.
@@ -46,12 +46,13 @@ between runs (keyed by a hash of p(a, c) and D), for repeated experiments.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
+import importlib
 import importlib.util
 import math
 import pathlib
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -139,7 +140,7 @@ def delta_for(p_ac, D, frac):
     -------
     (delta, delta0, seconds) : the budget, Delta0 and the time its computation took
     """
-    from privmap.offline.solvers._perfect import perfect_privacy_distortion
+    from privmap.offline.solvers import perfect_privacy_distortion
     path = None
     if CACHE is not None:
         key = hashlib.sha1(np.ascontiguousarray(p_ac).tobytes() + np.ascontiguousarray(D).tobytes())
@@ -154,66 +155,48 @@ def delta_for(p_ac, D, frac):
     return frac * delta0, delta0, seconds
 
 
-def solvers_folder(rev):
-    """Where ``privmap.offline.solvers`` lives at git revision ``rev`` (src layout or the older one)."""
-    src_layout = subprocess.run(["git", "cat-file", "-e", f"{rev}:src/privmap"], cwd=ROOT).returncode == 0
-    return "src/privmap/offline/solvers" if src_layout else "offline/solvers"
+@functools.lru_cache(maxsize=None)
+def modules_at(rev):
+    """Every ``privmap`` module of git revision ``rev`` that ``privmap.offline.solvers`` imports, loaded
+    into this process: {dotted name: module}.
 
-
-def module_at(rev, name):
-    """``privmap.offline.solvers.<name>`` as it was at git revision ``rev``, as a module.
-
-    Loaded from ``git show``; its relative imports (``._problem``, ``.._errors``, ...) resolve
-    against this checkout's package, so only that one file is of the older revision.
+    The whole package of that revision is extracted (:func:`bench_build.package_at`, either layout)
+    and imported with this process's ``privmap`` modules set aside, which are put back afterwards;
+    so each solver of ``rev`` runs with that revision's parts throughout (its instance checks,
+    result, information measures), whatever files they were split into then.
     """
-    source = subprocess.run(["git", "show", f"{rev}:{solvers_folder(rev)}/{name}.py"], cwd=ROOT,
-                            check=True, capture_output=True).stdout
-    with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / f"{name}_reference.py"
-        path.write_bytes(source)
-        spec = importlib.util.spec_from_file_location(
-            f"privmap.offline.solvers.{name}_reference", path)
-        module = importlib.util.module_from_spec(spec)
-        module.__package__ = "privmap.offline.solvers"
-        spec.loader.exec_module(module)
-    return module
+    import bench_build
+    folder = bench_build.package_at(rev, pathlib.Path(tempfile.mkdtemp(prefix="privmap-rev-")))
+    ours = {name: sys.modules.pop(name) for name in list(sys.modules)
+            if name == "privmap" or name.startswith("privmap.")}
+    sys.path.insert(0, str(folder))
+    try:
+        importlib.import_module("privmap.offline.solvers")
+        for private in ("_fast_solver", "_perfect"):      # revisions before the solvers' sub-packages
+            if importlib.util.find_spec(f"privmap.offline.solvers.{private}") is not None:
+                importlib.import_module(f"privmap.offline.solvers.{private}")
+    finally:
+        sys.path.remove(str(folder))
+        theirs = {name: sys.modules.pop(name) for name in list(sys.modules)
+                  if name == "privmap" or name.startswith("privmap.")}
+        sys.modules.update(ours)
+    return theirs
 
 
-FAST_PARTS = ("_fast_instance", "_fast_newton", "_fast_pricing", "_fast_certify", "_fast_path",
-              "_fast_solver")
+def function_at(rev, name):
+    """``privmap.offline.solvers``' function ``name`` as it was at git revision ``rev`` (:func:`modules_at`):
+    from its face, or, before the face exported it, from the private module that held it."""
+    modules = modules_at(rev)
+    for module in ("privmap.offline.solvers", "privmap.offline.solvers._fast_solver",
+                   "privmap.offline.solvers._perfect"):
+        if module in modules and hasattr(modules[module], name):
+            return getattr(modules[module], name)
+    raise LookupError(f"privmap.offline.solvers.{name} not found at {rev}")
 
 
 def solver_at(rev):
-    """``solve_fast`` with all of its parts (:data:`FAST_PARTS`) as they were at git revision ``rev``.
-
-    :func:`module_at` loads one file, whose relative imports of the other parts would resolve
-    against this checkout; here each part is loaded under a name private to ``rev`` and its
-    imports of the other parts are pointed at those names, so the whole solver is the older
-    one (the modules it shares with the rest of the package, ``._problem``, ``._result``,
-    ``._negligible``, ``.._information``, stay this checkout's). Parts that did not exist at
-    ``rev`` are skipped (older revisions had fewer files).
-    """
-    tag = "_ref_" + subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
-                                   capture_output=True, text=True).stdout.strip()
-    module = None
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in FAST_PARTS:
-            shown = subprocess.run(["git", "show", f"{rev}:{solvers_folder(rev)}/{name}.py"], cwd=ROOT,
-                                   capture_output=True)
-            if shown.returncode != 0:
-                continue
-            source = shown.stdout.decode()
-            for other in FAST_PARTS:
-                source = source.replace(f"from .{other} import", f"from .{tag}{other} import")
-            path = pathlib.Path(tmp) / f"{tag}{name}.py"
-            path.write_text(source)
-            full = f"privmap.offline.solvers.{tag}{name}"
-            spec = importlib.util.spec_from_file_location(full, path)
-            module = importlib.util.module_from_spec(spec)
-            module.__package__ = "privmap.offline.solvers"
-            sys.modules[full] = module
-            spec.loader.exec_module(module)
-    return module.solve_fast
+    """``solve_fast`` as it was at git revision ``rev`` (:func:`function_at`)."""
+    return function_at(rev, "solve_fast")
 
 
 def constant_output_distortion(p_ac, D):
@@ -257,8 +240,7 @@ def side_by_side(title, make, ks, fracs, tol_bits, cvxpy_limit_s, reference=None
     and the reference table's relative overshoot of the budget (``ref_over``).
     """
     from privmap.offline._errors import SolverError
-    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
-    from privmap.offline.solvers._fast_solver import solve_fast
+    from privmap.offline.solvers import solve_cvxpy, solve_fast
 
     print(f"{title}, cvxpy + Clarabel vs fast, same process, Delta = frac x Delta0, "
           f"tol {tol_bits:g} bits")
@@ -296,7 +278,7 @@ def alone(title, make, ks, fracs, tol_bits, max_iter, reference=None):
     """The fast solver alone at large K (parts 2 and 4); one growth exponent per budget. With
     ``reference`` (a ``solve_fast``), that one too on each instance, right after."""
     from privmap.offline._errors import SolverError
-    from privmap.offline.solvers._fast_solver import solve_fast
+    from privmap.offline.solvers import solve_fast
 
     print(f"\n{title}, fast solver alone, Delta = frac x Delta0, tol {tol_bits:g} bits")
     print(f"{'K':>6} {'frac':>5} {'Delta':>9} {'Delta0':>9} {'const_D':>9} {'delta0_s':>8} "
@@ -338,7 +320,7 @@ def saved(title, paths, fracs, tol_bits, reference):
     ref/new, both leakages and their difference, both gaps, Newton steps and the budget's slack.
     """
     from privmap.offline._errors import SolverError
-    from privmap.offline.solvers._fast_solver import solve_fast
+    from privmap.offline.solvers import solve_fast
 
     def cpu(fn, *args, **kw):
         t0 = time.process_time()

@@ -25,7 +25,7 @@ from privmap.offline.data._dataset import load_dataset
 from privmap.offline.data._prior import joint_prior
 from privmap.offline.mechanisms.quantized._holdout import FoldKMeans, _fold_options, _subset
 from privmap.offline.mechanisms.quantized._steps import BuildOptions, _quantized_alphabet
-from privmap.offline.solvers._perfect import perfect_privacy_table
+from privmap.offline.solvers import perfect_privacy_table
 
 
 def main(argv=None) -> int:

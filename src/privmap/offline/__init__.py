@@ -27,10 +27,7 @@ from .data._prior import joint_prior
 from .data._quantize import Quantization, quantize
 from .data._schema import declare, read_schema_file
 from .mechanisms.quantized._pipeline import Build, BuildOptions, build
-from .solvers._compress import CompressedTable, compress
-from .solvers._perfect import perfect_privacy_distortion
-from .solvers._result import SolveResult
-from .solvers._solve import solve
+from .solvers import CompressedTable, SolveResult, compress, perfect_privacy_distortion, solve
 
 __all__ = [
     "solve", "SolveResult", "build", "Build", "BuildOptions",

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 from privmap.offline.bundle._inspect import read_bytes, read_unverified
-from privmap.offline.solvers._robust import robust_figures_of_table
+from privmap.offline.solvers import robust_figures_of_table
 
 
 def _build(run, ratings_csv, keys, out, *extra):

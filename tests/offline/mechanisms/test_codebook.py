@@ -286,7 +286,7 @@ def test_the_codebook_steps_warm_started_re_solves_reach_the_cold_ones_answers(m
     # Each re-solve starts from the previous answer; with every warm start stripped the step must
     # end at the same outputs and, within the solver's certified tolerance, the same leakage.
     from privmap.offline.mechanisms.quantized import _codebook
-    from privmap.offline.solvers._fast_solver import solve_fast
+    from privmap.offline.solvers import solve_fast
     # An instance where step A moves the outputs by more than the tolerance, so step B re-solves,
     # and whose leakage (about 2e-3 bits) is far above the solver's tolerance: near perfect
     # privacy, warm and cold answers within tol_bits of each other can move step A differently.
@@ -334,7 +334,7 @@ def test_a_re_solve_keeps_its_warm_start_unless_the_conic_reference_starts_a_col
     # with seven private classes a cold solve starts from the conic reference, which is then the
     # faster re-solve too: the warm start is set aside there, and only there
     from privmap.offline.mechanisms.quantized import _codebook
-    from privmap.offline.solvers._fast_solver import solve_fast
+    from privmap.offline.solvers import solve_fast
     rng = np.random.default_rng(classes)
     X = rng.integers(0, 4, (400, 4)).astype(float)
     a = rng.integers(0, classes, 400)

@@ -6,7 +6,7 @@ from privmap.offline._information import leakage_bits
 from privmap.offline.data._distortion import pairwise
 from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize
-from privmap.offline.solvers import _cvxpy_solver
+from privmap.offline.solvers import solve_cvxpy
 
 
 @pytest.mark.parametrize("metric", ["l2", "l1", "hamming"])
@@ -22,7 +22,7 @@ def test_raw_leakage_equals_cluster_leakage_and_distortion_within_delta_plus_r(m
     p_ac = joint_prior(private, qz.labels, 3, qz.k)
     dist = pairwise(qz.centers, qz.centers, metric)
     delta = 0.5 * dist[dist > 0].min() + 0.2
-    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, delta)
+    res = solve_cvxpy(p_ac, dist, delta)
 
     psi = qz.labels[np.unique(b_index.ravel(), return_index=True)[1]]   # psi of each alphabet symbol
     q_raw = res.table[psi]                                                 # p(c_hat | b) = q(c_hat | psi(b))

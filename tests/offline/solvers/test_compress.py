@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 from privmap.offline._information import expected_distortion, leakage_bits
-from privmap.offline.solvers import _cvxpy_solver
-from privmap.offline.solvers._compress import compress
+from privmap.offline.solvers import compress, solve_cvxpy
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +14,7 @@ def solved():
     p_ac[1] *= np.linspace(0.2, 2.0, 40)
     p_ac /= p_ac.sum()
     delta = 1.2
-    return p_ac, dist, delta, _cvxpy_solver.solve_cvxpy(p_ac, dist, delta)
+    return p_ac, dist, delta, solve_cvxpy(p_ac, dist, delta)
 
 
 @pytest.mark.parametrize("bits", [4, 8, 16, 32])

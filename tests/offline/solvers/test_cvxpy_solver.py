@@ -7,9 +7,8 @@ from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.data._distortion import pairwise
 from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize
-from privmap.offline.solvers import _cvxpy_solver
-from privmap.offline.solvers._fast_solver import solve_fast
-from privmap.offline.solvers._perfect import perfect_privacy_distortion
+from privmap.offline.solvers import perfect_privacy_distortion, solve_cvxpy, solve_fast
+from privmap.offline.solvers.reference import _conic as _cvxpy_solver
 
 from known_answers import CASES, bsc, bsc_leakage_bits
 
@@ -19,7 +18,7 @@ TOL = 1e-5
 @pytest.mark.parametrize("p, D", CASES)
 def test_binary_symmetric_known_answer(p, D):
     p_ac, dist = bsc(p)
-    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, D)
+    res = solve_cvxpy(p_ac, dist, D)
     expected = bsc_leakage_bits(p, D)
     assert res.status == "optimal"
     assert res.leakage_bits == pytest.approx(expected, abs=1e-5)
@@ -28,7 +27,7 @@ def test_binary_symmetric_known_answer(p, D):
 
 def test_reported_metrics_are_recomputed_from_the_table():
     p_ac, dist = bsc(0.2)
-    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
+    res = solve_cvxpy(p_ac, dist, 0.1)
     assert np.allclose(res.table.sum(axis=1), 1.0) and res.table.min() >= 0
     assert res.leakage_bits == leakage_bits(p_ac, res.table)
     assert res.distortion == expected_distortion(p_ac.sum(axis=0), res.table, dist)
@@ -38,7 +37,7 @@ def test_budget_below_least_distortion_is_infeasible():
     p_ac = np.array([[0.5, 0.0], [0.0, 0.5]])
     dist = np.array([[1.0, 2.0], [np.inf, 1.0]])
     with pytest.raises(InfeasibleError, match="below the least distortion"):
-        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.5)
+        solve_cvxpy(p_ac, dist, 0.5)
 
 
 def test_forbidden_transitions_get_no_mass():
@@ -49,7 +48,7 @@ def test_forbidden_transitions_get_no_mass():
     np.fill_diagonal(dist, 0.0)
     dist[rng.random((6, 6)) < 0.3] = np.inf
     np.fill_diagonal(dist, 0.0)
-    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.2)
+    res = solve_cvxpy(p_ac, dist, 0.2)
     assert np.all(res.table[~np.isfinite(dist)] == 0)
 
 
@@ -60,7 +59,7 @@ def test_scaled_model_solves_128_clusters_of_real_ratings(ratings_csv):
     p_ac = joint_prior(ds.private, qz.labels, len(ds.classes), qz.k)
     dist = pairwise(qz.centers, qz.centers, "l2")
     delta = 0.3 * perfect_privacy_distortion(p_ac, dist)
-    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, delta)
+    res = solve_cvxpy(p_ac, dist, delta)
     assert res.status == "optimal"
     assert 0 < res.leakage_bits < leakage_bits(p_ac, np.eye(qz.k))
     assert res.distortion <= delta * (1 + 1e-6)
@@ -68,7 +67,7 @@ def test_scaled_model_solves_128_clusters_of_real_ratings(ratings_csv):
 
 
 def assert_agrees_with_the_certified_solver(p_ac, dist, delta):
-    ref = _cvxpy_solver.solve_cvxpy(p_ac, dist, delta)
+    ref = solve_cvxpy(p_ac, dist, delta)
     fast = solve_fast(p_ac, dist, delta, tol_bits=1e-7)
     assert abs(ref.leakage_bits - fast.leakage_bits) <= TOL
     assert ref.leakage_bits >= fast.lower_bound_bits - 1e-7
@@ -96,8 +95,7 @@ def test_solves_64_clusters_of_real_ratings_where_the_direct_model_stopped(ratin
 def test_a_stop_short_of_optimal_raises_with_clarabel_status_and_residuals(bench):
     p_ac, dist = bench.hard_instance(32)
     with pytest.raises(SolverError, match=r"attempt 0: status MaxTime .*primal residual .*dual residual"):
-        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.3 * perfect_privacy_distortion(p_ac, dist),
-                                  time_limit_s=1e-9)
+        solve_cvxpy(p_ac, dist, 0.3 * perfect_privacy_distortion(p_ac, dist), time_limit_s=1e-9)
 
 
 def test_a_stop_other_than_a_numerical_stall_is_not_retried(monkeypatch):
@@ -106,14 +104,14 @@ def test_a_stop_other_than_a_numerical_stall_is_not_retried(monkeypatch):
     p_ac, dist = bsc(0.2)
     monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", ({"max_iter": 0}, {}))
     with pytest.raises(SolverError, match="attempt 0: status MaxIterations") as err:
-        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
+        solve_cvxpy(p_ac, dist, 0.1)
     assert "attempt 1" not in str(err.value)
 
 
 def test_the_dual_codebook_is_a_distribution_per_output_and_the_posteriors_of_used_outputs(random_instance,
                                                                                           budget):
     p_ac, dist = random_instance(4, 20, n_private=7)
-    res = _cvxpy_solver.solve_cvxpy(p_ac, dist, budget(p_ac, dist, 0.3))
+    res = solve_cvxpy(p_ac, dist, budget(p_ac, dist, 0.3))
     p_a = p_ac.sum(axis=1)
     assert res.codebook.shape == (7, 20)
     assert np.allclose(p_a @ np.exp(res.codebook), 1.0, rtol=0, atol=1e-12)     # every output, used or not
@@ -135,8 +133,8 @@ def test_a_stalled_attempt_is_a_start_only_when_asked_the_one_with_smaller_resid
     monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", tuple({"max_iter": n} for n in iterations))
     monkeypatch.setattr(_cvxpy_solver, "_RESCUE", {"max_iter": 4})   # stalls closer (3.7e-5), yet is never the start
     with pytest.raises(SolverError, match="attempt 0: status MaxIterations .*attempt 1: status MaxIterations"):
-        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
-    start = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
+        solve_cvxpy(p_ac, dist, 0.1)
+    start = solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
     assert start.info["clarabel_status"] == "MaxIterations" and start.info["attempt"] == kept
     assert start.info["iterations"] == iterations[kept]
     assert start.gap_bits == np.inf and np.allclose(start.table.sum(axis=1), 1.0)
@@ -147,7 +145,7 @@ def test_a_start_takes_the_rescue_attempt_where_it_succeeds_after_the_others_sta
     monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations",))
     monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", ({"max_iter": 1}, {"max_iter": 3}))
     monkeypatch.setattr(_cvxpy_solver, "_RESCUE", {})
-    start = _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
+    start = solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
     assert start.info["clarabel_status"] == "Solved" and start.info["attempt"] == 2
     with pytest.raises(SolverError, match="attempt 1: status MaxIterations"):   # the reference has no rescue
-        _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.1)
+        solve_cvxpy(p_ac, dist, 0.1)

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 from privmap.offline._information import expected_distortion, leakage_bits
-from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
-from privmap.offline.solvers._fast_path import _DualNewton
-from privmap.offline.solvers._fast_solver import solve_fast
+from privmap.offline.solvers import solve_cvxpy
+from privmap.offline.solvers.fast._path import _DualNewton
+from privmap.offline.solvers import solve_fast
 
 
 def _feasible_tables(p_ac, dist, delta, rng, n):

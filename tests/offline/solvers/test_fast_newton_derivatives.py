@@ -3,8 +3,8 @@ Hessian of the smoothed dual are those of its value, the matrix-free Hessian pro
 assembled matrix, and the conjugate-gradient solves reach the optimum the dense ones reach."""
 import numpy as np
 import pytest
-from privmap.offline.solvers._fast_path import _DualNewton
-from privmap.offline.solvers._fast_solver import solve_fast
+from privmap.offline.solvers.fast._path import _DualNewton
+from privmap.offline.solvers import solve_fast
 
 TOL = 1e-5
 
@@ -79,7 +79,7 @@ def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, 
     """Above _DENSE_MAX unknowns the Newton systems are solved by preconditioned CG (with more
     than two classes, above _PRODUCT_DENSE_MAX or far up the path); forcing that path on small
     instances must give the same certified optimum as dense Cholesky."""
-    import privmap.offline.solvers._fast_newton as newton
+    import privmap.offline.solvers.fast._newton as newton
 
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
@@ -132,7 +132,7 @@ def test_dense_product_path_with_several_classes_matches_the_dense_path(seed, K,
     """With more than two classes the tight solves above _DENSE_MAX unknowns factorise N from
     one rank-R product (`_product_matrix`); forced on small instances along the whole path, it
     must certify the optimum that dense Cholesky of the assembled N certifies."""
-    import privmap.offline.solvers._fast_newton as newton
+    import privmap.offline.solvers.fast._newton as newton
 
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
@@ -198,7 +198,7 @@ def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_d
     so M - N is positive semi-definite; checked at a point where rows spread over all 15
     candidates with weights from below 1e-13 to near 1 (the moved mass is got per candidate, not by
     listing the weak pairs)."""
-    import privmap.offline.solvers._fast_newton as newton
+    import privmap.offline.solvers.fast._newton as newton
 
     p_ac, dist = random_instance(5, 15, n_private)
     solver = _DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 from privmap.offline._errors import SolverError
-from privmap.offline.solvers._fast_solver import solve_fast
+from privmap.offline.solvers import solve_fast
 
 
 def test_a_path_cut_short_of_a_certificate_is_a_clear_error(random_instance, budget):
@@ -66,9 +66,9 @@ def test_new_pairs_late_on_the_path_reheat_it_at_most_reheat_max_times_the_pass_
     margins asked threw the small-tau centring away pass after pass, and a fold of the UCI Adult
     K = 4096 build ran out of Newton steps. On this anisotropic instance (Adult-like geometry)
     the uncapped rule asks for about 19 times; the capped path still certifies cvxpy's optimum."""
-    from privmap.offline.solvers import _fast_path as path
-    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
-    from privmap.offline.solvers._perfect import perfect_privacy_distortion
+    from privmap.offline.solvers.fast import _path as path
+    from privmap.offline.solvers import solve_cvxpy
+    from privmap.offline.solvers import perfect_privacy_distortion
     ratios = []
     along = path._DualNewton._along_tangent
 
@@ -109,8 +109,8 @@ _LOPSIDED_CENTRES = np.array([
 
 def test_a_path_without_ascent_at_its_start_backs_off_and_certifies_the_reference_optimum():
     from privmap.offline.data._distortion import pairwise
-    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
-    from privmap.offline.solvers._perfect import perfect_privacy_distortion
+    from privmap.offline.solvers import solve_cvxpy
+    from privmap.offline.solvers import perfect_privacy_distortion
     p_ac = _LOPSIDED_COUNTS / _LOPSIDED_COUNTS.sum()
     dist = pairwise(_LOPSIDED_CENTRES, _LOPSIDED_CENTRES, "l2")
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
@@ -127,9 +127,9 @@ def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_
     (its trial is the real one) and one such step is a stall, so the path heats at every centring
     step until the cap stops it. With the iterative Newton solves forced, no stall counts far up
     the path, where the loose block-diagonal CG solves them (above _JACOBI_TAU times the starting tau)."""
-    from privmap.offline.solvers import _fast_newton as newton
-    from privmap.offline.solvers import _fast_path as path
-    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    from privmap.offline.solvers.fast import _newton as newton
+    from privmap.offline.solvers.fast import _path as path
+    from privmap.offline.solvers import solve_cvxpy
     search, evaluate = newton._NewtonCore._line_search, newton._NewtonCore._evaluate
     heats = []
 
@@ -169,7 +169,7 @@ def seven_classes(random_instance, budget):
 
 
 def test_a_polish_certifies_the_conic_reference_as_given_without_a_newton_step(seven_classes):
-    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    from privmap.offline.solvers import solve_cvxpy
     p_ac, dist, delta = seven_classes
     reference = solve_cvxpy(p_ac, dist, delta)
     polished = solve_fast(p_ac, dist, delta, tol_bits=1e-6, polish=reference)
@@ -202,7 +202,7 @@ def test_a_polish_with_a_warm_start_or_of_another_shape_is_a_clear_error(seven_c
 @pytest.mark.parametrize("seed", [0, 4])
 def test_the_dual_codebook_certifies_the_reference_where_its_posteriors_alone_do_not(seed, random_instance,
                                                                                    budget):
-    from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
+    from privmap.offline.solvers import solve_cvxpy
     p_ac, dist = random_instance(seed, 20, n_private=7)
     delta = budget(p_ac, dist, 0.3)
     reference = solve_cvxpy(p_ac, dist, delta)

@@ -3,9 +3,9 @@ every pair's reduced cost z(c, j) = sum_a p(a|c) G[a, j] + mu D(c, j) finds: the
 (the bound's sums), each row's most violated pairs with its widening intake, the starting
 candidates and the guard rows."""
 import numpy as np
-import privmap.offline.solvers._fast_pricing as pricing
+import privmap.offline.solvers.fast._pricing as pricing
 import pytest
-from privmap.offline.solvers._fast_path import _DualNewton
+from privmap.offline.solvers.fast._path import _DualNewton
 
 
 @pytest.mark.parametrize("n_private", [2, 3])

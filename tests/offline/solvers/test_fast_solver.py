@@ -8,8 +8,8 @@ test_fast_certify_lower_bound.py, test_fast_pricing_matches_brute_force.py."""
 import numpy as np
 import pytest
 from privmap.offline._errors import InfeasibleError
-from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
-from privmap.offline.solvers._fast_solver import solve_fast
+from privmap.offline.solvers import solve_cvxpy
+from privmap.offline.solvers import solve_fast
 
 from known_answers import CASES, bsc, bsc_leakage_bits
 
@@ -120,8 +120,8 @@ def test_anisotropic_instance_with_rows_spread_over_many_outputs_agrees_on_every
     spread over several outputs (the real Adult build's instance: about 23 per row); the
     conjugate-gradient path with the sparsified LU preconditioner from the start must certify
     the same optimum as dense Cholesky, and both agree with cvxpy."""
-    import privmap.offline.solvers._fast_newton as newton
-    from privmap.offline.solvers._perfect import perfect_privacy_distortion
+    import privmap.offline.solvers.fast._newton as newton
+    from privmap.offline.solvers import perfect_privacy_distortion
 
     p_ac, dist = anisotropic_instance(seed, users)
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)

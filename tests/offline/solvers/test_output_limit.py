@@ -5,17 +5,14 @@ import numpy as np
 import pytest
 from privmap.offline._errors import InfeasibleError
 from privmap.offline._information import expected_distortion, leakage_bits, max_output_leakage_bits
-from privmap.offline.solvers._compress import compress
-from privmap.offline.solvers._fast_solver import solve_fast
-from privmap.offline.solvers._perfect import perfect_privacy_distortion
-from privmap.offline.solvers._output_limit import (
-    _dense_least_table,
-    _dense_limited,
+from privmap.offline.solvers import compress, perfect_privacy_distortion, solve_fast
+from privmap.offline.solvers import (
     least_distortion,
     smallest_feasible_epsilon,
     solve_for_shipping,
     solve_output_limited,
 )
+from privmap.offline.solvers.output_limit._program import _dense_least_table, _dense_limited
 
 from known_answers import bsc
 
@@ -217,7 +214,7 @@ def test_the_shipping_loop_closes_outputs_that_break_the_limit_and_every_sliver(
     # Outputs: 0 is fed by both classes alike (kept); 1 by one row of each class at 63 units each, a
     # sliver whose posterior is still the prior (closed); 2 only by a class-1 row, at 100 units
     # (breaks the limit: closed); 3 by nobody (left open).
-    from privmap.offline.solvers._output_limit import _SLIVER_UNITS, _to_close
+    from privmap.offline.solvers.output_limit._program import _SLIVER_UNITS, _to_close
     from scipy import sparse
     bits = 16
     unit = 2.0 ** -bits
@@ -239,7 +236,7 @@ def test_a_stalled_limited_solve_is_retried_a_little_further_inside_the_limit(mo
     # Clarabel stalls (SolverError) at some aims and not at others nearby (SSI, K = 512): the next
     # solve aims 1 % further inside; a stall at every aim is refused with the stall's own error.
     from privmap.offline._errors import SolverError
-    from privmap.offline.solvers import _output_limit
+    from privmap.offline.solvers.output_limit import _program as _output_limit
     p_ac, dist = instance(K=16, seed=3)
     delta = 0.3 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
     free = solve_fast(p_ac, dist, delta, tol_bits=1e-7)

@@ -2,12 +2,8 @@
 import numpy as np
 import pytest
 from privmap.offline import leakage_bits
-from privmap.offline.solvers import _cvxpy_solver, _perfect
-from privmap.offline.solvers._perfect import (
-    perfect_privacy_distortion,
-    perfect_privacy_lp,
-    perfect_privacy_table,
-)
+from privmap.offline.solvers import perfect_privacy_distortion, perfect_privacy_lp, perfect_privacy_table, solve_cvxpy
+from privmap.offline.solvers.perfect import _linear_program as _perfect
 
 
 @pytest.fixture
@@ -24,13 +20,13 @@ def test_leakage_is_zero_just_above_the_perfect_privacy_distortion(instance):
     # cone's boundary), so the reference is asked 0.1% above it.
     p_ac, dist = instance
     d0 = perfect_privacy_distortion(p_ac, dist)
-    assert _cvxpy_solver.solve_cvxpy(p_ac, dist, d0 * 1.001).leakage_bits < 1e-8
+    assert solve_cvxpy(p_ac, dist, d0 * 1.001).leakage_bits < 1e-8
 
 
 def test_leakage_is_positive_just_below_it(instance):
     p_ac, dist = instance
     d0 = perfect_privacy_distortion(p_ac, dist)
-    assert _cvxpy_solver.solve_cvxpy(p_ac, dist, 0.99 * d0).leakage_bits > 1e-7
+    assert solve_cvxpy(p_ac, dist, 0.99 * d0).leakage_bits > 1e-7
 
 
 def test_never_above_mapping_everyone_to_one_output(instance):
@@ -316,7 +312,7 @@ def test_coefficients_highs_drops_as_negligible_do_not_fail_the_master():
 def test_endpoint_pair_costs_equal_the_candidate_hub_reference(metric):
     # The fast path (hub[c] = c: the two endpoints and the constant output, no fancy indexing)
     # against the reference form over the same three candidate hubs.
-    from privmap.offline.solvers import _transport
+    from privmap.offline.solvers.perfect import _transport
     p_ac, dist = _metric_instance(np.random.default_rng(7), 2, 50, metric)
     p_c, delta_a = _perfect._coefficients(p_ac)
     w = delta_a[:, 0]
@@ -350,7 +346,7 @@ def _few_iterations(cost, supply, demand):
 def test_the_transport_certifies_the_dense_lp_whatever_its_first_master(start, monkeypatch):
     # The network simplex's vertex only starts the column generation: stopped after five
     # iterations, or absent, the same certified Delta0.
-    from privmap.offline.solvers import _transport
+    from privmap.offline.solvers.perfect import _transport
     if start != "network simplex":
         monkeypatch.setattr(_transport, "_network_simplex_pairs",
                             _no_start if start == "none" else _few_iterations)
@@ -386,7 +382,7 @@ def test_the_transport_certifies_the_dense_lp_on_a_build_shaped_instance(
         seed, keep, prune_rounds, monkeypatch):
     # Pairs dropped from the master (keep = 1 drops the most), dropping stopped early, or never:
     # the same Delta0 as the dense LP, certified by the exact lower bound.
-    from privmap.offline.solvers import _transport
+    from privmap.offline.solvers.perfect import _transport
     monkeypatch.setattr(_transport, "_KEEP", keep)
     monkeypatch.setattr(_transport, "_PRUNE_ROUNDS", prune_rounds)
     p_ac, dist = _build_shaped_instance(np.random.default_rng(seed), 120)
@@ -417,7 +413,7 @@ class _CountingHighs:
 
 def test_the_transport_drops_master_pairs_and_still_reaches_the_dense_transport_optimum():
     from scipy.optimize import linprog
-    from privmap.offline.solvers import _transport
+    from privmap.offline.solvers.perfect import _transport
     rng = np.random.default_rng(5)
     p_ac, dist = _build_shaped_instance(rng, 160)
     p_c, delta_a = _perfect._coefficients(p_ac)
@@ -448,7 +444,7 @@ def test_the_transport_drops_master_pairs_and_still_reaches_the_dense_transport_
 def test_the_network_simplex_vertex_leaves_the_transport_few_rounds(seed, monkeypatch):
     # On a build-shaped instance, whose optimal pairs lie far apart, the column generation from
     # the north-west corner alone needs many rounds; from the network simplex's vertex, a few.
-    from privmap.offline.solvers import _transport
+    from privmap.offline.solvers.perfect import _transport
     p_ac, dist = _build_shaped_instance(np.random.default_rng(seed), 300)
     started, cold = {}, {}
     _, d0 = perfect_privacy_table(p_ac, dist, info=started)

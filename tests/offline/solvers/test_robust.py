@@ -5,19 +5,16 @@ import numpy as np
 import pytest
 
 from privmap.offline._information import expected_distortion, leakage_bits
-from privmap.offline.solvers._confidence import (
-    confidence_set,
-    l1_radius,
-    max_entropy_point,
-    min_entropy_point,
-)
-from privmap.offline.solvers._robust import (
+from privmap.offline.solvers import (
     certified_leakage_bits,
     certified_max_output_leakage_bits,
+    confidence_set,
     counts_from_prior,
+    l1_radius,
+    solve,
     solve_robust,
 )
-from privmap.offline.solvers._solve import solve
+from privmap.offline.solvers.robust import max_entropy_point, min_entropy_point
 
 
 def _entropy(x):

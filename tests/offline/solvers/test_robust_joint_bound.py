@@ -8,9 +8,13 @@ import pytest
 from scipy import optimize, stats
 
 from privmap.offline._information import leakage_bits
-from privmap.offline.solvers import _robust
-from privmap.offline.solvers._confidence import confidence_set, joint_radius
-from privmap.offline.solvers._robust import certified_leakage_bits, certified_max_output_leakage_bits
+from privmap.offline.solvers import (
+    certified_leakage_bits,
+    certified_max_output_leakage_bits,
+    confidence_set,
+    joint_radius,
+)
+from privmap.offline.solvers.robust import _certified as _robust
 
 
 def _population(rng, k, users):

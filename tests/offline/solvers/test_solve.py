@@ -6,10 +6,7 @@ from privmap.offline._errors import InfeasibleError, SolverError
 from privmap.offline.data._distortion import pairwise
 from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize
-from privmap.offline.solvers import _cvxpy_solver, _fast_path, _solve
-from privmap.offline.solvers._cvxpy_solver import solve_cvxpy
-from privmap.offline.solvers._fast_solver import solve_fast
-from privmap.offline.solvers._perfect import perfect_privacy_table
+from privmap.offline.solvers import _solve, fast, perfect_privacy_table, reference, solve_cvxpy, solve_fast
 
 
 @pytest.fixture
@@ -39,16 +36,17 @@ def runs(monkeypatch):
     """Records the fast solver's runs ("cold", "warm" or "polish"); those named in ``runs.fail``
     raise as the path does after max_iter steps."""
     record = _Runs()
-    run = _fast_path._DualNewton.run
+    run = fast.solve_fast
 
-    def recorded(self, warm=None, polish=None):
-        kind = "polish" if polish is not None else "warm" if warm is not None else "cold"
+    def recorded(*args, **kwargs):
+        kind = "polish" if kwargs.get("polish") is not None else "warm" if kwargs.get("warm_start") is not None \
+            else "cold"
         record.append(kind)
         if kind in record.fail:
             raise SolverError(f"fast solver: {kind} run gave up within 2000 Newton steps")
-        return run(self, warm, polish)
+        return run(*args, **kwargs)
 
-    monkeypatch.setattr(_fast_path._DualNewton, "run", recorded)
+    monkeypatch.setattr(fast, "solve_fast", recorded)
     return record
 
 
@@ -86,7 +84,7 @@ def test_a_reference_that_fails_on_many_classes_leaves_the_cold_path(many_classe
     def fails(*args, **kwargs):
         raise SolverError("cvxpy/Clarabel did not reach an optimum")
 
-    monkeypatch.setattr(_cvxpy_solver, "solve_cvxpy", fails)
+    monkeypatch.setattr(reference, "solve_cvxpy", fails)
     result = _solve.solve(*many_classes)
     assert runs == ["cold"] and result.gap_bits <= 1e-5
     assert result.info["conic_failure"] == "cvxpy/Clarabel did not reach an optimum"
@@ -96,7 +94,7 @@ def test_a_reference_that_fails_on_many_classes_leaves_the_cold_path(many_classe
 
 
 def test_a_warm_started_solve_that_gives_up_raises(instance, runs):
-    # its caller decides: a build runs it again cold (_steps._solve_from)
+    # its caller decides: a build runs it again cold (_program._solve_from)
     p_ac, dist, delta = instance
     start = _solve.solve(p_ac, dist, delta)
     runs.fail.add("warm")

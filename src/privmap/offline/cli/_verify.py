@@ -137,8 +137,7 @@ def _robust_description(payload: dict) -> dict:
         return {**{k: metrics.get(k) for k in keys}, "robust_source": "declared"}
     figures = None
     if payload.get("prior") is not None and payload.get("table") is not None:
-        from ..solvers._confidence import DEFAULT_CONFIDENCE
-        from ..solvers._robust import robust_figures_of_table
+        from ..solvers import DEFAULT_CONFIDENCE, robust_figures_of_table
         from ..bundle._inspect import payload_table
         q = payload_table(payload).toarray()
         figures = robust_figures_of_table(payload["prior"], q, int(metrics.get("n", 0)), DEFAULT_CONFIDENCE)

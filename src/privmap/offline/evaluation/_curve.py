@@ -22,7 +22,7 @@ from .._information import max_output_leakage_bits
 from ..data._distortion import pairwise
 from ..data._prior import joint_prior
 from ..mechanisms.quantized._erasure import erasure_problem, input_alphabet
-from ..solvers._solve import solve
+from ..solvers import solve
 from ._evaluate import evaluate_view, view_from_table
 
 #: Most symbols an unquantized (K = 0) numeric sweep accepts.
@@ -113,7 +113,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     resolved schema), by default what the observed cells show. ``progress(1)`` is called after each
     (K, Delta). With ``robust`` (a confidence),
     ``robust_leakage_bits`` is each table's certified worst-case leakage over the confidence set
-    of the sweep's own training counts (:mod:`privmap.offline.solvers._robust`); NaN otherwise.
+    of the sweep's own training counts (:mod:`privmap.offline.solvers.robust`); NaN otherwise.
     ``max_output_leakage_bits`` is each table's per-output epsilon on the sweep's prior, max over
     outputs and classes of |log2 p(a | c_hat) - log2 p(a)| in bits (``inf`` when an output rules a
     class out; :func:`privmap.offline._information.max_output_leakage_bits`).
@@ -165,8 +165,7 @@ def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray]
     without a confidence)."""
     if confidence is None:
         return lambda table: math.nan
-    from ..solvers._confidence import confidence_set
-    from ..solvers._robust import certified_leakage_bits, counts_from_prior
+    from ..solvers import certified_leakage_bits, confidence_set, counts_from_prior
     counts = counts_from_prior(prob.p_ac, len(prob.labels))
     if counts is None:
         return lambda table: math.nan

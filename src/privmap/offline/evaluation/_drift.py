@@ -25,8 +25,7 @@ import numpy as np
 
 from .._information import leakage_bits
 from ..data._prior import joint_prior
-from ..solvers._confidence import DEFAULT_CONFIDENCE, confidence_set, l1_radius
-from ..solvers._robust import certified_leakage_bits, counts_from_prior
+from ..solvers import DEFAULT_CONFIDENCE, certified_leakage_bits, confidence_set, counts_from_prior, l1_radius
 
 __all__ = ["drift_check", "format_drift"]
 

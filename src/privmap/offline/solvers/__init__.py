@@ -1,29 +1,52 @@
 """Stage 2 of a build: solve program (19) and round its table to integers.
 
-Private modules: ``_solve`` (the entry point choosing a solver), ``_fast_solver`` (privmap's
-certified Newton solver on the smoothed dual, :func:`solve_fast`), in four parts: ``_fast_newton``
-(the dual Newton core: the smoothed dual at a fixed temperature and candidate set, its Newton
-step), ``_fast_path`` (the path following down the temperature, cold or warm started),
-``_fast_certify`` (the proven lower bound, the returned table and its gap) and ``_fast_pricing``
-(candidate outputs per row and the passes over all pairs), over ``_fast_instance`` (the data they
-share); ``_cvxpy_solver`` (the Clarabel reference),
-``_perfect`` (the perfect-privacy linear program, by certified column generation),
-``_negligible`` (merging outputs of negligible mass), ``_problem`` (instance checks), ``_result``
-(:class:`SolveResult`), ``_compress`` (integer rows summing to 2^B), ``_output_limit`` (program (19)
-under a per-output leakage limit, with its feasibility LP; ``_output_limit_columns`` solves it on a
-working set of pairs grown by pricing).
+Shared pieces, private modules here: ``_solve`` (:func:`solve`, the entry point choosing a
+solver), ``_problem`` (instance checks), ``_result`` (:class:`SolveResult`), ``_negligible``
+(merging outputs of negligible mass), ``_compress`` (integer rows summing to 2^B).
+
+The solvers, one sub-package per family, each with its own face:
+
+- :mod:`.fast`: privmap's certified Newton solver on the smoothed dual (:func:`solve_fast`),
+  as phase functions over one explicit state;
+- :mod:`.reference`: the cvxpy + Clarabel conic reference (:func:`solve_cvxpy`);
+- :mod:`.perfect`: perfect privacy, the least distortion Delta0 and a table reaching it (a
+  linear program by certified column generation, transport problems for two classes);
+- :mod:`.output_limit`: program (19) under a per-output leakage limit, with its feasibility LP;
+- :mod:`.robust`: confidence sets of priors and the robust program certified over them.
 """
 from ._compress import DEFAULT_BITS, CompressedTable, compress
-from ._output_limit import least_distortion, smallest_feasible_epsilon, solve_output_limited
-from ._perfect import (
-           perfect_privacy_distortion,
-           perfect_privacy_solution,
-           perfect_privacy_table,
-)
+from ._negligible import MASS_FLOOR, merge_negligible_outputs
 from ._result import SolveResult
-from ._solve import SOLVERS, solve
+from ._solve import CONIC_FIRST_CLASSES, SOLVERS, solve, starts_from_conic
+from .fast import solve_fast
+from .output_limit import least_distortion, smallest_feasible_epsilon, solve_for_shipping, solve_output_limited
+from .perfect import (
+    perfect_privacy_distortion,
+    perfect_privacy_lp,
+    perfect_privacy_solution,
+    perfect_privacy_table,
+)
+from .reference import solve_cvxpy
+from .robust import (
+    DEFAULT_CONFIDENCE,
+    ConfidenceSet,
+    RobustResult,
+    certified_leakage_bits,
+    certified_max_output_leakage_bits,
+    confidence_set,
+    counts_from_prior,
+    joint_radius,
+    l1_radius,
+    robust_figures_of_table,
+    solve_robust,
+)
 
-__all__ = ["solve", "SOLVERS", "SolveResult", "perfect_privacy_distortion", "perfect_privacy_table",
+__all__ = ["solve", "SOLVERS", "starts_from_conic", "CONIC_FIRST_CLASSES", "SolveResult",
+           "solve_fast", "solve_cvxpy",
+           "perfect_privacy_distortion", "perfect_privacy_table", "perfect_privacy_lp",
            "perfect_privacy_solution",
-           "compress", "CompressedTable", "DEFAULT_BITS",
-           "solve_output_limited", "least_distortion", "smallest_feasible_epsilon"]
+           "compress", "CompressedTable", "DEFAULT_BITS", "merge_negligible_outputs", "MASS_FLOOR",
+           "solve_output_limited", "solve_for_shipping", "least_distortion", "smallest_feasible_epsilon",
+           "ConfidenceSet", "confidence_set", "l1_radius", "joint_radius", "DEFAULT_CONFIDENCE",
+           "certified_leakage_bits", "certified_max_output_leakage_bits", "solve_robust", "RobustResult",
+           "counts_from_prior", "robust_figures_of_table"]

@@ -88,11 +88,11 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     warm-started solve that fails raises: its caller decides (a build runs it again cold).
     """
     if solver == "cvxpy":
-        from ._cvxpy_solver import solve_cvxpy
+        from .reference import solve_cvxpy
         return solve_cvxpy(p_ac, distortion, delta)
     if solver != "fast":
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
-    from ._fast_solver import solve_fast
+    from .fast import solve_fast
     conic = warm_start is None and _conic_fits(p_ac, distortion)
     first = None
     if conic and starts_from_conic(p_ac, distortion, delta):
@@ -142,8 +142,8 @@ def _from_conic(p_ac, distortion, delta, tol_bits: float, progress, failure: Sol
     """The fast solver's certified polish of the conic reference's answer (:func:`solve`, Notes),
     after the cold path's ``failure`` if one came first. Raises SolverError naming both failures
     when either fails."""
-    from ._cvxpy_solver import solve_cvxpy
-    from ._fast_solver import solve_fast
+    from .reference import solve_cvxpy
+    from .fast import solve_fast
     try:
         start = solve_cvxpy(p_ac, distortion, delta, stalled_ok=True)
         result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, polish=start)

@@ -51,10 +51,7 @@ from ..._errors import InfeasibleError, SolverError
 from ..._information import expected_distortion, leakage_bits
 from ..._rows import unique_rows
 from ...data._distortion import assigned_distance, block_shape, pairwise
-from ...solvers._fast_solver import solve_fast
-from ...solvers._perfect import perfect_privacy_solution
-from ...solvers._result import SolveResult
-from ...solvers._solve import solve, starts_from_conic
+from ...solvers import SolveResult, perfect_privacy_solution, solve, solve_fast, starts_from_conic
 
 #: d(X, Y) -> (n, m) distances between raw rows X (n, d) and points Y (m, d).
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -358,7 +355,7 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
 def _resolve(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:
     """Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
     ``warm`` (a previous answer) when given, unless a cold solve would start from the conic
-    reference (many private classes, :func:`~privmap.offline.solvers._solve.starts_from_conic`):
+    reference (many private classes, :func:`~privmap.offline.solvers.starts_from_conic`):
     that start is the faster there (UCI Adult, 15 occupation classes, K = 64: the codebook step
     17.0 CPU-s warm-started from the build's polished answer, 6.3 through the reference)."""
     if perfect:

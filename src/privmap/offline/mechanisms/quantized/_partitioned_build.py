@@ -75,7 +75,7 @@ from ...data._partitioned import (
 from ...data._prior import prior_from_counts
 from ...data._quantize import domain_points, kmeans
 from ...data._schema import Column, Declaration, Declared, resolve
-from ...solvers._result import SolveResult
+from ...solvers import SolveResult
 from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, _resolve, metric_center
 from ._holdout import HoldoutLeakage, _fold_estimate, _pool
 from ._missing import column_fills, feature_maps

@@ -55,12 +55,12 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import SolverError
-from ._fast_certify import _Certification
-from ._fast_instance import _LN2, _Instance, _leakage_nats
-from ._fast_newton import _NewtonCore, _pad
-from ._fast_pricing import _N_ADD, _Pricing
-from ._result import SolveResult
+from ..._errors import SolverError
+from ._certify import _Certification
+from ._state import _LN2, _Instance, _leakage_nats
+from ._newton import _NewtonCore, _pad
+from ._pricing import _N_ADD, _Pricing
+from .._result import SolveResult
 
 _START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
 _TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)

@@ -59,9 +59,9 @@ from typing import Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._fast_path import _DualNewton
-from ._problem import check_instance
-from ._result import SolveResult
+from ._path import _DualNewton
+from .._problem import check_instance
+from .._result import SolveResult
 
 _BLAS_THREADS = 1                # the solver's products have an inner dimension of |A| or are
                                  # sparse, so BLAS threads gain nothing; with another process on

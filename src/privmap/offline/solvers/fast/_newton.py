@@ -59,7 +59,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ._fast_instance import _leakage_nats
+from ._state import _leakage_nats
 
 _RESET_BELOW = 0.25              # a posterior reset is tried when the line search cut the step below this
 _DENSE_MAX = 600                 # dense Cholesky of the Newton system up to this many unknowns

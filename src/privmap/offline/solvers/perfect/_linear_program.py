@@ -96,10 +96,10 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from .._errors import SolverError
-from .._information import expected_distortion, leakage_bits
-from ._problem import check_instance
-from ._result import SolveResult
+from ..._errors import SolverError
+from ..._information import expected_distortion, leakage_bits
+from .._problem import check_instance
+from .._result import SolveResult
 from ._transport import solve_binary
 
 _CHUNK_ELEMENTS = 1 << 17     # elements of one row chunk of a pricing pass (1 MiB of float64)

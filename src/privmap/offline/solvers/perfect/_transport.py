@@ -43,7 +43,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import SolverError
+from ..._errors import SolverError
 
 _MAX_ROUNDS = 1000
 _SIMPLEX_ITERATIONS = 100    # network simplex iterations per transport row (|S| + |T|) at most;

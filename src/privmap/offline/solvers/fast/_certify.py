@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import SolverError
-from .._information import expected_distortion, leakage_bits
-from ._fast_instance import _LN2, _leakage_nats
-from ._negligible import merge_negligible_outputs
-from ._result import SolveResult
+from ..._errors import SolverError
+from ..._information import expected_distortion, leakage_bits
+from ._state import _LN2, _leakage_nats
+from .._negligible import merge_negligible_outputs
+from .._result import SolveResult
 
 _EPS = np.finfo(float).eps
 _Q_DROP = 1e-300                 # entries of the returned table below this are dropped

@@ -36,12 +36,12 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import InfeasibleError, SolverError
-from .._information import expected_distortion, leakage_bits, max_output_leakage_bits, output_posterior_ratios
-from ._compress import compress
-from ._output_limit_columns import least_columns, solve_columns
-from ._problem import check_instance
-from ._result import SolveResult
+from ..._errors import InfeasibleError, SolverError
+from ..._information import expected_distortion, leakage_bits, max_output_leakage_bits, output_posterior_ratios
+from .._compress import compress
+from .._problem import check_instance
+from .._result import SolveResult
+from ._columns import least_columns, solve_columns
 
 #: Entries of a solved table below this are dropped (interior-point noise) before rounding.
 _NOISE = 1e-9
@@ -244,19 +244,19 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
         Clarabel did not reach an optimum, on the working set and again on it widened by the
         least-distortion table's pairs; or the working set still grew after 30 rounds.
     """
-    from ._cvxpy_solver import _clarabel, _forbidden, _summary
+    from ..reference import clarabel, forbidden_pairs, summary
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     if check:
         _check_feasible(p_ac, D, delta, eps_bits)
     else:
         _check_limit(eps_bits)
-    forbidden = _forbidden(p_ac, D, delta)
+    forbidden = forbidden_pairs(p_ac, D, delta)
     if start is None:
         start = _unconstrained(p_ac, D, delta).table
 
     def columns(seed):
         return solve_columns(p_ac, D, delta, eps_bits, start=seed, forbidden=forbidden,
-                             clarabel=lambda problem: _clarabel(problem, time_limit_s, gap_tol=_GAP_TOL))
+                             clarabel=lambda problem: clarabel(problem, time_limit_s, gap_tol=_GAP_TOL))
     try:
         table, raw, attempt, rounds = columns(start)
     except SolverError:
@@ -265,7 +265,7 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
         least, feasible = _least_table(p_ac, D, eps_bits)
         _refuse_over(p_ac, D, delta, eps_bits, least)
         table, raw, attempt, rounds = columns(start + feasible)
-    result = _limited_result(p_ac, D, table, forbidden, raw, attempt, eps_bits, _summary)
+    result = _limited_result(p_ac, D, table, forbidden, raw, attempt, eps_bits, summary)
     result.info["rounds"] = rounds
     return result
 
@@ -276,25 +276,25 @@ def _dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResu
     generation of :mod:`._output_limit_columns` is checked against it."""
     import cvxpy as cp
 
-    from ._cvxpy_solver import _clarabel, _forbidden, _model, _summary
+    from ..reference import clarabel, conic_model, forbidden_pairs, summary
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     K = p_ac.shape[1]
     p_c = p_ac.sum(axis=0)
-    forbidden = _forbidden(p_ac, D, delta)
-    problem, Q, _ = _model(p_ac, D, delta, forbidden)
+    forbidden = forbidden_pairs(p_ac, D, delta)
+    problem, Q, _ = conic_model(p_ac, D, delta, forbidden)
     p_a = p_ac.sum(axis=1)
     upper = K * (2.0 ** -eps_bits * p_ac - p_a[:, None] * p_c[None, :])
     lower = K * (2.0 ** -eps_bits * p_a[:, None] * p_c[None, :] - p_ac)
     limited = cp.Problem(problem.objective, problem.constraints + [upper @ Q <= 0, lower @ Q <= 0])
-    raw, attempt = _clarabel(limited, None)
-    return _limited_result(p_ac, D, Q.value, forbidden, raw, attempt, eps_bits, _summary)
+    raw, attempt = clarabel(limited, None)
+    return _limited_result(p_ac, D, Q.value, forbidden, raw, attempt, eps_bits, summary)
 
 
 def _unconstrained(p_ac: np.ndarray, D: np.ndarray, delta: float) -> SolveResult:
     """Program (19) without the limit: the fast solver's certified answer, or the perfect-privacy
     table where ``delta`` reaches Delta0."""
-    from ._fast_solver import solve_fast
-    from ._perfect import perfect_privacy_solution, perfect_privacy_table
+    from ..fast import solve_fast
+    from ..perfect import perfect_privacy_solution, perfect_privacy_table
     perfect, d_perfect = perfect_privacy_table(p_ac, D)
     if delta >= d_perfect:
         return perfect_privacy_solution(p_ac, D, perfect)

@@ -116,11 +116,11 @@ from typing import Callable
 
 import numpy as np
 
-from .._errors import InfeasibleError
-from .._information import expected_distortion, leakage_bits
+from ..._errors import InfeasibleError
+from ..._information import expected_distortion, leakage_bits
+from .._result import SolveResult
+from ..perfect import perfect_privacy_table
 from ._confidence import ConfidenceSet, max_entropy_point, min_entropy_point
-from ._perfect import perfect_privacy_table
-from ._result import SolveResult
 
 __all__ = ["certified_leakage_bits", "certified_max_output_leakage_bits", "solve_robust", "RobustResult",
            "output_balls"]

@@ -54,7 +54,7 @@ import time
 
 import numpy as np
 
-from .._errors import SolverError
+from ..._errors import SolverError
 
 _CHUNK_ELEMENTS = 1 << 16        # elements of one row chunk of a pass over D: 512 KiB, so a pass
                                  # reads D once from memory and its temporaries stay in cache

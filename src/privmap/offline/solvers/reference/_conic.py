@@ -73,10 +73,10 @@ import warnings
 
 import numpy as np
 
-from .._errors import SolverError
-from .._information import expected_distortion, leakage_bits
-from ._problem import check_instance
-from ._result import SolveResult
+from ..._errors import SolverError
+from ..._information import expected_distortion, leakage_bits
+from .._problem import check_instance
+from .._result import SolveResult
 
 _ATTEMPTS = (
     {"tol_feas": 1e-9},
@@ -120,9 +120,9 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     K = p_ac.shape[1]
     p_c = p_ac.sum(axis=0)
-    forbidden = _forbidden(p_ac, D, delta)
-    problem, Q, budget = _model(p_ac, D, delta, forbidden)
-    raw, attempt = _clarabel(problem, time_limit_s, stalled_ok=stalled_ok, rescue=_RESCUE if stalled_ok else None)
+    forbidden = forbidden_pairs(p_ac, D, delta)
+    problem, Q, budget = conic_model(p_ac, D, delta, forbidden)
+    raw, attempt = clarabel(problem, time_limit_s, stalled_ok=stalled_ok, rescue=_RESCUE if stalled_ok else None)
     table = np.clip(Q.value, 0.0, None)
     table[forbidden] = 0.0
     table /= table.sum(axis=1, keepdims=True)
@@ -138,7 +138,7 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
         gap_bits=math.inf,
         status="optimal",
         solver="cvxpy-clarabel",
-        message=f"Clarabel reported {raw.status} ({_summary(raw)}); no certificate",
+        message=f"Clarabel reported {raw.status} ({summary(raw)}); no certificate",
         info={"solve_time_s": raw.solve_time, "clarabel_status": str(raw.status),
               "attempt": attempt, "iterations": int(raw.iterations),
               "primal_residual": float(raw.r_prim), "dual_residual": float(raw.r_dual)},
@@ -162,7 +162,7 @@ def _dual_codebook(link, p_a: np.ndarray) -> np.ndarray | None:
     return codebook
 
 
-def _forbidden(p_ac, D, delta) -> np.ndarray:
+def forbidden_pairs(p_ac, D, delta) -> np.ndarray:
     """Pairs (c, c^) the table must leave at 0, shape (K, K_out): infinite distortion, and at
     Delta = 0 any move of positive distortion from a cluster of positive mass."""
     forbidden = ~np.isfinite(D)
@@ -171,7 +171,7 @@ def _forbidden(p_ac, D, delta) -> np.ndarray:
     return forbidden
 
 
-def _model(p_ac, D, delta, forbidden):
+def conic_model(p_ac, D, delta, forbidden):
     """The conic model of program (19) on the scaled joint P (see the module docstring).
 
     Parameters
@@ -217,7 +217,7 @@ def _model(p_ac, D, delta, forbidden):
 _STALLS = ("InsufficientProgress", "AlmostSolved")
 
 
-def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stalled_ok: bool = False,
+def clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stalled_ok: bool = False,
               rescue: dict | None = None):
     """Solve ``problem`` with Clarabel, trying the settings of ``_ATTEMPTS`` in turn, then ``rescue``.
 
@@ -264,7 +264,7 @@ def _clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, sta
         close = max(raw.r_prim, raw.r_dual) <= _ALMOST_SOLVED_TOL and _relative_gap(raw) <= gap_tol
         if status == "Solved" or (status == "AlmostSolved" and close):
             return _unpacked(problem, raw, chain, inverse_data), attempt
-        failures.append(f"attempt {attempt}: status {status} ({_summary(raw)})")
+        failures.append(f"attempt {attempt}: status {status} ({summary(raw)})")
         if left is not None:
             left -= raw.solve_time
         if status not in _STALLS or attempt >= len(_ATTEMPTS):
@@ -289,7 +289,7 @@ def _relative_gap(raw) -> float:
     return abs(raw.obj_val - raw.obj_val_dual) / max(1.0, abs(raw.obj_val))
 
 
-def _summary(raw) -> str:
+def summary(raw) -> str:
     """Iterations, residuals and relative duality gap of a Clarabel solution, in words."""
     return (f"{raw.iterations} iterations, primal residual {raw.r_prim:.1e}, dual residual "
             f"{raw.r_dual:.1e}, relative gap {_relative_gap(raw):.1e}")

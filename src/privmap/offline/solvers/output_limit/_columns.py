@@ -35,7 +35,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import SolverError
+from ..._errors import SolverError
 
 #: Each row's cheapest outputs in the first working set.
 _NEAREST = 4
