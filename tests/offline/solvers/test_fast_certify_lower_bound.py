@@ -1,4 +1,4 @@
-"""The certification of the fast solver (src/privmap/offline/solvers/_fast_certify.py): its lower bound is at
+"""The certification of the fast solver (src/privmap/offline/solvers/fast/_certify.py): its lower bound is at
 most the leakage of every feasible table, at any duals, and the figures it returns are those of the
 table it returns."""
 import math
@@ -6,9 +6,7 @@ import math
 import numpy as np
 import pytest
 from privmap.offline._information import expected_distortion, leakage_bits
-from privmap.offline.solvers import solve_cvxpy
-from privmap.offline.solvers.fast._path import _DualNewton
-from privmap.offline.solvers import solve_fast
+from privmap.offline.solvers import fast, solve_cvxpy, solve_fast
 
 
 def _feasible_tables(p_ac, dist, delta, rng, n):
@@ -28,8 +26,8 @@ def _feasible_tables(p_ac, dist, delta, rng, n):
 
 def _bound_bits(solver, G, mu):
     """The certified lower bound (bits) at codebook G (A, K_out) and multiplier mu (nats)."""
-    total, absolute, *_ = solver._pass(G, mu, None, 0)
-    return solver._lower_bound(total, absolute, mu) / math.log(2)
+    total, absolute, *_ = fast.pricing_pass(solver, G, mu, None, 0)
+    return fast.lower_bound(solver, total, absolute, mu) / math.log(2)
 
 
 @pytest.mark.parametrize("seed, K, n_private, erasure", [(0, 12, 2, False), (1, 10, 3, False), (2, 8, 2, True)])
@@ -41,7 +39,7 @@ def test_the_lower_bound_at_any_duals_is_below_every_feasible_tables_leakage(see
     is also close to that optimum, so the check is not vacuous."""
     p_ac, dist = random_instance(seed, K, n_private, erasure=erasure)
     delta = 0.2 if erasure else budget(p_ac, dist, 0.2)
-    solver = _DualNewton(p_ac, dist, delta, 1e-5, 100, None)
+    solver = fast.set_up(p_ac, dist, delta, 1e-5, 100)
     solver.tight = False
     rng = np.random.default_rng(seed)
     ref = solve_cvxpy(p_ac, dist, delta)
@@ -62,9 +60,9 @@ def test_the_lower_bound_at_any_duals_is_below_every_feasible_tables_leakage(see
 def test_the_rounding_margin_only_lowers_the_bound(random_instance, budget):
     """The bound subtracts a positive margin for the rounding of its sums, growing with them."""
     p_ac, dist = random_instance(4, 10)
-    solver = _DualNewton(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100, None)
-    plain = solver._lower_bound(0.5, 1.0, 0.2) - (0.5 - 0.2 * solver.delta)
-    larger = solver._lower_bound(0.5, 100.0, 0.2) - (0.5 - 0.2 * solver.delta)
+    solver = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
+    plain = fast.lower_bound(solver, 0.5, 1.0, 0.2) - (0.5 - 0.2 * solver.delta)
+    larger = fast.lower_bound(solver, 0.5, 100.0, 0.2) - (0.5 - 0.2 * solver.delta)
     assert larger < plain < 0.0
 
 

@@ -1,4 +1,4 @@
-"""The path following of the fast solver (src/privmap/offline/solvers/_fast_path.py): cold or warm started, it
+"""The path following of the fast solver (src/privmap/offline/solvers/fast/_path.py): cold or warm started, it
 ends in a certificate, reports its progress up to one, and says so when its Newton steps run out."""
 import dataclasses
 import math
@@ -59,29 +59,26 @@ def test_a_warm_start_of_another_shape_is_a_clear_error(random_instance, budget)
         solve_fast(p_ac, dist, delta, warm_start=other)
 
 
-def test_new_pairs_late_on_the_path_reheat_it_at_most_reheat_max_times_the_pass_tau(monkeypatch,
-                                                                                  anisotropic_instance):
+def test_new_pairs_late_on_the_path_reheat_it_at_most_reheat_max_times_the_pass_tau(anisotropic_instance):
     """A pricing pass that finds pairs beating their rows by far more than tau re-centres the path
     higher, but by at most _REHEAT_MAX times the tau of the pass: re-centring as high as the
     margins asked threw the small-tau centring away pass after pass, and a fold of the UCI Adult
     K = 4096 build ran out of Newton steps. On this anisotropic instance (Adult-like geometry)
     the uncapped rule asks for about 19 times; the capped path still certifies cvxpy's optimum."""
-    from privmap.offline.solvers.fast import _path as path
-    from privmap.offline.solvers import solve_cvxpy
-    from privmap.offline.solvers import perfect_privacy_distortion
-    ratios = []
-    along = path._DualNewton._along_tangent
-
-    def recorded(self, ev, t_theta, t_mu, new_tau):
-        ratios.append(new_tau / ev["tau"])
-        return along(self, ev, t_theta, t_mu, new_tau)
-
-    monkeypatch.setattr(path._DualNewton, "_along_tangent", recorded)
+    from privmap.offline.solvers import fast, perfect_privacy_distortion, solve_cvxpy
     p_ac, dist = anisotropic_instance(2, 600)
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
-    res = solve_fast(p_ac, dist, delta, tol_bits=1e-6)
+    state = fast.set_up(p_ac, dist, delta, 1e-6, 2000)
+    assert fast.start(state) is None
+    fast.begin_path(state, fast.evaluate(state, state.theta, state.mu, state.scale))
+    ratios, res = [], None                 # tau after / before each step that priced in new pairs
+    while res is None:
+        tau, added = state.ev["tau"], state.stats["added_candidates"]
+        res = fast.path_step(state)
+        if res is None and state.stats["added_candidates"] > added:
+            ratios.append(state.ev["tau"] / tau)
     assert any(r > 1.0 for r in ratios), "no pass re-centred the path: the instance no longer tests the cap"
-    assert path._REHEAT_MAX == 16.0 and max(ratios) <= 16.0 * (1 + 1e-12)
+    assert state.settings.reheat_max == 16.0 and max(ratios) <= 16.0 * (1 + 1e-12)
     assert res.gap_bits <= 1e-6 and res.distortion <= delta
     assert abs(res.leakage_bits - solve_cvxpy(p_ac, dist, delta).leakage_bits) <= 1e-5
 
@@ -121,42 +118,32 @@ def test_a_path_without_ascent_at_its_start_backs_off_and_certifies_the_referenc
 
 @pytest.mark.parametrize("n_private, systems", [(2, "dense"), (5, "dense"), (2, "iterative")])
 def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_optimum(
-        n_private, systems, monkeypatch, random_instance, budget):
-    """Line searches that cut Newton's step below _STALLED_STEP _STALLED_RUN times in a row at one
-    tau raise tau by _STALL_HEAT, at most _STALL_HEATS_MAX times; the path still ends in cvxpy's optimum. Here every line search reports a step of 1e-3
-    (its trial is the real one) and one such step is a stall, so the path heats at every centring
-    step until the cap stops it. With the iterative Newton solves forced, no stall counts far up
-    the path, where the loose block-diagonal CG solves them (above _JACOBI_TAU times the starting tau)."""
-    from privmap.offline.solvers.fast import _newton as newton
-    from privmap.offline.solvers.fast import _path as path
-    from privmap.offline.solvers import solve_cvxpy
-    search, evaluate = newton._NewtonCore._line_search, newton._NewtonCore._evaluate
-    heats = []
-
-    def cut(self, ev, d_theta, d_mu, dec):
-        trial, step = search(self, ev, d_theta, d_mu, dec)
-        return trial, min(step, 1e-3)
-
-    def recorded(self, theta, mu, tau):
-        if tau > getattr(self, "_tau_seen", tau):
-            heats.append((tau, self._tau_seen, self.scale))
-        self._tau_seen = tau
-        return evaluate(self, theta, mu, tau)
-
-    monkeypatch.setattr(newton._NewtonCore, "_line_search", cut)
-    monkeypatch.setattr(newton._NewtonCore, "_evaluate", recorded)
-    monkeypatch.setattr(path, "_STALLED_RUN", 1)
-    if systems == "iterative":
-        monkeypatch.setattr(newton, "_DENSE_MAX", 0)
+        n_private, systems, random_instance, budget):
+    """Line searches that cut Newton's step below Settings.stalled_step Settings.stalled_run times in
+    a row at one tau raise tau by Settings.stall_heat, at most Settings.stall_heats_max times; the
+    path still ends in cvxpy's optimum. Here every step counts as cut (stalled_step above 1) and
+    one such step is a stall, so the path heats at every centring step until the cap stops it.
+    With the iterative Newton solves forced, no stall counts far up the path, where the loose
+    block-diagonal CG solves them (above Settings.jacobi_tau times the starting tau)."""
+    from privmap.offline.solvers import fast, solve_cvxpy
     p_ac, dist = random_instance(3, 30, n_private)
     delta = budget(p_ac, dist, 0.3)
-    res = solve_fast(p_ac, dist, delta)
-    stall_heats = [(old, scale) for new, old, scale in heats if new == pytest.approx(path._STALL_HEAT * old)]
+    settings = fast.Settings(stalled_step=2.0, stalled_run=1, dense_max=0 if systems == "iterative" else 600)
+    state = fast.set_up(p_ac, dist, delta, 1e-5, 2000, settings=settings)
+    assert fast.start(state) is None
+    fast.begin_path(state, fast.evaluate(state, state.theta, state.mu, state.scale))
+    heats, res = [], None                  # (tau before, tau after) of each stall heat
+    while res is None:
+        tau, before = state.ev["tau"], state.stats["stall_heats"]
+        res = fast.path_step(state)
+        if state.stats["stall_heats"] > before:
+            heats.append((tau, state.ev["tau"]))
+    assert all(new == pytest.approx(min(settings.stall_heat * old, state.scale)) for old, new in heats)
     if systems == "dense":
-        assert res.info["stall_heats"] == path._STALL_HEATS_MAX and stall_heats
+        assert res.info["stall_heats"] == settings.stall_heats_max == len(heats)
     else:   # every centring step is cut, yet none heats while the block-diagonal CG solves loosely
-        assert all(old <= newton._JACOBI_TAU * scale * (1 + 1e-12) for old, scale in stall_heats)
-        assert res.info["stall_heats"] <= path._STALL_HEATS_MAX
+        assert all(old <= settings.jacobi_tau * state.scale * (1 + 1e-12) for old, _ in heats)
+        assert res.info["stall_heats"] <= settings.stall_heats_max
     assert res.gap_bits <= 1e-5 and res.distortion <= delta * (1 + 1e-9)
     assert res.leakage_bits == pytest.approx(solve_cvxpy(p_ac, dist, delta).leakage_bits, abs=1e-5)
 

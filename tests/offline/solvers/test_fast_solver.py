@@ -8,8 +8,7 @@ test_fast_certify_lower_bound.py, test_fast_pricing_matches_brute_force.py."""
 import numpy as np
 import pytest
 from privmap.offline._errors import InfeasibleError
-from privmap.offline.solvers import solve_cvxpy
-from privmap.offline.solvers import solve_fast
+from privmap.offline.solvers import solve_cvxpy, solve_fast
 
 from known_answers import CASES, bsc, bsc_leakage_bits
 
@@ -115,20 +114,18 @@ def test_budget_with_a_slack_smoothed_multiplier_is_certified():
 
 @pytest.mark.parametrize("seed, users", [(0, 180), (1, 300)])
 def test_anisotropic_instance_with_rows_spread_over_many_outputs_agrees_on_every_newton_path(
-        seed, users, monkeypatch, anisotropic_instance):
+        seed, users, anisotropic_instance):
     """On a very anisotropic geometry at half the perfect-privacy distortion the optimal rows
     spread over several outputs (the real Adult build's instance: about 23 per row); the
     conjugate-gradient path with the sparsified LU preconditioner from the start must certify
     the same optimum as dense Cholesky, and both agree with cvxpy."""
-    import privmap.offline.solvers.fast._newton as newton
-    from privmap.offline.solvers import perfect_privacy_distortion
+    from privmap.offline.solvers import fast, perfect_privacy_distortion
 
     p_ac, dist = anisotropic_instance(seed, users)
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
     dense = solve_fast(p_ac, dist, delta, tol_bits=TOL)
-    monkeypatch.setattr(newton, "_DENSE_MAX", 0)
-    monkeypatch.setattr(newton, "_JACOBI_TAU", 1.0)
-    iterative = solve_fast(p_ac, dist, delta, tol_bits=TOL)
+    iterative = fast.run(fast.set_up(p_ac, dist, delta, TOL, 2000,
+                                     settings=fast.Settings(dense_max=0, jacobi_tau=1.0)))
     ref = solve_cvxpy(p_ac, dist, delta)
     assert dense.info["nonzeros_per_row"] > 3
     for res in (dense, iterative):

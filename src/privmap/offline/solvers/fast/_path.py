@@ -1,15 +1,15 @@
 """The fast solver's path following: from the starting duals down the temperature to a certificate.
 
-The smoothed dual Phi_tau (:mod:`._fast_newton`) is maximised at a decreasing temperature tau
-(nats), the entropic analogue of an interior-point method. :class:`_DualNewton` assembles the
-solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certify` over
-:mod:`._fast_instance`) and drives them:
+The smoothed dual Phi_tau (:mod:`._newton`) is maximised at a decreasing temperature tau
+(nats), the entropic analogue of an interior-point method. :func:`run` drives the solver's
+phases (:mod:`._newton`, :mod:`._pricing`, :mod:`._certify`), each a function of the one state
+:class:`._state.FastState`, the path's own position included (:func:`path_step`):
 
-- **Start** (:meth:`_DualNewton.run`): each output's codebook entry near the posterior of its
+- **Start** (:func:`start`): each output's codebook entry near the posterior of its
   cheapest input, mixed with p(a) (_START_MIX); tau and mu on the scale of I(A; C), the leakage
-  without privacy. A warm start (:meth:`_DualNewton._warm_duals`) takes a previous answer's
+  without privacy. A warm start (:func:`warm_duals`) takes a previous answer's
   column posteriors and multiplier instead, and adds its table's pairs to the candidates.
-- **Polish** (:meth:`_DualNewton._polish`): an answer of this very instance from another solver
+- **Polish** (:func:`polish_answer`): an answer of this very instance from another solver
   (the conic reference's, accurate but uncertified) gives the duals: its dual codebook (defined
   for every output) and multiplier, or, without a codebook, its table's posteriors unmixed. Its
   table, mixed to meet the budget, is first certified as it is by one pricing pass at those
@@ -19,7 +19,7 @@ solver's parts (:mod:`._fast_newton`, :mod:`._fast_pricing`, :mod:`._fast_certif
   those duals at _POLISH_TAU times the starting tau instead of at the top.
 - **Centring**: Newton steps at a fixed tau until the Newton decrement^2 is at most
   _CENTRED * tau.
-- **Certifying** (:meth:`_DualNewton._follow_path`): once centred, the path's tangent gives duals
+- **Certifying** (:func:`follow_path`): once centred, the path's tangent gives duals
   extrapolated to tau = 0; a pricing pass over all pairs gives their proven bound, and the solver
   stops when the answer's leakage is within ``tol`` of the best bound so far. New pairs from the
   pass re-centre the path at a tau that sees them smoothly (_REHEAT), at most _REHEAT_MAX times
@@ -56,23 +56,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..._errors import SolverError
-from ._certify import _Certification
-from ._state import _LN2, _Instance, _leakage_nats
-from ._newton import _NewtonCore, _pad
-from ._pricing import _N_ADD, _Pricing
 from .._result import SolveResult
+from ._certify import finish, lower_bound, mixed_leakage, single_output, trivial
+from ._newton import ascend, codebook, evaluate, factor, gradient, pad, primal, solves_tightly, tau_derivative, theta_only
+from ._pricing import _N_ADD, add_candidates, pricing_pass, scan_minima, start_candidates
+from ._state import LN2, FastState, leakage_nats
 
 _START_MIX = 0.1                 # starting codebook: posterior of the cheapest input, mixed with p(a)
 _TAU_SHRINK = 0.1                # first factor by which tau shrinks once centred (then adapted)
 _EXTRAP_MAX = 0.5                # outputs whose logits would move more are not extrapolated
 _PASS_EVERY = 0.5                # a pricing pass whenever tau fell by this factor since the last
-_REHEAT = 0.3                    # after pricing, tau >= _REHEAT * median margin of new pairs,
-_REHEAT_MAX = 16.0               # but at most this factor above the tau of the pass (module docstring)
+_REHEAT = 0.3                    # after pricing, tau >= _REHEAT * median margin of new pairs (at most
+                                 # Settings.reheat_max times the tau of the pass)
 _CENTRED = 0.1                   # Newton decrement^2 <= _CENTRED * tau: near the centre
-_STALLED_STEP = 1 / 64           # line searches cutting Newton's step below this, _STALLED_RUN
-_STALLED_RUN = 8                 # times in a row at one tau: a stall (module docstring), and tau
-_STALL_HEAT = 4.0                # rises by this factor (at most to the starting tau),
-_STALL_HEATS_MAX = 16            # at most this many times in one solve (the race instance: 1 or 2)
 _BACKOFF_MAX = 1e4               # where no step ascends, tau backs off tenfold, up to this factor above
                                  # the starting tau (lopsided instances find none at 1 and 10 x it)
 _TIGHT = 1e-3                    # centring tightly: decrement^2 <= tau * (_TIGHT * tol)^2
@@ -86,243 +82,284 @@ _POLISH_FLOOR = 1e-12            # posterior entries of a polished answer are fl
                                  # would rule its class out of the output for good)
 
 
-class _DualNewton(_Certification, _Pricing, _NewtonCore, _Instance):
-    """The fast solver: its parts (module docstring) and the path that drives them.
+def run(state: FastState, warm: SolveResult | None = None, polish: SolveResult | None = None) -> SolveResult:
+    """The driver: solve and certify. The trivial answers where they apply (:func:`start`), else
+    the path from the starting duals (cold, or from ``warm``, a previous answer of the same
+    shape), or the polish of ``polish``, an answer of this instance (:func:`polish_answer`).
 
-    Constructed as :class:`._fast_instance._Instance` (``p_ac`` (n_private, K), ``D``
-    (K, K_out), ``delta``, ``tol_bits``, ``max_iter``, ``progress``), then :meth:`run` once.
+    ``state`` fresh from :func:`._state.set_up`. Returns a :class:`SolveResult` whose ``table``
+    is (K, K_out) and ``gap_bits`` <= tol_bits. Raises SolverError when no certificate is
+    reached within ``max_iter`` Newton steps, the smoothing path runs out (tau below
+    _TAU_MIN * tol) or no ascent direction is left.
     """
+    answer = start(state, warm, polish)
+    if answer is not None:
+        return answer
+    if polish is not None:
+        return polish_answer(state, polish)
+    return follow_path(state, evaluate(state, state.theta, state.mu, state.scale))
 
-    def run(self, warm: SolveResult | None = None, polish: SolveResult | None = None) -> SolveResult:
-        """Solve and certify: the trivial answers where they apply, else the path from the
-        starting duals (cold, or from ``warm``, a previous answer of the same shape), or the
-        polish of ``polish``, an answer of this instance (:meth:`_polish`).
 
-        Returns a :class:`SolveResult` whose ``table`` is (K, K_out) and ``gap_bits`` <= tol_bits.
-        Raises SolverError when no certificate is reached within ``max_iter`` Newton steps, the
-        smoothing path runs out (tau below _TAU_MIN * tol) or no ascent direction is left.
-        """
-        t0 = time.perf_counter()
-        self.jmin, dmin, col_arg, col_ok, col_cost = self._scan_minima()
-        pc_row = self.p_c[self.rows]
-        least = float(pc_row @ dmin)
-        if self.A <= 1:
-            return self._trivial("one private class has all the mass: leakage is 0")
-        self.tight = self.delta <= least + 1e-12 * max(1.0, least)
-        self.tie = dmin + 1e-12 * np.maximum(1.0, dmin)
-        self.budget = not self.tight
-        constant = float(col_cost.min())
-        if constant <= self.delta:
-            return self._single_output(int(np.argmin(col_cost)))
+def start(state: FastState, warm: SolveResult | None = None, polish: SolveResult | None = None
+          ) -> SolveResult | None:
+    """The start: the cheapest outputs, the trivial answers, else the starting duals and candidates.
 
-        # starting duals: each output's codebook entry near the posterior of its cheapest input; the
-        # multiplier and temperature on the scale of the leakage without privacy, I(A; C)
-        theta = np.zeros((self.A, self.K_out))
-        r0 = np.tile(self.p_a[:, None], (1, self.K_out))
-        r0[:, col_ok] = (1 - _START_MIX) * self.alpha[:, col_arg[col_ok]] + _START_MIX * self.p_a[:, None]
-        theta[:] = np.log(r0) - np.log(r0[-1])
-        scale = max(_leakage_nats(self.p[:, self.rows], self.log_p_a), self.tol)
-        mu = 2.0 * scale / max(constant - least, 1e-300) if self.budget else 0.0
-        r_w = j_w = np.zeros(0, np.int64)
-        given = warm if polish is None else polish
-        if given is not None:
-            mu, r_w, j_w = self._warm_duals(given, theta, mu, polish=polish is not None)
-        G0, _ = self._codebook(theta)
-        self._start_candidates(G0, mu, r_w, j_w)
-        self.scale = scale
-        self.timing["start"] = time.perf_counter() - t0
-        if polish is not None:
-            return self._polish(polish, theta, mu, least)
-        return self._follow_path(self._evaluate(theta, mu, scale), least)
+    Sets ``jmin``, ``least``, ``tight``, ``tie``, ``budget``; returns the proven answer of a trivial
+    instance (one private class, or one output within budget for every row). Otherwise sets the
+    starting duals ``theta`` (A, K_out) and ``mu``: each output's codebook entry near the
+    posterior of its cheapest input, mixed with p(a) (_START_MIX), the multiplier and the
+    temperature ``scale`` on the scale of the leakage without privacy, I(A; C); or those of
+    ``warm`` or ``polish`` (:func:`warm_duals`), whose table's pairs join the starting candidates
+    (:func:`._pricing.start_candidates`). Returns None then. Raises nothing.
+    """
+    t0 = time.perf_counter()
+    state.jmin, dmin, col_arg, col_ok, col_cost = scan_minima(state)
+    pc_row = state.p_c[state.rows]
+    least = float(pc_row @ dmin)
+    state.least = least
+    if state.A <= 1:
+        return trivial(state, "one private class has all the mass: leakage is 0")
+    state.tight = state.delta <= least + 1e-12 * max(1.0, least)
+    state.tie = dmin + 1e-12 * np.maximum(1.0, dmin)
+    state.budget = not state.tight
+    constant = float(col_cost.min())
+    if constant <= state.delta:
+        return single_output(state, int(np.argmin(col_cost)))
 
-    def _polish(self, given, theta, mu, least):
-        """Certify ``given``, an answer of this instance, from its own duals (``theta`` (A, K_out)
-        and ``mu``, set by :meth:`_warm_duals` without mixing), or follow the path from them.
+    theta = np.zeros((state.A, state.K_out))
+    r0 = np.tile(state.p_a[:, None], (1, state.K_out))
+    r0[:, col_ok] = (1 - _START_MIX) * state.alpha[:, col_arg[col_ok]] + _START_MIX * state.p_a[:, None]
+    theta[:] = np.log(r0) - np.log(r0[-1])
+    scale = max(leakage_nats(state.p[:, state.rows], state.log_p_a), state.tol)
+    mu = 2.0 * scale / max(constant - least, 1e-300) if state.budget else 0.0
+    r_w = j_w = np.zeros(0, np.int64)
+    given = warm if polish is None else polish
+    if given is not None:
+        mu, r_w, j_w = warm_duals(state, given, theta, mu, polish=polish is not None)
+    G0, _ = codebook(state, theta)
+    start_candidates(state, G0, mu, r_w, j_w)
+    state.scale = scale
+    state.theta, state.mu = theta, mu
+    state.timing["start"] = time.perf_counter() - t0
+    return None
 
-        Its table on the candidates (which hold its pairs above _WARM_Q), each row renormalised
-        and mixed with the cheapest-output table to meet the budget, is returned when one pricing
-        pass at these duals proves it within ``tol`` (``info["polish"] == "as given"``); otherwise
-        the path starts from these duals at _POLISH_TAU times the starting tau (``"path"``).
-        Raises SolverError as :meth:`run` does.
-        """
-        tn = time.perf_counter()
-        mu = mu if self.budget else 0.0
-        table = given.table
-        q = np.asarray(table[self.rows[self.cr], self.cj], dtype=float).ravel()
-        q = q / np.repeat(np.maximum(np.add.reduceat(q, self.start), 1e-300), np.diff(np.r_[self.start, q.size]))
-        as_given = {"q": q}
-        P, J, Ed = self._primal(as_given)
-        J_mix, mix = self._mixed_leakage(as_given, P, J, Ed, least)
-        G, _ = self._codebook(theta)
-        total, absolute, *_ = self._pass(G, mu, None, 0)
-        lb = self._lower_bound(total, absolute, mu)
-        self.timing["newton"] += time.perf_counter() - tn
-        if J_mix - lb <= self.tol:
-            try:
-                result = self._finish(as_given, mix, lb, mu)
-                result.info["polish"] = "as given"
-                return result
-            except SolverError:                   # the returned table's exact gap is above tol
-                pass
-        result = self._follow_path(self._evaluate(theta, mu, _POLISH_TAU * self.scale), least)
-        result.info["polish"] = "path"
-        return result
 
-    def _warm_duals(self, warm, theta, mu, *, polish=False):
-        """Start from a previous answer: writes the logits of its outputs' posteriors into
-        ``theta`` (A, K_out) in place (outputs it left empty keep theirs), and returns its
-        multiplier in nats (``mu`` when it had none, NaN, or no budget binds) and its table's
-        pairs above _WARM_Q (active-row indices, outputs) where allowed in D. A warm start mixes
-        the posteriors with p(a) (_START_MIX) and takes them from those pairs; a ``polish`` takes
-        them unmixed, floored at _POLISH_FLOOR, from every allowed entry (an output the answer
-        left nearly empty keeps the posterior its solver gave it, not the cold start's), or, where
-        it carries one, from its dual codebook (``SolveResult.codebook``: defined for every
-        output, where posteriors of outputs at round-off undercut some rows' bound)."""
-        table = warm.table
-        rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
-        vals = np.asarray(table[rows, cols]).ravel()
-        pos = np.full(self.K, -1, np.int64)
-        pos[self.rows] = np.arange(self.rows.size)
-        allowed = pos[rows] >= 0
-        allowed[allowed] = np.isfinite(self.D[rows[allowed], cols[allowed]])
-        rows, cols, vals = rows[allowed], cols[allowed], vals[allowed]
-        pairs = vals > _WARM_Q
-        if polish and warm.codebook is not None:    # the other solver's duals, every output
-            used = np.ones(self.K_out, dtype=bool)
-            r = self.p_a[:, None] * np.exp(np.asarray(warm.codebook, dtype=float)[self.p_full.sum(axis=1) > 0])
-            r = np.maximum(r / r.sum(axis=0), _POLISH_FLOOR)
+def polish_answer(state: FastState, given: SolveResult) -> SolveResult:
+    """Certify ``given``, an answer of this instance, from its own duals (``theta`` and ``mu`` set by
+    :func:`start` through :func:`warm_duals` without mixing), or follow the path from them.
+
+    Its table on the candidates (which hold its pairs above _WARM_Q), each row renormalised
+    and mixed with the cheapest-output table to meet the budget, is returned when one pricing
+    pass at these duals proves it within ``tol`` (``info["polish"] == "as given"``); otherwise
+    the path starts from these duals at _POLISH_TAU times the starting tau (``"path"``).
+    Raises SolverError as :func:`run` does.
+    """
+    tn = time.perf_counter()
+    theta, least = state.theta, state.least
+    mu = state.mu if state.budget else 0.0
+    table = given.table
+    q = np.asarray(table[state.rows[state.cr], state.cj], dtype=float).ravel()
+    q = q / np.repeat(np.maximum(np.add.reduceat(q, state.start), 1e-300), np.diff(np.r_[state.start, q.size]))
+    as_given = {"q": q}
+    P, J, Ed = primal(state, as_given)
+    J_mix, mix = mixed_leakage(state, as_given, P, J, Ed, least)
+    G, _ = codebook(state, theta)
+    total, absolute, *_ = pricing_pass(state, G, mu, None, 0)
+    lb = lower_bound(state, total, absolute, mu)
+    state.timing["newton"] += time.perf_counter() - tn
+    if J_mix - lb <= state.tol:
+        try:
+            result = finish(state, as_given, mix, lb, mu)
+            result.info["polish"] = "as given"
+            return result
+        except SolverError:                   # the returned table's exact gap is above tol
+            pass
+    result = follow_path(state, evaluate(state, theta, mu, _POLISH_TAU * state.scale))
+    result.info["polish"] = "path"
+    return result
+
+
+def warm_duals(state, warm, theta, mu, *, polish=False):
+    """Start from a previous answer: writes the logits of its outputs' posteriors into
+    ``theta`` (A, K_out) in place (outputs it left empty keep theirs), and returns its
+    multiplier in nats (``mu`` when it had none, NaN, or no budget binds) and its table's
+    pairs above _WARM_Q (active-row indices, outputs) where allowed in D. A warm start mixes
+    the posteriors with p(a) (_START_MIX) and takes them from those pairs; a ``polish`` takes
+    them unmixed, floored at _POLISH_FLOOR, from every allowed entry (an output the answer
+    left nearly empty keeps the posterior its solver gave it, not the cold start's), or, where
+    it carries one, from its dual codebook (``SolveResult.codebook``: defined for every
+    output, where posteriors of outputs at round-off undercut some rows' bound)."""
+    table = warm.table
+    rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
+    vals = np.asarray(table[rows, cols]).ravel()
+    pos = np.full(state.K, -1, np.int64)
+    pos[state.rows] = np.arange(state.rows.size)
+    allowed = pos[rows] >= 0
+    allowed[allowed] = np.isfinite(state.D[rows[allowed], cols[allowed]])
+    rows, cols, vals = rows[allowed], cols[allowed], vals[allowed]
+    pairs = vals > _WARM_Q
+    if polish and warm.codebook is not None:    # the other solver's duals, every output
+        used = np.ones(state.K_out, dtype=bool)
+        r = state.p_a[:, None] * np.exp(np.asarray(warm.codebook, dtype=float)[state.p_full.sum(axis=1) > 0])
+        r = np.maximum(r / r.sum(axis=0), _POLISH_FLOOR)
+    else:
+        mass = slice(None) if polish else pairs
+        P = np.zeros((state.A, state.K_out))
+        for a in range(state.A):
+            np.add.at(P[a], cols[mass], state.p[a, rows[mass]] * vals[mass])
+        used = P.sum(axis=0) > 0
+        if polish:
+            r = np.maximum(P[:, used] / P[:, used].sum(axis=0), _POLISH_FLOOR)
         else:
-            mass = slice(None) if polish else pairs
-            P = np.zeros((self.A, self.K_out))
-            for a in range(self.A):
-                np.add.at(P[a], cols[mass], self.p[a, rows[mass]] * vals[mass])
-            used = P.sum(axis=0) > 0
-            if polish:
-                r = np.maximum(P[:, used] / P[:, used].sum(axis=0), _POLISH_FLOOR)
-            else:
-                r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * self.p_a[:, None]
-        theta[:, used] = np.log(r) - np.log(r[-1])
-        if self.budget and math.isfinite(warm.multiplier) and warm.multiplier > 0:
-            mu = float(warm.multiplier) * _LN2
-        return mu, pos[rows[pairs]], cols[pairs]
+            r = (1 - _START_MIX) * P[:, used] / P[:, used].sum(axis=0) + _START_MIX * state.p_a[:, None]
+    theta[:, used] = np.log(r) - np.log(r[-1])
+    if state.budget and math.isfinite(warm.multiplier) and warm.multiplier > 0:
+        mu = float(warm.multiplier) * LN2
+    return mu, pos[rows[pairs]], cols[pairs]
 
-    def _follow_path(self, ev, least):
-        """Newton steps on Phi_tau; once centred, certify or shrink tau along the path's tangent.
 
-        The dual path is close to linear in tau, x(tau) = x* + tau x' + O(tau^2), so the
-        tangent extrapolated to tau = 0 gives duals whose exact bound LB is within O(tau^2)
-        of the optimum, while the soft table at tau is within O(tau^2) of it too.
+def follow_path(state: FastState, ev: dict) -> SolveResult:
+    """Newton steps on Phi_tau from the evaluation ``ev`` (:func:`._newton.evaluate`) until a
+    certificate: :func:`begin_path`, then :func:`path_step` until it answers. Returns the
+    certified :class:`SolveResult`; raises SolverError as :func:`run` says."""
+    begin_path(state, ev)
+    while True:
+        result = path_step(state)
+        if result is not None:
+            return result
 
-        ``ev`` is the evaluation at the starting duals (:meth:`._fast_newton._NewtonCore._evaluate`),
-        ``least`` the least distortion any table reaches (D's unit). Returns the certified
-        :class:`SolveResult`; raises SolverError as :meth:`run` says.
-        """
-        tn = time.perf_counter()
-        best_lb, best_mu = -math.inf, 0.0
-        gap0 = None
-        priced_tau = math.inf            # tau of the last pricing pass
-        shrink = _TAU_SHRINK
-        stage_steps = 0
-        stalled = 0                      # Newton steps in a row cut below _STALLED_STEP at this tau
-        self._last_gap = math.inf
-        while True:
-            if self.stats["newton_steps"] >= self.max_iter:
-                self.timing["newton"] += time.perf_counter() - tn
-                raise SolverError(
-                    f"fast solver: no certificate within {self.max_iter} Newton steps "
-                    f"(best gap {self._last_gap / _LN2:.3g} bits, tol_bits {self.tol / _LN2:.3g})")
-            P, J, Ed = self._primal(ev)
-            g_theta, g_mu = self._gradient(ev, P)
-            solve = self._factor(ev, P)
-            if self.budget and ev["mu"] == 0.0 and g_mu <= 0.0:
-                g_mu = 0.0                    # the bound mu >= 0 is active: step in theta only
-                solve = self._theta_only(solve)
-            d_theta, d_mu = solve(g_theta, g_mu)
-            self.stats["newton_steps"] += 1
-            stage_steps += 1
-            dec = float(np.sum(g_theta * d_theta)) + (g_mu * d_mu if self.budget else 0.0)
-            tau = ev["tau"]
-            if dec > _CENTRED * tau:
-                trial, step = self._ascend(ev, P, d_theta, d_mu, dec)
-                if trial is None:             # no ascent from here: back off to a larger tau
-                    if tau > _BACKOFF_MAX * self.scale:
-                        self.timing["newton"] += time.perf_counter() - tn
-                        raise SolverError(f"fast solver: no ascent direction at tau = {tau:.3g}")
-                    ev = self._evaluate(ev["theta"], ev["mu"], 10.0 * tau)
-                    shrink = max(shrink, 0.5)
-                    continue
-                ev = trial
-                stalled = stalled + 1 if step < _STALLED_STEP and self._solves_tightly(tau) else 0
-                if (stalled >= _STALLED_RUN and tau < self.scale            # far from this tau's centre
-                        and self.stats["stall_heats"] < _STALL_HEATS_MAX):
-                    ev = self._evaluate(ev["theta"], ev["mu"], min(_STALL_HEAT * tau, self.scale))
-                    stalled = 0
-                    self.stats["stall_heats"] += 1
-                continue
-            stalled = 0
-            # near the centre at this tau: extrapolate the duals to tau = 0, measure the gap
-            t_theta, t_mu = solve(*self._tau_derivative(ev))
-            step0 = tau * t_theta
-            wild = np.abs(step0).max(axis=0) > _EXTRAP_MAX   # outputs with next to no curvature
-            step0[:, wild] = 0.0
-            theta0 = ev["theta"] - _pad(step0)
-            mu0 = max(ev["mu"] - tau * t_mu, 0.0) if self.budget else 0.0
-            ev0 = self._evaluate(theta0, mu0, tau)
-            J_mix, mix = self._mixed_leakage(ev, P, J, Ed, least)
-            cand_lb = float(self.p_c[self.rows] @ ev0["zmin"]) - mu0 * self.delta
-            gap = J_mix - cand_lb
-            gap0 = gap0 if gap0 is not None else max(gap, self.tol)
-            self._report_gap(gap, gap0)
-            if gap <= 0.5 * self.tol or (tau <= _PASS_EVERY * min(priced_tau, self.scale)):
-                priced_tau = tau
-                total, absolute, nr, nc, margin = self._pass(ev0["G"], mu0, ev0["zmin"], _N_ADD)
-                lb = self._lower_bound(total, absolute, mu0)
-                if lb > best_lb:
-                    best_lb, best_mu = lb, mu0
-                self._last_gap = J_mix - best_lb
-                if J_mix - best_lb <= self.tol:
-                    self.timing["newton"] += time.perf_counter() - tn
-                    return self._finish(ev, mix, best_lb, best_mu)
-                if nr.size:
-                    # new candidates beat their rows by some margin: re-centre at a tau that
-                    # sees them smoothly, from duals predicted along the tangent
-                    self._add_candidates(nr, nc)
-                    new_tau = min(max(tau, _REHEAT * float(np.median(margin))), self.scale, _REHEAT_MAX * tau)
-                    priced_tau = new_tau
-                    ev = self._along_tangent(ev, t_theta, t_mu, new_tau)
-                    stage_steps = 0
-                    continue
-            # Phi_tau + tau * entropy equals J + mu (E d - delta) at the exact centre; when the
-            # soft table is what keeps the gap open, centre tightly before going on
-            entropy = -float(self.c_pc @ (ev["q"] * np.log(np.maximum(ev["q"], 1e-300))))
-            primal_err = J_mix - (ev["phi"] + tau * entropy)
-            if primal_err > 0.25 * gap and dec > tau * (_TIGHT * self.tol) ** 2:
-                trial, _ = self._ascend(ev, P, d_theta, d_mu, dec)
-                if trial is not None:
-                    ev = trial
-                    continue
-            if tau <= _TAU_MIN * self.tol:
-                self.timing["newton"] += time.perf_counter() - tn
-                raise SolverError(
-                    f"fast solver: the smoothing path reached tau = {tau:.3g} without a certificate "
-                    f"(gap {gap / _LN2:.3g} bits, tol_bits {self.tol / _LN2:.3g})")
-            # predictor: follow the tangent to the next tau; shrink faster while stages are cheap
-            shrink = max(shrink * 0.5, 0.02) if stage_steps <= 2 else \
-                min(shrink * 2.0, 0.5) if stage_steps > 5 else shrink
-            stage_steps = 0
-            ev = self._along_tangent(ev, t_theta, t_mu, tau * shrink)
 
-    def _along_tangent(self, ev, t_theta, t_mu, new_tau):
-        """Duals predicted at new_tau from the path's tangent at ev (kept if mu would go < 0)."""
-        tau = ev["tau"]
-        mu1 = ev["mu"] + (new_tau - tau) * t_mu if self.budget else 0.0
-        if self.budget and mu1 <= 0:
-            return self._evaluate(ev["theta"], ev["mu"], new_tau)
-        return self._evaluate(ev["theta"] + (new_tau - tau) * _pad(t_theta), mu1, new_tau)
+def begin_path(state: FastState, ev: dict) -> None:
+    """Set the path's state to its beginning at the evaluation ``ev``: no bound yet, no pass yet."""
+    state.ev = ev
+    state.best_lb, state.best_mu = -math.inf, 0.0
+    state.gap0 = None
+    state.priced_tau = math.inf
+    state.shrink = _TAU_SHRINK
+    state.stage_steps = 0
+    state.stalled = 0
+    state.last_gap = math.inf
 
-    def _report_gap(self, gap, gap0):
-        """Report progress in [0, 0.95] from how far the gap (nats) fell from ``gap0`` towards ``tol``."""
-        if self.progress is None or gap0 is None:
-            return
-        done = math.log(max(gap0, 1e-300) / max(gap, 1e-300)) / max(math.log(max(gap0, 1e-300) / self.tol), 1e-9)
-        self.progress(float(min(max(0.9 * done, 0.0), 0.95)))
+
+def path_step(state: FastState) -> SolveResult | None:
+    """One Newton step of the path from ``state.ev``; once centred, certify or shrink tau along the
+    path's tangent. Returns the certified :class:`SolveResult`, or None to go on (``state.ev`` and
+    the path's fields updated). Its time counts as the path's (``timing["newton"]``).
+
+    The dual path is close to linear in tau, x(tau) = x* + tau x' + O(tau^2), so the
+    tangent extrapolated to tau = 0 gives duals whose exact bound LB is within O(tau^2)
+    of the optimum, while the soft table at tau is within O(tau^2) of it too.
+
+    Raises SolverError after ``max_iter`` Newton steps in all, where no step ascends even far above
+    the starting tau, or where the path reaches tau = _TAU_MIN * tol without a certificate.
+    """
+    tn = time.perf_counter()
+    try:
+        done = _step(state)
+    finally:
+        state.timing["newton"] += time.perf_counter() - tn
+    return None if done is None else finish(state, *done)
+
+
+def _step(state: FastState):
+    """:func:`path_step`'s work: None to go on, or the arguments of :func:`._certify.finish`."""
+    if state.stats["newton_steps"] >= state.max_iter:
+        raise SolverError(
+            f"fast solver: no certificate within {state.max_iter} Newton steps "
+            f"(best gap {state.last_gap / LN2:.3g} bits, tol_bits {state.tol / LN2:.3g})")
+    settings, ev, least = state.settings, state.ev, state.least
+    P, J, Ed = primal(state, ev)
+    g_theta, g_mu = gradient(state, ev, P)
+    solve = factor(state, ev, P)
+    if state.budget and ev["mu"] == 0.0 and g_mu <= 0.0:
+        g_mu = 0.0                    # the bound mu >= 0 is active: step in theta only
+        solve = theta_only(solve)
+    d_theta, d_mu = solve(g_theta, g_mu)
+    state.stats["newton_steps"] += 1
+    state.stage_steps += 1
+    dec = float(np.sum(g_theta * d_theta)) + (g_mu * d_mu if state.budget else 0.0)
+    tau = ev["tau"]
+    if dec > _CENTRED * tau:
+        trial, step = ascend(state, ev, P, d_theta, d_mu, dec)
+        if trial is None:             # no ascent from here: back off to a larger tau
+            if tau > _BACKOFF_MAX * state.scale:
+                raise SolverError(f"fast solver: no ascent direction at tau = {tau:.3g}")
+            state.ev = evaluate(state, ev["theta"], ev["mu"], 10.0 * tau)
+            state.shrink = max(state.shrink, 0.5)
+            return None
+        state.ev = trial
+        state.stalled = state.stalled + 1 if step < settings.stalled_step and solves_tightly(state, tau) else 0
+        if (state.stalled >= settings.stalled_run and tau < state.scale            # far from this tau's centre
+                and state.stats["stall_heats"] < settings.stall_heats_max):
+            state.ev = evaluate(state, trial["theta"], trial["mu"], min(settings.stall_heat * tau, state.scale))
+            state.stalled = 0
+            state.stats["stall_heats"] += 1
+        return None
+    state.stalled = 0
+    # near the centre at this tau: extrapolate the duals to tau = 0, measure the gap
+    t_theta, t_mu = solve(*tau_derivative(state, ev))
+    step0 = tau * t_theta
+    wild = np.abs(step0).max(axis=0) > _EXTRAP_MAX   # outputs with next to no curvature
+    step0[:, wild] = 0.0
+    theta0 = ev["theta"] - pad(step0)
+    mu0 = max(ev["mu"] - tau * t_mu, 0.0) if state.budget else 0.0
+    ev0 = evaluate(state, theta0, mu0, tau)
+    J_mix, mix = mixed_leakage(state, ev, P, J, Ed, least)
+    cand_lb = float(state.p_c[state.rows] @ ev0["zmin"]) - mu0 * state.delta
+    gap = J_mix - cand_lb
+    state.gap0 = state.gap0 if state.gap0 is not None else max(gap, state.tol)
+    report_gap(state, gap, state.gap0)
+    if gap <= 0.5 * state.tol or (tau <= _PASS_EVERY * min(state.priced_tau, state.scale)):
+        state.priced_tau = tau
+        total, absolute, nr, nc, margin = pricing_pass(state, ev0["G"], mu0, ev0["zmin"], _N_ADD)
+        lb = lower_bound(state, total, absolute, mu0)
+        if lb > state.best_lb:
+            state.best_lb, state.best_mu = lb, mu0
+        state.last_gap = J_mix - state.best_lb
+        if J_mix - state.best_lb <= state.tol:
+            return ev, mix, state.best_lb, state.best_mu
+        if nr.size:
+            # new candidates beat their rows by some margin: re-centre at a tau that
+            # sees them smoothly, from duals predicted along the tangent
+            add_candidates(state, nr, nc)
+            new_tau = min(max(tau, _REHEAT * float(np.median(margin))), state.scale, settings.reheat_max * tau)
+            state.priced_tau = new_tau
+            state.ev = along_tangent(state, ev, t_theta, t_mu, new_tau)
+            state.stage_steps = 0
+            return None
+    # Phi_tau + tau * entropy equals J + mu (E d - delta) at the exact centre; when the
+    # soft table is what keeps the gap open, centre tightly before going on
+    entropy = -float(state.c_pc @ (ev["q"] * np.log(np.maximum(ev["q"], 1e-300))))
+    primal_err = J_mix - (ev["phi"] + tau * entropy)
+    if primal_err > 0.25 * gap and dec > tau * (_TIGHT * state.tol) ** 2:
+        trial, _ = ascend(state, ev, P, d_theta, d_mu, dec)
+        if trial is not None:
+            state.ev = trial
+            return None
+    if tau <= _TAU_MIN * state.tol:
+        raise SolverError(
+            f"fast solver: the smoothing path reached tau = {tau:.3g} without a certificate "
+            f"(gap {gap / LN2:.3g} bits, tol_bits {state.tol / LN2:.3g})")
+    # predictor: follow the tangent to the next tau; shrink faster while stages are cheap
+    state.shrink = max(state.shrink * 0.5, 0.02) if state.stage_steps <= 2 else \
+        min(state.shrink * 2.0, 0.5) if state.stage_steps > 5 else state.shrink
+    state.stage_steps = 0
+    state.ev = along_tangent(state, ev, t_theta, t_mu, tau * state.shrink)
+    return None
+
+
+def along_tangent(state: FastState, ev: dict, t_theta, t_mu, new_tau) -> dict:
+    """Duals predicted at new_tau from the path's tangent at ev (kept if mu would go < 0)."""
+    tau = ev["tau"]
+    mu1 = ev["mu"] + (new_tau - tau) * t_mu if state.budget else 0.0
+    if state.budget and mu1 <= 0:
+        return evaluate(state, ev["theta"], ev["mu"], new_tau)
+    return evaluate(state, ev["theta"] + (new_tau - tau) * pad(t_theta), mu1, new_tau)
+
+
+def report_gap(state: FastState, gap, gap0) -> None:
+    """Report progress in [0, 0.95] from how far the gap (nats) fell from ``gap0`` towards ``tol``."""
+    if state.progress is None or gap0 is None:
+        return
+    done = math.log(max(gap0, 1e-300) / max(gap, 1e-300)) / max(math.log(max(gap0, 1e-300) / state.tol), 1e-9)
+    state.progress(float(min(max(0.9 * done, 0.0), 0.95)))

@@ -30,20 +30,21 @@ LB is the exact Lagrangian dual of the full problem (all K x K_out pairs), so
 it certifies optimality over every table, and it is tight at the optimum
 (minimax theorem: R = posteriors of the optimal outputs, mu = the multiplier).
 
-**The parts.** This module is the entry point; the solver is one class,
-:class:`._fast_path._DualNewton`, assembled from four parts a reader can take one at a time:
+**The phases.** This module is the entry point; the solver is phase functions over one explicit
+state (:class:`._state.FastState`), driven by :func:`._path.run`, in parts a reader can take one
+at a time:
 
-- :mod:`._fast_newton`, the dual Newton core: the smoothed dual Phi_tau on the candidates at a
+- :mod:`._newton`, the dual Newton core: the smoothed dual Phi_tau on the candidates at a
   fixed temperature, its gradient and Hessian, the Newton solve (dense Cholesky, or conjugate
   gradients with a sparse preconditioner) and the ascent step (line search, posterior reset);
-- :mod:`._fast_path`, the path following: the starting duals (cold or from a warm start), the
+- :mod:`._path`, the path following: the starting duals (cold or from a warm start), the
   centring at each tau, the tangent that extrapolates to tau = 0 and predicts the next tau;
-- :mod:`._fast_certify`, the certification: the proven lower bound LB with its rounding margin,
+- :mod:`._certify`, the certification: the proven lower bound LB with its rounding margin,
   the returned table (mixed to meet the budget, negligible outputs merged) and its gap;
-- :mod:`._fast_pricing`, the pricing: candidate lists per row, guard rows, the passes over all
+- :mod:`._pricing`, the pricing: candidate lists per row, guard rows, the passes over all
   pairs that evaluate LB and price in the pairs that beat a row's candidates.
 
-:mod:`._fast_instance` holds the data they share.
+:mod:`._state` holds the state they share.
 
 Costs: memory O(K * K_out) only for the caller's D and the returned table,
 plus O(number of candidates); time per Newton step O(candidates * |A|) plus a
@@ -59,9 +60,10 @@ from typing import Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._path import _DualNewton
 from .._problem import check_instance
 from .._result import SolveResult
+from ._path import run
+from ._state import set_up
 
 _BLAS_THREADS = 1                # the solver's products have an inner dimension of |A| or are
                                  # sparse, so BLAS threads gain nothing; with another process on
@@ -146,6 +148,6 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         if start is not None and np.shape(start.table) != D.shape:
             raise ValueError(f"{name} table has shape {np.shape(start.table)}, expected {D.shape}")
     with threadpool_limits(limits=_BLAS_THREADS):
-        result = _DualNewton(p_ac, D, delta, tol_bits, int(max_iter), progress).run(warm_start, polish)
+        result = run(set_up(p_ac, D, delta, tol_bits, int(max_iter), progress), warm_start, polish)
     result.info["time_s"] = time.perf_counter() - started
     return result
