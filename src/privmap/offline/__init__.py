@@ -3,34 +3,46 @@
 The operator's side of privmap (numpy, scipy, cvxpy, scikit-learn, click). The
 pieces, in the order a build runs them:
 
-- :func:`load_dataset` reads and validates a labelled CSV (:class:`Dataset`; blank cells are
-  missing answers); :func:`declare` / :func:`read_schema_file` state the public columns' domains;
+- :meth:`Dataset.from_csv` (:func:`load_dataset`) and :meth:`Dataset.from_frame` read and
+  validate labelled rows (blank cells are missing answers); :func:`declare` /
+  :func:`read_schema_file` state the public columns' domains;
 - :func:`quantize` clusters public data into domain-valid representatives;
 - :func:`joint_prior` estimates p(a, c);
 - :func:`perfect_privacy_distortion` gives the least distortion with zero leakage;
 - :func:`solve` solves program (19), min I(A; C^) s.t. E d(C, C^) <= Delta;
 - :func:`compress` rounds the table to integer rows summing to 2^B;
-- :func:`build` runs them all into a payload; the CLI (``privmap``) signs and writes it.
+- each mechanism's ``build(dataset, options)`` (``mechanisms.quantized``, ``mechanisms.exact``,
+  ``mechanisms.recommender``; options :class:`QuantizedOptions`, :class:`ExactOptions`,
+  :class:`RecommenderOptions`, with the named guarantees :class:`CrossFitting`,
+  :class:`RobustCertificate`, :class:`OutputLimit`, :class:`Auto`) runs them all into a
+  :class:`Result` holding the payload; the CLI (``privmap``) and :mod:`.api` sign and write it.
 
 The sub-packages are the stages of a build, each importing only from itself and the stages before
-it (``tests/test_architecture.py``): ``data`` < ``solvers`` < ``mechanisms`` (one sub-package per
-mechanism) < ``bundle`` < ``evaluation`` < ``api`` (the notebook API: build, evaluate, curve and
-sanitize on a DataFrame or a path) < ``cli``; the ``_*`` modules here sit below every stage.
+it (``tests/test_architecture.py``): ``data`` < ``solvers`` < ``bundle`` < ``measures`` <
+``commandline`` < ``mechanisms`` (one sub-package per mechanism) < ``evaluation`` < ``api`` (the
+notebook API: build, evaluate, curve and sanitize on a DataFrame or a path) < ``cli``; the ``_*``
+modules here sit below every stage.
 
 Every error raised on purpose is a :class:`BuildError`.
 """
 from ._errors import BuildError, DatasetError, InfeasibleError, SolverError
 from ._information import expected_distortion, leakage_bits, mutual_information_bits
-from .data._dataset import Dataset, load_dataset
-from .data._distortion import nearest, pairwise
-from .data._prior import joint_prior
-from .data._quantize import Quantization, quantize
-from .data._schema import declare, read_schema_file
-from .mechanisms.quantized._pipeline import Build, BuildOptions, build
+from .data import Dataset, Quantization, declare, joint_prior, load_dataset, nearest, pairwise, quantize, read_schema_file
+from .mechanisms import (
+    Auto,
+    CrossFitting,
+    ExactOptions,
+    OutputLimit,
+    QuantizedOptions,
+    RecommenderOptions,
+    Result,
+    RobustCertificate,
+)
 from .solvers import CompressedTable, SolveResult, compress, perfect_privacy_distortion, solve
 
 __all__ = [
-    "solve", "SolveResult", "build", "Build", "BuildOptions",
+    "solve", "SolveResult", "Result", "QuantizedOptions", "ExactOptions", "RecommenderOptions",
+    "CrossFitting", "RobustCertificate", "OutputLimit", "Auto",
     "load_dataset", "Dataset", "declare", "read_schema_file",
     "quantize", "Quantization", "joint_prior", "pairwise", "nearest",
     "perfect_privacy_distortion", "compress", "CompressedTable",

@@ -10,7 +10,7 @@ from privmap.offline import BuildError, api
 
 pd = pytest.importorskip("pandas")
 RATINGS = pathlib.Path(__file__).resolve().parents[3] / "data" / "ssi2012" / "tastes_gender.csv"
-OPTIONS = dict(private="gender", clusters=4, delta_fraction=0.5, domains=["0:3"], holdout_folds=0)
+OPTIONS = dict(private="gender", clusters=4, delta_fraction=0.5, domains=["0:3"], cross_fitting=None)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def rows(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(rows, keys):
     path, frame = rows
-    return api.build(frame, key=keys / "private.pem", **OPTIONS)
+    return api.build_quantized(frame, key=keys / "private.pem", **OPTIONS)
 
 
 def test_a_dataframe_builds_the_bundle_the_csv_path_builds_byte_for_byte(rows, keys, built, run, tmp_path):
@@ -40,18 +40,18 @@ def test_a_dataframe_builds_the_bundle_the_csv_path_builds_byte_for_byte(rows, k
 
 def test_a_numpy_array_with_column_names_builds_what_its_dataframe_builds(rows, keys, built):
     _, frame = rows
-    array = api.build(frame.to_numpy(), columns=list(frame.columns), key=keys / "private.pem",
-                      issued_at=built.payload["issued_at"], **OPTIONS)
+    array = api.build_quantized(frame.to_numpy(), columns=list(frame.columns), key=keys / "private.pem",
+                                issued_at=built.payload["issued_at"], **OPTIONS)
     assert array.bundle == built.bundle
 
 
 def test_out_writes_the_signed_bundle_and_needs_a_key(rows, keys, tmp_path):
     _, frame = rows
     out = tmp_path / "b.bundle"
-    result = api.build(frame, key=keys / "private.pem", out=out, **OPTIONS)
+    result = api.build_quantized(frame, key=keys / "private.pem", out=out, **OPTIONS)
     assert result.out == out and out.read_bytes() == result.bundle
     with pytest.raises(BuildError, match="needs key="):
-        api.build(frame, out=tmp_path / "c.bundle", **OPTIONS)
+        api.build_quantized(frame, out=tmp_path / "c.bundle", **OPTIONS)
 
 
 def test_evaluate_on_a_dataframe_gives_the_figures_of_privmap_evaluate_json(rows, keys, built, run, tmp_path):
@@ -64,6 +64,26 @@ def test_evaluate_on_a_dataframe_gives_the_figures_of_privmap_evaluate_json(rows
     assert report.leakage_bits == cli["leakage_bits"] and report.distortion == cli["distortion"]
     assert report.summary["attacker"] == cli["attacker"] and report.summary["baselines"] == cli["baselines"]
     assert "declared by the bundle" in str(report)
+
+
+def test_a_builds_result_in_memory_is_evaluated_and_sanitized_as_its_signed_bundle_is(rows, keys, built):
+    _, frame = rows
+    signed = api.evaluate(built.bundle, frame, private="gender", attacker=False)
+    unsigned = api.evaluate(built.result, frame, private="gender", attacker=False)
+    assert unsigned.summary == signed.summary and not unsigned.signature_verified
+    released = api.sanitize(built.result, frame.head(5))
+    assert released.columns == api.sanitize(built.bundle, frame.head(5), trusted=keys / "public.pem").columns
+    assert len(released.rows) == 5 and not released.refused
+
+
+def test_an_exact_build_takes_categorical_rows_and_the_exact_options(tmp_path):
+    rows = ["party,age,town"] + [f"{'ab'[i % 2]},{'xyz'[i % 3]},{'uv'[(i // 2) % 2]}" for i in range(60)]
+    path = tmp_path / "census.csv"
+    path.write_text("\n".join(rows) + "\n")
+    built = api.build_exact(path, private="party", delta_fraction=0.5, cross_fitting=None, issued_at=0)
+    assert built.payload["mechanism"] == "exact" and built.payload["metric"] == "erasures"
+    with pytest.raises(BuildError, match="does not fit the quantized mechanism"):
+        api.build_quantized(path, private="party", clusters=2, delta_fraction=0.5, metric="erasures")
 
 
 def test_sanitize_releases_the_bundles_features_from_a_dataframe_and_names_a_refused_row(rows, keys, built):
@@ -87,7 +107,7 @@ def test_a_bad_cell_is_reported_in_the_dataframe_not_a_temporary_file(rows):
     bad = frame.astype({"classical": object})
     bad.loc[4, "classical"] = "often"
     with pytest.raises(BuildError) as raised:
-        api.build(bad, **OPTIONS)
+        api.build_quantized(bad, **OPTIONS)
     message = str(raised.value)
     assert message.startswith("DataFrame, line 6") and "classical" in message and "tmp" not in message
 
@@ -104,4 +124,4 @@ def test_curve_on_a_dataframe_gives_one_point_per_budget_with_and_without_the_co
 
 def test_a_numpy_array_needs_its_column_names():
     with pytest.raises(BuildError, match="columns="):
-        api.build(np.zeros((10, 3)), **OPTIONS)
+        api.build_quantized(np.zeros((10, 3)), **OPTIONS)

@@ -1,5 +1,5 @@
-"""The notebook API: build, evaluate, curve and sanitize on a pandas DataFrame (or a NumPy array with
-column names) as well as on a CSV path, each returning a result object with the figures the
+"""The notebook API: build (one function per mechanism), evaluate, curve and sanitize on a pandas
+DataFrame (or a NumPy array with column names) as well as on a CSV path, each returning a result object with the figures the
 matching ``privmap`` command prints.
 
 Example::
@@ -8,17 +8,28 @@ Example::
     from privmap.offline import api
 
     ratings = pd.read_csv("data/ssi2012/tastes_gender.csv")
-    built = api.build(ratings, private="gender", clusters=8, delta_fraction=0.5, domains=["0:3"],
-                      key="keys/private.pem", out="ssi.bundle")
+    built = api.build_quantized(ratings, private="gender", clusters=8, delta_fraction=0.5, domains=["0:3"],
+                                key="keys/private.pem", out="ssi.bundle")
     print(built)                                   # leakage, distortion, new-user leakage
     report = api.evaluate("ssi.bundle", ratings, private="gender")
     released = api.sanitize("ssi.bundle", ratings.head(5), trusted="keys/public.pem").to_frame()
+    unsigned = api.evaluate(built.result, ratings, private="gender")   # a build's result in memory
 
 The stage above evaluation in the order tests/test_architecture.py checks (it runs the
 mechanisms, bundle and evaluation stages; the CLI does not depend on it).
 """
-from ._calls import BuildResult, Curve, Evaluation, Released, build, curve, evaluate, sanitize
 from ..data import csv_source
+from ._calls import (
+    BuildResult,
+    Curve,
+    Evaluation,
+    Released,
+    build_exact,
+    build_quantized,
+    curve,
+    evaluate,
+    sanitize,
+)
 
-__all__ = ["build", "evaluate", "curve", "sanitize", "BuildResult", "Evaluation", "Curve", "Released",
+__all__ = ["build_quantized", "build_exact", "evaluate", "curve", "sanitize", "BuildResult", "Evaluation", "Curve", "Released",
            "csv_source"]

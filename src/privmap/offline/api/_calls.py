@@ -3,7 +3,8 @@ names) or a CSV path in, a result object with the figures the CLI prints out.
 
 Each call runs the same code as its ``privmap`` command (the bundle bytes of a build are those
 ``privmap build`` writes for the same rows, options and issue time); a table in memory goes
-through a temporary CSV (:mod:`._frames`).
+through a temporary CSV (:func:`privmap.offline.data.csv_source`). Wherever a bundle is taken, a
+path, its bytes or a build's :class:`~privmap.offline.mechanisms.Result` (unsigned) will do.
 """
 from __future__ import annotations
 
@@ -14,9 +15,22 @@ from dataclasses import dataclass, field
 
 from .._errors import BuildError
 from .._files import atomic_write
-from ..data import csv_source
+from ..bundle import check_bundle, encode_payload, load_private_key, read_bytes, read_unverified, sign_bundle
+from ..data import Dataset, csv_source, declare
+from ..evaluation import (
+    baselines,
+    evaluate_table_bundle,
+    format_table,
+    format_table_report,
+    json_points,
+    sweep,
+    write_csv,
+)
+from ..measures import have_matplotlib, plot_curve
+from ..mechanisms import ExactOptions, QuantizedOptions, Result, exact, quantized
 
-__all__ = ["BuildResult", "Evaluation", "Curve", "Released", "build", "evaluate", "curve", "sanitize"]
+__all__ = ["BuildResult", "Evaluation", "Curve", "Released", "build_quantized", "build_exact", "evaluate", "curve",
+           "sanitize"]
 
 #: The figures of a seed-000 build that ``privmap build --json`` prints, read from the bundle's metrics.
 BUILD_FIGURES = ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r", "delta_plus_r", "clusters", "n",
@@ -25,14 +39,18 @@ BUILD_FIGURES = ("leakage_before_bits", "leakage_bits", "distortion", "delta", "
 
 @dataclass(frozen=True)
 class BuildResult:
-    """A built bundle: ``payload`` (the unsigned payload dict), ``bundle`` (the signed bytes, or
-    None when no key was given), ``out`` (where they were written, or None) and ``build``
-    (:class:`privmap.offline.Build`: alphabet, prior, solved and compressed tables)."""
+    """A built bundle: ``result`` (the mechanism's :class:`~privmap.offline.mechanisms.Result`:
+    the unsigned payload and the build's record), ``bundle`` (the signed bytes, or None when no
+    key was given) and ``out`` (where they were written, or None)."""
 
-    payload: dict
+    result: Result = field(repr=False)
     bundle: bytes | None
     out: pathlib.Path | None
-    build: object = field(repr=False)
+
+    @property
+    def payload(self) -> dict:
+        """The unsigned payload."""
+        return self.result.payload
 
     @property
     def metrics(self) -> dict:
@@ -45,7 +63,7 @@ class BuildResult:
         new-user leakage and the codebook step's figures, and the bundle's size in bytes."""
         metrics = self.payload["metrics"]
         summary = {"bytes": len(self.bundle) if self.bundle is not None else None,
-                   **{k: metrics[k] for k in BUILD_FIGURES}, "solver": self.build.solved.solver}
+                   **{k: metrics[k] for k in BUILD_FIGURES}, "solver": self.result.detail.solved.solver}
         summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
         return summary
 
@@ -64,13 +82,12 @@ class BuildResult:
 def _private_key(key, passphrase):
     if key is None or hasattr(key, "sign"):
         return key
-    from ..bundle._keys import load_private_key
     return load_private_key(pathlib.Path(key), password=passphrase)
 
 
-def build(data, *, private: str, columns=None, key=None, passphrase: bytes | None = None, out=None,
-          domains=(), **options) -> BuildResult:
-    """Build a seed-000 bundle (``privmap build``) from labelled rows.
+def build_quantized(data, *, private: str, columns=None, public=None, key=None, passphrase: bytes | None = None,
+                    out=None, domains=(), **options) -> BuildResult:
+    """Build a quantized bundle (``privmap build``) from labelled rows.
 
     Parameters
     ----------
@@ -78,6 +95,8 @@ def build(data, *, private: str, columns=None, key=None, passphrase: bytes | Non
         Labelled rows: the private column and the public ones (a NumPy array needs ``columns``).
     private : str
         The private column.
+    public : str or sequence of str, optional
+        The public columns (a string: comma-separated); default every other column.
     key : path or Ed25519PrivateKey, optional
         Signs the bundle (checked with the device runtime); without it ``bundle`` is None.
     out : path, optional
@@ -86,8 +105,9 @@ def build(data, *, private: str, columns=None, key=None, passphrase: bytes | Non
         Declared domains as ``--domain`` takes them: ``"LO:HI"`` for every public column,
         ``"COL=LO:HI"`` for one.
     **options
-        Any field of :class:`privmap.offline.BuildOptions`: ``clusters``, ``delta`` or
-        ``delta_fraction``, ``mechanism``, ``metric``, ``holdout_folds``, ``issued_at``, ...
+        Any field of :class:`privmap.offline.QuantizedOptions`: ``clusters``, ``delta`` or
+        ``delta_fraction``, ``metric``, ``cross_fitting`` (a :class:`~privmap.offline.CrossFitting`
+        or None), ``issued_at``, ...
 
     Raises
     ------
@@ -95,27 +115,36 @@ def build(data, *, private: str, columns=None, key=None, passphrase: bytes | Non
         Bad options or data (named as in the CLI, the table as ``DataFrame``), ``out`` without ``key``,
         or a bundle the device would refuse.
     """
-    from ..bundle._write import check_bundle, encode_payload, sign_bundle
-    from ..data._schema import declare
-    from ..mechanisms.quantized._pipeline import BuildOptions
-    from ..mechanisms.quantized._pipeline import build as run_build
+    built_options = QuantizedOptions(declared=declare(None, list(domains)) if domains else None, **options)
+    return _built(data, columns, private, public, False, quantized.build, built_options, key, passphrase, out)
+
+
+def build_exact(data, *, private: str, columns=None, public=None, key=None, passphrase: bytes | None = None,
+                out=None, **options) -> BuildResult:
+    """Build an exact bundle (``privmap build --mechanism exact``) from labelled categorical rows.
+
+    Parameters are :func:`build_quantized`'s (less ``domains``); ``**options`` any field of
+    :class:`privmap.offline.ExactOptions`. Raises as :func:`build_quantized`.
+    """
+    return _built(data, columns, private, public, True, exact.build, ExactOptions(**options), key, passphrase, out)
+
+
+def _built(data, columns, private, public, categorical: bool, build, options, key, passphrase, out) -> BuildResult:
+    """Read the rows, run ``build`` on them, sign with ``key`` and write to ``out``."""
     if out is not None and key is None:
         raise BuildError("out= needs key= to sign the bundle")
-    if "public" in options and isinstance(options["public"], str):
-        options["public"] = tuple(c.strip() for c in options["public"].split(","))
-    declared = declare(None, list(domains)) if domains else None
-    build_options = BuildOptions(private=private, declared=declared, **options)
+    if isinstance(public, str):
+        public = tuple(c.strip() for c in public.split(","))
     private_key = _private_key(key, passphrase)
     with csv_source(data, columns) as path:
-        built = run_build(path, build_options)
+        result = build(Dataset.from_csv(path, private=private, public=public, categorical=categorical), options)
     bundle = None
     if private_key is not None:
-        bundle = sign_bundle(encode_payload(built.payload), private_key)
-        check_bundle(bundle, private_key.public_key(), now=built.payload["issued_at"])
+        bundle = sign_bundle(encode_payload(result.payload), private_key)
+        check_bundle(bundle, private_key.public_key(), now=result.payload["issued_at"])
     if out is not None:
         atomic_write(pathlib.Path(out), bundle)
-    return BuildResult(payload=built.payload, bundle=bundle, out=pathlib.Path(out) if out is not None else None,
-                       build=built)
+    return BuildResult(result=result, bundle=bundle, out=pathlib.Path(out) if out is not None else None)
 
 
 @dataclass(frozen=True)
@@ -138,15 +167,16 @@ class Evaluation:
         return self.summary["distortion"]
 
     def __str__(self) -> str:
-        from ..evaluation._bundle_report import format_table_report
         return format_table_report(self.summary)
 
 
 def _payload(bundle, trusted) -> tuple[dict, bool]:
-    """The bundle's payload (from a path or bytes) and whether a trusted key verified it."""
+    """The bundle's payload (from a path, bytes, a :class:`Result` or a :class:`BuildResult`) and
+    whether a trusted key verified it (a result in memory is unsigned: never)."""
     from privmap.device import Keyring, load_bundle
 
-    from ..bundle._inspect import read_bytes, read_unverified
+    if isinstance(bundle, (Result, BuildResult)):
+        return bundle.payload, False
     data = bytes(bundle) if isinstance(bundle, (bytes, bytearray)) else read_bytes(pathlib.Path(bundle))
     if trusted is None:
         return read_unverified(data)[0], False
@@ -157,10 +187,10 @@ def _payload(bundle, trusted) -> tuple[dict, bool]:
 
 def evaluate(bundle, data, *, private: str, columns=None, trusted=None, seed: int = 0, test_fraction: float = 0.3,
              permutations: int = 20, attacker: bool = True) -> Evaluation:
-    """Measure a quantized or exact ``bundle`` (a path, or the bytes of :attr:`BuildResult.bundle`) on
+    """Measure a quantized or exact ``bundle`` (a path, bytes, or a build's :class:`Result`) on
     labelled rows ``data`` (a path, a DataFrame, or a NumPy array with ``columns``), as
     ``privmap evaluate`` does. ``trusted`` (a public-key PEM path or a :class:`~privmap.device.Keyring`)
-    verifies the bundle first; without it the payload is read unverified.
+    verifies a signed bundle first; without it (or for a result in memory) the payload is read unverified.
 
     Raises
     ------
@@ -169,7 +199,6 @@ def evaluate(bundle, data, *, private: str, columns=None, trusted=None, seed: in
     PrivmapDeviceError
         With ``trusted``: a bundle the device refuses.
     """
-    from ..evaluation._bundle_report import evaluate_table_bundle
     payload, verified = _payload(bundle, trusted)
     if payload["mechanism"] not in ("quantized", "exact"):
         raise BuildError(f"evaluate() measures quantized and exact bundles; use 'privmap evaluate' for a "
@@ -191,20 +220,17 @@ class Curve:
     _raw: list = field(repr=False)
 
     def __str__(self) -> str:
-        from ..evaluation import _curve
-        return _curve.format_table(self._raw)
+        return format_table(self._raw)
 
     def to_csv(self, path) -> None:
         """Write the points as ``privmap curve --csv`` does."""
-        from ..evaluation import _curve
-        _curve.write_csv(self._raw, pathlib.Path(path))
+        write_csv(self._raw, pathlib.Path(path))
 
     def plot(self, path, *, title: str | None = None):
         """Write the plot as ``privmap curve --png`` does; the path, or None without matplotlib."""
-        from ..evaluation import _plots
-        if not _plots.have_matplotlib():
+        if not have_matplotlib():
             return None
-        return _plots.plot_curve(self._raw, pathlib.Path(path), auc=any(p.get("roc_auc") is not None
+        return plot_curve(self._raw, pathlib.Path(path), auc=any(p.get("roc_auc") is not None
                                                                         for p in self.points),
                                  baselines=self.baselines, title=title)
 
@@ -221,8 +247,6 @@ def curve(data, *, private: str, deltas, clusters=(16,), columns=None, public=No
     BuildError
         Bad data, or ``deltas`` / ``clusters`` empty or negative.
     """
-    from ..data._dataset import load_dataset
-    from ..evaluation import _curve
     delta_list, k_list = [float(d) for d in deltas], [int(k) for k in clusters]
     if not delta_list or any(not math.isfinite(d) or d < 0 for d in delta_list):
         raise BuildError(f"deltas must be finite numbers >= 0, got {list(deltas)}")
@@ -231,16 +255,15 @@ def curve(data, *, private: str, deltas, clusters=(16,), columns=None, public=No
     metric = metric or ("erasures" if mechanism == "exact" else "l2")
     cols = [c.strip() for c in public.split(",")] if isinstance(public, str) else public
     with csv_source(data, columns) as path:
-        ds, _ = load_dataset(path, private=private, public=cols, categorical=mechanism == "exact").without_all_missing()
-    raw = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
+        ds, _ = Dataset.from_csv(path, private=private, public=cols, categorical=mechanism == "exact").without_all_missing()
+    raw = sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                        mechanism=mechanism, metric=metric, seed=seed, solver=solver, attacker=attacker,
                        test_fraction=test_fraction, private_name=private)
     base = None
     if mechanism == "quantized":
-        from ..evaluation._baselines import baselines
         base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
                          attacker=attacker, clusters=[k for k in k_list if k])
-    return Curve(points=_curve.json_points(raw), baselines=base, _raw=raw)
+    return Curve(points=json_points(raw), baselines=base, _raw=raw)
 
 
 @dataclass(frozen=True)
@@ -259,11 +282,13 @@ class Released:
         return pd.DataFrame(self.rows, columns=list(self.columns))
 
 
-def sanitize(bundle, data, *, trusted, columns=None, skip_invalid: bool = False) -> Released:
+def sanitize(bundle, data, *, trusted=None, columns=None, skip_invalid: bool = False) -> Released:
     """Release each row of ``data`` (a DataFrame, a NumPy array with ``columns``, or a CSV path) through
     ``bundle`` (a path or bytes) as one device per row would, after verifying it with ``trusted`` (a
-    public-key PEM path or a :class:`~privmap.device.Keyring`). The table's columns must include the
-    bundle's features (any order; others, such as the private column, are never read).
+    public-key PEM path or a :class:`~privmap.device.Keyring`). A build's :class:`Result` (unsigned,
+    ``trusted`` None) goes to the device runtime signed with a key made for this call alone. The
+    table's columns must include the bundle's features (any order; others, such as the private
+    column, are never read).
 
     Raises
     ------
@@ -276,6 +301,12 @@ def sanitize(bundle, data, *, trusted, columns=None, skip_invalid: bool = False)
 
     from privmap.device import Keyring, load_bundle, read_bundle_file
     from privmap.device.errors import InputError
+    if isinstance(bundle, (Result, BuildResult)):
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        if trusted is not None:
+            raise BuildError("trusted= verifies a signed bundle; a build's result in memory is unsigned")
+        key = Ed25519PrivateKey.generate()
+        bundle, trusted = sign_bundle(encode_payload(bundle.payload), key), Keyring([key.public_key()])
     keyring = trusted if isinstance(trusted, Keyring) else Keyring.from_pem_files(trusted)
     loaded = (load_bundle(bytes(bundle), keyring) if isinstance(bundle, (bytes, bytearray))
               else read_bundle_file(pathlib.Path(bundle), keyring))

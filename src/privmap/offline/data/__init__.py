@@ -10,8 +10,9 @@ private attribute and blanks missing not at random, :func:`synthetic_ratings`).
 from ._dataset import Dataset, load_dataset
 from ._distortion import METRICS, nearest, pairwise
 from ._frames import csv_source, is_table
-from ._prior import joint_prior
-from ._quantize import Quantization, quantize
+from ._partitioned import Partition, Source, open_source
+from ._prior import joint_prior, posterior_prior, prior_from_counts
+from ._quantize import Quantization, domain_points, kmeans, observed_domain, quantize
 from ._schema import (
            Column,
            Declaration,
@@ -23,6 +24,6 @@ from ._schema import (
 )
 from ._synthetic import SyntheticRatings, synthetic_ratings
 
-__all__ = ["Dataset", "load_dataset", "csv_source", "is_table", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize",
+__all__ = ["Dataset", "load_dataset", "csv_source", "is_table", "open_source", "Source", "Partition", "posterior_prior", "prior_from_counts", "METRICS", "nearest", "pairwise", "joint_prior", "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",
            "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json",
            "SyntheticRatings", "synthetic_ratings"]

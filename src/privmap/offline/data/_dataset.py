@@ -15,10 +15,12 @@ from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
-from privmap.device import MAX_ABS_CELL, Limits
+from privmap.device import Limits
+from privmap.device.constants import MAX_ABS_CELL
 
 from .._errors import DatasetError
 from .._listing import name_some
+from ._frames import csv_source
 
 #: Fewest data rows a prior can be estimated from.
 MIN_ROWS = 10
@@ -87,6 +89,30 @@ class Dataset:
         if not keep.any():
             raise DatasetError("every row has every public cell missing")
         return replace(self, public=self.public[keep], private=self.private[keep]), dropped
+
+    @classmethod
+    def from_csv(cls, path: str | pathlib.Path, **kwargs) -> "Dataset":
+        """The rows of a labelled CSV file: :func:`load_dataset`, whose keyword arguments
+        (``private``, ``public``, ``categorical``, ``missing_tokens``, ...) it takes.
+        Raises :class:`DatasetError` as it does."""
+        return load_dataset(path, **kwargs)
+
+    @classmethod
+    def from_frame(cls, table, *, columns: Sequence[str] | None = None, **kwargs) -> "Dataset":
+        """The rows of a table in memory (a pandas DataFrame, or a NumPy array whose ``columns``
+        are named), read as :meth:`from_csv` reads the CSV :func:`._frames.csv_source` writes of it
+        (so ``sha256`` is that CSV's, and a bundle built from either is the same); messages name
+        the table ``DataFrame``.
+
+        Raises
+        ------
+        BuildError
+            A NumPy table that is not 2-D, or without ``columns`` naming each column.
+        DatasetError
+            As :func:`load_dataset`.
+        """
+        with csv_source(table, columns) as path:
+            return load_dataset(path, **kwargs)
 
 
 def load_dataset(

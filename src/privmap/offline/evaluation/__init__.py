@@ -1,22 +1,33 @@
-"""Measuring what a bundle delivers: leakage, distortion, attacks, utility, curves and plots.
+"""Measuring what a bundle delivers, whatever its mechanism: the bundle report, curves and baselines.
 
-Private modules: ``_evaluate`` (a bundle or table measured on labelled rows), ``_attacks`` (MAP
-and logistic-regression adversaries), ``_curve`` (privacy-distortion sweeps), ``_plots``
-(matplotlib figures), ``_recommender`` (matrix-factorisation RMSE, seed 000's Table I),
-``_service_utility`` (utility as the service sees it: a recommender's RMSE, value kept and NDCG@10
-on held-out users' hidden ratings with their true, released or no rows), ``_service_svd``
-(the service's recommender, scikit-surprise's SVD), ``_realvalued`` (attacks on
-the nullspace and gaussian kinds), ``_baselines`` (constant release and randomized response, the
-figures a bundle must beat), ``_bundle_report`` (a seed-000 bundle measured on labelled rows, as
-``privmap evaluate`` and the notebook API report it), ``_funnel_curve`` (seed 003's greedy/negligent curves beside seed
-000), ``_maxcorr_compare`` (a max-correlation bundle beside seed 000 on labelled rows).
+A bundle is measured by its mechanism's evaluation view (the registry
+:func:`privmap.offline.mechanisms.view_of` dispatches on the payload's ``mechanism``) with what
+any release is measured by (:mod:`privmap.offline.measures`: attackers, drift, utility, plots).
+
+Private modules: ``_bundle_report`` (a bundle measured on labelled rows, as ``privmap evaluate``
+and the notebook API report it), ``_curve`` (privacy-distortion sweeps), ``_baselines``
+(constant release, randomized response and quantization alone: the figures a bundle must beat).
 """
-from ._evaluate import evaluate_view, view_from_payload, view_from_table
-from ._funnel_curve import funnel_sweep
-from ._maxcorr_compare import compare_max_correlation
-from ._realvalued import attack_scores, evaluate_payload, nullspace_experiment
-from ._service_utility import ServiceUtility, hide_ratings, recommender_utility
+from ._baselines import (
+    DEFAULT_EPSILONS,
+    baselines,
+    bundle_baselines,
+    channel_release,
+    constant_release,
+    format_baselines,
+    format_quantization_alone,
+    ldp_epsilon_bound_bits,
+    oue_channel,
+    per_output_leakage,
+    quantization_alone,
+    randomized_response,
+    rr_channel,
+)
+from ._bundle_report import declared, evaluate_table_bundle, format_declared, format_table_report, load_for
+from ._curve import CSV_COLUMNS, RECOMMENDER_COLUMNS, build_problem, format_table, json_points, sweep, write_csv
 
-__all__ = ["evaluate_view", "view_from_payload", "view_from_table", "funnel_sweep", "compare_max_correlation",
-           "attack_scores", "evaluate_payload", "nullspace_experiment", "ServiceUtility", "hide_ratings",
-           "recommender_utility"]
+__all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared",
+           "sweep", "build_problem", "format_table", "write_csv", "json_points", "CSV_COLUMNS", "RECOMMENDER_COLUMNS",
+           "baselines", "bundle_baselines", "format_baselines", "format_quantization_alone", "DEFAULT_EPSILONS",
+           "constant_release", "randomized_response", "quantization_alone", "rr_channel", "oue_channel",
+           "channel_release", "ldp_epsilon_bound_bits", "per_output_leakage"]

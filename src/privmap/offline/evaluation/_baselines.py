@@ -27,7 +27,10 @@ from typing import Sequence
 
 import numpy as np
 
-from . import _attacks
+from ..data import nearest, quantize
+from ..measures import logistic_attack, split_rows
+from ..mechanisms.quantized import evaluate_view, metric_center
+from ..mechanisms.recommender import FactorView
 
 #: Epsilons per cell for the randomized-response baseline.
 DEFAULT_EPSILONS = (0.5, 1.0, 2.0, 4.0)
@@ -39,7 +42,6 @@ def constant_release(reference, rows, metric: str) -> tuple[np.ndarray, float]:
     Integer columns of ``reference`` get integer values; values stay in its range. NaN cells (blank
     answers) are masked, in the fit and in the distortion, as the device masks them.
     """
-    from ..mechanisms.quantized._codebook import metric_center
     reference = np.asarray(reference, dtype=float)
     rows = np.asarray(rows, dtype=float)
     integer = np.all(np.isnan(reference) | (reference == np.round(reference)), axis=0)
@@ -75,8 +77,6 @@ def quantization_alone(train, test, clusters: int, metric: str, *, seed: int = 0
     training rows; rounding may merge some) and their mean distortion on ``test`` (metric's unit).
     Raises :class:`~privmap.offline._errors.DatasetError` for ``clusters`` below 1.
     """
-    from ..data._distortion import nearest
-    from ..data._quantize import quantize
     train = np.asarray(train, dtype=float)
     test = np.asarray(test, dtype=float)
     k = min(int(clusters), np.unique(train, axis=0).shape[0])
@@ -102,7 +102,7 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
     epsilons : sequence of float
         Per-cell epsilons of randomized response.
     seed, test_fraction, attacker
-        As :func:`privmap.offline.evaluation._evaluate.evaluate_view`.
+        As :func:`privmap.offline.mechanisms.quantized.evaluate_view`.
     clusters : sequence of int
         K of the quantization-alone baseline (:func:`quantization_alone`), one entry each.
 
@@ -115,7 +115,6 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
         constant_distortion (the constant's on the same rows), roc_auc (attacker on the released
         rows, None without ``attacker``)}.
     """
-    from ._evaluate import _split
     public = np.asarray(public, dtype=float)
     private = np.asarray(private, dtype=np.int64)
     reference = public if reference is None else np.asarray(reference, dtype=float)
@@ -124,7 +123,7 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
                         "roc_auc": 0.5 if attacker else None}}
     levels = [_observed(np.unique(np.concatenate([reference[:, k], public[:, k]]))) for k in range(public.shape[1])]
     rng = np.random.default_rng(seed)
-    split = _split(public.shape[0], private, test_fraction, seed) if attacker else None
+    split = split_rows(public.shape[0], private, test_fraction, seed) if attacker else None
     rr = []
     for eps in epsilons:
         released = randomized_response(public, levels, float(eps), rng)
@@ -132,12 +131,12 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
                  "distortion": float(np.mean(_rowwise(public, released, metric)))}
         if split is not None:
             train, test = split
-            point["roc_auc"] = _attacks.logistic_attack(released[train], private[train], released[test],
+            point["roc_auc"] = logistic_attack(released[train], private[train], released[test],
                                                         private[test], n_classes, seed=seed).roc_auc
         rr.append(point)
     out["randomized_response"] = rr
     if clusters:
-        train, test = split if split is not None else _split(public.shape[0], private, test_fraction, seed)
+        train, test = split if split is not None else split_rows(public.shape[0], private, test_fraction, seed)
         constant_test = float(np.mean(_rowwise(public[test], np.broadcast_to(row, public[test].shape), metric)))
         alone = []
         for k in clusters:
@@ -146,7 +145,7 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
                 _rowwise(public[test], released[test], metric))), "constant_distortion": constant_test,
                 "roc_auc": None}
             if attacker:
-                point["roc_auc"] = _attacks.logistic_attack(released[train], private[train], released[test],
+                point["roc_auc"] = logistic_attack(released[train], private[train], released[test],
                                                             private[test], n_classes, seed=seed).roc_auc
             alone.append(point)
         out["quantization_alone"] = alone
@@ -192,10 +191,8 @@ def bundle_baselines(view, public, private, *, seed: int = 0, test_fraction: flo
     distortion is in stars of predicted ratings, not in these baselines' raw-row units (its
     recommender figures compare what the service gets from each release).
     """
-    from ._factor_view import FactorView
     if view.categorical or isinstance(view, FactorView):
         return None
-    from ._evaluate import evaluate_view
     clusters = (len(view.inputs),) if view.mechanism == "quantized" else ()
     out = baselines(public, private, len(view.classes), view.metric, epsilons=epsilons, seed=seed,
                     test_fraction=test_fraction, attacker=attacker, clusters=clusters)

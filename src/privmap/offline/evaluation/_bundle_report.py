@@ -3,7 +3,7 @@ and what the notebook API returns (:func:`privmap.offline.api.evaluate`).
 
 :func:`evaluate_table_bundle` loads the rows with the bundle's features (a numeric feature's
 missing token read as a missing answer, as the device does; private codes in the bundle's class
-order), measures leakage, distortion and the attackers (:mod:`._evaluate`), the baselines a bundle
+order), measures leakage, distortion and the attackers (:func:`privmap.offline.mechanisms.quantized.evaluate_view`), the baselines a bundle
 must beat (:mod:`._baselines`), and puts the bundle's own declared leakages beside them.
 """
 from __future__ import annotations
@@ -12,6 +12,12 @@ import pathlib
 
 from .._errors import BuildError
 from .._listing import name_some
+from ..bundle import payload_output_leakage
+from ..data import load_dataset
+from ..measures import drift_check, format_drift
+from ..mechanisms import view_of
+from ..mechanisms.quantized import evaluate_view, format_summary
+from ._baselines import bundle_baselines, format_baselines
 
 __all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared"]
 
@@ -20,13 +26,13 @@ def evaluate_table_bundle(payload: dict, data, private: str, *, seed: int = 0, t
                           permutations: int = 20, attacker: bool = True, recommender: bool | None = None) -> dict:
     """The evaluation of a quantized or exact ``payload`` on the labelled CSV ``data`` (a path).
 
-    Returns a dict: ``data_sha256``, the measured summary of :func:`._evaluate.evaluate_view`
+    Returns a dict: ``data_sha256``, the measured summary of :func:`privmap.offline.mechanisms.quantized.evaluate_view`
     (``leakage_bits``, ``distortion``, ``attacker``, ``recommender`` when measured, ...),
     ``declared`` (the bundle's own leakages, :func:`declared`), ``baselines``
     (:func:`._baselines.bundle_baselines`) and ``drift`` (whether the rows' prior lies in the
-    bundle's confidence set, :func:`._drift.drift_check`).
+    bundle's confidence set, :func:`privmap.offline.measures.drift_check`).
 
-    ``recommender``: True measures the service's recommender figures (:mod:`._service_utility`),
+    ``recommender``: True measures the service's recommender figures (:func:`privmap.offline.measures.recommender_utility`),
     False skips them, None (default) measures them when the rows are ratings with blank cells
     (a numeric bundle, DATA with a missing answer), and then records why in
     ``recommender_note`` instead of failing when they cannot be measured.
@@ -37,13 +43,7 @@ def evaluate_table_bundle(payload: dict, data, private: str, *, seed: int = 0, t
         Unreadable data, a missing feature or private column, private values the bundle does not
         know, or recommender figures asked for (True) that cannot be measured.
     """
-    from ._baselines import bundle_baselines
-    from ._evaluate import evaluate_view, view_from_payload
-    if payload["mechanism"] == "recommender":
-        from ._factor_view import view_of_recommender
-        view = view_of_recommender(payload)
-    else:
-        view = view_from_payload(payload)
+    view = view_of(payload)
     ds, codes = load_for(data, private, payload, view.categorical)
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
                            permutations=permutations, attacker=attacker, recommender=recommender)
@@ -54,10 +54,9 @@ def evaluate_table_bundle(payload: dict, data, private: str, *, seed: int = 0, t
 
 
 def _drift(payload, view, public, codes, bias_bits, seed) -> dict:
-    """The drift check of the rows against the bundle's confidence set (:mod:`._drift`)."""
+    """The drift check of the rows against the bundle's confidence set (:func:`privmap.offline.measures.drift_check`)."""
     import numpy as np
 
-    from ._drift import drift_check
     symbols = view.lookup(public)
     matched = symbols >= 0
     metrics = payload["metrics"]
@@ -69,9 +68,6 @@ def _drift(payload, view, public, codes, bias_bits, seed) -> dict:
 
 def format_table_report(report: dict) -> str:
     """The text ``privmap evaluate`` prints for :func:`evaluate_table_bundle`'s dict."""
-    from ._baselines import format_baselines
-    from ._drift import format_drift
-    from ._evaluate import format_summary
     lines = [format_summary(report), format_declared(report["declared"]), format_drift(report["drift"])]
     if report["baselines"] is not None:
         auc = report.get("attacker", {}).get("after", {}).get("roc_auc")
@@ -84,7 +80,6 @@ def declared(payload: dict) -> dict:
     bits on the training prior (``max_output_leakage_bits``, declared or computed from the payload as
     ``inspect`` does; None when unbounded) and where that figure comes from
     (``max_output_leakage_note``)."""
-    from ..bundle._inspect import payload_output_leakage
     metrics = payload["metrics"]
     epsilon, note = payload_output_leakage(payload)
     return {**{key: metrics.get(key) for key in (
@@ -115,7 +110,6 @@ def load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool)
     answer, as the device does), private codes in the bundle's class order."""
     import numpy as np
 
-    from ..data._dataset import load_dataset
     model = payload.get("model")
     if model is not None:       # a recommender bundle: rows are its rating columns
         features = list(model["columns"])

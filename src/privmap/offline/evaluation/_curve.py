@@ -4,9 +4,9 @@ For each K the public data is quantized once (Algorithm 2; K = 0 means no
 quantization, every distinct row is a symbol, Algorithm 1) or, for the exact
 erasure mechanism, turned into the erasure instance; then program (19) is solved
 for each Delta and the solved table is measured on the same data with
-:func:`privmap.offline.evaluation._evaluate.evaluate_view` (leakage, distortion on the raw
+:func:`privmap.offline.mechanisms.quantized.evaluate_view` (leakage, distortion on the raw
 rows, MAP and logistic-regression attackers; with ``recommender``, the service's recommender
-figures of :mod:`._service_utility`).
+figures of :func:`privmap.offline.measures.recommender_utility`).
 """
 from __future__ import annotations
 
@@ -19,16 +19,21 @@ import numpy as np
 
 from .._errors import BuildError, InfeasibleError
 from .._information import max_output_leakage_bits
-from ..data._distortion import pairwise
-from ..data._prior import joint_prior
-from ..mechanisms.quantized._erasure import erasure_problem, input_alphabet
-from ..solvers import solve
-from ._evaluate import evaluate_view, view_from_table
+from ..data import joint_prior, observed_domain, pairwise, quantize
+from ..mechanisms.quantized import (
+    erasure_problem,
+    evaluate_view,
+    input_alphabet,
+    metric_center,
+    refine,
+    view_from_table,
+)
+from ..solvers import certified_leakage_bits, confidence_set, counts_from_prior, solve
 
 #: Most symbols an unquantized (K = 0) numeric sweep accepts.
 MAX_UNQUANTIZED = 600
 
-#: The recommender figures of each point (:mod:`._service_utility`; NaN when not measured): the
+#: The recommender figures of each point (:func:`privmap.offline.measures.recommender_utility`; NaN when not measured): the
 #: true and nothing cases are the same for every point of a sweep (one split, one hiding).
 RECOMMENDER_COLUMNS = ("rmse_true", "rmse_released", "rmse_nothing", "value_kept", "ndcg_at_k_true",
                        "ndcg_at_k_released", "ndcg_at_k_nothing", "recall_at_k_true", "recall_at_k_released",
@@ -88,7 +93,6 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
             raise BuildError(f"{centers.shape[0]} distinct rows: too many to sweep without quantization "
                              f"(at most {MAX_UNQUANTIZED}); give --clusters")
     else:
-        from ..data._quantize import quantize
         qz = quantize(X, int(clusters), metric=metric, seed=seed)
         centers, labels = qz.centers, qz.labels
     D = pairwise(centers, centers, metric)
@@ -118,7 +122,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     outputs and classes of |log2 p(a | c_hat) - log2 p(a)| in bits (``inf`` when an output rules a
     class out; :func:`privmap.offline._information.max_output_leakage_bits`).
     ``recommender`` (True, False, or None = when the rows have blank cells; as
-    :func:`._evaluate.evaluate_view` takes it) fills :data:`RECOMMENDER_COLUMNS` on the
+    :func:`privmap.offline.mechanisms.quantized.evaluate_view` takes it) fills :data:`RECOMMENDER_COLUMNS` on the
     attacker's held-out rows; the true and nothing fits are made once for the sweep.
     """
     points = []
@@ -165,7 +169,6 @@ def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray]
     without a confidence)."""
     if confidence is None:
         return lambda table: math.nan
-    from ..solvers import certified_leakage_bits, confidence_set, counts_from_prior
     counts = counts_from_prior(prob.p_ac, len(prob.labels))
     if counts is None:
         return lambda table: math.nan
@@ -177,8 +180,6 @@ def _codebook_step(prob: Problem, res, public, metric: str, solver: str, domain:
     """The build's codebook step on a sweep point's solve ``res``: released rows kept to ``domain``
     (:func:`sweep`; default: columns whose observed values are whole numbers stay whole, in the
     observed range); re-solves warm-started from ``res``, as in the build."""
-    from ..data._quantize import observed_domain
-    from ..mechanisms.quantized._codebook import metric_center, refine
     X = np.asarray(public, dtype=float)
     integer, lo, hi = domain if domain is not None else observed_domain(X)
     integer = np.asarray(integer, dtype=bool)

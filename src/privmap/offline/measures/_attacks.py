@@ -19,7 +19,7 @@ import numpy as np
 
 from .._attacker import ERASED_TOKEN, AttackScores, cross_validated_scores, encode_features, logistic_attack
 from .._information import joint_output, mutual_information_bits
-from ..data._prior import joint_prior
+from ..data import joint_prior
 
 
 
@@ -90,3 +90,13 @@ def roc_curve_points(attack: AttackScores, positive: int = 1) -> tuple[np.ndarra
     from sklearn.metrics import roc_curve
     fpr, tpr, _ = roc_curve(attack.y_test == positive, attack.scores[:, positive])
     return fpr, tpr
+
+
+def split_rows(n: int, y: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test row indexes of ``n`` rows for an attacker: ``test_fraction`` of them held out,
+    stratified by the private codes ``y`` (n,) when every class present has two rows, seeded."""
+    from sklearn.model_selection import train_test_split
+    idx = np.arange(n)
+    counts = np.bincount(y)
+    stratify = y if counts[counts > 0].min() >= 2 else None
+    return train_test_split(idx, test_size=test_fraction, random_state=seed, stratify=stratify)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._information import leakage_bits
-from ..data._prior import joint_prior
+from ..data import joint_prior
 from ..solvers import DEFAULT_CONFIDENCE, certified_leakage_bits, confidence_set, counts_from_prior, l1_radius
 
 __all__ = ["drift_check", "format_drift"]

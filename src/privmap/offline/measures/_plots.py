@@ -22,7 +22,8 @@ def have_matplotlib() -> bool:
     return True
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the non-interactive Agg backend (needs matplotlib: :func:`have_matplotlib`)."""
     import matplotlib
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -48,7 +49,7 @@ def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion
         release drawn at (its distortion, 0 bits), randomized response as triangles on the AUC axis.
         Points with ``codebook`` = 1 are drawn solid, seed 000's mapping (``codebook`` = 0) dotted.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax2 = ax.twinx() if auc else None
     ks = sorted({p["k"] for p in points})
@@ -114,7 +115,7 @@ def plot_mapping_2d(centers_2d: np.ndarray, q: np.ndarray, colors: Sequence, pat
     drawn for q[c, j] >= ``min_prob`` with opacity and width growing with q[c, j];
     ``colors`` gives one colour per center (for instance its majority class).
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
     s = 20 + 200 * (sizes / sizes.max()) if sizes is not None else 40
     ax.scatter(centers_2d[:, 0], centers_2d[:, 1], c=list(colors), s=s, edgecolors="k", linewidths=0.5, zorder=3)
@@ -141,7 +142,7 @@ def plot_mapping_2d(centers_2d: np.ndarray, q: np.ndarray, colors: Sequence, pat
 
 def plot_roc(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], path, *, title: str = "ROC of the attacker") -> str:
     """ROC curves, each given as (label, false-positive rates, true-positive rates)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 5))
     for label, fpr, tpr in curves:
         ax.plot(fpr, tpr, label=label)

@@ -1,10 +1,64 @@
-"""Seed 000: the mutual-information-optimal mapping, quantized (ratings) or exact (categorical tuples).
+"""Seed 000's quantized mechanism (Algorithm 2), and the seed-000 stages the exact mechanism shares.
 
-Private modules: ``_pipeline`` (the build: alphabet, prior, program (19), codebook step, integer
-table, payload), ``_erasure`` (the exact mechanism's alphabet of tuples and erasures), ``_missing``
-(the quantized alphabet under the "mask" and "impute" missing-answer policies), ``_codebook``
-(released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the cross-fitted
-leakage for new users), ``_autotune`` (``--clusters auto`` / ``--smoothing auto``),
-``_partitioned_build`` (the out-of-core build on Dask). The public names are re-exported by
-:mod:`privmap.offline.mechanisms`.
+Its face: :class:`QuantizedOptions` with the named guarantees (:class:`CrossFitting`,
+:class:`RobustCertificate`, :class:`OutputLimit`, :class:`Auto`), :func:`build` (a
+:class:`~privmap.offline.data.Dataset` in memory -> :class:`~privmap.offline.mechanisms.Result`),
+:func:`build_partitioned` (the out-of-core build on Dask), and the evaluation view.
+
+Private modules: ``_options`` (the options and :class:`Auto`), ``_build`` (:func:`build`, with
+the ``auto`` search), ``_pipeline`` (the pipeline from rows in memory: integer table, metrics,
+cross-fitting, payload; :class:`StageTimer`), ``_program`` (alphabet, prior, program (19),
+codebook step), ``_erasure`` (the exact mechanism's alphabet of tuples and erasures),
+``_missing`` (the quantized alphabet under the "mask" and "impute" missing-answer policies),
+``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
+cross-fitted leakage for new users), ``_tasks`` (the folds' worker processes), ``_reuse`` (folds
+started from the build's answers), ``_autotune`` (the ``auto`` search), ``_partitioned_build``
+(the out-of-core build on Dask), ``_view`` (the evaluation view, the exact mechanism's too).
 """
+from .._seed000 import CrossFitting, OutputLimit, RobustCertificate, Seed000Options
+from ._autotune import (
+    CANDIDATE_DELTA_FRACTIONS,
+    CANDIDATE_SMOOTHING,
+    Choice,
+    candidate_clusters,
+    choose,
+    format_candidates,
+)
+from ._build import build, build_points
+from ._codebook import metric_center, refine
+from ._erasure import (
+    ERASED,
+    categorical_code,
+    check_only_erases,
+    erasure_distortion,
+    erasure_problem,
+    input_alphabet,
+    lookup,
+)
+from ._holdout import HoldoutLeakage, cross_fitted_leakage
+from ._missing import DEFAULT_MISSING, MISSING_POLICIES
+from ._options import PRIORS, Auto, QuantizedOptions
+from ._partitioned_build import KMEANS, build_partitioned, check_partitioned, dask_client
+from ._pipeline import Build, StageTimer, build_dataset, start
+from ._program import Alphabet, Solved, solve_dataset, solve_prior
+from ._view import (
+    Evaluation,
+    MappingView,
+    evaluate_view,
+    format_summary,
+    table_probabilities,
+    view_from_bundle,
+    view_from_payload,
+    view_from_table,
+    view_release,
+)
+
+__all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "PRIORS",
+           "build", "build_points", "build_dataset", "start", "Build", "StageTimer",
+           "build_partitioned", "check_partitioned", "dask_client", "KMEANS",
+           "metric_center", "refine", "choose", "Choice", "format_candidates", "candidate_clusters", "CANDIDATE_SMOOTHING",
+           "CANDIDATE_DELTA_FRACTIONS", "HoldoutLeakage", "cross_fitted_leakage",
+           "Alphabet", "Solved", "solve_dataset", "solve_prior", "DEFAULT_MISSING", "MISSING_POLICIES",
+           "MappingView", "Evaluation", "evaluate_view", "view_from_payload", "view_from_table", "view_from_bundle",
+           "view_release", "table_probabilities", "format_summary",
+           "ERASED", "erasure_problem", "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup"]

@@ -50,10 +50,11 @@ import numpy as np
 
 from ..._errors import BuildError
 from ..._information import mutual_information_bits
-from ...data._dataset import Dataset
+from ...data import Dataset
 from ._holdout import HoldoutLeakage, cross_fitted_many
-from ._reuse import BuildStart, starts_folds
+from ._options import AUTO_NEEDS_FOLDS, QuantizedOptions
 from ._program import Solved, solve_dataset
+from ._reuse import BuildStart, starts_folds
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
 MIN_USERS_PER_CLUSTER = 32
@@ -103,8 +104,14 @@ class Choice:
     candidate_costs: tuple = field(default=(), compare=False)
 
     def build_kwargs(self) -> dict:
-        """Keyword arguments of :func:`privmap.offline.mechanisms.quantized._pipeline.build` for the chosen candidate."""
+        """Keyword arguments of :func:`._pipeline.build_dataset` for the chosen candidate."""
         return {"holdout": self.holdout, "solved": self.solved}
+
+    def chosen(self, options: QuantizedOptions) -> QuantizedOptions:
+        """``options`` (those searched with) as the chosen candidate's: its K, smoothing and,
+        when searched, budget fraction, and no search left to run."""
+        budget = {} if self.delta_fraction is None else {"delta": None, "delta_fraction": self.delta_fraction}
+        return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None, **budget)
 
     def summary(self) -> dict:
         """The search for ``build --json``: choice, targets and the candidate table."""
@@ -145,7 +152,7 @@ def default_target_bits(dataset: Dataset) -> float:
     return DEFAULT_TARGET_FRACTION * mutual_information_bits(np.diag(counts / counts.sum()))   # I(A; A) = H(A)
 
 
-def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
+def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[int] | None = None,
            smoothing: Sequence[float] | None = None, target_leakage_bits: float | None = None,
            target_auc: float | None = None, delta_fractions: Sequence[float] | None = None,
            jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> Choice:
@@ -154,21 +161,24 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     Parameters
     ----------
     dataset : Dataset
-    options : BuildOptions
+    options : QuantizedOptions
         The build's options; ``clusters`` and ``smoothing`` are replaced by each candidate's,
-        ``holdout_folds`` (>= 2) gives the folds every candidate shares.
+        ``cross_fitting`` (>= 2 folds) gives the folds every candidate shares, ``auto`` (if
+        any) the targets.
     clusters : sequence of int, optional
-        Candidate K (default :func:`candidate_clusters`).
+        Candidate K (default: the options' own K, or :func:`candidate_clusters` when it is None).
     smoothing : sequence of float, optional
-        Candidate pseudo-counts (default: the options' own smoothing only).
+        Candidate pseudo-counts (default: the options' own smoothing, or
+        :data:`CANDIDATE_SMOOTHING` when it is None).
     target_leakage_bits : float, optional
-        Out-of-sample leakage to stay under (bits).
+        Out-of-sample leakage to stay under (bits; default: ``options.auto``'s).
     target_auc : float, optional
-        Out-of-sample attacker ROC AUC to stay under. Without either target the default
-        target (:func:`default_target_bits`) applies.
+        Out-of-sample attacker ROC AUC to stay under (default: ``options.auto``'s). Without
+        either target the default target (:func:`default_target_bits`) applies.
     delta_fractions : sequence of float, optional
         Candidate budgets, as fractions of the perfect-privacy distortion, each tried with every
-        K (default: the options' own budget only). The chosen one is :attr:`Choice.delta_fraction`.
+        K (default: the options' own budget, or :data:`CANDIDATE_DELTA_FRACTIONS` when it gives
+        neither). The chosen one is :attr:`Choice.delta_fraction`.
     jobs : int, optional
         Processes that run the folds, this one included (:func:`._holdout.fold_jobs`).
     progress : callable(done: int, total: int), optional
@@ -178,11 +188,19 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     Raises
     ------
     BuildError
-        ``holdout_folds`` is 0, too few rows of a class for the folds, or no candidate could be built.
+        No cross-fitting, too few rows of a class for the folds, or no candidate could be built.
     """
-    folds = options.holdout_folds
+    folds = options.folds
     if folds < 2:
-        raise BuildError("--clusters auto judges candidates by cross-fitting; --holdout-folds must be at least 2")
+        raise BuildError(AUTO_NEEDS_FOLDS)
+    if clusters is None and options.clusters is not None:
+        clusters = (options.clusters,)
+    if smoothing is None and options.smoothing is None:
+        smoothing = CANDIDATE_SMOOTHING
+    if delta_fractions is None and options.searches_budget:
+        delta_fractions = CANDIDATE_DELTA_FRACTIONS
+    if options.auto is not None and target_leakage_bits is None and target_auc is None:
+        target_leakage_bits, target_auc = options.auto.target_leakage_bits, options.auto.target_auc
     distinct = np.unique(dataset.public, axis=0).shape[0]
     ks = (sorted({int(k) for k in clusters if 1 <= k <= distinct}) if clusters
           else candidate_clusters(dataset.n, distinct, folds, min_users_for(options))) or [distinct]
@@ -190,7 +208,7 @@ def choose(dataset: Dataset, options, *, clusters: Sequence[int] | None = None,
     fs = sorted({float(f) for f in delta_fractions}) if delta_fractions else [None]
     triples = [(k, s, f) for k in ks for s in ss for f in fs]
     pairs = [(k, s) for k, s, _ in triples]
-    candidates = [dataclasses.replace(options, clusters=k, smoothing=s,
+    candidates = [dataclasses.replace(options, clusters=k, smoothing=s, auto=None,
                                       **({} if f is None else {"delta": None, "delta_fraction": f}))
                   for k, s, f in triples]
     made = sum(starts_folds(c) for c in candidates)

@@ -196,8 +196,8 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
     ----------
     dataset : Dataset
         The build's rows.
-    options : BuildOptions
-        The build's options; each fold is built with them (``holdout_folds`` gives k
+    options : QuantizedOptions or ExactOptions
+        The build's options; each fold is built with them (``cross_fitting.folds`` gives k
         unless ``folds`` is passed).
     folds : int, optional
         Number of folds k (>= 2).
@@ -239,9 +239,9 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
     Parameters
     ----------
     dataset : Dataset
-    candidates : sequence of BuildOptions
+    candidates : sequence of QuantizedOptions or ExactOptions
         Options of each candidate; they must share the seed (the folds are drawn from it).
-        k is ``folds``, else the first candidate's ``holdout_folds``.
+        k is ``folds``, else the first candidate's cross-fitting folds.
     attacker : bool
     start : {"single", "restarts", "warm"}
         How each fold's k-means starts (:data:`STARTS`).
@@ -308,14 +308,14 @@ def start_cross_fitting(dataset: Dataset, options, *, jobs: int | None = None) -
     stages, which they do not depend on (a build below ``_reuse.START_CLUSTERS``): the workers fold
     while this process builds, and this process joins them when it reaches the estimate
     (:meth:`PendingFolds.result`; the same estimate, fold for fold). None where there would be no
-    worker (one process) or no folds (``options.holdout_folds`` 0).
+    worker (one process) or no folds (``options.cross_fitting`` None).
 
     Raises
     ------
     BuildError
         As :func:`cross_fitted_leakage`, before any worker starts.
     """
-    if not options.holdout_folds:
+    if not options.folds:
         return None
     folds = _Folds(dataset, [options], folds=None, attacker=False, start="single", centers=None, builds=None)
     processes = fold_jobs(len(folds.work), jobs)
@@ -334,7 +334,7 @@ class _Folds:
         seed = candidates[0].seed
         if any(o.seed != seed for o in candidates):
             raise BuildError("cross-fitted candidates must share the seed their folds are drawn from")
-        k = int(folds if folds is not None else candidates[0].holdout_folds)
+        k = int(folds if folds is not None else candidates[0].folds)
         counts = np.bincount(dataset.private, minlength=len(dataset.classes))
         if k < 2 or counts.min() < k:
             raise BuildError(f"cross-fitting needs every private class in each of {k} folds (smallest class has "
@@ -348,7 +348,7 @@ class _Folds:
         centers = list(centers) if start == "warm" else [None] * len(candidates)
         builds = list(builds) if builds is not None else [None] * len(candidates)
         self.tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
-        fold_options = [dataclasses.replace(o, holdout_folds=0) for o in candidates]
+        fold_options = [dataclasses.replace(o, cross_fitting=None) for o in candidates]
         self.work = [(dataset, fold_options[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
                       builds[c]) for c, i in self.tasks]
         self.k, self.seed, self.n_classes, self.candidates = k, seed, len(dataset.classes), len(candidates)

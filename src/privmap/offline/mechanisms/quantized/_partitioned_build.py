@@ -28,7 +28,7 @@ rows (mechanism, metric, k-means variant, headers, the declarations of ``--domai
 4. psi = the device's nearest-representative rule (masked over missing cells) on every row,
    kept on the workers with each row's cross-fitting fold; counts of (fold, private class,
    representative) -> p(a, c); r and the mean quantization distance over observed cells.
-5. program (19) on p(a, c) (:func:`~privmap.offline.mechanisms.quantized._pipeline.solve_prior`).
+5. program (19) on p(a, c) (:func:`._program.solve_prior`).
 6. the codebook step out of core (:func:`codebook_out_of_core`), one round: a pass for the
    weighted mean of the rows each output receives, :data:`WEISZFELD_PASSES` passes of
    Weiszfeld's iteration towards the geometric median, each output moved to the best
@@ -68,7 +68,6 @@ from ...data._partitioned import (
     Source,
     describe_partition,
     file_sha256,
-    open_source,
     read_partition,
     source_sha256,
 )
@@ -79,16 +78,10 @@ from ...solvers import SolveResult
 from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, _resolve, metric_center
 from ._holdout import HoldoutLeakage, _fold_estimate, _pool
 from ._missing import column_fills, feature_maps
-from ._pipeline import (
-    Alphabet,
-    Build,
-    BuildOptions,
-    Progress,
-    Solved,
-    assemble,
-    raw_distortion_total,
-    solve_prior,
-)
+from .._result import Result
+from ._options import QuantizedOptions
+from ._pipeline import Build, assemble, raw_distortion_total
+from ._program import Alphabet, Progress, Solved, solve_prior
 
 KMEANS = ("minibatch", "dask-ml", "in-memory")
 #: Most rows ``kmeans="in-memory"`` gathers on the client.
@@ -184,76 +177,74 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None):
         yield client
 
 
-def check_partitioned(source, options: BuildOptions, *, kmeans: str = "minibatch") -> Source:
+def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> None:
     """Everything about a partitioned build that can be refused without reading rows.
 
-    Reads only the files' headers (CSV) or footers (Parquet): no cluster is needed.
-
-    Returns
-    -------
-    Source
-        The files, their columns and partitions (pass it to :func:`build_partitioned`).
+    ``src`` is the partitioned rows (:meth:`privmap.offline.data.Dataset.from_partitions`: their
+    headers only were read); no cluster is needed.
 
     Raises
     ------
     BuildError
-        Another mechanism or metric than quantized/l2, an unknown ``kmeans``.
+        Another mechanism or metric than quantized/l2, what only rows in memory allow (``auto``,
+        the posteriors prior, the robust certificate), an unknown ``kmeans``.
     DatasetError
-        No such files, a header ``load_dataset`` would refuse, files with other columns, a
-        declaration (``--domain``, ``--schema``) naming a column that is not public or giving
+        A declaration (``--domain``, ``--schema``) naming a column that is not public or giving
         an integer column fractional bounds.
     """
     if options.mechanism != "quantized" or options.metric != "l2":
         raise BuildError("a partitioned build makes the quantized mechanism with the l2 metric only "
                          f"(got {options.mechanism}, {options.metric})")
+    if options.auto is not None:
+        raise BuildError("'auto' clusters or smoothing are chosen in memory; a partitioned build needs a number "
+                         "(--clusters K, --smoothing S)")
+    if options.prior != "counts":
+        raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
+    if options.robust is not None:
+        raise BuildError("--robust needs the training rows in memory; it does not apply to a partitioned build")
     if kmeans not in KMEANS:
         raise BuildError(f"unknown k-means {kmeans!r}; expected one of {', '.join(KMEANS)}")
-    src = open_source(source, private=options.private, public=options.public)
     if options.declared is not None:
         # resolve() on one row lying inside every declared domain checks the declarations themselves
         declared = options.declared
         probe = [(declared.get(name).min if declared.get(name).min is not None else declared.get("*").min) or 0.0
                  for name in src.features]
         resolve(src.features, np.array([probe], dtype=float), declared)
-    return src
 
 
-def build_partitioned(source, options: BuildOptions, client, *, kmeans: str = "minibatch",
-                      progress: Progress | None = None, dask_progress: bool = False,
-                      checked: Source | None = None) -> Build:
-    """Build the payload from a directory, glob or file of CSV or Parquet data on a Dask cluster.
+def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans: str = "minibatch",
+                      progress: Progress | None = None, dask_progress: bool = False) -> Result:
+    """Build the payload from partitioned rows (CSV or Parquet files) on a Dask cluster.
 
     Parameters
     ----------
-    source : str or path-like
-        Directory, glob pattern or file (see ``resolve_files``).
-    options : BuildOptions
-        Quantized mechanism, l2 metric; ``declared``, ``missing``, ``codebook`` and
-        ``holdout_folds`` as in memory (see the module docstring for what differs).
+    src : Source
+        The partitioned rows (:meth:`privmap.offline.data.Dataset.from_partitions`).
+    options : QuantizedOptions
+        l2 metric; ``declared``, ``missing``, ``codebook`` and ``cross_fitting`` as in memory
+        (see the module docstring for what differs).
     client : distributed.Client
         Where the partitions are processed (see :func:`dask_client`).
     kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
     progress : callable(stage, fraction), optional
-        Told about each pass, as :func:`privmap.offline.mechanisms.quantized._pipeline.build`.
+        Told about each pass, as :func:`._pipeline.build_dataset`.
     dask_progress : bool
         Show Dask's text progress bar of every pass on stderr.
-    checked : Source, optional
-        What :func:`check_partitioned` returned for these arguments (it is called otherwise).
 
     Returns
     -------
-    Build
-        ``dataset`` is a :class:`SourceSummary`; ``alphabet.labels`` and
-        ``alphabet.raw_distortion`` are None (psi never leaves the workers).
+    Result
+        Its ``detail`` a :class:`._pipeline.Build` whose ``dataset`` is a :class:`SourceSummary`;
+        ``alphabet.labels`` and ``alphabet.raw_distortion`` are None (psi never leaves the workers).
 
     Raises
     ------
     BuildError
         As :func:`check_partitioned`; too many clusters; a cross-fitting fold without some
-        private class (lower ``holdout_folds``); DatasetError for bad data (the first bad cell,
+        private class (fewer cross-fitting folds); DatasetError for bad data (the first bad cell,
         by file, line or row, and column; a value outside its declared domain, by partition).
     """
-    src = checked if checked is not None else check_partitioned(source, options, kmeans=kmeans)
+    check_partitioned(src, options, kmeans=kmeans)
     tell = progress or (lambda stage, fraction: None)
     run = _Runner(client, dask_progress)
     reading = _Reading(src.features, src.private_name,
@@ -281,7 +272,7 @@ def build_partitioned(source, options: BuildOptions, client, *, kmeans: str = "m
     centers = domain_points(means[filled], summary.integer, summary.lo, summary.hi)
 
     tell("prior", 0.2)
-    folds = options.holdout_folds
+    folds = options.folds
     assigned = [run.client.submit(_assign, part, pure=False, reading=reading, classes=classes, centers=centers,
                                   folds=folds, seed=options.seed, ordinal=i) for i, part in enumerate(parts)]
     results = run.gather([run.client.submit(_first, a, pure=False) for a in assigned])
@@ -323,7 +314,7 @@ def build_partitioned(source, options: BuildOptions, client, *, kmeans: str = "m
                      missing_cell_fraction=summary.missing_fraction)
     if holdout is not None:
         built.payload["metrics"].update(holdout.metrics())
-    return built
+    return Result(options.mechanism, built.payload, built)
 
 
 # --- the codebook step and cross-fitting out of core --------------------------------------------------
@@ -345,7 +336,7 @@ class _Rows:
                                n_inputs=int(self.renumber.max()) + 1))
 
 
-def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, options: BuildOptions, *,
+def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, options: QuantizedOptions, *,
                          folds: int) -> tuple[Solved, np.ndarray]:
     """One round of the codebook step (:mod:`._codebook`) with the rows left on the workers.
 
@@ -424,7 +415,7 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
     return dataclasses.replace(done, alphabet=alphabet, solved=solved, budget=dist, codebook=step), sums
 
 
-def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: BuildOptions,
+def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: QuantizedOptions,
                  warm: SolveResult | None = None):
     """Step B of the codebook step: re-solve program (19) with distortion matrix D (K_in, K_out) at
     the distortion table q meets under it, keeping the new table only if it leaks and distorts no
@@ -445,7 +436,7 @@ def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: boo
 
 
 def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,
-                        options: BuildOptions) -> HoldoutLeakage:
+                        options: QuantizedOptions) -> HoldoutLeakage:
     """Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again.
 
     Rows fall into folds by a hash of (seed, partition, position in the partition). For each
@@ -478,7 +469,7 @@ def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet
     k = fold_counts.shape[0]
     total, total_sums = fold_counts.sum(axis=0), fold_sums.sum(axis=0)
     rng = np.random.default_rng(options.seed)
-    fold_options = dataclasses.replace(options, holdout_folds=0)
+    fold_options = dataclasses.replace(options, cross_fitting=None)
     parts = []
     for f in range(k):
         held, train = fold_counts[f], total - fold_counts[f]
@@ -529,7 +520,7 @@ def _cells(points: np.ndarray, integer: np.ndarray) -> list[list]:
     return [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in points]
 
 
-def _summarize(src, stats, digests, options: BuildOptions) -> SourceSummary:
+def _summarize(src, stats, digests, options: QuantizedOptions) -> SourceSummary:
     """The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
     minimum and maximum, a non-integer value if any, and a missing cell if any (what ``resolve``
     reads of all rows)."""
@@ -787,7 +778,7 @@ def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 # --- k-means variants ----------------------------------------------------------------------------------
 
-def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: BuildOptions):
+def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: QuantizedOptions):
     from sklearn.cluster import MiniBatchKMeans
     k = options.clusters
     model = MiniBatchKMeans(n_clusters=k, random_state=options.seed, batch_size=MINIBATCH_ROWS, n_init=3)
@@ -820,7 +811,7 @@ def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: Sourc
     return model.cluster_centers_
 
 
-def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: BuildOptions):
+def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: QuantizedOptions):
     import dask
     import dask.array as da
     from dask_ml.cluster import KMeans
@@ -839,7 +830,7 @@ def _partition_rows(part: Partition, *, reading) -> int:
     return int(_read(part, reading)[0].shape[0])
 
 
-def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: BuildOptions):
+def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: QuantizedOptions):
     if summary.n > IN_MEMORY_MAX_ROWS:
         raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
                          f"(use minibatch or dask-ml)")

@@ -1,19 +1,20 @@
-"""The offline build: labelled CSV -> prior -> alphabet -> program (19) -> codebook step -> integer table
--> payload, with the cross-fitted (new-user) leakage beside the in-sample one.
+"""The seed-000 pipeline from rows in memory: alphabet, prior, program (19), codebook step (these
+in :mod:`._program`), then the integer table, the declared metrics, the cross-fitted (new-user)
+leakage beside the in-sample one, and the payload; and :class:`StageTimer`, which times it.
 
-Two mechanisms share the pipeline and differ in their alphabet:
+Two mechanisms share the pipeline and differ in their alphabet and options:
 
-- ``"quantized"`` (Algorithm 2): k-means representatives of numeric public data
-  are both the input and the output alphabet; the device maps a row to its
-  nearest representative. Metrics ``l2`` (default), ``l1``, ``hamming``.
-- ``"exact"`` (Algorithm 1): the observed categorical tuples are the inputs and
-  every erasure pattern of them the outputs (metric ``erasures``); the device
-  requires an exact match.
+- ``"quantized"`` (Algorithm 2, :class:`._options.QuantizedOptions`): k-means representatives
+  of numeric public data are both the input and the output alphabet; the device maps a row to
+  its nearest representative. Metrics ``l2`` (default), ``l1``, ``hamming``.
+- ``"exact"`` (Algorithm 1, :class:`privmap.offline.mechanisms.exact.ExactOptions`): the
+  observed categorical tuples are the inputs and every erasure pattern of them the outputs
+  (metric ``erasures``); the device requires an exact match.
 
-Missing answers (NaN cells, quantized mechanism only) follow ``BuildOptions.missing``
-(see :mod:`privmap.offline.mechanisms.quantized._missing`); rows with every public cell
-missing are left out of the build (a device refuses them). Feature domains come
-from ``BuildOptions.declared`` completed by inference (:mod:`privmap.offline.data._schema`).
+Missing answers (NaN cells, quantized mechanism only) follow ``QuantizedOptions.missing``
+(see :mod:`._missing`); rows with every public cell missing are left out of the build (a device
+refuses them). Feature domains come from ``QuantizedOptions.declared`` completed by inference
+(:func:`privmap.offline.data.resolve`).
 
 The metrics written into the payload are recomputed from the compressed integer
 table (DESIGN invariant 1); the solver's own figures are kept beside them so the
@@ -36,21 +37,24 @@ from threadpoolctl import threadpool_limits
 from ..._errors import SolverError
 from ..._information import max_output_leakage_bits, mutual_information_bits
 from ..._mismatch import mismatch_bound
-from ...data._dataset import Dataset, load_dataset
-from ...data._distortion import pairwise
-from ...data._schema import Column
-from ...solvers import CompressedTable, SolveResult, compress
+from ...data import Column, Dataset, pairwise
+from ...solvers import (
+    CompressedTable,
+    SolveResult,
+    certified_leakage_bits,
+    certified_max_output_leakage_bits,
+    compress,
+)
 from .._header import _tool_version, payload_header
+from .._seed000 import Seed000Options
 from ._codebook import Codebook
 from ._holdout import PendingFolds, cross_fitted_leakage, start_cross_fitting
 from ._missing import DEFAULT_MISSING, feature_maps
+from ._program import Alphabet, Progress, Solved, robust_set, solve_dataset
 from ._reuse import BuildStart, starts_folds
-from ._program import MECHANISMS, Alphabet, BuildOptions, Progress, Solved, robust_set, solve_dataset, solve_prior
 
-#: The options and steps come from :mod:`._program` and are named here too, where a build's callers
-#: have always found them.
-__all__ = ["MECHANISMS", "BuildOptions", "Alphabet", "Solved", "Progress", "solve_dataset", "solve_prior",
-           "Build", "StageTimer", "build", "build_dataset", "assemble", "load_training", "raw_distortion_total", "centers_alphabet"]
+__all__ = ["Build", "StageTimer", "start", "build_dataset", "assemble", "robust_metrics", "raw_distortion_total",
+           "centers_alphabet"]
 
 
 class StageTimer:
@@ -70,10 +74,11 @@ class StageTimer:
     process (``RUSAGE_CHILDREN``; 0 without children). ru_maxrss is in KiB on Linux and bytes
     on macOS; both are reported in bytes.
 
-    The stages of :func:`build`: load, cluster, prior, perfect-privacy (Delta0), solve, codebook,
-    compress, holdout-fold-1 .. holdout-fold-k (each ends when the build is told that fold is
-    done), payload; the CLI adds encode-sign, and times ``--clusters auto``'s search as one stage,
-    auto-search, on a timer of its own (:meth:`attach_search`).
+    The stages of a build: load (a caller may open it while it reads the rows), the ``auto``
+    search as one stage, auto-search (:meth:`attach_search`), when the options ask for one,
+    cluster, prior, perfect-privacy (Delta0), solve, codebook, compress, holdout-fold-1 ..
+    holdout-fold-k (each ends when the build is told that fold is done), payload; the CLI adds
+    encode-sign.
 
     Folds run in this process and in pooled worker processes, which the parent's
     ``RUSAGE_CHILDREN`` does not see until they are reaped: forked workers when the folds end,
@@ -163,7 +168,15 @@ def _peak_rss_bytes(who: int) -> int:
 
 @dataclass(frozen=True)
 class Build:
-    """What :func:`build` computed: the payload to sign and the pieces behind it."""
+    """What a seed-000 build computed (:attr:`privmap.offline.mechanisms.Result.detail`): the
+    payload to sign and the pieces behind it.
+
+    ``dataset`` is the rows the prior was estimated from, ``dropped_rows`` how many rows were
+    left out for having every public cell missing, ``p_ac`` the prior (|A|, K_in), ``solved``
+    program (19)'s table before compression and ``table`` the shipped integer table; ``stages``
+    the :class:`StageTimer` that timed the build, and ``choice`` the ``auto`` search's
+    (:class:`._autotune.Choice`) when the options asked for one.
+    """
 
     payload: dict
     dataset: Dataset
@@ -173,63 +186,52 @@ class Build:
     solved: SolveResult
     table: CompressedTable
     stages: StageTimer | None = field(default=None, compare=False)
+    choice: object = field(default=None, compare=False)
 
 
-def load_training(csv_path, options: BuildOptions) -> tuple[Dataset, int]:
-    """The training rows of ``csv_path`` as a build reads them: blank cells (and declared missing
-    tokens) are missing answers, rows with every public cell missing are left out.
+def start(dataset: Dataset, progress: Progress | None = None) -> tuple[StageTimer, Dataset, int]:
+    """A build's first stage, ``load``: the timer (``progress`` itself when it is a
+    :class:`StageTimer` a caller started, its ``load`` stage perhaps already open while it read
+    the rows; else one forwarding to ``progress``), and the rows without those whose every public
+    cell is missing, with how many those were."""
+    tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
+    tell("load", 0.0)
+    rows, dropped = dataset.without_all_missing()
+    return tell, rows, dropped
 
-    Returns the dataset and the number of rows left out. Raises :class:`DatasetError`.
-    """
-    tokens = options.declared.missing_tokens() if options.declared else None
-    dataset = load_dataset(csv_path, private=options.private, public=options.public,
-                           categorical=options.mechanism == "exact", missing_tokens=tokens)
-    return dataset.without_all_missing()
 
-
-def build(csv_path, options: BuildOptions, *, progress: Progress | None = None, holdout=None,
-          solved: Solved | None = None) -> Build:
-    """Run the offline pipeline on a CSV and return the unsigned payload.
+def build_dataset(dataset: Dataset, options: Seed000Options, tell: "StageTimer", *, dropped_rows: int = 0,
+                  holdout=None, solved: Solved | None = None) -> Build:
+    """The pipeline on rows in memory (module docstring).
 
     Parameters
     ----------
-    csv_path : path-like
-        Labelled CSV (header row; ``options.private`` names the private column).
-    options : BuildOptions
-    progress : callable(stage: str, fraction: float), optional
-        Told about each stage ("load", "cluster", "prior", "perfect-privacy", "solve",
-        "codebook", "compress", "holdout-fold-1" .. "holdout-fold-k", "payload") and the
-        fraction of the build done.
+    dataset : Dataset
+        The training rows (none with every public cell missing: :func:`start`).
+    options : QuantizedOptions or ExactOptions
+    tell : StageTimer
+        The build's timer (from :func:`start`; its ``load`` stage open). It is told about each
+        stage ("cluster", "prior", "perfect-privacy", "solve", "codebook", "compress",
+        "holdout-fold-1" .. "holdout-fold-k", "payload") and the fraction of the build done.
+    dropped_rows : int, keyword-only
+        How many rows :func:`start` left out.
     holdout : HoldoutLeakage, optional, keyword-only
-        The cross-fitted estimate of these rows and options, already measured (``--clusters auto``
-        measured it to choose K): written into the bundle as it is, not re-estimated.
+        The cross-fitted estimate of these rows and options, already measured (``auto`` measured
+        it to choose K): written into the bundle as it is, not re-estimated.
     solved : Solved, optional, keyword-only
-        These rows and options already solved (``--clusters auto`` built each candidate): the
-        bundle ships it instead of solving again.
+        These rows and options already solved (``auto`` built each candidate): the bundle ships
+        it instead of solving again.
 
-    The returned build's ``stages`` is the :class:`StageTimer` that timed it (a caller may time
-    more stages on it: the CLI adds "encode-sign"). Folds that do not start from the build's
-    answers are set going in worker processes right after "load" and joined at "holdout-fold-1"
-    (:func:`._holdout.start_cross_fitting`).
+    Folds that do not start from the build's answers are set going in worker processes before
+    the build's own stages and joined at "holdout-fold-1" (:func:`._holdout.start_cross_fitting`).
+    A mechanism that derives its own rows (the recommender's factor points) enters here.
 
     Raises
     ------
     BuildError
-        Bad data (DatasetError), infeasible budget (InfeasibleError), a solver
-        that fails (SolverError), or a payload the device would refuse.
+        Bad data (DatasetError), infeasible budget (InfeasibleError), a solver that fails
+        (SolverError), or a payload the device would refuse.
     """
-    tell = StageTimer(progress)
-    tell("load", 0.0)
-    dataset, dropped = load_training(csv_path, options)
-    return build_dataset(dataset, options, tell, dropped_rows=dropped, holdout=holdout, solved=solved)
-
-
-def build_dataset(dataset: Dataset, options: BuildOptions, tell: "StageTimer", *, dropped_rows: int = 0,
-                  holdout=None, solved: Solved | None = None) -> Build:
-    """:func:`build` from the rows in memory on: ``tell`` is the build's :class:`StageTimer`
-    (its "load" stage open), ``dropped_rows`` how many rows loading left out. A mechanism that
-    derives its own rows (the recommender kind's factor points) enters the pipeline here.
-    Raises as :func:`build`."""
     with contextlib.ExitStack() as folding:
         pending = None
         if holdout is None and solved is None and not starts_folds(options):
@@ -246,7 +248,7 @@ def build_dataset(dataset: Dataset, options: BuildOptions, tell: "StageTimer", *
     return dataclasses.replace(built, stages=tell)
 
 
-def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
+def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
              measure: Callable[[CompressedTable], float], dropped_rows: int = 0,
              missing_cell_fraction: float = 0.0, holdout=None, pending: PendingFolds | None = None) -> Build:
     """The build from the solved table on: compression, metrics, cross-fitting, payload.
@@ -258,7 +260,7 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
         cross-fitting, which needs the rows, runs only on a :class:`Dataset`).
     done : Solved
         From :func:`solve_dataset` or :func:`solve_prior`.
-    options : BuildOptions
+    options : QuantizedOptions or ExactOptions
     tell : callable(stage, fraction)
     measure : callable(CompressedTable) -> float, keyword-only
         Mean over the data rows of E d(b, released) under the integer table (Theorem 2's left side).
@@ -266,7 +268,7 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
         Rows left out for having every public cell missing, and the share of missing cells.
     holdout : HoldoutLeakage, optional, keyword-only
         A cross-fitted estimate already measured for these rows and options (written as it is);
-        otherwise one is measured when ``options.holdout_folds`` is set (:mod:`._holdout`).
+        otherwise one is measured when ``options.cross_fitting`` is set (:mod:`._holdout`).
     pending : PendingFolds, optional, keyword-only
         That estimate's folds, set going before the build's own stages
         (:func:`._holdout.start_cross_fitting`): this process joins them here.
@@ -274,7 +276,7 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     Raises
     ------
     BuildError
-        As :func:`build`.
+        As :func:`build_dataset`.
     """
     alphabet, p_ac, solved, delta, d_perfect = done.alphabet, done.p_ac, done.solved, done.delta, done.d_perfect
     k_in = len(alphabet.inputs)
@@ -305,7 +307,7 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     }
     if math.isfinite(solved.gap_bits):
         metrics["solver_gap_bits"] = solved.gap_bits
-    metrics.update(_output_leakage_metrics(p_ac, table, options.max_output_leakage_bits))
+    metrics.update(_output_leakage_metrics(p_ac, table, options.output_limit and options.output_limit.bits))
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
     bound = mismatch_bound(dataset.n, len(dataset.classes), k_in, float(finite.max()),
                            mutual_information_bits(np.diag(p_ac.sum(axis=1))))
@@ -318,11 +320,11 @@ def assemble(dataset, done: Solved, options: BuildOptions, tell: Progress, *,
     if done.codebook is not None:
         metrics.update(_codebook_metrics(done.codebook))
     if options.robust is not None:
-        metrics.update(robust_metrics(robust_set(dataset, alphabet, p_ac, options.robust), table))
+        metrics.update(robust_metrics(robust_set(dataset, alphabet, p_ac, options.robust.confidence), table))
     if holdout is not None:
         metrics.update(holdout.metrics())
-    elif options.holdout_folds and isinstance(dataset, Dataset):
-        folds = options.holdout_folds
+    elif options.folds and isinstance(dataset, Dataset):
+        folds = options.folds
 
         def fold_done(f):        # fold i of k reported done: the next one's stage starts
             done_folds = min(folds, int(round(f * folds)))
@@ -369,7 +371,6 @@ def robust_metrics(cs, table: CompressedTable) -> dict:
     """The robust figures of the shipped integer table over the confidence set ``cs``:
     ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
     ``robust_max_output_leakage_bits`` (docs/guarantees.md)."""
-    from ...solvers import certified_leakage_bits, certified_max_output_leakage_bits
     q = table.probabilities().toarray()
     metrics = {"robust_leakage_bits": certified_leakage_bits(cs, q), "robust_confidence": cs.confidence}
     epsilon = certified_max_output_leakage_bits(cs, q)

@@ -1,10 +1,11 @@
-"""The steps of a seed-000 build that cross-fitting repeats on each fold: the alphabet
-(k-means representatives, or the exact mechanism's tuples and erasures), the prior p(a, c),
-program (19) and the codebook step, with the options that decide them.
+"""Program (19) on a dataset: the alphabet (k-means representatives, or the exact mechanism's
+tuples and erasures), the prior p(a, c), the solve with its guarantees (robust search, per-output
+limit) and the codebook step: the part of a seed-000 build that cross-fitting repeats on each
+fold. The options that decide them are :class:`._options.QuantizedOptions` and
+:class:`privmap.offline.mechanisms.exact.ExactOptions`.
 
 :mod:`._pipeline` runs these steps and then compresses the table, measures the cross-fitted
-leakage (:mod:`._holdout`, which runs them again on each fold) and writes the payload; keeping
-the steps here lets both import them without importing each other.
+leakage (:mod:`._holdout`, which runs them again on each fold) and writes the payload.
 """
 from __future__ import annotations
 
@@ -17,123 +18,26 @@ import numpy as np
 
 from ..._errors import BuildError, SolverError
 from ..._information import max_output_leakage_bits
-from ...data._dataset import Dataset
-from ...data._distortion import METRICS, pairwise
-from ...data._prior import joint_prior, posterior_prior
-from ...data._schema import Column, Declared, resolve
+from ...data import Column, Dataset, joint_prior, pairwise, posterior_prior, resolve
 from ...solvers import (
-    DEFAULT_BITS,
-    SOLVERS,
     SolveResult,
     compress,
+    confidence_set,
     perfect_privacy_solution,
     perfect_privacy_table,
     solve,
+    solve_for_shipping,
+    solve_robust,
 )
-from .._header import HeaderOptions, check_header
+from .._seed000 import Seed000Options
 from ._codebook import Codebook, metric_center, refine
-from ._missing import DEFAULT_MISSING, MISSING_POLICIES, missing_alphabet
+from ._missing import missing_alphabet
+from ._options import QuantizedOptions
 from ._reuse import BuildStart
 
-__all__ = ["MECHANISMS", "Progress", "BuildOptions", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
-
-MECHANISMS = ("quantized", "exact")
-#: How p(a, c) is estimated: ``counts`` (the empirical prior) or ``posteriors`` (a classifier's
-#: cross-fitted posteriors summed per cluster, :func:`privmap.offline.data._prior.posterior_prior`).
-PRIORS = ("counts", "posteriors")
+__all__ = ["Progress", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
 
 Progress = Callable[[str, float], None]
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildOptions(HeaderOptions):
-    """Everything that decides a bundle's bytes (with the data and the key).
-
-    Exactly one of ``delta`` (absolute budget) and ``delta_fraction`` (a fraction
-    of the perfect-privacy distortion) is given. ``clusters`` is required for the
-    quantized mechanism and ignored by the exact one. ``issued_at`` is unix
-    seconds; None takes SOURCE_DATE_EPOCH when set, else the clock. ``codebook`` runs the
-    codebook step after solving (quantized mechanism; :mod:`._codebook`). ``holdout_folds``
-    is k of the cross-fitted leakage written into the metrics (:mod:`._holdout`); 0 skips it.
-    ``max_output_leakage_bits`` (None: no limit) is a per-output limit eps in bits that the shipped
-    table meets on the training prior, |log2 p(a | c_hat) - log2 p(a)| <= eps for every output of
-    positive mass (:mod:`privmap.offline.solvers.output_limit`; the reference solver, whatever
-    ``solver`` says); it needs ``codebook`` off, since the codebook step re-solves without it.
-
-    Raises
-    ------
-    BuildError
-        At construction, for any inconsistent or out-of-range option.
-    """
-
-    private: str
-    public: tuple[str, ...] | None = None
-    mechanism: str = "quantized"
-    metric: str = "l2"
-    clusters: int | None = None
-    delta: float | None = None
-    delta_fraction: float | None = None
-    seed: int = 0
-    missing: str = DEFAULT_MISSING
-    declared: Declared | None = None
-    solver: str = "fast"
-    tol_bits: float = 1e-5
-    bits: int = DEFAULT_BITS
-    smoothing: float = 0.0
-    prior: str = "counts"
-    codebook: bool = True
-    holdout_folds: int = 5
-    robust: float | None = None
-    max_output_leakage_bits: float | None = None
-
-    def __post_init__(self):
-        if self.mechanism not in MECHANISMS:
-            raise BuildError(f"unknown mechanism {self.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
-        allowed = METRICS if self.mechanism == "quantized" else ("erasures",)
-        if self.metric not in allowed:
-            raise BuildError(f"metric {self.metric!r} does not fit the {self.mechanism} mechanism; "
-                             f"expected one of {', '.join(allowed)}")
-        if (self.delta is None) == (self.delta_fraction is None):
-            raise BuildError("give exactly one of delta and delta_fraction")
-        if self.delta is not None and not (math.isfinite(self.delta) and self.delta >= 0):
-            raise BuildError(f"delta must be a finite number >= 0, got {self.delta}")
-        if self.delta_fraction is not None and not (math.isfinite(self.delta_fraction) and self.delta_fraction >= 0):
-            raise BuildError(f"delta fraction must be a finite number >= 0, got {self.delta_fraction}")
-        if self.mechanism == "quantized" and (self.clusters is None or self.clusters < 1):
-            raise BuildError("the quantized mechanism needs clusters >= 1")
-        if self.mechanism == "exact" and self.declared is not None and self.declared.columns:
-            raise BuildError("declared domains (--domain, --schema) apply to numeric columns of the quantized "
-                             "mechanism; the exact mechanism's domain is its categorical tuples")
-        if self.missing not in MISSING_POLICIES:
-            raise BuildError(f"unknown missing policy {self.missing!r}; expected one of {', '.join(MISSING_POLICIES)}")
-        if self.solver not in SOLVERS:
-            raise BuildError(f"unknown solver {self.solver!r}; expected one of {', '.join(SOLVERS)}")
-        if not 1 <= self.bits <= 32:
-            raise BuildError(f"bits must be in 1..32, got {self.bits}")
-        if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
-            raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
-        if self.prior not in PRIORS:
-            raise BuildError(f"unknown prior {self.prior!r}; expected one of {', '.join(PRIORS)}")
-        if self.prior == "posteriors" and (self.mechanism != "quantized" or self.smoothing):
-            raise BuildError("the posteriors prior applies to the quantized mechanism without smoothing")
-        check_header(self)
-        if self.seed < 0:
-            raise BuildError(f"seed must be >= 0, got {self.seed}")
-        if self.robust is not None and not (0.0 < self.robust < 1.0):
-            raise BuildError(f"robust confidence must lie in (0, 1), got {self.robust}")
-        if self.holdout_folds != 0 and not 2 <= self.holdout_folds <= 20:
-            raise BuildError(f"holdout folds must be 0 (off) or in 2..20, got {self.holdout_folds}")
-        if self.max_output_leakage_bits is not None:
-            # > 0: posteriors of a rounded table equal the prior only up to floating-point error
-            if not (math.isfinite(self.max_output_leakage_bits) and self.max_output_leakage_bits > 0):
-                raise BuildError(f"max output leakage must be a finite number of bits > 0, "
-                                 f"got {self.max_output_leakage_bits}")
-            if self.codebook and self.mechanism == "quantized":
-                raise BuildError("a per-output leakage limit needs the codebook step off: that step re-solves "
-                                 "without the limit")
-            if self.robust is not None:
-                raise BuildError("a per-output leakage limit and --robust do not combine: the robust search "
-                                 "re-solves without the limit")
 
 
 @dataclass(frozen=True)
@@ -178,7 +82,7 @@ class Solved:
     codebook: "Codebook | None" = None
 
 
-def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress | None = None,
+def solve_dataset(dataset: Dataset, options: Seed000Options, *, progress: Progress | None = None,
                   quantizer: Callable | None = None, start: BuildStart | None = None) -> Solved:
     """Quantize (or build the erasure alphabet), estimate the prior, solve program (19), and run
     the codebook step; everything :func:`._pipeline.build` does before compressing the table.
@@ -209,7 +113,7 @@ def solve_dataset(dataset: Dataset, options: BuildOptions, *, progress: Progress
     return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell, start=start)
 
 
-def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, dataset: Dataset | None = None,
+def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *, dataset: Dataset | None = None,
                 progress: Progress | None = None, start: BuildStart | None = None) -> Solved:
     """Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
     distortion, the budget, the solve, and the codebook step when ``options.codebook`` is set and
@@ -231,16 +135,15 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
     delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
     tell("solve", 0.35)
     perfect = delta >= d_perfect
-    limit = options.max_output_leakage_bits
+    limit = None if options.output_limit is None else options.output_limit.bits
     if perfect:
         solved = perfect_privacy_solution(p_ac, alphabet.distortion, perfect_table)
     if limit is not None and not (perfect and _ships_within(solved, p_ac, alphabet.distortion, delta, options)):
-        from ...solvers import solve_for_shipping
         solved = solve_for_shipping(p_ac, alphabet.distortion, delta, limit, bits=options.bits)
     elif not perfect:
         solved = _solve_from(start, centers, p_ac, alphabet.distortion, delta, options,
                              progress=lambda f: tell("solve", 0.35 + 0.4 * f))
-    if not (options.codebook and options.mechanism == "quantized" and dataset is not None):
+    if not (options.codebook and dataset is not None):
         solved = _robust_search(dataset, alphabet, p_ac, solved, float(delta), options, perfect=perfect, tell=tell)
         return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
                       budget=float(delta))
@@ -252,7 +155,7 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: BuildOptions, *, 
                   budget=step.distortion, codebook=step)
 
 
-def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, options: BuildOptions,
+def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, options: Seed000Options,
                 progress) -> SolveResult:
     """Program (19) by ``options.solver``; with a ``start`` and the fast solver, warm-started from
     the build's table carried to ``centers`` (:meth:`._reuse.BuildStart.warm`), and run again cold
@@ -269,14 +172,13 @@ def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, option
 def robust_set(dataset, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
     """The confidence set (:mod:`privmap.offline.solvers.robust`) of the training rows'
     cluster counts at ``confidence``, centred on the prior the build solved on."""
-    from ...solvers import confidence_set
     counts = np.zeros(p_ac.shape)
     np.add.at(counts, (np.asarray(dataset.private), np.asarray(alphabet.labels)), 1.0)
     return confidence_set(counts, confidence, centre_prior=p_ac)
 
 
 def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, budget: float,
-                   options: BuildOptions, *, perfect: bool, tell: Progress) -> SolveResult:
+                   options: Seed000Options, *, perfect: bool, tell: Progress) -> SolveResult:
     """With ``options.robust``: the table of least certified worst-case leakage over the
     confidence set among the robust search's candidates (:func:`~privmap.offline.solvers.
     solve_robust`), the average-case ``solved`` among them; otherwise ``solved`` itself."""
@@ -284,9 +186,8 @@ def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveR
         return solved
     if dataset is None:
         raise BuildError("--robust needs the training rows (not available to a partitioned build)")
-    from ...solvers import solve_robust
     tell("robust", 0.9)
-    cs = robust_set(dataset, alphabet, p_ac, options.robust)
+    cs = robust_set(dataset, alphabet, p_ac, options.robust.confidence)
     D = alphabet.distortion
     return solve_robust(cs, D, budget, start=solved,
                         solve=lambda prior, b: solve(prior, D, b, solver=options.solver,
@@ -294,15 +195,15 @@ def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveR
 
 
 def _ships_within(solved: SolveResult, p_ac: np.ndarray, distortion: np.ndarray, delta: float,
-                  options: BuildOptions) -> bool:
+                  options: Seed000Options) -> bool:
     """Whether ``solved``'s table, rounded as :func:`._pipeline.assemble` will round it, meets the
     per-output limit."""
     table = compress(solved.table, p_ac, distortion, delta, bits=options.bits)
-    return max_output_leakage_bits(p_ac, table.probabilities()) <= options.max_output_leakage_bits
+    return max_output_leakage_bits(p_ac, table.probabilities()) <= options.output_limit.bits
 
 
 def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult,
-                   options: BuildOptions, *, perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
+                   options: Seed000Options, *, perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
     """The codebook step on a quantized alphabet: outputs moved, distortion matrix and table replaced."""
     X = dataset.public
     integer = np.array([c.integer for c in alphabet.schema])
@@ -327,7 +228,7 @@ def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solve
     return moved, result, step
 
 
-def _quantized_alphabet(dataset: Dataset, options: BuildOptions, *, quantizer: Callable | None = None) -> Alphabet:
+def _quantized_alphabet(dataset: Dataset, options: QuantizedOptions, *, quantizer: Callable | None = None) -> Alphabet:
     schema = resolve(dataset.features, dataset.public, options.declared)
     found = missing_alphabet(dataset.public, schema, options.missing, clusters=options.clusters,
                              metric=options.metric, seed=options.seed, quantizer=quantizer)

@@ -1,4 +1,5 @@
-"""Evaluate a mapping on labelled data: leakage, distortion, attacks (``privmap evaluate``).
+"""The quantized and exact mechanisms' evaluation view: a mapping measured on labelled data
+(leakage, distortion, attacks; ``privmap evaluate``).
 
 The evaluation works on a :class:`MappingView`, plain arrays that describe what
 a device does with a bundle (inputs, outputs, the row-stochastic table q), so it
@@ -21,7 +22,7 @@ are counted and left out):
   its regularisation by inner cross-validation (:mod:`privmap.offline._attacker`).
 - Theorem 1 / Proposition 1 prior-mismatch bounds for a prior estimated from n rows.
 - with ``recommender``: utility as the service sees it, on the attacker's held-out rows
-  (:mod:`._service_utility`): a recommender's RMSE on hidden ratings with the true rows, the
+  (:mod:`privmap.offline.measures`): a recommender's RMSE on hidden ratings with the true rows, the
   released rows and no row, the value kept, NDCG@10 and recall@10.
 """
 from __future__ import annotations
@@ -32,18 +33,29 @@ from typing import Sequence
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import (
+from ..._errors import BuildError
+from ..._information import (
     expected_distortion,
     joint_output,
     leakage_bits,
     mutual_information_bits,
 )
-from ..data._distortion import nearest, pairwise
-from ..data._prior import joint_prior
-from ..mechanisms.quantized._erasure import erasure_distortion
-from ..mechanisms.quantized._erasure import lookup as lookup_tuples
-from . import _attacks
+from ...bundle import payload_table
+from ...data import joint_prior, nearest, pairwise
+from ...measures import (
+    AttackScores,
+    format_utility,
+    logistic_attack,
+    map_accuracy,
+    map_accuracy_after,
+    map_guess,
+    permutation_bias,
+    prior_mismatch_bounds,
+    recommender_utility,
+    split_rows,
+)
+from ._erasure import erasure_distortion
+from ._erasure import lookup as lookup_tuples
 
 MECHANISMS = ("quantized", "exact")
 
@@ -190,7 +202,6 @@ def view_from_payload(payload: dict) -> MappingView:
         return [None if cell is None else (f["values"][cell] if f["kind"] == "categorical" else cell)
                 for cell, f in zip(row, features)]
 
-    from ..bundle._inspect import payload_table
     inputs = [decode(r) for r in payload["inputs"]]
     outputs = [decode(r) for r in payload["outputs"]]
     q = payload_table(payload).toarray()
@@ -215,7 +226,7 @@ def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
 
 def view_from_bundle(bundle) -> MappingView:
     """A :class:`MappingView` of a verified :class:`privmap.device.Bundle` (not of a recommender
-    bundle, whose view folds ratings in first: :func:`._factor_view.view_of_recommender`)."""
+    bundle, whose view folds ratings in first: :func:`privmap.offline.mechanisms.recommender.view_of_recommender`)."""
     q = table_probabilities(bundle.index, bundle.weight, bundle.bits, len(bundle.outputs))
     categorical = any(f.kind == "categorical" for f in bundle.features)
     return view_from_table(bundle.mechanism, bundle.metric, bundle.input_cells, bundle.output_cells, q,
@@ -230,17 +241,9 @@ class Evaluation:
     """The result of :func:`evaluate_view`: ``summary`` is JSON-ready; attacks keep their scores for ROC plots."""
 
     summary: dict
-    attack_before: _attacks.AttackScores | None = None
-    attack_after: _attacks.AttackScores | None = None
+    attack_before: AttackScores | None = None
+    attack_after: AttackScores | None = None
     extra: dict = field(default_factory=dict)
-
-
-def _split(n: int, y: np.ndarray, test_fraction: float, seed: int):
-    from sklearn.model_selection import train_test_split
-    idx = np.arange(n)
-    counts = np.bincount(y)
-    stratify = y if counts[counts > 0].min() >= 2 else None
-    return train_test_split(idx, test_size=test_fraction, random_state=seed, stratify=stratify)
 
 
 def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
@@ -317,14 +320,14 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
     p_ac = joint_prior(private, symbols, n_classes, K_in)
     p_a = p_ac.sum(axis=1)
     leak = leakage_bits(p_ac, q)
-    leak_bias, leak_bias_sd = _attacks.permutation_bias(private, symbols, n_classes, K_in, q,
+    leak_bias, leak_bias_sd = permutation_bias(private, symbols, n_classes, K_in, q,
                                                         permutations=permutations, seed=seed)
     leak_in = mutual_information_bits(p_ac)
-    leak_in_bias, _ = _attacks.permutation_bias(private, symbols, n_classes, K_in,
+    leak_in_bias, _ = permutation_bias(private, symbols, n_classes, K_in,
                                                 permutations=permutations, seed=seed)
     raw_codes, n_raw = _row_codes(public, view.categorical)
     raw_mi = mutual_information_bits(joint_prior(private, raw_codes, n_classes, n_raw))
-    raw_bias, _ = _attacks.permutation_bias(private, raw_codes, n_classes, n_raw,
+    raw_bias, _ = permutation_bias(private, raw_codes, n_classes, n_raw,
                                             permutations=permutations, seed=seed)
     h_a = float(-np.sum(p_a[p_a > 0] * np.log2(p_a[p_a > 0])))
 
@@ -376,12 +379,12 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
         "r": r,
         "distortion_bound": (view.delta + r) if view.delta is not None else None,
         "majority": majority,
-        "map_accuracy_before": _attacks.map_accuracy(p_ac),
-        "map_accuracy_after": _attacks.map_accuracy_after(p_ac, q),
-        "prior_mismatch": _attacks.prior_mismatch_bounds(n, n_classes, K_in, d_max=d_max, confidence=confidence),
+        "map_accuracy_before": map_accuracy(p_ac),
+        "map_accuracy_after": map_accuracy_after(p_ac, q),
+        "prior_mismatch": prior_mismatch_bounds(n, n_classes, K_in, d_max=d_max, confidence=confidence),
     }
     if view.prior is not None and np.asarray(view.prior).shape == p_ac.shape:
-        guess = _attacks.map_guess(view.prior, q)                  # the bundle's prior, applied to this data
+        guess = map_guess(view.prior, q)                  # the bundle's prior, applied to this data
         p_aj = joint_output(p_ac, q)
         summary["map_accuracy_after_bundle_prior"] = float(sum(p_aj[guess[j], j] for j in range(K_out)))
 
@@ -390,12 +393,12 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
     if attacker:
         if n < 10 or not (0.0 < test_fraction < 1.0):
             raise BuildError(f"cannot split {n} rows with test fraction {test_fraction}")
-        train, test = _split(n, private, test_fraction, seed)
-        before = _attacks.logistic_attack(public[train], private[train], public[test], private[test], n_classes,
+        train, test = split_rows(n, private, test_fraction, seed)
+        before = logistic_attack(public[train], private[train], public[test], private[test], n_classes,
                                           categorical=view.categorical, seed=seed)
         rel_train = view.released_rows(view.release(symbols[train], rng))
         rel_test = view.released_rows(view.release(symbols[test], rng))
-        after = _attacks.logistic_attack(rel_train, private[train], rel_test, private[test], n_classes,
+        after = logistic_attack(rel_train, private[train], rel_test, private[test], n_classes,
                                          categorical=view.categorical, seed=seed)
         summary["attacker"] = {"model": "logistic-regression", "train_rows": int(len(train)),
                                "test_rows": int(len(test)), "before": before.as_dict(), "after": after.as_dict()}
@@ -406,7 +409,7 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
         try:
             if n < 10 or not (0.0 < test_fraction < 1.0):
                 raise BuildError(f"recommender figures: cannot split {n} rows with test fraction {test_fraction}")
-            train, test = _split(n, private, test_fraction, seed)
+            train, test = split_rows(n, private, test_fraction, seed)
             summary["recommender"] = recommender_figures(view, public[train], public[test], seed=seed)
         except BuildError as exc:
             if not auto:
@@ -430,7 +433,7 @@ def view_release(view: MappingView, rng: np.random.Generator):
 
 
 def recommender_figures(view: MappingView, train, heldout, *, seed: int = 0) -> dict:
-    """The service's figures for ``view`` (:func:`._service_utility.recommender_utility`): the
+    """The service's figures for ``view`` (:func:`privmap.offline.measures.recommender_utility`): the
     training rows' true ratings beside each held-out row as the device releases it from its visible
     cells (one simulated draw, seeded by ``seed``).
 
@@ -444,7 +447,6 @@ def recommender_figures(view: MappingView, train, heldout, *, seed: int = 0) -> 
     BuildError
         A categorical view, or no held-out user with two ratings.
     """
-    from ._service_utility import recommender_utility
     if view.categorical:
         raise BuildError("the recommender figures need numeric ratings, not categories")
     try:
@@ -503,7 +505,6 @@ def format_summary(s: dict) -> str:
         f"{f(pm['leakage_bound_bits'])} bits" + (" (vacuous)" if pm["vacuous"] else ""),
     ]
     if "recommender" in s:
-        from ._service_utility import format_utility
         lines += ["", format_utility(s["recommender"])]
     elif "recommender_note" in s:
         lines += ["", f"recommender figures not measured: {s['recommender_note']}"]

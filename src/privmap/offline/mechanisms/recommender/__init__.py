@@ -1,7 +1,14 @@
-"""The recommendation-grade mode: program (19) over users' latent taste, releasing full rows of
-predicted ratings (:mod:`._build`; the factor model in :mod:`._factors`)."""
-from ._build import FACTOR_PREFIX, Prepared, RecommenderOptions, build_prepared, factor_options, prepare
-from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
+"""The recommender mechanism: program (19) over users' latent taste, releasing full rows of
+predicted ratings.
 
-__all__ = ["RecommenderOptions", "Prepared", "prepare", "build_prepared", "factor_options", "FACTOR_PREFIX", "FactorModel",
-           "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS"]
+Its face: :class:`RecommenderOptions` (the quantized mapping's options and the factor model's),
+:func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`), and
+its evaluation view. Private modules: ``_build`` (the build), ``_factors`` (the factor model),
+``_view`` (the evaluation view: the released rows of predicted ratings measured on labelled rows).
+"""
+from ._build import FACTOR_PREFIX, Prepared, RecommenderBuild, RecommenderOptions, build, build_prepared, prepare
+from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
+from ._view import FactorView, view_of_recommender
+
+__all__ = ["RecommenderOptions", "build", "RecommenderBuild", "Prepared", "prepare", "build_prepared",
+           "FACTOR_PREFIX", "FactorView", "view_of_recommender", "FactorModel", "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS"]

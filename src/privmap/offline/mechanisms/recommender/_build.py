@@ -10,7 +10,7 @@ and the seed-000 pipeline runs on those points unchanged: k-means, the prior p(a
 (19) with the l2 metric, the codebook step, compression, the cross-fitted new-user leakage,
 ``--clusters auto`` and ``--robust``. The bundle carries the item side of the model; the device
 folds its user's ratings in, finds the nearest centre, samples the released output and releases
-that output's predicted ratings for every column (:mod:`privmap.device.mechanisms._recommender`).
+that output's predicted ratings for every column (:mod:`privmap.device.kinds.recommender`).
 
 What the declared figures mean here: the leakage is I(A; C^) of the released output, and the
 released row is a function of that output alone, so it leaks no more. The distortion is the
@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._errors import BuildError
-from ...data._dataset import Dataset
-from ...data._schema import resolve
-from ..quantized._pipeline import Build, BuildOptions, StageTimer, build_dataset, load_training
+from ...data import Dataset, resolve
+from .._result import Result
+from ..quantized import Build, QuantizedOptions, build_points, start
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
-__all__ = ["RecommenderOptions", "Prepared", "prepare", "build_prepared", "factor_options", "FACTOR_PREFIX"]
+__all__ = ["RecommenderOptions", "RecommenderBuild", "Prepared", "build", "prepare", "build_prepared", "FACTOR_PREFIX"]
 
 #: Names of the factor-space features in the bundle: factor_0 (the user-bias axis) .. factor_rank.
 FACTOR_PREFIX = "factor_"
@@ -41,21 +41,28 @@ FACTOR_PREFIX = "factor_"
 
 @dataclass(frozen=True, kw_only=True)
 class RecommenderOptions:
-    """How the ratings are modelled: the latent ``rank``, the ridge penalty ``reg`` (None:
-    chosen by validation among :data:`._factors.CANDIDATE_REGS`), and the ``decimals`` released
-    ratings are rounded to.
+    """The recommender's options: ``mapping``, the quantized mechanism's options that map the
+    factor points (its ``declared`` domains are the ratings'; ``seed`` also seeds the fit), and
+    how the ratings are modelled: the latent ``rank``, the ridge penalty ``reg`` (None: chosen
+    by validation among :data:`._factors.CANDIDATE_REGS`), and the ``decimals`` released ratings
+    are rounded to.
 
     Raises
     ------
     BuildError
-        At construction, for a value out of range.
+        At construction, for a value out of range, or a mapping that is not the l2 metric with
+        blank cells as unrated (the distortion is in stars over the factor space).
     """
 
+    mapping: QuantizedOptions
     rank: int = DEFAULT_RANK
     reg: float | None = None
     decimals: int = 2
 
     def __post_init__(self):
+        if self.mapping.metric != "l2" or self.mapping.missing != "mask":
+            raise BuildError("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
+                             "(stars) and blank cells as unrated (--missing mask)")
         if not 1 <= self.rank <= MAX_RANK:
             raise BuildError(f"--factors must be in 1..{MAX_RANK}, got {self.rank}")
         if self.reg is not None and not (math.isfinite(self.reg) and self.reg > 0):
@@ -89,72 +96,84 @@ class Prepared:
     inferred: bool
 
 
-def prepare(csv_path, options: BuildOptions, rec: RecommenderOptions, *, progress=None) -> Prepared:
-    """Read the training ratings of ``csv_path``, fit the factor model and fold every user in.
+def build(dataset: Dataset, options: RecommenderOptions, *, progress=None) -> Result:
+    """Build a recommender bundle's payload from labelled ratings in memory.
 
     Parameters
     ----------
-    csv_path : path-like
-        Labelled CSV: one column per item (blank = not rated) and ``options.private``.
-    options : BuildOptions
-        The build's options (``declared`` gives the rating domain; ``seed`` seeds the fit).
-    rec : RecommenderOptions
-    progress : callable(stage: str, fraction: float), optional
+    dataset : Dataset
+        One numeric column per item (NaN = not rated) and the private column; rows that rate
+        nothing are left out.
+    options : RecommenderOptions
+    progress : callable(stage: str, fraction: float) or StageTimer, optional
+        As :func:`privmap.offline.mechanisms.quantized.build`; the factor model is the stage
+        ``factor-model``.
+
+    Returns
+    -------
+    Result
+        ``detail`` is a :class:`RecommenderBuild`.
 
     Raises
     ------
     BuildError
-        Bad data (DatasetError), a rating outside the declared domain, no ratings.
+        As :func:`prepare` and the quantized pipeline.
     """
-    tell = progress or (lambda stage, fraction: None)
-    tell("load", 0.0)
-    dataset, dropped = load_training(csv_path, options)
-    schema = resolve(dataset.features, dataset.public, options.declared)
+    tell, rows, dropped = start(dataset, progress)
+    tell("factor-model", 0.0)
+    prepared = prepare(rows, options, dropped_rows=dropped)
+    return build_prepared(prepared, options, tell)
+
+
+def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int = 0) -> Prepared:
+    """Fit the factor model to the training ratings and fold every user in.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The ratings (no row without a rating), ``dropped_rows`` those left out.
+    options : RecommenderOptions
+        ``mapping.declared`` gives the rating domain; ``mapping.seed`` seeds the fit.
+
+    Raises
+    ------
+    BuildError
+        A rating outside the declared domain, missing-answer tokens that differ by column.
+    """
+    declared = options.mapping.declared
+    schema = resolve(dataset.features, dataset.public, declared)
     lo, hi = min(float(c.min) for c in schema), max(float(c.max) for c in schema)
     integer = all(c.integer for c in schema)
-    tokens = options.declared.missing_tokens() if options.declared else {}
+    tokens = declared.missing_tokens() if declared else {}
     token = tokens.get("*", "")
     if any(tokens.get(c, token) != token for c in dataset.features):
         raise BuildError("the recommender mode reads one missing-answer token for every rating column")
-    tell("factors", 0.02)
-    rng = np.random.default_rng(options.seed)
+    rng = np.random.default_rng(options.mapping.seed)
     R = dataset.public
-    reg, scores = (rec.reg, {}) if rec.reg is not None else choose_reg(R, rank=rec.rank, rng=rng)
-    model = fit_factors(R, rank=rec.rank, reg=reg, rng=rng)
+    reg, scores = (options.reg, {}) if options.reg is not None else choose_reg(R, rank=options.rank, rng=rng)
+    model = fit_factors(R, rank=options.rank, reg=reg, rng=rng)
     points = model.points(R)
-    factors = Dataset(features=tuple(f"{FACTOR_PREFIX}{i}" for i in range(rec.rank + 1)), public=points,
+    factors = Dataset(features=tuple(f"{FACTOR_PREFIX}{i}" for i in range(options.rank + 1)), public=points,
                       private=dataset.private, classes=dataset.classes, private_name=dataset.private_name,
                       categorical=False, sha256=dataset.sha256)
     return Prepared(factors=factors, ratings=R, columns=dataset.features, lo=lo, hi=hi, integer=integer,
-                    missing_token=token, model=model, reg_scores=scores, dropped_rows=dropped,
+                    missing_token=token, model=model, reg_scores=scores, dropped_rows=dropped_rows,
                     inferred=any("domain" in c.inferred for c in schema))
 
 
-def build_prepared(prepared: Prepared, options: BuildOptions, rec: RecommenderOptions, *, progress=None,
-                   holdout=None, solved=None) -> Build:
-    """The seed-000 pipeline on ``prepared.factors``, its payload made a recommender bundle's.
-
-    ``holdout`` and ``solved`` are as in :func:`privmap.offline.mechanisms.quantized._pipeline.build`
-    (what ``--clusters auto`` measured). The options' metric must be l2 and its domain
-    declarations are the ratings' (the factor space's domain is inferred from the points).
-
-    Raises
-    ------
-    BuildError
-        As the pipeline.
-    """
-    if options.metric != "l2":
-        raise BuildError("the recommender mode measures distortion in stars (l2 over the factor space); "
-                         f"--metric {options.metric} does not apply")
-    tell = StageTimer(progress)
-    tell("load", 0.0)
-    built = build_dataset(prepared.factors, factor_options(options), tell, dropped_rows=prepared.dropped_rows,
-                          holdout=holdout, solved=solved)
+def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Result:
+    """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
+    payload made a recommender bundle's; ``tell`` is the build's
+    :class:`~privmap.offline.mechanisms.quantized.StageTimer`. The mapping's domain declarations
+    are the ratings' (the factor space's domain is inferred from the points). Raises as the
+    pipeline."""
+    built = build_points(prepared.factors, _factor_options(options.mapping), tell,
+                         dropped_rows=prepared.dropped_rows)
     payload = dict(built.payload)
     payload["mechanism"] = "recommender"
     payload["model"] = prepared.model.payload(prepared.columns, _bound(prepared.lo, prepared.integer),
                                               _bound(prepared.hi, prepared.integer), prepared.integer,
-                                              prepared.missing_token, rec.decimals)
+                                              prepared.missing_token, options.decimals)
     ratings = prepared.ratings
     payload["metrics"] = {**payload["metrics"], "missing_cell_fraction": float(np.isnan(ratings).mean()),
                           "rating_columns": len(prepared.columns), "factor_rank": prepared.model.rank,
@@ -162,13 +181,23 @@ def build_prepared(prepared: Prepared, options: BuildOptions, rec: RecommenderOp
     if prepared.reg_scores:
         payload["metrics"]["factor_validation_rmse"] = prepared.reg_scores[prepared.model.reg]
     payload["provenance"] = {**payload["provenance"], "utility": "recommender"}
-    return dataclasses.replace(built, payload=payload)
+    detail = RecommenderBuild(**{f.name: getattr(built, f.name) for f in dataclasses.fields(Build)},
+                              prepared=prepared)
+    return Result("recommender", payload, dataclasses.replace(detail, payload=payload))
 
 
-def factor_options(options: BuildOptions) -> BuildOptions:
-    """The build's options as the factor space takes them: the declared domains are the ratings'
-    (the factor points' domain is inferred from them), and a point has no missing coordinate."""
-    return dataclasses.replace(options, declared=None, missing="mask")
+@dataclass(frozen=True)
+class RecommenderBuild(Build):
+    """A recommender build's record: the quantized pipeline's on the factor points, and
+    ``prepared`` (the ratings, their domain and the fitted model)."""
+
+    prepared: Prepared | None = None
+
+
+def _factor_options(options: QuantizedOptions) -> QuantizedOptions:
+    """The mapping's options as the factor space takes them: the declared domains are the ratings'
+    (the factor points' domain is inferred from them)."""
+    return dataclasses.replace(options, declared=None)
 
 
 def _bound(value: float, integer: bool):

@@ -1,8 +1,8 @@
 """The evaluation view of a recommender bundle: what its devices do, as arrays.
 
-:class:`~privmap.offline.evaluation._evaluate.MappingView` looks a row up by its nearest input;
+:class:`~privmap.offline.mechanisms.quantized.MappingView` looks a row up by its nearest input;
 a recommender device first folds the ratings row into the factor space. :class:`FactorView`
-does the same with numpy (the ridge solve of :mod:`privmap.offline.mechanisms.recommender._factors`, the whitening, the clamp to the
+does the same with numpy (the ridge solve of :mod:`._factors`, the whitening, the clamp to the
 factor domain, the nearest centre), and releases the outputs' predicted rating rows.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data._distortion import nearest
-from ..mechanisms.recommender._factors import ridge_rows
-from ._evaluate import MappingView, table_probabilities
+from ...data import nearest
+from ..quantized import MappingView, table_probabilities
+from ._factors import ridge_rows
 
 __all__ = ["FactorView", "view_of_recommender"]
 
@@ -84,7 +84,7 @@ def view_of_recommender(bundle) -> FactorView:
     decoded payload (a dict, validated here as the device would)."""
     if isinstance(bundle, dict):
         from privmap.device import Limits
-        from privmap.device.format._bundle import parse_table_body
+        from privmap.device.kinds import parse_table_body
         body = parse_table_body(bundle, Limits())
         model, space, inputs, outputs = body["model"], body["features"], body["inputs"], body["outputs"]
         index, weight, bits = body["index"], body["weight"], body["bits"]

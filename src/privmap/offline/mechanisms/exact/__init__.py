@@ -1,0 +1,15 @@
+"""Seed 000's exact mechanism (Algorithm 1, Census): small categorical tuples and their erasures.
+
+Its face: :class:`ExactOptions` (with the guarantees it shares with the quantized mechanism:
+:class:`CrossFitting`, :class:`RobustCertificate`, :class:`OutputLimit`) and :func:`build`
+(a categorical :class:`~privmap.offline.data.Dataset` -> :class:`~privmap.offline.mechanisms.Result`).
+The pipeline and the erasure alphabet are seed 000's shared stages, in
+:mod:`privmap.offline.mechanisms.quantized`; its evaluation view is the quantized one.
+
+Private modules: ``_options`` (:class:`ExactOptions`), ``_build`` (:func:`build`).
+"""
+from ..quantized import CrossFitting, OutputLimit, RobustCertificate
+from ._build import build
+from ._options import ExactOptions
+
+__all__ = ["ExactOptions", "build", "CrossFitting", "RobustCertificate", "OutputLimit"]

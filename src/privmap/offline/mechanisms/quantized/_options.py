@@ -1,0 +1,131 @@
+"""The quantized mechanism's options (Algorithm 2) and its own guarantee, :class:`Auto`.
+
+:class:`QuantizedOptions` extends the options both seed-000 mechanisms share
+(:class:`privmap.offline.mechanisms._seed000.Seed000Options`: budget, solver, precision,
+cross-fitting, robust certificate, per-output limit) with what only k-means representatives
+have: the metric, K, the missing-answer policy, declared domains, the prior's estimator and the
+codebook step; and with :class:`Auto`, which chooses K, the smoothing and the budget fraction
+against a target a new user's leakage (or an attacker's AUC) must stay under.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..._errors import BuildError
+from ...data import METRICS, Declared
+from .._seed000 import Seed000Options
+from ._missing import DEFAULT_MISSING, MISSING_POLICIES
+
+__all__ = ["Auto", "QuantizedOptions", "PRIORS", "AUTO_NEEDS_FOLDS"]
+
+#: How p(a, c) is estimated: ``counts`` (the empirical prior) or ``posteriors`` (a classifier's
+#: cross-fitted posteriors summed per cluster, :func:`privmap.offline.data.posterior_prior`).
+PRIORS = ("counts", "posteriors")
+
+#: Why a search needs cross-fitting: it judges candidates by their new-user leakage.
+AUTO_NEEDS_FOLDS = "--clusters auto judges candidates by cross-fitting; --holdout-folds must be at least 2"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Auto:
+    """Choose what the options leave unset (``clusters``, ``smoothing``, and with ``clusters``
+    the budget fraction) by the cross-fitted leakage: of the candidates, the least held-out
+    distortion whose new-user leakage stays under ``target_leakage_bits`` and whose out-of-sample
+    attacker ROC AUC stays under ``target_auc`` (:mod:`._autotune`). Without either target, 1 % of
+    H(A) is the leakage target.
+
+    Raises
+    ------
+    BuildError
+        At construction, a negative leakage target or an AUC target outside [0, 1].
+    """
+
+    target_leakage_bits: float | None = None
+    target_auc: float | None = None
+
+    def __post_init__(self):
+        if self.target_leakage_bits is not None and not self.target_leakage_bits >= 0:
+            raise BuildError(f"the leakage target must be >= 0 bits, got {self.target_leakage_bits}")
+        if self.target_auc is not None and not 0.0 <= self.target_auc <= 1.0:
+            raise BuildError(f"the AUC target must lie in [0, 1], got {self.target_auc}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuantizedOptions(Seed000Options):
+    """Everything that decides a quantized bundle's bytes (with the data and the key).
+
+    Parameters
+    ----------
+    metric : str
+        ``"l2"`` (default), ``"l1"`` or ``"hamming"``.
+    clusters : int, optional
+        K, the number of k-means representatives (>= 1); None only with :attr:`auto`, which
+        chooses it (and, when neither ``delta`` nor ``delta_fraction`` is given, the budget
+        fraction with it).
+    smoothing : float, optional
+        Additive smoothing of the prior's counts; None only with :attr:`auto`, which chooses it.
+    missing : str
+        Missing answers: ``"mask"`` (distances over observed cells) or ``"impute"``.
+    declared : Declared, optional
+        Declared feature domains, completed by inference (:func:`privmap.offline.data.declare`).
+    prior : str
+        ``"counts"`` or ``"posteriors"`` (:data:`PRIORS`; the latter without smoothing).
+    codebook : bool
+        Run the codebook step after solving (:mod:`._codebook`).
+    auto : Auto, optional
+        The search above; it judges candidates by cross-fitting, which it needs.
+    Other parameters are :class:`~privmap.offline.mechanisms._seed000.Seed000Options`'.
+
+    Raises
+    ------
+    BuildError
+        At construction, for any inconsistent or out-of-range option (a per-output limit needs
+        the codebook step off: that step re-solves without the limit).
+    """
+
+    mechanism: ClassVar[str] = "quantized"
+
+    metric: str = "l2"
+    clusters: int | None = None
+    missing: str = DEFAULT_MISSING
+    declared: Declared | None = None
+    prior: str = "counts"
+    codebook: bool = True
+    auto: Auto | None = None
+
+    def __post_init__(self):
+        if self.metric not in METRICS:
+            raise BuildError(f"metric {self.metric!r} does not fit the quantized mechanism; "
+                             f"expected one of {', '.join(METRICS)}")
+        super().__post_init__()
+        if self.clusters is None and self.auto is None or self.clusters is not None and self.clusters < 1:
+            raise BuildError("the quantized mechanism needs clusters >= 1")
+        if self.smoothing is None and self.auto is None:
+            raise BuildError("smoothing None is chosen by auto; without it give a number >= 0")
+        if self.missing not in MISSING_POLICIES:
+            raise BuildError(f"unknown missing policy {self.missing!r}; expected one of {', '.join(MISSING_POLICIES)}")
+        if self.prior not in PRIORS:
+            raise BuildError(f"unknown prior {self.prior!r}; expected one of {', '.join(PRIORS)}")
+        if self.prior == "posteriors" and (self.smoothing is None or self.smoothing):
+            raise BuildError("the posteriors prior applies to the quantized mechanism without smoothing")
+        if self.output_limit is not None and self.codebook:
+            raise BuildError("a per-output leakage limit needs the codebook step off: that step re-solves "
+                             "without the limit")
+        if self.auto is not None and self.cross_fitting is None:
+            raise BuildError(AUTO_NEEDS_FOLDS)
+
+    def _check_budget(self) -> None:
+        """Exactly one of ``delta`` and ``delta_fraction``, or neither when :attr:`auto` chooses K
+        (it then chooses the fraction with it)."""
+        searched = self.auto is not None and self.clusters is None
+        if self.delta is not None and self.delta_fraction is not None or (
+                self.delta is None and self.delta_fraction is None and not searched):
+            raise BuildError("give exactly one of --delta and --delta-fraction"
+                             + (" (or neither: --clusters auto then searches it)" if searched else ""))
+
+    @property
+    def searches_budget(self) -> bool:
+        """Whether :attr:`auto` chooses the budget fraction (neither budget is given)."""
+        return self.delta is None and self.delta_fraction is None
+
