@@ -29,7 +29,9 @@ import time
 import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from privmap.device import DOMAIN_TAG, SCHEMA_VERSION, Limits, table_leakage_bits
+from privmap.device import Limits
+from privmap.device.constants import DOMAIN_TAG, SCHEMA_VERSION
+from privmap.device.kinds import table_leakage_bits
 
 CHILD = """
 import json, sys, time
@@ -136,7 +138,7 @@ def main() -> None:
 
 def prescan_cost(repeats: int = 3, loads: int = 200) -> None:
     """Load tables/ssi2012-gender-k64.bundle with and without the pre-scan, alternating."""
-    import privmap.device.format._bundle as device_bundle
+    import privmap.device.load as device_bundle
     from privmap.device import Keyring, load_bundle
     root = pathlib.Path(__file__).resolve().parent.parent / "tables"
     keyring = Keyring.from_pem_files(root / "public.pem")

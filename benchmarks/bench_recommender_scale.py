@@ -50,7 +50,7 @@ def build(csv_path: pathlib.Path, out: pathlib.Path, key: pathlib.Path, extra: l
 def device_ms(bundle_path: pathlib.Path, public_pem: pathlib.Path, rows: list[list[str]]) -> tuple[float, float]:
     """Median milliseconds per row of ``sanitize`` and of ``parse_row`` alone, in this process."""
     from privmap.device import Keyring, read_bundle_file
-    from privmap.device.release._lookup import parse_row
+    from privmap.device.kinds import parse_row
     bundle = read_bundle_file(bundle_path, Keyring.from_pem_files(public_pem))
     full, parse = [], []
     for row in rows:

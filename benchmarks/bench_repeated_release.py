@@ -22,8 +22,8 @@ import hashlib
 import pathlib
 
 import numpy as np
-from privmap.device import Keyring, read_bundle_file, release_bits
-from privmap.device.release._sampler import sample_row
+from privmap.device import Keyring, read_bundle_file
+from privmap.device.randomness import release_bits, sample_row
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUNDLES = ("ssi2012-gender-k64.bundle", "census-income-erasures.bundle")

@@ -15,7 +15,7 @@ import csv
 import pathlib
 import time
 
-import privmap.device.format._bundle as device_bundle
+import privmap.device.kinds.table as device_bundle
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device import Keyring, load_bundle
 from privmap.offline import BuildOptions, build

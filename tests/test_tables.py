@@ -24,7 +24,7 @@ import re
 import msgpack
 import pytest
 from privmap.device import Keyring, read_bundle_file
-from privmap.device.format._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
+from privmap.device.constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
 from privmap.offline import BuildOptions, build
 from privmap.offline.bundle._write import encode_payload
 

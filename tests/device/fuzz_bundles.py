@@ -38,7 +38,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from harness import NOW, Sim, base_payload, exact_payload, recommender_payload  # noqa: E402
-from privmap.device import BundleError, DeviceState, PrivmapDeviceError  # noqa: E402
+from privmap.device import DeviceState, PrivmapDeviceError
+from privmap.device.errors import BundleError
 
 MARKERS = (0x00, 0xC0, 0xC1, 0xC3, 0xCF, 0xD4, 0xDB, 0xDD, 0xDF, 0xFF, 0x7F, 0x80)
 HOSTILE = (None, True, False, -1, 0, 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64 - 1, 1.5, -0.0, math.nan, math.inf,

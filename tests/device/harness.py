@@ -10,13 +10,10 @@ import msgpack
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from privmap.device import (
-    DOMAIN_TAG,
-    BundleError,
-    Keyring,
-    load_bundle,
-    table_leakage_bits,
-)
+from privmap.device import Keyring, load_bundle
+from privmap.device.constants import DOMAIN_TAG
+from privmap.device.errors import BundleError
+from privmap.device.kinds import table_leakage_bits
 
 NOW = 1_700_000_000  # the fake clock: every test loads "at" this instant unless it says otherwise
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import privmap.device as device
+from privmap.device.kinds.table import FAST_PATH_MIN_WORK
 from harness import NOW, raw_public, with_leakage
 from isolation import release_in_isolation
 
@@ -18,7 +19,7 @@ def test_device_loads_and_sanitizes_without_the_offline_stack(sim, tmp_path):
     small = tmp_path / "small.bin"
     small.write_bytes(sim.bundle())
     # Large enough (K_in * d >= FAST_PATH_MIN_WORK) that the numpy fast path would be tried.
-    k = device.format._bundle.FAST_PATH_MIN_WORK // 3 + 1
+    k = FAST_PATH_MIN_WORK // 3 + 1
     payload = sim.payload()
     payload["inputs"] = [[1 + c % 5, (c % 11) / 10, float(c % 25)] for c in range(k)]
     payload["inputs"][-1] = [5, 0.95, 23.5]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from harness import NOW
-from privmap.device import MAX_CLOCK_SKEW, FutureBundleError, read_bundle_file
+from privmap.device import read_bundle_file
+from privmap.device.constants import MAX_CLOCK_SKEW
+from privmap.device.errors import FutureBundleError
 
 
 def test_a_bundle_issued_beyond_the_skew_is_refused_and_one_within_it_loads(sim):

@@ -8,15 +8,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from harness import NOW, key_from_label, raw_public
-from privmap.device.trust import _edwards
-from privmap.device import (
-    MULTISIG_DOMAIN_TAG,
-    BundleSignatureError,
-    Keyring,
-    KeyringError,
-    key_id_of,
-    load_bundle,
-)
+from privmap.device import Keyring, load_bundle
+from privmap.device.constants import MULTISIG_DOMAIN_TAG
+from privmap.device.errors import BundleSignatureError, KeyringError
+from privmap.device.trust import add_points, decode_point, is_identity, key_id_of, multiply
 
 # The 8 small-order points of edwards25519, canonical encodings (the torsion subgroup E[8]).
 SMALL_ORDER_CANONICAL = [
@@ -53,9 +48,9 @@ def test_the_eight_canonical_small_order_points_are_exactly_the_torsion_subgroup
     # Independent check of the list: each decodes and [8]P is the identity; they are distinct.
     points = []
     for encoding in SMALL_ORDER_CANONICAL:
-        point = _edwards._decode(bytes.fromhex(encoding))
+        point = decode_point(bytes.fromhex(encoding))
         assert not isinstance(point, str)
-        assert _edwards._is_identity(_edwards._mul(8, point))
+        assert is_identity(multiply(8, point))
         assert _encode(point) == bytes.fromhex(encoding)
         points.append(point)
     assert len(set(SMALL_ORDER_CANONICAL)) == 8
@@ -73,9 +68,9 @@ def test_small_order_keys_are_refused(encoding):
 
 def test_mixed_order_key_is_refused():
     good = raw_public(key_from_label(b"trusted-1"))
-    point = _edwards._decode(good)
-    torsion = _edwards._decode(bytes.fromhex(SMALL_ORDER_CANONICAL[4]))
-    mixed = _encode(_edwards._add(point, torsion))
+    point = decode_point(good)
+    torsion = decode_point(bytes.fromhex(SMALL_ORDER_CANONICAL[4]))
+    mixed = _encode(add_points(point, torsion))
     assert mixed != good
     with pytest.raises(KeyringError, match="mixed-order"):
         Keyring([mixed])

@@ -6,15 +6,18 @@ import random
 
 import pytest
 from harness import EnumeratingBits, exact_payload, with_leakage
-from privmap.device import MAX_ABS_CELL, BundleFormatError, InputError, InsecureTestBits, Limits
-from privmap.device.format import _bundle as bundle_module
-from privmap.device.release._lookup import (
+from privmap.device import Limits
+from privmap.device.constants import MAX_ABS_CELL
+from privmap.device.errors import BundleFormatError, InputError
+from privmap.device.kinds import (
     MODE_EQUAL,
     MODE_L1,
     MODE_L2,
     nearest_numpy,
     nearest_pure,
+    table as bundle_module,
 )
+from privmap.device.randomness import InsecureTestBits
 
 
 def _quantized(sim, inputs, metric="l2", features=None, outputs=None):
@@ -96,7 +99,7 @@ def test_bundle_uses_the_fast_path_for_large_lookups_with_the_same_answers(sim, 
     fast = [bundle.lookup(r) for r in rows]
     assert bundle._array is not None and bundle._array is not False
     reps = bundle._canonical_inputs
-    from privmap.device.release._lookup import parse_row
+    from privmap.device.kinds import parse_row
     pure = [nearest_pure(reps, bundle._modes, parse_row(r, bundle.features)) for r in rows]
     assert fast == pure
 

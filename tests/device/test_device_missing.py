@@ -6,14 +6,14 @@ import random
 
 import pytest
 from harness import with_leakage
-from privmap.device import BundleFormatError, InputError
-from privmap.device.format import _bundle as bundle_module
-from privmap.device.release._lookup import (
+from privmap.device.errors import BundleFormatError, InputError
+from privmap.device.kinds import (
     MODE_EQUAL,
     MODE_L1,
     MODE_L2,
     nearest_numpy,
     nearest_pure,
+    table as bundle_module,
 )
 
 

@@ -13,14 +13,9 @@ import privmap.device as device
 import pytest
 from fuzz_bundles import mutate_bytes
 from harness import NOW
-from privmap.device import (
-    BundleError,
-    BundleFormatError,
-    BundleSignatureError,
-    BundleTooLargeError,
-    Limits,
-    read_bundle_file,
-)
+from privmap.device import Limits, read_bundle_file
+from privmap.device.constants import DOMAIN_TAG, MIN_MSGPACK_VERSION
+from privmap.device.errors import BundleError, BundleFormatError, BundleSignatureError, BundleTooLargeError
 
 DEVICE_DIR = pathlib.Path(device.__file__).resolve().parent
 
@@ -190,7 +185,7 @@ def test_F9_str_where_bytes_expected(sim):
     sim.refused(sim.pack([fmt, alg, key_id, signature.hex()[:64], body]), BundleSignatureError)
     sim.refused(sim.pack([fmt, alg, key_id, signature.decode("latin-1"), body]), BundleError)
     # A str payload (msgpack str type) is a format error even when the signature covers its bytes.
-    sim.refused(msgpack.packb([fmt, alg, key_id, sim.key.sign(device.DOMAIN_TAG + body),
+    sim.refused(msgpack.packb([fmt, alg, key_id, sim.key.sign(DOMAIN_TAG + body),
                                body.decode("latin-1")], use_bin_type=True), BundleError)
 
 
@@ -314,7 +309,7 @@ def test_F12_random_edits_of_the_payload_then_signed(sim):
 # -- F13 ---------------------------------------------------------------------------------------
 
 def test_F13_msgpack_minimum_version_is_asserted_and_no_streaming_unpacker():
-    assert tuple(msgpack.version[:3]) >= device.MIN_MSGPACK_VERSION >= (1, 1, 0)
+    assert tuple(msgpack.version[:3]) >= MIN_MSGPACK_VERSION >= (1, 1, 0)
     codec = (DEVICE_DIR / "format" / "_codec.py").read_text()
     assert "MIN_MSGPACK_VERSION" in codec and "raise ImportError" in codec
     for source in DEVICE_DIR.rglob("*.py"):

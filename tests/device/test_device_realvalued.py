@@ -11,26 +11,22 @@ import msgpack
 import pytest
 from harness import NOW, FixedBits, raw_public
 from isolation import release_in_isolation
-from privmap.device import (
-    SCHEMA_VERSION,
+from privmap.device import Limits, SystemRandomBits
+from privmap.device.constants import SCHEMA_VERSION
+from privmap.device.errors import (
     BundleFormatError,
     BundleSignatureError,
     BundleTooLargeError,
     ExpiredBundleError,
-    GaussianBundle,
     InputError,
-    InsecureTestBits,
-    Limits,
     MetricsError,
-    NullspaceBundle,
     RandomnessError,
     ReleaseRefusedError,
-    SystemRandomBits,
     TheoremCheckError,
-    canonical_record,
 )
-from privmap.device.mechanisms import _gaussian, _nullspace
-from privmap.device.mechanisms._gaussian import gaussian_information, standard_normals
+from privmap.device.kinds import GaussianBundle, NullspaceBundle, gaussian, nullspace
+from privmap.device.kinds.gaussian import canonical_record, gaussian_information, standard_normals
+from privmap.device.randomness import InsecureTestBits
 
 R2, R5 = math.sqrt(2), math.sqrt(5)
 COV_P1 = [[138.27, 165.66, 26.36], [165.66, 240.07, 43.86], [26.36, 43.86, 8.76]]
@@ -103,7 +99,7 @@ def test_nullspace_release_is_refused_when_the_theorem1_check_fails(sim):
     params = dict(bundle._params)
     params["columns"] = ((1.0, -1.0 + 1e-3),)  # an A_d other than the one the directions fit
     with pytest.raises(TheoremCheckError):
-        _nullspace.clean_row((3.0, 1.0), params)
+        nullspace.clean_row((3.0, 1.0), params)
 
 
 def test_gaussian_bundle_recomputes_the_declared_leakage(sim):
@@ -239,7 +235,7 @@ def test_memo_defeats_the_averaging_attack(sim):
     average = sum(r[1] for r in releases) / len(releases)
     assert abs(average - x[1]) == pytest.approx(abs(releases[0][1] - x[1]), rel=1e-12)  # no more than one
     # Without the memo, fresh noise averages out: the attacker's error shrinks by sqrt(400).
-    fresh = [_gaussian.add_noise(tuple(x), (0.0, math.sqrt(31.52929688)), SystemRandomBits())[1] for _ in range(400)]
+    fresh = [gaussian.add_noise(tuple(x), (0.0, math.sqrt(31.52929688)), SystemRandomBits())[1] for _ in range(400)]
     assert abs(sum(fresh) / 400 - x[1]) < 5 * math.sqrt(31.52929688 / 400)
     # Equal records in another spelling are the same record; another bundle starts a new memo.
     assert bundle.sanitize(["3", "1e1"]) == releases[0]
@@ -261,7 +257,7 @@ def test_a_failed_draw_releases_and_memoises_nothing(sim):
 
 
 def test_memo_full_refuses_new_records_but_repeats_stay_identical(sim, monkeypatch):
-    monkeypatch.setattr(_gaussian, "MAX_MEMO_RECORDS", 2)
+    monkeypatch.setattr(gaussian, "MAX_MEMO_RECORDS", 2)
     bundle = sim.load(sim.sign_obj(gaussian_payload()))
     first = bundle.sanitize([1, 1])
     bundle.sanitize([2, 2])
@@ -271,7 +267,7 @@ def test_memo_full_refuses_new_records_but_repeats_stay_identical(sim, monkeypat
 
 
 def test_canonical_record_identifies_equal_records_only():
-    from privmap.device.mechanisms._realvalued import parse_real_row
+    from privmap.device.kinds import parse_real_row
     a = canonical_record(parse_real_row(["1.0", "-0"], 2))
     assert a == canonical_record(parse_real_row([1, 0.0], 2))
     assert a != canonical_record(parse_real_row([1, 5e-324], 2))
@@ -292,9 +288,9 @@ def test_add_noise_with_a_per_record_source_gives_the_same_release_for_the_same_
     bundle = sim.load(sim.sign_obj(gaussian_payload()))
     sigma = tuple(math.sqrt(s) for s in bundle.sigma2)
     x = [3.0, 10.0]
-    first = _gaussian.add_noise(tuple(x), sigma, DerivedBits(bundle.record(x)))
-    again = _gaussian.add_noise(tuple(x), sigma, DerivedBits(bundle.record(["3", "10.0"])))
-    other = _gaussian.add_noise((3.0, 11.0), sigma, DerivedBits(bundle.record([3, 11])))
+    first = gaussian.add_noise(tuple(x), sigma, DerivedBits(bundle.record(x)))
+    again = gaussian.add_noise(tuple(x), sigma, DerivedBits(bundle.record(["3", "10.0"])))
+    other = gaussian.add_noise((3.0, 11.0), sigma, DerivedBits(bundle.record([3, 11])))
     assert first == again and other[1] - 11.0 != first[1] - 10.0
 
 

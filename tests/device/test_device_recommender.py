@@ -10,7 +10,8 @@ import re
 import numpy as np
 import pytest
 from harness import COLUMNS, RANK, FixedBits, Sim, base_payload, recommender_payload
-from privmap.device import BundleFormatError, InputError, InsecureTestBits
+from privmap.device.errors import BundleFormatError, InputError
+from privmap.device.randomness import InsecureTestBits
 
 def signed(sim: Sim, payload: dict) -> bytes:
     return sim.sign_obj(payload)
@@ -120,8 +121,9 @@ def test_a_quantized_payload_with_a_model_is_refused(sim):
 
 
 def test_a_model_beyond_the_fold_in_work_cap_is_refused_before_its_products_are_built(sim):
-    from privmap.device import WorkLimitError
-    from privmap.device.mechanisms._recommender import MAX_FOLD_IN_WORK, MAX_RANK
+    from privmap.device.constants import MAX_RANK
+    from privmap.device.errors import WorkLimitError
+    from privmap.device.kinds.recommender import MAX_FOLD_IN_WORK
     k1 = MAX_RANK + 1
     columns = MAX_FOLD_IN_WORK // k1 ** 2 + 1                # within max_features, beyond the work cap
     payload = recommender_payload()

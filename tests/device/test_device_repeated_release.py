@@ -8,8 +8,8 @@ import random
 
 import pytest
 from harness import NOW, with_leakage
-from privmap.device import DerivedBits, DeviceState, SystemRandomBits, release_bits
-from privmap.device.release._sampler import sample_row
+from privmap.device import DeviceState, SystemRandomBits
+from privmap.device.randomness import DerivedBits, release_bits, sample_row
 
 CALLS = 1000
 USERS = 400

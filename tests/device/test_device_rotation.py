@@ -5,21 +5,17 @@ from __future__ import annotations
 import msgpack
 import pytest
 from harness import NOW, key_from_label, raw_public
-from privmap.device import (
-    MAX_ROTATIONS,
+from privmap.device import DeviceState, Keyring, KeyringChain, load_bundle
+from privmap.device.constants import LATEST_ISSUED_AT, MAX_ROTATIONS
+from privmap.device.errors import (
     BundleSignatureError,
-    DeviceState,
     FutureBundleError,
-    Keyring,
-    KeyringChain,
     KeyringError,
     KeyringExpiredError,
     KeyringMismatchError,
     KeyringVersionError,
     RollbackError,
-    load_bundle,
 )
-from privmap.device.state._state import LATEST_ISSUED_AT
 from privmap.offline.bundle import cosign_bundle, keyring_document, sign_multi
 
 KEYS = {name: key_from_label(name.encode()) for name in ("a", "b", "c", "d", "e")}

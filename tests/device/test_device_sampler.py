@@ -7,8 +7,9 @@ from collections import Counter
 
 import pytest
 from harness import EnumeratingBits, FixedBits, with_leakage
-from privmap.device import InsecureTestBits, RandomnessError, SystemRandomBits
-from privmap.device.release import _sampler
+from privmap.device import SystemRandomBits
+from privmap.device.errors import RandomnessError
+from privmap.device.randomness import InsecureTestBits, sample_row
 
 
 def _bundle_with_table(sim, bits, index, weight, outputs=None):
@@ -60,7 +61,7 @@ def test_I3_enumeration_on_random_tables(sim):
 def test_sampler_boundaries():
     index, weight = (2, 5, 7), (3, 1, 4)
     expected = [2, 2, 2, 5, 7, 7, 7, 7]
-    assert [_sampler.sample_row(index, weight, r) for r in range(8)] == expected
+    assert [sample_row(index, weight, r) for r in range(8)] == expected
 
 
 def test_sampler_with_32_bits(sim):
@@ -196,7 +197,7 @@ def test_I8_unseeded_kernel_pool_raises_instead_of_falling_back(sim, monkeypatch
     def urandom(n):
         raise AssertionError("fell back to os.urandom")
 
-    monkeypatch.setattr(_sampler, "_getrandom", early_boot)
+    monkeypatch.setattr(os, "getrandom", early_boot, raising=False)
     monkeypatch.setattr(os, "urandom", urandom)
     bundle = sim.load(sim.bundle())
     with pytest.raises(RandomnessError):
@@ -205,7 +206,7 @@ def test_I8_unseeded_kernel_pool_raises_instead_of_falling_back(sim, monkeypatch
 
 
 def test_randomness_is_drawn_after_the_row_is_validated(sim):
-    from privmap.device import InputError
+    from privmap.device.errors import InputError
     bundle = sim.load(sim.bundle())
     source = FixedBits(0)
     with pytest.raises(InputError):

@@ -10,20 +10,18 @@ import hashlib
 import msgpack
 import pytest
 from harness import NOW, key_from_label, raw_public, with_leakage
-from privmap.device import (
-    DOMAIN_TAG,
+from privmap.device import Keyring, Limits, load_bundle
+from privmap.device.constants import DOMAIN_TAG
+from privmap.device.errors import (
     BundleError,
     BundleFormatError,
     BundleSignatureError,
     BundleTooLargeError,
     ExpiredBundleError,
-    Keyring,
-    Limits,
     MetricsError,
     RollbackError,
     TableError,
     WrongTypeError,
-    load_bundle,
 )
 
 
@@ -179,7 +177,7 @@ def test_A5_key_carried_in_the_bundle_is_never_used(sim):
 
 
 def test_A6_identity_key_cannot_be_provisioned_so_a_trivial_signature_never_verifies(sim):
-    from privmap.device import KeyringError
+    from privmap.device.errors import KeyringError
     identity = b"\x01" + b"\x00" * 31
     with pytest.raises(KeyringError):
         Keyring([identity])
@@ -198,12 +196,11 @@ def test_A7_key_id_of_x_with_signature_of_y(sim):
 
 @pytest.mark.parametrize("alg", ["ed448", "Ed25519", "ED25519", "none", "", 1, None, b"ed25519"])
 def test_A8_unsupported_algorithm_is_refused_before_crypto(sim, alg, monkeypatch):
-    from privmap.device.trust import _keyring
 
     def no_crypto(*args, **kwargs):
         raise AssertionError("signature verification attempted")
 
-    monkeypatch.setattr(_keyring.Keyring, "verify", no_crypto)
+    monkeypatch.setattr(Keyring, "verify", no_crypto)
     with pytest.raises(BundleSignatureError):
         sim.load(sim.envelope(sim.pack(sim.payload()), alg=alg))
 
@@ -227,7 +224,7 @@ def test_A10_envelope_outside_the_signature_is_closed(sim):
 
 
 def test_A11_file_is_read_once_and_the_verified_bytes_are_parsed(sim, tmp_path, monkeypatch):
-    from privmap.device.format import _bundle as loader
+    import privmap.device.load as loader
     from privmap.device import read_bundle_file
 
     v5 = sim.bundle()
@@ -389,7 +386,7 @@ def test_declared_leakage_below_the_table_is_refused(sim):
 def test_recomputed_leakage_matches_a_hand_computation(sim):
     import math
 
-    from privmap.device import recompute_leakage_bits
+    from privmap.device.kinds import recompute_leakage_bits
     payload = sim.payload()
     payload["table"] = {"bits": 1, "index": [[0], [1], [1]], "weight": [[2], [2], [2]]}
     payload["prior"] = [[0.25, 0.25, 0.0], [0.0, 0.25, 0.25]]

@@ -8,12 +8,12 @@ import stat
 import msgpack
 import pytest
 from harness import NOW, MemoryCounter
-from privmap.device import (
-    Binding,
+from privmap.device import Binding, DeviceState
+from privmap.device.constants import EXPIRY_GRACE, LATEST_ISSUED_AT, MAX_CLOCK_SKEW
+from privmap.device.errors import (
     BundleError,
     BundleFormatError,
     BundleSignatureError,
-    DeviceState,
     EquivocationError,
     ExpiredBundleError,
     FutureBundleError,
@@ -24,9 +24,8 @@ from privmap.device import (
     StateReplayError,
     WrongDomainError,
     WrongTargetError,
-    schema_sha256,
 )
-from privmap.device.state._state import EXPIRY_GRACE, LATEST_ISSUED_AT, MAX_CLOCK_SKEW
+from privmap.device.trust import schema_sha256
 
 ROW = [3, 0.5, 12.0]
 

@@ -13,7 +13,8 @@ import traceback
 
 import pytest
 from harness import NOW
-from privmap.device import DeviceState, NoValidBundleError, PrivmapDeviceError, RollbackError
+from privmap.device import DeviceState, PrivmapDeviceError
+from privmap.device.errors import NoValidBundleError, RollbackError
 
 PAIRS = 24
 ROWS = [[1, 0.0, 0.0], [3, 0.5, 12.0], [5, 1.0, 24.0]]
@@ -157,7 +158,7 @@ def test_readers_are_concurrent_while_an_install_waits(sim, tmp_path):
 
 
 def _hold_shared(root, holding, release):
-    from privmap.device._files import locked
+    from privmap.device.files import locked
     with locked(root, exclusive=False):
         holding.set()
         release.wait(timeout=30)

@@ -15,14 +15,9 @@ import time
 
 import pytest
 from harness import NOW, MemoryCounter
-from privmap.device import (
-    DeviceState,
-    NoValidBundleError,
-    StateError,
-    StateLockedError,
-    StateReplayError,
-)
-from privmap.device.state._state import DEFAULT_LOCK_WAIT
+from privmap.device import DeviceState
+from privmap.device.constants import DEFAULT_LOCK_WAIT
+from privmap.device.errors import NoValidBundleError, StateError, StateLockedError, StateReplayError
 
 ROWS = [[1, 0.0, 0.0], [3, 0.5, 12.0], [5, 1.0, 24.0]]
 

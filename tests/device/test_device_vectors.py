@@ -7,14 +7,11 @@ import importlib.util
 import json
 import pathlib
 
-import privmap.device as device
+import privmap.device.errors as errors
 import pytest
-from privmap.device import (
-    InsecureTestBits,
-    Keyring,
-    PrivmapDeviceError,
-    read_bundle_file,
-)
+from privmap.device import Keyring, PrivmapDeviceError, read_bundle_file
+from privmap.device.errors import InputError
+from privmap.device.randomness import InsecureTestBits
 
 VECTORS = pathlib.Path(__file__).resolve().parent / "vectors"
 MANIFEST = json.loads((VECTORS / "manifest.json").read_text())
@@ -43,7 +40,7 @@ def test_vector_outcome_is_exactly_as_recorded(name):
         bundle = read_bundle_file(path, _keyring(), now=MANIFEST["now"], min_version=entry["min_version"])
     except PrivmapDeviceError as exc:
         assert type(exc).__name__ == entry["expect"], exc
-        assert type(exc) is getattr(device, entry["expect"])
+        assert type(exc) is getattr(errors, entry["expect"])
         return
     assert entry["expect"] == "ok"
     assert bundle.sha256 == entry["sha256"]
@@ -76,5 +73,5 @@ def test_good_vector_looks_up_missing_cells_by_the_documented_rules(row, expecte
     entry = MANIFEST["vectors"]["good_quantized"]
     bundle = read_bundle_file(VECTORS / entry["file"], _keyring(), now=MANIFEST["now"])
     assert bundle.lookup(row) == expected
-    with pytest.raises(device.InputError):  # hours: missing answers refused
+    with pytest.raises(InputError):  # hours: missing answers refused
         bundle.lookup(row[:2] + [""])

@@ -7,16 +7,9 @@ import signal
 
 import pytest
 from harness import raw_public
-from privmap.device import (
-    BundleFormatError,
-    InputError,
-    Keyring,
-    KeyringError,
-    Limits,
-    PolicyError,
-    WorkLimitError,
-)
-from privmap.device.format._prescan import prescan
+from privmap.device import Keyring, Limits
+from privmap.device.errors import BundleFormatError, InputError, KeyringError, PolicyError, WorkLimitError
+from privmap.device.format import prescan
 
 
 def count_items(obj) -> int:

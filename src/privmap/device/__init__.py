@@ -13,132 +13,43 @@ Typical use::
     bundle = read_bundle_file("/var/lib/privmap/bundle.bin", keyring, min_version=installed)
     released = bundle.sanitize(["4", "2.5", 3])   # list of d released cells (never the raw row)
 
-Every error raised on purpose is a :class:`PrivmapDeviceError`; when one is raised nothing is
-released.
+Every error raised on purpose is a :class:`PrivmapDeviceError` (the tree, by who is at fault, is
+in :mod:`privmap.device.errors`); when one is raised nothing is released.
 
-The package is grouped by concern; every public name is exported here, the sub-packages are private:
+The face, here, is what a firmware integrator needs; the rest is public in the layer that holds
+it. The package is a strict stack, each layer importing only from the layers below it
+(``tests/test_architecture.py`` checks it), lowest first:
 
-- ``trust/``: whom the device trusts (signature envelopes, Ed25519 key checks, keyrings, rotation,
-  binding to a device class);
-- ``format/``: what a bundle is (limits, the pre-scan, msgpack decoding, the schema, the declared
-  figures recomputed, :func:`load_bundle`);
-- ``release/``: releasing a row (lookup, the exact sampler, derived bits for permanent releases);
-- ``state/``: a device that remembers (:class:`DeviceState`, the monotonic counter);
-- ``mechanisms/``: the other seeds' release paths (funnel, max-correlation, null-space, Gaussian);
-- ``_errors`` and ``_files`` at the root serve them all.
+1. :mod:`~privmap.device.errors`, :mod:`~privmap.device.constants` and
+   :mod:`~privmap.device.files` (reading, writing and locking small files);
+2. :mod:`~privmap.device.format`: the wire format (limits, the pre-scan, strict msgpack
+   decoding, the header and the schema's field validators);
+3. :mod:`~privmap.device.trust`: whom the device trusts (signature envelopes, Ed25519 key
+   checks, keyrings, rotation, binding to a device class);
+4. :mod:`~privmap.device.randomness`: the OS CSPRNG's bits, derived bits, the exact sampler;
+5. :mod:`~privmap.device.kinds`: per mechanism, its body's parse and its release, dispatched by
+   a registry (``table``, ``funnel``, ``maxcorr``, ``recommender``, ``nullspace``, ``gaussian``);
+6. :mod:`~privmap.device.load`: the one load workflow (size, signatures before the payload is
+   parsed, work caps, header, floors and clock, the kind's body, policy): :func:`load_bundle`,
+   :func:`read_bundle_file`;
+7. :mod:`~privmap.device.state`: a device that remembers (:class:`DeviceState`: store and lock,
+   clock and floors, install and rotation, release).
 """
 from __future__ import annotations
 
-from .trust._binding import (
-    Binding,
-    WrongDomainError,
-    WrongTargetError,
-    check_binding,
-    schema_sha256,
-)
-from .format._bundle import (
-    Bundle,
-    check_declared_leakage,
-    check_declared_metrics,
-    load_bundle,
-    read_bundle_file,
-    recompute_leakage_bits,
-)
-from .format._codec import MIN_MSGPACK_VERSION
-from .release._derived import DerivedBits, record_bits, release_bits
-from ._errors import (
-    BundleError,
-    BundleFormatError,
-    BundleSignatureError,
-    BundleTooLargeError,
-    EquivocationError,
-    ExpiredBundleError,
-    FutureBundleError,
-    InputError,
-    KeyringError,
-    MetricsError,
-    NoValidBundleError,
-    PolicyError,
-    PrivmapDeviceError,
-    RandomnessError,
-    RollbackError,
-    StateError,
-    StateLockedError,
-    TableError,
-    WorkLimitError,
-    WrongTypeError,
-)
-from .mechanisms._gaussian import GaussianBundle, ReleaseRefusedError, add_noise, canonical_record
-from .trust._keyring import Keyring, key_id_of
-from .format._leakage import table_leakage_bits
-from .format._limits import (
-    DOMAIN_TAG,
-    FORMAT_VERSION,
-    MAX_ABS_CELL,
-    MAX_BUNDLE_BYTES,
-    MAX_SIGNATURES,
-    MAX_VERSION,
-    MULTISIG_DOMAIN_TAG,
-    MULTISIG_FORMAT_VERSION,
-    PAYLOAD_TYPE,
-    SCHEMA_VERSION,
-    SIGNATURE_ALGORITHM,
-    Limits,
-)
-from .mechanisms._nullspace import NullspaceBundle, TheoremCheckError
-from .trust._rotation import (
-    KEYRING_DOMAIN_TAG,
-    KEYRING_TYPE,
-    MAX_ROTATIONS,
-    KeyringChain,
-    KeyringExpiredError,
-    KeyringVersionError,
-)
-from .release._sampler import InsecureTestBits, SystemRandomBits
-from .format._schema import (
-    PAYLOAD_KEYS,
-    REAL_MECHANISMS,
-    REAL_PAYLOAD_KEYS,
-    REQUIRED_METRICS,
-    REQUIRED_PROVENANCE,
-    Feature,
-)
-from .state._counter import MonotonicCounter, StateReplayError
-from .state._state import (
-    EXPIRY_GRACE,
-    LATEST_ISSUED_AT,
-    MAX_CLOCK_SKEW,
-    DeviceState,
-    InstallResult,
-    KeyringMismatchError,
-)
+from .errors import PrivmapDeviceError
+from .format import Limits
+from .kinds import Bundle
+from .load import load_bundle, read_bundle_file
+from .randomness import SystemRandomBits
+from .state import DeviceState, InstallResult, MonotonicCounter
+from .trust import Binding, Keyring, KeyringChain
 
 __all__ = [
-    # loading
-    "load_bundle", "read_bundle_file", "Bundle", "Feature", "Keyring", "key_id_of", "Limits",
-    # verify-side helpers
-    "recompute_leakage_bits", "table_leakage_bits", "check_declared_leakage", "check_declared_metrics",
-    # binding to the device's configuration
-    "Binding", "WrongTargetError", "WrongDomainError", "schema_sha256", "check_binding",
-    # keyring rotation
-    "KeyringChain", "KeyringVersionError", "KeyringExpiredError", "KEYRING_TYPE", "KEYRING_DOMAIN_TAG",
-    "MAX_ROTATIONS",
-    # installed state and permanent releases
-    "DeviceState", "InstallResult", "MAX_CLOCK_SKEW", "EXPIRY_GRACE", "LATEST_ISSUED_AT",
-    "KeyringMismatchError", "MonotonicCounter", "StateReplayError",
-    # randomness
-    "SystemRandomBits", "InsecureTestBits", "DerivedBits", "release_bits", "record_bits",
-    # format constants
-    "FORMAT_VERSION", "SIGNATURE_ALGORITHM", "DOMAIN_TAG", "PAYLOAD_TYPE", "SCHEMA_VERSION",
-    "MAX_VERSION", "MAX_BUNDLE_BYTES", "MAX_ABS_CELL", "MULTISIG_FORMAT_VERSION", "MULTISIG_DOMAIN_TAG", "MAX_SIGNATURES", "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE",
-    "MIN_MSGPACK_VERSION",
-    # errors
-    "PrivmapDeviceError", "BundleError", "BundleTooLargeError", "BundleFormatError",
-    "WrongTypeError", "BundleSignatureError", "ExpiredBundleError", "RollbackError",
-    "TableError", "MetricsError", "KeyringError", "InputError", "RandomnessError",
-    "EquivocationError", "FutureBundleError", "WorkLimitError", "PolicyError", "StateError",
-    "NoValidBundleError", "StateLockedError",
-    # real-valued kinds (load_bundle returns one of these for mechanism nullspace/gaussian)
-    "NullspaceBundle", "GaussianBundle", "TheoremCheckError", "ReleaseRefusedError", "add_noise",
-    "canonical_record", "REAL_MECHANISMS", "REAL_PAYLOAD_KEYS",
+    # loading a bundle
+    "Keyring", "KeyringChain", "Binding", "Limits", "load_bundle", "read_bundle_file", "Bundle",
+    # a device that remembers
+    "DeviceState", "InstallResult", "MonotonicCounter",
+    # randomness and errors
+    "SystemRandomBits", "PrivmapDeviceError",
 ]

@@ -1,11 +1,25 @@
-"""Typed errors of the device runtime: one base class, subclasses by what went wrong.
+"""Every error the device runtime raises on purpose, in one shallow tree by who is at fault.
 
-Every error the runtime raises on purpose is a :class:`PrivmapDeviceError`. Whenever one is
-raised, nothing is released: no bundle is returned by the loader and no cell by ``sanitize``.
+Whenever one is raised nothing is released: no bundle is returned by the loader, no cell by a
+release, nothing is installed. Messages never contain the user's raw cells (they name the feature
+and the rule broken only), and errors raised while parsing a row are raised ``from None`` so that
+no chained exception carries a raw value either.
 
-Messages never contain the user's raw cells (they name the feature and the rule broken only),
-and errors raised while parsing a row are raised ``from None`` so that no chained exception
-carries a raw value either.
+The tree (after python-tuf's ``tuf/api/exceptions.py``)::
+
+    PrivmapDeviceError
+    +-- BundleError               the bundle (its builder, signer or whoever sent it)
+    |   +-- BundleTooLargeError, BundleFormatError (WrongTypeError, WorkLimitError),
+    |   |   BundleSignatureError, ExpiredBundleError, FutureBundleError, RollbackError,
+    |   |   EquivocationError, TableError, MetricsError (PolicyError)
+    |   +-- WrongTargetError, WrongDomainError      built for another device or configuration
+    +-- KeyringError              the keys provisioned or the keyring documents offered
+    |   +-- KeyringVersionError, KeyringExpiredError, KeyringMismatchError
+    +-- InputError                the user's row (TheoremCheckError)
+    +-- RandomnessError           the platform's randomness source
+    +-- StateError                the device's state directory (StateLockedError, StateReplayError)
+    +-- NoValidBundleError        nothing usable is installed
+    +-- ReleaseRefusedError       a release the device declines (a full memo)
 """
 from __future__ import annotations
 
@@ -15,26 +29,37 @@ __all__ = [
     "BundleTooLargeError",
     "BundleFormatError",
     "WrongTypeError",
+    "WorkLimitError",
     "BundleSignatureError",
     "ExpiredBundleError",
+    "FutureBundleError",
     "RollbackError",
+    "EquivocationError",
     "TableError",
     "MetricsError",
-    "KeyringError",
-    "InputError",
-    "RandomnessError",
-    "EquivocationError",
-    "FutureBundleError",
-    "WorkLimitError",
     "PolicyError",
+    "WrongTargetError",
+    "WrongDomainError",
+    "KeyringError",
+    "KeyringVersionError",
+    "KeyringExpiredError",
+    "KeyringMismatchError",
+    "InputError",
+    "TheoremCheckError",
+    "RandomnessError",
     "StateError",
     "StateLockedError",
+    "StateReplayError",
     "NoValidBundleError",
+    "ReleaseRefusedError",
 ]
 
 
 class PrivmapDeviceError(Exception):
     """Base class of every error the device runtime raises on purpose."""
+
+
+# -- the bundle ----------------------------------------------------------------------------------
 
 
 class BundleError(PrivmapDeviceError):
@@ -54,6 +79,11 @@ class WrongTypeError(BundleFormatError):
     """A correctly signed artifact whose payload ``type`` is not ``"privmap/bundle"``."""
 
 
+class WorkLimitError(BundleFormatError):
+    """The payload declares more work (cells, non-zeros, |A| x non-zeros) than the limits allow;
+    raised from the array headers, before any array is materialised."""
+
+
 class BundleSignatureError(BundleError):
     """Missing, malformed or invalid signature; unsupported algorithm; key id not pinned."""
 
@@ -62,8 +92,16 @@ class ExpiredBundleError(BundleError):
     """The bundle's ``expires`` is at or before the current time."""
 
 
+class FutureBundleError(BundleError):
+    """The bundle's ``issued_at`` is later than the device clock plus the allowed skew."""
+
+
 class RollbackError(BundleError):
     """The bundle's ``version`` is below the minimum version the caller accepts."""
+
+
+class EquivocationError(BundleError):
+    """A bundle with the version of one already installed but different bytes (THREATS D3)."""
 
 
 class TableError(BundleError):
@@ -74,8 +112,40 @@ class MetricsError(BundleError):
     """The declared metrics contradict the bundle (declared leakage below the table's)."""
 
 
+class PolicyError(MetricsError):
+    """The declared leakage is above the device's policy maximum (THREATS H5)."""
+
+
+class WrongTargetError(BundleError):
+    """A verified bundle built for another device class than this device's (THREATS E1)."""
+
+
+class WrongDomainError(BundleError):
+    """A verified bundle for another private attribute or another feature schema (catalogue,
+    rating scale, category lists) than the device's configuration."""
+
+
+# -- the keys -------------------------------------------------------------------------------------
+
+
 class KeyringError(PrivmapDeviceError):
     """A trusted key could not be provisioned (bad encoding, small or mixed order, private key)."""
+
+
+class KeyringVersionError(KeyringError):
+    """A keyring document whose version is not exactly the current one plus 1."""
+
+
+class KeyringExpiredError(KeyringError):
+    """The current keyring document has expired: no bundle is accepted until a rotation."""
+
+
+class KeyringMismatchError(KeyringError):
+    """The keyring given to ``DeviceState`` is not the one its state directory trusts, and it
+    did not arrive as a signed rotation of it (use ``DeviceState.rotate_keyring``)."""
+
+
+# -- the user's row -------------------------------------------------------------------------------
 
 
 class InputError(PrivmapDeviceError):
@@ -83,28 +153,16 @@ class InputError(PrivmapDeviceError):
     mechanism) not one of the bundle's input tuples."""
 
 
+class TheoremCheckError(InputError):
+    """The cleaned row failed the Theorem 1 check ``||A_d^T (x - x~)||^2 = epsilon``
+    (null-space bundles); nothing is released."""
+
+
+# -- the platform and the device ------------------------------------------------------------------
+
+
 class RandomnessError(PrivmapDeviceError):
     """The randomness source failed (raised, would block, or returned an invalid value)."""
-
-
-# -- installed state (device/state/_state.py) and work caps ----------------------------------------
-
-
-class EquivocationError(BundleError):
-    """A bundle with the version of one already installed but different bytes (THREATS D3)."""
-
-
-class FutureBundleError(BundleError):
-    """The bundle's ``issued_at`` is later than the device clock plus the allowed skew."""
-
-
-class WorkLimitError(BundleFormatError):
-    """The payload declares more work (cells, non-zeros, |A| x non-zeros) than the limits allow;
-    raised from the array headers, before any array is materialised."""
-
-
-class PolicyError(MetricsError):
-    """The declared leakage is above the device's policy maximum (THREATS H5)."""
 
 
 class StateError(PrivmapDeviceError):
@@ -122,6 +180,16 @@ class StateLockedError(StateError):
         self.holders = list(holders)
 
 
+class StateReplayError(StateError):
+    """The state file is older than the device's monotonic counter (an old ``state.json`` was
+    put back), or a counter-bound state was opened without its counter, or the directory was
+    wiped while the counter says states were committed."""
+
+
 class NoValidBundleError(PrivmapDeviceError):
     """No installed bundle can be used (none installed, both copies fail re-verification, or
     the active one is past ``expires`` plus the grace period): nothing is released."""
+
+
+class ReleaseRefusedError(PrivmapDeviceError):
+    """The device refuses to release (the per-bundle memo of released records is full)."""

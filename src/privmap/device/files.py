@@ -1,6 +1,7 @@
 """Small files of the device: reading without blocking, writing atomically, locking a directory.
 
-The state directory (``_state.py``) needs POSIX: ``fcntl.flock`` advisory locks, ``rename`` and
+Public so that the offline tools read key, passphrase and keyring files as the device does.
+The state directory (:mod:`privmap.device.state`) needs POSIX: ``fcntl.flock`` advisory locks, ``rename`` and
 ``link`` that are atomic within one directory, and ``fsync`` of a directory. On a platform without
 ``fcntl`` this module still imports (the bundle loader does not need it); :func:`locked` then
 raises :class:`LockUnavailable`.
@@ -18,14 +19,15 @@ import os
 import stat
 import time
 
+from .constants import DEFAULT_LOCK_WAIT
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: no state directory, bundles still load
     fcntl = None
 
 __all__ = ["NotRegularFile", "LockUnavailable", "LockTimeout", "read_regular", "atomic_write",
-           "create_exclusive", "fsync_dir", "locked", "lock_holders", "check_private", "TMP_PREFIX",
-           "DEFAULT_LOCK_WAIT"]
+           "create_exclusive", "fsync_dir", "locked", "lock_holders", "check_private", "TMP_PREFIX"]
 
 #: Every temporary file this module writes starts with this prefix.
 TMP_PREFIX = ".tmp-"
@@ -47,10 +49,6 @@ class LockTimeout(OSError):
     def __init__(self, message: str, holders: list[int], wait: float):
         super().__init__(errno.EWOULDBLOCK, message)
         self.holders, self.wait = holders, wait
-
-
-#: Seconds a state-directory lock is waited for before :class:`LockTimeout` (settable per call).
-DEFAULT_LOCK_WAIT = 5.0
 
 
 def read_regular(path, cap: int, *, private: bool = False) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from privmap.device.format._leakage import PAYLOAD_FLOAT_DIGITS
+from privmap.device.constants import PAYLOAD_FLOAT_DIGITS
 
 from ._errors import BuildError
 

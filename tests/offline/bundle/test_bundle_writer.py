@@ -8,13 +8,9 @@ import msgpack
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from privmap.device import (
-    DOMAIN_TAG,
-    PAYLOAD_KEYS,
-    Keyring,
-    load_bundle,
-    table_leakage_bits,
-)
+from privmap.device import Keyring, load_bundle
+from privmap.device.constants import DOMAIN_TAG, PAYLOAD_KEYS
+from privmap.device.kinds import table_leakage_bits
 from privmap.offline._errors import BuildError
 from privmap.offline.bundle._write import check_bundle, encode_payload, sign_bundle
 

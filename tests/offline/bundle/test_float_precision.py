@@ -4,8 +4,8 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from privmap.device import table_leakage_bits
-from privmap.device.format._leakage import LEAKAGE_RELATIVE_SLACK, PAYLOAD_FLOAT_RELATIVE_ERROR
+from privmap.device.constants import LEAKAGE_RELATIVE_SLACK, PAYLOAD_FLOAT_RELATIVE_ERROR
+from privmap.device.kinds import table_leakage_bits
 from privmap.offline.bundle._write import canonical_float
 
 finite = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300)
@@ -54,9 +54,9 @@ ANES = __import__("pathlib").Path(__file__).resolve().parents[3] / "data" / "ane
 def test_rounded_gaussian_bundles_pass_every_device_check(delta):
     """Covariances, noise and figures rounded to 12 digits still load: positive definite, the
     declared leakage and utility loss agree with the device's recomputation, loss <= delta."""
-    from privmap.device.format._codec import decode_payload
-    from privmap.device.mechanisms._gaussian import parse_gaussian
-    from privmap.device.format._limits import Limits
+    from privmap.device import Limits
+    from privmap.device.format import decode_payload
+    from privmap.device.kinds.gaussian import parse_gaussian
     from privmap.offline.bundle import encode_payload
     from privmap.offline.mechanisms.realvalued._build import build_gaussian
     build = build_gaussian(ANES, ["PID"], ["educ"], delta)
@@ -85,7 +85,7 @@ def test_a_covariance_that_rounding_makes_indefinite_is_refused_not_written():
     """A covariance that is positive definite in float64 but whose least eigenvalue is far
     below its rounding error: the builder refuses it (the device loader, run on the rounded
     bytes, says why) rather than write a bundle every device would refuse."""
-    from privmap.device.mechanisms._realvalued import cholesky_logdet
+    from privmap.device.kinds import cholesky_logdet
     from privmap.offline import BuildError
     from privmap.offline.bundle import encode_payload
     from privmap.offline.mechanisms.realvalued._build import build_gaussian

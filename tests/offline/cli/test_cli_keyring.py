@@ -2,7 +2,8 @@
 import json
 
 import pytest
-from privmap.device import BundleSignatureError, KeyringChain, load_bundle
+from privmap.device import KeyringChain, load_bundle
+from privmap.device.errors import BundleSignatureError
 
 
 @pytest.fixture(scope="module")

@@ -191,7 +191,7 @@ def test_a_foreign_shared_lock_holder_gets_one_error_line_within_the_wait_and_ne
 
 
 def test_the_default_lock_wait_is_a_few_seconds_and_shown_in_the_help(run):
-    from privmap.device.state._state import DEFAULT_LOCK_WAIT
+    from privmap.device.constants import DEFAULT_LOCK_WAIT
     assert 1 <= DEFAULT_LOCK_WAIT <= 30
     assert "--lock-wait" in run("sanitize", "--help").output and "--lock-wait" in run("state", "show", "--help").output
 
@@ -230,7 +230,7 @@ def test_state_rotate_keeping_the_key_of_a_mis_dated_bundle_lets_a_bundle_issued
     there and every install failed. A rotation that keeps that bundle's key resets the date, so
     a bundle issued now installs right after ``privmap state rotate``."""
     from privmap.device import DeviceState, KeyringChain
-    from privmap.device.state._state import LATEST_ISSUED_AT
+    from privmap.device.constants import LATEST_ISSUED_AT
     run("keygen", tmp_path / "other")
     pub, key, other = keys / "public.pem", keys / "private.pem", tmp_path / "other" / "public.pem"
     ring1, ring2 = tmp_path / "keyring-v1.bin", tmp_path / "keyring-v2.bin"

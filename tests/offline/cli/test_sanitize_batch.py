@@ -167,7 +167,7 @@ class _AnyBundle:
         self.seen = []
 
     def sanitize(self, cells, rng=None):
-        from privmap.device import InputError
+        from privmap.device.errors import InputError
         self.seen.append(list(cells))
         if cells[0] == "bad":
             raise InputError("feature 'f0': not a decimal number")
@@ -263,7 +263,8 @@ def test_memory_is_flat_in_the_number_of_rows_released_or_refused(tmp_path):
 
 def test_a_failing_batch_leaves_the_old_output_whole_and_no_temp_file(identity_bundle, keys, users, tmp_path, run,
                                                                       monkeypatch):
-    from privmap.device import Bundle, RandomnessError
+    from privmap.device import Bundle
+    from privmap.device.errors import RandomnessError
     path, rows = users
     out, rejects = tmp_path / "o.csv", tmp_path / "r.csv"
     out.write_text("old output\n")

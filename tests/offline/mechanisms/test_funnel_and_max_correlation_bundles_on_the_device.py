@@ -6,13 +6,8 @@ import msgpack
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from isolation import release_in_isolation
-from privmap.device import (
-    BundleSignatureError,
-    Keyring,
-    MetricsError,
-    TableError,
-    load_bundle,
-)
+from privmap.device import Keyring, load_bundle
+from privmap.device.errors import BundleSignatureError, MetricsError, TableError
 from privmap.offline import BuildError
 from privmap.offline.bundle._write import canonical_float, encode_payload, sign_bundle
 from privmap.offline.mechanisms.funnel._build import FunnelOptions, build_funnel
@@ -45,8 +40,8 @@ def _sign(payload):
 def _resign_raw(payload):
     """Sign a payload WITHOUT the builder's checks (what a hostile or buggy builder could do)."""
     from cryptography.hazmat.primitives import serialization
-    from privmap.device import key_id_of
-    from privmap.device.format._limits import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
+    from privmap.device.constants import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
+    from privmap.device.trust import key_id_of
     raw = msgpack.packb(payload, use_bin_type=True)
     pub = KEY.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return msgpack.packb([FORMAT_VERSION, SIGNATURE_ALGORITHM, key_id_of(pub), KEY.sign(DOMAIN_TAG + raw), raw],
@@ -81,7 +76,7 @@ def test_both_bundles_verify_and_release_on_the_device_without_numpy_or_offline(
 
 def test_device_recomputes_rho_m_squared_as_the_offline_svd_does(payloads):
     bundle = _load(_sign(payloads["max-correlation"]))
-    from privmap.device.mechanisms._maxcorr import rho_m_squared_pure
+    from privmap.device.kinds.maxcorr import rho_m_squared_pure
     assert rho_m_squared_pure(bundle.p_x, bundle.index, bundle.weight, bundle.bits) == pytest.approx(
         payloads["max-correlation"]["metrics"]["rho_m_squared"], abs=1e-9)
     assert bundle.private_name is None and bundle.prior is None
@@ -137,7 +132,7 @@ def test_a_randomised_funnel_row_is_refused(payloads):
 
 
 def test_a_max_correlation_payload_with_a_prior_or_private_key_is_refused(payloads):
-    from privmap.device import BundleFormatError
+    from privmap.device.errors import BundleFormatError
     payload = _canonical_dict(json.loads(json.dumps(payloads["max-correlation"])))
     payload["prior"] = [[1.0]]
     with pytest.raises(BundleFormatError, match="unknown keys"):
@@ -147,7 +142,7 @@ def test_a_max_correlation_payload_with_a_prior_or_private_key_is_refused(payloa
 @pytest.mark.parametrize("name, metric", [("funnel", "hamming"), ("funnel", "erasures"),
                                           ("max-correlation", "log-loss"), ("max-correlation", "l2")])
 def test_a_metric_that_does_not_fit_the_mechanism_is_refused(payloads, name, metric):
-    from privmap.device import BundleFormatError
+    from privmap.device.errors import BundleFormatError
     payload = _canonical_dict(json.loads(json.dumps(payloads[name])))
     payload["metric"] = metric
     with pytest.raises(BundleFormatError, match="does not fit"):
@@ -155,7 +150,7 @@ def test_a_metric_that_does_not_fit_the_mechanism_is_refused(payloads, name, met
 
 
 def test_log_loss_is_refused_for_the_seed_000_mechanisms(payloads):
-    from privmap.device import BundleFormatError
+    from privmap.device.errors import BundleFormatError
     payload = _canonical_dict(json.loads(json.dumps(payloads["funnel"])))
     payload["mechanism"] = "exact"
     with pytest.raises(BundleFormatError, match="does not fit"):

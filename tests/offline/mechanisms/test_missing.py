@@ -10,7 +10,7 @@ import statistics
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from privmap.device import InputError
+from privmap.device.errors import InputError
 from privmap.offline import BuildOptions, build
 from privmap.offline._errors import DatasetError
 from privmap.offline._information import leakage_bits

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device import Limits
-from privmap.device.mechanisms._recommender import parse_model
-from privmap.device.format._schema import Feature
+from privmap.device.format import Feature
+from privmap.device.kinds.recommender import parse_model
 from privmap.offline.bundle._write import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.data._schema import declare
@@ -125,7 +125,7 @@ def test_recommender_options_out_of_range_are_refused_at_construction(kwargs):
 
 
 def test_the_evaluation_view_looks_rows_up_and_releases_as_the_device_does(tmp_path):
-    from privmap.device.format._codec import decode_payload
+    from privmap.device.format import decode_payload
     from privmap.offline.evaluation._factor_view import view_of_recommender
     R, a = ratings(400, 30, 2, density=0.3, shift=0.5, seed=8)
     built, _, bundle = built_bundle(write_csv(tmp_path / "r.csv", R, a), clusters=6, rank=2, folds=0)

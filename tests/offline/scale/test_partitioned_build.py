@@ -4,7 +4,8 @@ import json
 
 import numpy as np
 import pytest
-from privmap.device import Keyring, read_bundle_file, recompute_leakage_bits
+from privmap.device import Keyring, read_bundle_file
+from privmap.device.kinds import recompute_leakage_bits
 from privmap.offline._errors import BuildError
 from privmap.offline.bundle._write import encode_payload
 from privmap.offline.mechanisms.quantized._partitioned_build import build_partitioned

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import msgpack
 
-from .._errors import BundleFormatError
+from ..constants import MIN_MSGPACK_VERSION
+from ..errors import BundleFormatError
 from ._limits import Limits
 
-__all__ = ["MIN_MSGPACK_VERSION", "decode_envelope", "decode_payload"]
-
-#: Oldest msgpack whose defaults and limits the runtime relies on (checked at import).
-MIN_MSGPACK_VERSION = (1, 2, 1)
+__all__ = ["decode_envelope", "decode_payload", "unpack"]
 
 if tuple(msgpack.version[:3]) < MIN_MSGPACK_VERSION:  # pragma: no cover - depends on install
     raise ImportError(
@@ -43,7 +41,9 @@ def _pairs_no_duplicates(pairs):
     return result
 
 
-def _unpack(data: bytes, what: str, **limits):
+def unpack(data: bytes, what: str, **limits):
+    """One strict ``msgpack.unpackb`` of ``data`` (module docstring) with the given msgpack
+    ``limits`` (``max_str_len``, ...); ``what`` names it in errors. Raises BundleFormatError."""
     try:
         return msgpack.unpackb(
             data,
@@ -66,7 +66,7 @@ def _unpack(data: bytes, what: str, **limits):
 
 def decode_envelope(data: bytes, limits: Limits):
     """Decode the envelope array ``[format, alg, key_id, signature, payload]`` (no validation)."""
-    return _unpack(
+    return unpack(
         data,
         "envelope",
         max_str_len=64,
@@ -79,7 +79,7 @@ def decode_envelope(data: bytes, limits: Limits):
 def decode_payload(payload: bytes, limits: Limits):
     """Decode verified payload bytes to Python objects (no schema validation yet)."""
     n = len(payload)
-    return _unpack(
+    return unpack(
         payload,
         "payload",
         max_str_len=min(n, limits.max_string_bytes),

@@ -1,48 +1,12 @@
-"""Format constants and resource limits of the bundle format (see docs/bundle-format.md)."""
+"""Resource limits of the bundle format (see docs/bundle-format.md); its constants are in
+:mod:`privmap.device.constants`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = [
-    "FORMAT_VERSION",
-    "SIGNATURE_ALGORITHM",
-    "DOMAIN_TAG",
-    "PAYLOAD_TYPE",
-    "SCHEMA_VERSION",
-    "MAX_VERSION",
-    "MAX_BUNDLE_BYTES",
-    "MULTISIG_FORMAT_VERSION",
-    "MULTISIG_DOMAIN_TAG",
-    "MAX_SIGNATURES",
-    "MAX_ABS_CELL",
-    "Limits",
-]
+from ..constants import MAX_BUNDLE_BYTES
 
-#: Envelope format version (first element of the envelope array).
-FORMAT_VERSION = 1
-#: The one supported signature algorithm (second element of the envelope array).
-SIGNATURE_ALGORITHM = "ed25519"
-#: Domain-separation tag prepended to the payload bytes before signing / verifying.
-DOMAIN_TAG = b"privmap-bundle-v1\x00"
-#: Envelope format with k-of-n signatures: ``[2, alg, [[key_id, signature], ...], payload]``.
-MULTISIG_FORMAT_VERSION = 2
-#: Its domain tag (a format-1 signature never verifies as format 2, and back).
-MULTISIG_DOMAIN_TAG = b"privmap-bundle-v2\x00"
-#: Most signatures a format-2 envelope may carry.
-MAX_SIGNATURES = 8
-#: Value of the payload's ``type`` field.
-PAYLOAD_TYPE = "privmap/bundle"
-#: Value of the payload's ``schema_version`` field.
-SCHEMA_VERSION = 2
-#: Largest allowed bundle ``version`` (versions are 1 .. 2**63 - 1).
-MAX_VERSION = 2**63 - 1
-#: Default cap on the size of a whole bundle file, in bytes (16 MiB: device-sized; see
-#: benchmarks/bench_load_limits.py for the load time and memory of the largest bundle admitted).
-MAX_BUNDLE_BYTES = 16 * 1024 * 1024
-#: Largest magnitude of a numeric cell: of a row a device reads, of a declared domain's bounds and
-#: so of every representative. A distance sums d squared differences of at most 2e100 each, far
-#: below float64's 1.8e308 for any d a bundle may hold, so no distance overflows to inf.
-MAX_ABS_CELL = 1e100
+__all__ = ["Limits"]
 
 
 @dataclass(frozen=True)

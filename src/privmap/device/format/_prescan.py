@@ -17,7 +17,7 @@ its own limits, so the walk does not need to be a full validator.
 """
 from __future__ import annotations
 
-from .._errors import BundleFormatError, WorkLimitError
+from ..errors import BundleFormatError, WorkLimitError
 from ._limits import Limits
 
 __all__ = ["prescan"]

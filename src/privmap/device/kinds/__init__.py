@@ -1,7 +1,36 @@
-"""The release paths of the other seeds' mechanisms, beside seed 000's table lookup.
+"""The bundle kinds: per mechanism, its body's parse and its release, dispatched by a registry.
 
-Private modules: ``_funnel`` (seed 003's funnel table checks), ``_maxcorr`` (seed 002's marginal
-P_X and rho_m^2), ``_realvalued`` (shared parsing of real-valued rows and bundles), ``_nullspace``
-(seed 001), ``_gaussian`` (seed 004), ``_real_kinds`` (choosing the real-valued kind of a payload).
-The public names are re-exported by :mod:`privmap.device`.
+The layer above randomness (releases draw from it) and below the load workflow, which hands each
+header-checked payload to :func:`load_body`. One public module per kind:
+
+- :mod:`.table`: ``quantized`` and ``exact`` (nearest representative or equal tuple, the integer
+  table sampler) and the :class:`Bundle` every table kind releases through;
+- :mod:`.funnel` (seed 003), :mod:`.maxcorr` (``max-correlation``, seed 002) and
+  :mod:`.recommender` (ratings folded into a factor space): table kinds with bodies of their own;
+- :mod:`.nullspace` (seed 001) and :mod:`.gaussian` (seed 004): real-valued kinds.
+
+Private modules: ``_registry`` (mechanism name -> kind, and the dispatch), ``_lookup`` (parsing a
+row and finding its input representative), ``_leakage`` (the leakage a table gives on its prior,
+recomputed), ``_real`` (what the real-valued kinds share).
 """
+from __future__ import annotations
+
+from ._leakage import check_declared_leakage, table_leakage_bits
+from ._lookup import MODE_EQUAL, MODE_L1, MODE_L2, canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
+from ._real import MAX_REAL_DIM, RealBundle, cholesky_logdet, parse_real_row
+from ._registry import REAL_KINDS, TABLE_KINDS, check_declared_metrics, load_body, load_real_body, parse_table_body
+from .gaussian import GaussianBundle
+from .nullspace import NullspaceBundle
+from .table import Bundle, recompute_leakage_bits
+
+__all__ = [
+    # the registry and the dispatch
+    "TABLE_KINDS", "REAL_KINDS", "load_body", "parse_table_body", "load_real_body",
+    # the bundle objects
+    "Bundle", "RealBundle", "NullspaceBundle", "GaussianBundle",
+    # declared figures
+    "check_declared_metrics", "check_declared_leakage", "recompute_leakage_bits", "table_leakage_bits",
+    # rows
+    "parse_row", "canonical", "distance_modes", "nearest_pure", "nearest_numpy", "MODE_EQUAL", "MODE_L2",
+    "MODE_L1", "parse_real_row", "cholesky_logdet", "MAX_REAL_DIM",
+]

@@ -4,26 +4,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-__all__ = ["table_leakage_bits", "LEAKAGE_RELATIVE_SLACK", "LEAKAGE_ABSOLUTE_SLACK",
-           "PAYLOAD_FLOAT_DIGITS", "PAYLOAD_FLOAT_RELATIVE_ERROR"]
+from ..constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
+from ..errors import MetricsError
 
-#: The builder writes every computed float of a payload (declared figures, the prior, p_x,
-#: released cells of real-valued features, real-valued parameters) rounded to this many
-#: significant digits, so that BLAS, CPU and library versions do not move the bundle's bytes
-#: (docs/bundle-format.md, "Float precision"). The device never rounds; it only has to accept
-#: a declared figure that differs from its recomputation by that rounding.
-PAYLOAD_FLOAT_DIGITS = 12
-#: The largest relative change that rounding makes to one number: half a unit in the last kept
-#: digit (5e-12 for 12 digits).
-PAYLOAD_FLOAT_RELATIVE_ERROR = 0.5 * 10.0 ** (1 - PAYLOAD_FLOAT_DIGITS)
-#: A declared leakage may be below the recomputed one by at most this relative amount ...
-#: It covers float round-off and the rounding of payload floats: the declared value and every
-#: prior entry are each off by at most PAYLOAD_FLOAT_RELATIVE_ERROR, which moves the recomputed
-#: leakage by a few times that (tests/offline/bundle/test_float_precision.py), two orders of
-#: magnitude below this slack.
-LEAKAGE_RELATIVE_SLACK = 1e-9
-#: ... or this absolute amount in bits (whichever is larger), to absorb float round-off.
-LEAKAGE_ABSOLUTE_SLACK = 1e-12
+__all__ = ["table_leakage_bits", "check_declared_leakage"]
 
 
 def table_leakage_bits(
@@ -63,3 +47,13 @@ def table_leakage_bits(
                 terms.append(v * math.log2(v / (p_a * p_out[j])))
     value = math.fsum(terms)
     return max(value, 0.0)
+
+
+def check_declared_leakage(declared: float, computed: float) -> None:
+    """Raise :class:`MetricsError` if ``declared`` is below ``computed`` (bits) beyond round-off
+    slack (:data:`~privmap.device.constants.LEAKAGE_RELATIVE_SLACK` of it, at least
+    :data:`~privmap.device.constants.LEAKAGE_ABSOLUTE_SLACK`)."""
+    slack = max(LEAKAGE_RELATIVE_SLACK * abs(computed), LEAKAGE_ABSOLUTE_SLACK)
+    if declared < computed - slack:
+        raise MetricsError(
+            f"declared leakage_bits {declared!r} is below the table's leakage {computed!r}")

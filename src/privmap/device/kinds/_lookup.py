@@ -27,11 +27,11 @@ from collections.abc import Mapping, Set
 from itertools import islice
 from operator import itemgetter
 
-from .._errors import InputError
+from ..errors import InputError
+from ..format import DECIMAL
 
-__all__ = ["parse_row", "canonical", "distance_modes", "nearest_pure", "nearest_numpy"]
+__all__ = ["parse_row", "canonical", "distance_modes", "nearest_pure", "nearest_numpy", "MODE_EQUAL", "MODE_L2", "MODE_L1"]
 
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _MAX_CELL_STRING = 64
 
@@ -69,7 +69,7 @@ def _numeric(value, position, feature):
         number = value
     elif isinstance(value, str):
         text = value.strip()
-        if len(text) > _MAX_CELL_STRING or not _DECIMAL.match(text):
+        if len(text) > _MAX_CELL_STRING or not DECIMAL.match(text):
             _bad(position, feature, "not a decimal number")
         if feature.integer and _INTEGER.match(text):
             number = int(text)

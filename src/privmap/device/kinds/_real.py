@@ -1,7 +1,7 @@
 """Pieces shared by the real-valued bundle kinds (``nullspace``, ``gaussian``; docs/bundle-format.md).
 
 These kinds release real vectors, not table rows. Their payload has the closed key set
-:data:`privmap.device.format._schema.REAL_PAYLOAD_KEYS`; ``features`` is a list of column names and
+:data:`privmap.device.constants.REAL_PAYLOAD_KEYS`; ``features`` is a list of column names and
 ``parameters`` a closed, per-kind map. This module holds the validation helpers for numbers,
 vectors and matrices, row parsing, a pure-Python Cholesky log-determinant, and the read-only
 :class:`RealBundle` base class. Pure Python; every sum runs left to right in float64.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import re
 
-from .._errors import BundleFormatError, InputError
-from ..format._limits import MAX_ABS_CELL
-from ..format._schema import Feature
+from ..constants import MAX_ABS_CELL
+from ..errors import BundleFormatError, InputError
+from ..format import Feature
 
 __all__ = ["MAX_REAL_DIM", "RealBundle", "number", "vector", "matrix", "names",
            "parse_real_row", "cholesky_logdet", "dot"]

@@ -1,4 +1,5 @@
-"""Pure-Python checks of a ``funnel`` bundle (seed 003): a deterministic table and I(X;Y).
+"""The ``funnel`` kind (seed 003): its parse and the pure-Python checks of a deterministic table
+and I(X;Y); it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The funnel's table is a partition of the inputs: every row has exactly one output with the
 whole weight 2**B. Its disclosure I(X;Y) = H(Y) with P_Y(j) = sum of p(s, x) over the inputs x
@@ -10,11 +11,37 @@ from __future__ import annotations
 
 import math
 
-from .._errors import MetricsError, TableError
+from ..constants import REQUIRED_METRICS
+from ..format import PRIVATE_KEYS, Limits, closed_map, parse_prior, string, unique_strings
+from ..errors import MetricsError, TableError
+from .table import check_figures as check_leakage
+from .table import parse_categorical_body, recompute
 
-__all__ = ["check_funnel", "table_disclosure_bits", "DISCLOSURE_TOLERANCE"]
+__all__ = ["MECHANISM", "FUNNEL_METRICS", "parse_body", "check_figures", "check_funnel", "table_disclosure_bits",
+           "DISCLOSURE_TOLERANCE"]
 
+MECHANISM = "funnel"
+#: Metrics a funnel bundle declares: the table kinds' and its disclosure.
+FUNNEL_METRICS = REQUIRED_METRICS + ("disclosure_bits",)
 DISCLOSURE_TOLERANCE = 1e-9
+
+
+def parse_body(obj: dict, limits: Limits) -> dict:
+    """Validate a funnel payload after the header: the categorical table fields, its private
+    attribute and prior. Raises BundleFormatError or TableError."""
+    body = parse_categorical_body(obj, limits, FUNNEL_METRICS)
+    private = closed_map(obj["private"], PRIVATE_KEYS, "private")
+    body.update(private_name=string(private["name"], "private.name", limits),
+                classes=unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits))
+    body["prior"] = parse_prior(obj["prior"], len(body["classes"]), len(body["inputs"]))
+    return body
+
+
+def check_figures(body: dict) -> None:
+    """The declared figures of a parsed funnel body: the table deterministic and its disclosure
+    (:func:`check_funnel`), then the leakage on the prior. Raises TableError or MetricsError."""
+    recompute(check_funnel, body)
+    check_leakage(body)
 
 
 def table_disclosure_bits(prior, index, n_outputs: int) -> float:

@@ -1,7 +1,7 @@
 """The ``gaussian`` bundle kind: y = x + N, N ~ N(0, diag sigma2) (seed 004).
 
 Noise. :func:`standard_normals` draws standard normals by Box-Muller from a bit source's
-``randbits(53)`` (the OS CSPRNG through :func:`privmap.device.release._sampler.resolve_rng` in
+``randbits(53)`` (the OS CSPRNG through :func:`privmap.device.randomness.resolve_rng` in
 production): ``u1 = (r1 + 1) / 2**53`` lies in (0, 1], so ``log(u1)`` is never ``log(0)``;
 ``u2 = r2 / 2**53`` lies in [0, 1); the pair gives ``sqrt(-2 log u1) * (cos, sin)(2 pi u2)``.
 The largest |z| possible is ``sqrt(2 * 53 * log 2) = 8.57``: the tail beyond it (probability
@@ -32,9 +32,11 @@ import os
 import struct
 from types import MappingProxyType
 
-from .._errors import BundleFormatError, MetricsError, PrivmapDeviceError
-from ..format._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
-from ._realvalued import (
+from ..constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
+from ..errors import BundleFormatError, MetricsError, ReleaseRefusedError
+from ..format import closed_map
+from ..randomness import draw_bits, resolve_rng
+from ._real import (
     MAX_REAL_DIM,
     RealBundle,
     cholesky_logdet,
@@ -45,13 +47,12 @@ from ._realvalued import (
     symmetric,
     vector,
 )
-from ..release._sampler import draw_bits, resolve_rng
-from ..format._schema import _closed_map
 
-__all__ = ["GaussianBundle", "ReleaseRefusedError", "standard_normals", "add_noise",
+__all__ = ["MECHANISM", "GaussianBundle", "make", "parse_gaussian", "standard_normals", "add_noise",
            "canonical_record", "gaussian_information", "GAUSSIAN_PARAMETER_KEYS", "GAUSSIAN_METRICS",
            "MAX_MEMO_RECORDS", "UTILITY_MEASURES"]
 
+MECHANISM = "gaussian"
 GAUSSIAN_PARAMETER_KEYS = ("sigma2", "private", "utility", "cov_private", "cov_utility", "delta",
                            "gamma", "utility_measure")
 GAUSSIAN_METRICS = ("leakage_bits", "leakage_nats", "leakage_before_bits", "utility_loss_nats",
@@ -63,10 +64,6 @@ MAX_MEMO_RECORDS = 1 << 16
 _RECORD_TAG = b"privmap-gaussian-record-v1\x00"
 _TWO_PI = 2.0 * math.pi
 _SCALE = 2.0 ** -53
-
-
-class ReleaseRefusedError(PrivmapDeviceError):
-    """The device refuses to release (the per-bundle memo of released records is full)."""
 
 
 def standard_normals(source, count: int) -> list:
@@ -123,7 +120,7 @@ def _agree(declared, computed, what):
 
 def parse_gaussian(params, metrics, features, limits) -> dict:
     """Validate ``parameters`` and the declared metrics of a gaussian bundle."""
-    _closed_map(params, GAUSSIAN_PARAMETER_KEYS, "parameters")
+    closed_map(params, GAUSSIAN_PARAMETER_KEYS, "parameters")
     n = len(features)
     sigma2 = vector(params["sigma2"], "parameters.sigma2", n, 0.0)
     private = names(params["private"], "parameters.private", 1, MAX_REAL_DIM, limits)
@@ -208,7 +205,7 @@ class GaussianBundle(RealBundle):
         return list(released)
 
 
-def make_gaussian(obj, limits, **fields) -> GaussianBundle:
+def make(obj, limits, **fields) -> GaussianBundle:
     """Build a :class:`GaussianBundle` from a header-checked payload ``obj``."""
     columns = tuple(f.name for f in fields["features"])
     params = parse_gaussian(obj["parameters"], fields["metrics"], columns, limits)

@@ -1,4 +1,5 @@
-"""Pure-Python checks of a ``max-correlation`` bundle (seed 002): P_X, rho_m^2 and the S* bound.
+"""The ``max-correlation`` kind (seed 002): its parse and the pure-Python checks of P_X, rho_m^2
+and the S* bound; it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The bundle has no private attribute; it carries ``p_x`` (the public marginal over its inputs)
 and declares ``rho_m_squared`` (the maximal correlation of X and the released Y, squared) and
@@ -22,12 +23,20 @@ from __future__ import annotations
 
 import math
 
-from .._errors import BundleFormatError, MetricsError
+from ..errors import BundleFormatError, MetricsError
+from ..format import Limits
+from .table import parse_categorical_body, recompute
 
 __all__ = [
+    "MECHANISM", "MAXCORR_METRICS", "parse_body", "check_figures",
     "parse_p_x", "rho_m_squared_pure", "s_star_upper_pure", "check_max_correlation",
     "MAX_MAXCORR_INPUTS", "RHO_TOLERANCE", "P_X_MASS_TOLERANCE",
 ]
+
+MECHANISM = "max-correlation"
+#: Metrics a max-correlation bundle declares (in place of the table kinds' REQUIRED_METRICS).
+MAXCORR_METRICS = ("rho_m_squared", "s_star_upper_bound", "s_star_verified", "distortion", "delta", "clusters",
+                   "n")
 
 #: Largest K_in (= K_out) of a max-correlation bundle (Jacobi is O(K^3) per sweep in pure Python).
 MAX_MAXCORR_INPUTS = 64
@@ -154,3 +163,16 @@ def check_max_correlation(body: dict) -> None:
     distortion = _hamming_distortion(p_x, index, weight, bits, body["inputs"], body["outputs"])
     if metrics["distortion"] < distortion - max(1e-9 * distortion, 1e-12):
         raise MetricsError(f"declared distortion {metrics['distortion']!r} is below the table's {distortion!r}")
+
+
+def parse_body(obj: dict, limits: Limits) -> dict:
+    """Validate a max-correlation payload after the header: the categorical table fields and
+    ``p_x`` (no private attribute, no prior). Raises BundleFormatError or TableError."""
+    body = parse_categorical_body(obj, limits, MAXCORR_METRICS)
+    body.update(private_name=None, classes=(), prior=None, p_x=parse_p_x(obj["p_x"], len(body["inputs"])))
+    return body
+
+
+def check_figures(body: dict) -> None:
+    """The declared figures of a parsed body (:func:`check_max_correlation`); raises MetricsError."""
+    recompute(check_max_correlation, body)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from types import MappingProxyType
 
-from .._errors import BundleFormatError, InputError, MetricsError
-from ._realvalued import (
+from ..errors import BundleFormatError, MetricsError, TheoremCheckError
+from ..format import closed_map
+from ._real import (
     MAX_REAL_DIM,
     RealBundle,
     dot,
@@ -32,11 +33,11 @@ from ._realvalued import (
     parse_real_row,
     vector,
 )
-from ..format._schema import _closed_map
 
-__all__ = ["NullspaceBundle", "TheoremCheckError", "parse_nullspace", "clean_row",
+__all__ = ["MECHANISM", "NullspaceBundle", "parse_nullspace", "clean_row", "make",
            "NULLSPACE_PARAMETER_KEYS", "NULLSPACE_METRICS", "THEOREM1_RELATIVE", "THEOREM1_ROUNDING"]
 
+MECHANISM = "nullspace"
 #: Closed key set of ``parameters`` (canonical order).
 NULLSPACE_PARAMETER_KEYS = ("epsilon", "desired", "confidential", "directions", "lambda_d", "a_d")
 #: Metrics every nullspace bundle declares.
@@ -49,17 +50,13 @@ THEOREM1_ROUNDING = 1e-12
 LOAD_TOLERANCE = 1e-9
 
 
-class TheoremCheckError(InputError):
-    """The cleaned row failed the Theorem 1 check ``||A_d^T (x - x~)||^2 = epsilon``."""
-
-
 def parse_nullspace(params, n: int, limits, features=()):
     """Validate ``parameters`` of a nullspace bundle with ``n`` released columns (named
     ``features``, which the target names must not repeat); returns a dict of tuples.
 
     Raises BundleFormatError (shape, types) or MetricsError (directions inconsistent with A_d).
     """
-    _closed_map(params, NULLSPACE_PARAMETER_KEYS, "parameters")
+    closed_map(params, NULLSPACE_PARAMETER_KEYS, "parameters")
     epsilon = number(params["epsilon"], "parameters.epsilon", 0.0)
     desired = names(params["desired"], "parameters.desired", 1, MAX_REAL_DIM, limits)
     confidential = names(params["confidential"], "parameters.confidential", 1, MAX_REAL_DIM, limits)
@@ -152,7 +149,7 @@ class NullspaceBundle(RealBundle):
         return list(clean_row(parse_real_row(row, len(self.features)), self._params))
 
 
-def make_nullspace(obj, limits, **fields) -> NullspaceBundle:
+def make(obj, limits, **fields) -> NullspaceBundle:
     """Build a :class:`NullspaceBundle` from a header-checked payload ``obj``."""
     columns = tuple(f.name for f in fields["features"])
     params = parse_nullspace(obj["parameters"], len(columns), limits, columns)

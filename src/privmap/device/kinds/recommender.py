@@ -31,17 +31,18 @@ from __future__ import annotations
 import math
 from operator import mul
 
-from .._errors import BundleFormatError, InputError, WorkLimitError
-from ..format._limits import MAX_ABS_CELL
-from ..format._schema import Feature
+from ..constants import MAX_ABS_CELL, MAX_RANK
+from ..errors import BundleFormatError, InputError, WorkLimitError
+from ..format import Feature, Limits
+from . import table
 
-__all__ = ["MODEL_KEYS", "MAX_RANK", "MAX_FOLD_IN_WORK", "FactorModel", "parse_model"]
+__all__ = ["MECHANISM", "MODEL_KEYS", "MAX_FOLD_IN_WORK", "FactorModel", "parse_model", "parse_body",
+           "check_figures"]
 
+MECHANISM = "recommender"
 #: Keys of the ``model`` map, in canonical order.
 MODEL_KEYS = ("columns", "min", "max", "integer", "missing_token", "mean", "reg", "scale_bits", "items",
               "whiten", "decimals")
-#: Largest latent rank: bounds the fold-in's O(m rank^2) and the release's O(m rank) work.
-MAX_RANK = 64
 #: Largest m x (rank + 1)^2: bounds the per-column outer products a device keeps (about half that
 #: many floats) and a fully rated row's fold-in work.
 MAX_FOLD_IN_WORK = 1 << 21
@@ -243,3 +244,16 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
         rows.append(values)
     decimals = _int(obj["decimals"], "decimals", 0, 6)
     return FactorModel(columns, mean, reg, tuple(bias), tuple(factors), tuple(rows), decimals)
+
+
+def parse_body(obj: dict, limits: Limits) -> dict:
+    """Validate a recommender payload after the header: the table fields over its factor space
+    (:func:`privmap.device.kinds.table.parse_body`), then ``model`` against those features.
+    Raises BundleFormatError, TableError or WorkLimitError."""
+    body = table.parse_body(obj, limits)
+    body["model"] = parse_model(body["model"], body["features"], limits)
+    return body
+
+
+#: The declared figures: the leakage of the factor-space table on its prior.
+check_figures = table.check_figures

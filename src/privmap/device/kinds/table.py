@@ -1,49 +1,57 @@
-"""Loading a signed bundle and releasing sanitized rows from it."""
+"""The table kinds: a released row is the representative of an output sampled from an integer table.
+
+``quantized`` (nearest input representative) and ``exact`` (equal tuple) are parsed here; the
+``funnel`` (:mod:`.funnel`), ``max-correlation`` (:mod:`.maxcorr`) and ``recommender``
+(:mod:`.recommender`) kinds parse their own bodies with the helpers below and release through
+the same :class:`Bundle`. A table row ``c`` gives ``P(output index[c][t] | input c) =
+weight[c][t] / 2**bits``; :meth:`Bundle.release_index` looks the row up (:mod:`._lookup`), draws
+``bits`` bits and returns the first output whose running weight total exceeds the draw.
+"""
 from __future__ import annotations
 
-import hashlib
-import math
-import os
-import time
 from types import MappingProxyType
 
-from ._codec import decode_envelope, decode_payload
-from ..trust._envelope import verify_envelope
-from .._errors import (
-    BundleError,
-    BundleFormatError,
-    BundleTooLargeError,
-    ExpiredBundleError,
-    FutureBundleError,
-    InputError,
-    MetricsError,
-    PolicyError,
-    RollbackError,
+from ..errors import BundleFormatError, InputError, MetricsError
+from ..format import (
+    PRIVATE_KEYS,
+    Limits,
+    array,
+    closed_map,
+    fail,
+    parse_cells,
+    parse_feature,
+    parse_metrics,
+    parse_prior,
+    parse_provenance,
+    parse_table,
+    string,
+    unique_strings,
 )
-from ..trust._keyring import Keyring
-from ._leakage import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK, table_leakage_bits
-from ._limits import Limits
-from ..release._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
-from ._prescan import prescan
-from ..release._sampler import draw_bits, resolve_rng, sample_row
-from ._schema import REAL_MECHANISMS, parse_body, parse_header
+from ..randomness import draw_bits, resolve_rng, sample_row
+from ._leakage import check_declared_leakage, table_leakage_bits
+from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 
-__all__ = ["Bundle", "load_bundle", "read_bundle_file", "recompute_leakage_bits", "check_declared_leakage",
-           "check_declared_metrics", "MAX_CLOCK_SKEW"]
+__all__ = ["Bundle", "MECHANISMS", "METRICS", "EXACT_LOOKUP_MECHANISMS", "FAST_PATH_MIN_WORK",
+           "SEED_MECHANISM_METRIC", "parse_body", "parse_categorical_body", "check_figures", "recompute",
+           "recompute_leakage_bits", "build"]
 
-_DEFAULT_LIMITS = Limits()
+#: Mechanisms whose release is a table (the parse fails naming these when the mechanism is unknown).
+MECHANISMS = ("quantized", "exact", "funnel", "max-correlation", "recommender")
+#: Metrics a table bundle may declare.
+METRICS = ("l2", "l1", "hamming", "erasures", "log-loss")
 #: Mechanisms whose device lookup is an exact tuple match (the others: nearest representative).
 EXACT_LOOKUP_MECHANISMS = ("exact", "funnel", "max-correlation")
-#: How far, in seconds, a bundle's ``issued_at`` may be ahead of the clock (1 day): clocks of
-#: builder and device disagree by minutes, not days, so a bundle dated later was mis-built or is
-#: meant to be held back; it is refused (:class:`FutureBundleError`).
-MAX_CLOCK_SKEW = 86400
+#: The one metric each categorical kind accepts: the funnel (seed 003) and max-correlation
+#: (seed 002) kinds release through this table with an exact tuple lookup; the funnel has the
+#: standard key set with metric "log-loss", max-correlation carries the public marginal ``p_x``
+#: in place of ``private`` and ``prior`` (docs/bundle-format.md).
+SEED_MECHANISM_METRIC = {"funnel": "log-loss", "max-correlation": "hamming"}
 #: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
 FAST_PATH_MIN_WORK = 20000
 
 
 class Bundle:
-    """A verified, validated bundle. Built only by :func:`load_bundle`; read-only.
+    """A verified, validated table bundle. Built only by :func:`privmap.device.load_bundle`; read-only.
 
     Attributes (all read-only)
     --------------------------
@@ -77,7 +85,7 @@ class Bundle:
         A ``"recommender"`` bundle's fold-in and decode (``None`` for every other mechanism):
         ``features`` are then its rating columns, a row is folded into a point of the factor
         space ``space`` where ``inputs`` and ``outputs`` live, and a released row holds the
-        predicted ratings of the sampled output (:mod:`privmap.device.mechanisms._recommender`).
+        predicted ratings of the sampled output (:mod:`privmap.device.kinds.recommender`).
     space : tuple[Feature, ...]
         The features of ``inputs`` and ``outputs``: ``features`` itself, except for a
         recommender bundle (its factor coordinates).
@@ -230,109 +238,16 @@ class Bundle:
 _CONSTRUCT = object()
 
 
-def recompute_leakage_bits(bundle: Bundle) -> float:
-    """I(A; C_hat) in bits of ``bundle``'s integer table on its bundled prior (pure Python)."""
-    return table_leakage_bits(bundle.prior, bundle.index, bundle.weight, bundle.bits)
-
-
-def check_declared_leakage(declared: float, computed: float) -> None:
-    """Raise :class:`MetricsError` if ``declared`` is below ``computed`` beyond round-off slack."""
-    slack = max(LEAKAGE_RELATIVE_SLACK * abs(computed), LEAKAGE_ABSOLUTE_SLACK)
-    if declared < computed - slack:
-        raise MetricsError(
-            f"declared leakage_bits {declared!r} is below the table's leakage {computed!r}")
-
-
-def _now(now) -> float:
-    if now is None:
-        return time.time()
-    if type(now) not in (int, float) or not math.isfinite(now):
-        raise TypeError("now must be None or a finite number of unix seconds")
-    return now
-
-
-def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
-                limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW) -> Bundle:
-    """Verify and load a bundle from its bytes.
-
-    Parameters
-    ----------
-    data : bytes-like
-        The whole bundle file (envelope). Copied once; everything is parsed from that copy.
-    keyring : Keyring
-        The pinned trusted keys. The envelope's key id only selects one of them.
-    now : int | float | None
-        Current time in unix seconds (read once); ``None`` reads the system clock.
-    min_version : int
-        Smallest acceptable bundle ``version`` (for example the installed bundle's version).
-    limits : Limits
-        Resource limits.
-    max_skew : int | None
-        Seconds ``issued_at`` may be ahead of ``now`` (default :data:`MAX_CLOCK_SKEW`); ``None``
-        skips that check, for a caller that makes it against a clock it trusts more
-        (:class:`~privmap.device.DeviceState` knows when the clock is wrong).
-
-    Checks, in order: size (BundleTooLargeError); envelope msgpack and shape, format version
-    (BundleFormatError); algorithm, key ids, signature lengths, Ed25519 signatures by at least
-    ``keyring.threshold`` distinct pinned keys over the format's domain tag + payload
-    (BundleSignatureError; see ``_envelope.py``) -- all before the payload is decoded; work caps
-    from the payload's msgpack headers (WorkLimitError); payload msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
-    (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
-    (ExpiredBundleError); issued_at <= now + max_skew (FutureBundleError); cells, table
-    (TableError), prior, metrics and provenance; declared
-    leakage not below the table's (MetricsError) and not above ``limits.max_leakage_bits``
-    (PolicyError). Returns the :class:`Bundle` only if all pass.
-    Mechanisms ``nullspace`` and ``gaussian`` pass the same envelope, signature and
-    header checks, then their own closed body checks, and return a
-    :class:`~privmap.device.NullspaceBundle` or :class:`~privmap.device.GaussianBundle`.
-    """
-    if not isinstance(keyring, Keyring):
-        raise TypeError("keyring must be a privmap.device.Keyring")
-    if not isinstance(limits, Limits):
-        raise TypeError("limits must be a privmap.device.Limits")
-    if type(min_version) is not int or min_version < 1:
-        raise ValueError("min_version must be an int >= 1")
-    if max_skew is not None and (type(max_skew) is not int or max_skew < 0):
-        raise ValueError("max_skew must be None or an int >= 0 (seconds)")
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError("data must be bytes")
-    clock = _now(now)
-    if isinstance(data, memoryview):
-        if data.nbytes > limits.max_bundle_bytes:
-            raise BundleTooLargeError(f"bundle is larger than {limits.max_bundle_bytes} bytes")
-    elif len(data) > limits.max_bundle_bytes:
-        raise BundleTooLargeError(f"bundle is larger than {limits.max_bundle_bytes} bytes")
-    data = bytes(data)  # one immutable copy: what is verified is what is parsed
-    if not data:
-        raise BundleFormatError("empty bundle")
-
-    envelope = decode_envelope(data, limits)
-    payload, signers = verify_envelope(envelope, keyring)
-
-    prescan(payload, limits)  # work caps from the msgpack headers, before anything is built
-    obj = decode_payload(payload, limits)
-    version, issued_at, expires = parse_header(obj)
-    if version < min_version:
-        raise RollbackError(f"bundle version {version} is below the minimum {min_version}")
-    if expires <= clock:
-        raise ExpiredBundleError("bundle has expired")
-    if max_skew is not None and issued_at > clock + max_skew:
-        raise FutureBundleError(f"bundle issued_at {issued_at} is more than {max_skew} s after the clock "
-                                f"({int(clock)}): the clock or the bundle's issue date is wrong")
-    if obj["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian release paths
-        from ..mechanisms._real_kinds import load_real_body
-        real = load_real_body(obj, limits, version=version, issued_at=issued_at, expires=expires,
-                              device_class=obj["device_class"],
-                              sha256=hashlib.sha256(data).hexdigest(), key_id=signers[0].hex(), data=data)
-        _check_policy(real.metrics, limits)
-        return real
-    body = parse_table_body(obj, limits)
-    bundle = Bundle(
+def build(body: dict, **facts) -> Bundle:
+    """The :class:`Bundle` of a parsed table ``body`` (from a kind's ``parse_body``) and the
+    envelope ``facts`` (version, issued_at, expires, device_class, sha256, key_id, data).
+    Raises BundleFormatError for repeated input tuples of an exact-lookup mechanism."""
+    return Bundle(
         _token=_CONSTRUCT,
-        version=version,
-        issued_at=issued_at,
-        device_class=obj["device_class"],
-        expires=expires,
+        version=facts["version"],
+        issued_at=facts["issued_at"],
+        device_class=facts["device_class"],
+        expires=facts["expires"],
         mechanism=body["mechanism"],
         metric=body["metric"],
         features=body["features"] if body.get("model") is None else body["model"].columns,
@@ -349,71 +264,106 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
         p_x=body.get("p_x"),
         metrics=MappingProxyType(body["metrics"]),
         provenance=MappingProxyType(body["provenance"]),
-        sha256=hashlib.sha256(data).hexdigest(),
-        key_id=signers[0].hex(),
-        data=data,
+        sha256=facts["sha256"],
+        key_id=facts["key_id"],
+        data=facts["data"],
     )
-    check_declared_metrics(body)
-    _check_policy(bundle.metrics, limits)
-    return bundle
 
 
-def parse_table_body(obj: dict, limits: Limits) -> dict:
-    """:func:`._schema.parse_body`, and a recommender bundle's ``model`` parsed against its factor
-    features (:func:`privmap.device.mechanisms._recommender.parse_model`). Raises BundleFormatError."""
-    body = parse_body(obj, limits)
-    if body["mechanism"] == "recommender":
-        from ..mechanisms._recommender import parse_model
-        body["model"] = parse_model(body["model"], body["features"], limits)
-    return body
+def recompute_leakage_bits(bundle: Bundle) -> float:
+    """I(A; C_hat) in bits of ``bundle``'s integer table on its bundled prior (pure Python)."""
+    return table_leakage_bits(bundle.prior, bundle.index, bundle.weight, bundle.bits)
 
 
-def check_declared_metrics(body: dict) -> None:
-    """Recompute what a parsed body declares and raise :class:`MetricsError` (or TableError) if
-    it disagrees: the leakage on the prior for every mechanism that has one, and the
-    mechanism's own figures for ``"funnel"`` (disclosure) and ``"max-correlation"`` (rho_m^2,
-    S* bound, distortion; it has no prior)."""
+def check_figures(body: dict) -> None:
+    """Recompute the leakage a parsed body's table gives on its prior and raise
+    :class:`MetricsError` if the declared ``leakage_bits`` is below it (the figures of the
+    quantized, exact and recommender kinds)."""
     try:
-        if body["mechanism"] == "funnel":
-            from ..mechanisms._funnel import check_funnel
-            check_funnel(body)
-        elif body["mechanism"] == "max-correlation":
-            from ..mechanisms._maxcorr import check_max_correlation
-            check_max_correlation(body)
+        computed = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
+    except (ValueError, ArithmeticError):
+        raise MetricsError("cannot recompute the leakage from the prior and table") from None
+    check_declared_leakage(body["metrics"]["leakage_bits"], computed)
+
+
+def recompute(check, body: dict) -> None:
+    """Run a kind's own recomputation ``check(body)``; a body it cannot compute on (ValueError,
+    ArithmeticError) raises :class:`MetricsError` naming the mechanism."""
+    try:
+        check(body)
     except (ValueError, ArithmeticError):
         raise MetricsError(f"cannot recompute the {body['mechanism']} bundle's declared figures") from None
-    if body["prior"] is not None:
-        try:
-            computed = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
-        except (ValueError, ArithmeticError):
-            raise MetricsError("cannot recompute the leakage from the prior and table") from None
-        check_declared_leakage(body["metrics"]["leakage_bits"], computed)
 
 
-def _check_policy(metrics, limits: Limits) -> None:
-    """Raise :class:`PolicyError` if the declared leakage (bits) is above the device's policy
-    maximum ``limits.max_leakage_bits`` (kinds that declare no leakage pass)."""
-    declared = metrics.get("leakage_bits")
-    if declared is not None and declared > limits.max_leakage_bits:
-        raise PolicyError(f"declared leakage {declared!r} bits is above this "
-                          f"device's policy maximum {limits.max_leakage_bits!r}")
+def _misfit(mechanism, metric):
+    fail(f"metric {metric!r} does not fit mechanism {mechanism!r} "
+         f"(funnel uses 'log-loss', max-correlation 'hamming')")
 
 
-def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,
-                     limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW) -> Bundle:
-    """Read a bundle file once (at most ``limits.max_bundle_bytes + 1`` bytes) and load it.
+def _features(obj: dict, limits: Limits) -> tuple:
+    specs = array(obj["features"], "features", 1, limits.max_features)
+    features = tuple(parse_feature(spec, i, limits) for i, spec in enumerate(specs))
+    if len({f.name for f in features}) != len(features):
+        fail("feature names must be unique")
+    return features
 
-    The bytes read are the bytes verified and parsed (a file swapped afterwards changes nothing).
-    Raises :class:`BundleTooLargeError` for a larger file or endless stream, :class:`BundleError`
-    if the file cannot be read, and whatever :func:`load_bundle` raises.
-    """
-    if not isinstance(limits, Limits):
-        raise TypeError("limits must be a privmap.device.Limits")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limits.max_bundle_bytes + 1)
-    except OSError as exc:
-        raise BundleError(f"cannot read bundle file {os.fspath(path)!r}: {exc.strerror}") from None
-    if len(data) > limits.max_bundle_bytes:
-        raise BundleTooLargeError(f"bundle file is larger than {limits.max_bundle_bytes} bytes")
-    return load_bundle(data, keyring, now=now, min_version=min_version, limits=limits, max_skew=max_skew)
+
+def parse_body(obj: dict, limits: Limits) -> dict:
+    """Validate every field of a quantized or exact payload after the header (the recommender
+    kind's too, before its ``model``); returns plain validated values by field name. The
+    caller has checked ``mechanism`` and that ``metric`` is one of :data:`METRICS`.
+    Raises BundleFormatError or TableError."""
+    mechanism, metric = obj["mechanism"], obj["metric"]
+    if metric == "log-loss":
+        _misfit(mechanism, metric)
+    features = _features(obj, limits)
+    if metric == "erasures" and mechanism != "exact":
+        fail("metric 'erasures' is only allowed with mechanism 'exact'")
+    if mechanism == "quantized" and metric in ("l1", "l2") and any(f.categorical for f in features):
+        fail("quantized l1/l2 bundles need numeric features only (use 'hamming' for categories)")
+    if mechanism == "recommender" and metric != "l2":
+        fail("a recommender bundle's metric is 'l2' (stars, root mean square over the columns)")
+    private = closed_map(obj["private"], PRIVATE_KEYS, "private")
+    private_name = string(private["name"], "private.name", limits)
+    classes = unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits)
+    inputs = parse_cells(obj["inputs"], "inputs", features, 1, limits.max_inputs, allow_nil=False)
+    outputs = parse_cells(obj["outputs"], "outputs", features, 1, limits.max_outputs,
+                          allow_nil=(metric == "erasures"))
+    bits, index, weight = parse_table(obj["table"], len(inputs), len(outputs), limits)
+    prior = parse_prior(obj["prior"], len(classes), len(inputs))
+    return {
+        "mechanism": mechanism,
+        "metric": metric,
+        "features": features,
+        "private_name": private_name,
+        "classes": classes,
+        "inputs": inputs,
+        "outputs": outputs,
+        "bits": bits,
+        "index": index,
+        "weight": weight,
+        "prior": prior,
+        "metrics": parse_metrics(obj["metrics"], limits),
+        "provenance": parse_provenance(obj["provenance"], limits),
+        "model": obj.get("model"),    # a recommender's, parsed by privmap.device.kinds.recommender
+    }
+
+
+def parse_categorical_body(obj: dict, limits: Limits, required_metrics: tuple) -> dict:
+    """The fields the funnel and max-correlation kinds share: the one metric their mechanism
+    accepts (:data:`SEED_MECHANISM_METRIC`), categorical features, inputs, outputs, the table,
+    ``metrics`` holding ``required_metrics`` and ``provenance``. The kind adds its private
+    attribute and prior, or its ``p_x``. Raises BundleFormatError or TableError."""
+    mechanism, metric = obj["mechanism"], obj["metric"]
+    if SEED_MECHANISM_METRIC.get(mechanism) != metric:
+        _misfit(mechanism, metric)
+    features = _features(obj, limits)
+    if not all(f.categorical for f in features):
+        fail(f"{mechanism} bundles need categorical features only")
+    inputs = parse_cells(obj["inputs"], "inputs", features, 1, limits.max_inputs, allow_nil=False)
+    outputs = parse_cells(obj["outputs"], "outputs", features, 1, limits.max_outputs, allow_nil=False)
+    bits, index, weight = parse_table(obj["table"], len(inputs), len(outputs), limits)
+    metrics = parse_metrics(obj["metrics"], limits, required_metrics)
+    return {"mechanism": mechanism, "metric": metric, "features": features, "inputs": inputs,
+            "outputs": outputs, "bits": bits, "index": index, "weight": weight, "metrics": metrics,
+            "provenance": parse_provenance(obj["provenance"], limits), "p_x": None}

@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 
 from ._derived import DerivedBits
-from .._errors import RandomnessError
+from ..errors import RandomnessError
 
 __all__ = ["SystemRandomBits", "InsecureTestBits", "resolve_rng", "draw_bits", "sample_row"]
 
-_getrandom = getattr(os, "getrandom", None)
 _GRND_NONBLOCK = getattr(os, "GRND_NONBLOCK", 0)
 
 
@@ -34,9 +33,10 @@ class SystemRandomBits:
             raise ValueError("k must be a positive int")
         nbytes = (k + 7) // 8
         data = None
-        if _getrandom is not None:
+        getrandom = getattr(os, "getrandom", None)  # as ``os`` holds it now (a test may replace it)
+        if getrandom is not None:
             try:
-                data = _getrandom(nbytes, _GRND_NONBLOCK)
+                data = getrandom(nbytes, _GRND_NONBLOCK)
             except BlockingIOError:
                 raise
             except OSError:  # getrandom() unavailable (old kernel, seccomp): use urandom

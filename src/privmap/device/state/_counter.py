@@ -27,15 +27,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .._errors import StateError
-
-__all__ = ["MonotonicCounter", "StateReplayError"]
-
-
-class StateReplayError(StateError):
-    """The state file is older than the device's monotonic counter (an old ``state.json`` was
-    put back), or a counter-bound state was opened without its counter, or the directory was
-    wiped while the counter says states were committed."""
+__all__ = ["MonotonicCounter"]
 
 
 @runtime_checkable

@@ -76,24 +76,27 @@ import stat
 import time
 from typing import NamedTuple
 
-from ..trust._binding import Binding, check_binding
-from ..format._bundle import MAX_CLOCK_SKEW, Bundle, load_bundle
-from ..format._codec import decode_envelope
-from ._counter import MonotonicCounter, StateReplayError
-from ..release._derived import SECRET_BYTES, DerivedBits, record_bits, release_bits
-from ..trust._envelope import verify_envelope
-from .._errors import (
+from ..constants import (
+    DEFAULT_LOCK_WAIT,
+    EXPIRY_GRACE,
+    LATEST_ISSUED_AT,
+    MAX_CLOCK_SKEW,
+    MAX_ROTATIONS,
+    PLAUSIBLE_CLOCK,
+)
+from ..errors import (
     BundleError,
     BundleTooLargeError,
     EquivocationError,
     FutureBundleError,
     KeyringError,
+    KeyringMismatchError,
     NoValidBundleError,
     StateError,
     StateLockedError,
+    StateReplayError,
 )
-from .._files import (
-    DEFAULT_LOCK_WAIT,
+from ..files import (
     TMP_PREFIX,
     LockTimeout,
     LockUnavailable,
@@ -104,23 +107,15 @@ from .._files import (
     locked,
     read_regular,
 )
-from ..mechanisms._gaussian import GaussianBundle
-from ..trust._keyring import Keyring
-from ..format._limits import Limits
-from ..mechanisms._nullspace import NullspaceBundle
-from ..trust._rotation import MAX_ROTATIONS, KeyringChain
-from ..release._sampler import draw_bits, sample_row
+from ..format import Limits, decode_envelope
+from ..kinds import Bundle, GaussianBundle, NullspaceBundle
+from ..load import load_bundle
+from ..randomness import SECRET_BYTES, DerivedBits, draw_bits, record_bits, release_bits, sample_row
+from ..trust import Binding, Keyring, KeyringChain, check_binding, verify_envelope
+from ._counter import MonotonicCounter
 
-__all__ = ["DeviceState", "InstallResult", "KeyringMismatchError", "MAX_CLOCK_SKEW", "EXPIRY_GRACE",
-           "MAX_HISTORY", "PLAUSIBLE_CLOCK", "LATEST_ISSUED_AT", "DEFAULT_LOCK_WAIT"]
+__all__ = ["DeviceState", "InstallResult", "MAX_HISTORY"]
 
-#: An expired active bundle keeps releasing (status "stale") for this many seconds (3 days).
-EXPIRY_GRACE = 3 * 86400
-#: A clock reading before this (2020-09-13) is taken as unset (a box without a clock battery).
-PLAUSIBLE_CLOCK = 1_600_000_000
-#: A bundle issued after this instant (2100-01-01T00:00:00Z) is refused whatever the clock says:
-#: no genuine bundle is dated there, and accepting one would raise the time floor past it.
-LATEST_ISSUED_AT = 4_102_444_800
 #: Installed versions whose sha256 the state remembers (older ones are below the floor anyway).
 MAX_HISTORY = 256
 
@@ -131,11 +126,6 @@ _STATE_FORMAT = 2
 _MAX_STATE_BYTES = 1 << 20
 _MAC_TAG = b"privmap-device-state-v1\x00"
 _BODY_KEYS = ("format", "version", "time_floor", "installed", "active", "previous", "counter", "trust")
-
-
-class KeyringMismatchError(KeyringError):
-    """The keyring given to :class:`DeviceState` is not the one its state directory trusts, and
-    it did not arrive as a signed rotation of it (use :meth:`DeviceState.rotate_keyring`)."""
 
 
 class InstallResult(NamedTuple):

@@ -15,18 +15,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from .._errors import BundleError
+from ..errors import WrongDomainError, WrongTargetError
 
-__all__ = ["Binding", "WrongTargetError", "WrongDomainError", "schema_sha256", "check_binding"]
-
-
-class WrongTargetError(BundleError):
-    """A verified bundle built for another device class than this device's (THREATS E1)."""
-
-
-class WrongDomainError(BundleError):
-    """A verified bundle for another private attribute or another feature schema (catalogue,
-    rating scale, category lists) than the device's configuration."""
+__all__ = ["Binding", "schema_sha256", "check_binding"]
 
 
 def schema_sha256(features) -> str:

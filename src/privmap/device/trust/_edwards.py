@@ -9,7 +9,7 @@ them, and mixed-order keys (a real key plus a torsion component).
 """
 from __future__ import annotations
 
-__all__ = ["key_problem"]
+__all__ = ["key_problem", "decode_point", "add_points", "multiply", "is_identity"]
 
 _P = 2**255 - 19
 _L = 2**252 + 27742317777372353535851937790883648493  # order of the base point
@@ -17,8 +17,9 @@ _D = (-121665 * pow(121666, _P - 2, _P)) % _P
 _SQRT_M1 = pow(2, (_P - 1) // 4, _P)
 
 
-def _decode(encoding: bytes):
-    """Decode a 32-byte encoding to extended coordinates, or return a reason string."""
+def decode_point(encoding: bytes):
+    """Decode a 32-byte encoding to extended coordinates ``(X, Y, Z, T)`` (ints mod p), or return
+    the reason it is not a canonical point (str)."""
     y = int.from_bytes(encoding, "little")
     sign = y >> 255
     y &= (1 << 255) - 1
@@ -41,7 +42,8 @@ def _decode(encoding: bytes):
     return (x, y, 1, (x * y) % _P)
 
 
-def _add(p1, p2):
+def add_points(p1, p2):
+    """The sum of two points in extended coordinates (RFC 8032, section 5.1.4)."""
     x1, y1, z1, t1 = p1
     x2, y2, z2, t2 = p2
     a = (y1 - x1) * (y2 - x2) % _P
@@ -52,18 +54,20 @@ def _add(p1, p2):
     return (e * f % _P, g * h % _P, f * g % _P, e * h % _P)
 
 
-def _mul(k: int, point):
+def multiply(k: int, point):
+    """``[k]point`` for an int ``k >= 0`` by double-and-add (not constant time: public keys only)."""
     result = (0, 1, 1, 0)
     addend = point
     while k:
         if k & 1:
-            result = _add(result, addend)
-        addend = _add(addend, addend)
+            result = add_points(result, addend)
+        addend = add_points(addend, addend)
         k >>= 1
     return result
 
 
-def _is_identity(point) -> bool:
+def is_identity(point) -> bool:
+    """Whether ``point`` (extended coordinates) is the neutral element."""
     x, y, z, _ = point
     return x % _P == 0 and (y - z) % _P == 0
 
@@ -76,11 +80,11 @@ def key_problem(encoding: bytes) -> str | None:
     """
     if len(encoding) != 32:
         return f"an Ed25519 public key is 32 bytes, got {len(encoding)}"
-    point = _decode(encoding)
+    point = decode_point(encoding)
     if isinstance(point, str):
         return point
-    if _is_identity(_mul(8, point)):
+    if is_identity(multiply(8, point)):
         return "small-order point"
-    if not _is_identity(_mul(_L, point)):
+    if not is_identity(multiply(_L, point)):
         return "mixed-order point (not in the prime-order subgroup)"
     return None

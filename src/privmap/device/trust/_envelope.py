@@ -26,9 +26,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .._errors import BundleFormatError, BundleSignatureError
-from ._keyring import Keyring
-from ..format._limits import (
+from ..constants import (
     DOMAIN_TAG,
     FORMAT_VERSION,
     MAX_SIGNATURES,
@@ -36,6 +34,8 @@ from ..format._limits import (
     MULTISIG_FORMAT_VERSION,
     SIGNATURE_ALGORITHM,
 )
+from ..errors import BundleFormatError, BundleSignatureError
+from ._keyring import Keyring
 
 __all__ = ["verify_envelope", "envelope_signatures", "Signature", "CARRIED_FORMAT_1"]
 

@@ -9,9 +9,9 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from ..errors import KeyringError
+from ..files import read_regular
 from ._edwards import key_problem
-from .._errors import KeyringError
-from .._files import read_regular
 
 __all__ = ["Keyring", "key_id_of"]
 

@@ -22,37 +22,25 @@ keys and of its own. :class:`DeviceState` keeps the current document in its stat
 """
 from __future__ import annotations
 
-from ..format._codec import _unpack, decode_envelope
-from .._errors import BundleError, KeyringError
-from ._keyring import Keyring
-from ..format._limits import (
+from ..constants import (
+    KEYRING_DOMAIN_TAG,
+    KEYRING_TYPE,
+    MAX_KEYRING_BYTES,
+    MAX_ROTATIONS,
     MAX_SIGNATURES,
     MAX_VERSION,
     MULTISIG_FORMAT_VERSION,
     SIGNATURE_ALGORITHM,
-    Limits,
 )
+from ..errors import BundleError, KeyringError, KeyringExpiredError, KeyringVersionError
+from ..format import Limits, decode_envelope, unpack
+from ._keyring import Keyring
 
-__all__ = ["KeyringChain", "KeyringVersionError", "KeyringExpiredError", "KEYRING_TYPE",
-           "KEYRING_DOMAIN_TAG", "MAX_ROTATIONS", "MAX_KEYRING_BYTES"]
+__all__ = ["KeyringChain"]
 
-KEYRING_TYPE = "privmap/keyring"
-KEYRING_DOMAIN_TAG = b"privmap-keyring-v1\x00"
-#: Most rotations walked by one :meth:`KeyringChain.rotate_chain` call.
-MAX_ROTATIONS = 32
-#: Largest keyring document, bytes.
-MAX_KEYRING_BYTES = 64 * 1024
 _MAX_KEYS = 64
 _KEYS = ("type", "version", "expires", "threshold", "keys")
 _LIMITS = Limits(max_bundle_bytes=MAX_KEYRING_BYTES, max_string_bytes=64, max_map_entries=8)
-
-
-class KeyringVersionError(KeyringError):
-    """A keyring document whose version is not exactly the current one plus 1."""
-
-
-class KeyringExpiredError(KeyringError):
-    """The current keyring document has expired: no bundle is accepted until a rotation."""
 
 
 def _parse(document: bytes) -> tuple[list, bytes, dict]:
@@ -73,7 +61,7 @@ def _parse(document: bytes) -> tuple[list, bytes, dict]:
                     or type(entry[1]) is not bytes or len(entry[1]) != 64):
                 raise KeyringError("each signature must be [key_id (32 bytes), signature (64 bytes)]")
             pairs.append((entry[0], entry[1]))
-        body = _unpack(payload, "keyring payload", max_str_len=64, max_bin_len=32,
+        body = unpack(payload, "keyring payload", max_str_len=64, max_bin_len=32,
                        max_array_len=_MAX_KEYS, max_map_len=len(_KEYS))
     except BundleError as exc:
         raise KeyringError(f"malformed keyring document: {exc}") from None

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pathlib
 
-from privmap.device import BundleTooLargeError, Limits
-from privmap.device.format._codec import decode_envelope, decode_payload
-from privmap.device.trust._envelope import envelope_signatures
-from privmap.device.format._bundle import parse_table_body
-from privmap.device.format._schema import REAL_MECHANISMS, parse_header
+from privmap.device import Limits
+from privmap.device.constants import REAL_MECHANISMS
+from privmap.device.errors import BundleTooLargeError
+from privmap.device.format import decode_envelope, decode_payload, parse_header
+from privmap.device.kinds import parse_table_body
+from privmap.device.trust import envelope_signatures
 
 
 def read_bytes(path, limits: Limits = Limits()) -> bytes:
@@ -60,7 +61,7 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
     payload = decode_payload(payload_bytes, limits)
     version, issued_at, expires = parse_header(payload)
     if payload["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian
-        from privmap.device.mechanisms._real_kinds import load_real_body
+        from privmap.device.kinds import load_real_body
         load_real_body(payload, limits, version=version, issued_at=issued_at, expires=expires,
                        sha256="", key_id="", data=b"")
     else:

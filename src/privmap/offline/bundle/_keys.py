@@ -14,8 +14,8 @@ from typing import NamedTuple
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from privmap.device import key_id_of
-from privmap.device._files import NotRegularFile, read_regular
+from privmap.device.files import NotRegularFile, read_regular
+from privmap.device.trust import key_id_of
 
 from .._errors import BuildError
 

@@ -1,5 +1,5 @@
 """k-of-n signing: format-2 bundle envelopes and signed keyring documents (see
-``privmap.device.trust._envelope`` and ``privmap.device.trust._rotation`` for what the device checks)."""
+``privmap.device.trust`` for what the device checks)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -10,19 +10,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from privmap.device import (
+from privmap.device import Limits
+from privmap.device.constants import (
     KEYRING_DOMAIN_TAG,
     KEYRING_TYPE,
     MAX_SIGNATURES,
     MULTISIG_DOMAIN_TAG,
     MULTISIG_FORMAT_VERSION,
     SIGNATURE_ALGORITHM,
-    BundleError,
-    key_id_of,
 )
-from privmap.device.format._codec import decode_envelope
-from privmap.device.trust._envelope import envelope_signatures
-from privmap.device.format._limits import Limits
+from privmap.device.errors import BundleError
+from privmap.device.format import decode_envelope
+from privmap.device.trust import envelope_signatures, key_id_of
 
 from .._errors import BuildError
 
@@ -68,7 +67,7 @@ def cosign_bundle(bundle_bytes: bytes, private_keys: Sequence[Ed25519PrivateKey]
     Every signature already there is kept, whatever the input's format: a format-2 bundle's
     entries as they are, a format-1 bundle's single signature as the entry
     ``[key_id, signature, 1]`` (it stays under the format-1 domain tag, which the device accepts
-    inside format 2; see ``privmap.device.trust._envelope``). A key that signs again replaces its old
+    inside format 2; see ``privmap.device.trust``). A key that signs again replaces its old
     entry. Kept signatures are not verified here (no public key is at hand): a device ignores
     invalid ones. Raises :class:`BuildError` for bytes that are not a bundle envelope, no signing
     key, or more than ``MAX_SIGNATURES`` distinct signers.

@@ -14,7 +14,7 @@ floats in provenance, the prior and ``p_x``, cells of non-integer numeric featur
 lies inside. The ``inputs`` are not rounded: they are the representatives the device looks rows
 up by, and the build's assignment of rows to them (psi, hence the prior and every figure) was
 computed with exactly these values. Declared figures then describe the bundle's integer table
-to that precision; the device's checks allow for it (``privmap.device.format._leakage``). ``sign_bundle`` wraps payload bytes in
+to that precision; the device's checks allow for it (``privmap.device.constants``). ``sign_bundle`` wraps payload bytes in
 the Ed25519-signed envelope. Ed25519 signatures are deterministic, so the same payload and key
 always give byte-identical bundles.
 """
@@ -28,30 +28,20 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from privmap.device import (
-    DOMAIN_TAG,
-    FORMAT_VERSION,
-    SIGNATURE_ALGORITHM,
-    Bundle,
-    BundleError,
-    Keyring,
-    KeyringError,
-    Limits,
-    check_declared_metrics,
-    key_id_of,
-    load_bundle,
-)
-from privmap.device.format._bundle import parse_table_body
-from privmap.device.format._codec import decode_payload
-from privmap.device.format._schema import (
+from privmap.device import Bundle, Keyring, Limits, load_bundle
+from privmap.device.constants import DOMAIN_TAG, FORMAT_VERSION, REAL_MECHANISMS, SIGNATURE_ALGORITHM
+from privmap.device.errors import BundleError, KeyringError
+from privmap.device.format import (
     CATEGORICAL_FEATURE_KEYS,
     NUMERIC_FEATURE_KEYS,
     PRIVATE_KEYS,
-    REAL_MECHANISMS,
     TABLE_KEYS,
+    decode_payload,
     parse_header,
     payload_keys,
 )
+from privmap.device.kinds import check_declared_metrics, parse_table_body
+from privmap.device.trust import key_id_of
 
 from .._errors import BuildError
 from .._canonical import FLOAT_SIGNIFICANT_DIGITS, _ordered, _plain, _sorted_map, canonical_float, canonical_floats
@@ -127,7 +117,7 @@ def _canonical(payload: dict) -> dict:
             for row in prior
         ]
     if isinstance(payload.get("model"), dict):  # recommender: floats as the build used them
-        from privmap.device.mechanisms._recommender import MODEL_KEYS
+        from privmap.device.kinds.recommender import MODEL_KEYS
         model = _ordered(payload["model"], MODEL_KEYS, "model")
         for key in ("mean", "reg"):
             model[key] = canonical_float(_number(model[key], f"model.{key}"))

@@ -12,12 +12,13 @@ loader (including its recomputation of the declared metrics) before they are ret
 from __future__ import annotations
 
 import msgpack
-from privmap.device import BundleError, Limits
-from privmap.device.format._codec import decode_payload
-from privmap.device.mechanisms._gaussian import GAUSSIAN_PARAMETER_KEYS
-from privmap.device.mechanisms._nullspace import NULLSPACE_PARAMETER_KEYS
-from privmap.device.mechanisms._real_kinds import load_real_body
-from privmap.device.format._schema import REAL_PAYLOAD_KEYS, parse_header
+from privmap.device import Limits
+from privmap.device.constants import REAL_PAYLOAD_KEYS
+from privmap.device.errors import BundleError
+from privmap.device.format import decode_payload, parse_header
+from privmap.device.kinds import load_real_body
+from privmap.device.kinds.gaussian import GAUSSIAN_PARAMETER_KEYS
+from privmap.device.kinds.nullspace import NULLSPACE_PARAMETER_KEYS
 
 from .._errors import BuildError
 from .._canonical import _ordered, _plain, _sorted_map, canonical_float, canonical_floats

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
-from privmap.device import InputError
+from privmap.device.errors import InputError
 
 from .._errors import BuildError
 from .._listing import name_some

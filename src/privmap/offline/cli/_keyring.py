@@ -7,7 +7,8 @@ import time
 
 import click
 from cryptography.hazmat.primitives import serialization
-from privmap.device import KeyringChain, KeyringError, load_bundle
+from privmap.device import KeyringChain, load_bundle
+from privmap.device.errors import KeyringError
 
 from .._errors import BuildError
 from .._files import atomic_write

@@ -63,7 +63,8 @@ def sanitize(bundle, infile, outfile, trusted, keyrings, min_version, rejects, s
     Trust PEM keys (--trusted, any one signature) or a keyring document
     (--keyring, its threshold of distinct signatures).
     """
-    from privmap.device import Binding, check_binding
+    from privmap.device import Binding
+    from privmap.device.trust import check_binding
 
     from ._batch import MAX_LINE_CHARS, sanitize_csv
     if state_dir is None and (counter is not None or lock_wait is not None):

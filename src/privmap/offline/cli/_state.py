@@ -14,16 +14,10 @@ import pathlib
 from typing import Callable
 
 import click
-from privmap.device import (
-    Binding,
-    Bundle,
-    DeviceState,
-    Keyring,
-    RollbackError,
-    StateError,
-    StateLockedError,
-)
-from privmap.device._files import DEFAULT_LOCK_WAIT, NotRegularFile, read_regular
+from privmap.device import Binding, Bundle, DeviceState, Keyring
+from privmap.device.constants import DEFAULT_LOCK_WAIT
+from privmap.device.errors import RollbackError, StateError, StateLockedError
+from privmap.device.files import NotRegularFile, read_regular
 
 from .._errors import BuildError
 from .._files import atomic_write

@@ -31,10 +31,11 @@ def verify(bundle, trusted, keyrings, min_version, as_json):
     against the leakage recomputed from the bundled prior and integer table.
     Exits 1 with the reason if any check fails.
     """
-    from privmap.device import recompute_leakage_bits, schema_sha256
+    from privmap.device.kinds import recompute_leakage_bits
+    from privmap.device.trust import schema_sha256
     loaded = read_bundle_file(bundle, trusted_keyring(trusted, keyrings), min_version=min_version)
     if loaded.mechanism == "max-correlation":  # no prior; rho_m^2 was recomputed on load
-        from privmap.device.mechanisms._maxcorr import rho_m_squared_pure
+        from privmap.device.kinds.maxcorr import rho_m_squared_pure
         info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
                 "expires": loaded.expires, "rho_m_squared": loaded.metrics["rho_m_squared"],
                 "recomputed_rho_m_squared": rho_m_squared_pure(loaded.p_x, loaded.index, loaded.weight, loaded.bits),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-from privmap.device import MAX_ABS_CELL
+from privmap.device.constants import MAX_ABS_CELL
 
 from .._errors import DatasetError
 from ._dataset import parse_rows, select_columns

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from privmap.device import MAX_ABS_CELL
-from privmap.device.release._lookup import _DECIMAL
-from privmap.device.format._schema import MAX_MISSING_TOKEN
+from privmap.device.constants import MAX_ABS_CELL, MAX_MISSING_TOKEN
+from privmap.device.format import DECIMAL as _DECIMAL
 
 from .._errors import DatasetError
 from .._listing import name_some

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from importlib import metadata
 
-from privmap.device import SCHEMA_VERSION
+from privmap.device.constants import SCHEMA_VERSION
 
 from .._errors import BuildError
 

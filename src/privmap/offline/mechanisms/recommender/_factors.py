@@ -2,7 +2,7 @@
 in fixed point, and the fold-in that takes a ratings row to a point of the whitened factor space.
 
 Why written here rather than taken from a recommender library: the device folds a user in by
-one ridge solve against the item factors (pure Python, :mod:`privmap.device.mechanisms._recommender`),
+one ridge solve against the item factors (pure Python, :mod:`privmap.device.kinds.recommender`),
 and the points the mapping is learned on must come from that very solve. Alternating least
 squares is exactly that solve repeated, with the item step of the same form; a library's SGD
 model (Surprise's SVD) has no fold-in, and its user factors are not what a device would compute.
@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from privmap.device.mechanisms._recommender import MAX_RANK
+from privmap.device.constants import MAX_RANK
 
 from ..._canonical import canonical_float
 from ..._errors import BuildError
