@@ -6,7 +6,8 @@ The stages follow a build's data flow (docs: README "Layout", /work/shared/DESIG
     device < base < data < solvers < bundle < measures < commandline < mechanisms < evaluation < api < cli
 
 - ``device`` (``privmap.device``) is the leaf every offline stage may read the format from; it
-  imports nothing of ``privmap.offline``.
+  imports nothing of ``privmap.offline``, and is itself a strict stack of layers
+  (:data:`DEVICE_LAYERS`).
 - ``base`` is the stage-neutral modules at the root of ``privmap.offline`` (errors, information
   measures, the logistic-regression attacker, prior-mismatch bounds).
 - ``data`` reads and quantizes rows and estimates the prior; ``solvers`` solve program (19) on a
@@ -118,12 +119,59 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_lazy_and_relative_imports():
     """The checks below can fail: the graph holds the arrows it must (a relative import inside a
-    function, an absolute one at the top, an import of a sub-module by name)."""
+    function, an absolute one at the top, an import of a sub-module by name), a cycle is found,
+    and so is an arrow to a higher layer."""
     graph = _graph()
     assert "privmap.offline._attacker" in graph["privmap.offline.mechanisms.quantized._holdout"]
     assert "privmap.device.format" in graph["privmap.offline.bundle._write"]
     assert "privmap.device.kinds.funnel" in graph["privmap.device.kinds._registry"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    layers = {"p.low": 0, "p.high": 1}
+    assert _upward({"p.low": {"p.high"}, "p.high": {"p.low"}}, layers.get) == ["p.low (0) -> p.high (1)"]
+
+
+def _upward(graph: dict[str, set[str]], layer) -> list[str]:
+    """Arrows from a module to one of a higher layer (``layer(name)``: an int, None for a module
+    outside the layering)."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            low, high = layer(source), layer(target)
+            if low is not None and high is not None and high > low:
+                found.append(f"{source} ({low}) -> {target} ({high})")
+    return found
+
+
+#: The device runtime's layers, lowest first (``privmap.device``'s docstring): each holds the
+#: modules named and those under them. The package's own ``__init__``, its face, stands above all.
+DEVICE_LAYERS = {
+    "errors, constants, files": ("privmap.device.errors", "privmap.device.constants", "privmap.device.files"),
+    "wire format": ("privmap.device.format",),
+    "trust": ("privmap.device.trust",),
+    "randomness": ("privmap.device.randomness",),
+    "kinds": ("privmap.device.kinds",),
+    "load workflow": ("privmap.device.load",),
+    "state": ("privmap.device.state",),
+}
+
+
+def _device_layer(name: str) -> int | None:
+    """Index in :data:`DEVICE_LAYERS` of the layer holding ``name`` (the face: above them all)."""
+    if name == "privmap.device":
+        return len(DEVICE_LAYERS)
+    for index, prefixes in enumerate(DEVICE_LAYERS.values()):
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return index
+    return None
+
+
+def test_the_device_is_a_strict_stack():
+    """Every device module sits in one layer and imports only from its own layer or lower ones
+    (a loader that needs a kind finds it in the kinds' registry below it), with no cycle."""
+    graph = {n: t for n, t in _graph().items() if n.startswith("privmap.device")}
+    assert sorted(n for n in graph if _device_layer(n) is None) == []
+    assert _upward(graph, _device_layer) == []
+    assert _cycles(graph) == []
 
 
 def test_no_import_cycle_among_privmap_modules():
