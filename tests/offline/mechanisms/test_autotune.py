@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from privmap.offline import BuildOptions
+from privmap.offline import CrossFitting, ExactOptions, OutputLimit, QuantizedOptions
 from privmap.offline.bundle._write import canonical_float
 from privmap.offline.data import load_dataset
 from privmap.offline.mechanisms.quantized import _reuse
@@ -44,7 +44,7 @@ def test_clusters_auto_is_reproducible_with_a_seed(run, small_csv, keys, tmp_pat
 
 def test_auto_with_a_target_takes_the_least_held_out_distortion_that_meets_it(small_csv):
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
+    options = QuantizedOptions(clusters=1, delta_fraction=0.5, seed=1, cross_fitting=CrossFitting(folds=3))
     loose = choose(data, options, clusters=(4, 8, 16), smoothing=(0.0, 1.0), target_leakage_bits=1.0)
     assert all(c["meets_target"] for c in loose.candidates)
     best = min(loose.candidates, key=lambda c: c["holdout_distortion"])
@@ -56,7 +56,7 @@ def test_auto_with_a_target_takes_the_least_held_out_distortion_that_meets_it(sm
 
 def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_figures_alone(small_csv):
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.2, seed=2, holdout_folds=3)
+    options = QuantizedOptions(clusters=1, delta_fraction=0.2, seed=2, cross_fitting=CrossFitting(folds=3))
     plain = choose(data, options, clusters=(4, 8))
     judged = choose(data, options, clusters=(4, 8), target_auc=1.0)          # every candidate meets it
     for a, b in zip(plain.candidates, judged.candidates):
@@ -83,7 +83,7 @@ def test_without_a_target_auto_takes_the_least_held_out_distortion_within_one_pe
     data = load_dataset(small_csv, private="a")
     # 0.8 x Delta0: on these 300 rows some candidate's estimate is clearly below the default target
     # (K = 16 at 0.005 bits against 0.010), so the rule among candidates that meet it is exercised.
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.8, seed=1, holdout_folds=3)
+    options = QuantizedOptions(clusters=1, delta_fraction=0.8, seed=1, cross_fitting=CrossFitting(folds=3))
     choice = choose(data, options, clusters=(4, 8, 16), jobs=1)
     p = np.bincount(data.private) / data.n
     assert choice.target_source == "default"
@@ -98,7 +98,7 @@ def test_auto_refuses_to_judge_candidates_without_folds(small_csv):
     from privmap.offline._errors import BuildError
     data = load_dataset(small_csv, private="a")
     with pytest.raises(BuildError, match="--holdout-folds"):
-        choose(data, BuildOptions(private="a", clusters=1, delta_fraction=0.5, holdout_folds=0))
+        choose(data, QuantizedOptions(clusters=1, delta_fraction=0.5, cross_fitting=None))
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +163,7 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
 
     monkeypatch.setattr(_autotune, "cross_fitted_many", fake)
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
+    options = QuantizedOptions(clusters=1, delta_fraction=0.5, seed=1, cross_fitting=CrossFitting(folds=3))
     choice = choose(data, options, clusters=(4, 8), target_leakage_bits=target)
     rows = {c["clusters"]: c for c in choice.candidates}
     assert rows[8]["holdout_leakage_bits"] <= target                      # the raw estimate is below it ...
@@ -174,16 +174,16 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
 
 def test_the_posteriors_prior_lets_auto_try_four_times_finer_alphabets():
     from privmap.offline.mechanisms.quantized._autotune import candidate_clusters, min_users_for
-    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions
-    counts = BuildOptions(private="a", clusters=4, delta_fraction=0.5)
-    posteriors = BuildOptions(private="a", clusters=4, delta_fraction=0.5, prior="posteriors")
+    from privmap.offline.mechanisms.quantized import QuantizedOptions
+    counts = QuantizedOptions(clusters=4, delta_fraction=0.5)
+    posteriors = QuantizedOptions(clusters=4, delta_fraction=0.5, prior="posteriors")
     assert (min_users_for(counts), min_users_for(posteriors)) == (32, 8)
     assert candidate_clusters(13_715, 10_000, folds=5, min_users=8) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
 
 def test_auto_without_a_budget_searches_the_fraction_with_k_and_ships_the_winner(small_csv, run, keys, tmp_path):
     data = load_dataset(small_csv, private="a")
-    options = BuildOptions(private="a", clusters=1, delta_fraction=0.5, seed=1, holdout_folds=3)
+    options = QuantizedOptions(clusters=1, delta_fraction=0.5, seed=1, cross_fitting=CrossFitting(folds=3))
     choice = choose(data, options, clusters=(4, 8), target_leakage_bits=1.0, delta_fractions=(0.3, 0.9))
     assert {(c["clusters"], c["delta_fraction"]) for c in choice.candidates} == {(4, 0.3), (4, 0.9), (8, 0.3), (8, 0.9)}
     best = min(choice.candidates, key=lambda c: c["holdout_distortion"])

@@ -6,10 +6,10 @@ import sys
 
 import numpy as np
 import pytest
-from privmap.offline import BuildOptions
+from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import Dataset
 from privmap.offline.mechanisms.quantized._holdout import cross_fitted_leakage
-from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
+from privmap.offline.mechanisms.quantized import solve_dataset
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 GRID = np.array([(i % 8, i // 8) for i in range(64)], dtype=float)
@@ -38,7 +38,7 @@ def _disjoint(n, half, seed):
 
 def test_cross_fitted_leakage_equals_in_sample_on_rows_drawn_from_the_prior():
     data = _from_prior(20000, seed=1)
-    options = BuildOptions(private="a", clusters=10, delta_fraction=0.5, holdout_folds=5)
+    options = QuantizedOptions(clusters=10, delta_fraction=0.5, cross_fitting=CrossFitting(folds=5))
     in_sample = solve_dataset(data, options).solved.leakage_bits
     estimate = cross_fitted_leakage(data, options)
     assert in_sample > 0.005                                   # a leaky table, not a trivial zero
@@ -50,7 +50,7 @@ def test_cross_fitted_leakage_equals_in_sample_on_rows_drawn_from_the_prior():
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_cross_fitted_leakage_exceeds_in_sample_on_an_overfit_small_sample(seed):
     data = _disjoint(200, 16, seed)                            # 32 clusters of about 6 rows each
-    options = BuildOptions(private="a", clusters=32, delta_fraction=0.7, holdout_folds=2)
+    options = QuantizedOptions(clusters=32, delta_fraction=0.7, cross_fitting=CrossFitting(folds=2))
     in_sample = solve_dataset(data, options).solved.leakage_bits
     estimate = cross_fitted_leakage(data, options)
     assert estimate.leakage_bits > in_sample + 0.03
@@ -62,7 +62,7 @@ def test_cross_fitting_refuses_more_folds_than_a_class_has_rows():
     from privmap.offline._errors import BuildError
     data = _dataset([0] * 30 + [1] * 3, list(range(33)))
     with pytest.raises(BuildError, match="folds"):
-        cross_fitted_leakage(data, BuildOptions(private="a", clusters=4, delta_fraction=0.5, holdout_folds=5))
+        cross_fitted_leakage(data, QuantizedOptions(clusters=4, delta_fraction=0.5, cross_fitting=CrossFitting(folds=5)))
 
 
 def test_a_fold_whose_solve_fails_is_named_in_the_error_of_its_own_type(monkeypatch):
@@ -75,14 +75,14 @@ def test_a_fold_whose_solve_fails_is_named_in_the_error_of_its_own_type(monkeypa
 
     monkeypatch.setattr(_program, "solve", fails)
     data = _disjoint(400, 16, seed=4)
-    options = BuildOptions(private="a", clusters=16, delta_fraction=0.6, holdout_folds=4, seed=7)
+    options = QuantizedOptions(clusters=16, delta_fraction=0.6, cross_fitting=CrossFitting(folds=4), seed=7)
     with pytest.raises(SolverError, match=r"^cross-fitting fold 1: fast solver: no certificate within 2"):
         cross_fitted_leakage(data, options, jobs=1)
 
 
 def test_folds_in_parallel_workers_give_the_sequential_result_exactly():
     data = _disjoint(400, 16, seed=4)
-    options = BuildOptions(private="a", clusters=16, delta_fraction=0.6, holdout_folds=4, seed=7)
+    options = QuantizedOptions(clusters=16, delta_fraction=0.6, cross_fitting=CrossFitting(folds=4), seed=7)
     sequential = cross_fitted_leakage(data, options, jobs=1, attacker=True)
     parallel = cross_fitted_leakage(data, options, jobs=2, attacker=True)
     assert parallel == sequential                              # every figure, interval and AUC included
@@ -95,13 +95,13 @@ def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are
     code = """if True:
         import sys
         import numpy as np
-        from privmap.offline import BuildOptions
+        from privmap.offline import CrossFitting, QuantizedOptions
         from privmap.offline.data import Dataset
         from privmap.offline.mechanisms.quantized._holdout import start_cross_fitting
         x = np.arange(60, dtype=float).reshape(-1, 1) % 9
         data = Dataset(features=("x",), public=x, private=np.arange(60) % 2, classes=("f", "m"),
                        private_name="a", categorical=False, sha256="0" * 64)
-        options = BuildOptions(private="a", clusters=4, delta_fraction=0.5, holdout_folds=2, seed=0)
+        options = QuantizedOptions(clusters=4, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2), seed=0)
         before = [m for m in ("sklearn.cluster", "ot") if m in sys.modules]
         with start_cross_fitting(data, options, jobs=2):
             print(before, [m for m in ("sklearn.cluster", "ot") if m in sys.modules])
@@ -125,9 +125,8 @@ def test_the_number_of_workers_comes_from_privmap_jobs_and_is_checked(monkeypatc
 
 @pytest.fixture(scope="module")
 def tastes():
-    from privmap.offline.mechanisms.quantized._pipeline import load_training
-    options = BuildOptions(private="gender", clusters=16, delta_fraction=0.5, codebook=False, holdout_folds=3)
-    return load_training(ROOT / "data" / "ssi2012" / "tastes_gender.csv", options)[0], options
+    options = QuantizedOptions(clusters=16, delta_fraction=0.5, codebook=False, cross_fitting=CrossFitting(folds=3))
+    return Dataset.from_csv(ROOT / "data" / "ssi2012" / "tastes_gender.csv", private="gender"), options
 
 
 def test_one_k_means_start_per_fold_estimates_what_the_builds_four_restarts_do(tastes):
@@ -195,12 +194,12 @@ def test_resampled_leakage_is_each_samples_plug_in_leakage_to_the_bit(n_classes,
 
 
 def test_a_build_gives_the_same_estimate_with_its_folds_started_before_its_own_stages(ratings_csv, monkeypatch):
-    from privmap.offline.mechanisms.quantized._pipeline import build
-    options = BuildOptions(private="gender", clusters=12, delta_fraction=0.5, holdout_folds=3)
+    from privmap.offline.mechanisms.quantized import build
+    options = QuantizedOptions(clusters=12, delta_fraction=0.5, cross_fitting=CrossFitting(folds=3))
     monkeypatch.setenv("PRIVMAP_JOBS", "1")                # one process: the folds after the build's stages
-    after = build(ratings_csv, options).payload["metrics"]
+    after = build(Dataset.from_csv(ratings_csv, private="gender"), options).payload["metrics"]
     monkeypatch.setenv("PRIVMAP_JOBS", "2")                # a worker: folding while this process builds
-    early = build(ratings_csv, options).payload["metrics"]
+    early = build(Dataset.from_csv(ratings_csv, private="gender"), options).payload["metrics"]
     assert {k: v for k, v in early.items() if k.startswith("holdout_")} == \
         {k: v for k, v in after.items() if k.startswith("holdout_")}
 
@@ -208,7 +207,7 @@ def test_a_build_gives_the_same_estimate_with_its_folds_started_before_its_own_s
 def test_a_build_that_fails_before_its_folds_stops_the_workers_folding_early(ratings_csv, monkeypatch):
     import time
     from privmap.offline import BuildError
-    from privmap.offline.mechanisms.quantized import _pipeline
+    from privmap.offline.mechanisms.quantized import _pipeline, build
     monkeypatch.setenv("PRIVMAP_JOBS", "2")
     started = []
 
@@ -218,10 +217,10 @@ def test_a_build_that_fails_before_its_folds_stops_the_workers_folding_early(rat
 
     monkeypatch.setattr(_pipeline, "solve_dataset", failing)
     with pytest.raises(BuildError, match="own stage failed"):
-        _pipeline.build(ratings_csv, BuildOptions(private="gender", clusters=12, delta_fraction=0.5,
-                                                  holdout_folds=5))
+        build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=12, delta_fraction=0.5,
+                                                  cross_fitting=CrossFitting(folds=5)))
     assert time.perf_counter() - started[0] < 2.0          # no waiting for the five folds
     monkeypatch.undo()
     monkeypatch.setenv("PRIVMAP_JOBS", "2")
-    assert _pipeline.build(ratings_csv, BuildOptions(private="gender", clusters=8, delta_fraction=0.5,
-                                                     holdout_folds=2)).payload["metrics"]["holdout_folds"] == 2
+    assert build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=8, delta_fraction=0.5,
+                                                     cross_fitting=CrossFitting(folds=2))).payload["metrics"]["holdout_folds"] == 2

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device.errors import InputError
-from privmap.offline import BuildOptions, build
+from privmap.offline import CrossFitting, ExactOptions, OutputLimit, QuantizedOptions, build
 from privmap.offline._errors import DatasetError
 from privmap.offline._information import leakage_bits
 from privmap.offline.bundle._write import check_bundle, encode_payload, sign_bundle
@@ -38,7 +38,7 @@ def sparse_csv(music_csv, tmp_path_factory):
 
 
 def _signed(csv_path, **options):
-    result = build(csv_path, BuildOptions(private="sex", issued_at=ISSUED_AT, **options))
+    result = build(csv_path, QuantizedOptions(issued_at=ISSUED_AT, **options))
     bundle = check_bundle(sign_bundle(encode_payload(result.payload), KEY), KEY.public_key(), now=ISSUED_AT + 1)
     return result, bundle
 

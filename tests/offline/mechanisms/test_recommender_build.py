@@ -13,7 +13,7 @@ from privmap.device.kinds.recommender import parse_model
 from privmap.offline.bundle._write import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.data._schema import declare
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions
+from privmap.offline.mechanisms.quantized import QuantizedOptions
 from privmap.offline.mechanisms.recommender import (
     RecommenderOptions,
     build_prepared,
@@ -45,7 +45,7 @@ def cells(row):
 def built_bundle(path, *, clusters, rank, folds):
     """A recommender bundle of the CSV at ``path`` (K = ``clusters``, half Delta0, penalty 5),
     signed and loaded back by the device; returns (the build, its bytes, the device's Bundle)."""
-    options = BuildOptions(private="group", clusters=clusters, delta_fraction=0.5, holdout_folds=folds,
+    options = QuantizedOptions(clusters=clusters, delta_fraction=0.5, cross_fitting=CrossFitting(folds=folds),
                            issued_at=1_800_000_000, declared=declare(None, ["1:5"], None))
     rec = RecommenderOptions(rank=rank, reg=5.0)
     built = build_prepared(prepare(path, options, rec), options, rec)

@@ -3,7 +3,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from privmap.offline import BuildOptions, SolverError
+from privmap.offline import CrossFitting, ExactOptions, OutputLimit, QuantizedOptions, SolverError
 from privmap.offline.data import Dataset
 from privmap.offline.mechanisms.quantized import _program
 from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
@@ -23,7 +23,7 @@ def _dataset(n, seed):
 def test_a_start_on_the_build_s_own_clusters_carries_its_table_unchanged():
     # Without the codebook step the outputs are the inputs: every row and output maps to itself.
     data = _dataset(3000, 0)
-    fit = solve_dataset(data, BuildOptions(private="a", clusters=30, delta_fraction=0.5, codebook=False))
+    fit = solve_dataset(data, QuantizedOptions(clusters=30, delta_fraction=0.5, codebook=False))
     start = BuildStart.of(fit, "l2")
     centers = np.asarray(fit.alphabet.inputs, dtype=float)
     warm = start.warm(centers)
@@ -33,7 +33,7 @@ def test_a_start_on_the_build_s_own_clusters_carries_its_table_unchanged():
 
 def test_start_is_none_where_symbols_are_not_points():
     data = _dataset(500, 1)
-    fit = solve_dataset(data, BuildOptions(private="a", clusters=8, delta_fraction=0.5, holdout_folds=0))
+    fit = solve_dataset(data, QuantizedOptions(clusters=8, delta_fraction=0.5, cross_fitting=None))
     assert BuildStart.of(fit, "erasures") is None
     assert BuildStart.of(dataclasses.replace(fit, alphabet=dataclasses.replace(
         fit.alphabet, inputs=[[None, 1.0]] * 8)), "l2") is None
@@ -45,7 +45,7 @@ def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimu
     # from the build: Delta0 equal to its certificate, and both tables certified within tol_bits
     # of the same optimum, so their leakages differ by at most twice the tolerance.
     data = _dataset(4000, seed)
-    options = BuildOptions(private="a", clusters=120, delta_fraction=0.5, seed=seed)
+    options = QuantizedOptions(clusters=120, delta_fraction=0.5, seed=seed)
     start = BuildStart.of(solve_dataset(data, options), "l2")
     train = np.random.default_rng(seed).permutation(data.n)[: int(0.8 * data.n)]
     fold = dataclasses.replace(data, public=data.public[train], private=data.private[train])
@@ -62,7 +62,7 @@ def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimu
 
 def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
     data = _dataset(2000, 2)
-    options = BuildOptions(private="a", clusters=20, delta_fraction=0.5, holdout_folds=0, codebook=False)
+    options = QuantizedOptions(clusters=20, delta_fraction=0.5, cross_fitting=None, codebook=False)
     fit = solve_dataset(data, options)
     real = _program.solve
     starts = []
@@ -80,8 +80,8 @@ def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
 
 
 def test_only_large_quantized_builds_with_folds_start_them():
-    below = BuildOptions(private="a", clusters=START_CLUSTERS - 1, delta_fraction=0.5)
+    below = QuantizedOptions(clusters=START_CLUSTERS - 1, delta_fraction=0.5)
     assert not starts_folds(below)
     assert starts_folds(dataclasses.replace(below, clusters=START_CLUSTERS))
-    assert not starts_folds(dataclasses.replace(below, clusters=START_CLUSTERS, holdout_folds=0))
-    assert not starts_folds(BuildOptions(private="a", mechanism="exact", metric="erasures", delta=1.0))
+    assert not starts_folds(dataclasses.replace(below, clusters=START_CLUSTERS, cross_fitting=None))
+    assert not starts_folds(ExactOptions(delta=1.0))

@@ -4,14 +4,15 @@ import os
 
 import pytest
 
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, StageTimer, build
+from privmap.offline.data import Dataset
+from privmap.offline.mechanisms.quantized import CrossFitting, QuantizedOptions, StageTimer, build
 
 
 def test_build_times_every_stage_in_order_with_a_non_decreasing_memory_peak(ratings_csv):
     told = []
-    result = build(ratings_csv, BuildOptions(private="gender", clusters=12, delta_fraction=0.5, holdout_folds=2),
+    result = build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=12, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2)),
                    progress=lambda stage, f: told.append(stage))
-    records = result.stages.records()
+    records = result.detail.stages.records()
     names = [r["stage"] for r in records]
     assert names == ["load", "cluster", "prior", "perfect-privacy", "solve", "codebook", "compress",
                      "holdout-fold-1", "holdout-fold-2", "payload"]
@@ -60,8 +61,8 @@ def test_each_fold_stage_carries_the_cpu_and_memory_its_own_process_measured(rat
     there from the stage open while it ran. Two processes: the worker starts folding before the
     build's own stages, so it may run both folds."""
     monkeypatch.setenv("PRIVMAP_JOBS", jobs)
-    result = build(ratings_csv, BuildOptions(private="gender", clusters=12, delta_fraction=0.5, holdout_folds=2))
-    folds = [r for r in result.stages.records() if r["stage"].startswith("holdout-fold")]
+    result = build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=12, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2)))
+    folds = [r for r in result.detail.stages.records() if r["stage"].startswith("holdout-fold")]
     assert len(folds) == 2
     for r in folds:
         assert r["fold_cpu_seconds"] > 0 and r["fold_seconds"] > 0
@@ -94,7 +95,7 @@ def test_an_in_process_folds_cpu_moves_to_its_record_from_the_one_open_while_it_
     assert after[1]["cpu_seconds"] == pytest.approx(two["cpu_seconds"] + cpu, abs=2e-3)
 
 
-def test_build_json_times_the_auto_search_as_its_first_stage_with_every_fold_in_it(tmp_path, keys, ratings_csv,
+def test_build_json_times_the_auto_search_as_the_stage_after_load_with_every_fold_in_it(tmp_path, keys, ratings_csv,
                                                                                    run, monkeypatch):
     """The search's folds run in this process and a pooled worker, whose CPU the parent cannot see
     until the pool is reaped: the search's record adds the worker's folds as they measured
@@ -103,8 +104,8 @@ def test_build_json_times_the_auto_search_as_its_first_stage_with_every_fold_in_
     summary = json.loads(run("build", ratings_csv, "--private", "gender", "--clusters", "auto", "--delta-fraction",
                              0.5, "--holdout-folds", 2, "--key", keys / "private.pem", "--out", tmp_path / "b.bundle",
                              "--json").stdout)
-    search = summary["stages"][0]
-    assert search["stage"] == "auto-search" and summary["stages"][1]["stage"] == "load"
+    search = summary["stages"][1]
+    assert summary["stages"][0]["stage"] == "load" and search["stage"] == "auto-search"
     candidates = summary["auto"]["candidates"]
     assert search["folds"] == 2 * len(candidates)
     assert [(c["clusters"], c["smoothing"]) for c in search["candidates"]] == [

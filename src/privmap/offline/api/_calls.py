@@ -170,13 +170,22 @@ class Evaluation:
         return format_table_report(self.summary)
 
 
+def _signed(result):
+    """A build's result as the device reads a bundle: its payload encoded (canonical floats) and
+    signed with a key made for this call alone, and a keyring trusting only that key."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from privmap.device import Keyring
+    key = Ed25519PrivateKey.generate()
+    return sign_bundle(encode_payload(result.payload), key), Keyring([key.public_key()])
+
+
 def _payload(bundle, trusted) -> tuple[dict, bool]:
     """The bundle's payload (from a path, bytes, a :class:`Result` or a :class:`BuildResult`) and
     whether a trusted key verified it (a result in memory is unsigned: never)."""
     from privmap.device import Keyring, load_bundle
 
     if isinstance(bundle, (Result, BuildResult)):
-        return bundle.payload, False
+        return read_unverified(_signed(bundle)[0])[0], False
     data = bytes(bundle) if isinstance(bundle, (bytes, bytearray)) else read_bytes(pathlib.Path(bundle))
     if trusted is None:
         return read_unverified(data)[0], False
@@ -302,11 +311,9 @@ def sanitize(bundle, data, *, trusted=None, columns=None, skip_invalid: bool = F
     from privmap.device import Keyring, load_bundle, read_bundle_file
     from privmap.device.errors import InputError
     if isinstance(bundle, (Result, BuildResult)):
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
         if trusted is not None:
             raise BuildError("trusted= verifies a signed bundle; a build's result in memory is unsigned")
-        key = Ed25519PrivateKey.generate()
-        bundle, trusted = sign_bundle(encode_payload(bundle.payload), key), Keyring([key.public_key()])
+        bundle, trusted = _signed(bundle)
     keyring = trusted if isinstance(trusted, Keyring) else Keyring.from_pem_files(trusted)
     loaded = (load_bundle(bytes(bundle), keyring) if isinstance(bundle, (bytes, bytearray))
               else read_bundle_file(pathlib.Path(bundle), keyring))
