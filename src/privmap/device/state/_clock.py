@@ -17,7 +17,7 @@ __all__ = ["Floors"]
 
 class Floors:
     """What the state says about versions and time (module docstring): a part of ``DeviceState``,
-    reading the state the store loaded last (``self._state``)."""
+    reading the clock (``_clock``) and the state the store loaded last (``_state``)."""
 
     @property
     def installed_version(self) -> int:

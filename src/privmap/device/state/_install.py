@@ -75,7 +75,9 @@ def _vouched(entry: dict, keyring: Keyring) -> bool:
 
 class Installer:
     """Installing bundles and rotating the keyring (module docstring): a part of ``DeviceState``,
-    writing through the store's lock and commit."""
+    writing through the store's lock and commit at the clock part's ``now_eff``. Holds
+    ``_chain_cache`` (the keyring chain of the state's trust) and sets ``last_error``; reads
+    ``limits``, ``binding`` and ``max_skew``."""
 
     # -- the keyring ------------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ __all__ = ["Releaser"]
 
 class Releaser:
     """Using the installed bundle (module docstring): a part of ``DeviceState``, reading through
-    the store's shared lock."""
+    the store's shared lock with the install part's keyring; releases draw from the store's
+    ``_secret``. Reads ``limits``, ``binding`` and ``grace``; sets ``last_error``."""
 
     # -- using ----------------------------------------------------------------------------------
 

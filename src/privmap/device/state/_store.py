@@ -106,7 +106,12 @@ def _upgrade(body: dict) -> dict:
 
 
 class StateStore:
-    """The state directory's files and lock (module docstring): a part of ``DeviceState``."""
+    """The state directory's files and lock (module docstring): a part of ``DeviceState``.
+
+    Holds ``path``, ``lock_wait``, ``counter``, ``_bundles``, ``_secret`` and ``_state`` (the
+    body last read or written); opening a directory that holds another keyring hands it to the
+    install part (``_holds``, ``_reconcile_keyring``).
+    """
 
     # -- locking and files ------------------------------------------------------------------------
 
