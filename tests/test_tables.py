@@ -25,8 +25,9 @@ import msgpack
 import pytest
 from privmap.device import Keyring, read_bundle_file
 from privmap.device.constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
-from privmap.offline import BuildOptions, build
-from privmap.offline.bundle._write import encode_payload
+from privmap.offline import Dataset, ExactOptions, QuantizedOptions
+from privmap.offline.bundle import encode_payload
+from privmap.offline.mechanisms import exact, quantized
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLES = ROOT / "tables"
@@ -36,10 +37,23 @@ _spec.loader.exec_module(regenerate)
 
 
 def _options(cli: list) -> dict:
-    """BuildOptions keywords of the ``privmap build`` options in tables/regenerate.py."""
+    """The ``privmap build`` options in tables/regenerate.py as keywords (``--delta-fraction`` ->
+    ``delta_fraction``)."""
     pairs = dict(zip(cli[::2], cli[1::2]))
     numbers = {"--clusters": int, "--seed": int, "--delta-fraction": float, "--delta": float}
     return {k[2:].replace("-", "_"): numbers.get(k, str)(v) for k, v in pairs.items()}
+
+
+def _rebuild(data: str, cli: list):
+    """The payload ``privmap build DATA CLI`` signs, built through the mechanisms' ``build``."""
+    options = _options(cli)
+    private, mechanism = options.pop("private"), options.pop("mechanism", "quantized")
+    header = {"issued_at": regenerate.ISSUED_AT, "valid_days": regenerate.VALID_DAYS}
+    dataset = Dataset.from_csv(ROOT / data, private=private, categorical=mechanism == "exact")
+    if mechanism == "exact":
+        assert options.pop("metric", ExactOptions.metric) == ExactOptions.metric
+        return exact.build(dataset, ExactOptions(**options, **header)).payload
+    return quantized.build(dataset, QuantizedOptions(**options, **header)).payload
 
 
 @pytest.fixture(scope="module", params=sorted(regenerate.EXAMPLES))
@@ -48,9 +62,7 @@ def example(request):
     name = request.param
     data, cli = regenerate.EXAMPLES[name]
     signed = regenerate.signed_payload(TABLES / name)
-    rebuilt = build(ROOT / data, BuildOptions(**_options(cli), issued_at=regenerate.ISSUED_AT,
-                                              valid_days=regenerate.VALID_DAYS))
-    return name, signed, encode_payload(rebuilt.payload)
+    return name, signed, encode_payload(_rebuild(data, cli))
 
 
 def pinned_versions() -> dict:
