@@ -60,7 +60,7 @@ def parse_table_body(obj: dict, limits: Limits) -> dict:
     BundleFormatError, TableError or WorkLimitError."""
     mechanism, metric = obj["mechanism"], obj["metric"]
     if type(mechanism) is not str or mechanism not in TABLE_KINDS:
-        fail(f"mechanism must be one of {table.MECHANISMS}")
+        fail(f"mechanism must be one of {tuple(TABLE_KINDS)}")
     if type(metric) is not str or metric not in table.METRICS:
         fail(f"metric must be one of {table.METRICS}")
     return TABLE_KINDS[mechanism].parse_body(obj, limits)

@@ -31,12 +31,10 @@ from ..randomness import draw_bits, resolve_rng, sample_row
 from ._leakage import check_declared_leakage, table_leakage_bits
 from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 
-__all__ = ["Bundle", "MECHANISMS", "METRICS", "EXACT_LOOKUP_MECHANISMS", "FAST_PATH_MIN_WORK",
+__all__ = ["Bundle", "METRICS", "EXACT_LOOKUP_MECHANISMS", "FAST_PATH_MIN_WORK",
            "SEED_MECHANISM_METRIC", "parse_body", "parse_categorical_body", "check_figures", "recompute",
            "recompute_leakage_bits", "build"]
 
-#: Mechanisms whose release is a table (the parse fails naming these when the mechanism is unknown).
-MECHANISMS = ("quantized", "exact", "funnel", "max-correlation", "recommender")
 #: Metrics a table bundle may declare.
 METRICS = ("l2", "l1", "hamming", "erasures", "log-loss")
 #: Mechanisms whose device lookup is an exact tuple match (the others: nearest representative).
