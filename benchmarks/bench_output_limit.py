@@ -4,7 +4,7 @@ On the bundled SSI-2012 ratings (first ``--columns`` tastes, gender private; ben
 training split), for each K: k-means and the prior as a build finds them, a limit halfway between
 the least feasible one at the budget and the unconstrained optimum's (so that it binds), the budget
 ``--fraction`` x Delta0. Each solve is timed in CPU seconds of this process; the dense model over
-all K x K_out pairs (:func:`_dense_limited`) is skipped above ``--dense-max``. Prints one row per K:
+all K x K_out pairs (:func:`dense_limited`) is skipped above ``--dense-max``. Prints one row per K:
 CPU seconds of each, their ratio, the leakage of each (they must agree to Clarabel's accuracy) and
 the column generation's rounds; then the least-distortion LP under the same limit (the feasibility
 check every limited build runs) by column generation and as one dense LP, with their ratio.
@@ -23,7 +23,7 @@ from privmap.offline._information import max_output_leakage_bits
 from privmap.offline.data import load_dataset
 from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset
 from privmap.offline.solvers import least_distortion, smallest_feasible_epsilon, solve, solve_output_limited
-from privmap.offline.solvers.output_limit._program import _dense_least_table, _dense_limited
+from privmap.offline.solvers.output_limit import dense_least_table, dense_limited
 from sklearn.model_selection import train_test_split
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -67,11 +67,11 @@ def main(argv=None):
         limit = 0.5 * (floor + min(max_output_leakage_bits(p_ac, free.table), 10 * floor))
         columns, t_columns = cpu(solve_output_limited, p_ac, D, delta, limit, check=False)
         if K <= args.dense_max:
-            dense, t_dense = cpu(_dense_limited, p_ac, D, delta, limit)
+            dense, t_dense = cpu(dense_limited, p_ac, D, delta, limit)
             dense_s, ratio, dense_bits = f"{t_dense:9.2f}", f"{t_dense / t_columns:7.1f}", f"{dense.leakage_bits:12.7f}"
         else:
             dense_s, ratio, dense_bits = f"{'-':>9}", f"{'-':>7}", f"{'-':>12}"
-        (lp_dense, _), t_lp_dense = cpu(_dense_least_table, p_ac, D, limit)
+        (lp_dense, _), t_lp_dense = cpu(dense_least_table, p_ac, D, limit)
         lp_columns, t_lp_columns = cpu(least_distortion, p_ac, D, limit)
         assert abs(lp_columns - lp_dense) <= 1e-9 * max(1.0, lp_dense), (lp_columns, lp_dense)
         print(f"{K:>5}{limit:>11.4f}{dense_s}{t_columns:>10.2f}{ratio}{dense_bits}"

@@ -6,7 +6,16 @@ from privmap.offline._errors import InfeasibleError, SolverError
 from privmap.offline.data._distortion import pairwise
 from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize
-from privmap.offline.solvers import _solve, fast, perfect_privacy_table, reference, solve_cvxpy, solve_fast
+from privmap.offline.solvers import (
+    CONIC_FIRST_CLASSES,
+    _solve,
+    fast,
+    perfect_privacy_table,
+    reference,
+    solve,
+    solve_cvxpy,
+    solve_fast,
+)
 
 
 @pytest.fixture
@@ -19,7 +28,7 @@ def instance(random_instance, budget):
 @pytest.fixture
 def many_classes(random_instance, budget):
     """CONIC_FIRST_CLASSES private classes, K = 20, and a budget that binds."""
-    p_ac, dist = random_instance(5, 20, n_private=_solve.CONIC_FIRST_CLASSES)
+    p_ac, dist = random_instance(5, 20, n_private=CONIC_FIRST_CLASSES)
     return p_ac, dist, budget(p_ac, dist, 0.3)
 
 
@@ -53,7 +62,7 @@ def runs(monkeypatch):
 def test_a_cold_fast_solve_that_gives_up_is_certified_from_the_conic_reference(instance, runs):
     p_ac, dist, delta = instance
     runs.fail.add("cold")
-    result = _solve.solve(p_ac, dist, delta, tol_bits=1e-5)
+    result = solve(p_ac, dist, delta, tol_bits=1e-5)
     reference = solve_cvxpy(p_ac, dist, delta)
     assert runs == ["cold", "polish"]
     assert result.solver == "fast" and result.gap_bits <= 1e-5
@@ -64,13 +73,13 @@ def test_a_cold_fast_solve_that_gives_up_is_certified_from_the_conic_reference(i
 
 
 def test_few_classes_take_the_fast_path_alone(instance, runs):
-    result = _solve.solve(*instance)
+    result = solve(*instance)
     assert runs == ["cold"] and "started_from" not in result.info
 
 
 def test_many_classes_start_from_the_conic_reference_and_certify_it(many_classes, runs):
     p_ac, dist, delta = many_classes
-    result = _solve.solve(p_ac, dist, delta, tol_bits=1e-5)
+    result = solve(p_ac, dist, delta, tol_bits=1e-5)
     reference = solve_cvxpy(p_ac, dist, delta)
     assert runs == ["polish"]
     assert result.info["started_from"] == reference.solver and "cold_failure" not in result.info
@@ -85,41 +94,41 @@ def test_a_reference_that_fails_on_many_classes_leaves_the_cold_path(many_classe
         raise SolverError("cvxpy/Clarabel did not reach an optimum")
 
     monkeypatch.setattr(reference, "solve_cvxpy", fails)
-    result = _solve.solve(*many_classes)
+    result = solve(*many_classes)
     assert runs == ["cold"] and result.gap_bits <= 1e-5
     assert result.info["conic_failure"] == "cvxpy/Clarabel did not reach an optimum"
     runs.fail.add("cold")
     with pytest.raises(SolverError, match="did not reach an optimum; then the cold fast solve: .*cold run gave up"):
-        _solve.solve(*many_classes)
+        solve(*many_classes)
 
 
 def test_a_warm_started_solve_that_gives_up_raises(instance, runs):
     # its caller decides: a build runs it again cold (_program._solve_from)
     p_ac, dist, delta = instance
-    start = _solve.solve(p_ac, dist, delta)
+    start = solve(p_ac, dist, delta)
     runs.fail.add("warm")
     with pytest.raises(SolverError, match="warm run gave up"):
-        _solve.solve(p_ac, dist, delta, warm_start=start)
+        solve(p_ac, dist, delta, warm_start=start)
     assert runs == ["cold", "warm"]
 
 
 def test_a_many_class_table_above_the_pairs_a_class_takes_the_fast_path_first(many_classes, runs, monkeypatch):
     p_ac, dist, delta = many_classes
-    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS_PER_CLASS", dist.size // _solve.CONIC_FIRST_CLASSES - 1)
-    result = _solve.solve(p_ac, dist, delta)
+    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS_PER_CLASS", dist.size // CONIC_FIRST_CLASSES - 1)
+    result = solve(p_ac, dist, delta)
     assert runs == ["cold"] and "started_from" not in result.info
     runs.fail.add("cold")
-    assert _solve.solve(p_ac, dist, delta).info["started_from"] == "cvxpy-clarabel"
+    assert solve(p_ac, dist, delta).info["started_from"] == "cvxpy-clarabel"
     assert runs == ["cold", "cold", "polish"]
 
 
 def test_a_conic_model_above_the_limit_raises_the_fast_solvers_error(many_classes, runs, monkeypatch):
     p_ac, dist, delta = many_classes
-    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS_PER_CLASS", dist.size // _solve.CONIC_FIRST_CLASSES - 1)
+    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS_PER_CLASS", dist.size // CONIC_FIRST_CLASSES - 1)
     monkeypatch.setattr(_solve, "CONIC_FALLBACK_MAX", p_ac.size * dist.shape[1] - 1)
     runs.fail.add("cold")
     with pytest.raises(SolverError, match="cold run gave up within 2000 Newton steps$"):
-        _solve.solve(p_ac, dist, delta)
+        solve(p_ac, dist, delta)
     assert runs == ["cold"]
 
 
@@ -127,15 +136,15 @@ def test_both_failures_are_named_when_the_polish_gives_up_too(instance, runs):
     runs.fail.update({"cold", "polish"})
     with pytest.raises(SolverError, match="cold run gave up .*; started from the conic reference's answer: "
                                           "fast solver: polish run gave up"):
-        _solve.solve(*instance)
+        solve(*instance)
 
 
-@pytest.mark.parametrize("classes", [4, _solve.CONIC_FIRST_CLASSES])
+@pytest.mark.parametrize("classes", [4, CONIC_FIRST_CLASSES])
 def test_an_infeasible_budget_is_not_retried(classes, random_instance, monkeypatch):
     p_ac, dist = random_instance(3, 20, n_private=classes)
     monkeypatch.setattr(_solve, "_from_conic", lambda *args: pytest.fail("asked the conic reference"))
     with pytest.raises(InfeasibleError):
-        _solve.solve(p_ac, dist + 1.0, 0.5)                # every table costs at least 1
+        solve(p_ac, dist + 1.0, 0.5)                # every table costs at least 1
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +163,6 @@ def adult_occupations(bench_build):
 def test_a_many_class_start_on_real_data_is_certified_as_the_conic_reference_gave_it(adult_occupations):
     """Equilibrated, Clarabel stalls here and the polish had to follow its path (10 CPU-s); the
     third attempt for a start, without equilibration, gives an answer certified as it is."""
-    result = _solve.solve(*adult_occupations)
+    result = solve(*adult_occupations)
     assert result.info["started_from"] == "cvxpy-clarabel" and result.info["polish"] == "as given"
     assert result.gap_bits <= 1e-5

@@ -12,7 +12,7 @@ from privmap.offline.solvers import (
     solve_for_shipping,
     solve_output_limited,
 )
-from privmap.offline.solvers.output_limit._program import _dense_least_table, _dense_limited
+from privmap.offline.solvers.output_limit import dense_least_table, dense_limited
 
 from known_answers import bsc
 
@@ -146,7 +146,7 @@ def test_column_generation_reaches_the_dense_models_optimum(K, seed, classes):
     p_ac, dist = instance(K=K, seed=seed, classes=classes)
     delta = 0.1 * float(p_ac.sum(axis=0) @ dist.mean(axis=1))
     limit = binding_limit(p_ac, dist, delta)
-    dense = _dense_limited(p_ac, dist, delta, limit)
+    dense = dense_limited(p_ac, dist, delta, limit)
     columns = solve_output_limited(p_ac, dist, delta, limit)
     assert columns.leakage_bits == pytest.approx(dense.leakage_bits, rel=1e-5, abs=1e-8)
     assert columns.distortion <= delta * (1 + 1e-6)
@@ -170,7 +170,7 @@ def test_pricing_brings_in_the_pairs_a_poor_start_leaves_out():
     limit = binding_limit(p_ac, dist, delta)
     columns = solve_output_limited(p_ac, dist, delta, limit, start=np.eye(40))
     assert columns.info["rounds"] > 1
-    assert columns.leakage_bits == pytest.approx(_dense_limited(p_ac, dist, delta, limit).leakage_bits,
+    assert columns.leakage_bits == pytest.approx(dense_limited(p_ac, dist, delta, limit).leakage_bits,
                                                  rel=1e-5, abs=1e-8)
 
 
@@ -206,7 +206,7 @@ def test_least_distortion_by_column_generation_matches_the_dense_program(classes
     dist[np.random.default_rng(7).random(dist.shape) < 0.3] = np.inf     # forbidden pairs ...
     np.fill_diagonal(dist, 0.0)
     dist[:, 4] = np.where(np.isfinite(dist[:, 4]), dist[:, 4], 2.0)        # ... one output open to all
-    dense, _ = _dense_least_table(p_ac, dist, eps)
+    dense, _ = dense_least_table(p_ac, dist, eps)
     assert least_distortion(p_ac, dist, eps) == pytest.approx(dense, rel=1e-9, abs=1e-12)
 
 
@@ -214,22 +214,22 @@ def test_the_shipping_loop_closes_outputs_that_break_the_limit_and_every_sliver(
     # Outputs: 0 is fed by both classes alike (kept); 1 by one row of each class at 63 units each, a
     # sliver whose posterior is still the prior (closed); 2 only by a class-1 row, at 100 units
     # (breaks the limit: closed); 3 by nobody (left open).
-    from privmap.offline.solvers.output_limit._program import _SLIVER_UNITS, _to_close
+    from privmap.offline.solvers.output_limit import SLIVER_UNITS, outputs_to_close
     from scipy import sparse
     bits = 16
     unit = 2.0 ** -bits
-    assert _SLIVER_UNITS == 64
+    assert SLIVER_UNITS == 64
     p_ac = np.array([[0.5, 0.0], [0.0, 0.5]])             # row 0 is class 0, row 1 class 1
     table = np.zeros((2, 4))
     table[0, 1] = table[1, 1] = 63 * unit
     table[1, 2] = 100 * unit
     table[0, 0] = 1 - table[0].sum()
     table[1, 0] = 1 - table[1].sum()
-    close = _to_close(table, sparse.csr_matrix(table), p_ac, 0.05, bits)
+    close = outputs_to_close(table, sparse.csr_matrix(table), p_ac, 0.05, bits)
     assert close.tolist() == [False, True, True, False]
     table[0, 1] = table[1, 1] = 64 * unit                 # no longer a sliver
     table[0, 0], table[1, 0] = 1 - table[0, 1:].sum(), 1 - table[1, 1:].sum()
-    assert _to_close(table, sparse.csr_matrix(table), p_ac, 0.05, bits).tolist() == [False, False, True, False]
+    assert outputs_to_close(table, sparse.csr_matrix(table), p_ac, 0.05, bits).tolist() == [False, False, True, False]
 
 
 def test_a_stalled_limited_solve_is_retried_a_little_further_inside_the_limit(monkeypatch):

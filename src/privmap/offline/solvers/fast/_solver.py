@@ -92,7 +92,7 @@ def solve_fast(p_ac, distortion, delta, *, tol_bits: float = 1e-5, max_iter: int
         Most Newton steps in all; None: max(2000, K_out // 2). Synthetic instances took
         88 to 271 steps from K = 1024 to 16384, the folds of a real UCI Adult build at
         K = 4096 436 to 630 (benchmarks/README.md); a limit reached throws away the whole
-        solve, so it is set well above what paths have needed (:func:`._solve.solve` then
+        solve, so it is set well above what paths have needed (:func:`privmap.offline.solvers.solve` then
         starts again from the conic reference's answer where that model is small).
     progress : callable(float) or None, keyword-only
         Called with an estimate of the fraction done, in [0, 1].

@@ -123,7 +123,7 @@ class FastState:
 def set_up(p_ac, D, delta, tol_bits, max_iter, progress=None, settings: Settings = Settings()) -> FastState:
     """The state of a fresh solve: the instance's arrays, no candidates, no duals yet.
 
-    ``p_ac`` (n_private, K) and ``D`` (K, K_out) as checked by :func:`.._problem.check_instance`;
+    ``p_ac`` (n_private, K) and ``D`` (K, K_out) as checked by :func:`privmap.offline.solvers._problem.check_instance`;
     ``delta`` in D's unit; ``tol_bits`` in bits (kept in nats as ``tol``); ``max_iter`` Newton
     steps in all; ``progress`` a callable(float) or None. Raises nothing: the instance is checked
     before.

@@ -3,8 +3,8 @@
 Why
 ---
 The per-output limit 2^-eps p(a) <= p(a | j) <= 2^eps p(a) is linear in the joint P(a, j), so the
-program is the conic model of :mod:`._cvxpy_solver` plus 2 |A| K_out linear rows on P. Solved on a
-dense (K, K_out) table variable (:func:`._output_limit._dense_limited`, the reference form) it
+program is the conic model of :mod:`privmap.offline.solvers.reference` plus 2 |A| K_out linear rows on P. Solved on a
+dense (K, K_out) table variable (:func:`._program.dense_limited`, the reference form) it
 costs Clarabel seconds at K = 64 and minutes from K = 256, though optimal tables have one or two
 entries per row. Here the table variable holds only the pairs (c, j) of a working set S, and the
 working set grows until no pair outside it would lower the Lagrangian:
@@ -186,7 +186,7 @@ def least_columns(p_ac: np.ndarray, D: np.ndarray, eps_bits: float, *,
     eps_bits : float >= 0
     coefficients : ndarray, shape (2 n_private, K)
         The limit rows' coefficient of q(c, j) for every j: upper rows of class a first, then
-        lower rows (``_output_limit._limit_rows``'s order and scale).
+        lower rows (``_program._limit_rows``'s order and scale).
 
     Returns
     -------

@@ -19,13 +19,13 @@ How
   a limit is feasible at budget delta exactly when its value is <= delta, and
   :func:`smallest_feasible_epsilon` bisects it to name the least feasible limit in an error.
 - :func:`solve_output_limited` solves the program with Clarabel on the model of
-  :mod:`._cvxpy_solver` (the same conic model, the same stall handling) plus the linear limits,
-  restricted to a working set of pairs that grows by pricing (:mod:`._output_limit_columns`);
-  :func:`_dense_limited`, the model over every pair, is the reference it is tested against.
+  :mod:`privmap.offline.solvers.reference` (the same conic model, the same stall handling) plus the linear limits,
+  restricted to a working set of pairs that grows by pricing (:mod:`._columns`);
+  :func:`dense_limited`, the model over every pair, is the reference it is tested against.
   privmap's fast solver has no place for the limits (its dual has one multiplier, the budget's).
 - :func:`solve_for_shipping` makes the limit hold on the *shipped* integer table: when the fast
   solver's unconstrained optimum ships within the limit, that is the answer; otherwise it solves at a
-  target a little inside the limit, rounds with :func:`._compress.compress` exactly as the build
+  target a little inside the limit, rounds with :func:`privmap.offline.solvers.compress` exactly as the build
   will, checks the limit on the integer table, and tightens the target (and the budget) until it
   holds or refuses with :class:`SolverError`.
 """
@@ -72,7 +72,7 @@ _CLOSE_ABOVE = 1e-2
 #: that broke the limit let the next solve break it on others (SSI, 6 columns, K = 512, at a 0.061-bit
 #: limit: 3, 38, 64, 40, 6, 1 outputs closed in turn, then a refusal; closing slivers too, it shipped
 #: at the third solve).
-_SLIVER_UNITS = 64
+SLIVER_UNITS = 64
 #: Bisection of :func:`smallest_feasible_epsilon`: bracket (bits) and relative precision.
 _EPS_MAX = 64.0
 _EPS_RTOL = 1e-3
@@ -127,13 +127,13 @@ def least_distortion(p_ac, distortion, eps_bits: float) -> float:
 
 def _least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
     """:func:`least_distortion` on a checked instance, with its optimal table (K, K_out), None when
-    the limit is infeasible: by column generation (:func:`._output_limit_columns.least_columns`),
-    or on every pair (:func:`_dense_least_table`) when no output is allowed from every row."""
+    the limit is infeasible: by column generation (:func:`._columns.least_columns`),
+    or on every pair (:func:`dense_least_table`) when no output is allowed from every row."""
     value, table = least_columns(p_ac, D, eps_bits, coefficients=_limit_coefficients(p_ac, eps_bits))
-    return (value, table) if table is not None else _dense_least_table(p_ac, D, eps_bits)
+    return (value, table) if table is not None else dense_least_table(p_ac, D, eps_bits)
 
 
-def _dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
+def dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
     """:func:`_least_table` as one linear program over all K x K_out pairs (HiGHS): the reference
     the column generation is tested against, and the path for instances with forbidden pairs
     everywhere."""
@@ -206,7 +206,7 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
                          time_limit_s: float | None = None, check: bool = True,
                          start: np.ndarray | None = None) -> SolveResult:
     """min I(A; C_hat) s.t. E d <= delta and the per-output limit ``eps_bits`` (bits), by Clarabel on a
-    growing working set of pairs (:mod:`._output_limit_columns`).
+    growing working set of pairs (:mod:`._columns`).
 
     Parameters
     ----------
@@ -217,7 +217,7 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
     eps_bits : float >= 0
         Limit on |log2 p(a | c_hat) - log2 p(a)| for every output of positive mass.
     time_limit_s : float or None, keyword-only
-        Seconds Clarabel may iterate (as :func:`._cvxpy_solver.solve_cvxpy`).
+        Seconds Clarabel may iterate (as :func:`privmap.offline.solvers.solve_cvxpy`).
     check : bool, keyword-only
         Decide feasibility first with :func:`least_distortion` (an infeasible instance then raises
         InfeasibleError; unchecked, Clarabel's own stop raises SolverError).
@@ -270,10 +270,10 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
     return result
 
 
-def _dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResult:
+def dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResult:
     """The reference form of :func:`solve_output_limited`: the conic model on the dense (K, K_out)
     table variable, every pair at once (seconds at K = 64, minutes from K = 256). The column
-    generation of :mod:`._output_limit_columns` is checked against it."""
+    generation of :mod:`._columns` is checked against it."""
     import cvxpy as cp
 
     from ..reference import clarabel, conic_model, forbidden_pairs, summary
@@ -319,7 +319,7 @@ def _limited_result(p_ac, D, values, forbidden, raw, attempt, eps_bits, summary)
 def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits: int,
                        time_limit_s: float | None = None) -> SolveResult:
     """:func:`solve_output_limited` whose table still meets ``eps_bits`` once rounded to the integer
-    table a bundle ships (:func:`._compress.compress` at ``bits``, budget ``delta``).
+    table a bundle ships (:func:`privmap.offline.solvers.compress` at ``bits``, budget ``delta``).
 
     Entries below one unit 2^-bits are dropped before rounding (rows renormalised): an output
     carrying only such entries would otherwise come out of the rounding with a unit or two from
@@ -331,12 +331,12 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
     When the rounded table breaks the limit, the next solve
 
     - aims at a budget tighter by twice what rounding overshot it, when it did (the repair of
-      :func:`._compress.compress` then moved units to each row's cheapest output, which can open
+      :func:`privmap.offline.solvers.compress` then moved units to each row's cheapest output, which can open
       an output fed by one row);
     - closes the outputs that break the limit by more than 1 % (``_CLOSE_ABOVE``): their balance
       rested on entries below one unit, which rounding removed (seen on SSI, 6 columns, K = 64:
       0.94 bits shipped at a 0.036-bit limit); and with them every sliver, an output none of whose
-      entries reaches ``_SLIVER_UNITS`` units;
+      entries reaches ``SLIVER_UNITS`` units;
     - else aims 2 v + 1e-6 bits further inside the limit, v the rounded table's excess;
 
     and when a solve stalls (SolverError), the next aims 1 % further inside the limit
@@ -393,7 +393,7 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
         if worst <= eps_bits * (1 + _CLOSE_ABOVE):
             target -= 2 * (worst - target) + 1e-6
             continue
-        solve_D[:, _to_close(table, shipped, p_ac, eps_bits, bits)] = np.inf
+        solve_D[:, outputs_to_close(table, shipped, p_ac, eps_bits, bits)] = np.inf
         if not np.all(np.any(np.isfinite(solve_D), axis=1)) or \
                 _over(least_distortion(p_ac, solve_D, target), budget):
             break
@@ -401,21 +401,21 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
                       f"({worst:.6g} bits) after {attempt} solve(s); more --bits round more finely")
 
 
-def _to_close(table: np.ndarray, shipped, p_ac, eps_bits: float, bits: int) -> np.ndarray:
+def outputs_to_close(table: np.ndarray, shipped, p_ac, eps_bits: float, bits: int) -> np.ndarray:
     """The outputs the shipping loop's next solve forbids, bool of shape (K_out,): those whose posterior
     in the rounded table ``shipped`` breaks ``eps_bits``, and every sliver of the cleaned ``table``
-    (K, K_out): an output of positive mass none of whose entries reaches ``_SLIVER_UNITS`` units."""
+    (K, K_out): an output of positive mass none of whose entries reaches ``SLIVER_UNITS`` units."""
     ratios, outputs = output_posterior_ratios(p_ac, shipped)
     close = np.zeros(table.shape[1], dtype=bool)
     close[outputs[np.abs(ratios).max(axis=0) > eps_bits]] = True
     largest = table.max(axis=0)
-    return close | ((largest > 0) & (largest < _SLIVER_UNITS * 2.0 ** -bits))
+    return close | ((largest > 0) & (largest < SLIVER_UNITS * 2.0 ** -bits))
 
 
 def _shipped(table: np.ndarray, p_ac, D, delta: float, bits: int):
     """``table`` (K, K_out) without entries below one unit 2^-bits (rows renormalised), how far
     rounding alone overshoots ``delta``, and the probabilities (sparse, (K, K_out)) of the integer
-    table the build ships from it (:func:`._compress.compress`, repaired to ``delta``)."""
+    table the build ships from it (:func:`privmap.offline.solvers.compress`, repaired to ``delta``)."""
     table = np.where(table < 2.0 ** -bits, 0.0, table)
     table /= table.sum(axis=1, keepdims=True)
     over = compress(table, p_ac, D, math.inf, bits=bits).distortion - delta

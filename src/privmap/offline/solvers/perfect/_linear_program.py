@@ -180,7 +180,7 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
     SolverError
         As :func:`perfect_privacy_distortion`, or the bounds did not meet in 200 rounds.
     """
-    with threadpool_limits(limits=1):                # see _fast_solver._BLAS_THREADS
+    with threadpool_limits(limits=1):                # see fast/_solver.py's _BLAS_THREADS
         return _column_generation(p_ac, distortion, rel_tol, {} if info is None else info)
 
 

@@ -1,4 +1,4 @@
-"""Delta0 for a binary private attribute as a transportation problem (the fast path of ``_perfect``).
+"""Delta0 for a binary private attribute as a transportation problem (the fast path of ``_linear_program``).
 
 With |A| = 2 the balance of output j is sum_c w_c q(c, j) = 0 with w_c = p(c|a1) - p(c|a0).
 In units of flow f(c, j) = |w_c| q(c, j), the rows with w_c > 0 (suppliers S) send w_c,
@@ -19,8 +19,8 @@ says so.
 
 **Certificate.** From transport potentials (pi_s, pi_t) the hub duals v_j = min_s a(s, j) - pi_s
 make every supplier's hub-program dual feasible; :func:`solve_binary` returns them and the caller
-evaluates the exact lower bound L(v) of ``_perfect`` over *all* pairs. Where the candidate hubs
-were enough the bound meets the table's cost; where not, ``_perfect`` goes on with its general
+evaluates the exact lower bound L(v) of ``_linear_program`` over *all* pairs. Where the candidate hubs
+were enough the bound meets the table's cost; where not, ``_linear_program`` goes on with its general
 column generation from this table.
 
 The transport is solved in two steps. POT's network simplex (``ot.emd``, compiled) finds a

@@ -42,7 +42,7 @@ posterior is pi_j = sum_c w(c|j) pi_c, and:
 3. Lagrange. For every mu >= 0, on the set
    I <= sum_j P(j) D(pi_hat_j + delta_j || y) - mu (sum_j N_eff P(j) delta_j^2 - r)
      <= mu r + sum_j P(j) max over x in [lo_j, hi_j] of [D(x || y) - mu N_eff (x - pi_hat_j)^2],
-   each inner maximum one-dimensional and computed to round-off (:func:`_penalised_max`: the
+   each inner maximum one-dimensional and computed to round-off (:func:`penalised_max`: the
    function is convex, concave, convex in x; a bisection brackets its one interior maximum and
    the tangent bounds it). mu = 0 is each output's own worst case over its interval. The least
    value over a 1-D search of mu is the figure (every mu is valid, so the search needs no
@@ -131,7 +131,7 @@ _MARGIN = 1e-9
 #: Newton steps of :func:`_term_max`'s root (monotone from the right, quadratic once close; near a
 #: double root the error halves each step, but there g is flat, so its value errs to second order).
 _NEWTON_STEPS = 30
-#: Bisection steps of the sum constraint's multiplier in :func:`_class_inner_max` over [-80, 80]
+#: Bisection steps of the sum constraint's multiplier in :func:`class_inner_max` over [-80, 80]
 #: (any multiplier gives a valid bound; 40 steps leave it within 2e-10).
 _DUAL_STEPS = 40
 
@@ -190,7 +190,7 @@ class _JointView:
     radius: float
 
 
-def _joint_view(cs: ConfidenceSet, q) -> _JointView | None:
+def joint_view(cs: ConfidenceSet, q) -> _JointView | None:
     """The joint ellipsoid's view of table ``q`` (shape (K, K_out)) for |A| = 2: class a_1's row of
     :func:`_class_view`, or None where that is None or |A| > 2."""
     view = _class_view(cs, q)
@@ -201,7 +201,7 @@ def _joint_view(cs: ConfidenceSet, q) -> _JointView | None:
                       n_eff=view.n_eff, radius=view.radius)
 
 
-def _binary_kl_nats(x, y: float):
+def binary_kl_nats(x, y: float):
     """D(x || y) between Bernoulli(x) and Bernoulli(y), nats, elementwise over x (y in (0, 1))."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -210,7 +210,7 @@ def _binary_kl_nats(x, y: float):
     return a + b
 
 
-def _penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: float) -> np.ndarray:
+def penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: float) -> np.ndarray:
     """Per output, an upper bound on max over x in [lo, hi] of h(x) = D(x || y) - k (x - x0)^2 (nats),
     exact up to round-off; all arrays of shape (J,), y in (0, 1), k >= 0.
 
@@ -221,7 +221,7 @@ def _penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: 
     logit_y = math.log(y / (1 - y))
 
     def h(x, x0):
-        return _binary_kl_nats(x, y) - k * (x - x0) ** 2
+        return binary_kl_nats(x, y) - k * (x - x0) ** 2
 
     def slope(x, x0):
         return np.log(x / (1 - x)) - logit_y - 2 * k * (x - x0)
@@ -244,7 +244,7 @@ def _penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: 
 
 
 @dataclass(frozen=True)
-class _ClassView:
+class ClassView:
     """What the ellipsoids say about the outputs of one table, class by class (module docstring,
     "The joint bound"; for |A| = 2 both rows come from a_1's one ellipsoid). Arrays over the J
     outputs of positive mass.
@@ -266,7 +266,7 @@ class _ClassView:
     radius: float
 
 
-def _class_view(cs: ConfidenceSet, q) -> _ClassView | None:
+def _class_view(cs: ConfidenceSet, q) -> ClassView | None:
     """The ellipsoids' view of table ``q`` (shape (K, K_out)), or None when the set has no
     ellipsoid, a cluster of positive p(c) was never seen (the ellipsoids say nothing about it) or
     the balls' centre (a smoothed prior) lies outside an ellipsoid (the figure must stay at least
@@ -294,7 +294,7 @@ def _class_view(cs: ConfidenceSet, q) -> _ClassView | None:
     lo_a = np.maximum.reduce([marginal - rho_a, old_marginal - old_a, np.zeros_like(marginal)])
     hi_a = np.minimum.reduce([marginal + rho_a, old_marginal + old_a, np.ones_like(marginal)])
     n_eff = float(np.min(n_c[seen] / np.maximum(cs.p_c[seen], 1e-300)))
-    return _ClassView(mass=mass[live], centre=x_hat, lo=lo, hi=hi, marginal=marginal, lo_a=lo_a, hi_a=hi_a,
+    return ClassView(mass=mass[live], centre=x_hat, lo=lo, hi=hi, marginal=marginal, lo_a=lo_a, hi_a=hi_a,
                       n_eff=n_eff, radius=r)
 
 
@@ -331,7 +331,7 @@ def _term_max(lo, hi, centre, log_y, k: float, lam) -> tuple[np.ndarray, np.ndar
     return best, arg
 
 
-def _class_inner_max(view: _ClassView, k: float) -> np.ndarray:
+def class_inner_max(view: ClassView, k: float) -> np.ndarray:
     """Per output, an upper bound (J,) on max over p(.|j) in its box with sum 1 of
     sum_a [p_a log(p_a / y_a) - k (p_a - centre_a)^2] (nats): the Lagrangian dual of the sum
     constraint, min over lam of lam + sum_a max_t (g_a(t) - lam t) (:func:`_term_max`), every lam
@@ -349,7 +349,7 @@ def _class_inner_max(view: _ClassView, k: float) -> np.ndarray:
 
 
 def _class_bound_bits(cs: ConfidenceSet, q) -> float:
-    """:func:`_joint_bound_bits` for |A| > 2 (module docstring, "The joint bound, |A| > 2"), bits."""
+    """:func:`joint_bound_bits` for |A| > 2 (module docstring, "The joint bound, |A| > 2"), bits."""
     view = _class_view(cs, q)
     if view is None or np.any(view.marginal <= 0):
         return math.inf
@@ -357,31 +357,31 @@ def _class_bound_bits(cs: ConfidenceSet, q) -> float:
 
     def dual(t: float) -> float:                           # valid for every mu = e^t / N_eff >= 0
         k = math.exp(t)
-        return k * n_classes * view.radius / view.n_eff + float(view.mass @ _class_inner_max(view, k))
+        return k * n_classes * view.radius / view.n_eff + float(view.mass @ class_inner_max(view, k))
 
     from scipy import optimize
     t = optimize.minimize_scalar(dual, bounds=(-12.0, 25.0), method="bounded", options={"xatol": 1e-3}).x
-    caps = float(view.mass @ _class_inner_max(view, 0.0))                          # mu = 0
+    caps = float(view.mass @ class_inner_max(view, 0.0))                          # mu = 0
     return min(dual(float(t)), caps) / _LN2
 
 
-def _joint_bound_bits(cs: ConfidenceSet, q) -> float:
+def joint_bound_bits(cs: ConfidenceSet, q) -> float:
     """An upper bound on max over the intersected set of I(A; C^) for table ``q`` from the joint
     ellipsoids (module docstring, "The joint bound"), bits; ``inf`` without an ellipsoid."""
     if cs.posterior.shape[0] > 2:
         return _class_bound_bits(cs, q)
-    view = _joint_view(cs, q)
+    view = joint_view(cs, q)
     if view is None or not 0.0 < view.marginal < 1.0:
         return math.inf
     y, r = view.marginal, view.radius
 
     def dual(t: float) -> float:                           # valid for every mu = e^t / N_eff >= 0
         k = math.exp(t)
-        return k * r / view.n_eff + float(view.mass @ _penalised_max(view.centre, view.lo, view.hi, y, k))
+        return k * r / view.n_eff + float(view.mass @ penalised_max(view.centre, view.lo, view.hi, y, k))
 
     from scipy import optimize
     t = optimize.minimize_scalar(dual, bounds=(-12.0, 25.0), method="bounded", options={"xatol": 1e-6}).x
-    caps = float(view.mass @ _penalised_max(view.centre, view.lo, view.hi, y, 0.0))     # mu = 0
+    caps = float(view.mass @ penalised_max(view.centre, view.lo, view.hi, y, 0.0))     # mu = 0
     return min(dual(float(t)), caps) / _LN2
 
 
@@ -398,11 +398,11 @@ def certified_leakage_bits(cs: ConfidenceSet, q) -> float:
     h_a = _entropy_bits(max_entropy_point(p_a, e_a))
     h_given = math.fsum(float(m) * _entropy_bits(min_entropy_point(centre[:, j], float(radius[j])))
                         for j, m in enumerate(mass) if m > 0)
-    value = min(max(h_a - h_given, 0.0), _chi_square_bits(cs, q), math.log2(len(p_a)), _joint_bound_bits(cs, q))
+    value = min(max(h_a - h_given, 0.0), chi_square_bits(cs, q), math.log2(len(p_a)), joint_bound_bits(cs, q))
     return value + _MARGIN * max(h_a, 1.0)
 
 
-def _chi_square_bits(cs: ConfidenceSet, q) -> float:
+def chi_square_bits(cs: ConfidenceSet, q) -> float:
     """sum_j P(j) max over the set of log2(1 + chi^2(p(.|j) || p(a))), an upper bound on the
     set's worst I(A; C^) (KL <= log(1 + chi^2)).
 
@@ -429,7 +429,7 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
 
     Per (j, a) the lesser of two bounds: the intervals of p(a|j) and p(a) separately (module
     docstring), and p(a|j) / p(a) = 1 + (v_ja + delta_ja) / p(a) with |delta_ja| <= f_j / 2
-    (:func:`_chi_square_bits`)."""
+    (:func:`chi_square_bits`)."""
     mass, centre, radius = output_balls(cs, q)
     live = mass > 0
     x, e = centre[:, live], radius[live][None, :]
@@ -445,12 +445,12 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
         ratio = (np.abs(v) + f[None, :] / 2) / np.maximum(lo[:, None], 1e-300)
         coupled = np.where((lo[:, None] > 0) & (ratio < 1),
                            np.maximum(np.log2(1 + ratio), -np.log2(np.maximum(1 - ratio, 1e-300))), np.inf)
-        joint = _joint_intervals_bits(cs, q)
+        joint = joint_intervals_bits(cs, q)
     worst = float(np.minimum.reduce([separate, coupled, joint]).max())
     return max(worst, 0.0) * (1 + _MARGIN) + _MARGIN if math.isfinite(worst) else math.inf
 
 
-def _joint_intervals_bits(cs: ConfidenceSet, q) -> np.ndarray:
+def joint_intervals_bits(cs: ConfidenceSet, q) -> np.ndarray:
     """Per (class, output of positive mass): max |log2 p(a|j) - log2 p(a)| over the intervals of
     :func:`_class_view` (shape (|A|, J)); all ``inf`` without an ellipsoid."""
     view = _class_view(cs, q)
