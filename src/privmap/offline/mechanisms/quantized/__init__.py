@@ -46,6 +46,7 @@ from ._view import (
     MappingView,
     evaluate_view,
     format_summary,
+    recommender_figures,
     table_probabilities,
     view_from_bundle,
     view_from_payload,
@@ -60,5 +61,5 @@ __all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertific
            "CANDIDATE_DELTA_FRACTIONS", "HoldoutLeakage", "cross_fitted_leakage",
            "Alphabet", "Solved", "solve_dataset", "solve_prior", "DEFAULT_MISSING", "MISSING_POLICIES",
            "MappingView", "Evaluation", "evaluate_view", "view_from_payload", "view_from_table", "view_from_bundle",
-           "view_release", "table_probabilities", "format_summary",
+           "view_release", "table_probabilities", "format_summary", "recommender_figures",
            "ERASED", "erasure_problem", "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup"]
