@@ -8,7 +8,7 @@ from privmap.offline.data._distortion import pairwise
 from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize
 from privmap.offline.solvers import perfect_privacy_distortion, solve_cvxpy, solve_fast
-from privmap.offline.solvers.reference import _conic as _cvxpy_solver
+from privmap.offline.solvers.reference import clarabel, conic_model, forbidden_pairs
 
 from known_answers import CASES, bsc, bsc_leakage_bits
 
@@ -98,13 +98,18 @@ def test_a_stop_short_of_optimal_raises_with_clarabel_status_and_residuals(bench
         solve_cvxpy(p_ac, dist, 0.3 * perfect_privacy_distortion(p_ac, dist), time_limit_s=1e-9)
 
 
-def test_a_stop_other_than_a_numerical_stall_is_not_retried(monkeypatch):
+def _bsc_model():
+    """The conic model of the binary symmetric channel at crossover 0.2, budget 0.1: (problem, Q)."""
+    p_ac, dist = bsc(0.2)
+    problem, Q, _ = conic_model(p_ac, dist, 0.1, forbidden_pairs(p_ac, dist, 0.1))
+    return problem, Q
+
+
+def test_a_stop_other_than_a_numerical_stall_is_not_retried():
     # a first attempt allowed no iterations stops with MaxIterations, not InsufficientProgress:
     # the second settings (which would solve it) are not tried
-    p_ac, dist = bsc(0.2)
-    monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", ({"max_iter": 0}, {}))
     with pytest.raises(SolverError, match="attempt 0: status MaxIterations") as err:
-        solve_cvxpy(p_ac, dist, 0.1)
+        clarabel(_bsc_model()[0], None, attempts=({"max_iter": 0}, {}))
     assert "attempt 1" not in str(err.value)
 
 
@@ -123,29 +128,24 @@ def test_the_dual_codebook_is_a_distribution_per_output_and_the_posteriors_of_us
 
 
 @pytest.mark.parametrize("iterations, kept", [((1, 3), 1), ((3, 2), 0)])
-def test_a_stalled_attempt_is_a_start_only_when_asked_the_one_with_smaller_residuals(iterations, kept,
-                                                                                    monkeypatch):
+def test_a_stalled_attempt_is_a_start_only_when_asked_the_one_with_smaller_residuals(iterations, kept):
     # both attempts stop short (MaxIterations counted as a stall here): strict raises, a start
     # for the polish takes the iterate of the attempt with the smaller residuals, never the
     # rescue's (an AlmostSolved short of the tolerance, counted as a stall too)
-    p_ac, dist = bsc(0.2)
-    monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations", "AlmostSolved"))
-    monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", tuple({"max_iter": n} for n in iterations))
-    monkeypatch.setattr(_cvxpy_solver, "_RESCUE", {"max_iter": 4})   # stalls closer (3.7e-5), yet is never the start
+    attempts = tuple({"max_iter": n} for n in iterations)
+    stalls = ("MaxIterations", "AlmostSolved")
     with pytest.raises(SolverError, match="attempt 0: status MaxIterations .*attempt 1: status MaxIterations"):
-        solve_cvxpy(p_ac, dist, 0.1)
-    start = solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
-    assert start.info["clarabel_status"] == "MaxIterations" and start.info["attempt"] == kept
-    assert start.info["iterations"] == iterations[kept]
-    assert start.gap_bits == np.inf and np.allclose(start.table.sum(axis=1), 1.0)
+        clarabel(_bsc_model()[0], None, attempts=attempts, stalls=stalls)
+    problem, Q = _bsc_model()
+    raw, attempt = clarabel(problem, None, stalled_ok=True, attempts=attempts, stalls=stalls,
+                            rescue={"max_iter": 4})       # stalls closer (3.7e-5), yet is never the start
+    assert str(raw.status) == "MaxIterations" and attempt == kept and raw.iterations == iterations[kept]
+    assert Q.value is not None                             # the start's iterate is loaded
 
 
-def test_a_start_takes_the_rescue_attempt_where_it_succeeds_after_the_others_stalled(monkeypatch):
-    p_ac, dist = bsc(0.2)
-    monkeypatch.setattr(_cvxpy_solver, "_STALLS", ("MaxIterations",))
-    monkeypatch.setattr(_cvxpy_solver, "_ATTEMPTS", ({"max_iter": 1}, {"max_iter": 3}))
-    monkeypatch.setattr(_cvxpy_solver, "_RESCUE", {})
-    start = solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
-    assert start.info["clarabel_status"] == "Solved" and start.info["attempt"] == 2
+def test_a_start_takes_the_rescue_attempt_where_it_succeeds_after_the_others_stalled():
+    attempts, stalls = ({"max_iter": 1}, {"max_iter": 3}), ("MaxIterations",)
+    raw, attempt = clarabel(_bsc_model()[0], None, stalled_ok=True, attempts=attempts, stalls=stalls, rescue={})
+    assert str(raw.status) == "Solved" and attempt == 2
     with pytest.raises(SolverError, match="attempt 1: status MaxIterations"):   # the reference has no rescue
-        solve_cvxpy(p_ac, dist, 0.1)
+        clarabel(_bsc_model()[0], None, attempts=attempts, stalls=stalls)

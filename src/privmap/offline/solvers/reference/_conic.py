@@ -218,10 +218,10 @@ _STALLS = ("InsufficientProgress", "AlmostSolved")
 
 
 def clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stalled_ok: bool = False,
-              rescue: dict | None = None):
-    """Solve ``problem`` with Clarabel, trying the settings of ``_ATTEMPTS`` in turn, then ``rescue``.
+              rescue: dict | None = None, attempts: tuple = _ATTEMPTS, stalls: tuple = _STALLS):
+    """Solve ``problem`` with Clarabel, trying the settings of ``attempts`` in turn, then ``rescue``.
 
-    The next attempt runs only after a numerical stall (:data:`_STALLS`: InsufficientProgress,
+    The next attempt runs only after a numerical stall (one of ``stalls``: InsufficientProgress,
     or AlmostSolved short of ``_ALMOST_SOLVED_TOL``); the answer is loaded into the cvxpy
     variables.
 
@@ -239,12 +239,16 @@ def clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stal
     rescue : dict, keyword-only
         Settings of one more attempt after every attempt stalled; its answer is taken only where
         it succeeds (its own stall is named, never the start ``stalled_ok`` loads).
+    attempts : tuple of dict, keyword-only
+        Clarabel's settings for each attempt, in turn (default :data:`_ATTEMPTS`).
+    stalls : tuple of str, keyword-only
+        The statuses after which the next attempt runs (default :data:`_STALLS`).
 
     Returns
     -------
     (clarabel.DefaultSolution, int)
         Clarabel's own answer (status, iterations, residuals, objective values, time)
-        and the index of the attempt that gave it (``len(_ATTEMPTS)`` for ``rescue``).
+        and the index of the attempt that gave it (``len(attempts)`` for ``rescue``).
 
     Raises
     ------
@@ -253,11 +257,11 @@ def clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stal
         relative duality gap at most ``_ALMOST_SOLVED_TOL``.
     """
     import cvxpy as cp
-    opts = {**_ATTEMPTS[0], "accept_unknown": True} if stalled_ok else _ATTEMPTS[0]
+    opts = {**attempts[0], "accept_unknown": True} if stalled_ok else attempts[0]
     data, chain, inverse_data = problem.get_problem_data(cp.CLARABEL, solver_opts=opts)
-    failures, stalls = [], []
+    failures, stalled = [], []
     left = time_limit_s
-    for attempt, settings in enumerate(_ATTEMPTS + (() if rescue is None else (rescue,))):
+    for attempt, settings in enumerate(attempts + (() if rescue is None else (rescue,))):
         settings = dict(settings) if left is None else {**settings, "time_limit": max(left, 0.0)}
         raw = chain.solver.solve_via_data(data, False, False, settings)
         status = str(raw.status)
@@ -267,11 +271,11 @@ def clarabel(problem, time_limit_s, *, gap_tol: float = _ALMOST_SOLVED_TOL, stal
         failures.append(f"attempt {attempt}: status {status} ({summary(raw)})")
         if left is not None:
             left -= raw.solve_time
-        if status not in _STALLS or attempt >= len(_ATTEMPTS):
+        if status not in stalls or attempt >= len(attempts):
             break
-        stalls.append((max(raw.r_prim, raw.r_dual), attempt, raw))
-    if stalled_ok and stalls:
-        _, attempt, raw = min(stalls, key=lambda s: s[:2])
+        stalled.append((max(raw.r_prim, raw.r_dual), attempt, raw))
+    if stalled_ok and stalled:
+        _, attempt, raw = min(stalled, key=lambda s: s[:2])
         return _unpacked(problem, raw, chain, inverse_data), attempt
     raise SolverError("cvxpy/Clarabel did not reach an optimum: " + "; ".join(failures))
 
