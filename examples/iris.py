@@ -49,8 +49,7 @@ from privmap.offline.data._distortion import pairwise  # noqa: E402
 from privmap.offline.data._quantize import quantize  # noqa: E402
 from privmap.offline.evaluation import _plots  # noqa: E402
 from privmap.offline.evaluation._evaluate import evaluate_view, view_from_table  # noqa: E402
-from privmap.offline.solvers._perfect import perfect_privacy_distortion  # noqa: E402
-from privmap.offline.solvers._solve import solve  # noqa: E402
+from privmap.offline.solvers import perfect_privacy_distortion, solve  # noqa: E402
 
 DATA = ROOT / "data" / "iris" / "iris.csv"
 FIGURES = ROOT / "docs" / "figures"

@@ -42,7 +42,7 @@ from privmap.offline.data._dataset import load_dataset  # noqa: E402
 from privmap.offline.evaluation import _attacks, _curve, _plots  # noqa: E402
 from privmap.offline.evaluation._evaluate import view_from_table  # noqa: E402
 from privmap.offline.evaluation._recommender import rmse_true_vs_released  # noqa: E402
-from privmap.offline.solvers._perfect import perfect_privacy_distortion  # noqa: E402
+from privmap.offline.solvers import perfect_privacy_distortion  # noqa: E402
 
 FIGURES = ROOT / "docs" / "figures"
 

@@ -2,8 +2,9 @@
 known answers, proves its gap, and handles the edge cases of an instance (rows without mass,
 forbidden pairs, budgets at the least distortion or above the perfect-privacy one).
 
-Each part has its own tests: test_fast_newton_derivatives.py, test_fast_path_certifies_cold_and_warm.py,
-test_fast_certify_lower_bound.py, test_fast_pricing_matches_brute_force.py."""
+Each phase has its own tests beside this file: test_newton_step_derivatives_match_finite_differences.py,
+test_path_certifies_cold_warm_and_polished_starts.py, test_lower_bound_is_below_every_feasible_leakage.py,
+test_pricing_matches_brute_force.py."""
 
 import numpy as np
 import pytest
