@@ -6,7 +6,7 @@
 
 is at most the optimum of program (19) over *all* tables (module docstring of
 :mod:`._solver`), whatever the candidate lists. The pricing's pass over every pair
-(:func:`._pass`) gives its two sums; :func:`lower_bound`
+(:func:`._pricing.pricing_pass`) gives its two sums; :func:`lower_bound`
 subtracts a margin for the floating-point rounding of those sums, so the bound stays proven in
 floating point.
 
@@ -38,7 +38,7 @@ def lower_bound(state, total, absolute, mu):
     """The proven lower bound on the optimum, nats: ``total`` - mu delta minus a rounding margin.
 
     ``total`` and ``absolute`` are sum_c p(c) min_j z and sum_c p(c) |min_j z| from a pass over all
-    pairs (:func:`._pass`), ``mu`` the multiplier (nats per unit distortion).
+    pairs (:func:`._pricing.pricing_pass`), ``mu`` the multiplier (nats per unit distortion).
     """
     # rounding in the sums: |fl(s) - s| <= ~(K + A + 2) eps sum |terms|; a generous margin
     margin = 8.0 * (state.K + state.A + 8) * _EPS * (absolute + mu * state.delta) + 1e-300

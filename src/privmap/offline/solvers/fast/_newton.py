@@ -42,7 +42,7 @@ because the factors of the steps in between filled in most (mean fill of the
 LU factors 377k at K = 8192 against 58k after the move).
 With more than two classes those factors are nearly dense even late on the path (each output
 holds an (|A| - 1) x (|A| - 1) block, and a row's candidates couple all of theirs), so there,
-up to _PRODUCT_DENSE_MAX unknowns, N itself is factorised densely: assembled from one rank-R
+up to settings.product_dense_max unknowns, N itself is factorised densely: assembled from one rank-R
 product (:func:`product_matrix`, R the number of rows), it gives exact Newton
 steps with no CG at all.
 First-order methods (mirror descent, Frank-Wolfe, Blahut-Arimoto alternation)
@@ -127,14 +127,14 @@ def factor(state, ev, P):
     """Factorise N = -Hessian of Phi_tau (sparse, positive semi-definite).
 
     N = blockdiag_j(P(j) Cov(r_j)) + sum_c (p(c)/tau) Cov_{q_c}(dz_c / dtheta), bordered by the
-    multiplier. Up to _DENSE_MAX unknowns N itself is factorised (dense Cholesky), and so it is
-    up to _PRODUCT_DENSE_MAX unknowns with more than two classes wherever the systems are solved
-    tightly (:func:`_product_matrix`). Otherwise N is solved by conjugate gradients (exact
-    products, `_hessian_operator`). Far up the path (tau > _JACOBI_TAU times the starting tau)
+    multiplier. Up to settings.dense_max unknowns N itself is factorised (dense Cholesky), and so it is
+    up to settings.product_dense_max unknowns with more than two classes wherever the systems are solved
+    tightly (:func:`product_matrix`). Otherwise N is solved by conjugate gradients (exact
+    products, `hessian_operator`). Far up the path (tau > settings.jacobi_tau times the starting tau)
     rows spread over several candidates, so sparse factors fill in badly, while the centre there
-    only guides the path: CG is preconditioned by N's diagonal blocks (:func:`_block_jacobi`)
+    only guides the path: CG is preconditioned by N's diagonal blocks (:func:`block_jacobi`)
     and stopped at a loose tolerance. Further down it is preconditioned with the LU factors of a
-    sparser matrix M >= N (see `_assemble`), whose factorisation has several-fold less fill than
+    sparser matrix M >= N (see `assemble`), whose factorisation has several-fold less fill than
     that of N.
     Returns solve(rhs_theta (A-1, K_out), rhs_mu) -> (d_theta, d_mu) with N d = rhs.
     """
@@ -215,7 +215,7 @@ def newton_system(state, tau) -> str:
 
 
 def solves_tightly(state, tau):
-    """Whether :func:`_factor` solves the Newton systems at ``tau`` exactly or to _CG_RTOL:
+    """Whether :func:`factor` solves the Newton systems at ``tau`` exactly or to _CG_RTOL:
     dense Cholesky, or CG with sparse LU factors; not the loose block-diagonal CG far up the
     path."""
     return ((state.A - 1) * state.K_out <= state.settings.dense_max
@@ -225,7 +225,7 @@ def solves_tightly(state, tau):
 def dense_matrix(state, ev, s, wk, V, floor):
     """N + floor I scaled to unit diagonal, dense, shape (nth, nth), and the scale dscale
     (nth,): the matrix is diag(dscale) (N + floor I) diag(dscale). For the dense Cholesky of
-    small systems (up to _DENSE_MAX unknowns).
+    small systems (up to settings.dense_max unknowns).
 
     The cross terms within a row, -(p(c)/tau) q_k q_l v_k v_l^T for k != l (pairs with weights
     of at least _Q_PAIR), are summed per pair of outputs by one histogram over the K_out^2
@@ -257,7 +257,7 @@ def assemble(state, ev, s, wk, V, floor):
     no duplicates) of shape (nth, nth), and the scale dscale (nth,): the matrix is
     diag(dscale) (M + floor I) diag(dscale), the preconditioner of the sparse path.
 
-    M is N with the cross terms of candidate pairs with q_k q_l < _Q_PRECOND moved onto the
+    M is N with the cross terms of candidate pairs with q_k q_l < settings.q_precond moved onto the
     two diagonal blocks: M = N + sum c (v_k; v_l)(v_k; v_l)^T >= N, still positive
     semi-definite, with several-fold less fill when factorised.
 
@@ -271,7 +271,7 @@ def assemble(state, ev, s, wk, V, floor):
     q, r, cj = ev["q"], ev["r"], state.cj
     rest = one_minus_q(state, ev)
     # cross terms within a row: -(p(c)/tau) q_k q_l v_k v_l^T for k != l; only the strong
-    # pairs are listed (`_strong_pairs`); each candidate's weak partners hold the rest of its
+    # pairs are listed (`strong_pairs`); each candidate's weak partners hold the rest of its
     # row's mass, moved_k = (1 - q_k) - sum of its strong partners' q_l, got without listing
     # the weak pairs (rows spread over tens of candidates made that list O(m^2) per row: two
     # thirds of the real Adult build's solve at K = 4096)
@@ -305,10 +305,10 @@ def product_matrix(state, ev, s, wk, V, floor):
     codebook blocks plus sum_k w_k u_k u_k^T, minus X X^T for X of shape (nth, R) whose
     column c is sqrt(p(c)/tau) x_c: one symmetric rank-R product (BLAS syrk), at a cost
     independent of how many candidates a row spreads over, where listing the pairs of a
-    row's candidates (`_assemble`) grows as their square. Off the diagonal blocks
+    row's candidates (`assemble`) grows as their square. Off the diagonal blocks
     -X X^T holds exactly the cross terms; on them it nearly cancels the candidates' own
     terms wherever a row sits on one candidate (q_k near 1), so the diagonal blocks are
-    taken exact from :func:`_diagonal_blocks` (1 - q_k without cancellation) instead.
+    taken exact from :func:`diagonal_blocks` (1 - q_k without cancellation) instead.
     """
     A1, n_out = state.A - 1, state.K_out
     X = np.zeros((A1 * n_out, state.rows.size))
@@ -351,7 +351,7 @@ def one_minus_q(state, ev):
 
 
 def diagonal_blocks(state, ev, s, wk, V, floor):
-    """The diagonal blocks of N + floor I (see _factor), shape (K_out, A-1, A-1).
+    """The diagonal blocks of N + floor I (see factor), shape (K_out, A-1, A-1).
 
     A row's cross terms join different outputs, so these are the blocks of :func:`_blocks`
     with the candidates weighted by w_k (1 - q_k).
@@ -360,7 +360,7 @@ def diagonal_blocks(state, ev, s, wk, V, floor):
 
 
 def block_jacobi(state, ev, s, wk, V, floor):
-    """v -> B^{-1} v for B the block diagonal of N + floor I (:func:`_diagonal_blocks`), v flat
+    """v -> B^{-1} v for B the block diagonal of N + floor I (:func:`diagonal_blocks`), v flat
     in the order output * (A-1) + b: the preconditioner of CG far up the path.
 
     An output's A - 1 logits are coupled through P(j) Cov(r_j), most strongly where one
@@ -379,7 +379,7 @@ def block_jacobi(state, ev, s, wk, V, floor):
 
 
 def hessian_operator(state, ev, s, wk, V, floor):
-    """v -> N v for the theta block of N (see _factor), v flat in the order output * (A-1) + b.
+    """v -> N v for the theta block of N (see factor), v flat in the order output * (A-1) + b.
 
     N = G - L Rt with G block-diagonal (the codebook blocks plus sum_k w_k v_k v_k^T per
     output), Rt = R Q B (per row, the q-weighted mean of its candidates' dz/dtheta) and
@@ -413,7 +413,7 @@ def strong_pairs(cr, q, least):
     The search runs on a key row + (1 - q) whose rounding (about 1e-10 at 10^5 rows) can
     miss a pair at the threshold by one place: one more place is read and every listed
     pair is checked exactly, so the result is exact unless several weights tie within
-    1e-10 at the threshold, where a pair may be left out (treated as weak; `_assemble`
+    1e-10 at the threshold, where a pair may be left out (treated as weak; `assemble`
     moves whatever is not listed, so its matrix still bounds N).
     """
     sig = np.flatnonzero(q >= least)
@@ -525,7 +525,7 @@ def _block_csc(col_out, row_out, values, n_out):
     """The CSC matrix, canonical, of shape (n_out A1, n_out A1) whose block (row_out[e], col_out[e])
     is values[e] (A1, A1) (row class, column class), flat index output * A1 + class.
 
-    The blocks come sorted by column output, then row output (``_assemble``'s keys), each block
+    The blocks come sorted by column output, then row output (``assemble``'s keys), each block
     column holding its diagonal block; each matrix column then lists its rows in increasing order.
     """
     m, A1 = values.shape[0], values.shape[1]

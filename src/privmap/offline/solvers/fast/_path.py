@@ -22,22 +22,22 @@ phases (:mod:`._newton`, :mod:`._pricing`, :mod:`._certify`), each a function of
 - **Certifying** (:func:`follow_path`): once centred, the path's tangent gives duals
   extrapolated to tau = 0; a pricing pass over all pairs gives their proven bound, and the solver
   stops when the answer's leakage is within ``tol`` of the best bound so far. New pairs from the
-  pass re-centre the path at a tau that sees them smoothly (_REHEAT), at most _REHEAT_MAX times
+  pass re-centre the path at a tau that sees them smoothly (_REHEAT), at most settings.reheat_max times
   the tau of the pass: late on the path a pass can find a few hundred pairs whose margins are
   hundreds of times tau, and re-centring that high throws away the small-tau centring, the
   dearest part of the path, pass after pass (on a fold of the UCI Adult K = 4096 build, until
   the Newton steps ran out; benchmarks/README.md).
 - **Shrinking**: otherwise tau shrinks by an adapted factor along the tangent.
-- **Stalls**: where the line search cuts Newton's step below _STALLED_STEP _STALLED_RUN times in a
+- **Stalls**: where the line search cuts Newton's step below settings.stalled_step settings.stalled_run times in a
   row at one tau, and the Newton systems there are solved tightly (not by the loose block-diagonal
   CG far up the path, whose inexact steps are cut for their own reasons: a heat there cost UCI
   Adult, sex private, K = 4096 at 0.7 x Delta0 half as much time again), the point is far from that
   tau's centre: at a small tau the soft minimum is nearly a hard one, the Hessian models it only
   within about tau of the point, and centring crawls (UCI Adult with race private, five classes,
   K = 256 at 0.3 x Delta0: 97 steps at one tau, the median step 1e-3 of Newton's; the path hit 2,000
-  steps when the Newton systems were summed in another order). tau then rises by _STALL_HEAT, which
+  steps when the Newton systems were summed in another order). tau then rises by settings.stall_heat, which
   smooths the kinks, and the path comes down again along its tangent: 586 steps there instead of
-  1,169. At most _STALL_HEATS_MAX times per solve, so that a path stalling at every tau cannot
+  1,169. At most settings.stall_heats_max times per solve, so that a path stalling at every tau cannot
   cycle.
 
 **Certificates from the path's tangent.** Near tau = 0 the dual path is nearly

@@ -12,7 +12,7 @@ mu >= 0 (nats per unit distortion), the *reduced cost* of pair (c, j) is
 
 and sum_c p(c) min_j z(c, j) - mu delta is the exact Lagrangian dual bound (module docstring of
 :mod:`._solver`). A pass (:func:`pass`) evaluates z for all pairs in row chunks
-of about _CHUNK_ELEMENTS elements (O(K * K_out * |A|) flops, D read once) and returns that sum
+of about settings.chunk_elements elements (O(K * K_out * |A|) flops, D read once) and returns that sum
 and, on request, the pairs that beat their row's candidates.
 
 **Candidates and pricing.** The soft minimum runs over a candidate list per
@@ -26,7 +26,7 @@ are never *restricted* to nearby outputs; nearness only seeds the list.
 
 **Widening intake.** A pass adds at most _N_ADD pairs to a row the first time
 it finds that row wanting, and twice as many at each later pass that finds it
-wanting again (up to 2**_WIDEN_MAX times _N_ADD). Absorbing new pairs is what
+wanting again (up to 2**settings.widen_max times _N_ADD). Absorbing new pairs is what
 costs Newton steps: they beat their rows by margins well above tau, so the
 path re-centres at a larger tau (``_path._REHEAT``) from duals that no longer fit, and
 that re-centring takes many damped steps, while a plain shrink of tau along
@@ -41,7 +41,7 @@ instances) few rows are found wanting twice and pricing is nearly as before
 
 **Guards.** An output fed only by rows of one class gets a nearly pure posterior, which makes
 it look unboundedly attractive to every other row; each output therefore starts with the
-_N_GUARD cheapest rows leaning to each class (:func:`guards`), and a pass takes only
+settings.n_guard cheapest rows leaning to each class (:func:`guards`), and a pass takes only
 the most violated rows of any one output.
 
 Candidate lists are kept flat, sorted by row: ``cr`` (active-row index) and ``cj`` (output),
@@ -60,7 +60,7 @@ _N_ADD = 4                       # candidates priced in per row and pass, at a r
 
 
 def chunk_rows(state):
-    """Active rows per chunk of a pass over D (about _CHUNK_ELEMENTS elements)."""
+    """Active rows per chunk of a pass over D (about settings.chunk_elements elements)."""
     return max(1, state.settings.chunk_elements // max(1, state.K_out))
 
 
@@ -127,7 +127,7 @@ def pricing_pass(state, G, mu, cand_min, n_add):
     """Exact dual value over all pairs; optionally the pairs that beat the candidates.
 
     With ``n_add`` > 0, each row takes its most violated pairs, at most
-    n_add * 2**min(h, _WIDEN_MAX) of them, where h counts the earlier passes that found
+    n_add * 2**min(h, settings.widen_max) of them, where h counts the earlier passes that found
     pairs for that row (``row_hits``): a row whose list fell short before sits among many
     near-tied outputs (loose budgets, where the codebook entries all lie near p(a)) and
     keeps falling short as the duals move, so its intake widens geometrically, while rows
@@ -223,8 +223,8 @@ def set_candidates(state, r, j):
 
 def start_candidates(state, G, mu, extra_rows, extra_cols):
     """Set the starting candidate lists: each active row's cheapest output (``jmin``), its
-    _N_START best outputs under the starting duals (G (A, K_out) = log r_j(a) - log p(a),
-    multiplier ``mu`` in nats per unit distortion), the guards (`_guards`) and the given
+    settings.n_start best outputs under the starting duals (G (A, K_out) = log r_j(a) - log p(a),
+    multiplier ``mu`` in nats per unit distortion), the guards (`guards`) and the given
     extra pairs (active-row indices, outputs; a warm start's table), where allowed in D."""
     R = state.rows.size
     r_list, j_list = [np.arange(R)], [state.jmin]
@@ -249,7 +249,7 @@ def add_candidates(state, r, j):
 
 
 def guards(state):
-    """For every output and class, its _N_GUARD cheapest rows whose posterior leans to that class.
+    """For every output and class, its settings.n_guard cheapest rows whose posterior leans to that class.
 
     An output fed only by rows of one class gets a nearly pure posterior in the smoothed
     problem, which makes it look unboundedly attractive to every other row; candidate
