@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device.errors import InputError
-from privmap.offline import CrossFitting, ExactOptions, OutputLimit, QuantizedOptions, build
-from privmap.offline._errors import DatasetError
-from privmap.offline._information import leakage_bits
-from privmap.offline.bundle._write import check_bundle, encode_payload, sign_bundle
-from privmap.offline.data._schema import declare, read_schema_file, resolve, schema_json
+from privmap.offline import Dataset, DatasetError, QuantizedOptions, leakage_bits
+from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
+from privmap.offline.data import declare, read_schema_file, resolve, schema_json
+from privmap.offline.mechanisms import quantized
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 ISSUED_AT = 1_700_000_000
@@ -38,9 +37,11 @@ def sparse_csv(music_csv, tmp_path_factory):
 
 
 def _signed(csv_path, **options):
-    result = build(csv_path, QuantizedOptions(issued_at=ISSUED_AT, **options))
+    """(the build's record, the signed bundle checked by the device) of the rows at ``csv_path``
+    (sex private)."""
+    result = quantized.build(Dataset.from_csv(csv_path, private="sex"), QuantizedOptions(issued_at=ISSUED_AT, **options))
     bundle = check_bundle(sign_bundle(encode_payload(result.payload), KEY), KEY.public_key(), now=ISSUED_AT + 1)
-    return result, bundle
+    return result.detail, bundle
 
 
 def _raw_rows(csv_path):

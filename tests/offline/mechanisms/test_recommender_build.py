@@ -10,17 +10,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device import Limits
 from privmap.device.format import Feature
 from privmap.device.kinds.recommender import parse_model
-from privmap.offline.bundle._write import check_bundle, encode_payload, sign_bundle
+from privmap.offline import BuildError, CrossFitting, Dataset, QuantizedOptions, declare
+from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
-from privmap.offline.data._schema import declare
-from privmap.offline.mechanisms.quantized import QuantizedOptions
-from privmap.offline.mechanisms.recommender import (
-    RecommenderOptions,
-    build_prepared,
-    choose_reg,
-    fit_factors,
-    prepare,
-)
+from privmap.offline.mechanisms import recommender
+from privmap.offline.mechanisms.recommender import RecommenderOptions, choose_reg, fit_factors, view_of_recommender
 
 
 def ratings(n, m, rank, *, density, shift, seed):
@@ -45,10 +39,11 @@ def cells(row):
 def built_bundle(path, *, clusters, rank, folds):
     """A recommender bundle of the CSV at ``path`` (K = ``clusters``, half Delta0, penalty 5),
     signed and loaded back by the device; returns (the build, its bytes, the device's Bundle)."""
-    options = QuantizedOptions(clusters=clusters, delta_fraction=0.5, cross_fitting=CrossFitting(folds=folds),
-                           issued_at=1_800_000_000, declared=declare(None, ["1:5"], None))
-    rec = RecommenderOptions(rank=rank, reg=5.0)
-    built = build_prepared(prepare(path, options, rec), options, rec)
+    options = QuantizedOptions(clusters=clusters, delta_fraction=0.5,
+                               cross_fitting=CrossFitting(folds=folds) if folds else None,
+                               issued_at=1_800_000_000, declared=declare(None, ["1:5"], None))
+    built = recommender.build(Dataset.from_csv(path, private="group"),
+                              RecommenderOptions(mapping=options, rank=rank, reg=5.0))
     key = Ed25519PrivateKey.from_private_bytes(bytes(32))
     data = sign_bundle(encode_payload(built.payload), key)
     return built, data, check_bundle(data, key.public_key(), now=1_800_000_000)
@@ -119,14 +114,12 @@ def test_every_released_row_is_one_of_the_outputs_predicted_rows(tmp_path):
 
 @pytest.mark.parametrize("kwargs", [{"rank": 0}, {"rank": 65}, {"reg": 0.0}, {"reg": float("nan")}, {"decimals": 7}])
 def test_recommender_options_out_of_range_are_refused_at_construction(kwargs):
-    from privmap.offline._errors import BuildError
     with pytest.raises(BuildError):
-        RecommenderOptions(**kwargs)
+        RecommenderOptions(mapping=QuantizedOptions(clusters=4, delta_fraction=0.5), **kwargs)
 
 
 def test_the_evaluation_view_looks_rows_up_and_releases_as_the_device_does(tmp_path):
     from privmap.device.format import decode_payload
-    from privmap.offline.evaluation._factor_view import view_of_recommender
     R, a = ratings(400, 30, 2, density=0.3, shift=0.5, seed=8)
     built, _, bundle = built_bundle(write_csv(tmp_path / "r.csv", R, a), clusters=6, rank=2, folds=0)
     view = view_of_recommender(bundle)
