@@ -2,13 +2,13 @@
 import csv
 import json
 import pathlib
+import sys
 
 import numpy as np
 import pytest
 from privmap.offline._errors import BuildError
 from privmap.offline.cli._eval import _parse_floats
-from privmap.offline.evaluation import _plots
-from privmap.offline.evaluation._curve import CSV_COLUMNS, sweep
+from privmap.offline.evaluation import CSV_COLUMNS, sweep
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -60,7 +60,7 @@ def test_curve_on_the_census_exact_mechanism_reaches_near_zero_leakage(tmp_path,
 
 
 def test_curve_prints_a_table_and_writes_no_png_without_matplotlib(small_ratings, tmp_path, monkeypatch, run):
-    monkeypatch.setattr(_plots, "have_matplotlib", lambda: False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)          # import matplotlib raises ImportError
     png, out = tmp_path / "c.png", tmp_path / "c.csv"
     result = run("curve", small_ratings, "--private", "gender", "--deltas", "0,0.5", "--clusters", "4",
                  "--png", png, "--csv", out, "--no-attacker")
@@ -97,7 +97,7 @@ def test_sweep_refuses_an_unknown_mechanism():
 
 
 def test_quantization_alone_is_fitted_on_training_rows_and_scored_on_others():
-    from privmap.offline.evaluation._baselines import quantization_alone
+    from privmap.offline.evaluation import quantization_alone
     train = np.array([[0, 0], [0, 0], [10, 0], [10, 0], [0, 10], [0, 10]], dtype=float)
     released, used, dist = quantization_alone(train, train, 3, "l2")
     assert used == 3 and dist == 0.0 and np.array_equal(released, train)     # no privacy: rows kept
@@ -133,8 +133,8 @@ def test_curve_and_evaluate_show_quantization_alone_beside_the_constant_release(
 def test_baselines_on_blank_cells_mask_them_as_the_device_does():
     """Blank answers (NaN) are skipped in the constant's fit, in every distortion and in randomized
     response, instead of turning the constant into a row of blanks that costs 0."""
-    from privmap.offline.data._distortion import pairwise
-    from privmap.offline.evaluation._baselines import baselines
+    from privmap.offline.data import pairwise
+    from privmap.offline.evaluation import baselines
     rng = np.random.default_rng(2)
     X = rng.integers(1, 6, size=(300, 6)).astype(float)
     X[rng.random(X.shape) < 0.1] = np.nan

@@ -4,15 +4,10 @@ import math
 
 import numpy as np
 import pytest
-from privmap.offline._errors import BuildError
-from privmap.offline._information import mutual_information_bits
-from privmap.offline.data._prior import joint_prior
-from privmap.offline.evaluation import _attacks
-from privmap.offline.evaluation._evaluate import (
-    evaluate_view,
-    format_summary,
-    view_from_table,
-)
+from privmap.offline import BuildError, mutual_information_bits
+from privmap.offline.data import joint_prior
+from privmap.offline.measures import permutation_bias, prior_mismatch_bounds
+from privmap.offline.mechanisms.quantized import evaluate_view, format_summary, view_from_table
 
 
 def stdout_json(result):
@@ -219,8 +214,8 @@ def test_permutation_bias_is_near_zero_on_large_data_and_positive_on_small_data(
     rng = np.random.default_rng(0)
     big = rng.integers(0, 2, 50000), rng.integers(0, 8, 50000)
     small = rng.integers(0, 2, 60), rng.integers(0, 20, 60)
-    bias_big, _ = _attacks.permutation_bias(big[0], big[1], 2, 8, permutations=5)
-    bias_small, _ = _attacks.permutation_bias(small[0], small[1], 2, 20, permutations=5)
+    bias_big, _ = permutation_bias(big[0], big[1], 2, 8, permutations=5)
+    bias_small, _ = permutation_bias(small[0], small[1], 2, 20, permutations=5)
     assert bias_big < 1e-3
     assert bias_small > 0.05
     # The plug-in estimate of independent data is of the order of its bias.
@@ -229,8 +224,8 @@ def test_permutation_bias_is_near_zero_on_large_data_and_positive_on_small_data(
 
 
 def test_prior_mismatch_bound_shrinks_with_more_samples_and_says_when_vacuous():
-    few = _attacks.prior_mismatch_bounds(100, 2, 50, d_max=3.0)
-    many = _attacks.prior_mismatch_bounds(10**8, 2, 4, d_max=3.0)
+    few = prior_mismatch_bounds(100, 2, 50, d_max=3.0)
+    many = prior_mismatch_bounds(10**8, 2, 4, d_max=3.0)
     assert few["vacuous"] and not many["vacuous"]
     assert many["l1_radius"] < few["l1_radius"]
     assert many["distortion_bound"] == pytest.approx(3.0 * many["l1_radius"])

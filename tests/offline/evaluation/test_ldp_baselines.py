@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from privmap.offline.evaluation import _baselines
-from privmap.offline.evaluation._baselines import (
+from privmap.offline.evaluation import (
     channel_release,
     ldp_epsilon_bound_bits,
     oue_channel,

@@ -1,7 +1,7 @@
 """Matrix-factorization RMSE on true vs released ratings (seed 000, Table I)."""
 import numpy as np
 import pytest
-from privmap.offline.evaluation._recommender import factorize, rmse_true_vs_released
+from privmap.offline.measures import factorize, rmse_true_vs_released
 
 
 def _low_rank(n=300, m=25, rank=2, seed=0, density=0.7):
