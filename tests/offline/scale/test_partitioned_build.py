@@ -6,36 +6,46 @@ import numpy as np
 import pytest
 from privmap.device import Keyring, read_bundle_file
 from privmap.device.kinds import recompute_leakage_bits
-from privmap.offline._errors import BuildError
-from privmap.offline.bundle._write import encode_payload
-from privmap.offline.mechanisms.quantized._partitioned_build import build_partitioned
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build
+from privmap.offline import BuildError, Dataset, QuantizedOptions
+from privmap.offline.bundle import encode_payload
+from privmap.offline.data import open_source
+from privmap.offline.mechanisms.quantized import build, build_partitioned
 
-#: The codebook step and the cross-fitted leakage need the rows in memory, so a partitioned build
-#: skips them; the in-memory build it is compared with skips them too (where the algorithms coincide).
-OPTIONS = BuildOptions(private="party", clusters=12, delta_fraction=0.5, issued_at=1_700_000_000, codebook=False,
-                       holdout_folds=0)
+#: Where the algorithms coincide: the codebook step and the cross-fitted leakage differ out of core
+#: (one round of the step; k-means shared by the folds), so both builds here skip them.
+OPTIONS = QuantizedOptions(clusters=12, delta_fraction=0.5, issued_at=1_700_000_000, codebook=False,
+                           cross_fitting=None)
+
+
+def in_memory(path, options):
+    """The in-memory build of the CSV at ``path`` (party private)."""
+    return build(Dataset.from_csv(path, private="party"), options)
+
+
+def partitioned(path, options, client, **kwargs):
+    """The partitioned build of the files at ``path`` (party private) on ``client``."""
+    return build_partitioned(open_source(path, private="party"), options, client, **kwargs)
 #: Float sums that a partitioned build adds in another order.
 def test_one_file_gives_the_in_memory_bundle_byte_for_byte(client, ratings):
-    memory = build(ratings / "all.csv", OPTIONS)
-    partitioned = build_partitioned(ratings / "all.csv", OPTIONS, client, kmeans="in-memory")
-    assert encode_payload(partitioned.payload) == encode_payload(memory.payload)
+    memory = in_memory(ratings / "all.csv", OPTIONS)
+    got = partitioned(ratings / "all.csv", OPTIONS, client, kmeans="in-memory")
+    assert encode_payload(got.payload) == encode_payload(memory.payload)
 
 
 @pytest.mark.parametrize("folder", ["csv", "parquet"])
 def test_many_partitions_give_the_in_memory_table_and_metrics(client, ratings, folder, same_as_in_memory):
-    memory = build(ratings / "all.csv", OPTIONS).payload
-    got = build_partitioned(ratings / folder, OPTIONS, client, kmeans="in-memory").payload
+    memory = in_memory(ratings / "all.csv", OPTIONS).payload
+    got = partitioned(ratings / folder, OPTIONS, client, kmeans="in-memory").payload
     same_as_in_memory(got, memory)
     assert {k: v for k, v in got["provenance"].items() if k != "data_sha256"} == \
         {k: v for k, v in memory["provenance"].items() if k != "data_sha256"}
 
 
 def test_minibatch_build_keeps_theorem_2_and_quantizes_near_full_kmeans(client, ratings, tmp_path):
-    memory = build(ratings / "all.csv", OPTIONS)
-    result = build_partitioned(ratings / "parquet", OPTIONS, client, kmeans="minibatch")
+    memory = in_memory(ratings / "all.csv", OPTIONS)
+    result = partitioned(ratings / "parquet", OPTIONS, client, kmeans="minibatch")
     m = result.payload["metrics"]
-    assert m["n"] == 1200 and np.isclose(result.p_ac.sum(), 1.0)
+    assert m["n"] == 1200 and np.isclose(result.detail.p_ac.sum(), 1.0)
     assert m["measured_distortion"] <= m["delta_plus_r"]
     assert m["leakage_bits"] < m["leakage_before_bits"]
     # mini-batch k-means on this small sample: within 10% of the in-memory k-means' mean distance
@@ -43,9 +53,9 @@ def test_minibatch_build_keeps_theorem_2_and_quantizes_near_full_kmeans(client, 
 
 
 def test_other_metrics_are_refused(client, ratings):
-    options = BuildOptions(private="party", clusters=4, delta_fraction=0.5, metric="l1")
+    options = QuantizedOptions(clusters=4, delta_fraction=0.5, metric="l1")
     with pytest.raises(BuildError, match="l2 metric only"):
-        build_partitioned(ratings / "csv", options, client)
+        partitioned(ratings / "csv", options, client)
 
 
 def test_cli_pinned_form_on_a_glob_with_an_existing_scheduler(run, keys, ratings, tmp_path, dask_cluster):
@@ -83,7 +93,7 @@ def test_cli_bad_cell_is_one_error_line_and_no_bundle(run, keys, ratings_frame, 
 
 def test_dask_ml_kmeans_build_keeps_theorem_2(client, ratings):
     pytest.importorskip("dask_ml")
-    options = BuildOptions(private="party", clusters=6, delta_fraction=0.5, issued_at=0)
-    m = build_partitioned(ratings / "parquet", options, client, kmeans="dask-ml").payload["metrics"]
+    options = QuantizedOptions(clusters=6, delta_fraction=0.5, issued_at=0)
+    m = partitioned(ratings / "parquet", options, client, kmeans="dask-ml").payload["metrics"]
     assert m["n"] == 1200 and 1 <= m["clusters"] <= 6
     assert m["measured_distortion"] <= m["delta_plus_r"]

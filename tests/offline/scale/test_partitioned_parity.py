@@ -6,22 +6,31 @@ import time
 
 import numpy as np
 import pytest
-from privmap.offline._errors import DatasetError
-from privmap.offline.data._schema import declare
-from privmap.offline.mechanisms.quantized import _partitioned_build
-from privmap.offline.mechanisms.quantized._partitioned_build import _fold_of, build_partitioned
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build
+from privmap.offline import CrossFitting, Dataset, DatasetError, QuantizedOptions, declare
+from privmap.offline.data import open_source
+from privmap.offline.mechanisms.quantized import _partitioned_build, build, build_partitioned
+from privmap.offline.mechanisms.quantized._partitioned_build import _fold_of
 
 #: Where the algorithms coincide: k-means in memory, no codebook step, no cross-fitting.
-PLAIN = BuildOptions(private="party", clusters=12, delta_fraction=0.5, issued_at=1_700_000_000, codebook=False,
-                     holdout_folds=0, declared=declare(None, ["1:5"]))
+PLAIN = QuantizedOptions(clusters=12, delta_fraction=0.5, issued_at=1_700_000_000, codebook=False,
+                         cross_fitting=None, declared=declare(None, ["1:5"]))
+
+
+def in_memory(path, options):
+    """The in-memory build of the CSV at ``path`` (party private)."""
+    return build(Dataset.from_csv(path, private="party"), options)
+
+
+def partitioned(path, options, client, **kwargs):
+    """The partitioned build of the files at ``path`` (party private) on ``client``."""
+    return build_partitioned(open_source(path, private="party"), options, client, **kwargs)
 #: Float sums that a partitioned build adds in another order.
 @pytest.mark.parametrize("missing", ["mask", "impute"])
 def test_blank_cells_and_declared_domain_give_the_in_memory_bundle(client, blank_ratings, missing,
                                                                    same_as_in_memory):
     options = dataclasses.replace(PLAIN, missing=missing)
-    memory = build(blank_ratings / "all.csv", options).payload
-    got = build_partitioned(blank_ratings / "csv", options, client, kmeans="in-memory").payload
+    memory = in_memory(blank_ratings / "all.csv", options).payload
+    got = partitioned(blank_ratings / "csv", options, client, kmeans="in-memory").payload
     assert memory["metrics"]["missing_cell_fraction"] > 0.03
     assert all(f["min"] == 1 and f["max"] == 5 and f["missing"] == missing for f in got["features"])
     same_as_in_memory(got, memory)
@@ -32,9 +41,9 @@ def test_codebook_step_out_of_core_lowers_distortion_as_in_memory(client, blank_
     # themselves, so no output moves, in memory or out of core (nothing to compare)
     base = dataclasses.replace(PLAIN, clusters=16)
     options = dataclasses.replace(base, codebook=True)
-    plain = build_partitioned(blank_ratings / "csv", base, client, kmeans="in-memory").payload["metrics"]
-    memory = build(blank_ratings / "all.csv", options).payload["metrics"]
-    result = build_partitioned(blank_ratings / "csv", options, client, kmeans="in-memory")
+    plain = partitioned(blank_ratings / "csv", base, client, kmeans="in-memory").payload["metrics"]
+    memory = in_memory(blank_ratings / "all.csv", options).payload["metrics"]
+    result = partitioned(blank_ratings / "csv", options, client, kmeans="in-memory")
     m = result.payload["metrics"]
     assert result.payload["provenance"]["codebook"] == 1 and result.payload["outputs"] != result.payload["inputs"]
     assert m["codebook_start_distortion"] == pytest.approx(plain["measured_distortion"], rel=1e-3)
@@ -47,9 +56,9 @@ def test_codebook_step_out_of_core_lowers_distortion_as_in_memory(client, blank_
 
 @pytest.mark.parametrize("codebook", [False, True])
 def test_cross_fitted_leakage_out_of_core_agrees_with_the_in_memory_estimate(client, blank_ratings, codebook):
-    options = dataclasses.replace(PLAIN, codebook=codebook, holdout_folds=5)
-    memory = build(blank_ratings / "all.csv", options).payload["metrics"]
-    m = build_partitioned(blank_ratings / "csv", options, client, kmeans="in-memory").payload["metrics"]
+    options = dataclasses.replace(PLAIN, codebook=codebook, cross_fitting=CrossFitting(folds=5))
+    memory = in_memory(blank_ratings / "all.csv", options).payload["metrics"]
+    m = partitioned(blank_ratings / "csv", options, client, kmeans="in-memory").payload["metrics"]
     assert m["holdout_folds"] == 5 and m["holdout_confidence"] == memory["holdout_confidence"]
     assert m["holdout_leakage_low_bits"] <= m["holdout_leakage_bits"] <= m["holdout_leakage_high_bits"]
     # The in-memory folds refit k-means on their own rows; out of core the centres are shared by the
@@ -79,7 +88,7 @@ def test_value_outside_a_declared_domain_is_named_by_partition(client, ratings_f
     options = dataclasses.replace(PLAIN, clusters=4)
     with pytest.raises(DatasetError, match=r"b\.csv, lines from 2: column 'r2': 1 training value\(s\) outside the "
                                            r"declared domain \[1, 5\] \(first in data row 31\)"):
-        build_partitioned(tmp_path, options, client)
+        partitioned(tmp_path, options, client)
 
 
 @pytest.fixture
