@@ -5,33 +5,40 @@
   one-line failures), :class:`Fail`, :func:`emit` (``--json``: one JSON object on stdout);
 - the options every build shares: :func:`bundle_options` (``--key``, ``--passphrase-file``,
   ``--out``), :func:`header_options` (the bundle header, as one ``header`` mapping),
-  :func:`json_option`, :func:`data_options`; :func:`load_key` and :func:`sign_check_write`, the
-  signing step a build ends with; :func:`columns`; :class:`AutoOr`, a number or ``auto``;
+  :func:`json_option`, :func:`data_options`, and their one-line help (:data:`BUNDLE_SECTION`);
+  :class:`Columns` (``COLS``, comma-separated) and :class:`AutoOr` (a number or ``auto``), parameter types;
+- the step a build ends with: :func:`signed_build` (key loaded first, the build run, its payload
+  signed, checked and written; a :class:`Signed`), :func:`load_key`, :func:`sign_checked`, :func:`sign_check_write`;
 - keys and secrets: :func:`trust_options` and :func:`trusted_keyring` (``--trusted`` /
   ``--keyring``), :func:`read_keyring_chain`, :data:`passphrase_option` and :func:`read_passphrase`;
 - the one help renderer: :class:`SectionedCommand` (``--help`` on one screen, one line per
-  option under headings; ``--help-all`` in full), :class:`Section`, :func:`short_term`.
+  option under headings; ``--help-all`` in full), :class:`Section`, :func:`short_term`; and
+  :class:`DefaultCommandGroup`, a group whose default command takes any other command line.
 
-Private modules: ``_group``, ``_json``, ``_options``, ``_types``, ``_trust``, ``_passphrase``, ``_help``.
+Private modules: ``_group``, ``_json``, ``_options``, ``_signing``, ``_types``, ``_trust``,
+``_passphrase``, ``_help``, ``_default``.
 """
+from ._default import DefaultCommandGroup
 from ._group import EXIT_CLOSED_PIPE, TRACEBACK_ENV, CommandGroup, Fail, StdoutClosed, guard, reserved_stdout
 from ._help import Section, SectionedCommand, short_term
 from ._json import emit
 from ._options import (
+    BUNDLE_SECTION,
     HEADER_FIELDS,
     bundle_options,
-    columns,
     data_options,
     header_options,
     json_option,
-    load_key,
-    sign_check_write,
 )
 from ._passphrase import passphrase_option, read_passphrase
+from ._signing import Signed, load_key, sign_check_write, sign_checked, signed_build
 from ._trust import read_keyring_chain, trust_options, trusted_keyring
-from ._types import AutoOr
+from ._types import AutoOr, Columns
 
-__all__ = ["CommandGroup", "Fail", "StdoutClosed", "guard", "reserved_stdout", "EXIT_CLOSED_PIPE", "TRACEBACK_ENV",
-           "emit", "bundle_options", "header_options", "HEADER_FIELDS", "json_option", "data_options", "columns",
-           "load_key", "sign_check_write", "AutoOr", "trust_options", "trusted_keyring", "read_keyring_chain",
-           "passphrase_option", "read_passphrase", "Section", "SectionedCommand", "short_term"]
+__all__ = ["CommandGroup", "DefaultCommandGroup", "Fail", "StdoutClosed", "guard", "reserved_stdout",
+           "EXIT_CLOSED_PIPE", "TRACEBACK_ENV", "emit",
+           "bundle_options", "header_options", "HEADER_FIELDS", "json_option", "data_options", "Columns",
+           "BUNDLE_SECTION", "AutoOr",
+           "Signed", "signed_build", "load_key", "sign_checked", "sign_check_write",
+           "trust_options", "trusted_keyring", "read_keyring_chain", "passphrase_option", "read_passphrase",
+           "Section", "SectionedCommand", "short_term"]

@@ -55,22 +55,22 @@ def guard(fn):
 
 #: The packages whose code is the command line's own: the ``cli`` that mounts the commands and this kit.
 _COMMAND_LINE_PACKAGES = ("privmap.offline.cli", __name__.rpartition(".")[0])
-#: The module name every mechanism's command lives in (``privmap.offline.mechanisms.NAME._command``).
+#: How the modules holding the mechanisms' commands end (``privmap.offline.mechanisms.NAME._command``).
 _COMMAND_MODULE = "_command"
 
 
 def _is_command_line(name: str) -> bool:
     """Whether module ``name`` is the command line's own code (:data:`_COMMAND_LINE_PACKAGES`, or a
-    mechanism's ``_command`` module)."""
+    module whose name ends in ``_command``: a mechanism's command)."""
     return (any(name == package or name.startswith(package + ".") for package in _COMMAND_LINE_PACKAGES)
-            or name.rpartition(".")[2] == _COMMAND_MODULE)
+            or name.rpartition(".")[2].endswith(_COMMAND_MODULE))
 
 
 def _written_by_cli(frame) -> bool:
     """Whether the code that asked for a write, ``frame`` and outwards, is the command line's own:
     the innermost frame outside click (``click.echo``, help and version output) must belong to it
     (:func:`_is_command_line`). Commands must therefore live in ``privmap.offline.cli`` or in a
-    mechanism's ``_command`` module, and write through this kit or click."""
+    module ending in ``_command``, and write through this kit or click."""
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if name != "click" and not name.startswith("click."):

@@ -43,7 +43,10 @@ class SectionedCommand(click.Command):
     sections : sequence of Section
         Every option of the command except ``--help`` and ``--help-all``, each once.
     brief : str
-        The text ``--help`` shows above the options (the docstring is shown by ``--help-all``).
+        The text ``--help`` shows above the options (the docstring is shown by ``--help-all``);
+        ``{command}`` in it stands for the command as it was called (``privmap build funnel``, or
+        an alias's ``privmap build-funnel``), so that an example shows the name the reader typed
+        (the program is named ``privmap`` whatever the name it was started by).
     """
 
     def __init__(self, *args, sections, brief: str, **kwargs):
@@ -58,12 +61,12 @@ class SectionedCommand(click.Command):
             return super().format_help_text(ctx, formatter)
         formatter.write_paragraph()
         with formatter.indentation():
-            formatter.write_text(self.brief)
+            formatter.write_text(self.brief.replace("{command}", " ".join(["privmap", *ctx.command_path.split()[1:]])))
 
     def format_options(self, ctx, formatter):
         if ctx.meta.get(_ALL):
             return super().format_options(ctx, formatter)
-        by_name = {p.name: p for p in self.get_params(ctx) if isinstance(p, click.Option)}
+        by_name = {p.name: p for p in self.get_params(ctx) if isinstance(p, click.Option) and not p.hidden}
         helps = ("help_all", self.get_help_option(ctx).name)
         listed = [name for section in self.sections for name, _ in section.options]
         wrong = (set(by_name) - set(listed) - set(helps)) | (set(listed) - set(by_name))

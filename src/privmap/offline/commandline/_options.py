@@ -7,7 +7,8 @@
 - :func:`json_option`: ``--json`` (one JSON object on stdout);
 - :func:`data_options`: ``--domain`` and ``--missing-token``, what ``build`` and ``curve`` read of a
   CSV's numeric columns;
-- :func:`sign_check_write`: encode, sign, load back with the device runtime, write atomically.
+- :data:`BUNDLE_SECTION`: the one-line help of the bundle and header options and ``--json``, for a
+  :class:`~privmap.offline.commandline.SectionedCommand`'s table.
 """
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ import pathlib
 
 import click
 
-from .._files import atomic_write
-from ._passphrase import passphrase_option, read_passphrase
+from ._help import Section
+from ._passphrase import passphrase_option
 
-__all__ = ["bundle_options", "header_options", "json_option", "data_options", "columns", "load_key",
-           "sign_check_write"]
+__all__ = ["bundle_options", "header_options", "json_option", "data_options", "HEADER_FIELDS",
+           "BUNDLE_SECTION"]
 
 #: The header options' parameter names, which are also :class:`~privmap.offline.mechanisms.HeaderOptions`' fields.
 HEADER_FIELDS = ("bundle_version", "issued_at", "valid_days", "device_class")
@@ -83,25 +84,14 @@ def data_options(fn):
     ])
 
 
-def columns(text: str | None) -> tuple[str, ...] | None:
-    """Comma-separated column names as a tuple (blank names dropped); None when ``text`` is None or blank."""
-    names = tuple(c.strip() for c in (text or "").split(",") if c.strip())
-    return names or None
-
-
-def load_key(key: pathlib.Path, passphrase_file):
-    """The operator's Ed25519 private key from ``--key`` (and ``--passphrase-file``); loaded before a
-    build so that a wrong key or passphrase fails at once. Raises BuildError as ``load_private_key``."""
-    from ..bundle import load_private_key
-    return load_private_key(key, password=read_passphrase(passphrase_file))
-
-
-def sign_check_write(payload: dict, private_key, out: pathlib.Path) -> bytes:
-    """Encode ``payload``, sign it, load the bundle back with the device runtime (as of its
-    ``issued_at``) and write it atomically to ``out``; the bundle's bytes. Raises BuildError when the
-    device would refuse the bundle (nothing is written then)."""
-    from ..bundle import check_bundle, encode_payload, sign_bundle
-    bundle_bytes = sign_bundle(encode_payload(payload), private_key)
-    check_bundle(bundle_bytes, private_key.public_key(), now=payload["issued_at"])
-    atomic_write(out, bundle_bytes)
-    return bundle_bytes
+#: The one-line help of :func:`bundle_options`, :func:`header_options` and :func:`json_option`, under one heading.
+BUNDLE_SECTION = Section("Bundle", (
+    ("key", "Operator's private key (PEM; required)."),
+    ("passphrase_file", "File whose first line is the key's passphrase."),
+    ("out", "Bundle file to write (required)."),
+    ("bundle_version", "Bundle version; devices refuse older (default: 1)."),
+    ("issued_at", "Creation time, unix s (default: now)."),
+    ("valid_days", "Days until it expires (default: 365)."),
+    ("device_class", "Device class it is for (default: generic)."),
+    ("as_json", "Print the build summary as JSON."),
+))

@@ -32,3 +32,21 @@ class AutoOr(click.ParamType):
         if not (math.isfinite(number) and number >= self.minimum):
             self.fail(f"{value!r} must be >= {self.minimum} (or 'auto')", param, ctx)
         return number
+
+
+class Columns(click.ParamType):
+    """Comma-separated column names (``COLS``) as a tuple, blank names dropped. A value with no name
+    is None (the command's default columns), or a usage error where ``required``."""
+
+    name = "cols"
+
+    def __init__(self, *, required: bool = False):
+        self.required = required
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        names = tuple(c.strip() for c in str(value).split(",") if c.strip())
+        if not names and self.required:
+            self.fail("needs COLS (comma-separated)", param, ctx)
+        return names or None
