@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from privmap.offline import mutual_information_bits
-from privmap.offline.mechanisms.funnel._model import entropy_bits, greedy_funnel
+from privmap.offline.mechanisms.funnel import entropy_bits, greedy_funnel
 
 
 def naive_funnel(p, r_bits):

@@ -8,7 +8,7 @@ both ways of scoring every candidate ``Y_i + dtheta`` are timed in this one proc
 
 - naive: for each of the n candidates, I(X_p;Y) and I(X_u;Y) recomputed from scratch (three
   Cholesky log-determinants each, O(n^3)), so O(n^4) per iteration;
-- rank-one: ``privmap.offline.mechanisms.realvalued._gaussian.greedy_noise``'s scoring, O(n) per iteration
+- rank-one: ``privmap.offline.mechanisms.gaussian.greedy_noise``'s scoring, O(n) per iteration
   from the diagonals of the kept inverses, plus an O(n^2) Sherman-Morrison update per commit
   (measured as the whole greedy's time divided by its iterations).
 
@@ -20,7 +20,7 @@ import argparse
 import time
 
 import numpy as np
-from privmap.offline.mechanisms.realvalued._gaussian import GaussianModel, greedy_noise
+from privmap.offline.mechanisms.gaussian import GaussianModel, greedy_noise
 
 
 def model(n, rng):

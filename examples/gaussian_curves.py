@@ -24,8 +24,8 @@ import pathlib
 import sys
 
 import numpy as np
-from privmap.offline.evaluation._realvalued import attack_scores
-from privmap.offline.mechanisms.realvalued._gaussian import GaussianModel, greedy_noise
+from privmap.offline.mechanisms.gaussian import GaussianModel, greedy_noise
+from privmap.offline.mechanisms.nullspace import attack_scores
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIG = ROOT / "docs" / "figures"

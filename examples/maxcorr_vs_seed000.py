@@ -15,9 +15,8 @@ import csv
 import pathlib
 
 from privmap.offline.data._dataset import load_dataset
-from privmap.offline.evaluation._maxcorr_compare import compare_max_correlation
+from privmap.offline.mechanisms.max_correlation import MaxCorrelationOptions, build, compare_max_correlation
 from privmap.offline.evaluation._plots import _pyplot
-from privmap.offline.mechanisms.maxcorr._build import MaxCorrOptions, build_max_correlation
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "census" / "census.csv"
@@ -30,7 +29,7 @@ def main() -> None:
     ds = load_dataset(DATA, private="income", public=list(PUBLIC), categorical=True)
     rows = []
     for budget in BUDGETS:
-        payload = build_max_correlation(DATA, MaxCorrOptions(delta=budget, public=PUBLIC, issued_at=0)).payload
+        payload = build(DATA, MaxCorrelationOptions(delta=budget, public=PUBLIC, issued_at=0)).payload
         r = compare_max_correlation(payload, ds.public, ds.private, len(ds.classes))
         rows.append({"delta": budget, "rho_m_squared": r["rho_m_squared"], "s_star_upper_bound": r["s_star_upper_bound"],
                      "s_star_lower_bound": payload["metrics"]["s_star_lower_bound"],

@@ -24,7 +24,7 @@ import csv
 import pathlib
 
 import numpy as np
-from privmap.offline.evaluation._realvalued import nullspace_experiment
+from privmap.offline.mechanisms.nullspace import nullspace_experiment
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "data" / "adult" / "adult.data"

@@ -58,12 +58,12 @@ def test_rounded_gaussian_bundles_pass_every_device_check(delta):
     from privmap.device.format import decode_payload
     from privmap.device.kinds.gaussian import parse_gaussian
     from privmap.offline.bundle import encode_payload
-    from privmap.offline.mechanisms.realvalued._build import build_gaussian
-    build = build_gaussian(ANES, ["PID"], ["educ"], delta)
+    from privmap.offline.mechanisms import gaussian
+    build = gaussian.build(ANES, gaussian.GaussianOptions(private=("PID",), utility=("educ",), delta=delta))
     obj = decode_payload(encode_payload(build.payload), Limits())
     params = obj["parameters"]
     assert all(canonical_float(v) == v for row in params["cov_private"] for v in row)
-    parse_gaussian(params, obj["metrics"], build.columns, Limits())
+    parse_gaussian(params, obj["metrics"], build.payload["features"], Limits())
 
 
 @pytest.mark.parametrize("epsilon", [0.01, 0.5, 5.0])
@@ -72,13 +72,14 @@ def test_rounded_nullspace_bundles_pass_every_device_check_and_release(epsilon):
     and a release passes the Theorem 1 check."""
     from privmap.device import Keyring, load_bundle
     from privmap.offline.bundle import encode_payload, sign_bundle
-    from privmap.offline.mechanisms.realvalued._build import build_nullspace
+    from privmap.offline.mechanisms import nullspace
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    build = build_nullspace(ANES, ["educ"], ["PID"], epsilon)
+    build = nullspace.build(ANES, nullspace.NullspaceOptions(desired=("educ",), confidential=("PID",), epsilon=epsilon))
     key = Ed25519PrivateKey.generate()
     bundle = load_bundle(sign_bundle(encode_payload(build.payload), key), Keyring([key.public_key()]))
     assert all(canonical_float(v) == v for row in bundle.directions for v in row)
-    assert len(bundle.sanitize([1.0] * len(build.columns))) == len(build.columns)
+    columns = build.payload["features"]
+    assert len(bundle.sanitize([1.0] * len(columns))) == len(columns)
 
 
 def test_a_covariance_that_rounding_makes_indefinite_is_refused_not_written():
@@ -88,8 +89,8 @@ def test_a_covariance_that_rounding_makes_indefinite_is_refused_not_written():
     from privmap.device.kinds import cholesky_logdet
     from privmap.offline import BuildError
     from privmap.offline.bundle import encode_payload
-    from privmap.offline.mechanisms.realvalued._build import build_gaussian
-    payload = build_gaussian(ANES, ["PID"], ["educ"], 0.1).payload
+    from privmap.offline.mechanisms import gaussian
+    payload = gaussian.build(ANES, gaussian.GaussianOptions(private=("PID",), utility=("educ",), delta=0.1)).payload
     n = len(payload["parameters"]["cov_private"])
     v = [1.0 + i / 3.0 for i in range(n)]   # rank one plus 1e-13 on the diagonal
     near = [[v[i] * v[j] + (1e-13 if i == j else 0.0) for j in range(n)] for i in range(n)]

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 import pytest
-from privmap.offline.mechanisms.realvalued._gaussian import GaussianModel
-from privmap.offline.mechanisms.realvalued._nullspace import (
+from privmap.offline.mechanisms.gaussian import GaussianModel
+from privmap.offline.mechanisms.nullspace import (
     clean,
     fit_linear,
     nullspace_directions,

@@ -10,11 +10,7 @@ from privmap.device import Keyring, load_bundle
 from privmap.device.errors import BundleSignatureError, MetricsError, TableError
 from privmap.offline import BuildError
 from privmap.offline.bundle._write import canonical_float, encode_payload, sign_bundle
-from privmap.offline.mechanisms.funnel._build import FunnelOptions, build_funnel
-from privmap.offline.mechanisms.maxcorr._build import (
-    MaxCorrOptions,
-    build_max_correlation,
-)
+from privmap.offline.mechanisms import funnel, max_correlation
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 NOW = 1_700_000_000
@@ -27,10 +23,10 @@ def data(toy_csv):
 
 @pytest.fixture(scope="module")
 def payloads(data):
-    funnel = build_funnel(data, FunnelOptions(private="secret", disclosure_fraction=0.5, issued_at=NOW)).payload
-    maxcorr = build_max_correlation(data, MaxCorrOptions(delta=0.2, public=("colour",), issued_at=NOW,
-                                                         starts=2)).payload
-    return {"funnel": funnel, "max-correlation": maxcorr}
+    return {"funnel": funnel.build(data, funnel.FunnelOptions(private="secret", disclosure_fraction=0.5,
+                                                              issued_at=NOW)).payload,
+            "max-correlation": max_correlation.build(data, max_correlation.MaxCorrelationOptions(
+                delta=0.2, public=("colour",), issued_at=NOW, starts=2)).payload}
 
 
 def _sign(payload):

@@ -6,22 +6,25 @@ One private sub-package per mechanism, its model and its build side by side:
   ``_program`` (options, alphabet, prior, program (19), codebook step), ``_pipeline`` (:func:`build`),
   ``_codebook``, ``_missing``, ``_erasure``, ``_holdout`` (cross-fitted leakage for new users),
   ``_autotune`` (``--clusters auto``), ``_partitioned_build`` (out of core on Dask);
-- ``funnel/``: seed 003's greedy privacy funnel (``_model``) and its bundle (``_build``);
-- ``maxcorr/``: seed 002's marginal-only max-correlation design (``_design``) and its bundle (``_build``);
-- ``realvalued/``: seeds 001 (``_nullspace``) and 004 (``_gaussian``) and their payloads (``_build``).
+- ``funnel/``, ``max_correlation/``, ``gaussian/``, ``nullspace/``: seeds 003, 002, 004 and 001, each
+  one vertical slice behind its face: options, model, build, evaluation view and command
+  (``privmap build funnel``, ...).
 
-``_header`` holds the header every mechanism's bundle starts with (:class:`HeaderOptions`),
+``_categorical`` holds the alphabet of categorical tuples the funnel and max-correlation share,
+``_real_columns``, ``_real_attacks`` and ``_real_report`` what the gaussian and nullspace builds,
+views and commands share; ``_header`` the header every mechanism's bundle starts with (:class:`HeaderOptions`),
 ``_seed000`` the options seed 000's two mechanisms share with their guarantees, ``_result`` the
-one shape every build returns (:class:`Result`).
+one shape every build returns (:class:`Result`). ``_seed000_command`` is ``privmap build DATA``
+(quantized, exact, and the recommender: above all three, whose packages it builds with) and
+``_out_of_core`` its partitioned half on Dask.
 """
-from .funnel._model import FunnelResult, greedy_funnel
-from .funnel._build import FunnelBuild, FunnelOptions, build_funnel
-from .realvalued._gaussian import GaussianModel, GreedyResult, fisher_information, greedy_noise
 from ._header import HeaderOptions
-from .maxcorr._design import design_max_correlation, rho_m_squared, s_star_upper_bound
-from .maxcorr._build import MaxCorrBuild, MaxCorrOptions, build_max_correlation
-from .realvalued._nullspace import NullspaceDirections, clean, fit_linear, nullspace_directions
 from ._result import Result
+from .funnel import FunnelOptions
+from .gaussian import GaussianOptions
+from .max_correlation import MaxCorrelationOptions
+from .nullspace import NullspaceOptions
+from ._seed000_command import exact_command, quantized_command, robust_line
 from ._views import VIEWS, view_of
 from .exact import ExactOptions
 from .quantized import (
@@ -35,13 +38,8 @@ from .quantized import (
     RobustCertificate,
 )
 from .recommender import RecommenderOptions
-from .realvalued._build import RealBuild, build_gaussian, build_nullspace
 
 __all__ = ["Result", "VIEWS", "view_of", "QuantizedOptions", "ExactOptions", "RecommenderOptions", "CrossFitting", "RobustCertificate",
            "OutputLimit", "Auto", "Build", "MISSING_POLICIES", "DEFAULT_MISSING",
-           "build_nullspace", "build_gaussian", "RealBuild", "HeaderOptions",
-           "GaussianModel", "GreedyResult", "greedy_noise", "fisher_information",
-           "NullspaceDirections", "nullspace_directions", "clean", "fit_linear",
-           "greedy_funnel", "FunnelResult", "build_funnel", "FunnelOptions", "FunnelBuild",
-           "design_max_correlation", "rho_m_squared", "s_star_upper_bound",
-           "build_max_correlation", "MaxCorrOptions", "MaxCorrBuild"]
+           "HeaderOptions", "FunnelOptions", "MaxCorrelationOptions", "GaussianOptions", "NullspaceOptions",
+           "quantized_command", "exact_command", "robust_line"]

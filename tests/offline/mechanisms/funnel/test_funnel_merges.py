@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from privmap.offline import BuildError, mutual_information_bits
-from privmap.offline.mechanisms.funnel._model import (
+from privmap.offline.mechanisms.funnel import (
     entropy_bits,
     greedy_funnel,
     merge_gain_bits,

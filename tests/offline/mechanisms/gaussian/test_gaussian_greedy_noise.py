@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from privmap.offline import BuildError
-from privmap.offline.mechanisms.realvalued._gaussian import (
+from privmap.offline.mechanisms.gaussian import (
     GaussianModel,
     fisher_information,
     greedy_noise,

@@ -5,7 +5,7 @@ import pytest
 from privmap.device import Limits
 from privmap.device.kinds.nullspace import clean_row, parse_nullspace
 from privmap.offline import BuildError
-from privmap.offline.mechanisms.realvalued._nullspace import (
+from privmap.offline.mechanisms.nullspace import (
     clean,
     clean_simplest,
     fit_linear,

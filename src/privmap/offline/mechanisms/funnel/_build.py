@@ -14,78 +14,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._errors import BuildError
 from ..._information import leakage_bits, max_output_leakage_bits, mutual_information_bits
-from ...data._dataset import Dataset, load_dataset
-from ...data._prior import joint_prior
-from ..quantized._erasure import categorical_code, input_alphabet
+from ...data import Dataset, joint_prior, load_dataset
+from .._categorical import categorical_alphabet
+from .._header import _tool_version, payload_header
+from .._result import Result
 from ._model import FunnelResult, entropy_bits, greedy_funnel
-from .._header import (
-    HeaderOptions,
-    _tool_version,
-    check_header,
-    payload_header,
-)
+from ._options import FunnelOptions
 
-__all__ = ["FunnelOptions", "FunnelBuild", "build_funnel", "categorical_alphabet", "funnel_prior"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class FunnelOptions(HeaderOptions):
-    """What decides a funnel bundle's bytes (with the data and the key).
-
-    Exactly one of ``disclosure`` (R in bits) and ``disclosure_fraction`` (R / H(X), in [0, 1])
-    is given. Raises :class:`BuildError` at construction for inconsistent options.
-    """
-
-    private: str
-    public: tuple[str, ...] | None = None
-    disclosure: float | None = None
-    disclosure_fraction: float | None = None
-    smoothing: float = 0.0
-    seed: int = 0
-
-    def __post_init__(self):
-        if (self.disclosure is None) == (self.disclosure_fraction is None):
-            raise BuildError("give exactly one of --disclosure and --disclosure-fraction")
-        if self.disclosure is not None and not math.isfinite(self.disclosure):
-            raise BuildError(f"disclosure must be finite, got {self.disclosure}")
-        if self.disclosure_fraction is not None and not (0 <= self.disclosure_fraction <= 1):
-            raise BuildError(f"disclosure fraction must be in [0, 1], got {self.disclosure_fraction}")
-        if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
-            raise BuildError(f"smoothing must be >= 0, got {self.smoothing}")
-        check_header(self)
+__all__ = ["FunnelRecord", "build", "funnel_prior"]
 
 
 @dataclass(frozen=True)
-class FunnelBuild:
-    """What :func:`build_funnel` computed: the payload and the pieces behind it."""
+class FunnelRecord:
+    """What :func:`build` computed besides the payload (its :attr:`Result.detail`): the rows, the
+    prior p(s, x), the greedy run and the disclosure floor R in bits."""
 
-    payload: dict
     dataset: Dataset
     p_sx: np.ndarray
     result: FunnelResult
     r_bits: float
-
-
-def categorical_alphabet(features, public) -> tuple[list[dict], list[tuple], list[list[int]], np.ndarray]:
-    """Observed tuples as bundle cells.
-
-    Parameters
-    ----------
-    features : sequence of str, length d
-    public : array-like of str, shape (n, d)
-
-    Returns
-    -------
-    (specs, tuples, cells, labels)
-        Categorical feature specs (values sorted), the K distinct tuples (sorted), their cells
-        (category indexes, shape (K, d)) and each row's tuple index (shape (n,)).
-    """
-    tuples, labels = input_alphabet(public)
-    specs, code = categorical_code(features, tuples)
-    cells = [[code[i][v] for i, v in enumerate(t)] for t in tuples]
-    return specs, tuples, cells, labels
 
 
 def funnel_prior(dataset: Dataset, smoothing: float = 0.0):
@@ -95,15 +43,28 @@ def funnel_prior(dataset: Dataset, smoothing: float = 0.0):
     return specs, cells, labels, p_sx
 
 
-def build_funnel(csv_path, options: FunnelOptions) -> FunnelBuild:
-    """Run the greedy funnel (Algorithm 1) on a labelled categorical CSV; unsigned payload.
+def build(source, options: FunnelOptions) -> Result:
+    """Run the greedy funnel (Algorithm 1) on labelled categorical rows; the unsigned payload.
+
+    Parameters
+    ----------
+    source : Dataset or path
+        The rows (categorical), or a CSV to read them from (``options.private`` and
+        ``options.public`` name the columns).
+    options : FunnelOptions
+
+    Returns
+    -------
+    Result
+        ``mechanism`` "funnel", the payload, and a :class:`FunnelRecord` as ``detail``.
 
     Raises
     ------
     BuildError
         Bad data (DatasetError) or R > H(X).
     """
-    dataset = load_dataset(csv_path, private=options.private, public=options.public, categorical=True)
+    dataset = (source if isinstance(source, Dataset)
+               else load_dataset(source, private=options.private, public=options.public, categorical=True))
     specs, cells, _, p_sx = funnel_prior(dataset, options.smoothing)
     h_x = entropy_bits(p_sx.sum(axis=0))
     r_bits = options.disclosure if options.disclosure is not None else options.disclosure_fraction * h_x
@@ -152,4 +113,4 @@ def build_funnel(csv_path, options: FunnelOptions) -> FunnelBuild:
             else "",
         },
     }
-    return FunnelBuild(payload=payload, dataset=dataset, p_sx=p_sx, result=result, r_bits=float(r_bits))
+    return Result("funnel", payload, FunnelRecord(dataset=dataset, p_sx=p_sx, result=result, r_bits=float(r_bits)))

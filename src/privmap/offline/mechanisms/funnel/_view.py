@@ -1,4 +1,4 @@
-"""``privmap curve --mechanism funnel``: I(S;Y) against I(X;Y) for the greedy funnel.
+"""The funnel's evaluation view. ``privmap curve --mechanism funnel``: I(S;Y) against I(X;Y).
 
 Three curves on the same empirical prior p(s, x) of categorical tuples:
 
@@ -17,11 +17,13 @@ import pathlib
 
 import numpy as np
 
-from .._information import leakage_bits, mutual_information_bits
-from ..data._distortion import pairwise
-from ..mechanisms.funnel._model import entropy_bits, greedy_funnel
-from ..solvers._perfect import perfect_privacy_table
-from ..solvers._solve import solve
+from ..._errors import BuildError
+from ..._information import leakage_bits, mutual_information_bits
+from ...data import joint_prior, pairwise
+from ...measures import logistic_attack, map_accuracy, map_accuracy_after, permutation_bias, pyplot, split_rows
+from ...solvers import perfect_privacy_table, solve
+from ..quantized import lookup as lookup_tuples
+from ._model import entropy_bits, greedy_funnel
 
 __all__ = ["funnel_sweep", "write_funnel_csv", "plot_funnel", "evaluate_funnel", "format_funnel_evaluation"]
 
@@ -84,8 +86,7 @@ def write_funnel_csv(points, path) -> None:
 
 def plot_funnel(points, path, *, title: str, h_x: float, i_sx: float) -> str:
     """I(S;Y) against I(X;Y), one line per curve; returns the PNG path."""
-    from ._plots import _pyplot
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     styles = {"greedy": ("C0", "o", "greedy merging (Algorithm 1)"),
               "negligent": ("C3", "s", "negligent merging (Algorithm 2)"),
@@ -136,11 +137,6 @@ def evaluate_funnel(payload: dict, public, private, *, seed: int = 0, test_fract
     BuildError
         No row of the data is one of the bundle's tuples, or too few rows to split for the attacker.
     """
-    from ..mechanisms.quantized._erasure import lookup as lookup_tuples
-    from ..data._prior import joint_prior
-    from ._attacks import logistic_attack, map_accuracy, map_accuracy_after, permutation_bias
-    from ._evaluate import _split
-    from .._errors import BuildError
     features = payload["features"]
     inputs = [tuple(f["values"][v] for v, f in zip(row, features)) for row in payload["inputs"]]
     outputs = np.array([[f["values"][v] for v, f in zip(row, features)] for row in payload["outputs"]], dtype=object)
@@ -179,7 +175,7 @@ def evaluate_funnel(payload: dict, public, private, *, seed: int = 0, test_fract
         n = len(private)
         if n < 10:
             raise BuildError(f"cannot split {n} rows with test fraction {test_fraction}")
-        train, test = _split(n, private, test_fraction, seed)
+        train, test = split_rows(n, private, test_fraction, seed)
         before = logistic_attack(public[train], private[train], public[test], private[test], n_classes,
                                  categorical=True, seed=seed)
         released = outputs[group[symbols]]

@@ -1,100 +1,26 @@
-"""Unsigned payloads of the real-valued kinds: ``nullspace`` (seed 001) and ``gaussian`` (seed 004).
+"""The ``gaussian`` mechanism's build (seed 004): real-valued CSV -> covariances -> greedy noise -> payload.
 
-Both read named numeric columns of a CSV (:func:`privmap.offline.data._numeric.read_numeric_columns`);
-the released columns are all the others. The payload layout is in docs/bundle-format.md.
+The private and utility columns are withheld; every other column is released with the greedy's
+noise (:mod:`._model`). The payload layout is in docs/bundle-format.md.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-import numpy as np
+from .._header import HeaderOptions, _tool_version
+from .._real_columns import real_header, split_targets
+from .._result import Result
+from ._model import GaussianModel, GreedyResult, greedy_noise
+from ._options import GaussianOptions
 
-from ..._errors import BuildError
-from ...data._numeric import read_numeric_columns
-from ._gaussian import GaussianModel, GreedyResult, greedy_noise
-from .._header import HeaderOptions, _tool_version, payload_header
-from ._nullspace import NullspaceDirections, fit_linear, nullspace_directions
-
-__all__ = ["HeaderOptions", "RealBuild", "build_nullspace", "build_gaussian", "released_columns"]
-
-
-@dataclass(frozen=True)
-class RealBuild:
-    """A built real-valued payload and what produced it.
-
-    Attributes
-    ----------
-    payload : dict      unsigned payload (encode with ``encode_payload``)
-    columns : tuple     released column names
-    detail : NullspaceDirections | GreedyResult
-    """
-
-    payload: dict
-    columns: tuple
-    detail: object
-
-
-def released_columns(path, withheld) -> tuple[str, ...]:
-    """All columns of the CSV header except ``withheld`` (file order)."""
-    _, header, _ = read_numeric_columns(path, [], min_rows=0)
-    return tuple(h for h in header if h not in set(withheld))
-
-
-def _header(mechanism, columns, header: HeaderOptions) -> dict:
-    return {**payload_header(header, mechanism), "features": list(columns)}
-
-
-def _split(path, first, second):
-    for group, what in ((first, "first"), (second, "second")):
-        if not group:
-            raise BuildError(f"the {what} group of target columns is empty")
-    if set(first) & set(second):
-        raise BuildError("a column cannot be in both target groups")
-    columns = released_columns(path, tuple(first) + tuple(second))
-    if not columns:
-        raise BuildError("no columns are left to release")
-    values, _, sha = read_numeric_columns(path, list(columns) + list(first) + list(second))
-    n, a = len(columns), len(first)
-    return columns, values[:, :n], values[:, n:n + a], values[:, n + a:], sha
-
-
-def build_nullspace(path, desired, confidential, epsilon: float,
-                    header: HeaderOptions = HeaderOptions()) -> RealBuild:
-    """Fit A_d and A_c by least squares (intercepts kept out) on the CSV, solve the restricted
-    eigenproblem and return the nullspace payload.
-
-    Parameters
-    ----------
-    path : CSV path; desired, confidential : sequences of target column names;
-    epsilon : float >= 0, the per-sample utility budget ``||A_d^T (x - x~)||^2``.
-
-    Raises :class:`BuildError` (bad columns or data, epsilon < 0, zero predictors).
-    """
-    if not (math.isfinite(epsilon) and epsilon >= 0):
-        raise BuildError("epsilon must be a finite number >= 0")
-    columns, x, y_d, y_c, sha = _split(path, desired, confidential)
-    a_d, _ = fit_linear(x, y_d)
-    a_c, _ = fit_linear(x, y_c)
-    directions: NullspaceDirections = nullspace_directions(a_d, a_c)
-    payload = _header("nullspace", columns, header)
-    payload["parameters"] = {
-        "epsilon": float(epsilon), "desired": list(desired), "confidential": list(confidential),
-        "directions": directions.v.tolist(),
-        "lambda_d": directions.lambda_d.tolist(),
-        "a_d": a_d.tolist()}
-    payload["metrics"] = {"epsilon": float(epsilon), "n": int(len(x)), "directions": len(directions.v),
-                          "gamma_zero_directions": int(np.sum(directions.mu <= 1e-9)),
-                          "lambda_c_zero_directions": int(np.sum(directions.mu >= 1 - 1e-9))}
-    payload["provenance"] = {"tool_version": _tool_version(), "seed": 0, "data_sha256": sha}
-    return RealBuild(payload, columns, directions)
+__all__ = ["build", "gaussian_payload"]
 
 
 def gaussian_payload(model: GaussianModel, columns, private, utility, result: GreedyResult, *, delta,
                      gamma, fisher, n_rows, data_sha256, header: HeaderOptions = HeaderOptions()) -> dict:
     """The gaussian payload for a solved model (shared by the CSV build and covariance files)."""
     ln2 = math.log(2)
-    payload = _header("gaussian", columns, header)
+    payload = real_header("gaussian", columns, header)
     payload["parameters"] = {
         "sigma2": result.sigma2.tolist(), "private": list(private), "utility": list(utility),
         "cov_private": model.cov_private.tolist(), "cov_utility": model.cov_utility.tolist(),
@@ -110,16 +36,33 @@ def gaussian_payload(model: GaussianModel, columns, private, utility, result: Gr
     return payload
 
 
-def build_gaussian(path, private, utility, delta: float, gamma: float = 0.0, *, fisher: bool = False,
-                   dtheta: float = 1.0, stop: float = 1e-3, saturation: float = 1e-6,
-                   header: HeaderOptions = HeaderOptions(), progress=None) -> RealBuild:
+def build(source, options: GaussianOptions, *, progress=None) -> Result:
     """Estimate the covariances (unbiased sample covariance of all rows), run the greedy and
-    return the gaussian payload. Raises :class:`BuildError` (bad data, a covariance that is not
-    positive definite, bad delta/gamma)."""
-    columns, x, x_p, x_u, sha = _split(path, private, utility)
+    return the gaussian payload.
+
+    Parameters
+    ----------
+    source : path
+        The real-valued CSV.
+    options : GaussianOptions
+    progress : callable(fraction) or None
+        Called as the greedy advances.
+
+    Returns
+    -------
+    Result
+        ``mechanism`` "gaussian", the payload, and the :class:`GreedyResult` as ``detail``.
+
+    Raises
+    ------
+    BuildError
+        Bad data, or a covariance that is not positive definite.
+    """
+    columns, x, x_p, x_u, sha = split_targets(source, options.private, options.utility)
     model = GaussianModel.estimate(x, x_p, x_u)
-    result = greedy_noise(model, delta, gamma, fisher=fisher, dtheta=dtheta, stop=stop,
-                          saturation=saturation, progress=progress)
-    payload = gaussian_payload(model, columns, private, utility, result, delta=delta, gamma=gamma,
-                               fisher=fisher, n_rows=len(x), data_sha256=sha, header=header)
-    return RealBuild(payload, columns, result)
+    result = greedy_noise(model, options.delta, options.gamma, fisher=options.fisher, dtheta=options.dtheta,
+                          stop=options.stop, saturation=options.saturation, progress=progress)
+    payload = gaussian_payload(model, columns, options.private, options.utility, result, delta=options.delta,
+                               gamma=options.gamma, fisher=options.fisher, n_rows=len(x), data_sha256=sha,
+                               header=options)
+    return Result("gaussian", payload, result)

@@ -1,41 +1,59 @@
-"""CLI pieces for the real-valued kinds: ``privmap build-gaussian`` (seed 004) and ``privmap
-build-nullspace`` (seed 001), and the ``inspect`` / ``verify`` / ``evaluate`` descriptions of such
-bundles. The released columns are all those the command does not name."""
+"""``privmap build gaussian`` (also ``privmap build-gaussian``): the options from the command line,
+the greedy, the signed bundle, and a report (text, or ``--json``)."""
 from __future__ import annotations
 
 import math
 import pathlib
 import sys
-import time
 
 import click
 
-from .._errors import BuildError
-from ..commandline import (
+from ...commandline import (
+    BUNDLE_SECTION,
+    Columns,
+    Section,
+    SectionedCommand,
     bundle_options,
-    columns,
     emit,
     guard,
     header_options,
     json_option,
-    load_key,
-    sign_check_write,
+    signed_build,
+)
+from .._real_report import describe_real, real_lines, verify_real
+from ._build import build
+from ._options import GaussianOptions
+
+__all__ = ["gaussian", "describe", "print_description", "verify_facts"]
+
+#: ``--help``: the options by section, one line each (``--help-all`` gives the full help).
+SECTIONS = (
+    Section("Data", (
+        ("private", "Private columns X_p, comma-separated (required)."),
+        ("utility", "Utility columns X_u, comma-separated (required)."),
+    )),
+    Section("Mapping", (
+        ("delta", "Utility-loss cap, in nats (required)."),
+        ("gamma", "Least privacy gain per utility loss (default: 0.0)."),
+        ("fisher", "Measure utility by Fisher information."),
+    )),
+    BUNDLE_SECTION,
 )
 
-REAL_MECHANISMS = ("nullspace", "gaussian")
 
-
-def _required_columns(text, option):
-    names = columns(text)
-    if not names:
-        raise click.UsageError(f"{option} needs COLS (comma-separated)")
-    return names
-
-
-@click.command("build-gaussian")
+@click.command("gaussian", cls=SectionedCommand, sections=SECTIONS,
+               short_help="Greedy Gaussian noise on real-valued columns.", brief=(
+                   "Build a greedy Gaussian-noise bundle (seed 004) from real-valued DATA.csv: noise added "
+                   "to each released column (all but the private and utility ones) while the utility loss "
+                   "stays within --delta nats.\n\n"
+                   "\b\nExample:\n"
+                   "  {command} anes96.csv --private PID --utility educ \\\n"
+                   "      --delta 0.1 --key keys/private.pem --out gaussian.bundle"))
 @click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--private", required=True, metavar="COLS", help="Comma-separated private columns X_p (not released).")
-@click.option("--utility", required=True, metavar="COLS", help="Comma-separated utility columns X_u (not released).")
+@click.option("--private", required=True, type=Columns(required=True), metavar="COLS",
+              help="Comma-separated private columns X_p (not released).")
+@click.option("--utility", required=True, type=Columns(required=True), metavar="COLS",
+              help="Comma-separated utility columns X_u (not released).")
 @click.option("--delta", type=float, required=True, metavar="NATS",
               help="Utility-loss cap I(X_u;X) - I(X_u;Y) in nats.")
 @click.option("--gamma", type=click.FloatRange(min=0), default=0.0, show_default=True,
@@ -45,7 +63,7 @@ def _required_columns(text, option):
 @header_options
 @json_option
 @guard
-def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passphrase_file, header, as_json):
+def gaussian(data, private, utility, delta, gamma, fisher, key, out, passphrase_file, header, as_json):
     """Build a greedy Gaussian-noise bundle (seed 004) from real-valued DATA.csv.
 
     Adds independent Gaussian noise to each released column, greedily, while
@@ -54,122 +72,47 @@ def build_gaussian(data, private, utility, delta, gamma, fisher, key, out, passp
 
     \b
     Example:
-      privmap build-gaussian anes96.csv --private PID --utility educ --delta 0.1 \\
+      privmap build gaussian anes96.csv --private PID --utility educ --delta 0.1 \\
           --key keys/private.pem --out gaussian.bundle
     """
-    from ..mechanisms import HeaderOptions
-    from ..mechanisms.realvalued._build import build_gaussian as run
-    if not (math.isfinite(delta) and delta >= 0):
-        raise BuildError("--delta must be a finite number >= 0 (nats)")
-    private_key = load_key(key, passphrase_file)
-    started = time.perf_counter()
-    with click.progressbar(length=1000, label="greedy noise", file=sys.stderr, show_eta=False) as bar:
-        built = run(data, _required_columns(private, "--private"), _required_columns(utility, "--utility"),
-                    delta, gamma, fisher=fisher,
-                    header=HeaderOptions(**header),
-                    progress=lambda f: bar.update(int(f * 1000) - bar.pos))
-    _finish(built, private_key, out, started, as_json)
-
-
-@click.command("build-nullspace")
-@click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--desired", required=True, metavar="COLS", help="Comma-separated targets of the desired predictor.")
-@click.option("--confidential", required=True, metavar="COLS", help="Comma-separated confidential targets.")
-@click.option("--epsilon", type=click.FloatRange(min=0), required=True, metavar="E",
-              help="Per-row budget ||A_d^T (x - x~)||^2 on the desired predictor's change.")
-@bundle_options
-@header_options
-@json_option
-@guard
-def build_nullspace(data, desired, confidential, epsilon, key, out, passphrase_file, header, as_json):
-    """Build a null-space cleaning bundle (seed 001) from real-valued DATA.csv.
-
-    Fits linear predictors of the desired and confidential targets and moves
-    each released row along directions that hide the confidential prediction
-    while the desired one changes by at most --epsilon.
-
-    \b
-    Example:
-      privmap build-nullspace anes96.csv --desired educ --confidential PID --epsilon 0.5 \\
-          --key keys/private.pem --out nullspace.bundle
-    """
-    from ..mechanisms import HeaderOptions
-    from ..mechanisms.realvalued._build import build_nullspace as run
-    private_key = load_key(key, passphrase_file)
-    started = time.perf_counter()
-    built = run(data, _required_columns(desired, "--desired"), _required_columns(confidential, "--confidential"),
-                epsilon, HeaderOptions(**header))
-    _finish(built, private_key, out, started, as_json)
-
-
-def _finish(built, private_key, out, started, as_json) -> None:
-    bundle_bytes = sign_check_write(built.payload, private_key, out)
-    summary = {"out": str(out), "bytes": len(bundle_bytes), "build_seconds": round(time.perf_counter() - started, 3),
-               **describe_real(built.payload)}
+    options = GaussianOptions(private=private, utility=utility, delta=delta, gamma=gamma, fisher=fisher, **header)
+    signed = signed_build(lambda: _build_with_bar(data, options), key=key, passphrase_file=passphrase_file, out=out)
+    summary = {**signed.summary(), **describe(signed.result.payload)}
     if as_json:
         emit(summary)
         return
-    click.echo(f"wrote {out} ({len(bundle_bytes)} bytes)")
-    print_real(summary)
+    click.echo(f"wrote {out} ({len(signed.bundle_bytes)} bytes)")
+    print_description(summary)
 
 
-def describe_real(payload: dict) -> dict:
-    """The inspect/build summary of a real-valued payload."""
+def _build_with_bar(data, options: GaussianOptions):
+    """:func:`build`, its progress drawn on stderr."""
+    with click.progressbar(length=1000, label="greedy noise", file=sys.stderr, show_eta=False) as bar:
+        return build(data, options, progress=lambda f: bar.update(int(f * 1000) - bar.pos))
+
+
+def describe(payload: dict) -> dict:
+    """The build summary and ``privmap inspect`` facts of a gaussian payload."""
     metrics, params = payload["metrics"], payload["parameters"]
-    info = {"version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
-            "mechanism": payload["mechanism"], "features": list(payload["features"]),
-            "metrics": dict(metrics), "provenance": dict(payload["provenance"])}
-    if payload["mechanism"] == "nullspace":
-        info.update(epsilon=params["epsilon"], desired=params["desired"], confidential=params["confidential"],
-                    directions=len(params["directions"]), lambda_d=params["lambda_d"])
-    else:
-        info.update(private=params["private"], utility=params["utility"], sigma2=params["sigma2"],
-                    delta=params["delta"], gamma=params["gamma"], utility_measure=params["utility_measure"],
-                    leakage_bits=metrics["leakage_bits"], leakage_before_bits=metrics["leakage_before_bits"],
-                    utility_loss_nats=metrics["utility_loss_nats"])
-    return info
+    return describe_real(payload, private=params["private"], utility=params["utility"], sigma2=params["sigma2"],
+                         delta=params["delta"], gamma=params["gamma"], utility_measure=params["utility_measure"],
+                         leakage_bits=metrics["leakage_bits"], leakage_before_bits=metrics["leakage_before_bits"],
+                         utility_loss_nats=metrics["utility_loss_nats"])
 
 
-def print_real(info: dict) -> None:
-    """Human-readable lines of :func:`describe_real`'s dict."""
-    click.echo(f"  version {info['version']}, {info['mechanism']} mechanism, "
-               f"expires {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(info['expires']))}")
-    click.echo(f"  releases {len(info['features'])} columns: {', '.join(info['features'])}")
-    if info["mechanism"] == "nullspace":
-        click.echo(f"  desired {info['desired']}, confidential {info['confidential']}; "
-                   f"{info['directions']} directions, epsilon = {info['epsilon']:g} per sample")
-    else:
-        sigma = ", ".join(f"{math.sqrt(s):.4g}" for s in info["sigma2"])
-        click.echo(f"  private {info['private']}, utility {info['utility']}; noise sd ({sigma})")
-        click.echo(f"  I(X_p;Y) = {info['leakage_bits']:.6f} bits (before: {info['leakage_before_bits']:.6f}); "
-                   f"utility loss {info['utility_loss_nats']:.6f} nats <= delta = {info['delta']:g}, "
-                   f"gamma = {info['gamma']:g} ({info['utility_measure']})")
+def print_description(info: dict) -> None:
+    """The human-readable lines of :func:`describe`'s dict."""
+    sigma = ", ".join(f"{math.sqrt(s):.4g}" for s in info["sigma2"])
+    for line in real_lines(info):
+        click.echo(line)
+    click.echo(f"  private {info['private']}, utility {info['utility']}; noise sd ({sigma})")
+    click.echo(f"  I(X_p;Y) = {info['leakage_bits']:.6f} bits (before: {info['leakage_before_bits']:.6f}); "
+               f"utility loss {info['utility_loss_nats']:.6f} nats <= delta = {info['delta']:g}, "
+               f"gamma = {info['gamma']:g} ({info['utility_measure']})")
 
 
-def verify_real(loaded) -> dict:
-    """The ``verify --json`` facts of a loaded real-valued bundle."""
-    info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
-            "expires": loaded.expires, "mechanism": loaded.mechanism}
-    if loaded.mechanism == "gaussian":
-        info.update(leakage_bits=loaded.metrics["leakage_bits"],
-                    recomputed_leakage_bits=loaded.recomputed_leakage_bits,
-                    utility_loss_nats=loaded.metrics["utility_loss_nats"])
-    else:
-        info.update(epsilon=loaded.epsilon, directions=len(loaded.directions))
-    return info
-
-
-def evaluate_real(payload, bundle, data, target, verified, seed, test_fraction, as_json) -> None:
-    """``privmap evaluate`` for a real-valued bundle's ``payload``: attack ``target`` on DATA's held-out rows."""
-    from ..evaluation._realvalued import evaluate_payload
-    result = {"bundle": str(bundle), "data": str(data), "signature_verified": verified,
-              **evaluate_payload(payload, data, target, seed=seed, test_fraction=test_fraction)}
-    if as_json:
-        emit(result)
-        return
-    click.echo(f"{bundle} on {data}" + ("" if verified else " (signature NOT verified: no --trusted key)"))
-    click.echo(f"  attacker on {target!r} ({result['measure']}, held-out {test_fraction:.0%}): raw {result['raw']:.4f}, "
-               f"fixed predictor on released {result['fixed']:.4f}, retrained on released {result['retrained']:.4f}")
-    if "declared_leakage_bits" in result:
-        click.echo(f"  Gaussian model: I(X_p;Y) {result['declared_leakage_bits']:.4f} bits "
-                   f"(before {result['declared_leakage_before_bits']:.4f})")
+def verify_facts(loaded) -> dict:
+    """The ``privmap verify --json`` facts of a loaded gaussian bundle."""
+    return verify_real(loaded, leakage_bits=loaded.metrics["leakage_bits"],
+                       recomputed_leakage_bits=loaded.recomputed_leakage_bits,
+                       utility_loss_nats=loaded.metrics["utility_loss_nats"])

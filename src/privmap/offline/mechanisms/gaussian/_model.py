@@ -24,7 +24,7 @@ import numpy as np
 
 from ..._errors import BuildError
 
-__all__ = ["GaussianModel", "GreedyResult", "greedy_noise", "fisher_information"]
+__all__ = ["GaussianModel", "GreedyResult", "greedy_noise", "check_greedy", "fisher_information"]
 
 
 #: A Cholesky pivot^2 below this fraction of the largest variance counts as singular.
@@ -153,6 +153,21 @@ class GreedyResult:
         return self.utility_before - self.utility_after
 
 
+def check_greedy(delta, gamma, *, dtheta, stop, saturation) -> None:
+    """Check the greedy's parameters (:func:`greedy_noise`).
+
+    Raises
+    ------
+    BuildError
+        ``delta`` or ``gamma`` not a finite number >= 0, or ``dtheta``, ``stop`` or ``saturation`` not > 0.
+    """
+    for name, value in (("delta", delta), ("gamma", gamma)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise BuildError(f"{name} must be a finite number >= 0")
+    if not (dtheta > 0 and stop > 0 and saturation > 0):
+        raise BuildError("dtheta, stop and saturation must be > 0")
+
+
 def greedy_noise(model: GaussianModel, delta: float, gamma: float = 0.0, *, fisher: bool = False,
                  dtheta: float = 1.0, stop: float = 1e-3, saturation: float = 1e-6,
                  max_iterations: int = 1_000_000, progress=None) -> GreedyResult:
@@ -178,11 +193,7 @@ def greedy_noise(model: GaussianModel, delta: float, gamma: float = 0.0, *, fish
     -------
     GreedyResult, with the mutual informations recomputed from scratch (Cholesky) at the end.
     """
-    for name, value in (("delta", delta), ("gamma", gamma)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-            raise BuildError(f"{name} must be a finite number >= 0")
-    if not (dtheta > 0 and stop > 0 and saturation > 0):
-        raise BuildError("dtheta, stop and saturation must be > 0")
+    check_greedy(delta, gamma, dtheta=dtheta, stop=stop, saturation=saturation)
     n = model.n
     sigma2 = np.zeros(n)
     private_before = model.information("private", sigma2)

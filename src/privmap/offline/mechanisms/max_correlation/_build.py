@@ -2,7 +2,7 @@
 
 No private column is read: the operator knows only P_X (seed 002, case (b)). Inputs and outputs
 are the observed public tuples, the metric is ``hamming`` (number of differing cells), the
-channel minimises rho_m(X;Y)^2 within the budget (:mod:`._maxcorr`), and the table is rounded to
+channel minimises rho_m(X;Y)^2 within the budget (:mod:`._design`), and the table is rounded to
 integers with the usual distortion repair. Every declared figure (rho_m^2, the S* bounds,
 distortion) is recomputed from the integer table. The payload carries ``p_x`` instead of
 ``private`` and ``prior`` (docs/bundle-format.md, "max-correlation").
@@ -11,23 +11,18 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import math
 import pathlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..._errors import BuildError, DatasetError
+from ...data import pairwise
 from ...data._dataset import MIN_ROWS, check_unique, column_indexes, data_rows, read_csv
-from ...data._distortion import pairwise
-from ...solvers._compress import compress
-from ..funnel._build import categorical_alphabet
-from .._header import (
-    HeaderOptions,
-    _tool_version,
-    check_header,
-    payload_header,
-)
+from ...solvers import compress
+from .._categorical import categorical_alphabet
+from .._header import _tool_version, payload_header
+from .._result import Result
 from ._design import (
     VERIFIED_RELATIVE_GAP,
     design_max_correlation,
@@ -35,56 +30,19 @@ from ._design import (
     s_star_lower_bound,
     s_star_upper_bound,
 )
+from ._options import MaxCorrelationOptions
 
-__all__ = ["MaxCorrOptions", "MaxCorrBuild", "build_max_correlation", "read_public", "MAXCORR_BITS"]
+__all__ = ["MaxCorrelationRecord", "build", "read_public", "MAX_INPUTS"]
 
-#: Most distinct public tuples the design accepts (and the device's limit, device/mechanisms/_maxcorr.py).
+#: Most distinct public tuples the design accepts (and the device's limit, device/kinds/maxcorr.py).
 MAX_INPUTS = 64
-#: Default table bits: rho_m^2 moves by ~1e-2 when a rarely released output's mass is rounded
-#: to 2^-16 (measured on census.csv, 48 tuples, D = 0.3: 0.7206 solved, 0.7321 at B = 16,
-#: 0.7208 at B = 24), so this mechanism rounds finer.
-MAXCORR_BITS = 24
-
-
-@dataclass(frozen=True, kw_only=True)
-class MaxCorrOptions(HeaderOptions):
-    """What decides a max-correlation bundle's bytes (with the data and the key).
-
-    ``delta`` is the Hamming budget D (expected number of changed cells under P_X);
-    ``information_budget`` is the assumed Delta >= I(S;X) in bits for the declared bound
-    (optional; the per-bit factor is declared either way). ``private``, if given, is a column
-    to leave out (never read as labels).
-    """
-
-    delta: float
-    public: tuple[str, ...] | None = None
-    private: str | None = None
-    metric: str = "hamming"
-    information_budget: float | None = None
-    starts: int = 6
-    bits: int = MAXCORR_BITS
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.metric != "hamming":
-            raise BuildError(f"metric {self.metric!r} does not fit the max-correlation mechanism; expected hamming")
-        if not (math.isfinite(self.delta) and self.delta >= 0):
-            raise BuildError(f"delta must be a finite number >= 0, got {self.delta}")
-        if self.information_budget is not None and not (math.isfinite(self.information_budget)
-                                                        and self.information_budget >= 0):
-            raise BuildError(f"information budget must be finite and >= 0, got {self.information_budget}")
-        if self.starts < 1:
-            raise BuildError(f"starts must be >= 1, got {self.starts}")
-        if not 1 <= self.bits <= 32:
-            raise BuildError(f"bits must be in 1..32, got {self.bits}")
-        check_header(self)
 
 
 @dataclass(frozen=True)
-class MaxCorrBuild:
-    """What :func:`build_max_correlation` computed."""
+class MaxCorrelationRecord:
+    """What :func:`build` computed besides the payload (its :attr:`Result.detail`): the public
+    columns, P_X, the Hamming distances between tuples and the shipped channel."""
 
-    payload: dict
     features: tuple[str, ...]
     p_x: np.ndarray
     distortion: np.ndarray
@@ -119,15 +77,26 @@ def read_public(path, public=None, exclude=None) -> tuple[tuple[str, ...], np.nd
     return tuple(names), np.array(rows, dtype=object), hashlib.sha256(raw).hexdigest()
 
 
-def build_max_correlation(csv_path, options: MaxCorrOptions) -> MaxCorrBuild:
-    """Design a max-correlation channel from the public columns of ``csv_path``; unsigned payload.
+def build(source, options: MaxCorrelationOptions) -> Result:
+    """Design a max-correlation channel from the public columns of a CSV; the unsigned payload.
+
+    Parameters
+    ----------
+    source : path
+        The CSV (no labels are read: ``options.private``, if given, is a column left out).
+    options : MaxCorrelationOptions
+
+    Returns
+    -------
+    Result
+        ``mechanism`` "max-correlation", the payload, and a :class:`MaxCorrelationRecord` as ``detail``.
 
     Raises
     ------
     BuildError
         Bad data, too many distinct tuples, or a design that fails (SolverError).
     """
-    features, public, sha = read_public(csv_path, options.public, exclude=options.private)
+    features, public, sha = read_public(source, options.public, exclude=options.private)
     specs, tuples, cells, labels = categorical_alphabet(features, public)
     k = len(cells)
     if k > MAX_INPUTS:
@@ -177,4 +146,4 @@ def build_max_correlation(csv_path, options: MaxCorrOptions) -> MaxCorrBuild:
             "algorithm": "min rho_m^2 s.t. E d <= D, multi-start SLSQP (seed 002, case (b))",
         },
     }
-    return MaxCorrBuild(payload=payload, features=features, p_x=p_x, distortion=d, w=w)
+    return Result("max-correlation", payload, MaxCorrelationRecord(features=features, p_x=p_x, distortion=d, w=w))

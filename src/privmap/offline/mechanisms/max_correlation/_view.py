@@ -1,4 +1,4 @@
-"""``privmap evaluate`` on a max-correlation bundle: it against seed 000's mapping on labels.
+"""The max-correlation evaluation view (``privmap evaluate``): the bundle against seed 000's mapping on labels.
 
 The max-correlation channel (seed 002) is designed from P_X alone. Where labelled rows exist,
 this measures what it leaks about a private column and sets it beside seed 000's MI-optimal
@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import BuildError
-from .._information import (
+from ..._errors import BuildError
+from ..._information import (
     expected_distortion,
     joint_output,
     leakage_bits,
     mutual_information_bits,
 )
-from ..bundle._inspect import payload_table
-from ..data._distortion import pairwise
-from ..data._prior import joint_prior
-from ..solvers._solve import solve
+from ...bundle import payload_table
+from ...data import joint_prior, pairwise
+from ...solvers import solve
 
 __all__ = ["compare_max_correlation"]
 
