@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from privmap.offline.commandline import Section, SectionedCommand, short_term
-from privmap.offline.cli._main import BUILD_SECTIONS, build
+from privmap.offline.mechanisms import quantized_command as build
 
 #: A classic terminal's width: click wraps help to it when it cannot read the terminal's.
 COLUMNS = 80
@@ -31,7 +31,7 @@ def test_build_help_shows_every_option_on_one_line_under_a_heading(run):
 
 
 def test_each_one_line_help_states_the_default_the_option_has():
-    briefs = {name: text for section in BUILD_SECTIONS for name, text in section.options}
+    briefs = {name: text for section in build.sections for name, text in section.options}
     for option in _options(build):
         if option.show_default and option.default not in (None, False):
             assert str(option.default) in briefs[option.name], option.name

@@ -14,6 +14,7 @@ import click
 
 from .._errors import BuildError
 from ..commandline import data_options, emit, guard
+from ._real_kinds import REAL_KINDS
 
 
 def _parse_floats(text: str, what: str) -> list[float]:
@@ -49,7 +50,7 @@ def _parse_ints(text: str, what: str) -> list[int]:
 
 def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
     """The bundle's decoded payload, and whether its signature was verified (with ``trusted`` keys)."""
-    from ..bundle._inspect import read_bytes, read_unverified
+    from ..bundle import read_bytes, read_unverified
     if trusted:
         from privmap.device import Keyring, read_bundle_file
         return read_unverified(read_bundle_file(bundle, Keyring.from_pem_files(*trusted)).data)[0], True
@@ -101,13 +102,12 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       the raw-data predictor on released rows, and a predictor retrained on
       released rows.
     """
-    from ._real import REAL_MECHANISMS, evaluate_real
     payload, verified = _read_payload(bundle, trusted)
     mechanism = payload["mechanism"]
-    if recommender and (mechanism in REAL_MECHANISMS or mechanism in ("exact", "funnel", "max-correlation")):
+    if recommender and (mechanism in REAL_KINDS or mechanism in ("exact", "funnel", "max-correlation")):
         raise BuildError(f"--recommender measures bundles that release ratings, not {mechanism} bundles")
-    if mechanism in REAL_MECHANISMS:
-        evaluate_real(payload, bundle, data, private, verified, seed, test_fraction, as_json)
+    if mechanism in REAL_KINDS:
+        _evaluate_real(payload, bundle, data, private, verified, seed, test_fraction, as_json)
     elif mechanism == "max-correlation":  # no private attribute in the bundle
         _evaluate_max_correlation(payload, bundle, data, private, verified, as_json)
     elif mechanism == "funnel":
@@ -118,6 +118,23 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
                         not no_attacker, as_json, recommender)
 
 
+def _evaluate_real(payload, bundle, data, target, verified, seed, test_fraction, as_json) -> None:
+    """``evaluate`` for a real-valued bundle: its kind's view attacks ``target`` on DATA's held-out rows."""
+    result = {"bundle": str(bundle), "data": str(data), "signature_verified": verified,
+              **REAL_KINDS[payload["mechanism"]].evaluate_release(payload, data, target, seed=seed,
+                                                                  test_fraction=test_fraction)}
+    if as_json:
+        emit(result)
+        return
+    click.echo(f"{bundle} on {data}" + _unverified_note(verified))
+    click.echo(f"  attacker on {target!r} ({result['measure']}, held-out {test_fraction:.0%}): "
+               f"raw {result['raw']:.4f}, fixed predictor on released {result['fixed']:.4f}, "
+               f"retrained on released {result['retrained']:.4f}")
+    if "declared_leakage_bits" in result:
+        click.echo(f"  Gaussian model: I(X_p;Y) {result['declared_leakage_bits']:.4f} bits "
+                   f"(before {result['declared_leakage_before_bits']:.4f})")
+
+
 def _unverified_note(verified: bool) -> str:
     return "" if verified else " (signature NOT verified: no --trusted key)"
 
@@ -126,7 +143,7 @@ def _evaluate_table(payload, bundle, data, private, verified, seed, test_fractio
                     as_json, recommender=None) -> None:
     """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines
     (and the recommender figures: ``recommender`` True, False or None = when DATA has blank cells)."""
-    from ..evaluation._bundle_report import evaluate_table_bundle, format_table_report
+    from ..evaluation import evaluate_table_bundle, format_table_report
     report = evaluate_table_bundle(payload, data, private, seed=seed, test_fraction=test_fraction,
                                    permutations=permutations, attacker=attacker,
                                    recommender=False if payload["mechanism"] == "exact" else recommender)
@@ -141,8 +158,8 @@ def _evaluate_table(payload, bundle, data, private, verified, seed, test_fractio
 def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
                      as_json) -> None:
     """``evaluate`` for a funnel bundle (seed 003): leakage I(S;Y), disclosure I(X;Y), log-loss distortion."""
-    from ..evaluation._funnel_curve import evaluate_funnel, format_funnel_evaluation
-    from ..evaluation._bundle_report import load_for
+    from ..evaluation import load_for
+    from ..mechanisms.funnel import evaluate_funnel, format_funnel_evaluation
     ds, codes = load_for(data, private, payload, True)
     result = evaluate_funnel(payload, ds.public, codes, seed=seed, test_fraction=test_fraction,
                              permutations=permutations, attacker=attacker)
@@ -203,9 +220,9 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     Recommender figures: as evaluate --help says (columns rmse_*, value_kept).
     """
     import numpy as np
-    from ..data._dataset import load_dataset
-    from ..data._schema import declare, resolve
-    from ..evaluation import _curve, _plots
+    from ..data import declare, load_dataset, resolve
+    from ..evaluation import format_table, json_points, sweep, write_csv
+    from ..measures import have_matplotlib, plot_curve
     if mechanism == "funnel":  # seed 003's curves
         _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json)
         return
@@ -233,31 +250,31 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
         click.echo(f"note: {dropped} row(s) with every public cell missing left out", err=True)
     n_points = len(delta_list) * (1 if mechanism == "exact" else len(k_list))
     with click.progressbar(length=n_points, label="curve", file=sys.stderr, show_pos=True) as bar:
-        points = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
+        points = sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
                               attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
                               robust=robust, domain=domain, progress=bar.update,
                               recommender=recommender if mechanism == "quantized" else False)
     base = None
     if mechanism == "quantized":
-        from ..evaluation._baselines import baselines, format_quantization_alone
+        from ..evaluation import baselines, format_quantization_alone
         base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
                          attacker=not no_attacker, clusters=[k for k in k_list if k])
     stem = pathlib.Path(data).stem
     csv_path = csv_path or pathlib.Path(f"{stem}_curve.csv")
-    _curve.write_csv(points, csv_path)
+    write_csv(points, csv_path)
     png_written = None
-    if _plots.have_matplotlib():
+    if have_matplotlib():
         png = png or pathlib.Path(f"{stem}_curve.png")
-        png_written = _plots.plot_curve(points, png, auc=not no_attacker, baselines=base,
+        png_written = plot_curve(points, png, auc=not no_attacker, baselines=base,
                                         title=title or f"{stem}: {private} vs {', '.join(ds.features)[:60]}")
     if as_json:
         emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
                "classes": list(ds.classes), "rows": ds.n, "csv": str(csv_path), "png": png_written,
                "robust_confidence": robust,
-               "points": _curve.json_points(points), "baselines": base})
+               "points": json_points(points), "baselines": base})
         return
-    click.echo(_curve.format_table(points))
+    click.echo(format_table(points))
     if base is not None:
         click.echo(f"baselines: constant release distortion {base['constant']['distortion']:.4f} at 0 bits; "
                    "randomized response per feature " + ", ".join(
@@ -273,23 +290,22 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
 def _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json) -> None:
     """``curve --mechanism funnel``: greedy, negligent and MI-optimal curves as CSV + PNG."""
     from .._information import mutual_information_bits
-    from ..data._dataset import load_dataset
-    from ..evaluation import _funnel_curve, _plots
-    from ..mechanisms.funnel._model import entropy_bits
-    from ..mechanisms.funnel._build import funnel_prior
+    from ..data import load_dataset
+    from ..measures import have_matplotlib
+    from ..mechanisms.funnel import entropy_bits, funnel_prior, funnel_sweep, plot_funnel, write_funnel_csv
     cols = [c.strip() for c in public.split(",")] if public else None
     ds = load_dataset(data, private=private, public=cols, categorical=True)
     _, cells, _, p_sx = funnel_prior(ds)
     with click.progressbar(length=2 * points, label="funnel curve", file=sys.stderr, show_pos=True) as bar:
-        pts = _funnel_curve.funnel_sweep(p_sx, cells, points=points, progress=bar.update)
+        pts = funnel_sweep(p_sx, cells, points=points, progress=bar.update)
     stem = pathlib.Path(data).stem
     csv_path = csv_path or pathlib.Path(f"{stem}_funnel.csv")
-    _funnel_curve.write_funnel_csv(pts, csv_path)
+    write_funnel_csv(pts, csv_path)
     h_x, i_sx = entropy_bits(p_sx.sum(axis=0)), mutual_information_bits(p_sx)
     png_written = None
-    if _plots.have_matplotlib():
+    if have_matplotlib():
         png = png or pathlib.Path(f"{stem}_funnel.png")
-        png_written = _funnel_curve.plot_funnel(
+        png_written = plot_funnel(
             pts, png, title=title or f"{stem}: S = {private}, X = ({', '.join(ds.features)}), {len(cells)} tuples",
             h_x=h_x, i_sx=i_sx)
     summary = {"data": str(data), "private": private, "features": list(ds.features), "tuples": len(cells),
@@ -308,8 +324,8 @@ def _funnel_curve_command(data, private, public, points, png, csv_path, title, a
 
 def _evaluate_max_correlation(payload, bundle, data, private, verified, as_json) -> None:
     """A max-correlation bundle beside seed 000's mapping at the same distortion, on DATA's labels."""
-    from ..data._dataset import load_dataset
-    from ..evaluation._maxcorr_compare import compare_max_correlation
+    from ..data import load_dataset
+    from ..mechanisms.max_correlation import compare_max_correlation
     ds = load_dataset(data, private=private, public=[f["name"] for f in payload["features"]], categorical=True)
     result = compare_max_correlation(payload, ds.public, ds.private, len(ds.classes))
     summary = {"bundle": str(bundle), "data": str(data), "private": private, "signature_verified": verified,

@@ -1,7 +1,7 @@
 """The old ``privmap build --mechanism NAME`` forms of the other seeds' mechanisms, forwarded.
 
-Before issue 26 one ``build`` command took every mechanism's options; now each mechanism other
-than seed 000's has its own command. ``privmap build DATA --mechanism funnel ...`` still works: the
+Once one ``build`` command took every mechanism's options; now each mechanism other than seed
+000's has its own command. ``privmap build DATA --mechanism funnel ...`` still works: the
 arguments go to ``privmap build-funnel DATA ...`` with a one-line note on stderr (after it
 succeeds, so that a failure is still one ``error:`` line), and the build is
 the same (same options, same bundle bytes). The old command accepted every option for every
@@ -48,10 +48,10 @@ def _mechanism(args: list[str]) -> str | None:
     return None
 
 
-def forward(args: list[str], target: click.Command, mechanism: str) -> tuple[list[str], list[str]]:
+def forward(args: list[str], target: click.Command, mechanism: str, called: str) -> tuple[list[str], list[str]]:
     """The arguments of ``build`` (after the command name) rewritten for ``target``, the command
-    that builds ``mechanism`` now, and the options dropped. Raises :class:`Fail` for an option the
-    old command refused with that mechanism."""
+    that builds ``mechanism`` now (called ``called``), and the options dropped. Raises :class:`Fail`
+    for an option the old command refused with that mechanism."""
     accepted = {opt for p in target.params for opt in (*p.opts, *p.secondary_opts)}
     flags = {opt for p in target.params if getattr(p, "is_flag", False) for opt in p.opts} | OLD_FLAGS
     kept, dropped, i = [], [], 0
@@ -67,7 +67,7 @@ def forward(args: list[str], target: click.Command, mechanism: str) -> tuple[lis
             raise Fail(f"{name} applies to the quantized and exact mechanisms (privmap build), not {mechanism}")
         if name in REFUSED[mechanism]:
             raise Fail(f"{name} does not apply to the {mechanism} mechanism "
-                       f"(see 'privmap {target.name} --help')")
+                       f"(see 'privmap {called} --help')")
         if name == "--mechanism":
             pass
         elif name in accepted:
@@ -86,13 +86,13 @@ class PrivmapGroup(CommandGroup):
         if args and args[0] == "build":
             mechanism = _mechanism(args[1:])
             if mechanism in FORWARDED:
-                target = self.commands[FORWARDED[mechanism]]
-                rest, dropped = forward(args[1:], target, mechanism)
-                note = f"note: 'privmap build --mechanism {mechanism}' is now 'privmap {target.name}'"
+                name = FORWARDED[mechanism]
+                rest, dropped = forward(args[1:], self.commands[name], mechanism, name)
+                note = f"note: 'privmap build --mechanism {mechanism}' is now 'privmap {name}'"
                 if dropped:
                     note += f"; ignored, as before: {' '.join(dropped)}"
                 ctx.meta[_NOTE] = note
-                args = [target.name, *rest]
+                args = [name, *rest]
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):

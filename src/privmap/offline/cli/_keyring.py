@@ -18,7 +18,7 @@ _PATH = click.Path(dir_okay=False, path_type=pathlib.Path)
 
 
 def _private_keys(paths, passphrase_file):
-    from ..bundle._keys import load_private_key
+    from ..bundle import load_private_key
     password = read_passphrase(passphrase_file)
     return [load_private_key(p, password=password) for p in paths]
 
@@ -88,7 +88,7 @@ def _write(document: bytes, chain: KeyringChain, out, as_json) -> None:
 @guard
 def create(public, threshold, valid_days, keys, out, passphrase_file, as_json):
     """Write a version-1 keyring (signed by THRESHOLD of its own keys) to provision devices."""
-    from ..bundle._multisig import keyring_document
+    from ..bundle import keyring_document
     document = keyring_document(_public_keys(public), threshold=threshold, version=1,
                                 expires=_expires(valid_days), signing_keys=_private_keys(keys, passphrase_file))
     try:
@@ -107,7 +107,7 @@ def rotate(current, public, threshold, valid_days, keys, out, passphrase_file, a
 
     Sign with THRESHOLD keys of CURRENT and THRESHOLD of the new keyring.
     """
-    from ..bundle._multisig import keyring_document
+    from ..bundle import keyring_document
     chain = KeyringChain(current.read_bytes())
     document = keyring_document(_public_keys(public), threshold=threshold, version=chain.version + 1,
                                 expires=_expires(valid_days), signing_keys=_private_keys(keys, passphrase_file))
@@ -136,7 +136,7 @@ def cosign(bundle, keys, out, keyrings, passphrase_file):
     sign one after another. With --keyring the result is loaded as a device
     holding that keyring would, now; if it would be refused nothing is written.
     """
-    from ..bundle._multisig import cosign_bundle
+    from ..bundle import cosign_bundle
     data = cosign_bundle(bundle.read_bytes(), _private_keys(keys, passphrase_file))
     if keyrings:
         now = time.time()
@@ -157,6 +157,6 @@ def keygen(keydir, passphrase_file):
     are never overwritten, and a KEYDIR writable by group or others is refused.
     With --passphrase-file the private key is encrypted (PKCS#8, best available).
     """
-    from ..bundle._keys import generate_keypair
+    from ..bundle import generate_keypair
     generate_keypair(keydir, password=read_passphrase(passphrase_file))
     click.echo(f"wrote {keydir / 'private.pem'} (mode 0600) and {keydir / 'public.pem'}")

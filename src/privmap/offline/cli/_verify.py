@@ -13,6 +13,8 @@ import click
 from privmap.device import read_bundle_file
 
 from ..commandline import emit, guard, trust_options, trusted_keyring
+from ..mechanisms import robust_line
+from ._real_kinds import REAL_KINDS
 
 
 @click.command()
@@ -47,9 +49,8 @@ def verify(bundle, trusted, keyrings, min_version, as_json):
         click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
         click.echo(f"  declared rho_m^2 {info['rho_m_squared']:.6f}, recomputed {info['recomputed_rho_m_squared']:.6f}")
         return
-    from ._real import REAL_MECHANISMS, verify_real
-    if loaded.mechanism in REAL_MECHANISMS:
-        info = verify_real(loaded)
+    if loaded.mechanism in REAL_KINDS:
+        info = REAL_KINDS[loaded.mechanism].verify_facts(loaded)
         if as_json:
             emit(info)
         else:
@@ -82,16 +83,15 @@ def inspect(bundle, trusted, keyrings, as_json):
     output says so. Reads single-signature (format 1) and k-of-n (format 2)
     bundles.
     """
-    from ..bundle._inspect import listed_signatures, payload_output_leakage, read_bytes, read_unverified
+    from ..bundle import listed_signatures, payload_output_leakage, read_bytes, read_unverified
     keyring = trusted_keyring(trusted, keyrings, required=False)
     data = read_bytes(bundle) if keyring is None else read_bundle_file(bundle, keyring).data
     payload, _ = read_unverified(data)
     envelope_format, signers = listed_signatures(data)
     verified = keyring is not None
-    from ._real import REAL_MECHANISMS, describe_real, print_real
-    real = payload["mechanism"] in REAL_MECHANISMS
+    kind = REAL_KINDS.get(payload["mechanism"])
     info = {"signature_verified": verified, "envelope_format": envelope_format, "signatures": signers,
-            **(describe_real(payload) if real else _describe(payload))}
+            **(kind.describe(payload) if kind else _describe(payload))}
     info["max_output_leakage_bits"], info["max_output_leakage_note"] = payload_output_leakage(payload)
     if as_json:
         emit(info)
@@ -99,14 +99,13 @@ def inspect(bundle, trusted, keyrings, as_json):
     click.echo(f"{bundle}: signature {'verified' if verified else 'NOT VERIFIED (no --trusted or --keyring given)'}")
     click.echo(f"  envelope format {envelope_format}, {len(signers)} signature(s) listed: "
                + ", ".join(f"{key_id[:16]}..." for key_id in signers))
-    (print_real if real else _print_description)(info)
+    (kind.print_description if kind else _print_description)(info)
 
 
 def _describe(payload: dict) -> dict:
     metrics = payload["metrics"]
     if payload["mechanism"] in ("funnel", "max-correlation"):
-        from ._seed_builds import describe_seed_payload
-        return describe_seed_payload(payload)
+        return _describe_categorical(payload)
     return {
         "version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
         "mechanism": payload["mechanism"], "metric": payload["metric"],
@@ -128,6 +127,38 @@ def _describe(payload: dict) -> dict:
     }
 
 
+def _describe_categorical(payload: dict) -> dict:
+    """``privmap inspect`` fields of a funnel or max-correlation payload: the usual ones plus
+    ``disclosure_bits`` (funnel) or ``rho_m_squared`` and the S* bound (max-correlation, which
+    has no private attribute: ``private`` is None, ``leakage_bits`` absent)."""
+    metrics = payload["metrics"]
+    index = payload["table"]["index"]
+    info = {
+        "version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
+        "mechanism": payload["mechanism"], "metric": payload["metric"],
+        "features": [f["name"] for f in payload["features"]],
+        "private": payload["private"]["name"] if "private" in payload else None,
+        "classes": payload["private"]["classes"] if "private" in payload else [],
+        "inputs": len(payload["inputs"]), "outputs": len(payload["outputs"]), "bits": payload["table"]["bits"],
+        "nonzero_per_row": sum(len(r) for r in index) / max(len(index), 1),
+        "distortion": metrics["distortion"], "delta": metrics["delta"], "clusters": metrics["clusters"],
+        "metrics": dict(metrics), "provenance": dict(payload["provenance"]),
+        # neither mechanism cross-fits a new-user estimate: declared absent, not left out
+        "holdout_leakage_bits": None, "holdout_leakage_interval_bits": None,
+    }
+    if payload["mechanism"] == "funnel":
+        info["leakage_bits"] = metrics["leakage_bits"]
+        info["disclosure_bits"] = metrics["disclosure_bits"]
+        groups: dict[int, list] = {}
+        for c, row in enumerate(index):
+            groups.setdefault(row[0], []).append(c)
+        info["groups"] = [groups[j] for j in sorted(groups)]
+    else:
+        for key in ("rho_m_squared", "s_star_upper_bound", "s_star_lower_bound", "s_star_verified"):
+            info[key] = metrics.get(key)
+    return info
+
+
 def _robust_description(payload: dict) -> dict:
     """The robust figures: as declared (``--robust``), else computed from the payload's prior and
     table at the default confidence when the prior is an unsmoothed empirical one (its counts are
@@ -139,20 +170,12 @@ def _robust_description(payload: dict) -> dict:
     figures = None
     if payload.get("prior") is not None and payload.get("table") is not None:
         from ..solvers import DEFAULT_CONFIDENCE, robust_figures_of_table
-        from ..bundle._inspect import payload_table
+        from ..bundle import payload_table
         q = payload_table(payload).toarray()
         figures = robust_figures_of_table(payload["prior"], q, int(metrics.get("n", 0)), DEFAULT_CONFIDENCE)
     if figures is None:
         return {**{k: None for k in keys}, "robust_source": None}
     return {**{k: figures.get(k) for k in keys}, "robust_source": "computed at the default confidence"}
-
-
-def robust_line(figures: dict) -> str:
-    """One line for the robust figures (build, inspect)."""
-    epsilon = figures.get("robust_max_output_leakage_bits")
-    return (f"certified over the {100 * figures['robust_confidence']:g}% confidence set of priors: "
-            f"leakage <= {figures['robust_leakage_bits']:.6f} bits, per-output epsilon "
-            + (f"<= {epsilon:.4f} bits" if epsilon is not None else "unbounded (a posterior may reach 0)"))
 
 
 def _print_description(info: dict) -> None:

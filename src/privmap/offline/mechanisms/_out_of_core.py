@@ -1,4 +1,5 @@
-"""``privmap build`` on a directory or glob of CSV/Parquet files: the partitioned build on Dask."""
+"""``privmap build`` on a directory or glob of CSV/Parquet files: which DATA goes to the
+partitioned build, and the build run on a Dask cluster with its passes told on stderr."""
 from __future__ import annotations
 
 import glob
@@ -9,6 +10,10 @@ import sys
 import click
 
 from .._errors import BuildError
+from ..data import open_source
+from .quantized import build_partitioned, check_partitioned, dask_client
+
+__all__ = ["wants_partitioned", "open_partitioned", "run_partitioned"]
 
 _PARQUET = (".parquet", ".pq")
 
@@ -23,51 +28,36 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
             or (not os.path.exists(text) and glob.has_magic(text)))
 
 
-def check_partitioned_options(data, options, *, auto: bool, kmeans: str):
-    """Refuse what the partitioned build cannot do, before any cluster starts (headers only are read).
-
-    Returns the checked source, to pass to :func:`run_partitioned`.
+def open_partitioned(data, options, *, private: str, public, kmeans: str):
+    """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
+    before any cluster starts.
 
     Raises
     ------
     BuildError
-        The ``scale`` extra (dask, distributed, pyarrow) is not installed; ``--clusters auto`` or
-        ``--smoothing auto``; anything :func:`check_partitioned` refuses (DatasetError included).
+        The ``scale`` extra (dask, distributed, pyarrow) is not installed; anything
+        :func:`check_partitioned` refuses (DatasetError included).
     """
     try:
         import distributed  # noqa: F401
         import pyarrow  # noqa: F401
-
-        from ..mechanisms.quantized._partitioned_build import check_partitioned
     except ImportError as exc:
         raise BuildError(f"a partitioned build needs the scale extra ({exc.name} is missing): "
                          f"pip install 'privmap[scale]'") from None
-    if auto:
-        raise BuildError("'auto' clusters or smoothing are chosen in memory; a partitioned build needs a number "
-                         "(--clusters K, --smoothing S)")
-    if options.prior != "counts":
-        raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
-    return check_partitioned(data, options, kmeans=kmeans)
+    src = open_source(data, private=private, public=public)
+    check_partitioned(src, options, kmeans=kmeans)
+    return src
 
 
-def run_partitioned(data, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress,
-                    checked=None):
-    """Run :func:`build_partitioned` on a local cluster of ``workers`` processes or on ``scheduler``.
-
-    ``checked`` is what :func:`check_partitioned_options` returned (it is called here otherwise,
-    still before the cluster starts). Dask's progress bar of each pass goes to stderr beside the
-    stage names.
+def run_partitioned(src, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress):
+    """Run :func:`build_partitioned` on a local cluster of ``workers`` processes or on ``scheduler``;
+    each pass is told to ``progress`` and named on stderr, beside Dask's progress bar of it.
 
     Raises
     ------
     BuildError
-        As :func:`check_partitioned_options`; the scheduler cannot be reached, or anything
-        :func:`build_partitioned` raises.
+        The scheduler cannot be reached, a worker died, or anything :func:`build_partitioned` raises.
     """
-    if checked is None:
-        checked = check_partitioned_options(data, options, auto=False, kmeans=kmeans)
-    from ..mechanisms.quantized._partitioned_build import build_partitioned, dask_client
-
     shown = []
 
     def tell(stage: str, fraction: float) -> None:
@@ -79,8 +69,8 @@ def run_partitioned(data, options, *, workers: int | None, scheduler: str | None
     from distributed.scheduler import KilledWorker
     try:
         with dask_client(workers=workers, scheduler=scheduler) as client:
-            return build_partitioned(data, options, client, kmeans=kmeans, progress=tell,
-                                     dask_progress=sys.stderr.isatty(), checked=checked)
+            return build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
+                                     dask_progress=sys.stderr.isatty())
     except KilledWorker as exc:
         raise BuildError(f"a Dask worker died while processing a partition (out of memory?): {exc}") from exc
     except (OSError, TimeoutError) as exc:

@@ -1,0 +1,473 @@
+"""``privmap build DATA ...`` (also ``privmap build quantized`` and ``privmap build exact``): seed
+000's two mechanisms, quantized (with ``--utility recommender``, the recommender) and exact, from
+the command line to a signed bundle and its report.
+
+The body of a build is options -> run -> report: :func:`seed000_options` turns the arguments into
+the mechanism's options (:class:`QuantizedOptions`, :class:`ExactOptions` or
+:class:`RecommenderOptions`; they check their own rules), :func:`run` builds (in memory, or out
+of core on Dask) and :func:`report` signs, writes and tells (text, or ``--json``).
+
+The command lives here, above the quantized, exact and recommender folders, because it builds
+all three and the recommender's package stands on the quantized one's.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import pathlib
+import sys
+import time
+
+import click
+from privmap.device.constants import MAX_RANK
+
+from .._errors import BuildError
+from .._files import atomic_write
+from .._information import max_output_leakage_bits
+from ..commandline import (
+    BUNDLE_SECTION,
+    AutoOr,
+    Columns,
+    Section,
+    SectionedCommand,
+    bundle_options,
+    data_options,
+    emit,
+    guard,
+    header_options,
+    json_option,
+    load_key,
+    sign_checked,
+)
+from ..data import Dataset, declare, read_schema_file, schema_json
+from . import exact, quantized, recommender
+from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
+from .quantized import (
+    Auto,
+    CrossFitting,
+    OutputLimit,
+    QuantizedOptions,
+    RobustCertificate,
+    StageTimer,
+    format_candidates,
+)
+
+__all__ = ["quantized_command", "exact_command", "seed000_options", "run", "report", "robust_line", "SECTIONS"]
+
+#: ``privmap build --help``: its options by section, one line each (``--help-all`` gives the full help).
+SECTIONS = (
+    Section("Data", (
+        ("private", "Private attribute column."),
+        ("public", "Public columns, comma-separated (default: others)."),
+        ("domains", "Declared domain, all columns or COL (repeatable)."),
+        ("schema_file", "Column types, domains, missing tokens (JSON)."),
+        ("schema_out", "Write the resolved schema here (JSON), to edit."),
+        ("missing_token", "Text coding a missing answer, besides a blank."),
+        ("missing", "Blank cells skipped or imputed (default: mask)."),
+        ("workers", "Out of core: local Dask cluster of N workers."),
+        ("scheduler", "Out of core: existing Dask cluster at ADDRESS."),
+        ("kmeans", "Out of core: minibatch (default), dask-ml, in-memory."),
+    )),
+    Section("Mapping", (
+        ("mechanism", "quantized (k-means) or exact (default: quantized)."),
+        ("utility", "rows, or recommender: taste kept for recommenders."),
+        ("factors", "recommender: latent rank (default: 10)."),
+        ("factor_reg", "recommender: fold-in penalty, or auto (default)."),
+        ("metric", "Distortion metric (default: l2; exact: erasures)."),
+        ("clusters", "Clusters K, or auto: the best K meeting a target."),
+        ("delta", "Distortion budget Delta, in the metric's unit."),
+        ("delta_fraction", "Delta / perfect privacy's (auto: searched)."),
+        ("seed", "Seed of k-means (default: 0)."),
+        ("no_codebook", "Release the k-means representatives unmoved."),
+        ("smoothing", "Prior count smoothing, or auto (default: 0.0)."),
+        ("prior", "p(a,c) from counts or classifier posteriors."),
+        ("solver", "Certified fast solver or cvxpy (default: fast)."),
+        ("bits", "Table rows sum to 2^BITS (default: 16)."),
+    )),
+    Section("Guarantees", (
+        ("holdout_folds", "Folds of the new-user estimate (default: 5)."),
+        ("target_leakage", "auto: new-user leakage in bits to stay under."),
+        ("target_auc", "auto: held-out attacker AUC to stay under."),
+        ("robust", "Certify the leakage over a set of priors."),
+        ("max_output_leakage", "Limit every output's leakage to EPS bits."),
+    )),
+    BUNDLE_SECTION,
+)
+
+_BRIEF = (
+    "Build a seed-000 bundle from labelled DATA (a CSV file, or a directory or glob of CSV or "
+    "Parquet parts, built out of core on Dask). Example:\n\n"
+    "\b\n"
+    "  {command} ratings.csv --private gender --clusters 64 \\\n"
+    "      --delta-fraction 0.5 --key keys/private.pem --out ratings.bundle")
+
+#: ``--mechanism``, which ``privmap build exact`` leaves out.
+_MECHANISM = click.option(
+    "--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True,
+    help="quantized: k-means representatives of numeric rows (Algorithm 2); exact: categorical tuples and their "
+         "erasures (Algorithm 1), also 'privmap build exact'. Other mechanisms have their own commands (privmap "
+         "build funnel, max-correlation, gaussian, nullspace).")
+
+#: The options of a seed-000 build besides the bundle's (``commandline.bundle_options`` and the header's).
+_DECORATORS = [
+    click.argument("data", metavar="DATA", type=click.Path(path_type=pathlib.Path)),
+    click.option("--private", "private", metavar="COL", help="Private attribute column."),
+    click.option("--public", "public", type=Columns(), metavar="COLS",
+                 help="Comma-separated public columns (default: all others)."),
+    _MECHANISM,
+    click.option("--utility", type=click.Choice(["rows", "recommender"]), default="rows", show_default=True,
+                 help="rows: release a representative of the public rows (seed 000 as written); recommender: for "
+                      "ratings with blank cells, map users' latent taste (a factor model fitted here, folded in on "
+                      "the device) and release a full row of predicted ratings, distortion in stars "
+                      "(docs/recommender.md)."),
+    click.option("--factors", type=click.IntRange(1, MAX_RANK), default=10, show_default=True, metavar="RANK",
+                 help="--utility recommender: rank of the latent-factor model."),
+    click.option("--factor-reg", type=AutoOr(float, 1e-9), default="auto", show_default=True, metavar="REG|auto",
+                 help="--utility recommender: ridge penalty of the factor model and the device's fold-in, or 'auto' "
+                      "(least RMSE on 10% of the training ratings held back)."),
+    click.option("--metric", type=click.Choice(["l2", "l1", "hamming", "erasures"]), default=None,
+                 help="Distortion metric [default: l2 for quantized, erasures for exact]."),
+    click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
+                 help="Number of clusters K (quantized), or 'auto': of K = 4, 8, ... up to what the data supports "
+                      "(32 training rows per cluster, 8 with --prior posteriors), the least held-out distortion whose "
+                      "new-user leakage meets the target (--target-leakage / --target-auc, default 1% of H(A)); the "
+                      "candidates are printed."),
+    click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit."),
+    click.option("--delta-fraction", type=float,
+                 help="Delta as a fraction of the perfect-privacy distortion (1.0 = zero leakage). With "
+                      "--clusters auto and neither this nor --delta, the fraction is searched with K."),
+    click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of k-means."),
+    data_options,
+    click.option("--schema", "schema_file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
+                 help="JSON schema file: per column type (integer|real), min, max, missing (bool), missing_token."),
+    click.option("--schema-out", type=click.Path(dir_okay=False, path_type=pathlib.Path),
+                 help="Write the resolved schema (declared + inferred) here as JSON, to edit and pass to --schema."),
+    click.option("--missing", type=click.Choice(["mask", "impute"]), default="mask", show_default=True,
+                 help="Missing answers (blank cells): mask = distances over observed cells; impute = column "
+                      "training median, recorded in the bundle."),
+    click.option("--solver", type=click.Choice(["fast", "cvxpy"]), default="fast", show_default=True,
+                 help="fast: privmap's certified solver; cvxpy: Clarabel reference."),
+    click.option("--bits", type=click.IntRange(1, 32), default=16, show_default=True,
+                 help="Table weights sum to 2^BITS per row."),
+    click.option("--smoothing", type=AutoOr(float, 0), default="0.0", show_default=True, metavar="S|auto",
+                 help="Additive smoothing of the prior's counts, or 'auto' (chosen with the clusters, as above)."),
+    click.option("--prior", "prior", type=click.Choice(["counts", "posteriors"]), default=None,
+                 help="How p(a, c) is estimated: counts per cluster, or a logistic regression's cross-fitted "
+                      "posteriors summed per cluster (steadier with few users per cluster; lets --clusters auto "
+                      "try more clusters) [default: posteriors with --utility recommender, else counts]."),
+    click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
+                 help="With 'auto': the new-user (cross-fitted) leakage to stay under; the least held-out distortion "
+                      "within it wins, and the bundle declares that very figure [default: 0.01 x H(A)]."),
+    click.option("--target-auc", type=click.FloatRange(0.0, 1.0), default=None, metavar="AUC",
+                 help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression on simulated "
+                      "releases of the held-out rows); combines with --target-leakage."),
+    click.option("--no-codebook", is_flag=True,
+                 help="Release the k-means representatives as they are (skip the codebook step that moves each "
+                      "released row to the metric's optimum and re-solves)."),
+    click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+                 metavar="CONFIDENCE",
+                 help="Certify the leakage over a confidence set of priors (per-cluster L1 balls holding the "
+                      "population's posteriors with this probability, e.g. 0.95), choose the table of least "
+                      "certified worst case, and declare robust_leakage_bits (docs/guarantees.md)."),
+    click.option("--holdout-folds", type=click.IntRange(min=0, max=20), default=5, show_default=True,
+                 help="Folds of the cross-fitted (new-user) leakage estimate written into the bundle; 0 = skip."),
+    click.option("--max-output-leakage", type=click.FloatRange(min=0, min_open=True), default=None, metavar="EPS",
+                 help="Per-output limit in bits: every released output c^ keeps |log2 p(a|c^) - log2 p(a)| <= EPS "
+                      "on the training prior (checked on the shipped integer table). The fast solver's table ships "
+                      "when it meets the limit, else Clarabel solves under it by column generation "
+                      "(docs/per-output-leakage.md); turns the codebook step off."),
+    # Partitioned (out-of-core) build on Dask: needs the scale extra.
+    click.option("--workers", metavar="N", type=click.IntRange(min=1), default=None,
+                 help="Partitioned build on a local Dask cluster of N worker processes [default: 2]."),
+    click.option("--scheduler", metavar="ADDRESS", default=None,
+                 help="Partitioned build on the existing Dask cluster at ADDRESS (e.g. tcp://10.0.0.5:8786)."),
+    click.option("--kmeans", type=click.Choice(["minibatch", "dask-ml", "in-memory"]), default="minibatch",
+                 show_default=True, help="Partitioned build's k-means: mini-batch over partitions, dask-ml's "
+                 "scalable k-means, or the in-memory build's k-means on all rows gathered (small data)."),
+]
+
+_DOC = """Build a seed-000 bundle (quantized, or exact) from labelled data DATA.
+
+\b
+Example (K = 64 clusters, Delta half the perfect-privacy distortion):
+  privmap build ratings.csv --private gender --domain 1:5 --clusters 64 \\
+      --delta-fraction 0.5 --key keys/private.pem --out ratings.bundle
+
+Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
+E d(C, C^) <= Delta, moves each released row to the metric's optimum and
+re-solves (codebook step), compresses the table to integers and signs the
+bundle. The bundle is loaded back with the device runtime before it is written.
+It declares the in-sample leakage I(A; C^) and the cross-fitted one a new user
+faces (holdout_leakage_bits, with an interval); --clusters auto picks K by it.
+
+A blank cell in a public column is a missing answer (--missing says how it
+is handled). Each public column's domain goes into the bundle and devices
+refuse cells outside it: declare it (--domain 1:5, --domain age=18:99,
+--schema FILE), or it is inferred from the data and printed on stderr.
+
+DATA is a CSV file, or, for millions of users, a directory or glob of CSV or
+Parquet files built out of core on Dask (also a lone CSV with --workers or
+--scheduler). Other mechanisms: privmap build funnel, max-correlation,
+gaussian, nullspace (privmap build --help lists them).
+"""
+
+
+def _command(name: str, mechanism: str | None, short_help: str):
+    """The seed-000 build command ``name``: ``mechanism`` None takes ``--mechanism`` (quantized,
+    the default, or exact); a fixed one leaves that option out."""
+    decorators = list(_DECORATORS)
+    sections = SECTIONS
+    if mechanism is not None:
+        decorators = [d for d in decorators if d is not _MECHANISM]
+        sections = tuple(Section(s.title, tuple(o for o in s.options if o[0] != "mechanism")) for s in SECTIONS)
+
+    def command(data, **arguments):
+        arguments.setdefault("mechanism", mechanism)
+        _build(data, **arguments)
+
+    command.__doc__ = _DOC
+    for decorator in reversed([*decorators, bundle_options, header_options, json_option, guard]):
+        command = decorator(command)
+    return click.command(name, cls=SectionedCommand, sections=sections, short_help=short_help,
+                         brief=_BRIEF)(command)
+
+
+def _build(data, *, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction,
+           key, out, seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, prior,
+           target_leakage, target_auc, no_codebook, robust, holdout_folds, max_output_leakage, header, as_json,
+           passphrase_file, workers, scheduler, kmeans):
+    """The command's body: options, run, report."""
+    partitioned = wants_partitioned(data, workers, scheduler)
+    declared = (declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)
+                if (schema_file or domains or missing_token is not None) else None)
+    options = seed000_options(
+        mechanism, utility, private=private, partitioned=partitioned, metric=metric, clusters=clusters, delta=delta,
+        delta_fraction=delta_fraction, seed=seed, declared=declared, missing_token=missing_token, missing=missing,
+        solver=solver, bits=bits, smoothing=smoothing, prior=prior, target_leakage=target_leakage,
+        target_auc=target_auc, no_codebook=no_codebook, robust=robust, holdout_folds=holdout_folds,
+        max_output_leakage=max_output_leakage, factors=factors, factor_reg=factor_reg, header=header)
+    source = (open_partitioned(data, options, private=private, public=public, kmeans=kmeans) if partitioned
+              else None)
+    private_key = load_key(key, passphrase_file)
+    started = time.perf_counter()
+    if source is not None:
+        timer = StageTimer()
+        result = run_partitioned(source, options, workers=workers, scheduler=scheduler, kmeans=kmeans, progress=timer)
+    else:
+        result, timer = run(data, options, private=private, public=public)
+    report(result, timer, private_key=private_key, out=out, schema_out=schema_out, started=started,
+           as_json=as_json, utility=utility)
+
+
+def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool, metric, clusters, delta,
+                    delta_fraction, seed, declared, missing_token, missing, solver, bits, smoothing, prior,
+                    target_leakage, target_auc, no_codebook, robust, holdout_folds, max_output_leakage, factors,
+                    factor_reg, header):
+    """The options of the mechanism the arguments ask for: :class:`QuantizedOptions`,
+    :class:`ExactOptions`, or (``utility`` "recommender") :class:`RecommenderOptions` around the
+    quantized ones; each checks its own rules at construction.
+
+    Raises
+    ------
+    BuildError
+        No private column; an argument the asked-for mechanism has no option for (``auto``, a
+        metric or declared domains with exact; the recommender with exact or out of core);
+        anything the options refuse.
+    """
+    if missing_token is not None and mechanism != "quantized":
+        raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
+    if not private:
+        raise BuildError(f"--mechanism {mechanism} needs --private COL")
+    auto = clusters == "auto" or smoothing == "auto"
+    guarantees = dict(cross_fitting=CrossFitting(folds=holdout_folds) if holdout_folds else None,
+                      robust=RobustCertificate(confidence=robust) if robust is not None else None,
+                      output_limit=OutputLimit(bits=max_output_leakage) if max_output_leakage is not None else None)
+    if mechanism == "exact":
+        if auto:
+            raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
+        if utility == "recommender":
+            raise BuildError(RECOMMENDER_MAPPING)
+        if (metric or "erasures") != "erasures":
+            raise BuildError(f"metric {metric!r} does not fit the exact mechanism; expected erasures")
+        if declared is not None and declared.columns:
+            raise BuildError("declared domains (--domain, --schema) apply to numeric columns of the quantized "
+                             "mechanism, not to the exact mechanism's categories")
+        if prior == "posteriors":
+            raise BuildError("the posteriors prior applies to the quantized mechanism without smoothing")
+        return exact.ExactOptions(delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
+                                  smoothing=smoothing, **guarantees, **header)
+    mapping = QuantizedOptions(
+        metric=metric or "l2", clusters=None if clusters == "auto" else clusters, delta=delta,
+        delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
+        smoothing=None if smoothing == "auto" else smoothing,
+        prior=prior or ("posteriors" if utility == "recommender" else "counts"),
+        codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
+        auto=Auto(target_leakage_bits=target_leakage, target_auc=target_auc) if auto else None,
+        **guarantees, **header)
+    if utility != "recommender":
+        return mapping
+    if partitioned:
+        raise BuildError("--utility recommender needs the training rows in memory (one CSV file)")
+    return recommender.RecommenderOptions(mapping=mapping, rank=factors,
+                                          reg=None if factor_reg == "auto" else factor_reg)
+
+
+#: Why the recommender refuses another mapping than the quantized one.
+RECOMMENDER_MAPPING = ("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
+                       "(stars) and blank cells as unrated (--missing mask)")
+
+
+def run(data, options, *, private: str, public) -> tuple:
+    """Read DATA's rows (timed as the stage ``load``) and build them in memory with the mechanism
+    of ``options``, its progress drawn on stderr: the
+    :class:`~privmap.offline.mechanisms.Result` and the :class:`StageTimer` that timed it. Raises
+    as the reading and the build."""
+    mapping = options.mapping if isinstance(options, recommender.RecommenderOptions) else options
+    declared = getattr(mapping, "declared", None)
+    build = (recommender.build if mapping is not options else
+             exact.build if mapping.mechanism == "exact" else quantized.build)
+    with _stage_bar("build") as progress:
+        timer = StageTimer(progress)
+        timer("load", 0.0)
+        dataset = Dataset.from_csv(data, private=private, public=public, categorical=mapping.mechanism == "exact",
+                                   missing_tokens=declared.missing_tokens() if declared else None)
+        return build(dataset, options, progress=timer), timer
+
+
+@contextlib.contextmanager
+def _stage_bar(label: str):
+    """A progress bar on stderr driven as a build's ``progress(stage, fraction)`` callback."""
+    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
+        def progress(stage, fraction):
+            bar.label = f"{label}: {stage:<15}"
+            bar.update(max(0, int(fraction * 1000) - bar.pos))
+        yield progress
+
+
+def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_out, started: float, as_json: bool,
+           utility: str) -> None:
+    """Sign the build (timed as the stage ``encode-sign``), check it as a device would, write the
+    resolved schema and the bundle, and tell: notes and warnings on stderr, the summary as text
+    or one JSON object."""
+    built = result.detail
+    timer("encode-sign", 1.0)
+    bundle_bytes = sign_checked(result.payload, private_key)
+    schema = built.alphabet.schema
+    if schema_out is not None:
+        atomic_write(schema_out, (json.dumps(schema_json(schema), indent=2) + "\n").encode("utf-8"))
+    prepared = getattr(built, "prepared", None)
+    _notes(schema, prepared, built.dropped_rows)
+    atomic_write(out, bundle_bytes)
+    timer.close()
+    seconds = time.perf_counter() - started
+    stages = timer.records()
+    metrics = result.payload["metrics"]
+    summary = {"out": str(out), "bytes": len(bundle_bytes), "build_seconds": round(seconds, 3),
+               **{k: metrics[k] for k in ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r",
+                                          "delta_plus_r", "clusters", "n", "perfect_privacy_distortion",
+                                          "measured_distortion", "leakage_change_bits")},
+               "solver": built.solved.solver, "stage_seconds": _seconds_by_stage(stages),
+               "stages": stages,
+               "quantization_distortion": metrics["quantization_distortion"]}
+    if math.isfinite(built.solved.gap_bits):
+        summary["solver_gap_bits"] = built.solved.gap_bits
+    summary["max_output_leakage_bits"] = (metrics["max_output_leakage_bits"] if "max_output_leakage_bits" in metrics
+                                          else max_output_leakage_bits(built.p_ac, built.table.probabilities()))
+    summary.update({k: v for k, v in metrics.items()
+                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_"))})
+    summary["utility"] = utility
+    if built.choice is not None:
+        click.echo(format_candidates(built.choice), err=True)
+        if not any(c.get("meets_target") for c in built.choice.candidates):
+            click.echo("warning: no candidate meets the privacy target; the least-leaking one was chosen", err=True)
+        summary["auto"] = built.choice.summary()
+    _warn_new_user_leakage(metrics)
+    if as_json:
+        emit(summary)
+        return
+    searched = "".join(f", the auto search {r['seconds']:.2f} s of it" for r in stages
+                       if r["stage"] == "auto-search")
+    click.echo(f"wrote {out} ({len(bundle_bytes)} bytes) in {seconds:.2f} s{searched}")
+    click.echo(f"  leakage I(A;C^): {metrics['leakage_bits']:.6f} bits "
+               f"(before the mapping: {metrics['leakage_before_bits']:.6f} bits)")
+    where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"
+    click.echo(f"  distortion: {metrics['distortion']:.4f} on {where} (Delta = {metrics['delta']:.4f}); "
+               f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
+    if prepared is not None:
+        click.echo(f"  recommender: {metrics['rating_columns']} rating columns "
+                   f"({100 * metrics['missing_cell_fraction']:.1f} % blank), rank {metrics['factor_rank']} factors, "
+                   f"penalty {metrics['factor_reg']:g}; distortion in stars (RMS over the columns)")
+    click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
+               f"{metrics['perfect_privacy_distortion']:.4f}, solver {built.solved.solver}")
+    if "codebook_iterations" in metrics:
+        click.echo(f"  codebook step: distortion on data {metrics['codebook_start_distortion']:.4f} -> "
+                   f"{metrics['measured_distortion']:.4f}, leakage {metrics['codebook_start_leakage_bits']:.6f} -> "
+                   f"{metrics['leakage_bits']:.6f} bits in {metrics['codebook_iterations']} rounds "
+                   f"(rounding to valid values cost {metrics['codebook_rounding_cost']:.4f})")
+    if "robust_leakage_bits" in metrics:
+        click.echo("  " + robust_line(metrics))
+    eps = summary["max_output_leakage_bits"]
+    click.echo(f"  per-output leakage: {eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)"
+               + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
+                  if "max_output_leakage_limit_bits" in metrics else ""))
+    if "holdout_leakage_bits" in metrics:
+        click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
+                   f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
+                   f"{metrics['holdout_leakage_high_bits']:.6f}] (in-sample {metrics['leakage_bits']:.6f}), "
+                   f"distortion {metrics['holdout_distortion']:.4f}")
+
+
+def robust_line(figures: dict) -> str:
+    """One line for the robust figures (the build's report, ``privmap inspect``)."""
+    epsilon = figures.get("robust_max_output_leakage_bits")
+    return (f"certified over the {100 * figures['robust_confidence']:g}% confidence set of priors: "
+            f"leakage <= {figures['robust_leakage_bits']:.6f} bits, per-output epsilon "
+            + (f"<= {epsilon:.4f} bits" if epsilon is not None else "unbounded (a posterior may reach 0)"))
+
+
+def _notes(schema, prepared, dropped_rows: int) -> None:
+    """What the build inferred or left out, on stderr: the rating domain (recommender) or the
+    column domains, and rows with every public cell missing."""
+    if prepared is not None and prepared.inferred:
+        click.echo(f"note: the rating domain was inferred from the data: [{prepared.lo:g}, {prepared.hi:g}]; "
+                   "devices refuse ratings outside it and release inside it (declare it with --domain LO:HI)",
+                   err=True)
+    inferred = [c for c in schema if "domain" in c.inferred] if prepared is None else []
+    if inferred:
+        click.echo(f"note: {len(inferred)} column domain(s) inferred from the data; devices refuse values "
+                   "outside them (declare with --domain or --schema; --schema-out saves this schema):", err=True)
+        for c in inferred:
+            click.echo(f"  {c.name}: {'integer' if c.integer else 'real'} [{c.min}, {c.max}]", err=True)
+    if dropped_rows:
+        click.echo(f"note: {dropped_rows} row(s) with every public cell missing left out", err=True)
+
+
+#: A declared new-user leakage at least this many times the in-sample one (and above it by
+#: :data:`OVERFIT_MIN_GAP_BITS`) is flagged: the prior was fitted to the training users more
+#: closely than it describes anyone else, and fewer clusters would serve new users better.
+OVERFIT_RATIO = 3.0
+OVERFIT_MIN_GAP_BITS = 1e-3
+
+
+def _warn_new_user_leakage(metrics: dict) -> None:
+    """Say on stderr when the cross-fitted leakage is several times the in-sample one."""
+    held, fitted = metrics.get("holdout_leakage_bits"), metrics["leakage_bits"]
+    if held is None or held - fitted < OVERFIT_MIN_GAP_BITS or held < OVERFIT_RATIO * fitted:
+        return
+    click.echo(f"warning: new users leak {held:.6f} bits, {held / max(fitted, 1e-12):.1f} times the in-sample "
+               f"{fitted:.6f}: K = {metrics['clusters']} is too many clusters for {metrics['n']} users "
+               "(try fewer, or --clusters auto with a target)", err=True)
+
+
+def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
+    """Wall seconds per stage name, from :meth:`StageTimer.records` (a name seen twice is summed)."""
+    seconds: dict[str, float] = {}
+    for r in records:
+        seconds[r["stage"]] = round(seconds.get(r["stage"], 0.0) + r["seconds"], 3)
+    return seconds
+
+#: ``privmap build DATA ...`` and ``privmap build quantized``: quantized, or (``--mechanism exact``) exact.
+quantized_command = _command("quantized", None, "Seed 000's mapping on k-means representatives.")
+#: ``privmap build exact``: categorical tuples and their erasures.
+exact_command = _command("exact", "exact", "Seed 000's exact mapping of categorical tuples.")
