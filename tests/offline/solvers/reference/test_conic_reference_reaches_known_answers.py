@@ -149,3 +149,23 @@ def test_a_start_takes_the_rescue_attempt_where_it_succeeds_after_the_others_sta
     assert str(raw.status) == "Solved" and attempt == 2
     with pytest.raises(SolverError, match="attempt 1: status MaxIterations"):   # the reference has no rescue
         clarabel(_bsc_model()[0], None, attempts=attempts, stalls=stalls)
+
+
+def test_a_stalled_start_is_returned_as_a_table_with_rows_on_the_simplex_and_no_certificate(monkeypatch):
+    # what solve_cvxpy makes of a stalled attempt's iterate when asked for a start: a table whose
+    # rows sum to 1, an infinite gap (nothing is certified) and the attempt and status it came from
+    from privmap.offline.solvers.reference import _conic
+
+    def stalling(problem, time_limit_s, **kwargs):
+        kwargs.update(attempts=({"max_iter": 1}, {"max_iter": 3}), stalls=("MaxIterations", "AlmostSolved"))
+        if kwargs.get("rescue") is not None:
+            kwargs["rescue"] = {"max_iter": 4}        # the rescue stalls too
+        return clarabel(problem, time_limit_s, **kwargs)
+
+    monkeypatch.setattr(_conic, "clarabel", stalling)
+    p_ac, dist = bsc(0.2)
+    with pytest.raises(SolverError, match="attempt 1: status MaxIterations"):
+        solve_cvxpy(p_ac, dist, 0.1)
+    start = solve_cvxpy(p_ac, dist, 0.1, stalled_ok=True)
+    assert start.info["clarabel_status"] == "MaxIterations" and start.info["attempt"] == 1   # smaller residuals
+    assert start.gap_bits == np.inf and np.allclose(start.table.sum(axis=1), 1.0)
