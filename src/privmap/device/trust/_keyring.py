@@ -44,6 +44,9 @@ class Keyring:
 
     __slots__ = ("_keys", "threshold")
 
+    _keys: dict[bytes, Ed25519PublicKey]
+    threshold: int
+
     def __init__(self, keys: Iterable[bytes | Ed25519PublicKey], *, threshold: int = 1) -> None:
         if isinstance(keys, (bytes, bytearray, memoryview, str, Ed25519PublicKey)):
             raise TypeError("Keyring() takes an iterable of keys; wrap a single key in a list")
@@ -119,6 +122,12 @@ class Keyring:
     def key_ids(self) -> frozenset[bytes]:
         """The key ids (sha256 of each raw public key) of the trusted keys."""
         return frozenset(self._keys)
+
+    @property
+    def raw_keys(self) -> tuple[bytes, ...]:
+        """The trusted keys as raw 32-byte Ed25519 public keys, in key-id order."""
+        return tuple(self._keys[key_id].public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+                     for key_id in sorted(self._keys))
 
     def __len__(self) -> int:
         return len(self._keys)
