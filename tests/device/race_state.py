@@ -18,7 +18,8 @@ import tempfile
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from harness import Sim  # noqa: E402
-from privmap.device import DeviceState, PrivmapDeviceError  # noqa: E402
+from privmap.device import PrivmapDeviceError  # noqa: E402
+from privmap.device.state._store import Store  # noqa: E402
 from test_device_state_concurrency import (  # noqa: E402
     ROWS,
     _final,
@@ -87,7 +88,7 @@ def main() -> None:
     counts = {}
     for locking in (True, False):
         if not locking:
-            DeviceState._locked = lambda self, *, exclusive, wait=None: contextlib.nullcontext()
+            Store.locked = lambda self, *, exclusive, wait=None: contextlib.nullcontext()
         for scenario in (fresh, versions, releases):
             with tempfile.TemporaryDirectory() as tmp:
                 tally = {}

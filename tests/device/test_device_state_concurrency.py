@@ -59,7 +59,7 @@ def _install_and_release(root, keyring, data):
         bundle = state.active()
     except PrivmapDeviceError as exc:
         return ("refused", type(exc).__name__, None, None)
-    secret = hashlib.sha256(state._secret).hexdigest()
+    secret = hashlib.sha256(state._store.secret).hexdigest()
     return (result.status, bundle.version, [state.release_index(bundle, row) for row in ROWS], secret)
 
 
@@ -91,7 +91,7 @@ def test_two_processes_on_a_fresh_directory_share_one_secret_and_release_alike(s
         assert a[2] == b[2], f"pair {pair}: different releases for the same rows"
         state, bundle, releases = _final(root, sim.keyring)
         assert bundle.version == 5 and releases == a[2]
-        assert hashlib.sha256(state._secret).hexdigest() == a[3]
+        assert hashlib.sha256(state._store.secret).hexdigest() == a[3]
 
 
 def test_racing_installs_of_two_versions_never_leave_the_floor_below_a_reported_success(sim, tmp_path):

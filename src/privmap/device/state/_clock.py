@@ -1,4 +1,4 @@
-"""Clock and floors: the time the device believes and the floors the state holds.
+"""Clock and floors: the time the device believes, from the clock and the floors the state holds.
 
 Time: ``now_eff = max(clock, time_floor, PLAUSIBLE_CLOCK)``, read once per operation, so a clock
 reset to 1970 cannot revive an expired bundle and the floor never decreases (except through a
@@ -10,42 +10,47 @@ whatever the clock says. An active bundle past ``expires`` still releases for ``
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..constants import PLAUSIBLE_CLOCK
+from ._store import Store
 
-__all__ = ["Floors"]
+__all__ = ["Clock"]
 
 
-class Floors:
-    """What the state says about versions and time (module docstring): a part of ``DeviceState``,
-    reading the clock (``_clock``) and the state the store loaded last (``_state``)."""
+class Clock:
+    """The time the device believes (module docstring): a part of ``DeviceState``.
 
-    @property
-    def installed_version(self) -> int:
-        """The version floor: version of the active bundle, or after a keyring rotation the
-        highest version the new keyring vouches for (0 if none); as of the last operation."""
-        return self._state["version"]
+    Parameters
+    ----------
+    store : Store
+        Whose state (as of the last operation) holds the time floor.
+    clock : callable () -> float
+        Unix seconds (``time.time``; tests pass a fake clock).
+    """
 
-    @property
-    def time_floor(self) -> int:
-        """Latest ``issued_at`` of any verified bundle, unix seconds (never decreases except
-        through a signed keyring rotation)."""
-        return self._state["time_floor"]
+    def __init__(self, store: Store, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._clock = clock
 
-    @property
-    def active_sha256(self) -> str | None:
-        return self._state["active"]
+    def read(self, now: float | None) -> float:
+        """``now`` if given, else the clock: a finite number of unix seconds.
 
-    def now_eff(self, clock: float) -> float:
-        """``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
-        still refuses bundles that expired before 2020-09-13."""
-        return max(clock, self._state["time_floor"], PLAUSIBLE_CLOCK)
-
-    def _clock_plausible(self, clock: float) -> bool:
-        """False for a clock that is known wrong: behind the floor or before PLAUSIBLE_CLOCK."""
-        return clock >= max(self._state["time_floor"], PLAUSIBLE_CLOCK)
-
-    def _read_clock(self, now) -> float:
+        Raises
+        ------
+        TypeError
+            The value is not an int or float, or not finite.
+        """
         value = self._clock() if now is None else now
         if type(value) not in (int, float) or value != value or value in (float("inf"), float("-inf")):
             raise TypeError("the clock must give a finite number of unix seconds")
         return value
+
+    def now_eff(self, clock: float) -> float:
+        """``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
+        still refuses bundles that expired before 2020-09-13."""
+        return max(clock, self._store.body["time_floor"], PLAUSIBLE_CLOCK)
+
+    def plausible(self, clock: float) -> bool:
+        """False for a clock that is known wrong: behind the floor or before PLAUSIBLE_CLOCK."""
+        return clock >= max(self._store.body["time_floor"], PLAUSIBLE_CLOCK)

@@ -18,24 +18,16 @@ document is never expired by the floor it leaves.
 """
 from __future__ import annotations
 
-import os
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..constants import LATEST_ISSUED_AT, MAX_ROTATIONS, PLAUSIBLE_CLOCK
-from ..errors import (
-    BundleError,
-    BundleTooLargeError,
-    EquivocationError,
-    FutureBundleError,
-    KeyringError,
-    KeyringMismatchError,
-    StateError,
-)
-from ..files import atomic_write
-from ..format import decode_envelope
+from ..errors import EquivocationError, FutureBundleError, KeyringMismatchError, StateError
+from ..format import Limits, decode_envelope
 from ..load import load_bundle
-from ..trust import Keyring, KeyringChain, check_binding, verify_envelope
-from ._store import _canonical, _chain_of, _read_regular, _sha, _trust_body
+from ..trust import Binding, Keyring, KeyringChain, check_binding, verify_envelope
+from ._clock import Clock
+from ._store import Body, Entry, Store, TrustBody, canonical, chain_of, sha256_hex, trust_body
 
 __all__ = ["Installer", "InstallResult", "MAX_HISTORY"]
 
@@ -63,7 +55,7 @@ def _describe(keyring: Keyring) -> str:
     return f"{keyring.threshold} of [{ids}]"
 
 
-def _vouched(entry: dict, keyring: Keyring) -> bool:
+def _vouched(entry: Entry, keyring: Keyring) -> bool:
     """Whether the keys that signed an installed bundle (recorded at install) still meet
     ``keyring``'s threshold. An entry from a format-1 state has no record and counts as
     vouched, so its floors are kept."""
@@ -74,17 +66,42 @@ def _vouched(entry: dict, keyring: Keyring) -> bool:
 
 
 class Installer:
-    """Installing bundles and rotating the keyring (module docstring): a part of ``DeviceState``,
-    writing through the store's lock and commit at the clock part's ``now_eff``. Holds
-    ``_chain_cache`` (the keyring chain of the state's trust) and sets ``last_error``; reads
-    ``limits``, ``binding`` and ``max_skew``."""
+    """Installing bundles and rotating the trusted keyring (module docstring): a part of
+    ``DeviceState``, writing through ``store``'s lock and commit at ``clock``'s ``now_eff``.
+    It is the :class:`~._store.KeyringPolicy` the store opens a directory with.
+
+    Parameters
+    ----------
+    store : Store
+        The state directory.
+    clock : Clock
+        The time the device believes.
+    limits : Limits
+        Resource limits passed to the loader.
+    binding : Binding | None
+        The device's private attribute and feature schema, checked at install.
+    max_skew : int
+        Seconds a bundle may be issued after a plausible clock.
+    """
+
+    def __init__(self, store: Store, clock: Clock, *, limits: Limits, binding: Binding | None,
+                 max_skew: int) -> None:
+        self._store, self._clock = store, clock
+        self._limits, self._binding, self._max_skew = limits, binding, max_skew
+        self._chain_cache: tuple[bytes, KeyringChain] | None = None
 
     # -- the keyring ------------------------------------------------------------------------------
 
-    def _chain(self, body: dict | None = None) -> KeyringChain:
-        """The trusted keyring chain the state holds (rebuilt only when it changed)."""
-        trust = (body or self._state)["trust"]
-        key = _canonical(trust)
+    def chain(self, body: Body) -> KeyringChain:
+        """The trusted keyring chain ``body`` holds (rebuilt only when it changed).
+
+        Raises
+        ------
+        StateError
+            ``body`` holds no keyring (a format-1 state an open has not pinned one in).
+        """
+        trust = self._trust(body)
+        key = canonical(trust)
         if self._chain_cache is None or self._chain_cache[0] != key:
             if trust["document"] is not None:
                 chain = KeyringChain(bytes.fromhex(trust["document"]))
@@ -94,88 +111,78 @@ class Installer:
             self._chain_cache = (key, chain)
         return self._chain_cache[1]
 
-    @property
-    def keyring(self) -> Keyring:
-        """The keyring bundles are verified with (the state's, as of the last operation)."""
-        return self._chain().keyring
+    def _trust(self, body: Body) -> TrustBody:
+        if body["trust"] is None:
+            raise StateError(f"state file in {self._store.path!r} holds no keyring; open it with one")
+        return body["trust"]
 
-    @property
-    def keyring_version(self) -> int:
-        """Version of the trusted keyring document (0 for bare keys never rotated)."""
-        return self._chain().version
+    def reconcile(self, body: Body, given: Keyring | KeyringChain | None) -> None:
+        """Pin ``given`` in a format-1 ``body``, apply it as a signed rotation (the next version),
+        or refuse it; the caller holds the exclusive lock.
 
-    def _reconcile_keyring(self, body: dict, given) -> None:
+        Raises
+        ------
+        StateError
+            ``body`` holds no keyring and none was given.
+        KeyringMismatchError, KeyringError
+            ``given`` is not the keyring ``body`` trusts, or its rotation fails.
+        """
         if body["trust"] is None:  # a format-1 state: pin the keyring given now
             if given is None:
-                raise StateError(f"state file in {self.path!r} holds no keyring; open it with one")
-            self._commit({**body, "trust": _trust_body(_chain_of(given), [])})
+                raise StateError(f"state file in {self._store.path!r} holds no keyring; open it with one")
+            self._store.commit({**body, "trust": trust_body(chain_of(given), [])})
             return
-        if given is None or self._holds(body, given):
+        if given is None or self.holds(body, given):
             return
-        held = self._chain(body)
-        offered = _chain_of(given)
+        held = self.chain(body)
+        offered = chain_of(given)
         if offered.document is not None and offered.version == held.version + 1:
-            self._rotate_locked(body, [offered.document], self._read_clock(None))
+            self._rotate_locked(body, [offered.document], self._clock.read(None))
             return
         raise KeyringMismatchError(
-            f"the state directory {self.path!r} trusts keyring version {held.version} "
+            f"the state directory {self._store.path!r} trusts keyring version {held.version} "
             f"({_describe(held.keyring)}); the keyring given ({_describe(offered.keyring)}"
             f"{'' if offered.document is None else f', version {offered.version}'}) is not it and "
             "is not a signed rotation of it; a new key must arrive as a signed keyring document "
             "(privmap state rotate / DeviceState.rotate_keyring)")
 
-    def _holds(self, body: dict, given) -> bool:
+    def holds(self, body: Body, given: Keyring | KeyringChain) -> bool:
         """Whether ``given`` is the keyring ``body`` trusts: the same bare keys and threshold,
         or the same signed document or one it was rotated from."""
-        held = self._chain(body)
-        offered = _chain_of(given)
+        held = self.chain(body)
+        offered = chain_of(given)
         if offered.document is None:  # bare keys: they must be the keys the state holds
             return _same_keys(offered.keyring, held.keyring)
-        digest = _sha(offered.document)
-        return (held.document is not None and digest == _sha(held.document)) or digest in body["trust"]["history"]
+        digest = sha256_hex(offered.document)
+        return ((held.document is not None and digest == sha256_hex(held.document))
+                or digest in self._trust(body)["history"])
 
-    def rotate_keyring(self, documents, *, now=None) -> int:
-        """Move the trusted keyring through the signed keyring ``documents`` (bytes, each the
-        next version; at most :data:`MAX_ROTATIONS` are walked) and recompute the floors from
-        what the new keyring still vouches for (module docstring; THREATS C8, C9).
-
-        All or nothing: if any document fails (:class:`KeyringVersionError`,
-        :class:`KeyringError`) the state is unchanged. Returns how many were applied. ``now``
-        (unix seconds; default: the clock) is the rotation's clock: when plausible, dates of
-        kept keys beyond it plus ``max_skew`` are reset (module docstring). Raises
-        :class:`StateError` if the directory cannot be written.
-        """
-        documents = [documents] if isinstance(documents, (bytes, bytearray)) else list(documents)
-        if not documents:
-            return 0
-        clock = self._read_clock(now)
-        try:
-            with self._os_errors("cannot write the state directory"), self._locked(exclusive=True):
-                body = self._load(writer=True)
-                applied = self._rotate_locked(body, documents, clock)
-                self._clean()
-        except (KeyringError, StateError) as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            raise
-        self.last_error = None
+    def rotate(self, documents: Sequence[bytes], clock: float) -> int:
+        """Apply the signed keyring ``documents`` (at least one) under the exclusive lock and
+        recompute the floors (:meth:`DeviceState.rotate_keyring`); returns how many were
+        applied. Raises what :meth:`DeviceState.rotate_keyring` raises, and ``OSError``."""
+        with self._store.locked(exclusive=True):
+            applied = self._rotate_locked(self._store.load(writer=True), documents, clock)
+            self._store.clean()
         return applied
 
-    def _rotate_locked(self, body: dict, documents: list, clock: float) -> int:
-        held = self._chain(body)
+    def _rotate_locked(self, body: Body, documents: Sequence[bytes], clock: float) -> int:
+        held = self.chain(body)
         chain = KeyringChain.pinned(held.keyring) if held.document is None else KeyringChain(held.document)
-        history = list(body["trust"]["history"])
+        history = list(self._trust(body)["history"])
         for document in documents[:MAX_ROTATIONS]:
             before = chain.document
             chain.rotate(bytes(document))
             if before is not None:
-                history.append(_sha(before))
+                history.append(sha256_hex(before))
         keyring = chain.keyring
         horizon = float("inf")  # the latest date the new keyring vouches for now
         if chain.expires is not None:
             horizon = chain.expires - 1
         if clock >= PLAUSIBLE_CLOCK:
-            horizon = min(horizon, clock + self.max_skew)
-        installed, floor = {}, 0
+            horizon = min(horizon, clock + self._max_skew)
+        installed: dict[str, Entry] = {}
+        floor = 0
         for version, entry in body["installed"].items():
             if not _vouched(entry, keyring):
                 continue
@@ -184,104 +191,69 @@ class Installer:
                 entry, date = {**entry, "issued_at": 0}, 0
             installed[version] = entry
             floor = max(floor, date)
-        self._commit({**body, "version": max(map(int, installed), default=0), "time_floor": floor,
-                      "installed": installed, "trust": _trust_body(chain, history)})
+        self._store.commit({**body, "version": max(map(int, installed), default=0), "time_floor": floor,
+                            "installed": installed, "trust": trust_body(chain, history)})
         return min(len(documents), MAX_ROTATIONS)
 
     # -- installing -------------------------------------------------------------------------------
 
-    def install(self, data, *, now=None) -> InstallResult:
-        """Verify ``data`` (a whole bundle file) and make it the active bundle, atomically.
-
-        The bundle already active with its stored copy intact is answered under a shared lock
-        (``"no_update"``: no write, never held up by a reader); anything else runs under the
-        exclusive lock on a fresh read of the state. The clock is read once. Checks, in order: same bytes as the active bundle -> ``"no_update"`` (nothing written),
-        or ``"repaired"`` if the stored copy was missing or damaged (it is written back, G10);
-        the trusted keyring has not expired (``KeyringExpiredError``); everything
-        :func:`load_bundle` checks, at ``now_eff`` with ``min_version`` = the version floor
-        (``RollbackError``, ``ExpiredBundleError``, ...); ``issued_at`` after
-        :data:`LATEST_ISSUED_AT`, or beyond the clock plus ``max_skew`` when the clock is
-        plausible (:class:`FutureBundleError`); a version installed before with other bytes
-        (:class:`EquivocationError`). On any error nothing on disk changes and the error is
-        also kept in ``last_error`` for :meth:`status`. Raises :class:`StateError` if the
-        directory cannot be written (the state is then still the old one), and
-        :class:`StateLockedError` if another process holds the lock for all of ``lock_wait``.
-        """
-        try:
-            with self._os_errors("cannot write the state directory"):
-                result = self._install(data, now)
-        except (BundleError, KeyringError, StateError) as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            raise
-        self.last_error = None
-        return result
-
-    def _install(self, data, now) -> InstallResult:
-        clock = self._read_clock(now)
+    def install(self, data: bytes | bytearray | memoryview, clock: float) -> InstallResult:
+        """Verify ``data`` at ``clock`` and make it the active bundle (:meth:`DeviceState.install`).
+        Raises what :meth:`DeviceState.install` raises, ``TypeError`` for ``data`` that is not
+        bytes, and ``OSError``."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError("data must be bytes")
         data = bytes(data)
-        sha = _sha(data)
-        name = f"{sha}.bundle"
-        with self._locked(exclusive=False):  # the bundle already installed, intact: no write, no wait
-            state = self._load(writer=False)
-            if sha == state["active"] and self._stored_copy(sha) == data:
+        sha = sha256_hex(data)
+        store = self._store
+        with store.locked(exclusive=False):  # the bundle already installed, intact: no write, no wait
+            state = store.load(writer=False)
+            if sha == state["active"] and store.stored_copy(sha) == data:
                 return InstallResult("no_update", state["version"], sha)
-        with self._locked(exclusive=True):
-            state = self._load(writer=True)
+        with store.locked(exclusive=True):
+            state = store.load(writer=True)
             if sha == state["active"]:
-                if self._stored_copy(sha) == data:
+                if store.stored_copy(sha) == data:
                     return InstallResult("no_update", state["version"], sha)
-                atomic_write(self._bundles, name, data, 0o644)  # self-repair: the verified bytes
+                store.write_bundle(sha, data)  # self-repair: the verified bytes
                 return InstallResult("repaired", state["version"], sha)
-            now_eff = self.now_eff(clock)
-            keyring = self._chain(state).current(now_eff)
-            bundle = load_bundle(data, keyring, now=now_eff, min_version=max(1, state["version"]),
-                                 limits=self.limits, max_skew=None)
-            check_binding(bundle, self.binding)
-            if bundle.issued_at > LATEST_ISSUED_AT:
-                raise FutureBundleError(f"bundle issued_at {bundle.issued_at} is after {LATEST_ISSUED_AT} "
-                                        "(2100-01-01), the latest a device accepts whatever its clock says")
-            if self._clock_plausible(clock) and bundle.issued_at > clock + self.max_skew:
-                raise FutureBundleError(
-                    f"bundle issued_at {bundle.issued_at} is more than {self.max_skew} s after the clock")
-            installed = dict(state["installed"])
-            known = installed.get(str(bundle.version))
-            if known is not None and known["sha256"] != sha:
-                raise EquivocationError(
-                    f"version {bundle.version} was installed with sha256 {known['sha256'][:16]}..., "
-                    f"this bundle has {sha[:16]}...")
-            signers = verify_envelope(decode_envelope(data, self.limits), keyring)[1]
-            installed[str(bundle.version)] = {"sha256": sha, "issued_at": bundle.issued_at,
-                                              "signers": [s.hex() for s in signers]}
-            for old in sorted(installed, key=int)[:-MAX_HISTORY]:
-                del installed[old]
-            new = {**state, "version": bundle.version, "time_floor": max(state["time_floor"], bundle.issued_at),
-                   "installed": installed, "active": sha, "previous": state["active"]}
+            new, version = self._verified(data, sha, state, clock)
             try:
-                atomic_write(self._bundles, name, data, 0o644)
-                self._commit(new)
+                store.write_bundle(sha, data)
+                store.commit(new)
             except OSError:
-                self._state = state
+                store.body = state
                 if sha not in (state["active"], state["previous"]):
-                    try:
-                        os.unlink(os.path.join(self._bundles, name))
-                    except OSError:
-                        pass
+                    store.discard_bundle(sha)
                 raise
-            self._clean()
-        return InstallResult("installed", bundle.version, sha)
+            store.clean()
+        return InstallResult("installed", version, sha)
 
-    def install_file(self, path, *, now=None) -> InstallResult:
-        """:meth:`install` the bundle file at ``path`` (read once, at most
-        ``limits.max_bundle_bytes + 1`` bytes; a FIFO or device is refused, not read)."""
-        cap = self.limits.max_bundle_bytes
-        try:
-            data = _read_regular(os.fspath(path), cap)
-        except StateError as exc:
-            raise BundleError(str(exc)) from None
-        except OSError as exc:
-            raise BundleError(f"cannot read bundle file {os.fspath(path)!r}: {exc.strerror}") from None
-        if len(data) > cap:
-            raise BundleTooLargeError(f"bundle file is larger than {cap} bytes")
-        return self.install(data, now=now)
+    def _verified(self, data: bytes, sha: str, state: Body, clock: float) -> tuple[Body, int]:
+        """The state with ``data`` (whose sha256 is ``sha``) installed on ``state``, and its
+        version, once every check of :meth:`DeviceState.install` passed."""
+        now_eff = self._clock.now_eff(clock)
+        keyring = self.chain(state).current(now_eff)
+        bundle = load_bundle(data, keyring, now=now_eff, min_version=max(1, state["version"]),
+                             limits=self._limits, max_skew=None)
+        check_binding(bundle, self._binding)
+        if bundle.issued_at > LATEST_ISSUED_AT:
+            raise FutureBundleError(f"bundle issued_at {bundle.issued_at} is after {LATEST_ISSUED_AT} "
+                                    "(2100-01-01), the latest a device accepts whatever its clock says")
+        if self._clock.plausible(clock) and bundle.issued_at > clock + self._max_skew:
+            raise FutureBundleError(
+                f"bundle issued_at {bundle.issued_at} is more than {self._max_skew} s after the clock")
+        installed = dict(state["installed"])
+        known = installed.get(str(bundle.version))
+        if known is not None and known["sha256"] != sha:
+            raise EquivocationError(
+                f"version {bundle.version} was installed with sha256 {known['sha256'][:16]}..., "
+                f"this bundle has {sha[:16]}...")
+        signers = verify_envelope(decode_envelope(data, self._limits), keyring)[1]
+        installed[str(bundle.version)] = {"sha256": sha, "issued_at": bundle.issued_at,
+                                          "signers": [s.hex() for s in signers]}
+        for old in sorted(installed, key=int)[:-MAX_HISTORY]:
+            del installed[old]
+        new: Body = {**state, "version": bundle.version, "time_floor": max(state["time_floor"], bundle.issued_at),
+                     "installed": installed, "active": sha, "previous": state["active"]}
+        return new, bundle.version

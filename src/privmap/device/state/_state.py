@@ -1,13 +1,17 @@
 """The device's installed state: a small directory the firmware points at.
 
-:class:`DeviceState` is one class composed of four parts (its base classes), each a module of its
-own, each reaching the directory only through the store:
+:class:`DeviceState` composes four parts, each an object of its own in a module of its own,
+each given the parts it uses when it is made, each reaching the directory only through the store:
 
-- store and lock (:mod:`._store`): the directory, the secret, ``state.json`` and its MAC, the
-  lock, the monotonic counter;
-- clock and floors (:mod:`._clock`): ``now_eff``, the version and time floors;
-- install and rotation (:mod:`._install`): atomic installs, the trusted keyring and its rotation;
-- release (:mod:`._release`): the bundle in use, the status report, permanent releases.
+- store and lock (:class:`~._store.Store`): the directory, the secret, ``state.json`` and its
+  MAC, the lock, the monotonic counter;
+- clock and floors (:class:`~._clock.Clock`): the clock, ``now_eff`` from the time floor;
+- install and rotation (:class:`~._install.Installer`): atomic installs, the trusted keyring and
+  its rotation;
+- release (:class:`~._release.Releaser`): the bundle in use, permanent releases.
+
+:class:`DeviceState` itself checks its arguments, reads the clock once per operation, keeps
+the last error seen and writes the status report.
 
 Re-provisioning (:meth:`DeviceState.reprovision`): a counter-bound device whose directory was
 lost cannot open a fresh one by itself (the counter says states were committed: a wipe). The
@@ -20,20 +24,26 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable
 
 from ..constants import DEFAULT_LOCK_WAIT, EXPIRY_GRACE, MAX_CLOCK_SKEW
+from ..errors import BundleError, BundleTooLargeError, KeyringError, NoValidBundleError, StateError
 from ..format import Limits
+from ..kinds import Bundle, GaussianBundle, NullspaceBundle
+from ..randomness import DerivedBits
 from ..trust import Binding, Keyring, KeyringChain
-from ._clock import Floors
+from ._clock import Clock
 from ._counter import MonotonicCounter
-from ._install import Installer
+from ._install import Installer, InstallResult
 from ._release import Releaser
-from ._store import BUNDLE_DIR, StateStore
+from ._store import Store, os_errors, read_file
 
 __all__ = ["DeviceState"]
 
+_DEFAULT_LIMITS = Limits()
 
-class DeviceState(StateStore, Floors, Installer, Releaser):
+
+class DeviceState:
     """A device's state directory, opened (and created if absent) under one trusted keyring.
 
     Parameters
@@ -81,9 +91,9 @@ class DeviceState(StateStore, Floors, Installer, Releaser):
         ``keyring`` is not the directory's, or a rotation to it fails its signatures.
     """
 
-    def __init__(self, path, keyring: Keyring | KeyringChain | None = None, *, limits: Limits = Limits(),
-                 clock=time.time, max_skew: int = MAX_CLOCK_SKEW, grace: int = EXPIRY_GRACE,
-                 binding: Binding | None = None, counter: MonotonicCounter | None = None,
+    def __init__(self, path: str | os.PathLike[str], keyring: Keyring | KeyringChain | None = None, *,
+                 limits: Limits = _DEFAULT_LIMITS, clock: Callable[[], float] = time.time, max_skew: int = MAX_CLOCK_SKEW,
+                 grace: int = EXPIRY_GRACE, binding: Binding | None = None, counter: MonotonicCounter | None = None,
                  lock_wait: float = DEFAULT_LOCK_WAIT, _reprovision: bool = False) -> None:
         if keyring is not None and not isinstance(keyring, (Keyring, KeyringChain)):
             raise TypeError("keyring must be a privmap.device.Keyring or KeyringChain")
@@ -98,19 +108,20 @@ class DeviceState(StateStore, Floors, Installer, Releaser):
             raise ValueError("lock_wait must be a finite number of seconds >= 0")
         self.path = os.fspath(path)
         self.lock_wait = float(lock_wait)
-        self._reprovision = _reprovision
-        self.limits, self._clock, self.counter = limits, clock, counter
+        self.limits, self.counter = limits, counter
         self.max_skew, self.grace, self.binding = max_skew, grace, binding
         self.last_error: str | None = None
-        self._bundles = os.path.join(self.path, BUNDLE_DIR)
-        self._chain_cache: tuple[bytes, KeyringChain] | None = None
-        with self._os_errors(f"state directory {self.path!r}"):
-            self._open(keyring)
-        self._reprovision = False
+        self._store = Store(self.path, lock_wait=self.lock_wait, counter=counter, bundle_cap=limits.max_bundle_bytes)
+        self._clock = Clock(self._store, clock)
+        self._installer = Installer(self._store, self._clock, limits=limits, binding=binding, max_skew=max_skew)
+        self._releaser = Releaser(self._store, self._clock, self._installer, limits=limits, binding=binding,
+                                  grace=grace)
+        with os_errors(f"state directory {self.path!r}"):
+            self._store.open(keyring, self._installer, reprovision=_reprovision)
 
     @classmethod
-    def reprovision(cls, path, keyring: Keyring | KeyringChain, *, counter: MonotonicCounter,
-                    **options) -> "DeviceState":
+    def reprovision(cls, path: str | os.PathLike[str], keyring: Keyring | KeyringChain, *,
+                    counter: MonotonicCounter, **options) -> DeviceState:
         """Make a fresh state directory at ``path`` bound at ``counter``'s current value: the
         operator's way back for a counter-bound device whose directory was lost or damaged.
 
@@ -142,3 +153,175 @@ class DeviceState(StateStore, Floors, Installer, Releaser):
         if keyring is None or counter is None:
             raise TypeError("re-provisioning needs the keyring to pin and the device's counter")
         return cls(path, keyring, counter=counter, _reprovision=True, **options)
+
+    # -- clock and floors -------------------------------------------------------------------------
+
+    @property
+    def installed_version(self) -> int:
+        """The version floor: version of the active bundle, or after a keyring rotation the
+        highest version the new keyring vouches for (0 if none); as of the last operation."""
+        return self._store.body["version"]
+
+    @property
+    def time_floor(self) -> int:
+        """Latest ``issued_at`` of any verified bundle, unix seconds (never decreases except
+        through a signed keyring rotation)."""
+        return self._store.body["time_floor"]
+
+    @property
+    def active_sha256(self) -> str | None:
+        """The sha256 (hex) of the active bundle, ``None`` if none is installed; as of the last
+        operation."""
+        return self._store.body["active"]
+
+    def now_eff(self, clock: float) -> float:
+        """``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
+        still refuses bundles that expired before 2020-09-13."""
+        return self._clock.now_eff(clock)
+
+    # -- the keyring ------------------------------------------------------------------------------
+
+    @property
+    def keyring(self) -> Keyring:
+        """The keyring bundles are verified with (the state's, as of the last operation)."""
+        return self._installer.chain(self._store.body).keyring
+
+    @property
+    def keyring_version(self) -> int:
+        """Version of the trusted keyring document (0 for bare keys never rotated)."""
+        return self._installer.chain(self._store.body).version
+
+    def rotate_keyring(self, documents: bytes | bytearray | Iterable[bytes], *, now: float | None = None) -> int:
+        """Move the trusted keyring through the signed keyring ``documents`` (bytes, each the
+        next version; at most :data:`MAX_ROTATIONS` are walked) and recompute the floors from
+        what the new keyring still vouches for (:mod:`._install`; THREATS C8, C9).
+
+        All or nothing: if any document fails (:class:`KeyringVersionError`,
+        :class:`KeyringError`) the state is unchanged. Returns how many were applied. ``now``
+        (unix seconds; default: the clock) is the rotation's clock: when plausible, dates of
+        kept keys beyond it plus ``max_skew`` are reset (:mod:`._install`). Raises
+        :class:`StateError` if the directory cannot be written.
+        """
+        chain = [bytes(documents)] if isinstance(documents, (bytes, bytearray)) else list(documents)
+        if not chain:
+            return 0
+        clock = self._clock.read(now)
+        try:
+            with os_errors("cannot write the state directory"):
+                applied = self._installer.rotate(chain, clock)
+        except (KeyringError, StateError) as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            raise
+        self.last_error = None
+        return applied
+
+    # -- installing -------------------------------------------------------------------------------
+
+    def install(self, data: bytes | bytearray | memoryview, *, now: float | None = None) -> InstallResult:
+        """Verify ``data`` (a whole bundle file) and make it the active bundle, atomically.
+
+        The bundle already active with its stored copy intact is answered under a shared lock
+        (``"no_update"``: no write, never held up by a reader); anything else runs under the
+        exclusive lock on a fresh read of the state. The clock is read once. Checks, in order:
+        same bytes as the active bundle -> ``"no_update"`` (nothing written), or ``"repaired"``
+        if the stored copy was missing or damaged (it is written back, G10); the trusted keyring
+        has not expired (``KeyringExpiredError``); everything
+        :func:`load_bundle` checks, at ``now_eff`` with ``min_version`` = the version floor
+        (``RollbackError``, ``ExpiredBundleError``, ...); ``issued_at`` after
+        :data:`LATEST_ISSUED_AT`, or beyond the clock plus ``max_skew`` when the clock is
+        plausible (:class:`FutureBundleError`); a version installed before with other bytes
+        (:class:`EquivocationError`). On any error nothing on disk changes and the error is
+        also kept in ``last_error`` for :meth:`status`. Raises :class:`StateError` if the
+        directory cannot be written (the state is then still the old one), and
+        :class:`StateLockedError` if another process holds the lock for all of ``lock_wait``.
+        """
+        try:
+            with os_errors("cannot write the state directory"):
+                result = self._installer.install(data, self._clock.read(now))
+        except (BundleError, KeyringError, StateError) as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            raise
+        self.last_error = None
+        return result
+
+    def install_file(self, path: str | os.PathLike[str], *, now: float | None = None) -> InstallResult:
+        """:meth:`install` the bundle file at ``path`` (read once, at most
+        ``limits.max_bundle_bytes + 1`` bytes; a FIFO or device is refused, not read)."""
+        cap = self.limits.max_bundle_bytes
+        try:
+            data = read_file(os.fspath(path), cap)
+        except StateError as exc:
+            raise BundleError(str(exc)) from None
+        except OSError as exc:
+            raise BundleError(f"cannot read bundle file {os.fspath(path)!r}: {exc.strerror}") from None
+        if len(data) > cap:
+            raise BundleTooLargeError(f"bundle file is larger than {cap} bytes")
+        return self.install(data, now=now)
+
+    # -- using ------------------------------------------------------------------------------------
+
+    def active(self, *, now: float | None = None) -> Bundle:
+        """The bundle to release with: the active one re-verified from disk, or the previous
+        known-good copy if the active file fails (THREATS G3).
+
+        The state and both files are read under a shared lock (concurrent readers go side by
+        side; an install waits), then each copy must hash to the sha256 the state recorded and
+        pass :func:`load_bundle` again with the state's keyring (at ``now_eff - grace``, so an
+        expired bundle is still used within the grace period). Raises
+        :class:`NoValidBundleError` if none is installed or neither copy passes, and
+        :class:`StateError` (or :class:`StateReplayError`) if the state cannot be read
+        (:class:`StateLockedError` if a writer holds the lock for all of ``lock_wait``).
+        """
+        clock = self._clock.read(now)
+        try:
+            with os_errors("cannot read the state directory"):
+                return self._releaser.active(clock)
+        except NoValidBundleError as exc:
+            if self.active_sha256 is not None:  # installed, but no copy passes: a fault to report
+                self.last_error = f"NoValidBundleError: {exc}"
+            raise
+
+    def status(self, *, now: float | None = None) -> dict:
+        """A report for the operator: ``state`` is ``"ok"``, ``"stale"`` (past ``expires``,
+        still releasing within the grace period), ``"fallback"`` (the previous copy is in use),
+        ``"no_bundle"`` (nothing is released), plus version, sha256, time floor, keyring
+        version, the counter value the state commits to, and the last error seen (its class
+        name names the attack or fault, THREATS G7)."""
+        clock = self._clock.read(now)
+        report: dict[str, object] = {"clock": clock}
+        try:
+            bundle = self.active(now=clock)
+        except NoValidBundleError:
+            report["state"] = "no_bundle"
+        else:
+            if bundle.sha256 != self.active_sha256:
+                report["state"] = "fallback"
+            elif bundle.expires <= self.now_eff(clock):
+                report["state"] = "stale"
+            else:
+                report["state"] = "ok"
+            report["in_use_sha256"], report["in_use_version"] = bundle.sha256, bundle.version
+        report.update({"version": self.installed_version, "time_floor": self.time_floor,
+                       "active_sha256": self.active_sha256, "clock_plausible": self._clock.plausible(clock),
+                       "keyring_version": self.keyring_version, "counter": self._store.body["counter"],
+                       "last_error": self.last_error})
+        return report
+
+    def release_source(self, bundle: Bundle, c: int) -> DerivedBits:
+        """The permanent bit source of input ``c`` (0 <= c < 2**64) under ``bundle``: a
+        ``randbits(k)`` source for any release path of this device (the table sampler here; a
+        noise mechanism keyed by its own input index, e.g. the first 8 bytes of a hash of the
+        canonical row, as an int)."""
+        return self._releaser.release_source(bundle, c)
+
+    def release_index(self, bundle: Bundle, row) -> int:
+        """Output index released for ``row`` under ``bundle``: the permanent draw of its input
+        cluster (same row, same bundle, same device -> same index). Raises InputError."""
+        return self._releaser.release_index(bundle, row)
+
+    def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row) -> list:
+        """Released cells for ``row``, permanent for this device: a table bundle releases the
+        representative of :meth:`release_index`; a Gaussian-noise bundle draws its noise from
+        :func:`record_bits` of the parsed row; a null-space bundle is deterministic already.
+        The raw row never leaves. Raises InputError and what the bundle's release raises."""
+        return self._releaser.sanitize(bundle, row)

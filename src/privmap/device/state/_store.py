@@ -31,16 +31,21 @@ exists). The firmware must give each device its own directory on a local POSIX f
 (``flock``, atomic ``rename`` and ``link``, ``fsync`` of directories; not NFS or FAT) and let
 only the privmap service write it.
 
-:class:`StateStore` is the part of :class:`~privmap.device.DeviceState` that reads and writes
-them; the other parts reach the state only through it (``_locked``, ``_load``, ``_commit``).
+:class:`Store` is the part of :class:`~privmap.device.DeviceState` that reads and writes them;
+the other parts reach the directory only through it (:meth:`~Store.locked`, :meth:`~Store.load`,
+:meth:`~Store.commit`, the bundle files). Opening a directory that holds another keyring asks
+the part that keeps the trusted keyring (a :class:`KeyringPolicy`) what to do.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import os
 import stat
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol, TypedDict, TypeGuard
 
 from ..errors import StateError, StateLockedError, StateReplayError
 from ..files import (
@@ -56,8 +61,10 @@ from ..files import (
 )
 from ..randomness import SECRET_BYTES
 from ..trust import Keyring, KeyringChain
+from ._counter import MonotonicCounter
 
-__all__ = ["StateStore", "STATE_NAME", "SECRET_NAME", "BUNDLE_DIR"]
+__all__ = ["Store", "KeyringPolicy", "Body", "Entry", "TrustBody", "STATE_NAME", "SECRET_NAME", "BUNDLE_DIR",
+           "os_errors", "canonical", "sha256_hex", "read_file", "chain_of", "trust_body"]
 
 STATE_NAME = "state.json"
 SECRET_NAME = "device.secret"
@@ -68,79 +75,214 @@ _MAC_TAG = b"privmap-device-state-v1\x00"
 _BODY_KEYS = ("format", "version", "time_floor", "installed", "active", "previous", "counter", "trust")
 
 
-def _canonical(body: dict) -> bytes:
+class Entry(TypedDict):
+    """What the state remembers of a version installed: its bytes' sha256, its ``issued_at``
+    and the key ids (hex) that signed it (``None`` for both in a state upgraded from format 1)."""
+
+    sha256: str
+    issued_at: int | None
+    signers: list[str] | None
+
+
+class TrustBody(TypedDict):
+    """The trusted keyring as the state holds it: the raw keys (hex, sorted) and threshold, the
+    current signed keyring document (hex; ``None`` for bare keys) and the sha256 of the
+    documents it was rotated from."""
+
+    keys: list[str]
+    threshold: int
+    document: str | None
+    history: list[str]
+
+
+class Body(TypedDict):
+    """The body of ``state.json`` (format 2; module docstring). ``installed`` maps a version
+    (decimal string) to its :class:`Entry`; ``trust`` is ``None`` only in a state upgraded from
+    format 1, until an open pins the keyring given."""
+
+    format: int
+    version: int
+    time_floor: int
+    installed: dict[str, Entry]
+    active: str | None
+    previous: str | None
+    counter: int | None
+    trust: TrustBody | None
+
+
+class KeyringPolicy(Protocol):
+    """What opening a state directory asks of the part that keeps the trusted keyring."""
+
+    def holds(self, body: Body, given: Keyring | KeyringChain) -> bool:
+        """Whether ``given`` is the keyring ``body`` trusts (or one it was rotated from)."""
+
+    def reconcile(self, body: Body, given: Keyring | KeyringChain | None) -> None:
+        """Pin ``given`` in a body that holds no keyring, rotate to it, or refuse it (the caller
+        holds the exclusive lock)."""
+
+
+def canonical(body: Mapping[str, Any]) -> bytes:
+    """The canonical JSON bytes of ``body`` (sorted keys, no spaces, ASCII): what the MAC covers."""
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
-def _sha(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read_regular(path: str, cap: int, *, private: bool = False) -> bytes:
-    """:func:`read_regular` with a FIFO, device or directory refused as :class:`StateError`."""
+def read_file(path: str, cap: int, *, private: bool = False) -> bytes:
+    """:func:`~privmap.device.files.read_regular` with a FIFO, device or directory refused as
+    :class:`StateError`; other failures raise ``OSError``."""
     try:
         return read_regular(path, cap, private=private)
     except NotRegularFile as exc:
         raise StateError(str(exc)) from None
 
 
-def _chain_of(keyring) -> KeyringChain:
+@contextlib.contextmanager
+def os_errors(what: str) -> Iterator[None]:
+    """Context manager: ``OSError`` -> :class:`StateError` naming ``what`` and the cause, and a
+    lock not granted in time -> :class:`StateLockedError`."""
+    try:
+        yield
+    except LockTimeout as exc:
+        raise StateLockedError(f"{exc.strerror}; nothing was done (end or resume that process, "
+                               "or wait longer)", exc.holders) from None
+    except LockUnavailable as exc:
+        raise StateError(str(exc)) from None
+    except OSError as exc:
+        raise StateError(f"{what}: {exc.strerror or exc}") from None
+
+
+def chain_of(keyring: Keyring | KeyringChain) -> KeyringChain:
     return KeyringChain.pinned(keyring) if isinstance(keyring, Keyring) else keyring
 
 
-def _raw_keys(keyring: Keyring) -> list[str]:
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-    return sorted(k.public_bytes(Encoding.Raw, PublicFormat.Raw).hex() for k in keyring._keys.values())
-
-
-def _trust_body(chain: KeyringChain, history: list) -> dict:
-    return {"keys": _raw_keys(chain.keyring), "threshold": chain.keyring.threshold,
+def trust_body(chain: KeyringChain, history: list[str]) -> TrustBody:
+    """How the state holds ``chain``, rotated from the documents whose sha256 are ``history``."""
+    keys = sorted(key.hex() for key in chain.keyring.raw_keys)
+    return {"keys": keys, "threshold": chain.keyring.threshold,
             "document": None if chain.document is None else chain.document.hex(), "history": list(history)}
 
 
-def _upgrade(body: dict) -> dict:
+def _upgrade(body: dict[str, Any]) -> Body:
     """A format-1 body (privmap before issue 25) as format 2: no signer records, no counter,
     no keyring (the keyring given at open is pinned)."""
-    installed = {v: {"sha256": s, "issued_at": None, "signers": None} for v, s in body["installed"].items()}
-    return {**body, "format": _STATE_FORMAT, "installed": installed, "counter": None, "trust": None}
+    installed: dict[str, Entry] = {v: {"sha256": s, "issued_at": None, "signers": None}
+                                   for v, s in body["installed"].items()}
+    return {"format": _STATE_FORMAT, "version": body["version"], "time_floor": body["time_floor"],
+            "installed": installed, "active": body["active"], "previous": body["previous"], "counter": None,
+            "trust": None}
 
 
-class StateStore:
+def _read_counter(counter: MonotonicCounter) -> int:
+    try:
+        value = counter.read()
+    except Exception as exc:
+        raise StateError(f"cannot read the device's monotonic counter: {exc}") from None
+    if type(value) is not int or value < 0:
+        raise StateError("the monotonic counter must read as an int >= 0")
+    return value
+
+
+def _increment(counter: MonotonicCounter, value: int) -> None:
+    try:
+        new = counter.increment()
+    except Exception as exc:
+        raise StateError(f"cannot increment the device's monotonic counter: {exc}") from None
+    if new != value + 1:
+        raise StateError(f"the monotonic counter went from {value} to {new!r} in one increment")
+
+
+class Store:
     """The state directory's files and lock (module docstring): a part of ``DeviceState``.
 
-    Holds ``path``, ``lock_wait``, ``counter``, ``_bundles``, ``_secret`` and ``_state`` (the
-    body last read or written); opening a directory that holds another keyring hands it to the
-    install part (``_holds``, ``_reconcile_keyring``).
+    Parameters
+    ----------
+    path : str
+        The state directory (:meth:`open` creates it).
+    lock_wait : float
+        Seconds any one lock is waited for (:meth:`locked`).
+    counter : MonotonicCounter | None
+        The firmware's monotonic counter every committed state is bound to.
+    bundle_cap : int
+        Largest bundle file read back, bytes (the limits' ``max_bundle_bytes``).
+
+    Attributes
+    ----------
+    secret : bytes
+        The device secret, read by :meth:`open`.
+    body : Body
+        The state last read or written (set by :meth:`open`, :meth:`load`, :meth:`commit`).
     """
 
-    # -- locking and files ------------------------------------------------------------------------
+    secret: bytes
+    body: Body
 
-    class _os_errors:
-        """Context manager: ``OSError`` -> :class:`StateError` naming ``what`` and the cause."""
+    def __init__(self, path: str, *, lock_wait: float, counter: MonotonicCounter | None, bundle_cap: int) -> None:
+        self.path = path
+        self.bundles = os.path.join(path, BUNDLE_DIR)
+        self.lock_wait = lock_wait
+        self.counter = counter
+        self.bundle_cap = bundle_cap
 
-        def __init__(self, what: str):
-            self.what = what
+    # -- locking and opening ----------------------------------------------------------------------
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, kind, exc, tb):
-            if exc is not None and isinstance(exc, OSError):
-                if isinstance(exc, LockTimeout):
-                    raise StateLockedError(f"{exc.strerror}; nothing was done (end or resume that process, "
-                                           "or wait longer)", exc.holders) from None
-                if isinstance(exc, LockUnavailable):
-                    raise StateError(str(exc)) from None
-                raise StateError(f"{self.what}: {exc.strerror or exc}") from None
-            return False
-
-    def _locked(self, *, exclusive: bool, wait: float | None = None):
+    def locked(self, *, exclusive: bool, wait: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """The directory's ``flock`` (shared or exclusive) for a ``with`` block, waited for at
+        most ``wait`` seconds (``lock_wait`` by default); raises what
+        :func:`~privmap.device.files.locked` raises."""
         return locked(self.path, exclusive=exclusive, wait=self.lock_wait if wait is None else wait)
+
+    def open(self, given: Keyring | KeyringChain | None, keyrings: KeyringPolicy, *, reprovision: bool) -> None:
+        """Open the directory (creating it, its secret and its state if absent): read the
+        secret and the state, bind the state to the counter, and hand a keyring ``given`` that
+        is not the one the state holds to ``keyrings``. ``reprovision``: the directory must be
+        empty, and is made afresh whatever the counter says (:meth:`DeviceState.reprovision`).
+
+        Raises
+        ------
+        StateError, StateReplayError
+            As listed by :class:`DeviceState` (``OSError`` is left to the caller).
+        """
+        self._prepare_directories()
+        if not reprovision and self._open_reading(given, keyrings):
+            self._clean_if_free()
+            return
+        state_path = os.path.join(self.path, STATE_NAME)
+        secret_path = os.path.join(self.path, SECRET_NAME)
+        with self.locked(exclusive=True):
+            has_state = os.path.lexists(state_path)
+            has_bundles = any(not n.startswith(TMP_PREFIX) for n in os.listdir(self.bundles))
+            if not has_state and has_bundles:
+                raise StateError(f"{state_path!r} is missing but bundles are installed; refusing "
+                                 "(the version and time floor cannot be trusted)")
+            if reprovision and (has_state or has_bundles or os.path.lexists(secret_path)):
+                raise StateError(f"{self.path!r} is not empty: re-provisioning makes a fresh state directory; "
+                                 "move the old one aside first")
+            if not os.path.lexists(secret_path):
+                if has_state:
+                    raise StateError(f"{secret_path!r} is missing; refusing (releases would change)")
+                self._check_not_wiped(reprovision)
+                create_exclusive(self.path, SECRET_NAME, os.urandom(SECRET_BYTES))
+            self.secret = self._read_secret(secret_path)
+            if not has_state:
+                self._check_not_wiped(reprovision)
+                if given is None:
+                    raise StateError(f"{self.path!r} holds no state yet: give the keyring to trust")
+                self.commit({"format": _STATE_FORMAT, "version": 0, "time_floor": 0, "installed": {},
+                             "active": None, "previous": None, "counter": None,
+                             "trust": trust_body(chain_of(given), [])})
+            else:
+                keyrings.reconcile(self.load(writer=True), given)
+                if self.counter is not None and self.body["counter"] is None:
+                    self.commit(self.body)  # bind a state written before the counter was given
+            self.clean()
 
     def _prepare_directories(self) -> None:
         """Create the directory and ``bundles/`` (mode 0700) if missing, then refuse either if
         it is a symlink, not a directory, not the effective user's or open to group or others."""
-        for directory in (self.path, self._bundles):
+        for directory in (self.path, self.bundles):
             try:
                 info = os.lstat(directory)
             except FileNotFoundError:
@@ -162,76 +304,40 @@ class StateStore:
 
     def _read_secret(self, secret_path: str) -> bytes:
         try:
-            secret = _read_regular(secret_path, SECRET_BYTES, private=True)
+            secret = read_file(secret_path, SECRET_BYTES, private=True)
         except PermissionError as exc:
             raise StateError(f"device secret {exc}") from None
         if len(secret) != SECRET_BYTES:
             raise StateError(f"{secret_path!r} is not a {SECRET_BYTES}-byte device secret")
         return secret
 
-    def _open(self, given) -> None:
-        self._prepare_directories()
-        if not self._reprovision and self._open_reading(given):
-            self._clean_if_free()
-            return
-        state_path = os.path.join(self.path, STATE_NAME)
-        secret_path = os.path.join(self.path, SECRET_NAME)
-        with self._locked(exclusive=True):
-            has_state = os.path.lexists(state_path)
-            has_bundles = any(not n.startswith(TMP_PREFIX) for n in os.listdir(self._bundles))
-            if not has_state and has_bundles:
-                raise StateError(f"{state_path!r} is missing but bundles are installed; refusing "
-                                 "(the version and time floor cannot be trusted)")
-            if self._reprovision and (has_state or has_bundles or os.path.lexists(secret_path)):
-                raise StateError(f"{self.path!r} is not empty: re-provisioning makes a fresh state directory; "
-                                 "move the old one aside first")
-            if not os.path.lexists(secret_path):
-                if has_state:
-                    raise StateError(f"{secret_path!r} is missing; refusing (releases would change)")
-                self._check_not_wiped()
-                create_exclusive(self.path, SECRET_NAME, os.urandom(SECRET_BYTES))
-            self._secret = self._read_secret(secret_path)
-            if not has_state:
-                self._check_not_wiped()
-                if given is None:
-                    raise StateError(f"{self.path!r} holds no state yet: give the keyring to trust")
-                body = {"format": _STATE_FORMAT, "version": 0, "time_floor": 0, "installed": {},
-                        "active": None, "previous": None, "counter": None,
-                        "trust": _trust_body(_chain_of(given), [])}
-                self._commit(body)
-            else:
-                self._reconcile_keyring(self._load(writer=True), given)
-                if self.counter is not None and self._state["counter"] is None:
-                    self._commit(self._state)  # bind a state written before the counter was given
-            self._clean()
-
-    def _open_reading(self, given) -> bool:
+    def _open_reading(self, given: Keyring | KeyringChain | None, keyrings: KeyringPolicy) -> bool:
         """Open without writing anything, under a shared lock, when nothing needs writing: the
         state and secret exist, the state is format 2, bound to the counter as it must be (no
         commit to complete), and ``given`` is the keyring it holds (or one it was rotated
         from). Returns False when a write is needed (the exclusive path then does it all)."""
         state_path = os.path.join(self.path, STATE_NAME)
         secret_path = os.path.join(self.path, SECRET_NAME)
-        with self._locked(exclusive=False):
+        with self.locked(exclusive=False):
             if not (os.path.lexists(state_path) and os.path.lexists(secret_path)):
                 return False
-            self._secret = self._read_secret(secret_path)
+            self.secret = self._read_secret(secret_path)
             body, upgraded = self._read_body()
             if upgraded or body["trust"] is None:
                 return False
-            if self.counter is not None and body["counter"] in (None, self._counter_value() + 1):
+            if self.counter is not None and body["counter"] in (None, _read_counter(self.counter) + 1):
                 return False  # to bind, or to complete a commit cut short: both write
             self._check_counter(body, writer=False)
-            if given is not None and not self._holds(body, given):
+            if given is not None and not keyrings.holds(body, given):
                 return False  # a rotation to apply, or a mismatch the exclusive path reports
-            self._state = body
+            self.body = body
             return True
 
     def _leftovers(self) -> bool:
         """Whether the directories hold temp files or bundle files the state does not name."""
-        keep = {f"{s}.bundle" for s in (self._state["active"], self._state["previous"]) if s}
+        keep = self._named_bundles()
         return (any(n.startswith(TMP_PREFIX) for n in os.listdir(self.path))
-                or any(n not in keep for n in os.listdir(self._bundles)))
+                or any(n not in keep for n in os.listdir(self.bundles)))
 
     def _clean_if_free(self) -> None:
         """Clean leftovers after an open that wrote nothing, only if the exclusive lock is free
@@ -239,72 +345,31 @@ class StateStore:
         if not self._leftovers():
             return
         try:
-            with self._locked(exclusive=True, wait=0):
-                self._load(writer=False)
-                self._clean()
+            with self.locked(exclusive=True, wait=0):
+                self.load(writer=False)
+                self.clean()
         except LockTimeout:
             pass
 
-    def _check_not_wiped(self) -> None:
-        if self._reprovision:
+    def _check_not_wiped(self, reprovision: bool) -> None:
+        if reprovision:
             return  # the operator's explicit re-provisioning: bound at the counter's current value
-        if self.counter is not None and self._counter_value() > 0:
+        if self.counter is not None and _read_counter(self.counter) > 0:
             raise StateReplayError(
-                f"{self.path!r} holds no state but the device counter is at {self._counter_value()}: "
+                f"{self.path!r} holds no state but the device counter is at {_read_counter(self.counter)}: "
                 "the state directory was wiped or replaced; refusing (a new secret would change every "
                 "release and the floors would restart at 0)")
 
-    def _counter_value(self) -> int:
-        try:
-            value = self.counter.read()
-        except Exception as exc:
-            raise StateError(f"cannot read the device's monotonic counter: {exc}") from None
-        if type(value) is not int or value < 0:
-            raise StateError("the monotonic counter must read as an int >= 0")
-        return value
+    # -- the counter ------------------------------------------------------------------------------
 
-    def _mac(self, body: bytes) -> str:
-        return hmac.new(self._secret, _MAC_TAG + body, hashlib.sha256).hexdigest()
-
-    def _load(self, *, writer: bool) -> dict:
-        """Read, authenticate and check ``state.json`` (the caller holds the lock), bind it to the
-        counter; a writer completes a commit cut short before its counter increment. Sets and
-        returns the state."""
-        body, _ = self._read_body()
-        self._check_counter(body, writer)
-        if body["trust"] is None and not writer:
-            raise StateError(f"state file in {self.path!r} holds no keyring; open it with one")
-        self._state = body
-        return body
-
-    def _read_body(self) -> tuple[dict, bool]:
-        """The authenticated, checked body of ``state.json`` (a format-1 body upgraded in
-        memory) and whether it was format 1. Raises :class:`StateError`."""
-        raw = _read_regular(os.path.join(self.path, STATE_NAME), _MAX_STATE_BYTES)
-        try:
-            if len(raw) > _MAX_STATE_BYTES:
-                raise ValueError("state file too large")
-            outer = json.loads(raw.decode("ascii"))
-            body, mac = outer["body"], outer["mac"]
-            ok = (type(outer) is dict and set(outer) == {"body", "mac"} and type(mac) is str
-                  and hmac.compare_digest(mac, self._mac(_canonical(body))))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            ok = False
-        upgraded = ok and _valid_body_v1(body)
-        if upgraded:
-            body = _upgrade(body)
-        if not ok or not _valid_body(body):
-            raise StateError(f"state file in {self.path!r} is corrupt or fails its MAC; refusing")
-        return body, upgraded
-
-    def _check_counter(self, body: dict, writer: bool) -> None:
+    def _check_counter(self, body: Body, writer: bool) -> None:
         committed = body["counter"]
         if self.counter is None:
             if committed is not None:
                 raise StateReplayError(f"state in {self.path!r} is bound to a monotonic counter; open it "
                                        "with that counter (counter=...)")
             return
-        value = self._counter_value()
+        value = _read_counter(self.counter)
         if committed is None:
             if value != 0:
                 raise StateReplayError(
@@ -313,7 +378,7 @@ class StateStore:
             return  # a writer binds it now (DeviceState opening), a reader accepts it
         if committed == value + 1:
             if writer:  # the previous commit renamed the state but did not reach the increment
-                self._increment(value)
+                _increment(self.counter, value)
             return
         if committed < value:
             raise StateReplayError(
@@ -324,33 +389,78 @@ class StateStore:
                 f"state in {self.path!r} commits to counter {committed}, ahead of the device counter "
                 f"({value}): the counter was reset or the state belongs to another device; refusing")
 
-    def _increment(self, value: int) -> None:
+    # -- the state file ---------------------------------------------------------------------------
+
+    def _mac(self, body: bytes) -> str:
+        return hmac.new(self.secret, _MAC_TAG + body, hashlib.sha256).hexdigest()
+
+    def load(self, *, writer: bool) -> Body:
+        """Read, authenticate and check ``state.json`` (the caller holds the lock), bind it to the
+        counter; a writer completes a commit cut short before its counter increment. Sets and
+        returns :attr:`body`.
+
+        Raises
+        ------
+        StateError
+            The file is corrupt, fails its MAC, or (for a reader) holds no keyring; the counter
+            cannot be read or incremented.
+        StateReplayError
+            The state is not bound to the counter as it must be.
+        """
+        body, _ = self._read_body()
+        self._check_counter(body, writer)
+        if body["trust"] is None and not writer:
+            raise StateError(f"state file in {self.path!r} holds no keyring; open it with one")
+        self.body = body
+        return body
+
+    def _read_body(self) -> tuple[Body, bool]:
+        """The authenticated, checked body of ``state.json`` (a format-1 body upgraded in
+        memory) and whether it was format 1. Raises :class:`StateError`."""
+        raw = read_file(os.path.join(self.path, STATE_NAME), _MAX_STATE_BYTES)
         try:
-            new = self.counter.increment()
-        except Exception as exc:
-            raise StateError(f"cannot increment the device's monotonic counter: {exc}") from None
-        if new != value + 1:
-            raise StateError(f"the monotonic counter went from {value} to {new!r} in one increment")
+            if len(raw) > _MAX_STATE_BYTES:
+                raise ValueError("state file too large")
+            outer = json.loads(raw.decode("ascii"))
+            body, mac = outer["body"], outer["mac"]
+            ok = (type(outer) is dict and set(outer) == {"body", "mac"} and type(mac) is str
+                  and hmac.compare_digest(mac, self._mac(canonical(body))))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            ok = False
+        upgraded = ok and _valid_body_v1(body)
+        if upgraded:
+            body = _upgrade(body)
+        if not ok or not _valid_body(body):
+            raise StateError(f"state file in {self.path!r} is corrupt or fails its MAC; refusing")
+        return body, upgraded
 
-    def _commit(self, body: dict) -> None:
-        """Write ``body`` as the new state (caller holds the exclusive lock): the single commit
-        point, then the counter increment."""
-        value = None
-        if self.counter is not None:
-            value = self._counter_value()
-            body = {**body, "counter": value + 1}
-        data = _canonical(body)
-        atomic_write(self.path, STATE_NAME, _canonical({"body": body, "mac": self._mac(data)}))
-        self._state = body
-        if value is not None:
-            self._increment(value)
+    def commit(self, body: Body) -> None:
+        """Write ``body`` as the new state (the caller holds the exclusive lock): the single
+        commit point, then the counter increment. Raises ``OSError`` (nothing committed) and
+        :class:`StateError` (the counter cannot be read or incremented)."""
+        if self.counter is None:
+            self._write(body)
+            return
+        value = _read_counter(self.counter)
+        self._write({**body, "counter": value + 1})
+        _increment(self.counter, value)
 
-    def _clean(self) -> None:
+    def _write(self, body: Body) -> None:
+        data = canonical(body)
+        atomic_write(self.path, STATE_NAME, canonical({"body": body, "mac": self._mac(data)}))
+        self.body = body
+
+    # -- the bundle files -------------------------------------------------------------------------
+
+    def _named_bundles(self) -> set[str]:
+        return {f"{s}.bundle" for s in (self.body["active"], self.body["previous"]) if s}
+
+    def clean(self) -> None:
         """Remove temp files and bundle files the state does not name. Called only under the
         exclusive lock: every writer holds it, so no temp file is anyone's work in progress and
         no reader is reading a file the current state does not name."""
-        keep = {f"{s}.bundle" for s in (self._state["active"], self._state["previous"]) if s}
-        for directory, names in ((self.path, None), (self._bundles, keep)):
+        keep = self._named_bundles()
+        for directory, names in ((self.path, None), (self.bundles, keep)):
             for name in os.listdir(directory):
                 if name.startswith(TMP_PREFIX) or (names is not None and name not in names):
                     try:
@@ -358,14 +468,31 @@ class StateStore:
                     except OSError:
                         pass
 
-    def _stored_copy(self, sha: str) -> bytes | None:
+    def read_bundle(self, sha: str) -> bytes:
+        """The bytes of the bundle file stored for ``sha`` (at most ``bundle_cap + 1``; the
+        caller checks the hash). Raises ``OSError`` or :class:`StateError` (not a regular file)."""
+        return read_file(os.path.join(self.bundles, f"{sha}.bundle"), self.bundle_cap)
+
+    def stored_copy(self, sha: str) -> bytes | None:
         """The bytes stored for ``sha`` if they hash to it, else None (missing, unreadable,
         damaged)."""
         try:
-            data = _read_regular(os.path.join(self._bundles, f"{sha}.bundle"), self.limits.max_bundle_bytes)
+            data = self.read_bundle(sha)
         except (OSError, StateError):
             return None
-        return data if _sha(data) == sha else None
+        return data if sha256_hex(data) == sha else None
+
+    def write_bundle(self, sha: str, data: bytes) -> None:
+        """Store ``data`` as the bundle file of ``sha`` (atomically, mode 0644). Raises ``OSError``."""
+        atomic_write(self.bundles, f"{sha}.bundle", data, 0o644)
+
+    def discard_bundle(self, sha: str) -> None:
+        """Remove the bundle file of ``sha`` if it can be (a failed install's; :meth:`clean`
+        removes what is left)."""
+        try:
+            os.unlink(os.path.join(self.bundles, f"{sha}.bundle"))
+        except OSError:
+            pass
 
 
 def _is_sha(value) -> bool:
@@ -408,7 +535,7 @@ def _valid_trust(trust) -> bool:
     return doc is None or (type(doc) is str and len(doc) % 2 == 0 and all(c in "0123456789abcdef" for c in doc))
 
 
-def _valid_body(body) -> bool:
+def _valid_body(body) -> TypeGuard[Body]:
     if type(body) is not dict or set(body) != set(_BODY_KEYS) or body["format"] != _STATE_FORMAT:
         return False
     if type(body["format"]) is not int or type(body["version"]) is not int or type(body["time_floor"]) is not int:
