@@ -18,9 +18,11 @@ import errno
 import os
 import stat
 import time
+from types import ModuleType
 
 from .constants import DEFAULT_LOCK_WAIT
 
+fcntl: ModuleType | None
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: no state directory, bundles still load

@@ -65,15 +65,17 @@ class Limits:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
+            value, ceiling = getattr(self, f.name), f.default
+            if not isinstance(ceiling, (int, float)):  # every limit's default is its ceiling
+                raise TypeError(f"Limits.{f.name} has no default to bound it")
             if f.name == "max_leakage_bits":
-                if type(value) not in (int, float) or not 0 < value <= f.default:
-                    raise ValueError(f"Limits.{f.name} must be a number in (0, {f.default}]")
+                if type(value) not in (int, float) or not 0 < value <= ceiling:
+                    raise ValueError(f"Limits.{f.name} must be a number in (0, {ceiling}]")
                 continue
             if type(value) is not int:
                 raise ValueError(f"Limits.{f.name} must be an int, got {type(value).__name__}")
-            if value < 1 or value > f.default:
-                raise ValueError(f"Limits.{f.name} must be in 1..{f.default} (limits can only be tightened)")
+            if value < 1 or value > ceiling:
+                raise ValueError(f"Limits.{f.name} must be in 1..{ceiling} (limits can only be tightened)")
 
     @property
     def max_array_len(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from ..constants import (
     MAX_ABS_CELL,
@@ -106,8 +107,20 @@ class Feature:
     def categorical(self) -> bool:
         return self.kind == "categorical"
 
+    def clip(self, value: float) -> float:
+        """``value`` brought within a numeric feature's ``[min, max]``.
 
-def fail(message: str, error=BundleFormatError):
+        Raises
+        ------
+        TypeError
+            The feature is categorical (it has no range).
+        """
+        if self.min is None or self.max is None:
+            raise TypeError(f"feature {self.name!r} is categorical: it has no range to clip to")
+        return min(max(value, self.min), self.max)
+
+
+def fail(message: str, error: type[Exception] = BundleFormatError) -> NoReturn:
     """Raise ``error`` (BundleFormatError by default) with ``message``."""
     raise error(message)
 

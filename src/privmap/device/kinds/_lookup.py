@@ -129,7 +129,7 @@ def parse_row(row, features) -> tuple:
             raise InputError(f"a row is a sequence of {d} cells") from None
     if len(cells) != d:
         raise InputError(f"a row has exactly {d} cells")
-    out = []
+    out: list[float | None] = []
     missing = 0
     for position, (value, feature) in enumerate(zip(cells, features)):
         if feature.kind == "numeric" and _is_missing(value, feature):

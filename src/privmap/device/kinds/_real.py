@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from typing import Any, NoReturn
 
 from ..constants import MAX_ABS_CELL
 from ..errors import BundleFormatError, InputError
@@ -25,7 +27,7 @@ _DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9
 _MAX_CELL_STRING = 64
 
 
-def _fail(message: str):
+def _fail(message: str) -> NoReturn:
     raise BundleFormatError(message)
 
 
@@ -153,6 +155,21 @@ class RealBundle:
 
     __slots__ = ("version", "issued_at", "expires", "device_class", "mechanism", "features", "withheld_columns",
                  "private_name", "parameters", "metrics", "provenance", "sha256", "key_id", "data")
+
+    version: int
+    issued_at: int
+    expires: int
+    device_class: str
+    mechanism: str
+    features: tuple[Feature, ...]
+    withheld_columns: tuple[str, ...]
+    private_name: str
+    parameters: Mapping[str, Any]
+    metrics: Mapping[str, float]
+    provenance: Mapping[str, str | int]
+    sha256: str
+    key_id: str
+    data: bytes
 
     def __init__(self, **fields):
         for name, value in fields.items():

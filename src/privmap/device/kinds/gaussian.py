@@ -31,6 +31,7 @@ import math
 import os
 import struct
 from types import MappingProxyType
+from typing import Any
 
 from ..constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
 from ..errors import BundleFormatError, MetricsError, ReleaseRefusedError
@@ -71,7 +72,7 @@ def standard_normals(source, count: int) -> list:
 
     Raises :class:`RandomnessError` if the source fails (see :func:`draw_bits`).
     """
-    out = []
+    out: list[float] = []
     while len(out) < count:
         u1 = (draw_bits(source, 53) + 1) * _SCALE
         u2 = draw_bits(source, 53) * _SCALE
@@ -104,12 +105,12 @@ def gaussian_information(cov, sigma2, n: int) -> float | None:
     noisy = [list(row) for row in cov]
     for i in range(n):
         noisy[i][i] += sigma2[i]
-    parts = (cholesky_logdet([row[n:] for row in cov[n:]]),
-             cholesky_logdet([row[:n] for row in noisy[:n]]),
-             cholesky_logdet(noisy))
-    if any(p is None for p in parts):
+    private = cholesky_logdet([row[n:] for row in cov[n:]])
+    released = cholesky_logdet([row[:n] for row in noisy[:n]])
+    joint = cholesky_logdet(noisy)
+    if private is None or released is None or joint is None:
         return None
-    return 0.5 * (parts[0] + parts[1] - parts[2])
+    return 0.5 * (private + released - joint)
 
 
 def _agree(declared, computed, what):
@@ -145,7 +146,7 @@ def parse_gaussian(params, metrics, features, limits) -> dict:
     before = gaussian_information(cov_p, zero, n)
     u_before = gaussian_information(cov_u, zero, n)
     u_after = gaussian_information(cov_u, sigma2, n)
-    if None in (leak, before, u_before, u_after):
+    if leak is None or before is None or u_before is None or u_after is None:
         raise MetricsError("a bundled covariance is not positive definite")
     leak_bits = leak / math.log(2)
     declared = metrics["leakage_bits"]
@@ -171,6 +172,10 @@ class GaussianBundle(RealBundle):
     """
 
     __slots__ = ("_params", "_memo", "_memo_key")
+
+    _params: dict[str, Any]
+    _memo: dict[bytes, tuple[float, ...]]  # keyed by an HMAC of the canonical record under _memo_key
+    _memo_key: bytes
 
     def __init__(self, params, **fields):
         super().__init__(**fields)

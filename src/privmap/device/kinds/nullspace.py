@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
+from typing import Any
 
 from ..errors import BundleFormatError, MetricsError, TheoremCheckError
 from ..format import closed_map
@@ -71,7 +72,7 @@ def parse_nullspace(params, n: int, limits, features=()):
     a_d = matrix(params["a_d"], "parameters.a_d", n, len(desired))
     columns = tuple(zip(*a_d))  # N_d columns of n entries
     frobenius = sum(dot(c, c) for c in columns)
-    projected = []
+    projected: list[tuple[float, ...]] = []
     for i, v in enumerate(directions):
         if not abs(dot(v, v) - 1.0) <= LOAD_TOLERANCE:
             raise MetricsError(f"direction {i} is not of unit norm")
@@ -131,6 +132,8 @@ class NullspaceBundle(RealBundle):
     """
 
     __slots__ = ("_params",)
+
+    _params: dict[str, Any]
 
     def __init__(self, params, **fields):
         super().__init__(**fields)

@@ -87,6 +87,17 @@ class FactorModel:
 
     __slots__ = ("columns", "mean", "reg", "bias", "factors", "whiten", "decimals", "_lo", "_hi", "_outer")
 
+    columns: tuple[Feature, ...]
+    mean: float
+    reg: float
+    bias: tuple[float, ...]
+    factors: tuple[tuple[float, ...], ...]
+    whiten: tuple[tuple[float, ...], ...]
+    decimals: int
+    _lo: float  # the rating domain, shared by every column
+    _hi: float
+    _outer: tuple[tuple[float, ...], ...]  # each column's x_j x_j^T, upper triangle row by row
+
     def __init__(self, columns, mean, reg, bias, factors, whiten, decimals):
         # each column's x_j x_j^T, upper triangle row by row: a rated cell adds it to the Gram matrix
         outer = tuple(tuple(xi * xj for i, xi in enumerate(x) for xj in x[i:]) for x in factors)
@@ -238,10 +249,10 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
     for i, row in enumerate(whiten):
         if type(row) is not list or len(row) != k1:
             _fail(f"whiten[{i}] must hold {k1} numbers")
-        values = tuple(_finite(v, f"whiten[{i}]") for v in row)
-        if any(values[:i]) or not values[i] > 0:
+        entries = tuple(_finite(v, f"whiten[{i}]") for v in row)
+        if any(entries[:i]) or not entries[i] > 0:
             _fail("whiten must be upper triangular with a positive diagonal")
-        rows.append(values)
+        rows.append(entries)
     decimals = _int(obj["decimals"], "decimals", 0, 6)
     return FactorModel(columns, mean, reg, tuple(bias), tuple(factors), tuple(rows), decimals)
 

@@ -9,11 +9,14 @@ weight[c][t] / 2**bits``; :meth:`Bundle.release_index` looks the row up (:mod:`.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any, Protocol
 
 from ..errors import BundleFormatError, InputError, MetricsError
 from ..format import (
     PRIVATE_KEYS,
+    Feature,
     Limits,
     array,
     closed_map,
@@ -46,6 +49,19 @@ EXACT_LOOKUP_MECHANISMS = ("exact", "funnel", "max-correlation")
 SEED_MECHANISM_METRIC = {"funnel": "log-loss", "max-correlation": "hamming"}
 #: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
 FAST_PATH_MIN_WORK = 20000
+
+
+class FoldIn(Protocol):
+    """What a table bundle asks of a model between a row and its table (a recommender's
+    :class:`~privmap.device.kinds.recommender.FactorModel`)."""
+
+    columns: tuple[Feature, ...]
+
+    def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
+        """The point of the bundle's space a parsed row (one cell per column) folds into."""
+
+    def ratings(self, z: Sequence[float]) -> list[float]:
+        """The released cells of a point ``z`` of the bundle's space."""
 
 
 class Bundle:
@@ -101,6 +117,35 @@ class Bundle:
         "_modes", "_canonical_inputs", "_exact", "_array", "_rows",
     )
 
+    version: int
+    issued_at: int
+    expires: int
+    device_class: str
+    mechanism: str
+    metric: str
+    features: tuple[Feature, ...]
+    private_name: str | None
+    classes: tuple[str, ...]
+    inputs: tuple[tuple[float | None, ...], ...]
+    outputs: tuple[tuple[float | None, ...], ...]
+    bits: int
+    index: tuple[tuple[int, ...], ...]
+    weight: tuple[tuple[int, ...], ...]
+    prior: tuple[tuple[float, ...], ...] | None
+    metrics: Mapping[str, float]
+    provenance: Mapping[str, str | int]
+    sha256: str
+    key_id: str
+    data: bytes
+    p_x: tuple[float, ...] | None
+    model: FoldIn | None
+    space: tuple[Feature, ...]
+    _modes: tuple[int, ...]  # per cell of the space, how the lookup measures it
+    _canonical_inputs: tuple[tuple[Any, ...], ...]
+    _exact: dict[tuple[Any, ...], int] | None  # an exact-lookup mechanism's input tuple -> index
+    _array: Any  # the inputs as a numpy array once built, False where numpy cannot be imported
+    _rows: dict[int, tuple[float, ...]]  # a recommender output's decoded row, once computed
+
     def __init__(self, *, _token=None, **fields):
         if _token is not _CONSTRUCT:
             raise TypeError("Bundle objects are created by load_bundle()")
@@ -147,7 +192,7 @@ class Bundle:
         lowest index) or the equal tuple (exact). Raises :class:`InputError`."""
         x = parse_row(row, self.features)
         if self.model is not None:
-            x = tuple(min(max(v, f.min), f.max) for v, f in zip(self.model.point(x), self.space))
+            x = tuple(f.clip(v) for v, f in zip(self.model.point(x), self.space))
         if self._exact is not None:
             c = self._exact.get(x)
             if c is None:
@@ -195,7 +240,7 @@ class Bundle:
     def _decode(self, row) -> list:
         if self.model is not None:
             return self.model.ratings(row)
-        cells = []
+        cells: list[str | int | float | None] = []
         for cell, feature in zip(row, self.features):
             if cell is None:
                 cells.append(None)
@@ -269,7 +314,15 @@ def build(body: dict, **facts) -> Bundle:
 
 
 def recompute_leakage_bits(bundle: Bundle) -> float:
-    """I(A; C_hat) in bits of ``bundle``'s integer table on its bundled prior (pure Python)."""
+    """I(A; C_hat) in bits of ``bundle``'s integer table on its bundled prior (pure Python).
+
+    Raises
+    ------
+    TypeError
+        ``bundle`` has no prior (a max-correlation bundle, designed without a private attribute).
+    """
+    if bundle.prior is None:
+        raise TypeError(f"a {bundle.mechanism} bundle has no prior to recompute a leakage on")
     return table_leakage_bits(bundle.prior, bundle.index, bundle.weight, bundle.bits)
 
 

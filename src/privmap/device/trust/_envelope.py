@@ -124,11 +124,11 @@ def verify_envelope(envelope, keyring: Keyring) -> tuple[bytes, list[bytes]]:
     fmt, signatures, payload = envelope_signatures(envelope)
     if fmt == FORMAT_VERSION and signatures[0].key_id not in keyring:
         raise BundleSignatureError("bundle is signed by a key that is not trusted")
-    signers = set()
+    found: set[bytes] = set()
     for version, tag in _TAGS.items():
-        signers |= keyring.verified_signers([(s.key_id, s.signature) for s in signatures if s.format == version],
-                                            tag + payload)
-    signers = sorted(signers)
+        found |= keyring.verified_signers([(s.key_id, s.signature) for s in signatures if s.format == version],
+                                          tag + payload)
+    signers = sorted(found)
     if not signers:
         raise BundleSignatureError("signature does not verify")
     if len(signers) < keyring.threshold:
