@@ -66,13 +66,14 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     Checks, in order: size (BundleTooLargeError); envelope msgpack and shape, format version
     (BundleFormatError); algorithm, key ids, signature lengths, Ed25519 signatures by at least
     ``keyring.threshold`` distinct pinned keys over the format's domain tag + payload
-    (BundleSignatureError; see :mod:`privmap.device.trust`) -- all before the payload is decoded; work caps
-    from the payload's msgpack headers (WorkLimitError); payload msgpack with limits, no trailing bytes or duplicate keys, closed schema with exact types
+    (BundleSignatureError; see :mod:`privmap.device.trust`) -- all before the payload is
+    decoded; work caps from the payload's msgpack headers (WorkLimitError); payload msgpack with
+    limits, no trailing bytes or duplicate keys, closed schema with exact types
     (BundleFormatError, WrongTypeError); version >= min_version (RollbackError); expires > now
     (ExpiredBundleError); issued_at <= now + max_skew (FutureBundleError); cells, table
-    (TableError), prior, metrics and provenance; declared
-    leakage not below the table's (MetricsError) and not above ``limits.max_leakage_bits``
-    (PolicyError). Returns the :class:`Bundle` only if all pass.
+    (TableError), prior, metrics and provenance; declared leakage not below the table's
+    (MetricsError) and not above ``limits.max_leakage_bits`` (PolicyError). Returns the
+    :class:`Bundle` only if all pass.
     Mechanisms ``nullspace`` and ``gaussian`` pass the same envelope, signature and
     header checks, then their own closed body checks, and return a
     :class:`~privmap.device.kinds.NullspaceBundle` or :class:`~privmap.device.kinds.GaussianBundle`.
