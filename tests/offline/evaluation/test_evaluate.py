@@ -27,7 +27,8 @@ def leaky_bundle(ratings_bundle):
 
 # ----------------------------------------------------------------------------- the command
 
-def test_attacker_accuracy_on_a_perfectly_private_bundle_is_within_sampling_error_of_the_majority_class(private_bundle, keys, ratings_csv, run):
+def test_attacker_accuracy_on_a_perfectly_private_bundle_is_within_sampling_error_of_the_majority_class(
+        private_bundle, keys, ratings_csv, run):
     report = stdout_json(run("evaluate", private_bundle, ratings_csv, "--private", "gender",
                              "--trusted", keys / "public.pem", "--json"))
     assert report["signature_verified"] is True
@@ -49,7 +50,8 @@ def test_attacker_accuracy_on_a_perfectly_private_bundle_is_within_sampling_erro
     assert report["attacker"]["before"]["roc_auc"] > after["roc_auc"] + 0.03
 
 
-def test_evaluate_json_reports_the_leakage_and_distortion_the_bundle_declares_on_its_training_data(leaky_bundle, ratings_csv, run):
+def test_evaluate_json_reports_the_leakage_and_distortion_the_bundle_declares_on_its_training_data(
+        leaky_bundle, ratings_csv, run):
     report = stdout_json(run("evaluate", leaky_bundle, ratings_csv, "--private", "gender", "--json"))
     declared = stdout_json(run("inspect", leaky_bundle, "--json"))
     for key in ("leakage_bits", "distortion", "delta", "clusters"):

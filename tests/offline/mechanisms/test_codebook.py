@@ -350,7 +350,7 @@ def test_a_re_solve_keeps_its_warm_start_unless_the_conic_reference_starts_a_col
         return solve_fast(*args, warm_start=warm_start, **kw)
 
     monkeypatch.setattr(_codebook, "solve_fast", spy)
-    again = _codebook._resolve(p_ac, D, delta, perfect=False, solver="fast", tol_bits=1e-5, warm=start)
+    again = _codebook.resolve_at(p_ac, D, delta, perfect=False, solver="fast", tol_bits=1e-5, warm=start)
     assert again.gap_bits <= 1e-5
     if classes == 2:
         assert warm_starts == [start] and "started_from" not in again.info

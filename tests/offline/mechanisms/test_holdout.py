@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized._holdout import cross_fitted_leakage
-from privmap.offline.mechanisms.quantized import solve_dataset
+from privmap.offline.mechanisms.quantized import InMemoryRows, cross_fitted_leakage, solve_rows
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 GRID = np.array([(i % 8, i // 8) for i in range(64)], dtype=float)
@@ -39,8 +38,8 @@ def _disjoint(n, half, seed):
 def test_cross_fitted_leakage_equals_in_sample_on_rows_drawn_from_the_prior():
     data = _from_prior(20000, seed=1)
     options = QuantizedOptions(clusters=10, delta_fraction=0.5, cross_fitting=CrossFitting(folds=5))
-    in_sample = solve_dataset(data, options).solved.leakage_bits
-    estimate = cross_fitted_leakage(data, options)
+    in_sample = solve_rows(InMemoryRows(data), options).solved.leakage_bits
+    estimate = cross_fitted_leakage(InMemoryRows(data), options)
     assert in_sample > 0.005                                   # a leaky table, not a trivial zero
     assert estimate.leakage_bits == pytest.approx(in_sample, abs=0.002)
     assert estimate.low_bits <= in_sample <= estimate.high_bits
@@ -51,8 +50,8 @@ def test_cross_fitted_leakage_equals_in_sample_on_rows_drawn_from_the_prior():
 def test_cross_fitted_leakage_exceeds_in_sample_on_an_overfit_small_sample(seed):
     data = _disjoint(200, 16, seed)                            # 32 clusters of about 6 rows each
     options = QuantizedOptions(clusters=32, delta_fraction=0.7, cross_fitting=CrossFitting(folds=2))
-    in_sample = solve_dataset(data, options).solved.leakage_bits
-    estimate = cross_fitted_leakage(data, options)
+    in_sample = solve_rows(InMemoryRows(data), options).solved.leakage_bits
+    estimate = cross_fitted_leakage(InMemoryRows(data), options)
     assert estimate.leakage_bits > in_sample + 0.03
     assert estimate.bias_bits > 0.05                           # the held-out plug-in was corrected, not taken raw
     assert estimate.plugin_bits - estimate.bias_bits == pytest.approx(estimate.leakage_bits)
@@ -62,7 +61,8 @@ def test_cross_fitting_refuses_more_folds_than_a_class_has_rows():
     from privmap.offline._errors import BuildError
     data = _dataset([0] * 30 + [1] * 3, list(range(33)))
     with pytest.raises(BuildError, match="folds"):
-        cross_fitted_leakage(data, QuantizedOptions(clusters=4, delta_fraction=0.5, cross_fitting=CrossFitting(folds=5)))
+        cross_fitted_leakage(InMemoryRows(data),
+                             QuantizedOptions(clusters=4, delta_fraction=0.5, cross_fitting=CrossFitting(folds=5)))
 
 
 def test_a_fold_whose_solve_fails_is_named_in_the_error_of_its_own_type(monkeypatch):
@@ -77,16 +77,16 @@ def test_a_fold_whose_solve_fails_is_named_in_the_error_of_its_own_type(monkeypa
     data = _disjoint(400, 16, seed=4)
     options = QuantizedOptions(clusters=16, delta_fraction=0.6, cross_fitting=CrossFitting(folds=4), seed=7)
     with pytest.raises(SolverError, match=r"^cross-fitting fold 1: fast solver: no certificate within 2"):
-        cross_fitted_leakage(data, options, jobs=1)
+        cross_fitted_leakage(InMemoryRows(data), options, jobs=1)
 
 
 def test_folds_in_parallel_workers_give_the_sequential_result_exactly():
     data = _disjoint(400, 16, seed=4)
     options = QuantizedOptions(clusters=16, delta_fraction=0.6, cross_fitting=CrossFitting(folds=4), seed=7)
-    sequential = cross_fitted_leakage(data, options, jobs=1, attacker=True)
-    parallel = cross_fitted_leakage(data, options, jobs=2, attacker=True)
+    sequential = cross_fitted_leakage(InMemoryRows(data), options, jobs=1, attacker=True)
+    parallel = cross_fitted_leakage(InMemoryRows(data), options, jobs=2, attacker=True)
     assert parallel == sequential                              # every figure, interval and AUC included
-    assert cross_fitted_leakage(data, dataclasses.replace(options, seed=8), jobs=2) != sequential
+    assert cross_fitted_leakage(InMemoryRows(data), dataclasses.replace(options, seed=8), jobs=2) != sequential
 
 
 def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are_forked():
@@ -97,13 +97,14 @@ def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are
         import numpy as np
         from privmap.offline import CrossFitting, QuantizedOptions
         from privmap.offline.data import Dataset
+        from privmap.offline.mechanisms.quantized import InMemoryRows
         from privmap.offline.mechanisms.quantized._holdout import start_cross_fitting
         x = np.arange(60, dtype=float).reshape(-1, 1) % 9
         data = Dataset(features=("x",), public=x, private=np.arange(60) % 2, classes=("f", "m"),
                        private_name="a", categorical=False, sha256="0" * 64)
         options = QuantizedOptions(clusters=4, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2), seed=0)
         before = [m for m in ("sklearn.cluster", "ot") if m in sys.modules]
-        with start_cross_fitting(data, options, jobs=2):
+        with start_cross_fitting(InMemoryRows(data), options, jobs=2):
             print(before, [m for m in ("sklearn.cluster", "ot") if m in sys.modules])
     """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -133,8 +134,8 @@ def test_one_k_means_start_per_fold_estimates_what_the_builds_four_restarts_do(t
     """On bundled survey data (SSI 2012 tastes, 2,258 users), the default start's estimate lies within the
     restarts' interval, and its held-out distortion within 1 % of theirs."""
     data, options = tastes
-    restarts = cross_fitted_leakage(data, options, start="restarts")
-    single = cross_fitted_leakage(data, options)
+    restarts = cross_fitted_leakage(InMemoryRows(data), options, start="restarts")
+    single = cross_fitted_leakage(InMemoryRows(data), options)
     assert restarts.low_bits <= single.leakage_bits <= restarts.high_bits
     assert single.distortion == pytest.approx(restarts.distortion, rel=0.01)
 
@@ -142,12 +143,11 @@ def test_one_k_means_start_per_fold_estimates_what_the_builds_four_restarts_do(t
 def test_folds_started_from_the_full_data_centres_see_the_held_out_rows(tastes):
     """Why that start is not the default: the held-out rows shaped the centres, so held-out
     distortion comes out below what folds that never saw those rows measure."""
-    from privmap.offline.mechanisms.quantized._program import _quantized_alphabet
     data, options = tastes
     options = dataclasses.replace(options, clusters=64)
-    centers = np.asarray(_quantized_alphabet(data, options).inputs, dtype=float)
-    warm = cross_fitted_leakage(data, options, start="warm", centers=centers)
-    restarts = cross_fitted_leakage(data, options, start="restarts")
+    centers = np.asarray(InMemoryRows(data).alphabet(options).inputs, dtype=float)
+    warm = cross_fitted_leakage(InMemoryRows(data), options, start="warm", centers=centers)
+    restarts = cross_fitted_leakage(InMemoryRows(data), options, start="restarts")
     assert warm.distortion < restarts.distortion - 0.01
 
 
@@ -215,12 +215,12 @@ def test_a_build_that_fails_before_its_folds_stops_the_workers_folding_early(rat
         started.append(time.perf_counter())
         raise BuildError("the build's own stage failed")
 
-    monkeypatch.setattr(_pipeline, "solve_dataset", failing)
+    monkeypatch.setattr(_pipeline, "solve_rows", failing)
     with pytest.raises(BuildError, match="own stage failed"):
         build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=12, delta_fraction=0.5,
                                                   cross_fitting=CrossFitting(folds=5)))
     assert time.perf_counter() - started[0] < 2.0          # no waiting for the five folds
     monkeypatch.undo()
     monkeypatch.setenv("PRIVMAP_JOBS", "2")
-    assert build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=8, delta_fraction=0.5,
-                                                     cross_fitting=CrossFitting(folds=2))).payload["metrics"]["holdout_folds"] == 2
+    options = QuantizedOptions(clusters=8, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2))
+    assert build(Dataset.from_csv(ratings_csv, private="gender"), options).payload["metrics"]["holdout_folds"] == 2

@@ -3,11 +3,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-from privmap.offline import CrossFitting, ExactOptions, OutputLimit, QuantizedOptions, SolverError
+from privmap.offline import ExactOptions, QuantizedOptions, SolverError
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import _program
+from privmap.offline.mechanisms.quantized import InMemoryRows, _program, solve_rows
 from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
-from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
 from privmap.offline.mechanisms.quantized._reuse import START_CLUSTERS, BuildStart, starts_folds
 
 
@@ -23,7 +22,7 @@ def _dataset(n, seed):
 def test_a_start_on_the_build_s_own_clusters_carries_its_table_unchanged():
     # Without the codebook step the outputs are the inputs: every row and output maps to itself.
     data = _dataset(3000, 0)
-    fit = solve_dataset(data, QuantizedOptions(clusters=30, delta_fraction=0.5, codebook=False))
+    fit = solve_rows(InMemoryRows(data), QuantizedOptions(clusters=30, delta_fraction=0.5, codebook=False))
     start = BuildStart.of(fit, "l2")
     centers = np.asarray(fit.alphabet.inputs, dtype=float)
     warm = start.warm(centers)
@@ -33,7 +32,7 @@ def test_a_start_on_the_build_s_own_clusters_carries_its_table_unchanged():
 
 def test_start_is_none_where_symbols_are_not_points():
     data = _dataset(500, 1)
-    fit = solve_dataset(data, QuantizedOptions(clusters=8, delta_fraction=0.5, cross_fitting=None))
+    fit = solve_rows(InMemoryRows(data), QuantizedOptions(clusters=8, delta_fraction=0.5, cross_fitting=None))
     assert BuildStart.of(fit, "erasures") is None
     assert BuildStart.of(dataclasses.replace(fit, alphabet=dataclasses.replace(
         fit.alphabet, inputs=[[None, 1.0]] * 8)), "l2") is None
@@ -46,11 +45,11 @@ def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimu
     # of the same optimum, so their leakages differ by at most twice the tolerance.
     data = _dataset(4000, seed)
     options = QuantizedOptions(clusters=120, delta_fraction=0.5, seed=seed)
-    start = BuildStart.of(solve_dataset(data, options), "l2")
+    start = BuildStart.of(solve_rows(InMemoryRows(data), options), "l2")
     train = np.random.default_rng(seed).permutation(data.n)[: int(0.8 * data.n)]
-    fold = dataclasses.replace(data, public=data.public[train], private=data.private[train])
-    cold = solve_dataset(fold, options, quantizer=FoldKMeans())
-    started = solve_dataset(fold, options, quantizer=FoldKMeans(), start=start)
+    fold = InMemoryRows(data).subset(train)
+    cold = solve_rows(fold, options, quantizer=FoldKMeans())
+    started = solve_rows(fold, options, quantizer=FoldKMeans(), start=start)
     assert np.array_equal(np.asarray(cold.alphabet.inputs), np.asarray(started.alphabet.inputs))
     assert abs(started.d_perfect - cold.d_perfect) <= 1e-9 * cold.d_perfect
     no_codebook = dataclasses.replace(options, codebook=False)
@@ -63,7 +62,7 @@ def test_a_fold_started_from_the_build_reaches_the_cold_fold_s_delta0_and_optimu
 def test_a_start_that_fails_is_solved_again_cold(monkeypatch):
     data = _dataset(2000, 2)
     options = QuantizedOptions(clusters=20, delta_fraction=0.5, cross_fitting=None, codebook=False)
-    fit = solve_dataset(data, options)
+    fit = solve_rows(InMemoryRows(data), options)
     real = _program.solve
     starts = []
 

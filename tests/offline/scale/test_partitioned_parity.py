@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from privmap.offline import CrossFitting, Dataset, DatasetError, QuantizedOptions, declare
 from privmap.offline.data import open_source
-from privmap.offline.mechanisms.quantized import _partitioned_build, build, build_partitioned
-from privmap.offline.mechanisms.quantized._partitioned_build import _fold_of
+from privmap.offline.mechanisms.quantized import build, build_partitioned
+from privmap.offline.mechanisms.quantized._partitioned import _fold_of
 
 #: Where the algorithms coincide: k-means in memory, no codebook step, no cross-fitting.
 PLAIN = QuantizedOptions(clusters=12, delta_fraction=0.5, issued_at=1_700_000_000, codebook=False,
@@ -93,10 +93,13 @@ def test_value_outside_a_declared_domain_is_named_by_partition(client, ratings_f
 
 @pytest.fixture
 def no_cluster(monkeypatch):
-    """Fails any attempt to start or reach a Dask cluster."""
-    def refuse(**kwargs):
+    """Fails any attempt to start or reach a Dask cluster, whichever module asks for one."""
+    import distributed
+
+    def refuse(*args, **kwargs):
         raise AssertionError("a cluster was started")
-    monkeypatch.setattr(_partitioned_build, "dask_client", refuse)
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
+    monkeypatch.setattr(distributed, "Client", refuse)
 
 
 @pytest.mark.parametrize("extra, fragment", [

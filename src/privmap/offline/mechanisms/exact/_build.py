@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..._errors import BuildError
 from ...data import Dataset
 from .._result import Result
-from ..quantized import build_dataset, start
+from ..quantized import InMemoryRows, build_rows, start
 from ._options import ExactOptions
 
 __all__ = ["build"]
@@ -39,5 +39,5 @@ def build(dataset: Dataset, options: ExactOptions, *, progress=None) -> Result:
     if not dataset.categorical:
         raise BuildError("the exact mechanism reads categorical rows (Dataset.from_csv(..., categorical=True))")
     tell, rows, dropped = start(dataset, progress)
-    built = build_dataset(rows, options, tell, dropped_rows=dropped)
+    built = build_rows(InMemoryRows(rows, dropped), options, tell)
     return Result(options.mechanism, built.payload, built)

@@ -3,17 +3,20 @@
 Its face: :class:`QuantizedOptions` with the named guarantees (:class:`CrossFitting`,
 :class:`RobustCertificate`, :class:`OutputLimit`, :class:`Auto`), :func:`build` (a
 :class:`~privmap.offline.data.Dataset` in memory -> :class:`~privmap.offline.mechanisms.Result`),
-:func:`build_partitioned` (the out-of-core build on Dask), and the evaluation view.
+:func:`build_partitioned` (the same build out of core, on Dask), the stages both run
+(:func:`build_rows`, :func:`solve_rows`) with the rows' backends they are written against
+(:class:`Rows`: :class:`InMemoryRows`, :class:`PartitionedRows`), and the evaluation view.
 
-Private modules: ``_options`` (the options and :class:`Auto`), ``_build`` (:func:`build`, with
-the ``auto`` search), ``_pipeline`` (the pipeline from rows in memory: integer table, metrics,
-cross-fitting, payload; :class:`StageTimer`), ``_program`` (alphabet, prior, program (19),
-codebook step), ``_erasure`` (the exact mechanism's alphabet of tuples and erasures),
-``_missing`` (the quantized alphabet under the "mask" and "impute" missing-answer policies),
-``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
-cross-fitted leakage for new users), ``_tasks`` (the folds' worker processes), ``_reuse`` (folds
-started from the build's answers), ``_autotune`` (the ``auto`` search), ``_partitioned_build``
-(the out-of-core build on Dask), ``_view`` (the evaluation view, the exact mechanism's too).
+Private modules: ``_options`` (the options and :class:`Auto`), ``_build`` (:func:`build` with
+the ``auto`` search, and :func:`build_partitioned`), ``_rows`` (the backend interface and the
+alphabet), ``_in_memory`` and ``_partitioned`` (the backends: rows in memory, partitions on a Dask
+cluster), ``_pipeline`` (integer table, metrics, cross-fitting, payload; :class:`StageTimer`),
+``_program`` (alphabet, prior, program (19), codebook step), ``_erasure`` (the exact mechanism's
+alphabet of tuples and erasures), ``_missing`` (the quantized alphabet under the "mask" and
+"impute" missing-answer policies), ``_codebook`` (released rows moved to the metric's optimum,
+then re-solved), ``_holdout`` (the cross-fitted leakage for new users), ``_tasks`` (the folds'
+worker processes), ``_reuse`` (folds started from the build's answers), ``_autotune`` (the
+``auto`` search), ``_view`` (the evaluation view, the exact mechanism's too).
 """
 from .._seed000 import CrossFitting, OutputLimit, RobustCertificate, Seed000Options
 from ._autotune import (
@@ -24,7 +27,7 @@ from ._autotune import (
     choose,
     format_candidates,
 )
-from ._build import build, build_points
+from ._build import build, build_partitioned, build_points
 from ._codebook import metric_center, refine
 from ._erasure import (
     ERASED,
@@ -35,12 +38,15 @@ from ._erasure import (
     input_alphabet,
     lookup,
 )
-from ._holdout import HoldoutLeakage, cross_fitted_leakage
+from ._holdout import STARTS, FoldKMeans, HoldoutLeakage, cross_fitted_leakage, fold_options, start_cross_fitting
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
 from ._options import PRIORS, Auto, QuantizedOptions
-from ._partitioned_build import KMEANS, build_partitioned, check_partitioned, dask_client
-from ._pipeline import Build, StageTimer, build_dataset, start
-from ._program import Alphabet, Solved, solve_dataset, solve_prior
+from ._in_memory import InMemoryRows
+from ._partitioned import KMEANS, PartitionedRows, SourceSummary, check_partitioned, dask_client
+from ._pipeline import Build, StageTimer, build_rows, start
+from ._program import Solved, solve_prior, solve_rows
+from ._reuse import BuildStart
+from ._rows import Alphabet, Rows
 from ._view import (
     Evaluation,
     MappingView,
@@ -55,11 +61,13 @@ from ._view import (
 )
 
 __all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "PRIORS",
-           "build", "build_points", "build_dataset", "start", "Build", "StageTimer",
+           "build", "build_points", "build_rows", "start", "Build", "StageTimer",
+           "Rows", "InMemoryRows", "PartitionedRows", "SourceSummary",
            "build_partitioned", "check_partitioned", "dask_client", "KMEANS",
            "metric_center", "refine", "choose", "Choice", "format_candidates", "candidate_clusters", "CANDIDATE_SMOOTHING",
-           "CANDIDATE_DELTA_FRACTIONS", "HoldoutLeakage", "cross_fitted_leakage",
-           "Alphabet", "Solved", "solve_dataset", "solve_prior", "DEFAULT_MISSING", "MISSING_POLICIES",
+           "CANDIDATE_DELTA_FRACTIONS", "HoldoutLeakage", "cross_fitted_leakage", "start_cross_fitting",
+           "FoldKMeans", "STARTS", "fold_options", "BuildStart",
+           "Alphabet", "Solved", "solve_rows", "solve_prior", "DEFAULT_MISSING", "MISSING_POLICIES",
            "MappingView", "Evaluation", "evaluate_view", "view_from_payload", "view_from_table", "view_from_bundle",
            "view_release", "table_probabilities", "format_summary", "recommender_figures",
            "ERASED", "erasure_problem", "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup"]

@@ -52,8 +52,9 @@ from ..._errors import BuildError
 from ..._information import mutual_information_bits
 from ...data import Dataset
 from ._holdout import HoldoutLeakage, cross_fitted_many
+from ._in_memory import InMemoryRows
 from ._options import AUTO_NEEDS_FOLDS, QuantizedOptions
-from ._program import Solved, solve_dataset
+from ._program import Solved, solve_rows
 from ._reuse import BuildStart, starts_folds
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
@@ -104,7 +105,7 @@ class Choice:
     candidate_costs: tuple = field(default=(), compare=False)
 
     def build_kwargs(self) -> dict:
-        """Keyword arguments of :func:`._pipeline.build_dataset` for the chosen candidate."""
+        """Keyword arguments of :func:`._pipeline.build_rows` for the chosen candidate."""
         return {"holdout": self.holdout, "solved": self.solved}
 
     def chosen(self, options: QuantizedOptions) -> QuantizedOptions:
@@ -220,7 +221,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
             progress(sum(b is not None for b in builds), tasks)
     starts = [BuildStart.of(b, options.metric) if isinstance(b, Solved) else None for b in builds]
     estimates = cross_fitted_many(
-        dataset, candidates, attacker=True, jobs=jobs, builds=starts,
+        InMemoryRows(dataset), candidates, attacker=True, jobs=jobs, builds=starts,
         progress=None if progress is None else (lambda done, total: progress(made + done, tasks)))
     estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
     source = "given" if target_leakage_bits is not None or target_auc is not None else "default"
@@ -263,10 +264,10 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
 
 
 def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
-    """A candidate's build on all the rows (:func:`._program.solve_dataset`), or the BuildError that
+    """A candidate's build on all the rows (:func:`._program.solve_rows`), or the BuildError that
     stopped it (the candidate is then marked failed, as one whose fold failed)."""
     try:
-        return solve_dataset(dataset, options)
+        return solve_rows(InMemoryRows(dataset), options)
     except BuildError as exc:
         return exc
 

@@ -1,19 +1,22 @@
-"""The quantized mechanism's build: rows in memory and :class:`._options.QuantizedOptions` in,
-the shared :class:`~privmap.offline.mechanisms.Result` out (its ``detail`` a
-:class:`._pipeline.Build`)."""
+"""The quantized mechanism's builds: rows in memory (:func:`build`) or partitions on a Dask
+cluster (:func:`build_partitioned`) and :class:`._options.QuantizedOptions` in, the shared
+:class:`~privmap.offline.mechanisms.Result` out (its ``detail`` a :class:`._pipeline.Build`). Both
+run the one pipeline (:func:`._pipeline.build_rows`) on their rows' backend."""
 from __future__ import annotations
 
 import dataclasses
 
 from ..._errors import BuildError
-from ...data import Dataset
+from ...data import Dataset, Source
 from .._result import Result
 from ._autotune import choose
+from ._in_memory import InMemoryRows
 from ._options import QuantizedOptions
-from ._pipeline import Build, StageTimer, build_dataset, start
-from ._program import Progress
+from ._partitioned import PartitionedRows
+from ._pipeline import Build, StageTimer, build_rows, start
+from ._rows import Progress
 
-__all__ = ["build", "build_points"]
+__all__ = ["build", "build_points", "build_partitioned"]
 
 
 def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | None = None) -> Result:
@@ -54,11 +57,51 @@ def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, 
     recommender's factors), after the ``auto`` search when the options ask for one: it is timed
     as the stage ``auto-search`` with every fold's cost, and the build ships what it measured.
     Raises as :func:`build`."""
+    held = InMemoryRows(rows, dropped_rows)
     if options.auto is None:
-        return build_dataset(rows, options, tell, dropped_rows=dropped_rows)
+        return build_rows(held, options, tell)
     tell("auto-search", 0.0)
     choice = choose(rows, options)
     tell.close()
     tell.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
-    built = build_dataset(rows, choice.chosen(options), tell, dropped_rows=dropped_rows, **choice.build_kwargs())
+    built = build_rows(held, choice.chosen(options), tell, **choice.build_kwargs())
     return dataclasses.replace(built, choice=choice)
+
+
+def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans: str = "minibatch",
+                      progress: Progress | None = None, dask_progress: bool = False) -> Result:
+    """Build a quantized bundle's payload from partitioned rows (CSV or Parquet files) on a Dask
+    cluster: the pipeline of :func:`build` on :class:`._partitioned.PartitionedRows`.
+
+    Parameters
+    ----------
+    src : Source
+        The partitioned rows (:func:`privmap.offline.data.open_source`).
+    options : QuantizedOptions
+        l2 metric; ``declared``, ``missing``, ``codebook`` and ``cross_fitting`` as in memory
+        (:mod:`._partitioned` says what differs); no ``auto``, posteriors prior or robust certificate.
+    client : distributed.Client
+        Where the partitions are processed (:func:`._partitioned.dask_client`).
+    kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
+    progress : callable(stage, fraction), optional, keyword-only
+        Told about each stage and pass (a :class:`._pipeline.StageTimer` times them).
+    dask_progress : bool, keyword-only
+        Show Dask's text progress bar of every pass on stderr.
+
+    Returns
+    -------
+    Result
+        Its ``detail`` a :class:`._pipeline.Build` whose ``dataset`` is the source's
+        :class:`._partitioned.SourceSummary`; ``alphabet.labels`` and ``alphabet.raw_distortion``
+        are None (psi never leaves the workers).
+
+    Raises
+    ------
+    BuildError
+        As :class:`._partitioned.PartitionedRows` and the pipeline; a cross-fitting fold without
+        some private class (fewer cross-fitting folds).
+    """
+    tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
+    rows = PartitionedRows(src, options, client, kmeans=kmeans, progress=tell, dask_progress=dask_progress)
+    built = build_rows(rows, options, tell)
+    return Result(options.mechanism, built.payload, built)

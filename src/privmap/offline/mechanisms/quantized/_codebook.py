@@ -50,7 +50,7 @@ from scipy import sparse
 from ..._errors import InfeasibleError, SolverError
 from ..._information import expected_distortion, leakage_bits
 from ..._rows import unique_rows
-from ...data._distortion import assigned_distance, block_shape, pairwise
+from ...data import assigned_distance, block_shape, pairwise
 from ...solvers import SolveResult, perfect_privacy_solution, solve, solve_fast, starts_from_conic
 
 #: d(X, Y) -> (n, m) distances between raw rows X (n, d) and points Y (m, d).
@@ -322,7 +322,7 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
             dist = min(dist, moved_dist)
             history.append((leak, dist))
             break
-        candidate = _resolve(p_ac, D, moved_dist, perfect=perfect, solver=solver, tol_bits=tol_bits, warm=warm)
+        candidate = resolve_at(p_ac, D, moved_dist, perfect=perfect, solver=solver, tol_bits=tol_bits, warm=warm)
         if candidate is not None and warm is not None:
             warm = candidate
         if candidate is not None:
@@ -352,7 +352,7 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times.astype(float)
 
 
-def _resolve(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:
+def resolve_at(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:
     """Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
     ``warm`` (a previous answer) when given, unless a cold solve would start from the conic
     reference (many private classes, :func:`~privmap.offline.solvers.starts_from_conic`):

@@ -5,7 +5,7 @@ was fitted to that prior, so the figure is optimistic for new users (in-sample).
 Cross-fitting measures the leakage on rows the table never saw:
 
 1. split the rows into k stratified folds (seeded with the build's seed);
-2. for each fold, run the build's own steps (:func:`solve_dataset`: alphabet,
+2. for each fold, run the build's own steps (:func:`._program.solve_rows`: alphabet,
    prior, perfect-privacy distortion Delta0, program (19), codebook step) on the
    other k - 1 folds (K capped at the number of distinct rows those folds hold);
 3. look the held-out rows up exactly as the device does (nearest input, or an
@@ -76,10 +76,8 @@ from scipy import sparse
 from ..._errors import BuildError
 from ..._information import leakage_bits, mutual_information_bits
 from ..._rows import unique_rows
-from ...data._dataset import Dataset
-from ...data._distortion import assigned_distance, nearest
-from ...data._prior import joint_prior
-from ...data._quantize import quantize
+from ...data import Dataset, assigned_distance, joint_prior, nearest, quantize
+from ._program import solve_rows
 from ._reuse import BuildStart
 from ._tasks import Tasks, run_tasks
 
@@ -186,7 +184,7 @@ def fold_jobs(tasks: int, jobs: int | None = None) -> int:
     return max(1, min(int(jobs), tasks))
 
 
-def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None, attacker: bool = False,
+def cross_fitted_leakage(rows, options, *, folds: int | None = None, attacker: bool = False,
                          progress: Callable[[float], None] | None = None, start: str = "single",
                          centers: np.ndarray | None = None, jobs: int | None = None,
                          build: BuildStart | None = None) -> HoldoutLeakage:
@@ -194,8 +192,9 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
 
     Parameters
     ----------
-    dataset : Dataset
-        The build's rows.
+    rows : InMemoryRows
+        The build's rows (:class:`._in_memory.InMemoryRows`; each fold is built on its
+        :meth:`~._in_memory.InMemoryRows.subset`).
     options : QuantizedOptions or ExactOptions
         The build's options; each fold is built with them (``cross_fitting.folds`` gives k
         unless ``folds`` is passed).
@@ -221,7 +220,7 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
         Too few rows of some class for k folds, or a fold that cannot be built (for
         instance fewer distinct training rows than ``clusters``).
     """
-    result = cross_fitted_many(dataset, [options], folds=folds, attacker=attacker,
+    result = cross_fitted_many(rows, [options], folds=folds, attacker=attacker,
                                start=start, centers=[centers], jobs=jobs, builds=[build],
                                progress=None if progress is None else (lambda done, total: progress(done / total)))[0]
     if isinstance(result, BuildError):
@@ -229,7 +228,7 @@ def cross_fitted_leakage(dataset: Dataset, options, *, folds: int | None = None,
     return result
 
 
-def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
+def cross_fitted_many(rows, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
                       start: str = "single", centers: Sequence[np.ndarray | None] | None = None,
                       jobs: int | None = None, builds: Sequence[BuildStart | None] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> list:
@@ -238,7 +237,7 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
 
     Parameters
     ----------
-    dataset : Dataset
+    rows : InMemoryRows
     candidates : sequence of QuantizedOptions or ExactOptions
         Options of each candidate; they must share the seed (the folds are drawn from it).
         k is ``folds``, else the first candidate's cross-fitting folds.
@@ -267,7 +266,7 @@ def cross_fitted_many(dataset: Dataset, candidates: Sequence, *, folds: int | No
     """
     if not candidates:
         return []
-    folds = _Folds(dataset, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds)
+    folds = _Folds(rows, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds)
     return folds.results(run_tasks(_fold, folds.work, fold_jobs(len(folds.work), jobs), progress))
 
 
@@ -303,7 +302,7 @@ class PendingFolds:
             self._tasks.cancel()
 
 
-def start_cross_fitting(dataset: Dataset, options, *, jobs: int | None = None) -> PendingFolds | None:
+def start_cross_fitting(rows, options, *, jobs: int | None = None) -> PendingFolds | None:
     """Set :func:`cross_fitted_leakage`'s folds going in worker processes before the build's own
     stages, which they do not depend on (a build below ``_reuse.START_CLUSTERS``): the workers fold
     while this process builds, and this process joins them when it reaches the estimate
@@ -317,7 +316,7 @@ def start_cross_fitting(dataset: Dataset, options, *, jobs: int | None = None) -
     """
     if not options.folds:
         return None
-    folds = _Folds(dataset, [options], folds=None, attacker=False, start="single", centers=None, builds=None)
+    folds = _Folds(rows, [options], folds=None, attacker=False, start="single", centers=None, builds=None)
     processes = fold_jobs(len(folds.work), jobs)
     if processes < 2:
         return None
@@ -329,8 +328,9 @@ class _Folds:
     :func:`_fold`, candidate by candidate) and the pooling of their outcomes (:meth:`results`).
     Raises BuildError as :func:`cross_fitted_many` does."""
 
-    def __init__(self, dataset: Dataset, candidates: Sequence, *, folds, attacker, start, centers, builds):
+    def __init__(self, rows, candidates: Sequence, *, folds, attacker, start, centers, builds):
         from sklearn.model_selection import StratifiedKFold
+        dataset = rows.dataset
         seed = candidates[0].seed
         if any(o.seed != seed for o in candidates):
             raise BuildError("cross-fitted candidates must share the seed their folds are drawn from")
@@ -348,8 +348,8 @@ class _Folds:
         centers = list(centers) if start == "warm" else [None] * len(candidates)
         builds = list(builds) if builds is not None else [None] * len(candidates)
         self.tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
-        fold_options = [dataclasses.replace(o, cross_fitting=None) for o in candidates]
-        self.work = [(dataset, fold_options[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
+        single = [dataclasses.replace(o, cross_fitting=None) for o in candidates]
+        self.work = [(rows, single[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
                       builds[c]) for c, i in self.tasks]
         self.k, self.seed, self.n_classes, self.candidates = k, seed, len(dataset.classes), len(candidates)
         _import_fold_libraries(candidates, self.n_classes)
@@ -360,7 +360,7 @@ class _Folds:
         for c in range(self.candidates):
             parts = [outcomes[t] for t, (cc, _) in enumerate(self.tasks) if cc == c]
             error = next((p for p in parts if isinstance(p, BuildError)), None)
-            results.append(error if error is not None else _pool(parts, self.k, self.n_classes, self.seed))
+            results.append(error if error is not None else pool_folds(parts, self.k, self.n_classes, self.seed))
         return results
 
 
@@ -376,34 +376,34 @@ def _import_fold_libraries(candidates: Sequence, n_classes: int) -> None:
         import ot  # noqa: F401
 
 
-def _fold(dataset: Dataset, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
+def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
           attacker: bool, build: BuildStart | None = None):
     """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
     measured here because a pooled worker's CPU time is invisible to the parent until the pool is
     reaped), or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: "
     (an operator whose build fails after the folds learns which stage and which fold)."""
-    from ._program import solve_dataset
+    dataset = rows.dataset
     wall, cpu = time.perf_counter(), time.process_time()
     try:
-        fold_options = _fold_options(options, dataset, train)
+        fitted = fold_options(options, dataset, train)
         quantizer = None
         if options.mechanism == "quantized" and start == "single":
             quantizer = FoldKMeans()
-        elif options.mechanism == "quantized" and start == "warm" and fold_options.clusters >= len(centers):
-            fold_options = dataclasses.replace(fold_options, clusters=len(centers))
+        elif options.mechanism == "quantized" and start == "warm" and fitted.clusters >= len(centers):
+            fitted = dataclasses.replace(fitted, clusters=len(centers))
             quantizer = FoldKMeans(np.asarray(centers, dtype=float))
-        fit = solve_dataset(_subset(dataset, train), fold_options, quantizer=quantizer, start=build)
+        fit = solve_rows(rows.subset(train), fitted, quantizer=quantizer, start=build)
         symbols = _lookup(fit.alphabet, dataset, test, options.mechanism, options.metric)
         matched = symbols >= 0
-        rows, symbols = test[matched], symbols[matched]
-        if rows.size == 0:
+        held, symbols = test[matched], symbols[matched]
+        if held.size == 0:
             raise BuildError("no held-out row matches an input of the fold's alphabet")
-        part = _fold_estimate(fit, dataset, rows, symbols, options.metric, options.mechanism,
+        part = fold_estimate(fit, dataset, held, symbols, options.metric, options.mechanism,
                               np.random.default_rng([options.seed, 0, i]))
         part["unmatched"] = int((~matched).sum())
         if attacker and options.mechanism == "quantized":
             part["released"] = _simulated_release(fit, symbols, np.random.default_rng([options.seed, 1, i]))
-            part["private"] = dataset.private[rows]
+            part["private"] = dataset.private[held]
         part["cost"] = _cost(i, wall, cpu)
         return part
     except BuildError as exc:
@@ -420,7 +420,7 @@ def _cost(i: int, wall: float, cpu: float) -> dict:
             "peak_rss_bytes": int(peak if sys.platform == "darwin" else peak * 1024), "pid": os.getpid()}
 
 
-def _pool(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
+def pool_folds(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
     """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval
     (also the out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases)."""
     sizes = np.array([p["rows"] for p in parts], dtype=float)
@@ -462,16 +462,13 @@ def _attacker_auc(released, private, n_classes: int, seed: int) -> float | None:
                                   seed=seed).roc_auc
 
 
-def _fold_options(options, dataset: Dataset, rows: np.ndarray):
-    """The build's options for a training fold; K is capped at the fold's distinct rows."""
+def fold_options(options, dataset: Dataset, rows: np.ndarray):
+    """The build's options for the training fold of ``dataset`` at the indexes ``rows`` (shape (m,)):
+    K is capped at the fold's distinct rows."""
     if options.mechanism != "quantized":
         return options
     distinct = unique_rows(dataset.public[rows])[0].shape[0]
     return dataclasses.replace(options, clusters=min(options.clusters, distinct))
-
-
-def _subset(dataset: Dataset, rows: np.ndarray) -> Dataset:
-    return dataclasses.replace(dataset, public=dataset.public[rows], private=dataset.private[rows])
 
 
 def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, mechanism: str, metric: str) -> np.ndarray:
@@ -516,7 +513,7 @@ def _resampled_leakage(samples: Iterable[tuple[np.ndarray, np.ndarray]], n: int,
     return np.array(out)
 
 
-def _fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
+def fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
     """A fold's plug-in leakage, permutation bias, bootstrap resamples and mean distortion on its
     held-out ``rows`` (looked up as ``symbols``); work in the table's non-zeros, not rows x K_out."""
     n_classes, k_in = fit.p_ac.shape

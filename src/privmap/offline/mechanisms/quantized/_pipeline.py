@@ -1,6 +1,10 @@
-"""The seed-000 pipeline from rows in memory: alphabet, prior, program (19), codebook step (these
-in :mod:`._program`), then the integer table, the declared metrics, the cross-fitted (new-user)
+"""The seed-000 pipeline: alphabet, prior, program (19), codebook step (these in
+:mod:`._program`), then the integer table, the declared metrics, the cross-fitted (new-user)
 leakage beside the in-sample one, and the payload; and :class:`StageTimer`, which times it.
+
+The pipeline reads its rows through the backend interface :class:`._rows.Rows`: rows in memory
+(:class:`._in_memory.InMemoryRows`) or partitions on a Dask cluster
+(:class:`._partitioned.PartitionedRows`) go through the same stages.
 
 Two mechanisms share the pipeline and differ in their alphabet and options:
 
@@ -29,7 +33,6 @@ import resource
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -37,7 +40,7 @@ from threadpoolctl import threadpool_limits
 from ..._errors import SolverError
 from ..._information import max_output_leakage_bits, mutual_information_bits
 from ..._mismatch import mismatch_bound
-from ...data import Column, Dataset, pairwise
+from ...data import Dataset
 from ...solvers import (
     CompressedTable,
     SolveResult,
@@ -48,13 +51,11 @@ from ...solvers import (
 from .._header import _tool_version, payload_header
 from .._seed000 import Seed000Options
 from ._codebook import Codebook
-from ._holdout import PendingFolds, cross_fitted_leakage, start_cross_fitting
-from ._missing import DEFAULT_MISSING, feature_maps
-from ._program import Alphabet, Progress, Solved, robust_set, solve_dataset
-from ._reuse import BuildStart, starts_folds
+from ._holdout import HoldoutLeakage
+from ._program import Solved, robust_set, solve_rows
+from ._rows import Alphabet, Progress, Rows
 
-__all__ = ["Build", "StageTimer", "start", "build_dataset", "assemble", "robust_metrics", "raw_distortion_total",
-           "centers_alphabet"]
+__all__ = ["Build", "StageTimer", "start", "build_rows", "assemble", "robust_metrics"]
 
 
 class StageTimer:
@@ -171,7 +172,8 @@ class Build:
     """What a seed-000 build computed (:attr:`privmap.offline.mechanisms.Result.detail`): the
     payload to sign and the pieces behind it.
 
-    ``dataset`` is the rows the prior was estimated from, ``dropped_rows`` how many rows were
+    ``dataset`` is the rows the prior was estimated from (:attr:`._rows.Rows.dataset`: a
+    :class:`~privmap.offline.data.Dataset`, or a partitioned source's summary), ``dropped_rows`` how many rows were
     left out for having every public cell missing, ``p_ac`` the prior (|A|, K_in), ``solved``
     program (19)'s table before compression and ``table`` the shipped integer table; ``stages``
     the :class:`StageTimer` that timed the build, and ``choice`` the ``auto`` search's
@@ -179,7 +181,7 @@ class Build:
     """
 
     payload: dict
-    dataset: Dataset
+    dataset: object
     alphabet: Alphabet
     dropped_rows: int
     p_ac: np.ndarray
@@ -200,21 +202,20 @@ def start(dataset: Dataset, progress: Progress | None = None) -> tuple[StageTime
     return tell, rows, dropped
 
 
-def build_dataset(dataset: Dataset, options: Seed000Options, tell: "StageTimer", *, dropped_rows: int = 0,
-                  holdout=None, solved: Solved | None = None) -> Build:
-    """The pipeline on rows in memory (module docstring).
+def build_rows(rows: Rows, options: Seed000Options, tell: StageTimer, *, holdout: HoldoutLeakage | None = None,
+               solved: Solved | None = None) -> Build:
+    """The pipeline on a build's rows (module docstring).
 
     Parameters
     ----------
-    dataset : Dataset
-        The training rows (none with every public cell missing: :func:`start`).
+    rows : Rows
+        The training rows (none with every public cell missing: :func:`start`), in memory
+        (:class:`._in_memory.InMemoryRows`) or partitioned (:class:`._partitioned.PartitionedRows`).
     options : QuantizedOptions or ExactOptions
     tell : StageTimer
         The build's timer (from :func:`start`; its ``load`` stage open). It is told about each
         stage ("cluster", "prior", "perfect-privacy", "solve", "codebook", "compress",
         "holdout-fold-1" .. "holdout-fold-k", "payload") and the fraction of the build done.
-    dropped_rows : int, keyword-only
-        How many rows :func:`start` left out.
     holdout : HoldoutLeakage, optional, keyword-only
         The cross-fitted estimate of these rows and options, already measured (``auto`` measured
         it to choose K): written into the bundle as it is, not re-estimated.
@@ -222,9 +223,10 @@ def build_dataset(dataset: Dataset, options: Seed000Options, tell: "StageTimer",
         These rows and options already solved (``auto`` built each candidate): the bundle ships
         it instead of solving again.
 
-    Folds that do not start from the build's answers are set going in worker processes before
-    the build's own stages and joined at "holdout-fold-1" (:func:`._holdout.start_cross_fitting`).
-    A mechanism that derives its own rows (the recommender's factor points) enters here.
+    Folds that the rows can set going before the build's own stages
+    (:meth:`._rows.Rows.start_cross_fitting`: worker processes, in memory) are started first and
+    joined at "holdout-fold-1". A mechanism that derives its own rows (the recommender's factor
+    points) enters here.
 
     Raises
     ------
@@ -234,55 +236,47 @@ def build_dataset(dataset: Dataset, options: Seed000Options, tell: "StageTimer",
     """
     with contextlib.ExitStack() as folding:
         pending = None
-        if holdout is None and solved is None and not starts_folds(options):
-            pending = start_cross_fitting(dataset, options)
+        if holdout is None and solved is None and options.folds:
+            pending = rows.start_cross_fitting(options)
         if pending is not None:                      # the workers fold while this process builds
             folding.enter_context(pending)
             folding.enter_context(threadpool_limits(limits=pending.threads_left))
-        done = solved if solved is not None else solve_dataset(dataset, options,
-                                                               progress=lambda stage, f: tell(stage, 0.8 * f))
-        built = assemble(dataset, done, options, tell,
-                         measure=lambda table: _measured_raw_distortion(done.alphabet, table),
-                         dropped_rows=dropped_rows, missing_cell_fraction=float(dataset.missing.mean()),
-                         holdout=holdout, pending=pending)
+        done = solved if solved is not None else solve_rows(rows, options,
+                                                            progress=lambda stage, f: tell(stage, 0.8 * f))
+        built = assemble(rows, done, options, tell, holdout=holdout, pending=pending)
     return dataclasses.replace(built, stages=tell)
 
 
-def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
-             measure: Callable[[CompressedTable], float], dropped_rows: int = 0,
-             missing_cell_fraction: float = 0.0, holdout=None, pending: PendingFolds | None = None) -> Build:
+def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, *,
+             holdout: HoldoutLeakage | None = None, pending=None) -> Build:
     """The build from the solved table on: compression, metrics, cross-fitting, payload.
 
     Parameters
     ----------
-    dataset : Dataset or an object with ``n``, ``classes``, ``private_name`` and ``sha256``
-        The data the prior was estimated from (a partitioned build passes its summary, and
-        cross-fitting, which needs the rows, runs only on a :class:`Dataset`).
+    rows : Rows
+        The rows the prior was estimated from.
     done : Solved
-        From :func:`solve_dataset` or :func:`solve_prior`.
+        From :func:`._program.solve_rows` or :func:`._program.solve_prior`.
     options : QuantizedOptions or ExactOptions
     tell : callable(stage, fraction)
-    measure : callable(CompressedTable) -> float, keyword-only
-        Mean over the data rows of E d(b, released) under the integer table (Theorem 2's left side).
-    dropped_rows, missing_cell_fraction : keyword-only
-        Rows left out for having every public cell missing, and the share of missing cells.
     holdout : HoldoutLeakage, optional, keyword-only
         A cross-fitted estimate already measured for these rows and options (written as it is);
-        otherwise one is measured when ``options.cross_fitting`` is set (:mod:`._holdout`).
+        otherwise one is measured when ``options.cross_fitting`` is set
+        (:meth:`._rows.Rows.cross_fitted`).
     pending : PendingFolds, optional, keyword-only
         That estimate's folds, set going before the build's own stages
-        (:func:`._holdout.start_cross_fitting`): this process joins them here.
+        (:meth:`._rows.Rows.start_cross_fitting`): this process joins them here.
 
     Raises
     ------
     BuildError
-        As :func:`build_dataset`.
+        As :func:`build_rows`.
     """
     alphabet, p_ac, solved, delta, d_perfect = done.alphabet, done.p_ac, done.solved, done.delta, done.d_perfect
     k_in = len(alphabet.inputs)
     tell("compress", 0.72)
     table = compress(solved.table, p_ac, alphabet.distortion, done.budget, bits=options.bits)
-    measured = measure(table)
+    measured = rows.measured_distortion(alphabet, table)
     index, weight = table.rows()
     metrics = {
         "leakage_bits": table.leakage_bits,
@@ -292,7 +286,7 @@ def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
         "delta_plus_r": float(delta) + alphabet.r,
         "clusters": k_in,
         "outputs": len(alphabet.outputs),
-        "n": dataset.n,
+        "n": rows.n,
         "perfect_privacy_distortion": d_perfect,
         "leakage_before_bits": mutual_information_bits(p_ac),
         "quantization_distortion": alphabet.quantization_distortion,
@@ -302,14 +296,14 @@ def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
         "leakage_change_bits": table.leakage_bits - solved.leakage_bits,
         "multiplier": solved.multiplier,
         "repaired_units": table.repaired_units,
-        "rows_all_missing_dropped": dropped_rows,
-        "missing_cell_fraction": missing_cell_fraction,
+        "rows_all_missing_dropped": rows.dropped_rows,
+        "missing_cell_fraction": rows.missing_cell_fraction,
     }
     if math.isfinite(solved.gap_bits):
         metrics["solver_gap_bits"] = solved.gap_bits
     metrics.update(_output_leakage_metrics(p_ac, table, options.output_limit and options.output_limit.bits))
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
-    bound = mismatch_bound(dataset.n, len(dataset.classes), k_in, float(finite.max()),
+    bound = mismatch_bound(rows.n, len(rows.classes), k_in, float(finite.max()),
                            mutual_information_bits(np.diag(p_ac.sum(axis=1))))
     metrics["mismatch_confidence"] = 0.95
     metrics["mismatch_eps"] = bound.eps
@@ -320,10 +314,10 @@ def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
     if done.codebook is not None:
         metrics.update(_codebook_metrics(done.codebook))
     if options.robust is not None:
-        metrics.update(robust_metrics(robust_set(dataset, alphabet, p_ac, options.robust.confidence), table))
+        metrics.update(robust_metrics(robust_set(rows, alphabet, p_ac, options.robust.confidence), table))
     if holdout is not None:
         metrics.update(holdout.metrics())
-    elif options.folds and isinstance(dataset, Dataset):
+    elif options.folds:
         folds = options.folds
 
         def fold_done(f):        # fold i of k reported done: the next one's stage starts
@@ -331,11 +325,7 @@ def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
             tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
 
         tell("holdout-fold-1", 0.75)
-        if pending is not None:
-            estimate = pending.result(progress=fold_done)
-        else:
-            start = BuildStart.of(done, options.metric) if starts_folds(options) else None
-            estimate = cross_fitted_leakage(dataset, options, progress=fold_done, build=start)
+        estimate = rows.cross_fitted(done, options, progress=fold_done, pending=pending)
         if isinstance(tell, StageTimer):
             tell.attach_folds(estimate.fold_costs)
         metrics.update(estimate.metrics())
@@ -344,7 +334,7 @@ def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
         **payload_header(options, options.mechanism),
         "metric": options.metric,
         "features": alphabet.features,
-        "private": {"name": dataset.private_name, "classes": list(dataset.classes)},
+        "private": {"name": rows.private_name, "classes": list(rows.classes)},
         "inputs": alphabet.inputs,
         "outputs": alphabet.outputs,
         "table": {"bits": table.bits, "index": index, "weight": weight},
@@ -353,7 +343,7 @@ def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
         "provenance": {
             "tool_version": _tool_version(),
             "seed": options.seed,
-            "data_sha256": dataset.sha256,
+            "data_sha256": rows.sha256,
             "solver": solved.solver,
             "clusters_requested": options.clusters if options.clusters is not None else k_in,
             "smoothing": repr(options.smoothing),
@@ -363,8 +353,8 @@ def assemble(dataset, done: Solved, options: Seed000Options, tell: Progress, *,
         },
     }
     tell("done", 1.0)
-    return Build(payload=payload, dataset=dataset, alphabet=alphabet, dropped_rows=dropped_rows, p_ac=p_ac,
-                 solved=solved, table=table)
+    return Build(payload=payload, dataset=rows.dataset, alphabet=alphabet, dropped_rows=rows.dropped_rows,
+                 p_ac=p_ac, solved=solved, table=table)
 
 
 def robust_metrics(cs, table: CompressedTable) -> dict:
@@ -404,45 +394,3 @@ def _codebook_metrics(step: Codebook) -> dict:
             "codebook_start_distortion": step.start_distortion,
             "codebook_start_leakage_bits": step.start_leakage_bits,
             "codebook_rounding_cost": step.rounding_cost}
-
-
-def _measured_raw_distortion(alphabet: Alphabet, table: CompressedTable) -> float:
-    """Mean over data rows of E d(b, released), exact under the integer table (Theorem 2's left side)."""
-    return raw_distortion_total(alphabet.labels, alphabet.raw_distortion, table) / alphabet.labels.size
-
-
-def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTable) -> float:
-    """Sum over rows of E d(b, released) under the integer table.
-
-    ``labels`` (n,) is psi of each row; ``raw_distortion(rows, outputs)`` gives d(b, output),
-    shape (len(rows), len(outputs)), for row indexes into the same rows.
-    """
-    q = table.probabilities()
-    total = 0.0
-    for c in range(q.shape[0]):
-        rows = np.nonzero(labels == c)[0]
-        if rows.size == 0:
-            continue
-        lo, hi = q.indptr[c], q.indptr[c + 1]
-        outputs, probs = q.indices[lo:hi], q.data[lo:hi]
-        total += float(np.sum(raw_distortion(rows, outputs) @ probs))
-    return total
-
-
-def centers_alphabet(names, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray, centers: np.ndarray, metric: str,
-                     *, labels, raw_distortion, r: float, quantization_distortion: float) -> Alphabet:
-    """The quantized alphabet of a partitioned build: numeric features (d,) whose domains are the
-    observed ranges ``lo``..``hi``, with the default missing-answer rule on the device (as an
-    in-memory build of the same complete rows writes), and representatives ``centers`` (K, d);
-    the other fields are as in :class:`Alphabet` (``labels`` is None when the rows were never held
-    at once).
-    """
-    schema = tuple(Column(name, bool(is_int), int(a) if is_int else float(a), int(b) if is_int else float(b),
-                          True, "", ("type", "domain"))
-                   for name, is_int, a, b in zip(names, integer, lo, hi))
-    features = feature_maps(schema, DEFAULT_MISSING)
-    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in centers]
-    return Alphabet(features=features, inputs=cells, outputs=[list(row) for row in cells], labels=labels,
-                    distortion=pairwise(centers, centers, metric), raw_distortion=raw_distortion,
-                    r=r, quantization_distortion=quantization_distortion, schema=schema)
-

@@ -1,24 +1,22 @@
-"""Program (19) on a dataset: the alphabet (k-means representatives, or the exact mechanism's
-tuples and erasures), the prior p(a, c), the solve with its guarantees (robust search, per-output
-limit) and the codebook step: the part of a seed-000 build that cross-fitting repeats on each
-fold. The options that decide them are :class:`._options.QuantizedOptions` and
-:class:`privmap.offline.mechanisms.exact.ExactOptions`.
+"""Program (19) on a build's rows: the alphabet (k-means representatives, or the exact
+mechanism's tuples and erasures), the prior p(a, c), the solve with its guarantees (robust search,
+per-output limit) and the codebook step: the part of a seed-000 build that cross-fitting repeats
+on each fold. The options that decide them are :class:`._options.QuantizedOptions` and
+:class:`privmap.offline.mechanisms.exact.ExactOptions`; the rows are read through the backend
+interface :class:`._rows.Rows`, so rows in memory and partitions on a cluster take these steps alike.
 
 :mod:`._pipeline` runs these steps and then compresses the table, measures the cross-fitted
-leakage (:mod:`._holdout`, which runs them again on each fold) and writes the payload.
+leakage and writes the payload.
 """
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..._errors import BuildError, SolverError
 from ..._information import max_output_leakage_bits
-from ...data import Column, Dataset, joint_prior, pairwise, posterior_prior, resolve
+from ...data import prior_from_counts
 from ...solvers import (
     SolveResult,
     compress,
@@ -30,42 +28,16 @@ from ...solvers import (
     solve_robust,
 )
 from .._seed000 import Seed000Options
-from ._codebook import Codebook, metric_center, refine
-from ._missing import missing_alphabet
-from ._options import QuantizedOptions
+from ._codebook import Codebook
 from ._reuse import BuildStart
+from ._rows import Alphabet, Progress, Rows
 
-__all__ = ["Progress", "Alphabet", "Solved", "solve_dataset", "solve_prior", "robust_set"]
-
-Progress = Callable[[str, float], None]
-
-
-@dataclass(frozen=True)
-class Alphabet:
-    """Input and output symbols of program (19) with the feature schema.
-
-    ``inputs`` (K_in, d) and ``outputs`` (K_out, d) hold bundle cells: numbers, or
-    category indexes (None = erased). ``labels`` (n,) is psi of each data row,
-    ``distortion`` (K_in, K_out) the metric between symbols (inf = forbidden),
-    ``raw_distortion`` a function of (row indexes, output indexes) giving
-    d(b, output) on raw rows, ``r`` and ``quantization_distortion`` the radius and
-    mean distance of rows to their input symbol.
-    """
-
-    features: list[dict]
-    inputs: list[list]
-    outputs: list[list]
-    labels: np.ndarray
-    distortion: np.ndarray
-    raw_distortion: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    r: float
-    quantization_distortion: float
-    schema: tuple[Column, ...] = ()
+__all__ = ["Solved", "solve_rows", "solve_prior", "robust_set"]
 
 
 @dataclass(frozen=True)
 class Solved:
-    """A dataset's alphabet, prior and solved table (before compression): the part of a build
+    """The rows' alphabet, prior and solved table (before compression): the part of a build
     that cross-fitting repeats on each fold.
 
     ``delta`` is the budget asked for (``options.delta`` or the fraction of ``d_perfect``);
@@ -82,42 +54,47 @@ class Solved:
     codebook: "Codebook | None" = None
 
 
-def solve_dataset(dataset: Dataset, options: Seed000Options, *, progress: Progress | None = None,
-                  quantizer: Callable | None = None, start: BuildStart | None = None) -> Solved:
-    """Quantize (or build the erasure alphabet), estimate the prior, solve program (19), and run
-    the codebook step; everything :func:`._pipeline.build` does before compressing the table.
+def solve_rows(rows: Rows, options: Seed000Options, *, progress: Progress | None = None,
+               quantizer=None, start: BuildStart | None = None) -> Solved:
+    """Cluster the rows (or build the erasure alphabet), estimate the prior, solve program (19),
+    and run the codebook step; everything :func:`._pipeline.build_rows` does before compressing
+    the table.
 
-    ``quantizer`` (keyword-only) replaces :func:`~privmap.offline.data._quantize.quantize` with a
-    callable of its signature (a cross-fitting fold's k-means, :class:`._holdout.FoldKMeans`);
-    ``start`` (keyword-only) is where a fold's solvers start (:func:`solve_prior`).
+    Parameters
+    ----------
+    rows : Rows
+        Where the rows are read (:class:`._in_memory.InMemoryRows`, :class:`._partitioned.PartitionedRows`).
+    options : QuantizedOptions or ExactOptions
+    progress : callable(stage, fraction), optional, keyword-only
+        Told "cluster", "prior", then :func:`solve_prior`'s stages.
+    quantizer : callable, optional, keyword-only
+        Replaces the k-means (:meth:`._rows.Rows.alphabet`; a cross-fitting fold's,
+        :class:`._holdout.FoldKMeans`).
+    start : BuildStart, optional, keyword-only
+        Where a fold's solvers start (:func:`solve_prior`).
 
     Raises
     ------
     BuildError
-        As :func:`._pipeline.build`.
+        As :func:`._pipeline.build_rows`.
     """
     tell = progress or (lambda stage, fraction: None)
     tell("cluster", 0.05)
-    alphabet = (_exact_alphabet(dataset) if options.mechanism == "exact"
-                else _quantized_alphabet(dataset, options, quantizer=quantizer))
-    k_in = len(alphabet.inputs)
+    alphabet = rows.alphabet(options, quantizer=quantizer)
     tell("prior", 0.2)
     if options.prior == "posteriors":
-        if np.isnan(dataset.public).any():
-            raise BuildError("the posteriors prior needs rows without missing cells")
-        p_ac = posterior_prior(dataset.public, dataset.private, alphabet.labels, len(dataset.classes), k_in,
-                               seed=options.seed)
+        p_ac = rows.posterior_prior(alphabet, seed=options.seed)
     else:
-        p_ac = joint_prior(dataset.private, alphabet.labels, len(dataset.classes), k_in,
-                           smoothing=options.smoothing)
-    return solve_prior(alphabet, p_ac, options, dataset=dataset, progress=tell, start=start)
+        p_ac = prior_from_counts(rows.counts(alphabet), smoothing=options.smoothing)
+    return solve_prior(alphabet, p_ac, options, rows=rows, progress=tell, start=start)
 
 
-def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *, dataset: Dataset | None = None,
+def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *, rows: Rows | None = None,
                 progress: Progress | None = None, start: BuildStart | None = None) -> Solved:
     """Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
-    distortion, the budget, the solve, and the codebook step when ``options.codebook`` is set and
-    the raw rows ``dataset`` are at hand (a partitioned build passes none and skips it).
+    distortion, the budget, the solve, and, when the ``rows`` are given, the codebook step
+    (``options.codebook``; :meth:`._rows.Rows.codebook`) and the robust search
+    (``options.robust``; on the rows' counts). Without rows (an out-of-core fold's prior) neither runs.
 
     ``start`` (keyword-only; a cross-fitting fold's, from the build it measures) starts the fast
     solver from the build's answer carried to this alphabet's representatives (:mod:`._reuse`):
@@ -143,14 +120,14 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *
     elif not perfect:
         solved = _solve_from(start, centers, p_ac, alphabet.distortion, delta, options,
                              progress=lambda f: tell("solve", 0.35 + 0.4 * f))
-    if not (options.codebook and dataset is not None):
-        solved = _robust_search(dataset, alphabet, p_ac, solved, float(delta), options, perfect=perfect, tell=tell)
+    if not (options.codebook and rows is not None):
+        solved = _robust_search(rows, alphabet, p_ac, solved, float(delta), options, perfect=perfect, tell=tell)
         return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
                       budget=float(delta))
     tell("codebook", 0.75)
-    alphabet, solved, step = _with_codebook(dataset, alphabet, p_ac, solved, options, perfect=perfect,
-                                            progress=lambda f: tell("codebook", 0.75 + 0.15 * f))
-    solved = _robust_search(dataset, alphabet, p_ac, solved, step.distortion, options, perfect=perfect, tell=tell)
+    alphabet, solved, step = rows.codebook(alphabet, p_ac, solved, options, perfect=perfect,
+                                           progress=lambda f: tell("codebook", 0.75 + 0.15 * f))
+    solved = _robust_search(rows, alphabet, p_ac, solved, step.distortion, options, perfect=perfect, tell=tell)
     return Solved(alphabet=alphabet, p_ac=p_ac, solved=solved, delta=float(delta), d_perfect=d_perfect,
                   budget=step.distortion, codebook=step)
 
@@ -169,25 +146,24 @@ def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, option
     return solve(p_ac, D, delta, solver=options.solver, tol_bits=options.tol_bits, progress=progress)
 
 
-def robust_set(dataset, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
+def robust_set(rows: Rows, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
     """The confidence set (:mod:`privmap.offline.solvers.robust`) of the training rows'
-    cluster counts at ``confidence``, centred on the prior the build solved on."""
-    counts = np.zeros(p_ac.shape)
-    np.add.at(counts, (np.asarray(dataset.private), np.asarray(alphabet.labels)), 1.0)
-    return confidence_set(counts, confidence, centre_prior=p_ac)
+    cluster counts (:meth:`._rows.Rows.counts`) at ``confidence``, centred on the prior the build
+    solved on."""
+    return confidence_set(rows.counts(alphabet), confidence, centre_prior=p_ac)
 
 
-def _robust_search(dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, budget: float,
+def _robust_search(rows: Rows | None, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, budget: float,
                    options: Seed000Options, *, perfect: bool, tell: Progress) -> SolveResult:
     """With ``options.robust``: the table of least certified worst-case leakage over the
     confidence set among the robust search's candidates (:func:`~privmap.offline.solvers.
     solve_robust`), the average-case ``solved`` among them; otherwise ``solved`` itself."""
     if options.robust is None or perfect:
         return solved
-    if dataset is None:
-        raise BuildError("--robust needs the training rows (not available to a partitioned build)")
+    if rows is None:
+        raise BuildError("--robust needs the training rows")
     tell("robust", 0.9)
-    cs = robust_set(dataset, alphabet, p_ac, options.robust.confidence)
+    cs = robust_set(rows, alphabet, p_ac, options.robust.confidence)
     D = alphabet.distortion
     return solve_robust(cs, D, budget, start=solved,
                         solve=lambda prior, b: solve(prior, D, b, solver=options.solver,
@@ -200,59 +176,3 @@ def _ships_within(solved: SolveResult, p_ac: np.ndarray, distortion: np.ndarray,
     per-output limit."""
     table = compress(solved.table, p_ac, distortion, delta, bits=options.bits)
     return max_output_leakage_bits(p_ac, table.probabilities()) <= options.output_limit.bits
-
-
-def _with_codebook(dataset: Dataset, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult,
-                   options: Seed000Options, *, perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
-    """The codebook step on a quantized alphabet: outputs moved, distortion matrix and table replaced."""
-    X = dataset.public
-    integer = np.array([c.integer for c in alphabet.schema])
-    distance, centre, project = metric_center(options.metric, integer=integer,
-                                              lo=np.array([c.min for c in alphabet.schema], dtype=float),
-                                              hi=np.array([c.max for c in alphabet.schema], dtype=float))
-    step = refine(X, alphabet.labels, p_ac, solved.table, np.asarray(alphabet.outputs, dtype=float),
-                  distance=distance, centre=centre, project=project, perfect=perfect, solver=options.solver,
-                  tol_bits=options.tol_bits, progress=progress, warm_start=solved)
-    outputs = step.outputs
-
-    def raw_distortion(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-        return distance(X[rows], outputs[columns])
-
-    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in outputs]
-    moved = dataclasses.replace(alphabet, outputs=cells, distortion=step.distortion_matrix,
-                                raw_distortion=raw_distortion)
-    last = step.solved or solved
-    result = SolveResult(table=step.table, leakage_bits=step.leakage_bits, distortion=step.distortion,
-                         multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
-                         message=last.message)
-    return moved, result, step
-
-
-def _quantized_alphabet(dataset: Dataset, options: QuantizedOptions, *, quantizer: Callable | None = None) -> Alphabet:
-    schema = resolve(dataset.features, dataset.public, options.declared)
-    found = missing_alphabet(dataset.public, schema, options.missing, clusters=options.clusters,
-                             metric=options.metric, seed=options.seed, quantizer=quantizer)
-    X, centers = dataset.public, found.centers
-
-    def raw_distortion(rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        return pairwise(X[rows], centers[outputs], options.metric)
-
-    return Alphabet(features=found.features, inputs=found.cells, outputs=[list(row) for row in found.cells],
-                    labels=found.labels, distortion=pairwise(centers, centers, options.metric),
-                    raw_distortion=raw_distortion, r=found.r, quantization_distortion=found.mean_distortion,
-                    schema=schema)
-
-
-def _exact_alphabet(dataset: Dataset) -> Alphabet:
-    from ._erasure import categorical_code, erasure_problem
-    problem = erasure_problem(dataset.public, dataset.private, len(dataset.classes), dataset.features)
-    features, code = categorical_code(dataset.features, problem.inputs)
-    inputs = [[code[i][v] for i, v in enumerate(row)] for row in problem.inputs]
-    outputs = [[None if v is None else code[i][v] for i, v in enumerate(row)] for row in problem.outputs]
-    D = problem.distortion
-
-    def raw_distortion(rows: np.ndarray, outputs_: np.ndarray) -> np.ndarray:
-        return D[problem.labels[rows]][:, outputs_]
-
-    return Alphabet(features=features, inputs=inputs, outputs=outputs, labels=problem.labels, distortion=D,
-                    raw_distortion=raw_distortion, r=0.0, quantization_distortion=0.0)

@@ -1,43 +1,48 @@
-"""The quantized build out of core, on a Dask cluster: partitions in, the same payload out.
+"""Partitioned rows on a Dask cluster as a seed-000 build reads them: the :class:`._rows.Rows`
+backend of CSV or Parquet files too large for memory (quantized mechanism, l2 metric).
 
-Passes over the partitions (:mod:`privmap.offline.data._partitioned`), each a map on the
-workers and a small reduce on the client. Everything that can be refused without reading
-rows (mechanism, metric, k-means variant, headers, the declarations of ``--domain`` and
+The build's stages are the in-memory build's (:func:`._pipeline.build_rows`); this backend does
+what they ask of the rows in passes over the partitions (:mod:`privmap.offline.data` reads them),
+each a map on the workers and a small reduce on the client. Everything that can be refused without
+reading rows (mechanism, metric, k-means variant, the declarations of ``--domain`` and
 ``--schema``) is checked by :func:`check_partitioned` before any cluster starts.
 
-1. validate every partition (blank cells and declared missing tokens are missing answers;
-   rows with every public cell missing are left out, as in memory); the declared domains
-   checked on each partition by the in-memory :func:`~privmap.offline.data._schema.resolve`;
-   per column the observed range, whether it holds integers only, whether a cell is missing,
-   its observed sum and count (and, under ``--missing impute``, its value counts for the exact
-   median); SHA-256 of every file. The schema is then ``resolve`` on a four-row summary of the
-   data that gives the same answer as on all rows (range, a non-integer value, a missing cell).
-2. k-means without all rows at once (``kmeans=``), on rows whose missing cells are filled as
-   the in-memory :func:`~privmap.offline.data._quantize.quantize` fills them (column mean under
-   "mask", the recorded median under "impute"):
+1. on opening (:class:`PartitionedRows`): validate every partition (blank cells and declared
+   missing tokens are missing answers; rows with every public cell missing are left out, as in
+   memory); the declared domains checked on each partition by the in-memory
+   :func:`~privmap.offline.data.resolve`; per column the observed range, whether it holds integers
+   only, whether a cell is missing, its observed sum and count (and, under ``--missing impute``,
+   its value counts for the exact median); SHA-256 of every file. The schema is then ``resolve``
+   on a four-row summary of the data that gives the same answer as on all rows (range, a
+   non-integer value, a missing cell).
+2. the alphabet (:meth:`PartitionedRows.alphabet`): k-means without all rows at once
+   (``kmeans=``), on rows whose missing cells are filled as the in-memory
+   :func:`~privmap.offline.data.quantize` fills them (column mean under "mask", the recorded
+   median under "impute"):
 
    - ``"minibatch"`` (default): scikit-learn's ``MiniBatchKMeans.partial_fit`` on batches of
      each partition, streamed from the workers one partition ahead;
    - ``"dask-ml"``: dask-ml's scalable k-means (k-means|| initialisation, then Lloyd
      iterations as map-reduce);
    - ``"in-memory"``: scikit-learn ``KMeans`` on all rows gathered (small data only: it is
-     the in-memory build's own algorithm, for checking that both paths agree).
+     the in-memory build's own algorithm, for checking that both paths agree);
 
-3. group sums over observed cells and counts per k-means center -> representatives (mean per
-   group and column, then ``domain_points`` in the declared or inferred domain).
-4. psi = the device's nearest-representative rule (masked over missing cells) on every row,
-   kept on the workers with each row's cross-fitting fold; counts of (fold, private class,
-   representative) -> p(a, c); r and the mean quantization distance over observed cells.
-5. program (19) on p(a, c) (:func:`._program.solve_prior`).
-6. the codebook step out of core (:func:`codebook_out_of_core`), one round: a pass for the
+   then group sums over observed cells and counts per k-means center -> representatives (mean
+   per group and column, then ``domain_points`` in the declared or inferred domain); then psi =
+   the device's nearest-representative rule (masked over missing cells) on every row, kept on
+   the workers with each row's cross-fitting fold; counts of (fold, private class,
+   representative) give the prior's counts (:meth:`PartitionedRows.counts`); r and the mean
+   quantization distance over observed cells.
+3. the codebook step out of core (:meth:`PartitionedRows.codebook`), one round: a pass for the
    weighted mean of the rows each output receives, :data:`WEISZFELD_PASSES` passes of
    Weiszfeld's iteration towards the geometric median, each output moved to the best
    domain-valid iterate where that lowers its cost; then one pass of D'(c, j) (sums of
    distances by fold and input) and one re-solve, kept only if it leaks and distorts no more.
-7. cross-fitted leakage (:func:`holdout_out_of_core`) from the fold-wise counts and distance
-   sums of passes 4 and 6: no extra pass over the rows.
-8. after compression, the measured raw distortion under the integer table (a pass reading
-   the rows again, with psi from pass 4).
+4. after compression, the measured raw distortion under the integer table (a pass reading the
+   rows again, with psi from pass 2).
+5. cross-fitted leakage (:meth:`PartitionedRows.cross_fitted`, :func:`holdout_out_of_core`) from
+   the fold-wise counts and distance sums of passes 2 and 3: no extra pass over the rows when the
+   codebook step ran, one pass of distance sums otherwise.
 
 Only the l2 metric is built this way (a median or mode per group is not a sum).
 
@@ -54,34 +59,43 @@ import math
 import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..._errors import BuildError, DatasetError
 from ..._information import expected_distortion, leakage_bits
-from ...data._blas_nearest import nearest_l2
-from ...data._dataset import MIN_ROWS, check_classes
-from ...data._distortion import nearest, pairwise
-from ...data._partitioned import (
+from ...data import (
+    MIN_ROWS,
+    Column,
+    Declaration,
+    Declared,
     Partition,
     Source,
+    check_classes,
     describe_partition,
+    domain_points,
     file_sha256,
+    kmeans,
+    nearest,
+    nearest_l2,
+    pairwise,
+    prior_from_counts,
     read_partition,
+    resolve,
     source_sha256,
 )
-from ...data._prior import prior_from_counts
-from ...data._quantize import domain_points, kmeans
-from ...data._schema import Column, Declaration, Declared, resolve
 from ...solvers import SolveResult
-from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, _resolve, metric_center
-from ._holdout import HoldoutLeakage, _fold_estimate, _pool
+from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, metric_center, resolve_at
+from ._holdout import HoldoutLeakage, fold_estimate, pool_folds
+from ._in_memory import raw_distortion_total
 from ._missing import column_fills, feature_maps
-from .._result import Result
 from ._options import QuantizedOptions
-from ._pipeline import Build, assemble, raw_distortion_total
-from ._program import Alphabet, Progress, Solved, solve_prior
+from ._program import Solved, solve_prior
+from ._rows import Alphabet, Progress
+
+__all__ = ["KMEANS", "PartitionedRows", "SourceSummary", "check_partitioned", "dask_client", "holdout_out_of_core",
+           "resolve_kept"]
 
 KMEANS = ("minibatch", "dask-ml", "in-memory")
 #: Most rows ``kmeans="in-memory"`` gathers on the client.
@@ -212,109 +226,177 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
         resolve(src.features, np.array([probe], dtype=float), declared)
 
 
-def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans: str = "minibatch",
-                      progress: Progress | None = None, dask_progress: bool = False) -> Result:
-    """Build the payload from partitioned rows (CSV or Parquet files) on a Dask cluster.
+class PartitionedRows:
+    """Partitioned rows (CSV or Parquet files) on a Dask cluster: the :class:`._rows.Rows`
+    backend of an out-of-core build (module docstring). Opening them validates every partition
+    (pass 1); the other passes run when the build's stages ask for them.
 
     Parameters
     ----------
     src : Source
-        The partitioned rows (:meth:`privmap.offline.data.Dataset.from_partitions`).
+        The partitioned rows (:func:`privmap.offline.data.open_source`: their headers only read).
     options : QuantizedOptions
-        l2 metric; ``declared``, ``missing``, ``codebook`` and ``cross_fitting`` as in memory
-        (see the module docstring for what differs).
+        l2 metric; ``declared`` and ``missing`` decide how the partitions are read.
     client : distributed.Client
         Where the partitions are processed (see :func:`dask_client`).
     kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
-    progress : callable(stage, fraction), optional
-        Told about each pass, as :func:`._pipeline.build_dataset`.
-    dask_progress : bool
+    progress : callable(stage, fraction), optional, keyword-only
+        Told about the passes the build's stages do not name ("validate", "representatives",
+        "measure").
+    dask_progress : bool, keyword-only
         Show Dask's text progress bar of every pass on stderr.
 
-    Returns
-    -------
-    Result
-        Its ``detail`` a :class:`._pipeline.Build` whose ``dataset`` is a :class:`SourceSummary`;
-        ``alphabet.labels`` and ``alphabet.raw_distortion`` are None (psi never leaves the workers).
+    Attributes
+    ----------
+    dataset : SourceSummary
+        What pass 1 learned of the rows (the :class:`._pipeline.Build` records it).
 
     Raises
     ------
     BuildError
-        As :func:`check_partitioned`; too many clusters; a cross-fitting fold without some
-        private class (fewer cross-fitting folds); DatasetError for bad data (the first bad cell,
-        by file, line or row, and column; a value outside its declared domain, by partition).
+        As :func:`check_partitioned`; too many clusters; DatasetError for bad data (the first bad
+        cell, by file, line or row, and column; a value outside its declared domain, by partition).
     """
-    check_partitioned(src, options, kmeans=kmeans)
-    tell = progress or (lambda stage, fraction: None)
-    run = _Runner(client, dask_progress)
-    reading = _Reading(src.features, src.private_name,
-                       tuple(sorted(options.declared.missing_tokens().items())) if options.declared else ())
 
-    tell("validate", 0.0)
-    parts = list(src.partitions)
-    stats = run.map(_partition_stats, parts, reading=reading, declared=options.declared,
-                    values=options.missing == "impute")
-    digests = run.map(file_sha256, list(src.files))
-    summary = _summarize(src, stats, digests, options)
-    if not 1 <= options.clusters <= summary.n:
-        raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {summary.n} rows")
-    reading = dataclasses.replace(reading, fills=summary.fills)
-    classes = list(summary.classes)
+    def __init__(self, src: Source, options: QuantizedOptions, client, *, kmeans: str = "minibatch",
+                 progress: Progress | None = None, dask_progress: bool = False):
+        check_partitioned(src, options, kmeans=kmeans)
+        self._tell = progress or (lambda stage, fraction: None)
+        self._run = _Runner(client, dask_progress)
+        reading = _Reading(src.features, src.private_name,
+                           tuple(sorted(options.declared.missing_tokens().items())) if options.declared else ())
+        self._tell("validate", 0.0)
+        self._parts = list(src.partitions)
+        stats = self._run.map(_partition_stats, self._parts, reading=reading, declared=options.declared,
+                              values=options.missing == "impute")
+        digests = self._run.map(file_sha256, list(src.files))
+        self.dataset = summary = _summarize(src, stats, digests, options)
+        if not 1 <= options.clusters <= summary.n:
+            raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {summary.n} rows")
+        self._reading = dataclasses.replace(reading, fills=summary.fills)
+        self._kmeans = kmeans
+        self._assigned: _Assigned | None = None
 
-    tell("cluster", 0.05)
-    kcenters = _KMEANS[kmeans](run, parts, reading, summary, options)
+    @property
+    def n(self) -> int:
+        return self.dataset.n
 
-    tell("representatives", 0.15)
-    sums = run.map(_group_sums, parts, reading=reading, means=summary.means, centers=kcenters)
-    total, observed, count = (sum(s[i] for s in sums) for i in range(3))
-    filled = count > 0
-    means = np.where(observed > 0, total / np.where(observed > 0, observed, 1.0), summary.means)
-    centers = domain_points(means[filled], summary.integer, summary.lo, summary.hi)
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.dataset.classes
 
-    tell("prior", 0.2)
-    folds = options.folds
-    assigned = [run.client.submit(_assign, part, pure=False, reading=reading, classes=classes, centers=centers,
-                                  folds=folds, seed=options.seed, ordinal=i) for i, part in enumerate(parts)]
-    results = run.gather([run.client.submit(_first, a, pure=False) for a in assigned])
-    fold_counts = sum(c for c, _, _ in results)            # (max(folds, 1), |A|, K)
-    counts = fold_counts.sum(axis=0)
-    used = np.nonzero(counts.sum(axis=0) > 0)[0]  # a representative nobody is nearest to carries no mass
-    renumber = np.full(centers.shape[0], -1, dtype=np.int64)
-    renumber[used] = np.arange(used.size)
-    centers, counts, fold_counts = centers[used], counts[:, used], fold_counts[:, :, used]
-    r = max(m for _, m, _ in results)
-    mean = sum(t for _, _, t in results) / summary.n
-    p_ac = prior_from_counts(counts, smoothing=options.smoothing)
-    cells = _cells(centers, summary.integer)
-    alphabet = Alphabet(features=feature_maps(summary.schema, options.missing, summary.fills), inputs=cells,
-                        outputs=[list(row) for row in cells], labels=None,
-                        distortion=pairwise(centers, centers, "l2"), raw_distortion=None, r=float(r),
-                        quantization_distortion=float(mean), schema=summary.schema)
-    rows = _Rows(run, parts, assigned, reading, renumber)
+    @property
+    def private_name(self) -> str:
+        return self.dataset.private_name
 
-    done = solve_prior(alphabet, p_ac, options, progress=tell)
-    fold_sums = None
-    outputs = centers
-    if options.codebook:
-        tell("codebook", 0.75)
-        done, fold_sums = codebook_out_of_core(rows, done, counts.sum(axis=0), options, folds=max(folds, 1))
-        outputs = np.asarray(done.codebook.outputs, dtype=float)
-    holdout = None
-    if folds:
-        tell("holdout", 0.85)
-        if fold_sums is None:
-            fold_sums = rows.distance_sums(outputs, folds)
-        holdout = holdout_out_of_core(fold_counts, fold_sums, alphabet, options)
+    @property
+    def sha256(self) -> str:
+        return self.dataset.sha256
 
-    def measure(table) -> float:
-        tell("measure", 0.92)
-        return sum(rows.gather(_raw_total, outputs=outputs, table=table)) / summary.n
+    @property
+    def dropped_rows(self) -> int:
+        return self.dataset.dropped
 
-    built = assemble(summary, done, options, tell, measure=measure, dropped_rows=summary.dropped,
-                     missing_cell_fraction=summary.missing_fraction)
-    if holdout is not None:
-        built.payload["metrics"].update(holdout.metrics())
-    return Result(options.mechanism, built.payload, built)
+    @property
+    def missing_cell_fraction(self) -> float:
+        return self.dataset.missing_fraction
+
+    def alphabet(self, options: QuantizedOptions, *, quantizer: Callable | None = None) -> Alphabet:
+        """:meth:`._rows.Rows.alphabet` in three passes: k-means, the representatives (group
+        means made domain-valid), and psi with each row's cross-fitting fold, kept on the workers
+        (``labels`` and ``raw_distortion`` are None). A representative nobody is nearest to is
+        dropped, as in memory.
+
+        Raises
+        ------
+        BuildError
+            A ``quantizer`` (the folds out of core share the build's representatives).
+        """
+        if quantizer is not None:
+            raise BuildError("a partitioned build's cross-fitting folds share its representatives")
+        run, parts, reading, summary = self._run, self._parts, self._reading, self.dataset
+        kcenters = self.kmeans_centers(options)
+
+        self._tell("representatives", 0.12)
+        sums = run.map(_group_sums, parts, reading=reading, means=summary.means, centers=kcenters)
+        total, observed, count = (sum(s[i] for s in sums) for i in range(3))
+        filled = count > 0
+        means = np.where(observed > 0, total / np.where(observed > 0, observed, 1.0), summary.means)
+        centers = domain_points(means[filled], summary.integer, summary.lo, summary.hi)
+
+        self._tell("prior", 0.16)
+        folds = options.folds
+        classes = list(summary.classes)
+        assigned = [run.client.submit(_assign, part, pure=False, reading=reading, classes=classes, centers=centers,
+                                      folds=folds, seed=options.seed, ordinal=i) for i, part in enumerate(parts)]
+        results = run.gather([run.client.submit(_first, a, pure=False) for a in assigned])
+        fold_counts = sum(c for c, _, _ in results)            # (max(folds, 1), |A|, K)
+        used = np.nonzero(fold_counts.sum(axis=0).sum(axis=0) > 0)[0]  # a representative nobody is nearest to
+        renumber = np.full(centers.shape[0], -1, dtype=np.int64)
+        renumber[used] = np.arange(used.size)
+        centers, fold_counts = centers[used], fold_counts[:, :, used]
+        r = max(m for _, m, _ in results)
+        mean = sum(t for _, _, t in results) / summary.n
+        cells = _cells(centers, summary.integer)
+        alphabet = Alphabet(features=feature_maps(summary.schema, options.missing, summary.fills), inputs=cells,
+                            outputs=[list(row) for row in cells], labels=None,
+                            distortion=pairwise(centers, centers, "l2"), raw_distortion=None, r=float(r),
+                            quantization_distortion=float(mean), schema=summary.schema)
+        self._assigned = _Assigned(_Rows(run, parts, assigned, reading, renumber), fold_counts, alphabet)
+        return alphabet
+
+    def kmeans_centers(self, options: QuantizedOptions) -> np.ndarray:
+        """The k-means centres (``options.clusters``, d) of the rows by this backend's k-means
+        (``kmeans=``), before they are made representatives (:meth:`alphabet`)."""
+        return _KMEANS[self._kmeans](self._run, self._parts, self._reading, self.dataset, options)
+
+    def counts(self, alphabet: Alphabet) -> np.ndarray:
+        """Rows by private class and representative, summed over the folds of pass 2."""
+        return self._assigned.fold_counts.sum(axis=0)
+
+    def posterior_prior(self, alphabet: Alphabet, *, seed: int) -> np.ndarray:
+        raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
+
+    def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: QuantizedOptions, *,
+                 perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
+        """:meth:`._rows.Rows.codebook` out of core (:func:`codebook_out_of_core`); the distance
+        sums by fold on the moved outputs are kept for :meth:`cross_fitted`."""
+        held = self._assigned
+        moved, kept, step, held.fold_sums = codebook_out_of_core(
+            held.rows, alphabet, p_ac, solved, self.counts(alphabet).sum(axis=0), options, perfect=perfect,
+            folds=max(options.folds, 1))
+        return moved, kept, step
+
+    def measured_distortion(self, alphabet: Alphabet, table) -> float:
+        """A pass over the rows with psi from the alphabet's pass."""
+        self._tell("measure", 0.92)
+        outputs = np.asarray(alphabet.outputs, dtype=float)
+        return sum(self._assigned.rows.gather(_raw_total, outputs=outputs, table=table)) / self.n
+
+    def start_cross_fitting(self, options: QuantizedOptions) -> None:
+        """None: the folds out of core need the build's own passes (:meth:`cross_fitted`)."""
+        return None
+
+    def cross_fitted(self, done: Solved, options: QuantizedOptions, *, progress: Callable[[float], None],
+                     pending=None) -> HoldoutLeakage:
+        """:func:`holdout_out_of_core` on the fold-wise counts of the alphabet's pass and the
+        distance sums of the codebook step's last pass (one more pass of them without that step)."""
+        held = self._assigned
+        if held.fold_sums is None:
+            held.fold_sums = held.rows.distance_sums(np.asarray(done.alphabet.outputs, dtype=float), options.folds)
+        return holdout_out_of_core(held.fold_counts, held.fold_sums, held.alphabet, options, progress=progress)
+
+
+@dataclass
+class _Assigned:
+    """What the alphabet's pass left: the rows with their psi and fold on the workers, the counts
+    (folds, |A|, K_in) by fold, private class and representative, the k-means alphabet, and the
+    distance sums (folds, K_in, K_out) on the final outputs once a pass took them."""
+
+    rows: "_Rows"
+    fold_counts: np.ndarray
+    alphabet: Alphabet
+    fold_sums: np.ndarray | None = None
 
 
 # --- the codebook step and cross-fitting out of core --------------------------------------------------
@@ -336,8 +418,9 @@ class _Rows:
                                n_inputs=int(self.renumber.max()) + 1))
 
 
-def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, options: QuantizedOptions, *,
-                         folds: int) -> tuple[Solved, np.ndarray]:
+def codebook_out_of_core(rows: _Rows, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult,
+                         input_rows: np.ndarray, options: QuantizedOptions, *, perfect: bool,
+                         folds: int) -> tuple[Alphabet, SolveResult, Codebook, np.ndarray]:
     """One round of the codebook step (:mod:`._codebook`) with the rows left on the workers.
 
     Step A moves each released row towards the geometric median of the raw rows sent to it
@@ -353,20 +436,23 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
     Parameters
     ----------
     rows : _Rows
-    done : Solved
-        From :func:`solve_prior` on the k-means alphabet.
+    alphabet, p_ac, solved
+        The k-means alphabet, the prior (|A|, K_in) and program (19)'s answer on them
+        (:func:`._program.solve_prior`).
     input_rows : ndarray, shape (K_in,)
         Rows assigned to each input.
+    perfect : bool
+        The build asked for perfect privacy (the re-solve is then the linear program).
     folds : int
         Folds of the distance sums returned (1 without cross-fitting).
 
     Returns
     -------
-    (Solved, ndarray)
-        The build with moved outputs, D' and the kept table (``codebook`` set), and the
+    (Alphabet, SolveResult, Codebook, ndarray)
+        The alphabet with the moved outputs and D', the kept table, the step's record, and the
         distance sums S (folds, K_in, K_out) on the final outputs (cross-fitting reuses them).
     """
-    alphabet, p_ac, q = done.alphabet, done.p_ac, done.solved.table
+    q = solved.table
     schema = alphabet.schema
     integer = np.array([c.integer for c in schema])
     _, _, project = metric_center("l2", integer=integer, lo=np.array([c.min for c in schema], float),
@@ -401,18 +487,15 @@ def codebook_out_of_core(rows: _Rows, done: Solved, input_rows: np.ndarray, opti
     D = sums.sum(axis=0) / np.maximum(input_rows, 1)[:, None]
     start_dist = float(start_cost.sum())
     leak0 = leakage_bits(p_ac, q)
-    perfect = done.delta >= done.d_perfect
-    table, leak, dist, accepted = resolve_kept(p_ac, q, D, perfect=perfect, options=options, warm=done.solved)
+    table, leak, dist, accepted = resolve_kept(p_ac, q, D, perfect=perfect, options=options, warm=solved)
     dist = min(start_dist, dist)
     step = Codebook(outputs=moved, table=table, distortion_matrix=D, distortion=dist, leakage_bits=leak,
                     start_distortion=start_dist, start_leakage_bits=leak0, rounding_cost=rounding, iterations=1,
                     history=[(leak, dist)], solved=accepted)
-    last = accepted or done.solved
-    solved = SolveResult(table=table, leakage_bits=leak, distortion=dist, multiplier=last.multiplier,
-                         gap_bits=last.gap_bits, status="optimal", solver=last.solver, message=last.message)
-    cells = _cells(moved, integer)
-    alphabet = dataclasses.replace(alphabet, outputs=cells, distortion=D)
-    return dataclasses.replace(done, alphabet=alphabet, solved=solved, budget=dist, codebook=step), sums
+    last = accepted or solved
+    kept = SolveResult(table=table, leakage_bits=leak, distortion=dist, multiplier=last.multiplier,
+                       gap_bits=last.gap_bits, status="optimal", solver=last.solver, message=last.message)
+    return dataclasses.replace(alphabet, outputs=_cells(moved, integer), distortion=D), kept, step, sums
 
 
 def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: QuantizedOptions,
@@ -426,7 +509,7 @@ def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: boo
     """
     p_c = p_ac.sum(axis=0)
     dist, leak = expected_distortion(p_c, q, D), leakage_bits(p_ac, q)
-    candidate = _resolve(p_ac, D, dist, perfect=perfect, solver=options.solver, tol_bits=options.tol_bits,
+    candidate = resolve_at(p_ac, D, dist, perfect=perfect, solver=options.solver, tol_bits=options.tol_bits,
                          warm=warm)
     if candidate is not None:
         new_leak, new_dist = leakage_bits(p_ac, candidate.table), expected_distortion(p_c, candidate.table, D)
@@ -436,7 +519,8 @@ def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: boo
 
 
 def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,
-                        options: QuantizedOptions) -> HoldoutLeakage:
+                        options: QuantizedOptions, *, progress: Callable[[float], None] | None = None
+                        ) -> HoldoutLeakage:
     """Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again.
 
     Rows fall into folds by a hash of (seed, partition, position in the partition). For each
@@ -460,6 +544,8 @@ def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet
         Sum of d(b, y_j) over the rows of each fold and input.
     alphabet : Alphabet
         The k-means alphabet (before the codebook step): its inputs and centre distances.
+    progress : callable(float), optional, keyword-only
+        Told the fraction of folds done.
 
     Raises
     ------
@@ -491,9 +577,11 @@ def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet
         # held-out distortion as D_held[symbol] @ q[symbol], the mean over the fold's rows of E d(b, released).
         fit_like = SimpleNamespace(p_ac=p_train, solved=SimpleNamespace(table=q),
                                    alphabet=SimpleNamespace(distortion=D_held))
-        parts.append(_fold_estimate(fit_like, SimpleNamespace(private=private), np.arange(private.size), symbols,
-                                    "l2", "exact", rng))
-    return _pool(parts, k, n_classes=0, seed=options.seed)     # no simulated releases: no attacker
+        parts.append(fold_estimate(fit_like, SimpleNamespace(private=private), np.arange(private.size), symbols,
+                                   "l2", "exact", rng))
+        if progress is not None:
+            progress((f + 1) / k)
+    return pool_folds(parts, k, n_classes=0, seed=options.seed)     # no simulated releases: no attacker
 
 
 class _Runner:
