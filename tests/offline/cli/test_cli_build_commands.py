@@ -1,18 +1,28 @@
-"""One build command per mechanism, each showing only its own options and teaching with
-one example; the old ``build --mechanism NAME`` forms forwarded to them, same bundle bytes."""
+"""One build command per mechanism (``privmap build NAME``), each showing only its own options and
+teaching with one example; the old names (``build-funnel``, ...) and ``build --mechanism NAME``
+forms still reach them, same bundle bytes."""
 import pathlib
 
 import pytest
 
 DATA = pathlib.Path(__file__).resolve().parents[3] / "data"
-#: Each mechanism's command, an option only it has, and an option of another mechanism it must not show.
+#: Each mechanism's command (``privmap build NAME``, and the names the last four had before), an option
+#: only it has, and an option of another mechanism it must not show.
 COMMANDS = {
     "build": ("--clusters", "--disclosure-fraction"),
+    "build quantized": ("--clusters", "--disclosure-fraction"),
+    "build exact": ("--delta-fraction", "--disclosure-fraction"),
+    "build funnel": ("--disclosure-fraction", "--clusters"),
+    "build max-correlation": ("--information-budget", "--holdout-folds"),
+    "build gaussian": ("--utility", "--desired"),
+    "build nullspace": ("--confidential", "--utility"),
     "build-funnel": ("--disclosure-fraction", "--clusters"),
     "build-max-correlation": ("--information-budget", "--holdout-folds"),
     "build-gaussian": ("--utility", "--desired"),
     "build-nullspace": ("--confidential", "--utility"),
 }
+#: ``privmap build NAME``, one per mechanism, in the order ``privmap build --help`` names them.
+MECHANISMS = ("quantized", "exact", "funnel", "max-correlation", "gaussian", "nullspace")
 SHARED = ("--key", "--out", "--passphrase-file", "--bundle-version", "--issued-at", "--valid-days", "--device-class",
           "--json")
 
@@ -24,7 +34,7 @@ def toy(toy_csv):
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_each_build_command_shows_its_own_and_the_shared_options_and_one_example(run, command):
-    text = run(command, "--help").output
+    text = run(*command.split(), "--help").output
     own, other = COMMANDS[command]
     assert own in text and other not in text
     assert all(option in text for option in SHARED)
@@ -35,7 +45,45 @@ def test_each_build_command_shows_its_own_and_the_shared_options_and_one_example
 
 def test_the_group_lists_every_build_command(run):
     text = run("--help").output
-    assert all(command in text for command in COMMANDS)
+    assert all(command in text for command in COMMANDS if " " not in command)
+
+
+def test_build_help_names_every_mechanisms_command_under_commands(run):
+    lines = run("build", "--help").output.splitlines()
+    listed = lines[lines.index("Commands:") + 1]
+    assert [name.strip() for name in listed.replace("(this page)", "").split(",")] == list(MECHANISMS)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_each_mechanisms_command_is_drawn_by_the_sectioned_help(run, mechanism):
+    text = run("build", mechanism, "--help").output
+    assert {"Data:", "Mapping:", "Bundle:", "Help:"} <= {line.strip() for line in text.splitlines()}
+    assert "--help-all" in text and len(text.splitlines()) <= 60
+
+
+@pytest.mark.parametrize("alias, args", [
+    ("build-funnel", ["--private", "secret", "--disclosure-fraction", "0.5"]),
+    ("build-max-correlation", ["--public", "colour,size", "--delta", "0.2"]),
+])
+def test_a_build_command_and_its_old_name_give_the_same_bytes(run, keys, toy, tmp_path, alias, args):
+    common = ["--key", keys / "private.pem", "--issued-at", 1_700_000_000]
+    run("build", alias.removeprefix("build-"), toy, *args, *common, "--out", tmp_path / "new.bundle")
+    run(alias, toy, *args, *common, "--out", tmp_path / "old.bundle")
+    assert (tmp_path / "old.bundle").read_bytes() == (tmp_path / "new.bundle").read_bytes()
+
+
+def test_build_exact_is_build_mechanism_exact(run, keys, tmp_path):
+    census = DATA / "census" / "census.csv"
+    common = ["--private", "sex", "--delta", "0.5", "--holdout-folds", "0", "--key", keys / "private.pem",
+              "--issued-at", 1_700_000_000]
+    run("build", census, "--mechanism", "exact", *common, "--out", tmp_path / "old.bundle")
+    run("build", "exact", census, *common, "--out", tmp_path / "new.bundle")
+    assert (tmp_path / "old.bundle").read_bytes() == (tmp_path / "new.bundle").read_bytes()
+
+
+def test_build_without_arguments_asks_for_the_data_as_before(run):
+    result = run("build", ok=False)
+    assert result.exit_code == 2 and "Missing argument 'DATA'" in result.stderr
 
 
 @pytest.mark.parametrize("old, new", [
