@@ -1,7 +1,7 @@
 """Cross-fitting at scale: how a fold's k-means starts, side by side.
 
 For each K and seed the cross-fitted leakage is measured three times on the same folds,
-differing only in how each fold's k-means starts (``privmap.offline.mechanisms.quantized._holdout``):
+differing only in how each fold's k-means starts (:data:`privmap.offline.mechanisms.quantized.STARTS`):
 ``restarts`` (four k-means++ restarts, as the build, and as cross-fitting did before),
 ``single`` (one k-means++ start, the default now) and ``warm`` (one Lloyd run from the
 full-data representatives). The table gives each estimate, its interval, the held-out
@@ -21,9 +21,8 @@ import time
 
 import numpy as np
 
-from privmap.offline.mechanisms.quantized._holdout import STARTS, cross_fitted_leakage
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training
-from privmap.offline.mechanisms.quantized._steps import _quantized_alphabet
+from privmap.offline import CrossFitting, Dataset, QuantizedOptions
+from privmap.offline.mechanisms.quantized import STARTS, InMemoryRows, cross_fitted_leakage
 
 
 def _cpu() -> float:
@@ -51,6 +50,12 @@ def crossfit_arguments(doc: str) -> argparse.ArgumentParser:
     return ap
 
 
+def training_rows(args) -> InMemoryRows:
+    """The rows a build of ``args.data`` trains on (``args.private`` private; rows with every
+    public cell missing left out, as the build leaves them)."""
+    return InMemoryRows(*Dataset.from_csv(args.data, private=args.private).without_all_missing())
+
+
 def main() -> None:
     ap = crossfit_arguments(__doc__)
     ap.add_argument("--no-codebook", action="store_true")
@@ -62,12 +67,12 @@ def main() -> None:
     for K in args.clusters:
         figures = {mode: [] for mode in STARTS}
         for seed in args.seeds:
-            options = BuildOptions(private=args.private, clusters=K, delta_fraction=args.delta_fraction, seed=seed,
-                                   codebook=not args.no_codebook, holdout_folds=args.folds)
-            dataset, _ = load_training(args.data, options)
-            centers = np.asarray(_quantized_alphabet(dataset, options).inputs, dtype=float)
+            options = QuantizedOptions(clusters=K, delta_fraction=args.delta_fraction, seed=seed,
+                                       codebook=not args.no_codebook, cross_fitting=CrossFitting(folds=args.folds))
+            rows = training_rows(args)
+            centers = np.asarray(rows.alphabet(options).inputs, dtype=float)
             for mode in STARTS:
-                est, cpu, wall = _timed(lambda: cross_fitted_leakage(dataset, options, start=mode, centers=centers,
+                est, cpu, wall = _timed(lambda: cross_fitted_leakage(rows, options, start=mode, centers=centers,
                                                                      jobs=args.jobs))
                 figures[mode].append((est.leakage_bits, est.distortion, cpu))
                 print(f"{K:>5} {seed:>4} {mode:>8} {est.leakage_bits:>10.5f} {est.low_bits:>8.5f} "

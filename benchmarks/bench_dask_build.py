@@ -150,9 +150,9 @@ def _write_csv(path: pathlib.Path, X, labels, private: str) -> None:
 def fresh_leakage(payload: dict, X, labels) -> float:
     """Leakage of a bundle's integer table on users it never saw: the device's lookup of each row
     (nearest input, missing cells masked), plug-in I(A; C^) minus its permutation bias (bits)."""
-    from privmap.offline._information import leakage_bits
+    from privmap.offline import leakage_bits
     from privmap.offline.data import joint_prior, nearest
-    from privmap.offline.evaluation._attacks import permutation_bias
+    from privmap.offline.measures import permutation_bias
     inputs = np.asarray(payload["inputs"], float)
     q = np.zeros((len(payload["inputs"]), len(payload["outputs"])))
     for c, (index, weight) in enumerate(zip(payload["table"]["index"], payload["table"]["weight"])):
@@ -167,13 +167,12 @@ def fresh_leakage(payload: dict, X, labels) -> float:
 
 def compare_holdout(args) -> None:
     """The partitioned and in-memory cross-fitted estimates side by side, against fresh users."""
-    import dataclasses
     import tempfile
 
     from distributed import Client, LocalCluster
-    from privmap.offline.data._schema import declare
-    from privmap.offline.mechanisms.quantized._partitioned_build import build_partitioned
-    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build
+    from privmap.offline import Dataset, QuantizedOptions, declare
+    from privmap.offline.data import open_source
+    from privmap.offline.mechanisms.quantized import build, build_partitioned
     root = pathlib.Path(tempfile.mkdtemp(prefix="bench_holdout_"))
     cases = []
     X, g = survey(args.survey_n, seed=1)
@@ -196,11 +195,12 @@ def compare_holdout(args) -> None:
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             Client(cl) as client:
         for name, csv, folder, private, fresh_users in cases:
-            options = BuildOptions(private=private, clusters=args.clusters, delta_fraction=args.delta_fraction,
-                                   seed=0, issued_at=0, declared=declare(None, ["1:5"]))
-            runs = [("in-memory", lambda: build(csv, options)),
-                    ("dask, k-means in memory", lambda: build_partitioned(folder, options, client, kmeans="in-memory")),
-                    ("dask, mini-batch", lambda: build_partitioned(folder, options, client))]
+            options = QuantizedOptions(clusters=args.clusters, delta_fraction=args.delta_fraction, seed=0, issued_at=0,
+                                       declared=declare(None, ["1:5"]))
+            src = open_source(folder, private=private)
+            runs = [("in-memory", lambda: build(Dataset.from_csv(csv, private=private), options)),
+                    ("dask, k-means in memory", lambda: build_partitioned(src, options, client, kmeans="in-memory")),
+                    ("dask, mini-batch", lambda: build_partitioned(src, options, client))]
             for label, fn in runs:
                 started = time.perf_counter()
                 m = fn().payload

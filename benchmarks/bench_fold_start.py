@@ -1,7 +1,7 @@
 """What a fold's solvers do, and does it move the cross-fitted estimate?
 
 A fold's Delta0 and program (19) may start from the build's answers carried to the fold's clusters
-(``privmap.offline.mechanisms.quantized._reuse``). The answers are certified on the fold's own
+(:class:`privmap.offline.mechanisms.quantized.BuildStart`). The answers are certified on the fold's own
 prior whatever the start, but the start decides which table within the tolerance the path ends on,
 and the build's answers saw the fold's held-out rows. For each K and seed the cross-fitted estimate
 is measured on the same folds (one process, the folds in turn, so CPU seconds are exact), each fold
@@ -31,11 +31,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_crossfit import _timed, crossfit_arguments  # noqa: E402
+from bench_crossfit import _timed, crossfit_arguments, training_rows  # noqa: E402
 
-from privmap.offline.mechanisms.quantized._holdout import cross_fitted_leakage  # noqa: E402
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset  # noqa: E402
-from privmap.offline.mechanisms.quantized._reuse import BuildStart  # noqa: E402
+from privmap.offline import CrossFitting, QuantizedOptions  # noqa: E402
+from privmap.offline.mechanisms.quantized import BuildStart, cross_fitted_leakage, solve_rows  # noqa: E402
 
 MODES = ("cold", "build", "loose", "nudged")
 
@@ -52,16 +51,16 @@ def main() -> None:
     for K in args.clusters:
         figures = {mode: [] for mode in modes}
         for seed in args.seeds:
-            options = BuildOptions(private=args.private, clusters=K, delta_fraction=args.delta_fraction, seed=seed,
-                                   holdout_folds=args.folds)
-            dataset, _ = load_training(args.data, options)
-            start = BuildStart.of(solve_dataset(dataset, options), options.metric) if "build" in modes else None
+            options = QuantizedOptions(clusters=K, delta_fraction=args.delta_fraction, seed=seed,
+                                       cross_fitting=CrossFitting(folds=args.folds))
+            rows = training_rows(args)
+            start = BuildStart.of(solve_rows(rows, options), options.metric) if "build" in modes else None
             runs = {"cold": (options, None), "build": (options, start),
                     "loose": (dataclasses.replace(options, tol_bits=options.tol_bits * loose), None),
                     "nudged": (dataclasses.replace(options, delta_fraction=args.delta_fraction * (1 + 1e-9)), None)}
             for mode in modes:
                 opts, build = runs[mode]
-                est, cpu, _ = _timed(lambda: cross_fitted_leakage(dataset, opts, jobs=1, build=build))
+                est, cpu, _ = _timed(lambda: cross_fitted_leakage(rows, opts, jobs=1, build=build))
                 figures[mode].append((est.leakage_bits, est.distortion, cpu, est.high_bits - est.low_bits))
                 print(f"{K:>5} {seed:>4} {mode:>7} {est.leakage_bits:>10.6f} {est.low_bits:>8.5f} "
                       f"{est.high_bits:>8.5f} {est.distortion:>10.4f} {cpu:>11.1f}", flush=True)

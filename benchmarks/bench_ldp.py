@@ -40,13 +40,10 @@ import tempfile
 import time
 
 import numpy as np
-from privmap.offline._errors import BuildError
+from privmap.offline import BuildError, Dataset, OutputLimit, QuantizedOptions, load_dataset
 from privmap.offline._information import max_output_leakage_bits
-from privmap.offline.data import load_dataset
-from privmap.offline.evaluation import evaluate_view, view_from_payload
-from privmap.offline.evaluation._attacks import logistic_attack
-from privmap.offline.evaluation._baselines import (
-    _rowwise,
+from privmap.offline.data import assigned_distance
+from privmap.offline.evaluation import (
     channel_release,
     constant_release,
     ldp_epsilon_bound_bits,
@@ -55,8 +52,8 @@ from privmap.offline.evaluation._baselines import (
     quantization_alone,
     rr_channel,
 )
-from privmap.offline.evaluation._evaluate import _split
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, build, load_training, solve_dataset
+from privmap.offline.measures import logistic_attack, split_rows
+from privmap.offline.mechanisms.quantized import InMemoryRows, build, evaluate_view, solve_rows, view_from_payload
 from privmap.offline.solvers import least_distortion
 from sklearn.model_selection import train_test_split
 
@@ -75,7 +72,7 @@ def _write(path, names, private_name, classes, public, private):
 
 
 def _attack_auc(released, private, n_classes, seed):
-    train, test = _split(released.shape[0], private, 0.3, seed)
+    train, test = split_rows(released.shape[0], private, 0.3, seed)
     return logistic_attack(released[train], private[train], released[test], private[test], n_classes,
                            seed=seed).roc_auc
 
@@ -83,17 +80,16 @@ def _attack_auc(released, private, n_classes, seed):
 def privmap_at(train_csv, test_public, test_private, private_name, clusters, limit, seed):
     """Build at the per-output ``limit`` with the least budget it allows (plus its room, module docstring);
     held-out figures, or the build's refusal (``refused``: its message) with NaN figures."""
-    probe = BuildOptions(private=private_name, clusters=clusters, delta_fraction=1.0, codebook=False,
-                         holdout_folds=0, seed=seed)
-    dataset, _ = load_training(train_csv, probe)
-    solved = solve_dataset(dataset, probe)                 # k-means and prior, as the build will find them
+    probe = QuantizedOptions(clusters=clusters, delta_fraction=1.0, codebook=False, cross_fitting=None, seed=seed)
+    rows = InMemoryRows(*Dataset.from_csv(train_csv, private=private_name).without_all_missing())
+    solved = solve_rows(rows, probe)                       # k-means and prior, as the build will find them
     least = least_distortion(solved.p_ac, solved.alphabet.distortion, limit)
     delta = least + max(BUDGET_SLACK * least, FLOOR_SLACK * solved.d_perfect)
-    options = BuildOptions(private=private_name, clusters=clusters, delta=delta, codebook=False, holdout_folds=0,
-                           seed=seed, max_output_leakage_bits=limit)
     started = time.perf_counter()
     try:
-        built = build(train_csv, options)
+        options = QuantizedOptions(clusters=clusters, delta=delta, codebook=False, cross_fitting=None, seed=seed,
+                                   output_limit=OutputLimit(bits=limit))
+        built = build(rows.dataset, options).detail
     except BuildError as exc:
         return {"limit_bits": limit, "shipped_bits": math.nan, "delta": delta, "leakage_bits": math.nan,
                 "distortion": math.nan, "roc_auc": math.nan, "build_seconds": time.perf_counter() - started,
@@ -148,7 +144,7 @@ def main(argv=None):
             row = {"mechanism": mech, "epsilon_per_cell": eps, "epsilon_row": eps * len(levels),
                    "ldp_epsilon_bits": leak["epsilon_bits"], "ldp_epsilon_exact": leak["exact"],
                    "ldp_bound_bits": ldp_epsilon_bound_bits(eps * len(levels), p_a),
-                   "ldp_distortion": float(np.mean(_rowwise(X[test], values, "l2"))),
+                   "ldp_distortion": float(np.mean(assigned_distance(X[test], values, np.arange(test.size), "l2"))),
                    "ldp_roc_auc": _attack_auc(values, ds.private[test], n_classes, args.seed)}
             row.update({f"privmap_{k}": v for k, v in privmap_at(train_csv, X[test], ds.private[test], ds.private_name,
                                                                   args.clusters, leak["epsilon_bits"],

@@ -3,7 +3,7 @@
 The new-user benchmark of the cross-fitted build. The bundled SSI-2012 ratings (20 tastes, private gender) are
 split once, stratified, into a training part (the operator's data) and a held-out
 part (new users). For each K and each Delta fraction, the build's own steps
-(:func:`privmap.offline.mechanisms.quantized._pipeline.solve_dataset`: k-means, prior,
+(:func:`privmap.offline.mechanisms.quantized.solve_rows`: k-means, prior,
 program (19), with and without the codebook step) run on the training part; the
 table is then applied to the held-out rows exactly as a device would (nearest
 input) and measured there:
@@ -30,12 +30,11 @@ import pathlib
 import time
 
 import numpy as np
-from privmap.offline import BuildOptions
-from privmap.offline._information import leakage_bits
+from privmap.offline import QuantizedOptions, leakage_bits
 from privmap.offline.data import joint_prior, load_dataset, nearest, pairwise
-from privmap.offline.evaluation._attacks import cross_validated_scores, permutation_bias
-from privmap.offline.evaluation._baselines import baselines
-from privmap.offline.mechanisms.quantized._pipeline import solve_dataset
+from privmap.offline.evaluation import baselines
+from privmap.offline.measures import cross_validated_scores, permutation_bias
+from privmap.offline.mechanisms.quantized import InMemoryRows, solve_rows
 from sklearn.model_selection import train_test_split
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "ssi2012" / "tastes_gender.csv"
@@ -90,10 +89,10 @@ def main() -> None:
     for k in args.ks:
         for frac in args.fracs:
             for codebook in (False, True):
-                options = BuildOptions(private="gender", clusters=k, delta_fraction=frac, seed=args.seed,
-                                       codebook=codebook, holdout_folds=0)
+                options = QuantizedOptions(clusters=k, delta_fraction=frac, seed=args.seed, codebook=codebook,
+                                           cross_fitting=None)
                 started = time.perf_counter()
-                fit = solve_dataset(train_ds, options)
+                fit = solve_rows(InMemoryRows(train_ds), options)
                 seconds = time.perf_counter() - started
                 m = held_out(fit, X, a, args.draws, args.seed)
                 ratio = m["distortion"] / constant

@@ -14,14 +14,13 @@ check every limited build runs) by column generation and as one dense LP, with t
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import pathlib
 import time
 
 import numpy as np
+from privmap.offline import Dataset, QuantizedOptions, load_dataset
 from privmap.offline._information import max_output_leakage_bits
-from privmap.offline.data import load_dataset
-from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset
+from privmap.offline.mechanisms.quantized import InMemoryRows, solve_rows
 from privmap.offline.solvers import least_distortion, smallest_feasible_epsilon, solve, solve_output_limited
 from privmap.offline.solvers.output_limit import dense_least_table, dense_limited
 from sklearn.model_selection import train_test_split
@@ -33,12 +32,10 @@ def instance(columns: int, K: int, seed: int):
     """p(a, c) and D of a build's k-means at K on the training split of the first ``columns`` tastes."""
     data = ROOT / "data/ssi2012/tastes_gender.csv"
     names = tuple(load_dataset(data, private="gender").features[:columns])
-    options = BuildOptions(private="gender", public=names, clusters=K, delta_fraction=1.0, codebook=False,
-                           holdout_folds=0, seed=seed)
-    dataset, _ = load_training(data, options)
-    train, _ = train_test_split(np.arange(dataset.n), test_size=0.3, random_state=seed, stratify=dataset.private)
-    done = solve_dataset(dataclasses.replace(dataset, public=dataset.public[train], private=dataset.private[train]),
-                         options)
+    options = QuantizedOptions(clusters=K, delta_fraction=1.0, codebook=False, cross_fitting=None, seed=seed)
+    rows = InMemoryRows(*Dataset.from_csv(data, private="gender", public=names).without_all_missing())
+    train, _ = train_test_split(np.arange(rows.n), test_size=0.3, random_state=seed, stratify=rows.dataset.private)
+    done = solve_rows(rows.subset(train), options)
     return done.p_ac, done.alphabet.distortion, done.d_perfect
 
 

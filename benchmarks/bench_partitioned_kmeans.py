@@ -5,8 +5,9 @@ of ``bench_dask_build.py``; generate them first). For each method and budget the
 the seconds to fit and the mean squared l2 distance of all rows to their nearest center
 (k-means' objective; lower is better), measured by one more pass over the partitions.
 
-- ``minibatch``: the build's own ``_minibatch`` (scikit-learn ``MiniBatchKMeans.partial_fit`` on
-  4096-row batches streamed from the workers), ``--epochs`` passes.
+- ``minibatch``: the build's own (:meth:`privmap.offline.mechanisms.quantized.PartitionedRows.kmeans_centers`
+  with ``kmeans="minibatch"``: scikit-learn ``MiniBatchKMeans.partial_fit`` on 4096-row batches
+  streamed from the workers), one pass.
 - ``dask-ml``: ``dask_ml.cluster.KMeans`` (k-means|| initialisation, Lloyd iterations as
   map-reduce) with ``max_iter`` from ``--dask-ml-iters``.
 
@@ -38,47 +39,46 @@ def main() -> None:
     import dask
     import dask.array as da
     from dask_ml.cluster import KMeans
-    from privmap.offline.data._blas_nearest import nearest_l2
-    from privmap.offline.data._partitioned import open_source, read_partition
-    from privmap.offline.mechanisms.quantized._partitioned_build import _minibatch, _Runner, _summarize, _partition_stats
-    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions
     from dataclasses import replace
     from distributed import Client, LocalCluster
+    from privmap.offline import QuantizedOptions
+    from privmap.offline.data import nearest_l2, open_source, read_partition
+    from privmap.offline.mechanisms.quantized import PartitionedRows
 
     folder = ROOT / "out" / "bench_dask" / f"n{args.n}"
     src = open_source(folder, private="party", parquet_block_rows=1)  # one row group per partition
-    options = BuildOptions(private="party", clusters=args.clusters, delta_fraction=0.5)
+    options = QuantizedOptions(clusters=args.clusters, delta_fraction=0.5, cross_fitting=None)
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
-        run = _Runner(client, False)
-        stats = run.map(_partition_stats, list(src.partitions), features=src.features, private=src.private_name)
-        counts = np.cumsum([s["n"] for s in stats])
-        keep = int(np.searchsorted(counts, args.rows)) + 1
-        parts, stats = list(src.partitions[:keep]), stats[:keep]
+        def part_rows(part):
+            return read_partition(part, src.features, src.private_name)[0]
+
+        sizes = client.gather(client.map(lambda part: part_rows(part).shape[0], list(src.partitions)))
+        keep = int(np.searchsorted(np.cumsum(sizes), args.rows)) + 1
+        parts, sizes = list(src.partitions[:keep]), sizes[:keep]
         src = replace(src, partitions=tuple(parts))
-        summary = _summarize(src, stats, ["-"] * len(src.files))
+        partitioned = PartitionedRows(src, options, client, kmeans="minibatch")
+        n, d = partitioned.n, len(src.features)
 
         def objective(centers) -> float:
             def part_cost(part):
-                X = read_partition(part, src.features, src.private_name)[0]
-                nearest = nearest_l2(X, centers)
-                return float(((X - centers[nearest]) ** 2).sum())
-            return sum(run.map(part_cost, parts)) / summary.n
+                X = part_rows(part)
+                return float(((X - centers[nearest_l2(X, centers)]) ** 2).sum())
+            return sum(client.gather(client.map(part_cost, parts))) / n
 
         rows = []
         started = time.perf_counter()
-        centers = _minibatch(run, parts, src, summary, options)
+        centers = partitioned.kmeans_centers(options)
         rows.append(("minibatch", "1 pass", time.perf_counter() - started, objective(centers)))
-        sizes = [s["n"] for s in stats]
         X = da.concatenate([da.from_delayed(dask.delayed(lambda p: read_partition(p, src.features, "party")[0])(p),
-                                            shape=(m, summary.lo.size), dtype=float) for p, m in zip(parts, sizes)])
+                                            shape=(m, d), dtype=float) for p, m in zip(parts, sizes)])
         for iters in args.dask_ml_iters:
             started = time.perf_counter()
             model = KMeans(n_clusters=args.clusters, random_state=0, init="k-means||", max_iter=iters)
             model.fit(X)
             rows.append(("dask-ml", f"max_iter {iters}", time.perf_counter() - started,
                          objective(np.asarray(model.cluster_centers_))))
-    print(f"n = {summary.n} rows x {summary.lo.size}, K = {args.clusters}, {args.workers} workers, "
+    print(f"n = {n} rows x {d}, K = {args.clusters}, {args.workers} workers, "
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     print(f"{'method':>10} {'budget':>12} {'seconds':>8} {'mean sq. dist':>14}")
     for method, budget, seconds, cost in rows:

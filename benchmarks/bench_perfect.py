@@ -95,7 +95,7 @@ def build_instance(K: int, cache: pathlib.Path | None = None, private: str = "se
     """(p_ac, D) of a real ``privmap build`` on UCI Adult at K clusters, ``private`` private.
 
     ``bench_build.adult_rows()`` written as CSV, loaded by the build's own ``load_dataset``,
-    quantized by its ``_quantized_alphabet`` (seed 0) and turned into the joint prior by
+    quantized as the build quantizes it (seed 0) and turned into the joint prior by
     ``joint_prior``: p_ac has shape (|A|, K), D shape (K, K) (Euclidean distances between the
     integer representatives, zero diagonal). Read from / written to ``cache`` when given.
     """
@@ -103,14 +103,14 @@ def build_instance(K: int, cache: pathlib.Path | None = None, private: str = "se
     if path is not None and path.exists():
         z = np.load(path)
         return z["p_ac"], z["D"]
-    from privmap.offline.data._dataset import load_dataset
-    from privmap.offline.data._prior import joint_prior
-    from privmap.offline.mechanisms.quantized._steps import BuildOptions, _quantized_alphabet
+    from privmap.offline import Dataset, QuantizedOptions
+    from privmap.offline.data import joint_prior
+    from privmap.offline.mechanisms.quantized import InMemoryRows
 
     with tempfile.TemporaryDirectory() as tmp:
-        ds = load_dataset(write_csv(adult_rows(private=private), pathlib.Path(tmp) / "adult.csv", private),
-                          private=private)
-    alphabet = _quantized_alphabet(ds, BuildOptions(private=private, clusters=K, delta_fraction=0.5, seed=0))
+        ds = Dataset.from_csv(write_csv(adult_rows(private=private), pathlib.Path(tmp) / "adult.csv", private),
+                              private=private)
+    alphabet = InMemoryRows(ds).alphabet(QuantizedOptions(clusters=K, delta_fraction=0.5, seed=0))
     p_ac = joint_prior(ds.private, alphabet.labels, len(ds.classes), len(alphabet.inputs))
     D = np.asarray(alphabet.distortion, dtype=float)
     if path is not None:

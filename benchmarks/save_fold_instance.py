@@ -21,10 +21,9 @@ import time
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
-from privmap.offline.data._dataset import load_dataset
-from privmap.offline.data._prior import joint_prior
-from privmap.offline.mechanisms.quantized._holdout import FoldKMeans, _fold_options, _subset
-from privmap.offline.mechanisms.quantized._steps import BuildOptions, _quantized_alphabet
+from privmap.offline import Dataset, QuantizedOptions
+from privmap.offline.data import joint_prior
+from privmap.offline.mechanisms.quantized import FoldKMeans, InMemoryRows, fold_options
 from privmap.offline.solvers import perfect_privacy_table
 
 
@@ -39,15 +38,15 @@ def main(argv=None) -> int:
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--out", type=pathlib.Path, required=True)
     args = ap.parse_args(argv)
-    ds = load_dataset(args.data, private=args.private)
-    options = BuildOptions(private=args.private, clusters=args.clusters, delta_fraction=args.delta_fraction,
-                           seed=args.seed, holdout_folds=0)
+    ds = Dataset.from_csv(args.data, private=args.private)
+    options = QuantizedOptions(clusters=args.clusters, delta_fraction=args.delta_fraction, seed=args.seed,
+                               cross_fitting=None)
     splits = list(StratifiedKFold(n_splits=args.folds, shuffle=True, random_state=args.seed)
                   .split(np.zeros(ds.n), ds.private))
     train = splits[args.fold][0]
-    fold = _subset(ds, train)
-    alphabet = _quantized_alphabet(fold, _fold_options(options, ds, train), quantizer=FoldKMeans())
-    p_ac = joint_prior(fold.private, alphabet.labels, len(fold.classes), len(alphabet.inputs))
+    fold = InMemoryRows(ds).subset(train)
+    alphabet = fold.alphabet(fold_options(options, ds, train), quantizer=FoldKMeans())
+    p_ac = joint_prior(fold.dataset.private, alphabet.labels, len(fold.classes), len(alphabet.inputs))
     started = time.process_time()
     _, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
     print(f"fold {args.fold}: K = {p_ac.shape[1]}, Delta0 = {d_perfect:.6g} "
