@@ -9,7 +9,7 @@ For each data set (``insteval``: data/insteval, 2,972 students x 500 lecturers, 
 blank, private ``studage``, 4 classes; ``synthetic``: :func:`privmap.offline.data.synthetic_ratings`,
 3,000 users x 500 items, density 0.04, 4 classes, seeded; ``gss``: data/gss1993_music, 1,597
 respondents x 18 music styles, ratings 1-5, 7 % blank, private ``sex``, 2 classes) the protocol of
-:mod:`privmap.offline.evaluation._service_utility`:
+:func:`privmap.offline.measures.recommender_utility`:
 
 - users split 70/30 into training and held-out users (stratified by the private class, seeded);
 - 10 % of each held-out user's ratings hidden (at least one of two or more);
@@ -67,8 +67,8 @@ sys.path.insert(0, str(ROOT))
 
 from privmap.offline._attacker import choose_regularisation, logistic_attack  # noqa: E402
 from privmap.offline.data import load_dataset, synthetic_ratings  # noqa: E402
-from privmap.offline.evaluation._evaluate import view_from_payload, view_from_table, view_release  # noqa: E402
-from privmap.offline.evaluation._service_utility import ServiceUtility  # noqa: E402
+from privmap.offline.measures import ServiceUtility  # noqa: E402
+from privmap.offline.mechanisms.quantized import view_from_payload, view_from_table, view_release  # noqa: E402
 
 #: ``release(rows, private) -> released rows`` (module docstring).
 Release = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -148,16 +148,16 @@ def privmap_quantized(k: int, delta_fraction: float = DELTA_FRACTION):
     --holdout-folds 0`` on the training users' rows (blanks masked), released as a device would
     (one simulated draw): a dense representative row."""
     def fit(train, private, n_classes, seed) -> Release:
-        from privmap.offline import BuildOptions, build
-        from privmap.offline.data import declare
+        from privmap.offline import Dataset, QuantizedOptions, declare
+        from privmap.offline.mechanisms.quantized import build
         rows, classes = with_ratings(train, private)
         with tempfile.TemporaryDirectory() as tmp:
             path = pathlib.Path(tmp) / "train.csv"
             write_csv(path, rows, classes)
-            options = BuildOptions(private="private", clusters=k, delta_fraction=delta_fraction, seed=seed,
-                                   declared=declare(domains=[rating_domain(train)]), holdout_folds=0,
-                                   issued_at=1_795_000_000)
-            result = build(path, options)
+            options = QuantizedOptions(clusters=k, delta_fraction=delta_fraction, seed=seed,
+                                       declared=declare(domains=[rating_domain(train)]), cross_fitting=None,
+                                       issued_at=1_795_000_000)
+            result = build(Dataset.from_csv(path, private="private"), options)
         return class_blind(view_release(view_from_payload(result.payload), np.random.default_rng(seed)))
     return fit
 
@@ -168,7 +168,7 @@ def recommender_build(train, private, seed, options) -> tuple:
     on the training users' rows, the bundle read back as a device reads it (signature checked):
     its evaluation view (:func:`view_of_recommender`) and the build's ``--json`` summary."""
     from privmap.device import Keyring, read_bundle_file
-    from privmap.offline.evaluation._factor_view import view_of_recommender
+    from privmap.offline.mechanisms.recommender import view_of_recommender
     rows, classes = with_ratings(train, private)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
