@@ -55,10 +55,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_build import adult_rows  # noqa: E402
-from privmap.offline._information import leakage_bits  # noqa: E402
-from privmap.offline.data._distortion import pairwise  # noqa: E402
-from privmap.offline.data._quantize import quantize  # noqa: E402
-from privmap.offline.evaluation._attacks import permutation_bias  # noqa: E402
+from privmap.offline import leakage_bits  # noqa: E402
+from privmap.offline.data import pairwise, quantize  # noqa: E402
+from privmap.offline.measures import permutation_bias  # noqa: E402
 from privmap.offline.solvers import certified_leakage_bits, compress, confidence_set, l1_radius, perfect_privacy_table, solve, solve_robust  # noqa: E402
 
 

@@ -18,8 +18,9 @@ import time
 import privmap.device.kinds.table as device_bundle
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.device import Keyring, load_bundle
-from privmap.offline import BuildOptions, build
-from privmap.offline.bundle._write import encode_payload, sign_bundle
+from privmap.offline import Dataset, QuantizedOptions
+from privmap.offline.bundle import encode_payload, sign_bundle
+from privmap.offline.mechanisms.quantized import build
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "ssi2012" / "tastes_gender.csv"
 
@@ -45,8 +46,9 @@ def main() -> None:
     key = Ed25519PrivateKey.generate()
     keyring = Keyring([key.public_key()])
     print(f"{'K':>6} {'pure us/row':>12} {'numpy us/row':>13} {'pure/numpy':>11} {'same lookup':>12}")
+    dataset = Dataset.from_csv(DATA, private="gender")
     for k in args.clusters:
-        result = build(DATA, BuildOptions(private="gender", clusters=k, delta_fraction=0.5, issued_at=int(time.time())))
+        result = build(dataset, QuantizedOptions(clusters=k, delta_fraction=0.5, issued_at=int(time.time())))
         bundle = load_bundle(sign_bundle(encode_payload(result.payload), key), keyring)
         device_bundle.FAST_PATH_MIN_WORK = float("inf")
         pure_lookup = [bundle.lookup(r) for r in rows]
