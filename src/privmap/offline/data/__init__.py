@@ -5,13 +5,14 @@ cut into partitions, each read and validated alone), ``_distortion`` (metrics an
 device's nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), ``_quantize`` (k-means into domain-valid
 representatives), ``_prior`` (p(a, c) from counts), ``_schema`` (declared feature domains and
 missing-answer spellings, completed by inference), ``_frames`` (a table in memory as the CSV every
-reader reads), ``_synthetic`` (seeded latent-factor ratings with a
+reader reads), ``_numeric`` (named numeric columns of a CSV, for the real-valued mechanisms), ``_synthetic`` (seeded latent-factor ratings with a
 private attribute and blanks missing not at random, :func:`synthetic_ratings`).
 """
 from ._blas_nearest import nearest_l2
 from ._dataset import MIN_ROWS, Dataset, check_classes, load_dataset
 from ._distortion import METRICS, assigned_distance, block_shape, nearest, pairwise
 from ._frames import csv_source, is_table
+from ._numeric import read_numeric_columns
 from ._partitioned import (
     Partition,
     Source,
@@ -35,7 +36,7 @@ from ._schema import (
 from ._synthetic import SyntheticRatings, synthetic_ratings
 
 __all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "csv_source", "is_table",
-           "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
+           "read_numeric_columns", "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
            "posterior_prior", "prior_from_counts", "joint_prior",
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
            "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..._errors import BuildError, DatasetError
-from ...data._prior import joint_prior
+from ...data import joint_prior
 
 #: The value of an erased cell.
 ERASED = None

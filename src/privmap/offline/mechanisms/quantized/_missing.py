@@ -25,9 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...data._distortion import assigned_distance
-from ...data._quantize import quantize
-from ...data._schema import Column
+from ...data import Column, assigned_distance, quantize
 
 __all__ = ["MISSING_POLICIES", "DEFAULT_MISSING", "MissingAlphabet", "column_fills", "feature_maps",
            "missing_alphabet"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from ...data._distortion import METRICS, nearest
+from ...data import METRICS, nearest
 from ...solvers import SolveResult
 
 #: Builds of at least this many clusters start their folds' solvers from their answers (module docstring).
