@@ -65,7 +65,7 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
 
     quantized: k-means representatives (:func:`privmap.offline.data._quantize.quantize`)
     are both inputs and outputs, d = ``metric`` between them. exact with
-    ``erasures``: :func:`privmap.offline.mechanisms.quantized._erasure.erasure_problem`. exact with
+    ``erasures``: :func:`privmap.offline.mechanisms.quantized.erasure_problem`. exact with
     ``hamming``: distinct tuples in and out, d = number of changed cells.
     """
     private = np.asarray(private, dtype=np.int64)
@@ -112,7 +112,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     is ``"optimal"`` or ``"infeasible"``; infeasible points carry NaN figures).
     ``codebook`` 0 marks seed 000's mapping (representatives released as they are);
     with ``codebook`` (quantized mechanism only) each solved point is followed by the
-    same point after the build's codebook step (:mod:`privmap.offline.mechanisms.quantized._codebook`),
+    same point after the build's codebook step (:func:`privmap.offline.mechanisms.quantized.refine`),
     marked 1; its released rows keep to ``domain`` (integer, lo, hi: arrays of shape (d,), a build's
     resolved schema), by default what the observed cells show. ``progress(1)`` is called after each
     (K, Delta). With ``robust`` (a confidence),

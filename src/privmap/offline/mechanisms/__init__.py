@@ -2,10 +2,14 @@
 
 One private sub-package per mechanism, its model and its build side by side:
 
-- ``quantized/``: seed 000's MI-optimal mapping, quantized (k-means) or exact (tuples and erasures):
-  ``_program`` (options, alphabet, prior, program (19), codebook step), ``_pipeline`` (:func:`build`),
-  ``_codebook``, ``_missing``, ``_erasure``, ``_holdout`` (cross-fitted leakage for new users),
-  ``_autotune`` (``--clusters auto``), ``_partitioned_build`` (out of core on Dask);
+- ``quantized/``: seed 000's MI-optimal mapping on k-means representatives, and the seed-000 stages
+  the exact mechanism and the recommender build with: ``_rows`` (the rows backend the stages are
+  written against), ``_in_memory`` and ``_partitioned`` (its backends: rows in memory, partitions on
+  Dask), ``_program`` (alphabet, prior, program (19), codebook step), ``_pipeline`` (compression,
+  metrics, cross-fitting, payload), ``_codebook``, ``_missing``, ``_erasure``, ``_holdout``
+  (cross-fitted leakage for new users), ``_autotune`` (``--clusters auto``);
+- ``exact/`` and ``recommender/``: seed 000's exact mechanism (tuples and erasures) and its
+  recommender mode (latent taste), each its options and build on those stages;
 - ``funnel/``, ``max_correlation/``, ``gaussian/``, ``nullspace/``: seeds 003, 002, 004 and 001, each
   one vertical slice behind its face: options, model, build, evaluation view and command
   (``privmap build funnel``, ...).
