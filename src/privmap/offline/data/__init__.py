@@ -1,12 +1,13 @@
 """Stage 1 of a build: read labelled rows, measure distances, quantize, estimate the prior.
 
 Private modules: ``_dataset`` (CSV reading and validation), ``_partitioned`` (CSV and Parquet files
-cut into partitions, each read and validated alone), ``_distortion`` (metrics and the
-device's nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), ``_quantize`` (k-means into domain-valid
-representatives), ``_prior`` (p(a, c) from counts), ``_schema`` (declared feature domains and
-missing-answer spellings, completed by inference), ``_frames`` (a table in memory as the CSV every
-reader reads), ``_numeric`` (named numeric columns of a CSV, for the real-valued mechanisms), ``_synthetic`` (seeded latent-factor ratings with a
-private attribute and blanks missing not at random, :func:`synthetic_ratings`).
+cut into partitions, each read and validated alone), ``_distortion`` (metrics and the device's
+nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), ``_quantize``
+(k-means into domain-valid representatives), ``_prior`` (p(a, c) from counts), ``_schema``
+(declared feature domains and missing-answer spellings, completed by inference), ``_frames`` (a
+table in memory as the CSV every reader reads), ``_numeric`` (named numeric columns of a CSV, for
+the real-valued mechanisms), ``_synthetic`` (seeded latent-factor ratings with a private attribute
+and blanks missing not at random, :func:`synthetic_ratings`).
 """
 from ._blas_nearest import nearest_l2
 from ._dataset import MIN_ROWS, Dataset, check_classes, load_dataset
@@ -35,8 +36,8 @@ from ._schema import (
 )
 from ._synthetic import SyntheticRatings, synthetic_ratings
 
-__all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "csv_source", "is_table",
-           "read_numeric_columns", "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
+__all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "csv_source", "is_table", "read_numeric_columns",
+           "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
            "posterior_prior", "prior_from_counts", "joint_prior",
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
            "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",

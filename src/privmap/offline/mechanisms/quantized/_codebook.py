@@ -205,7 +205,7 @@ def conditional_distortion(X: np.ndarray, labels: np.ndarray, n_inputs: int, out
     ``multiplicity`` (n,), optional: how many raw rows each row of X stands for (X holding each
     distinct row once); default 1 each. Computed in blocks of rows whose (rows, K_out)
     distances fit the nearest search's block limit
-    (:func:`privmap.offline.data._distortion.block_shape`), summed per input by a sparse
+    (:func:`privmap.offline.data.block_shape`), summed per input by a sparse
     product: no (n, K_out) matrix. An input with no row gets zeros (the quantizer drops such
     inputs, so this does not occur in a build).
     """

@@ -156,7 +156,7 @@ STARTS = ("single", "restarts", "warm")
 class FoldKMeans:
     """A fold's quantizer: k-means from one start, then the build's own representatives.
 
-    Called as :func:`privmap.offline.data._quantize.quantize` is (``X`` (n, d) with NaN = missing, ``k``,
+    Called as :func:`privmap.offline.data.quantize` is (``X`` (n, d) with NaN = missing, ``k``,
     ``metric``, ``seed``, ``integer``, ``bounds``) and returns the same :class:`Quantization`; only the
     k-means start differs: one k-means++ start seeded with ``seed`` (``init`` None) instead of four,
     or one Lloyd run from ``init`` (shape (k, d)).

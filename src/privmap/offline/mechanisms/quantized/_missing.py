@@ -16,7 +16,7 @@ missing token). Two policies, chosen with ``privmap build --missing``:
 Under both policies the released row is a representative (every column filled), and the
 distortion figures (``r``, the mean quantization distortion, the measured distortion of
 Theorem 2) are distances over each row's *observed* cells, so the bound
-E d_O(b, released) <= Delta + r holds (see :mod:`privmap.offline.data._distortion`).
+E d_O(b, released) <= Delta + r holds (see :func:`privmap.offline.data.pairwise`).
 """
 from __future__ import annotations
 

@@ -126,10 +126,10 @@ class SourceSummary:
         Private classes, sorted.
     private_name : str
     sha256 : str
-        See :func:`privmap.offline.data._partitioned.source_sha256`.
+        See :func:`privmap.offline.data.source_sha256`.
     features : tuple of str, length d
     schema : tuple of Column, length d
-        Declared domains completed by inference, as :func:`~privmap.offline.data._schema.resolve`
+        Declared domains completed by inference, as :func:`~privmap.offline.data.resolve`
         gives them on all rows.
     dropped : int
         Rows left out for having every public cell missing.
@@ -194,7 +194,7 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None):
 def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> None:
     """Everything about a partitioned build that can be refused without reading rows.
 
-    ``src`` is the partitioned rows (:meth:`privmap.offline.data.Dataset.from_partitions`: their
+    ``src`` is the partitioned rows (:func:`privmap.offline.data.open_source`: their
     headers only were read); no cluster is needed.
 
     Raises
