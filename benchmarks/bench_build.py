@@ -99,7 +99,7 @@ def package_at(rev: str, into: pathlib.Path) -> pathlib.Path:
 
 
 _CHILD = ("import sys, privmap; assert privmap.__file__.startswith(sys.argv[1]), privmap.__file__; "
-          "from privmap.offline.cli._main import main; sys.argv = ['privmap'] + sys.argv[2:]; main()")
+          "from privmap.offline.cli import main; sys.argv = ['privmap'] + sys.argv[2:]; main()")
 
 
 def run_build(csv: pathlib.Path, k: int, args, key: pathlib.Path, out: pathlib.Path,
@@ -180,7 +180,7 @@ def main(argv=None):
     rows = adult_rows(private=args.private)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        subprocess.run([sys.executable, "-c", "from privmap.offline.cli._main import main; main()", "keygen",
+        subprocess.run([sys.executable, "-c", "from privmap.offline.cli import main; main()", "keygen",
                         str(tmp / "keys")], check=True, capture_output=True)
         key = tmp / "keys" / "private.pem"
         reference = None

@@ -79,7 +79,7 @@ PINNED_TARGET_AUC = 0.55
 #: The value kept the plot marks beside the target AUC.
 VALUE_KEPT_MARK = 0.75
 #: The CLI, run in a child process with this interpreter.
-PRIVMAP = (sys.executable, "-c", "from privmap.offline.cli._main import main; main()")
+PRIVMAP = (sys.executable, "-c", "from privmap.offline.cli import main; main()")
 INSTEVAL = ROOT / "data" / "insteval" / "InstEval_wide_top500.csv"
 GSS_MUSIC = ROOT / "data" / "gss1993_music" / "music.csv"
 GSS_STYLES = ("bigb", "blug", "coun", "blue", "musi", "clas", "folk", "gosp", "jazz", "lati", "mood", "newa",

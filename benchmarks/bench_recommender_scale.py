@@ -25,7 +25,7 @@ import tempfile
 import time
 
 #: The CLI, run in a child process with this interpreter.
-PRIVMAP = (sys.executable, "-c", "from privmap.offline.cli._main import main; main()")
+PRIVMAP = (sys.executable, "-c", "from privmap.offline.cli import main; main()")
 
 
 def build(csv_path: pathlib.Path, out: pathlib.Path, key: pathlib.Path, extra: list[str]) -> dict:

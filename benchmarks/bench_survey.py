@@ -77,7 +77,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         csv = write_csv(tmp / "survey.csv", *survey(args.n, seed=args.seed))
-        subprocess.run([sys.executable, "-c", "from privmap.offline.cli._main import main; main()", "keygen",
+        subprocess.run([sys.executable, "-c", "from privmap.offline.cli import main; main()", "keygen",
                         str(tmp / "keys")], check=True, capture_output=True)
         base = ["build", str(csv), "--private", "gender", "--domain", "1:5", "--delta-fraction",
                 str(args.delta_fraction), "--seed", "0", "--key", str(tmp / "keys" / "private.pem"),

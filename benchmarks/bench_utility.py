@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         else:
             ap.error("give --adult, or --train, --test and --private")
         key = tmp / "keys"
-        subprocess.run([sys.executable, "-c", "from privmap.offline.cli._main import main; main()", "keygen",
+        subprocess.run([sys.executable, "-c", "from privmap.offline.cli import main; main()", "keygen",
                         str(key)], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
         print(f"build on {train.name}, evaluate on {test.name}; K = {args.clusters}, {private} private, "
               f"--holdout-folds 0; target: AUC <= {TARGET_AUC} at (dist - k-means alone) / constant <= {TARGET_GAP}")

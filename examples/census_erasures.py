@@ -46,8 +46,8 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=pathlib.Path, default=FIGURES)
     parser.add_argument("--solver", default="fast", choices=["fast", "cvxpy"])
     args = parser.parse_args(argv)
-    from privmap.offline.cli._eval import _parse_floats
-    deltas = sorted(set(_parse_floats(args.deltas, "--deltas")) | {args.mapping_delta})
+    from privmap.offline.commandline import parse_floats
+    deltas = sorted(set(parse_floats(args.deltas, "--deltas")) | {args.mapping_delta})
 
     ds = load_dataset(DATA, private="income", categorical=True)
     problem = erasure_problem(ds.public, ds.private, len(ds.classes), ds.features)

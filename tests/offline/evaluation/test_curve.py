@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 from privmap.offline._errors import BuildError
-from privmap.offline.cli._eval import _parse_floats
+from privmap.offline.commandline import parse_floats
 from privmap.offline.evaluation import CSV_COLUMNS, sweep
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -80,7 +80,7 @@ def test_unquantized_sweep_uses_every_distinct_row():
 
 @pytest.mark.parametrize("text, values", [("0,0.5,1", [0, 0.5, 1]), ("0:2:5", [0, 0.5, 1, 1.5, 2]), ("3", [3])])
 def test_delta_lists_parse(text, values):
-    assert _parse_floats(text, "--deltas") == pytest.approx(values)
+    assert parse_floats(text, "--deltas") == pytest.approx(values)
 
 
 @pytest.mark.parametrize("deltas", ["a,b", "0:1", "-1", "0:1:0"])

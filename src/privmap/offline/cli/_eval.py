@@ -6,46 +6,14 @@ exits with status 1 (2 for usage errors, as click does).
 """
 from __future__ import annotations
 
-import math
 import pathlib
 import sys
 
 import click
 
 from .._errors import BuildError
-from ..commandline import data_options, emit, guard
+from ..commandline import data_options, emit, guard, parse_floats, parse_ints
 from ._real_kinds import REAL_KINDS
-
-
-def _parse_floats(text: str, what: str) -> list[float]:
-    """``"0,0.5,1"`` or ``"START:STOP:COUNT"`` (COUNT evenly spaced values, both ends included)."""
-    text = text.strip()
-    try:
-        if ":" in text:
-            parts = text.split(":")
-            if len(parts) != 3:
-                raise ValueError
-            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
-            if count < 1:
-                raise ValueError
-            values = [start + (stop - start) * i / max(count - 1, 1) for i in range(count)]
-        else:
-            values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise BuildError(f"{what}: expected a comma-separated list or START:STOP:COUNT, got {text!r}") from None
-    if not values or any(not math.isfinite(v) or v < 0 for v in values):
-        raise BuildError(f"{what}: values must be finite and >= 0, got {text!r}")
-    return values
-
-
-def _parse_ints(text: str, what: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise BuildError(f"{what}: expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 0 for v in values):
-        raise BuildError(f"{what}: values must be integers >= 0 (0 = no quantization), got {text!r}")
-    return values
 
 
 def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
@@ -231,8 +199,8 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     if recommender and mechanism != "quantized":
         raise BuildError("--recommender measures the quantized mechanism on ratings")
     metric = metric or ("erasures" if mechanism == "exact" else "l2")
-    delta_list = _parse_floats(deltas, "--deltas")
-    k_list = _parse_ints(clusters, "--clusters")
+    delta_list = parse_floats(deltas, "--deltas")
+    k_list = parse_ints(clusters, "--clusters")
     cols = [c.strip() for c in public.split(",")] if public else None
     declared = None
     if domains or missing_token is not None:

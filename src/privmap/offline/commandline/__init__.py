@@ -7,6 +7,7 @@
   ``--out``), :func:`header_options` (the bundle header, as one ``header`` mapping),
   :func:`json_option`, :func:`data_options`, and their one-line help (:data:`BUNDLE_SECTION`);
   :class:`Columns` (``COLS``, comma-separated) and :class:`AutoOr` (a number or ``auto``), parameter types;
+  :func:`parse_floats` and :func:`parse_ints`, list options (``0,0.5,1`` or ``START:STOP:COUNT``);
 - the step a build ends with: :func:`signed_build` (key loaded first, the build run, its payload
   signed, checked and written; a :class:`Signed`), :func:`load_key`, :func:`sign_checked`, :func:`sign_check_write`;
 - keys and secrets: :func:`trust_options` and :func:`trusted_keyring` (``--trusted`` /
@@ -33,12 +34,12 @@ from ._options import (
 from ._passphrase import passphrase_option, read_passphrase
 from ._signing import Signed, load_key, sign_check_write, sign_checked, signed_build
 from ._trust import read_keyring_chain, trust_options, trusted_keyring
-from ._types import AutoOr, Columns
+from ._types import AutoOr, Columns, parse_floats, parse_ints
 
 __all__ = ["CommandGroup", "DefaultCommandGroup", "Fail", "StdoutClosed", "guard", "reserved_stdout",
            "EXIT_CLOSED_PIPE", "TRACEBACK_ENV", "emit",
            "bundle_options", "header_options", "HEADER_FIELDS", "json_option", "data_options", "Columns",
-           "BUNDLE_SECTION", "AutoOr",
+           "BUNDLE_SECTION", "AutoOr", "parse_floats", "parse_ints",
            "Signed", "signed_build", "load_key", "sign_checked", "sign_check_write",
            "trust_options", "trusted_keyring", "read_keyring_chain", "passphrase_option", "read_passphrase",
            "Section", "SectionedCommand", "short_term"]

@@ -102,20 +102,17 @@ _BRIEF = (
     "  {command} ratings.csv --private gender --clusters 64 \\\n"
     "      --delta-fraction 0.5 --key keys/private.pem --out ratings.bundle")
 
-#: ``--mechanism``, which ``privmap build exact`` leaves out.
-_MECHANISM = click.option(
-    "--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True,
-    help="quantized: k-means representatives of numeric rows (Algorithm 2); exact: categorical tuples and their "
-         "erasures (Algorithm 1), also 'privmap build exact'. Other mechanisms have their own commands (privmap "
-         "build funnel, max-correlation, gaussian, nullspace).")
-
 #: The options of a seed-000 build besides the bundle's (``commandline.bundle_options`` and the header's).
 _DECORATORS = [
     click.argument("data", metavar="DATA", type=click.Path(path_type=pathlib.Path)),
     click.option("--private", "private", metavar="COL", help="Private attribute column."),
     click.option("--public", "public", type=Columns(), metavar="COLS",
                  help="Comma-separated public columns (default: all others)."),
-    _MECHANISM,
+    click.option(
+        "--mechanism", type=click.Choice(["quantized", "exact"]), default="quantized", show_default=True,
+        help="quantized: k-means representatives of numeric rows (Algorithm 2); exact: categorical tuples and their "
+             "erasures (Algorithm 1), also 'privmap build exact'. Other mechanisms have their own commands (privmap "
+             "build funnel, max-correlation, gaussian, nullspace)."),
     click.option("--utility", type=click.Choice(["rows", "recommender"]), default="rows", show_default=True,
                  help="rows: release a representative of the public rows (seed 000 as written); recommender: for "
                       "ratings with blank cells, map users' latent taste (a factor model fitted here, folded in on "
@@ -212,25 +209,43 @@ Parquet files built out of core on Dask (also a lone CSV with --workers or
 gaussian, nullspace (privmap build --help lists them).
 """
 
+_EXACT_DOC = """Build an exact bundle (seed 000, Algorithm 1) from the categorical tuples of DATA.csv.
 
-def _command(name: str, mechanism: str | None, short_help: str):
-    """The seed-000 build command ``name``: ``mechanism`` None takes ``--mechanism`` (quantized,
-    the default, or exact); a fixed one leaves that option out."""
-    decorators = list(_DECORATORS)
-    sections = SECTIONS
-    if mechanism is not None:
-        decorators = [d for d in decorators if d is not _MECHANISM]
-        sections = tuple(Section(s.title, tuple(o for o in s.options if o[0] != "mechanism")) for s in SECTIONS)
+\b
+Example:
+  privmap build exact census.csv --private sex --delta 0.5 \\
+      --key keys/private.pem --out census.bundle
+
+Inputs are the observed public tuples and outputs every erasure of them
+(cells replaced by '*'), the metric the number of erased cells; the prior is
+counted, program (19) solved, the table compressed to integers and the bundle
+signed and loaded back with the device runtime before it is written. The same
+build as privmap build DATA --mechanism exact.
+"""
+
+
+def _command(name: str, short_help: str, brief: str, doc: str, *, fixed: dict | None = None):
+    """The seed-000 build command ``name``. ``fixed`` maps the options it leaves out to their
+    values (``privmap build exact``: ``mechanism`` "exact", and the quantized mechanism's own
+    options at their defaults, so its page shows only what applies)."""
+    fixed = fixed or {}
 
     def command(data, **arguments):
-        arguments.setdefault("mechanism", mechanism)
-        _build(data, **arguments)
+        _build(data, **arguments, **defaults, **{k: v for k, v in fixed.items() if v is not _DEFAULT})
 
-    command.__doc__ = _DOC
-    for decorator in reversed([*decorators, bundle_options, header_options, json_option, guard]):
+    command.__doc__ = doc
+    for decorator in reversed([*_DECORATORS, bundle_options, header_options, json_option, guard]):
         command = decorator(command)
-    return click.command(name, cls=SectionedCommand, sections=sections, short_help=short_help,
-                         brief=_BRIEF)(command)
+    built = click.command(name, cls=SectionedCommand, short_help=short_help, brief=brief, sections=tuple(
+        Section(s.title, tuple(o for o in s.options if o[0] not in fixed)) for s in SECTIONS))(command)
+    left_out = [p for p in built.params if p.name in fixed and fixed[p.name] is _DEFAULT]
+    defaults = click.Command(name, params=left_out).make_context(name, []).params   # as click fills them in
+    built.params = [p for p in built.params if p.name not in fixed]
+    return built
+
+
+#: In :func:`_command`'s ``fixed``: the option left out at its default.
+_DEFAULT = object()
 
 
 def _build(data, *, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction,
@@ -468,6 +483,15 @@ def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
     return seconds
 
 #: ``privmap build DATA ...`` and ``privmap build quantized``: quantized, or (``--mechanism exact``) exact.
-quantized_command = _command("quantized", None, "Seed 000's mapping on k-means representatives.")
-#: ``privmap build exact``: categorical tuples and their erasures.
-exact_command = _command("exact", "exact", "Seed 000's exact mapping of categorical tuples.")
+quantized_command = _command("quantized", "Seed 000's mapping on k-means representatives.", _BRIEF, _DOC)
+#: ``privmap build exact``: categorical tuples and their erasures, without the quantized mechanism's options.
+exact_command = _command("exact", "Seed 000's exact mapping of categorical tuples.", (
+    "Build an exact bundle (seed 000) from the categorical tuples of DATA.csv: inputs the observed "
+    "tuples, outputs their erasures. Example:\n\n"
+    "\b\n"
+    "  {command} census.csv --private sex --delta 0.5 \\\n"
+    "      --key keys/private.pem --out census.bundle"), _EXACT_DOC, fixed={
+    "mechanism": "exact", **dict.fromkeys(
+        ("utility", "factors", "factor_reg", "metric", "clusters", "no_codebook", "prior", "target_leakage",
+         "target_auc", "domains", "missing_token", "schema_file", "schema_out", "missing", "workers", "scheduler",
+         "kmeans"), _DEFAULT)})
