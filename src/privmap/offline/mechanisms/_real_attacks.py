@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import BuildError
-from ..data._numeric import read_numeric_columns
+from ..data import read_numeric_columns
 
 __all__ = ["auc", "binary", "score", "attack_scores", "attack_withheld"]
 

@@ -1,13 +1,13 @@
 """The columns of a real-valued CSV that the gaussian and nullspace builds share: two groups of
 withheld target columns named by the options, and every other column released.
 
-Both read named numeric columns (:func:`privmap.offline.data._numeric.read_numeric_columns`); the
+Both read named numeric columns (:func:`privmap.offline.data.read_numeric_columns`); the
 payload layout is in docs/bundle-format.md.
 """
 from __future__ import annotations
 
 from .._errors import BuildError
-from ..data._numeric import read_numeric_columns
+from ..data import read_numeric_columns
 from ._header import payload_header
 
 __all__ = ["released_columns", "check_target_groups", "split_targets", "real_header"]
