@@ -352,7 +352,7 @@ class PartitionedRows:
 
     def counts(self, alphabet: Alphabet) -> np.ndarray:
         """Rows by private class and representative, summed over the folds of pass 2."""
-        return self._assigned.fold_counts.sum(axis=0)
+        return self._assignment().fold_counts.sum(axis=0)
 
     def posterior_prior(self, alphabet: Alphabet, *, seed: int) -> np.ndarray:
         raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
@@ -361,7 +361,7 @@ class PartitionedRows:
                  perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
         """:meth:`._rows.Rows.codebook` out of core (:func:`codebook_out_of_core`); the distance
         sums by fold on the moved outputs are kept for :meth:`cross_fitted`."""
-        held = self._assigned
+        held = self._assignment()
         moved, kept, step, held.fold_sums = codebook_out_of_core(
             held.rows, alphabet, p_ac, solved, self.counts(alphabet).sum(axis=0), options, perfect=perfect,
             folds=max(options.folds, 1))
@@ -371,7 +371,13 @@ class PartitionedRows:
         """A pass over the rows with psi from the alphabet's pass."""
         self._tell("measure", 0.92)
         outputs = np.asarray(alphabet.outputs, dtype=float)
-        return sum(self._assigned.rows.gather(_raw_total, outputs=outputs, table=table)) / self.n
+        return sum(self._assignment().rows.gather(_raw_total, outputs=outputs, table=table)) / self.n
+
+    def _assignment(self) -> "_Assigned":
+        """What :meth:`alphabet`'s passes left on the workers. Raises BuildError before them."""
+        if self._assigned is None:
+            raise BuildError("the partitioned rows are counted after their alphabet is made (alphabet())")
+        return self._assigned
 
     def start_cross_fitting(self, options: QuantizedOptions) -> None:
         """None: the folds out of core need the build's own passes (:meth:`cross_fitted`)."""
@@ -381,7 +387,7 @@ class PartitionedRows:
                      pending=None) -> HoldoutLeakage:
         """:func:`holdout_out_of_core` on the fold-wise counts of the alphabet's pass and the
         distance sums of the codebook step's last pass (one more pass of them without that step)."""
-        held = self._assigned
+        held = self._assignment()
         if held.fold_sums is None:
             held.fold_sums = held.rows.distance_sums(np.asarray(done.alphabet.outputs, dtype=float), options.folds)
         return holdout_out_of_core(held.fold_counts, held.fold_sums, held.alphabet, options, progress=progress)
