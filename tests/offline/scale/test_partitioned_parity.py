@@ -62,7 +62,7 @@ def test_cross_fitted_leakage_out_of_core_agrees_with_the_in_memory_estimate(cli
     assert m["holdout_folds"] == 5 and m["holdout_confidence"] == memory["holdout_confidence"]
     assert m["holdout_leakage_low_bits"] <= m["holdout_leakage_bits"] <= m["holdout_leakage_high_bits"]
     # The in-memory folds refit k-means on their own rows; out of core the centres are shared by the
-    # folds (_partitioned_build docstring). The leakage estimates agree within their intervals, the
+    # folds (cross_fitted_from_counts docstring). The leakage estimates agree within their intervals, the
     # out-of-core one on the cautious side; the held-out distortion out of core is optimistic (the
     # held-out rows shaped the centres): 5 % below the in-memory figure on these rows.
     assert memory["holdout_leakage_low_bits"] <= m["holdout_leakage_bits"] <= memory["holdout_leakage_high_bits"] * 1.1

@@ -78,6 +78,13 @@ WEISZFELD_STEPS = 40
 WEISZFELD_TOLERANCE = 1e-6
 #: Cells (pairs x columns) of one chunk of a Weiszfeld step's distances: about 1 MiB per float64 temporary.
 WEISZFELD_CHUNK_CELLS = 1 << 17
+#: Passes of Weiszfeld's iteration in the step read in passes (:func:`refine_in_passes`), after the
+#: weighted-mean pass.
+WEISZFELD_PASSES = 3
+#: Table entries at or below this are left out of :func:`refine_in_passes`' weights (a solver's table is
+#: dense with vanishing entries; at most K_out x this of a row's mass is ignored when choosing where
+#: outputs move).
+SUPPORT_FLOOR = 1e-9
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,15 @@ class Codebook:
     iterations: int
     history: list
     solved: SolveResult | None
+
+    def solve_result(self, start: SolveResult) -> SolveResult:
+        """The step's table as a :class:`~privmap.offline.solvers.SolveResult`: its leakage and
+        distortion, with the solver, multiplier and gap of the last kept re-solve (``start``, the
+        solve the step began from, when none was kept)."""
+        last = self.solved or start
+        return SolveResult(table=self.table, leakage_bits=self.leakage_bits, distortion=self.distortion,
+                           multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
+                           message=last.message)
 
 
 def conditional_distortion(X: np.ndarray, labels: np.ndarray, n_inputs: int, outputs: np.ndarray,
@@ -366,6 +382,107 @@ def resolve_at(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> Solv
         return solve(p_ac, D, budget, solver=solver, tol_bits=tol_bits)
     except (InfeasibleError, SolverError):
         return None
+
+
+def refine_in_passes(sweep: Callable, distance_sums: Callable, p_ac: np.ndarray, solved: SolveResult,
+                     outputs: np.ndarray, input_rows: np.ndarray, *, project: Project, perfect: bool, solver: str,
+                     tol_bits: float, folds: int) -> tuple[Codebook, np.ndarray]:
+    """One round of the codebook step with the rows read in passes, as an out-of-core backend reads
+    them (:class:`._partitioned.PartitionedRows`); l2 metric.
+
+    Step A moves each released row towards the geometric median of the raw rows sent to it
+    (weights p(c)/n_c q(j | c) over the table's non-zeros only): a pass for the weighted mean,
+    then :data:`WEISZFELD_PASSES` Weiszfeld passes; each pass also measures the cost of the
+    previous iterate made domain-valid, and an output moves to its cheapest valid iterate only
+    where that lowers its cost (as :func:`move_outputs`). :func:`refine` runs 40 Weiszfeld steps
+    per round and up to 12 rounds; here one round of few steps, because every step is a pass over
+    the data. Step B: one pass of D'(c, j) on the moved outputs, then one re-solve of program (19)
+    at the distortion the current table meets there, kept only if it leaks and distorts no more
+    (:func:`resolve_kept`).
+
+    Parameters
+    ----------
+    sweep : callable(table, per_row, Z, P) -> (numer, denom, z_cost, p_cost)
+        One pass over the (row, output) pairs where ``table`` (sparse (K_in, K_out)) is non-zero,
+        each pair weighted ``per_row[psi] * table[psi, j]`` (divided by d(b, Z_j) when ``Z`` is
+        given): Weiszfeld's weighted sums of observed cells (K_out, d) and their weights (K_out, d),
+        and the weighted costs of Z and of P per output (K_out,).
+    distance_sums : callable(outputs, folds) -> ndarray
+        S[f, c, j], the sum over the rows of fold f with psi = c of d(b, y_j), shape (folds, K_in, K_out).
+    p_ac : ndarray, shape (|A|, K_in)
+    solved : SolveResult
+        Program (19)'s answer the step starts from (and the fast solver's warm start).
+    outputs : ndarray, shape (K_out, d)
+        Its released rows.
+    input_rows : ndarray, shape (K_in,)
+        Rows assigned to each input.
+    project : callable
+        Makes points domain-valid (:func:`metric_center`).
+    perfect : bool
+        The build asked for perfect privacy (the re-solve is then the linear program).
+    solver, tol_bits
+        As :func:`privmap.offline.solvers.solve`.
+    folds : int
+        Folds of the distance sums returned (1 without cross-fitting).
+
+    Returns
+    -------
+    (Codebook, ndarray)
+        The step's record and the distance sums S (folds, K_in, K_out) on its final outputs
+        (cross-fitting reuses them: :func:`._holdout.cross_fitted_from_counts`).
+    """
+    q = solved.table
+    table = sparse.csr_matrix(np.where(q > SUPPORT_FLOOR, q, 0.0))
+    p_c = p_ac.sum(axis=0)
+    per_row = p_c / np.maximum(input_rows, 1)
+    start = np.asarray(outputs, dtype=float)
+
+    numer, denom, _, start_cost = sweep(table, per_row, None, start)
+    Z = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0), start)
+    candidates = []
+    for _ in range(WEISZFELD_PASSES):
+        P = project(Z)
+        numer, denom, z_cost, p_cost = sweep(table, per_row, Z, P)
+        candidates.append((P, p_cost, z_cost))
+        Z = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0), Z)
+    costs = np.array([c[1] for c in candidates])               # (passes, K_out)
+    best = np.argmin(costs, axis=0)
+    j = np.arange(start.shape[0])
+    best_cost = costs[best, j]
+    better = best_cost < start_cost - 1e-12 * np.maximum(start_cost, 1.0)
+    moved = np.where(better[:, None], np.array([c[0] for c in candidates])[best, j], start)
+    rounding = float(np.sum((best_cost - np.array([c[2] for c in candidates])[best, j])[better]))
+
+    sums = distance_sums(moved, folds)
+    D = sums.sum(axis=0) / np.maximum(input_rows, 1)[:, None]
+    start_dist = float(start_cost.sum())
+    leak0 = leakage_bits(p_ac, q)
+    kept, leak, dist, accepted = resolve_kept(p_ac, q, D, perfect=perfect, solver=solver, tol_bits=tol_bits,
+                                              warm=solved)
+    dist = min(start_dist, dist)
+    step = Codebook(outputs=moved, table=kept, distortion_matrix=D, distortion=dist, leakage_bits=leak,
+                    start_distortion=start_dist, start_leakage_bits=leak0, rounding_cost=rounding, iterations=1,
+                    history=[(leak, dist)], solved=accepted)
+    return step, sums
+
+
+def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, solver: str, tol_bits: float,
+                 warm: SolveResult | None = None):
+    """Step B on its own: re-solve program (19) with distortion matrix D (K_in, K_out) at the
+    distortion table q meets under it (:func:`resolve_at`), keeping the new table only if it leaks
+    and distorts no more (the rule of :func:`refine`). The fast solver starts from ``warm``, the
+    solve that gave q, when given.
+
+    Returns ``(table, leakage_bits, distortion, SolveResult or None)``; None when q was kept.
+    """
+    p_c = p_ac.sum(axis=0)
+    dist, leak = expected_distortion(p_c, q, D), leakage_bits(p_ac, q)
+    candidate = resolve_at(p_ac, D, dist, perfect=perfect, solver=solver, tol_bits=tol_bits, warm=warm)
+    if candidate is not None:
+        new_leak, new_dist = leakage_bits(p_ac, candidate.table), expected_distortion(p_c, candidate.table, D)
+        if new_leak <= leak + LEAKAGE_ROUNDOFF_BITS and new_dist <= dist * (1 + 1e-12):
+            return candidate.table, new_leak, new_dist, candidate
+    return q, leak, dist, None
 
 
 # --------------------------------------------------------------------------- the metrics' optima

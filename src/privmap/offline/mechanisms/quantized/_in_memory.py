@@ -102,11 +102,7 @@ class InMemoryRows:
         cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in outputs]
         moved = dataclasses.replace(alphabet, outputs=cells, distortion=step.distortion_matrix,
                                     raw_distortion=raw_distortion)
-        last = step.solved or solved
-        result = SolveResult(table=step.table, leakage_bits=step.leakage_bits, distortion=step.distortion,
-                             multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
-                             message=last.message)
-        return moved, result, step
+        return moved, step.solve_result(solved), step
 
     def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
         return raw_distortion_total(alphabet.labels, alphabet.raw_distortion, table) / alphabet.labels.size

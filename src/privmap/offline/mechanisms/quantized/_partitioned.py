@@ -34,13 +34,13 @@ reading rows (mechanism, metric, k-means variant, the declarations of ``--domain
    representative) give the prior's counts (:meth:`PartitionedRows.counts`); r and the mean
    quantization distance over observed cells.
 3. the codebook step out of core (:meth:`PartitionedRows.codebook`), one round: a pass for the
-   weighted mean of the rows each output receives, :data:`WEISZFELD_PASSES` passes of
+   weighted mean of the rows each output receives, :data:`._codebook.WEISZFELD_PASSES` passes of
    Weiszfeld's iteration towards the geometric median, each output moved to the best
    domain-valid iterate where that lowers its cost; then one pass of D'(c, j) (sums of
    distances by fold and input) and one re-solve, kept only if it leaks and distorts no more.
 4. after compression, the measured raw distortion under the integer table (a pass reading the
    rows again, with psi from pass 2).
-5. cross-fitted leakage (:meth:`PartitionedRows.cross_fitted`, :func:`holdout_out_of_core`) from
+5. cross-fitted leakage (:meth:`PartitionedRows.cross_fitted`, :func:`._holdout.cross_fitted_from_counts`) from
    the fold-wise counts and distance sums of passes 2 and 3: no extra pass over the rows when the
    codebook step ran, one pass of distance sums otherwise.
 
@@ -58,13 +58,11 @@ import dataclasses
 import math
 import sys
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..._errors import BuildError, DatasetError
-from ..._information import expected_distortion, leakage_bits
 from ...data import (
     MIN_ROWS,
     Column,
@@ -80,33 +78,26 @@ from ...data import (
     nearest,
     nearest_l2,
     pairwise,
-    prior_from_counts,
     read_partition,
     resolve,
     source_sha256,
 )
 from ...solvers import SolveResult
-from ._codebook import LEAKAGE_ROUNDOFF_BITS, Codebook, metric_center, resolve_at
-from ._holdout import HoldoutLeakage, fold_estimate, pool_folds
+from ._codebook import Codebook, metric_center, refine_in_passes
+from ._holdout import HoldoutLeakage, cross_fitted_from_counts
 from ._in_memory import raw_distortion_total
 from ._missing import column_fills, feature_maps
 from ._options import QuantizedOptions
-from ._program import Solved, solve_prior
+from ._program import Solved
 from ._rows import Alphabet, Progress
 
-__all__ = ["KMEANS", "PartitionedRows", "SourceSummary", "check_partitioned", "dask_client", "holdout_out_of_core",
-           "resolve_kept"]
+__all__ = ["KMEANS", "PartitionedRows", "SourceSummary", "check_partitioned", "dask_client"]
 
 KMEANS = ("minibatch", "dask-ml", "in-memory")
 #: Most rows ``kmeans="in-memory"`` gathers on the client.
 IN_MEMORY_MAX_ROWS = 1_000_000
 #: Rows per mini-batch step.
 MINIBATCH_ROWS = 4096
-#: Passes of Weiszfeld's iteration in the out-of-core codebook step (after the weighted-mean pass).
-WEISZFELD_PASSES = 3
-#: Table entries at or below this are left out of step A's weights (a solver's table is dense with
-#: vanishing entries; at most K_out x this of a row's mass is ignored when choosing where outputs move).
-SUPPORT_FLOOR = 1e-9
 #: Most distinct observed values of a column in one partition under ``--missing impute`` (the exact
 #: median is taken from value counts).
 MEDIAN_MAX_DISTINCT = 100_000
@@ -359,13 +350,19 @@ class PartitionedRows:
 
     def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: QuantizedOptions, *,
                  perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
-        """:meth:`._rows.Rows.codebook` out of core (:func:`codebook_out_of_core`); the distance
-        sums by fold on the moved outputs are kept for :meth:`cross_fitted`."""
+        """:meth:`._rows.Rows.codebook` in passes over the partitions
+        (:func:`._codebook.refine_in_passes`, one round); the distance sums by fold on the moved
+        outputs are kept for :meth:`cross_fitted`."""
         held = self._assignment()
-        moved, kept, step, held.fold_sums = codebook_out_of_core(
-            held.rows, alphabet, p_ac, solved, self.counts(alphabet).sum(axis=0), options, perfect=perfect,
-            folds=max(options.folds, 1))
-        return moved, kept, step
+        integer = np.array([c.integer for c in alphabet.schema])
+        _, _, project = metric_center("l2", integer=integer, lo=np.array([c.min for c in alphabet.schema], float),
+                                      hi=np.array([c.max for c in alphabet.schema], float))
+        step, held.fold_sums = refine_in_passes(
+            held.rows.codebook_sums, held.rows.distance_sums, p_ac, solved, np.asarray(alphabet.outputs, dtype=float),
+            self.counts(alphabet).sum(axis=0), project=project, perfect=perfect, solver=options.solver,
+            tol_bits=options.tol_bits, folds=max(options.folds, 1))
+        moved = dataclasses.replace(alphabet, outputs=_cells(step.outputs, integer), distortion=step.distortion_matrix)
+        return moved, step.solve_result(solved), step
 
     def measured_distortion(self, alphabet: Alphabet, table) -> float:
         """A pass over the rows with psi from the alphabet's pass."""
@@ -385,12 +382,12 @@ class PartitionedRows:
 
     def cross_fitted(self, done: Solved, options: QuantizedOptions, *, progress: Callable[[float], None],
                      pending=None) -> HoldoutLeakage:
-        """:func:`holdout_out_of_core` on the fold-wise counts of the alphabet's pass and the
+        """:func:`._holdout.cross_fitted_from_counts` on the fold-wise counts of the alphabet's pass and the
         distance sums of the codebook step's last pass (one more pass of them without that step)."""
         held = self._assignment()
         if held.fold_sums is None:
             held.fold_sums = held.rows.distance_sums(np.asarray(done.alphabet.outputs, dtype=float), options.folds)
-        return holdout_out_of_core(held.fold_counts, held.fold_sums, held.alphabet, options, progress=progress)
+        return cross_fitted_from_counts(held.fold_counts, held.fold_sums, held.alphabet, options, progress=progress)
 
 
 @dataclass
@@ -423,171 +420,11 @@ class _Rows:
         return sum(self.gather(_distance_sums, outputs=outputs, folds=max(folds, 1),
                                n_inputs=int(self.renumber.max()) + 1))
 
-
-def codebook_out_of_core(rows: _Rows, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult,
-                         input_rows: np.ndarray, options: QuantizedOptions, *, perfect: bool,
-                         folds: int) -> tuple[Alphabet, SolveResult, Codebook, np.ndarray]:
-    """One round of the codebook step (:mod:`._codebook`) with the rows left on the workers.
-
-    Step A moves each released row towards the geometric median of the raw rows sent to it
-    (weights p(c)/n_c q(j | c) over the table's non-zeros only): a pass for the weighted mean,
-    then :data:`WEISZFELD_PASSES` Weiszfeld passes; each pass also measures the cost of the
-    previous iterate made domain-valid, and an output moves to its cheapest valid iterate only
-    where that lowers its cost (as :func:`~privmap.offline.mechanisms.quantized._codebook.move_outputs`).
-    The in-memory step runs 40 Weiszfeld steps per round and up to 12 rounds; here one round of
-    few steps, because every step is a pass over the data. Step B: one pass of D'(c, j) on the
-    moved outputs, then one re-solve of program (19) at the distortion the current table meets
-    there, kept only if it leaks and distorts no more.
-
-    Parameters
-    ----------
-    rows : _Rows
-    alphabet, p_ac, solved
-        The k-means alphabet, the prior (|A|, K_in) and program (19)'s answer on them
-        (:func:`._program.solve_prior`).
-    input_rows : ndarray, shape (K_in,)
-        Rows assigned to each input.
-    perfect : bool
-        The build asked for perfect privacy (the re-solve is then the linear program).
-    folds : int
-        Folds of the distance sums returned (1 without cross-fitting).
-
-    Returns
-    -------
-    (Alphabet, SolveResult, Codebook, ndarray)
-        The alphabet with the moved outputs and D', the kept table, the step's record, and the
-        distance sums S (folds, K_in, K_out) on the final outputs (cross-fitting reuses them).
-    """
-    q = solved.table
-    schema = alphabet.schema
-    integer = np.array([c.integer for c in schema])
-    _, _, project = metric_center("l2", integer=integer, lo=np.array([c.min for c in schema], float),
-                                  hi=np.array([c.max for c in schema], float))
-    from scipy import sparse
-    table = sparse.csr_matrix(np.where(q > SUPPORT_FLOOR, q, 0.0))
-    p_c = p_ac.sum(axis=0)
-    per_row = p_c / np.maximum(input_rows, 1)
-    start = np.asarray(alphabet.outputs, dtype=float)
-
-    def sweep(Z, P):
-        got = rows.gather(_codebook_sums, table=table, per_row=per_row, Z=Z, P=P)
+    def codebook_sums(self, table, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray) -> list:
+        """One pass of the codebook step (:func:`._codebook.refine_in_passes`' ``sweep``): the
+        partitions' :func:`_codebook_sums` added up."""
+        got = self.gather(_codebook_sums, table=table, per_row=per_row, Z=Z, P=P)
         return [sum(g[i] for g in got) for i in range(4)]
-
-    numer, denom, _, start_cost = sweep(None, start)
-    Z = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0), start)
-    candidates = []
-    for _ in range(WEISZFELD_PASSES):
-        P = project(Z)
-        numer, denom, z_cost, p_cost = sweep(Z, P)
-        candidates.append((P, p_cost, z_cost))
-        Z = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0), Z)
-    costs = np.array([c[1] for c in candidates])               # (passes, K_out)
-    best = np.argmin(costs, axis=0)
-    j = np.arange(start.shape[0])
-    best_cost = costs[best, j]
-    better = best_cost < start_cost - 1e-12 * np.maximum(start_cost, 1.0)
-    moved = np.where(better[:, None], np.array([c[0] for c in candidates])[best, j], start)
-    rounding = float(np.sum((best_cost - np.array([c[2] for c in candidates])[best, j])[better]))
-
-    sums = rows.distance_sums(moved, folds)
-    D = sums.sum(axis=0) / np.maximum(input_rows, 1)[:, None]
-    start_dist = float(start_cost.sum())
-    leak0 = leakage_bits(p_ac, q)
-    table, leak, dist, accepted = resolve_kept(p_ac, q, D, perfect=perfect, options=options, warm=solved)
-    dist = min(start_dist, dist)
-    step = Codebook(outputs=moved, table=table, distortion_matrix=D, distortion=dist, leakage_bits=leak,
-                    start_distortion=start_dist, start_leakage_bits=leak0, rounding_cost=rounding, iterations=1,
-                    history=[(leak, dist)], solved=accepted)
-    last = accepted or solved
-    kept = SolveResult(table=table, leakage_bits=leak, distortion=dist, multiplier=last.multiplier,
-                       gap_bits=last.gap_bits, status="optimal", solver=last.solver, message=last.message)
-    return dataclasses.replace(alphabet, outputs=_cells(moved, integer), distortion=D), kept, step, sums
-
-
-def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, options: QuantizedOptions,
-                 warm: SolveResult | None = None):
-    """Step B of the codebook step: re-solve program (19) with distortion matrix D (K_in, K_out) at
-    the distortion table q meets under it, keeping the new table only if it leaks and distorts no
-    more (the rule of :func:`~privmap.offline.mechanisms.quantized._codebook.refine`). The fast solver
-    starts from ``warm``, the solve that gave q, when given (``solve_fast(warm_start=)``).
-
-    Returns ``(table, leakage_bits, distortion, SolveResult or None)``; None when q was kept.
-    """
-    p_c = p_ac.sum(axis=0)
-    dist, leak = expected_distortion(p_c, q, D), leakage_bits(p_ac, q)
-    candidate = resolve_at(p_ac, D, dist, perfect=perfect, solver=options.solver, tol_bits=options.tol_bits,
-                         warm=warm)
-    if candidate is not None:
-        new_leak, new_dist = leakage_bits(p_ac, candidate.table), expected_distortion(p_c, candidate.table, D)
-        if new_leak <= leak + LEAKAGE_ROUNDOFF_BITS and new_dist <= dist * (1 + 1e-12):
-            return candidate.table, new_leak, new_dist, candidate
-    return q, leak, dist, None
-
-
-def holdout_out_of_core(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,
-                        options: QuantizedOptions, *, progress: Callable[[float], None] | None = None
-                        ) -> HoldoutLeakage:
-    """Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again.
-
-    Rows fall into folds by a hash of (seed, partition, position in the partition). For each
-    fold f the prior p(a, c) and the conditional distortion D'(c, j) are taken from the other
-    folds' rows only, program (19) is solved on them as the build solves (budget from that
-    prior's perfect-privacy distortion when ``delta_fraction`` is given; with the codebook step,
-    the same one re-solve on D'), and the held-out rows' (private class, input) pairs are scored
-    by the in-memory estimator (plug-in, permutation bias, bootstrap interval; it depends on the
-    rows only through these pairs). What is shared, not refitted, per fold: the k-means centres
-    (the inputs, so the device's lookup is the same) and the codebook's released rows, both
-    fitted on all rows, held-out rows included. The held-out distortion is therefore optimistic:
-    about the in-sample figure (5 % below the in-memory estimate, which refits k-means per fold,
-    in tests/offline/scale/test_partitioned_parity.py); the leakage estimate was not (it came out
-    above the in-memory one there, and benchmarks/README.md compares both with fresh users).
-
-    Parameters
-    ----------
-    fold_counts : ndarray, shape (k, |A|, K_in)
-        Rows per fold, private class and input.
-    fold_sums : ndarray, shape (k, K_in, K_out)
-        Sum of d(b, y_j) over the rows of each fold and input.
-    alphabet : Alphabet
-        The k-means alphabet (before the codebook step): its inputs and centre distances.
-    progress : callable(float), optional, keyword-only
-        Told the fraction of folds done.
-
-    Raises
-    ------
-    BuildError
-        A fold without held-out rows, or whose training rows lack a private class.
-    """
-    k = fold_counts.shape[0]
-    total, total_sums = fold_counts.sum(axis=0), fold_sums.sum(axis=0)
-    rng = np.random.default_rng(options.seed)
-    fold_options = dataclasses.replace(options, cross_fitting=None)
-    parts = []
-    for f in range(k):
-        held, train = fold_counts[f], total - fold_counts[f]
-        if held.sum() == 0 or train.sum(axis=1).min() == 0:
-            raise BuildError(f"cross-fitting needs every private class in each of {k} folds' training rows "
-                             "and held-out rows in each; lower --holdout-folds (0 skips the estimate)")
-        p_train = prior_from_counts(train, smoothing=options.smoothing)
-        fit = solve_prior(alphabet, p_train, fold_options)
-        q = fit.solved.table
-        if options.codebook:
-            D_train = (total_sums - fold_sums[f]) / np.maximum(train.sum(axis=0), 1)[:, None]
-            q = resolve_kept(p_train, q, D_train, perfect=fit.delta >= fit.d_perfect, options=options,
-                             warm=fit.solved)[0]
-        D_held = fold_sums[f] / np.maximum(held.sum(axis=0), 1)[:, None]
-        cls, sym = np.nonzero(held)
-        times = held[cls, sym].astype(np.int64)
-        private, symbols = np.repeat(cls, times), np.repeat(sym, times)
-        # The in-memory estimator on the held-out (class, input) pairs; its "exact" branch reads the
-        # held-out distortion as D_held[symbol] @ q[symbol], the mean over the fold's rows of E d(b, released).
-        fit_like = SimpleNamespace(p_ac=p_train, solved=SimpleNamespace(table=q),
-                                   alphabet=SimpleNamespace(distortion=D_held))
-        parts.append(fold_estimate(fit_like, SimpleNamespace(private=private), np.arange(private.size), symbols,
-                                   "l2", "exact", rng))
-        if progress is not None:
-            progress((f + 1) / k)
-    return pool_folds(parts, k, n_classes=0, seed=options.seed)     # no simulated releases: no attacker
 
 
 class _Runner:
