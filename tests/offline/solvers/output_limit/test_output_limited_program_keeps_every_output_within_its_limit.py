@@ -114,16 +114,14 @@ def test_least_distortion_falls_with_the_limit_to_the_unconstrained_floor():
 def test_outputs_left_unbalanced_by_rounding_are_closed_and_the_limit_holds(ratings_csv):
     """SSI, first 6 columns, the benchmark's training split, K = 64: a 0.0357-bit limit once shipped
     0.94 bits (an output balanced by entries below one unit) and the build refused."""
-    import dataclasses
-
-    from privmap.offline.mechanisms.quantized._pipeline import BuildOptions, load_training, solve_dataset
+    from privmap.offline import Dataset, QuantizedOptions
+    from privmap.offline.mechanisms.quantized import InMemoryRows, solve_rows
     from sklearn.model_selection import train_test_split
-    options = BuildOptions(private="gender", public=("classical", "opera", "jazz", "bwayst", "moodez", "bband"),
-                           clusters=64, delta_fraction=1.0, codebook=False, holdout_folds=0)
-    dataset, _ = load_training(ratings_csv, options)
-    train, _ = train_test_split(np.arange(dataset.n), test_size=0.3, random_state=0, stratify=dataset.private)
-    done = solve_dataset(dataclasses.replace(dataset, public=dataset.public[train], private=dataset.private[train]),
-                         options)
+    options = QuantizedOptions(clusters=64, delta_fraction=1.0, codebook=False, cross_fitting=None)
+    rows = InMemoryRows(*Dataset.from_csv(ratings_csv, private="gender", public=(
+        "classical", "opera", "jazz", "bwayst", "moodez", "bband")).without_all_missing())
+    train, _ = train_test_split(np.arange(rows.n), test_size=0.3, random_state=0, stratify=rows.dataset.private)
+    done = solve_rows(rows.subset(train), options)
     p_ac, dist = done.p_ac, done.alphabet.distortion
     limit = 0.0356613
     delta = 1.1 * least_distortion(p_ac, dist, limit)
