@@ -25,13 +25,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
-from privmap.offline.data._dataset import load_dataset  # noqa: E402
-from privmap.offline.evaluation import _curve, _plots  # noqa: E402
-from privmap.offline.mechanisms.quantized._erasure import (  # noqa: E402
-    erasure_problem,
-    format_cell,
-    most_probable_mapping,
-)
+from privmap.offline import evaluation, measures  # noqa: E402
+from privmap.offline.data import load_dataset  # noqa: E402
+from privmap.offline.mechanisms.quantized import erasure_problem, format_cell, most_probable_mapping  # noqa: E402
 
 DATA = ROOT / "data" / "census" / "census.csv"
 FIGURES = ROOT / "docs" / "figures"
@@ -53,13 +49,13 @@ def main(argv=None) -> None:
     problem = erasure_problem(ds.public, ds.private, len(ds.classes), ds.features)
     print(f"{DATA.relative_to(ROOT)}: {ds.n} rows, {len(problem.inputs)} input tuples, "
           f"{len(problem.outputs)} outputs; classes {ds.classes}")
-    points = _curve.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=deltas, mechanism="exact",
+    points = evaluation.sweep(ds.public, ds.private, ds.classes, ds.features, deltas=deltas, mechanism="exact",
                           metric="erasures", solver=args.solver, private_name="income", permutations=5)
     args.out.mkdir(parents=True, exist_ok=True)
-    _curve.write_csv(points, args.out / "census_privacy_distortion.csv")
-    print(_curve.format_table(points))
-    if _plots.have_matplotlib():
-        _plots.plot_curve(points, args.out / "census_privacy_distortion.png", x="distortion",
+    evaluation.write_csv(points, args.out / "census_privacy_distortion.csv")
+    print(evaluation.format_table(points))
+    if measures.have_matplotlib():
+        measures.plot_curve(points, args.out / "census_privacy_distortion.png", x="distortion",
                           xlabel="average number of erasures", reference=PAPER, label_fmt="erasures ({k} tuples)",
                           title="Census: income vs (sex, age, education), erasures (Fig. 4)")
 
@@ -81,7 +77,7 @@ def main(argv=None) -> None:
         print(f"{r['tag']:>6} {r['share']:>6.3f} {r['posterior'][1]:>8.3f}  {original:<32} {released:<32} "
               f"{r['probability']:>5.2f}")
     print(f"\nwrote {args.out / 'census_privacy_distortion.csv'}, {args.out / 'census_mapping.csv'}"
-          + (f", {args.out / 'census_privacy_distortion.png'}" if _plots.have_matplotlib() else ""))
+          + (f", {args.out / 'census_privacy_distortion.png'}" if measures.have_matplotlib() else ""))
 
 
 if __name__ == "__main__":

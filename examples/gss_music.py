@@ -36,11 +36,9 @@ sys.path.insert(0, str(ROOT))
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
-from privmap.offline import BuildOptions, build  # noqa: E402
-from privmap.offline.bundle._write import check_bundle, encode_payload, sign_bundle  # noqa: E402
-from privmap.offline.data._schema import declare  # noqa: E402
-from privmap.offline.evaluation import _attacks  # noqa: E402
-from privmap.offline.evaluation._evaluate import evaluate_view, view_from_bundle  # noqa: E402
+from privmap.offline import Dataset, QuantizedOptions, declare, measures  # noqa: E402
+from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle  # noqa: E402
+from privmap.offline.mechanisms.quantized import build, evaluate_view, view_from_bundle  # noqa: E402
 
 DATA = ROOT / "data" / "gss1993_music" / "music.csv"
 RATINGS = "bigb blug coun blue musi clas folk gosp jazz lati mood newa oper rap regg conr oldi hvym".split()
@@ -71,9 +69,9 @@ def _floats(rows):
 
 
 def run(policy: str, fraction: float, train_csv: pathlib.Path, train, test, key) -> dict:
-    options = BuildOptions(private=PRIVATE, clusters=CLUSTERS, delta_fraction=fraction, missing=policy, seed=SEED,
-                           declared=declare(domains=["1:5"]), issued_at=ISSUED_AT)
-    result = build(train_csv, options)
+    options = QuantizedOptions(clusters=CLUSTERS, delta_fraction=fraction, missing=policy, seed=SEED,
+                               declared=declare(domains=["1:5"]), issued_at=ISSUED_AT)
+    result = build(Dataset.from_csv(train_csv, private=PRIVATE), options)
     bundle = check_bundle(sign_bundle(encode_payload(result.payload), key), key.public_key(), now=ISSUED_AT + 1)
     view = view_from_bundle(bundle)
     classes = list(bundle.classes)
@@ -88,11 +86,11 @@ def run(policy: str, fraction: float, train_csv: pathlib.Path, train, test, key)
     kept = [r for r in train if any(c.strip() for c in r[:-1])]
     X_train = _floats(kept)
     y_train = np.array([classes.index(r[-1]) for r in kept])
-    before = _attacks.logistic_attack(X_train, y_train, X_test, codes, len(classes), seed=SEED)
+    before = measures.logistic_attack(X_train, y_train, X_test, codes, len(classes), seed=SEED)
     rng = np.random.default_rng(SEED)
     released_train = view.released_rows(view.release(view.lookup(X_train), rng))
     released_test = view.released_rows(view.release(symbols, rng))
-    after = _attacks.logistic_attack(released_train, y_train, released_test, codes, len(classes), seed=SEED)
+    after = measures.logistic_attack(released_train, y_train, released_test, codes, len(classes), seed=SEED)
     m = bundle.metrics
     return {
         "policy": policy, "delta_fraction": fraction, "clusters": int(m["clusters"]),

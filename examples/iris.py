@@ -43,12 +43,8 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from privmap.offline._errors import SolverError  # noqa: E402
-from privmap.offline._information import mutual_information_bits  # noqa: E402
-from privmap.offline.data._distortion import pairwise  # noqa: E402
-from privmap.offline.data._quantize import quantize  # noqa: E402
-from privmap.offline.evaluation import _plots  # noqa: E402
-from privmap.offline.evaluation._evaluate import evaluate_view, view_from_table  # noqa: E402
+from privmap.offline import SolverError, measures, mutual_information_bits, pairwise, quantize  # noqa: E402
+from privmap.offline.mechanisms.quantized import evaluate_view, view_from_table  # noqa: E402
 from privmap.offline.solvers import perfect_privacy_distortion, solve  # noqa: E402
 
 DATA = ROOT / "data" / "iris" / "iris.csv"
@@ -187,7 +183,7 @@ def main(argv=None) -> None:
               f"symbols max {max(g_sym):+.4f} (min {min(g_sym):+.4f}); "
               f"on samples max {max(g_raw):+.4f} (min {min(g_raw):+.4f})")
 
-    if not _plots.have_matplotlib():
+    if not measures.have_matplotlib():
         print("matplotlib not installed: tables only")
         return
     import matplotlib
@@ -217,7 +213,7 @@ def main(argv=None) -> None:
             continue
         centers, table, p_sc = maps[delta]
         colors = [COLORS[SPECIES[i]] for i in np.argmax(p_sc, axis=0)]
-        _plots.plot_mapping_2d(pca.transform(centers), table, colors, args.out / f"iris_mapping_{name}.png",
+        measures.plot_mapping_2d(pca.transform(centers), table, colors, args.out / f"iris_mapping_{name}.png",
                                sizes=p_sc.sum(axis=0), legend=[(s, COLORS[s]) for s in SPECIES],
                                title=f"Iris, K = {args.map_clusters}, Delta = {delta}: c -> c^ for q >= 0.05",
                                axis_labels=(f"PC 1 ({pca.explained_variance_ratio_[0]:.0%})",

@@ -14,9 +14,9 @@ from __future__ import annotations
 import csv
 import pathlib
 
-from privmap.offline.data._dataset import load_dataset
+from privmap.offline.data import load_dataset
 from privmap.offline.mechanisms.max_correlation import MaxCorrelationOptions, build, compare_max_correlation
-from privmap.offline.evaluation._plots import _pyplot
+from privmap.offline.measures import pyplot
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "census" / "census.csv"
@@ -41,7 +41,7 @@ def main() -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
         writer.writerows({k: f"{v:.6f}" for k, v in row.items()} for row in rows)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     d = [r["max_correlation_distortion"] for r in rows]
     ax.plot(d, [r["max_correlation_leakage_bits"] for r in rows], "o-", label="max-correlation (P_X only, seed 002)")

@@ -38,10 +38,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from privmap.offline import solve  # noqa: E402
-from privmap.offline.data._dataset import load_dataset  # noqa: E402
-from privmap.offline.evaluation import _attacks, _curve, _plots  # noqa: E402
-from privmap.offline.evaluation._evaluate import view_from_table  # noqa: E402
-from privmap.offline.evaluation._recommender import rmse_true_vs_released  # noqa: E402
+from privmap.offline import evaluation, measures  # noqa: E402
+from privmap.offline.data import load_dataset  # noqa: E402
+from privmap.offline.measures import rmse_true_vs_released  # noqa: E402
+from privmap.offline.mechanisms.quantized import view_from_table  # noqa: E402
 from privmap.offline.solvers import perfect_privacy_distortion  # noqa: E402
 
 FIGURES = ROOT / "docs" / "figures"
@@ -94,16 +94,16 @@ DATASETS = {"ssi_gender": ssi_gender, "ssi_income": ssi_income, "anes_party": an
 def curves(name, X, a, classes, features, ks, n_deltas, seed, out):
     points = []
     for k in ks:
-        prob = _curve.build_problem(X, a, len(classes), mechanism="quantized", metric="l2", clusters=k, seed=seed)
+        prob = evaluation.build_problem(X, a, len(classes), mechanism="quantized", metric="l2", clusters=k, seed=seed)
         pp = perfect_privacy_distortion(prob.p_ac, prob.distortion)
         deltas = list(np.linspace(0.0, pp, n_deltas))
-        points += _curve.sweep(X, a, classes, features, deltas=deltas, clusters=[k], seed=seed,
+        points += evaluation.sweep(X, a, classes, features, deltas=deltas, clusters=[k], seed=seed,
                                private_name=name, permutations=5, codebook=False)  # seed 000's mapping
         print(f"  K = {k}: perfect privacy at Delta = {pp:.4f}", flush=True)
-    _curve.write_csv(points, out / f"ratings_{name}_curve.csv")
-    print(_curve.format_table(points))
-    if _plots.have_matplotlib():
-        _plots.plot_curve(points, out / f"ratings_{name}_curve.png", x="distortion",
+    evaluation.write_csv(points, out / f"ratings_{name}_curve.csv")
+    print(evaluation.format_table(points))
+    if measures.have_matplotlib():
+        measures.plot_curve(points, out / f"ratings_{name}_curve.png", x="distortion",
                           xlabel="L2 distortion on the raw rows (quantization included)",
                           title=f"{name}: leakage and attacker AUC vs distortion (Fig. 10-11)")
     return points
@@ -111,7 +111,7 @@ def curves(name, X, a, classes, features, ks, n_deltas, seed, out):
 
 def roc_and_rmse(name, X, a, classes, features, k, seed, out):
     """Fig. 12 (10-fold ROC before/after) and Table I (RMSE true vs released) at K = k."""
-    prob = _curve.build_problem(X, a, len(classes), mechanism="quantized", metric="l2", clusters=k, seed=seed)
+    prob = evaluation.build_problem(X, a, len(classes), mechanism="quantized", metric="l2", clusters=k, seed=seed)
     pp = perfect_privacy_distortion(prob.p_ac, prob.distortion)
     rng = np.random.default_rng(seed)
     settings = [("raw ratings", None)] + [(f"Delta = {d:.3f}" + (" (perfect privacy)" if d == pp else ""), d)
@@ -127,8 +127,8 @@ def roc_and_rmse(name, X, a, classes, features, k, seed, out):
                                    delta=delta)
             released = view.released_rows(view.release(view.lookup(X), rng))
             leak = res.leakage_bits
-        scores = _attacks.cross_validated_scores(released, a, len(classes), folds=10, seed=seed)
-        fpr, tpr = _attacks.roc_curve_points(scores)
+        scores = measures.cross_validated_scores(released, a, len(classes), folds=10, seed=seed)
+        fpr, tpr = measures.roc_curve_points(scores)
         curves_roc.append((f"{label}: AUC {scores.roc_auc:.3f}", fpr, tpr))
         table_rows.append([label, "" if leak is None else f"{leak:.4f}", f"{scores.roc_auc:.4f}",
                            f"{scores.accuracy:.4f}", f"{scores.balanced_accuracy:.4f}", f"{scores.majority:.4f}"])
@@ -143,7 +143,7 @@ def roc_and_rmse(name, X, a, classes, features, k, seed, out):
     for fraction in (0.5, 1.0):
         scores, leaks = out_of_fold_attack(X, a, classes, features, k, fraction, seed)
         label = f"Delta = {fraction:g} x perfect privacy, mapping built out of fold"
-        fpr, tpr = _attacks.roc_curve_points(scores)
+        fpr, tpr = measures.roc_curve_points(scores)
         curves_roc.append((f"{label}: AUC {scores.roc_auc:.3f}", fpr, tpr))
         table_rows.append([label, f"{np.mean(leaks):.4f}", f"{scores.roc_auc:.4f}", f"{scores.accuracy:.4f}",
                            f"{scores.balanced_accuracy:.4f}", f"{scores.majority:.4f}"])
@@ -161,8 +161,8 @@ def roc_and_rmse(name, X, a, classes, features, k, seed, out):
     for delta in sorted({r[0] for r in rmse_rows}):
         rows = [r for r in rmse_rows if r[0] == delta]
         print(f"  Delta {delta}: RMSE1 " + " ".join(r[3] for r in rows) + " | RMSE2 " + " ".join(r[4] for r in rows))
-    if _plots.have_matplotlib():
-        _plots.plot_roc(curves_roc, out / f"ratings_{name}_roc.png",
+    if measures.have_matplotlib():
+        measures.plot_roc(curves_roc, out / f"ratings_{name}_roc.png",
                         title=f"{name}, K = {k}: 10-fold CV (Fig. 12)")
 
 
@@ -173,7 +173,7 @@ def out_of_fold_attack(X, a, classes, features, k, fraction, seed, folds=10):
     proba = np.zeros((len(a), len(classes)))
     leaks = []
     for train, test in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(X, a):
-        prob = _curve.build_problem(X[train], a[train], len(classes), mechanism="quantized", metric="l2",
+        prob = evaluation.build_problem(X[train], a[train], len(classes), mechanism="quantized", metric="l2",
                                     clusters=k, seed=seed)
         delta = fraction * perfect_privacy_distortion(prob.p_ac, prob.distortion)
         res = solve(prob.p_ac, prob.distortion, delta)
@@ -181,11 +181,11 @@ def out_of_fold_attack(X, a, classes, features, k, fraction, seed, folds=10):
         view = view_from_table("quantized", "l2", prob.inputs, prob.outputs, res.table, classes, features,
                                delta=delta)
         released = view.released_rows(view.release(view.lookup(X), rng))
-        proba[test] = _attacks.logistic_attack(released[train], a[train], released[test], a[test],
+        proba[test] = measures.logistic_attack(released[train], a[train], released[test], a[test],
                                                len(classes), seed=seed).scores
     from sklearn.metrics import accuracy_score, balanced_accuracy_score, roc_auc_score
     guess = np.argmax(proba, axis=1)
-    scores = _attacks.AttackScores(accuracy=float(accuracy_score(a, guess)),
+    scores = measures.AttackScores(accuracy=float(accuracy_score(a, guess)),
                                    balanced_accuracy=float(balanced_accuracy_score(a, guess)),
                                    roc_auc=float(roc_auc_score(a, proba[:, 1])),
                                    majority=float(np.bincount(a).max() / len(a)), scores=proba, y_test=a)

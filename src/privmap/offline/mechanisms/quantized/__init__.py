@@ -35,8 +35,10 @@ from ._erasure import (
     check_only_erases,
     erasure_distortion,
     erasure_problem,
+    format_cell,
     input_alphabet,
     lookup,
+    most_probable_mapping,
 )
 from ._holdout import STARTS, FoldKMeans, HoldoutLeakage, cross_fitted_leakage, fold_options, start_cross_fitting
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
@@ -70,4 +72,5 @@ __all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertific
            "Alphabet", "Solved", "solve_rows", "solve_prior", "DEFAULT_MISSING", "MISSING_POLICIES",
            "MappingView", "Evaluation", "evaluate_view", "view_from_payload", "view_from_table", "view_from_bundle",
            "view_release", "table_probabilities", "format_summary", "recommender_figures",
-           "ERASED", "erasure_problem", "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup"]
+           "ERASED", "erasure_problem", "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup",
+           "format_cell", "most_probable_mapping"]
