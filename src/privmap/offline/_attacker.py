@@ -3,7 +3,7 @@
 It is trained on sanitized training rows (their released values, labelled with their true private
 class) and tested on sanitized held-out rows. It sits below every stage of a build (like
 :mod:`._information`) because both the build's cross-fitting (``--target-auc``, in
-``mechanisms/quantized/_holdout``) and the evaluation stage (:mod:`.evaluation._attacks`, which
+``mechanisms/quantized/_holdout``) and the measures stage (:mod:`privmap.offline.measures`, which
 re-exports these names) score it.
 
 The attacker is a strong one: it chooses its L2 regularisation ``C`` among :data:`C_GRID` by an

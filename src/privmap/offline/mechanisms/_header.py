@@ -3,9 +3,9 @@
 Every payload starts with the same fields (docs/bundle-format.md): ``type``,
 ``schema_version``, ``version``, ``issued_at``, ``expires``, ``device_class`` and
 ``mechanism``. The options that decide them (``bundle_version``, ``issued_at``, ``valid_days``,
-``device_class``) are :class:`HeaderOptions`: the real-valued mechanisms take one, and the other
-mechanisms' options classes (``BuildOptions``, ``FunnelOptions``, ``MaxCorrOptions``) extend it
-and call :func:`check_header` among their own checks.
+``device_class``) are :class:`HeaderOptions`: every mechanism's options class
+(``QuantizedOptions`` and ``ExactOptions`` through ``Seed000Options``, ``FunnelOptions``,
+``MaxCorrelationOptions``, ...) extends it and calls :func:`check_header` among its own checks.
 """
 from __future__ import annotations
 
