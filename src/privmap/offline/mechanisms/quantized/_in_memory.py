@@ -21,7 +21,7 @@ from .._seed000 import Seed000Options
 from ._codebook import Codebook, metric_center, refine
 from ._erasure import categorical_code, erasure_problem
 from ._holdout import HoldoutLeakage, PendingFolds, cross_fitted_leakage, start_cross_fitting
-from ._missing import missing_alphabet
+from ._missing import bundle_cells, missing_alphabet
 from ._options import QuantizedOptions
 from ._program import Solved
 from ._reuse import BuildStart, starts_folds
@@ -99,8 +99,7 @@ class InMemoryRows:
         def raw_distortion(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
             return distance(X[rows], outputs[columns])
 
-        cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in outputs]
-        moved = dataclasses.replace(alphabet, outputs=cells, distortion=step.distortion_matrix,
+        moved = dataclasses.replace(alphabet, outputs=bundle_cells(outputs, integer), distortion=step.distortion_matrix,
                                     raw_distortion=raw_distortion)
         return moved, step.solve_result(solved), step
 

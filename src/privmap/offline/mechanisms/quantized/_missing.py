@@ -27,7 +27,7 @@ import numpy as np
 
 from ...data import Column, assigned_distance, quantize
 
-__all__ = ["MISSING_POLICIES", "DEFAULT_MISSING", "MissingAlphabet", "column_fills", "feature_maps",
+__all__ = ["MISSING_POLICIES", "DEFAULT_MISSING", "MissingAlphabet", "bundle_cells", "column_fills", "feature_maps",
            "missing_alphabet"]
 
 MISSING_POLICIES = ("mask", "impute")
@@ -66,6 +66,12 @@ def column_fills(X: np.ndarray, schema: Sequence[Column]) -> np.ndarray:
     return fills
 
 
+def bundle_cells(points: np.ndarray, integer: np.ndarray) -> list[list]:
+    """Points (K, d) as the bundle's cells: ``int`` on the columns where ``integer`` (d,) is set,
+    ``float`` elsewhere."""
+    return [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in points]
+
+
 def feature_maps(schema: Sequence[Column], policy: str, fills: np.ndarray | None = None) -> list[dict]:
     """The bundle's numeric feature maps (docs/bundle-format.md section 3) of resolved columns:
     each column that allows missing answers takes ``policy``'s rule, with its ``fills`` entry
@@ -97,6 +103,6 @@ def missing_alphabet(X: np.ndarray, schema: Sequence[Column], policy: str, *, cl
     qz = (quantizer or quantize)(data, clusters, metric=metric, seed=seed, integer=integer, bounds=bounds)
     observed = assigned_distance(X, qz.centers, qz.labels, metric)   # (n,), no (n, K) matrix
     features = feature_maps(schema, policy, fills)
-    cells = [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in qz.centers]
+    cells = bundle_cells(qz.centers, integer)
     return MissingAlphabet(centers=qz.centers, cells=cells, features=features, labels=qz.labels,
                            r=float(observed.max()), mean_distortion=float(observed.mean()), fills=fills)

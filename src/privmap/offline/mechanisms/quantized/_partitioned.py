@@ -86,7 +86,7 @@ from ...solvers import SolveResult
 from ._codebook import Codebook, metric_center, refine_in_passes
 from ._holdout import HoldoutLeakage, cross_fitted_from_counts
 from ._in_memory import raw_distortion_total
-from ._missing import column_fills, feature_maps
+from ._missing import bundle_cells, column_fills, feature_maps
 from ._options import QuantizedOptions
 from ._program import Solved
 from ._rows import Alphabet, Progress
@@ -328,7 +328,7 @@ class PartitionedRows:
         centers, fold_counts = centers[used], fold_counts[:, :, used]
         r = max(m for _, m, _ in results)
         mean = sum(t for _, _, t in results) / summary.n
-        cells = _cells(centers, summary.integer)
+        cells = bundle_cells(centers, summary.integer)
         alphabet = Alphabet(features=feature_maps(summary.schema, options.missing, summary.fills), inputs=cells,
                             outputs=[list(row) for row in cells], labels=None,
                             distortion=pairwise(centers, centers, "l2"), raw_distortion=None, r=float(r),
@@ -361,7 +361,7 @@ class PartitionedRows:
             held.rows.codebook_sums, held.rows.distance_sums, p_ac, solved, np.asarray(alphabet.outputs, dtype=float),
             self.counts(alphabet).sum(axis=0), project=project, perfect=perfect, solver=options.solver,
             tol_bits=options.tol_bits, folds=max(options.folds, 1))
-        moved = dataclasses.replace(alphabet, outputs=_cells(step.outputs, integer), distortion=step.distortion_matrix)
+        moved = dataclasses.replace(alphabet, outputs=bundle_cells(step.outputs, integer), distortion=step.distortion_matrix)
         return moved, step.solve_result(solved), step
 
     def measured_distortion(self, alphabet: Alphabet, table) -> float:
@@ -446,9 +446,6 @@ class _Runner:
     def map(self, fn, items, **kwargs) -> list:
         return self.gather(self.map_keep(fn, items, **kwargs))
 
-
-def _cells(points: np.ndarray, integer: np.ndarray) -> list[list]:
-    return [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in points]
 
 
 def _summarize(src, stats, digests, options: QuantizedOptions) -> SourceSummary:
