@@ -2,9 +2,9 @@
 
 A first argument that names none of the group's commands (a data file, an option) goes to the
 default command, so the group adds commands without changing what any earlier command line
-means (a data file named like a command is given as ``./NAME``). ``--help`` on the group is the default command's one-screen help
-(:class:`~privmap.offline.commandline.SectionedCommand`) with the group's commands named on one line
-above its options; ``--help-all`` is the default command's.
+means (a data file named like a command is given as ``./NAME``). ``--help`` on the group is the
+default command's one-screen help (:class:`~privmap.offline.commandline.SectionedCommand`) with
+the group's commands named on one line above its options; ``--help-all`` is the default command's.
 """
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ options, build, evaluation view and command.
 Its face: :class:`NullspaceOptions`, :func:`build` (a real-valued CSV -> a
 :class:`~privmap.offline.mechanisms.Result` whose ``detail`` is the :class:`NullspaceDirections`),
 the model (:func:`fit_linear`, :func:`nullspace_directions`, :func:`clean`), the evaluation view
-(:func:`evaluate_release`, :func:`nullspace_experiment`, and its attacker, :func:`attack_scores`), and ``command`` (``privmap build
-nullspace``) with the facts ``privmap inspect`` and ``verify`` show of such a bundle
-(:func:`describe`, :func:`print_description`, :func:`verify_facts`).
+(:func:`evaluate_release`, :func:`nullspace_experiment`, and its attacker, :func:`attack_scores`),
+and ``command`` (``privmap build nullspace``) with the facts ``privmap inspect`` and ``verify``
+show of such a bundle (:func:`describe`, :func:`print_description`, :func:`verify_facts`).
 
 Private modules: ``_options``, ``_model`` (the directions and the cleaning), ``_build`` (its
 payload), ``_view``, ``_command``.
