@@ -1,10 +1,18 @@
 """Distinct rows of a 2-D array, as ``np.unique(..., axis=0)`` gives them, at a fraction of its cost."""
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 
 
-def unique_rows(A: np.ndarray, *, return_inverse: bool = False):
+@overload
+def unique_rows(A: np.ndarray, *, return_inverse: Literal[False] = False) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def unique_rows(A: np.ndarray, *, return_inverse: Literal[True]) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+def unique_rows(A: np.ndarray, *, return_inverse: bool = False) -> tuple[np.ndarray, ...]:
     """The distinct rows of ``A`` (n, d) in lexicographic order and how many times each occurs.
 
     The same arrays as ``np.unique(A, axis=0, return_counts=True, return_inverse=...)``: numpy
@@ -22,8 +30,10 @@ def unique_rows(A: np.ndarray, *, return_inverse: bool = False):
     A = np.asarray(A)
     n = A.shape[0]
     if A.ndim != 2 or n == 0 or A.shape[1] == 0 or (A.dtype.kind in "fc" and np.isnan(A).any()):
-        out = np.unique(A, axis=0, return_inverse=return_inverse, return_counts=True)
-        return (out[0], out[1].reshape(-1), out[2]) if return_inverse else out
+        if not return_inverse:
+            return np.unique(A, axis=0, return_counts=True)
+        distinct, inverse, counts = np.unique(A, axis=0, return_inverse=True, return_counts=True)
+        return distinct, inverse.reshape(-1), counts
     order = np.lexsort(A.T[::-1])                           # first column most significant
     ordered = A[order]
     first = np.empty(n, dtype=bool)

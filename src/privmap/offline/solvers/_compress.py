@@ -117,9 +117,9 @@ def _repair(weights: np.ndarray, p_c: np.ndarray, D: np.ndarray, allowed: np.nda
     if excess <= 0:
         return 0
     cheapest = np.argmin(np.where(allowed, D, np.inf), axis=1)
-    heap = []
-    for c in np.nonzero(p_c > 0)[0]:
-        _push(heap, weights, p_c, D, cheapest, c)
+    heap: list[tuple[float, int, int]] = []
+    for row in np.nonzero(p_c > 0)[0]:
+        _push(heap, weights, p_c, D, cheapest, int(row))
     moved = 0
     while excess > 0:
         if not heap:
@@ -138,7 +138,8 @@ def _repair(weights: np.ndarray, p_c: np.ndarray, D: np.ndarray, allowed: np.nda
     return moved
 
 
-def _push(heap: list, weights: np.ndarray, p_c: np.ndarray, D: np.ndarray, cheapest: np.ndarray, c: int) -> None:
+def _push(heap: list[tuple[float, int, int]], weights: np.ndarray, p_c: np.ndarray, D: np.ndarray,
+          cheapest: np.ndarray, c: int) -> None:
     """Queue row c's costliest loaded output, keyed by the distortion one unit moved saves."""
     support = np.nonzero(weights[c])[0]
     j = support[np.argmax(D[c, support])]

@@ -1,12 +1,20 @@
 """Validation of a program (19) instance, shared by every solver."""
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from .._errors import InfeasibleError
 
 
-def check_instance(p_ac, distortion, delta) -> tuple[np.ndarray, np.ndarray, float | None]:
+@overload
+def check_instance(p_ac, distortion, delta: float) -> tuple[np.ndarray, np.ndarray, float]: ...
+@overload
+def check_instance(p_ac, distortion, delta: None) -> tuple[np.ndarray, np.ndarray, None]: ...
+
+
+def check_instance(p_ac, distortion, delta: float | None) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Validate and convert an instance of program (19).
 
     Parameters

@@ -158,8 +158,10 @@ def polish_answer(state: FastState, given: SolveResult) -> SolveResult:
     theta, least = state.theta, state.least
     mu = state.mu if state.budget else 0.0
     table = given.table
+    start_of = state.start
+    assert start_of is not None                 # start() made the candidate lists
     q = np.asarray(table[state.rows[state.cr], state.cj], dtype=float).ravel()
-    q = q / np.repeat(np.maximum(np.add.reduceat(q, state.start), 1e-300), np.diff(np.r_[state.start, q.size]))
+    q = q / np.repeat(np.maximum(np.add.reduceat(q, start_of), 1e-300), np.diff(np.r_[start_of, q.size]))
     as_given = {"q": q}
     P, J, Ed = primal(state, as_given)
     J_mix, mix = mixed_leakage(state, as_given, P, J, Ed, least)
@@ -261,13 +263,14 @@ def path_step(state: FastState) -> SolveResult | None:
     return None if done is None else finish(state, *done)
 
 
-def _step(state: FastState):
+def _step(state: FastState) -> tuple[dict, float, float, float] | None:
     """:func:`path_step`'s work: None to go on, or the arguments of :func:`._certify.finish`."""
     if state.stats["newton_steps"] >= state.max_iter:
         raise SolverError(
             f"fast solver: no certificate within {state.max_iter} Newton steps "
             f"(best gap {state.last_gap / LN2:.3g} bits, tol_bits {state.tol / LN2:.3g})")
     settings, ev, least = state.settings, state.ev, state.least
+    assert ev is not None                       # begin_path set it, and every step leaves one
     P, J, Ed = primal(state, ev)
     g_theta, g_mu = gradient(state, ev, P)
     solve = factor(state, ev, P)

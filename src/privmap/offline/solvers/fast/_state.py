@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -74,7 +75,7 @@ class FastState:
     delta: float
     tol: float                # nats
     max_iter: int
-    progress: object          # callable(float) or None
+    progress: Callable[[float], None] | None
     settings: Settings
     K: int
     K_out: int

@@ -535,9 +535,9 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
     candidates = []
     below = []                                   # (name, result) of tables with room left in the budget
     tried = []                                   # (certified bits, name, result) of every table
-    best = None
+    best: tuple[SolveResult, float] | None = None       # the table of least certified bound, and that bound
 
-    def consider(name, result):
+    def consider(name: str, result: SolveResult) -> None:
         nonlocal best
         result = dataclasses.replace(result, leakage_bits=leakage_bits(centre, result.table),
                                      distortion=expected_distortion(cs.p_c, result.table, D),
@@ -554,6 +554,7 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
 
     average = start if start is not None else solve(centre, delta)
     consider("average-case", average)
+    assert best is not None                      # the first table considered is the best so far
     perfect, d_perfect = perfect_privacy_table(centre, D)
     if d_perfect < delta:
         consider("perfect-privacy", dataclasses.replace(average, table=perfect))
