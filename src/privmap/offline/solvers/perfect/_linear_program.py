@@ -227,8 +227,9 @@ def _column_generation(p_ac, distortion, rel_tol, info):
         info["seeded"] = int(seed_rows.size)
     rows, cols = _merge(np.concatenate(start_rows), np.concatenate(start_cols), D)
     master = _Master(p_c, delta_a, D)
-    previous, dropped = np.inf, 0
-    for round_ in range(1, _MAX_ROUNDS + 1):
+    previous, dropped, rounds = np.inf, 0, 0
+    while rounds < _MAX_ROUNDS:                         # the rounds are counted for the info below
+        rounds += 1
         master.add(rows, cols)
         x, value, u, v = master.solve()
         v_smooth = _SMOOTHING * v_best + (1 - _SMOOTHING) * v
@@ -251,7 +252,7 @@ def _column_generation(p_ac, distortion, rel_tol, info):
     np.add.at(table, (master.rows, master.cols), np.maximum(x, 0.0))
     table /= table.sum(axis=1, keepdims=True)
     info.update(method="column-generation", formulation="hub" if transport_rounds == 0 else
-                "transport, then hub", rounds=transport_rounds + round_,
+                "transport, then hub", rounds=transport_rounds + rounds,
                 columns=int(master.rows.size), dropped=dropped, lower_bound=float(lower),
                 upper_bound=float(value))
     return table, float(value)
