@@ -65,7 +65,9 @@ def _quote_state(text: str, state: str) -> str:
     i, n = 0, len(text)
     while i < n:
         if state == "q":
-            i = _QUOTED_RUN.match(text, i).end()
+            run = _QUOTED_RUN.match(text, i)
+            assert run is not None                          # the pattern matches the empty string too
+            i = run.end()
             if i < n:
                 state, i = "e", i + 1
         elif state == "e":

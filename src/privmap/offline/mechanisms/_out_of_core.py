@@ -58,7 +58,7 @@ def run_partitioned(src, options, *, workers: int | None, scheduler: str | None,
     BuildError
         The scheduler cannot be reached, a worker died, or anything :func:`build_partitioned` raises.
     """
-    shown = []
+    shown: list[str] = []
 
     def tell(stage: str, fraction: float) -> None:
         progress(stage, fraction)

@@ -102,8 +102,9 @@ class Seed000Options(HeaderOptions):
         The fast solver's certified gap, in bits.
     bits : int
         Every table row's integer weights sum to 2^bits (1..32).
-    smoothing : float
-        Additive smoothing of the prior's counts (>= 0).
+    smoothing : float, optional
+        Additive smoothing of the prior's counts (>= 0); None only where a subclass lets a search
+        choose it (:class:`~privmap.offline.mechanisms.quantized.QuantizedOptions` with ``auto``).
     cross_fitting, robust, output_limit
         The guarantees (module docstring); None leaves one out. Cross-fitting on 5 folds is the
         default.
@@ -123,7 +124,7 @@ class Seed000Options(HeaderOptions):
     solver: str = "fast"
     tol_bits: float = 1e-5
     bits: int = DEFAULT_BITS
-    smoothing: float = 0.0
+    smoothing: float | None = 0.0
     cross_fitting: CrossFitting | None = CrossFitting()
     robust: RobustCertificate | None = None
     output_limit: OutputLimit | None = None

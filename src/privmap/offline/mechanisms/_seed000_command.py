@@ -295,9 +295,9 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
     if not private:
         raise BuildError(f"--mechanism {mechanism} needs --private COL")
     auto = clusters == "auto" or smoothing == "auto"
-    guarantees = dict(cross_fitting=CrossFitting(folds=holdout_folds) if holdout_folds else None,
-                      robust=RobustCertificate(confidence=robust) if robust is not None else None,
-                      output_limit=OutputLimit(bits=max_output_leakage) if max_output_leakage is not None else None)
+    fitting = CrossFitting(folds=holdout_folds) if holdout_folds else None
+    certificate = RobustCertificate(confidence=robust) if robust is not None else None
+    limit = OutputLimit(bits=max_output_leakage) if max_output_leakage is not None else None
     if mechanism == "exact":
         if auto:
             raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
@@ -311,7 +311,8 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         if prior == "posteriors":
             raise BuildError("the posteriors prior applies to the quantized mechanism without smoothing")
         return exact.ExactOptions(delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
-                                  smoothing=smoothing, **guarantees, **header)
+                                  smoothing=smoothing, cross_fitting=fitting, robust=certificate,
+                                  output_limit=limit, **header)
     mapping = QuantizedOptions(
         metric=metric or "l2", clusters=None if clusters == "auto" else clusters, delta=delta,
         delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
@@ -319,7 +320,7 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         prior=prior or ("posteriors" if utility == "recommender" else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
         auto=Auto(target_leakage_bits=target_leakage, target_auc=target_auc) if auto else None,
-        **guarantees, **header)
+        cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
     if utility != "recommender":
         return mapping
     if partitioned:

@@ -31,7 +31,8 @@ def view_of(payload: dict) -> MappingView:
     BuildError
         A mechanism without a table view here (its own command evaluates it).
     """
-    make = VIEWS.get(payload.get("mechanism"))
+    mechanism = payload.get("mechanism")
+    make = VIEWS.get(mechanism) if isinstance(mechanism, str) else None
     if make is None:
         raise BuildError(f"no evaluation view of a {payload.get('mechanism')!r} bundle here; expected one of "
                          f"{', '.join(VIEWS)}")

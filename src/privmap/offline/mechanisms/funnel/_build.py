@@ -67,7 +67,11 @@ def build(source, options: FunnelOptions) -> Result:
                else load_dataset(source, private=options.private, public=options.public, categorical=True))
     specs, cells, _, p_sx = funnel_prior(dataset, options.smoothing)
     h_x = entropy_bits(p_sx.sum(axis=0))
-    r_bits = options.disclosure if options.disclosure is not None else options.disclosure_fraction * h_x
+    if options.disclosure is not None:
+        r_bits = options.disclosure
+    else:
+        assert options.disclosure_fraction is not None     # FunnelOptions holds exactly one of the two
+        r_bits = options.disclosure_fraction * h_x
     result = greedy_funnel(p_sx, r_bits)
     k_in, k_out = len(cells), len(result.groups)
     q = np.zeros((k_in, k_out))

@@ -66,8 +66,8 @@ def funnel_sweep(p_sx, cells, *, points: int = 25, mi_optimal: bool = True, prog
         p_x = p_sx.sum(axis=0)
         _, d_perfect = perfect_privacy_table(p_sx, d)
         for delta in np.linspace(0.0, d_perfect, points):
-            q = solve(p_sx, d, float(delta)).table if delta > 0 else np.eye(len(cells))
-            q = np.asarray(q.toarray() if hasattr(q, "toarray") else q, dtype=float)
+            # SolveResult.table is dense for every solver
+            q = np.asarray(solve(p_sx, d, float(delta)).table, dtype=float) if delta > 0 else np.eye(len(cells))
             out.append({"curve": "mi-optimal", "parameter": float(delta),
                         "disclosure_bits": mutual_information_bits(p_x[:, None] * q),
                         "leakage_bits": leakage_bits(p_sx, q), "groups": int(np.sum(q.sum(axis=0) > 0))})

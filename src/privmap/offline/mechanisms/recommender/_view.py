@@ -7,7 +7,7 @@ factor domain, the nearest centre), and releases the outputs' predicted rating r
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,13 +26,14 @@ class FactorView(MappingView):
     ``mean``, ``bias`` (m,), ``design`` (m, rank + 1) rows x_j = (1, v_j), ``reg``, ``whiten``
     (rank + 1, rank + 1) and the factor domain ``space_lo``, ``space_hi`` (rank + 1,)."""
 
+    # the model's arrays have no default: keyword-only, they may follow MappingView's defaulted fields
     mean: float = 0.0
-    bias: np.ndarray | None = None
-    design: np.ndarray | None = None
+    bias: np.ndarray = field(kw_only=True)
+    design: np.ndarray = field(kw_only=True)
     reg: float = 1.0
-    whiten: np.ndarray | None = None
-    space_lo: np.ndarray | None = None
-    space_hi: np.ndarray | None = None
+    whiten: np.ndarray = field(kw_only=True)
+    space_lo: np.ndarray = field(kw_only=True)
+    space_hi: np.ndarray = field(kw_only=True)
 
     def points(self, public) -> np.ndarray:
         """z of each ratings row, clamped to the factor domain, shape (n, rank + 1); rows with
