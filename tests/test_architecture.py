@@ -174,6 +174,66 @@ def test_the_device_is_a_strict_stack():
     assert _cycles(graph) == []
 
 
+def _reaches_into(importer: str, module: str, name: str | None, modules) -> str | None:
+    """What ``from module import name`` (or ``import module`` when ``name`` is None) in ``importer``
+    reaches that is private to a package ``importer`` is not inside, or None. A module or name
+    whose last dotted part starts with an underscore is private to the package holding it: a
+    module inside that package (at any depth) may import it, nobody else."""
+    target = f"{module}.{name}" if name and f"{module}.{name}" in modules else module
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_"):
+            owner = ".".join(parts[:i])
+            return None if importer.startswith(owner + ".") or importer == owner else target
+    if name and name.startswith("_") and name != "*" and not (importer == module or importer.startswith(module + ".")):
+        return f"{module}:{name}"
+    return None
+
+
+def _private_reaches() -> list[str]:
+    modules = _modules()
+    found = []
+    for importer, path in sorted(modules.items()):
+        package = importer if path.name == "__init__.py" else importer.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                pairs = [(alias.name, None) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                pairs = [(module, alias.name) for alias in node.names]
+            else:
+                continue
+            for module, name in pairs:
+                if module.split(".")[0] == "privmap":
+                    reached = _reaches_into(importer, module, name, modules)
+                    if reached:
+                        found.append(f"{importer} -> {reached}")
+    return found
+
+
+def test_the_private_rule_sees_what_it_must():
+    """The check below can fail: a sibling reaching a private module or name is seen, a module
+    inside the package (or under it) is not."""
+    modules = {"p.data._rows", "p.data", "p.mech.q", "p.mech"}
+    assert _reaches_into("p.mech.q", "p.data._rows", None, modules) == "p.data._rows"
+    assert _reaches_into("p.mech.q", "p.data", "_rows", modules) == "p.data._rows"
+    assert _reaches_into("p.mech.q", "p.data", "_helper", modules) == "p.data:_helper"
+    assert _reaches_into("p.data.sub.x", "p.data._rows", None, modules) is None
+    assert _reaches_into("p.mech.q", "p._errors", None, modules) is None          # p's own: everyone in p
+    assert _reaches_into("p.mech.q", "p.data", "rows", modules) is None
+
+
+def test_no_module_outside_a_package_imports_its_private_modules_or_names():
+    """Each package's face (its ``__init__``) is the only way in from outside: ``privmap.offline.data``,
+    never ``privmap.offline.data._dataset``; a module may use the private modules of its own package
+    and of the packages enclosing it (``privmap.offline._errors`` from anywhere in the builder)."""
+    assert _private_reaches() == []
+
+
 def test_no_import_cycle_among_privmap_modules():
     assert _cycles(_graph()) == []
 

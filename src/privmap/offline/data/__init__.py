@@ -10,7 +10,7 @@ the real-valued mechanisms), ``_synthetic`` (seeded latent-factor ratings with a
 and blanks missing not at random, :func:`synthetic_ratings`).
 """
 from ._blas_nearest import nearest_l2
-from ._dataset import MIN_ROWS, Dataset, check_classes, load_dataset
+from ._dataset import MIN_ROWS, Dataset, check_classes, check_unique, column_indexes, data_rows, load_dataset, read_csv
 from ._distortion import METRICS, assigned_distance, block_shape, nearest, pairwise
 from ._frames import csv_source, is_table
 from ._numeric import read_numeric_columns
@@ -36,7 +36,8 @@ from ._schema import (
 )
 from ._synthetic import SyntheticRatings, synthetic_ratings
 
-__all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "csv_source", "is_table", "read_numeric_columns",
+__all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "check_unique", "column_indexes", "data_rows", "read_csv",
+           "csv_source", "is_table", "read_numeric_columns",
            "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
            "posterior_prior", "prior_from_counts", "joint_prior",
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
