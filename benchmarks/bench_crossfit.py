@@ -72,8 +72,9 @@ def main() -> None:
             rows = training_rows(args)
             centers = np.asarray(rows.alphabet(options).inputs, dtype=float)
             for mode in STARTS:
-                est, cpu, wall = _timed(lambda: cross_fitted_leakage(rows, options, start=mode, centers=centers,
-                                                                     jobs=args.jobs))
+                est, cpu, wall = _timed(lambda rows=rows, options=options, mode=mode, centers=centers:
+                                        cross_fitted_leakage(rows, options, start=mode, centers=centers,
+                                                             jobs=args.jobs))
                 figures[mode].append((est.leakage_bits, est.distortion, cpu))
                 print(f"{K:>5} {seed:>4} {mode:>8} {est.leakage_bits:>10.5f} {est.low_bits:>8.5f} "
                       f"{est.high_bits:>8.5f} {est.distortion:>10.4f} {cpu:>7.1f} {wall:>7.1f}", flush=True)

@@ -198,9 +198,13 @@ def compare_holdout(args) -> None:
             options = QuantizedOptions(clusters=args.clusters, delta_fraction=args.delta_fraction, seed=0, issued_at=0,
                                        declared=declare(None, ["1:5"]))
             src = open_source(folder, private=private)
-            runs = [("in-memory", lambda: build(Dataset.from_csv(csv, private=private), options)),
-                    ("dask, k-means in memory", lambda: build_partitioned(src, options, client, kmeans="in-memory")),
-                    ("dask, mini-batch", lambda: build_partitioned(src, options, client))]
+            # each run is called in this iteration; binding the case's values keeps that explicit
+            runs = [("in-memory",
+                     lambda csv=csv, private=private, options=options:
+                         build(Dataset.from_csv(csv, private=private), options)),
+                    ("dask, k-means in memory",
+                     lambda src=src, options=options: build_partitioned(src, options, client, kmeans="in-memory")),
+                    ("dask, mini-batch", lambda src=src, options=options: build_partitioned(src, options, client))]
             for label, fn in runs:
                 started = time.perf_counter()
                 m = fn().payload

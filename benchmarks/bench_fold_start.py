@@ -60,7 +60,8 @@ def main() -> None:
                     "nudged": (dataclasses.replace(options, delta_fraction=args.delta_fraction * (1 + 1e-9)), None)}
             for mode in modes:
                 opts, build = runs[mode]
-                est, cpu, _ = _timed(lambda: cross_fitted_leakage(rows, opts, jobs=1, build=build))
+                est, cpu, _ = _timed(lambda rows=rows, opts=opts, build=build:
+                                     cross_fitted_leakage(rows, opts, jobs=1, build=build))
                 figures[mode].append((est.leakage_bits, est.distortion, cpu, est.high_bits - est.low_bits))
                 print(f"{K:>5} {seed:>4} {mode:>7} {est.leakage_bits:>10.6f} {est.low_bits:>8.5f} "
                       f"{est.high_bits:>8.5f} {est.distortion:>10.4f} {cpu:>11.1f}", flush=True)

@@ -9,7 +9,8 @@ times :func:`privmap.offline.solvers.perfect_privacy_table` (column generation, 
 to 1e-9 relative) and, up to ``--lp-max-k``, the dense HiGHS program on all K x K pairs
 (:func:`perfect_privacy_lp`) in the same process, and prints both Delta0 values, their
 relative difference, the certified bounds' relative gap, the rounds and the generated
-pairs; times are CPU seconds of the process (``*_cpu``). ``--adult`` runs the UCI Adult instance of ``bench_solver.py`` (part 4) instead.
+pairs; times are CPU seconds of the process (``*_cpu``). ``--adult`` runs the UCI Adult instance of
+``bench_solver.py`` (part 4) instead.
 ``--adult-build`` runs the instance a real ``privmap build`` makes on UCI Adult (sex private, or
 ``--private race``, five classes):
 ``bench_build.py``'s 48,842 rows (raw age, education-num, capital-gain, capital-loss,
@@ -20,7 +21,8 @@ minutes at K = 8192).
 ``--reference-rev REV`` also times ``perfect_privacy_table`` as it was at git revision REV
 (e.g. 5c35bcd, the scipy ``linprog`` path that re-solved every master from scratch), loaded
 from ``git show`` into the same process (with the ``_transport`` of REV where it has one),
-and prints its time, its Delta0's relative difference and its rounds, up to ``--reference-max-k`` (the hub column generation of main
+and prints its time, its Delta0's relative difference and its rounds, up to ``--reference-max-k`` (the hub
+column generation of main
 before the transport took 120 to 194 s at K = 8192 on UCI Adult). The ``form`` column is the
 formulation that certified Delta0 (``transport``, ``hub`` or ``transport+hub``), and the load
 average of the machine is printed before and after, since the machine may be shared.

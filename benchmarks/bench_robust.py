@@ -58,7 +58,15 @@ from bench_build import adult_rows  # noqa: E402
 from privmap.offline import leakage_bits  # noqa: E402
 from privmap.offline.data import pairwise, quantize  # noqa: E402
 from privmap.offline.measures import permutation_bias  # noqa: E402
-from privmap.offline.solvers import certified_leakage_bits, compress, confidence_set, l1_radius, perfect_privacy_table, solve, solve_robust  # noqa: E402
+from privmap.offline.solvers import (  # noqa: E402
+    certified_leakage_bits,
+    compress,
+    confidence_set,
+    l1_radius,
+    perfect_privacy_table,
+    solve,
+    solve_robust,
+)
 
 
 #: The class coded 1 of each binary private attribute.
@@ -245,8 +253,8 @@ def _report(done, results):
 
 
 def _summary(args, results, started):
-    print(f"\n{args.splits} splits, private {args.private}, Delta = {args.fraction} x Delta0, confidence {args.confidence}, k-means "
-          f"n_init {args.n_init}, {time.perf_counter() - started:.0f} s")
+    print(f"\n{args.splits} splits, private {args.private}, Delta = {args.fraction} x Delta0, "
+          f"confidence {args.confidence}, k-means n_init {args.n_init}, {time.perf_counter() - started:.0f} s")
     for k in args.ks:
         rs = [r for r in results if r["k"] == k]
         held = sum(r["holds"] for r in rs)

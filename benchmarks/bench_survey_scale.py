@@ -31,8 +31,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 import bench_dask_build as dask_bench
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

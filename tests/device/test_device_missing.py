@@ -43,7 +43,7 @@ def test_masked_lookup_equals_brute_force_and_numpy_equals_pure_on_random_missin
     for trial in range(500):
         k, d = rng.randint(1, 40), rng.randint(1, 8)
         grid = [0.0, 1.0, 2.0, 3.0, 4.5] if trial % 2 else None
-        value = (lambda: rng.choice(grid)) if grid else (lambda: rng.uniform(-50, 50))
+        value = (lambda grid=grid: rng.choice(grid)) if grid else (lambda: rng.uniform(-50, 50))
         reps = [tuple(value() for _ in range(d)) for _ in range(k)]
         modes = tuple(rng.choice((MODE_L2, MODE_L1, MODE_EQUAL)) for _ in range(d))
         x = [value() for _ in range(d)]
@@ -122,7 +122,8 @@ def test_released_row_fills_every_column_even_for_blank_cells(sim, payload_facto
 @pytest.mark.parametrize("change", [
     {"missing": "skip"}, {"missing": None}, {"missing": "impute", "fill": None},
     {"missing": "impute", "fill": 9}, {"missing": "impute", "fill": 2.5}, {"missing": "mask", "fill": 3},
-    {"missing_token": "3"}, {"missing_token": "1"}, {"missing_token": " NA"}, {"missing_token": "x" * 17}, {"missing_token": None},
+    {"missing_token": "3"}, {"missing_token": "1"}, {"missing_token": " NA"}, {"missing_token": "x" * 17},
+    {"missing_token": None},
 ])
 def test_malformed_missing_fields_are_refused(sim, payload_factory, change):
     payload = payload_factory()

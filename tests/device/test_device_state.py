@@ -378,7 +378,7 @@ def test_a_lost_stored_copy_is_repaired_by_the_same_bundle_with_the_same_release
 
 def test_issued_at_beyond_the_plausibility_bound_is_refused_whatever_the_clock(sim, tmp_path):
     for clock in (0, NOW, LATEST_ISSUED_AT + 10):
-        state = DeviceState(tmp_path / f"s{clock}", sim.keyring, clock=lambda: clock)
+        state = DeviceState(tmp_path / f"s{clock}", sim.keyring, clock=lambda clock=clock: clock)
         before = snapshot(tmp_path / f"s{clock}")
         with pytest.raises(FutureBundleError, match="2100"):
             state.install(sim.bundle(issued_at=LATEST_ISSUED_AT + 1, expires=LATEST_ISSUED_AT + 86400))

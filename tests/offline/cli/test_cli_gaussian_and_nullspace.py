@@ -84,7 +84,7 @@ def test_singular_covariance_fails_with_one_line_and_writes_nothing(keys, run, t
     result = run("build", path, "--mechanism", "gaussian", "--private", "p", "--utility", "u", "--delta", 0.1,
                  "--key", keys / "private.pem", "--out", out, ok=False)
     assert result.exit_code == 1 and not out.exists()
-    lines = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "positive definite" in lines[0]
 
 

@@ -239,7 +239,6 @@ def test_an_over_long_line_is_read_in_bounded_pieces(tmp_path):
 
 
 def test_memory_is_flat_in_the_number_of_rows_released_or_refused(tmp_path):
-    import io
     import tracemalloc
     from privmap.offline.cli._batch import sanitize_csv
     bundle = _AnyBundle(["f0", "f1", "f2"])

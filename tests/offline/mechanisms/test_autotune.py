@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from privmap.offline import CrossFitting, ExactOptions, OutputLimit, QuantizedOptions
+from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.bundle._write import canonical_float
 from privmap.offline.data import load_dataset
 from privmap.offline.mechanisms.quantized import _reuse

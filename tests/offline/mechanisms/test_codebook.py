@@ -123,7 +123,10 @@ def test_geometric_median_beats_the_mean_and_every_row_for_l2():
     distance, centre, _ = metric_center("l2", integer=np.zeros(3, bool), lo=X.min(0), hi=X.max(0))
     w = np.ones((X.shape[0], 1))
     median = centre(X, w, X[:1])
-    cost = lambda y: float(np.sum(distance(X, y.reshape(1, -1))))
+
+    def cost(y):
+        return float(np.sum(distance(X, y.reshape(1, -1))))
+
     assert cost(median) <= cost(X.mean(axis=0)) + 1e-9
     assert cost(median) <= min(cost(x) for x in X) + 1e-9
 
@@ -231,7 +234,8 @@ def test_sparse_optima_match_the_former_dense_optima(metric, missing):
     new = centre(X, Pairs.from_table(qz.labels, table, mass), qz.centers)
     old = _dense_reference_centre(metric)(X, W, qz.centers)
     if metric == "l2":       # fewer Weiszfeld steps once converged: the same cost within 1e-6
-        cost = lambda Y: np.einsum("ij,ij->j", W, distance(X, Y))
+        def cost(Y):
+            return np.einsum("ij,ij->j", W, distance(X, Y))
         assert np.all(cost(new) <= cost(old) * (1 + 1e-6) + 1e-12)
     else:
         assert np.array_equal(new, old)

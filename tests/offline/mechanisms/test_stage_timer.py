@@ -10,7 +10,8 @@ from privmap.offline.mechanisms.quantized import CrossFitting, QuantizedOptions,
 
 def test_build_times_every_stage_in_order_with_a_non_decreasing_memory_peak(ratings_csv):
     told = []
-    result = build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=12, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2)),
+    result = build(Dataset.from_csv(ratings_csv, private="gender"),
+                   QuantizedOptions(clusters=12, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2)),
                    progress=lambda stage, f: told.append(stage))
     records = result.detail.stages.records()
     names = [r["stage"] for r in records]
@@ -61,7 +62,8 @@ def test_each_fold_stage_carries_the_cpu_and_memory_its_own_process_measured(rat
     there from the stage open while it ran. Two processes: the worker starts folding before the
     build's own stages, so it may run both folds."""
     monkeypatch.setenv("PRIVMAP_JOBS", jobs)
-    result = build(Dataset.from_csv(ratings_csv, private="gender"), QuantizedOptions(clusters=12, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2)))
+    result = build(Dataset.from_csv(ratings_csv, private="gender"),
+                   QuantizedOptions(clusters=12, delta_fraction=0.5, cross_fitting=CrossFitting(folds=2)))
     folds = [r for r in result.detail.stages.records() if r["stage"].startswith("holdout-fold")]
     assert len(folds) == 2
     for r in folds:

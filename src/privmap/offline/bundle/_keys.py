@@ -107,7 +107,8 @@ def load_private_key(path, *, password: bytes | None = None,
 
     With ``check_permissions`` (the default) a file readable or writable by group or others is
     refused, as ssh does. Raises :class:`BuildError` for a missing or unreadable file, a public
-    key (named as such, whatever its permissions), loose permissions, malformed PEM, a wrong or missing password, or a key that is not Ed25519.
+    key (named as such, whatever its permissions), loose permissions, malformed PEM, a wrong or missing
+    password, or a key that is not Ed25519.
     """
     path = Path(path)
     try:

@@ -43,7 +43,7 @@ from .quantized import (
 )
 from .recommender import RecommenderOptions
 
-__all__ = ["Result", "VIEWS", "view_of", "QuantizedOptions", "ExactOptions", "RecommenderOptions", "CrossFitting", "RobustCertificate",
-           "OutputLimit", "Auto", "Build", "MISSING_POLICIES", "DEFAULT_MISSING",
+__all__ = ["Result", "VIEWS", "view_of", "QuantizedOptions", "ExactOptions", "RecommenderOptions", "CrossFitting",
+           "RobustCertificate", "OutputLimit", "Auto", "Build", "MISSING_POLICIES", "DEFAULT_MISSING",
            "HeaderOptions", "FunnelOptions", "MaxCorrelationOptions", "GaussianOptions", "NullspaceOptions",
            "quantized_command", "exact_command", "robust_line"]

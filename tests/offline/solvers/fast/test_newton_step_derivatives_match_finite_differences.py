@@ -205,12 +205,12 @@ def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_d
     want = N.copy()
     q, cr, cj = ev["q"], solver.cr, solver.cj
     for k in range(q.size):
-        for l in range(k + 1, q.size):
-            if cr[k] == cr[l] and q[k] * q[l] < solver.settings.q_precond:
-                c = wk[k] * q[l]                               # p(c)/tau q_k q_l
+        for m in range(k + 1, q.size):
+            if cr[k] == cr[m] and q[k] * q[m] < solver.settings.q_precond:
+                c = wk[k] * q[m]                               # p(c)/tau q_k q_m
                 u = np.zeros(n)
                 u[cj[k] * A1:(cj[k] + 1) * A1] = V[:, k]
-                u[cj[l] * A1:(cj[l] + 1) * A1] = V[:, l]
+                u[cj[m] * A1:(cj[m] + 1) * A1] = V[:, m]
                 want += c * np.outer(u, u)
     assert np.allclose(M, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
     assert np.linalg.eigvalsh(M - N).min() >= -1e-9 * np.abs(N).max()
@@ -229,10 +229,10 @@ def test_strong_pairs_are_exactly_the_pairs_of_a_row_whose_weights_multiply_abov
         if trial % 2:
             q = np.maximum(np.round(q, 2), 1e-3)
         q /= np.bincount(cr, weights=q)[cr]
-        k, l = fast.strong_pairs(cr, q, least)
+        first, second = fast.strong_pairs(cr, q, least)
         want = {(a, b) for a in range(cr.size) for b in range(cr.size)
                 if a != b and cr[a] == cr[b] and q[a] * q[b] >= least}
-        assert set(zip(k.tolist(), l.tolist())) == want and k.size == len(want)
+        assert set(zip(first.tolist(), second.tolist())) == want and first.size == len(want)
 
 
 @pytest.mark.parametrize("n_private", [2, 3])

@@ -196,8 +196,8 @@ def _frank_wolfe(p_x, d, budget, w, iterations: int) -> np.ndarray:
         direction = _linear_step(grad, p_x, d, budget) - w
         if float(np.sum(grad * direction)) > -1e-12:
             break
-        res = minimize_scalar(lambda t: rho_m_squared(p_x, w + t * direction), bounds=(0.0, 1.0),
-                              method="bounded", options={"xatol": 1e-9})
+        res = minimize_scalar(lambda t, w=w, direction=direction: rho_m_squared(p_x, w + t * direction),
+                              bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-9})
         if res.fun >= value - FW_MIN_IMPROVEMENT:
             break
         w = w + res.x * direction

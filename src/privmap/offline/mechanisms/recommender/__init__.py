@@ -11,4 +11,5 @@ from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit
 from ._view import FactorView, view_of_recommender
 
 __all__ = ["RecommenderOptions", "build", "RecommenderBuild", "Prepared", "prepare", "build_prepared",
-           "FACTOR_PREFIX", "FactorView", "view_of_recommender", "FactorModel", "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS"]
+           "FACTOR_PREFIX", "FactorView", "view_of_recommender", "FactorModel", "fit_factors", "choose_reg", "DEFAULT_RANK",
+           "CANDIDATE_REGS"]
