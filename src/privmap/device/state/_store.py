@@ -166,7 +166,7 @@ def trust_body(chain: KeyringChain, history: list[str]) -> TrustBody:
 
 
 def _upgrade(body: dict[str, Any]) -> Body:
-    """A format-1 body (privmap before issue 25) as format 2: no signer records, no counter,
+    """A format-1 body (privmap before counter-bound state and signer records) as format 2: no signer records, no counter,
     no keyring (the keyring given at open is pinned)."""
     installed: dict[str, Entry] = {v: {"sha256": s, "issued_at": None, "signers": None}
                                    for v, s in body["installed"].items()}
@@ -500,7 +500,7 @@ def _is_sha(value) -> bool:
 
 
 def _valid_body_v1(body) -> bool:
-    """A format-1 body (before issue 25): installed maps version -> sha256."""
+    """A format-1 body (before counter-bound state and signer records): installed maps version -> sha256."""
     keys = {"format", "version", "time_floor", "installed", "active", "previous"}
     if type(body) is not dict or set(body) != keys or body["format"] != 1 or type(body["format"]) is not int:
         return False

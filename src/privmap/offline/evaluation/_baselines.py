@@ -236,7 +236,7 @@ def format_quantization_alone(base: dict) -> str:
         for q in base.get("quantization_alone", ()))
 
 
-# -- local differential privacy at an equal per-output guarantee (issue 27) ------------------------
+# -- local differential privacy at an equal per-output guarantee ------------------------
 # A per-cell mechanism with channel M_k (levels x levels, rows = true value) releases the row y with
 # probability prod_k M_k[x_k, y_k]. Its per-output leakage about A on the training rows (the
 # empirical prior p(a, x)) is the same epsilon a bundle declares: max over outputs y and classes a of

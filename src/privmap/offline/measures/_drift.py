@@ -1,4 +1,4 @@
-"""Drift check (issue 27): does new labelled data still lie in a bundle's confidence set, and what
+"""Drift check: does new labelled data still lie in a bundle's confidence set, and what
 does the bundle leak on it?
 
 New rows are assigned to the bundle's inputs (the device's nearest-centre lookup), which gives

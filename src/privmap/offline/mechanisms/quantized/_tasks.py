@@ -9,8 +9,8 @@ process (:class:`_ForkedWorkers`): a child already holds this process's imported
 tasks' arguments, so it starts in milliseconds and only a task's index and its result cross its
 pipe. Elsewhere they are loky's reusable workers (:class:`_LokyWorkers`), each a fresh interpreter
 that imports NumPy, scikit-learn and this package before its first task: about as much CPU as a
-fold of the 14,000 x 50 survey (benchmarks/README.md, "Fold workers forked"). Fork is not used
-with more threads: GNU OpenMP's threads do not survive a fork, and a child
+fold of the 14,000 x 50 survey (the benchmarks notebook in git, 1dfd9dc:benchmarks/README.md,
+"Fold workers forked"). Fork is not used with more threads: GNU OpenMP's threads do not survive a fork, and a child
 that opens a parallel region of two or more threads after this process has run one waits for the
 lost threads forever (scikit-learn's k-means is such a region; reproduced with scikit-learn's own
 libgomp); with one thread no team is formed, and OpenBLAS restarts its own threads after a fork.

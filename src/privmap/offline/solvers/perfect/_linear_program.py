@@ -53,7 +53,7 @@ the hub rows whose degenerate duals swing from round to round. Its table is feas
 program above, and hub duals v built from its potentials give the same bound L(v) over all pairs;
 when they agree to ``rel_tol`` (always, when d is a metric whose outputs are the inputs) that is
 the answer, certified as above (UCI Adult, sex private, K = 4096: 1.9 CPU-s against 67 for the
-hub program; see benchmarks/README.md, "Delta0 by transport" and "Delta0 by network simplex").
+hub program; see benchmarks/README.md, "Delta0 by network simplex", and for the transport's history the notebook in git, 1dfd9dc).
 Otherwise the hub program's column generation below goes on, its master started with the
 transport table's pairs and its best bound L(v).
 
@@ -63,7 +63,7 @@ it ever becomes attractive). The master then holds the pairs of the current vert
 instead of every pair ever priced, and its pivots cost a fraction as much: with five classes
 (UCI Adult, race private) the masters grew to 37,000 columns at K = 512 and 98,000 at K = 1024,
 where an optimal vertex holds 1,200 and 2,600 pairs, and HiGHS spent nearly all of Delta0's
-time re-optimising them (benchmarks/README.md, "Delta0 with five classes: idle columns
+time re-optimising them (the benchmarks notebook in git, 1dfd9dc:benchmarks/README.md, "Delta0 with five classes: idle columns
 dropped"). Deleting nonbasic columns at zero keeps the master's basis and value, so the master's
 value never rises; columns are dropped only after a round that lowered it strictly, so no master
 can come back (each drop follows a lower value than every earlier one), and between drops the

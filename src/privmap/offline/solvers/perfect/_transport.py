@@ -203,7 +203,7 @@ def _transport(cost, supply, demand, new_highs, *, start=None):
     Pairs of positive reduced cost beyond the ``_KEEP`` (|S| + |T|) cheapest are dropped from the
     master after each round (a basic pair has reduced cost 0, so the basis stays valid): a
     simplex iteration costs about the master's width, and the optimal pairs are far apart, so
-    kept pairs were mostly dead weight (benchmarks/README.md, "Delta0 on the build's own
+    kept pairs were mostly dead weight (the benchmarks notebook in git, 1dfd9dc:benchmarks/README.md, "Delta0 on the build's own
     instance"). A dropped pair can be priced again; after
     ``_PRUNE_ROUNDS`` none is dropped, which keeps plain column generation's finite end.
 

@@ -44,7 +44,8 @@ builds and their folds, and the polish then followed its path from the stalled i
 10 CPU-s a solve; one path failed, and the cold path after it took 47 s). Without equilibration
 the polish certified 13 of the 14 answers as given (Clarabel stopped AlmostSolved or Solved, at
 residuals near 1e-9, on those examined): the 36 solves took 110 CPU-s instead of 224
-(benchmarks/README.md, "Many private classes: a conic start without equilibration"). Not first:
+(the benchmarks notebook in git, 1dfd9dc:benchmarks/README.md, "Many private classes: a conic start
+without equilibration"). Not first:
 where the equilibrated attempts succeed their answers are the sparser (workclass, K = 128: 476
 entries above 1e-6 against 8,691 without equilibration, whose table made the codebook step 3.2
 CPU-s instead of 0.4). Where the third attempt stalls too, the start is still the iterate of the

@@ -1,4 +1,4 @@
-"""The robust program (issue 27): a mapping whose worst-case leakage over a confidence set of
+"""The robust program: a mapping whose worst-case leakage over a confidence set of
 priors is certified, and small.
 
 The per-cluster bound

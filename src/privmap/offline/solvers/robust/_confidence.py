@@ -1,4 +1,4 @@
-"""The confidence set of priors behind the robust guarantee (issue 27): one L1 ball per cluster,
+"""The confidence set of priors behind the robust guarantee: one L1 ball per cluster,
 intersected with joint ellipsoids over all clusters (one for a binary private attribute, one
 per class otherwise).
 
