@@ -72,7 +72,7 @@ def test_both_bundles_verify_and_release_on_the_device_without_numpy_or_offline(
 
 def test_device_recomputes_rho_m_squared_as_the_offline_svd_does(payloads):
     bundle = _load(_sign(payloads["max-correlation"]))
-    from privmap.device.kinds.maxcorr import rho_m_squared_pure
+    from privmap.device.kinds.max_correlation import rho_m_squared_pure
     assert rho_m_squared_pure(bundle.p_x, bundle.index, bundle.weight, bundle.bits) == pytest.approx(
         payloads["max-correlation"]["metrics"]["rho_m_squared"], abs=1e-9)
     assert bundle.private_name is None and bundle.prior is None

@@ -1,7 +1,7 @@
 """The table kinds: a released row is the representative of an output sampled from an integer table.
 
 ``quantized`` (nearest input representative) and ``exact`` (equal tuple) are parsed here; the
-``funnel`` (:mod:`.funnel`), ``max-correlation`` (:mod:`.maxcorr`) and ``recommender``
+``funnel`` (:mod:`.funnel`), ``max-correlation`` (:mod:`.max_correlation`) and ``recommender``
 (:mod:`.recommender`) kinds parse their own bodies with the helpers below and release through
 the same :class:`Bundle`. A table row ``c`` gives ``P(output index[c][t] | input c) =
 weight[c][t] / 2**bits``; :meth:`Bundle.release_index` looks the row up (:mod:`._lookup`), draws

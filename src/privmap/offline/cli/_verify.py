@@ -37,7 +37,7 @@ def verify(bundle, trusted, keyrings, min_version, as_json):
     from privmap.device.trust import schema_sha256
     loaded = read_bundle_file(bundle, trusted_keyring(trusted, keyrings), min_version=min_version)
     if loaded.mechanism == "max-correlation":  # no prior; rho_m^2 was recomputed on load
-        from privmap.device.kinds.maxcorr import rho_m_squared_pure
+        from privmap.device.kinds.max_correlation import rho_m_squared_pure
         info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
                 "expires": loaded.expires, "rho_m_squared": loaded.metrics["rho_m_squared"],
                 "recomputed_rho_m_squared": rho_m_squared_pure(loaded.p_x, loaded.index, loaded.weight, loaded.bits),

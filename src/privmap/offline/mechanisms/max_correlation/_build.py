@@ -34,7 +34,7 @@ from ._options import MaxCorrelationOptions
 
 __all__ = ["MaxCorrelationRecord", "build", "read_public", "MAX_INPUTS"]
 
-#: Most distinct public tuples the design accepts (and the device's limit, device/kinds/maxcorr.py).
+#: Most distinct public tuples the design accepts (and the device's limit, device/kinds/max_correlation.py).
 MAX_INPUTS = 64
 
 
