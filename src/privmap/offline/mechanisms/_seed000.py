@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from .._errors import BuildError
 from ..solvers import DEFAULT_BITS, SOLVERS
 from ._header import HeaderOptions, check_header
+
+if TYPE_CHECKING:
+    from ..data import Declared
 
 __all__ = ["CrossFitting", "RobustCertificate", "OutputLimit", "Seed000Options", "DEFAULT_FOLDS"]
 
@@ -128,6 +131,22 @@ class Seed000Options(HeaderOptions):
     cross_fitting: CrossFitting | None = CrossFitting()
     robust: RobustCertificate | None = None
     output_limit: OutputLimit | None = None
+
+    if TYPE_CHECKING:
+        # What each mechanism chooses for its alphabet and prior, read by the seed-000 stages:
+        # QuantizedOptions has them as fields, ExactOptions fixes them as class constants.
+        @property
+        def metric(self) -> str: ...
+        @property
+        def clusters(self) -> int | None: ...
+        @property
+        def missing(self) -> str: ...
+        @property
+        def declared(self) -> Declared | None: ...
+        @property
+        def prior(self) -> str: ...
+        @property
+        def codebook(self) -> bool: ...
 
     def __post_init__(self):
         self._check_budget()
