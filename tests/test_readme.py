@@ -40,6 +40,14 @@ def test_first_block_installs_with_the_constraints_and_runs_the_suite():
     assert "-c constraints.txt" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_runs_exactly_the_readme_setup_and_test_command():
+    """The first block's second line (set up, ruff, mypy, the suite) is what .ci/run runs, word for word."""
+    command = BLOCKS[0].splitlines()[1]
+    assert command.startswith("python3 -m venv .venv && ")
+    assert all(gate in command for gate in (".venv/bin/ruff check", ".venv/bin/mypy", ".venv/bin/python -m pytest"))
+    assert command in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
 def test_demo_script_parses_and_calls_existing_commands():
     script = (ROOT / "scripts" / "demo.sh").read_text()
     subprocess.run(["bash", "-n", str(ROOT / "scripts" / "demo.sh")], check=True)
@@ -65,7 +73,7 @@ PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
 def test_readme_shows_a_build_an_evaluation_and_a_sanitize_from_a_dataframe():
     notebook = "\n".join(PYTHON_BLOCKS)
     assert "pd.read_csv" in notebook
-    assert all(f"api.{call}(" in notebook for call in ("build", "evaluate", "sanitize", "curve"))
+    assert all(f"api.{call}(" in notebook for call in ("build_quantized", "evaluate", "sanitize", "curve"))
 
 
 @pytest.mark.parametrize("index, block", [pytest.param(i, b, id=f"python{i}") for i, b in enumerate(PYTHON_BLOCKS)])
