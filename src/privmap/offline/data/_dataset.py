@@ -1,4 +1,5 @@
-"""Read and validate a labelled CSV: public columns plus one private attribute.
+"""Read and validate a labelled CSV: public columns plus one private attribute (or several, protected
+as their joint: :mod:`privmap.offline._joint`).
 
 Every input row is treated as hostile: each problem is reported with the file's
 line number and the column name, and nothing is built from a file that fails.
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import math
 import pathlib
 import re
@@ -19,6 +21,7 @@ from privmap.device import Limits
 from privmap.device.constants import MAX_ABS_CELL
 
 from .._errors import DatasetError
+from .._joint import PrivateColumns, check_names, joint_class, joint_name
 from .._listing import name_some
 from ._frames import csv_source
 
@@ -45,13 +48,18 @@ class Dataset:
     private : ndarray of int64, shape (n,)
         Code of each row's private class, an index into ``classes``.
     classes : tuple of str
-        The private classes, sorted (or as given by ``classes=``).
+        The private classes, sorted (or as given by ``classes=``). With several private
+        columns: the observed tuples of their values (:func:`privmap.offline._joint.joint_class`),
+        in the order of the tuples.
     private_name : str
-        Name of the private column.
+        Name of the private column (several: :func:`privmap.offline._joint.joint_name`).
     categorical : bool
         Whether public cells are categories (strings) rather than numbers.
     sha256 : str
         Hex SHA-256 of the file's bytes (provenance).
+    columns : PrivateColumns or None
+        With several private columns, their names, values and each joint class's value codes;
+        None for one private column.
     """
 
     features: tuple[str, ...]
@@ -61,6 +69,7 @@ class Dataset:
     private_name: str
     categorical: bool
     sha256: str
+    columns: PrivateColumns | None = None
 
     @property
     def n(self) -> int:
@@ -118,7 +127,7 @@ class Dataset:
 def load_dataset(
     path: str | pathlib.Path,
     *,
-    private: str,
+    private: str | Sequence[str],
     public: Sequence[str] | None = None,
     classes: Sequence[str] | None = None,
     categorical: bool = False,
@@ -131,13 +140,15 @@ def load_dataset(
     ----------
     path : path-like
         CSV file (UTF-8, comma separated, first line is the header).
-    private : str
-        Name of the private column.
+    private : str or sequence of str
+        Name of the private column, or (a sequence of two or more) the private columns protected
+        as their joint attribute: each observed tuple of their values is one class
+        (:class:`Dataset`, ``columns``). A sequence of one name is that column.
     public : sequence of str, optional
-        Public columns to use; default all columns except ``private``.
+        Public columns to use; default all columns except the private ones.
     classes : sequence of str, optional
         The expected private classes. Every one must occur and no other value may.
-        Default: the distinct values found (at least two).
+        Default: the distinct values found (at least two). One private column only.
     categorical : bool
         Keep public cells as category strings instead of parsing numbers.
     min_rows : int
@@ -153,8 +164,18 @@ def load_dataset(
         Unreadable or oversized file, missing or duplicate header names, unknown
         column, a row of the wrong length, a non-numeric or non-finite cell, an
         empty categorical cell (named by line and column), too few rows, fewer
-        than two private classes, or a listed class with no rows.
+        than two private classes, or a listed class with no rows. Several private columns: one
+        named twice, one also public, more than ``MAX_PRIVATE_COLUMNS``, or more joint classes
+        than a device takes (``Limits.max_classes``).
     """
+    names = (private,) if isinstance(private, str) else tuple(private)
+    if len(names) > 1:
+        if classes is not None:
+            raise DatasetError("classes= applies to one private column")
+        return _load_joint(pathlib.Path(path), names, public, categorical, min_rows, missing_tokens)
+    if not names:
+        raise DatasetError(f"{path}: no private column named")
+    private = names[0]
     path = pathlib.Path(path)
     raw, reader, header = read_csv(path)
     public, public_at, private_at = select_columns(header, path, private, public)
@@ -175,6 +196,88 @@ def load_dataset(
         categorical=categorical,
         sha256=hashlib.sha256(raw).hexdigest(),
     )
+
+
+def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str] | None, categorical: bool,
+                min_rows: int, missing_tokens: Mapping[str, str] | None) -> Dataset:
+    """:func:`load_dataset` of several private columns, protected as their joint attribute: each
+    column is checked as a private column is (a blank value refused, named by line and column),
+    and each observed tuple of their values becomes one class. Raises as :func:`load_dataset`."""
+    check_names(names, DEVICE_LIMITS.max_string_bytes, path)
+    raw, reader, header = read_csv(path)
+    check_unique(header, path)
+    at = column_indexes(list(names), header, path, "private ")
+    if public is not None:
+        both = [c for c in public if c in names]
+        if both:
+            raise DatasetError(f"{path}: column {both[0]!r} cannot be both private and public")
+    elif "" in header:
+        raise DatasetError(f"{path}: column {header.index('') + 1} has no name in the header; name it, or list "
+                           "the public columns with --public")
+    public = [h for h in header if h not in names] if public is None else list(public)
+    if not public:
+        raise DatasetError(f"{path}: no public columns")
+    public_at = column_indexes(public, header, path, "public ")
+    joint_header = [*header, "\x00joint"]
+
+    def with_joint():  # each data row with its private tuple appended as one more cell
+        for line, row in data_rows(reader, path, header):
+            for name, i in zip(names, at):
+                if not row[i].strip():
+                    raise DatasetError(f"{path}, line {line}, column {name!r}: empty private value")
+            yield [*row, joint_class([row[i].strip() for i in at])]
+
+    cells, labels = parse_rows(_Counted(with_joint(), reader), path, joint_header, public_at, len(header),
+                               categorical, tokens=missing_tokens)
+    if len(cells) < min_rows:
+        raise DatasetError(f"{path}: {len(cells)} data rows, need at least {min_rows}")
+    tuples = sorted({tuple(json.loads(label)) for label in labels})
+    listed = ", ".join(map(repr, names))
+    if len(tuples) > DEVICE_LIMITS.max_classes:
+        raise DatasetError(f"{path}: private columns {listed} take {len(tuples):,} joint values; a device takes at "
+                           f"most {DEVICE_LIMITS.max_classes:,} classes (Limits.max_classes): protect fewer columns "
+                           "together, or coarsen one")
+    if len(tuples) < 2:
+        raise DatasetError(f"{path}: private columns {listed} take a single joint value; need two or more")
+    classes = [joint_class(t) for t in tuples]
+    name = joint_name(names)
+    for text in (name, *classes):
+        if len(text.encode("utf-8", "surrogatepass")) > DEVICE_LIMITS.max_string_bytes:
+            raise DatasetError(f"{path}: joint private name or class {text[:40]!r}... is longer than "
+                               f"{DEVICE_LIMITS.max_string_bytes} bytes (Limits.max_string_bytes)")
+    if categorical:
+        check_categories(cells, public, path)
+    values = tuple(tuple(sorted({t[i] for t in tuples})) for i in range(len(names)))
+    where = [{v: k for k, v in enumerate(vs)} for vs in values]
+    codes = np.array([[where[i][t[i]] for i in range(len(names))] for t in tuples], dtype=np.int64)
+    code = {cls: i for i, cls in enumerate(classes)}
+    return Dataset(
+        features=tuple(public),
+        public=np.array(cells, dtype=object if categorical else np.float64),
+        private=np.array([code[label] for label in labels], dtype=np.int64),
+        classes=tuple(classes),
+        private_name=name,
+        categorical=categorical,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        columns=PrivateColumns(names=names, values=values, codes=codes),
+    )
+
+
+class _Counted:
+    """An iterator of rows that reports the line number of the ``csv.reader`` beneath it."""
+
+    def __init__(self, rows, reader):
+        self._rows, self._reader = rows, reader
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._rows)
+
+    @property
+    def line_num(self) -> int:
+        return self._reader.line_num
 
 
 def read_capped(path: pathlib.Path, limit: int, what: str = "") -> bytes:

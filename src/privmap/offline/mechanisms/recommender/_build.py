@@ -155,7 +155,7 @@ def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int 
     points = model.points(R)
     factors = Dataset(features=tuple(f"{FACTOR_PREFIX}{i}" for i in range(options.rank + 1)), public=points,
                       private=dataset.private, classes=dataset.classes, private_name=dataset.private_name,
-                      categorical=False, sha256=dataset.sha256)
+                      categorical=False, sha256=dataset.sha256, columns=dataset.columns)
     return Prepared(factors=factors, ratings=R, columns=dataset.features, lo=lo, hi=hi, integer=integer,
                     missing_token=token, model=model, reg_scores=scores, dropped_rows=dropped_rows,
                     inferred=any("domain" in c.inferred for c in schema))
