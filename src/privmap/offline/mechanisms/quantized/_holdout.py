@@ -26,6 +26,13 @@ at 0 bits (leakage cannot be negative).
 The held-out expected distortion, E d(b, released) over held-out rows, is measured
 on the way; ``--clusters auto`` ranks its candidates with it.
 
+**Several private columns** (``--private COL1,COL2``, :mod:`privmap.offline._joint`): the table
+protects the joint attribute A, and steps 3 to 5 are run again for each column A_i alone on the
+same folds and tables: the plug-in I(A_i; C^) on each held-out fold's (a_i, input) pairs, its
+permutation bias (the column's held-out values permuted), the bootstrap, pooled as above
+(:attr:`HoldoutLeakage.by_column`). Those draws come after the joint's from the fold's stream, so
+the joint's estimate is the same as without them.
+
 **Out of core** (:func:`cross_fitted_from_counts`) the rows are never held at once, so the folds
 do not refit k-means: each fold's prior and distances come from the counts and distance sums the
 partitioned backend takes by fold in its passes, the representatives are shared by the folds, and
@@ -81,6 +88,7 @@ from scipy import sparse
 
 from ..._errors import BuildError
 from ..._information import leakage_bits, mutual_information_bits
+from ..._joint import column_key
 from ..._rows import unique_rows
 from ...data import Dataset, assigned_distance, joint_prior, nearest, prior_from_counts, quantize
 from ._codebook import resolve_kept
@@ -124,6 +132,10 @@ class HoldoutLeakage:
     attacker_auc : float or None
         With ``attacker=True``: ROC AUC of a logistic-regression attacker on one simulated
         release of every held-out row (each fold's table), scored by 10-fold cross-validation.
+    by_column : tuple of tuple
+        With several private columns, one ``(name, leakage_bits, low_bits, high_bits, plugin_bits,
+        bias_bits)`` per column, in column order: the same estimate of I(A_i; C^) (module
+        docstring); empty otherwise.
     fold_costs : tuple of dict
         What each fold cost, in fold order, measured by the process that ran it (:func:`_fold`):
         ``fold`` (1-based), ``started`` (that process's ``time.perf_counter()`` when the fold
@@ -144,15 +156,26 @@ class HoldoutLeakage:
     rows: int
     unmatched_rows: int
     attacker_auc: float | None = None
+    by_column: tuple = ()
     fold_costs: tuple = field(default=(), compare=False)
 
     def metrics(self) -> dict:
-        """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md)."""
-        return {"holdout_leakage_bits": self.leakage_bits, "holdout_leakage_low_bits": self.low_bits,
-                "holdout_leakage_high_bits": self.high_bits, "holdout_plugin_bits": self.plugin_bits,
-                "holdout_bias_bits": self.bias_bits, "holdout_distortion": self.distortion,
-                "holdout_folds": self.folds, "holdout_confidence": CONFIDENCE,
-                "holdout_unmatched_rows": self.unmatched_rows}
+        """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md), with each
+        private column's ``holdout_leakage_bits[COL]`` and its interval when there are several."""
+        out = {"holdout_leakage_bits": self.leakage_bits, "holdout_leakage_low_bits": self.low_bits,
+               "holdout_leakage_high_bits": self.high_bits, "holdout_plugin_bits": self.plugin_bits,
+               "holdout_bias_bits": self.bias_bits, "holdout_distortion": self.distortion,
+               "holdout_folds": self.folds, "holdout_confidence": CONFIDENCE,
+               "holdout_unmatched_rows": self.unmatched_rows}
+        for name, leakage, low, high, _, _ in self.by_column:
+            out[column_key("holdout_leakage_bits", name)] = leakage
+            out[column_key("holdout_leakage_low_bits", name)] = low
+            out[column_key("holdout_leakage_high_bits", name)] = high
+        return out
+
+    def column_bits(self) -> dict:
+        """``{column: cross-fitted leakage in bits}`` with several private columns, else empty."""
+        return {name: leakage for name, leakage, *_ in self.by_column}
 
 
 #: How a fold's k-means starts (module docstring): one k-means++ start (default), the build's four
@@ -428,17 +451,30 @@ def _cost(i: int, wall: float, cpu: float) -> dict:
             "peak_rss_bytes": int(peak if sys.platform == "darwin" else peak * 1024), "pid": os.getpid()}
 
 
-def pool_folds(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
-    """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval
-    (also the out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases)."""
-    sizes = np.array([p["rows"] for p in parts], dtype=float)
-    share = sizes / sizes.sum()
+def _pooled(share: np.ndarray, parts: list) -> tuple[float, float, float, float]:
+    """``(plugin, bias, low, high)`` of the folds' ``parts`` (dicts with ``plugin``, ``bias`` and
+    ``boot``) pooled with the weights ``share``: the centred bootstrap interval (module docstring)."""
     plugin = float(share @ [p["plugin"] for p in parts])
     bias = float(share @ [p["bias"] for p in parts])
     boot = np.asarray([p["boot"] for p in parts])             # (folds, BOOTSTRAP) plug-in resamples
     spread = share @ boot - np.mean(share @ boot)
     alpha = (1.0 - CONFIDENCE) / 2.0
     low, high = (plugin - bias) + np.quantile(spread, [alpha, 1.0 - alpha])
+    return plugin, bias, float(low), float(high)
+
+
+def pool_folds(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
+    """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval
+    (also the out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases),
+    and each private column's the same way when the folds measured them (``columns``)."""
+    sizes = np.array([p["rows"] for p in parts], dtype=float)
+    share = sizes / sizes.sum()
+    plugin, bias, low, high = _pooled(share, parts)
+    by_column = []
+    for c, column in enumerate(parts[0].get("columns", ())):
+        c_plugin, c_bias, c_low, c_high = _pooled(share, [p["columns"][c] for p in parts])
+        by_column.append((column["name"], max(c_plugin - c_bias, 0.0), max(c_low, 0.0), max(c_high, 0.0),
+                          c_plugin, c_bias))
     released = [p["released"] for p in parts if "released" in p]
     private = [p["private"] for p in parts if "private" in p]
     return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
@@ -446,6 +482,7 @@ def pool_folds(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage
                           distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
                           rows=int(sizes.sum()), unmatched_rows=sum(p.get("unmatched", 0) for p in parts),
                           attacker_auc=_attacker_auc(released, private, n_classes, seed),
+                          by_column=tuple(by_column),
                           fold_costs=tuple({**p["cost"], "pooled": p["cost"]["pid"] != os.getpid()}
                                            for p in parts if "cost" in p))
 
@@ -521,18 +558,32 @@ def _resampled_leakage(samples: Iterable[tuple[np.ndarray, np.ndarray]], n: int,
     return np.array(out)
 
 
-def fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
-    """A fold's plug-in leakage, permutation bias, bootstrap resamples and mean distortion on its
-    held-out ``rows`` (looked up as ``symbols``); work in the table's non-zeros, not rows x K_out."""
-    n_classes, k_in = fit.p_ac.shape
-    q = sparse.csr_matrix(fit.solved.table)
-    private = dataset.private[rows]
+def _plugin_bias_boot(private: np.ndarray, symbols: np.ndarray, n_classes: int, q: sparse.csr_matrix,
+                      rng: np.random.Generator) -> dict:
+    """Plug-in I(A; C^) of ``q`` on held-out (class, input) pairs, its permutation bias and its
+    bootstrap resamples (module docstring, steps 3 and 4), drawn from ``rng`` in that order."""
+    n, k_in = private.size, q.shape[0]
     plugin = leakage_bits(joint_prior(private, symbols, n_classes, k_in), q)
-    n = rows.size
     bias = float(np.mean(_resampled_leakage(((rng.permutation(private), symbols) for _ in range(PERMUTATIONS)),
                                             n, n_classes, q)))
     boot = _resampled_leakage(((private[pick], symbols[pick])
                                for pick in (rng.integers(0, n, n) for _ in range(BOOTSTRAP))), n, n_classes, q)
+    return {"plugin": plugin, "bias": bias, "boot": boot}
+
+
+def fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
+    """A fold's plug-in leakage, permutation bias, bootstrap resamples and mean distortion on its
+    held-out ``rows`` (looked up as ``symbols``); work in the table's non-zeros, not rows x K_out.
+    With several private columns (``dataset.columns``), ``columns`` holds each one's plug-in,
+    bias and resamples, drawn after the joint's."""
+    n_classes = fit.p_ac.shape[0]
+    q = sparse.csr_matrix(fit.solved.table)
+    private = dataset.private[rows]
+    joint = _plugin_bias_boot(private, symbols, n_classes, q, rng)
+    columns = getattr(dataset, "columns", None)
+    by_column = [] if columns is None else [
+        {"name": name, **_plugin_bias_boot(columns.column_codes(private, i), symbols, len(columns.values[i]), q, rng)}
+        for i, name in enumerate(columns.names)]
     reached = q[symbols].tocoo()                 # (held-out row, output) pairs the table can draw
     if mechanism == "exact":                     # a matched row equals its input symbol
         costs = fit.alphabet.distortion[symbols[reached.row], reached.col]
@@ -540,7 +591,10 @@ def fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) 
         costs = assigned_distance(dataset.public[rows], np.asarray(fit.alphabet.outputs, dtype=float),
                                   reached.col, metric, rows=reached.row)
     distortion = float(np.sum(reached.data * np.where(np.isfinite(costs), costs, 0.0))) / rows.size
-    return {"rows": rows.size, "plugin": plugin, "bias": bias, "boot": boot, "distortion": distortion}
+    part = {"rows": rows.size, **joint, "distortion": distortion}
+    if by_column:
+        part["columns"] = by_column
+    return part
 
 
 def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,

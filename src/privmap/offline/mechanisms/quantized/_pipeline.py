@@ -22,7 +22,11 @@ refuses them). Feature domains come from ``QuantizedOptions.declared`` completed
 
 The metrics written into the payload are recomputed from the compressed integer
 table (DESIGN invariant 1); the solver's own figures are kept beside them so the
-change is visible.
+change is visible. With several private columns (the rows' ``dataset.columns``) the table
+protects their joint attribute, and each column's in-sample ``leakage_bits[COL]`` and
+``leakage_before_bits[COL]`` are computed from its marginal prior p(a_i, c) and the same integer
+table (:func:`privmap.offline._joint.column_figures`); the cross-fitted ones come with the
+estimate (:mod:`._holdout`).
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from threadpoolctl import threadpool_limits
 
 from ..._errors import SolverError
 from ..._information import max_output_leakage_bits, mutual_information_bits
+from ..._joint import column_figures
 from ..._mismatch import mismatch_bound
 from ...data import Dataset
 from ...solvers import (
@@ -301,6 +306,9 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
     }
     if math.isfinite(solved.gap_bits):
         metrics["solver_gap_bits"] = solved.gap_bits
+    columns = getattr(rows.dataset, "columns", None)
+    if columns is not None:              # several private columns: what each leaks alone (_joint)
+        metrics.update(column_figures(p_ac, table.probabilities(), columns))
     metrics.update(_output_leakage_metrics(p_ac, table, options.output_limit and options.output_limit.bits))
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
     bound = mismatch_bound(rows.n, len(rows.classes), k_in, float(finite.max()),
