@@ -13,7 +13,8 @@ import click
 from privmap.device import read_bundle_file
 
 from ..commandline import emit, guard, trust_options, trusted_keyring
-from ..mechanisms import robust_line
+from .._joint import by_column, payload_columns
+from ..mechanisms import column_lines, robust_line
 from ._real_kinds import REAL_KINDS
 
 
@@ -120,11 +121,37 @@ def _describe(payload: dict) -> dict:
         "holdout_leakage_bits": metrics.get("holdout_leakage_bits"),
         "holdout_leakage_interval_bits": ([metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]
                                           if "holdout_leakage_low_bits" in metrics else None),
+        **_column_description(payload),
         **_robust_description(payload),
         **({"rating_columns": list(payload["model"]["columns"]),
             "rating_domain": {k: payload["model"][k] for k in ("min", "max", "integer", "missing_token")}}
            if payload.get("model") is not None else {}),
     }
+
+
+def _column_description(payload: dict) -> dict:
+    """What each private column leaks alone: ``private_columns`` (their names), and
+    ``leakage_bits_by_column``, ``holdout_leakage_bits_by_column`` (and the interval's
+    ``holdout_leakage_interval_bits_by_column``), column name -> bits. A joint bundle declares
+    them per column (``leakage_bits[COL]``, docs/bundle-format.md); a one-column bundle's one
+    column is its private attribute, so its figures are the bundle's own (None where the bundle
+    has none, as the cross-fitted one without folds)."""
+    metrics = payload["metrics"]
+    columns = payload_columns(payload)
+    if columns is None:
+        name = payload["private"]["name"]
+        held = metrics.get("holdout_leakage_bits")
+        return {"private_columns": [name], "leakage_bits_by_column": {name: metrics["leakage_bits"]},
+                "holdout_leakage_bits_by_column": None if held is None else {name: held},
+                "holdout_leakage_interval_bits_by_column": (
+                    {name: [metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]}
+                    if "holdout_leakage_low_bits" in metrics else None)}
+    low = by_column(metrics, "holdout_leakage_low_bits", columns.names) or {}
+    high = by_column(metrics, "holdout_leakage_high_bits", columns.names) or {}
+    return {"private_columns": list(columns.names),
+            "leakage_bits_by_column": by_column(metrics, "leakage_bits", columns.names),
+            "holdout_leakage_bits_by_column": by_column(metrics, "holdout_leakage_bits", columns.names),
+            "holdout_leakage_interval_bits_by_column": {c: [low[c], high[c]] for c in low if c in high} or None}
 
 
 def _describe_categorical(payload: dict) -> dict:
@@ -206,3 +233,5 @@ def _print_description(info: dict) -> None:
         low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
         click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "
                    f"[{low:.6f}, {high:.6f}]")
+    if len(info.get("private_columns") or ()) > 1:
+        click.echo(column_lines(info["metrics"], info["private_columns"]))

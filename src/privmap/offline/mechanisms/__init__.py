@@ -28,7 +28,7 @@ from .funnel import FunnelOptions
 from .gaussian import GaussianOptions
 from .max_correlation import MaxCorrelationOptions
 from .nullspace import NullspaceOptions
-from ._seed000_command import exact_command, quantized_command, robust_line
+from ._seed000_command import column_lines, exact_command, quantized_command, robust_line
 from ._views import VIEWS, view_of
 from .exact import ExactOptions
 from .quantized import (
@@ -46,4 +46,4 @@ from .recommender import RecommenderOptions
 __all__ = ["Result", "VIEWS", "view_of", "QuantizedOptions", "ExactOptions", "RecommenderOptions", "CrossFitting",
            "RobustCertificate", "OutputLimit", "Auto", "Build", "MISSING_POLICIES", "DEFAULT_MISSING",
            "HeaderOptions", "FunnelOptions", "MaxCorrelationOptions", "GaussianOptions", "NullspaceOptions",
-           "quantized_command", "exact_command", "robust_line"]
+           "quantized_command", "exact_command", "robust_line", "column_lines"]

@@ -25,6 +25,7 @@ from privmap.device.constants import MAX_RANK
 from .._errors import BuildError
 from .._files import atomic_write
 from .._information import max_output_leakage_bits
+from .._joint import COLUMN_FIGURES, by_column, column_key, payload_columns, split_private
 from ..commandline import (
     BUNDLE_SECTION,
     AutoOr,
@@ -53,12 +54,13 @@ from .quantized import (
     format_candidates,
 )
 
-__all__ = ["quantized_command", "exact_command", "seed000_options", "run", "report", "robust_line", "SECTIONS"]
+__all__ = ["quantized_command", "exact_command", "seed000_options", "run", "report", "robust_line", "column_lines",
+           "private_columns", "parse_target_leakage", "SECTIONS"]
 
 #: ``privmap build --help``: its options by section, one line each (``--help-all`` gives the full help).
 SECTIONS = (
     Section("Data", (
-        ("private", "Private attribute column."),
+        ("private", "Private column, or COL1,COL2: their joint."),
         ("public", "Public columns, comma-separated (default: others)."),
         ("domains", "Declared domain, all columns or COL (repeatable)."),
         ("schema_file", "Column types, domains, missing tokens (JSON)."),
@@ -87,7 +89,7 @@ SECTIONS = (
     )),
     Section("Guarantees", (
         ("holdout_folds", "Folds of the new-user estimate (default: 5)."),
-        ("target_leakage", "auto: new-user leakage in bits to stay under."),
+        ("target_leakage", "auto: new-user leakage BITS (or COL=BITS)."),
         ("target_auc", "auto: held-out attacker AUC to stay under."),
         ("robust", "Certify the leakage over a set of priors."),
         ("max_output_leakage", "Limit every output's leakage to EPS bits."),
@@ -105,7 +107,10 @@ _BRIEF = (
 #: The options of a seed-000 build besides the bundle's (``commandline.bundle_options`` and the header's).
 _DECORATORS = [
     click.argument("data", metavar="DATA", type=click.Path(path_type=pathlib.Path)),
-    click.option("--private", "private", metavar="COL", help="Private attribute column."),
+    click.option("--private", "private", metavar="COL",
+                 help="Private attribute column; several, comma-separated, are protected as their joint attribute "
+                      "(each tuple of their values one class), and the bundle declares the leakage of the joint and "
+                      "of each column alone."),
     click.option("--public", "public", type=Columns(), metavar="COLS",
                  help="Comma-separated public columns (default: all others)."),
     click.option(
@@ -153,9 +158,11 @@ _DECORATORS = [
                  help="How p(a, c) is estimated: counts per cluster, or a logistic regression's cross-fitted "
                       "posteriors summed per cluster (steadier with few users per cluster; lets --clusters auto "
                       "try more clusters) [default: posteriors with --utility recommender, else counts]."),
-    click.option("--target-leakage", type=click.FloatRange(min=0), default=None, metavar="BITS",
+    click.option("--target-leakage", "target_leakage", multiple=True, metavar="BITS",
                  help="With 'auto': the new-user (cross-fitted) leakage to stay under; the least held-out distortion "
-                      "within it wins, and the bundle declares that very figure [default: 0.01 x H(A)]."),
+                      "within it wins, and the bundle declares that very figure [default: 0.01 x H(A)]. BITS applies "
+                      "to the (joint) private attribute, COL=BITS to one private column alone; repeatable or "
+                      "comma-separated, every target given is met."),
     click.option("--target-auc", type=click.FloatRange(0.0, 1.0), default=None, metavar="AUC",
                  help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression on simulated "
                       "releases of the held-out rows); combines with --target-leakage."),
@@ -254,6 +261,7 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
            passphrase_file, workers, scheduler, kmeans):
     """The command's body: options, run, report."""
     partitioned = wants_partitioned(data, workers, scheduler)
+    private = private_columns(private, partitioned, public)
     declared = (declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)
                 if (schema_file or domains or missing_token is not None) else None)
     options = seed000_options(
@@ -294,6 +302,7 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
     if not private:
         raise BuildError(f"--mechanism {mechanism} needs --private COL")
+    joint_target, column_targets = parse_target_leakage(target_leakage)
     auto = clusters == "auto" or smoothing == "auto"
     fitting = CrossFitting(folds=holdout_folds) if holdout_folds else None
     certificate = RobustCertificate(confidence=robust) if robust is not None else None
@@ -319,7 +328,8 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         smoothing=None if smoothing == "auto" else smoothing,
         prior=prior or ("posteriors" if utility == "recommender" else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
-        auto=Auto(target_leakage_bits=target_leakage, target_auc=target_auc) if auto else None,
+        auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets)
+        if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
     if utility != "recommender":
         return mapping
@@ -334,7 +344,65 @@ RECOMMENDER_MAPPING = ("--utility recommender maps latent taste with the quantiz
                        "(stars) and blank cells as unrated (--missing mask)")
 
 
-def run(data, options, *, private: str, public) -> tuple:
+def private_columns(private, partitioned: bool, public=None):
+    """``--private``'s value as :func:`privmap.offline.data.load_dataset` takes it: the column name,
+    or the tuple of several (their joint attribute); None when none is given. What the names
+    alone decide is checked here, before any row is read.
+
+    Raises
+    ------
+    BuildError
+        A column named twice, or also among the ``public`` columns; several columns in an
+        out-of-core build (it reads one private column).
+    """
+    if not private:
+        return None
+    names = split_private(private)
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise BuildError(f"--private: column {twice!r} is named twice")
+    both = next((n for n in names if n in (public or ())), None)
+    if both is not None:
+        raise BuildError(f"column {both!r} cannot be both private and public")
+    if len(names) == 1:
+        return names[0]
+    if partitioned:
+        raise BuildError("several private columns (--private COL1,COL2) need the rows in memory (one CSV file); "
+                         "an out-of-core build protects one private column")
+    return names
+
+
+def parse_target_leakage(values) -> tuple[float | None, tuple[tuple[str, float], ...]]:
+    """``--target-leakage`` values (each ``BITS`` or ``COL=BITS``, comma-separated) as the joint's
+    target and the ``(column, bits)`` pairs.
+
+    Raises
+    ------
+    BuildError
+        A value that is not a number of bits >= 0, or two joint targets.
+    """
+    joint, columns = None, []
+    for value in values or ():
+        for item in (v.strip() for v in str(value).split(",")):
+            if not item:
+                continue
+            column, _, text = item.rpartition("=")
+            try:
+                bits = float(text)
+            except ValueError:
+                raise BuildError(f"--target-leakage {item!r}: expected BITS or COL=BITS") from None
+            if not (math.isfinite(bits) and bits >= 0):
+                raise BuildError(f"--target-leakage {item!r}: bits must be a finite number >= 0")
+            if column.strip():
+                columns.append((column.strip(), bits))
+            elif joint is not None:
+                raise BuildError("--target-leakage: the joint's target is given twice")
+            else:
+                joint = bits
+    return joint, tuple(columns)
+
+
+def run(data, options, *, private, public) -> tuple:
     """Read DATA's rows (timed as the stage ``load``) and build them in memory with the mechanism
     of ``options``, its progress drawn on stderr: the
     :class:`~privmap.offline.mechanisms.Result` and the :class:`StageTimer` that timed it. Raises
@@ -391,7 +459,13 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     summary["max_output_leakage_bits"] = (metrics["max_output_leakage_bits"] if "max_output_leakage_bits" in metrics
                                           else max_output_leakage_bits(built.p_ac, built.table.probabilities()))
     summary.update({k: v for k, v in metrics.items()
-                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_"))})
+                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_"))
+                    and "[" not in k})
+    columns = payload_columns(result.payload)
+    if columns is not None:          # several private columns: each one's figures, by name
+        summary["private_columns"] = list(columns.names)
+        summary.update({f"{figure}_by_column": found for figure in COLUMN_FIGURES
+                        if (found := by_column(metrics, figure, columns.names)) is not None})
     summary["utility"] = utility
     if built.choice is not None:
         click.echo(format_candidates(built.choice), err=True)
@@ -432,6 +506,23 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
                    f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
                    f"{metrics['holdout_leakage_high_bits']:.6f}] (in-sample {metrics['leakage_bits']:.6f}), "
                    f"distortion {metrics['holdout_distortion']:.4f}")
+    if columns is not None:
+        click.echo(column_lines(metrics, columns.names))
+
+
+def column_lines(metrics: dict, names) -> str:
+    """Each private column's leakage alone, one line each (a joint bundle's build report and
+    ``privmap inspect``): in-sample, before the mapping, and cross-fitted with its interval."""
+    lines = []
+    for name in names:
+        figure = {f: metrics.get(column_key(f, name)) for f in COLUMN_FIGURES}
+        line = (f"  column {name!r} alone: I(A_i;C^) {figure['leakage_bits']:.6f} bits (before the mapping "
+                f"{figure['leakage_before_bits']:.6f})")
+        if figure["holdout_leakage_bits"] is not None:
+            line += (f", new users {figure['holdout_leakage_bits']:.6f} [{figure['holdout_leakage_low_bits']:.6f}, "
+                     f"{figure['holdout_leakage_high_bits']:.6f}]")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def robust_line(figures: dict) -> str:

@@ -30,8 +30,11 @@ entropy of the private attribute in the data (what releasing it outright would l
 cross-fitted ``holdout_leakage_bits`` as the bundle declares it (rounded to the payload's
 significant digits, :func:`declared_bits`), and AUC; the build of the chosen candidate writes
 that very estimate into the bundle (:attr:`Choice.holdout`), so the declared new-user figure
-meets it. If no candidate meets the target, the one of least
-cross-fitted leakage is chosen and flagged (``meets_target`` false everywhere).
+meets it. With several private columns, ``--target-leakage COL=BITS`` adds a target on one
+column's cross-fitted ``holdout_leakage_bits[COL]`` (:attr:`Auto.column_targets`); a candidate
+meets the targets when it meets every one given (the joint's, each column's, the AUC). If no
+candidate meets the target, the one of least cross-fitted leakage is chosen and flagged
+(``meets_target`` false everywhere).
 
 The budget (``delta`` or ``delta_fraction``) is the build's own for every
 candidate, unless the build gives none: then the budget is searched too, each K with
@@ -80,7 +83,9 @@ class Choice:
     ``candidates`` holds one dict per candidate: ``clusters`` (K asked for), ``smoothing``,
     ``holdout_leakage_bits``, ``holdout_leakage_high_bits``, ``holdout_distortion``,
     ``holdout_attacker_auc``, ``meets_target`` and ``chosen`` (bools), or ``error`` when that
-    candidate could not be built. ``target_leakage_bits`` is the leakage target applied
+    candidate could not be built; with several private columns also
+    ``holdout_leakage_bits_by_column`` (column -> bits). ``column_targets`` maps each column given
+    a target to its bits. ``target_leakage_bits`` is the leakage target applied
     (given, or the default's value); ``target_source`` says which ("given" or "default").
     ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is,
     and ``solved`` its build on all the rows when the search made one (None otherwise), which the
@@ -101,6 +106,7 @@ class Choice:
     holdout: HoldoutLeakage | None = None
     solved: Solved | None = None
     min_users_per_cluster: int = MIN_USERS_PER_CLUSTER
+    column_targets: dict = field(default_factory=dict)
     fold_costs: tuple = field(default=(), compare=False)
     candidate_costs: tuple = field(default=(), compare=False)
 
@@ -120,6 +126,7 @@ class Choice:
                 **({"delta_fraction": self.delta_fraction} if self.delta_fraction is not None else {}),
                 "target_leakage_bits": self.target_leakage_bits, "target_auc": self.target_auc,
                 "target_source": self.target_source, "min_users_per_cluster": self.min_users_per_cluster,
+                **({"target_leakage_bits_by_column": dict(self.column_targets)} if self.column_targets else {}),
                 "candidates": self.candidates}
 
 
@@ -202,6 +209,9 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         delta_fractions = CANDIDATE_DELTA_FRACTIONS
     if options.auto is not None and target_leakage_bits is None and target_auc is None:
         target_leakage_bits, target_auc = options.auto.target_leakage_bits, options.auto.target_auc
+    column_targets = _column_targets(dataset, options)
+    if column_targets is None:            # one private column, named: its target is the joint's
+        column_targets, target_leakage_bits = {}, _single_column_target(dataset, options, target_leakage_bits)
     distinct = np.unique(dataset.public, axis=0).shape[0]
     ks = (sorted({int(k) for k in clusters if 1 <= k <= distinct}) if clusters
           else candidate_clusters(dataset.n, distinct, folds, min_users_for(options))) or [distinct]
@@ -224,7 +234,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         InMemoryRows(dataset), candidates, attacker=True, jobs=jobs, builds=starts,
         progress=None if progress is None else (lambda done, total: progress(made + done, tasks)))
     estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
-    source = "given" if target_leakage_bits is not None or target_auc is not None else "default"
+    source = "given" if target_leakage_bits is not None or target_auc is not None or column_targets else "default"
     if source == "default":
         target_leakage_bits = default_target_bits(dataset)
     rows = []
@@ -235,9 +245,13 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         else:
             row.update(holdout_leakage_bits=est.leakage_bits, holdout_leakage_high_bits=est.high_bits,
                        holdout_distortion=est.distortion, holdout_attacker_auc=est.attacker_auc)
+            by_column = est.column_bits()
+            if by_column:
+                row["holdout_leakage_bits_by_column"] = by_column
             row["meets_target"] = bool(
                 (target_leakage_bits is None or declared_bits(est.leakage_bits) <= target_leakage_bits)
-                and (target_auc is None or est.attacker_auc <= target_auc))
+                and (target_auc is None or est.attacker_auc <= target_auc)
+                and all(declared_bits(by_column[c]) <= bits for c, bits in column_targets.items()))
         rows.append(row)
     ok = [r for r in rows if "error" not in r]
     if not ok:
@@ -255,12 +269,52 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"),
                   min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimates[chosen],
+                  column_targets=column_targets,
                   solved=builds[chosen] if isinstance(builds[chosen], Solved) else None,
                   fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
                   candidate_costs=tuple(
                       {"clusters": k, "smoothing": s,
                        "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)}
                       for (k, s), e in zip(pairs, estimates) if isinstance(e, HoldoutLeakage)))
+
+
+def _column_targets(dataset: Dataset, options: QuantizedOptions) -> dict | None:
+    """The per-column leakage targets of ``options.auto`` as ``{column: bits}`` (empty without
+    any), checked against the dataset's private columns; None when the dataset has one private
+    column (:func:`_single_column_target` reads them then).
+
+    Raises
+    ------
+    BuildError
+        A target naming a column that is not one of the private columns.
+    """
+    targets = dict(options.auto.column_targets) if options.auto is not None else {}
+    columns = dataset.columns
+    if columns is None:
+        return None
+    unknown = [c for c in targets if c not in columns.names]
+    if unknown:
+        raise BuildError(f"--target-leakage {unknown[0]}=...: {unknown[0]!r} is not a private column "
+                         f"(private columns: {', '.join(columns.names)})")
+    return targets
+
+
+def _single_column_target(dataset: Dataset, options: QuantizedOptions, joint: float | None) -> float | None:
+    """With one private column, a target named for it is the joint's (the attribute is that
+    column); the tighter one where both are given.
+
+    Raises
+    ------
+    BuildError
+        A target naming another column than the private one.
+    """
+    targets = dict(options.auto.column_targets) if options.auto is not None else {}
+    for column, bits in targets.items():
+        if column != dataset.private_name:
+            raise BuildError(f"--target-leakage {column}=...: {column!r} is not the private column "
+                             f"({dataset.private_name!r})")
+        joint = bits if joint is None else min(joint, bits)
+    return joint
 
 
 def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
@@ -286,11 +340,15 @@ def format_candidates(choice: Choice) -> str:
             continue
         lines.append(f"{head} {r['holdout_leakage_bits']:>17.5f} "
                      f"{r['holdout_leakage_high_bits']:>9.5f} {r['holdout_distortion']:>12.4f} "
-                     f"{r['holdout_attacker_auc']:>11.4f}" + ("" if r["meets_target"] else "  above target"))
+                     f"{r['holdout_attacker_auc']:>11.4f}"
+                     + "".join(f"  {c} {b:.5f}" for c, b in r.get("holdout_leakage_bits_by_column", {}).items())
+                     + ("" if r["meets_target"] else "  above target"))
     goal = []
     if choice.target_leakage_bits is not None:
         goal.append(f"held-out leakage <= {choice.target_leakage_bits:.5f} bits"
                     + (f" (default: {DEFAULT_TARGET_FRACTION:g} x H(A))" if choice.target_source == "default" else ""))
+    for column, bits in choice.column_targets.items():
+        goal.append(f"held-out leakage of {column} <= {bits:.5f} bits")
     if choice.target_auc is not None:
         goal.append(f"held-out attacker AUC <= {choice.target_auc:.4f}")
     met = any(r.get("meets_target") for r in choice.candidates)

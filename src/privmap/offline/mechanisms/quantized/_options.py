@@ -9,6 +9,7 @@ against a target a new user's leakage (or an attacker's AUC) must stay under.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -32,23 +33,39 @@ class Auto:
     """Choose what the options leave unset (``clusters``, ``smoothing``, and with ``clusters``
     the budget fraction) by the cross-fitted leakage: of the candidates, the least held-out
     distortion whose new-user leakage stays under ``target_leakage_bits`` and whose out-of-sample
-    attacker ROC AUC stays under ``target_auc`` (:mod:`._autotune`). Without either target, 1 % of
-    H(A) is the leakage target.
+    attacker ROC AUC stays under ``target_auc`` (:mod:`._autotune`). ``column_targets`` holds
+    ``(column, bits)`` pairs: with several private columns, the new-user leakage of that column
+    alone must stay under its bits too (``--target-leakage COL=BITS``; every named target is met).
+    Without any target, 1 % of H(A) is the leakage target.
 
     Raises
     ------
     BuildError
-        At construction, a negative leakage target or an AUC target outside [0, 1].
+        At construction, a negative or non-finite leakage target, an AUC target outside [0, 1], or
+        a column given two targets.
     """
 
     target_leakage_bits: float | None = None
     target_auc: float | None = None
+    column_targets: tuple[tuple[str, float], ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.target_leakage_bits is not None and not self.target_leakage_bits >= 0:
             raise BuildError(f"the leakage target must be >= 0 bits, got {self.target_leakage_bits}")
         if self.target_auc is not None and not 0.0 <= self.target_auc <= 1.0:
             raise BuildError(f"the AUC target must lie in [0, 1], got {self.target_auc}")
+        seen: set[str] = set()
+        for column, bits in self.column_targets:
+            if not (isinstance(bits, (int, float)) and math.isfinite(bits) and bits >= 0):
+                raise BuildError(f"the leakage target of column {column!r} must be a finite number >= 0 bits, got {bits}")
+            if column in seen:
+                raise BuildError(f"column {column!r} is given two leakage targets")
+            seen.add(column)
+
+    @property
+    def given(self) -> bool:
+        """Whether any target was given (else the default applies)."""
+        return self.target_leakage_bits is not None or self.target_auc is not None or bool(self.column_targets)
 
 
 @dataclass(frozen=True, kw_only=True)
