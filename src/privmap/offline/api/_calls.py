@@ -12,6 +12,7 @@ import dataclasses
 import math
 import pathlib
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from .._errors import BuildError
 from .._files import atomic_write
@@ -85,7 +86,7 @@ def _private_key(key, passphrase):
     return load_private_key(pathlib.Path(key), password=passphrase)
 
 
-def build_quantized(data, *, private: str, columns=None, public=None, key=None, passphrase: bytes | None = None,
+def build_quantized(data, *, private: str | Sequence[str], columns=None, public=None, key=None, passphrase: bytes | None = None,
                     out=None, domains=(), **options) -> BuildResult:
     """Build a quantized bundle (``privmap build``) from labelled rows.
 
@@ -93,8 +94,10 @@ def build_quantized(data, *, private: str, columns=None, public=None, key=None, 
     ----------
     data : path, pandas.DataFrame or 2-D NumPy array
         Labelled rows: the private column and the public ones (a NumPy array needs ``columns``).
-    private : str
-        The private column.
+    private : str or sequence of str
+        The private column, or (a list or tuple of two or more) the private columns protected as
+        their joint attribute: the bundle declares the joint's leakage and each column's
+        (``leakage_bits[COL]``, ``holdout_leakage_bits[COL]``; docs/bundle-format.md).
     public : str or sequence of str, optional
         The public columns (a string: comma-separated); default every other column.
     key : path or Ed25519PrivateKey, optional
@@ -119,7 +122,7 @@ def build_quantized(data, *, private: str, columns=None, public=None, key=None, 
     return _built(data, columns, private, public, False, quantized.build, built_options, key, passphrase, out)
 
 
-def build_exact(data, *, private: str, columns=None, public=None, key=None, passphrase: bytes | None = None,
+def build_exact(data, *, private: str | Sequence[str], columns=None, public=None, key=None, passphrase: bytes | None = None,
                 out=None, **options) -> BuildResult:
     """Build an exact bundle (``privmap build --mechanism exact``) from labelled categorical rows.
 
@@ -194,7 +197,7 @@ def _payload(bundle, trusted) -> tuple[dict, bool]:
     return read_unverified(data)[0], True
 
 
-def evaluate(bundle, data, *, private: str, columns=None, trusted=None, seed: int = 0, test_fraction: float = 0.3,
+def evaluate(bundle, data, *, private: str | Sequence[str], columns=None, trusted=None, seed: int = 0, test_fraction: float = 0.3,
              permutations: int = 20, attacker: bool = True) -> Evaluation:
     """Measure a quantized or exact ``bundle`` (a path, bytes, or a build's :class:`Result`) on
     labelled rows ``data`` (a path, a DataFrame, or a NumPy array with ``columns``), as
@@ -244,12 +247,14 @@ class Curve:
                                  baselines=self.baselines, title=title)
 
 
-def curve(data, *, private: str, deltas, clusters=(16,), columns=None, public=None, mechanism: str = "quantized",
+def curve(data, *, private: str | Sequence[str], deltas, clusters=(16,), columns=None, public=None, mechanism: str = "quantized",
           metric: str | None = None, solver: str = "fast", seed: int = 0, attacker: bool = True,
           test_fraction: float = 0.3) -> Curve:
     """Sweep Delta (and K) on labelled rows, as ``privmap curve`` does: for each K the rows are
     quantized (``clusters``; 0 = no quantization; exact: the erasure alphabet), program (19) is
     solved for each Delta in ``deltas`` (in the metric's unit) and the mapping measured on the raw rows.
+    ``private`` may list several columns (their joint attribute; each column's figures are in the
+    points as ``leakage_bits[COL]``, ...).
 
     Raises
     ------
@@ -267,7 +272,7 @@ def curve(data, *, private: str, deltas, clusters=(16,), columns=None, public=No
         ds, _ = Dataset.from_csv(path, private=private, public=cols, categorical=mechanism == "exact").without_all_missing()
     raw = sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                        mechanism=mechanism, metric=metric, seed=seed, solver=solver, attacker=attacker,
-                       test_fraction=test_fraction, private_name=private)
+                       test_fraction=test_fraction, private_name=ds.private_name, columns=ds.columns)
     base = None
     if mechanism == "quantized":
         base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,

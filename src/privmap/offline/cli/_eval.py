@@ -12,6 +12,7 @@ import sys
 import click
 
 from .._errors import BuildError
+from .._joint import split_private
 from ..commandline import data_options, emit, guard, parse_floats, parse_ints
 from ._real_kinds import REAL_KINDS
 
@@ -28,7 +29,8 @@ def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
 @click.command()
 @click.argument("bundle", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 @click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--private", "private", required=True, metavar="COL", help="Private attribute column of DATA.")
+@click.option("--private", "private", required=True, metavar="COL",
+              help="Private attribute column of DATA; a joint bundle's columns, comma-separated.")
 @click.option("--trusted", multiple=True, type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="Verify the bundle with this public key first (otherwise it is read UNVERIFIED).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
@@ -141,7 +143,8 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
 
 @click.command()
 @click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("--private", "private", required=True, metavar="COL", help="Private attribute column.")
+@click.option("--private", "private", required=True, metavar="COL",
+              help="Private column; COL1,COL2: their joint, each column drawn too.")
 @click.option("--public", "public", metavar="COLS", help="Comma-separated public columns (default: all others).")
 @click.option("--deltas", metavar="LIST",
               help="Distortion budgets: '0,0.5,1' or START:STOP:COUNT (e.g. 0:2:9); not for funnel.")
@@ -207,7 +210,8 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
         if mechanism != "quantized":
             raise BuildError("--domain and --missing-token apply to the quantized mechanism's numeric columns")
         declared = declare(domains=domains, missing_token=missing_token)
-    ds = load_dataset(data, private=private, public=cols, categorical=mechanism == "exact",
+    names = split_private(private)
+    ds = load_dataset(data, private=names, public=cols, categorical=mechanism == "exact",
                       missing_tokens=declared.missing_tokens() if declared else None)
     ds, dropped = ds.without_all_missing()
     domain = None
@@ -220,9 +224,9 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     with click.progressbar(length=n_points, label="curve", file=sys.stderr, show_pos=True) as bar:
         points = sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
-                              attacker=not no_attacker, test_fraction=test_fraction, private_name=private,
+                              attacker=not no_attacker, test_fraction=test_fraction, private_name=ds.private_name,
                               robust=robust, domain=domain, progress=bar.update,
-                              recommender=recommender if mechanism == "quantized" else False)
+                              recommender=recommender if mechanism == "quantized" else False, columns=ds.columns)
     base = None
     if mechanism == "quantized":
         from ..evaluation import baselines, format_quantization_alone
@@ -235,9 +239,11 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     if have_matplotlib():
         png = png or pathlib.Path(f"{stem}_curve.png")
         png_written = plot_curve(points, png, auc=not no_attacker, baselines=base,
-                                        title=title or f"{stem}: {private} vs {', '.join(ds.features)[:60]}")
+                                 title=title or f"{stem}: {' x '.join(names)} vs {', '.join(ds.features)[:60]}",
+                                 columns=ds.columns.names if ds.columns is not None else ())
     if as_json:
         emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,
+              **({"private_columns": list(ds.columns.names)} if ds.columns is not None else {}),
                "classes": list(ds.classes), "rows": ds.n, "csv": str(csv_path), "png": png_written,
                "robust_confidence": robust,
                "points": json_points(points), "baselines": base})

@@ -24,10 +24,21 @@ from ._baselines import (
     rr_channel,
 )
 from ._bundle_report import declared, evaluate_table_bundle, format_declared, format_table_report, load_for
-from ._curve import CSV_COLUMNS, RECOMMENDER_COLUMNS, build_problem, format_table, json_points, sweep, write_csv
+from ._curve import (
+    COLUMN_POINT_FIGURES,
+    CSV_COLUMNS,
+    RECOMMENDER_COLUMNS,
+    build_problem,
+    format_table,
+    json_points,
+    point_columns,
+    sweep,
+    write_csv,
+)
 
 __all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared",
            "sweep", "build_problem", "format_table", "write_csv", "json_points", "CSV_COLUMNS", "RECOMMENDER_COLUMNS",
+           "COLUMN_POINT_FIGURES", "point_columns",
            "baselines", "bundle_baselines", "format_baselines", "format_quantization_alone", "DEFAULT_EPSILONS",
            "constant_release", "randomized_response", "quantization_alone", "rr_channel", "oue_channel",
            "channel_release", "ldp_epsilon_bound_bits", "per_output_leakage"]

@@ -3,16 +3,20 @@ and what the notebook API returns (:func:`privmap.offline.api.evaluate`).
 
 :func:`evaluate_table_bundle` loads the rows with the bundle's features (a numeric feature's
 missing token read as a missing answer, as the device does; private codes in the bundle's class
-order), measures leakage, distortion and the attackers (:func:`privmap.offline.mechanisms.quantized.evaluate_view`), the baselines a bundle
-must beat (:mod:`._baselines`), and puts the bundle's own declared leakages beside them.
+order), measures leakage, distortion and the attackers
+(:func:`privmap.offline.mechanisms.quantized.evaluate_view`; for a joint bundle, each private column
+alone too), the baselines a bundle must beat (:mod:`._baselines`), and puts the bundle's own
+declared leakages beside them (each column's, and the per-output epsilon of each class).
 """
 from __future__ import annotations
 
 import pathlib
+from typing import Sequence
 
 from .._errors import BuildError
 from .._listing import name_some
-from ..bundle import payload_output_leakage
+from .._joint import COLUMN_FIGURES, by_column, marginal_prior, payload_columns, split_private
+from ..bundle import payload_output_leakage, payload_table
 from ..data import load_dataset
 from ..measures import drift_check, format_drift
 from ..mechanisms import view_of
@@ -22,7 +26,7 @@ from ._baselines import bundle_baselines, format_baselines
 __all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared"]
 
 
-def evaluate_table_bundle(payload: dict, data, private: str, *, seed: int = 0, test_fraction: float = 0.3,
+def evaluate_table_bundle(payload: dict, data, private: str | Sequence[str], *, seed: int = 0, test_fraction: float = 0.3,
                           permutations: int = 20, attacker: bool = True, recommender: bool | None = None) -> dict:
     """The evaluation of a quantized or exact ``payload`` on the labelled CSV ``data`` (a path).
 
@@ -82,11 +86,48 @@ def declared(payload: dict) -> dict:
     (``max_output_leakage_note``)."""
     metrics = payload["metrics"]
     epsilon, note = payload_output_leakage(payload)
-    return {**{key: metrics.get(key) for key in (
+    out = {**{key: metrics.get(key) for key in (
         "leakage_bits", "holdout_leakage_bits", "holdout_leakage_low_bits", "holdout_leakage_high_bits",
         "mismatch_leakage_bound_bits", "mismatch_bound_vacuous", "robust_leakage_bits", "robust_confidence",
         "robust_max_output_leakage_bits")},
-        "max_output_leakage_bits": epsilon, "max_output_leakage_note": note}
+        "max_output_leakage_bits": epsilon, "max_output_leakage_note": note,
+        **_epsilon_by_class(payload)}
+    columns = payload_columns(payload)
+    if columns is not None:
+        out["private_columns"] = list(columns.names)
+        out.update({f"{figure}_by_column": by_column(metrics, figure, columns.names) for figure in COLUMN_FIGURES})
+    return out
+
+
+def _epsilon_by_class(payload: dict) -> dict:
+    """The per-output epsilon of each class on the bundle's prior, max over outputs of positive
+    mass of |log2 p(a | c^) - log2 p(a)| in bits (None where an output rules the class out), as
+    ``max_output_leakage_by_class_bits`` (class -> bits); with several private columns also each
+    column's (its marginal prior), ``max_output_leakage_by_column_bits``. Empty without a prior."""
+    if payload.get("prior") is None or payload.get("table") is None:
+        return {}
+    import numpy as np
+
+    from .._information import output_posterior_ratios
+
+    q = payload_table(payload)
+    p_ac = np.asarray(payload["prior"], dtype=float)
+    p_ac = p_ac / p_ac.sum()
+
+    def worst(prior) -> list:
+        ratios, _ = output_posterior_ratios(prior, q)
+        by_class = np.abs(ratios).max(axis=1) if ratios.size else np.zeros(prior.shape[0])
+        return [float(e) if np.isfinite(e) else None for e in by_class]
+
+    out: dict = {"max_output_leakage_by_class_bits": dict(zip(payload["private"]["classes"], worst(p_ac)))}
+    columns = payload_columns(payload)
+    if columns is not None:
+        out["max_output_leakage_by_column_bits"] = {}
+        for i, name in enumerate(columns.names):
+            each = worst(marginal_prior(p_ac, columns, i))
+            finite = [e for e in each if e is not None]
+            out["max_output_leakage_by_column_bits"][name] = max(finite) if len(finite) == len(each) else None
+    return out
 
 
 def format_declared(declared: dict) -> str:
@@ -102,12 +143,33 @@ def format_declared(declared: dict) -> str:
         epsilon = declared["max_output_leakage_bits"]
         line += ("; per-output epsilon " + (f"{epsilon:.6f} bits" if epsilon is not None else "-")
                  + f" ({declared['max_output_leakage_note']})")
-    return line
+    lines = [line]
+    by_class = declared.get("max_output_leakage_by_class_bits")
+    if by_class:
+        lines.append("  per-output epsilon by class (bundle's prior): " + ", ".join(
+            f"{c} {'-' if e is None else format(e, '.4f')}" for c, e in by_class.items()))
+    for name in declared.get("private_columns", ()):
+        figure = {f: (declared.get(f"{f}_by_column") or {}).get(name) for f in COLUMN_FIGURES}
+        epsilon = (declared.get("max_output_leakage_by_column_bits") or {}).get(name)
+        text = f"  column {name!r} alone: in-sample {figure['leakage_bits']:.6f} bits"
+        if figure["holdout_leakage_bits"] is not None:
+            text += (f", new users {figure['holdout_leakage_bits']:.6f} "
+                     f"[{figure['holdout_leakage_low_bits']:.6f}, {figure['holdout_leakage_high_bits']:.6f}]")
+        lines.append(text + ", per-output epsilon " + ("-" if epsilon is None else f"{epsilon:.4f}") + " bits")
+    return "\n".join(lines)
 
 
-def load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool):
+def load_for(data: pathlib.Path, private, payload: dict, categorical: bool):
     """Load DATA with the bundle's features (each numeric one's missing token read as a missing
-    answer, as the device does), private codes in the bundle's class order."""
+    answer, as the device does), private codes in the bundle's class order. ``private`` is the
+    private column, or several (a sequence, or comma-separated text) for a joint bundle: they
+    must be the bundle's own private columns, in its order.
+
+    Raises
+    ------
+    BuildError
+        As :func:`privmap.offline.data.load_dataset`; private values the bundle does not know;
+        private columns other than the bundle's."""
     import numpy as np
 
     model = payload.get("model")
@@ -118,11 +180,20 @@ def load_for(data: pathlib.Path, private: str, payload: dict, categorical: bool)
         features = [f["name"] for f in payload["features"]]
         tokens = {f["name"]: f["missing_token"] for f in payload["features"] if f.get("missing_token")}
     classes = payload["private"]["classes"]
-    ds = load_dataset(data, private=private, public=features, categorical=categorical, missing_tokens=tokens)
+    columns = payload_columns(payload)
+    whole = isinstance(private, str) and columns is None and private == payload["private"]["name"]
+    names = (private,) if whole else split_private(private)
+    if columns is not None and names != columns.names:
+        raise BuildError(f"the bundle protects the private columns {', '.join(columns.names)} together: give "
+                         f"--private {','.join(columns.names)}")
+    if columns is None and len(names) > 1:
+        raise BuildError(f"the bundle protects one private column ({payload['private']['name']!r}), not "
+                         f"{', '.join(names)} together")
+    ds = load_dataset(data, private=names, public=features, categorical=categorical, missing_tokens=tokens)
     order = {c: i for i, c in enumerate(classes)}
     unknown = [c for c in ds.classes if c not in order]
     if unknown:
-        raise BuildError(f"{data}: private value(s) {name_some(unknown)} of column {name_some([private])} "
+        raise BuildError(f"{data}: private value(s) {name_some(unknown)} of column {name_some([ds.private_name])} "
                          f"are not among the bundle's classes {name_some(classes)}")
     codes = np.array([order[c] for c in ds.classes], dtype=np.int64)[ds.private]
     return ds, codes

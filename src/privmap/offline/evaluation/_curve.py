@@ -6,7 +6,9 @@ erasure mechanism, turned into the erasure instance; then program (19) is solved
 for each Delta and the solved table is measured on the same data with
 :func:`privmap.offline.mechanisms.quantized.evaluate_view` (leakage, distortion on the raw
 rows, MAP and logistic-regression attackers; with ``recommender``, the service's recommender
-figures of :func:`privmap.offline.measures.recommender_utility`).
+figures of :func:`privmap.offline.measures.recommender_utility`). With several private columns
+(``columns``, their joint attribute protected) each point also carries each column's figures
+alone, under the keys of :data:`COLUMN_POINT_FIGURES` suffixed ``[COL]``.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from .._errors import BuildError, InfeasibleError
 from .._information import max_output_leakage_bits
+from .._joint import PrivateColumns, column_key
 from ..data import joint_prior, observed_domain, pairwise, quantize
 from ..mechanisms.quantized import (
     erasure_problem,
@@ -43,6 +46,21 @@ CSV_COLUMNS = ("k", "clusters", "delta", "leakage_bits", "leakage_bias_bits", "d
                "quantization_mean", "r", "distortion_bound", "map_accuracy", "lr_accuracy",
                "lr_balanced_accuracy", "lr_auc", "majority", "solver", "gap_bits", "status", "codebook",
                "robust_leakage_bits", "max_output_leakage_bits") + RECOMMENDER_COLUMNS
+
+
+#: Each private column's figures at a point of a joint sweep (keys ``FIGURE[COL]``): its leakage
+#: I(A_i; C^), the MAP attacker's accuracy, the majority-class rate and the logistic-regression
+#: attacker's accuracy and ROC AUC (one-vs-rest macro for a column of more than two values).
+COLUMN_POINT_FIGURES = ("leakage_bits", "map_accuracy", "majority", "lr_accuracy", "lr_auc")
+
+
+def point_columns(points: Sequence[dict]) -> tuple[str, ...]:
+    """:data:`CSV_COLUMNS`, then the per-column keys (``FIGURE[COL]``) the points carry, in the
+    order of their first appearance."""
+    extra: dict[str, None] = {}
+    for p in points:
+        extra.update(dict.fromkeys(k for k in p if "[" in k and k not in extra))
+    return CSV_COLUMNS + tuple(extra)
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,8 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
           seed: int = 0, solver: str = "fast", attacker: bool = True, test_fraction: float = 0.3,
           permutations: int = 5, private_name: str = "private", codebook: bool = True,
           robust: float | None = None, domain: tuple | None = None,
-          progress: Callable[[int], None] | None = None, recommender: bool | None = False) -> list[dict]:
+          progress: Callable[[int], None] | None = None, recommender: bool | None = False,
+          columns: PrivateColumns | None = None) -> list[dict]:
     """Solve and measure program (19) for every (K, Delta).
 
     Returns one dict per point with the keys of :data:`CSV_COLUMNS` (``status``
@@ -124,6 +143,9 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     ``recommender`` (True, False, or None = when the rows have blank cells; as
     :func:`privmap.offline.mechanisms.quantized.evaluate_view` takes it) fills :data:`RECOMMENDER_COLUMNS` on the
     attacker's held-out rows; the true and nothing fits are made once for the sweep.
+    ``columns`` (the private columns of a joint attribute, ``classes`` being their joint values:
+    :attr:`privmap.offline.data.Dataset.columns`) adds each column's figures alone to every point
+    (:data:`COLUMN_POINT_FIGURES`).
     """
     points = []
     n_classes = len(classes)
@@ -146,7 +168,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                 continue
             measure = dict(classes=classes, features=features, private_name=private_name, seed=seed,
                            test_fraction=test_fraction, permutations=permutations, attacker=attacker,
-                           recommender=recommender)
+                           recommender=recommender, columns=columns)
             points.append({**point, **_measure(prob, prob.outputs, res.table, delta, public, private, **measure),
                            "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
                            "robust_leakage_bits": certify(res.table),
@@ -189,10 +211,11 @@ def _codebook_step(prob: Problem, res, public, metric: str, solver: str, domain:
 
 
 def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, features, private_name, seed,
-             test_fraction, permutations, attacker, recommender) -> dict:
-    """One sweep point's figures: the table with these outputs measured on the rows."""
+             test_fraction, permutations, attacker, recommender, columns=None) -> dict:
+    """One sweep point's figures: the table with these outputs measured on the rows (and each
+    private column's alone, with ``columns``)."""
     view = view_from_table(prob.mechanism, prob.metric, prob.inputs, outputs, table, classes, features,
-                           private_name=private_name, delta=delta, prior=prob.p_ac)
+                           private_name=private_name, delta=delta, prior=prob.p_ac, columns=columns)
     s = evaluate_view(view, public, private, seed=seed, test_fraction=test_fraction,
                       permutations=permutations, attacker=attacker,
                       recommender=recommender if prob.mechanism == "quantized" else False).summary
@@ -207,16 +230,32 @@ def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, 
         "lr_balanced_accuracy": after.get("balanced_accuracy", math.nan),
         "lr_auc": after.get("roc_auc", math.nan), "majority": s["majority"], "table": table,
         **{c: (math.nan if service.get(c) is None else service[c]) for c in RECOMMENDER_COLUMNS},
+        **_column_point(s.get("columns", {})),
     }
 
 
+def _column_point(columns: dict) -> dict:
+    """A point's per-column keys (``FIGURE[COL]``, :data:`COLUMN_POINT_FIGURES`) from an evaluation's
+    ``columns`` summary (NaN where the attacker was not run)."""
+    out = {}
+    for name, c in columns.items():
+        after = c.get("attacker", {}).get("after", {})
+        figures = {"leakage_bits": c["leakage_bits"], "map_accuracy": c["map_accuracy_after"],
+                   "majority": c["majority"], "lr_accuracy": after.get("accuracy", math.nan),
+                   "lr_auc": after.get("roc_auc", math.nan)}
+        out.update({column_key(f, name): figures[f] for f in COLUMN_POINT_FIGURES})
+    return out
+
+
 def write_csv(points: Sequence[dict], path) -> None:
-    """Write the sweep's points (columns :data:`CSV_COLUMNS`) to ``path``."""
+    """Write the sweep's points (columns :data:`CSV_COLUMNS`, then any per-column keys:
+    :func:`point_columns`) to ``path``."""
+    header = point_columns(points)
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(CSV_COLUMNS)
+        w.writerow(header)
         for p in points:
-            w.writerow([_fmt(p.get(c)) for c in CSV_COLUMNS])
+            w.writerow([_fmt(p.get(c)) for c in header])
 
 
 def _fmt(x) -> str:
@@ -259,8 +298,9 @@ def format_table(points: Sequence[dict]) -> str:
 
 def json_points(points: Sequence[dict]) -> list[dict]:
     """Points without the solved tables, NaN as None (strict JSON)."""
+    header = point_columns(points)
     out = []
     for p in points:
         out.append({c: (None if isinstance(p.get(c), float) and not math.isfinite(p[c]) else p.get(c))
-                    for c in CSV_COLUMNS})
+                    for c in header})
     return out

@@ -30,13 +30,18 @@ def pyplot():
     return plt
 
 
+#: Markers of the per-column lines of a joint sweep (:func:`plot_curve`'s ``columns``).
+_COLUMN_MARKERS = ("v", "^", "D", "P", "X", "*")
+
+
 def _finite(points, key):
     return [p for p in points if isinstance(p.get(key), (int, float)) and math.isfinite(p[key])]
 
 
 def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion trade-off",
                x: str = "distortion", xlabel: str | None = None, auc: bool = True,
-               reference: dict | None = None, label_fmt: str = "K = {k}", baselines: dict | None = None) -> str:
+               reference: dict | None = None, label_fmt: str = "K = {k}", baselines: dict | None = None,
+               columns: Sequence[str] = ()) -> str:
     """Leakage against distortion, one line per K, with the attacker's ROC AUC on a second axis.
 
     Parameters
@@ -48,6 +53,9 @@ def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion
     baselines : optional, from :func:`privmap.offline.evaluation._baselines.baselines`: the constant
         release drawn at (its distortion, 0 bits), randomized response as triangles on the AUC axis.
         Points with ``codebook`` = 1 are drawn solid, seed 000's mapping (``codebook`` = 0) dotted.
+    columns : names of private columns protected together (a joint sweep): besides the joint's line,
+        each column's leakage alone (the points' ``leakage_bits[COL]``) is one more line per K, in
+        the K's colour with its own marker, dash-dotted.
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -67,6 +75,12 @@ def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion
             label += ", codebook" if codebook else ", seed 000 (no codebook)"
         style = "o-" if codebook or not both else "o:"
         ax.plot([p[x] for p in pts], [p["leakage_bits"] for p in pts], style, color=color, ms=3, label=label)
+        for m, name in enumerate(columns if (codebook or not both) else ()):
+            key = f"leakage_bits[{name}]"
+            own = _finite(pts, key)
+            if own:
+                ax.plot([p[x] for p in own], [p[key] for p in own], "-.", marker=_COLUMN_MARKERS[m % len(_COLUMN_MARKERS)],
+                        color=color, ms=4, alpha=0.8, label=f"{label}: {name} alone")
         robust = _finite(pts, "robust_leakage_bits") if (codebook or not both) else []
         if robust:
             ax.plot([p[x] for p in robust], [p["robust_leakage_bits"] for p in robust], "s--", color=color, ms=3,

@@ -21,6 +21,11 @@ are counted and left out):
   sanitized held-out rows (before: raw rows): accuracy, balanced accuracy, ROC AUC; it chooses
   its regularisation by inner cross-validation (:mod:`privmap.offline._attacker`).
 - Theorem 1 / Proposition 1 prior-mismatch bounds for a prior estimated from n rows.
+- several private columns (a joint bundle, :mod:`privmap.offline._joint`): the figures above are
+  the joint attribute's; ``columns`` gives each column alone: its leakage before and after, the
+  MAP attacker's accuracy against the majority-class rate, and the logistic-regression attacker
+  trained on the same released rows (ROC AUC: one-vs-rest macro for a many-valued column, plain
+  for a binary one).
 - with ``recommender``: utility as the service sees it, on the attacker's held-out rows
   (:mod:`privmap.offline.measures`): a recommender's RMSE on hidden ratings with the true rows, the
   released rows and no row, the value kept, NDCG@10 and recall@10.
@@ -40,6 +45,7 @@ from ..._information import (
     leakage_bits,
     mutual_information_bits,
 )
+from ..._joint import PrivateColumns, marginal_prior, payload_columns
 from ...bundle import payload_table
 from ...data import joint_prior, nearest, pairwise
 from ...measures import (
@@ -95,6 +101,9 @@ class MappingView:
         The bundle's per-feature missing rule ("refuse", "mask", "impute"); empty = mask all.
     fill : tuple, length d, or empty
         The impute value of each "impute" feature (None elsewhere).
+    columns : PrivateColumns or None
+        Several private columns: ``classes`` are their joint values, and this says how each
+        decomposes (:class:`privmap.offline._joint.PrivateColumns`); None for one column.
     """
 
     mechanism: str
@@ -110,6 +119,7 @@ class MappingView:
     categorical: bool | None = None
     missing: tuple[str, ...] = ()
     fill: tuple = ()
+    columns: PrivateColumns | None = None
 
     def __post_init__(self):
         if self.categorical is None:
@@ -175,8 +185,10 @@ class MappingView:
 
 def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Sequence[str],
                     features: Sequence[str], *, private_name: str = "private", delta=None, prior=None,
-                    categorical: bool | None = None, missing=(), fill=()) -> MappingView:
-    """A :class:`MappingView` from arrays (for instance a freshly solved table)."""
+                    categorical: bool | None = None, missing=(), fill=(),
+                    columns: PrivateColumns | None = None) -> MappingView:
+    """A :class:`MappingView` from arrays (for instance a freshly solved table); ``columns`` the
+    private columns of a joint attribute (:class:`MappingView`)."""
     cat = (mechanism == "exact") if categorical is None else bool(categorical)
     q = np.asarray(q.toarray() if hasattr(q, "toarray") else q, dtype=float)
     return MappingView(mechanism=mechanism, metric=metric,
@@ -185,7 +197,7 @@ def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Se
                        q=q, classes=tuple(classes), features=tuple(features), private_name=private_name,
                        delta=None if delta is None else float(delta),
                        prior=None if prior is None else np.asarray(prior, float), categorical=cat,
-                       missing=tuple(missing), fill=tuple(fill))
+                       missing=tuple(missing), fill=tuple(fill), columns=columns)
 
 
 def view_from_payload(payload: dict) -> MappingView:
@@ -211,7 +223,8 @@ def view_from_payload(payload: dict) -> MappingView:
                            private_name=payload["private"]["name"], delta=metrics.get("delta"),
                            prior=payload.get("prior"), categorical=categorical,
                            missing=tuple(f.get("missing", "mask") for f in features) if not categorical else (),
-                           fill=tuple(f.get("fill") for f in features) if not categorical else ())
+                           fill=tuple(f.get("fill") for f in features) if not categorical else (),
+                           columns=payload_columns(payload))
 
 
 def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
@@ -233,7 +246,9 @@ def view_from_bundle(bundle) -> MappingView:
                            bundle.classes, [f.name for f in bundle.features], private_name=bundle.private_name,
                            delta=bundle.metrics.get("delta"), prior=bundle.prior, categorical=categorical,
                            missing=tuple(f.missing for f in bundle.features) if not categorical else (),
-                           fill=tuple(f.fill for f in bundle.features) if not categorical else ())
+                           fill=tuple(f.fill for f in bundle.features) if not categorical else (),
+                           columns=payload_columns({"private": {"name": bundle.private_name,
+                                                                "classes": list(bundle.classes)}}))
 
 
 @dataclass
@@ -402,6 +417,9 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
                                          categorical=view.categorical, seed=seed)
         summary["attacker"] = {"model": "logistic-regression", "train_rows": int(len(train)),
                                "test_rows": int(len(test)), "before": before.as_dict(), "after": after.as_dict()}
+    if view.columns is not None:
+        attacked = (public[train], rel_train, public[test], rel_test, train, test) if attacker else None
+        summary["columns"] = _column_summaries(view, p_ac, private, attacked, seed)
     auto = recommender is None
     if auto:
         recommender = not view.categorical and bool(np.isnan(np.asarray(public, dtype=float)).any())
@@ -416,6 +434,37 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
                 raise
             summary["recommender_note"] = str(exc)
     return Evaluation(summary=summary, attack_before=before, attack_after=after)
+
+
+def _column_summaries(view: MappingView, p_ac: np.ndarray, private: np.ndarray, attacked, seed: int) -> dict:
+    """Each private column alone (a joint view): ``{column: figures}`` with its ``classes``,
+    ``leakage_before_bits`` and ``leakage_bits`` (I(A_i; C), I(A_i; C^) on this data's marginal
+    prior), ``majority`` (the majority-class rate), ``map_accuracy_before`` / ``_after`` (the MAP
+    attacker who knows the mapping and this data's prior), and with ``attacked`` (the joint
+    attacker's raw and released train and test rows, and their indexes) the logistic-regression
+    attacker before and after, trained on the same rows with this column's values as labels."""
+    columns = view.columns
+    assert columns is not None
+    out = {}
+    for i, name in enumerate(columns.names):
+        marginal = marginal_prior(p_ac, columns, i)
+        p_a = marginal.sum(axis=1)
+        figures = {"classes": list(columns.values[i]), "leakage_before_bits": mutual_information_bits(marginal),
+                   "leakage_bits": leakage_bits(marginal, view.q), "majority": float(p_a.max() / p_a.sum()),
+                   "map_accuracy_before": map_accuracy(marginal),
+                   "map_accuracy_after": map_accuracy_after(marginal, view.q)}
+        if attacked is not None:
+            raw_train, rel_train, raw_test, rel_test, train, test = attacked
+            y = columns.column_codes(private, i)
+            k = len(columns.values[i])
+            before = logistic_attack(raw_train, y[train], raw_test, y[test], k, categorical=bool(view.categorical),
+                                     seed=seed)
+            after = logistic_attack(rel_train, y[train], rel_test, y[test], k, categorical=bool(view.categorical),
+                                    seed=seed)
+            figures["attacker"] = {"auc": "plain" if k == 2 else "one-vs-rest macro", "before": before.as_dict(),
+                                   "after": after.as_dict()}
+        out[name] = figures
+    return out
 
 
 def view_release(view: MappingView, rng: np.random.Generator):
@@ -460,6 +509,27 @@ def _c(value) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+def format_columns(s: dict) -> str:
+    """Each private column alone (a joint evaluation's ``columns``), and the joint beside them:
+    leakage, the MAP attacker's accuracy against the majority-class rate, and the
+    logistic-regression attacker on released rows (its accuracy and ROC AUC: one-vs-rest macro
+    for a many-valued column)."""
+    def f(x):
+        return "-" if x is None else ("nan" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}")
+    head = f"{'private attribute':24}{'values':>7}{'leak bits':>10}{'majority':>9}{'MAP acc':>9}{'LR acc':>8}{'LR AUC':>8}"
+    lines = [head]
+    joint_after = s.get("attacker", {}).get("after", {})
+    lines.append(f"{'joint (' + ', '.join(s['columns']) + ')':24}"[:24].ljust(24)
+                 + f"{len(s['classes']):>7}{f(s['leakage_bits']):>10}{f(s['majority']):>9}"
+                 f"{f(s['map_accuracy_after']):>9}{f(joint_after.get('accuracy')):>8}{f(joint_after.get('roc_auc')):>8}")
+    for name, c in s["columns"].items():
+        after = c.get("attacker", {}).get("after", {})
+        lines.append(f"{name[:24]:24}{len(c['classes']):>7}{f(c['leakage_bits']):>10}{f(c['majority']):>9}"
+                     f"{f(c['map_accuracy_after']):>9}{f(after.get('accuracy')):>8}{f(after.get('roc_auc')):>8}")
+    lines.append("(after the mapping, on this data; AUC one-vs-rest macro for a column of more than two values)")
+    return "\n".join(lines)
+
+
 def format_summary(s: dict) -> str:
     """A human-readable table of an evaluation summary."""
     def f(x, nd=4):
@@ -489,6 +559,8 @@ def format_summary(s: dict) -> str:
             f"{'  regularisation C (inner CV)':34}{_c(b.get('regularisation_c')):>10}"
             f"{_c(a.get('regularisation_c')):>10}",
         ]
+    if "columns" in s:
+        lines += ["", format_columns(s)]
     pm = s["prior_mismatch"]
     lines += [
         "",

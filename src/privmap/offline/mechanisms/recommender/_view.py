@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..._joint import payload_columns
 from ...data import nearest
 from ..quantized import MappingView, table_probabilities
 from ._factors import ridge_rows
@@ -103,4 +104,5 @@ def view_of_recommender(bundle) -> FactorView:
                       prior=np.asarray(prior, float), categorical=False, mean=model.mean, bias=np.asarray(model.bias),
                       design=np.asarray(model.factors), reg=model.reg, whiten=np.asarray(model.whiten),
                       space_lo=np.array([f.min for f in space], float),
-                      space_hi=np.array([f.max for f in space], float))
+                      space_hi=np.array([f.max for f in space], float),
+                      columns=payload_columns({"private": {"name": private_name, "classes": list(classes)}}))
