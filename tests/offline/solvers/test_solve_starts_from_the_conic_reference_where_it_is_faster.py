@@ -8,6 +8,7 @@ from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize
 from privmap.offline.solvers import (
     CONIC_FIRST_CLASSES,
+    WARM_START_MAX_CLASSES,
     _solve,
     fast,
     perfect_privacy_table,
@@ -110,6 +111,20 @@ def test_a_warm_started_solve_that_gives_up_raises(instance, runs):
     with pytest.raises(SolverError, match="warm run gave up"):
         solve(p_ac, dist, delta, warm_start=start)
     assert runs == ["cold", "warm"]
+
+
+@pytest.mark.parametrize("classes, kind", [(WARM_START_MAX_CLASSES, "warm"), (WARM_START_MAX_CLASSES + 1, "cold")])
+def test_a_warm_start_is_set_aside_above_the_classes_it_pays_for(classes, kind, random_instance, budget, runs,
+                                                                   monkeypatch):
+    # many classes: the warm duals cost more than a cold path (UCI Adult marital-status, 5.6x);
+    # the conic start is kept out of the way so only the warm-or-cold choice is seen
+    monkeypatch.setattr(_solve, "CONIC_FIRST_PAIRS_PER_CLASS", 0)
+    p_ac, dist = random_instance(3, 12, n_private=classes)
+    delta = budget(p_ac, dist, 0.3)
+    start = solve(p_ac, dist, delta)
+    again = solve(p_ac, dist, delta, warm_start=start)
+    assert runs == ["cold", kind]
+    assert abs(again.leakage_bits - start.leakage_bits) <= start.gap_bits + again.gap_bits
 
 
 def test_a_many_class_table_above_the_pairs_a_class_takes_the_fast_path_first(many_classes, runs, monkeypatch):

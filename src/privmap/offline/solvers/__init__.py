@@ -17,7 +17,7 @@ The solvers, one sub-package per family, each with its own face:
 from ._compress import DEFAULT_BITS, CompressedTable, compress
 from ._negligible import MASS_FLOOR, merge_negligible_outputs
 from ._result import SolveResult
-from ._solve import CONIC_FIRST_CLASSES, SOLVERS, solve, starts_from_conic
+from ._solve import CONIC_FIRST_CLASSES, SOLVERS, WARM_START_MAX_CLASSES, solve, starts_from_conic
 from .fast import solve_fast
 from .output_limit import least_distortion, smallest_feasible_epsilon, solve_for_shipping, solve_output_limited
 from .perfect import (
@@ -41,7 +41,7 @@ from .robust import (
     solve_robust,
 )
 
-__all__ = ["solve", "SOLVERS", "starts_from_conic", "CONIC_FIRST_CLASSES", "SolveResult",
+__all__ = ["solve", "SOLVERS", "starts_from_conic", "CONIC_FIRST_CLASSES", "WARM_START_MAX_CLASSES", "SolveResult",
            "solve_fast", "solve_cvxpy",
            "perfect_privacy_distortion", "perfect_privacy_table", "perfect_privacy_lp",
            "perfect_privacy_solution",

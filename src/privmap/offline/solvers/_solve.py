@@ -23,6 +23,13 @@ CONIC_FIRST_CLASSES = 7
 #: (65,536) 54 to 60 against 18 to 19; 13 classes, K = 160 (25,600) 4.6 and K = 256 43.2 where the
 #: fast path failed (at K = 256 no certificate in 600 steps, 109 CPU-s).
 CONIC_FIRST_PAIRS_PER_CLASS = 6_000
+#: Most private classes (with mass) for which :func:`solve` starts from a ``warm_start`` it is
+#: given; above it the warm start is set aside and the solve runs cold. Measured on UCI Adult,
+#: K = 256, the codebook step's re-solve at 0.5 x Delta0, cold against warm from the build's
+#: answer in the same process: sex 0.35 / 0.27 CPU-s, race (5 classes) 1.75 / 1.26, marital-status
+#: (7) 10.2 / 57. With more classes the warm duals start the path among nearly pure outputs whose
+#: posterior resets collapse the soft table, and the path crawls back (hundreds of cut steps).
+WARM_START_MAX_CLASSES = 5
 
 
 def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e-5,
@@ -45,7 +52,8 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     progress : callable(float) or None, keyword-only
         Called with the fraction done in [0, 1] (fast solver only).
     warm_start : SolveResult or None, keyword-only
-        A previous answer of the same shape to start from (fast solver only; see ``solve_fast``).
+        A previous answer of the same shape to start from (fast solver only; see ``solve_fast``);
+        set aside (a cold solve) above :data:`WARM_START_MAX_CLASSES` classes with mass.
 
     Returns
     -------
@@ -93,6 +101,8 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     if solver != "fast":
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
     from .fast import solve_fast
+    if warm_start is not None and _classes(p_ac) > WARM_START_MAX_CLASSES:
+        warm_start = None
     conic = warm_start is None and _conic_fits(p_ac, distortion)
     first = None
     if conic and starts_from_conic(p_ac, distortion, delta):
@@ -122,8 +132,8 @@ def starts_from_conic(p_ac, distortion, delta) -> bool:
     :func:`._problem.check_instance` accepts (an infeasible one is the fast solver's to name; a
     malformed instance raises its ValueError). A caller holding a warm start asks this before
     using it: where the reference is the faster start, it is also the faster re-solve."""
-    p_ac, D = np.asarray(p_ac, dtype=float), np.asarray(distortion, dtype=float)
-    classes = int(np.count_nonzero(p_ac.sum(axis=1) > 0))
+    D = np.asarray(distortion, dtype=float)
+    classes = _classes(p_ac)
     if classes < CONIC_FIRST_CLASSES or D.size > CONIC_FIRST_PAIRS_PER_CLASS * classes:
         return False
     try:
@@ -131,6 +141,11 @@ def starts_from_conic(p_ac, distortion, delta) -> bool:
     except InfeasibleError:
         return False
     return True
+
+
+def _classes(p_ac) -> int:
+    """Private classes with mass in the joint prior ``p_ac`` (|A|, K)."""
+    return int(np.count_nonzero(np.asarray(p_ac, dtype=float).sum(axis=1) > 0))
 
 
 def _conic_fits(p_ac, distortion) -> bool:

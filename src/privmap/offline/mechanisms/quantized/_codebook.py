@@ -51,7 +51,7 @@ from ..._errors import InfeasibleError, SolverError
 from ..._information import expected_distortion, leakage_bits
 from ..._rows import unique_rows
 from ...data import assigned_distance, block_shape, pairwise
-from ...solvers import SolveResult, perfect_privacy_solution, solve, solve_fast, starts_from_conic
+from ...solvers import SolveResult, perfect_privacy_solution, solve, starts_from_conic
 
 #: d(X, Y) -> (n, m) distances between raw rows X (n, d) and points Y (m, d).
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -373,13 +373,14 @@ def resolve_at(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> Solv
     ``warm`` (a previous answer) when given, unless a cold solve would start from the conic
     reference (many private classes, :func:`~privmap.offline.solvers.starts_from_conic`):
     that start is the faster there (UCI Adult, 15 occupation classes, K = 64: the codebook step
-    17.0 CPU-s warm-started from the build's polished answer, 6.3 through the reference)."""
+    17.0 CPU-s warm-started from the build's polished answer, 6.3 through the reference), or
+    :func:`~privmap.offline.solvers.solve` sets the start aside (more than
+    ``WARM_START_MAX_CLASSES`` classes)."""
     if perfect:
         return perfect_privacy_solution(p_ac, D)
     try:
-        if solver == "fast" and warm is not None and not starts_from_conic(p_ac, D, budget):
-            return solve_fast(p_ac, D, budget, tol_bits=tol_bits, warm_start=warm)
-        return solve(p_ac, D, budget, solver=solver, tol_bits=tol_bits)
+        warm_start = warm if solver == "fast" and not starts_from_conic(p_ac, D, budget) else None
+        return solve(p_ac, D, budget, solver=solver, tol_bits=tol_bits, warm_start=warm_start)
     except (InfeasibleError, SolverError):
         return None
 
