@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import pathlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 from .._errors import BuildError
 from .._files import atomic_write
@@ -30,8 +31,18 @@ from ..evaluation import (
 from ..measures import have_matplotlib, plot_curve
 from ..mechanisms import ExactOptions, QuantizedOptions, Result, exact, quantized
 
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 __all__ = ["BuildResult", "Evaluation", "Curve", "Released", "build_quantized", "build_exact", "evaluate", "curve",
-           "sanitize"]
+           "sanitize", "Table", "PathLike", "SigningKey", "built_from", "names"]
+
+#: A file path.
+PathLike = Union[str, "os.PathLike[str]"]
+#: Labelled rows: a CSV path, a pandas DataFrame, or a 2-D NumPy array (with ``columns=``).
+Table = Any
+#: What signs a bundle: a private-key PEM path, or the key itself.
+SigningKey = Union[PathLike, "Ed25519PrivateKey"]
 
 #: The figures of a seed-000 build that ``privmap build --json`` prints, read from the bundle's metrics.
 BUILD_FIGURES = ("leakage_before_bits", "leakage_bits", "distortion", "delta", "r", "delta_plus_r", "clusters", "n",
@@ -60,16 +71,22 @@ class BuildResult:
 
     @property
     def summary(self) -> dict:
-        """The figures ``privmap build --json`` prints: leakages (bits), distortions, K, n, the cross-fitted
-        new-user leakage and the codebook step's figures, and the bundle's size in bytes."""
+        """The figures ``privmap build --json`` prints: for seed 000's mechanisms (quantized, exact,
+        recommender) leakages (bits), distortions, K, n, the cross-fitted new-user leakage and the
+        codebook step's figures; for the others, every declared figure; and the bundle's size in bytes."""
         metrics = self.payload["metrics"]
-        summary = {"bytes": len(self.bundle) if self.bundle is not None else None,
-                   **{k: metrics[k] for k in BUILD_FIGURES}, "solver": self.result.detail.solved.solver}
+        size = len(self.bundle) if self.bundle is not None else None
+        solved = getattr(self.result.detail, "solved", None)
+        if solved is None or not all(k in metrics for k in BUILD_FIGURES):
+            return {"bytes": size, "mechanism": self.result.mechanism, **metrics}
+        summary = {"bytes": size, **{k: metrics[k] for k in BUILD_FIGURES}, "solver": solved.solver}
         summary.update({k: v for k, v in metrics.items() if k.startswith(("holdout_", "codebook_"))})
         return summary
 
     def __str__(self) -> str:
         m = self.payload["metrics"]
+        if not all(k in m for k in BUILD_FIGURES):
+            return _other_figures(self.result.mechanism, m)
         lines = [f"leakage I(A;C^): {m['leakage_bits']:.6f} bits (before the mapping: {m['leakage_before_bits']:.6f})",
                  f"distortion {m['distortion']:.4f} (Delta = {m['delta']:.4f}); measured on data "
                  f"{m['measured_distortion']:.4f} <= Delta + r = {m['delta_plus_r']:.4f}; K = {m['clusters']}, "
@@ -80,14 +97,36 @@ class BuildResult:
         return "\n".join(lines)
 
 
-def _private_key(key, passphrase):
-    if key is None or hasattr(key, "sign"):
+def _other_figures(mechanism: str, metrics: dict) -> str:
+    """The text of a build of a mechanism other than seed 000's: its leakage, then every declared figure."""
+    lines = [f"{mechanism} bundle"]
+    if "leakage_bits" in metrics:
+        before = metrics.get("leakage_before_bits")
+        lines[0] += f": leakage {metrics['leakage_bits']:.6f} bits" + (
+            f" (before the mapping: {before:.6f})" if isinstance(before, (int, float)) else "")
+    lines += [f"  {k}: {v}" for k, v in metrics.items() if k not in ("leakage_bits", "leakage_before_bits")]
+    return "\n".join(lines)
+
+
+def _private_key(key: SigningKey | None, passphrase: bytes | None) -> Ed25519PrivateKey | None:
+    if key is None or not isinstance(key, (str, os.PathLike)):
         return key
     return load_private_key(pathlib.Path(key), password=passphrase)
 
 
-def build_quantized(data, *, private: str | Sequence[str], columns=None, public=None, key=None, passphrase: bytes | None = None,
-                    out=None, domains=(), **options) -> BuildResult:
+def names(columns: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """Column names as the options take them: a comma-separated string split, a sequence as a tuple."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return tuple(c.strip() for c in columns.split(",") if c.strip())
+    return tuple(columns)
+
+
+def build_quantized(data: Table, *, private: str | Sequence[str], columns: Sequence[str] | None = None,
+                    public: str | Sequence[str] | None = None, key: SigningKey | None = None,
+                    passphrase: bytes | None = None, out: PathLike | None = None, domains: Sequence[str] = (),
+                    **options: Any) -> BuildResult:
     """Build a quantized bundle (``privmap build``) from labelled rows.
 
     Parameters
@@ -122,8 +161,9 @@ def build_quantized(data, *, private: str | Sequence[str], columns=None, public=
     return _built(data, columns, private, public, False, quantized.build, built_options, key, passphrase, out)
 
 
-def build_exact(data, *, private: str | Sequence[str], columns=None, public=None, key=None, passphrase: bytes | None = None,
-                out=None, **options) -> BuildResult:
+def build_exact(data: Table, *, private: str | Sequence[str], columns: Sequence[str] | None = None,
+                public: str | Sequence[str] | None = None, key: SigningKey | None = None,
+                passphrase: bytes | None = None, out: PathLike | None = None, **options: Any) -> BuildResult:
     """Build an exact bundle (``privmap build --mechanism exact``) from labelled categorical rows.
 
     Parameters are :func:`build_quantized`'s (less ``domains``); ``**options`` any field of
@@ -133,26 +173,48 @@ def build_exact(data, *, private: str | Sequence[str], columns=None, public=None
 
 
 def _built(data, columns, private, public, categorical: bool, build, options, key, passphrase, out) -> BuildResult:
-    """Read the rows, run ``build`` on them, sign with ``key`` and write to ``out``."""
+    """Read the rows as ``privmap build`` does, run ``build`` on them, sign with ``key`` and write to ``out``."""
+    mapping = getattr(options, "mapping", options)
+    declared = getattr(mapping, "declared", None)
+    tokens = declared.missing_tokens() if declared else None
+    return built_from(data, columns, lambda path: build(
+        Dataset.from_csv(path, private=private, public=names(public), categorical=categorical, missing_tokens=tokens),
+        options), key=key, passphrase=passphrase, out=out)
+
+
+def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[pathlib.Path], Result], *,
+               key: SigningKey | None, passphrase: bytes | None, out: PathLike | None) -> BuildResult:
+    """Run ``build`` on the CSV of ``data`` (its path, or the temporary CSV of a table in memory), sign
+    its payload with ``key`` (checked as a device would), and write the bundle to ``out``.
+
+    Raises
+    ------
+    BuildError
+        ``out`` without ``key``, a wrong key, the build's errors (naming the table ``DataFrame``), or a
+        bundle the device would refuse.
+    """
     if out is not None and key is None:
         raise BuildError("out= needs key= to sign the bundle")
-    if isinstance(public, str):
-        public = tuple(c.strip() for c in public.split(","))
     private_key = _private_key(key, passphrase)
     with csv_source(data, columns) as path:
-        result = build(Dataset.from_csv(path, private=private, public=public, categorical=categorical), options)
+        result = build(path)
     bundle = None
     if private_key is not None:
         bundle = sign_bundle(encode_payload(result.payload), private_key)
         check_bundle(bundle, private_key.public_key(), now=result.payload["issued_at"])
     if out is not None:
+        assert bundle is not None
         atomic_write(pathlib.Path(out), bundle)
     return BuildResult(result=result, bundle=bundle, out=pathlib.Path(out) if out is not None else None)
 
 
+#: The mechanisms :func:`evaluate` measures (seed 000's table view); ``privmap evaluate`` measures the others.
+TABLE_MECHANISMS = ("quantized", "exact", "recommender")
+
+
 @dataclass(frozen=True)
 class Evaluation:
-    """A quantized or exact bundle measured on labelled rows (``privmap evaluate``): ``summary`` is the
+    """A quantized, exact or recommender bundle measured on labelled rows (``privmap evaluate``): ``summary`` is the
     dict ``privmap evaluate --json`` prints (``leakage_bits``, ``distortion``, ``attacker``,
     ``declared``, ``baselines``, ...); ``str()`` gives its text report."""
 
@@ -199,7 +261,7 @@ def _payload(bundle, trusted) -> tuple[dict, bool]:
 
 def evaluate(bundle, data, *, private: str | Sequence[str], columns=None, trusted=None, seed: int = 0, test_fraction: float = 0.3,
              permutations: int = 20, attacker: bool = True) -> Evaluation:
-    """Measure a quantized or exact ``bundle`` (a path, bytes, or a build's :class:`Result`) on
+    """Measure a quantized, exact or recommender ``bundle`` (a path, bytes, or a build's :class:`Result`) on
     labelled rows ``data`` (a path, a DataFrame, or a NumPy array with ``columns``), as
     ``privmap evaluate`` does. ``trusted`` (a public-key PEM path or a :class:`~privmap.device.Keyring`)
     verifies a signed bundle first; without it (or for a result in memory) the payload is read unverified.
@@ -212,9 +274,9 @@ def evaluate(bundle, data, *, private: str | Sequence[str], columns=None, truste
         With ``trusted``: a bundle the device refuses.
     """
     payload, verified = _payload(bundle, trusted)
-    if payload["mechanism"] not in ("quantized", "exact"):
-        raise BuildError(f"evaluate() measures quantized and exact bundles; use 'privmap evaluate' for a "
-                         f"{payload['mechanism']} bundle")
+    if payload["mechanism"] not in TABLE_MECHANISMS:
+        raise BuildError(f"evaluate() measures quantized, exact and recommender bundles; use 'privmap evaluate' "
+                         f"for a {payload['mechanism']} bundle")
     with csv_source(data, columns) as path:
         report = evaluate_table_bundle(payload, path, private, seed=seed, test_fraction=test_fraction,
                                        permutations=permutations, attacker=attacker)
