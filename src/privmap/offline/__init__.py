@@ -23,8 +23,21 @@ it (``tests/test_architecture.py``): ``data`` < ``solvers`` < ``bundle`` < ``mea
 notebook API: build, evaluate, curve and sanitize on a DataFrame or a path) < ``cli``; the ``_*``
 modules here sit below every stage.
 
+The notebook API is this package's face too: ``from privmap.offline import build_quantized,
+evaluate`` gives :mod:`.api`'s functions (one build per mechanism: :func:`build_quantized`,
+:func:`build_exact`, :func:`build_recommender`, :func:`build_funnel`, :func:`build_max_correlation`,
+:func:`build_gaussian`, :func:`build_nullspace`; :func:`evaluate`, :func:`curve`, :func:`sanitize`)
+and result classes (:class:`BuildResult`, :class:`Evaluation`, :class:`Curve`, :class:`Released`).
+They are imported on first use (a module ``__getattr__``, PEP 562), so ``import privmap.offline``
+and the CLI's start-up do not load the evaluation stage.
+
 Every error raised on purpose is a :class:`BuildError`.
 """
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._errors import BuildError, DatasetError, InfeasibleError, SolverError
 from ._information import expected_distortion, leakage_bits, mutual_information_bits
 from .data import Dataset, Quantization, declare, joint_prior, load_dataset, nearest, pairwise, quantize, read_schema_file
@@ -40,6 +53,29 @@ from .mechanisms import (
 )
 from .solvers import CompressedTable, SolveResult, compress, perfect_privacy_distortion, solve
 
+if TYPE_CHECKING:
+    from .api import (
+        BuildResult,
+        Curve,
+        Evaluation,
+        Released,
+        build_exact,
+        build_funnel,
+        build_gaussian,
+        build_max_correlation,
+        build_nullspace,
+        build_quantized,
+        build_recommender,
+        curve,
+        evaluate,
+        sanitize,
+    )
+
+#: The notebook API's names, served from :mod:`.api` on first use (:func:`__getattr__`).
+API = ("build_quantized", "build_exact", "build_recommender", "build_funnel", "build_max_correlation",
+       "build_gaussian", "build_nullspace", "evaluate", "curve", "sanitize",
+       "BuildResult", "Evaluation", "Curve", "Released")
+
 __all__ = [
     "solve", "SolveResult", "Result", "QuantizedOptions", "ExactOptions", "RecommenderOptions",
     "CrossFitting", "RobustCertificate", "OutputLimit", "Auto",
@@ -48,4 +84,20 @@ __all__ = [
     "perfect_privacy_distortion", "compress", "CompressedTable",
     "leakage_bits", "mutual_information_bits", "expected_distortion",
     "BuildError", "DatasetError", "SolverError", "InfeasibleError",
+    "build_quantized", "build_exact", "build_recommender", "build_funnel", "build_max_correlation",
+    "build_gaussian", "build_nullspace", "evaluate", "curve", "sanitize",
+    "BuildResult", "Evaluation", "Curve", "Released",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The notebook API's names (:data:`API`), imported from :mod:`.api` when first asked for."""
+    if name in API:
+        value = getattr(importlib.import_module(".api", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(API))

@@ -2,9 +2,12 @@
 command writes on the same CSV, checks its options before reading a row, and its result goes
 wherever a bundle does. ``privmap.offline`` serves the API as its face."""
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
+import privmap.offline
 from privmap.offline import BuildError, api
 
 pd = pytest.importorskip("pandas")
@@ -131,3 +134,15 @@ def test_evaluate_takes_a_recommender_result_or_names_the_command_for_the_others
     with pytest.raises(BuildError, match="privmap evaluate"):
         api.evaluate(built("funnel").result, rows, private="income_sex")
 
+
+def test_the_api_is_privmap_offlines_face_and_imported_on_first_use():
+    for name in api.__all__:
+        if name != "csv_source":
+            assert name in privmap.offline.__all__ and getattr(privmap.offline, name) is getattr(api, name)
+    from privmap.offline import build_funnel, build_quantized, evaluate  # noqa: F401
+    assert "build_nullspace" in dir(privmap.offline)
+    with pytest.raises(AttributeError):
+        privmap.offline.build_nothing  # noqa: B018
+    code = "import sys, privmap.offline\nprint('privmap.offline.api' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "False"
