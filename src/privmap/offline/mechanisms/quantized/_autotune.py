@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -117,8 +117,10 @@ class Choice:
     def chosen(self, options: QuantizedOptions) -> QuantizedOptions:
         """``options`` (those searched with) as the chosen candidate's: its K, smoothing and,
         when searched, budget fraction, and no search left to run."""
-        budget = {} if self.delta_fraction is None else {"delta": None, "delta_fraction": self.delta_fraction}
-        return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None, **budget)
+        if self.delta_fraction is None:
+            return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None)
+        return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None, delta=None,
+                                   delta_fraction=self.delta_fraction)
 
     def summary(self) -> dict:
         """The search for ``build --json``: choice, targets and the candidate table."""
@@ -203,8 +205,8 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         raise BuildError(AUTO_NEEDS_FOLDS)
     if clusters is None and options.clusters is not None:
         clusters = (options.clusters,)
-    if smoothing is None and options.smoothing is None:
-        smoothing = CANDIDATE_SMOOTHING
+    if smoothing is None:
+        smoothing = CANDIDATE_SMOOTHING if options.smoothing is None else (options.smoothing,)
     if delta_fractions is None and options.searches_budget:
         delta_fractions = CANDIDATE_DELTA_FRACTIONS
     if options.auto is not None and target_leakage_bits is None and target_auc is None:
@@ -215,12 +217,12 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     distinct = np.unique(dataset.public, axis=0).shape[0]
     ks = (sorted({int(k) for k in clusters if 1 <= k <= distinct}) if clusters
           else candidate_clusters(dataset.n, distinct, folds, min_users_for(options))) or [distinct]
-    ss = sorted({float(s) for s in (smoothing if smoothing is not None else (options.smoothing,))})
+    ss = sorted({float(s) for s in smoothing})
     fs = sorted({float(f) for f in delta_fractions}) if delta_fractions else [None]
     triples = [(k, s, f) for k in ks for s in ss for f in fs]
     pairs = [(k, s) for k, s, _ in triples]
-    candidates = [dataclasses.replace(options, clusters=k, smoothing=s, auto=None,
-                                      **({} if f is None else {"delta": None, "delta_fraction": f}))
+    candidates = [dataclasses.replace(options, clusters=k, smoothing=s, auto=None) if f is None else
+                  dataclasses.replace(options, clusters=k, smoothing=s, auto=None, delta=None, delta_fraction=f)
                   for k, s, f in triples]
     made = sum(starts_folds(c) for c in candidates)
     tasks = made + len(candidates) * folds
@@ -239,7 +241,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         target_leakage_bits = default_target_bits(dataset)
     rows = []
     for (k, s, f), est in zip(triples, estimates):
-        row = {"clusters": k, "smoothing": s, **({} if f is None else {"delta_fraction": f})}
+        row: dict[str, Any] = {"clusters": k, "smoothing": s, **({} if f is None else {"delta_fraction": f})}
         if isinstance(est, BuildError):
             row["error"] = str(est)
         else:
@@ -266,11 +268,12 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     for r in rows:
         r["chosen"] = r is best
     chosen = rows.index(best)
+    build = builds[chosen]
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"),
                   min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimates[chosen],
                   column_targets=column_targets,
-                  solved=builds[chosen] if isinstance(builds[chosen], Solved) else None,
+                  solved=build if isinstance(build, Solved) else None,
                   fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
                   candidate_costs=tuple(
                       {"clusters": k, "smoothing": s,

@@ -130,7 +130,8 @@ def output_alphabet(inputs: Sequence[tuple[str, ...]]) -> list[tuple[str | None,
     return sorted(seen, key=_output_key)
 
 
-def erasure_distortion(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str | None]]) -> np.ndarray:
+def erasure_distortion(inputs: Sequence[Sequence[str]] | np.ndarray,
+                       outputs: Sequence[Sequence[str | None]] | np.ndarray) -> np.ndarray:
     """Distortion matrix of shape (len(inputs), len(outputs)); ``inf`` forbids changing a kept value."""
     X = np.asarray(inputs, dtype=object)
     Y = np.asarray(outputs, dtype=object)

@@ -297,8 +297,8 @@ def cross_fitted_many(rows, candidates: Sequence, *, folds: int | None = None, a
     """
     if not candidates:
         return []
-    folds = _Folds(rows, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds)
-    return folds.results(run_tasks(_fold, folds.work, fold_jobs(len(folds.work), jobs), progress))
+    plan = _Folds(rows, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds)
+    return plan.results(run_tasks(_fold, plan.work, fold_jobs(len(plan.work), jobs), progress))
 
 
 class PendingFolds:
@@ -571,7 +571,7 @@ def _plugin_bias_boot(private: np.ndarray, symbols: np.ndarray, n_classes: int, 
     return {"plugin": plugin, "bias": bias, "boot": boot}
 
 
-def fold_estimate(fit, dataset: Dataset, rows, symbols, metric, mechanism, rng) -> dict:
+def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric, mechanism, rng) -> dict:
     """A fold's plug-in leakage, permutation bias, bootstrap resamples and mean distortion on its
     held-out ``rows`` (looked up as ``symbols``); work in the table's non-zeros, not rows x K_out.
     With several private columns (``dataset.columns``), ``columns`` holds each one's plug-in,

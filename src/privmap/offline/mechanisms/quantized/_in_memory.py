@@ -22,7 +22,6 @@ from ._codebook import Codebook, metric_center, refine
 from ._erasure import categorical_code, erasure_problem
 from ._holdout import HoldoutLeakage, PendingFolds, cross_fitted_leakage, start_cross_fitting
 from ._missing import bundle_cells, missing_alphabet
-from ._options import QuantizedOptions
 from ._program import Solved
 from ._reuse import BuildStart, starts_folds
 from ._rows import Alphabet
@@ -79,7 +78,7 @@ class InMemoryRows:
     def posterior_prior(self, alphabet: Alphabet, *, seed: int) -> np.ndarray:
         if np.isnan(self.dataset.public).any():
             raise BuildError("the posteriors prior needs rows without missing cells")
-        return posterior_prior(self.dataset.public, self.dataset.private, alphabet.labels, len(self.dataset.classes),
+        return posterior_prior(self.dataset.public, self.dataset.private, _labels(alphabet), len(self.dataset.classes),
                                len(alphabet.inputs), seed=seed)
 
     def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
@@ -91,7 +90,7 @@ class InMemoryRows:
         distance, centre, project = metric_center(options.metric, integer=integer,
                                                   lo=np.array([c.min for c in alphabet.schema], dtype=float),
                                                   hi=np.array([c.max for c in alphabet.schema], dtype=float))
-        step = refine(X, alphabet.labels, p_ac, solved.table, np.asarray(alphabet.outputs, dtype=float),
+        step = refine(X, _labels(alphabet), p_ac, solved.table, np.asarray(alphabet.outputs, dtype=float),
                       distance=distance, centre=centre, project=project, perfect=perfect, solver=options.solver,
                       tol_bits=options.tol_bits, progress=progress, warm_start=solved)
         outputs = step.outputs
@@ -104,7 +103,8 @@ class InMemoryRows:
         return moved, step.solve_result(solved), step
 
     def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
-        return raw_distortion_total(alphabet.labels, alphabet.raw_distortion, table) / alphabet.labels.size
+        labels = _labels(alphabet)
+        return raw_distortion_total(labels, alphabet.raw_distortion, table) / labels.size
 
     def start_cross_fitting(self, options: Seed000Options) -> PendingFolds | None:
         """The folds set going in worker processes before the build's own stages, where they do
@@ -119,6 +119,13 @@ class InMemoryRows:
             return pending.result(progress=progress)
         start = BuildStart.of(done, options.metric) if starts_folds(options) else None
         return cross_fitted_leakage(self, options, progress=progress, build=start)
+
+
+def _labels(alphabet: Alphabet) -> np.ndarray:
+    """psi of each row: an in-memory alphabet (:func:`_quantized_alphabet`, :func:`_exact_alphabet`,
+    the codebook step's) always assigns the rows."""
+    assert alphabet.labels is not None
+    return alphabet.labels
 
 
 def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTable) -> float:
@@ -139,8 +146,11 @@ def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTa
     return total
 
 
-def _quantized_alphabet(dataset: Dataset, options: QuantizedOptions, *, quantizer: Callable | None = None) -> Alphabet:
+def _quantized_alphabet(dataset: Dataset, options: Seed000Options, *,
+                        quantizer: Callable | None = None) -> Alphabet:
     schema = resolve(dataset.features, dataset.public, options.declared)
+    if options.clusters is None:
+        raise BuildError("clusters None is chosen by auto before the build; give K >= 1")
     found = missing_alphabet(dataset.public, schema, options.missing, clusters=options.clusters,
                              metric=options.metric, seed=options.seed, quantizer=quantizer)
     X, centers = dataset.public, found.centers

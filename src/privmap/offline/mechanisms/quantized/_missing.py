@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..._errors import BuildError
 from ...data import Column, assigned_distance, quantize
 
 __all__ = ["MISSING_POLICIES", "DEFAULT_MISSING", "MissingAlphabet", "bundle_cells", "column_fills", "feature_maps",
@@ -81,6 +82,8 @@ def feature_maps(schema: Sequence[Column], policy: str, fills: np.ndarray | None
         rule = policy if c.missing else "refuse"
         fill = None
         if rule == "impute":
+            if fills is None:
+                raise BuildError("the impute policy records each column's fill; none were given")
             fill = int(fills[k]) if c.integer else float(fills[k])
         features.append({"name": c.name, "kind": "numeric", "integer": c.integer, "min": c.min, "max": c.max,
                          "missing": rule, "fill": fill, "missing_token": c.missing_token})

@@ -262,7 +262,7 @@ class PartitionedRows:
                               values=options.missing == "impute")
         digests = self._run.map(file_sha256, list(src.files))
         self.dataset = summary = _summarize(src, stats, digests, options)
-        if not 1 <= options.clusters <= summary.n:
+        if not 1 <= _clusters(options) <= summary.n:
             raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {summary.n} rows")
         self._reading = dataclasses.replace(reading, fills=summary.fills)
         self._kmeans = kmeans
@@ -706,9 +706,17 @@ def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 # --- k-means variants ----------------------------------------------------------------------------------
 
+def _clusters(options: QuantizedOptions) -> int:
+    """K of a partitioned build: :func:`check_partitioned` refuses ``auto``, without which
+    QuantizedOptions holds a number."""
+    if options.clusters is None:
+        raise BuildError("a partitioned build needs --clusters K")
+    return options.clusters
+
+
 def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: QuantizedOptions):
     from sklearn.cluster import MiniBatchKMeans
-    k = options.clusters
+    k = _clusters(options)
     model = MiniBatchKMeans(n_clusters=k, random_state=options.seed, batch_size=MINIBATCH_ROWS, n_init=3)
     rng = np.random.default_rng(options.seed)  # order of rows within a partition; not a release path
 
@@ -763,7 +771,7 @@ def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Qu
         raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
                          f"(use minibatch or dask-ml)")
     X = np.concatenate(run.map(_kmeans_rows, parts, reading=reading, means=summary.means))
-    return kmeans(X, options.clusters, seed=options.seed)[1]       # checks K (DatasetError)
+    return kmeans(X, _clusters(options), seed=options.seed)[1]       # checks K (DatasetError)
 
 
 _KMEANS = {"minibatch": _minibatch, "dask-ml": _dask_ml, "in-memory": _in_memory}

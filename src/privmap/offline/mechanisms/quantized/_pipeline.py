@@ -309,7 +309,8 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
     columns = getattr(rows.dataset, "columns", None)
     if columns is not None:              # several private columns: what each leaks alone (_joint)
         metrics.update(column_figures(p_ac, table.probabilities(), columns))
-    metrics.update(_output_leakage_metrics(p_ac, table, options.output_limit and options.output_limit.bits))
+    limit = None if options.output_limit is None else options.output_limit.bits
+    metrics.update(_output_leakage_metrics(p_ac, table, limit))
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
     bound = mismatch_bound(rows.n, len(rows.classes), k_in, float(finite.max()),
                            mutual_information_bits(np.diag(p_ac.sum(axis=1))))

@@ -85,6 +85,8 @@ def solve_rows(rows: Rows, options: Seed000Options, *, progress: Progress | None
     if options.prior == "posteriors":
         p_ac = rows.posterior_prior(alphabet, seed=options.seed)
     else:
+        if options.smoothing is None:
+            raise BuildError("smoothing None is chosen by auto before the build; give a number >= 0")
         p_ac = prior_from_counts(rows.counts(alphabet), smoothing=options.smoothing)
     return solve_prior(alphabet, p_ac, options, rows=rows, progress=tell, start=start)
 
@@ -109,7 +111,12 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *
     tell("perfect-privacy", 0.25)
     centers = None if start is None else np.asarray(alphabet.inputs, dtype=float)
     perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
-    delta = options.delta if options.delta is not None else options.delta_fraction * d_perfect
+    if options.delta is not None:
+        delta = options.delta
+    elif options.delta_fraction is not None:
+        delta = options.delta_fraction * d_perfect
+    else:
+        raise BuildError("give exactly one of --delta and --delta-fraction (auto chooses the fraction before the build)")
     tell("solve", 0.35)
     perfect = delta >= d_perfect
     limit = None if options.output_limit is None else options.output_limit.bits
@@ -174,5 +181,6 @@ def _ships_within(solved: SolveResult, p_ac: np.ndarray, distortion: np.ndarray,
                   options: Seed000Options) -> bool:
     """Whether ``solved``'s table, rounded as :func:`._pipeline.assemble` will round it, meets the
     per-output limit."""
+    assert options.output_limit is not None         # solve_prior asks only under a per-output limit
     table = compress(solved.table, p_ac, distortion, delta, bits=options.bits)
     return max_output_leakage_bits(p_ac, table.probabilities()) <= options.output_limit.bits

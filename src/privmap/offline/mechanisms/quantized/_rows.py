@@ -70,13 +70,21 @@ class Rows(Protocol):
         Share of missing cells among the kept rows' public cells.
     """
 
-    dataset: object
-    n: int
-    classes: tuple[str, ...]
-    private_name: str
-    sha256: str
-    dropped_rows: int
-    missing_cell_fraction: float
+    # read-only: a backend holds them as frozen fields or computes them
+    @property
+    def dataset(self) -> object: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def classes(self) -> tuple[str, ...]: ...
+    @property
+    def private_name(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def dropped_rows(self) -> int: ...
+    @property
+    def missing_cell_fraction(self) -> float: ...
 
     def alphabet(self, options, *, quantizer: Callable | None = None) -> Alphabet:
         """Cluster the rows (k-means, or the exact mechanism's tuples and erasures) and assign

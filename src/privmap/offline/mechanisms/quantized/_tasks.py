@@ -24,6 +24,8 @@ import sys
 import threading
 import time
 import warnings
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Callable
 
 
@@ -179,7 +181,8 @@ class _ForkedWorkers:
     def __init__(self, function, work: list, threads: int, count: int):
         context = multiprocessing.get_context("fork")
         self.work = work
-        self.pipes, self.processes = [], []
+        self.pipes: list[Connection] = []
+        self.processes: list[BaseProcess] = []
         with warnings.catch_warnings():
             # Python 3.12 and later warn that forking a process with threads (here OpenBLAS's) may
             # deadlock the child: the module docstring says why these children cannot.

@@ -340,7 +340,7 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
     leak_in = mutual_information_bits(p_ac)
     leak_in_bias, _ = permutation_bias(private, symbols, n_classes, K_in,
                                                 permutations=permutations, seed=seed)
-    raw_codes, n_raw = _row_codes(public, view.categorical)
+    raw_codes, n_raw = _row_codes(public, bool(view.categorical))
     raw_mi = mutual_information_bits(joint_prior(private, raw_codes, n_classes, n_raw))
     raw_bias, _ = permutation_bias(private, raw_codes, n_classes, n_raw,
                                             permutations=permutations, seed=seed)
@@ -410,11 +410,11 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
             raise BuildError(f"cannot split {n} rows with test fraction {test_fraction}")
         train, test = split_rows(n, private, test_fraction, seed)
         before = logistic_attack(public[train], private[train], public[test], private[test], n_classes,
-                                          categorical=view.categorical, seed=seed)
+                                          categorical=bool(view.categorical), seed=seed)
         rel_train = view.released_rows(view.release(symbols[train], rng))
         rel_test = view.released_rows(view.release(symbols[test], rng))
         after = logistic_attack(rel_train, private[train], rel_test, private[test], n_classes,
-                                         categorical=view.categorical, seed=seed)
+                                         categorical=bool(view.categorical), seed=seed)
         summary["attacker"] = {"model": "logistic-regression", "train_rows": int(len(train)),
                                "test_rows": int(len(test)), "before": before.as_dict(), "after": after.as_dict()}
     if view.columns is not None:
