@@ -6,7 +6,6 @@ last bits depend on the kernel, and on integer ratings near-ties are common: the
 at K = 64 came out different under the Prescott kernel. Elkan's algorithm computes each
 point-center distance directly and gives the same grouping under every kernel tried.
 """
-import hashlib
 import os
 import pathlib
 import platform

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _distortion
-from ._distortion import NEAREST_BLOCK_BYTES, assigned_distance, block_shape, nearest
+from ._distortion import assigned_distance, block_shape, nearest
 
 #: float64 arrays of a block's size alive at once (products, the keys' copy, argmin scratch).
 _BLOCK_TEMPORARIES = 3

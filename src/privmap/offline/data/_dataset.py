@@ -14,7 +14,7 @@ import pathlib
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 from privmap.device import Limits
@@ -24,6 +24,9 @@ from .._errors import DatasetError
 from .._joint import PrivateColumns, check_names, joint_class, joint_name
 from .._listing import name_some
 from ._frames import csv_source
+
+if TYPE_CHECKING:
+    from _csv import Reader as CsvReader     # typeshed's name for what csv.reader returns (it has line_num)
 
 #: Fewest data rows a prior can be estimated from.
 MIN_ROWS = 10
@@ -300,7 +303,7 @@ def read_capped(path: pathlib.Path, limit: int, what: str = "") -> bytes:
     return raw
 
 
-def read_csv(path: pathlib.Path) -> tuple[bytes, Iterator[list[str]], list[str]]:
+def read_csv(path: pathlib.Path) -> tuple[bytes, CsvReader, list[str]]:
     """Read a CSV file whole and its header row; the one place a builder's CSV bytes are read.
 
     Parameters

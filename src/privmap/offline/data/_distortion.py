@@ -148,7 +148,8 @@ def pairwise(X: np.ndarray, Y: np.ndarray, metric: str, *, block_bytes: int | No
     return out
 
 
-def _nearest_keys(X: np.ndarray, Y: np.ndarray, metric: str, block_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+def _nearest_keys(X: np.ndarray, Y: np.ndarray, metric: str,
+                  block_bytes: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(index, rank key) of each row's nearest row of Y by a running minimum over blocks.
 
     A later block replaces the running best only on a strictly smaller key and ``argmin`` takes

@@ -121,6 +121,7 @@ def open_source(source, *, private: str, public: Sequence[str] | None = None,
         elif public is None and sorted(header) != first_header[1]:
             raise DatasetError(f"{f}: columns differ from those of {first_header[0]}")
         partitions += _csv_partitions(f, csv_block_bytes) if kind == "csv" else _parquet_partitions(f, parquet_block_rows)
+    assert features is not None                     # resolve_files gives at least one file
     return Source(files=tuple(files), features=features, private_name=private, partitions=tuple(partitions))
 
 

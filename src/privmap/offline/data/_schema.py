@@ -29,7 +29,7 @@ import math
 import pathlib
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, TypeGuard
 
 import numpy as np
 from privmap.device.constants import MAX_ABS_CELL, MAX_MISSING_TOKEN
@@ -77,6 +77,11 @@ class Declaration:
     max: float | None = None
     missing: bool | None = None
     missing_token: str | None = None
+
+
+def _finite_number(v: object) -> TypeGuard[float]:
+    """A finite int or float, not a bool (JSON's true and false)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
 
 @dataclass(frozen=True)
@@ -154,8 +159,7 @@ def read_schema_file(path) -> dict[str, Declaration]:
             raise DatasetError(f"{what}: give both min and max, or neither")
         lo, hi = spec.get("min"), spec.get("max")
         if lo is not None:
-            if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in (lo, hi)) \
-                    or lo > hi:
+            if not (_finite_number(lo) and _finite_number(hi)) or lo > hi:
                 raise DatasetError(f"{what}: min and max must be finite numbers with min <= max")
             if max(abs(lo), abs(hi)) > MAX_ABS_CELL:
                 raise DatasetError(f"{what}: min and max must lie within +-{MAX_ABS_CELL:g} (devices refuse larger)")
@@ -216,7 +220,8 @@ def declare(file_columns: dict[str, Declaration] | None = None, domains: Sequenc
         merged.append((name, d))
     if default is not None or missing_token is not None:
         token = None if missing_token is None else check_missing_token(missing_token)
-        merged.append(("*", Declaration(None, *(default or (None, None)), None, token)))
+        lo, hi = default or (None, None)
+        merged.append(("*", Declaration(None, lo, hi, None, token)))
     return Declared(tuple(merged))
 
 
@@ -255,7 +260,7 @@ def resolve(features: Sequence[str], X: np.ndarray, declared: Declared | None = 
         else:
             integer = d.type == "integer"
         lo, hi = (d.min, d.max) if d.min is not None else (default.min, default.max)
-        if lo is None:
+        if lo is None or hi is None:                # declared together, or neither
             if observed.size == 0:
                 raise DatasetError(f"column {name!r}: every training cell is missing; declare its domain")
             lo, hi = float(observed.min()), float(observed.max())
