@@ -11,10 +11,8 @@ population has drifted from the prior a bundle was built on), ``_plots`` (matplo
 NDCG@10 on held-out users' hidden ratings with their true, released or no rows),
 ``_service_svd`` (the service's recommender, scikit-surprise's SVD).
 """
+from .._attacker import AttackScores, cross_validated_scores, logistic_attack
 from ._attacks import (
-    AttackScores,
-    cross_validated_scores,
-    logistic_attack,
     map_accuracy,
     map_accuracy_after,
     map_guess,
@@ -29,7 +27,8 @@ from ._recommender import Factorization, factorize, rmse_true_vs_released
 from ._service_svd import ServiceModel, fit_svd
 from ._service_utility import ServiceUtility, format_utility, hide_ratings, recommender_utility
 
-__all__ = ["AttackScores", "logistic_attack", "cross_validated_scores", "split_rows", "pyplot", "map_accuracy", "map_accuracy_after", "map_guess", "permutation_bias", "prior_mismatch_bounds",
+__all__ = ["AttackScores", "logistic_attack", "cross_validated_scores", "split_rows", "pyplot", "map_accuracy",
+           "map_accuracy_after", "map_guess", "permutation_bias", "prior_mismatch_bounds",
            "roc_curve_points", "drift_check", "format_drift", "have_matplotlib", "plot_curve", "plot_mapping_2d",
            "plot_roc", "Factorization", "factorize", "rmse_true_vs_released", "ServiceModel", "fit_svd",
            "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility"]

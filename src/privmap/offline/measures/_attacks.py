@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .._attacker import ERASED_TOKEN, AttackScores, cross_validated_scores, encode_features, logistic_attack
+from .._attacker import AttackScores
 from .._information import joint_output, mutual_information_bits
 from ..data import joint_prior
 

@@ -21,6 +21,8 @@ resample's plug-in adds its own bias), clipped at 0.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._information import leakage_bits
@@ -59,7 +61,8 @@ def drift_check(prior, n_train: int, q, symbols, private, *, confidence: float |
     Returns
     -------
     dict with ``set_available`` (False when the training prior is not plain counts (smoothed, or
-    classifier posteriors), so its counts and hence the set cannot be recovered: then only the leakage is reported), ``confidence``,
+    classifier posteriors), so its counts and hence the set cannot be recovered: then only the leakage is
+    reported), ``confidence``,
     ``clusters_seen``, ``outside`` / ``drifted`` (lists of {cluster, users, distance, radius,
     new_radius}), ``cluster_frequency`` ({distance, radius, drifted}), ``leakage_bits``,
     ``leakage_corrected_bits``, ``leakage_interval_bits``, ``robust_leakage_bits`` (declared, or
@@ -80,7 +83,7 @@ def drift_check(prior, n_train: int, q, symbols, private, *, confidence: float |
                      for idx in (rng.integers(0, n, n) for _ in range(bootstrap))])
     boot = boot - boot.mean() + corrected    # the resamples' spread around the corrected estimate (a
     tail = (1 - interval) / 2                # resample's plug-in carries the bias once more)
-    report = {"confidence": confidence, "rows": int(n), "leakage_bits": leak,
+    report: dict[str, Any] = {"confidence": confidence, "rows": int(n), "leakage_bits": leak,
               "leakage_corrected_bits": corrected,
               "leakage_interval_bits": [max(float(np.quantile(boot, tail)), 0.0),
                                         max(float(np.quantile(boot, 1 - tail)), 0.0)]}

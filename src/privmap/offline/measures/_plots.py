@@ -38,7 +38,7 @@ def _finite(points, key):
     return [p for p in points if isinstance(p.get(key), (int, float)) and math.isfinite(p[key])]
 
 
-def plot_curve(points: Sequence[dict], path, *, title: str = "Privacy-distortion trade-off",
+def plot_curve(points: Sequence[dict], path, *, title: str | None = "Privacy-distortion trade-off",
                x: str = "distortion", xlabel: str | None = None, auc: bool = True,
                reference: dict | None = None, label_fmt: str = "K = {k}", baselines: dict | None = None,
                columns: Sequence[str] = ()) -> str:
