@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -119,7 +119,7 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
     private = np.asarray(private, dtype=np.int64)
     reference = public if reference is None else np.asarray(reference, dtype=float)
     row, dist = constant_release(reference, public, metric)
-    out = {"constant": {"row": row.tolist(), "distortion": dist, "leakage_bits": 0.0,
+    out: dict[str, Any] = {"constant": {"row": row.tolist(), "distortion": dist, "leakage_bits": 0.0,
                         "roc_auc": 0.5 if attacker else None}}
     levels = [_observed(np.unique(np.concatenate([reference[:, k], public[:, k]]))) for k in range(public.shape[1])]
     rng = np.random.default_rng(seed)
@@ -277,7 +277,7 @@ def channel_release(codes: np.ndarray, channels: Sequence[np.ndarray], rng: np.r
     out = np.empty_like(codes)
     for k, M in enumerate(channels):
         cumulative = np.cumsum(M, axis=1)[codes[:, k]]
-        out[:, k] = np.minimum((rng.random(codes.shape[0])[:, None] > cumulative).sum(axis=1), M.shape[0] - 1)
+        out[:, k] = np.minimum((rng.random(int(codes.shape[0]))[:, None] > cumulative).sum(axis=1), M.shape[0] - 1)
     return out
 
 

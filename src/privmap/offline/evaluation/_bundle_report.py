@@ -48,7 +48,7 @@ def evaluate_table_bundle(payload: dict, data, private: str | Sequence[str], *, 
         know, or recommender figures asked for (True) that cannot be measured.
     """
     view = view_of(payload)
-    ds, codes = load_for(data, private, payload, view.categorical)
+    ds, codes = load_for(data, private, payload, bool(view.categorical))     # resolved by MappingView
     result = evaluate_view(view, ds.public, codes, seed=seed, test_fraction=test_fraction,
                            permutations=permutations, attacker=attacker, recommender=recommender)
     base = bundle_baselines(view, ds.public, codes, seed=seed, test_fraction=test_fraction, attacker=attacker)

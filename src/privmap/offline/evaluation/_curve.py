@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -156,7 +156,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
         certify = _certifier(prob, robust)
         for delta in deltas:
             asked = prob.clusters if mechanism == "exact" else int(k or 0)
-            point = {"k": asked, "clusters": prob.clusters, "delta": float(delta), "codebook": 0}
+            point: dict[str, Any] = {"k": asked, "clusters": prob.clusters, "delta": float(delta), "codebook": 0}
             try:
                 res = solve(prob.p_ac, prob.distortion, float(delta), solver=solver)
             except InfeasibleError:
