@@ -183,10 +183,22 @@ def load_dataset(
     raw, reader, header = read_csv(path)
     public, public_at, private_at = select_columns(header, path, private, public)
     cells, labels = parse_rows(reader, path, header, public_at, private_at, categorical, tokens=missing_tokens)
+    _check_rows(cells, min_rows, path)
+    classes = check_classes(sorted(set(labels)), classes, path, private)
+    return _assembled(raw, public, cells, labels, classes, private, categorical, path)
 
+
+def _check_rows(cells: Sequence, min_rows: int, path) -> None:
+    """Raise DatasetError when fewer than ``min_rows`` data rows were read."""
     if len(cells) < min_rows:
         raise DatasetError(f"{path}: {len(cells)} data rows, need at least {min_rows}")
-    classes = check_classes(sorted(set(labels)), classes, path, private)
+
+
+def _assembled(raw: bytes, public: Sequence[str], cells: list, labels: list[str], classes: Sequence[str],
+               private_name: str, categorical: bool, path, columns: PrivateColumns | None = None) -> Dataset:
+    """The :class:`Dataset` of parsed rows: ``cells`` (n, d) under ``public``, each row's private
+    label in ``labels`` coded by its index in ``classes``, hashed from the file's ``raw`` bytes.
+    Raises DatasetError for a categorical column beyond the device's limits."""
     if categorical:
         check_categories(cells, public, path)
     code = {cls: i for i, cls in enumerate(classes)}
@@ -195,9 +207,10 @@ def load_dataset(
         public=np.array(cells, dtype=object if categorical else np.float64),
         private=np.array([code[label] for label in labels], dtype=np.int64),
         classes=tuple(classes),
-        private_name=private,
+        private_name=private_name,
         categorical=categorical,
         sha256=hashlib.sha256(raw).hexdigest(),
+        columns=columns,
     )
 
 
@@ -232,8 +245,7 @@ def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str
 
     cells, labels = parse_rows(_Counted(with_joint(), reader), path, joint_header, public_at, len(header),
                                categorical, tokens=missing_tokens)
-    if len(cells) < min_rows:
-        raise DatasetError(f"{path}: {len(cells)} data rows, need at least {min_rows}")
+    _check_rows(cells, min_rows, path)
     tuples = sorted({tuple(json.loads(label)) for label in labels})
     listed = ", ".join(map(repr, names))
     if len(tuples) > DEVICE_LIMITS.max_classes:
@@ -248,22 +260,11 @@ def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str
         if len(text.encode("utf-8", "surrogatepass")) > DEVICE_LIMITS.max_string_bytes:
             raise DatasetError(f"{path}: joint private name or class {text[:40]!r}... is longer than "
                                f"{DEVICE_LIMITS.max_string_bytes} bytes (Limits.max_string_bytes)")
-    if categorical:
-        check_categories(cells, public, path)
     values = tuple(tuple(sorted({t[i] for t in tuples})) for i in range(len(names)))
     where = [{v: k for k, v in enumerate(vs)} for vs in values]
     codes = np.array([[where[i][t[i]] for i in range(len(names))] for t in tuples], dtype=np.int64)
-    code = {cls: i for i, cls in enumerate(classes)}
-    return Dataset(
-        features=tuple(public),
-        public=np.array(cells, dtype=object if categorical else np.float64),
-        private=np.array([code[label] for label in labels], dtype=np.int64),
-        classes=tuple(classes),
-        private_name=name,
-        categorical=categorical,
-        sha256=hashlib.sha256(raw).hexdigest(),
-        columns=PrivateColumns(names=names, values=values, codes=codes),
-    )
+    return _assembled(raw, public, cells, labels, classes, name, categorical, path,
+                      columns=PrivateColumns(names=names, values=values, codes=codes))
 
 
 class _Counted:

@@ -14,13 +14,12 @@ from ...commandline import (
     Section,
     SectionedCommand,
     bundle_options,
-    emit,
     guard,
     header_options,
     json_option,
     signed_build,
 )
-from .._real_report import describe_real, real_lines, verify_real
+from .._real_report import describe_real, real_lines, report_real, verify_real
 from ._build import build
 from ._options import GaussianOptions
 
@@ -77,12 +76,7 @@ def gaussian(data, private, utility, delta, gamma, fisher, key, out, passphrase_
     """
     options = GaussianOptions(private=private, utility=utility, delta=delta, gamma=gamma, fisher=fisher, **header)
     signed = signed_build(lambda: _build_with_bar(data, options), key=key, passphrase_file=passphrase_file, out=out)
-    summary = {**signed.summary(), **describe(signed.result.payload)}
-    if as_json:
-        emit(summary)
-        return
-    click.echo(f"wrote {out} ({len(signed.bundle_bytes)} bytes)")
-    print_description(summary)
+    report_real(signed, describe(signed.result.payload), print_description, as_json=as_json)
 
 
 def _build_with_bar(data, options: GaussianOptions):

@@ -12,13 +12,12 @@ from ...commandline import (
     Section,
     SectionedCommand,
     bundle_options,
-    emit,
     guard,
     header_options,
     json_option,
     signed_build,
 )
-from .._real_report import describe_real, real_lines, verify_real
+from .._real_report import describe_real, real_lines, report_real, verify_real
 from ._build import build
 from ._options import NullspaceOptions
 
@@ -70,12 +69,7 @@ def nullspace(data, desired, confidential, epsilon, key, out, passphrase_file, h
     """
     options = NullspaceOptions(desired=desired, confidential=confidential, epsilon=epsilon, **header)
     signed = signed_build(lambda: build(data, options), key=key, passphrase_file=passphrase_file, out=out)
-    summary = {**signed.summary(), **describe(signed.result.payload)}
-    if as_json:
-        emit(summary)
-        return
-    click.echo(f"wrote {out} ({len(signed.bundle_bytes)} bytes)")
-    print_description(summary)
+    report_real(signed, describe(signed.result.payload), print_description, as_json=as_json)
 
 
 def describe(payload: dict) -> dict:
