@@ -21,6 +21,7 @@ from ._partitioned import (
     file_sha256,
     open_source,
     read_partition,
+    row_keys,
     source_sha256,
 )
 from ._prior import joint_prior, posterior_prior, prior_from_counts
@@ -39,6 +40,7 @@ from ._synthetic import SyntheticRatings, synthetic_ratings
 __all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "check_unique", "column_indexes", "data_rows", "read_csv",
            "csv_source", "is_table", "read_numeric_columns",
            "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
+           "row_keys",
            "posterior_prior", "prior_from_counts", "joint_prior",
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
            "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",

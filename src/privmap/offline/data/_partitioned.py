@@ -157,6 +157,20 @@ def describe_partition(part: Partition) -> str:
     return f"{part.path}, rows from {part.first_row + 1}"
 
 
+def row_keys(seed: int, ordinal: int, m: int) -> np.ndarray:
+    """A 64-bit key of each of a partition's ``m`` rows that depends on nothing but where the row
+    is: splitmix64 of (``seed``, the partition's ``ordinal``, the row's index in it), shape (m,)
+    uint64. Keys are distinct for distinct (ordinal, row < 2**32) under one seed, so a row's rank
+    among them is a seeded, deterministic random order (samples; cross-fitting folds by remainder)."""
+    with np.errstate(over="ignore"):
+        x = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + (np.uint64(ordinal) << np.uint64(32))
+             + np.arange(m, dtype=np.uint64))
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
+
+
 def file_sha256(path: str) -> str:
     """Hex SHA-256 of a file's bytes, read in 16 MiB pieces."""
     digest = hashlib.sha256()

@@ -80,6 +80,7 @@ from ...data import (
     pairwise,
     read_partition,
     resolve,
+    row_keys,
     source_sha256,
 )
 from ...solvers import SolveResult
@@ -604,16 +605,11 @@ def _paired(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def _fold_of(ordinal: int, m: int, folds: int, seed: int) -> np.ndarray:
-    """Cross-fitting fold of each of a partition's m rows: splitmix64 of (seed, partition, row)."""
+    """Cross-fitting fold of each of a partition's m rows: the remainder of its
+    :func:`~privmap.offline.data.row_keys` key."""
     if folds <= 1:
         return np.zeros(m, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        x = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + (np.uint64(ordinal) << np.uint64(32))
-             + np.arange(m, dtype=np.uint64))
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x ^= x >> np.uint64(31)
-    return (x % np.uint64(folds)).astype(np.int64)
+    return (row_keys(seed, ordinal, m) % np.uint64(folds)).astype(np.int64)
 
 
 def _assign(part: Partition, *, reading: _Reading, classes, centers, folds: int, seed: int, ordinal: int):
