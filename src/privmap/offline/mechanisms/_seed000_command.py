@@ -440,8 +440,8 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     schema = built.alphabet.schema
     if schema_out is not None:
         atomic_write(schema_out, (json.dumps(schema_json(schema), indent=2) + "\n").encode("utf-8"))
-    prepared = getattr(built, "prepared", None)
-    _notes(schema, prepared, built.dropped_rows)
+    fitted = getattr(built, "fitted", None)
+    _notes(schema, fitted, built.dropped_rows)
     atomic_write(out, bundle_bytes)
     timer.close()
     seconds = time.perf_counter() - started
@@ -484,7 +484,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"
     click.echo(f"  distortion: {metrics['distortion']:.4f} on {where} (Delta = {metrics['delta']:.4f}); "
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
-    if prepared is not None:
+    if fitted is not None:
         click.echo(f"  recommender: {metrics['rating_columns']} rating columns "
                    f"({100 * metrics['missing_cell_fraction']:.1f} % blank), rank {metrics['factor_rank']} factors, "
                    f"penalty {metrics['factor_reg']:g}; distortion in stars (RMS over the columns)")
@@ -533,14 +533,15 @@ def robust_line(figures: dict) -> str:
             + (f"<= {epsilon:.4f} bits" if epsilon is not None else "unbounded (a posterior may reach 0)"))
 
 
-def _notes(schema, prepared, dropped_rows: int) -> None:
-    """What the build inferred or left out, on stderr: the rating domain (recommender) or the
-    column domains, and rows with every public cell missing."""
-    if prepared is not None and prepared.inferred:
-        click.echo(f"note: the rating domain was inferred from the data: [{prepared.lo:g}, {prepared.hi:g}]; "
+def _notes(schema, fitted, dropped_rows: int) -> None:
+    """What the build inferred or left out, on stderr: the rating domain (recommender: ``fitted``,
+    its :class:`~privmap.offline.mechanisms.recommender.RatingModel`) or the column domains, and
+    rows with every public cell missing."""
+    if fitted is not None and fitted.inferred:
+        click.echo(f"note: the rating domain was inferred from the data: [{fitted.lo:g}, {fitted.hi:g}]; "
                    "devices refuse ratings outside it and release inside it (declare it with --domain LO:HI)",
                    err=True)
-    inferred = [c for c in schema if "domain" in c.inferred] if prepared is None else []
+    inferred = [c for c in schema if "domain" in c.inferred] if fitted is None else []
     if inferred:
         click.echo(f"note: {len(inferred)} column domain(s) inferred from the data; devices refuse values "
                    "outside them (declare with --domain or --schema; --schema-out saves this schema):", err=True)

@@ -3,13 +3,24 @@ predicted ratings.
 
 Its face: :class:`RecommenderOptions` (the quantized mapping's options and the factor model's),
 :func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`), and
-its evaluation view. Private modules: ``_build`` (the build), ``_factors`` (the factor model),
+its evaluation view. Private modules: ``_build`` (the build, and :func:`recommender_result` that
+makes the quantized pipeline's payload a recommender bundle's), ``_factors`` (the factor model),
 ``_view`` (the evaluation view: the released rows of predicted ratings measured on labelled rows).
 """
-from ._build import FACTOR_PREFIX, Prepared, RecommenderBuild, RecommenderOptions, build, build_prepared, prepare
+from ._build import (
+    FACTOR_PREFIX,
+    Prepared,
+    RatingModel,
+    RecommenderBuild,
+    RecommenderOptions,
+    build,
+    build_prepared,
+    prepare,
+    recommender_result,
+)
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
 from ._view import FactorView, view_of_recommender
 
-__all__ = ["RecommenderOptions", "build", "RecommenderBuild", "Prepared", "prepare", "build_prepared",
-           "FACTOR_PREFIX", "FactorView", "view_of_recommender", "FactorModel", "fit_factors", "choose_reg", "DEFAULT_RANK",
-           "CANDIDATE_REGS"]
+__all__ = ["RecommenderOptions", "build", "RecommenderBuild", "RatingModel", "Prepared", "prepare",
+           "build_prepared", "recommender_result", "FACTOR_PREFIX", "FactorView", "view_of_recommender", "FactorModel",
+           "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS"]

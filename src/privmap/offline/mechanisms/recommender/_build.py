@@ -33,7 +33,9 @@ from .._result import Result
 from ..quantized import Build, QuantizedOptions, build_points, start
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
-__all__ = ["RecommenderOptions", "RecommenderBuild", "Prepared", "build", "prepare", "build_prepared", "FACTOR_PREFIX"]
+__all__ = ["RecommenderOptions", "RecommenderBuild", "RatingModel", "Prepared", "build", "prepare", "build_prepared",
+           "recommender_result", "rating_model", "fit_model", "missing_token", "factor_options", "factor_names",
+           "FACTOR_PREFIX"]
 
 #: Names of the factor-space features in the bundle: factor_0 (the user-bias axis) .. factor_rank.
 FACTOR_PREFIX = "factor_"
@@ -72,19 +74,34 @@ class RecommenderOptions:
 
 
 @dataclass(frozen=True)
-class Prepared:
-    """The training ratings turned into factor points, ready for the seed-000 pipeline.
+class RatingModel:
+    """What a recommender bundle says of its training ratings and their model, whichever path
+    built it (ratings in memory, or partitions out of core).
 
-    ``factors`` is the :class:`Dataset` of points (n, rank + 1) with the ratings' private column;
-    ``ratings`` the ratings (n, m; NaN = not rated) in ``columns`` order; ``lo``, ``hi``,
-    ``integer`` and ``missing_token`` the rating domain; ``model`` the fitted model;
-    ``reg_scores`` the validation RMSE of each penalty tried (empty when ``reg`` was given);
-    ``dropped_rows`` the rows left out for rating nothing; ``inferred`` whether the domain was
-    inferred from the data (not declared).
+    Attributes
+    ----------
+    columns : tuple of str, length m
+        The rating columns, in the bundle's order.
+    lo, hi : float
+        The rating domain (declared, or inferred from the ratings).
+    integer : bool
+        Whether every rating is a whole number.
+    missing_token : str
+        The text that spells "not rated" besides a blank cell.
+    model : FactorModel
+        The fitted model.
+    reg_scores : dict
+        Validation RMSE (stars) of each penalty tried; empty when the penalty was given.
+    dropped_rows : int
+        Rows left out for rating nothing.
+    inferred : bool
+        Whether the domain was inferred from the data (not declared).
+    missing_cell_fraction : float
+        Share of blank cells among the kept rows' ratings.
+    sha256 : str
+        The training data's SHA-256 (:func:`privmap.offline.data.source_sha256` for files).
     """
 
-    factors: Dataset
-    ratings: np.ndarray
     columns: tuple[str, ...]
     lo: float
     hi: float
@@ -94,6 +111,18 @@ class Prepared:
     reg_scores: dict
     dropped_rows: int
     inferred: bool
+    missing_cell_fraction: float
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The training ratings in memory turned into factor points, ready for the seed-000 pipeline:
+    ``factors`` the :class:`Dataset` of points (n, rank + 1) with the ratings' private column, and
+    ``fitted`` the ratings' domain and model."""
+
+    factors: Dataset
+    fitted: RatingModel
 
 
 def build(dataset: Dataset, options: RecommenderOptions, *, progress=None) -> Result:
@@ -140,61 +169,103 @@ def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int 
     BuildError
         A rating outside the declared domain, missing-answer tokens that differ by column.
     """
-    declared = options.mapping.declared
-    schema = resolve(dataset.features, dataset.public, declared)
-    lo, hi = min(float(c.min) for c in schema), max(float(c.max) for c in schema)
-    integer = all(c.integer for c in schema)
-    tokens = declared.missing_tokens() if declared else {}
-    token = tokens.get("*", "")
-    if any(tokens.get(c, token) != token for c in dataset.features):
-        raise BuildError("the recommender mode reads one missing-answer token for every rating column")
-    rng = np.random.default_rng(options.mapping.seed)
+    token = missing_token(options, dataset.features)
+    schema = resolve(dataset.features, dataset.public, options.mapping.declared)
     R = dataset.public
-    reg, scores = (options.reg, {}) if options.reg is not None else choose_reg(R, rank=options.rank, rng=rng)
-    model = fit_factors(R, rank=options.rank, reg=reg, rng=rng)
-    points = model.points(R)
-    factors = Dataset(features=tuple(f"{FACTOR_PREFIX}{i}" for i in range(options.rank + 1)), public=points,
+    model, scores = fit_model(R, options)
+    factors = Dataset(features=factor_names(options.rank), public=model.points(R),
                       private=dataset.private, classes=dataset.classes, private_name=dataset.private_name,
                       categorical=False, sha256=dataset.sha256, columns=dataset.columns)
-    return Prepared(factors=factors, ratings=R, columns=dataset.features, lo=lo, hi=hi, integer=integer,
-                    missing_token=token, model=model, reg_scores=scores, dropped_rows=dropped_rows,
-                    inferred=any("domain" in c.inferred for c in schema))
+    return Prepared(factors=factors, fitted=rating_model(
+        schema, token, model, scores, dropped_rows=dropped_rows, missing_cell_fraction=float(np.isnan(R).mean()),
+        sha256=dataset.sha256))
 
 
 def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Result:
     """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
-    payload made a recommender bundle's; ``tell`` is the build's
+    payload made a recommender bundle's (:func:`recommender_result`); ``tell`` is the build's
     :class:`~privmap.offline.mechanisms.quantized.StageTimer`. The mapping's domain declarations
     are the ratings' (the factor space's domain is inferred from the points). Raises as the
     pipeline."""
-    built = build_points(prepared.factors, _factor_options(options.mapping), tell,
-                         dropped_rows=prepared.dropped_rows)
+    built = build_points(prepared.factors, factor_options(options.mapping), tell,
+                         dropped_rows=prepared.fitted.dropped_rows)
+    return recommender_result(built, prepared.fitted, options)
+
+
+def missing_token(options: RecommenderOptions, columns) -> str:
+    """The one text spelling "not rated" besides a blank cell ("" if none is declared).
+
+    Raises
+    ------
+    BuildError
+        The declared missing-answer tokens differ between rating ``columns``.
+    """
+    declared = options.mapping.declared
+    tokens = declared.missing_tokens() if declared else {}
+    token = tokens.get("*", "")
+    if any(tokens.get(c, token) != token for c in columns):
+        raise BuildError("the recommender mode reads one missing-answer token for every rating column")
+    return token
+
+
+def fit_model(R: np.ndarray, options: RecommenderOptions) -> tuple[FactorModel, dict]:
+    """The factor model of ratings ``R`` (n, m; NaN = not rated; no row without a rating) and the
+    validation RMSE of each penalty tried: :func:`._factors.choose_reg` unless ``options.reg``
+    is given, then :func:`._factors.fit_factors`, both drawing from one generator seeded by
+    ``options.mapping.seed``. Raises :class:`BuildError` as they do (too few ratings)."""
+    rng = np.random.default_rng(options.mapping.seed)
+    reg, scores = (options.reg, {}) if options.reg is not None else choose_reg(R, rank=options.rank, rng=rng)
+    return fit_factors(R, rank=options.rank, reg=reg, rng=rng), scores
+
+
+def rating_model(schema, token: str, model: FactorModel, scores: dict, *, dropped_rows: int,
+                 missing_cell_fraction: float, sha256: str) -> RatingModel:
+    """The :class:`RatingModel` of ratings whose columns :func:`privmap.offline.data.resolve` gave
+    ``schema``: the domain spans every column's (one lowest and one highest rating), whole numbers
+    when every column holds them."""
+    return RatingModel(columns=tuple(c.name for c in schema), lo=min(float(c.min) for c in schema),
+                       hi=max(float(c.max) for c in schema), integer=all(c.integer for c in schema),
+                       missing_token=token, model=model, reg_scores=scores, dropped_rows=dropped_rows,
+                       inferred=any("domain" in c.inferred for c in schema),
+                       missing_cell_fraction=missing_cell_fraction, sha256=sha256)
+
+
+def recommender_result(built: Build, fitted: RatingModel, options: RecommenderOptions) -> Result:
+    """The quantized pipeline's build on the factor points (in memory or partitioned) made a
+    recommender bundle's: the model in the payload, the ratings' figures among the metrics, and the
+    ratings' rows left out and SHA-256 in place of the points' (which the pipeline saw)."""
     payload = dict(built.payload)
     payload["mechanism"] = "recommender"
-    payload["model"] = prepared.model.payload(prepared.columns, _bound(prepared.lo, prepared.integer),
-                                              _bound(prepared.hi, prepared.integer), prepared.integer,
-                                              prepared.missing_token, options.decimals)
-    ratings = prepared.ratings
-    payload["metrics"] = {**payload["metrics"], "missing_cell_fraction": float(np.isnan(ratings).mean()),
-                          "rating_columns": len(prepared.columns), "factor_rank": prepared.model.rank,
-                          "factor_reg": prepared.model.reg}
-    if prepared.reg_scores:
-        payload["metrics"]["factor_validation_rmse"] = prepared.reg_scores[prepared.model.reg]
-    payload["provenance"] = {**payload["provenance"], "utility": "recommender"}
+    payload["model"] = fitted.model.payload(fitted.columns, _bound(fitted.lo, fitted.integer),
+                                            _bound(fitted.hi, fitted.integer), fitted.integer,
+                                            fitted.missing_token, options.decimals)
+    payload["metrics"] = {**payload["metrics"], "rows_all_missing_dropped": fitted.dropped_rows,
+                          "missing_cell_fraction": fitted.missing_cell_fraction,
+                          "rating_columns": len(fitted.columns), "factor_rank": fitted.model.rank,
+                          "factor_reg": fitted.model.reg}
+    if fitted.reg_scores:
+        payload["metrics"]["factor_validation_rmse"] = fitted.reg_scores[fitted.model.reg]
+    payload["provenance"] = {**payload["provenance"], "data_sha256": fitted.sha256, "utility": "recommender"}
     detail = RecommenderBuild(**{f.name: getattr(built, f.name) for f in dataclasses.fields(Build)},
-                              prepared=prepared)
-    return Result("recommender", payload, dataclasses.replace(detail, payload=payload))
+                              fitted=fitted)
+    return Result("recommender", payload, dataclasses.replace(detail, payload=payload,
+                                                              dropped_rows=fitted.dropped_rows))
+
+
+def factor_names(rank: int) -> tuple[str, ...]:
+    """The factor space's feature names: factor_0 (the user-bias axis) .. factor_<rank>."""
+    return tuple(f"{FACTOR_PREFIX}{i}" for i in range(rank + 1))
 
 
 @dataclass(frozen=True)
 class RecommenderBuild(Build):
     """A recommender build's record: the quantized pipeline's on the factor points, and
-    ``prepared`` (the ratings, their domain and the fitted model)."""
+    ``fitted`` (the ratings' domain and the fitted model)."""
 
-    prepared: Prepared | None = None
+    fitted: RatingModel | None = None
 
 
-def _factor_options(options: QuantizedOptions) -> QuantizedOptions:
+def factor_options(options: QuantizedOptions) -> QuantizedOptions:
     """The mapping's options as the factor space takes them: the declared domains are the ratings'
     (the factor points' domain is inferred from them)."""
     return dataclasses.replace(options, declared=None)
