@@ -89,16 +89,94 @@ def test_inspect_names_the_rating_columns_and_their_domain(run, recommender_bund
     assert f"{len(header)} rating columns in [1, 5]" in run("inspect", out).output
 
 
-def test_a_partitioned_recommender_build_is_refused_with_one_line(run, keys, ratings_csv, tmp_path):
-    parts = tmp_path / "parts"
-    parts.mkdir()
-    (parts / "a.csv").write_bytes(ratings_csv.read_bytes())
-    result = run("build", parts, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
-                 "--clusters", "8", "--delta-fraction", "0.5", "--key", keys / "private.pem",
-                 "--out", tmp_path / "x.bundle", ok=False)
+@pytest.fixture(scope="module")
+def parts(ratings_csv, tmp_path_factory):
+    """The ratings as three CSV parts (blank cells kept)."""
+    header, *lines = ratings_csv.read_text().splitlines(keepends=True)
+    folder = tmp_path_factory.mktemp("rec-parts")
+    for i in range(3):
+        (folder / f"part{i}.csv").write_text(header + "".join(lines[i::3]))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """The address of a small in-process Dask cluster (the partitioned builds' refusals that read rows)."""
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
+        yield cluster.scheduler_address
+
+
+def partitioned_build(run, keys, data, out, *extra, ok=True):
+    return run("build", data, "--private", "gender", "--domain", "1:5", "--utility", "recommender", "--clusters", "8",
+               "--delta-fraction", "0.5", "--factors", "3", "--key", keys / "private.pem", "--out", out, *extra, ok=ok)
+
+
+def test_the_pinned_partitioned_form_builds_a_bundle_sanitize_releases_from(run, keys, parts, tmp_path):
+    pytest.importorskip("distributed")
+    out = tmp_path / "p.bundle"
+    summary = json.loads(partitioned_build(run, keys, parts, out, "--workers", "2", "--json").stdout)
+    assert summary["utility"] == "recommender" and summary["rating_columns"] == 60
+    assert summary["n"] == 700 - (summary.get("rows_all_missing_dropped") or 0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.bundle"]          # the factor points are gone
+    users = tmp_path / "users.csv"
+    header, *lines = (parts / "part0.csv").read_text().splitlines()
+    users.write_text("\n".join(line.rsplit(",", 1)[0] for line in [header, *lines[:20]]) + "\n")
+    released = tmp_path / "released.csv"
+    run("sanitize", out, "--trusted", keys / "public.pem", users, released)
+    with open(released, newline="") as handle:
+        got = list(csv.reader(handle))
+    assert len(got) == 21 and all(cell != "" and 1 <= float(cell) <= 5 for row in got[1:] for cell in row)
+
+
+def test_the_help_says_a_partitioned_recommender_counts(run):
+    text = " ".join(run("build", "--help-all").output.split())
+    assert "posteriors with --utility recommender on one CSV file, else counts" in text
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--clusters", "auto", "--target-auc", "0.55"], "'auto' clusters or smoothing are chosen in memory"),
+    (["--robust", "0.95"], "--robust needs the training rows in memory"),
+    (["--prior", "posteriors"], "--prior posteriors fits a classifier to the rows in memory"),
+])
+def test_what_a_partitioned_build_cannot_do_is_refused_in_one_line(run, keys, parts, tmp_path, extra, says):
+    result = partitioned_build(run, keys, parts, tmp_path / "x.bundle", "--workers", "1", *extra, ok=False)
+    lines = result.output.strip().splitlines()                 # refused before a cluster starts: nothing else
+    assert result.exit_code == 1 and len(lines) == 1 and lines[0].startswith(f"error: {says}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def bad_parts(parts, tmp_path, how):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    for part in sorted(parts.iterdir()):
+        (folder / part.name).write_text(part.read_text())
+    header, first, *rest = (folder / "part1.csv").read_text().splitlines(keepends=True)
+    if how == "columns":
+        header = header.replace("item0,", "other0,")
+    elif how == "domain":
+        first = "9" + first[first.index(","):]
+    else:                                                  # no rated row in any part
+        for part in sorted(folder.iterdir()):
+            head, *lines = part.read_text().splitlines(keepends=True)
+            part.write_text(head + "".join("," * 60 + line.rsplit(",", 1)[1] for line in lines))
+        return folder
+    (folder / "part1.csv").write_text(header + first + "".join(rest))
+    return folder
+
+
+@pytest.mark.parametrize("how, says", [("columns", "columns differ"), ("domain", "outside the declared domain"),
+                                       ("blank", "need at least")])
+def test_bad_parts_are_refused_in_one_line_with_nothing_written(run, keys, parts, scheduler, tmp_path, how, says):
+    data = bad_parts(parts, tmp_path, how)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = partitioned_build(run, keys, data, out / "x.bundle", "--scheduler", scheduler, ok=False)
     assert result.exit_code == 1
-    assert result.output.strip().splitlines() == [
-        "error: --utility recommender needs the training rows in memory (one CSV file)"]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and says in errors[0]              # beside the passes named on stderr
+    assert list(out.iterdir()) == []
 
 
 def test_the_robust_certificate_covers_a_recommender_table(run, keys, ratings_csv, tmp_path):

@@ -11,6 +11,7 @@ import click
 
 from .._errors import BuildError
 from ..data import open_source
+from . import recommender
 from .quantized import build_partitioned, check_partitioned, dask_client
 
 __all__ = ["wants_partitioned", "open_partitioned", "run_partitioned"]
@@ -30,7 +31,7 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
 
 def open_partitioned(data, options, *, private: str, public, kmeans: str):
     """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
-    before any cluster starts.
+    (a recommender's mapping options, on its rating columns) before any cluster starts.
 
     Raises
     ------
@@ -45,13 +46,17 @@ def open_partitioned(data, options, *, private: str, public, kmeans: str):
         raise BuildError(f"a partitioned build needs the scale extra ({exc.name} is missing): "
                          f"pip install 'privmap[scale]'") from None
     src = open_source(data, private=private, public=public)
-    check_partitioned(src, options, kmeans=kmeans)
+    check_partitioned(src, options.mapping if isinstance(options, recommender.RecommenderOptions) else options,
+                      kmeans=kmeans)
     return src
 
 
-def run_partitioned(src, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress):
-    """Run :func:`build_partitioned` on a local cluster of ``workers`` processes or on ``scheduler``;
-    each pass is told to ``progress`` and named on stderr, beside Dask's progress bar of it.
+def run_partitioned(src, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress,
+                    scratch=None):
+    """Run :func:`build_partitioned` (for :class:`RecommenderOptions`, the recommender's, its
+    temporary factor points in ``scratch``) on a local cluster of ``workers`` processes or on
+    ``scheduler``; each pass is told to ``progress`` and named on stderr, beside Dask's progress
+    bar of it.
 
     Raises
     ------
@@ -69,6 +74,9 @@ def run_partitioned(src, options, *, workers: int | None, scheduler: str | None,
     from distributed.scheduler import KilledWorker
     try:
         with dask_client(workers=workers, scheduler=scheduler) as client:
+            if isinstance(options, recommender.RecommenderOptions):
+                return recommender.build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
+                                                     dask_progress=sys.stderr.isatty(), scratch=scratch)
             return build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
                                      dask_progress=sys.stderr.isatty())
     except KilledWorker as exc:

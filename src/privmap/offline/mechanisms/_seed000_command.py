@@ -157,7 +157,8 @@ _DECORATORS = [
     click.option("--prior", "prior", type=click.Choice(["counts", "posteriors"]), default=None,
                  help="How p(a, c) is estimated: counts per cluster, or a logistic regression's cross-fitted "
                       "posteriors summed per cluster (steadier with few users per cluster; lets --clusters auto "
-                      "try more clusters) [default: posteriors with --utility recommender, else counts]."),
+                      "try more clusters; in memory only) [default: posteriors with --utility recommender on one "
+                      "CSV file, else counts]."),
     click.option("--target-leakage", "target_leakage", multiple=True, metavar="BITS",
                  help="With 'auto': the new-user (cross-fitted) leakage to stay under; the least held-out distortion "
                       "within it wins, and the bundle declares that very figure [default: 0.01 x H(A)]. BITS applies "
@@ -276,7 +277,8 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
     started = time.perf_counter()
     if source is not None:
         timer = StageTimer()
-        result = run_partitioned(source, options, workers=workers, scheduler=scheduler, kmeans=kmeans, progress=timer)
+        result = run_partitioned(source, options, workers=workers, scheduler=scheduler, kmeans=kmeans, progress=timer,
+                                 scratch=out.resolve().parent)
     else:
         result, timer = run(data, options, private=private, public=public)
     report(result, timer, private_key=private_key, out=out, schema_out=schema_out, started=started,
@@ -295,8 +297,8 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
     ------
     BuildError
         No private column; an argument the asked-for mechanism has no option for (``auto``, a
-        metric or declared domains with exact; the recommender with exact or out of core);
-        anything the options refuse.
+        metric or declared domains with exact; the recommender with exact); anything the options
+        refuse. (A partitioned build's own refusals come with its source: ``open_partitioned``.)
     """
     if missing_token is not None and mechanism != "quantized":
         raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
@@ -326,15 +328,13 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         metric=metric or "l2", clusters=None if clusters == "auto" else clusters, delta=delta,
         delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
         smoothing=None if smoothing == "auto" else smoothing,
-        prior=prior or ("posteriors" if utility == "recommender" else "counts"),
+        prior=prior or ("posteriors" if utility == "recommender" and not partitioned else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
         auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets)
         if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
     if utility != "recommender":
         return mapping
-    if partitioned:
-        raise BuildError("--utility recommender needs the training rows in memory (one CSV file)")
     return recommender.RecommenderOptions(mapping=mapping, rank=factors,
                                           reg=None if factor_reg == "auto" else factor_reg)
 

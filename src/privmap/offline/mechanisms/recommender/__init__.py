@@ -2,10 +2,13 @@
 predicted ratings.
 
 Its face: :class:`RecommenderOptions` (the quantized mapping's options and the factor model's),
-:func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`), and
-its evaluation view. Private modules: ``_build`` (the build, and :func:`recommender_result` that
-makes the quantized pipeline's payload a recommender bundle's), ``_factors`` (the factor model),
-``_view`` (the evaluation view: the released rows of predicted ratings measured on labelled rows).
+:func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`),
+:func:`build_partitioned` (the same build on partitioned ratings, out of core on Dask), and its
+evaluation view. Private modules: ``_build`` (the build in memory, and :func:`recommender_result`
+that makes the quantized pipeline's payload a recommender bundle's on both paths),
+``_partitioned`` (the build out of core: the model fitted on a sample, every partition folded
+in), ``_factors`` (the factor model), ``_view`` (the evaluation view: the released rows of
+predicted ratings measured on labelled rows).
 """
 from ._build import (
     FACTOR_PREFIX,
@@ -19,8 +22,10 @@ from ._build import (
     recommender_result,
 )
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
+from ._partitioned import SAMPLE_CELLS, SAMPLE_USERS, build_partitioned, sample_ratings, sample_size
 from ._view import FactorView, view_of_recommender
 
-__all__ = ["RecommenderOptions", "build", "RecommenderBuild", "RatingModel", "Prepared", "prepare",
+__all__ = ["RecommenderOptions", "build", "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare",
            "build_prepared", "recommender_result", "FACTOR_PREFIX", "FactorView", "view_of_recommender", "FactorModel",
-           "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS"]
+           "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS", "sample_ratings", "sample_size", "SAMPLE_USERS",
+           "SAMPLE_CELLS"]

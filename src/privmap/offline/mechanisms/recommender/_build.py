@@ -16,8 +16,10 @@ What the declared figures mean here: the leakage is I(A; C^) of the released out
 released row is a function of that output alone, so it leaks no more. The distortion is the
 mean root-mean-square difference (stars, over all columns, before clipping to the rating
 domain; clipping only shrinks it) between the predicted ratings of a user's own factor and of
-the released output. The factor model is fitted on all training users, the private attribute
+the released output. The factor model is fitted on all training users in memory (on a seeded
+sample of them when the ratings are partitioned, :mod:`._partitioned`), the private attribute
 unseen; the cross-fitted folds refit the mapping, not the model (the model sees no attribute).
+:func:`recommender_result` makes the pipeline's payload a recommender bundle's on both paths.
 """
 from __future__ import annotations
 

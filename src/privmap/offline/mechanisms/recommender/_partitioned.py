@@ -1,0 +1,240 @@
+"""The recommender build on partitioned ratings (``privmap build DIR --utility recommender``): CSV
+or Parquet files too large for memory, on a Dask cluster. No process holds more than one
+partition's ratings and the sample of pass 2.
+
+1. validate (:class:`~privmap.offline.mechanisms.quantized.PartitionedRows` on the ratings): every
+   partition read and checked as the partitioned quantized build checks its rows (bad cells, a
+   rating outside the declared domain, files whose columns differ, too few rated rows, one
+   private class), and the ratings' schema, rows left out, blank share and SHA-256 summed up.
+2. sample: at most :func:`sample_size` rated rows, those of least
+   :func:`~privmap.offline.data.row_keys` key (seeded by ``--seed``, independent of the ratings
+   and of the private column), streamed partition by partition to the client and kept in the
+   order of the files.
+3. the factor model is fitted on the sample exactly as in memory (:func:`._build.fit_model`:
+   the penalty chosen on held-back ratings unless given, then alternating least squares).
+4. fold-in: every partition's rated rows folded into the whitened factor space with that model
+   (the device's own solve) and written with the private column as Parquet parts to a temporary
+   directory, removed when the build ends, failed or not.
+5. the partitioned quantized pipeline on those points
+   (:class:`~privmap.offline.mechanisms.quantized.PartitionedRows` and ``build_rows``, as its
+   ``build_partitioned``), its payload made a recommender bundle's by
+   :func:`._build.recommender_result`, the same function as in memory.
+
+Why a sample is enough for the model: the model never sees the private attribute, so fitting it
+on a sample leaks nothing a full fit would not, and every user, sampled or not, is folded in and
+mapped. What the sample sets is the item side (a bias and ``rank`` factors per column, fitted
+from that column's ratings): 10^5 users rating 5 % of the columns give each column thousands of
+ratings for its ``rank + 1`` numbers, and more users shrink its error no further than the model's
+own misfit. The sample is bounded in cells as well (:data:`SAMPLE_CELLS`), because the fit holds
+several dense copies of it.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from ..._errors import BuildError
+from ...data import Partition, Source, open_source, read_partition, row_keys
+from .._result import Result
+from ..quantized import PartitionedRows, StageTimer, build_rows
+from ._build import RecommenderOptions, factor_names, factor_options, fit_model, missing_token, rating_model, \
+    recommender_result
+from ._factors import FactorModel
+
+__all__ = ["build_partitioned", "sample_ratings", "sample_size", "SAMPLE_USERS", "SAMPLE_CELLS"]
+
+#: Most users the factor model of a partitioned build is fitted on.
+SAMPLE_USERS = 100_000
+#: Most rating cells in that sample (8 bytes each, blank ones included): the fit holds about five
+#: dense copies of the sample, so 25 million cells keep it near 1 GB (25,000 users at 1,000 columns).
+SAMPLE_CELLS = 25_000_000
+#: Rows folded in at a time (bounds the fold-in's scratch memory to a few such blocks of ratings).
+FOLD_ROWS = 8192
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How a worker reads a partition of ratings: the rating columns, the private column and the
+    declared missing tokens (column, token)."""
+
+    features: tuple[str, ...]
+    private: str
+    tokens: tuple[tuple[str, str], ...] = ()
+
+    def read(self, part: Partition) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(R, labels, rated)``: the partition's ratings (m, d; NaN = blank), private labels (m,)
+        and which rows rate something (m,) bool."""
+        R, labels = read_partition(part, self.features, self.private, dict(self.tokens))
+        return R, labels, ~np.all(np.isnan(R), axis=1)
+
+
+def sample_size(columns: int) -> int:
+    """Rows in the sample of a source of ``columns`` rating columns: :data:`SAMPLE_USERS`, fewer
+    when that many rows would exceed :data:`SAMPLE_CELLS` cells (at least one row)."""
+    return max(1, min(SAMPLE_USERS, SAMPLE_CELLS // max(columns, 1)))
+
+
+def build_partitioned(src: Source, options: RecommenderOptions, client, *, kmeans: str = "minibatch",
+                      progress=None, dask_progress: bool = False, scratch: str | os.PathLike | None = None) -> Result:
+    """Build a recommender bundle's payload from partitioned ratings (module docstring).
+
+    Parameters
+    ----------
+    src : Source
+        The partitioned ratings (:func:`privmap.offline.data.open_source`): one column per item
+        (blank = not rated) and the private column.
+    options : RecommenderOptions
+        Its ``mapping`` as a partitioned quantized build takes it (a number of clusters, the
+        counts prior, no robust certificate); ``mapping.seed`` seeds the sample and the fit.
+    client : distributed.Client
+        Where the partitions are processed.
+    kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
+        The k-means of the factor points.
+    progress : callable(stage, fraction) or StageTimer, optional, keyword-only
+        Told about each pass ("validate", "sample", "factor-model", "fold-in") and then the
+        quantized pipeline's stages.
+    dask_progress : bool, keyword-only
+        Show Dask's text progress bar of the quantized passes on stderr.
+    scratch : path, optional, keyword-only
+        Where the temporary directory of factor points is made (the workers must see it);
+        default the system's temporary directory.
+
+    Returns
+    -------
+    Result
+        Its ``detail`` a :class:`._build.RecommenderBuild` whose ``dataset`` is the factor points'
+        :class:`~privmap.offline.mechanisms.quantized.SourceSummary`.
+
+    Raises
+    ------
+    BuildError
+        Other options than :class:`RecommenderOptions`; what the partitioned quantized build
+        refuses (its options, or bad ratings: :class:`~privmap.offline.DatasetError`, naming
+        the partition); missing-answer tokens that differ by column; too few ratings to choose
+        the penalty.
+    """
+    if not isinstance(options, RecommenderOptions):
+        raise BuildError(f"the recommender build takes RecommenderOptions, got {type(options).__name__}")
+    tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
+    token = missing_token(options, src.features)
+    declared = options.mapping.declared
+    reading = _Reading(src.features, src.private_name,
+                       tuple(sorted(declared.missing_tokens().items())) if declared else ())
+    summary = PartitionedRows(src, options.mapping, client, kmeans=kmeans, progress=tell,
+                              dask_progress=dask_progress).dataset
+    tell("sample", 0.0)
+    model, scores = _fit_on_sample(client, src, reading, options, tell)
+    fitted = rating_model(summary.schema, token, model, scores, dropped_rows=summary.dropped,
+                          missing_cell_fraction=summary.missing_fraction, sha256=summary.sha256)
+    with tempfile.TemporaryDirectory(prefix="privmap-factors-", dir=scratch) as folder:
+        tell("fold-in", 0.0)
+        fold_in(client, src.partitions, reading, model, folder)
+        mapping = factor_options(options.mapping)
+        points = PartitionedRows(open_source(folder, private=src.private_name), mapping, client, kmeans=kmeans,
+                                 progress=tell, dask_progress=dask_progress)
+        built = build_rows(points, mapping, tell)
+    return recommender_result(built, fitted, options)
+
+
+def _fit_on_sample(client, src: Source, reading: _Reading, options: RecommenderOptions,
+                   tell) -> tuple[FactorModel, dict]:
+    """The factor model fitted on the sample (stage ``factor-model``), and each penalty's RMSE."""
+    R = _sample(client, src.partitions, reading, seed=options.mapping.seed, size=sample_size(len(src.features)))
+    tell("factor-model", 0.0)
+    return fit_model(R, options)
+
+
+def sample_ratings(client, src: Source, *, seed: int, size: int, tokens: Mapping[str, str] | None = None) -> np.ndarray:
+    """The rated rows of least :func:`~privmap.offline.data.row_keys` key (``seed``, partition
+    ordinal, row), at most ``size`` of them, in file order: shape (min(size, rated rows), d),
+    the columns ``src.features`` (NaN = blank; ``tokens`` as
+    :func:`~privmap.offline.data.read_partition` takes them).
+
+    Partitions are read on the workers, as many at a time as they have threads; each returns
+    only its rows whose key is below the ``size``-th least key seen so far, so the client holds
+    at most the sample and a partition's share of it.
+
+    Raises
+    ------
+    DatasetError
+        A bad cell, named by file, line or row, and column.
+    """
+    return _sample(client, src.partitions, _Reading(src.features, src.private_name, tuple(sorted((tokens or {}).items()))),
+                   seed=seed, size=size)
+
+
+def _sample(client, parts, reading: _Reading, *, seed: int, size: int) -> np.ndarray:
+    window = max(1, sum(client.nthreads().values()))
+    held = _Sample(np.zeros(0, np.uint64), np.zeros(0, np.int64), np.empty((0, len(reading.features))))
+    pending: collections.deque = collections.deque()
+    for ordinal, part in enumerate(parts):
+        pending.append(client.submit(_candidates, part, pure=False, reading=reading, ordinal=ordinal, seed=seed,
+                                     size=size, below=held.ceiling(size)))
+        if len(pending) >= window:
+            held = held.merged(*pending.popleft().result(), size=size)
+    while pending:
+        held = held.merged(*pending.popleft().result(), size=size)
+    return held.rows[np.argsort(held.order, kind="stable")]
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """Rows kept so far: their keys (k,), places (k,; partition ordinal << 32 | row) and ratings (k, d)."""
+
+    keys: np.ndarray
+    order: np.ndarray
+    rows: np.ndarray
+
+    def ceiling(self, size: int) -> np.uint64:
+        """The largest key a row may have to enter the sample (every key until it is full)."""
+        return self.keys.max() if self.keys.size >= size else np.uint64(np.iinfo(np.uint64).max)
+
+    def merged(self, keys: np.ndarray, order: np.ndarray, rows: np.ndarray, *, size: int) -> "_Sample":
+        """This sample and a partition's candidates, cut to the ``size`` of least key."""
+        every = np.concatenate([self.keys, keys])
+        pick = np.arange(every.size) if every.size <= size else np.argpartition(every, size - 1)[:size]
+        mine, theirs = pick[pick < self.keys.size], pick[pick >= self.keys.size] - self.keys.size
+        return _Sample(every[pick], np.concatenate([self.order[mine], order[theirs]]),
+                       np.concatenate([self.rows[mine], rows[theirs]]))
+
+
+def _candidates(part: Partition, *, reading: _Reading, ordinal: int, seed: int, size: int, below: np.uint64):
+    """A partition's rated rows that may enter the sample: key at most ``below``, the ``size`` of
+    least key at most; ``(keys, places, ratings)`` as :class:`_Sample` holds them."""
+    R, _, rated = reading.read(part)
+    keys = row_keys(seed, ordinal, R.shape[0])
+    chosen = np.nonzero(rated & (keys <= below))[0]
+    if chosen.size > size:
+        chosen = np.sort(chosen[np.argpartition(keys[chosen], size - 1)[:size]])
+    return keys[chosen], (np.int64(ordinal) << np.int64(32)) + chosen, R[chosen]
+
+
+def fold_in(client, parts, reading: _Reading, model: FactorModel, folder) -> int:
+    """Every partition's rated rows as factor points, written with the private column to
+    ``folder``/part-NNNNNN.parquet (one file per partition that rates something, in partition
+    order; columns factor_0 .. factor_rank, then the private column as text). Returns the rows
+    written."""
+    return sum(client.gather([client.submit(_fold_partition, part, pure=False, reading=reading, model=model,
+                                            path=os.path.join(folder, f"part-{ordinal:06d}.parquet"))
+                              for ordinal, part in enumerate(parts)]))
+
+
+def _fold_partition(part: Partition, *, reading: _Reading, model: FactorModel, path: str) -> int:
+    """:func:`fold_in` of one partition, :data:`FOLD_ROWS` rows at a time; the rows written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    R, labels, rated = reading.read(part)
+    if not rated.any():
+        return 0
+    points = np.concatenate([model.points(R[i:i + FOLD_ROWS][rated[i:i + FOLD_ROWS]])
+                             for i in range(0, R.shape[0], FOLD_ROWS)])
+    columns = {name: points[:, k] for k, name in enumerate(factor_names(model.rank))}
+    columns[reading.private] = pa.array(labels[rated].tolist(), type=pa.string())
+    pq.write_table(pa.table(columns), path)
+    return int(points.shape[0])
