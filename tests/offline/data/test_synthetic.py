@@ -71,3 +71,24 @@ def test_the_csv_has_blank_cells_and_reads_back_as_privmap_reads_it(tmp_path):
 def test_arguments_out_of_range_raise_value_error(kwargs):
     with pytest.raises(ValueError):
         synthetic_ratings(10, 5, rng=0, **kwargs)
+
+
+def test_chunks_share_one_population_of_items_and_are_seeded():
+    from privmap.offline.data import synthetic_rating_chunks
+    chunks = list(synthetic_rating_chunks(2500, 60, chunk_users=1000, density=0.1, rng=3))
+    assert [c.ratings.shape for c in chunks] == [(1000, 60), (1000, 60), (500, 60)]
+    again = list(synthetic_rating_chunks(2500, 60, chunk_users=1000, density=0.1, rng=3))
+    assert all(np.array_equal(a.ratings, b.ratings, equal_nan=True) for a, b in zip(chunks, again))
+    assert not np.array_equal(chunks[0].ratings, chunks[1].ratings, equal_nan=True)
+    # one item side: each item's mean complete rating agrees across chunks (1,000 users each, sd about 1.1)
+    means = np.array([c.complete.mean(axis=0) for c in chunks[:2]])
+    assert np.corrcoef(means)[0, 1] > 0.9
+    observed = np.concatenate([~np.isnan(c.ratings) for c in chunks])
+    assert abs(observed.mean() - 0.1) < 0.01
+    assert {c.items for c in chunks} == {tuple(f"item{j}" for j in range(60))}
+
+
+def test_chunks_of_no_user_are_refused():
+    from privmap.offline.data import synthetic_rating_chunks
+    with pytest.raises(ValueError, match="chunk_users"):
+        next(synthetic_rating_chunks(10, 5, chunk_users=0, rng=1))

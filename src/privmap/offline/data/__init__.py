@@ -7,7 +7,8 @@ nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), `
 (declared feature domains and missing-answer spellings, completed by inference), ``_frames`` (a
 table in memory as the CSV every reader reads), ``_numeric`` (named numeric columns of a CSV, for
 the real-valued mechanisms), ``_synthetic`` (seeded latent-factor ratings with a private attribute
-and blanks missing not at random, :func:`synthetic_ratings`).
+and blanks missing not at random, :func:`synthetic_ratings`, or chunk by chunk,
+:func:`synthetic_rating_chunks`).
 """
 from ._blas_nearest import nearest_l2
 from ._dataset import MIN_ROWS, Dataset, check_classes, check_unique, column_indexes, data_rows, load_dataset, read_csv
@@ -35,7 +36,7 @@ from ._schema import (
            resolve,
            schema_json,
 )
-from ._synthetic import SyntheticRatings, synthetic_ratings
+from ._synthetic import SyntheticRatings, synthetic_rating_chunks, synthetic_ratings
 
 __all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "check_unique", "column_indexes", "data_rows", "read_csv",
            "csv_source", "is_table", "read_numeric_columns",
@@ -45,4 +46,4 @@ __all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "check_unique
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
            "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",
            "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json",
-           "SyntheticRatings", "synthetic_ratings"]
+           "SyntheticRatings", "synthetic_ratings", "synthetic_rating_chunks"]

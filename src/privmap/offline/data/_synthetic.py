@@ -17,16 +17,19 @@ the attribute). :func:`synthetic_ratings` draws such a set from one generator:
   expected share of observed cells is ``density``.
 
 Every draw comes from ``rng``: the same generator state gives the same set.
+:func:`synthetic_rating_chunks` draws a set too large for memory a chunk of users at a time, the
+item side drawn once.
 """
 from __future__ import annotations
 
 import csv
 import pathlib
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
-__all__ = ["SyntheticRatings", "synthetic_ratings"]
+__all__ = ["SyntheticRatings", "synthetic_ratings", "synthetic_rating_chunks"]
 
 #: Standard deviation of the user and of the item bias, in rating points.
 BIAS_SD = 0.4
@@ -135,6 +138,66 @@ def synthetic_ratings(n_users: int, n_items: int, *, rank: int = 5, density: flo
     ValueError
         A size below its minimum, ``density`` outside (0, 1), a negative spread or an empty scale.
     """
+    lo, hi = _checked(n_users, n_items, rank, density, classes, shift, noise, popularity, scale)
+    rng = np.random.default_rng(rng)
+    private = rng.integers(0, classes, n_users).astype(np.int64)
+    class_means = shift * rng.standard_normal((classes, rank))
+    U = class_means[private] + rng.standard_normal((n_users, rank))
+    V = rng.standard_normal((n_items, rank)) / np.sqrt(rank)
+    complete = _complete(lo, hi, BIAS_SD * rng.standard_normal((n_users, 1)), BIAS_SD * rng.standard_normal((1, n_items)),
+                         U, V, noise * rng.standard_normal((n_users, n_items)))
+    z = popularity * rng.standard_normal((1, n_items)) + selection * (complete - 0.5 * (lo + hi))
+    p = _sigmoid(_intercept(z, density) + z)
+    return _drawn(complete, p, rng.random((n_users, n_items)) < p, private, classes, lo, hi)
+
+
+def synthetic_rating_chunks(n_users: int, n_items: int, *, chunk_users: int, rank: int = 5, density: float = 0.05,
+                            classes: int = 2, rng: np.random.Generator | int, shift: float = 0.5,
+                            selection: float = 1.0, noise: float = 0.5, popularity: float = 1.0,
+                            scale: tuple[int, int] = (1, 5)) -> Iterator[SyntheticRatings]:
+    """A rating set too large for memory, drawn ``chunk_users`` users at a time from the model of
+    :func:`synthetic_ratings` (same parameters): one population of items whatever the chunk.
+
+    The item side (class means, item factors and biases, the items' popularity) is drawn once;
+    the observation intercept ``b`` is set on the first chunk (the expected density of later
+    chunks is the target's to within that chunk's sampling noise); each chunk then draws its
+    users. The draws differ from :func:`synthetic_ratings`' order, so the set is not that
+    function's for the same generator.
+
+    Yields
+    ------
+    SyntheticRatings
+        Users ``chunk_users`` at a time (the last chunk the rest), each of shape
+        (rows, ``n_items``), the ``items`` and ``classes`` shared.
+
+    Raises
+    ------
+    ValueError
+        As :func:`synthetic_ratings`, or ``chunk_users`` below 1.
+    """
+    if chunk_users < 1:
+        raise ValueError(f"chunk_users must be at least 1, got {chunk_users}")
+    lo, hi = _checked(n_users, n_items, rank, density, classes, shift, noise, popularity, scale)
+    rng = np.random.default_rng(rng)
+    class_means = shift * rng.standard_normal((classes, rank))
+    V = rng.standard_normal((n_items, rank)) / np.sqrt(rank)
+    item_bias = BIAS_SD * rng.standard_normal((1, n_items))
+    liked = popularity * rng.standard_normal((1, n_items))
+    intercept = None
+    for start in range(0, n_users, chunk_users):
+        n = min(chunk_users, n_users - start)
+        private = rng.integers(0, classes, n).astype(np.int64)
+        U = class_means[private] + rng.standard_normal((n, rank))
+        complete = _complete(lo, hi, BIAS_SD * rng.standard_normal((n, 1)), item_bias, U, V,
+                             noise * rng.standard_normal((n, n_items)))
+        z = liked + selection * (complete - 0.5 * (lo + hi))
+        intercept = _intercept(z, density) if intercept is None else intercept
+        p = _sigmoid(intercept + z)
+        yield _drawn(complete, p, rng.random((n, n_items)) < p, private, classes, lo, hi)
+
+
+def _checked(n_users, n_items, rank, density, classes, shift, noise, popularity, scale) -> tuple[int, int]:
+    """The scale's whole-number ends, once every parameter is checked (ValueError otherwise)."""
     if n_users < 1 or n_items < 1 or rank < 1:
         raise ValueError(f"n_users, n_items and rank must be at least 1, got {n_users}, {n_items}, {rank}")
     if not 0.0 < density < 1.0:
@@ -146,19 +209,18 @@ def synthetic_ratings(n_users: int, n_items: int, *, rank: int = 5, density: flo
     lo, hi = int(scale[0]), int(scale[1])
     if hi <= lo:
         raise ValueError(f"scale must run from a lower to a higher whole number, got {scale}")
-    rng = np.random.default_rng(rng)
-    private = rng.integers(0, classes, n_users).astype(np.int64)
-    class_means = shift * rng.standard_normal((classes, rank))
-    U = class_means[private] + rng.standard_normal((n_users, rank))
-    V = rng.standard_normal((n_items, rank)) / np.sqrt(rank)
-    centre = 0.5 * (lo + hi)
-    score = (centre + BIAS_SD * rng.standard_normal((n_users, 1)) + BIAS_SD * rng.standard_normal((1, n_items))
-             + FACTOR_WEIGHT * (U @ V.T) + noise * rng.standard_normal((n_users, n_items)))
-    complete = np.clip(np.rint(score), lo, hi)
-    z = popularity * rng.standard_normal((1, n_items)) + selection * (complete - centre)
-    p = _sigmoid(_intercept(z, density) + z)
-    observed = rng.random((n_users, n_items)) < p
+    return lo, hi
+
+
+def _complete(lo: int, hi: int, user_bias, item_bias, U, V, noise) -> np.ndarray:
+    """Every user's rating of every item (n, m): the scale's centre, the biases (n, 1) and (1, m),
+    the factors' weighted inner product and the noise (n, m), rounded and clipped to lo..hi."""
+    score = 0.5 * (lo + hi) + user_bias + item_bias + FACTOR_WEIGHT * (U @ V.T) + noise
+    return np.clip(np.rint(score), lo, hi)
+
+
+def _drawn(complete, p, observed, private, classes: int, lo: int, hi: int) -> SyntheticRatings:
     return SyntheticRatings(ratings=np.where(observed, complete, np.nan), complete=complete, private=private,
                             classes=tuple(f"c{i}" for i in range(classes)),
-                            items=tuple(f"item{j}" for j in range(n_items)), observe_probability=p,
+                            items=tuple(f"item{j}" for j in range(complete.shape[1])), observe_probability=p,
                             scale=(lo, hi))
