@@ -3,6 +3,8 @@ rating domain from, the in-memory model when the sample covers every row, a seed
 file order, and no temporary directory left behind."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -117,3 +119,25 @@ def test_a_rating_outside_the_declared_domain_is_refused_by_partition(client, tm
     with pytest.raises(DatasetError, match=r"p1.csv.*outside the declared domain"):
         build(parts, client, scratch=tmp_path)
 
+
+
+def test_the_outputs_are_calibrated_out_of_core_as_in_memory(client, ratings, tmp_path):
+    """The partitioned calibration (a pass of pools over the parts, one of distances over the
+    factor points) gives the in-memory calibration's outputs and released distortion on one mapping."""
+    from privmap.offline.data import nearest
+    from privmap.offline.mechanisms.quantized import StageTimer, build_points
+    from privmap.offline.mechanisms.recommender._partitioned import _Reading, calibrate, fold_in
+    drawn, whole, parts = ratings
+    prepared = recommender.prepare(Dataset.from_csv(whole, private="gender"), OPTIONS)
+    options = dataclasses.replace(MAPPING, declared=None, cross_fitting=None)     # the factor points' domain
+    mapping = build_points(prepared.factors, options, StageTimer(None)).payload
+    points = prepared.factors.public
+    memory = recommender.calibrate_payload(mapping, prepared.fitted.model, prepared.ratings, points,
+                                           nearest(points, np.asarray(mapping["inputs"]), "l2"))
+    source = open_source(parts, private="gender")
+    reading = _Reading(source.features, source.private_name)
+    fold_in(client, source.partitions, reading, prepared.fitted.model, tmp_path)
+    got = calibrate(client, source.partitions, reading, prepared.fitted.model, mapping, tmp_path)
+    np.testing.assert_allclose(got["outputs"], memory["outputs"], rtol=1e-9, atol=1e-12)
+    assert got["metrics"]["released_distortion"] == pytest.approx(memory["metrics"]["released_distortion"], rel=1e-9)
+    assert got["outputs"] != mapping["outputs"]

@@ -7,7 +7,8 @@ Its face: :class:`RecommenderOptions` (the quantized mapping's options and the f
 evaluation view. Private modules: ``_build`` (the build in memory, and :func:`recommender_result`
 that makes the quantized pipeline's payload a recommender bundle's on both paths),
 ``_partitioned`` (the build out of core: the model fitted on a sample, every partition folded
-in), ``_factors`` (the factor model), ``_view`` (the evaluation view: the released rows of
+in), ``_factors`` (the factor model), ``_calibrate`` (the released rows fitted to the ratings of
+the users who release them), ``_view`` (the evaluation view: the released rows of
 predicted ratings measured on labelled rows).
 """
 from ._build import (
@@ -21,6 +22,7 @@ from ._build import (
     prepare,
     recommender_result,
 )
+from ._calibrate import calibrate_payload, calibrated_outputs, pooled_sums
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
 from ._partitioned import SAMPLE_CELLS, SAMPLE_USERS, build_partitioned, sample_ratings, sample_size
 from ._view import FactorView, view_of_recommender
@@ -28,4 +30,4 @@ from ._view import FactorView, view_of_recommender
 __all__ = ["RecommenderOptions", "build", "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare",
            "build_prepared", "recommender_result", "FACTOR_PREFIX", "FactorView", "view_of_recommender", "FactorModel",
            "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS", "sample_ratings", "sample_size", "SAMPLE_USERS",
-           "SAMPLE_CELLS"]
+           "SAMPLE_CELLS", "pooled_sums", "calibrated_outputs", "calibrate_payload"]

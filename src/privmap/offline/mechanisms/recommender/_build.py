@@ -33,6 +33,7 @@ from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
 from ..quantized import Build, QuantizedOptions, build_points, start
+from ._calibrate import calibrate_payload
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
 __all__ = ["RecommenderOptions", "RecommenderBuild", "RatingModel", "Prepared", "build", "prepare", "build_prepared",
@@ -121,10 +122,12 @@ class RatingModel:
 class Prepared:
     """The training ratings in memory turned into factor points, ready for the seed-000 pipeline:
     ``factors`` the :class:`Dataset` of points (n, rank + 1) with the ratings' private column, and
-    ``fitted`` the ratings' domain and model."""
+    ``fitted`` the ratings' domain and model, ``ratings`` (n, m; NaN = not rated) the training
+    ratings in the order of the points (the released rows are calibrated to them: :mod:`._calibrate`)."""
 
     factors: Dataset
     fitted: RatingModel
+    ratings: np.ndarray
 
 
 def build(dataset: Dataset, options: RecommenderOptions, *, progress=None) -> Result:
@@ -180,18 +183,23 @@ def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int 
                       categorical=False, sha256=dataset.sha256, columns=dataset.columns)
     return Prepared(factors=factors, fitted=rating_model(
         schema, token, model, scores, dropped_rows=dropped_rows, missing_cell_fraction=float(np.isnan(R).mean()),
-        sha256=dataset.sha256))
+        sha256=dataset.sha256), ratings=R)
 
 
 def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Result:
     """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
-    payload made a recommender bundle's (:func:`recommender_result`); ``tell`` is the build's
+    outputs calibrated to the training ratings they serve (:func:`._calibrate.calibrate_payload`) and
+    its payload made a recommender bundle's (:func:`recommender_result`); ``tell`` is the build's
     :class:`~privmap.offline.mechanisms.quantized.StageTimer`. The mapping's domain declarations
     are the ratings' (the factor space's domain is inferred from the points). Raises as the
     pipeline."""
     built = build_points(prepared.factors, factor_options(options.mapping), tell,
                          dropped_rows=prepared.fitted.dropped_rows)
-    return recommender_result(built, prepared.fitted, options)
+    labels = built.alphabet.labels
+    assert labels is not None                  # an in-memory alphabet assigns every row
+    payload = calibrate_payload(built.payload, prepared.fitted.model, prepared.ratings, prepared.factors.public,
+                                labels)
+    return recommender_result(dataclasses.replace(built, payload=payload), prepared.fitted, options)
 
 
 def missing_token(options: RecommenderOptions, columns) -> str:

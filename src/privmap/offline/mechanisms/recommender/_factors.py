@@ -96,9 +96,11 @@ class FactorModel:
 
 
 def ridge_rows(Y: np.ndarray, observed: np.ndarray, X: np.ndarray, reg: float) -> np.ndarray:
-    """For each row u: argmin_t sum_{j observed} (Y[u, j] - X[j] . t)^2 + reg |t|^2.
+    """For each row u: argmin_t sum_j observed[u, j] (Y[u, j] / observed[u, j] - X[j] . t)^2 + reg |t|^2.
 
-    Y (n, m) with zeros where not observed, observed (n, m) bool, X (m, k1). Returns (n, k1).
+    Y (n, m) with zeros where not observed, observed (n, m) bool (a user's rated cells) or
+    non-negative weights (a pool of users, Y then the weighted sums: :mod:`._calibrate`),
+    X (m, k1). Returns (n, k1).
     Rows are solved in chunks whose Gram stack stays near 32 MiB.
     """
     n, k1 = Y.shape[0], X.shape[1]

@@ -17,8 +17,10 @@ partition's ratings and the sample of pass 2.
    directory, removed when the build ends, failed or not.
 5. the partitioned quantized pipeline on those points
    (:class:`~privmap.offline.mechanisms.quantized.PartitionedRows` and ``build_rows``, as its
-   ``build_partitioned``), its payload made a recommender bundle's by
-   :func:`._build.recommender_result`, the same function as in memory.
+   ``build_partitioned``);
+6. calibrate (:mod:`._calibrate`, as in memory): a pass over the ratings adds up each output's
+   pool, and one over the points the released distortion; the payload is then made a
+   recommender bundle's by :func:`._build.recommender_result`, the same function as in memory.
 
 Why a sample is enough for the model: the model never sees the private attribute, so fitting it
 on a sample leaks nothing a full fit would not, and every user, sampled or not, is folded in and
@@ -31,6 +33,8 @@ several dense copies of it.
 from __future__ import annotations
 
 import collections
+import dataclasses
+import glob
 import os
 import tempfile
 from dataclasses import dataclass
@@ -39,11 +43,13 @@ from typing import Mapping
 import numpy as np
 
 from ..._errors import BuildError
-from ...data import Partition, Source, open_source, read_partition, row_keys
+from ...data import Partition, Source, nearest, open_source, read_partition, row_keys
 from .._result import Result
 from ..quantized import PartitionedRows, StageTimer, build_rows
 from ._build import RecommenderOptions, factor_names, factor_options, fit_model, missing_token, rating_model, \
     recommender_result
+from ._calibrate import calibrated_outputs, payload_domain, payload_table, pooled_sums, released_distance, \
+    with_outputs
 from ._factors import FactorModel
 
 __all__ = ["build_partitioned", "sample_ratings", "sample_size", "SAMPLE_USERS", "SAMPLE_CELLS"]
@@ -138,7 +144,9 @@ def build_partitioned(src: Source, options: RecommenderOptions, client, *, kmean
         points = PartitionedRows(open_source(folder, private=src.private_name), mapping, client, kmeans=kmeans,
                                  progress=tell, dask_progress=dask_progress)
         built = build_rows(points, mapping, tell)
-    return recommender_result(built, fitted, options)
+        tell("calibrate", 0.99)
+        payload = calibrate(client, src.partitions, reading, model, built.payload, folder)
+    return recommender_result(dataclasses.replace(built, payload=payload), fitted, options)
 
 
 def _fit_on_sample(client, src: Source, reading: _Reading, options: RecommenderOptions,
@@ -238,3 +246,48 @@ def _fold_partition(part: Partition, *, reading: _Reading, model: FactorModel, p
     columns[reading.private] = pa.array(labels[rated].tolist(), type=pa.string())
     pq.write_table(pa.table(columns), path)
     return int(points.shape[0])
+
+
+def calibrate(client, parts, reading: _Reading, model: FactorModel, payload: dict, folder) -> dict:
+    """The mapping's ``payload`` with its outputs calibrated to the ratings of the users who release
+    them (:func:`._calibrate.calibrate_payload`, out of core): one pass over the ratings for the
+    pools, summed as the partitions finish, and one over the factor points in ``folder`` for the
+    released distortion."""
+    from distributed import as_completed
+    q, inputs = payload_table(payload), np.asarray(payload["inputs"], dtype=float)
+    shape = (q.shape[1], len(reading.features))
+    sums, counts = np.zeros(shape), np.zeros(shape)
+    for future in as_completed([client.submit(_pool_partition, part, pure=False, reading=reading, model=model, q=q,
+                                              inputs=inputs) for part in parts]):
+        pool_sums, pool_counts = future.result()
+        sums += pool_sums
+        counts += pool_counts
+    moved = calibrated_outputs(model, sums, counts, payload["outputs"], *payload_domain(payload))
+    names = factor_names(model.rank)
+    measured = client.gather([client.submit(_distance_partition, path, pure=False, names=names, q=q, inputs=inputs,
+                                            outputs=moved)
+                              for path in sorted(glob.glob(os.path.join(folder, "part-*.parquet")))])
+    return with_outputs(payload, moved, sum(d for d, _ in measured) / max(sum(n for _, n in measured), 1))
+
+
+def _pool_partition(part: Partition, *, reading: _Reading, model: FactorModel, q, inputs: np.ndarray):
+    """:func:`._calibrate.pooled_sums` of one partition's rated rows, each released as the device
+    would: its nearest input's row of ``q``; :data:`FOLD_ROWS` rows at a time."""
+    R, _, rated = reading.read(part)
+    R = R[rated]
+    shape = (q.shape[1], R.shape[1])
+    sums, counts = np.zeros(shape), np.zeros(shape)
+    for i in range(0, R.shape[0], FOLD_ROWS):
+        block = R[i:i + FOLD_ROWS]
+        s, c = pooled_sums(model, block, q[nearest(model.points(block), inputs, "l2")])
+        sums += s
+        counts += c
+    return sums, counts
+
+
+def _distance_partition(path: str, *, names, q, inputs: np.ndarray, outputs: np.ndarray) -> tuple[float, int]:
+    """:func:`._calibrate.released_distance` of one file of factor points, and its rows."""
+    import pyarrow.parquet as pq
+    table = pq.read_table(path, columns=list(names))
+    points = np.column_stack([table.column(name).to_numpy() for name in names])
+    return released_distance(points, q[nearest(points, inputs, "l2")], outputs), int(points.shape[0])
