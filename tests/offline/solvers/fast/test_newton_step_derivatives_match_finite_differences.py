@@ -81,7 +81,8 @@ def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, 
     delta = budget(p_ac, dist, frac)
     dense = solve_fast(p_ac, dist, delta)
     iterative = fast.run(fast.set_up(p_ac, dist, delta, TOL, 2000,
-                                     settings=fast.Settings(dense_max=0, product_dense_max=0)))
+                                     settings=fast.Settings(dense_max=0, product_dense_max=0,
+                                                            woodbury_max_rows=0)))
     assert iterative.gap_bits <= TOL
     assert abs(iterative.leakage_bits - dense.leakage_bits) <= TOL
     assert iterative.lower_bound_bits <= dense.leakage_bits + 1e-12
@@ -123,14 +124,15 @@ def test_matrix_free_hessian_product_and_diagonal_blocks_equal_the_assembled_hes
 @pytest.mark.parametrize("seed, K, n_private, frac", [(2, 12, 3, 0.1), (4, 16, 5, 0.3)])
 def test_dense_product_path_with_several_classes_matches_the_dense_path(seed, K, n_private, frac,
                                                                         random_instance, budget):
-    """With more than two classes the tight solves above Settings.dense_max unknowns factorise N
-    from one rank-R product (`product_matrix`); forced on small instances along the whole path
-    (the first Newton system, at the starting tau, is one), it must certify the optimum that
-    dense Cholesky of the assembled N certifies."""
+    """With more than two classes and more rows than Settings.woodbury_max_rows, the tight solves
+    above Settings.dense_max unknowns factorise N from one rank-R product (`product_matrix`); forced
+    on small instances along the whole path (the first Newton system, at the starting tau, is one),
+    it must certify the optimum that dense Cholesky of the assembled N certifies."""
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
     dense = solve_fast(p_ac, dist, delta)
-    state = fast.set_up(p_ac, dist, delta, TOL, 2000, settings=fast.Settings(dense_max=0, jacobi_tau=1.0))
+    state = fast.set_up(p_ac, dist, delta, TOL, 2000,
+                        settings=fast.Settings(dense_max=0, jacobi_tau=1.0, woodbury_max_rows=0))
     products = fast.run(state)
     assert fast.newton_system(state, state.scale) == "product"
     assert products.gap_bits <= TOL

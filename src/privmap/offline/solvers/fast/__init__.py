@@ -7,7 +7,8 @@ one explicit state (:class:`FastState`, made by :func:`set_up`, with its thresho
 
 - the start (:func:`start`): cheapest outputs, trivial answers, starting duals and candidates;
 - the smoothed dual and its Newton step (:func:`evaluate`, :func:`primal`, :func:`gradient`,
-  :func:`factor` with the matrices it factorises, :func:`ascend`);
+  :func:`factor` with the matrices it factorises, :func:`woodbury` with :func:`exact_product`,
+  :func:`ascend`);
 - the pricing (:func:`pricing_pass`, :func:`set_candidates`, :func:`start_candidates`,
   :func:`guards`, :func:`most_violated`): candidate lists and the passes over all pairs;
 - the certification (:func:`lower_bound`, :func:`mixed_leakage`, :func:`finish`): the proven
@@ -34,6 +35,9 @@ from ._newton import (
     primal,
     product_matrix,
     strong_pairs,
+    uses_woodbury,
+    woodbury,
+    exact_product,
 )
 from ._path import begin_path, follow_path, path_step, polish_answer, run, start, warm_duals
 from ._pricing import guards, most_violated, pricing_pass, set_candidates, start_candidates
@@ -43,6 +47,7 @@ from ._state import FastState, Settings, set_up
 __all__ = ["solve_fast", "FastState", "Settings", "set_up", "run", "start",
            "evaluate", "codebook", "primal", "gradient", "factor", "newton_system", "ascend", "dense_matrix",
            "assemble", "product_matrix", "diagonal_blocks", "block_jacobi", "hessian_operator",
-           "strong_pairs", "pricing_pass", "set_candidates", "start_candidates", "guards", "most_violated",
+           "strong_pairs", "woodbury", "exact_product", "uses_woodbury",
+           "pricing_pass", "set_candidates", "start_candidates", "guards", "most_violated",
            "lower_bound", "mixed_leakage", "finish",
            "begin_path", "path_step", "follow_path", "polish_answer", "warm_duals"]

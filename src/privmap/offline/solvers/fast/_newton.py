@@ -41,10 +41,12 @@ cut another 17 to 30% at K = 2048 to 8192 and 13% at 16384 (single runs),
 because the factors of the steps in between filled in most (mean fill of the
 LU factors 377k at K = 8192 against 58k after the move).
 With more than two classes those factors are nearly dense even late on the path (each output
-holds an (|A| - 1) x (|A| - 1) block, and a row's candidates couple all of theirs), so there,
-up to settings.product_dense_max unknowns, N itself is factorised densely: assembled from one rank-R
-product (:func:`product_matrix`, R the number of rows), it gives exact Newton
-steps with no CG at all.
+holds an (|A| - 1) x (|A| - 1) block, and a row's candidates couple all of theirs). But N is a
+block-diagonal matrix less one product of rank R, the number of rows, far below the
+(|A| - 1) K_out unknowns there: so, up to settings.woodbury_max_rows rows, every Newton system is
+solved exactly by the Woodbury identity (:func:`woodbury`, one R x R Cholesky), at every tau;
+beyond that, up to settings.product_dense_max unknowns, N itself is factorised densely once the
+solves are tight (:func:`product_matrix`).
 First-order methods (mirror descent, Frank-Wolfe, Blahut-Arimoto alternation)
 stall long before 1e-6 bits on this ill-conditioned objective.
 
@@ -69,6 +71,7 @@ _CG_RTOL = 1e-7                  # relative residual of the preconditioned conju
 _CG_MAXITER = 200                # CG iterations per solve; an unconverged solve still gives an ascent direction
 _JACOBI_RTOL = 1e-3              # to this relative residual,
 _JACOBI_MAXITER = 100            # in at most this many iterations
+_REFINE_STEPS = 2                # iterative refinement of a Woodbury solve (:func:`woodbury`)
 
 
 def codebook(state, theta):
@@ -157,6 +160,8 @@ def factor(state, ev, P):
     if cholesky is not None:
         def solve_theta(v):
             return dscale * sla.cho_solve(cholesky, dscale * v, check_finite=False)
+    elif system == "woodbury":
+        solve_theta = woodbury(state, ev, s, wk, V, floor)
     else:
         if system == "block-jacobi":
             precond = spla.LinearOperator((nth, nth), matvec=block_jacobi(state, ev, s, wk, V, floor))
@@ -202,23 +207,40 @@ def factor(state, ev, P):
 
 def newton_system(state, tau) -> str:
     """How :func:`factor` solves the Newton systems at ``tau``: ``"dense"`` (Cholesky of N, up to
-    ``settings.dense_max`` unknowns), ``"product"`` (Cholesky of N from one rank-R product: more
-    than two classes, up to ``settings.product_dense_max`` unknowns, tight solves), or conjugate
-    gradients preconditioned by N's diagonal blocks far up the path (``"block-jacobi"``) or by the
-    sparse LU factors of M (``"sparse-lu"``)."""
+    ``settings.dense_max`` unknowns), ``"woodbury"`` (exact, at every tau: more than two classes,
+    :func:`uses_woodbury`), ``"product"`` (Cholesky of N from one rank-R product: more than two
+    classes, up to ``settings.product_dense_max`` unknowns, tight solves), or conjugate gradients
+    preconditioned by N's diagonal blocks far up the path (``"block-jacobi"``) or by the sparse LU
+    factors of M (``"sparse-lu"``)."""
     nth = (state.A - 1) * state.K_out
     if nth <= state.settings.dense_max:
         return "dense"
+    if uses_woodbury(state):
+        return "woodbury"
     if state.A > 2 and nth <= state.settings.product_dense_max and solves_tightly(state, tau):
         return "product"
     return "sparse-lu" if solves_tightly(state, tau) else "block-jacobi"
 
 
+def uses_woodbury(state) -> bool:
+    """Whether :func:`factor` solves every Newton system above ``settings.dense_max`` unknowns by
+    :func:`woodbury`: more than two classes, and at most ``settings.woodbury_max_rows`` active rows,
+    no more than the unknowns (its dense factor is R x R where N's is nth x nth).
+
+    UCI Adult, marital status private (seven classes), K = 256, a cross-fitting fold at 0.5 x
+    Delta0: one exact Newton step cost 48 ms with the Cholesky of N (:func:`product_matrix`, 1,536
+    unknowns) and about 6 with this; taking exact steps far up the path too, instead of the loose
+    block-diagonal CG, the path took 375 Newton steps instead of 572 and the solve 7.6 CPU-s
+    instead of 26.6 (benchmarks/README.md, "Many private classes")."""
+    rows = state.rows.size
+    return state.A > 2 and rows <= state.settings.woodbury_max_rows and rows <= (state.A - 1) * state.K_out
+
+
 def solves_tightly(state, tau):
     """Whether :func:`factor` solves the Newton systems at ``tau`` exactly or to _CG_RTOL:
-    dense Cholesky, or CG with sparse LU factors; not the loose block-diagonal CG far up the
-    path."""
-    return ((state.A - 1) * state.K_out <= state.settings.dense_max
+    dense Cholesky, Woodbury, or CG with sparse LU factors; not the loose block-diagonal CG far
+    up the path."""
+    return ((state.A - 1) * state.K_out <= state.settings.dense_max or uses_woodbury(state)
             or tau <= state.settings.jacobi_tau * state.scale)
 
 
@@ -325,6 +347,85 @@ def product_matrix(state, ev, s, wk, V, floor):
     matrix *= dscale[:, None]
     matrix *= dscale[None, :]
     return matrix, dscale
+
+
+def woodbury(state, ev, s, wk, V, floor):
+    """v -> N^{-1} v for the theta block of N + floor I (see factor), v flat in the order
+    output * (A-1) + b, by the Woodbury identity and iterative refinement.
+
+    N = G - X X^T (:func:`product_matrix`): G block-diagonal, the codebook blocks plus
+    sum_k w_k u_k u_k^T per output (shape (K_out, A-1, A-1), factorised block by block as
+    L L^T), X of shape (nth, R) with column c = sqrt(p(c)/tau) x_c. With Y = L^{-1} X, sparse
+    as the candidate lists, N^{-1} = L^{-T} (I + Y C^{-1} Y^T) L^{-1}, C = I - Y^T Y of shape
+    (R, R): one dense Cholesky of R x R instead of nth x nth. Wherever a row sits on one
+    candidate, C holds the difference of nearly equal terms, so the solve is refined
+    (_REFINE_STEPS times) against N's product without that cancellation (:func:`exact_product`).
+    """
+    A1, n_out, R = state.A - 1, state.K_out, state.rows.size
+    nth, cj = A1 * n_out, state.cj
+    lower = np.linalg.cholesky(blocks(state, s, ev["r"], floor, wk, V))
+    inverse = np.linalg.inv(lower)                               # (K_out, A-1, A-1), lower triangular
+    root = np.sqrt(state.c_pc / ev["tau"]) * ev["q"]
+    Yk = np.zeros((cj.size, A1))                                  # candidate k's column of Y at its output
+    for a in range(A1):
+        for b in range(a + 1):
+            Yk[:, a] += inverse[:, a, b].take(cj) * V[b]
+    Yk *= root[:, None]
+    col = (cj[:, None] * A1 + np.arange(A1)).ravel()
+    Y = sp.csr_matrix((Yk.ravel(), col, np.r_[state.start, cj.size] * A1), shape=(R, nth))
+    C = np.eye(R) - (Y @ Y.T).toarray()
+    cholesky = sla.cho_factor(C, lower=True, overwrite_a=True, check_finite=False)
+    times = exact_product(state, ev, s, wk, V, floor)
+
+    def apply(v):
+        u = np.einsum("jab,jb->ja", inverse, v.reshape(n_out, A1)).ravel()
+        u += Y.T @ sla.cho_solve(cholesky, Y @ u, check_finite=False)
+        return np.einsum("jba,jb->ja", inverse, u.reshape(n_out, A1)).ravel()
+
+    def solve(v):
+        x = apply(v)
+        for _ in range(_REFINE_STEPS):
+            x += apply(v - times(x))
+        return x
+    return solve
+
+
+def exact_product(state, ev, s, wk, V, floor):
+    """v -> (N + floor I) v for the theta block of N (see factor), v flat in the order
+    output * (A-1) + b, without the cancellation of :func:`hessian_operator`'s G v - L (Rt v).
+
+    The diagonal blocks are exact (:func:`diagonal_blocks`); a row c's cross terms reach
+    candidate k's output as -sqrt(w_k q_k) v_k t_c^{-k}, where t_c^{-k} is the sum over the
+    row's other candidates l of sqrt(w_l q_l) v_l . v[output of l]. It is got as the row's
+    sum less k's own term, except for the row's heaviest candidate, whose own term would
+    cancel most of that sum: its t is summed over the others directly.
+    """
+    A1, n_out = state.A - 1, state.K_out
+    cj, cr, start = state.cj, state.cr, state.start
+    diagonal = diagonal_blocks(state, ev, s, wk, V, floor)
+    root = np.sqrt(wk * ev["q"])
+    heaviest = np.zeros(cj.size, dtype=bool)
+    heaviest[start + _row_argmax(ev["q"], start)] = True
+    weighted = root * V                                          # (A-1, n)
+
+    def times(v):
+        vb = v.reshape(n_out, A1)
+        t = np.einsum("bk,kb->k", weighted, vb[cj])
+        others = np.add.reduceat(t, start)[cr] - t
+        others[heaviest] = np.add.reduceat(np.where(heaviest, 0.0, t), start)
+        out = np.einsum("jab,jb->ja", diagonal, vb)
+        for b in range(A1):
+            out[:, b] -= np.bincount(cj, weights=weighted[b] * others, minlength=n_out)
+        return out.ravel()
+    return times
+
+
+def _row_argmax(values, start):
+    """Per row (candidates from ``start``), the position within its row of its largest value."""
+    n = values.size
+    lens = np.diff(np.r_[start, n])
+    order = np.lexsort((-values, np.repeat(np.arange(start.size), lens)))
+    return order[start] - start
 
 
 def blocks(state, s, r, floor, weights, V):

@@ -53,6 +53,7 @@ class Settings:
                                     # 2**widen_max times _N_ADD
     dense_max: int = 600            # dense Cholesky of the Newton system up to this many unknowns
     product_dense_max: int = 4096   # |A| > 2, tight solves: dense Cholesky of N (product_matrix) up to this many
+    woodbury_max_rows: int = 2048   # |A| > 2: every system by the Woodbury identity up to this many active rows
     jacobi_tau: float = 3e-4        # above this fraction of the starting tau: CG preconditioned by N's
                                     # diagonal blocks, to a loose tolerance
     q_precond: float = 1e-4         # sparse path: cross terms with q_k q_l below this leave the preconditioner
