@@ -23,7 +23,7 @@ import numpy as np
 from ._rows import unique_rows
 
 __all__ = ["ERASED_TOKEN", "C_GRID", "INNER_FOLDS", "AttackScores", "encode_features", "choose_regularisation",
-           "logistic_attack", "cross_validated_scores"]
+           "logistic_attack", "cross_validated_scores", "auc_with_error"]
 
 #: Category written for an erased cell when released tuples are one-hot encoded.
 ERASED_TOKEN = "\x00erased"
@@ -103,6 +103,51 @@ def _distinct_weighted(X, y) -> tuple:
     if distinct.shape[0] * 2 > X.shape[0]:
         return X, y, None
     return distinct[:, :-1], distinct[:, -1].astype(np.asarray(y).dtype), counts.astype(float)
+
+
+def auc_with_error(y, proba, n_classes: int) -> tuple[float, float]:
+    """The ROC AUC of :attr:`AttackScores.roc_auc` and its standard error over the scored rows.
+
+    DeLong's variance of an empirical AUC (DeLong, DeLong and Clarke-Pearson 1988): with each
+    positive's share of negatives scored below it (ties half) and each negative's share of
+    positives scored above it, var = var(positives' shares) / n_pos + var(negatives') / n_neg.
+    With more classes the one-vs-rest macro AUC's standard error is bounded by the mean of the
+    classes' (the standard deviation of a mean is at most the mean of the standard deviations,
+    whatever their correlation).
+
+    Parameters
+    ----------
+    y : ndarray of int, shape (n,)
+        True class codes in ``range(n_classes)``.
+    proba : ndarray, shape (n, n_classes)
+        The attacker's scores (:attr:`AttackScores.scores`).
+
+    Returns
+    -------
+    (float, float)
+        The error treats the scores as fixed: what the rows scored say about the attacker, not
+        the spread of a fresh release or a refitted attacker.
+    """
+    y = np.asarray(y)
+    columns = [1] if n_classes == 2 else range(n_classes)
+    pieces = [_delong(np.asarray(proba)[:, k], y == k) for k in columns]
+    return float(np.mean([auc for auc, _ in pieces])), float(np.mean([math.sqrt(v) for _, v in pieces]))
+
+
+def _delong(score: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
+    """(AUC, DeLong's variance) of ``score`` for the rows where ``positive``; (0.5, 0) without
+    both kinds of row."""
+    from scipy.stats import rankdata
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    if n_pos == 0 or n_neg == 0:
+        return 0.5, 0.0
+    overall = rankdata(score)
+    # a positive's rank among all rows less its rank among positives = negatives below it (ties half)
+    below = (overall[positive] - rankdata(score[positive])) / n_neg
+    above = 1.0 - (overall[~positive] - rankdata(score[~positive])) / n_pos
+    variance = float(np.var(below, ddof=1) / n_pos if n_pos > 1 else 0.0) + \
+        float(np.var(above, ddof=1) / n_neg if n_neg > 1 else 0.0)
+    return float(below.mean()), variance
 
 
 def _auc(y, proba, labels) -> float:

@@ -8,7 +8,7 @@ from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.bundle._write import canonical_float
 from privmap.offline.data import load_dataset
 from privmap.offline.mechanisms.quantized import _reuse
-from privmap.offline.mechanisms.quantized._autotune import choose
+from privmap.offline.mechanisms.quantized._autotune import REFINE_STEPS, choose
 
 
 @pytest.fixture(scope="module")
@@ -172,24 +172,42 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
     assert choice.clusters == 4 and canonical_float(choice.holdout.leakage_bits) <= target
 
 
-def test_the_posteriors_prior_lets_auto_try_four_times_finer_alphabets():
+def test_the_posteriors_prior_lets_auto_try_eight_times_finer_alphabets():
     from privmap.offline.mechanisms.quantized._autotune import candidate_clusters, min_users_for
     from privmap.offline.mechanisms.quantized import QuantizedOptions
     counts = QuantizedOptions(clusters=4, delta_fraction=0.5)
     posteriors = QuantizedOptions(clusters=4, delta_fraction=0.5, prior="posteriors")
-    assert (min_users_for(counts), min_users_for(posteriors)) == (32, 8)
-    assert candidate_clusters(13_715, 10_000, folds=5, min_users=8) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    assert (min_users_for(counts), min_users_for(posteriors)) == (32, 4)
+    assert candidate_clusters(13_715, 10_000, folds=5, min_users=4) == [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 
 
 def test_auto_without_a_budget_searches_the_fraction_with_k_and_ships_the_winner(small_csv, run, keys, tmp_path):
     data = load_dataset(small_csv, private="a")
     options = QuantizedOptions(clusters=1, delta_fraction=0.5, seed=1, cross_fitting=CrossFitting(folds=3))
     choice = choose(data, options, clusters=(4, 8), target_leakage_bits=1.0, delta_fractions=(0.3, 0.9))
-    assert {(c["clusters"], c["delta_fraction"]) for c in choice.candidates} == {(4, 0.3), (4, 0.9), (8, 0.3), (8, 0.9)}
+    grid, refined = choice.candidates[:4], choice.candidates[4:]
+    assert {(c["clusters"], c["delta_fraction"]) for c in grid} == {(4, 0.3), (4, 0.9), (8, 0.3), (8, 0.9)}
+    # then the budget of the grid's best K is bisected below its fraction, REFINE_STEPS times
+    grid_best = min(grid, key=lambda c: c["holdout_distortion"])
+    assert len(refined) == REFINE_STEPS
+    assert all(c["clusters"] == grid_best["clusters"] and c["delta_fraction"] < grid_best["delta_fraction"]
+               for c in refined)
     best = min(choice.candidates, key=lambda c: c["holdout_distortion"])
     assert (choice.clusters, choice.delta_fraction) == (best["clusters"], best["delta_fraction"])
     result = run("build", small_csv, "--private", "a", "--clusters", "auto", "--target-leakage", 1.0, "--seed", 1,
                  "--holdout-folds", 3, "--key", keys / "private.pem", "--out", tmp_path / "b.bundle", "--json")
     summary = json.loads(result.stdout)
-    assert summary["auto"]["delta_fraction"] in (0.3, 0.5, 0.7, 0.9)
+    chosen = next(c for c in summary["auto"]["candidates"] if c["chosen"])
+    assert summary["auto"]["delta_fraction"] == chosen["delta_fraction"] and 0 < chosen["delta_fraction"] <= 0.9
     assert summary["delta"] == pytest.approx(summary["auto"]["delta_fraction"] * summary["perfect_privacy_distortion"])
+
+
+def test_an_auc_target_is_met_by_the_upper_end_of_the_interval_not_the_estimate():
+    from privmap.offline.mechanisms.quantized._autotune import _Targets
+    from privmap.offline.mechanisms.quantized._holdout import HoldoutLeakage
+    estimate = HoldoutLeakage(leakage_bits=0.01, low_bits=0.0, high_bits=0.02, plugin_bits=0.02, bias_bits=0.01,
+                              distortion=1.0, folds=5, rows=1000, unmatched_rows=0, attacker_auc=0.53,
+                              attacker_auc_high=0.56)
+    assert not _Targets(leakage_bits=None, auc=0.55, columns={}).met_by(estimate)
+    assert _Targets(leakage_bits=None, auc=0.56, columns={}).met_by(estimate)
+    assert estimate.metrics()["holdout_attacker_auc_high"] == 0.56          # and the bundle declares it

@@ -165,8 +165,9 @@ _DECORATORS = [
                       "to the (joint) private attribute, COL=BITS to one private column alone; repeatable or "
                       "comma-separated, every target given is met."),
     click.option("--target-auc", type=click.FloatRange(0.0, 1.0), default=None, metavar="AUC",
-                 help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression on simulated "
-                      "releases of the held-out rows); combines with --target-leakage."),
+                 help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression trained on "
+                      "each fold's releases, scored on the held-out rows'), met by its 95% upper confidence bound; "
+                      "combines with --target-leakage."),
     click.option("--no-codebook", is_flag=True,
                  help="Release the k-means representatives as they are (skip the codebook step that moves each "
                       "released row to the metric's optimum and re-solves)."),

@@ -9,7 +9,7 @@ held-out fold).
 
 **Candidates.** K = 4, 8, 16, ... up to the largest K the data supports: every
 cluster can hold :data:`MIN_USERS_PER_CLUSTER` training rows on average (K <= n (k - 1)
-/ (k m), n rows, k folds, m = 32; m = 8 with the posteriors prior, whose p(a | c) does not
+/ (k m), n rows, k folds, m = 32; m = 4 with the posteriors prior, whose p(a | c) does not
 rest on a cluster's own rows), and K is at most the number of distinct rows (a
 data set too small for K = 4 gets that one candidate alone). Every candidate shares
 the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
@@ -28,7 +28,11 @@ target, new-user leakage at most :data:`DEFAULT_TARGET_FRACTION` (1 %) of H(A), 
 entropy of the private attribute in the data (what releasing it outright would leak;
 0.01 bits for a balanced binary attribute). A target is met by the candidate's
 cross-fitted ``holdout_leakage_bits`` as the bundle declares it (rounded to the payload's
-significant digits, :func:`declared_bits`), and AUC; the build of the chosen candidate writes
+significant digits, :func:`declared_bits`), and by the one-sided upper confidence bound of its
+cross-fitted attacker AUC (``holdout_attacker_auc_high``, DeLong's, at the folds' confidence):
+the winner is picked among many candidates on noisy estimates, and the one nearest the target is
+the most likely to sit there by chance, so an AUC target is held to the figure new users can be
+promised, not to the estimate; the build of the chosen candidate writes
 that very estimate into the bundle (:attr:`Choice.holdout`), so the declared new-user figure
 meets it. With several private columns, ``--target-leakage COL=BITS`` adds a target on one
 column's cross-fitted ``holdout_leakage_bits[COL]`` (:attr:`Auto.column_targets`); a candidate
@@ -40,8 +44,10 @@ The budget (``delta`` or ``delta_fraction``) is the build's own for every
 candidate, unless the build gives none: then the budget is searched too, each K with
 every fraction of :data:`CANDIDATE_DELTA_FRACTIONS` of the perfect-privacy distortion, so
 that an operator states the privacy wanted (the target) rather than a budget in the metric's
-unit; on a tie the larger fraction (the more private table) wins. The search is deterministic
-given the options' seed.
+unit; on a tie the larger fraction (the more private table) wins. The grid's steps are coarse,
+so the budget of the grid's best (K, smoothing) is then bisected :data:`REFINE_STEPS` times below
+its fraction (:func:`_refine_budget`), and the least held-out distortion among all candidates
+wins. The search is deterministic given the options' seed.
 """
 from __future__ import annotations
 
@@ -64,13 +70,16 @@ from ._reuse import BuildStart, starts_folds
 MIN_USERS_PER_CLUSTER = 32
 #: The same with the posteriors prior (``--prior posteriors``): a classifier pools every row, so a
 #: cluster's p(a | c) no longer rests on its own few rows, and finer alphabets can serve new users.
-MIN_USERS_PER_CLUSTER_POSTERIORS = 8
+MIN_USERS_PER_CLUSTER_POSTERIORS = 4
 #: The smallest candidate K (doubled up to the largest the data supports).
 SMALLEST_CLUSTERS = 4
 #: Pseudo-counts tried by ``--smoothing auto``.
 CANDIDATE_SMOOTHING = (0.0, 0.5, 2.0)
 #: Fractions of the perfect-privacy distortion tried when the build gives no budget.
 CANDIDATE_DELTA_FRACTIONS = (0.3, 0.5, 0.7, 0.9)
+#: Bisection steps of the budget between the grid's best fraction and the next smaller one
+#: (:func:`_refine_budget`).
+REFINE_STEPS = 2
 #: Default privacy target without ``--target-leakage`` / ``--target-auc``: new-user leakage at most this
 #: fraction of H(A) (bits).
 DEFAULT_TARGET_FRACTION = 0.01
@@ -82,8 +91,8 @@ class Choice:
 
     ``candidates`` holds one dict per candidate: ``clusters`` (K asked for), ``smoothing``,
     ``holdout_leakage_bits``, ``holdout_leakage_high_bits``, ``holdout_distortion``,
-    ``holdout_attacker_auc``, ``meets_target`` and ``chosen`` (bools), or ``error`` when that
-    candidate could not be built; with several private columns also
+    ``holdout_attacker_auc``, ``holdout_attacker_auc_high``, ``meets_target`` and ``chosen``
+    (bools), or ``error`` when that candidate could not be built; with several private columns also
     ``holdout_leakage_bits_by_column`` (column -> bits). ``column_targets`` maps each column given
     a target to its bits. ``target_leakage_bits`` is the leakage target applied
     (given, or the default's value); ``target_source`` says which ("given" or "default").
@@ -219,66 +228,147 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
           else candidate_clusters(dataset.n, distinct, folds, min_users_for(options))) or [distinct]
     ss = sorted({float(s) for s in smoothing})
     fs = sorted({float(f) for f in delta_fractions}) if delta_fractions else [None]
-    triples = [(k, s, f) for k in ks for s in ss for f in fs]
-    pairs = [(k, s) for k, s, _ in triples]
-    candidates = [dataclasses.replace(options, clusters=k, smoothing=s, auto=None) if f is None else
-                  dataclasses.replace(options, clusters=k, smoothing=s, auto=None, delta=None, delta_fraction=f)
-                  for k, s, f in triples]
-    made = sum(starts_folds(c) for c in candidates)
-    tasks = made + len(candidates) * folds
-    builds = []
-    for c in candidates:
-        builds.append(_candidate_build(dataset, c) if starts_folds(c) else None)
-        if progress and builds[-1] is not None:
-            progress(sum(b is not None for b in builds), tasks)
-    starts = [BuildStart.of(b, options.metric) if isinstance(b, Solved) else None for b in builds]
-    estimates = cross_fitted_many(
-        InMemoryRows(dataset), candidates, attacker=True, jobs=jobs, builds=starts,
-        progress=None if progress is None else (lambda done, total: progress(made + done, tasks)))
-    estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
     source = "given" if target_leakage_bits is not None or target_auc is not None or column_targets else "default"
     if source == "default":
         target_leakage_bits = default_target_bits(dataset)
-    rows = []
-    for (k, s, f), est in zip(triples, estimates):
-        row: dict[str, Any] = {"clusters": k, "smoothing": s, **({} if f is None else {"delta_fraction": f})}
-        if isinstance(est, BuildError):
-            row["error"] = str(est)
-        else:
-            row.update(holdout_leakage_bits=est.leakage_bits, holdout_leakage_high_bits=est.high_bits,
-                       holdout_distortion=est.distortion, holdout_attacker_auc=est.attacker_auc)
-            by_column = est.column_bits()
-            if by_column:
-                row["holdout_leakage_bits_by_column"] = by_column
-            row["meets_target"] = bool(
-                (target_leakage_bits is None or declared_bits(est.leakage_bits) <= target_leakage_bits)
-                and (target_auc is None or est.attacker_auc <= target_auc)
-                and all(declared_bits(by_column[c]) <= bits for c, bits in column_targets.items()))
-        rows.append(row)
+    targets = _Targets(leakage_bits=target_leakage_bits, auc=target_auc, columns=column_targets)
+    triples = [(k, s, f) for k in ks for s in ss for f in fs]
+    refining = fs[0] is not None and len(fs) > 1
+    run = _Run(dataset, options, targets, jobs=jobs, progress=progress,
+               tasks=sum(_tasks(c, folds) for c in _candidates(options, triples))
+               + (REFINE_STEPS * (folds + 1) if refining else 0))
+    judged = run.judge(triples)
+    if refining:
+        judged += _refine_budget(run, judged)
+    rows = [row for row, _, _ in judged]
     ok = [r for r in rows if "error" not in r]
     if not ok:
         raise BuildError("--clusters auto: no candidate could be built: " + rows[0]["error"])
-    meeting = [r for r in ok if r["meets_target"]]
-    if meeting:
-        best = min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"],
-                                           -r.get("delta_fraction", 0.0)))
-    else:
-        best = min(ok, key=lambda r: (r["holdout_leakage_bits"], r["holdout_distortion"], r["clusters"],
-                                      r["smoothing"], -r.get("delta_fraction", 0.0)))
+    best = _best(ok)
     for r in rows:
         r["chosen"] = r is best
-    chosen = rows.index(best)
-    build = builds[chosen]
+    _, estimate, build = judged[rows.index(best)]
+    estimates = [e for _, e, _ in judged]
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"),
-                  min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimates[chosen],
+                  min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimate,
                   column_targets=column_targets,
                   solved=build if isinstance(build, Solved) else None,
                   fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
                   candidate_costs=tuple(
-                      {"clusters": k, "smoothing": s,
+                      {"clusters": r["clusters"], "smoothing": r["smoothing"],
                        "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)}
-                      for (k, s), e in zip(pairs, estimates) if isinstance(e, HoldoutLeakage)))
+                      for r, e in zip(rows, estimates) if isinstance(e, HoldoutLeakage)))
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """What a candidate must meet (module docstring): the joint leakage (bits, or None), the
+    attacker AUC's upper confidence bound (or None), and each named column's leakage (column -> bits)."""
+
+    leakage_bits: float | None
+    auc: float | None
+    columns: dict
+
+    def met_by(self, est: HoldoutLeakage) -> bool:
+        by_column = est.column_bits()
+        return bool((self.leakage_bits is None or declared_bits(est.leakage_bits) <= self.leakage_bits)
+                    and (self.auc is None or (est.attacker_auc_high is not None and est.attacker_auc_high <= self.auc))
+                    and all(declared_bits(by_column[c]) <= bits for c, bits in self.columns.items()))
+
+
+class _Run:
+    """The search's candidates judged in batches that share one progress count: each candidate built
+    on all the rows first when its folds start from that build (:func:`._reuse.starts_folds`),
+    then cross-fitted with the attacker, every (candidate, fold) a task of
+    :func:`._holdout.cross_fitted_many`."""
+
+    def __init__(self, dataset: Dataset, options: QuantizedOptions, targets: _Targets, *, jobs, progress, tasks: int):
+        self.dataset, self.options, self.targets = dataset, options, targets
+        self.jobs, self.progress, self.tasks, self.done = jobs, progress, tasks, 0
+
+    def tell(self, done: int) -> None:
+        if self.progress:
+            self.progress(min(done, self.tasks), self.tasks)
+
+    def judge(self, triples: list) -> list[tuple[dict, Any, Any]]:
+        """One ``(row, estimate or BuildError, build or None)`` per ``(K, smoothing, fraction)``."""
+        candidates = _candidates(self.options, triples)
+        builds: list = []
+        for c in candidates:
+            builds.append(_candidate_build(self.dataset, c) if starts_folds(c) else None)
+            if builds[-1] is not None:
+                self.done += 1
+                self.tell(self.done)
+        starts = [BuildStart.of(b, self.options.metric) if isinstance(b, Solved) else None for b in builds]
+        before = self.done
+        estimates = cross_fitted_many(InMemoryRows(self.dataset), candidates, attacker=True, jobs=self.jobs,
+                                      builds=starts, progress=lambda done, total: self.tell(before + done))
+        self.done = before + len(candidates) * self.options.folds
+        estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
+        return [(self.row(t, e), e, b) for t, e, b in zip(triples, estimates, builds)]
+
+    def row(self, triple, est) -> dict:
+        k, s, f = triple
+        row: dict[str, Any] = {"clusters": k, "smoothing": s, **({} if f is None else {"delta_fraction": f})}
+        if isinstance(est, BuildError):
+            row["error"] = str(est)
+            return row
+        row.update(holdout_leakage_bits=est.leakage_bits, holdout_leakage_high_bits=est.high_bits,
+                   holdout_distortion=est.distortion, holdout_attacker_auc=est.attacker_auc,
+                   holdout_attacker_auc_high=est.attacker_auc_high)
+        by_column = est.column_bits()
+        if by_column:
+            row["holdout_leakage_bits_by_column"] = by_column
+        row["meets_target"] = self.targets.met_by(est)
+        return row
+
+
+def _candidates(options: QuantizedOptions, triples) -> list:
+    """The options of each ``(K, smoothing, fraction)`` (fraction None: the build's own budget)."""
+    return [dataclasses.replace(options, clusters=k, smoothing=s, auto=None) if f is None else
+            dataclasses.replace(options, clusters=k, smoothing=s, auto=None, delta=None, delta_fraction=f)
+            for k, s, f in triples]
+
+
+def _tasks(candidate, folds: int) -> int:
+    return folds + int(starts_folds(candidate))
+
+
+def _best(rows: list) -> dict:
+    """The least held-out distortion among the rows that meet the target (ties: smaller K, less
+    smoothing, then the larger fraction), or the least leakage when none does."""
+    meeting = [r for r in rows if r["meets_target"]]
+    if meeting:
+        return min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"],
+                                           -r.get("delta_fraction", 0.0)))
+    return min(rows, key=lambda r: (r["holdout_leakage_bits"], r["holdout_distortion"], r["clusters"],
+                                    r["smoothing"], -r.get("delta_fraction", 0.0)))
+
+
+def _refine_budget(run: _Run, judged: list) -> list:
+    """Bisect the budget of the grid's best (K, smoothing) :data:`REFINE_STEPS` times between its
+    fraction and the next smaller one tried (half its fraction below the grid): the grid's steps
+    are coarse, and the least budget that still meets the target keeps the most utility. Nothing
+    when no candidate meets the target."""
+    rows = [row for row, _, _ in judged if "error" not in row]
+    if not rows or not any(r["meets_target"] for r in rows):
+        return []
+    best = _best(rows)
+    k, s, hi = best["clusters"], best["smoothing"], best["delta_fraction"]
+    below = [r["delta_fraction"] for r in rows if r["clusters"] == k and r["smoothing"] == s
+             and r["delta_fraction"] < hi]
+    lo = max(below) if below else hi / 2.0
+    added: list = []
+    for _ in range(REFINE_STEPS):
+        middle = round((lo + hi) / 2.0, 4)
+        added += run.judge([(k, s, middle)])
+        row = added[-1][0]
+        if row.get("meets_target"):
+            hi = middle
+        else:
+            lo = middle
+    return added
 
 
 def _column_targets(dataset: Dataset, options: QuantizedOptions) -> dict | None:
@@ -333,7 +423,7 @@ def format_candidates(choice: Choice) -> str:
     """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it."""
     searched = choice.delta_fraction is not None
     lines = [f"{'':2}{'K':>5} {'smoothing':>9}" + (f" {'Delta/D0':>8}" if searched else "")
-             + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11}"]
+             + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11} {'(upper)':>7}"]
     for r in choice.candidates:
         mark = "*" if r["chosen"] else " "
         head = f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g}" + (
@@ -343,7 +433,7 @@ def format_candidates(choice: Choice) -> str:
             continue
         lines.append(f"{head} {r['holdout_leakage_bits']:>17.5f} "
                      f"{r['holdout_leakage_high_bits']:>9.5f} {r['holdout_distortion']:>12.4f} "
-                     f"{r['holdout_attacker_auc']:>11.4f}"
+                     f"{r['holdout_attacker_auc']:>11.4f} {r['holdout_attacker_auc_high']:>7.4f}"
                      + "".join(f"  {c} {b:.5f}" for c, b in r.get("holdout_leakage_bits_by_column", {}).items())
                      + ("" if r["meets_target"] else "  above target"))
     goal = []
@@ -353,7 +443,7 @@ def format_candidates(choice: Choice) -> str:
     for column, bits in choice.column_targets.items():
         goal.append(f"held-out leakage of {column} <= {bits:.5f} bits")
     if choice.target_auc is not None:
-        goal.append(f"held-out attacker AUC <= {choice.target_auc:.4f}")
+        goal.append(f"held-out attacker AUC <= {choice.target_auc:.4f} (its 95 % upper bound)")
     met = any(r.get("meets_target") for r in choice.candidates)
     lines.append("target: " + " and ".join(goal) + ("; least held-out distortion among those meeting it"
                                                    if met else "; no candidate meets it: least leakage chosen"))

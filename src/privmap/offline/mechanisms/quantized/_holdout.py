@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import os
 import resource
 import sys
@@ -131,7 +132,11 @@ class HoldoutLeakage:
         Held-out rows the device would refuse (exact mechanism: a tuple not in the alphabet).
     attacker_auc : float or None
         With ``attacker=True``: ROC AUC of a logistic-regression attacker on one simulated
-        release of every held-out row (each fold's table), scored by 10-fold cross-validation.
+        release of every held-out row, each fold's attacker trained on that fold's training rows
+        as its table releases them (:func:`_fold_attack`), the folds' AUCs weighted by their rows.
+    attacker_auc_high : float or None
+        Its one-sided upper bound at :data:`CONFIDENCE` over the held-out rows (DeLong's standard
+        errors, :func:`privmap.offline._attacker.auc_with_error`); ``--target-auc`` is met by it.
     by_column : tuple of tuple
         With several private columns, one ``(name, leakage_bits, low_bits, high_bits, plugin_bits,
         bias_bits)`` per column, in column order: the same estimate of I(A_i; C^) (module
@@ -156,12 +161,14 @@ class HoldoutLeakage:
     rows: int
     unmatched_rows: int
     attacker_auc: float | None = None
+    attacker_auc_high: float | None = None
     by_column: tuple = ()
     fold_costs: tuple = field(default=(), compare=False)
 
     def metrics(self) -> dict:
         """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md), with each
-        private column's ``holdout_leakage_bits[COL]`` and its interval when there are several."""
+        private column's ``holdout_leakage_bits[COL]`` and its interval when there are several, and
+        the attacker's AUC and its upper bound when the folds simulated releases (``--clusters auto``)."""
         out = {"holdout_leakage_bits": self.leakage_bits, "holdout_leakage_low_bits": self.low_bits,
                "holdout_leakage_high_bits": self.high_bits, "holdout_plugin_bits": self.plugin_bits,
                "holdout_bias_bits": self.bias_bits, "holdout_distortion": self.distortion,
@@ -171,6 +178,9 @@ class HoldoutLeakage:
             out[column_key("holdout_leakage_bits", name)] = leakage
             out[column_key("holdout_leakage_low_bits", name)] = low
             out[column_key("holdout_leakage_high_bits", name)] = high
+        auc = {"holdout_attacker_auc": self.attacker_auc, "holdout_attacker_auc_high": self.attacker_auc_high}
+        if all(v is not None and math.isfinite(v) for v in auc.values()):
+            out.update({key: float(v) for key, v in auc.items() if v is not None})
         return out
 
     def column_bits(self) -> dict:
@@ -382,8 +392,8 @@ class _Folds:
         single = [dataclasses.replace(o, cross_fitting=None) for o in candidates]
         self.work = [(rows, single[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
                       builds[c]) for c, i in self.tasks]
-        self.k, self.seed, self.n_classes, self.candidates = k, seed, len(dataset.classes), len(candidates)
-        _import_fold_libraries(candidates, self.n_classes)
+        self.k, self.candidates = k, len(candidates)
+        _import_fold_libraries(candidates, len(dataset.classes))
 
     def results(self, outcomes: list) -> list:
         """One HoldoutLeakage or BuildError per candidate from the tasks' ``outcomes``, in order."""
@@ -391,7 +401,7 @@ class _Folds:
         for c in range(self.candidates):
             parts = [outcomes[t] for t, (cc, _) in enumerate(self.tasks) if cc == c]
             error = next((p for p in parts if isinstance(p, BuildError)), None)
-            results.append(error if error is not None else pool_folds(parts, self.k, self.n_classes, self.seed))
+            results.append(error if error is not None else pool_folds(parts, self.k))
         return results
 
 
@@ -433,8 +443,8 @@ def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str
                               np.random.default_rng([options.seed, 0, i]))
         part["unmatched"] = int((~matched).sum())
         if attacker and options.mechanism == "quantized":
-            part["released"] = _simulated_release(fit, symbols, np.random.default_rng([options.seed, 1, i]))
-            part["private"] = dataset.private[held]
+            part["attack"] = _fold_attack(fit, dataset, train, held, symbols, options,
+                                          np.random.default_rng([options.seed, 1, i]))
         part["cost"] = _cost(i, wall, cpu)
         return part
     except BuildError as exc:
@@ -463,7 +473,7 @@ def _pooled(share: np.ndarray, parts: list) -> tuple[float, float, float, float]
     return plugin, bias, float(low), float(high)
 
 
-def pool_folds(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage:
+def pool_folds(parts: list, k: int) -> HoldoutLeakage:
     """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval
     (also the out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases),
     and each private column's the same way when the folds measured them (``columns``)."""
@@ -475,13 +485,11 @@ def pool_folds(parts: list, k: int, n_classes: int, seed: int) -> HoldoutLeakage
         c_plugin, c_bias, c_low, c_high = _pooled(share, [p["columns"][c] for p in parts])
         by_column.append((column["name"], max(c_plugin - c_bias, 0.0), max(c_low, 0.0), max(c_high, 0.0),
                           c_plugin, c_bias))
-    released = [p["released"] for p in parts if "released" in p]
-    private = [p["private"] for p in parts if "private" in p]
     return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
                           high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
                           distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
                           rows=int(sizes.sum()), unmatched_rows=sum(p.get("unmatched", 0) for p in parts),
-                          attacker_auc=_attacker_auc(released, private, n_classes, seed),
+                          **_pooled_attack(share, [p["attack"] for p in parts if "attack" in p]),
                           by_column=tuple(by_column),
                           fold_costs=tuple({**p["cost"], "pooled": p["cost"]["pid"] != os.getpid()}
                                            for p in parts if "cost" in p))
@@ -499,12 +507,36 @@ def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np
     return np.asarray(fit.alphabet.outputs, dtype=float)[drawn_from.indices[at]]
 
 
-def _attacker_auc(released, private, n_classes: int, seed: int) -> float | None:
-    if not released:
-        return None
-    from ..._attacker import cross_validated_scores
-    return cross_validated_scores(np.concatenate(released), np.concatenate(private), n_classes,
-                                  seed=seed).roc_auc
+def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray, options,
+                 rng: np.random.Generator) -> tuple[float, float]:
+    """The fold's attacker as an outside one meets the mechanism: a logistic regression
+    (:func:`privmap.offline._attacker.logistic_attack`, its regularisation chosen by inner
+    cross-validation) trained on the fold's training rows as the fold's table releases them, one
+    draw each, and scored on one draw of each held-out row's release; ``(AUC, its standard
+    error)`` over the held-out rows (:func:`privmap.offline._attacker.auc_with_error`). One table
+    trains and is attacked, as a deployed bundle is: an attacker pooled over the folds' releases
+    would face five different tables at once and understate what one table tells."""
+    from ..._attacker import auc_with_error, logistic_attack
+    trained = _lookup(fit.alphabet, dataset, train, options.mechanism, options.metric)
+    seen = trained >= 0
+    n_classes = len(dataset.classes)
+    scored = logistic_attack(_simulated_release(fit, trained[seen], rng), dataset.private[train[seen]],
+                             _simulated_release(fit, held_symbols, rng), dataset.private[held], n_classes,
+                             seed=options.seed)
+    return auc_with_error(scored.y_test, scored.scores, n_classes)
+
+
+def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
+    """The attacker's fields of :class:`HoldoutLeakage`: the folds' AUCs weighted by their held-out
+    rows ``share``, and the one-sided upper bound at :data:`CONFIDENCE` from their standard errors
+    (the folds' held-out rows are disjoint); none without simulated releases."""
+    if not attacks:
+        return {}
+    from scipy.stats import norm
+    aucs, errors = np.array(attacks, dtype=float).T
+    auc = float(share @ aucs)
+    error = float(np.sqrt(np.sum((share * errors) ** 2)))
+    return {"attacker_auc": auc, "attacker_auc_high": min(1.0, auc + float(norm.ppf(CONFIDENCE)) * error)}
 
 
 def fold_options(options, dataset: Dataset, rows: np.ndarray):
@@ -662,4 +694,4 @@ def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alp
                                    "l2", "exact", rng))
         if progress is not None:
             progress((f + 1) / k)
-    return pool_folds(parts, k, n_classes=0, seed=options.seed)     # no simulated releases: no attacker
+    return pool_folds(parts, k)                                     # no simulated releases: no attacker
