@@ -211,3 +211,13 @@ def test_an_auc_target_is_met_by_the_upper_end_of_the_interval_not_the_estimate(
     assert not _Targets(leakage_bits=None, auc=0.55, columns={}).met_by(estimate)
     assert _Targets(leakage_bits=None, auc=0.56, columns={}).met_by(estimate)
     assert estimate.metrics()["holdout_attacker_auc_high"] == 0.56          # and the bundle declares it
+
+
+def test_a_ks_smaller_budgets_are_tried_only_while_its_larger_one_meets_the_target(small_csv):
+    data = load_dataset(small_csv, private="a")
+    options = QuantizedOptions(clusters=1, delta_fraction=0.5, seed=1, cross_fitting=CrossFitting(folds=3))
+    none = choose(data, options, clusters=(4, 8), target_leakage_bits=0.0, delta_fractions=(0.3, 0.6, 0.9))
+    assert {(c["clusters"], c["delta_fraction"]) for c in none.candidates} == {(4, 0.9), (8, 0.9)}
+    every = choose(data, options, clusters=(4, 8), target_leakage_bits=1.0, delta_fractions=(0.3, 0.6, 0.9))
+    assert {(k, f) for k in (4, 8) for f in (0.3, 0.6, 0.9)} <= {(c["clusters"], c["delta_fraction"])
+                                                                  for c in every.candidates}

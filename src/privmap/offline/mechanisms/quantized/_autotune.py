@@ -44,10 +44,12 @@ The budget (``delta`` or ``delta_fraction``) is the build's own for every
 candidate, unless the build gives none: then the budget is searched too, each K with
 every fraction of :data:`CANDIDATE_DELTA_FRACTIONS` of the perfect-privacy distortion, so
 that an operator states the privacy wanted (the target) rather than a budget in the metric's
-unit; on a tie the larger fraction (the more private table) wins. The grid's steps are coarse,
-so the budget of the grid's best (K, smoothing) is then bisected :data:`REFINE_STEPS` times below
-its fraction (:func:`_refine_budget`), and the least held-out distortion among all candidates
-wins. The search is deterministic given the options' seed.
+unit; on a tie the larger fraction (the more private table) wins. The fractions are tried from
+the largest down, a K's smaller fraction only while its larger one met the target
+(:func:`_search_budgets`: below a fraction that failed none would meet it). The grid's steps are
+coarse, so the budget of the grid's best (K, smoothing) is then bisected :data:`REFINE_STEPS`
+times below its fraction (:func:`_refine_budget`), and the least held-out distortion among all
+candidates wins. The search is deterministic given the options' seed.
 """
 from __future__ import annotations
 
@@ -233,13 +235,15 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         target_leakage_bits = default_target_bits(dataset)
     targets = _Targets(leakage_bits=target_leakage_bits, auc=target_auc, columns=column_targets)
     triples = [(k, s, f) for k in ks for s in ss for f in fs]
-    refining = fs[0] is not None and len(fs) > 1
+    searching = fs[0] is not None and len(fs) > 1
     run = _Run(dataset, options, targets, jobs=jobs, progress=progress,
                tasks=sum(_tasks(c, folds) for c in _candidates(options, triples))
-               + (REFINE_STEPS * (folds + 1) if refining else 0))
-    judged = run.judge(triples)
-    if refining:
+               + (REFINE_STEPS * (folds + 1) if searching else 0))
+    if searching:
+        judged = _search_budgets(run, [(k, s) for k in ks for s in ss], fs)
         judged += _refine_budget(run, judged)
+    else:
+        judged = run.judge(triples)
     rows = [row for row, _, _ in judged]
     ok = [r for r in rows if "error" not in r]
     if not ok:
@@ -344,6 +348,26 @@ def _best(rows: list) -> dict:
                                            -r.get("delta_fraction", 0.0)))
     return min(rows, key=lambda r: (r["holdout_leakage_bits"], r["holdout_distortion"], r["clusters"],
                                     r["smoothing"], -r.get("delta_fraction", 0.0)))
+
+
+def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
+    """Every (K, smoothing) of ``pairs`` judged at the grid's ``fractions`` from the largest (the
+    most private) down, a pair's next smaller fraction tried only while the larger one met the
+    target: the leakage and the attacker's AUC rise as the budget falls, so below a fraction that
+    failed no fraction would meet it, and a fine alphabet's folds at small budgets, the search's
+    dearest tasks, are spared. One batch of candidates per fraction."""
+    judged: list = []
+    active = list(pairs)
+    for step, fraction in enumerate(sorted(fractions, reverse=True)):
+        if not active:
+            break
+        batch = run.judge([(k, s, fraction) for k, s in active])
+        judged += batch
+        active = [(row["clusters"], row["smoothing"]) for row, _, _ in batch if row.get("meets_target")]
+        later = len(fractions) - step - 1
+        run.tasks = run.done + later * sum(_tasks(c, run.options.folds) for c in _candidates(
+            run.options, [(k, s, fraction) for k, s in active])) + REFINE_STEPS * (run.options.folds + 1)
+    return judged
 
 
 def _refine_budget(run: _Run, judged: list) -> list:
