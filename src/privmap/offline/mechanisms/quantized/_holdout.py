@@ -496,9 +496,9 @@ def pool_folds(parts: list, k: int) -> HoldoutLeakage:
 
 
 def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One draw of released rows (n, d) for the held-out symbols under the fold's table: each row
-    takes the first output whose cumulative probability in its table row exceeds a uniform draw
-    (searched over the row's non-zeros only)."""
+    """One draw of released rows (n, d) for ``symbols`` (held-out or training rows) under the fold's
+    table: each row takes the first output whose cumulative probability in its table row exceeds a
+    uniform draw (searched over the row's non-zeros only)."""
     drawn_from = sparse.csr_matrix(fit.solved.table)[symbols]
     cumulative = np.cumsum(drawn_from.data)
     start, end = drawn_from.indptr[:-1], drawn_from.indptr[1:]
