@@ -4,7 +4,10 @@ own output did, and nothing of the mapping (table, prior, leakage) moves."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.offline import Dataset, QuantizedOptions, declare
+from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.mechanisms import recommender
 from privmap.offline.mechanisms.quantized import table_probabilities
@@ -104,3 +107,20 @@ def test_calibration_moves_the_outputs_only():
         assert built.payload["metrics"][key] == mapping["metrics"][key]
     assert built.payload["outputs"] != mapping["outputs"]
     assert built.payload["metrics"]["released_distortion"] > 0
+
+
+def test_the_declared_released_distortion_is_the_mean_rms_gap_to_the_shipped_outputs():
+    """Recomputed from its definition with the evaluation view: each training user's expected RMS
+    difference (stars, all columns, before clipping) between their own predicted ratings and those
+    of the output they release, under the shipped table and outputs."""
+    prepared, built = small_build()
+    payload = built.payload
+    key = Ed25519PrivateKey.from_private_bytes(bytes(32))
+    bundle = check_bundle(sign_bundle(encode_payload(payload), key), key.public_key(), now=1_800_000_000)
+    view = recommender.view_of_recommender(bundle)
+    q = table_probabilities(payload["table"]["index"], payload["table"]["weight"], payload["table"]["bits"],
+                            len(payload["outputs"]))[built.detail.alphabet.labels]
+    gaps = view.costs(prepared.ratings, np.asarray(payload["outputs"]))         # (n, K_out), stars
+    expected = float(np.sum(q * gaps)) / len(prepared.ratings)
+    # the view reads the bundle, whose floats are rounded to canonical digits: agreement to 1e-6
+    assert payload["metrics"]["released_distortion"] == pytest.approx(expected, rel=1e-6)
