@@ -228,7 +228,7 @@ def fold_in(client, parts, reading: _Reading, model: FactorModel, folder) -> int
     order; columns factor_0 .. factor_rank, then the private column as text). Returns the rows
     written."""
     return sum(client.gather([client.submit(_fold_partition, part, pure=False, reading=reading, model=model,
-                                            path=os.path.join(folder, f"part-{ordinal:06d}.parquet"))
+                                            path=_points_path(folder, ordinal))
                               for ordinal, part in enumerate(parts)]))
 
 
@@ -250,36 +250,53 @@ def _fold_partition(part: Partition, *, reading: _Reading, model: FactorModel, p
 
 def calibrate(client, parts, reading: _Reading, model: FactorModel, payload: dict, folder) -> dict:
     """The mapping's ``payload`` with its outputs calibrated to the ratings of the users who release
-    them (:func:`._calibrate.calibrate_payload`, out of core): one pass over the ratings for the
-    pools, summed as the partitions finish, and one over the factor points in ``folder`` for the
-    released distortion."""
+    them (:func:`._calibrate.calibrate_payload`, out of core): one pass over the ratings beside
+    the factor points :func:`fold_in` wrote to ``folder`` for the pools, summed as the partitions
+    finish, and one over the points for the released distortion."""
     from distributed import as_completed
     q, inputs = payload_table(payload), np.asarray(payload["inputs"], dtype=float)
+    names = factor_names(model.rank)
     shape = (q.shape[1], len(reading.features))
     sums, counts = np.zeros(shape), np.zeros(shape)
     for future in as_completed([client.submit(_pool_partition, part, pure=False, reading=reading, model=model, q=q,
-                                              inputs=inputs) for part in parts]):
+                                              inputs=inputs, path=_points_path(folder, ordinal), names=names)
+                                for ordinal, part in enumerate(parts)]):
         pool_sums, pool_counts = future.result()
         sums += pool_sums
         counts += pool_counts
     moved = calibrated_outputs(model, sums, counts, payload["outputs"], *payload_domain(payload))
-    names = factor_names(model.rank)
     measured = client.gather([client.submit(_distance_partition, path, pure=False, names=names, q=q, inputs=inputs,
                                             outputs=moved)
                               for path in sorted(glob.glob(os.path.join(folder, "part-*.parquet")))])
     return with_outputs(payload, moved, sum(d for d, _ in measured) / max(sum(n for _, n in measured), 1))
 
 
-def _pool_partition(part: Partition, *, reading: _Reading, model: FactorModel, q, inputs: np.ndarray):
+def _points_path(folder, ordinal: int) -> str:
+    """Where :func:`fold_in` writes partition ``ordinal``'s factor points."""
+    return os.path.join(folder, f"part-{ordinal:06d}.parquet")
+
+
+def _read_points(path: str, names) -> np.ndarray:
+    """The factor points (rows, rank + 1) of one file :func:`fold_in` wrote."""
+    import pyarrow.parquet as pq
+    table = pq.read_table(path, columns=list(names))
+    return np.column_stack([table.column(name).to_numpy() for name in names])
+
+
+def _pool_partition(part: Partition, *, reading: _Reading, model: FactorModel, q, inputs: np.ndarray, path: str,
+                    names):
     """:func:`._calibrate.pooled_sums` of one partition's rated rows, each released as the device
-    would: its nearest input's row of ``q``; :data:`FOLD_ROWS` rows at a time."""
+    would (its nearest input's row of ``q``), their points read from ``path`` (in the order of the
+    rated rows) rather than folded in again; :data:`FOLD_ROWS` rows at a time."""
     R, _, rated = reading.read(part)
     R = R[rated]
     shape = (q.shape[1], R.shape[1])
     sums, counts = np.zeros(shape), np.zeros(shape)
+    if R.shape[0] == 0:
+        return sums, counts
+    labels = nearest(_read_points(path, names), inputs, "l2")
     for i in range(0, R.shape[0], FOLD_ROWS):
-        block = R[i:i + FOLD_ROWS]
-        s, c = pooled_sums(model, block, q[nearest(model.points(block), inputs, "l2")])
+        s, c = pooled_sums(model, R[i:i + FOLD_ROWS], q[labels[i:i + FOLD_ROWS]])
         sums += s
         counts += c
     return sums, counts
@@ -287,7 +304,5 @@ def _pool_partition(part: Partition, *, reading: _Reading, model: FactorModel, q
 
 def _distance_partition(path: str, *, names, q, inputs: np.ndarray, outputs: np.ndarray) -> tuple[float, int]:
     """:func:`._calibrate.released_distance` of one file of factor points, and its rows."""
-    import pyarrow.parquet as pq
-    table = pq.read_table(path, columns=list(names))
-    points = np.column_stack([table.column(name).to_numpy() for name in names])
+    points = _read_points(path, names)
     return released_distance(points, q[nearest(points, inputs, "l2")], outputs), int(points.shape[0])
