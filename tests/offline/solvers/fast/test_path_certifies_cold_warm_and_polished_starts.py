@@ -83,6 +83,40 @@ def test_new_pairs_late_on_the_path_reheat_it_at_most_reheat_max_times_the_pass_
     assert abs(res.leakage_bits - solve_cvxpy(p_ac, dist, delta).leakage_bits) <= 1e-5
 
 
+
+def _pass_ratios(p_ac, dist, delta, settings):
+    """The path of this instance step by step: tau after / before each step that priced in new pairs,
+    and the answer."""
+    from privmap.offline.solvers import fast
+    state = fast.set_up(p_ac, dist, delta, 1e-6, 2000, settings=settings)
+    assert fast.start(state) is None
+    fast.begin_path(state, fast.evaluate(state, state.theta, state.mu, state.scale))
+    ratios, res = [], None
+    while res is None:
+        tau, added = state.ev["tau"], state.stats["added_candidates"]
+        res = fast.path_step(state)
+        if res is None and state.stats["added_candidates"] > added:
+            ratios.append(state.ev["tau"] / tau)
+    return ratios, res
+
+
+def test_with_more_than_two_classes_new_pairs_do_not_reheat_the_path(random_instance, budget):
+    """With more than two classes a pass's new pairs join the candidates at the tau of the pass
+    (Settings.reheat_max_classes = 1): re-centring higher cost UCI Adult's occupation folds the
+    certificate (2,000 Newton steps). On this five-class instance the binary rule would re-centre
+    up to about ten times higher; without it the path certifies cvxpy's optimum in fewer steps."""
+    from privmap.offline.solvers import fast, solve_cvxpy
+    p_ac, dist = random_instance(3, 80, 5)
+    delta = budget(p_ac, dist, 0.2)
+    assert fast.Settings().reheat_max_classes == 1.0
+    binary_rule, old = _pass_ratios(p_ac, dist, delta, fast.Settings(reheat_max_classes=16.0))
+    assert max(binary_rule) > 2.0, "no pass re-centred the path: the instance no longer tests the rule"
+    ratios, res = _pass_ratios(p_ac, dist, delta, fast.Settings())
+    assert ratios and max(ratios) <= 1.0
+    assert res.info["newton_steps"] < old.info["newton_steps"]
+    assert res.gap_bits <= 1e-6 and res.distortion <= delta
+    assert abs(res.leakage_bits - solve_cvxpy(p_ac, dist, delta).leakage_bits) <= 1e-5
+
 #: A UCI Adult instance (five numeric columns, race private: five classes; half the rows, K = 16):
 #: training users per class and cluster, and the clusters' representatives (classical scaling of
 #: the build's distances, rounded). One cluster holds 88 % of the users; its path found no ascent

@@ -61,6 +61,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ..._errors import SolverError
 from ._state import leakage_nats
 
 _RESET_BELOW = 0.25              # a posterior reset is tried when the line search cut the step below this
@@ -72,6 +73,10 @@ _CG_MAXITER = 200                # CG iterations per solve; an unconverged solve
 _JACOBI_RTOL = 1e-3              # to this relative residual,
 _JACOBI_MAXITER = 100            # in at most this many iterations
 _REFINE_STEPS = 2                # iterative refinement of a Woodbury solve (:func:`woodbury`)
+_DENSE_GRAM = 32                 # Woodbury's Y Y^T by dense BLAS while its R^2 nth / 2 multiply-adds are
+                                 # at most this many times the sparse product's (A-1) sum_j m_j^2
+                                 # (m_j candidates of output j): R = 256, nth = 3,584 (ratio 9) 9 ms
+                                 # against 29, break-even near 40, R = 1,024 (ratio 143) 525 against 198
 
 
 def codebook(state, theta):
@@ -151,17 +156,29 @@ def factor(state, ev, P):
     floor = 1e-14 * float(s.max()) + 1e-300           # outputs without mass: no curvature
     system = newton_system(state, tau)
     cholesky = None
+    if system == "woodbury":
+        try:
+            solve_theta = woodbury(state, ev, s, wk, V, floor)
+        except np.linalg.LinAlgError:
+            # C = I - Y^T Y lost its definiteness to cancellation (rows on one candidate whose
+            # weight is nearly their output's whole block): N's own dense factor instead
+            state.stats["woodbury_fallbacks"] = state.stats.get("woodbury_fallbacks", 0) + 1
+            system = "product" if nth <= state.settings.product_dense_max else "sparse-lu"
     if system == "dense":
         matrix, dscale = dense_matrix(state, ev, s, wk, V, floor)
         cholesky = sla.cho_factor(matrix, overwrite_a=True, check_finite=False)
     elif system == "product":
         matrix, dscale = product_matrix(state, ev, s, wk, V, floor)
-        cholesky = sla.cho_factor(matrix, lower=True, overwrite_a=True, check_finite=False)
+        try:
+            cholesky = sla.cho_factor(matrix, lower=True, overwrite_a=True, check_finite=False)
+        except np.linalg.LinAlgError as failure:
+            raise SolverError(f"fast solver: the Newton system at tau = {tau:.3g} is not positive definite "
+                              f"in floating point ({failure})") from failure
     if cholesky is not None:
         def solve_theta(v):
             return dscale * sla.cho_solve(cholesky, dscale * v, check_finite=False)
     elif system == "woodbury":
-        solve_theta = woodbury(state, ev, s, wk, V, floor)
+        pass
     else:
         if system == "block-jacobi":
             precond = spla.LinearOperator((nth, nth), matvec=block_jacobi(state, ev, s, wk, V, floor))
@@ -373,7 +390,14 @@ def woodbury(state, ev, s, wk, V, floor):
     Yk *= root[:, None]
     col = (cj[:, None] * A1 + np.arange(A1)).ravel()
     Y = sp.csr_matrix((Yk.ravel(), col, np.r_[state.start, cj.size] * A1), shape=(R, nth))
-    C = np.eye(R) - (Y @ Y.T).toarray()
+    per_output = np.bincount(cj, minlength=n_out)
+    if R * R * nth <= _DENSE_GRAM * 2 * A1 * float(per_output @ per_output):
+        dense = np.zeros((R, nth))                               # Y Y^T by BLAS (lower triangle)
+        dense[state.cr[:, None], col.reshape(-1, A1)] = Yk
+        C = sla.blas.dsyrk(-1.0, dense.T, trans=1, lower=1)
+        C[np.diag_indices(R)] += 1.0
+    else:
+        C = np.eye(R) - (Y @ Y.T).toarray()
     cholesky = sla.cho_factor(C, lower=True, overwrite_a=True, check_finite=False)
     times = exact_product(state, ev, s, wk, V, floor)
 
@@ -422,10 +446,12 @@ def exact_product(state, ev, s, wk, V, floor):
 
 def _row_argmax(values, start):
     """Per row (candidates from ``start``), the position within its row of its largest value."""
-    n = values.size
-    lens = np.diff(np.r_[start, n])
-    order = np.lexsort((-values, np.repeat(np.arange(start.size), lens)))
-    return order[start] - start
+    top = np.maximum.reduceat(values, start)
+    lens = np.diff(np.r_[start, values.size])
+    hits = np.flatnonzero(values == np.repeat(top, lens))      # by row, each row at least once
+    row = np.searchsorted(start, hits, side="right") - 1
+    first = hits[np.r_[True, row[1:] != row[:-1]]]             # the first of each row's ties
+    return first - start
 
 
 def blocks(state, s, r, floor, weights, V):

@@ -61,7 +61,8 @@ class Settings:
     stalled_run: int = 8            # times in a row at one tau: a stall (:mod:`._path`), and tau
     stall_heat: float = 4.0         # rises by this factor (at most to the starting tau),
     stall_heats_max: int = 16       # at most this many times in one solve (the race instance: 1 or 2)
-    reheat_max: float = 16.0        # after pricing, tau rises at most this factor above the tau of the pass
+    reheat_max: float = 16.0        # after pricing, tau rises at most this factor above the tau of the pass,
+    reheat_max_classes: float = 1.0  # and at most this one with more than two classes: not at all (:mod:`._path`)
 
 
 @dataclasses.dataclass(eq=False)
