@@ -36,3 +36,4 @@ class ExactOptions(Seed000Options):
     declared: ClassVar[None] = None
     prior: ClassVar[str] = "counts"
     codebook: ClassVar[bool] = False
+    class_blind: ClassVar[bool] = False

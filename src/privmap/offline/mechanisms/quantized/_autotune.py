@@ -46,7 +46,9 @@ every fraction of :data:`CANDIDATE_DELTA_FRACTIONS` of the perfect-privacy disto
 that an operator states the privacy wanted (the target) rather than a budget in the metric's
 unit; on a tie the larger fraction (the more private table) wins. The fractions are tried from
 the largest down, a K's smaller fraction only while its larger one met the target
-(:func:`_search_budgets`: below a fraction that failed none would meet it). The grid's steps are
+(:func:`_search_budgets`: below a fraction that failed none would meet it). A class-blind codebook
+(:mod:`._class_blind`) adds the fraction 0, its clusters released as they are, and tries it first
+(:data:`CLASS_BLIND_DELTA_FRACTIONS`): a K that meets the target there needs no budget. The grid's steps are
 coarse, so the budget of the grid's best (K, smoothing) is then bisected :data:`REFINE_STEPS`
 times below its fraction (:func:`_refine_budget`), and the least held-out distortion among all
 candidates wins. The search is deterministic given the options' seed.
@@ -79,6 +81,9 @@ SMALLEST_CLUSTERS = 4
 CANDIDATE_SMOOTHING = (0.0, 0.5, 2.0)
 #: Fractions of the perfect-privacy distortion tried when the build gives no budget.
 CANDIDATE_DELTA_FRACTIONS = (0.3, 0.5, 0.7, 0.9)
+#: The same with a class-blind codebook (:mod:`._class_blind`), which starts at 0: its clusters
+#: alone, released as they are (the identity table), may already meet the target.
+CLASS_BLIND_DELTA_FRACTIONS = (0.0, *CANDIDATE_DELTA_FRACTIONS)
 #: Bisection steps of the budget between the grid's best fraction and the next smaller one
 #: (:func:`_refine_budget`).
 REFINE_STEPS = 2
@@ -198,8 +203,8 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         either target the default target (:func:`default_target_bits`) applies.
     delta_fractions : sequence of float, optional
         Candidate budgets, as fractions of the perfect-privacy distortion, each tried with every
-        K (default: the options' own budget, or :data:`CANDIDATE_DELTA_FRACTIONS` when it gives
-        neither). The chosen one is :attr:`Choice.delta_fraction`.
+        K (default: the options' own budget, or when it gives neither :data:`CANDIDATE_DELTA_FRACTIONS`,
+        :data:`CLASS_BLIND_DELTA_FRACTIONS` with a class-blind codebook). The chosen one is :attr:`Choice.delta_fraction`.
     jobs : int, optional
         Processes that run the folds, this one included (:func:`._holdout.fold_jobs`).
     progress : callable(done: int, total: int), optional
@@ -219,7 +224,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     if smoothing is None:
         smoothing = CANDIDATE_SMOOTHING if options.smoothing is None else (options.smoothing,)
     if delta_fractions is None and options.searches_budget:
-        delta_fractions = CANDIDATE_DELTA_FRACTIONS
+        delta_fractions = CLASS_BLIND_DELTA_FRACTIONS if options.class_blind else CANDIDATE_DELTA_FRACTIONS
     if options.auto is not None and target_leakage_bits is None and target_auc is None:
         target_leakage_bits, target_auc = options.auto.target_leakage_bits, options.auto.target_auc
     column_targets = _column_targets(dataset, options)
@@ -355,16 +360,23 @@ def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
     most private) down, a pair's next smaller fraction tried only while the larger one met the
     target: the leakage and the attacker's AUC rise as the budget falls, so below a fraction that
     failed no fraction would meet it, and a fine alphabet's folds at small budgets, the search's
-    dearest tasks, are spared. One batch of candidates per fraction."""
+    dearest tasks, are spared. A fraction 0 in the grid (a class-blind codebook's) is tried first
+    instead, and a pair that meets the target there is done: no budget distorts less. One batch of
+    candidates per fraction."""
     judged: list = []
+    order = sorted(fractions, reverse=True)
     active = list(pairs)
-    for step, fraction in enumerate(sorted(fractions, reverse=True)):
+    if order[-1] == 0.0 and len(order) > 1:
+        judged += run.judge([(k, s, 0.0) for k, s in active])
+        done = {(row["clusters"], row["smoothing"]) for row, _, _ in judged if row.get("meets_target")}
+        active, order = [p for p in active if p not in done], order[:-1]
+    for step, fraction in enumerate(order):
         if not active:
             break
         batch = run.judge([(k, s, fraction) for k, s in active])
         judged += batch
         active = [(row["clusters"], row["smoothing"]) for row, _, _ in batch if row.get("meets_target")]
-        later = len(fractions) - step - 1
+        later = len(order) - step - 1
         run.tasks = run.done + later * sum(_tasks(c, run.options.folds) for c in _candidates(
             run.options, [(k, s, fraction) for k, s in active])) + REFINE_STEPS * (run.options.folds + 1)
     return judged
@@ -380,6 +392,8 @@ def _refine_budget(run: _Run, judged: list) -> list:
         return []
     best = _best(rows)
     k, s, hi = best["clusters"], best["smoothing"], best["delta_fraction"]
+    if hi == 0.0:
+        return []
     below = [r["delta_fraction"] for r in rows if r["clusters"] == k and r["smoothing"] == s
              and r["delta_fraction"] < hi]
     lo = max(below) if below else hi / 2.0

@@ -18,6 +18,7 @@ from ..._errors import BuildError
 from ...data import Dataset, pairwise, posterior_prior, resolve
 from ...solvers import CompressedTable, SolveResult
 from .._seed000 import Seed000Options
+from ._class_blind import ClassBlind
 from ._codebook import Codebook, metric_center, refine
 from ._erasure import categorical_code, erasure_problem
 from ._holdout import HoldoutLeakage, PendingFolds, cross_fitted_leakage, start_cross_fitting
@@ -151,6 +152,8 @@ def _quantized_alphabet(dataset: Dataset, options: Seed000Options, *,
     schema = resolve(dataset.features, dataset.public, options.declared)
     if options.clusters is None:
         raise BuildError("clusters None is chosen by auto before the build; give K >= 1")
+    if options.class_blind:
+        quantizer = ClassBlind(np.asarray(dataset.private), len(dataset.classes), quantizer)
     found = missing_alphabet(dataset.public, schema, options.missing, clusters=options.clusters,
                              metric=options.metric, seed=options.seed, quantizer=quantizer)
     X, centers = dataset.public, found.centers

@@ -90,6 +90,9 @@ class QuantizedOptions(Seed000Options):
         ``"counts"`` or ``"posteriors"`` (:data:`PRIORS`; the latter without smoothing).
     codebook : bool
         Run the codebook step after solving (:mod:`._codebook`).
+    class_blind : bool
+        Form the clusters with the private classes' mean differences projected out
+        (:mod:`._class_blind`; the l2 metric on complete rows, in memory).
     auto : Auto, optional
         The search above; it judges candidates by cross-fitting, which it needs.
     Other parameters are :class:`~privmap.offline.mechanisms._seed000.Seed000Options`'.
@@ -109,6 +112,7 @@ class QuantizedOptions(Seed000Options):
     declared: Declared | None = None
     prior: str = "counts"
     codebook: bool = True
+    class_blind: bool = False
     auto: Auto | None = None
 
     def __post_init__(self):
@@ -131,6 +135,8 @@ class QuantizedOptions(Seed000Options):
                              "without the limit")
         if self.auto is not None and self.cross_fitting is None:
             raise BuildError(AUTO_NEEDS_FOLDS)
+        if self.class_blind and self.metric != "l2":
+            raise BuildError("the class-blind codebook needs the l2 metric")
 
     def _check_budget(self) -> None:
         """Exactly one of ``delta`` and ``delta_fraction``, or neither when :attr:`auto` chooses K

@@ -193,7 +193,7 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
     ------
     BuildError
         Another mechanism or metric than quantized/l2, what only rows in memory allow (``auto``,
-        the posteriors prior, the robust certificate), an unknown ``kmeans``.
+        the posteriors prior, the robust certificate, the class-blind codebook), an unknown ``kmeans``.
     DatasetError
         A declaration (``--domain``, ``--schema``) naming a column that is not public or giving
         an integer column fractional bounds.
@@ -208,6 +208,8 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
         raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
     if options.robust is not None:
         raise BuildError("--robust needs the training rows in memory; it does not apply to a partitioned build")
+    if options.class_blind:
+        raise BuildError("--class-blind clusters the rows in memory; a partitioned build clusters them as they are")
     if kmeans not in KMEANS:
         raise BuildError(f"unknown k-means {kmeans!r}; expected one of {', '.join(KMEANS)}")
     if options.declared is not None:

@@ -359,6 +359,7 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
             "delta_fraction": repr(options.delta_fraction) if options.delta_fraction is not None else "",
             "missing_policy": options.missing,
             "codebook": int(done.codebook is not None),
+            **({"class_blind": 1} if options.class_blind else {}),
         },
     }
     tell("done", 1.0)
