@@ -2,13 +2,14 @@
 
 Run from the repository root:
 
-    python benchmarks/bench_recommender.py [--data insteval synthetic movies gss] [--only NAME ...] [--seed 0]
+    python benchmarks/bench_recommender.py [--data insteval synthetic movies movies-wide gss] [--only NAME ...] [--seed 0]
         [--splits N] [--json] [--plot PATH]
 
 For each data set (``insteval``: data/insteval, 2,972 students x 500 lecturers, ratings 1-5, 96 %
 blank, private ``studage``, 4 classes; ``synthetic``: :func:`privmap.offline.data.synthetic_ratings`,
 3,000 users x 500 items, density 0.04, 4 classes, seeded; ``movies``: the same generator in the
-shape of a movie-ratings set, 3,000 users x 200 items, density 0.24, 2 classes; ``gss``: data/gss1993_music, 1,597
+shape of a movie-ratings set, 3,000 users x 200 items, density 0.24, 2 classes; ``movies-wide``: the
+same at 1,000 items, density 0.08; ``gss``: data/gss1993_music, 1,597
 respondents x 18 music styles, ratings 1-5, 7 % blank, private ``sex``, 2 classes) the protocol of
 :func:`privmap.offline.measures.recommender_utility`:
 
@@ -306,6 +307,8 @@ RELEASES: dict[str, Callable] = {
     "factor model alone (no privacy)": factor_model_alone,
     f"privmap recommender (auto, AUC <= {PINNED_TARGET_AUC:g})":
         privmap_recommender("--clusters", "auto", "--target-auc", f"{PINNED_TARGET_AUC:g}"),
+    f"privmap recommender (auto, AUC <= {PINNED_TARGET_AUC:g}, --no-class-blind)":
+        privmap_recommender("--clusters", "auto", "--target-auc", f"{PINNED_TARGET_AUC:g}", "--no-class-blind"),
     "privmap recommender K=128 F=0.7": privmap_recommender("--clusters", "128", "--delta-fraction", "0.7"),
     "privmap recommender K=32 F=0.5": privmap_recommender("--clusters", "32", "--delta-fraction", "0.5"),
     **{f"BlurMe {strategy} {percent} %": blurme(percent / 100, strategy)
@@ -364,7 +367,13 @@ def movies(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
     return s.ratings, s.private, len(s.classes)
 
 
-DATA = {"insteval": insteval, "synthetic": synthetic, "movies": movies, "gss": gss}
+def movies_wide(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The same set at 1,000 items, the shape of its 1,000 most-rated movies: 92 % blank."""
+    s = synthetic_ratings(3000, 1000, rank=10, density=0.08, classes=2, rng=seed, shift=0.45)
+    return s.ratings, s.private, len(s.classes)
+
+
+DATA = {"insteval": insteval, "synthetic": synthetic, "movies": movies, "movies-wide": movies_wide, "gss": gss}
 
 
 # --------------------------------------------------------------------------- protocol

@@ -64,6 +64,24 @@ def test_the_recommender_mode_refuses_options_it_cannot_honour(run, keys, rating
         assert not (tmp_path / "x.bundle").exists()
 
 
+def test_a_recommender_clusters_class_blind_unless_told_not_to(run, keys, ratings_csv, tmp_path):
+    for extra, blind in (([], 1), (["--no-class-blind"], None)):
+        out = tmp_path / f"blind-{blind}.bundle"
+        run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
+            "--clusters", "8", "--delta-fraction", "0.5", "--holdout-folds", "0", "--factors", "4",
+            "--key", keys / "private.pem", "--out", out, *extra)
+        assert json.loads(run("inspect", out, "--json").stdout)["provenance"].get("class_blind") == blind
+
+
+def test_the_exact_mechanism_refuses_a_class_blind_codebook(run, keys, tmp_path):
+    data = tmp_path / "cats.csv"
+    data.write_text("x,a\nu,m\nv,f\nu,f\nv,m\n")
+    result = run("build", data, "--private", "a", "--mechanism", "exact", "--delta-fraction", "0.5",
+                 "--class-blind", "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
+    assert result.exit_code == 1 and "exact mechanism has none" in result.output
+    assert not (tmp_path / "x.bundle").exists()
+
+
 def test_a_budget_is_required_unless_auto_searches_it(run, keys, ratings_csv, tmp_path):
     result = run("build", ratings_csv, "--private", "gender", "--utility", "recommender", "--clusters", "8",
                  "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
@@ -139,6 +157,7 @@ def test_the_help_says_a_partitioned_recommender_counts(run):
     (["--clusters", "auto", "--target-auc", "0.55"], "'auto' clusters or smoothing are chosen in memory"),
     (["--robust", "0.95"], "--robust needs the training rows in memory"),
     (["--prior", "posteriors"], "--prior posteriors fits a classifier to the rows in memory"),
+    (["--class-blind"], "--class-blind clusters the rows in memory"),
 ])
 def test_what_a_partitioned_build_cannot_do_is_refused_in_one_line(run, keys, parts, tmp_path, extra, says):
     result = partitioned_build(run, keys, parts, tmp_path / "x.bundle", "--workers", "1", *extra, ok=False)

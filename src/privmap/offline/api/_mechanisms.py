@@ -62,7 +62,7 @@ def build_recommender(data: Table, *, private: str | Sequence[str], columns: Seq
     **mapping
         Any field of :class:`privmap.offline.QuantizedOptions` for the mapping of the factor points
         (``clusters``, ``delta_fraction``, ``cross_fitting``, ``issued_at``, ...); ``prior`` defaults to
-        ``"posteriors"`` as on the command line.
+        ``"posteriors"`` and ``class_blind`` to True, as on the command line.
 
     Raises
     ------
@@ -71,6 +71,7 @@ def build_recommender(data: Table, *, private: str | Sequence[str], columns: Seq
         ``key``, or a bundle the device would refuse.
     """
     mapping.setdefault("prior", "posteriors")
+    mapping.setdefault("class_blind", True)
     options = RecommenderOptions(
         mapping=QuantizedOptions(declared=declare(None, list(domains)) if domains else None, **mapping),
         rank=rank, reg=reg, decimals=decimals)

@@ -69,7 +69,7 @@ SECTIONS = (
         ("missing", "Blank cells skipped or imputed (default: mask)."),
         ("workers", "Out of core: local Dask cluster of N workers."),
         ("scheduler", "Out of core: existing Dask cluster at ADDRESS."),
-        ("kmeans", "Out of core: minibatch (default), dask-ml, in-memory."),
+        ("kmeans", "Out of core k-means: minibatch|dask-ml|in-memory."),
     )),
     Section("Mapping", (
         ("mechanism", "quantized (k-means) or exact (default: quantized)."),
@@ -82,6 +82,7 @@ SECTIONS = (
         ("delta_fraction", "Delta / perfect privacy's (auto: searched)."),
         ("seed", "Seed of k-means (default: 0)."),
         ("no_codebook", "Release the k-means representatives unmoved."),
+        ("class_blind", "Cluster blind to the classes' mean differences."),
         ("smoothing", "Prior count smoothing, or auto (default: 0.0)."),
         ("prior", "p(a,c) from counts or classifier posteriors."),
         ("solver", "Certified fast solver or cvxpy (default: fast)."),
@@ -171,6 +172,10 @@ _DECORATORS = [
     click.option("--no-codebook", is_flag=True,
                  help="Release the k-means representatives as they are (skip the codebook step that moves each "
                       "released row to the metric's optimum and re-solves)."),
+    click.option("--class-blind/--no-class-blind", "class_blind", default=None,
+                 help="Form the clusters with the private classes' mean differences projected out, so that they "
+                      "split users by what the classes share (l2, rows without blanks, in memory; the device's "
+                      "lookup is unchanged) [default: on with --utility recommender on one CSV file, else off]."),
     click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
                  metavar="CONFIDENCE",
                  help="Certify the leakage over a confidence set of priors (per-cluster L1 balls holding the "
@@ -259,8 +264,8 @@ _DEFAULT = object()
 
 def _build(data, *, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction,
            key, out, seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, prior,
-           target_leakage, target_auc, no_codebook, robust, holdout_folds, max_output_leakage, header, as_json,
-           passphrase_file, workers, scheduler, kmeans):
+           target_leakage, target_auc, no_codebook, class_blind, robust, holdout_folds, max_output_leakage, header,
+           as_json, passphrase_file, workers, scheduler, kmeans):
     """The command's body: options, run, report."""
     partitioned = wants_partitioned(data, workers, scheduler)
     private = private_columns(private, partitioned, public)
@@ -270,8 +275,9 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
         mechanism, utility, private=private, partitioned=partitioned, metric=metric, clusters=clusters, delta=delta,
         delta_fraction=delta_fraction, seed=seed, declared=declared, missing_token=missing_token, missing=missing,
         solver=solver, bits=bits, smoothing=smoothing, prior=prior, target_leakage=target_leakage,
-        target_auc=target_auc, no_codebook=no_codebook, robust=robust, holdout_folds=holdout_folds,
-        max_output_leakage=max_output_leakage, factors=factors, factor_reg=factor_reg, header=header)
+        target_auc=target_auc, no_codebook=no_codebook, class_blind=class_blind, robust=robust,
+        holdout_folds=holdout_folds, max_output_leakage=max_output_leakage, factors=factors, factor_reg=factor_reg,
+        header=header)
     source = (open_partitioned(data, options, private=private, public=public, kmeans=kmeans) if partitioned
               else None)
     private_key = load_key(key, passphrase_file)
@@ -289,7 +295,7 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
 def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool, metric, clusters, delta,
                     delta_fraction, seed, declared, missing_token, missing, solver, bits, smoothing, prior,
                     target_leakage, target_auc, no_codebook, robust, holdout_folds, max_output_leakage, factors,
-                    factor_reg, header):
+                    factor_reg, header, class_blind=None):
     """The options of the mechanism the arguments ask for: :class:`QuantizedOptions`,
     :class:`ExactOptions`, or (``utility`` "recommender") :class:`RecommenderOptions` around the
     quantized ones; each checks its own rules at construction.
@@ -313,6 +319,8 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
     if mechanism == "exact":
         if auto:
             raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
+        if class_blind:
+            raise BuildError("--class-blind forms the quantized mechanism's clusters; the exact mechanism has none")
         if utility == "recommender":
             raise BuildError(RECOMMENDER_MAPPING)
         if (metric or "erasures") != "erasures":
@@ -331,6 +339,7 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         smoothing=None if smoothing == "auto" else smoothing,
         prior=prior or ("posteriors" if utility == "recommender" and not partitioned else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
+        class_blind=(utility == "recommender" and not partitioned) if class_blind is None else class_blind,
         auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets)
         if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
@@ -488,7 +497,8 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     if fitted is not None:
         click.echo(f"  recommender: {metrics['rating_columns']} rating columns "
                    f"({100 * metrics['missing_cell_fraction']:.1f} % blank), rank {metrics['factor_rank']} factors, "
-                   f"penalty {metrics['factor_reg']:g}; distortion in stars (RMS over the columns)")
+                   f"penalty {metrics['factor_reg']:g}; distortion in stars (RMS over the columns)"
+                   + ("; class-blind clusters" if result.payload["provenance"].get("class_blind") else ""))
     click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
                f"{metrics['perfect_privacy_distortion']:.4f}, solver {built.solved.solver}")
     if "codebook_iterations" in metrics:
@@ -586,6 +596,7 @@ exact_command = _command("exact", "Seed 000's exact mapping of categorical tuple
     "  {command} census.csv --private sex --delta 0.5 \\\n"
     "      --key keys/private.pem --out census.bundle"), _EXACT_DOC, fixed={
     "mechanism": "exact", **dict.fromkeys(
-        ("utility", "factors", "factor_reg", "metric", "clusters", "no_codebook", "prior", "target_leakage",
+        ("utility", "factors", "factor_reg", "metric", "clusters", "no_codebook", "class_blind", "prior",
+         "target_leakage",
          "target_auc", "domains", "missing_token", "schema_file", "schema_out", "missing", "workers", "scheduler",
          "kmeans"), _DEFAULT)})
