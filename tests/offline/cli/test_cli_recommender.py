@@ -64,13 +64,28 @@ def test_the_recommender_mode_refuses_options_it_cannot_honour(run, keys, rating
         assert not (tmp_path / "x.bundle").exists()
 
 
-def test_a_recommender_clusters_class_blind_unless_told_not_to(run, keys, ratings_csv, tmp_path):
-    for extra, blind in (([], 1), (["--no-class-blind"], None)):
+def test_a_fixed_recommender_build_clusters_class_blind_only_when_told(run, keys, ratings_csv, tmp_path):
+    for extra, blind in (([], None), (["--class-blind"], 1)):
         out = tmp_path / f"blind-{blind}.bundle"
         run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
             "--clusters", "8", "--delta-fraction", "0.5", "--holdout-folds", "0", "--factors", "4",
             "--key", keys / "private.pem", "--out", out, *extra)
         assert json.loads(run("inspect", out, "--json").stdout)["provenance"].get("class_blind") == blind
+
+
+def test_the_pinned_auto_build_searches_both_codebooks_and_ships_the_chosen_one(run, keys, ratings_csv, tmp_path):
+    out = tmp_path / "auto.bundle"
+    summary = json.loads(run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility",
+                             "recommender", "--clusters", "auto", "--target-auc", "0.55", "--holdout-folds", "3",
+                             "--factors", "4", "--key", keys / "private.pem", "--out", out, "--json").stdout)
+    candidates = summary["auto"]["candidates"]
+    assert {c["class_blind"] for c in candidates} == {False, True}
+    assert any(c["delta_fraction"] == 0.0 for c in candidates if c["class_blind"])     # tried first there
+    chosen = next(c for c in candidates if c["chosen"])
+    meeting = [c for c in candidates if c.get("meets_target")]
+    assert chosen["holdout_distortion"] == min(c["holdout_distortion"] for c in meeting)
+    provenance = json.loads(run("inspect", out, "--json").stdout)["provenance"]
+    assert provenance.get("class_blind") == (1 if chosen["class_blind"] else None)
 
 
 def test_the_exact_mechanism_refuses_a_class_blind_codebook(run, keys, tmp_path):

@@ -115,3 +115,23 @@ def test_the_budget_search_tries_the_clusters_alone_first_and_stops_a_k_that_mee
     assert choice.delta_fraction == 0.0
     strict = choose(dataset(X, a), options, clusters=(4,), target_leakage_bits=0.0, delta_fractions=(0.0, 0.3, 0.9))
     assert [c["delta_fraction"] for c in strict.candidates][:2] == [0.0, 0.9]   # then from the top, as without
+
+
+def test_a_search_of_both_codebooks_takes_the_least_held_out_distortion_and_builds_with_it():
+    from privmap.offline import Auto
+    X, a = shifted(n=600, seed=6)
+    options = QuantizedOptions(clusters=None, seed=1, cross_fitting=CrossFitting(folds=3),
+                               auto=Auto(target_leakage_bits=1.0, class_blind=(False, True)))
+    choice = choose(dataset(X, a), options, clusters=(4, 8), delta_fractions=(0.0, 0.5))
+    assert {(c["clusters"], c["class_blind"]) for c in choice.candidates} == {(k, b) for k in (4, 8)
+                                                                             for b in (False, True)}
+    best = min(choice.candidates, key=lambda c: (c["holdout_distortion"], c["clusters"]))
+    assert (choice.clusters, choice.class_blind) == (best["clusters"], best["class_blind"])
+    assert choice.chosen(options).class_blind is best["class_blind"]
+    assert choice.summary()["class_blind"] is best["class_blind"]
+
+
+def test_a_codebook_named_twice_is_refused():
+    from privmap.offline import Auto
+    with pytest.raises(BuildError, match="distinct"):
+        Auto(class_blind=(True, True))

@@ -12,6 +12,7 @@ builds on the CSV :func:`privmap.offline.data.csv_source` writes of it.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 from ..data import Dataset, declare
@@ -62,7 +63,8 @@ def build_recommender(data: Table, *, private: str | Sequence[str], columns: Seq
     **mapping
         Any field of :class:`privmap.offline.QuantizedOptions` for the mapping of the factor points
         (``clusters``, ``delta_fraction``, ``cross_fitting``, ``issued_at``, ...); ``prior`` defaults to
-        ``"posteriors"`` and ``class_blind`` to True, as on the command line.
+        ``"posteriors"`` as on the command line, and an ``auto`` search tries both codebooks
+        (``Auto.class_blind``) unless ``class_blind`` or the search's own codebooks are given.
 
     Raises
     ------
@@ -71,7 +73,9 @@ def build_recommender(data: Table, *, private: str | Sequence[str], columns: Seq
         ``key``, or a bundle the device would refuse.
     """
     mapping.setdefault("prior", "posteriors")
-    mapping.setdefault("class_blind", True)
+    auto = mapping.get("auto")
+    if auto is not None and not auto.class_blind and "class_blind" not in mapping:
+        mapping["auto"] = dataclasses.replace(auto, class_blind=(False, True))
     options = RecommenderOptions(
         mapping=QuantizedOptions(declared=declare(None, list(domains)) if domains else None, **mapping),
         rank=rank, reg=reg, decimals=decimals)

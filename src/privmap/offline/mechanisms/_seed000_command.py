@@ -175,7 +175,8 @@ _DECORATORS = [
     click.option("--class-blind/--no-class-blind", "class_blind", default=None,
                  help="Form the clusters with the private classes' mean differences projected out, so that they "
                       "split users by what the classes share (l2, rows without blanks, in memory; the device's "
-                      "lookup is unchanged) [default: on with --utility recommender on one CSV file, else off]."),
+                      "lookup is unchanged) [default: off; with --utility recommender and --clusters auto on one "
+                      "CSV file, both are searched and the least held-out distortion wins]."),
     click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
                  metavar="CONFIDENCE",
                  help="Certify the leakage over a confidence set of priors (per-cluster L1 balls holding the "
@@ -339,9 +340,10 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         smoothing=None if smoothing == "auto" else smoothing,
         prior=prior or ("posteriors" if utility == "recommender" and not partitioned else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
-        class_blind=(utility == "recommender" and not partitioned) if class_blind is None else class_blind,
-        auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets)
-        if auto else None,
+        class_blind=bool(class_blind),
+        auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets,
+                  class_blind=(False, True) if class_blind is None and utility == "recommender" and not partitioned
+                  else ()) if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
     if utility != "recommender":
         return mapping

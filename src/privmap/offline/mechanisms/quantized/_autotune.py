@@ -48,7 +48,9 @@ unit; on a tie the larger fraction (the more private table) wins. The fractions 
 the largest down, a K's smaller fraction only while its larger one met the target
 (:func:`_search_budgets`: below a fraction that failed none would meet it). A class-blind codebook
 (:mod:`._class_blind`) adds the fraction 0, its clusters released as they are, and tries it first
-(:data:`CLASS_BLIND_DELTA_FRACTIONS`): a K that meets the target there needs no budget. The grid's steps are
+(:data:`CLASS_BLIND_DELTA_FRACTIONS`): a K that meets the target there needs no budget. With
+``Auto.class_blind`` naming both codebooks, each is searched so, and the least held-out distortion
+of either wins (the rows say ``class_blind``). The grid's steps are
 coarse, so the budget of the grid's best (K, smoothing) is then bisected :data:`REFINE_STEPS`
 times below its fraction (:func:`_refine_budget`), and the least held-out distortion among all
 candidates wins. The search is deterministic given the options' seed.
@@ -123,6 +125,7 @@ class Choice:
     solved: Solved | None = None
     min_users_per_cluster: int = MIN_USERS_PER_CLUSTER
     column_targets: dict = field(default_factory=dict)
+    class_blind: bool | None = None
     fold_costs: tuple = field(default=(), compare=False)
     candidate_costs: tuple = field(default=(), compare=False)
 
@@ -132,16 +135,19 @@ class Choice:
 
     def chosen(self, options: QuantizedOptions) -> QuantizedOptions:
         """``options`` (those searched with) as the chosen candidate's: its K, smoothing and,
-        when searched, budget fraction, and no search left to run."""
+        when searched, budget fraction and codebook, and no search left to run."""
+        blind = options.class_blind if self.class_blind is None else self.class_blind
         if self.delta_fraction is None:
-            return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None)
+            return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None,
+                                       class_blind=blind)
         return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None, delta=None,
-                                   delta_fraction=self.delta_fraction)
+                                   delta_fraction=self.delta_fraction, class_blind=blind)
 
     def summary(self) -> dict:
         """The search for ``build --json``: choice, targets and the candidate table."""
         return {"clusters": self.clusters, "smoothing": self.smoothing,
                 **({"delta_fraction": self.delta_fraction} if self.delta_fraction is not None else {}),
+                **({"class_blind": self.class_blind} if self.class_blind is not None else {}),
                 "target_leakage_bits": self.target_leakage_bits, "target_auc": self.target_auc,
                 "target_source": self.target_source, "min_users_per_cluster": self.min_users_per_cluster,
                 **({"target_leakage_bits_by_column": dict(self.column_targets)} if self.column_targets else {}),
@@ -223,8 +229,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         clusters = (options.clusters,)
     if smoothing is None:
         smoothing = CANDIDATE_SMOOTHING if options.smoothing is None else (options.smoothing,)
-    if delta_fractions is None and options.searches_budget:
-        delta_fractions = CLASS_BLIND_DELTA_FRACTIONS if options.class_blind else CANDIDATE_DELTA_FRACTIONS
+    grid = delta_fractions is None and options.searches_budget
     if options.auto is not None and target_leakage_bits is None and target_auc is None:
         target_leakage_bits, target_auc = options.auto.target_leakage_bits, options.auto.target_auc
     column_targets = _column_targets(dataset, options)
@@ -234,21 +239,35 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     ks = (sorted({int(k) for k in clusters if 1 <= k <= distinct}) if clusters
           else candidate_clusters(dataset.n, distinct, folds, min_users_for(options))) or [distinct]
     ss = sorted({float(s) for s in smoothing})
-    fs = sorted({float(f) for f in delta_fractions}) if delta_fractions else [None]
     source = "given" if target_leakage_bits is not None or target_auc is not None or column_targets else "default"
     if source == "default":
         target_leakage_bits = default_target_bits(dataset)
     targets = _Targets(leakage_bits=target_leakage_bits, auc=target_auc, columns=column_targets)
-    triples = [(k, s, f) for k in ks for s in ss for f in fs]
-    searching = fs[0] is not None and len(fs) > 1
-    run = _Run(dataset, options, targets, jobs=jobs, progress=progress,
-               tasks=sum(_tasks(c, folds) for c in _candidates(options, triples))
-               + (REFINE_STEPS * (folds + 1) if searching else 0))
-    if searching:
-        judged = _search_budgets(run, [(k, s) for k in ks for s in ss], fs)
-        judged += _refine_budget(run, judged)
-    else:
-        judged = run.judge(triples)
+    blinds = options.auto.class_blind if options.auto is not None and options.auto.class_blind else None
+    run = _Run(dataset, options, targets, jobs=jobs, progress=progress, tasks=0)
+    plans = []
+    for blind in blinds or (options.class_blind,):
+        codebook = dataclasses.replace(options, class_blind=blind)
+        fractions = delta_fractions if not grid else (CLASS_BLIND_DELTA_FRACTIONS if blind
+                                                      else CANDIDATE_DELTA_FRACTIONS)
+        fs = sorted({float(f) for f in fractions}) if fractions else [None]
+        triples = [(k, s, f) for k in ks for s in ss for f in fs]
+        searching = fs[0] is not None and len(fs) > 1
+        plans.append((codebook, fs, triples, searching, sum(_tasks(c, folds) for c in _candidates(codebook, triples))
+                      + (REFINE_STEPS * (folds + 1) if searching else 0)))
+    run.tasks = sum(plan[-1] for plan in plans)
+    judged: list = []
+    for i, (codebook, fs, triples, searching, _) in enumerate(plans):
+        run.options, run.pending = codebook, sum(plan[-1] for plan in plans[i + 1:])
+        if searching:
+            found = _search_budgets(run, [(k, s) for k in ks for s in ss], fs)
+            found += _refine_budget(run, found)
+        else:
+            found = run.judge(triples)
+        if blinds:
+            for row, _, _ in found:
+                row["class_blind"] = codebook.class_blind
+        judged += found
     rows = [row for row, _, _ in judged]
     ok = [r for r in rows if "error" not in r]
     if not ok:
@@ -261,7 +280,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"),
                   min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimate,
-                  column_targets=column_targets,
+                  column_targets=column_targets, class_blind=best.get("class_blind"),
                   solved=build if isinstance(build, Solved) else None,
                   fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
                   candidate_costs=tuple(
@@ -295,6 +314,7 @@ class _Run:
     def __init__(self, dataset: Dataset, options: QuantizedOptions, targets: _Targets, *, jobs, progress, tasks: int):
         self.dataset, self.options, self.targets = dataset, options, targets
         self.jobs, self.progress, self.tasks, self.done = jobs, progress, tasks, 0
+        self.pending = 0              # tasks of the codebooks still to search (:func:`choose`)
 
     def tell(self, done: int) -> None:
         if self.progress:
@@ -378,7 +398,7 @@ def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
         active = [(row["clusters"], row["smoothing"]) for row, _, _ in batch if row.get("meets_target")]
         later = len(order) - step - 1
         run.tasks = run.done + later * sum(_tasks(c, run.options.folds) for c in _candidates(
-            run.options, [(k, s, fraction) for k, s in active])) + REFINE_STEPS * (run.options.folds + 1)
+            run.options, [(k, s, fraction) for k, s in active])) + REFINE_STEPS * (run.options.folds + 1) + run.pending
     return judged
 
 

@@ -36,18 +36,21 @@ class Auto:
     attacker ROC AUC stays under ``target_auc`` (:mod:`._autotune`). ``column_targets`` holds
     ``(column, bits)`` pairs: with several private columns, the new-user leakage of that column
     alone must stay under its bits too (``--target-leakage COL=BITS``; every named target is met).
-    Without any target, 1 % of H(A) is the leakage target.
+    Without any target, 1 % of H(A) is the leakage target. ``class_blind`` holds the codebooks
+    searched (False: k-means on the points, True: class-blind clusters, :mod:`._class_blind`), each
+    with its own budget search; empty: the options' own.
 
     Raises
     ------
     BuildError
-        At construction, a negative or non-finite leakage target, an AUC target outside [0, 1], or
-        a column given two targets.
+        At construction, a negative or non-finite leakage target, an AUC target outside [0, 1],
+        a column given two targets, or a codebook named twice.
     """
 
     target_leakage_bits: float | None = None
     target_auc: float | None = None
     column_targets: tuple[tuple[str, float], ...] = ()
+    class_blind: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         if self.target_leakage_bits is not None and not self.target_leakage_bits >= 0:
@@ -61,6 +64,8 @@ class Auto:
             if column in seen:
                 raise BuildError(f"column {column!r} is given two leakage targets")
             seen.add(column)
+        if len(set(self.class_blind)) != len(self.class_blind) or any(type(b) is not bool for b in self.class_blind):
+            raise BuildError(f"the codebooks searched must be distinct bools, got {self.class_blind}")
 
     @property
     def given(self) -> bool:
@@ -135,7 +140,7 @@ class QuantizedOptions(Seed000Options):
                              "without the limit")
         if self.auto is not None and self.cross_fitting is None:
             raise BuildError(AUTO_NEEDS_FOLDS)
-        if self.class_blind and self.metric != "l2":
+        if (self.class_blind or self.auto is not None and True in self.auto.class_blind) and self.metric != "l2":
             raise BuildError("the class-blind codebook needs the l2 metric")
 
     def _check_budget(self) -> None:
