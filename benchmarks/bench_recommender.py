@@ -197,6 +197,7 @@ def privmap_recommender(*options: str):
         chosen = next((c for c in summary.get("auto", {}).get("candidates", ()) if c.get("chosen")), {})
         release.note = (f"K = {summary['clusters']}, Delta = {summary['delta']:.3f} stars"
                         + (f" (fraction {chosen['delta_fraction']:g})" if "delta_fraction" in chosen else "")
+                        + ("; class-blind clusters" if chosen.get("class_blind") else "")
                         + (f"; the build's own held-out attacker AUC {chosen['holdout_attacker_auc']:.3f}"
                            if "holdout_attacker_auc" in chosen else ""))
         return release
