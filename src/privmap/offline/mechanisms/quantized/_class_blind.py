@@ -9,8 +9,8 @@ attacker reads and little of a user's taste.
 
 So the clusters are formed on the points with the classes' mean differences projected out: with
 m the overall mean and V (d, r) an orthonormal basis of the span of the class means less m
-(r <= |A| - 1), k-means runs on ``x - V V^T (x - m)``, and its centres lie in the affine subspace
-``m + V-perp``. Every such centre c has ``V^T c = V^T m``, so for any point x
+(r <= |A| - 1, and r < d), k-means runs on ``x - V V^T (x - m)``, and its centres lie in the
+affine subspace ``m + V-perp``. Every such centre c has ``V^T c = V^T m``, so for any point x
 
     |x - c|^2 = |x - V V^T (x - m) - c|^2 + |V^T (x - m)|^2,
 
