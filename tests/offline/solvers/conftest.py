@@ -5,6 +5,10 @@ import pathlib
 
 import numpy as np
 import pytest
+from privmap.offline.data._distortion import pairwise
+from privmap.offline.data._prior import joint_prior
+from privmap.offline.data._quantize import quantize
+from privmap.offline.solvers import perfect_privacy_table
 
 
 def _benchmark(name: str):
@@ -83,3 +87,16 @@ def random_instance():
 def budget():
     """``budget(p_ac, D, frac)`` -> a budget delta between the least distortion and a loose one."""
     return _budget
+
+
+@pytest.fixture(scope="session")
+def adult_occupations(bench_build):
+    """UCI Adult (data/adult: 48,842 rows), its five numeric columns quantized to K = 64, the 15
+    occupations private, half of Delta0: Clarabel's equilibrated attempts stall on it."""
+    rows = bench_build.adult_rows(private="occupation")
+    X = np.array([[float(v) for v in r[:5]] for r in rows])
+    classes, private = np.unique([r[5] for r in rows], return_inverse=True)
+    found = quantize(X, 64, seed=0)
+    p_ac = joint_prior(private, found.labels, len(classes), found.k)
+    D = pairwise(found.centers, found.centers, "l2")
+    return p_ac, D, 0.5 * perfect_privacy_table(p_ac, D)[1]

@@ -1,22 +1,26 @@
-"""solve(): many private classes start from the conic reference, whose answer the fast solver
-polishes and certifies; a cold fast solve that gives up is certified from that answer too."""
-import numpy as np
+"""solve(): many private classes start from the conic reference where the interior point does not
+answer, and the fast solver polishes and certifies its answer; a cold fast solve that gives up is
+certified from that answer too. The interior point is set aside here (``no_interior``): its own
+start is tested in test_solve_starts_from_the_interior_point_with_many_classes.py."""
 import pytest
 from privmap.offline._errors import InfeasibleError, SolverError
-from privmap.offline.data._distortion import pairwise
-from privmap.offline.data._prior import joint_prior
-from privmap.offline.data._quantize import quantize
 from privmap.offline.solvers import (
     CONIC_FIRST_CLASSES,
     WARM_START_MAX_CLASSES,
     _solve,
     fast,
-    perfect_privacy_table,
     reference,
     solve,
     solve_cvxpy,
     solve_fast,
 )
+
+
+@pytest.fixture(autouse=True)
+def no_interior(monkeypatch):
+    """No instance here starts from the interior point: the conic reference is the start left
+    for the instances it refuses (forbidden pairs, a tight budget) or fails on."""
+    monkeypatch.setattr(_solve, "INTERIOR_FIRST_CLASSES", 10**9)
 
 
 @pytest.fixture
@@ -157,22 +161,9 @@ def test_both_failures_are_named_when_the_polish_gives_up_too(instance, runs):
 @pytest.mark.parametrize("classes", [4, CONIC_FIRST_CLASSES])
 def test_an_infeasible_budget_is_not_retried(classes, random_instance, monkeypatch):
     p_ac, dist = random_instance(3, 20, n_private=classes)
-    monkeypatch.setattr(_solve, "_from_conic", lambda *args: pytest.fail("asked the conic reference"))
+    monkeypatch.setattr(_solve, "_polished", lambda *args: pytest.fail("asked for a start to polish"))
     with pytest.raises(InfeasibleError):
         solve(p_ac, dist + 1.0, 0.5)                # every table costs at least 1
-
-
-@pytest.fixture(scope="module")
-def adult_occupations(bench_build):
-    """UCI Adult (data/adult: 48,842 rows), its five numeric columns quantized to K = 64, the 15
-    occupations private, half of Delta0: Clarabel's equilibrated attempts stall on it."""
-    rows = bench_build.adult_rows(private="occupation")
-    X = np.array([[float(v) for v in r[:5]] for r in rows])
-    classes, private = np.unique([r[5] for r in rows], return_inverse=True)
-    found = quantize(X, 64, seed=0)
-    p_ac = joint_prior(private, found.labels, len(classes), found.k)
-    D = pairwise(found.centers, found.centers, "l2")
-    return p_ac, D, 0.5 * perfect_privacy_table(p_ac, D)[1]
 
 
 def test_a_many_class_start_on_real_data_is_certified_as_the_conic_reference_gave_it(adult_occupations):

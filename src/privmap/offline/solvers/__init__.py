@@ -8,6 +8,8 @@ The solvers, one sub-package per family, each with its own face:
 
 - :mod:`.fast`: privmap's certified Newton solver on the smoothed dual (:func:`solve_fast`),
   as phase functions over one explicit state;
+- :mod:`.interior`: a primal interior point on every pair whose cost grows linearly with the
+  private classes (:func:`solve_interior`), the start of a cold solve with many classes;
 - :mod:`.reference`: the cvxpy + Clarabel conic reference (:func:`solve_cvxpy`);
 - :mod:`.perfect`: perfect privacy, the least distortion Delta0 and a table reaching it (a
   linear program by certified column generation, transport problems for two classes);
@@ -17,8 +19,17 @@ The solvers, one sub-package per family, each with its own face:
 from ._compress import DEFAULT_BITS, CompressedTable, compress
 from ._negligible import MASS_FLOOR, merge_negligible_outputs
 from ._result import SolveResult
-from ._solve import CONIC_FIRST_CLASSES, SOLVERS, WARM_START_MAX_CLASSES, solve, starts_from_conic
+from ._solve import (
+    CONIC_FIRST_CLASSES,
+    INTERIOR_FIRST_CLASSES,
+    SOLVERS,
+    WARM_START_MAX_CLASSES,
+    solve,
+    starts_from_conic,
+    starts_from_interior,
+)
 from .fast import solve_fast
+from .interior import solve_interior
 from .output_limit import least_distortion, smallest_feasible_epsilon, solve_for_shipping, solve_output_limited
 from .perfect import (
     perfect_privacy_distortion,
@@ -41,8 +52,9 @@ from .robust import (
     solve_robust,
 )
 
-__all__ = ["solve", "SOLVERS", "starts_from_conic", "CONIC_FIRST_CLASSES", "WARM_START_MAX_CLASSES", "SolveResult",
-           "solve_fast", "solve_cvxpy",
+__all__ = ["solve", "SOLVERS", "starts_from_conic", "starts_from_interior", "CONIC_FIRST_CLASSES",
+           "INTERIOR_FIRST_CLASSES", "WARM_START_MAX_CLASSES", "SolveResult",
+           "solve_fast", "solve_interior", "solve_cvxpy",
            "perfect_privacy_distortion", "perfect_privacy_table", "perfect_privacy_lp",
            "perfect_privacy_solution",
            "compress", "CompressedTable", "DEFAULT_BITS", "merge_negligible_outputs", "MASS_FLOOR",

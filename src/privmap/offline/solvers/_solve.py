@@ -10,6 +10,10 @@ from ._problem import check_instance
 from ._result import SolveResult
 
 SOLVERS = ("fast", "cvxpy")
+#: Private classes (with mass) from which a cold fast solve starts from the interior point's answer
+#: (Notes of :func:`solve`): UCI Adult, K = 256, five classes took it 1.4 CPU-s against the fast
+#: path's 1.1, seven 1.9 against 3.8.
+INTERIOR_FIRST_CLASSES = 6
 #: Largest conic model (|A| x K x K_out table entries) a failed cold fast solve falls back on:
 #: Clarabel solves UCI Adult's 13 occupations at K = 128 (213,000) in 2.6 CPU-s.
 CONIC_FALLBACK_MAX = 1_000_000
@@ -72,26 +76,33 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
 
     Notes
     -----
+    With at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, a cold solve starts from the
+    primal interior point (:func:`.interior.solve_interior`): one Newton step costs O(K^2 K_out
+    |A|), linear in the classes, and its path takes about a hundred steps whatever |A|, where the
+    fast path's dual Newton systems grow as ((|A| - 1) K_out)^2 and its steps among nearly pure
+    outputs multiply (UCI Adult, K = 256, 0.5 x Delta0, CPU-s of the start against the fast path:
+    five classes 1.4 against 1.1, seven 1.9 against 3.8, fifteen 2.5 against 22.6, or 43 to 86 for
+    the conic reference, and the fast path failed on some fold programs). The fast solver then
+    *polishes* that answer (``solve_fast(polish=)``): certified as it is by one pricing pass at its
+    own duals where that proves it (every instance measured), else by the path from those duals
+    low on the temperature. The result is the fast solver's, certified as always, with
+    ``info["started_from"] = "interior-barrier"``. The interior point does not take instances with
+    forbidden pairs or more than :data:`.interior.MAX_ENTRIES` entries, nor a budget equal to the
+    least distortion; where it refuses or fails (``info["interior_failure"]`` says why) the solve
+    goes on as below.
+
     The fast solver's path is slow on small instances with many private classes, where its Newton
     steps are cut short by the line search hundreds of times, and the conic reference is fast and
     accurate there (UCI Adult with 13 occupations private, K = 64: 600 to 1,800 Newton steps and 8
     to 37 CPU-s a solve, Clarabel 0.3 to 0.9; K = 128: no certificate within 2,000 steps, Clarabel
     2.6 CPU-s). With at least :data:`CONIC_FIRST_CLASSES` classes and at most
-    :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs a class, a cold solve therefore starts with the
-    reference and has the
-    fast solver *polish* its answer (``solve_fast(polish=)``): certified as it is by one pricing pass
-    at the reference's own duals where that proves it (the 13-class K = 64 and K = 128 instances:
-    0.3 to 2.4 CPU-s in all), else by the path from those duals low on the temperature; a
+    :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs a class, a cold solve the interior point did
+    not answer therefore starts with the reference and polishes its answer the same way; a
     reference that stalls (InsufficientProgress) still gives its iterate as that start
-    (``solve_cvxpy(stalled_ok=True)``), never as the answer. Below seven classes the fast path is the faster
-    (five classes, K = 128 and 256: Clarabel stopped with InsufficientProgress, once after 19.6
-    CPU-s, where the fast path took 1.7 to 8), and so it is on larger tables for their classes,
-    where Clarabel's cost grows faster than the path's (seven classes, K = 256: 54 to 60 CPU-s
-    against 18 to 19; with 13 classes the same table took Clarabel 43 and the path failed).
-    A cold fast solve that fails on a conic model of at most :data:`CONIC_FALLBACK_MAX` entries
-    is polished from the reference's answer the same way. Either way the result
-    is the fast solver's, certified as always, with ``info["started_from"] = "cvxpy-clarabel"``
-    (and ``info["cold_failure"]``, the cold path's failure, when it came first). Where the reference
+    (``solve_cvxpy(stalled_ok=True)``), never as the answer. A cold fast solve that fails on a
+    conic model of at most :data:`CONIC_FALLBACK_MAX` entries is polished from the reference's
+    answer the same way, with ``info["started_from"] = "cvxpy-clarabel"`` (and
+    ``info["cold_failure"]``, the cold path's failure, when it came first). Where the reference
     or its polish fails, the cold fast path runs (``info["conic_failure"]`` says why). A
     warm-started solve that fails raises: its caller decides (a build runs it again cold).
     """
@@ -103,18 +114,24 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     from .fast import solve_fast
     if warm_start is not None and _classes(p_ac) > WARM_START_MAX_CLASSES:
         warm_start = None
+    failures: dict[str, str] = {}
+    if warm_start is None and starts_from_interior(p_ac, distortion, delta):
+        try:
+            return _polished("interior", p_ac, distortion, delta, tol_bits, progress)
+        except SolverError as failure:
+            failures["interior_failure"] = str(failure)
     conic = warm_start is None and _conic_fits(p_ac, distortion)
     first = None
     if conic and starts_from_conic(p_ac, distortion, delta):
         try:
-            return _from_conic(p_ac, distortion, delta, tol_bits, progress)
+            return _noted(_polished("conic", p_ac, distortion, delta, tol_bits, progress), failures)
         except SolverError as failure:
             first, conic = failure, False
     try:
         result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, warm_start=warm_start)
         if first is not None:
             result.info["conic_failure"] = str(first)
-        return result
+        return _noted(result, failures)
     except InfeasibleError:
         raise
     except SolverError as failure:
@@ -122,7 +139,26 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
             raise SolverError(f"{first}; then the cold fast solve: {failure}") from failure
         if not conic:
             raise
-        return _from_conic(p_ac, distortion, delta, tol_bits, progress, failure)
+        return _noted(_polished("conic", p_ac, distortion, delta, tol_bits, progress, failure), failures)
+
+
+def starts_from_interior(p_ac, distortion, delta) -> bool:
+    """Whether a cold :func:`solve` of this instance starts from the interior point (Notes of
+    :func:`solve`): at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, at most
+    :data:`.interior.MAX_ENTRIES` entries |A| x K x K_out, no forbidden pair, and a budget that
+    :func:`._problem.check_instance` accepts (an infeasible one is the fast solver's to name; a
+    malformed instance raises its ValueError)."""
+    from .interior import MAX_ENTRIES
+    D = np.asarray(distortion, dtype=float)
+    classes = _classes(p_ac)
+    if classes < INTERIOR_FIRST_CLASSES or classes * D.size > MAX_ENTRIES or not np.all(np.isfinite(D)):
+        return False
+    try:
+        p_ac, D, delta = check_instance(p_ac, D, delta)
+    except InfeasibleError:
+        return False
+    p_c = p_ac.sum(axis=0)
+    return delta > float(p_c @ D.min(axis=1)) * (1.0 + 1e-9)
 
 
 def starts_from_conic(p_ac, distortion, delta) -> bool:
@@ -152,15 +188,20 @@ def _conic_fits(p_ac, distortion) -> bool:
     return np.size(p_ac) * np.shape(distortion)[1] <= CONIC_FALLBACK_MAX
 
 
-def _from_conic(p_ac, distortion, delta, tol_bits: float, progress, failure: SolverError | None = None
-                ) -> SolveResult:
-    """The fast solver's certified polish of the conic reference's answer (:func:`solve`, Notes),
-    after the cold path's ``failure`` if one came first. Raises SolverError naming both failures
-    when either fails."""
-    from .reference import solve_cvxpy
+def _polished(start_with: str, p_ac, distortion, delta, tol_bits: float, progress,
+              failure: SolverError | None = None) -> SolveResult:
+    """The fast solver's certified polish of an accurate, uncertified answer (:func:`solve`, Notes):
+    the interior point's (``start_with="interior"``) or the conic reference's (``"conic"``), after
+    the cold path's ``failure`` if one came first. Raises SolverError naming both failures when
+    either fails."""
     from .fast import solve_fast
     try:
-        start = solve_cvxpy(p_ac, distortion, delta, stalled_ok=True)
+        if start_with == "interior":
+            from .interior import solve_interior
+            start = solve_interior(p_ac, distortion, delta, tol_bits=tol_bits)
+        else:
+            from .reference import solve_cvxpy
+            start = solve_cvxpy(p_ac, distortion, delta, stalled_ok=True)
         result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, polish=start)
     except SolverError as again:
         if failure is None:
@@ -169,4 +210,10 @@ def _from_conic(p_ac, distortion, delta, tol_bits: float, progress, failure: Sol
     result.info["started_from"] = start.solver
     if failure is not None:
         result.info["cold_failure"] = str(failure)
+    return result
+
+
+def _noted(result: SolveResult, failures: dict[str, str]) -> SolveResult:
+    """``result`` with the earlier starts' failures in its ``info``."""
+    result.info.update(failures)
     return result

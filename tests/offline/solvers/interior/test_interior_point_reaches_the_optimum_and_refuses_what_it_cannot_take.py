@@ -1,0 +1,74 @@
+"""solve_interior: a strictly feasible table near the optimum whose own duals certify it, and a
+typed refusal of the instances it does not take."""
+import numpy as np
+import pytest
+from privmap.offline._errors import InfeasibleError, SolverError
+from privmap.offline._information import expected_distortion, leakage_bits
+from privmap.offline.solvers import interior, solve_cvxpy, solve_fast, solve_interior
+
+
+@pytest.mark.parametrize("seed, classes, K, frac", [(0, 3, 24, 0.3), (1, 7, 30, 0.2), (2, 12, 20, 0.5)])
+def test_the_answer_is_feasible_near_the_optimum_and_the_polish_certifies_it(
+        seed, classes, K, frac, random_instance, budget):
+    p_ac, dist = random_instance(seed, K, n_private=classes)
+    delta = budget(p_ac, dist, frac)
+    start = solve_interior(p_ac, dist, delta)
+    assert np.allclose(start.table.sum(axis=1), 1.0) and start.table.min() > 0
+    assert start.distortion == pytest.approx(expected_distortion(p_ac.sum(axis=0), start.table, dist), rel=1e-12)
+    assert start.distortion <= delta * (1 + 1e-6)                # up to the path's round-off
+    assert start.leakage_bits == pytest.approx(leakage_bits(p_ac, start.table), rel=1e-9)
+    optimum = solve_cvxpy(p_ac, dist, delta).leakage_bits
+    assert start.leakage_bits == pytest.approx(optimum, abs=2e-5)
+    polished = solve_fast(p_ac, dist, delta, polish=start)
+    assert polished.gap_bits <= 1e-5 and polished.leakage_bits == pytest.approx(optimum, abs=1e-5)
+
+
+def test_a_row_without_mass_is_sent_to_its_cheapest_output(random_instance, budget):
+    p_ac, dist = random_instance(3, 16, n_private=6)
+    p_ac[:, 5] = 0.0
+    p_ac /= p_ac.sum()
+    start = solve_interior(p_ac, dist, budget(p_ac, dist, 0.3))
+    assert start.table[5, np.argmin(dist[5])] == 1.0 and start.table[5].sum() == 1.0
+
+
+def test_a_forbidden_pair_is_refused(random_instance, budget):
+    p_ac, dist = random_instance(4, 12, n_private=6)
+    delta = budget(p_ac, dist, 0.3)
+    dist[2, 7] = np.inf
+    with pytest.raises(SolverError, match="forbidden pair"):
+        solve_interior(p_ac, dist, delta)
+
+
+def test_a_budget_at_the_least_distortion_is_refused(random_instance):
+    p_ac, dist = random_instance(4, 12, n_private=6)
+    least = float(p_ac.sum(axis=0) @ dist.min(axis=1))
+    with pytest.raises(SolverError, match="least distortion"):
+        solve_interior(p_ac, dist, least)
+
+
+def test_a_budget_below_the_least_distortion_is_infeasible(random_instance):
+    p_ac, dist = random_instance(4, 12, n_private=6)
+    with pytest.raises(InfeasibleError):
+        solve_interior(p_ac, dist + 1.0, 0.5)
+
+
+def test_an_instance_above_the_size_limit_is_refused(random_instance, budget, monkeypatch):
+    p_ac, dist = random_instance(4, 12, n_private=6)
+    monkeypatch.setattr(interior._barrier, "MAX_ENTRIES", 6 * 12 * 12 - 1)
+    with pytest.raises(SolverError, match="entries"):
+        solve_interior(p_ac, dist, budget(p_ac, dist, 0.3))
+
+
+def test_a_path_past_its_step_limit_raises_instead_of_answering(random_instance, budget, monkeypatch):
+    p_ac, dist = random_instance(4, 12, n_private=6)
+    monkeypatch.setattr(interior._barrier, "_MAX_STEPS", 3)
+    with pytest.raises(SolverError, match="within 3 Newton steps"):
+        solve_interior(p_ac, dist, budget(p_ac, dist, 0.3))
+
+
+def test_its_duals_certify_a_real_many_class_answer_as_given(adult_occupations):
+    """UCI Adult, K = 64, 15 occupations private: one pricing pass at the interior point's own
+    codebook and multiplier proves its table (where Clarabel's equilibrated attempts stall)."""
+    start = solve_interior(*adult_occupations)
+    polished = solve_fast(*adult_occupations, polish=start)
+    assert polished.info["polish"] == "as given" and polished.gap_bits <= 1e-5
