@@ -496,13 +496,36 @@ def test_a_failed_interior_point_leaves_the_master_unseeded_and_still_certified(
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
 
 
-@pytest.mark.parametrize("spare, seeded", [(0, True), (-1, False)])
-def test_fewer_classes_or_a_larger_program_leave_the_master_unseeded(spare, seeded, monkeypatch):
+@pytest.mark.parametrize("spare, seed", [(0, "clarabel"), (-1, "barrier")])
+def test_a_program_above_the_conic_seed_s_size_is_seeded_by_the_barrier(spare, seed, monkeypatch):
     classes = _perfect.CONIC_SEED_CLASSES
     monkeypatch.setattr(_perfect, "CONIC_SEED_ENTRIES", 48 * 48 * classes + spare)
     info = {}
     perfect_privacy_table(*_many_class_instance(48, classes, 0), info=info)
-    assert ("seeded" in info) == seeded
+    assert info["seed"] == seed
+
+
+@pytest.mark.parametrize("classes, seed", [(_perfect.BARRIER_SEED_CLASSES - 1, None),
+                                           (_perfect.BARRIER_SEED_CLASSES, "barrier"),
+                                           (_perfect.CONIC_SEED_CLASSES - 1, "barrier")])
+def test_from_five_classes_below_the_conic_seed_s_the_barrier_seeds_the_master_and_it_certifies(classes, seed):
+    p_ac, dist = _many_class_instance(48, classes, 1)
     info = {}
-    perfect_privacy_table(*_many_class_instance(48, classes - 1, 0), info=info)
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info.get("seed") == seed and (seed is None or info["seeded"] >= 48)
+    _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
+
+
+def test_a_program_above_the_barrier_s_size_or_with_forbidden_pairs_is_not_seeded(monkeypatch):
+    classes = _perfect.BARRIER_SEED_CLASSES
+    p_ac, dist = _many_class_instance(48, classes, 0)
+    monkeypatch.setattr(_perfect, "BARRIER_SEED_ENTRIES", 48 * 48 * classes - 1)
+    info = {}
+    perfect_privacy_table(p_ac, dist, info=info)
     assert "seeded" not in info
+    monkeypatch.setattr(_perfect, "BARRIER_SEED_ENTRIES", 48 * 48 * classes)
+    dist[3, 5] = np.inf
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert "seeded" not in info
+    _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)

@@ -1,9 +1,10 @@
 """Perfect privacy: the least distortion Delta0 at which I(A; C_hat) = 0, and a table reaching it.
 
 A linear program in the table (the docstring of ``_linear_program``), solved by certified column
-generation, with two private classes by transport problems (``_transport``). Private modules:
-``_linear_program`` (:func:`perfect_privacy_distortion`, :func:`perfect_privacy_table`,
-:func:`perfect_privacy_lp`, :func:`perfect_privacy_solution`), ``_transport``.
+generation, with two private classes by transport problems (``_transport``) and with several its
+first master seeded by an interior point (``_interior``). Private modules: ``_linear_program``
+(:func:`perfect_privacy_distortion`, :func:`perfect_privacy_table`, :func:`perfect_privacy_lp`,
+:func:`perfect_privacy_solution`), ``_transport``, ``_interior``.
 """
 from ._linear_program import (
     perfect_privacy_distortion,
