@@ -333,8 +333,8 @@ def test_weiszfeld_in_small_chunks_equals_the_dense_reference_step_for_step(monk
 
 
 @pytest.mark.parametrize("classes", [2, 7])
-def test_a_re_solve_keeps_its_warm_start_unless_the_conic_reference_starts_a_cold_solve(classes, monkeypatch):
-    # with seven private classes a cold solve starts from the conic reference, which is then the
+def test_a_re_solve_keeps_its_warm_start_unless_another_solver_starts_a_cold_solve(classes, monkeypatch):
+    # with seven private classes a cold solve starts from the interior point, which is then the
     # faster re-solve too: the warm start is set aside there, and only there
     from privmap.offline.mechanisms.quantized import _codebook
     from privmap.offline.solvers import fast, solve_fast
@@ -358,4 +358,4 @@ def test_a_re_solve_keeps_its_warm_start_unless_the_conic_reference_starts_a_col
     if classes == 2:
         assert warm_starts == [start] and "started_from" not in again.info
     else:
-        assert warm_starts == [None] and again.info["started_from"] == "cvxpy-clarabel"   # the polish
+        assert warm_starts == [None] and again.info["started_from"] == "interior-barrier"   # the polish

@@ -27,7 +27,8 @@ class SolveResult:
     status : str
         ``"optimal"`` on success; solvers raise :class:`SolverError` otherwise.
     solver : str
-        Name of the method that produced the answer (``"cvxpy-clarabel"``, ``"fast"``).
+        Name of the method that produced the answer (``"cvxpy-clarabel"``, ``"fast"``,
+        ``"interior-barrier"``).
     message : str
         Human-readable summary.
     info : dict

@@ -51,7 +51,7 @@ from ..._errors import InfeasibleError, SolverError
 from ..._information import expected_distortion, leakage_bits
 from ..._rows import unique_rows
 from ...data import assigned_distance, block_shape, pairwise
-from ...solvers import SolveResult, perfect_privacy_solution, solve, starts_from_conic
+from ...solvers import SolveResult, perfect_privacy_solution, solve, starts_from_conic, starts_from_interior
 
 #: d(X, Y) -> (n, m) distances between raw rows X (n, d) and points Y (m, d).
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -370,16 +370,18 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def resolve_at(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:
     """Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
-    ``warm`` (a previous answer) when given, unless a cold solve would start from the conic
-    reference (many private classes, :func:`~privmap.offline.solvers.starts_from_conic`):
-    that start is the faster there (UCI Adult, 15 occupation classes, K = 64: the codebook step
-    17.0 CPU-s warm-started from the build's polished answer, 6.3 through the reference), or
+    ``warm`` (a previous answer) when given, unless a cold solve would start from another solver's
+    answer (many private classes: :func:`~privmap.offline.solvers.starts_from_interior`,
+    :func:`~privmap.offline.solvers.starts_from_conic`): that start is the faster there (UCI
+    Adult, 15 occupation classes, K = 64: the codebook step 17.0 CPU-s warm-started from the
+    build's polished answer, 6.3 through the conic reference), or
     :func:`~privmap.offline.solvers.solve` sets the start aside (more than
     ``WARM_START_MAX_CLASSES`` classes)."""
     if perfect:
         return perfect_privacy_solution(p_ac, D)
     try:
-        warm_start = warm if solver == "fast" and not starts_from_conic(p_ac, D, budget) else None
+        cold = starts_from_interior(p_ac, D, budget) or starts_from_conic(p_ac, D, budget)
+        warm_start = warm if solver == "fast" and not cold else None
         return solve(p_ac, D, budget, solver=solver, tol_bits=tol_bits, warm_start=warm_start)
     except (InfeasibleError, SolverError):
         return None

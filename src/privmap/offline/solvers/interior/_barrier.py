@@ -21,16 +21,20 @@ The Woodbury form subtracts nearly equal terms once t is large, so each directio
 
 What it returns
 ---------------
-The central point once its duality gap is below the tolerance: q > 0 on every pair, the multiplier
-mu = 1 / (t slack) and the codebook log r_j(a) - log p(a) of its outputs' posteriors, every one of
-full support (no pair is left out, so no posterior is cut to zero). The answer is *not* certified
-here: :func:`privmap.offline.solvers.solve` hands it to the fast solver's polish
+The path stops at the centred point of least gap J - LB (:func:`_path`), whose multiplier
+mu = 1 / (t slack) and codebook log r_j(a) - log p(a) (its outputs' posteriors, every one of full
+support: no pair is left out, so no posterior is cut to zero) are the answer's duals. That point
+is the centre of the optimal face, every pair positive, so the table returned is the barrier
+centred again on the pairs its duals choose (:func:`_on_support`): a fifth of them at K = 256, and
+a lower leakage. Its distortion is within the budget up to the path's round-off. The answer is
+*not* certified here: :func:`privmap.offline.solvers.solve` hands it to the fast solver's polish
 (``solve_fast(polish=)``), whose pricing pass proves it, or goes on from its duals.
 
 Measured (UCI Adult, K = 256, 0.5 x Delta0, one thread; benchmarks/README.md): 15 occupations,
-105 to 113 steps and 2.3 to 2.4 CPU-s on five fold programs, each certified as given by one
-pricing pass (the conic reference: 43 to 86 CPU-s; the dual path failed on some); seven marital
-statuses 135 steps, 1.7 CPU-s (the dual path 3.9).
+105 to 117 steps and 2.3 to 2.5 CPU-s a program, each certified as given by one pricing pass
+(the conic reference: 43 to 93 CPU-s; the fast path alone 100 on one, and failed on another);
+seven marital statuses 134 to 172 steps, 1.5 to 2.4 CPU-s (the fast path 3.8 to 4.3), one of
+three programs certified by the polish's own path (2.0 CPU-s more).
 """
 from __future__ import annotations
 
