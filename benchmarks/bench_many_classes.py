@@ -5,6 +5,7 @@ Run from the repository root:
     python benchmarks/bench_many_classes.py                 # both parts
     python benchmarks/bench_many_classes.py --part gss      # the joint sex x age bands only (a minute)
     python benchmarks/bench_many_classes.py --part adult --private race occupation
+    python benchmarks/bench_many_classes.py --part solves    # one program each, the solvers side by side
 
 **Adult** (``--part adult``). UCI Adult (data/adult; the rows and columns of
 ``benchmarks/bench_build.py``: age, education-num, capital-gain, capital-loss, hours-per-week,
@@ -18,6 +19,17 @@ every descendant it reaped: the fold workers). Printed: each attribute's classes
 wall seconds, and the ratio of its CPU seconds to the binary build's in the same run, with the
 declared in-sample and cross-fitted leakage. This part takes minutes per attribute at K = 256
 on two cores: the solver's cost grows with the classes.
+
+**Solves** (``--part solves``). One program per attribute (sex, then each of ``--private``): UCI
+Adult's five numeric columns quantized to ``--clusters`` K (k-means, seed 0) on all rows, the
+prior p(a, c), l2 distances between the centres, Delta = ``--delta-fraction`` x Delta0. In one
+process, one after the other on the same program, CPU seconds of each (their BLAS held to one
+thread as in a build): ``solve`` as a build calls it (from six classes it starts from the interior
+point), the interior point alone and the fast solver's polish of its answer (certified as given,
+or by following the path), the fast path alone from a cold start (``solve_fast``; "gave up" when
+it finds no certificate in its steps), and with ``--reference`` the conic reference (Clarabel)
+alone. Printed: CPU seconds, Newton steps, the certified leakage, and the ratio of the fast
+path's CPU seconds to ``solve``'s. Not included: Delta0 (computed first, once per program).
 
 **GSS joint** (``--part gss``). The bundled GSS 1993 music module (data/gss1993_music/music.csv:
 18 ratings 1-5 with blank cells, the private ``sex`` and ``age``, cut here into seven bands:
@@ -205,10 +217,67 @@ def gss_part(args, work: pathlib.Path, key: pathlib.Path) -> None:
           "one-vs-rest macro beyond two classes)")
 
 
+def solves_part(args) -> None:
+    """The ``--part solves`` table (module docstring)."""
+    from privmap.offline._errors import SolverError
+    from privmap.offline.data import joint_prior, pairwise, quantize
+    from privmap.offline.solvers import perfect_privacy_table, solve, solve_cvxpy, solve_fast, solve_interior
+
+    def timed(call, *args, **kwargs):
+        cpu = time.process_time()
+        try:
+            return call(*args, **kwargs), time.process_time() - cpu
+        except SolverError as failure:
+            return failure, time.process_time() - cpu
+
+    print(f"UCI Adult, K = {args.clusters}, Delta = {args.delta_fraction} x Delta0, one program per attribute")
+    print(f"{'private':>15} {'classes':>7} {'solve s':>8} {'start':>16} {'interior s':>10} {'steps':>5} "
+          f"{'polish s':>8} {'polish':>8} {'fast s':>8} {'steps':>5} {'fast/solve':>10} {'leak bits':>11}"
+          + (f" {'conic s':>8}" if args.reference else ""))
+    for private in ["sex", *args.private]:
+        rows = adult_rows(private=private)
+        X = np.array([[float(v) for v in r[:5]] for r in rows])
+        classes, labels = np.unique([r[5] for r in rows], return_inverse=True)
+        found = quantize(X, args.clusters, seed=0)
+        p_ac = joint_prior(labels, found.labels, len(classes), found.k)
+        D = pairwise(found.centers, found.centers, "l2")
+        program = (p_ac, D, args.delta_fraction * perfect_privacy_table(p_ac, D)[1])
+        built, built_s = timed(solve, *program)
+        start, start_s = timed(solve_interior, *program)
+        polished, polish_s = ((start, 0.0) if isinstance(start, SolverError)
+                              else timed(solve_fast, *program, polish=start))
+        fast, fast_s = timed(solve_fast, *program)
+        line = (f"{private:>15} {len(classes):>7} {built_s:>8.1f} {_started(built):>16} "
+                f"{start_s:>10.1f} {_steps(start):>5} {polish_s:>8.2f} {_polish(polished):>8} "
+                f"{fast_s:>8.1f} {_steps(fast):>5} {fast_s / built_s:>10.2f} {_leakage(built):>11}")
+        if args.reference:
+            line += f" {timed(solve_cvxpy, *program)[1]:>8.1f}"
+        print(line, flush=True)
+    print("(CPU s of this process; steps: Newton steps, '-' where the solver gave up; polish: how the "
+          "fast solver certified the interior point's answer)")
+
+
+def _started(result) -> str:
+    return "failed" if isinstance(result, Exception) else str(result.info.get("started_from", "cold fast"))
+
+
+def _leakage(result) -> str:
+    return "failed" if isinstance(result, Exception) else f"{result.leakage_bits:.8f}"
+
+
+def _steps(result) -> str:
+    return "-" if isinstance(result, Exception) else str(result.info.get("newton_steps", ""))
+
+
+def _polish(result) -> str:
+    return "failed" if isinstance(result, Exception) else str(result.info.get("polish", ""))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="See the module docstring for what each part measures.")
-    parser.add_argument("--part", choices=("adult", "gss", "both"), default="both")
+    parser.add_argument("--part", choices=("adult", "gss", "both", "solves"), default="both",
+                        help="both: adult then gss; solves is run only when named (default: %(default)s).")
     parser.add_argument("--private", nargs="+", default=["race", "marital-status", "occupation"],
                         help="Adult: many-valued attributes built beside the binary sex (default: %(default)s).")
     parser.add_argument("--n", type=int, default=48842, help="Adult: rows of the seeded shuffle (default: all).")
@@ -221,7 +290,11 @@ def main(argv=None) -> None:
     parser.add_argument("--permutations", type=int, default=50,
                         help="GSS: shuffles behind the held-out estimate's bias (default: %(default)s).")
     parser.add_argument("--seed", type=int, default=0, help="GSS: the split, the releases (default: %(default)s).")
+    parser.add_argument("--reference", action="store_true", help="Solves: time the conic reference too.")
     args = parser.parse_args(argv)
+    if args.part == "solves":
+        solves_part(args)
+        return
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
         key = keygen(work)
