@@ -84,8 +84,8 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     five classes 1.4 against 1.1, seven 1.9 against 3.8, fifteen 2.5 against 22.6, or 43 to 86 for
     the conic reference, and the fast path failed on some fold programs). The fast solver then
     *polishes* that answer (``solve_fast(polish=)``): certified as it is by one pricing pass at its
-    own duals where that proves it (every instance measured), else by the path from those duals
-    low on the temperature. The result is the fast solver's, certified as always, with
+    own duals where that proves it (UCI Adult: every occupation program measured, and two of
+    three marital-status programs), else by the path from those duals low on the temperature. The result is the fast solver's, certified as always, with
     ``info["started_from"] = "interior-barrier"``. The interior point does not take instances with
     forbidden pairs or more than :data:`.interior.MAX_ENTRIES` entries, nor a budget equal to the
     least distortion; where it refuses or fails (``info["interior_failure"]`` says why) the solve
