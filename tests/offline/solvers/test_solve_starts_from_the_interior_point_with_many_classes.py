@@ -45,3 +45,9 @@ def test_a_failed_interior_point_is_named_and_the_solve_goes_on(many_classes, mo
     result = solve(*many_classes)
     assert result.info["interior_failure"] == "interior point: broke down for the test"
     assert result.info.get("started_from") != "interior-barrier" and result.gap_bits <= 1e-5
+
+
+def test_the_interior_start_reports_its_progress_in_order(many_classes):
+    seen = []
+    solve(*many_classes, progress=seen.append)
+    assert len(seen) >= 2 and seen == sorted(seen) and 0 <= seen[0] and seen[-1] <= 1

@@ -85,11 +85,11 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     the conic reference, and the fast path failed on some fold programs). The fast solver then
     *polishes* that answer (``solve_fast(polish=)``): certified as it is by one pricing pass at its
     own duals where that proves it (UCI Adult: every occupation program measured, and two of
-    three marital-status programs), else by the path from those duals low on the temperature. The result is the fast solver's, certified as always, with
-    ``info["started_from"] = "interior-barrier"``. The interior point does not take instances with
-    forbidden pairs or more than :data:`.interior.MAX_ENTRIES` entries, nor a budget equal to the
-    least distortion; where it refuses or fails (``info["interior_failure"]`` says why) the solve
-    goes on as below.
+    three marital-status programs), else by the path from those duals low on the temperature. The
+    result is the fast solver's, certified as always, with ``info["started_from"] =
+    "interior-barrier"``. The interior point does not take instances with forbidden pairs or more
+    than :data:`.interior.MAX_ENTRIES` entries, nor a budget equal to the least distortion; where
+    it refuses or fails (``info["interior_failure"]`` says why) the solve goes on as below.
 
     The fast solver's path is slow on small instances with many private classes, where its Newton
     steps are cut short by the line search hundreds of times, and the conic reference is fast and
@@ -198,7 +198,8 @@ def _polished(start_with: str, p_ac, distortion, delta, tol_bits: float, progres
     try:
         if start_with == "interior":
             from .interior import solve_interior
-            start = solve_interior(p_ac, distortion, delta, tol_bits=tol_bits)
+            start = solve_interior(p_ac, distortion, delta, tol_bits=tol_bits,
+                                   progress=None if progress is None else (lambda done: progress(0.9 * done)))
         else:
             from .reference import solve_cvxpy
             start = solve_cvxpy(p_ac, distortion, delta, stalled_ok=True)
