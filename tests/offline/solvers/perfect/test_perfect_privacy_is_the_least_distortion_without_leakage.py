@@ -529,3 +529,17 @@ def test_a_program_above_the_barrier_s_size_or_with_forbidden_pairs_is_not_seede
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
     assert "seeded" not in info
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
+
+
+def test_a_barrier_that_breaks_down_leaves_the_master_unseeded_and_still_certified(monkeypatch):
+    from privmap.offline.solvers.perfect import _interior
+
+    def breaks(*args, **kwargs):
+        raise np.linalg.LinAlgError("not positive definite")
+
+    monkeypatch.setattr(_interior, "_centre", breaks)
+    p_ac, dist = _many_class_instance(48, _perfect.BARRIER_SEED_CLASSES, 0)
+    info = {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["seed"] == "barrier" and info["seeded"] == 0
+    _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)

@@ -80,7 +80,7 @@ def interior_support(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, share:
 
 
 class _Stalled(Exception):
-    """The line search found no decrease."""
+    """A centring whose line search found no decrease, or that ran past :data:`_MAX_STEPS`."""
 
 
 def _centre(cost, delta_a, pair_products, q, t, steps):
