@@ -12,8 +12,9 @@ Hessian of J splits by output: for output j it is pr^T Gamma_j pr with pr the (|
 and Gamma_j = diag(1 / P_j) - 1 1^T / S_j (|A| x |A|, S_j = sum_a P(a, j)), of rank |A| - 1.
 With the barrier -sum log q - log(slack), each output's block B_j = t pr^T Gamma_j pr + diag(1/q_j^2)
 is inverted by the Woodbury identity through one |A| x |A| solve, and the Newton system reduces to
-the rows' equalities and the budget: a dense (R + 1) x (R + 1) Schur complement. One step costs
-O(R^2 K_out |A|) (one matrix product) plus O(K_out |A|^3), linear in the classes; the step count
+the rows' equalities and the budget: a dense (R + 1) x (R + 1) Schur complement
+(``.._row_schur``). One step costs O(R^2 K_out |A|) (one matrix product) plus O(K_out |A|^3),
+linear in the classes; the step count
 follows the barrier's path (t grows tenfold per centring), about a hundred steps whatever |A|.
 
 The Woodbury form subtracts nearly equal terms once t is large, so each direction gets
@@ -32,7 +33,7 @@ a lower leakage. Its distortion is within the budget up to the path's round-off.
 
 Measured (UCI Adult, K = 256, 0.5 x Delta0, one thread; benchmarks/README.md): 15 occupations,
 105 to 117 steps and 2.3 to 2.5 CPU-s a program, each certified as given by one pricing pass
-(the conic reference: 43 to 93 CPU-s; the fast path alone 100 on one, and failed on another);
+(the conic reference: 43 to 86 CPU-s; the fast path alone 100 on one, and failed on another);
 seven marital statuses 134 to 172 steps, 1.5 to 2.4 CPU-s (the fast path 3.8 to 4.3), one of
 three programs certified by the polish's own path (2.0 CPU-s more).
 """
@@ -49,6 +50,7 @@ from threadpoolctl import threadpool_limits
 from ..._errors import SolverError
 from .._problem import check_instance
 from .._result import SolveResult
+from .._row_schur import row_schur
 
 LN2 = math.log(2.0)
 #: Most entries |A| x R x K_out of the arrays one step holds (several of them, float64):
@@ -77,6 +79,7 @@ class _Instance:
 
     pr: np.ndarray        # (A, R) p(a, c) of the active rows
     pc: np.ndarray        # (R,) p(c)
+    alpha: np.ndarray     # (A, R) p(a | c)
     Dr: np.ndarray        # (R, K_out) distortion of the active rows
     B: np.ndarray         # (R, K_out) p(c) D(c, j): the budget's coefficients
     log_p_a: np.ndarray   # (A,)
@@ -150,7 +153,7 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         raise SolverError("interior point: the budget is the least distortion, so no point is strictly inside")
     with threadpool_limits(limits=1):     # small products: BLAS threads spin (see fast._solver)
         point, t, steps, stopped = _path(inst, tol_bits * LN2, progress)
-        mu = 1.0 / (t * point.slack)
+        _, mu = _dual_costs(inst, point, t)
         support, t_support, steps = _on_support(inst, point, t, steps, tol_bits * LN2)
     return _result(p_ac, keep, rows, D, inst, point, mu, support, t_support, steps, stopped)
 
@@ -160,7 +163,7 @@ def _instance(p, rows, D, delta) -> _Instance:
     pc = pr.sum(axis=0)
     Dr = D[rows]
     A = pr.shape[0]
-    return _Instance(pr=pr, pc=pc, Dr=Dr, B=pc[:, None] * Dr, log_p_a=np.log(p.sum(axis=1)),
+    return _Instance(pr=pr, pc=pc, alpha=pr / pc, Dr=Dr, B=pc[:, None] * Dr, log_p_a=np.log(p.sum(axis=1)),
                      pair_products=(pr[:, None, :] * pr[None, :, :]).reshape(A * A, -1), delta=float(delta),
                      least=float(pc @ Dr.min(axis=1)))
 
@@ -239,8 +242,7 @@ def _on_support(inst: _Instance, point: _Point, t: float, steps: int, tol: float
     fifteen) and a lower leakage; the dense point's duals certify it (:func:`_result`). Where the
     first restricted centring breaks down or meets the step limit the dense point is kept, and where
     a later one does, the last centred restricted point."""
-    mu = 1.0 / (t * point.slack)
-    z = (inst.pr / inst.pc).T @ point.L + mu * inst.Dr
+    z, _ = _dual_costs(inst, point, t)
     keep = z <= z.min(axis=1, keepdims=True) + _SUPPORT_NATS
     A, K_out = point.P.shape
     weight = inst.pr[:, :, None] * point.q[None, :, :]             # (A, R, K_out) p(a, c) q(c, j)
@@ -267,9 +269,14 @@ def _on_support(inst: _Instance, point: _Point, t: float, steps: int, tol: float
 def _gap(inst: _Instance, point: _Point, t: float) -> float:
     """J less the dual bound LB of the point's codebook and multiplier (nats, no rounding margin:
     the polish's pass proves it)."""
-    mu = 1.0 / (t * point.slack)
-    z = (inst.pr / inst.pc).T @ point.L + mu * inst.Dr
+    z, mu = _dual_costs(inst, point, t)
     return point.J - (float(inst.pc @ z.min(axis=1)) - mu * inst.delta)
+
+
+def _dual_costs(inst: _Instance, point: _Point, t: float) -> tuple[np.ndarray, float]:
+    """z(c, j) (R, K_out, nats) at the point's codebook and its multiplier mu = 1 / (t slack)."""
+    mu = 1.0 / (t * point.slack)
+    return inst.alpha.T @ point.L + mu * inst.Dr, mu
 
 
 def _centre(inst: _Instance, point: _Point, t: float, steps: int) -> tuple[_Point, int]:
@@ -313,11 +320,8 @@ def _direction(inst: _Instance, point: _Point, t: float):
         M = pr @ V
         return np.where(free, t * (pr.T @ (M / P - (M.sum(axis=0) / S)[None, :])) + V / np.where(free, q2, 1.0), 0.0)
 
-    Y = (pr.T[:, None, :] * q2[:, :, None]).reshape(R, K_out * A)
-    YT = ((pr.T @ T.transpose(1, 0, 2).reshape(A, K_out * A)).reshape(R, K_out, A) * q2[:, :, None]).reshape(R, -1)
     schur = np.empty((R + 1, R + 1))
-    rows_part = np.diag(q2.sum(axis=1)) - YT @ Y.T
-    schur[:R, :R] = 0.5 * (rows_part + rows_part.T)
+    schur[:R, :R] = row_schur(pr.T, q2, T)
     inv_b = inverse(B)
     schur[:R, R] = schur[R, :R] = inv_b.sum(axis=1)
     schur[R, R] = float((B * inv_b).sum()) + s * s

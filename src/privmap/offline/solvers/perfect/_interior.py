@@ -9,9 +9,9 @@ its cost, so its first master is seeded with the pairs an interior point on the 
 uses. This one follows the structure of the program: with the barrier -sum log q the Hessian is
 diagonal, each output's balance constraints form an m x m block G_j = delta^T diag(q_j^2) delta
 (the last output's are left out: the rows' sums and the other outputs' balances imply them, since
-sum_c delta(c, a) = 0), and eliminating them leaves a dense K x K Schur complement over the rows' sums, one matrix product
-of O(K^2 K_out m) per Newton step: linear in the classes, where Clarabel's sparse factorisation of
-the whole program grows faster. The start,
+sum_c delta(c, a) = 0), and eliminating them leaves a dense K x K Schur complement over the rows'
+sums (``.._row_schur``), one matrix product of O(K^2 K_out m) per Newton step: linear in the
+classes, where Clarabel's sparse factorisation of the whole program grows faster. The start,
 every row on the uniform distribution over the outputs, is strictly feasible: its outputs are
 independent of the class.
 
@@ -22,10 +22,10 @@ seed), which ``_linear_program`` says where that is good enough.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.linalg as sla
+
+from .._row_schur import row_schur
 
 _GROW = 10.0          # t grows by this factor per centring
 _CENTRED = 1e-3       # a centring stops when half the Newton decrement is below this (the barrier is
@@ -62,7 +62,7 @@ def interior_support(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, share:
     K, K_out = D.shape
     q = np.full((K, K_out), 1.0 / K_out)
     pair_products = (delta_a.T[:, None, :] * delta_a.T[None, :, :]).reshape(-1, K)
-    t = (q.size) / max(float((cost * q).sum()), 1e-300)
+    t = q.size / max(float((cost * q).sum()), 1e-300)
     steps, centred = 0, None
     while steps < _MAX_STEPS:
         try:
@@ -122,11 +122,7 @@ def _direction(delta_a, pair_products, q, grad):
     inverse_gram = np.linalg.inv(gram)
     inverse_gram = 0.5 * (inverse_gram + inverse_gram.transpose(0, 2, 1))
     inverse_gram[-1] = 0.0      # the last output's balances follow from the others' and the rows' sums
-    Y = (delta_a[:, None, :] * q2[:, :, None]).reshape(K, K_out * m)
-    YT = ((delta_a @ inverse_gram.transpose(1, 0, 2).reshape(m, K_out * m)).reshape(K, K_out, m)
-          * q2[:, :, None]).reshape(K, -1)
-    schur = np.diag(q2.sum(axis=1)) - YT @ Y.T
-    factor = sla.cho_factor(0.5 * (schur + schur.T), lower=True, check_finite=False)
+    factor = sla.cho_factor(row_schur(delta_a, q2, inverse_gram), lower=True, check_finite=False)
 
     def solve(r_q, r_rows, r_balance):
         # dq = Q^2 (r_q - nu - delta w); E dq = r_rows; delta^T dq_j = r_balance[:, j]
@@ -141,6 +137,6 @@ def _direction(delta_a, pair_products, q, grad):
         r_q = -(grad + dq / q2 + nu[:, None] + delta_a @ w)
         ddq, dnu, dw = solve(r_q, -dq.sum(axis=1), -(delta_a.T @ dq))
         dq, nu, w = dq + ddq, nu + dnu, w + dw
-    if not np.all(np.isfinite(dq)) or math.isnan(float(dq.sum())):
+    if not np.all(np.isfinite(dq)):
         raise FloatingPointError
     return dq
