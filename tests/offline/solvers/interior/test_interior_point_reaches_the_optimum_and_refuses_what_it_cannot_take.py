@@ -73,3 +73,18 @@ def test_its_duals_certify_a_real_many_class_answer_as_given(adult_occupations):
     polished = solve_fast(*adult_occupations, polish=start)
     assert polished.info["polish"] == "as given" and polished.gap_bits <= 1e-5
 
+
+
+@pytest.mark.parametrize("support_nats", [0.0, 1e-3])
+def test_the_answer_never_leaks_more_than_the_dense_centred_point(support_nats, random_instance, budget, monkeypatch):
+    """The restricted table is kept only where it leaks no more than the dense point whose duals
+    certify it; with no slack in the duals' choice (0 nats) pairs the optimum needs are left out."""
+    p_ac, dist = random_instance(2, 20, n_private=12)
+    delta = budget(p_ac, dist, 0.5)
+    monkeypatch.setattr(interior._barrier, "_on_support", lambda inst, point, t, steps, tol: (point, t, steps))
+    dense = solve_interior(p_ac, dist, delta)
+    monkeypatch.undo()
+    monkeypatch.setattr(interior._barrier, "_SUPPORT_NATS", support_nats)
+    start = solve_interior(p_ac, dist, delta)
+    assert start.leakage_bits <= dense.leakage_bits
+    assert solve_fast(p_ac, dist, delta, polish=start).gap_bits <= 1e-5
