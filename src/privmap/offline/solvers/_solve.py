@@ -78,7 +78,7 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     -----
     With at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, a cold solve starts from the
     primal interior point (:func:`.interior.solve_interior`): one Newton step costs O(K^2 K_out
-    |A|), linear in the classes, and its path takes about a hundred steps whatever |A|, where the
+    |A|), linear in the classes, and its path takes 100 to 200 steps whatever |A|, where the
     fast path's dual Newton systems grow as ((|A| - 1) K_out)^2 and its steps among nearly pure
     outputs multiply (UCI Adult, K = 256, 0.5 x Delta0, CPU-s of the start against the fast path:
     five classes 1.4 against 1.1, seven 1.9 against 3.8, fifteen 2.5 against 22.6, or 43 to 86 for

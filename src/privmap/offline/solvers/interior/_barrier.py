@@ -15,7 +15,7 @@ is inverted by the Woodbury identity through one |A| x |A| solve, and the Newton
 the rows' equalities and the budget: a dense (R + 1) x (R + 1) Schur complement
 (``.._row_schur``). One step costs O(R^2 K_out |A|) (one matrix product) plus O(K_out |A|^3),
 linear in the classes; the step count
-follows the barrier's path (t grows tenfold per centring), about a hundred steps whatever |A|.
+follows the barrier's path (t grows tenfold per centring), 100 to 200 steps whatever |A|.
 
 The Woodbury form subtracts nearly equal terms once t is large, so each direction gets
 :data:`_REFINE` steps of iterative refinement against the exact Hessian product.
@@ -32,10 +32,11 @@ a lower leakage. Its distortion is within the budget up to the path's round-off.
 (``solve_fast(polish=)``), whose pricing pass proves it, or goes on from its duals.
 
 Measured (UCI Adult, K = 256, 0.5 x Delta0, one thread; benchmarks/README.md): 15 occupations,
-105 to 117 steps and 2.3 to 2.5 CPU-s a program, each certified as given by one pricing pass
-(the conic reference: 43 to 86 CPU-s; the fast path alone 100 on one, and failed on another);
-seven marital statuses 134 to 172 steps, 1.5 to 2.4 CPU-s (the fast path 3.8 to 4.3), one of
-three programs certified by the polish's own path (2.0 CPU-s more).
+116 to 212 steps and 3.4 to 6.8 CPU-s a program with its polish, each of six certified as given
+by one pricing pass (the conic reference: 43 to 86 CPU-s; the fast path alone 100 on one, and
+failed on another); seven marital statuses 150 to 172 steps, 2.0 CPU-s with the polish on a fold
+program, and on the build's own program the polish followed its path (4.0 to 8.2 CPU-s in all;
+the fast path 3.8 to 4.3).
 """
 from __future__ import annotations
 
