@@ -1,27 +1,28 @@
 """The rows' Schur complement that both interior points of this package factorise.
 
-Each solves a Newton system whose matrix is block-diagonal by output j, each block the diagonal
-Q_j^2 (q(., j)^2 over the rows) less a product of rank a through a small a x a matrix T_j, and
-whose constraints include every row's sum. Eliminating the blocks leaves, over the rows,
+Each solves a Newton system whose matrix is block-diagonal by output j, each block a positive
+diagonal W_j (weights over the rows) less a product of rank a through a small a x a matrix T_j,
+and whose constraints include every row's sum. Eliminating the blocks leaves, over the rows,
 
-    S = diag(sum_j q(., j)^2) - sum_j Q_j^2 U T_j U^T Q_j^2
+    S = diag(sum_j W_j) - sum_j W_j U T_j U^T W_j
 
 (U, shape (R, a), the rows' coefficients in the blocks' rank-a part): program (19)'s barrier
-(``interior``, U = p(a, c)^T, a = |A|) and the perfect-privacy program's (``perfect._interior``,
-U = p(c|a) - p(c|a0), a = |A| - 1). It is built by one matrix product of R x (K_out a) by
-(K_out a) x R, O(R^2 K_out a), the cost of a step of either.
+(``interior``, W = q^2, U = p(a, c)^T, a = |A|) and the perfect-privacy program's primal-dual
+point (``perfect._interior``, W = q / z, U = p(c|a) - p(c|a0), a = |A| - 1). It is built by one
+matrix product of R x (K_out a) by (K_out a) x R, O(R^2 K_out a), the cost of a step of either.
 """
 from __future__ import annotations
 
 import numpy as np
 
 
-def row_schur(U: np.ndarray, q2: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """S of the module docstring, symmetrised: ``U`` (R, a), ``q2`` (R, K_out) the entries squared,
-    ``T`` (K_out, a, a) symmetric; returns (R, R). Raises nothing."""
-    R, K_out = q2.shape
+def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """S of the module docstring, symmetrised: ``U`` (R, a), ``weights`` (R, K_out) the diagonals
+    W_j as columns, ``T`` (K_out, a, a) symmetric; returns (R, R). Raises nothing."""
+    R, K_out = weights.shape
     a = U.shape[1]
-    Y = (U[:, None, :] * q2[:, :, None]).reshape(R, K_out * a)
-    YT = ((U @ T.transpose(1, 0, 2).reshape(a, K_out * a)).reshape(R, K_out, a) * q2[:, :, None]).reshape(R, -1)
-    S = np.diag(q2.sum(axis=1)) - YT @ Y.T
+    Y = (U[:, None, :] * weights[:, :, None]).reshape(R, K_out * a)
+    YT = ((U @ T.transpose(1, 0, 2).reshape(a, K_out * a)).reshape(R, K_out, a)
+          * weights[:, :, None]).reshape(R, -1)
+    S = np.diag(weights.sum(axis=1)) - YT @ Y.T
     return 0.5 * (S + S.T)

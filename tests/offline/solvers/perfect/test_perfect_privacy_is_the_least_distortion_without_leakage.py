@@ -109,7 +109,8 @@ def test_dropping_idle_columns_keeps_the_vertex_and_drops_only_priced_out_column
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_column_generation_dropping_idle_columns_matches_the_dense_lp_with_five_classes(seed):
+def test_column_generation_dropping_idle_columns_matches_the_dense_lp_with_five_classes(seed, monkeypatch):
+    monkeypatch.setattr(_perfect, "INTERIOR_SEED_CLASSES", 6)   # the column generation unseeded
     p_ac, dist = _five_class_instance(120, seed)
     info = {}
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
@@ -190,6 +191,7 @@ def test_a_spurious_highs_verdict_on_a_warm_start_is_re_solved_from_scratch(inst
             made.append(self)
 
     monkeypatch.setattr(_perfect, "_Master", Master)
+    monkeypatch.setattr(_perfect, "INTERIOR_SEED_CLASSES", 4)   # unseeded: several rounds, warm started
     p_ac, dist = instance
     info = {}
     _, d0 = perfect_privacy_table(p_ac, dist, info=info)
@@ -474,15 +476,16 @@ def _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_many_classes_seed_the_master_with_the_interior_point_and_certify_the_dense_lp(seed):
+def test_many_classes_with_forbidden_pairs_seed_the_master_with_clarabel_and_certify_the_dense_lp(seed):
     p_ac, dist = _many_class_instance(48, _perfect.CONIC_SEED_CLASSES, seed)
+    dist[3, 5] = np.inf                                     # the primal-dual interior point takes finite d only
     info = {}
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
-    assert info["seeded"] > 48                              # more than one pair a row: the interior point's
+    assert info["seed"] == "clarabel" and info["seeded"] > 48   # more than one pair a row
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
 
 
-def test_a_failed_interior_point_leaves_the_master_unseeded_and_still_certified(monkeypatch):
+def test_a_failed_clarabel_leaves_the_master_unseeded_and_still_certified(monkeypatch):
     import clarabel
 
     def failing(*args, **kwargs):
@@ -490,40 +493,59 @@ def test_a_failed_interior_point_leaves_the_master_unseeded_and_still_certified(
 
     monkeypatch.setattr(clarabel, "DefaultSolver", failing)
     p_ac, dist = _many_class_instance(48, _perfect.CONIC_SEED_CLASSES, 0)
+    dist[3, 5] = np.inf
     info = {}
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
     assert info["seeded"] == 0
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
 
 
-@pytest.mark.parametrize("spare, seed", [(0, "clarabel"), (-1, "barrier")])
-def test_a_program_above_the_conic_seed_s_size_is_seeded_by_the_barrier(spare, seed, monkeypatch):
-    classes = _perfect.CONIC_SEED_CLASSES
-    monkeypatch.setattr(_perfect, "CONIC_SEED_ENTRIES", 48 * 48 * classes + spare)
-    info = {}
-    perfect_privacy_table(*_many_class_instance(48, classes, 0), info=info)
-    assert info["seed"] == seed
-
-
-@pytest.mark.parametrize("classes, seed", [(_perfect.BARRIER_SEED_CLASSES - 1, None),
-                                           (_perfect.BARRIER_SEED_CLASSES, "barrier"),
-                                           (_perfect.CONIC_SEED_CLASSES - 1, "barrier")])
-def test_from_five_classes_below_the_conic_seed_s_the_barrier_seeds_the_master_and_it_certifies(classes, seed):
+@pytest.mark.parametrize("classes, seed", [(_perfect.INTERIOR_SEED_CLASSES - 1, None),
+                                           (_perfect.INTERIOR_SEED_CLASSES, "primal-dual"),
+                                           (7, "primal-dual"),
+                                           (_perfect.CONIC_SEED_CLASSES + 2, "primal-dual")])
+def test_from_three_classes_the_primal_dual_point_seeds_the_master_and_it_certifies_in_one_round(classes, seed):
     p_ac, dist = _many_class_instance(48, classes, 1)
     info = {}
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
-    assert info.get("seed") == seed and (seed is None or info["seeded"] >= 48)
+    assert info.get("seed") == seed
+    if seed is not None:
+        # its support and its duals' bound: the first master is the optimum, and certified
+        assert info["seeded"] >= 48 and info["rounds"] == 1
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
 
 
-def test_a_program_above_the_barrier_s_size_or_with_forbidden_pairs_is_not_seeded(monkeypatch):
-    classes = _perfect.BARRIER_SEED_CLASSES
+def test_the_primal_dual_point_certifies_delta0_itself_from_both_sides():
+    from privmap.offline.solvers.perfect._interior import interior_point
+    from privmap.offline.solvers.perfect._linear_program import _coefficients, _reduced, _row_minima
+
+    p_ac, dist = _many_class_instance(64, 9, 2)
+    p_c, delta_a = _coefficients(p_ac)
+    point = interior_point(p_c, delta_a, dist, rel_tol=1e-9, bound=lambda v: float(
+        _row_minima(dist, _reduced(p_c, delta_a, dist, v))[0].sum()))
+    _, d_lp = perfect_privacy_lp(p_ac, dist)
+    assert point.certified and point.steps < 60
+    assert point.lower <= d_lp * (1 + 1e-12) and point.upper >= d_lp * (1 - 1e-12)
+    assert point.upper - point.lower <= 1e-9 * d_lp
+    assert (point.table > 0).all() and np.allclose(point.table.sum(axis=1), 1.0, atol=1e-10)
+    assert leakage_bits(p_ac, point.table) < 1e-12
+    assert np.all(point.duals[:, -1] == 0.0)                # the last output's balances are implied
+
+
+def test_a_program_above_the_interior_point_s_size_or_with_forbidden_pairs_is_not_seeded_by_it(monkeypatch):
+    classes = _perfect.INTERIOR_SEED_CLASSES
     p_ac, dist = _many_class_instance(48, classes, 0)
-    monkeypatch.setattr(_perfect, "BARRIER_SEED_ENTRIES", 48 * 48 * classes - 1)
+    monkeypatch.setattr(_perfect, "INTERIOR_SEED_ENTRIES", 48 * 48 * classes - 1)
     info = {}
     perfect_privacy_table(p_ac, dist, info=info)
     assert "seeded" not in info
-    monkeypatch.setattr(_perfect, "BARRIER_SEED_ENTRIES", 48 * 48 * classes)
+    monkeypatch.setattr(_perfect, "INTERIOR_SEED_ENTRIES", 48 * 48 * 5)
+    monkeypatch.setattr(_perfect, "FEW_CLASSES_SEED_PAIRS", 48 * 48 - 1)
+    for few, seeded in [(3, False), (4, False), (5, True)]:     # the pairs' limit holds below five classes
+        info = {}
+        perfect_privacy_table(*_many_class_instance(48, few, 0), info=info)
+        assert ("seeded" in info) == seeded
+    monkeypatch.setattr(_perfect, "FEW_CLASSES_SEED_PAIRS", 48 * 48)
     dist[3, 5] = np.inf
     info = {}
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
@@ -531,15 +553,36 @@ def test_a_program_above_the_barrier_s_size_or_with_forbidden_pairs_is_not_seede
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
 
 
-def test_a_barrier_that_breaks_down_leaves_the_master_unseeded_and_still_certified(monkeypatch):
+@pytest.mark.parametrize("breaks_at", [1, 6])
+def test_an_interior_point_that_breaks_down_leaves_the_master_seeded_by_its_last_point_and_still_certified(
+        breaks_at, monkeypatch):
     from privmap.offline.solvers.perfect import _interior
 
-    def breaks(*args, **kwargs):
-        raise np.linalg.LinAlgError("not positive definite")
+    step, calls = _interior._mehrotra_step, []
 
-    monkeypatch.setattr(_interior, "_centre", breaks)
-    p_ac, dist = _many_class_instance(48, _perfect.BARRIER_SEED_CLASSES, 0)
+    def breaks(*args):
+        calls.append(1)
+        if len(calls) >= breaks_at:
+            raise _interior._Breakdown
+        return step(*args)
+
+    monkeypatch.setattr(_interior, "_mehrotra_step", breaks)
+    p_ac, dist = _many_class_instance(48, 7, 0)
     info = {}
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
-    assert info["seed"] == "barrier" and info["seeded"] == 0
+    assert info["seed"] == "primal-dual"
+    assert (info["seeded"] == 0) == (breaks_at == 1)       # a point from its last good step seeds
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
+
+
+def test_a_schur_complement_indefinite_in_its_last_digits_is_factorised_shifted():
+    from privmap.offline.solvers.perfect._interior import _Breakdown, _shifted_cholesky
+
+    rng = np.random.default_rng(0)
+    basis = rng.standard_normal((6, 5))
+    singular = basis @ basis.T                               # rank 5: semidefinite
+    singular -= 1e-13 * np.trace(singular) * np.eye(6)       # and indefinite in its last digits
+    factor, _ = _shifted_cholesky(singular)
+    assert np.all(np.isfinite(factor))
+    with pytest.raises(_Breakdown):
+        _shifted_cholesky(-np.eye(3))

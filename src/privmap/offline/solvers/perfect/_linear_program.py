@@ -69,28 +69,30 @@ value never rises; columns are dropped only after a round that lowered it strict
 can come back (each drop follows a lower value than every earlier one), and between drops the
 method is plain column generation: it still ends, certified as above.
 
-**Many private classes: the master seeded by an interior point.** The master has K + (|A| - 1)
-K_out rows, and with many classes its simplex pivots are most of the cost: UCI Adult with 13
-occupations private took 5.8 CPU-s at K = 128, 107 at K = 256 (57 rounds) and had not certified
-after 14 minutes at K = 512. Clarabel solves the whole program (every allowed pair) by an interior
-point in a time that follows the pairs, not the classes (1.2, 11.6 and 84 CPU-s there), and the
-pairs it leaves above :data:`_SEED_SHARE` are added to the first master: the column generation
-then certifies in 4 to 10 rounds (1.5, 5.3 and 64 CPU-s). So it is done from
-:data:`CONIC_SEED_CLASSES` classes on, on programs of at most :data:`CONIC_SEED_ENTRIES` constraint
-entries (Clarabel's memory: 0.8 GB at 3.4 million); with seven classes (marital status, K = 256:
-13.0 + 3.0 against 3.4 CPU-s) or five (race, K = 512: 80 + 5 against 6.0) the interior point
-costs more than it saves. The interior point only proposes columns: the answer and its
-certificate are the column generation's, and if Clarabel fails the master starts as below.
+**Three classes or more: the master seeded by a primal-dual interior point** (``_interior``). The
+master has K + (|A| - 1) K_out rows, and started from a few pairs a row its duals are degenerate:
+they price in pairs that mislead the next master, and the bounds creep together over dozens of
+rounds of thousands of pivots (UCI Adult, 15 occupations private, K = 256: the unseeded master
+failed; seeded with the optimal support alone, 51 rounds and 180 CPU-s). From
+:data:`INTERIOR_SEED_CLASSES` classes, with finite distortions (and with three or four classes up to
+:data:`FEW_CLASSES_SEED_PAIRS` pairs, beyond which the unseeded rounds cost less), Mehrotra's predictor-corrector
+solves the whole program first, its Newton systems reduced to a dense K x K Schur complement over
+the rows (the balances of each output an m x m block), and gives the first master both halves of
+the certificate: the pairs its table gives q(c, j) >= ``_interior.SEED_SHARE`` (the optimal
+support) and duals whose bound L(v) starts the best bound above. The first master then reaches
+that bound: one round on every program measured. UCI Adult, CPU-s, seeded against the seeds
+before: race (5 classes) K = 256 0.53 against 1.07 unseeded; marital status (7) 0.84 against 3.80,
+K = 512 4.4 against 16.7; occupation (15) K = 256 1.0 to 1.2 on six programs against 29 to 37 with
+Clarabel's seed (benchmarks/README.md, "Delta0 with many classes"). If the interior point breaks
+down, its last good point seeds the master (none, if it broke down at once) and the column
+generation goes on as below.
 
-**Fewer classes: the master seeded by privmap's own barrier** (``_interior``). From
-:data:`BARRIER_SEED_CLASSES` classes up to the conic seed's, a log-barrier interior point that
-follows the program's structure (the balances of each output an m x m block, a dense K x K Schur
-complement over the rows) proposes the pairs it gives q(c, j) >= :data:`_BARRIER_SEED_SHARE`.
-Its round-off stops it near a relative gap of 1e-5 (the Schur complement cancels as t grows),
-which is close enough with few classes and not with many: UCI Adult, seeded against unseeded,
-CPU-s: race (5) K = 256 0.9 / 1.2; marital status (7) K = 256 1.6 / 4.2 and 2.2 / 4.5, K = 512
-17.8 / 54.9 (25 rounds against 56); occupation (15) K = 256 435 against Clarabel's seed's 16.3
-(63 rounds: the pairs of so rough a point mislead the master), so Clarabel seeds from 13 on.
+**Forbidden pairs with many classes: the master seeded by Clarabel.** The interior point takes
+finite distortions only. A program with forbidden pairs and at least :data:`CONIC_SEED_CLASSES`
+classes, of at most :data:`CONIC_SEED_ENTRIES` constraint entries (Clarabel's memory: 0.8 GB at 3.4
+million), is solved whole by Clarabel, and the pairs it leaves above :data:`_CONIC_SEED_SHARE` seed the
+first master (13 occupations, K = 256: 5.3 CPU-s against 107 unseeded). If Clarabel fails the
+master starts as below.
 
 The master starts from each row's cheapest output, and from the best constant
 output (everyone to one j, which has zero leakage) so that it is feasible. When
@@ -110,7 +112,7 @@ from ..._errors import SolverError
 from ..._information import expected_distortion, leakage_bits
 from .._problem import check_instance
 from .._result import SolveResult
-from ._interior import interior_support
+from ._interior import SEED_SHARE, interior_point
 from ._transport import solve_binary
 
 _CHUNK_ELEMENTS = 1 << 17     # elements of one row chunk of a pricing pass (1 MiB of float64)
@@ -124,21 +126,22 @@ _IDLE_SOLVES = 2              # solves a column may sit at zero, priced out, bef
 _NEAR_TIE = 1e-6              # a column priced out by less than this share of its cost is kept
                               # (race private, K = 1024: 52 against 64 CPU-s dropping all)
 _SMOOTHING = 0.9              # weight of the best-bound duals in the stabilised pricing point
-#: Private classes (with mass) from which the first master is seeded by Clarabel's interior point
-#: (module docstring; UCI Adult: 13 and 15 classes gain 2 to 6 times, 5 and 7 lose, 9 lose at
-#: K = 256 and gain 1.2 times at K = 512).
+#: Private classes (with mass) from which the first master is seeded by privmap's primal-dual
+#: interior point, with finite distortions (``_interior``; module docstring).
+INTERIOR_SEED_CLASSES = 3
+#: Most entries K x K_out x classes of a program the interior point seeds (its arrays: 128 MiB each).
+INTERIOR_SEED_ENTRIES = 1 << 24
+#: Most pairs K x K_out of a program with fewer than five classes that the interior point seeds: its
+#: step costs O(K^2 K_out |A|) where the unseeded column generation's rounds grow gently with K at few
+#: classes (three classes, CPU-s seeded against unseeded: K = 1024 7.5 / 6.6, K = 2048 50.7 / 32.7;
+#: five classes, K = 1024: 11.7 / 120).
+FEW_CLASSES_SEED_PAIRS = 1 << 20
+#: Private classes (with mass) from which a program the interior point does not take (forbidden
+#: pairs, or above its size) is seeded by Clarabel's interior point (module docstring).
 CONIC_SEED_CLASSES = 13
 #: Most constraint entries (allowed pairs x classes) of the program Clarabel is given for the seed.
 CONIC_SEED_ENTRIES = 4_000_000
-#: Private classes (with mass) from which, below :data:`CONIC_SEED_CLASSES`, the first master is
-#: seeded by privmap's own barrier (``_interior``; module docstring).
-BARRIER_SEED_CLASSES = 5
-#: Most entries K x K_out x classes of a program the barrier seeds (its arrays: 128 MiB each).
-BARRIER_SEED_ENTRIES = 1 << 24
-_BARRIER_SEED_SHARE = 1e-3    # q(c, j) of the barrier's point from which its pair seeds the master
-                              # (marital status, K = 256: 1e-7 seeded 52,022 pairs and took twice
-                              # as long unseeded; 1e-5, 14,225 pairs and 3.3 CPU-s; 1e-3, 1.6)
-_SEED_SHARE = 1e-7            # q(c, j) of the interior point from which its pair seeds the master
+_CONIC_SEED_SHARE = 1e-7      # q(c, j) of Clarabel's point from which its pair seeds the master
                               # (1e-6: 2 to 6 times the rounds at K = 256 and 512; 1e-9: 6 times
                               # the columns, 5 times the time at K = 256)
 _HIGHS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10,
@@ -239,16 +242,25 @@ def _column_generation(p_ac, distortion, rel_tol, info):
         start_rows.append(used_rows)                 # from the transport's table
         start_cols.append(used_cols)
     classes = delta_a.shape[1] + 1
-    if classes >= CONIC_SEED_CLASSES and np.isfinite(D).sum() * classes <= CONIC_SEED_ENTRIES:
+    if (classes >= INTERIOR_SEED_CLASSES and np.isfinite(D).all()
+            and D.size * classes <= INTERIOR_SEED_ENTRIES
+            and (classes >= 5 or D.size <= FEW_CLASSES_SEED_PAIRS)):
+        point = interior_point(p_c, delta_a, D, rel_tol=rel_tol, bound=lambda v: float(
+            _row_minima(D, _reduced(p_c, delta_a, D, v))[0].sum()))
+        seeded = 0
+        if point is not None:
+            seed_rows, seed_cols = np.nonzero(point.table >= SEED_SHARE)
+            start_rows.append(seed_rows)
+            start_cols.append(seed_cols)
+            seeded = int(seed_rows.size)
+            if point.lower > lower:
+                lower, v_best = point.lower, point.duals
+        info.update(seeded=seeded, seed="primal-dual")
+    elif classes >= CONIC_SEED_CLASSES and np.isfinite(D).sum() * classes <= CONIC_SEED_ENTRIES:
         seed_rows, seed_cols = _interior_support(p_c, delta_a, D)
         start_rows.append(seed_rows)
         start_cols.append(seed_cols)
         info.update(seeded=int(seed_rows.size), seed="clarabel")
-    elif classes >= BARRIER_SEED_CLASSES and np.isfinite(D).all() and D.size * classes <= BARRIER_SEED_ENTRIES:
-        seed_rows, seed_cols = interior_support(p_c, delta_a, D, _BARRIER_SEED_SHARE)
-        start_rows.append(seed_rows)
-        start_cols.append(seed_cols)
-        info.update(seeded=int(seed_rows.size), seed="barrier")
     rows, cols = _merge(np.concatenate(start_rows), np.concatenate(start_cols), D)
     master = _Master(p_c, delta_a, D)
     previous, dropped, rounds = np.inf, 0, 0
@@ -352,7 +364,7 @@ def _dense_solve(p_c, delta_a, D, rows, cols):
 
 def _interior_support(p_c, delta_a, D) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (rows, cols) to which Clarabel's interior-point answer to the whole program gives
-    q(c, j) >= :data:`_SEED_SHARE`; none when Clarabel does not solve it (module docstring)."""
+    q(c, j) >= :data:`_CONIC_SEED_SHARE`; none when Clarabel does not solve it (module docstring)."""
     import clarabel
     rows, cols = np.nonzero(np.isfinite(D))
     A = _columns(delta_a, rows, cols, *D.shape)
@@ -372,7 +384,7 @@ def _interior_support(p_c, delta_a, D) -> tuple[np.ndarray, np.ndarray]:
         return rows[:0], cols[:0]
     if str(answer.status) not in ("Solved", "AlmostSolved"):
         return rows[:0], cols[:0]
-    keep = np.asarray(answer.x) >= _SEED_SHARE
+    keep = np.asarray(answer.x) >= _CONIC_SEED_SHARE
     return rows[keep], cols[keep]
 
 
