@@ -575,6 +575,36 @@ def test_an_interior_point_that_breaks_down_leaves_the_master_seeded_by_its_last
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
 
 
+def test_a_path_carried_off_the_constraints_keeps_its_last_feasible_table_and_its_best_bound(monkeypatch):
+    from privmap.offline.solvers.perfect import _interior
+    from privmap.offline.solvers.perfect._linear_program import _coefficients, _reduced, _row_minima
+
+    step, calls = _interior._mehrotra_step, []
+
+    def drifts(*args):
+        q, u, w, z = step(*args)
+        calls.append(q.copy())
+        if len(calls) >= 8:                                  # round-off carries q off a balance
+            q = q.copy()
+            q[0, 0] += 1e-9 * len(calls) ** 4
+        return q, u, w, z
+
+    monkeypatch.setattr(_interior, "_mehrotra_step", drifts)
+    p_ac, dist = _many_class_instance(48, 7, 0)
+    p_c, delta_a = _coefficients(p_ac)
+    point = _interior.interior_point(p_c, delta_a, dist, rel_tol=1e-9, bound=lambda v: float(
+        _row_minima(dist, _reduced(p_c, delta_a, dist, v))[0].sum()))
+    assert not point.certified and len(calls) < 40           # it stopped once the violation passed 1e-6
+    assert any(np.array_equal(point.table, q) for q in calls[:7])   # a table it kept before the drift
+    assert _interior._violation(delta_a, point.table) <= 1e-10
+    info = {}
+    monkeypatch.setattr(_interior, "_mehrotra_step", drifts)
+    calls.clear()
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info)
+    assert info["seed"] == "primal-dual" and info["seeded"] > 0
+    _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
+
+
 def test_a_schur_complement_indefinite_in_its_last_digits_is_factorised_shifted():
     from privmap.offline.solvers.perfect._interior import _Breakdown, _shifted_cholesky
 

@@ -11,8 +11,9 @@ pairs a row their duals are degenerate: the pairs they price in mislead the next
 UCI Adult with 15 occupations private it crept to Delta0 in dozens of rounds of thousands of
 simplex pivots each, even from the optimal support. This interior point solves the whole program
 instead, in a number of steps that barely grows with the classes, and hands the master both halves
-of a certificate: the pairs of its table above :data:`SEED_SHARE` (the optimal support, a few pairs
-a row), and duals w whose bound L(w) is already within ``rel_tol`` of Delta0. The first master
+of a certificate: the pairs of its table above :data:`SEED_SHARE` whose reduced cost at its duals is
+within :data:`_TIGHT` of their row's least (the optimal support, a few pairs a row:
+:func:`seed_pairs`), and duals w whose bound L(w) is already within ``rel_tol`` of Delta0. The first master
 then reaches that bound and certifies in one round (occupation, K = 256: 1.2 CPU-s in all, against
 37 with Clarabel's seed).
 
@@ -29,11 +30,16 @@ direction is refined :data:`_REFINE` times against the exact constraint products
 
 **Certificate.** The point stops when the cost of its table, whose rows' sums and balances hold to
 :data:`_FEASIBLE` (HiGHS's own tolerance in the master), and the bound L(w) of its duals, computed
-exactly over every pair, agree to ``rel_tol``. The bound is valid for any w; the answer and its
+exactly over every pair, agree to ``rel_tol``. Near the optimum the round-off of the Schur
+complement can carry the iterates off the constraints while the duals go on improving (one fold
+of occupation, K = 256: balances violated by 1e-8 from a gap of 2e-6), so the table kept is the
+cheapest iterate feasible to :data:`_FEASIBLE` and the bound the best of any iterate; the path ends
+where the violation passes :data:`_LOST`. The bound is valid for any w; the answer and its
 certificate remain the column generation's.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -45,9 +51,13 @@ from .._row_schur import row_schur
 #: q(c, j) of the interior point from which its pair seeds the master (occupation, K = 256: 875
 #: pairs; one round from 1e-9 to 1e-5, 1,140 to 872 pairs).
 SEED_SHARE = 1e-7
+_TIGHT = 1e-8         # reduced cost above its row's least, relative to the largest cost, of a pair
+                      # that seeds (one fold of occupation: 29,446 pairs above SEED_SHARE at a point
+                      # 5e-6 from the optimum, 28 CPU-s of master; 1,003 also tight, 0.19)
 _MAX_STEPS = 100      # Mehrotra steps (UCI Adult, K = 256 and 512: 29 to 55)
 _TO_BOUNDARY = 0.995  # share of the step to the boundary of q > 0 or z > 0 that a step takes
-_FEASIBLE = 1e-10     # largest violation of a row's sum or a balance of a certified table
+_FEASIBLE = 1e-10     # largest violation of a row's sum or a balance of a table it keeps
+_LOST = 1e-6          # a violation from which the path has lost the feasible region: it stops
 _SHIFTS = (1e-12, 1e-10, 1e-8)  # diagonal shifts of the Schur complement tried, relative to its
                                 # largest diagonal (one fold of occupation, K = 256, needed 1e-10)
 _REFINE = 3           # iterative refinement steps of each Newton direction
@@ -55,22 +65,23 @@ _REFINE = 3           # iterative refinement steps of each Newton direction
 
 @dataclass(frozen=True)
 class InteriorPoint:
-    """The interior point's last table and its best dual bound.
+    """The interior point's feasible table of least cost, and its best dual bound.
 
     Attributes
     ----------
     table : ndarray, shape (K, K_out)
-        The last iterate, every entry positive, rows' sums and balances held to about 1e-10.
+        The iterate of least cost among those whose rows' sums and balances hold to
+        :data:`_FEASIBLE`; every entry positive.
     duals : ndarray, shape (m, K_out)
         The balance duals w that gave ``lower`` (cost units; the last output's are 0).
     lower : float
         L(duals), a lower bound on Delta0.
     upper : float
-        The table's expected distortion (an upper bound on Delta0 where the table is feasible).
+        The table's expected distortion (an upper bound on Delta0, to the table's round-off).
     steps : int
         Mehrotra steps taken.
     certified : bool
-        Whether ``upper`` and ``lower`` met to ``rel_tol`` with the table feasible to 1e-10.
+        Whether ``upper`` and ``lower`` met to ``rel_tol``.
     """
 
     table: np.ndarray
@@ -103,8 +114,9 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
     Returns
     -------
     InteriorPoint or None
-        The last iterate and the best bound; None where the first step already breaks down.
-        Raises nothing: a breakdown ends the path at the last good iterate.
+        None where no iterate was feasible to :data:`_FEASIBLE` (the first step broke down).
+        Raises nothing: a breakdown, or a violation above :data:`_LOST`, ends the path, and the
+        point is the best kept so far.
     """
     scale = max(float((p_c[:, None] * D).max()), 1e-300)
     cost = p_c[:, None] * D / scale
@@ -123,14 +135,34 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
         lower = bound(w * scale)
         if lower > best_lower:
             best_lower, best_duals = lower, w * scale
-        upper = float((cost * q).sum()) * scale
-        certified = (upper - best_lower <= rel_tol * abs(upper)
-                     and _violation(delta_a, q) <= _FEASIBLE)
-        point = InteriorPoint(table=q, duals=best_duals, lower=best_lower, upper=upper, steps=step,
-                              certified=certified)
-        if certified:
+        violation = _violation(delta_a, q)
+        if violation > _LOST:
             break
+        if violation <= _FEASIBLE:
+            upper = float((cost * q).sum()) * scale
+            if point is None or upper <= point.upper:
+                point = InteriorPoint(table=q, duals=best_duals, lower=best_lower, upper=upper,
+                                      steps=step, certified=False)
+        if point is not None:
+            point = dataclasses.replace(point, duals=best_duals, lower=best_lower, steps=step,
+                                        certified=point.upper - best_lower <= rel_tol * abs(point.upper))
+            if point.certified:
+                break
     return point
+
+
+def seed_pairs(point: InteriorPoint, p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (rows, cols) the point proposes to the master: q(c, j) >= :data:`SEED_SHARE` and a
+    reduced cost at its duals within :data:`_TIGHT` of the row's least (module docstring).
+
+    Shapes as :func:`interior_point`; returns two int arrays. Raises nothing.
+    """
+    cost = p_c[:, None] * D
+    reduced = cost - delta_a @ point.duals
+    tight = reduced - reduced.min(axis=1, keepdims=True) <= _TIGHT * float(cost.max())
+    rows, cols = np.nonzero((point.table >= SEED_SHARE) & tight)
+    return rows, cols
 
 
 def _violation(delta_a, q):

@@ -78,8 +78,8 @@ failed; seeded with the optimal support alone, 51 rounds and 180 CPU-s). From
 :data:`FEW_CLASSES_SEED_PAIRS` pairs, beyond which the unseeded rounds cost less), Mehrotra's predictor-corrector
 solves the whole program first, its Newton systems reduced to a dense K x K Schur complement over
 the rows (the balances of each output an m x m block), and gives the first master both halves of
-the certificate: the pairs its table gives q(c, j) >= ``_interior.SEED_SHARE`` (the optimal
-support) and duals whose bound L(v) starts the best bound above. The first master then reaches
+the certificate: the pairs its table gives q(c, j) >= ``_interior.SEED_SHARE`` that are tight at
+its duals (the optimal support) and duals whose bound L(v) starts the best bound above. The first master then reaches
 that bound: one round on every program measured. UCI Adult, CPU-s, seeded against the seeds
 before: race (5 classes) K = 256 0.53 against 1.07 unseeded; marital status (7) 0.84 against 3.80,
 K = 512 4.4 against 16.7; occupation (15) K = 256 1.0 to 1.2 on six programs against 29 to 37 with
@@ -112,7 +112,7 @@ from ..._errors import SolverError
 from ..._information import expected_distortion, leakage_bits
 from .._problem import check_instance
 from .._result import SolveResult
-from ._interior import SEED_SHARE, interior_point
+from ._interior import interior_point, seed_pairs
 from ._transport import solve_binary
 
 _CHUNK_ELEMENTS = 1 << 17     # elements of one row chunk of a pricing pass (1 MiB of float64)
@@ -249,7 +249,7 @@ def _column_generation(p_ac, distortion, rel_tol, info):
             _row_minima(D, _reduced(p_c, delta_a, D, v))[0].sum()))
         seeded = 0
         if point is not None:
-            seed_rows, seed_cols = np.nonzero(point.table >= SEED_SHARE)
+            seed_rows, seed_cols = seed_pairs(point, p_c, delta_a, D)
             start_rows.append(seed_rows)
             start_cols.append(seed_cols)
             seeded = int(seed_rows.size)
