@@ -33,11 +33,12 @@ constraint products.
 **Certificate.** The point stops when the cost of its table, whose rows' sums and balances hold to
 :data:`_FEASIBLE` (HiGHS's own tolerance in the master), and the bound L(w) of its duals, computed
 exactly over every pair, agree to ``rel_tol``. Near the optimum the round-off of the Schur
-complement can carry the iterates off the constraints while the duals go on improving (one fold
-of occupation, K = 256: balances violated by 1e-8 from a gap of 2e-6), so the table kept is the
-cheapest iterate feasible to :data:`_FEASIBLE` and the bound the best of any iterate; the path ends
-where the violation passes :data:`_LOST`. The bound is valid for any w; the answer and its
-certificate remain the column generation's.
+complement can carry the iterates off the constraints while the duals go on to the optimum (one
+fold of occupation, K = 256: balances violated by 1e-8 from a gap of 2e-6; occupation, K = 512: by
+1e-6 from a gap of 2e-4, the bound exact nine steps later), so the table kept is the cheapest
+iterate feasible to :data:`_FEASIBLE`, the bound the best of any iterate, and the path goes on
+until the complementarity reaches round-off (:data:`_MU_FLOOR`). The bound is valid for any w; the
+answer and its certificate remain the column generation's.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ _TIGHT = 1e-8         # reduced cost above its row's least, relative to the larg
 _MAX_STEPS = 100      # Mehrotra steps (UCI Adult, K = 256 and 512: 29 to 55)
 _TO_BOUNDARY = 0.995  # share of the step to the boundary of q > 0 or z > 0 that a step takes
 _FEASIBLE = 1e-10     # largest violation of a row's sum or a balance of a table it keeps
-_LOST = 1e-6          # a violation from which the path has lost the feasible region: it stops
+_MU_FLOOR = 1e-14     # complementarity, relative to the start's, below which a step changes nothing
 _SHIFTS = (1e-12, 1e-10, 1e-8)  # diagonal shifts of the Schur complement tried, relative to its
                                 # largest diagonal (one fold of occupation, K = 256, needed 1e-10)
 _REFINE = 3           # iterative refinement steps of each Newton direction
@@ -117,8 +118,8 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
     -------
     InteriorPoint or None
         None where no iterate was feasible to :data:`_FEASIBLE` (the first step broke down).
-        Raises nothing: a breakdown, or a violation above :data:`_LOST`, ends the path, and the
-        point is the best kept so far.
+        Raises nothing: a breakdown, or the complementarity falling below :data:`_MU_FLOOR` of the
+        start's, ends the path, and the point is the best kept so far.
     """
     scale = max(float((p_c[:, None] * D).max()), 1e-300)
     cost = p_c[:, None] * D / scale
@@ -128,6 +129,7 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
     w = np.zeros((delta_a.shape[1], K_out))
     z = cost - u[:, None]
     pair_products = (delta_a.T[:, None, :] * delta_a.T[None, :, :]).reshape(-1, K)
+    start_mu = float((q * z).mean())
     best_lower, best_duals, point = -np.inf, w, None
     for step in range(1, _MAX_STEPS + 1):
         try:
@@ -137,10 +139,7 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
         lower = bound(w * scale)
         if lower > best_lower:
             best_lower, best_duals = lower, w * scale
-        violation = _violation(delta_a, q)
-        if violation > _LOST:
-            break
-        if violation <= _FEASIBLE:
+        if _violation(delta_a, q) <= _FEASIBLE:
             upper = float((cost * q).sum()) * scale
             if point is None or upper <= point.upper:
                 point = InteriorPoint(table=q, duals=best_duals, lower=best_lower, upper=upper,
@@ -150,6 +149,8 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
                                         certified=point.upper - best_lower <= rel_tol * abs(point.upper))
             if point.certified:
                 break
+        if float((q * z).mean()) <= _MU_FLOOR * start_mu:
+            break
     return point
 
 
