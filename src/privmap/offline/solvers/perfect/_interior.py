@@ -15,7 +15,7 @@ and 512), and hands the master both halves of a certificate: the pairs of its ta
 :data:`SEED_SHARE` whose reduced cost at its duals is within :data:`_TIGHT` of their row's least
 (the optimal support, a few pairs a row: :func:`seed_pairs`), and duals w whose bound L(w) is
 already within ``rel_tol`` of Delta0. The first master then reaches that bound and certifies in
-one round (occupation, K = 256: 1.0 to 1.2 CPU-s in all, against 29 to 41 with Clarabel's seed).
+one round (occupation, K = 256: 0.9 to 1.1 CPU-s in all, against 29 to 41 with Clarabel's seed).
 Its weak case is few classes at large K: with race private at K = 1024 its steps shorten to a
 tenth and it stops at 100 with a gap of 1e-4, and the master certifies from its pairs in 27 rounds.
 

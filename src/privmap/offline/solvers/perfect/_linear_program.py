@@ -73,26 +73,26 @@ method is plain column generation: it still ends, certified as above.
 master has K + (|A| - 1) K_out rows, and started from a few pairs a row its duals are degenerate:
 they price in pairs that mislead the next master, and the bounds creep together over dozens of
 rounds of thousands of pivots (UCI Adult, 15 occupations private, K = 256: the unseeded master
-failed; seeded with the optimal support alone, 51 rounds and 180 CPU-s). From
-:data:`INTERIOR_SEED_CLASSES` classes, with finite distortions (and with three or four classes up to
-:data:`FEW_CLASSES_SEED_PAIRS` pairs, beyond which the unseeded rounds cost less), Mehrotra's predictor-corrector
-solves the whole program first, its Newton systems reduced to a dense K x K Schur complement over
-the rows (the balances of each output an m x m block), and gives the first master both halves of
-the certificate: the pairs its table gives q(c, j) >= ``_interior.SEED_SHARE`` that are tight at
-its duals (the optimal support) and duals whose bound L(v) starts the best bound above. The first master then reaches
-that bound: one round on every program measured. UCI Adult, CPU-s, seeded against the seeds
-before: race (5 classes) K = 256 0.53 against 1.07 unseeded; marital status (7) 0.84 against 3.80,
-K = 512 4.4 against 16.7; occupation (15) K = 256 1.0 to 1.2 on six programs against 29 to 37 with
-Clarabel's seed (benchmarks/README.md, "Delta0 with many classes"). If the interior point breaks
-down, its last good point seeds the master (none, if it broke down at once) and the column
-generation goes on as below.
+failed; seeded with the optimal support alone, 51 rounds and 180 CPU-s). So from
+:data:`INTERIOR_SEED_CLASSES` classes, with finite distortions (and below five classes only up to
+:data:`FEW_CLASSES_SEED_PAIRS` pairs, beyond which the unseeded rounds cost less), Mehrotra's
+predictor-corrector solves the whole program first, its Newton systems reduced to a dense K x K
+Schur complement over the rows (the balances of each output an m x m block). It gives the first
+master both halves of the certificate: the pairs of its table above ``_interior.SEED_SHARE`` that
+are tight at its duals (the optimal support), and duals whose bound L(v) becomes the best bound
+above. The first master then reaches that bound: one round on every UCI Adult program measured
+(K = 256 and 512; benchmarks/README.md, "Delta0 by network simplex, and with more classes"):
+occupation (15 classes) 1.1 and 6.4 CPU-s against 35 and 806 on the revision before, marital
+status (7) 0.7 and 4.2 against 1.6 and 16.0. If the interior point breaks down, the best point it
+kept seeds the master (none, if it broke down at once) and the column generation goes on as below.
 
 **Forbidden pairs with many classes: the master seeded by Clarabel.** The interior point takes
 finite distortions only. A program with forbidden pairs and at least :data:`CONIC_SEED_CLASSES`
-classes, of at most :data:`CONIC_SEED_ENTRIES` constraint entries (Clarabel's memory: 0.8 GB at 3.4
-million), is solved whole by Clarabel, and the pairs it leaves above :data:`_CONIC_SEED_SHARE` seed the
-first master (13 occupations, K = 256: 5.3 CPU-s against 107 unseeded). If Clarabel fails the
-master starts as below.
+classes, of at most :data:`CONIC_SEED_ENTRIES` constraint entries (Clarabel's memory: 0.8 GB at
+3.4 million), is solved whole by Clarabel, and the pairs it leaves above :data:`_CONIC_SEED_SHARE`
+seed the first master (measured before the interior point, on a 13-occupation program without
+forbidden pairs, K = 256: 5.3 CPU-s against 107 unseeded). If Clarabel fails the master starts as
+below.
 
 The master starts from each row's cheapest output, and from the best constant
 output (everyone to one j, which has zero leakage) so that it is feasible. When
