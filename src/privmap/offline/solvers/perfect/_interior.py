@@ -117,7 +117,7 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
     Returns
     -------
     InteriorPoint or None
-        None where no iterate was feasible to :data:`_FEASIBLE` (the first step broke down).
+        None where no iterate was feasible to :data:`_FEASIBLE` (as where the first step breaks down).
         Raises nothing: a breakdown, or the complementarity falling below :data:`_MU_FLOOR` of the
         start's, ends the path, and the point is the best kept so far.
     """
