@@ -554,7 +554,7 @@ def test_a_program_above_the_interior_point_s_size_or_with_forbidden_pairs_is_no
 
 
 @pytest.mark.parametrize("breaks_at", [1, 6])
-def test_an_interior_point_that_breaks_down_leaves_the_master_seeded_by_its_last_point_and_still_certified(
+def test_an_interior_point_that_breaks_down_leaves_the_master_seeded_by_the_point_it_kept_and_still_certified(
         breaks_at, monkeypatch):
     from privmap.offline.solvers.perfect import _interior
 
@@ -571,7 +571,7 @@ def test_an_interior_point_that_breaks_down_leaves_the_master_seeded_by_its_last
     info = {}
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
     assert info["seed"] == "primal-dual"
-    assert (info["seeded"] == 0) == (breaks_at == 1)       # a point from its last good step seeds
+    assert (info["seeded"] == 0) == (breaks_at == 1)       # a point kept before the breakdown seeds
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
 
 
