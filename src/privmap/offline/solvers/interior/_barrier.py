@@ -14,8 +14,8 @@ With the barrier -sum log q - log(slack), each output's block B_j = t pr^T Gamma
 is inverted by the Woodbury identity through one |A| x |A| solve, and the Newton system reduces to
 the rows' equalities and the budget: a dense (R + 1) x (R + 1) Schur complement
 (``.._row_schur``). One step costs O(R^2 K_out |A|) (one matrix product) plus O(K_out |A|^3),
-linear in the classes; the step count
-follows the barrier's path (t grows tenfold per centring), 100 to 200 steps whatever |A|.
+linear in the classes; the step count follows the barrier's path (t grows tenfold per centring),
+100 to 200 steps whatever |A|.
 
 The Woodbury form subtracts nearly equal terms once t is large, so each direction gets
 :data:`_REFINE` steps of iterative refinement against the exact Hessian product.

@@ -10,7 +10,7 @@ With many classes the column generation's masters have K + m K_out rows, and sta
 pairs a row their duals are degenerate: the pairs they price in mislead the next master, and on
 UCI Adult with 15 occupations private it crept to Delta0 in dozens of rounds of thousands of
 simplex pivots each, even from the optimal support. This interior point solves the whole program
-instead, in a number of steps that barely grows with the classes (29 to 56 on UCI Adult at K = 256
+instead, in a number of steps that barely grows with the classes (29 to 66 on UCI Adult at K = 256
 and 512), and hands the master both halves of a certificate: the pairs of its table above
 :data:`SEED_SHARE` whose reduced cost at its duals is within :data:`_TIGHT` of their row's least
 (the optimal support, a few pairs a row: :func:`seed_pairs`), and duals w whose bound L(w) is
@@ -57,7 +57,7 @@ SEED_SHARE = 1e-7
 _TIGHT = 1e-8         # reduced cost above its row's least, relative to the largest cost, of a pair
                       # that seeds (one fold of occupation: 29,446 pairs above SEED_SHARE at a point
                       # 5e-6 from the optimum, 28 CPU-s of master; 1,003 also tight, 0.19)
-_MAX_STEPS = 100      # Mehrotra steps (UCI Adult, K = 256 and 512: 29 to 55)
+_MAX_STEPS = 100      # Mehrotra steps (UCI Adult, K = 256 and 512: 29 to 66)
 _TO_BOUNDARY = 0.995  # share of the step to the boundary of q > 0 or z > 0 that a step takes
 _FEASIBLE = 1e-10     # largest violation of a row's sum or a balance of a table it keeps
 _MU_FLOOR = 1e-14     # complementarity, relative to the start's, below which a step changes nothing
