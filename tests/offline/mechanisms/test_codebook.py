@@ -358,4 +358,4 @@ def test_a_re_solve_keeps_its_warm_start_unless_another_solver_starts_a_cold_sol
     if classes == 2:
         assert warm_starts == [start] and "started_from" not in again.info
     else:
-        assert warm_starts == [None] and again.info["started_from"] == "interior-barrier"   # the polish
+        assert warm_starts == [None] and again.info["started_from"].startswith("interior-")   # the polish

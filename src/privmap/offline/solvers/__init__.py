@@ -8,8 +8,9 @@ The solvers, one sub-package per family, each with its own face:
 
 - :mod:`.fast`: privmap's certified Newton solver on the smoothed dual (:func:`solve_fast`),
   as phase functions over one explicit state;
-- :mod:`.interior`: a primal interior point on every pair whose cost grows linearly with the
-  private classes (:func:`solve_interior`), the start of a cold solve with many classes;
+- :mod:`.interior`: interior points on every pair (primal-dual, with a log barrier behind it) whose
+  cost grows linearly with the private classes (:func:`solve_interior`), the start of a cold solve
+  with many classes;
 - :mod:`.reference`: the cvxpy + Clarabel conic reference (:func:`solve_cvxpy`);
 - :mod:`.perfect`: perfect privacy, the least distortion Delta0 and a table reaching it (a
   linear program by certified column generation, transport problems for two classes);

@@ -28,7 +28,7 @@ class SolveResult:
         ``"optimal"`` on success; solvers raise :class:`SolverError` otherwise.
     solver : str
         Name of the method that produced the answer (``"cvxpy-clarabel"``, ``"fast"``,
-        ``"interior-barrier"``).
+        ``"interior-primal-dual"``, ``"interior-barrier"``).
     message : str
         Human-readable summary.
     info : dict

@@ -10,10 +10,20 @@ and whose constraints include every row's sum. Eliminating the blocks leaves, ov
 (``interior``, W = q^2, U = p(a, c)^T, a = |A|) and the perfect-privacy program's primal-dual
 point (``perfect._interior``, W = q / z, U = p(c|a) - p(c|a0), a = |A| - 1). It is built by one
 matrix product of R x (K_out a) by (K_out a) x R, O(R^2 K_out a), the cost of a step of either.
+
+Near either optimum S subtracts nearly equal terms and loses definiteness in its last digits, so
+both factorise it with the least relative diagonal shift of their own list that keeps it positive
+definite (:func:`shifted_cholesky`) and refine each direction against their exact products.
 """
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as sla
+
+
+
+class SchurBreakdown(Exception):
+    """No shift tried leaves the Schur complement positive definite."""
 
 
 def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray) -> np.ndarray:
@@ -26,3 +36,26 @@ def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray) -> np.ndarray:
           * weights[:, :, None]).reshape(R, -1)
     S = np.diag(weights.sum(axis=1)) - YT @ Y.T
     return 0.5 * (S + S.T)
+
+
+def shifted_cholesky(schur: np.ndarray, shifts: tuple[float, ...]):
+    """The lower Cholesky factor (``scipy.linalg.cho_factor`` form) of ``schur`` (n, n) with the
+    first diagonal shift of ``shifts`` (increasing, relative to its largest diagonal) that leaves it
+    positive definite.
+
+    Raises
+    ------
+    SchurBreakdown
+        None of them does.
+    """
+    diagonal = np.diag_indices(schur.shape[0])
+    largest = float(np.diag(schur).max())
+    for shift in shifts:
+        shifted = schur.copy()
+        shifted[diagonal] += shift * largest
+        try:
+            return sla.cho_factor(shifted, lower=True, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            continue
+    raise SchurBreakdown(f"no diagonal shift up to {shifts[-1]:.0e} of the largest leaves the Schur complement "
+                         "positive definite")

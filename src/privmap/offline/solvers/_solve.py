@@ -11,8 +11,8 @@ from ._result import SolveResult
 
 SOLVERS = ("fast", "cvxpy")
 #: Private classes (with mass) from which a cold fast solve starts from the interior point's answer
-#: (Notes of :func:`solve`): UCI Adult, K = 256, five classes took it 1.4 CPU-s against the fast
-#: path's 1.1, seven 1.9 against 3.8.
+#: (Notes of :func:`solve`): UCI Adult, K = 256, seven classes took it 0.7 to 0.9 CPU-s (the log
+#: barrier 1.9) against the fast path's 3.8; five took the barrier 1.4 against 1.1.
 INTERIOR_FIRST_CLASSES = 6
 #: Largest conic model (|A| x K x K_out table entries) a failed cold fast solve falls back on:
 #: Clarabel solves UCI Adult's 13 occupations at K = 128 (213,000) in 2.6 CPU-s.
@@ -76,20 +76,22 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
 
     Notes
     -----
-    With at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, a cold solve starts from the
-    primal interior point (:func:`.interior.solve_interior`): one Newton step costs O(K^2 K_out
-    |A|), linear in the classes, and its path takes 100 to 200 steps whatever |A|, where the
-    fast path's dual Newton systems grow as ((|A| - 1) K_out)^2 and its steps among nearly pure
-    outputs multiply (UCI Adult, K = 256, 0.5 x Delta0, CPU-s of the start against the fast path:
-    five classes 1.4 against 1.1, seven 1.9 against 3.8, fifteen 2.5 against 22.6, or 43 to 86 for
-    the conic reference, and the fast path failed on some fold programs). The fast solver then
-    *polishes* that answer (``solve_fast(polish=)``): certified as it is by one pricing pass at its
-    own duals where that proves it (UCI Adult: every occupation program measured, and two of
-    three marital-status programs), else by the path from those duals low on the temperature. The
-    result is the fast solver's, certified as always, with ``info["started_from"] =
-    "interior-barrier"``. The interior point does not take instances with forbidden pairs or more
-    than :data:`.interior.MAX_ENTRIES` entries, nor a budget equal to the least distortion; where
-    it refuses or fails (``info["interior_failure"]`` says why) the solve goes on as below.
+    With at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, a cold solve starts from an
+    interior point on every pair (:func:`.interior.solve_interior`: a primal-dual point, the log
+    barrier where it stops short): one Newton step costs O(K^2 K_out |A|), linear in the classes,
+    and the primal-dual path takes 44 to 59 steps on UCI Adult at K = 256 whatever |A| (the
+    barrier 114 to 212), where the fast path's dual Newton systems grow as ((|A| - 1) K_out)^2 and
+    its steps among nearly pure outputs multiply (UCI Adult, K = 256, 0.5 x Delta0, CPU-s of the
+    start against the fast path: seven classes 0.7 to 0.9 against 3.8, fifteen 1.3 to 1.6 against
+    22.6, or 43 to 86 for the conic reference, and the fast path failed on some fold programs).
+    The fast solver then *polishes* that answer (``solve_fast(polish=)``): certified as it is by
+    one pricing pass at its own duals where that proves it (UCI Adult: every occupation and
+    marital-status program measured), else by the path from those duals low on the temperature.
+    The result is the fast solver's, certified as always, with ``info["started_from"]`` the
+    interior point's name (``"interior-primal-dual"`` or ``"interior-barrier"``). The interior
+    point does not take instances with forbidden pairs or more than :data:`.interior.MAX_ENTRIES`
+    entries, nor a budget equal to the least distortion; where it refuses or fails
+    (``info["interior_failure"]`` says why) the solve goes on as below.
 
     The fast solver's path is slow on small instances with many private classes, where its Newton
     steps are cut short by the line search hundreds of times, and the conic reference is fast and

@@ -1,10 +1,14 @@
-"""solve_interior: a strictly feasible table near the optimum whose own duals certify it, and a
-typed refusal of the instances it does not take."""
+"""solve_interior: a strictly feasible table near the optimum whose own duals certify it, from the
+primal-dual point or, where that fails, the log barrier; and a typed refusal of the instances
+neither takes."""
+import math
+
 import numpy as np
 import pytest
 from privmap.offline._errors import InfeasibleError, SolverError
 from privmap.offline._information import expected_distortion, leakage_bits
-from privmap.offline.solvers import interior, solve_cvxpy, solve_fast, solve_interior
+from privmap.offline.solvers import solve_cvxpy, solve_fast, solve_interior
+from privmap.offline.solvers.interior import _barrier, _primal_dual, _program
 
 
 @pytest.mark.parametrize("seed, classes, K, frac", [(0, 3, 24, 0.3), (1, 7, 30, 0.2), (2, 12, 20, 0.5)])
@@ -54,16 +58,36 @@ def test_a_budget_below_the_least_distortion_is_infeasible(random_instance):
 
 def test_an_instance_above_the_size_limit_is_refused(random_instance, budget, monkeypatch):
     p_ac, dist = random_instance(4, 12, n_private=6)
-    monkeypatch.setattr(interior._barrier, "MAX_ENTRIES", 6 * 12 * 12 - 1)
+    monkeypatch.setattr(_program, "MAX_ENTRIES", 6 * 12 * 12 - 1)
     with pytest.raises(SolverError, match="entries"):
         solve_interior(p_ac, dist, budget(p_ac, dist, 0.3))
 
 
-def test_a_path_past_its_step_limit_raises_instead_of_answering(random_instance, budget, monkeypatch):
+def test_where_the_primal_dual_point_stops_short_the_barrier_answers(random_instance, budget, monkeypatch):
     p_ac, dist = random_instance(4, 12, n_private=6)
-    monkeypatch.setattr(interior._barrier, "_MAX_STEPS", 3)
+    delta = budget(p_ac, dist, 0.3)
+    monkeypatch.setattr(_primal_dual, "_MAX_STEPS", 3)
+    start = solve_interior(p_ac, dist, delta)
+    assert start.solver == "interior-barrier" and "no certificate within 3 steps" in start.info["primal_dual"]
+    assert solve_fast(p_ac, dist, delta, polish=start).gap_bits <= 1e-5
+
+
+def test_when_both_points_stop_short_it_raises_instead_of_answering(random_instance, budget, monkeypatch):
+    p_ac, dist = random_instance(4, 12, n_private=6)
+    monkeypatch.setattr(_primal_dual, "_MAX_STEPS", 3)
+    monkeypatch.setattr(_barrier, "_MAX_STEPS", 3)
     with pytest.raises(SolverError, match="within 3 Newton steps"):
         solve_interior(p_ac, dist, budget(p_ac, dist, 0.3))
+
+
+def test_the_primal_dual_point_answers_a_real_program_in_under_half_the_barriers_steps(adult_workclass):
+    """UCI Adult, K = 96, the 9 work classes private: the primal-dual point's own gap reaches the
+    tolerance, and one pricing pass at its duals proves its table."""
+    start = solve_interior(*adult_workclass)
+    assert start.solver == "interior-primal-dual" and start.info["path_gap_bits"] <= 1e-5
+    assert solve_fast(*adult_workclass, polish=start).info["polish"] == "as given"
+    barrier = _barrier.barrier(_program.instance(*adult_workclass), 1e-5 * math.log(2), None)
+    assert 2 * start.info["steps"] <= barrier.info["newton_steps"]
 
 
 def test_its_duals_certify_a_real_many_class_answer_as_given(adult_occupations):
@@ -76,15 +100,37 @@ def test_its_duals_certify_a_real_many_class_answer_as_given(adult_occupations):
 
 
 @pytest.mark.parametrize("support_nats", [0.0, 1e-3])
-def test_the_answer_never_leaks_more_than_the_dense_centred_point(support_nats, random_instance, budget, monkeypatch):
+def test_the_barriers_answer_never_leaks_more_than_its_dense_centred_point(support_nats, random_instance, budget,
+                                                                          monkeypatch):
     """The restricted table is kept only where it leaks no more than the dense point whose duals
     certify it; with no slack in the duals' choice (0 nats) pairs the optimum needs are left out."""
     p_ac, dist = random_instance(2, 20, n_private=12)
     delta = budget(p_ac, dist, 0.5)
-    monkeypatch.setattr(interior._barrier, "_on_support", lambda inst, point, t, steps, tol: (point, t, steps))
-    dense = solve_interior(p_ac, dist, delta)
+    inst = _program.instance(p_ac, dist, delta)
+    monkeypatch.setattr(_barrier, "_on_support", lambda inst, point, t, steps, tol: (point, t, steps))
+    dense = _barrier.barrier(inst, 1e-5 * math.log(2), None)
     monkeypatch.undo()
-    monkeypatch.setattr(interior._barrier, "_SUPPORT_NATS", support_nats)
-    start = solve_interior(p_ac, dist, delta)
+    monkeypatch.setattr(_program, "_SUPPORT_NATS", support_nats)
+    start = _barrier.barrier(inst, 1e-5 * math.log(2), None)
     assert start.leakage_bits <= dense.leakage_bits
     assert solve_fast(p_ac, dist, delta, polish=start).gap_bits <= 1e-5
+
+
+def test_the_primal_dual_answer_keeps_the_support_within_the_tolerance(adult_workclass, monkeypatch):
+    """The restricted table has fewer pairs than the dense kept iterate and is within the tolerance
+    of its bound; without slack in the duals' choice (0 nats) it is not, and the dense table is
+    answered."""
+    inst = _program.instance(*adult_workclass)
+    tol = 1e-5 * math.log(2)
+    monkeypatch.setattr(_primal_dual, "_on_support", lambda inst, point, bound, tol: point.q)
+    dense, _ = _primal_dual.primal_dual(inst, tol, None)
+    monkeypatch.undo()
+    start, _ = _primal_dual.primal_dual(inst, tol, None)
+    assert dense is not None and start is not None
+    bound = dense.leakage_bits - dense.info["path_gap_bits"]
+    assert np.count_nonzero(start.table) < np.count_nonzero(dense.table) / 2
+    assert start.leakage_bits - bound <= 1e-5 and start.distortion <= adult_workclass[2] * (1 + 1e-9)
+    assert solve_fast(*adult_workclass, polish=start).info["polish"] == "as given"
+    monkeypatch.setattr(_program, "_SUPPORT_NATS", 0.0)
+    tight, _ = _primal_dual.primal_dual(inst, tol, None)
+    assert tight is not None and np.count_nonzero(tight.table) == np.count_nonzero(dense.table)

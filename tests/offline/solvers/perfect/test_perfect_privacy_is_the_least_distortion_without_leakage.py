@@ -605,16 +605,3 @@ def test_a_path_carried_off_the_constraints_keeps_its_last_feasible_table_and_it
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
     assert info["seed"] == "primal-dual" and info["seeded"] > 0
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
-
-
-def test_a_schur_complement_indefinite_in_its_last_digits_is_factorised_shifted():
-    from privmap.offline.solvers.perfect._interior import _Breakdown, _shifted_cholesky
-
-    rng = np.random.default_rng(0)
-    basis = rng.standard_normal((6, 5))
-    singular = basis @ basis.T                               # rank 5: semidefinite
-    singular -= 1e-13 * np.trace(singular) * np.eye(6)       # and indefinite in its last digits
-    factor, _ = _shifted_cholesky(singular)
-    assert np.all(np.isfinite(factor))
-    with pytest.raises(_Breakdown):
-        _shifted_cholesky(-np.eye(3))

@@ -1,9 +1,12 @@
-"""A primal interior point for program (19) with many private classes (:func:`solve_interior`).
+"""Interior points for program (19) with many private classes (:func:`solve_interior`).
 
-Its answer is accurate and uncertified, like the conic reference's; :func:`privmap.offline.solvers.solve`
-has the fast solver's polish prove it. The method, its costs and its limits are in the docstring
-of the private module ``_barrier``.
+Their answers are accurate and uncertified, like the conic reference's; :func:`privmap.offline.solvers.solve`
+has the fast solver's polish prove them. Private modules: ``_program`` (the instance's arrays and
+what both points share), ``_primal_dual`` (Mehrotra's predictor-corrector, the first tried),
+``_barrier`` (the log barrier, where that fails), ``_solve`` (the choice between them); their
+docstrings give the methods, costs and limits.
 """
-from ._barrier import MAX_ENTRIES, solve_interior
+from ._program import MAX_ENTRIES
+from ._solve import solve_interior
 
 __all__ = ["solve_interior", "MAX_ENTRIES"]

@@ -21,14 +21,14 @@ tenth and it stops at 100 with a gap of 1e-4, and the master certifies from its 
 
 **Method.** Mehrotra's predictor-corrector on the primal-dual pair, from the strictly feasible table
 that sends every row uniformly over the outputs (its outputs are independent of the class) and dual
-slacks z = p(c) d(c, j) - u_c >= the mean cost. Each Newton system has the structure of the
-primal barrier's with theta = q / z in place of q^2: the balances of each output form an m x m block
+slacks z = p(c) d(c, j) - u_c >= the mean cost. Each Newton system has the structure of program
+(19)'s interior point's, theta = q / z its weights: the balances of each output form an m x m block
 G_j = delta^T diag(theta_j) delta, and eliminating them leaves a dense K x K Schur complement over
 the rows' sums (``.._row_schur``), one matrix product of O(K^2 K_out m) per step, linear in the
 classes. Near the optimum that complement subtracts nearly equal terms and loses definiteness in
 its last digits, so it is factorised with the least relative diagonal shift of :data:`_SHIFTS` that
-keeps it positive definite, and each direction is refined :data:`_REFINE` times against the exact
-constraint products.
+keeps it positive definite, and each direction is refined
+:data:`_REFINE` times against the exact constraint products.
 
 **Certificate.** The point stops when the cost of its table, whose rows' sums and balances hold to
 :data:`_FEASIBLE` (HiGHS's own tolerance in the master), and the bound L(w) of its duals, computed
@@ -49,7 +49,7 @@ from typing import Callable
 import numpy as np
 import scipy.linalg as sla
 
-from .._row_schur import row_schur
+from .._row_schur import SchurBreakdown, row_schur, shifted_cholesky
 
 #: q(c, j) of the interior point from which its pair seeds the master (occupation, K = 256: 875
 #: pairs; one round from 1e-9 to 1e-5, 1,140 to 872 pairs).
@@ -192,7 +192,10 @@ def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z):
         schur = row_schur(delta_a, theta, inverse_gram)
     except np.linalg.LinAlgError as error:
         raise _Breakdown from error
-    factor = _shifted_cholesky(schur)
+    try:
+        factor = shifted_cholesky(schur, _SHIFTS)
+    except SchurBreakdown as error:
+        raise _Breakdown from error
 
     def multipliers(g, r_rows, r_balance):
         # (du, dw) with theta (g + du + delta dw) summing to r_rows by row and balancing to r_balance
@@ -230,27 +233,6 @@ def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z):
     dq, du, dw, dz = direction(sigma * mu - q * z - dq * dz)         # centred corrector
     step_q, step_z = _TO_BOUNDARY * _to_boundary(q, dq), _TO_BOUNDARY * _to_boundary(z, dz)
     return q + step_q * dq, u + step_z * du, w + step_z * dw, z + step_z * dz
-
-
-def _shifted_cholesky(schur):
-    """Cholesky factor of ``schur`` with the least diagonal shift of :data:`_SHIFTS` (relative to
-    its largest diagonal) that leaves it positive definite.
-
-    Raises
-    ------
-    _Breakdown
-        None of them does.
-    """
-    diagonal = np.diag_indices(schur.shape[0])
-    largest = float(np.diag(schur).max())
-    for shift in _SHIFTS:
-        shifted = schur.copy()
-        shifted[diagonal] += shift * largest
-        try:
-            return sla.cho_factor(shifted, lower=True, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
-            continue
-    raise _Breakdown
 
 
 def _to_boundary(value, change):
