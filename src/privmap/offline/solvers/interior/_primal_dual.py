@@ -113,7 +113,7 @@ def primal_dual(inst: Instance, tol: float, progress) -> tuple[SolveResult | Non
     table = _on_support(inst, point, point.J - gap, tol)
     return answer(inst, table, point.L, point.lam / inst.delta, solver="interior-primal-dual",
                   message=f"interior point: {message} (uncertified)",
-                  info={"steps": steps, "path_gap_bits": gap / LN2, "stopped": stopped}), message
+                  info={"newton_steps": steps, "path_gap_bits": gap / LN2, "stopped": stopped}), message
 
 
 def _point(inst: Instance, q, s, nu, lam, z) -> _Point:
