@@ -60,7 +60,6 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
-from ..._errors import SolverError
 from .._result import SolveResult
 from .._row_schur import SchurBreakdown, row_schur, shifted_cholesky
 from ._program import SHIFTS, LN2, Instance, answer, leakage, start_table, support, woodbury_blocks
@@ -91,9 +90,9 @@ class _Point:
     gradient: np.ndarray  # (R, K_out) pr^T L, the gradient of J
 
 
-class _Breakdown(SolverError):
+class _Breakdown(Exception):
     """A step that broke down: a Schur complement no shift makes positive definite, or a
-    direction that is not finite."""
+    direction that is not finite. It ends the path (:func:`_path`)."""
 
 
 def primal_dual(inst: Instance, tol: float, progress) -> tuple[SolveResult | None, str]:
@@ -125,13 +124,11 @@ def _start(inst: Instance) -> _Point:
     """The shared start table (:func:`._program.start_table`), lam = 1 and each row's nu putting
     its least z at p(c): the start is dual feasible."""
     q = start_table(inst)
-    P, S, L, J = leakage(inst, q)
-    gradient = inst.pr.T @ L
-    lam = 1.0
-    reduced = gradient + lam * _shares(inst)
+    b = _shares(inst)
+    point = _point(inst, q, 1.0 - float((b * q).sum()), np.zeros(q.shape[0]), 1.0, np.ones_like(q))
+    reduced = point.gradient + point.lam * b
     nu = inst.pc - reduced.min(axis=1)
-    return _Point(q=q, s=1.0 - float((_shares(inst) * q).sum()), nu=nu, lam=lam, z=reduced + nu[:, None],
-                  P=P, S=S, L=L, J=J, gradient=gradient)
+    return dataclasses.replace(point, nu=nu, z=reduced + nu[:, None])
 
 
 def _shares(inst: Instance) -> np.ndarray:
