@@ -51,19 +51,11 @@ class Instance:
 
 
 def instance(p_ac, distortion, delta) -> Instance:
-    """The checked instance in the arrays the points read.
-
-    Raises
-    ------
-    ValueError
-        Malformed instance (:func:`.._problem.check_instance`).
-    InfeasibleError
-        ``delta`` below the least distortion.
-    SolverError
-        An instance neither point takes: more than :data:`MAX_ENTRIES` entries |A| x K x K_out, a
-        forbidden pair on a row with mass (every pair is a variable), or a budget equal to the least
-        distortion (no point is strictly inside).
-    """
+    """The checked instance in the arrays the points read. Raises what
+    :func:`.._problem.check_instance` raises (ValueError, InfeasibleError), and SolverError for an
+    instance neither point takes: more than :data:`MAX_ENTRIES` entries |A| x K x K_out, a forbidden
+    pair on a row with mass (every pair is a variable), or a budget equal to the least distortion
+    (no point is strictly inside)."""
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     keep = p_ac.sum(axis=1) > 0
     p = p_ac[keep]
