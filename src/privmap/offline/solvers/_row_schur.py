@@ -1,4 +1,4 @@
-"""The rows' Schur complement that both interior points of this package factorise.
+"""The rows' Schur complement that the interior points of this package factorise.
 
 Each solves a Newton system whose matrix is block-diagonal by output j, each block a positive
 diagonal W_j (weights over the rows) less a product of rank a through a small a x a matrix T_j,
@@ -6,20 +6,20 @@ and whose constraints include every row's sum. Eliminating the blocks leaves, ov
 
     S = diag(sum_j W_j) - sum_j W_j U T_j U^T W_j
 
-(U, shape (R, a), the rows' coefficients in the blocks' rank-a part): program (19)'s barrier
-(``interior``, W = q^2, U = p(a, c)^T, a = |A|) and the perfect-privacy program's primal-dual
-point (``perfect._interior``, W = q / z, U = p(c|a) - p(c|a0), a = |A| - 1). It is built by one
-matrix product of R x (K_out a) by (K_out a) x R, O(R^2 K_out a), the cost of a step of either.
+(U, shape (R, a), the rows' coefficients in the blocks' rank-a part): program (19)'s primal-dual
+point and log barrier (``interior``, W = q / z and q^2, U = p(a, c)^T, a = |A|) and the
+perfect-privacy program's primal-dual point (``perfect._interior``, W = q / z,
+U = p(c|a) - p(c|a0), a = |A| - 1). It is built by one matrix product of R x (K_out a) by
+(K_out a) x R, O(R^2 K_out a), the cost of a step of each.
 
-Near either optimum S subtracts nearly equal terms and loses definiteness in its last digits, so
-both factorise it with the least relative diagonal shift of their own list that keeps it positive
-definite (:func:`shifted_cholesky`) and refine each direction against their exact products.
+Near an optimum S subtracts nearly equal terms and loses definiteness in its last digits, so each
+point factorises it with the least relative diagonal shift of its own list that keeps it positive
+definite (:func:`shifted_cholesky`) and refines each direction against its exact products.
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
-
 
 
 class SchurBreakdown(Exception):
