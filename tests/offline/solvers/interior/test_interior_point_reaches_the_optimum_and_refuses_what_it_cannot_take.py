@@ -134,3 +134,13 @@ def test_the_primal_dual_answer_keeps_the_support_within_the_tolerance(adult_wor
     monkeypatch.setattr(_program, "_SUPPORT_NATS", 0.0)
     tight, _ = _primal_dual.primal_dual(inst, tol, None)
     assert tight is not None and np.count_nonzero(tight.table) == np.count_nonzero(dense.table)
+
+
+def test_a_gap_within_the_tolerance_that_stops_falling_ends_the_path(adult_workclass, monkeypatch):
+    """With no gap small enough to stop at, the path ends _PATIENCE steps after its least gap once
+    that is within the tolerance, instead of running to its step limit."""
+    monkeypatch.setattr(_primal_dual, "_STOP", 0.0)
+    start, message = _primal_dual.primal_dual(_program.instance(*adult_workclass), 1e-5 * math.log(2), None)
+    assert start is not None and start.info["path_gap_bits"] <= 1e-5
+    assert message.endswith("gap within tolerance, no lower for 5 steps")
+    assert start.info["newton_steps"] < _primal_dual._MAX_STEPS
