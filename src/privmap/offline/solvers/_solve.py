@@ -79,7 +79,7 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     With at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, a cold solve starts from an
     interior point on every pair (:func:`.interior.solve_interior`: a primal-dual point, the log
     barrier where it stops short): one Newton step costs O(K^2 K_out |A|), linear in the classes,
-    and the primal-dual path takes 44 to 59 steps on UCI Adult at K = 256 whatever |A| (the
+    and the primal-dual path takes 45 to 59 steps on UCI Adult at K = 256 whatever |A| (the
     barrier 114 to 212), where the fast path's dual Newton systems grow as ((|A| - 1) K_out)^2 and
     its steps among nearly pure outputs multiply (UCI Adult, K = 256, 0.5 x Delta0, CPU-s of the
     start against the fast path: seven classes 0.7 to 0.9 against 3.8, fifteen 1.3 to 1.6 against
