@@ -82,7 +82,7 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     and the primal-dual path takes 45 to 59 steps on UCI Adult at K = 256 whatever |A| (the
     barrier 114 to 212), where the fast path's dual Newton systems grow as ((|A| - 1) K_out)^2 and
     its steps among nearly pure outputs multiply (UCI Adult, K = 256, 0.5 x Delta0, CPU-s of the
-    start against the fast path: seven classes 0.7 to 0.9 against 3.8, fifteen 1.3 to 1.6 against
+    start against the fast path: seven classes 0.7 to 0.9 against 3.8, fifteen 1.2 to 1.6 against
     22.6, or 43 to 86 for the conic reference, and the fast path failed on some fold programs).
     The fast solver then *polishes* that answer (``solve_fast(polish=)``): certified as it is by
     one pricing pass at its own duals where that proves it (UCI Adult: every occupation and
