@@ -3,7 +3,7 @@
 Notation as in :mod:`._program`. The barrier -sum log q - log(slack) at temperature 1 / t keeps
 every iterate centred, so it is slower than the primal-dual point (:mod:`._primal_dual`: 114 to 212
 steps on UCI Adult where that takes 45 to 59) and steadier: it answers where the primal-dual
-point's own bound lags among nearly empty outputs (UCI Adult at K = 32 to 96 with 9 or 15 classes;
+point's own bound lags among nearly empty outputs (UCI Adult at K = 32 to 96 with 7 to 15 classes;
 random priors with entries near 1e-9).
 
 Method

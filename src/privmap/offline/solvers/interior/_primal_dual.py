@@ -42,7 +42,7 @@ where its gap is within the tolerance: every one of thirteen UCI Adult programs 
 broke down near 5e-6 bits). Where it is not, :func:`.solve_interior` runs the log barrier. That
 happens where outputs the optimum leaves empty keep posteriors as noisy as their few pairs and one
 undercuts a row's support, so that the bound lags while J has converged: UCI Adult at K = 32 to
-96 with 9 or 15 classes, gaps of 1e-5 to 6e-5 bits, and random priors with entries near 1e-9,
+96 with 7 to 15 classes, gaps of 1e-5 to 6e-5 bits, and random priors with entries near 1e-9,
 whose gap wandered between 1e-3 and 0.4 bits. The barrier's centring keeps those posteriors
 consistent.
 
@@ -69,7 +69,8 @@ from ._program import SHIFTS, LN2, Instance, answer, leakage, start_table, suppo
 _MAX_STEPS = 100         # Mehrotra steps (UCI Adult, K = 256: 45 to 59)
 _STOP = 0.1              # the path stops at a gap of this share of the tolerance
 _PATIENCE = 5            # steps without a lower gap, once it is within the tolerance, that end the path
-                         # (one UCI Adult program hovered near 1e-6 bits from step 44 to 100)
+                         # (one UCI Adult program ran all 100 steps at a gap near 1.1e-6 bits under
+                         # another BLAS thread count, where it otherwise stops at 46)
 _FEASIBLE = 1e-9         # most excess of the budget used by a kept iterate, relative to the budget
 _MU_FLOOR = 1e-14        # complementarity, relative to the start's, below which a step changes nothing
 _TO_BOUNDARY = 0.995     # share of the step to the boundary of q, z, s, lam > 0 that a step takes
