@@ -25,10 +25,10 @@ slacks z = p(c) d(c, j) - u_c >= the mean cost. Each Newton system has the struc
 (19)'s interior point's, theta = q / z its weights: the balances of each output form an m x m block
 G_j = delta^T diag(theta_j) delta, and eliminating them leaves a dense K x K Schur complement over
 the rows' sums (``.._row_schur``), one matrix product of O(K^2 K_out m) per step, linear in the
-classes. Near the optimum that complement subtracts nearly equal terms and loses definiteness in
-its last digits, so it is factorised with the least relative diagonal shift of :data:`_SHIFTS` that
-keeps it positive definite, and each direction is refined
-:data:`_REFINE` times against the exact constraint products.
+classes. Near the optimum that complement subtracts nearly equal terms and loses definiteness in its
+last digits, so it is factorised with the least relative diagonal shift of :data:`_SHIFTS` that
+keeps it positive definite, and each direction is refined :data:`_REFINE` times against the exact
+constraint products.
 
 **Certificate.** The point stops when the cost of its table, whose rows' sums and balances hold to
 :data:`_FEASIBLE` (HiGHS's own tolerance in the master), and the bound L(w) of its duals, computed
