@@ -37,7 +37,8 @@ WARM_START_MAX_CLASSES = 5
 
 
 def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e-5,
-          progress: Callable[[float], None] | None = None, warm_start: SolveResult | None = None) -> SolveResult:
+          progress: Callable[[float], None] | None = None, warm_start: SolveResult | None = None,
+          start_outputs=None) -> SolveResult:
     """Minimise I(A; C_hat) subject to E d(C, C_hat) <= delta over row-stochastic q.
 
     Parameters
@@ -58,6 +59,10 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     warm_start : SolveResult or None, keyword-only
         A previous answer of the same shape to start from (fast solver only; see ``solve_fast``);
         set aside (a cold solve) above :data:`WARM_START_MAX_CLASSES` classes with mass.
+    start_outputs : array_like of int or None, keyword-only
+        Indices of the outputs a start from the interior point solves on first, pricing the
+        others in (``solve_interior(start_outputs=)``; a build offers its Delta0 table's). Only
+        that start reads it; the answer is certified over every output all the same.
 
     Returns
     -------
@@ -119,7 +124,7 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     failures: dict[str, str] = {}
     if warm_start is None and starts_from_interior(p_ac, distortion, delta):
         try:
-            return _polished("interior", p_ac, distortion, delta, tol_bits, progress)
+            return _polished("interior", p_ac, distortion, delta, tol_bits, progress, start_outputs=start_outputs)
         except SolverError as failure:
             failures["interior_failure"] = str(failure)
     conic = warm_start is None and _conic_fits(p_ac, distortion)
@@ -191,16 +196,16 @@ def _conic_fits(p_ac, distortion) -> bool:
 
 
 def _polished(start_with: str, p_ac, distortion, delta, tol_bits: float, progress,
-              failure: SolverError | None = None) -> SolveResult:
+              failure: SolverError | None = None, *, start_outputs=None) -> SolveResult:
     """The fast solver's certified polish of an accurate, uncertified answer (:func:`solve`, Notes):
-    the interior point's (``start_with="interior"``) or the conic reference's (``"conic"``), after
-    the cold path's ``failure`` if one came first. Raises SolverError naming both failures when
-    either fails."""
+    the interior point's (``start_with="interior"``, from ``start_outputs`` where given) or the
+    conic reference's (``"conic"``), after the cold path's ``failure`` if one came first. Raises
+    SolverError naming both failures when either fails."""
     from .fast import solve_fast
     try:
         if start_with == "interior":
             from .interior import solve_interior
-            start = solve_interior(p_ac, distortion, delta, tol_bits=tol_bits,
+            start = solve_interior(p_ac, distortion, delta, tol_bits=tol_bits, start_outputs=start_outputs,
                                    progress=None if progress is None else (lambda done: progress(0.9 * done)))
         else:
             from .reference import solve_cvxpy
@@ -211,6 +216,8 @@ def _polished(start_with: str, p_ac, distortion, delta, tol_bits: float, progres
             raise
         raise SolverError(f"{failure}; started from the conic reference's answer: {again}") from failure
     result.info["started_from"] = start.solver
+    if "columns" in start.info:
+        result.info["columns"] = start.info["columns"]
     if failure is not None:
         result.info["cold_failure"] = str(failure)
     return result

@@ -1,21 +1,24 @@
-"""The entry point: the primal-dual interior point, and the log barrier where it fails."""
+"""The entry point: the primal-dual interior point, and the log barrier where it fails; on every
+output, or by column generation over the outputs from a few offered ones (:mod:`._columns`)."""
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._result import SolveResult
 from ._barrier import barrier
+from ._columns import LOSS, MAX_ROUNDS, MOST_SHARE, bound_loss, price, restricted_outputs, row_minima, sub_instance, whole
 from ._primal_dual import primal_dual
-from ._program import LN2, instance
+from ._program import LN2, Instance, instance
 
 
 def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
-                   progress: Callable[[float], None] | None = None) -> SolveResult:
-    """Program (19) by an interior point on every pair: Mehrotra's primal-dual point
-    (:mod:`._primal_dual`), or where it fails the log barrier (:mod:`._barrier`), slower and
-    steadier.
+                   progress: Callable[[float], None] | None = None, start_outputs=None) -> SolveResult:
+    """Program (19) by an interior point: Mehrotra's primal-dual point (:mod:`._primal_dual`),
+    or where it fails the log barrier (:mod:`._barrier`), slower and steadier; on every pair, or
+    with ``start_outputs`` by column generation over the outputs (:mod:`._columns`).
 
     Parameters
     ----------
@@ -29,8 +32,12 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         The gap (bits) the polish certifies; the points stop on their own estimate of it. The
         answer is not certified here.
     progress : callable(float) or None, keyword-only
-        Called with the fraction of the path done (the barrier's, after a failed primal-dual
-        point, from where that one stopped).
+        Called with the fraction of the work done, never decreasing.
+    start_outputs : array_like of int or None, keyword-only
+        Indices of the outputs to solve on first (a build offers its Delta0 table's); the others
+        are priced and join where they would lower the bound. Where that takes more than
+        :data:`._columns.MAX_ROUNDS` rounds or half the outputs, the point runs on every output
+        (``info["columns"]`` says so). None: every output from the start.
 
     Returns
     -------
@@ -40,12 +47,14 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         most; the polish mixes the table to meet the budget exactly), ``multiplier`` (bits per
         unit distortion), ``codebook`` (n_private, K_out), ``gap_bits`` = inf, ``solver``
         ``"interior-primal-dual"`` or ``"interior-barrier"`` (with ``info["primal_dual"]``, how the
-        primal-dual path ended).
+        primal-dual path ended), ``info["newton_steps"]`` (all rounds) and, with ``start_outputs``,
+        ``info["columns"]``: ``rounds``, ``outputs`` (those of the last restricted program) and
+        ``whole`` (True where the point ran on every output at the end).
 
     Raises
     ------
     ValueError
-        Malformed instance (:func:`.._problem.check_instance`).
+        Malformed instance (:func:`.._problem.check_instance`), or an output index out of range.
     InfeasibleError
         ``delta`` below the least distortion.
     SolverError
@@ -54,6 +63,35 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         :data:`._program.MAX_ENTRIES` entries), or both points failed.
     """
     inst = instance(p_ac, distortion, delta)
+    tol = tol_bits * LN2
+    with threadpool_limits(limits=1):     # small products: BLAS threads spin (see fast._solver)
+        if start_outputs is None:
+            return point(inst, tol, progress)
+        kept = restricted_outputs(inst, _indices(start_outputs, inst.D.shape[1]))
+        rounds, steps, done = _Rounds(progress), 0, 0
+        while done < MAX_ROUNDS and kept.size <= MOST_SHARE * inst.D.shape[1]:
+            done += 1
+            restricted = point(sub_instance(p_ac, inst, kept), tol, rounds.next())
+            steps += restricted.info.get("newton_steps", 0)
+            mu = restricted.multiplier * LN2
+            assert restricted.codebook is not None          # both points answer with their codebook
+            left = np.setdiff1d(np.arange(inst.D.shape[1]), kept)
+            E = mu * inst.Dr[:, left] - row_minima(inst, restricted.codebook[inst.keep], mu, kept)[:, None]
+            t, _, codebooks = price(inst, E)
+            if bound_loss(inst, inst.alpha.T @ codebooks + E) <= LOSS * tol:
+                result = whole(inst, kept, restricted, codebooks)
+                result.info.update(newton_steps=steps, columns={"rounds": done, "outputs": int(kept.size), "whole": False})
+                return result
+            kept = np.union1d(kept, left[t < 0])
+        result = point(inst, tol, rounds.next())
+        result.info.update(newton_steps=steps + result.info.get("newton_steps", 0),
+                           columns={"rounds": done, "outputs": int(inst.D.shape[1]), "whole": True})
+        return result
+
+
+def point(inst: Instance, tol: float, progress: Callable[[float], None] | None) -> SolveResult:
+    """The primal-dual point on ``inst``, or where it fails the log barrier from where its
+    progress stopped; ``tol`` in nats. Raises SolverError where both fail."""
     done = [0.0]
 
     def tracked(fraction: float) -> None:
@@ -61,12 +99,35 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         if progress is not None:
             progress(fraction)
 
-    with threadpool_limits(limits=1):     # small products: BLAS threads spin (see fast._solver)
-        result, message = primal_dual(inst, tol_bits * LN2, tracked)
-        if result is not None:
-            return result
-        first = done[0]
-        result = barrier(inst, tol_bits * LN2,
-                         None if progress is None else (lambda fraction: progress(first + (1 - first) * fraction)))
+    result, message = primal_dual(inst, tol, tracked)
+    if result is not None:
+        return result
+    first = done[0]
+    result = barrier(inst, tol, None if progress is None else (lambda fraction: progress(first + (1 - first) * fraction)))
     result.info["primal_dual"] = message
     return result
+
+
+class _Rounds:
+    """The progress of successive solves as one never-decreasing fraction: the k-th (from 0) maps
+    its own [0, 1] to [1 - 2^-k, 1 - 2^-(k + 1)]."""
+
+    def __init__(self, progress: Callable[[float], None] | None):
+        self._progress, self._k = progress, 0
+
+    def next(self) -> Callable[[float], None] | None:
+        if self._progress is None:
+            return None
+        low, width, self._k = 1.0 - 0.5 ** self._k, 0.5 ** (self._k + 1), self._k + 1
+        report = self._progress
+        return lambda fraction: report(low + width * fraction)
+
+
+def _indices(start_outputs, K_out: int) -> np.ndarray:
+    """``start_outputs`` as an int array of indices in [0, K_out); raises ValueError otherwise."""
+    given = np.asarray(start_outputs)
+    if given.ndim != 1 or (given.size and not np.issubdtype(given.dtype, np.integer)):
+        raise ValueError("start_outputs must be a one-dimensional array of output indices")
+    if given.size and (given.min() < 0 or given.max() >= K_out):
+        raise ValueError(f"start_outputs must index the distortion's {K_out} columns")
+    return given.astype(np.int64)
