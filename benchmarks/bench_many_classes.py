@@ -25,11 +25,15 @@ Adult's five numeric columns quantized to ``--clusters`` K (k-means, seed 0) on 
 prior p(a, c), l2 distances between the centres, Delta = ``--delta-fraction`` x Delta0. In one
 process, one after the other on the same program, CPU seconds of each (their BLAS held to one
 thread as in a build): ``solve`` as a build calls it (from six classes it starts from the interior
-point), the interior point alone and the fast solver's polish of its answer (certified as given,
-or by following the path), the fast path alone from a cold start (``solve_fast``; "gave up" when
-it finds no certificate in its steps), and with ``--reference`` the conic reference (Clarabel)
-alone. Printed: CPU seconds, Newton steps, the certified leakage, and the ratio of the fast
-path's CPU seconds to ``solve``'s. Not included: Delta0 (computed first, once per program).
+point, offered the outputs of the Delta0 table), the interior point alone on every output and the
+fast solver's polish of its answer (certified as given, or by following the path), the interior
+point alone from the Delta0 table's outputs (column generation over the outputs, from
+``MIN_OUTPUTS`` outputs; its rounds), the fast path alone from a cold start (``solve_fast``; "gave
+up" when it finds no certificate in its steps; left out with ``--without-fast-path``), and with
+``--reference`` the conic reference (Clarabel) alone. Printed: CPU seconds, Newton steps, the
+certified leakage, the ratio of the interior point's CPU seconds on every output to those from the
+Delta0 table's outputs, and that of the fast path's to ``solve``'s. Not included: Delta0 (computed
+first, once per program).
 
 **GSS joint** (``--part gss``). The bundled GSS 1993 music module (data/gss1993_music/music.csv:
 18 ratings 1-5 with blank cells, the private ``sex`` and ``age``, cut here into seven bands:
@@ -50,6 +54,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import pathlib
 import resource
 import subprocess
@@ -231,9 +236,9 @@ def solves_part(args) -> None:
             return failure, time.process_time() - cpu
 
     print(f"UCI Adult, K = {args.clusters}, Delta = {args.delta_fraction} x Delta0, one program per attribute")
-    print(f"{'private':>15} {'classes':>7} {'solve s':>8} {'start':>16} {'interior s':>10} {'steps':>5} "
-          f"{'polish s':>8} {'polish':>8} {'fast s':>8} {'steps':>5} {'fast/solve':>10} {'leak bits':>11}"
-          + (f" {'conic s':>8}" if args.reference else ""))
+    print(f"{'private':>15} {'classes':>7} {'solve s':>8} {'start':>16} {'every s':>8} {'steps':>5} "
+          f"{'columns s':>9} {'rounds':>6} {'every/col':>9} {'polish s':>8} {'polish':>8} {'fast s':>8} "
+          f"{'steps':>5} {'fast/solve':>10} {'leak bits':>11}" + (f" {'conic s':>8}" if args.reference else ""))
     for private in ["sex", *args.private]:
         rows = adult_rows(private=private)
         X = np.array([[float(v) for v in r[:5]] for r in rows])
@@ -241,20 +246,26 @@ def solves_part(args) -> None:
         found = quantize(X, args.clusters, seed=0)
         p_ac = joint_prior(labels, found.labels, len(classes), found.k)
         D = pairwise(found.centers, found.centers, "l2")
-        program = (p_ac, D, args.delta_fraction * perfect_privacy_table(p_ac, D)[1])
-        built, built_s = timed(solve, *program)
+        perfect, d_perfect = perfect_privacy_table(p_ac, D)
+        program = (p_ac, D, args.delta_fraction * d_perfect)
+        offered = np.flatnonzero(p_ac.sum(axis=0) @ perfect > 0)       # as a build offers them
+        built, built_s = timed(solve, *program, start_outputs=offered)
         start, start_s = timed(solve_interior, *program)
+        columns, columns_s = timed(solve_interior, *program, start_outputs=offered)
         polished, polish_s = ((start, 0.0) if isinstance(start, SolverError)
                               else timed(solve_fast, *program, polish=start))
-        fast, fast_s = timed(solve_fast, *program)
+        fast, fast_s = (None, math.nan) if args.without_fast_path else timed(solve_fast, *program)
         line = (f"{private:>15} {len(classes):>7} {built_s:>8.1f} {_started(built):>16} "
-                f"{start_s:>10.1f} {_steps(start):>5} {polish_s:>8.2f} {_polish(polished):>8} "
+                f"{start_s:>8.1f} {_steps(start):>5} {columns_s:>9.1f} {_rounds(columns):>6} "
+                f"{start_s / columns_s:>9.2f} {polish_s:>8.2f} {_polish(polished):>8} "
                 f"{fast_s:>8.1f} {_steps(fast):>5} {fast_s / built_s:>10.2f} {_leakage(built):>11}")
         if args.reference:
             line += f" {timed(solve_cvxpy, *program)[1]:>8.1f}"
         print(line, flush=True)
-    print("(CPU s of this process; steps: Newton steps, '-' where the solver gave up; polish: how the "
-          "fast solver certified the interior point's answer)")
+    print("(CPU s of this process; every: the interior point on every output; columns: from the Delta0 "
+          "table's outputs, as a build starts it (rounds '-' below the size where it applies); steps: Newton "
+          "steps, '-' where the solver gave up or did not run; polish: how the fast solver certified the "
+          "interior point's answer on every output)")
 
 
 def _started(result) -> str:
@@ -266,7 +277,14 @@ def _leakage(result) -> str:
 
 
 def _steps(result) -> str:
-    return "-" if isinstance(result, Exception) else str(result.info.get("newton_steps", ""))
+    return "-" if result is None or isinstance(result, Exception) else str(result.info.get("newton_steps", ""))
+
+
+def _rounds(result) -> str:
+    if isinstance(result, Exception):
+        return "failed"
+    columns = result.info.get("columns")
+    return "-" if columns is None else f"{columns['rounds']}{'+all' if columns['whole'] else ''}"
 
 
 def _polish(result) -> str:
@@ -291,6 +309,8 @@ def main(argv=None) -> None:
                         help="GSS: shuffles behind the held-out estimate's bias (default: %(default)s).")
     parser.add_argument("--seed", type=int, default=0, help="GSS: the split, the releases (default: %(default)s).")
     parser.add_argument("--reference", action="store_true", help="Solves: time the conic reference too.")
+    parser.add_argument("--without-fast-path", action="store_true",
+                        help="Solves: leave out the fast path alone (minutes with fifteen classes from K = 512).")
     args = parser.parse_args(argv)
     if args.part == "solves":
         solves_part(args)

@@ -10,7 +10,8 @@ The solvers, one sub-package per family, each with its own face:
   as phase functions over one explicit state;
 - :mod:`.interior`: interior points on every pair (primal-dual, with a log barrier behind it) whose
   cost grows linearly with the private classes (:func:`solve_interior`), the start of a cold solve
-  with many classes;
+  with many classes; on large alphabets by column generation over the outputs, from the few a
+  build offers;
 - :mod:`.reference`: the cvxpy + Clarabel conic reference (:func:`solve_cvxpy`);
 - :mod:`.perfect`: perfect privacy, the least distortion Delta0 and a table reaching it (a
   linear program by certified column generation, transport problems for two classes);

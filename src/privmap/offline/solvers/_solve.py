@@ -93,7 +93,11 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
     one pricing pass at its own duals where that proves it (UCI Adult: every occupation and
     marital-status program measured), else by the path from those duals low on the temperature.
     The result is the fast solver's, certified as always, with ``info["started_from"]`` the
-    interior point's name (``"interior-primal-dual"`` or ``"interior-barrier"``). The interior
+    interior point's name (``"interior-primal-dual"`` or ``"interior-barrier"``). Given
+    ``start_outputs`` (a build offers the outputs of its Delta0 table), from
+    :data:`.interior.MIN_OUTPUTS` outputs the interior point solves on those first and
+    prices the others in (``info["columns"]``: its rounds; UCI Adult, fifteen classes, K = 1,024:
+    2 rounds, 27.4 CPU-s against 68.1 on every output). The interior
     point does not take instances with forbidden pairs or more than :data:`.interior.MAX_ENTRIES`
     entries, nor a budget equal to the least distortion; where it refuses or fails
     (``info["interior_failure"]`` says why) the solve goes on as below.

@@ -13,10 +13,20 @@ def _perfect_outputs(p_ac, dist):
     return np.flatnonzero(p_ac.sum(axis=0) @ perfect_privacy_table(p_ac, dist)[0] > 0)
 
 
-@pytest.fixture(scope="module")
-def workclass(adult_workclass):
+@pytest.fixture
+def workclass(adult_workclass, monkeypatch):
+    """UCI Adult's work classes at K = 96, with the rounds allowed at that size, and the outputs of
+    its perfect-privacy table."""
+    monkeypatch.setattr(_solve, "MIN_OUTPUTS", 0)
     p_ac, dist, delta = adult_workclass
     return p_ac, dist, delta, _perfect_outputs(p_ac, dist)
+
+
+def test_below_the_size_where_rounds_pay_the_point_runs_on_every_output(adult_workclass):
+    p_ac, dist, delta = adult_workclass
+    assert dist.shape[1] < _columns.MIN_OUTPUTS
+    start = solve_interior(p_ac, dist, delta, start_outputs=_perfect_outputs(p_ac, dist))
+    assert "columns" not in start.info
 
 
 def test_the_answer_from_a_few_outputs_is_proved_over_every_pair(workclass):

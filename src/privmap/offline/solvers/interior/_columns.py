@@ -6,7 +6,7 @@ Why
 The optimum uses few of the outputs it is offered: UCI Adult with 15 occupations private at
 K = 1,024 and 0.5 x Delta0, 183 of 1,024 carry mass above 1e-4, yet every Newton step of the
 interior point on every pair costs O(R^2 K_out |A|) and no output empties along its path. On those
-183 outputs alone the point takes 11.6 CPU-s against 60 or so on all of them. What makes a smaller
+183 outputs alone the point took 11.6 CPU-s against 60.8 on all of them. What makes a smaller
 alphabet an answer of the whole program is the dual bound: each left-out output needs a codebook
 that undercuts no row's least reduced cost, and the outputs' codebooks are the dual's own variables,
 one per output, so each left-out output can be given the best one for it alone (:func:`price`).
@@ -30,9 +30,10 @@ Method
    again, cold.
 
 On UCI Adult's occupations at K = 1,024 this starts from Delta0's 187 outputs, adds 73, and the
-polish proves the second round's answer as given: 33 CPU-s in all against about 60 on every pair.
+polish proves the second round's answer as given: 27.4 CPU-s in all against 68.1 on every output
+(``benchmarks/bench_many_classes.py --part solves``).
 After :data:`MAX_ROUNDS` rounds, or once ``kept`` holds :data:`MOST_SHARE` of the outputs, the point
-runs on every output instead.
+runs on every output instead; below :data:`MIN_OUTPUTS` outputs it does so from the start.
 """
 from __future__ import annotations
 
@@ -43,6 +44,11 @@ import numpy as np
 from .._result import SolveResult
 from ._program import Instance, instance
 
+#: Fewest outputs from which the rounds save more than they cost (UCI Adult, one program at
+#: 0.5 x Delta0, CPU-s from the Delta0 table's outputs against on every output: K = 256, 1.0 / 1.6
+#: with marital status, 2.0 / 1.4 with occupation, 1.0 / 1.0 with the work class; K = 512, 4.5 to
+#: 4.7 against 6.7 to 9.6).
+MIN_OUTPUTS = 512
 LOSS = 0.1          # share of the tolerance the left-out outputs may take from the bound
 MAX_ROUNDS = 6      # restricted solves before the point runs on every output
 MOST_SHARE = 0.5    # share of the outputs past which the point runs on every output

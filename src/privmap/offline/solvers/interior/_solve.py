@@ -9,7 +9,18 @@ from threadpoolctl import threadpool_limits
 
 from .._result import SolveResult
 from ._barrier import barrier
-from ._columns import LOSS, MAX_ROUNDS, MOST_SHARE, bound_loss, price, restricted_outputs, row_minima, sub_instance, whole
+from ._columns import (
+    LOSS,
+    MAX_ROUNDS,
+    MIN_OUTPUTS,
+    MOST_SHARE,
+    bound_loss,
+    price,
+    restricted_outputs,
+    row_minima,
+    sub_instance,
+    whole,
+)
 from ._primal_dual import primal_dual
 from ._program import LN2, Instance, instance
 
@@ -36,8 +47,10 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
     start_outputs : array_like of int or None, keyword-only
         Indices of the outputs to solve on first (a build offers its Delta0 table's); the others
         are priced and join where they would lower the bound. Where that takes more than
-        :data:`._columns.MAX_ROUNDS` rounds or half the outputs, the point runs on every output
-        (``info["columns"]`` says so). None: every output from the start.
+        :data:`._columns.MAX_ROUNDS` rounds or :data:`._columns.MOST_SHARE` of the outputs, the
+        point runs on every output
+        (``info["columns"]`` says so). None, or fewer than :data:`MIN_OUTPUTS` outputs:
+        every output from the start.
 
     Returns
     -------
@@ -65,7 +78,7 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
     inst = instance(p_ac, distortion, delta)
     tol = tol_bits * LN2
     with threadpool_limits(limits=1):     # small products: BLAS threads spin (see fast._solver)
-        if start_outputs is None:
+        if start_outputs is None or inst.D.shape[1] < MIN_OUTPUTS:
             return point(inst, tol, progress)
         kept = restricted_outputs(inst, _indices(start_outputs, inst.D.shape[1]))
         rounds, steps, done = _Rounds(progress), 0, 0
