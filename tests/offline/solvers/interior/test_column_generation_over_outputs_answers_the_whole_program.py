@@ -4,6 +4,7 @@ point on every output; the pricing's codebooks are feasible and as good as the c
 import cvxpy as cp
 import numpy as np
 import pytest
+from privmap.offline._errors import SolverError
 from privmap.offline.solvers import perfect_privacy_table, solve, solve_fast, solve_interior
 from privmap.offline.solvers.interior import _columns, _program, _solve
 
@@ -69,6 +70,23 @@ def test_where_the_rounds_run_out_the_point_runs_on_every_output(workclass, monk
     monkeypatch.setattr(_solve, "LOSS", -1.0)                   # no loss is ever small enough
     start = solve_interior(p_ac, dist, delta, start_outputs=offered)
     assert start.info["columns"]["whole"] and start.info["columns"]["outputs"] == dist.shape[1]
+    assert start.info["columns"]["rounds"] >= 1 and "failure" not in start.info["columns"]
+    assert solve_fast(p_ac, dist, delta, polish=start).gap_bits <= 1e-5
+
+
+def test_a_restricted_program_neither_point_solves_hands_over_to_every_output(workclass, monkeypatch):
+    p_ac, dist, delta, offered = workclass
+    real = _solve.point
+
+    def failing_when_restricted(inst, tol, progress):
+        if inst.D.shape[1] < dist.shape[1]:
+            raise SolverError("interior point: both points failed for the test")
+        return real(inst, tol, progress)
+
+    monkeypatch.setattr(_solve, "point", failing_when_restricted)
+    start = solve_interior(p_ac, dist, delta, start_outputs=offered)
+    assert start.info["columns"]["whole"]
+    assert start.info["columns"]["failure"] == "interior point: both points failed for the test"
     assert solve_fast(p_ac, dist, delta, polish=start).gap_bits <= 1e-5
 
 

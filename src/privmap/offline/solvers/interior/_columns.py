@@ -42,7 +42,7 @@ import math
 import numpy as np
 
 from .._result import SolveResult
-from ._program import Instance, instance
+from ._program import LN2, Instance, instance
 
 #: Fewest outputs from which the rounds save more than they cost (UCI Adult, one program at
 #: 0.5 x Delta0, CPU-s from the Delta0 table's outputs against on every output: K = 256, 1.0 / 1.6
@@ -190,7 +190,23 @@ def _logsumexp(X):
     return top + np.log(np.exp(X - top).sum(axis=0))
 
 
-def row_minima(inst: Instance, L: np.ndarray, mu: float, kept: np.ndarray) -> np.ndarray:
+def priced(inst: Instance, kept: np.ndarray, restricted: SolveResult, allowed: float
+           ) -> tuple[SolveResult | None, np.ndarray]:
+    """Steps 3 and 4 of the method (module docstring) after the ``restricted`` answer on the
+    outputs ``kept``: the whole program's answer where the left-out outputs take at most
+    ``allowed`` nats from its bound (and ``kept``), else None and ``kept`` with the outputs that
+    would lower the bound."""
+    assert restricted.codebook is not None             # both points answer with their codebook
+    mu = restricted.multiplier * LN2
+    left = np.setdiff1d(np.arange(inst.D.shape[1]), kept)
+    E = mu * inst.Dr[:, left] - _row_minima(inst, restricted.codebook[inst.keep], mu, kept)[:, None]
+    t, _, codebooks = price(inst, E)
+    if bound_loss(inst, inst.alpha.T @ codebooks + E) <= allowed:
+        return whole(inst, kept, restricted, codebooks), kept
+    return None, np.union1d(kept, left[t < 0])
+
+
+def _row_minima(inst: Instance, L: np.ndarray, mu: float, kept: np.ndarray) -> np.ndarray:
     """m (R,): each row's least reduced cost alpha_c^T L_j + mu D(c, j) over the outputs ``kept``
     (nats per unit p(c)), ``L`` (A, |kept|) their codebook and ``mu`` nats per unit distortion."""
     return (inst.alpha.T @ L + mu * inst.Dr[:, kept]).min(axis=1)

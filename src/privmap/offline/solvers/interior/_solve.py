@@ -7,20 +7,10 @@ from typing import Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..._errors import SolverError
 from .._result import SolveResult
 from ._barrier import barrier
-from ._columns import (
-    LOSS,
-    MAX_ROUNDS,
-    MIN_OUTPUTS,
-    MOST_SHARE,
-    bound_loss,
-    price,
-    restricted_outputs,
-    row_minima,
-    sub_instance,
-    whole,
-)
+from ._columns import LOSS, MAX_ROUNDS, MIN_OUTPUTS, MOST_SHARE, priced, restricted_outputs, sub_instance
 from ._primal_dual import primal_dual
 from ._program import LN2, Instance, instance
 
@@ -49,8 +39,9 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         are priced and join where they would lower the bound. Where that takes more than
         :data:`._columns.MAX_ROUNDS` rounds or :data:`._columns.MOST_SHARE` of the outputs, the
         point runs on every output
-        (``info["columns"]`` says so). None, or fewer than :data:`MIN_OUTPUTS` outputs:
-        every output from the start.
+        (``info["columns"]`` says so), and so it does where neither point solves a restricted
+        program (``info["columns"]["failure"]`` says why). None, or fewer than
+        :data:`MIN_OUTPUTS` outputs: every output from the start.
 
     Returns
     -------
@@ -61,8 +52,8 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         unit distortion), ``codebook`` (n_private, K_out), ``gap_bits`` = inf, ``solver``
         ``"interior-primal-dual"`` or ``"interior-barrier"`` (with ``info["primal_dual"]``, how the
         primal-dual path ended), ``info["newton_steps"]`` (all rounds) and, with ``start_outputs``,
-        ``info["columns"]``: ``rounds``, ``outputs`` (those of the last restricted program) and
-        ``whole`` (True where the point ran on every output at the end).
+        ``info["columns"]``: ``rounds`` (restricted programs), ``outputs`` (those of the last
+        program solved) and ``whole`` (True where the point ran on every output at the end).
 
     Raises
     ------
@@ -80,25 +71,26 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
     with threadpool_limits(limits=1):     # small products: BLAS threads spin (see fast._solver)
         if start_outputs is None or inst.D.shape[1] < MIN_OUTPUTS:
             return point(inst, tol, progress)
-        kept = restricted_outputs(inst, _indices(start_outputs, inst.D.shape[1]))
-        rounds, steps, done = _Rounds(progress), 0, 0
-        while done < MAX_ROUNDS and kept.size <= MOST_SHARE * inst.D.shape[1]:
-            done += 1
-            restricted = point(sub_instance(p_ac, inst, kept), tol, rounds.next())
-            steps += restricted.info.get("newton_steps", 0)
-            mu = restricted.multiplier * LN2
-            assert restricted.codebook is not None          # both points answer with their codebook
-            left = np.setdiff1d(np.arange(inst.D.shape[1]), kept)
-            E = mu * inst.Dr[:, left] - row_minima(inst, restricted.codebook[inst.keep], mu, kept)[:, None]
-            t, _, codebooks = price(inst, E)
-            if bound_loss(inst, inst.alpha.T @ codebooks + E) <= LOSS * tol:
-                result = whole(inst, kept, restricted, codebooks)
-                result.info.update(newton_steps=steps, columns={"rounds": done, "outputs": int(kept.size), "whole": False})
-                return result
-            kept = np.union1d(kept, left[t < 0])
+        K_out = inst.D.shape[1]
+        kept = restricted_outputs(inst, _indices(start_outputs, K_out))
+        rounds, steps = _Rounds(progress), 0
+        columns: dict[str, int | bool | str] = {"rounds": 0, "outputs": 0, "whole": False}
+        try:
+            for done in range(1, MAX_ROUNDS + 1):
+                if kept.size > MOST_SHARE * K_out:
+                    break
+                columns.update(rounds=done, outputs=int(kept.size))
+                restricted = point(sub_instance(p_ac, inst, kept), tol, rounds.next())
+                steps += restricted.info.get("newton_steps", 0)
+                answer, kept = priced(inst, kept, restricted, LOSS * tol)
+                if answer is not None:
+                    answer.info.update(newton_steps=steps, columns=columns)
+                    return answer
+        except SolverError as failure:         # a restricted program neither point solved
+            columns["failure"] = str(failure)
         result = point(inst, tol, rounds.next())
         result.info.update(newton_steps=steps + result.info.get("newton_steps", 0),
-                           columns={"rounds": done, "outputs": int(inst.D.shape[1]), "whole": True})
+                           columns={**columns, "outputs": K_out, "whole": True})
         return result
 
 
