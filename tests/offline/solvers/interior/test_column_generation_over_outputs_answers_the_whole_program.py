@@ -91,8 +91,9 @@ def test_a_restricted_program_neither_point_solves_hands_over_to_every_output(wo
 
 
 @pytest.mark.parametrize("bad", [np.array([[0, 1]]), np.array([0.5]), np.array([-1]), np.array([10_000])])
-def test_offered_outputs_that_index_nothing_are_refused(workclass, bad):
-    p_ac, dist, delta, _ = workclass
+def test_offered_outputs_that_index_nothing_are_refused_at_any_size(adult_workclass, bad):
+    p_ac, dist, delta = adult_workclass
+    assert dist.shape[1] < _columns.MIN_OUTPUTS
     with pytest.raises(ValueError, match="start_outputs"):
         solve_interior(p_ac, dist, delta, start_outputs=bad)
 

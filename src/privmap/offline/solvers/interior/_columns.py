@@ -31,9 +31,9 @@ Method
 
 On UCI Adult's occupations at K = 1,024 this starts from Delta0's 187 outputs, adds 73, and the
 polish proves the second round's answer as given: 27.4 CPU-s in all against 68.1 on every output
-(``benchmarks/bench_many_classes.py --part solves``).
-After :data:`MAX_ROUNDS` rounds, or once ``kept`` holds :data:`MOST_SHARE` of the outputs, the point
-runs on every output instead; below :data:`MIN_OUTPUTS` outputs it does so from the start.
+(``benchmarks/bench_many_classes.py --part solves``). After :data:`MAX_ROUNDS` rounds, or once
+``kept`` holds :data:`MOST_SHARE` of the outputs, the point runs on every output instead; below
+:data:`MIN_OUTPUTS` outputs it does so from the start.
 """
 from __future__ import annotations
 
@@ -116,8 +116,7 @@ def price(inst: Instance, E: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
         The codebooks l of ``t`` (nats), each with sum_a p(a) e^{l_a} = 1.
     """
     alpha, log_p = inst.alpha, inst.log_p_a[:, None]
-    A, R = alpha.shape
-    n = E.shape[1]
+    A, n = alpha.shape[0], E.shape[1]
     pairs = inst.pair_products / (inst.pc * inst.pc)[None, :]          # (A * A, R) alpha_a alpha_b
     theta = np.log(np.maximum(alpha[:, E.argmin(axis=0)], _FLOOR)) - log_p
     best, best_theta, least_upper = np.full(n, -np.inf), theta.copy(), np.full(n, np.inf)
@@ -144,7 +143,8 @@ def price(inst: Instance, E: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
             H += 1.0                                   # the direction along 1 changes nothing
             H[:, diagonal, diagonal] += 1e-9 * np.trace(H, axis1=1, axis2=2)[:, None] / A
             d = np.linalg.solve(H, gradient.T[:, :, None])[:, :, 0].T
-            theta[:, active] = th + _armijo(alpha, log_p, th, d, e, tau, _smoothed(V, tau), (gradient * d).sum(axis=0)) * d
+            step = _armijo(alpha, log_p, th, d, e, tau, _smoothed(V, tau), (gradient * d).sum(axis=0))
+            theta[:, active] = th + step * d
             active = active[(t < 0) & (upper >= 0)]
             if not active.size:
                 break
@@ -202,7 +202,7 @@ def priced(inst: Instance, kept: np.ndarray, restricted: SolveResult, allowed: f
     E = mu * inst.Dr[:, left] - _row_minima(inst, restricted.codebook[inst.keep], mu, kept)[:, None]
     t, _, codebooks = price(inst, E)
     if bound_loss(inst, inst.alpha.T @ codebooks + E) <= allowed:
-        return whole(inst, kept, restricted, codebooks), kept
+        return _whole(inst, kept, restricted, codebooks), kept
     return None, np.union1d(kept, left[t < 0])
 
 
@@ -220,7 +220,7 @@ def bound_loss(inst: Instance, V: np.ndarray) -> float:
     return float(inst.pc @ np.maximum(0.0, -V.min(axis=1)))
 
 
-def whole(inst: Instance, kept: np.ndarray, restricted: SolveResult, codebooks: np.ndarray) -> SolveResult:
+def _whole(inst: Instance, kept: np.ndarray, restricted: SolveResult, codebooks: np.ndarray) -> SolveResult:
     """The restricted answer as an answer of the whole program: its table (K, |kept|) placed in the
     columns ``kept`` of a (K, K_out) table, its codebook with the left-out outputs' ``codebooks``
     (A, K_out - |kept|) beside it (classes without mass keep 0)."""

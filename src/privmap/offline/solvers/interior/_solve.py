@@ -38,10 +38,9 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         Indices of the outputs to solve on first (a build offers its Delta0 table's); the others
         are priced and join where they would lower the bound. Where that takes more than
         :data:`._columns.MAX_ROUNDS` rounds or :data:`._columns.MOST_SHARE` of the outputs, the
-        point runs on every output
-        (``info["columns"]`` says so), and so it does where neither point solves a restricted
-        program (``info["columns"]["failure"]`` says why). None, or fewer than
-        :data:`MIN_OUTPUTS` outputs: every output from the start.
+        point runs on every output (``info["columns"]`` says so), and so it does where neither
+        point solves a restricted program (``info["columns"]["failure"]`` says why). None, or
+        fewer than :data:`MIN_OUTPUTS` outputs: every output from the start.
 
     Returns
     -------
@@ -67,12 +66,12 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
         :data:`._program.MAX_ENTRIES` entries), or both points failed.
     """
     inst = instance(p_ac, distortion, delta)
-    tol = tol_bits * LN2
+    tol, K_out = tol_bits * LN2, inst.D.shape[1]
+    offered = None if start_outputs is None else _indices(start_outputs, K_out)
     with threadpool_limits(limits=1):     # small products: BLAS threads spin (see fast._solver)
-        if start_outputs is None or inst.D.shape[1] < MIN_OUTPUTS:
+        if offered is None or K_out < MIN_OUTPUTS:
             return point(inst, tol, progress)
-        K_out = inst.D.shape[1]
-        kept = restricted_outputs(inst, _indices(start_outputs, K_out))
+        kept = restricted_outputs(inst, offered)
         rounds, steps = _Rounds(progress), 0
         columns: dict[str, int | bool | str] = {"rounds": 0, "outputs": 0, "whole": False}
         try:
