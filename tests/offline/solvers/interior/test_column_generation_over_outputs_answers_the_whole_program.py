@@ -50,6 +50,14 @@ def test_solve_passes_the_offered_outputs_to_the_interior_start(workclass):
     assert result.gap_bits <= 1e-5
 
 
+def test_the_rounds_report_their_progress_in_order(workclass):
+    p_ac, dist, delta, offered = workclass
+    seen = []
+    start = solve_interior(p_ac, dist, delta, start_outputs=offered, progress=seen.append)
+    assert start.info["columns"]["rounds"] >= 2                  # more than one round reported
+    assert len(seen) >= 2 and seen == sorted(seen) and 0 <= seen[0] and seen[-1] <= 1
+
+
 def test_no_output_offered_starts_from_the_cheapest_and_is_proved(workclass):
     p_ac, dist, delta, _ = workclass
     start = solve_interior(p_ac, dist, delta, start_outputs=np.array([], dtype=int))
