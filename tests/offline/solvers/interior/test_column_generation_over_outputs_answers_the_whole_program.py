@@ -61,6 +61,7 @@ def test_the_rounds_report_their_progress_in_order(workclass):
 def test_no_output_offered_starts_from_the_cheapest_and_is_proved(workclass):
     p_ac, dist, delta, _ = workclass
     start = solve_interior(p_ac, dist, delta, start_outputs=np.array([], dtype=int))
+    assert start.info["columns"]["rounds"] >= 1
     assert solve_fast(p_ac, dist, delta, polish=start).gap_bits <= 1e-5
 
 
