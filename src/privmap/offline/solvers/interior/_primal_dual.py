@@ -24,7 +24,10 @@ O(R^2 K_out |A|) (one matrix product) plus O(K_out |A|^3), linear in the classes
 programs (K = 256, 0.5 x Delta0, seven and fifteen classes); this point takes 45 to 59, and the
 certified answers from it leak within 2.2e-6 bits of those from the barrier (less on seven). Each
 direction gets :data:`_REFINE` steps of iterative refinement against the exact Hessian product:
-the Woodbury form subtracts nearly equal terms near the optimum. A step is the largest within
+the Woodbury form subtracts nearly equal terms near the optimum. Far from it the rows' Schur
+complement is formed from float32 products, about half the time, until a direction's last
+refinement correction exceeds ``.._row_schur.SINGLE_CORRECTION`` of it, and in float64 from that
+step on (mixed-precision refinement: ``SingleFalls``). A step is the largest within
 :data:`_TO_BOUNDARY` of the boundary, halved until it lowers the barrier merit J - sigma mu
 (sum log q + log s) (Armijo), as the Newton model of J fails where a posterior nears 0.
 
@@ -63,7 +66,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._result import SolveResult
-from .._row_schur import SchurBreakdown, row_schur, shifted_cholesky
+from .._row_schur import SINGLE_CORRECTION, MixedPrecision, SchurBreakdown, SingleFalls, row_schur, shifted_cholesky
 from ._program import SHIFTS, LN2, Instance, answer, leakage, start_table, support, woodbury_blocks
 
 _MAX_STEPS = 100         # Mehrotra steps (UCI Adult, K = 256: 45 to 59)
@@ -157,6 +160,7 @@ def _path(inst: Instance, tol: float, progress) -> tuple[_Point | None, float, i
     start_mu = _complementarity(point)
     first = _gap(inst, point)
     kept, kept_gap, kept_at = None, math.inf, 0
+    precision = MixedPrecision()
     for steps in range(_MAX_STEPS + 1):
         gap = _gap(inst, point)
         if gap < kept_gap and float((b * point.q).sum()) <= 1.0 + _FEASIBLE:
@@ -172,7 +176,7 @@ def _path(inst: Instance, tol: float, progress) -> tuple[_Point | None, float, i
         if steps == _MAX_STEPS:
             break
         try:
-            point = _mehrotra_step(inst, point)
+            point = precision.step(_mehrotra_step, inst, point)
         except _Breakdown as failure:
             return kept, kept_gap, steps, str(failure)
     return kept, kept_gap, _MAX_STEPS, f"no certificate within {_MAX_STEPS} steps"
@@ -182,20 +186,25 @@ def _complementarity(point: _Point) -> float:
     return (float((point.q * point.z).sum()) + point.s * point.lam) / (point.q.size + 1)
 
 
-def _mehrotra_step(inst: Instance, point: _Point) -> _Point:
+def _mehrotra_step(inst: Instance, point: _Point, *, single: bool) -> _Point:
     """One predictor-corrector step: the affine direction, the centring sigma = (mu_aff / mu)^3,
     the corrected direction, and the largest common step within :data:`_TO_BOUNDARY` of the
     boundary, halved until the merit J - sigma mu (sum log q + log s) falls (Armijo, down to
     :data:`_STEP_FLOOR`). Rows are renormalised after the step (their sums hold up to round-off).
 
+    ``single`` (keyword-only) forms the rows' Schur complement from float32 products
+    (``row_schur(single=)``).
+
     Raises
     ------
+    SingleFalls
+        ``single``, and a direction's refinement had not settled (the caller takes the step again).
     _Breakdown
         The Schur complement is not positive definite under any shift, or a direction is not finite.
     """
     q, z, s, lam = point.q, point.z, point.s, point.lam
     b = _shares(inst)
-    solve = _newton_system(inst, point)
+    solve = _newton_system(inst, point, single=single)
     r_dual = point.gradient + point.nu[:, None] + lam * b - z
     r_rows = 1.0 - q.sum(axis=1)
     r_budget = 1.0 - float((b * q).sum()) - s
@@ -235,9 +244,11 @@ def _merit(point: _Point, mu: float) -> float:
     return point.J - mu * (float(np.log(point.q).sum()) + math.log(point.s))
 
 
-def _newton_system(inst: Instance, point: _Point):
+def _newton_system(inst: Instance, point: _Point, *, single: bool):
     """The solver of the point's Newton system, refined :data:`_REFINE` times against the exact
-    products: ``solve(h, r_rows, r_budget, r_s)`` returns (dq, ds, dnu, dlam) with
+    products (its Schur complement from float32 products where ``single``, the solver then raising
+    ``SingleFalls`` where the last refinement's correction is above ``SINGLE_CORRECTION`` of dq):
+    ``solve(h, r_rows, r_budget, r_s)`` returns (dq, ds, dnu, dlam) with
 
         (H + diag(z / q)) dq + dnu + dlam b = h,   sum_j dq = r_rows,   b . dq + ds = r_budget,
         lam ds + s dlam = r_s,
@@ -260,7 +271,7 @@ def _newton_system(inst: Instance, point: _Point):
         return pr.T @ (M / P - (M.sum(axis=0) / S)[None, :]) + V / W
 
     schur = np.empty((R + 1, R + 1))
-    schur[:R, :R] = row_schur(pr.T, W, T)
+    schur[:R, :R] = row_schur(pr.T, W, T, single=single)
     inv_b = inverse(b)
     schur[:R, R] = schur[R, :R] = inv_b.sum(axis=1)
     schur[R, R] = float((b * inv_b).sum()) + s / lam
@@ -282,6 +293,8 @@ def _newton_system(inst: Instance, point: _Point):
             ddq, dds, ddnu, ddlam = once(h - (product(dq) + dnu[:, None] + dlam * b), r_rows - dq.sum(axis=1),
                                          r_budget - float((b * dq).sum()) - ds, r_s - (lam * ds + s * dlam))
             dq, ds, dnu, dlam = dq + ddq, ds + dds, dnu + ddnu, dlam + ddlam
+        if single and not float(np.abs(ddq).max()) <= SINGLE_CORRECTION * float(np.abs(dq).max()):  # NaN too
+            raise SingleFalls
         return dq, ds, dnu, dlam
 
     return solve
