@@ -222,11 +222,27 @@ def gss_part(args, work: pathlib.Path, key: pathlib.Path) -> None:
           "one-vs-rest macro beyond two classes)")
 
 
+def adult_program(private: str, clusters: int):
+    """UCI Adult's program for one private column (the module docstring's solves part): its classes,
+    the prior p(a, c) (|A|, K), the l2 distances D (K, K) between the k-means centres (seed 0, all
+    rows), Delta0, and the outputs of the Delta0 table (those a build offers program (19)'s solve)."""
+    from privmap.offline.data import joint_prior, pairwise, quantize
+    from privmap.offline.solvers import perfect_privacy_table
+
+    rows = adult_rows(private=private)
+    X = np.array([[float(v) for v in r[:5]] for r in rows])
+    classes, labels = np.unique([r[5] for r in rows], return_inverse=True)
+    found = quantize(X, clusters, seed=0)
+    p_ac = joint_prior(labels, found.labels, len(classes), found.k)
+    D = pairwise(found.centers, found.centers, "l2")
+    perfect, d_perfect = perfect_privacy_table(p_ac, D)
+    return classes, p_ac, D, d_perfect, np.flatnonzero(p_ac.sum(axis=0) @ perfect > 0)
+
+
 def solves_part(args) -> None:
     """The ``--part solves`` table (module docstring)."""
     from privmap.offline._errors import SolverError
-    from privmap.offline.data import joint_prior, pairwise, quantize
-    from privmap.offline.solvers import perfect_privacy_table, solve, solve_cvxpy, solve_fast, solve_interior
+    from privmap.offline.solvers import solve, solve_cvxpy, solve_fast, solve_interior
 
     def timed(call, *args, **kwargs):
         cpu = time.process_time()
@@ -240,15 +256,8 @@ def solves_part(args) -> None:
           f"{'columns s':>9} {'rounds':>6} {'every/col':>9} {'polish s':>8} {'polish':>8} {'fast s':>8} "
           f"{'steps':>5} {'fast/solve':>10} {'leak bits':>11}" + (f" {'conic s':>8}" if args.reference else ""))
     for private in ["sex", *args.private]:
-        rows = adult_rows(private=private)
-        X = np.array([[float(v) for v in r[:5]] for r in rows])
-        classes, labels = np.unique([r[5] for r in rows], return_inverse=True)
-        found = quantize(X, args.clusters, seed=0)
-        p_ac = joint_prior(labels, found.labels, len(classes), found.k)
-        D = pairwise(found.centers, found.centers, "l2")
-        perfect, d_perfect = perfect_privacy_table(p_ac, D)
+        classes, p_ac, D, d_perfect, offered = adult_program(private, args.clusters)
         program = (p_ac, D, args.delta_fraction * d_perfect)
-        offered = np.flatnonzero(p_ac.sum(axis=0) @ perfect > 0)       # as a build offers them
         built, built_s = timed(solve, *program, start_outputs=offered)
         start, start_s = timed(solve_interior, *program)
         columns, columns_s = timed(solve_interior, *program, start_outputs=offered)

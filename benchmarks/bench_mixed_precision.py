@@ -7,8 +7,8 @@ Run from the repository root:
 Both interior points, Delta0's (``solvers/perfect/_interior.py``) and program (19)'s
 (``solvers/interior/_primal_dual.py``), form the rows' Schur complement from float32 products
 until a direction's refinement does not settle (``solvers/_row_schur.py``, ``SingleFalls``). This
-script takes UCI Adult's five numeric columns quantized to ``--clusters`` K (k-means, seed 0, all
-rows), the prior of ``--private``, l2 distances, and times, in one process, alternating ``--repeats``
+script takes UCI Adult's program for ``--private`` at ``--clusters`` K (``bench_many_classes.py``'s
+solves part: k-means seed 0 on all rows, l2 distances), and times, in one process, alternating ``--repeats``
 times, each way on the same program with BLAS on one thread:
 
 - mixed: as a build runs them;
@@ -26,7 +26,7 @@ import argparse
 import time
 
 import numpy as np
-from bench_build import adult_rows
+from bench_many_classes import adult_program
 
 
 def _timed(call, *args, **kwargs):
@@ -46,20 +46,12 @@ def main(argv=None) -> None:
 
     from threadpoolctl import threadpool_limits
 
-    from privmap.offline.data import joint_prior, pairwise, quantize
-    from privmap.offline.solvers import _row_schur, perfect_privacy_table, solve
+    from privmap.offline.solvers import _row_schur, solve
     from privmap.offline.solvers.interior import _primal_dual
     from privmap.offline.solvers.perfect import _interior
     from privmap.offline.solvers.perfect._linear_program import _coefficients, _reduced, _row_minima
 
-    rows = adult_rows(private=args.private)
-    X = np.array([[float(v) for v in r[:5]] for r in rows])
-    classes, labels = np.unique([r[5] for r in rows], return_inverse=True)
-    found = quantize(X, args.clusters, seed=0)
-    p_ac = joint_prior(labels, found.labels, len(classes), found.k)
-    D = pairwise(found.centers, found.centers, "l2")
-    perfect, d_perfect = perfect_privacy_table(p_ac, D)
-    offered = np.flatnonzero(p_ac.sum(axis=0) @ perfect > 0)
+    classes, p_ac, D, d_perfect, offered = adult_program(args.private, args.clusters)
     p_c, delta_a = _coefficients(p_ac)
 
     singles: list[bool] = []
@@ -73,7 +65,7 @@ def main(argv=None) -> None:
     correction = _row_schur.SINGLE_CORRECTION
     totals = {"mixed": [0.0, 0.0], "float64": [0.0, 0.0]}
     answers: dict[str, list] = {"mixed": [], "float64": []}
-    print(f"UCI Adult, {args.private} ({len(classes)} classes), K = {found.k}, Delta = {args.delta_fraction} x Delta0")
+    print(f"UCI Adult, {args.private} ({len(classes)} classes), K = {D.shape[0]}, Delta = {args.delta_fraction} x Delta0")
     print(f"{'way':>8} {'Delta0 point s':>14} {'steps':>5} {'float32':>7} {'Delta0':>16} {'solve s':>8} {'leak bits':>12}")
     with threadpool_limits(limits=1):
         for _ in range(args.repeats):
