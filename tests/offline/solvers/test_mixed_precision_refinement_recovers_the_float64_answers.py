@@ -88,3 +88,27 @@ def test_the_program_19_point_takes_float32_steps_and_answers_as_in_float64(adul
     assert double is not None and not any(taken)
     assert mixed.leakage_bits == pytest.approx(double.leakage_bits, abs=1e-7)
     assert mixed.info["path_gap_bits"] <= 1e-5 and double.info["path_gap_bits"] <= 1e-5
+
+
+@pytest.mark.parametrize("module", [_interior, _primal_dual])
+def test_a_float32_complement_no_shift_makes_positive_definite_is_formed_again_in_float64(
+        module, adult_workclass, monkeypatch):
+    """Float32's round-off can cost the complement its definiteness: that step is taken again in
+    float64, not ended as a breakdown."""
+    factorise, calls = module.shifted_cholesky, []
+
+    def fails_once(schur, shifts):
+        calls.append(1)
+        if len(calls) == 1:
+            raise _row_schur.SchurBreakdown("no shift")
+        return factorise(schur, shifts)
+
+    monkeypatch.setattr(module, "shifted_cholesky", fails_once)
+    taken = _steps_taken(module, monkeypatch)
+    if module is _interior:
+        p_ac, dist, _ = adult_workclass
+        assert _delta0_point(p_ac, dist).certified
+    else:
+        answer, _ = _primal_dual.primal_dual(_program.instance(*adult_workclass), 1e-5 * math.log(2), None)
+        assert answer is not None and answer.info["path_gap_bits"] <= 1e-5
+    assert taken and not any(taken)             # the first step was taken again in float64, and every later one

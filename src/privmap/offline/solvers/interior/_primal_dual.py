@@ -25,9 +25,10 @@ programs (K = 256, 0.5 x Delta0, seven and fifteen classes); this point takes 45
 certified answers from it leak within 2.2e-6 bits of those from the barrier (less on seven). Each
 direction gets :data:`_REFINE` steps of iterative refinement against the exact Hessian product:
 the Woodbury form subtracts nearly equal terms near the optimum. Far from it the rows' Schur
-complement is formed from float32 products, about half the time, until a direction's last
-refinement correction exceeds ``.._row_schur.SINGLE_CORRECTION`` of it, and in float64 from that
-step on (mixed-precision refinement: ``SingleFalls``). A step is the largest within
+complement is formed from float32 products, about three fifths of the time, until a direction's
+last refinement correction exceeds ``.._row_schur.SINGLE_CORRECTION`` of it or no shift makes the
+float32 complement positive definite, and in float64 from that step on (mixed-precision
+refinement: ``SingleFalls``). A step is the largest within
 :data:`_TO_BOUNDARY` of the boundary, halved until it lowers the barrier merit J - sigma mu
 (sum log q + log s) (Armijo), as the Newton model of J fails where a posterior nears 0.
 
@@ -198,7 +199,8 @@ def _mehrotra_step(inst: Instance, point: _Point, *, single: bool) -> _Point:
     Raises
     ------
     SingleFalls
-        ``single``, and a direction's refinement had not settled (the caller takes the step again).
+        ``single``, and a direction's refinement had not settled or no shift made the complement
+        positive definite (the caller takes the step again).
     _Breakdown
         The Schur complement is not positive definite under any shift, or a direction is not finite.
     """
@@ -246,8 +248,9 @@ def _merit(point: _Point, mu: float) -> float:
 
 def _newton_system(inst: Instance, point: _Point, *, single: bool):
     """The solver of the point's Newton system, refined :data:`_REFINE` times against the exact
-    products (its Schur complement from float32 products where ``single``, the solver then raising
-    ``SingleFalls`` where the last refinement's correction is above ``SINGLE_CORRECTION`` of dq):
+    products (its Schur complement from float32 products where ``single``: SingleFalls where no
+    shift makes it positive definite, and from the solver where the last refinement's correction
+    is above ``SINGLE_CORRECTION`` of dq):
     ``solve(h, r_rows, r_budget, r_s)`` returns (dq, ds, dnu, dlam) with
 
         (H + diag(z / q)) dq + dnu + dlam b = h,   sum_j dq = r_rows,   b . dq + ds = r_budget,
@@ -278,6 +281,8 @@ def _newton_system(inst: Instance, point: _Point, *, single: bool):
     try:
         factor = shifted_cholesky(schur, SHIFTS)
     except SchurBreakdown as failure:
+        if single:                  # float32's round-off, perhaps: the step is taken again in float64
+            raise SingleFalls from failure
         raise _Breakdown("interior point: the Newton system lost positive definiteness") from failure
 
     def once(h, r_rows, r_budget, r_s):

@@ -28,10 +28,12 @@ the rows' sums (``.._row_schur``), one matrix product of O(K^2 K_out m) per step
 classes. Near the optimum that complement subtracts nearly equal terms and loses definiteness in its
 last digits, so it is factorised with the least relative diagonal shift of :data:`_SHIFTS` that
 keeps it positive definite, and each direction is refined :data:`_REFINE` times against the exact
-constraint products. The path starts with the complement's product in float32, about half its
-time, and returns to float64 for good at the first direction whose last refinement correction is
-above ``.._row_schur.SINGLE_CORRECTION`` of it (mixed-precision refinement: ``SingleFalls``): the
-first 20 to 25 of 59 steps on UCI Adult's occupations at K = 1,024, to the same certified Delta0.
+constraint products. The path starts with the complement's product in float32, about three
+fifths of its time, and returns to float64 for good at the first direction whose last refinement
+correction is above ``.._row_schur.SINGLE_CORRECTION`` of it, or whose float32 complement no shift
+makes positive definite (mixed-precision refinement: ``SingleFalls``): the first 17 of 59 steps on
+UCI Adult's occupations at K = 1,024 (0.43 to 0.55 s a step against 0.67 to 0.73), to the float64
+path's certified Delta0.
 
 **Certificate.** The point stops when the cost of its table, whose rows' sums and balances hold to
 :data:`_FEASIBLE` (HiGHS's own tolerance in the master), and the bound L(w) of its duals, computed
@@ -184,7 +186,8 @@ def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z, *, single: bool):
     Raises
     ------
     SingleFalls
-        ``single``, and a direction's refinement had not settled (the caller takes the step again).
+        ``single``, and a direction's refinement had not settled or no shift made the complement
+        positive definite (the caller takes the step again).
     _Breakdown
         The Schur complement is not positive definite, or a direction is not finite.
     """
@@ -202,6 +205,8 @@ def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z, *, single: bool):
     try:
         factor = shifted_cholesky(schur, _SHIFTS)
     except SchurBreakdown as error:
+        if single:                  # float32's round-off, perhaps: the step is taken again in float64
+            raise SingleFalls from error
         raise _Breakdown from error
 
     def multipliers(g, r_rows, r_balance):
