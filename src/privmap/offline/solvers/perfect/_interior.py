@@ -227,14 +227,15 @@ def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z, *, single: bool):
         g = r_complement / q - r_dual
         du, dw = multipliers(g, r_rows, r_balance)
         dq = theta * (g + du[:, None] + delta_a @ dw)
+        previous = dq
         for _ in range(_REFINE):
             e_balance = r_balance - delta_a.T @ dq
             e_balance[:, -1] = 0.0
             ddu, ddw = multipliers(np.zeros_like(g), r_rows - dq.sum(axis=1), e_balance)
             du, dw = du + ddu, dw + ddw
-            refined = theta * (g + du[:, None] + delta_a @ dw)
-            correction, dq = float(np.abs(refined - dq).max()), refined
-        if single and not correction <= SINGLE_CORRECTION * float(np.abs(dq).max()):    # NaN included
+            previous, dq = dq, theta * (g + du[:, None] + delta_a @ dw)
+        if single and not (float(np.abs(dq - previous).max())                 # the last correction; NaN too
+                           <= SINGLE_CORRECTION * float(np.abs(dq).max())):
             raise SingleFalls
         dz = r_dual - du[:, None] - delta_a @ dw
         if not (np.all(np.isfinite(dq)) and np.all(np.isfinite(dz))):
