@@ -2,10 +2,18 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import CrossFitting, QuantizedOptions, StageTimer, build
+from privmap.offline.mechanisms.quantized import (
+    CrossFitting,
+    InMemoryRows,
+    QuantizedOptions,
+    StageTimer,
+    build,
+    solve_rows,
+)
 
 
 def test_build_times_every_stage_in_order_with_a_non_decreasing_memory_peak(ratings_csv):
@@ -129,3 +137,18 @@ def test_a_searchs_record_gains_the_cpu_of_its_pooled_folds_only():
     record = timer.records()[0]
     assert record["cpu_seconds"] == pytest.approx(before + 2.0)       # this process's fold is in `before`
     assert record["folds"] == 2 and record["fold_cpu_seconds"] == 3.0 and record["candidates"] == [{"clusters": 4}]
+
+
+def test_the_perfect_privacy_stage_moves_while_delta0_is_solved():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 30, (3000, 2)).astype(float)
+    a = np.minimum(3, (x[:, 0] / 8 + rng.integers(0, 2, x.shape[0])).astype(np.int64))   # four classes
+    data = Dataset(features=("x", "y"), public=x, private=a, classes=tuple("abcd"), private_name="a",
+                   categorical=False, sha256="0" * 64)
+    told = []
+    solve_rows(InMemoryRows(data), QuantizedOptions(clusters=40, delta_fraction=0.5, cross_fitting=None,
+                                                    codebook=False),
+               progress=lambda stage, f: told.append((stage, f)))
+    fractions = [f for stage, f in told if stage == "perfect-privacy"]
+    assert fractions == sorted(fractions) and 0.25 <= fractions[0] and fractions[-1] <= 0.35
+    assert len(set(fractions)) >= 10                  # the interior point's steps, not only its ends

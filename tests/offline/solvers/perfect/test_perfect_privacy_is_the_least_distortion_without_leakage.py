@@ -608,3 +608,24 @@ def test_a_path_carried_off_the_constraints_keeps_its_last_feasible_table_and_it
     table, d0 = perfect_privacy_table(p_ac, dist, info=info)
     assert info["seed"] == "primal-dual" and info["seeded"] > 0
     _certified_and_equal_to_the_dense_lp(p_ac, dist, table, d0, info)
+
+
+def test_progress_climbs_through_the_interior_point_and_the_rounds_to_one_and_changes_nothing():
+    p_ac, dist = _many_class_instance(48, 7, 3)
+    seen, info = [], {}
+    table, d0 = perfect_privacy_table(p_ac, dist, info=info, progress=seen.append)
+    assert info["seed"] == "primal-dual"
+    assert seen == sorted(seen) and 0.0 <= seen[0] and seen[-1] == 1.0
+    steps = [f for f in seen if 0.0 < f < _perfect._SEEDED_SHARE]     # the interior point's steps
+    assert len(set(steps)) >= 10
+    quiet_table, quiet_d0 = perfect_privacy_table(p_ac, dist)
+    assert quiet_d0 == d0 and np.array_equal(quiet_table, table)
+
+
+def test_progress_of_rounds_without_an_interior_point_ends_at_one():
+    p_ac, dist = _metric_instance(np.random.default_rng(4), 2, 30, "l2")
+    dist[0, 5] = np.inf                                            # the hub program's rounds
+    seen, info = [], {}
+    perfect_privacy_table(p_ac, dist, info=info, progress=seen.append)
+    assert info["formulation"] == "hub" and "seed" not in info
+    assert len(seen) >= 2 and seen == sorted(seen) and seen[-1] == 1.0

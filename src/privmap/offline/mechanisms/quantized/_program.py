@@ -110,7 +110,8 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *
     tell = progress or (lambda stage, fraction: None)
     tell("perfect-privacy", 0.25)
     centers = None if start is None else np.asarray(alphabet.inputs, dtype=float)
-    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion)
+    perfect_table, d_perfect = perfect_privacy_table(p_ac, alphabet.distortion,
+                                                     progress=lambda f: tell("perfect-privacy", 0.25 + 0.1 * f))
     if options.delta is not None:
         delta = options.delta
     elif options.delta_fraction is not None:

@@ -66,6 +66,7 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
+from .._progress import log_fraction
 from .._result import SolveResult
 from .._row_schur import SINGLE_CORRECTION, MixedPrecision, SchurBreakdown, SingleFalls, row_schur, shifted_cholesky
 from ._program import SHIFTS, LN2, Instance, answer, leakage, start_table, support, woodbury_blocks
@@ -167,7 +168,7 @@ def _path(inst: Instance, tol: float, progress) -> tuple[_Point | None, float, i
         if gap < kept_gap and float((b * point.q).sum()) <= 1.0 + _FEASIBLE:
             kept, kept_gap, kept_at = point, gap, steps
         if progress is not None and first > _STOP * tol:    # the kept gap, which never rises
-            progress(min(1.0, max(0.0, math.log(first / max(kept_gap, 1e-300)) / math.log(first / (_STOP * tol)))))
+            progress(log_fraction(first, kept_gap, _STOP * tol))
         if kept_gap <= _STOP * tol:
             return kept, kept_gap, steps, "gap within tolerance"
         if kept_gap <= tol and steps - kept_at >= _PATIENCE:

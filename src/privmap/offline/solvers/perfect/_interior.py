@@ -54,6 +54,7 @@ from typing import Callable
 import numpy as np
 import scipy.linalg as sla
 
+from .._progress import log_fraction
 from .._row_schur import SINGLE_CORRECTION, MixedPrecision, SchurBreakdown, SingleFalls, row_schur, shifted_cholesky
 
 #: q(c, j) of the interior point from which its pair seeds the master (occupation, K = 256: 875
@@ -105,7 +106,8 @@ class _Breakdown(Exception):
 
 
 def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_tol: float,
-                   bound: Callable[[np.ndarray], float]) -> InteriorPoint | None:
+                   bound: Callable[[np.ndarray], float],
+                   progress: Callable[[float], None] | None = None) -> InteriorPoint | None:
     """Mehrotra's predictor-corrector on the perfect-privacy program (module docstring).
 
     Parameters
@@ -118,6 +120,9 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
         Relative gap between the table's cost and the dual bound at which to stop.
     bound : callable, keyword-only
         ``bound(w)`` with w of shape (m, K_out) gives L(w) over every pair (the caller's pricing).
+    progress : callable(float) or None, keyword-only
+        Called after each step with the share of the decades the complementarity has come down,
+        from the start's toward ``rel_tol`` of the table's cost (``.._progress.log_fraction``).
 
     Returns
     -------
@@ -155,6 +160,8 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
                                         certified=point.upper - best_lower <= rel_tol * abs(point.upper))
             if point.certified:
                 break
+        if progress is not None:
+            progress(log_fraction(start_mu, float((q * z).mean()), rel_tol * abs(float((cost * q).sum())) / q.size))
         if float((q * z).mean()) <= _MU_FLOOR * start_mu:
             break
     return point

@@ -103,6 +103,8 @@ tests and ``benchmarks/bench_perfect.py`` check the column generation against.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import highspy
 import numpy as np
 import scipy.sparse as sp
@@ -111,6 +113,7 @@ from threadpoolctl import threadpool_limits
 from ..._errors import SolverError
 from ..._information import expected_distortion, leakage_bits
 from .._problem import check_instance
+from .._progress import log_fraction
 from .._result import SolveResult
 from ._interior import interior_point, seed_pairs
 from ._transport import solve_binary
@@ -126,6 +129,9 @@ _IDLE_SOLVES = 2              # solves a column may sit at zero, priced out, bef
 _NEAR_TIE = 1e-6              # a column priced out by less than this share of its cost is kept
                               # (race private, K = 1024: 52 against 64 CPU-s dropping all)
 _SMOOTHING = 0.9              # weight of the best-bound duals in the stabilised pricing point
+_SEEDED_SHARE = 0.9           # progress at the end of the interior point, where one seeds the master
+                              # (its steps are nine tenths of Delta0's time: occupation, K = 1,024,
+                              # about 43 s of steps against 6 s of master)
 #: Private classes (with mass) from which the first master is seeded by privmap's primal-dual
 #: interior point, with finite distortions (``_interior``; module docstring).
 INTERIOR_SEED_CLASSES = 3
@@ -171,8 +177,8 @@ def perfect_privacy_distortion(p_ac, distortion) -> float:
     return perfect_privacy_table(p_ac, distortion)[1]
 
 
-def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
-                          info: dict | None = None) -> tuple[np.ndarray, float]:
+def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9, info: dict | None = None,
+                          progress: Callable[[float], None] | None = None) -> tuple[np.ndarray, float]:
     """A zero-leakage mapping of least expected distortion, and that distortion.
 
     Any budget at or above that distortion is solved by this table exactly (leakage
@@ -191,6 +197,10 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
         hub"``; see the module docstring) and, for the hub program, ``dropped`` (idle columns
         deleted from the master, all rounds) and, where an interior point seeded the first master,
         ``seed`` (``"barrier"`` or ``"clarabel"``) and ``seeded`` (its pairs; 0 when it failed).
+    progress : callable(float) or None, keyword-only
+        Called with the fraction done, never decreasing, ending at 1: the interior point's
+        (``_interior``) to :data:`_SEEDED_SHARE`, then the rounds' gap between the master's cost
+        and the best bound, the share of its decades closed toward ``rel_tol``.
 
     Returns
     -------
@@ -202,12 +212,23 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9,
     SolverError
         As :func:`perfect_privacy_distortion`, or the bounds did not meet in 200 rounds.
     """
+    done = 0.0
+
+    def tell(fraction: float) -> None:      # never decreasing, however the gaps move
+        nonlocal done
+        done = max(done, fraction)
+        if progress is not None:
+            progress(done)
+
     with threadpool_limits(limits=1):                # see fast/_solver.py's _BLAS_THREADS
-        return _column_generation(p_ac, distortion, rel_tol, {} if info is None else info)
+        answer = _column_generation(p_ac, distortion, rel_tol, {} if info is None else info, tell)
+    tell(1.0)
+    return answer
 
 
-def _column_generation(p_ac, distortion, rel_tol, info):
-    """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller."""
+def _column_generation(p_ac, distortion, rel_tol, info, tell):
+    """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller; ``tell``
+    takes its progress."""
     p_ac, D, _ = check_instance(p_ac, distortion, None)
     p_c, delta_a = _coefficients(p_ac)
     with np.errstate(invalid="ignore"):
@@ -242,11 +263,14 @@ def _column_generation(p_ac, distortion, rel_tol, info):
         start_rows.append(used_rows)                 # from the transport's table
         start_cols.append(used_cols)
     classes = delta_a.shape[1] + 1
+    rounds_from = 0.0                                   # the progress at which the rounds start
     if (classes >= INTERIOR_SEED_CLASSES and np.isfinite(D).all()
             and D.size * classes <= INTERIOR_SEED_ENTRIES
             and (classes >= 5 or D.size <= FEW_CLASSES_SEED_PAIRS)):
         point = interior_point(p_c, delta_a, D, rel_tol=rel_tol, bound=lambda v: float(
-            _row_minima(D, _reduced(p_c, delta_a, D, v))[0].sum()))
+            _row_minima(D, _reduced(p_c, delta_a, D, v))[0].sum()),
+            progress=lambda fraction: tell(_SEEDED_SHARE * fraction))
+        rounds_from = _SEEDED_SHARE
         seeded = 0
         if point is not None:
             seed_rows, seed_cols = seed_pairs(point, p_c, delta_a, D)
@@ -263,7 +287,7 @@ def _column_generation(p_ac, distortion, rel_tol, info):
         info.update(seeded=int(seed_rows.size), seed="clarabel")
     rows, cols = _merge(np.concatenate(start_rows), np.concatenate(start_cols), D)
     master = _Master(p_c, delta_a, D)
-    previous, dropped, rounds = np.inf, 0, 0
+    previous, dropped, rounds, first_gap = np.inf, 0, 0, None
     while rounds < _MAX_ROUNDS:                         # the rounds are counted for the info below
         rounds += 1
         master.add(rows, cols)
@@ -273,7 +297,10 @@ def _column_generation(p_ac, distortion, rel_tol, info):
         if bound > lower:
             lower, v_best = bound, v_bound
         rows, cols = master.new_pairs(rows, cols)
-        if value - lower <= rel_tol * max(abs(value), 1e-300) or rows.size == 0:
+        goal = rel_tol * max(abs(value), 1e-300)
+        first_gap = value - lower if first_gap is None else first_gap
+        tell(rounds_from + (1.0 - rounds_from) * log_fraction(first_gap, value - lower, goal))
+        if value - lower <= goal or rows.size == 0:
             break
         if value < previous - 1e-12 * abs(value):       # strictly lower: dropping cannot cycle
             dropped += master.drop_idle()
