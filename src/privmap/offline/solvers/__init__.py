@@ -3,7 +3,8 @@
 Shared pieces, private modules here: ``_solve`` (:func:`solve`, the entry point choosing a
 solver), ``_problem`` (instance checks), ``_result`` (:class:`SolveResult`), ``_negligible``
 (merging outputs of negligible mass), ``_compress`` (integer rows summing to 2^B), ``_progress``
-(a narrowing gap as a progress fraction).
+(a narrowing gap as a progress fraction), ``_row_schur`` (the rows' Schur complement both
+interior points factorise, in mixed precision).
 
 The solvers, one sub-package per family, each with its own face:
 
