@@ -97,3 +97,17 @@ def max_output_leakage_bits(p_ac: np.ndarray, q) -> float:
     """
     ratios, _ = output_posterior_ratios(p_ac, q)
     return float(np.max(np.abs(ratios))) if ratios.size else 0.0
+
+
+def ruled_out(p_ac: np.ndarray, q) -> tuple[int, int] | None:
+    """Where the per-output leakage is unbounded: (output, class) indexes of an output of positive
+    mass that a class of positive prior never reaches (p(a | c_hat) = 0, so seeing it rules that
+    class out), the first in class-major order; None where :func:`max_output_leakage_bits` is finite.
+
+    Shapes as :func:`output_posterior_ratios`. Raises nothing.
+    """
+    ratios, outputs = output_posterior_ratios(p_ac, q)
+    if np.isfinite(ratios).all():
+        return None
+    a, k = np.unravel_index(int(np.argmin(ratios)), ratios.shape)
+    return int(outputs[k]), int(a)

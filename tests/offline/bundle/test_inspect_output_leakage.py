@@ -21,7 +21,8 @@ def test_computed_from_the_integer_table_and_prior():
 def test_an_output_that_rules_a_class_out_is_unbounded_and_named():
     payload = table_payload([[0.5, 0.0], [0.25, 0.25]], [[0], [0, 1]], [[4], [2, 2]])
     value, note = payload_output_leakage(payload)
-    assert value is None and note == "unbounded: output 1 has positive mass and p(a|c^) = 0 for class 'x'"
+    assert value is None and note == ("unbounded: output 1 has positive mass and p(a|c^) = 0 for class 'x' "
+                                      "(releasing it rules that class out)")
 
 
 def test_a_declared_figure_is_shown_as_declared():

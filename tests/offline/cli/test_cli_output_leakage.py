@@ -150,3 +150,20 @@ def test_a_zero_limit_is_a_usage_error(tmp_path, keys, ratings_csv, run):
     result = run("build", ratings_csv, "--private", "gender", "--clusters", 12, "--delta-fraction", 1.0,
                  "--max-output-leakage", 0, "--key", keys / "private.pem", "--out", tmp_path / "z.bundle", ok=False)
     assert result.exit_code == 2 and "--max-output-leakage" in result.stderr
+
+
+def test_a_build_whose_output_rules_a_class_out_says_which_as_inspect_does(tmp_path, keys, run):
+    rows = ["x,y,job"] + [f"{i % 20},{i // 20},{'ab'[i % 2]}" for i in range(400)] + ["19,19,rare"] * 3
+    data = tmp_path / "rare.csv"
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "rare.bundle"
+    args = ("build", data, "--private", "job", "--clusters", 24, "--delta-fraction", 0.5, "--holdout-folds", 0,
+            "--key", keys / "private.pem", "--out", out)
+    built = json.loads(run(*args, "--json").stdout)
+    assert math.isinf(epsilon_by_hand(payload_of(out)))
+    inspected = json.loads(run("inspect", out, "--json").output)
+    assert built["max_output_leakage_bits"] is None is inspected["max_output_leakage_bits"]
+    assert built["max_output_leakage_note"] == inspected["max_output_leakage_note"]
+    assert built["max_output_leakage_note"].startswith("unbounded: output ")
+    assert "class 'rare'" in built["max_output_leakage_note"]
+    assert f"per-output leakage: {built['max_output_leakage_note']}\n" in run(*args).output

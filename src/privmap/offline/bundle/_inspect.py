@@ -105,14 +105,13 @@ def payload_output_leakage(payload: dict) -> tuple[float | None, str]:
         return None, "not computable: the payload carries no table with a prior p(a, c)"
     import numpy as np
 
-    from .._information import max_output_leakage_bits, output_posterior_ratios
+    from .._information import max_output_leakage_bits, ruled_out
     q = payload_table(payload)
     p_ac = np.asarray(payload["prior"], dtype=float)
     p_ac = p_ac / p_ac.sum()
     eps = max_output_leakage_bits(p_ac, q)
     if np.isfinite(eps):
         return eps, "computed from the integer table and the payload's prior (the bundle does not declare it)"
-    ratios, outputs = output_posterior_ratios(p_ac, q)
-    a, k = np.unravel_index(int(np.argmin(ratios)), ratios.shape)
-    return None, (f"unbounded: output {int(outputs[k])} has positive mass and p(a|c^) = 0 for class "
-                  f"{payload['private']['classes'][a]!r}")
+    output, a = ruled_out(p_ac, q) or (-1, -1)          # eps is infinite: some output rules a class out
+    return None, (f"unbounded: output {output} has positive mass and p(a|c^) = 0 for class "
+                  f"{payload['private']['classes'][a]!r} (releasing it rules that class out)")

@@ -24,7 +24,7 @@ from privmap.device.constants import MAX_RANK
 
 from .._errors import BuildError
 from .._files import atomic_write
-from .._information import max_output_leakage_bits
+from ..bundle import payload_output_leakage
 from .._joint import COLUMN_FIGURES, by_column, column_key, payload_columns, split_private
 from ..commandline import (
     BUNDLE_SECTION,
@@ -468,8 +468,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
                "quantization_distortion": metrics["quantization_distortion"]}
     if math.isfinite(built.solved.gap_bits):
         summary["solver_gap_bits"] = built.solved.gap_bits
-    summary["max_output_leakage_bits"] = (metrics["max_output_leakage_bits"] if "max_output_leakage_bits" in metrics
-                                          else max_output_leakage_bits(built.p_ac, built.table.probabilities()))
+    summary["max_output_leakage_bits"], summary["max_output_leakage_note"] = payload_output_leakage(result.payload)
     summary.update({k: v for k, v in metrics.items()
                     if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_"))
                     and "[" not in k})
@@ -511,7 +510,8 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     if "robust_leakage_bits" in metrics:
         click.echo("  " + robust_line(metrics))
     eps = summary["max_output_leakage_bits"]
-    click.echo(f"  per-output leakage: {eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)"
+    click.echo("  per-output leakage: " + (summary["max_output_leakage_note"] if eps is None else
+                                           f"{eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)")
                + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
                   if "max_output_leakage_limit_bits" in metrics else ""))
     if "holdout_leakage_bits" in metrics:
