@@ -109,9 +109,10 @@ def payload_output_leakage(payload: dict) -> tuple[float | None, str]:
     q = payload_table(payload)
     p_ac = np.asarray(payload["prior"], dtype=float)
     p_ac = p_ac / p_ac.sum()
-    eps = max_output_leakage_bits(p_ac, q)
-    if np.isfinite(eps):
-        return eps, "computed from the integer table and the payload's prior (the bundle does not declare it)"
-    output, a = ruled_out(p_ac, q) or (-1, -1)          # eps is infinite: some output rules a class out
+    where = ruled_out(p_ac, q)
+    if where is None:
+        return (max_output_leakage_bits(p_ac, q),
+                "computed from the integer table and the payload's prior (the bundle does not declare it)")
+    output, a = where
     return None, (f"unbounded: output {output} has positive mass and p(a|c^) = 0 for class "
                   f"{payload['private']['classes'][a]!r} (releasing it rules that class out)")
