@@ -48,7 +48,7 @@ def test_the_perfect_privacy_point_takes_float32_steps_and_certifies_delta0_as_i
     mixed = _delta0_point(p_ac, dist)
     assert mixed.certified and taken[0] and not taken[-1]    # float32 first, float64 at the end
     assert taken == sorted(taken, reverse=True)               # never back to float32
-    monkeypatch.setattr(_interior, "SINGLE_CORRECTION", -1.0)  # no float32 direction settles
+    monkeypatch.setattr(_row_schur, "SINGLE_CORRECTION", -1.0)  # no float32 direction settles
     taken.clear()
     double = _delta0_point(p_ac, dist)
     assert double.certified and not any(taken)
@@ -69,7 +69,7 @@ def test_a_float32_direction_that_does_not_settle_is_taken_again_in_float64_and_
 
     monkeypatch.setattr(_interior, "_mehrotra_step", step)
     monkeypatch.setattr(_interior, "row_schur", spy)
-    monkeypatch.setattr(_interior, "SINGLE_CORRECTION", -1.0)      # no float32 direction settles
+    monkeypatch.setattr(_row_schur, "SINGLE_CORRECTION", -1.0)      # no float32 direction settles
     falls = _delta0_point(p_ac, dist)
     assert singles[:2] == [True, False] and not any(singles[2:])
     assert np.array_equal(falls.table, double.table) and falls.lower == double.lower
@@ -82,7 +82,7 @@ def test_the_program_19_point_takes_float32_steps_and_answers_as_in_float64(adul
     taken = _steps_taken(_primal_dual, monkeypatch)
     mixed, _ = _primal_dual.primal_dual(inst, tol, None)
     assert mixed is not None and taken[0] and taken == sorted(taken, reverse=True)
-    monkeypatch.setattr(_primal_dual, "SINGLE_CORRECTION", -1.0)
+    monkeypatch.setattr(_row_schur, "SINGLE_CORRECTION", -1.0)
     taken.clear()
     double, _ = _primal_dual.primal_dual(inst, tol, None)
     assert double is not None and not any(taken)
@@ -97,11 +97,11 @@ def test_a_float32_complement_no_shift_makes_positive_definite_is_formed_again_i
     float64, not ended as a breakdown."""
     factorise, calls = module.shifted_cholesky, []
 
-    def fails_once(schur, shifts):
+    def fails_once(schur, shifts, *, single=False):
         calls.append(1)
-        if len(calls) == 1:
-            raise _row_schur.SchurBreakdown("no shift")
-        return factorise(schur, shifts)
+        if len(calls) == 1:                     # a complement no shift makes positive definite
+            return factorise(-np.eye(schur.shape[0]), shifts, single=single)
+        return factorise(schur, shifts, single=single)
 
     monkeypatch.setattr(module, "shifted_cholesky", fails_once)
     taken = _steps_taken(module, monkeypatch)
@@ -112,3 +112,22 @@ def test_a_float32_complement_no_shift_makes_positive_definite_is_formed_again_i
         answer, _ = _primal_dual.primal_dual(_program.instance(*adult_workclass), 1e-5 * math.log(2), None)
         assert answer is not None and answer.info["path_gap_bits"] <= 1e-5
     assert taken and not any(taken)             # the first step was taken again in float64, and every later one
+
+
+def test_a_float32_complement_no_shift_helps_falls_to_float64_and_a_float64_one_breaks_down():
+    negative = -np.eye(3)
+    with pytest.raises(_row_schur.SingleFalls):
+        _row_schur.shifted_cholesky(negative, (1e-12, 1e-8), single=True)
+    with pytest.raises(_row_schur.SchurBreakdown):
+        _row_schur.shifted_cholesky(negative, (1e-12, 1e-8))
+
+
+@pytest.mark.parametrize("correction, falls", [(1e-10, False), (1e-8, True), (np.nan, True)])
+def test_a_direction_settles_when_its_last_correction_is_within_the_threshold(correction, falls):
+    direction = np.array([[2.0, -1.0], [0.5, 0.0]])
+    correction = np.full_like(direction, correction)
+    if falls:
+        with pytest.raises(_row_schur.SingleFalls):
+            _row_schur.require_settled(correction, direction)
+    else:
+        _row_schur.require_settled(correction, direction)

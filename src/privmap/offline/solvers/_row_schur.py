@@ -64,6 +64,14 @@ class MixedPrecision:
         return step(*args, single=False)
 
 
+def require_settled(correction: np.ndarray, direction: np.ndarray) -> None:
+    """Raise :class:`SingleFalls` unless a direction's last refinement ``correction`` is within
+    :data:`SINGLE_CORRECTION` of the direction's largest entry (both any shape, the same; a NaN
+    falls too). A point calls it on directions from a float32 Schur complement only."""
+    if not float(np.abs(correction).max()) <= SINGLE_CORRECTION * float(np.abs(direction).max()):
+        raise SingleFalls
+
+
 def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray, *, single: bool = False) -> np.ndarray:
     """S of the module docstring, symmetric: ``U`` (R, a), ``weights`` (R, K_out) the diagonals
     W_j as columns, ``T`` (K_out, a, a) symmetric; returns (R, R) in float64. Raises nothing.
@@ -94,15 +102,18 @@ def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray, *, single: bool
     return S
 
 
-def shifted_cholesky(schur: np.ndarray, shifts: tuple[float, ...]):
+def shifted_cholesky(schur: np.ndarray, shifts: tuple[float, ...], *, single: bool = False):
     """The lower Cholesky factor (``scipy.linalg.cho_factor`` form) of ``schur`` (n, n) with the
     first diagonal shift of ``shifts`` (increasing, relative to its largest diagonal) that leaves it
-    positive definite.
+    positive definite. ``single`` (keyword-only): ``schur`` came from float32 products
+    (``row_schur(single=True)``), whose round-off alone can cost it its definiteness.
 
     Raises
     ------
+    SingleFalls
+        ``single``, and none of the shifts does (the step is taken again in float64).
     SchurBreakdown
-        None of them does.
+        Not ``single``, and none of them does.
     """
     diagonal = np.diag_indices(schur.shape[0])
     largest = float(np.diag(schur).max())
@@ -113,5 +124,7 @@ def shifted_cholesky(schur: np.ndarray, shifts: tuple[float, ...]):
             return sla.cho_factor(shifted, lower=True, check_finite=False)
         except (np.linalg.LinAlgError, ValueError):
             continue
+    if single:
+        raise SingleFalls("no shift leaves the float32 Schur complement positive definite")
     raise SchurBreakdown(f"no diagonal shift up to {shifts[-1]:.0e} of the largest leaves the Schur complement "
                          "positive definite")

@@ -576,6 +576,7 @@ def test_an_interior_point_that_breaks_down_leaves_the_master_seeded_by_the_poin
 
 
 def test_a_path_carried_off_the_constraints_keeps_its_last_feasible_table_and_its_best_bound(monkeypatch):
+    from privmap.offline.solvers import _row_schur
     from privmap.offline.solvers.perfect import _interior
     from privmap.offline.solvers.perfect._linear_program import _coefficients, _reduced, _row_minima
 
@@ -592,7 +593,7 @@ def test_a_path_carried_off_the_constraints_keeps_its_last_feasible_table_and_it
     monkeypatch.setattr(_interior, "_mehrotra_step", drifts)
     # the drift meets the float64 path: float32 first steps move the iterate it meets, and how
     # long the sabotaged path runs with it (86 steps against 35); they have their own tests
-    monkeypatch.setattr(_interior, "SINGLE_CORRECTION", -1.0)
+    monkeypatch.setattr(_row_schur, "SINGLE_CORRECTION", -1.0)
     p_ac, dist = _many_class_instance(48, 7, 0)
     p_c, delta_a = _coefficients(p_ac)
     point = _interior.interior_point(p_c, delta_a, dist, rel_tol=1e-9, bound=lambda v: float(

@@ -68,7 +68,7 @@ import scipy.linalg as sla
 
 from .._progress import log_fraction
 from .._result import SolveResult
-from .._row_schur import SINGLE_CORRECTION, MixedPrecision, SchurBreakdown, SingleFalls, row_schur, shifted_cholesky
+from .._row_schur import MixedPrecision, SchurBreakdown, require_settled, row_schur, shifted_cholesky
 from ._program import SHIFTS, LN2, Instance, answer, leakage, start_table, support, woodbury_blocks
 
 _MAX_STEPS = 100         # Mehrotra steps (UCI Adult, K = 256: 45 to 59)
@@ -250,8 +250,8 @@ def _merit(point: _Point, mu: float) -> float:
 def _newton_system(inst: Instance, point: _Point, *, single: bool):
     """The solver of the point's Newton system, refined :data:`_REFINE` times against the exact
     products (its Schur complement from float32 products where ``single``: SingleFalls where no
-    shift makes it positive definite, and from the solver where the last refinement's correction
-    is above ``SINGLE_CORRECTION`` of dq):
+    shift makes that positive definite, and from ``solve`` where the last refinement's correction
+    has not settled, ``.._row_schur.require_settled``):
     ``solve(h, r_rows, r_budget, r_s)`` returns (dq, ds, dnu, dlam) with
 
         (H + diag(z / q)) dq + dnu + dlam b = h,   sum_j dq = r_rows,   b . dq + ds = r_budget,
@@ -280,10 +280,8 @@ def _newton_system(inst: Instance, point: _Point, *, single: bool):
     schur[:R, R] = schur[R, :R] = inv_b.sum(axis=1)
     schur[R, R] = float((b * inv_b).sum()) + s / lam
     try:
-        factor = shifted_cholesky(schur, SHIFTS)
+        factor = shifted_cholesky(schur, SHIFTS, single=single)
     except SchurBreakdown as failure:
-        if single:                  # float32's round-off, perhaps: the step is taken again in float64
-            raise SingleFalls from failure
         raise _Breakdown("interior point: the Newton system lost positive definiteness") from failure
 
     def once(h, r_rows, r_budget, r_s):
@@ -299,8 +297,8 @@ def _newton_system(inst: Instance, point: _Point, *, single: bool):
             ddq, dds, ddnu, ddlam = once(h - (product(dq) + dnu[:, None] + dlam * b), r_rows - dq.sum(axis=1),
                                          r_budget - float((b * dq).sum()) - ds, r_s - (lam * ds + s * dlam))
             dq, ds, dnu, dlam = dq + ddq, ds + dds, dnu + ddnu, dlam + ddlam
-        if single and not float(np.abs(ddq).max()) <= SINGLE_CORRECTION * float(np.abs(dq).max()):  # NaN too
-            raise SingleFalls
+        if single:
+            require_settled(ddq, dq)
         return dq, ds, dnu, dlam
 
     return solve

@@ -55,7 +55,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._progress import log_fraction
-from .._row_schur import SINGLE_CORRECTION, MixedPrecision, SchurBreakdown, SingleFalls, row_schur, shifted_cholesky
+from .._row_schur import MixedPrecision, SchurBreakdown, require_settled, row_schur, shifted_cholesky
 
 #: q(c, j) of the interior point from which its pair seeds the master (occupation, K = 256: 875
 #: pairs; one round from 1e-9 to 1e-5, 1,140 to 872 pairs).
@@ -210,10 +210,8 @@ def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z, *, single: bool):
     except np.linalg.LinAlgError as error:
         raise _Breakdown from error
     try:
-        factor = shifted_cholesky(schur, _SHIFTS)
+        factor = shifted_cholesky(schur, _SHIFTS, single=single)
     except SchurBreakdown as error:
-        if single:                  # float32's round-off, perhaps: the step is taken again in float64
-            raise SingleFalls from error
         raise _Breakdown from error
 
     def multipliers(g, r_rows, r_balance):
@@ -241,9 +239,8 @@ def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z, *, single: bool):
             ddu, ddw = multipliers(np.zeros_like(g), r_rows - dq.sum(axis=1), e_balance)
             du, dw = du + ddu, dw + ddw
             previous, dq = dq, theta * (g + du[:, None] + delta_a @ dw)
-        if single and not (float(np.abs(dq - previous).max())                 # the last correction; NaN too
-                           <= SINGLE_CORRECTION * float(np.abs(dq).max())):
-            raise SingleFalls
+        if single:
+            require_settled(dq - previous, dq)
         dz = r_dual - du[:, None] - delta_a @ dw
         if not (np.all(np.isfinite(dq)) and np.all(np.isfinite(dz))):
             raise _Breakdown
