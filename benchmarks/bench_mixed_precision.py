@@ -47,7 +47,6 @@ def main(argv=None) -> None:
     from threadpoolctl import threadpool_limits
 
     from privmap.offline.solvers import _row_schur, solve
-    from privmap.offline.solvers.interior import _primal_dual
     from privmap.offline.solvers.perfect import _interior
     from privmap.offline.solvers.perfect._linear_program import _coefficients, _reduced, _row_minima
 
@@ -70,7 +69,7 @@ def main(argv=None) -> None:
     with threadpool_limits(limits=1):
         for _ in range(args.repeats):
             for way, limit in (("mixed", correction), ("float64", -1.0)):
-                _interior.SINGLE_CORRECTION = _primal_dual.SINGLE_CORRECTION = limit
+                _row_schur.SINGLE_CORRECTION = limit
                 singles.clear()
                 point, point_s = _timed(_interior.interior_point, p_c, delta_a, D, rel_tol=1e-9, bound=lambda v: float(
                     _row_minima(D, _reduced(p_c, delta_a, D, v))[0].sum()))

@@ -160,9 +160,10 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
                                         certified=point.upper - best_lower <= rel_tol * abs(point.upper))
             if point.certified:
                 break
+        mu = float((q * z).mean())
         if progress is not None:
-            progress(log_fraction(start_mu, float((q * z).mean()), rel_tol * abs(float((cost * q).sum())) / q.size))
-        if float((q * z).mean()) <= _MU_FLOOR * start_mu:
+            progress(log_fraction(start_mu, mu, rel_tol * abs(float((cost * q).sum())) / q.size))
+        if mu <= _MU_FLOOR * start_mu:
             break
     return point
 
