@@ -92,3 +92,14 @@ def test_chunks_of_no_user_are_refused():
     from privmap.offline.data import synthetic_rating_chunks
     with pytest.raises(ValueError, match="chunk_users"):
         next(synthetic_rating_chunks(10, 5, chunk_users=0, rng=1))
+
+
+def test_taste_zero_draws_the_set_drawn_before_taste_existed_and_taste_makes_watching_follow_the_factors():
+    plain = synthetic_ratings(200, 40, rng=5)
+    zero = synthetic_ratings(200, 40, rng=5, taste=0.0)
+    assert np.array_equal(np.isnan(plain.ratings), np.isnan(zero.ratings))
+    assert np.array_equal(plain.observe_probability, zero.observe_probability)
+    tasteful = synthetic_ratings(200, 40, rng=5, taste=2.0)
+    assert not np.array_equal(tasteful.observe_probability, plain.observe_probability)
+    with pytest.raises(ValueError, match="taste"):
+        synthetic_ratings(10, 5, rng=0, taste=-1.0)

@@ -9,6 +9,8 @@ population has drifted from the prior a bundle was built on), ``_plots`` (matplo
 ``_recommender`` (matrix-factorisation RMSE on true vs released ratings, seed 000's Table I),
 ``_service_utility`` (utility as the service sees it: a recommender's RMSE, value kept and
 NDCG@10 on held-out users' hidden ratings with their true, released or no rows),
+``_service_ranking`` (the top-k lists users receive: EASE on true profiles, popularity, released
+rows, ranking value kept),
 ``_service_svd`` (the service's recommender, scikit-surprise's SVD).
 """
 from .._attacker import AttackScores, cross_validated_scores, logistic_attack
@@ -24,6 +26,7 @@ from ._attacks import (
 from ._drift import drift_check, format_drift
 from ._plots import have_matplotlib, plot_curve, plot_mapping_2d, plot_roc, pyplot
 from ._recommender import Factorization, factorize, rmse_true_vs_released
+from ._service_ranking import RankingService, ease_weights
 from ._service_svd import ServiceModel, fit_svd
 from ._service_utility import ServiceUtility, format_utility, hide_ratings, recommender_utility
 
@@ -31,4 +34,4 @@ __all__ = ["AttackScores", "logistic_attack", "cross_validated_scores", "split_r
            "map_accuracy_after", "map_guess", "permutation_bias", "prior_mismatch_bounds",
            "roc_curve_points", "drift_check", "format_drift", "have_matplotlib", "plot_curve", "plot_mapping_2d",
            "plot_roc", "Factorization", "factorize", "rmse_true_vs_released", "ServiceModel", "fit_svd",
-           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility"]
+           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility", "RankingService", "ease_weights"]

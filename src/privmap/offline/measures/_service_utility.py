@@ -22,7 +22,10 @@ Figures (:meth:`ServiceUtility.measure`):
   users of DCG@k / ideal DCG@k (users whose hidden ratings are all lo are left out);
 - recall@k: each held-out user's items that are not in their visible row ranked by predicted rating
   (what the service would recommend), the share of their hidden items among the top k (divided by
-  min(k, hidden items)), the mean over users with a hidden rating.
+  min(k, hidden items)), the mean over users with a hidden rating;
+- the ranking figures of the lists users receive (:mod:`._service_ranking`: recall@k and NDCG@k
+  of EASE on the true visible profiles, of popularity and of the released rows, and the ranking
+  value kept), prefixed ``ranking_``.
 
 A released row is a float row of the same columns: NaN (blank) cells are not ratings; it may be
 dense (a value in every column) even where the user rated few items, and values need not be whole
@@ -40,6 +43,7 @@ from typing import Callable
 
 import numpy as np
 
+from ._service_ranking import RankingService
 from ._service_svd import EPOCHS, FACTORS, ServiceModel, fit_svd
 
 __all__ = ["HIDDEN_FRACTION", "TOP", "hide_ratings", "ServiceUtility", "recommender_utility", "format_utility"]
@@ -135,6 +139,7 @@ class ServiceUtility:
         self.scale = (float(observed.min()), float(observed.max()))
         self.hidden_fraction = float(hidden_fraction)
         self.factors, self.epochs, self.top, self.seed = int(factors), int(epochs), int(top), int(seed)
+        self.ranking = RankingService(self.train, self.heldout, self.hidden, top=self.top)
         self._baseline: dict | None = None
 
     # ------------------------------------------------------------------ the three cases
@@ -228,8 +233,9 @@ class ServiceUtility:
         -------
         dict
             :meth:`describe`, :attr:`baseline`, ``rmse_released``, ``ndcg_at_k_released``,
-            ``recall_at_k_released``, ``value_kept`` (None when ``rmse_true >= rmse_nothing``)
-            and ``released_cells_per_user`` (mean non-blank released cells).
+            ``recall_at_k_released``, ``value_kept`` (None when ``rmse_true >= rmse_nothing``),
+            ``released_cells_per_user`` (mean non-blank released cells) and the ranking figures
+            (:meth:`RankingService.measure`).
 
         Raises
         ------
@@ -245,7 +251,8 @@ class ServiceUtility:
         kept = (base["rmse_nothing"] - fig["rmse"]) / gain if gain > 1e-12 else None
         return {**self.describe(), **base, "rmse_released": fig["rmse"], "value_kept": kept,
                 "ndcg_at_k_released": fig["ndcg"], "recall_at_k_released": fig["recall"],
-                "released_cells_per_user": float(np.mean(np.sum(~np.isnan(released), axis=1)))}
+                "released_cells_per_user": float(np.mean(np.sum(~np.isnan(released), axis=1))),
+                **self.ranking.measure(released)}
 
 
 def recommender_utility(train, heldout, release: Callable[[np.ndarray], np.ndarray] | np.ndarray, *, hidden=None,
@@ -302,4 +309,12 @@ def format_utility(r: dict) -> str:
                      f"{f(r[f'recall_at_k_{case}']):>11}")
     lines.append(f"  value kept (RMSE) {f(r['value_kept'], 3)}; released cells per user "
                  f"{r['released_cells_per_user']:.1f} (visible ratings {r['visible_ratings_per_user']:.1f})")
+    if "ranking_recall_released" in r:
+        lines.append(f"  top-{k} lists of unseen items (relevant: hidden ratings >= 4){'':<3}{f'NDCG@{k}':>9}"
+                     f"{f'recall@{k}':>11}")
+        for label, case in (("EASE on their true visible profile", "true"), ("popularity, one list for all",
+                                                                             "popularity"),
+                            (f"their released rows ({r['ranking_released_by']})", "released")):
+            lines.append(f"  {label:<50}{f(r[f'ranking_ndcg_{case}']):>9}{f(r[f'ranking_recall_{case}']):>11}")
+        lines.append(f"  ranking value kept (recall) {f(r['ranking_value_kept'], 3)}")
     return "\n".join(lines)
