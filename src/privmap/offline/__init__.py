@@ -38,7 +38,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._errors import BuildError, DatasetError, InfeasibleError, SolverError
+from ._errors import BuildError, DatasetError, InfeasibleError, SolverError, TargetNotMetError
 from ._information import expected_distortion, leakage_bits, mutual_information_bits
 from .data import Dataset, Quantization, declare, joint_prior, load_dataset, nearest, pairwise, quantize, read_schema_file
 from .mechanisms import (
@@ -83,7 +83,7 @@ __all__ = [
     "quantize", "Quantization", "joint_prior", "pairwise", "nearest",
     "perfect_privacy_distortion", "compress", "CompressedTable",
     "leakage_bits", "mutual_information_bits", "expected_distortion",
-    "BuildError", "DatasetError", "SolverError", "InfeasibleError",
+    "BuildError", "DatasetError", "SolverError", "InfeasibleError", "TargetNotMetError",
     "build_quantized", "build_exact", "build_recommender", "build_funnel", "build_max_correlation",
     "build_gaussian", "build_nullspace", "evaluate", "curve", "sanitize",
     "BuildResult", "Evaluation", "Curve", "Released",

@@ -19,3 +19,7 @@ class SolverError(BuildError):
 
 class InfeasibleError(SolverError):
     """The distortion budget is below the least distortion any mapping can reach."""
+
+
+class TargetNotMetError(BuildError):
+    """No candidate of the ``auto`` search meets the privacy target (``--allow-unmet`` ships the nearest)."""

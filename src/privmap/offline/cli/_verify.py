@@ -121,12 +121,24 @@ def _describe(payload: dict) -> dict:
         "holdout_leakage_bits": metrics.get("holdout_leakage_bits"),
         "holdout_leakage_interval_bits": ([metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]
                                           if "holdout_leakage_low_bits" in metrics else None),
+        **_attacker_description(metrics),
         **_column_description(payload),
         **_robust_description(payload),
         **({"rating_columns": list(payload["model"]["columns"]),
             "rating_domain": {k: payload["model"][k] for k in ("min", "max", "integer", "missing_token")}}
            if payload.get("model") is not None else {}),
     }
+
+
+def _attacker_description(metrics: dict) -> dict:
+    """The strongest attacker the cross-fitting met (``--clusters auto`` builds; None otherwise):
+    ``holdout_attacker_auc``, its upper bound ``holdout_attacker_auc_high`` and ``holdout_attacker``,
+    its name (:mod:`privmap.offline._strongest`; None for a bundle that declares the logistic
+    attacker's alone)."""
+    from .._strongest import strongest_name
+    return {"holdout_attacker_auc": metrics.get("holdout_attacker_auc"),
+            "holdout_attacker_auc_high": metrics.get("holdout_attacker_auc_high"),
+            "holdout_attacker": strongest_name(metrics)}
 
 
 def _column_description(payload: dict) -> dict:
@@ -232,6 +244,9 @@ def _print_description(info: dict) -> None:
     if info["holdout_leakage_bits"] is not None:
         low, high = info["holdout_leakage_interval_bits"] or (math.nan, math.nan)
         click.echo(f"  new users (cross-fitted): leakage {info['holdout_leakage_bits']:.6f} bits "
-                   f"[{low:.6f}, {high:.6f}]")
+                   f"[{low:.6f}, {high:.6f}]"
+                   + (f", strongest attacker AUC {info['holdout_attacker_auc']:.4f} (upper "
+                      f"{info['holdout_attacker_auc_high']:.4f}, {info['holdout_attacker'] or 'logistic'})"
+                      if info.get("holdout_attacker_auc") is not None else ""))
     if len(info.get("private_columns") or ()) > 1:
         click.echo(column_lines(info["metrics"], info["private_columns"]))

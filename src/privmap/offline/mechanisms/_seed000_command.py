@@ -26,6 +26,7 @@ from .._errors import BuildError
 from .._files import atomic_write
 from ..bundle import payload_output_leakage
 from .._joint import COLUMN_FIGURES, by_column, column_key, payload_columns, split_private
+from .._strongest import strongest_name
 from ..commandline import (
     BUNDLE_SECTION,
     AutoOr,
@@ -92,6 +93,7 @@ SECTIONS = (
         ("holdout_folds", "Folds of the new-user estimate (default: 5)."),
         ("target_leakage", "auto: new-user leakage BITS (or COL=BITS)."),
         ("target_auc", "auto: held-out attacker AUC to stay under."),
+        ("allow_unmet", "auto: ship the nearest candidate if none meets."),
         ("robust", "Certify the leakage over a set of priors."),
         ("max_output_leakage", "Limit every output's leakage to EPS bits."),
     )),
@@ -166,9 +168,13 @@ _DECORATORS = [
                       "to the (joint) private attribute, COL=BITS to one private column alone; repeatable or "
                       "comma-separated, every target given is met."),
     click.option("--target-auc", type=click.FloatRange(0.0, 1.0), default=None, metavar="AUC",
-                 help="With 'auto': the out-of-sample attacker ROC AUC to stay under (logistic regression trained on "
-                      "each fold's releases, scored on the held-out rows'), met by its 95% upper confidence bound; "
-                      "combines with --target-leakage."),
+                 help="With 'auto': the out-of-sample attacker ROC AUC to stay under, met by the strongest of three "
+                      "attackers trained on each fold's releases and scored on the held-out rows' (the Bayes attacker "
+                      "over the release alphabet, gradient boosting, logistic regression), by its 95% upper "
+                      "confidence bound; combines with --target-leakage."),
+    click.option("--allow-unmet", is_flag=True,
+                 help="With 'auto': when no candidate meets the target, build the one nearest it by the target's own "
+                      "measure (default: fail, writing no bundle)."),
     click.option("--no-codebook", is_flag=True,
                  help="Release the k-means representatives as they are (skip the codebook step that moves each "
                       "released row to the metric's optimum and re-solves)."),
@@ -266,7 +272,8 @@ _DEFAULT = object()
 def _build(data, *, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction,
            key, out, seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, prior,
            target_leakage, target_auc, no_codebook, class_blind, robust, holdout_folds, max_output_leakage, header,
-           as_json, passphrase_file, workers, scheduler, kmeans):
+           as_json, passphrase_file, workers, scheduler, kmeans,
+           allow_unmet=False):
     """The command's body: options, run, report."""
     partitioned = wants_partitioned(data, workers, scheduler)
     private = private_columns(private, partitioned, public)
@@ -278,7 +285,8 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
         solver=solver, bits=bits, smoothing=smoothing, prior=prior, target_leakage=target_leakage,
         target_auc=target_auc, no_codebook=no_codebook, class_blind=class_blind, robust=robust,
         holdout_folds=holdout_folds, max_output_leakage=max_output_leakage, factors=factors, factor_reg=factor_reg,
-        header=header)
+        header=header,
+        allow_unmet=allow_unmet)
     source = (open_partitioned(data, options, private=private, public=public, kmeans=kmeans) if partitioned
               else None)
     private_key = load_key(key, passphrase_file)
@@ -296,7 +304,8 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
 def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool, metric, clusters, delta,
                     delta_fraction, seed, declared, missing_token, missing, solver, bits, smoothing, prior,
                     target_leakage, target_auc, no_codebook, robust, holdout_folds, max_output_leakage, factors,
-                    factor_reg, header, class_blind=None):
+                    factor_reg, header, class_blind=None,
+                    allow_unmet=False):
     """The options of the mechanism the arguments ask for: :class:`QuantizedOptions`,
     :class:`ExactOptions`, or (``utility`` "recommender") :class:`RecommenderOptions` around the
     quantized ones; each checks its own rules at construction.
@@ -314,6 +323,8 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         raise BuildError(f"--mechanism {mechanism} needs --private COL")
     joint_target, column_targets = parse_target_leakage(target_leakage)
     auto = clusters == "auto" or smoothing == "auto"
+    if allow_unmet and not auto:
+        raise BuildError("--allow-unmet applies to a search for a target (--clusters auto or --smoothing auto)")
     fitting = CrossFitting(folds=holdout_folds) if holdout_folds else None
     certificate = RobustCertificate(confidence=robust) if robust is not None else None
     limit = OutputLimit(bits=max_output_leakage) if max_output_leakage is not None else None
@@ -343,7 +354,8 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         class_blind=bool(class_blind),
         auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets,
                   class_blind=(False, True) if class_blind is None and utility == "recommender" and not partitioned
-                  else ()) if auto else None,
+                  else (),
+                  allow_unmet=allow_unmet) if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
     if utility != "recommender":
         return mapping
@@ -472,6 +484,8 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     summary.update({k: v for k, v in metrics.items()
                     if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_"))
                     and "[" not in k})
+    if "holdout_attacker_auc" in metrics:
+        summary["holdout_attacker"] = strongest_name(metrics)
     columns = payload_columns(result.payload)
     if columns is not None:          # several private columns: each one's figures, by name
         summary["private_columns"] = list(columns.names)
@@ -480,8 +494,8 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     summary["utility"] = utility
     if built.choice is not None:
         click.echo(format_candidates(built.choice), err=True)
-        if not any(c.get("meets_target") for c in built.choice.candidates):
-            click.echo("warning: no candidate meets the privacy target; the least-leaking one was chosen", err=True)
+        if not built.choice.met:
+            click.echo("warning: " + built.choice.unmet_message(shipped=True), err=True)
         summary["auto"] = built.choice.summary()
     _warn_new_user_leakage(metrics)
     if as_json:
@@ -600,5 +614,6 @@ exact_command = _command("exact", "Seed 000's exact mapping of categorical tuple
     "mechanism": "exact", **dict.fromkeys(
         ("utility", "factors", "factor_reg", "metric", "clusters", "no_codebook", "class_blind", "prior",
          "target_leakage",
-         "target_auc", "domains", "missing_token", "schema_file", "schema_out", "missing", "workers", "scheduler",
+         "target_auc", "allow_unmet", "domains", "missing_token", "schema_file", "schema_out", "missing", "workers",
+         "scheduler",
          "kmeans"), _DEFAULT)})

@@ -4,8 +4,9 @@ A larger alphabet fits the training prior more closely: in-sample it lowers the
 distortion at a given leakage, but the table then leaks more on users who were not
 in the data. Each candidate (K, smoothing) is therefore judged out of sample, by
 the cross-fitting of :mod:`._holdout` (the build's own steps on k - 1 folds, the
-leakage, distortion and a logistic-regression attacker's ROC AUC measured on the
-held-out fold).
+leakage, distortion and the strongest attacker's ROC AUC measured on the held-out fold: the
+worst of the Bayes attacker over the release alphabet, gradient boosting and logistic regression,
+:mod:`privmap.offline._strongest`).
 
 **Candidates.** K = 4, 8, 16, ... up to the largest K the data supports: every
 cluster can hold :data:`MIN_USERS_PER_CLUSTER` training rows on average (K <= n (k - 1)
@@ -29,7 +30,8 @@ entropy of the private attribute in the data (what releasing it outright would l
 0.01 bits for a balanced binary attribute). A target is met by the candidate's
 cross-fitted ``holdout_leakage_bits`` as the bundle declares it (rounded to the payload's
 significant digits, :func:`declared_bits`), and by the one-sided upper confidence bound of its
-cross-fitted attacker AUC (``holdout_attacker_auc_high``, DeLong's, at the folds' confidence):
+cross-fitted attacker AUC (``holdout_attacker_auc_high``, DeLong's, at the folds' confidence, the
+largest of the three attackers' bounds):
 the winner is picked among many candidates on noisy estimates, and the one nearest the target is
 the most likely to sit there by chance, so an AUC target is held to the figure new users can be
 promised, not to the estimate; the build of the chosen candidate writes
@@ -37,8 +39,10 @@ that very estimate into the bundle (:attr:`Choice.holdout`), so the declared new
 meets it. With several private columns, ``--target-leakage COL=BITS`` adds a target on one
 column's cross-fitted ``holdout_leakage_bits[COL]`` (:attr:`Auto.column_targets`); a candidate
 meets the targets when it meets every one given (the joint's, each column's, the AUC). If no
-candidate meets the target, the one of least cross-fitted leakage is chosen and flagged
-(``meets_target`` false everywhere).
+candidate meets the target, the one nearest it by the target's own measure is chosen and flagged
+(``meets_target`` false everywhere; :meth:`_Targets.shortfall`: the largest excess over a target,
+a leakage's as a fraction of its bits, an AUC's as a fraction of its room above chance, 0.5), and a
+build fails closed on it (:func:`._build.build_points`) unless ``Auto.allow_unmet``.
 
 The budget (``delta`` or ``delta_fraction``) is the build's own for every
 candidate, unless the build gives none: then the budget is searched too, each K with
@@ -100,7 +104,8 @@ class Choice:
 
     ``candidates`` holds one dict per candidate: ``clusters`` (K asked for), ``smoothing``,
     ``holdout_leakage_bits``, ``holdout_leakage_high_bits``, ``holdout_distortion``,
-    ``holdout_attacker_auc``, ``holdout_attacker_auc_high``, ``meets_target`` and ``chosen``
+    ``holdout_attacker_auc``, ``holdout_attacker_auc_high``, ``holdout_attacker`` (the strongest
+    attacker's name, :mod:`privmap.offline._strongest`), ``meets_target`` and ``chosen``
     (bools), or ``error`` when that candidate could not be built; with several private columns also
     ``holdout_leakage_bits_by_column`` (column -> bits). ``column_targets`` maps each column given
     a target to its bits. ``target_leakage_bits`` is the leakage target applied
@@ -128,6 +133,30 @@ class Choice:
     class_blind: bool | None = None
     fold_costs: tuple = field(default=(), compare=False)
     candidate_costs: tuple = field(default=(), compare=False)
+
+    @property
+    def met(self) -> bool:
+        """Whether some candidate met the target (the chosen one, then)."""
+        return any(r.get("meets_target") for r in self.candidates)
+
+    def unmet_message(self, *, shipped: bool = False) -> str:
+        """One line for a search whose target no candidate met: the figures nearest the target
+        (the chosen candidate's) and what to try; ``shipped``: that candidate was built anyway."""
+        best = next(r for r in self.candidates if r.get("chosen"))
+        reached = []
+        if self.target_leakage_bits is not None:
+            reached.append(f"new-user leakage {best['holdout_leakage_bits']:.5f} bits against "
+                           f"{self.target_leakage_bits:.5f}")
+        for column, bits in self.column_targets.items():
+            reached.append(f"{column}'s {best['holdout_leakage_bits_by_column'][column]:.5f} bits against {bits:.5f}")
+        if self.target_auc is not None:
+            reached.append(f"attacker AUC bound {best['holdout_attacker_auc_high']:.4f} ({best['holdout_attacker']}) "
+                           f"against {self.target_auc:.4f}")
+        advice = "loosen the target, give more training users or protect fewer private columns"
+        return (f"no candidate of the auto search meets the privacy target; the nearest (K = {best['clusters']}) "
+                f"reached {', '.join(reached)}: "
+                + (f"built as --allow-unmet asks ({advice} to meet it)" if shipped
+                   else f"{advice}, or pass --allow-unmet to build that candidate"))
 
     def build_kwargs(self) -> dict:
         """Keyword arguments of :func:`._pipeline.build_rows` for the chosen candidate."""
@@ -272,7 +301,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     ok = [r for r in rows if "error" not in r]
     if not ok:
         raise BuildError("--clusters auto: no candidate could be built: " + rows[0]["error"])
-    best = _best(ok)
+    best = _best(ok, targets)
     for r in rows:
         r["chosen"] = r is best
     _, estimate, build = judged[rows.index(best)]
@@ -297,6 +326,18 @@ class _Targets:
     leakage_bits: float | None
     auc: float | None
     columns: dict
+
+    def shortfall(self, row: dict) -> float:
+        """How far a candidate's ``row`` misses the targets, by each target's own measure: the
+        largest excess over one, a leakage's (declared bits) as a fraction of its bits, the AUC
+        bound's as a fraction of the target's room above chance (0.5); <= 0 when every one is met."""
+        def over(figure: float, target: float, floor: float = 0.0) -> float:
+            return (figure - target) / max(target - floor, 1e-12)
+        gaps = [over(declared_bits(row["holdout_leakage_bits"]), self.leakage_bits)] if self.leakage_bits is not None else []
+        gaps += [over(declared_bits(row["holdout_leakage_bits_by_column"][c]), bits) for c, bits in self.columns.items()]
+        if self.auc is not None:
+            gaps.append(over(row["holdout_attacker_auc_high"], self.auc, 0.5))
+        return max(gaps, default=0.0)
 
     def met_by(self, est: HoldoutLeakage) -> bool:
         by_column = est.column_bits()
@@ -345,7 +386,7 @@ class _Run:
             return row
         row.update(holdout_leakage_bits=est.leakage_bits, holdout_leakage_high_bits=est.high_bits,
                    holdout_distortion=est.distortion, holdout_attacker_auc=est.attacker_auc,
-                   holdout_attacker_auc_high=est.attacker_auc_high)
+                   holdout_attacker_auc_high=est.attacker_auc_high, holdout_attacker=est.attacker)
         by_column = est.column_bits()
         if by_column:
             row["holdout_leakage_bits_by_column"] = by_column
@@ -364,15 +405,16 @@ def _tasks(candidate, folds: int) -> int:
     return folds + int(starts_folds(candidate))
 
 
-def _best(rows: list) -> dict:
+def _best(rows: list, targets: _Targets) -> dict:
     """The least held-out distortion among the rows that meet the target (ties: smaller K, less
-    smoothing, then the larger fraction), or the least leakage when none does."""
+    smoothing, then the larger fraction), or when none does the nearest the target
+    (:meth:`_Targets.shortfall`; ties: less leakage, then as above)."""
     meeting = [r for r in rows if r["meets_target"]]
     if meeting:
         return min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"],
                                            -r.get("delta_fraction", 0.0)))
-    return min(rows, key=lambda r: (r["holdout_leakage_bits"], r["holdout_distortion"], r["clusters"],
-                                    r["smoothing"], -r.get("delta_fraction", 0.0)))
+    return min(rows, key=lambda r: (targets.shortfall(r), r["holdout_leakage_bits"], r["holdout_distortion"],
+                                    r["clusters"], r["smoothing"], -r.get("delta_fraction", 0.0)))
 
 
 def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
@@ -410,7 +452,7 @@ def _refine_budget(run: _Run, judged: list) -> list:
     rows = [row for row, _, _ in judged if "error" not in row]
     if not rows or not any(r["meets_target"] for r in rows):
         return []
-    best = _best(rows)
+    best = _best(rows, run.targets)
     k, s, hi = best["clusters"], best["smoothing"], best["delta_fraction"]
     if hi == 0.0:
         return []
@@ -481,7 +523,8 @@ def format_candidates(choice: Choice) -> str:
     """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it."""
     searched = choice.delta_fraction is not None
     lines = [f"{'':2}{'K':>5} {'smoothing':>9}" + (f" {'Delta/D0':>8}" if searched else "")
-             + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11} {'(upper)':>7}"]
+             + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11} {'(upper)':>7}"
+             + f" {'attacker':>8}"]
     for r in choice.candidates:
         mark = "*" if r["chosen"] else " "
         head = f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g}" + (
@@ -491,7 +534,7 @@ def format_candidates(choice: Choice) -> str:
             continue
         lines.append(f"{head} {r['holdout_leakage_bits']:>17.5f} "
                      f"{r['holdout_leakage_high_bits']:>9.5f} {r['holdout_distortion']:>12.4f} "
-                     f"{r['holdout_attacker_auc']:>11.4f} {r['holdout_attacker_auc_high']:>7.4f}"
+                     f"{r['holdout_attacker_auc']:>11.4f} {r['holdout_attacker_auc_high']:>7.4f} {r['holdout_attacker']:>8}"
                      + "".join(f"  {c} {b:.5f}" for c, b in r.get("holdout_leakage_bits_by_column", {}).items())
                      + ("" if r["meets_target"] else "  above target"))
     goal = []
@@ -501,8 +544,9 @@ def format_candidates(choice: Choice) -> str:
     for column, bits in choice.column_targets.items():
         goal.append(f"held-out leakage of {column} <= {bits:.5f} bits")
     if choice.target_auc is not None:
-        goal.append(f"held-out attacker AUC <= {choice.target_auc:.4f} (its 95 % upper bound)")
+        goal.append(f"held-out AUC of the strongest attacker (Bayes, boosting, logistic) <= {choice.target_auc:.4f} "
+                    "(its 95 % upper bound)")
     met = any(r.get("meets_target") for r in choice.candidates)
     lines.append("target: " + " and ".join(goal) + ("; least held-out distortion among those meeting it"
-                                                   if met else "; no candidate meets it: least leakage chosen"))
+                                                   if met else "; no candidate meets it: the nearest chosen"))
     return "\n".join(lines)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..._errors import BuildError
+from ..._errors import BuildError, TargetNotMetError
 from ...data import Dataset, Source
 from .._result import Result
 from ._autotune import choose
@@ -56,12 +56,15 @@ def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, 
     """The quantized pipeline on points in memory (the rows, or a mechanism's own points: the
     recommender's factors), after the ``auto`` search when the options ask for one: it is timed
     as the stage ``auto-search`` with every fold's cost, and the build ships what it measured.
-    Raises as :func:`build`."""
+    Raises as :func:`build`, and :class:`~privmap.offline._errors.TargetNotMetError` when no
+    candidate meets the target (unless ``options.auto.allow_unmet``: the nearest is built)."""
     held = InMemoryRows(rows, dropped_rows)
     if options.auto is None:
         return build_rows(held, options, tell)
     tell("auto-search", 0.0)
     choice = choose(rows, options)
+    if not choice.met and not options.auto.allow_unmet:
+        raise TargetNotMetError(choice.unmet_message())
     tell.close()
     tell.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
     built = build_rows(held, choice.chosen(options), tell, **choice.build_kwargs())

@@ -131,12 +131,20 @@ class HoldoutLeakage:
     unmatched_rows : int
         Held-out rows the device would refuse (exact mechanism: a tuple not in the alphabet).
     attacker_auc : float or None
-        With ``attacker=True``: ROC AUC of a logistic-regression attacker on one simulated
-        release of every held-out row, each fold's attacker trained on that fold's training rows
-        as its table releases them (:func:`_fold_attack`), the folds' AUCs weighted by their rows.
+        With ``attacker=True``: ROC AUC of the strongest attacker on one simulated release of every
+        held-out row, each fold's attackers trained on that fold's training rows as its table
+        releases them (:func:`_fold_attack`; the Bayes attacker over the release alphabet, gradient
+        boosting and logistic regression, :mod:`privmap.offline._strongest`), each attacker's folds'
+        AUCs weighted by their rows, the largest of the three.
     attacker_auc_high : float or None
-        Its one-sided upper bound at :data:`CONFIDENCE` over the held-out rows (DeLong's standard
-        errors, :func:`privmap.offline._attacker.auc_with_error`); ``--target-auc`` is met by it.
+        The largest of the three attackers' one-sided upper bounds at :data:`CONFIDENCE` over the
+        held-out rows (DeLong's standard errors, :func:`privmap.offline._attacker.auc_with_error`);
+        ``--target-auc`` is met by it, so by every attacker.
+    attacker : str or None
+        The strongest attacker's name (:data:`privmap.offline._strongest.ATTACKERS`).
+    attackers : tuple of tuple
+        One ``(name, auc, auc_high)`` per attacker, in :data:`~privmap.offline._strongest.ATTACKERS`
+        order; empty without simulated releases.
     by_column : tuple of tuple
         With several private columns, one ``(name, leakage_bits, low_bits, high_bits, plugin_bits,
         bias_bits)`` per column, in column order: the same estimate of I(A_i; C^) (module
@@ -162,13 +170,16 @@ class HoldoutLeakage:
     unmatched_rows: int
     attacker_auc: float | None = None
     attacker_auc_high: float | None = None
+    attacker: str | None = None
+    attackers: tuple = ()
     by_column: tuple = ()
     fold_costs: tuple = field(default=(), compare=False)
 
     def metrics(self) -> dict:
         """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md), with each
         private column's ``holdout_leakage_bits[COL]`` and its interval when there are several, and
-        the attacker's AUC and its upper bound when the folds simulated releases (``--clusters auto``)."""
+        the strongest attacker's AUC and its upper bound when the folds simulated releases (``--clusters auto``),
+        and each attacker's as ``holdout_attacker_auc_NAME`` and ``holdout_attacker_auc_high_NAME``."""
         out = {"holdout_leakage_bits": self.leakage_bits, "holdout_leakage_low_bits": self.low_bits,
                "holdout_leakage_high_bits": self.high_bits, "holdout_plugin_bits": self.plugin_bits,
                "holdout_bias_bits": self.bias_bits, "holdout_distortion": self.distortion,
@@ -179,6 +190,8 @@ class HoldoutLeakage:
             out[column_key("holdout_leakage_low_bits", name)] = low
             out[column_key("holdout_leakage_high_bits", name)] = high
         auc = {"holdout_attacker_auc": self.attacker_auc, "holdout_attacker_auc_high": self.attacker_auc_high}
+        for name, value, high in self.attackers:
+            auc.update({f"holdout_attacker_auc_{name}": value, f"holdout_attacker_auc_high_{name}": high})
         if all(v is not None and math.isfinite(v) for v in auc.values()):
             out.update({key: float(v) for key, v in auc.items() if v is not None})
         return out
@@ -497,46 +510,65 @@ def pool_folds(parts: list, k: int) -> HoldoutLeakage:
 
 def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw of released rows (n, d) for ``symbols`` (held-out or training rows) under the fold's
-    table: each row takes the first output whose cumulative probability in its table row exceeds a
-    uniform draw (searched over the row's non-zeros only)."""
+    table: the rows of the outputs :func:`_drawn_outputs` draws."""
+    return np.asarray(fit.alphabet.outputs, dtype=float)[_drawn_outputs(fit, symbols, rng)]
+
+
+def _drawn_outputs(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw of the output index (n,) for each of ``symbols`` (n,) under the fold's table: each
+    row takes the first output whose cumulative probability in its table row exceeds a uniform
+    draw (searched over the row's non-zeros only)."""
     drawn_from = sparse.csr_matrix(fit.solved.table)[symbols]
     cumulative = np.cumsum(drawn_from.data)
     start, end = drawn_from.indptr[:-1], drawn_from.indptr[1:]
     base = np.where(start > 0, cumulative[np.maximum(start - 1, 0)], 0.0)
     at = np.minimum(np.searchsorted(cumulative, base + rng.random(symbols.size), side="right"), end - 1)
-    return np.asarray(fit.alphabet.outputs, dtype=float)[drawn_from.indices[at]]
+    return drawn_from.indices[at]
 
 
 def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray, options,
-                 rng: np.random.Generator) -> tuple[float, float]:
-    """The fold's attacker as an outside one meets the mechanism: a logistic regression
-    (:func:`privmap.offline._attacker.logistic_attack`, its regularisation chosen by inner
-    cross-validation) trained on the fold's training rows as the fold's table releases them, one
-    draw each, and scored on one draw of each held-out row's release; ``(AUC, its standard
-    error)`` over the held-out rows (:func:`privmap.offline._attacker.auc_with_error`). One table
-    trains and is attacked, as a deployed bundle is: an attacker pooled over the folds' releases
-    would face five different tables at once and understate what one table tells."""
-    from ..._attacker import auc_with_error, logistic_attack
+                 rng: np.random.Generator) -> dict:
+    """The fold's attackers as outside ones meet the mechanism
+    (:func:`privmap.offline._strongest.strongest_attack`): trained on the fold's training rows as
+    the fold's table releases them, one draw each, and scored on one draw of each held-out row's
+    release; ``{attacker: (AUC, its standard error)}`` over the held-out rows. The release is a
+    function of the table's output, so the Bayes attacker counts the outputs drawn and gradient
+    boosting is fitted on the distinct released rows, weighted. One table trains and is attacked,
+    as a deployed bundle is: an attacker pooled over the folds' releases would face five
+    different tables at once and understate what one table tells."""
+    from ..._strongest import strongest_attack
     trained = _lookup(fit.alphabet, dataset, train, options.mechanism, options.metric)
     seen = trained >= 0
     n_classes = len(dataset.classes)
-    scored = logistic_attack(_simulated_release(fit, trained[seen], rng), dataset.private[train[seen]],
-                             _simulated_release(fit, held_symbols, rng), dataset.private[held], n_classes,
-                             seed=options.seed)
-    return auc_with_error(scored.y_test, scored.scores, n_classes)
+    outputs = np.asarray(fit.alphabet.outputs, dtype=float)
+    train_out, held_out = _drawn_outputs(fit, trained[seen], rng), _drawn_outputs(fit, held_symbols, rng)
+    train_rows, held_rows = outputs[train_out], outputs[held_out]
+    figures = strongest_attack(train_rows, dataset.private[train[seen]], held_rows, dataset.private[held], n_classes,
+                               seed=options.seed, symbols=(train_out, held_out, outputs.shape[0]),
+                               distinct=True)
+    return figures.aucs
 
 
 def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
-    """The attacker's fields of :class:`HoldoutLeakage`: the folds' AUCs weighted by their held-out
-    rows ``share``, and the one-sided upper bound at :data:`CONFIDENCE` from their standard errors
-    (the folds' held-out rows are disjoint); none without simulated releases."""
+    """The attacker's fields of :class:`HoldoutLeakage` from the folds' ``attacks`` (each
+    ``{attacker: (AUC, standard error)}``): each attacker's AUCs weighted by the folds' held-out
+    rows ``share`` and its one-sided upper bound at :data:`CONFIDENCE` from their standard errors
+    (the folds' held-out rows are disjoint); the strongest attacker's AUC, the largest bound; none
+    without simulated releases."""
     if not attacks:
         return {}
     from scipy.stats import norm
-    aucs, errors = np.array(attacks, dtype=float).T
-    auc = float(share @ aucs)
-    error = float(np.sqrt(np.sum((share * errors) ** 2)))
-    return {"attacker_auc": auc, "attacker_auc_high": min(1.0, auc + float(norm.ppf(CONFIDENCE)) * error)}
+
+    from ..._strongest import ATTACKERS
+    rows = []
+    for name in ATTACKERS:
+        aucs, errors = np.array([attack[name] for attack in attacks], dtype=float).T
+        auc = float(share @ aucs)
+        error = float(np.sqrt(np.sum((share * errors) ** 2)))
+        rows.append((name, auc, min(1.0, auc + float(norm.ppf(CONFIDENCE)) * error)))
+    strongest = max(rows, key=lambda row: row[1])
+    return {"attacker_auc": strongest[1], "attacker_auc_high": max(row[2] for row in rows),
+            "attacker": strongest[0], "attackers": tuple(rows)}
 
 
 def fold_options(options, dataset: Dataset, rows: np.ndarray):

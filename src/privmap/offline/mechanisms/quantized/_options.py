@@ -38,7 +38,9 @@ class Auto:
     alone must stay under its bits too (``--target-leakage COL=BITS``; every named target is met).
     Without any target, 1 % of H(A) is the leakage target. ``class_blind`` holds the codebooks
     searched (False: k-means on the points, True: class-blind clusters, :mod:`._class_blind`), each
-    with its own budget search; empty: the options' own.
+    with its own budget search; empty: the options' own. A build whose target no candidate meets
+    fails (:class:`~privmap.offline._errors.TargetNotMetError`) unless ``allow_unmet``: then it
+    ships the candidate nearest the target by the target's own measure.
 
     Raises
     ------
@@ -51,6 +53,7 @@ class Auto:
     target_auc: float | None = None
     column_targets: tuple[tuple[str, float], ...] = ()
     class_blind: tuple[bool, ...] = ()
+    allow_unmet: bool = False
 
     def __post_init__(self) -> None:
         if self.target_leakage_bits is not None and not self.target_leakage_bits >= 0:
