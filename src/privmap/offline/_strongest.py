@@ -92,14 +92,14 @@ def bayes_scores(train_symbols: np.ndarray, y_train: np.ndarray, test_symbols: n
 
 
 def boosting_scores(train_X: np.ndarray, y_train: np.ndarray, test_X: np.ndarray, n_classes: int, *,
-                    seed: int = 0, distinct: bool = False) -> np.ndarray:
+                    seed: int = 0) -> np.ndarray:
     """Class probabilities of gradient boosting (``HistGradientBoostingClassifier``, defaults,
-    ``random_state=seed``, one OpenMP thread) fitted on the released values ``train_X``
-    (n_train, d; NaN = blank) and applied to ``test_X`` (n_test, d); shape (n_test, n_classes).
-    With ``distinct``, each distinct (row, class) is fitted once, weighted by its count, when that
-    at least halves the rows: a release drawn from an alphabet of K outputs holds at most K distinct
-    rows, so the fit costs a fraction (its leaves then count distinct rows, not users). One class in
-    training: its probability 1."""
+    ``random_state=seed``) fitted on the released values ``train_X`` (n_train, d; NaN = blank) and
+    applied to ``test_X`` (n_test, d); shape (n_test, n_classes). One OpenMP thread: on a fold's
+    few thousand rows more threads cost more than they save, and the fold workers have one each.
+    Fitted on every row, not on the distinct rows weighted: its leaves count rows (at least 20),
+    so on a small alphabet's distinct rows it could hardly split. One class in training: its
+    probability 1."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from threadpoolctl import threadpool_limits
     y_train = np.asarray(y_train)
@@ -108,21 +108,14 @@ def boosting_scores(train_X: np.ndarray, y_train: np.ndarray, test_X: np.ndarray
     if present.size < 2:
         proba[:, present[0]] = 1.0
         return proba
-    X, y, weight = np.asarray(train_X, dtype=float), y_train, None
-    if distinct:
-        keyed = np.column_stack([np.where(np.isnan(X), np.inf, X), y])
-        rows, counts = unique_rows(keyed)
-        if rows.shape[0] * 2 <= X.shape[0]:
-            X = np.where(np.isinf(rows[:, :-1]), np.nan, rows[:, :-1])
-            y, weight = rows[:, -1].astype(y_train.dtype), counts.astype(float)
     with threadpool_limits(limits=1, user_api="openmp"):
-        model = HistGradientBoostingClassifier(random_state=seed).fit(X, y, sample_weight=weight)
+        model = HistGradientBoostingClassifier(random_state=seed).fit(np.asarray(train_X, dtype=float), y_train)
         proba[:, model.classes_] = model.predict_proba(np.asarray(test_X, dtype=float))
     return proba
 
 
 def strongest_attack(train_X, y_train, test_X, y_test, n_classes: int, *, seed: int = 0,
-                     symbols: tuple | None = None, distinct: bool = False) -> AttackerFigures:
+                     symbols: tuple | None = None) -> AttackerFigures:
     """The three attackers trained on (``train_X``, ``y_train``) and scored on (``test_X``,
     ``y_test``) (module docstring).
 
@@ -135,8 +128,6 @@ def strongest_attack(train_X, y_train, test_X, y_test, n_classes: int, *, seed: 
     symbols : (train symbols, test symbols, number of symbols), optional
         The releases as symbols of their alphabet (a table's output indexes); by default each
         released row's exact values (:func:`release_symbols`).
-    distinct : bool
-        Fit gradient boosting on the distinct rows, weighted (:func:`boosting_scores`).
 
     Returns
     -------
@@ -148,7 +139,7 @@ def strongest_attack(train_X, y_train, test_X, y_test, n_classes: int, *, seed: 
         symbols = release_symbols(train_X, test_X)
     train_symbols, test_symbols, n_symbols = symbols
     scores = {"bayes": bayes_scores(train_symbols, y_train, test_symbols, n_classes, n_symbols),
-              "boosting": boosting_scores(train_X, y_train, test_X, n_classes, seed=seed, distinct=distinct),
+              "boosting": boosting_scores(train_X, y_train, test_X, n_classes, seed=seed),
               "logistic": logistic_attack(train_X, y_train, test_X, y_test, n_classes, seed=seed).scores}
     return AttackerFigures({name: auc_with_error(y_test, scores[name], n_classes) for name in ATTACKERS})
 

@@ -65,7 +65,59 @@ def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_fi
     best = min(judged.candidates, key=lambda c: c["holdout_distortion"])
     assert judged.clusters == best["clusters"]
     none = choose(data, options, clusters=(4, 8), target_auc=0.0)            # nothing meets it
-    assert none.clusters == min(none.candidates, key=lambda c: c["holdout_leakage_bits"])["clusters"]
+    assert not none.met      # the nearest by the target's own measure: the least AUC bound
+    assert none.clusters == min(none.candidates, key=lambda c: c["holdout_attacker_auc_high"])["clusters"]
+
+
+def test_an_auc_target_is_met_by_the_strongest_of_three_attackers(small_csv):
+    from privmap.offline._strongest import ATTACKERS
+    data = load_dataset(small_csv, private="a")
+    options = QuantizedOptions(clusters=1, delta_fraction=0.2, seed=2, cross_fitting=CrossFitting(folds=3))
+    choice = choose(data, options, clusters=(4, 8), target_auc=1.0)
+    metrics = choice.holdout.metrics()
+    aucs = [metrics[f"holdout_attacker_auc_{name}"] for name in ATTACKERS]
+    highs = [metrics[f"holdout_attacker_auc_high_{name}"] for name in ATTACKERS]
+    assert metrics["holdout_attacker_auc"] == max(aucs) and metrics["holdout_attacker_auc_high"] == max(highs)
+    assert choice.holdout.attacker == ATTACKERS[aucs.index(max(aucs))]
+    assert all(c["holdout_attacker"] in ATTACKERS for c in choice.candidates)
+
+
+def test_with_both_targets_unmet_the_nearest_misses_each_by_the_least_fraction():
+    from privmap.offline.mechanisms.quantized._autotune import _best, _Targets
+    targets = _Targets(leakage_bits=0.01, auc=0.55, columns={})
+    near_leak = {"holdout_leakage_bits": 0.011, "holdout_attacker_auc_high": 0.58, "meets_target": False}
+    near_auc = {"holdout_leakage_bits": 0.015, "holdout_attacker_auc_high": 0.56, "meets_target": False}
+    # misses by 10 % of the bits and 60 % of the AUC's room above chance, against 50 % and 20 %
+    assert targets.shortfall(near_leak) == pytest.approx(0.6) and targets.shortfall(near_auc) == pytest.approx(0.5)
+    rows = [{**r, "holdout_distortion": 1.0, "clusters": 4, "smoothing": 0.0} for r in (near_leak, near_auc)]
+    assert _best(rows, targets) is rows[1]
+
+
+def test_a_build_whose_target_no_candidate_meets_fails_and_writes_no_bundle(run, small_csv, keys, tmp_path):
+    out = tmp_path / "unmet.bundle"
+    args = ("build", small_csv, "--private", "a", "--clusters", "auto", "--delta-fraction", 0.5, "--holdout-folds", 3,
+            "--target-auc", 0.0, "--key", keys / "private.pem", "--out", out)
+    failed = run(*args, ok=False)
+    assert failed.exit_code == 1 and not out.exists()
+    line = failed.output.strip().splitlines()[-1]
+    assert line.startswith("error: no candidate of the auto search meets the privacy target")
+    assert "attacker AUC bound" in line and "--allow-unmet" in line
+    shipped = run(*args, "--allow-unmet", "--json")
+    summary = json.loads(shipped.stdout)
+    chosen = next(c for c in summary["auto"]["candidates"] if c["chosen"])
+    assert chosen["holdout_attacker_auc_high"] == min(c["holdout_attacker_auc_high"]
+                                                      for c in summary["auto"]["candidates"])
+    assert "built as --allow-unmet asks" in shipped.stderr and out.exists()
+    info = json.loads(run("inspect", out, "--json").stdout)
+    assert info["holdout_attacker_auc"] == canonical_float(chosen["holdout_attacker_auc"])
+    assert summary["holdout_attacker_auc"] == pytest.approx(chosen["holdout_attacker_auc"])
+    assert info["holdout_attacker"] == summary["holdout_attacker"] == chosen["holdout_attacker"]
+
+
+def test_allow_unmet_without_a_search_is_refused(run, small_csv, keys, tmp_path):
+    result = run("build", small_csv, "--private", "a", "--clusters", 4, "--delta-fraction", 0.5, "--allow-unmet",
+                 "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
+    assert result.exit_code == 1 and "--allow-unmet applies to a search" in result.output
 
 
 def test_candidates_double_up_to_thirty_two_training_rows_per_cluster():

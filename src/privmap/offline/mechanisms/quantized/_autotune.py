@@ -534,7 +534,8 @@ def format_candidates(choice: Choice) -> str:
             continue
         lines.append(f"{head} {r['holdout_leakage_bits']:>17.5f} "
                      f"{r['holdout_leakage_high_bits']:>9.5f} {r['holdout_distortion']:>12.4f} "
-                     f"{r['holdout_attacker_auc']:>11.4f} {r['holdout_attacker_auc_high']:>7.4f} {r['holdout_attacker']:>8}"
+                     f"{r['holdout_attacker_auc']:>11.4f} {r['holdout_attacker_auc_high']:>7.4f} "
+                     f"{r.get('holdout_attacker') or '-':>8}"
                      + "".join(f"  {c} {b:.5f}" for c, b in r.get("holdout_leakage_bits_by_column", {}).items())
                      + ("" if r["meets_target"] else "  above target"))
     goal = []

@@ -532,8 +532,8 @@ def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, hel
     (:func:`privmap.offline._strongest.strongest_attack`): trained on the fold's training rows as
     the fold's table releases them, one draw each, and scored on one draw of each held-out row's
     release; ``{attacker: (AUC, its standard error)}`` over the held-out rows. The release is a
-    function of the table's output, so the Bayes attacker counts the outputs drawn and gradient
-    boosting is fitted on the distinct released rows, weighted. One table trains and is attacked,
+    function of the table's output, so the Bayes attacker counts the outputs drawn (and logistic
+    regression is fitted on the distinct released rows, weighted). One table trains and is attacked,
     as a deployed bundle is: an attacker pooled over the folds' releases would face five
     different tables at once and understate what one table tells."""
     from ..._strongest import strongest_attack
@@ -544,8 +544,7 @@ def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, hel
     train_out, held_out = _drawn_outputs(fit, trained[seen], rng), _drawn_outputs(fit, held_symbols, rng)
     train_rows, held_rows = outputs[train_out], outputs[held_out]
     figures = strongest_attack(train_rows, dataset.private[train[seen]], held_rows, dataset.private[held], n_classes,
-                               seed=options.seed, symbols=(train_out, held_out, outputs.shape[0]),
-                               distinct=True)
+                               seed=options.seed, symbols=(train_out, held_out, outputs.shape[0]))
     return figures.aucs
 
 
