@@ -1,0 +1,176 @@
+"""A bundle audited from outside: what a service and an attacker get from its releases of new users.
+
+``privmap evaluate B DATA.csv --train TRAIN.csv`` follows the protocol of ``SERVICE.md`` with the
+operator's training users (TRAIN) and the evaluated users (DATA) as the new ones:
+
+- each evaluated user has 10 % of their rated cells hidden (:func:`privmap.offline.measures.hide_ratings`,
+  seeded) and releases one simulated draw from the rest (the bundle's view, as the device does);
+  each training user releases from their whole row;
+- the service (:class:`privmap.offline.measures.ServiceUtility`) is trained on the training users'
+  true rows plus the evaluated users' released rows: value kept by rating error and by ranking
+  (recall@10, NDCG@10), beside the evaluated users' true rows, nothing, popularity and k-means alone
+  (no privacy) at the bundle's K fitted on the training users' rows;
+- the three attackers (:mod:`privmap.offline._strongest`) are trained on the training users'
+  released rows and scored on the evaluated users': each one's AUC with its 95 % interval
+  (DeLong's), the strongest named;
+- exposure (:mod:`._exposure`): the share of evaluated users whose release moves the posterior
+  odds of their own class by more than 2x (and 4x), by the Bayes attacker's posterior over the
+  released rows and the training users' prior;
+- overlap: DATA rows that are rows of the bundle's training data make in-sample figures. The
+  bundle declares its training file's ``data_sha256``: DATA with that digest is that file, and
+  TRAIN with it lets each DATA row be compared (public cells, blanks equal, and private value;
+  each training row matches one DATA row at most). The report leads with what it found.
+"""
+from __future__ import annotations
+
+import math
+import pathlib
+
+import numpy as np
+
+from .._errors import BuildError
+from .._strongest import ATTACKERS, bayes_scores, release_symbols, strongest_attack
+from .._rows import unique_rows
+from ..measures import ServiceUtility
+from ..mechanisms import view_of
+from ..mechanisms.quantized import view_release
+from ._baselines import quantization_alone
+from ._bundle_report import load_for
+from ._exposure import EXPOSURE_FACTORS, exposed_share
+
+__all__ = ["audit_bundle", "format_audit"]
+
+#: Two-sided confidence of the attackers' intervals.
+CONFIDENCE = 0.95
+
+
+def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private, *, seed: int = 0) -> dict:
+    """The audit of ``payload`` (module docstring) on the evaluated users of ``data`` with the
+    training users of ``train`` (CSV paths, read with the bundle's features and private column).
+
+    Returns
+    -------
+    dict
+        ``mechanism``, ``metric`` and ``clusters`` as the bundle declares them; ``overlap``
+        (:func:`_overlap`); ``value_kept`` and ``ranking_value_kept`` (None where the true rows do
+        not beat nothing, or popularity); ``service`` (the release's full figures,
+        :meth:`~privmap.offline.measures.ServiceUtility.measure`); ``baselines`` (``true rows``,
+        ``nothing``, ``popularity``, ``k-means alone``: ``rmse``, ``value_kept``, ``recall_at_10``,
+        ``ndcg_at_10``, ``ranking_value_kept``); ``attacker_auc`` (the strongest's),
+        ``attacker_auc_interval``, ``attacker`` (its name) and ``attackers`` (each one's ``auc``
+        and ``interval``); ``exposed_2x`` and ``exposed_4x``; ``users`` (training, evaluated).
+
+    Raises
+    ------
+    BuildError
+        A bundle without numeric rows, files that cannot be read with the bundle's columns, or
+        rows the service cannot measure (no evaluated user with two ratings).
+    """
+    view = view_of(payload)
+    if view.categorical:
+        raise BuildError("evaluate --train audits bundles that release numeric rows, not categories")
+    tested, y_test = load_for(data, private, payload, False)
+    trained, y_train = load_for(train, private, payload, False)
+    R_test, R_train = np.asarray(tested.public, float), np.asarray(trained.public, float)
+    n_classes = len(payload["private"]["classes"])
+    overlap = _overlap(payload, tested, trained, R_test, y_test, R_train, y_train)
+    try:
+        service = ServiceUtility(R_train, R_test, seed=seed)
+    except ValueError as exc:
+        raise BuildError(f"evaluate --train: {exc}") from None
+    release = view_release(view, np.random.default_rng([seed, 1]))
+    released_test, released_train = release(service.visible.copy()), release(R_train)
+    measured = service.measure(released_test)
+    clusters = int(payload["metrics"]["clusters"])
+    kmeans, used, _ = quantization_alone(R_train, service.visible, clusters, payload["metric"], seed=seed)
+    attack = strongest_attack(released_train, y_train, released_test, y_test, n_classes, seed=seed)
+    z = _z()
+    attackers = {name: {"auc": auc, "interval": [max(0.0, auc - z * se), min(1.0, auc + z * se)]}
+                 for name, (auc, se) in attack.aucs.items()}
+    train_s, test_s, n_symbols = release_symbols(released_train, released_test)
+    posterior = bayes_scores(train_s, y_train, test_s, n_classes, n_symbols)
+    prior = np.bincount(y_train, minlength=n_classes) / len(y_train)
+    exposure = {f"exposed_{factor:g}x": exposed_share(posterior, y_test, prior, factor) for factor in EXPOSURE_FACTORS}
+    return {"mechanism": payload["mechanism"], "metric": payload["metric"], "clusters": clusters,
+            "overlap": overlap, "users": {"training": int(R_train.shape[0]), "evaluated": int(R_test.shape[0])},
+            "value_kept": measured["value_kept"], "ranking_value_kept": measured["ranking_value_kept"],
+            "attacker_auc": attack.auc, "attacker_auc_interval": attackers[attack.strongest]["interval"],
+            "attacker": attack.strongest, "attackers": attackers, **exposure,
+            "baselines": _baselines(service, measured, service.measure(kmeans), used), "service": measured}
+
+
+def _z() -> float:
+    from scipy.stats import norm
+    return float(norm.ppf(0.5 + CONFIDENCE / 2.0))
+
+
+def _baselines(service: ServiceUtility, measured: dict, kmeans: dict, used: int) -> dict:
+    """The releases beside the bundle's, each as ``rmse``, ``value_kept``, ``recall_at_10``,
+    ``ndcg_at_10`` and ``ranking_value_kept`` (None where a figure does not apply)."""
+    def row(rmse, kept, recall, ndcg, ranking) -> dict:
+        return {"rmse": rmse, "value_kept": kept, "recall_at_10": recall, "ndcg_at_10": ndcg,
+                "ranking_value_kept": ranking}
+    b = service.baseline
+    return {"true rows": row(b["rmse_true"], 1.0, measured["ranking_recall_true"], measured["ranking_ndcg_true"], 1.0),
+            "nothing": row(b["rmse_nothing"], 0.0, None, None, None),
+            "popularity": row(None, None, measured["ranking_recall_popularity"],
+                              measured["ranking_ndcg_popularity"], 0.0),
+            "k-means alone": {**row(kmeans["rmse_released"], kmeans["value_kept"], kmeans["ranking_recall_released"],
+                                    kmeans["ranking_ndcg_released"], kmeans["ranking_value_kept"]), "clusters": used},
+            "bundle": row(measured["rmse_released"], measured["value_kept"], measured["ranking_recall_released"],
+                          measured["ranking_ndcg_released"], measured["ranking_value_kept"])}
+
+
+def _overlap(payload, tested, trained, R_test, y_test, R_train, y_train) -> dict:
+    """What DATA shares with the bundle's training data (module docstring): ``data_is_training_file``,
+    ``train_is_training_file`` (digests equal to the bundle's ``data_sha256``), ``rows`` (DATA rows equal
+    to training rows; None when neither file is the bundle's training file), ``of`` (DATA's rows) and
+    ``note`` (the line the report leads with, None when there is nothing to say)."""
+    declared = payload["provenance"].get("data_sha256")
+    data_is, train_is = tested.sha256 == declared, trained.sha256 == declared
+    rows = int(R_test.shape[0]) if data_is else (_shared_rows(R_test, y_test, R_train, y_train) if train_is else None)
+    note = None
+    if data_is:
+        note = "DATA is the bundle's own training file: every figure below is in-sample, not a new user's"
+    elif rows:
+        note = (f"{rows} of {R_test.shape[0]} rows of DATA equal rows of the bundle's training data (TRAIN is that "
+                "file): their figures are in-sample, not new users'")
+    elif not train_is:
+        note = ("TRAIN is not the bundle's training file (its sha256 differs from the bundle's data_sha256): "
+                "whether DATA's users were among the bundle's training users cannot be checked")
+    return {"data_is_training_file": data_is, "train_is_training_file": train_is, "rows": rows,
+            "of": int(R_test.shape[0]), "note": note}
+
+
+def _shared_rows(R_test, y_test, R_train, y_train) -> int:
+    """DATA rows equal to a training row (public cells with blanks equal, and private code), each
+    training row matching at most one: the sum over distinct rows of the smaller count."""
+    keyed = np.vstack([np.column_stack([R_test, y_test]), np.column_stack([R_train, y_train])])
+    keyed = np.where(np.isnan(keyed), np.inf, keyed)
+    distinct, inverse, _ = unique_rows(keyed, return_inverse=True)
+    n = R_test.shape[0]
+    in_test = np.bincount(inverse[:n], minlength=distinct.shape[0])
+    in_train = np.bincount(inverse[n:], minlength=distinct.shape[0])
+    return int(np.minimum(in_test, in_train).sum())
+
+
+def format_audit(report: dict) -> str:
+    """The text ``privmap evaluate --train`` prints: the overlap first when there is one."""
+    def f(x, nd=3):
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
+
+    lines = [f"warning: {report['overlap']['note']}"] if report["overlap"]["note"] else []
+    users = report["users"]
+    lines.append(f"{report['mechanism']} bundle, metric {report['metric']}, K = {report['clusters']}: "
+                 f"{users['evaluated']} evaluated users released beside {users['training']} training users' true rows")
+    lines.append(f"  {'release':<24}{'RMSE':>8}{'value kept':>12}{'recall@10':>11}{'NDCG@10':>9}{'ranking kept':>14}")
+    for name, row in report["baselines"].items():
+        label = f"k-means alone, K = {row['clusters']}" if name == "k-means alone" else name
+        lines.append(f"  {label:<24}{f(row['rmse'], 4):>8}{f(row['value_kept']):>12}{f(row['recall_at_10']):>11}"
+                     f"{f(row['ndcg_at_10']):>9}{f(row['ranking_value_kept']):>14}")
+    lines.append("  attackers trained on the training users' releases, AUC on the evaluated users' (95 %): " + ", ".join(
+        f"{name} {f(a['auc'])} [{f(a['interval'][0])}, {f(a['interval'][1])}]"
+        for name, a in ((n, report["attackers"][n]) for n in ATTACKERS)) + f"; strongest {report['attacker']}")
+    lines.append(f"  exposure: {100 * report['exposed_2x']:.1f} % of evaluated users have their own class's odds "
+                 f"raised more than 2x ({100 * report['exposed_4x']:.1f} % more than 4x)")
+    return "\n".join(lines)
