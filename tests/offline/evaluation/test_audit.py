@@ -1,0 +1,67 @@
+"""evaluate --train: a bundle audited from outside, the operator's training users beside new ones."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+ATTACKERS = ("bayes", "boosting", "logistic")
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory, music_csv, keys, run):
+    """The GSS music ratings split 70/30 into TRAIN and TEST files, and a recommender bundle built on TRAIN."""
+    rows = list(csv.reader(open(music_csv, newline="")))
+    head, body = rows[0], rows[1:]
+    order = np.random.default_rng(0).permutation(len(body))
+    cut = int(0.7 * len(body))
+    folder = tmp_path_factory.mktemp("audit")
+    paths = {}
+    for name, part in (("train", order[:cut]), ("test", order[cut:])):
+        paths[name] = folder / f"{name}.csv"
+        with open(paths[name], "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(head)
+            w.writerows(body[i] for i in part)
+    styles = ",".join(c for c in head if c not in ("age", "educ", "sex"))
+    paths["bundle"] = folder / "b.bundle"
+    run("build", paths["train"], "--private", "sex", "--public", styles, "--domain", "1:5", "--utility",
+        "recommender", "--clusters", 16, "--delta-fraction", 0.5, "--holdout-folds", 0, "--factors", 4,
+        "--key", keys / "private.pem", "--out", paths["bundle"])
+    return paths
+
+
+def test_the_auditor_reports_the_service_the_strongest_attacker_and_exposure(run, split, keys):
+    result = run("evaluate", split["bundle"], "--trusted", keys / "public.pem", split["test"], "--train",
+                 split["train"], "--private", "sex", "--json")
+    report = json.loads(result.stdout)
+    info = json.loads(run("inspect", split["bundle"], "--json").stdout)
+    assert (report["mechanism"], report["metric"], report["clusters"]) == (info["mechanism"], info["metric"],
+                                                                          info["clusters"])
+    assert report["signature_verified"] and not report["overlap"]["data_is_training_file"]
+    assert report["overlap"]["train_is_training_file"]
+    assert report["value_kept"] == report["baselines"]["bundle"]["value_kept"] and report["value_kept"] < 1.5
+    assert "ranking_value_kept" in report and set(report["baselines"]) == {"true rows", "nothing", "popularity",
+                                                                           "k-means alone", "bundle"}
+    assert report["baselines"]["k-means alone"]["clusters"] <= 16
+    aucs = {name: report["attackers"][name]["auc"] for name in ATTACKERS}
+    assert report["attacker_auc"] == max(aucs.values()) and report["attacker"] in ATTACKERS
+    low, high = report["attacker_auc_interval"]
+    assert low < report["attacker_auc"] < high
+    assert 0.0 <= report["exposed_4x"] <= report["exposed_2x"] <= 1.0
+    assert report["users"] == {"training": 1117, "evaluated": 480}
+
+
+def test_the_bundles_own_training_file_is_said_so_on_the_first_line(run, split):
+    text = run("evaluate", split["bundle"], split["train"], "--train", split["train"], "--private", "sex")
+    assert text.output.splitlines()[0].startswith("warning: DATA is the bundle's own training file")
+    report = json.loads(run("evaluate", split["bundle"], split["train"], "--train", split["train"], "--private",
+                            "sex", "--json").stdout)
+    assert report["overlap"]["data_is_training_file"] and report["overlap"]["rows"] == 1117
+
+
+def test_a_training_file_that_is_not_the_bundles_is_named_so(run, split, music_csv):
+    report = json.loads(run("evaluate", split["bundle"], split["test"], "--train", music_csv, "--private",
+                            "sex", "--json").stdout)
+    assert not report["overlap"]["train_is_training_file"] and report["overlap"]["rows"] is None
+    assert "data_sha256" in report["overlap"]["note"]
