@@ -28,7 +28,7 @@ it. The package is a strict stack, each layer importing only from the layers bel
    checks, keyrings, rotation, binding to a device class);
 4. :mod:`~privmap.device.randomness`: the OS CSPRNG's bits, derived bits, the exact sampler;
 5. :mod:`~privmap.device.kinds`: per mechanism, its body's parse and its release, dispatched by
-   a registry (``table``, ``funnel``, ``max_correlation``, ``recommender``, ``nullspace``, ``gaussian``);
+   a registry (``table``, ``funnel``, ``max_correlation``, ``recommender``, ``ranking``, ``nullspace``, ``gaussian``);
 6. :mod:`~privmap.device.load`: the one load workflow (size, signatures before the payload is
    parsed, work caps, header, floors and clock, the kind's body, policy): :func:`load_bundle`,
    :func:`read_bundle_file`;

@@ -349,8 +349,9 @@ def parse_provenance(obj, limits: Limits):
     return dict(obj)
 
 
-#: Payload keys of a recommender bundle, in canonical order: the quantized keys and ``model``, the
-#: fold-in and decode between ratings and the factor space (privmap.device.kinds.recommender).
+#: Payload keys of a recommender or ranking bundle, in canonical order: the quantized keys and
+#: ``model``, the way between rows and the table's space (privmap.device.kinds.recommender,
+#: privmap.device.kinds.ranking).
 RECOMMENDER_PAYLOAD_KEYS = PAYLOAD_KEYS + ("model",)
 
 
@@ -358,6 +359,6 @@ def payload_keys(mechanism) -> tuple[str, ...]:
     """The closed top-level key set of a payload of ``mechanism`` (canonical order)."""
     if mechanism in REAL_MECHANISMS:
         return REAL_PAYLOAD_KEYS
-    if mechanism == "recommender":
+    if mechanism in ("recommender", "ranking"):
         return RECOMMENDER_PAYLOAD_KEYS
     return MAXCORR_PAYLOAD_KEYS if mechanism == "max-correlation" else PAYLOAD_KEYS

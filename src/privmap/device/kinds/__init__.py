@@ -5,8 +5,9 @@ header-checked payload to :func:`load_body`. One public module per kind:
 
 - :mod:`.table`: ``quantized`` and ``exact`` (nearest representative or equal tuple, the integer
   table sampler) and the :class:`Bundle` every table kind releases through;
-- :mod:`.funnel` (seed 003), :mod:`.max_correlation` (``max-correlation``, seed 002) and
-  :mod:`.recommender` (ratings folded into a factor space): table kinds with bodies of their own;
+- :mod:`.funnel` (seed 003), :mod:`.max_correlation` (``max-correlation``, seed 002),
+  :mod:`.recommender` (ratings folded into a factor space) and :mod:`.ranking` (which items were
+  rated, embedded in a score space): table kinds with bodies of their own;
 - :mod:`.nullspace` (seed 001) and :mod:`.gaussian` (seed 004): real-valued kinds.
 
 Private modules: ``_registry`` (mechanism name -> kind, and the dispatch), ``_lookup`` (parsing a

@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from ..errors import BundleFormatError
 from ..format import Limits, fail, parse_metrics, parse_provenance
-from . import funnel, gaussian, max_correlation, nullspace, recommender, table
+from . import funnel, gaussian, max_correlation, nullspace, ranking, recommender, table
 from ._real import MAX_REAL_DIM, RealBundle, names
 
 __all__ = ["TABLE_KINDS", "REAL_KINDS", "load_body", "parse_table_body", "check_declared_metrics",
@@ -21,7 +21,7 @@ __all__ = ["TABLE_KINDS", "REAL_KINDS", "load_body", "parse_table_body", "check_
 
 #: Table mechanism -> the module with its ``parse_body`` and ``check_figures``.
 TABLE_KINDS = MappingProxyType({"quantized": table, "exact": table, "funnel": funnel, "max-correlation": max_correlation,
-                                "recommender": recommender})
+                                "recommender": recommender, "ranking": ranking})
 #: Real-valued mechanism -> (the metrics it must declare, the ``make`` that builds its bundle).
 REAL_KINDS = MappingProxyType({"nullspace": (nullspace.NULLSPACE_METRICS, nullspace.make),
                                "gaussian": (gaussian.GAUSSIAN_METRICS, gaussian.make)})

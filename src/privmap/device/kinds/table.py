@@ -47,6 +47,9 @@ EXACT_LOOKUP_MECHANISMS = ("exact", "funnel", "max-correlation")
 #: standard key set with metric "log-loss", max-correlation carries the public marginal ``p_x``
 #: in place of ``private`` and ``prior`` (docs/bundle-format.md).
 SEED_MECHANISM_METRIC = {"funnel": "log-loss", "max-correlation": "hamming"}
+#: Mechanisms whose table lives in a model's space, a ``model`` map taking rows there and back
+#: (:mod:`.recommender`, :mod:`.ranking`).
+MODEL_MECHANISMS = ("recommender", "ranking")
 #: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
 FAST_PATH_MIN_WORK = 20000
 
@@ -372,8 +375,8 @@ def parse_body(obj: dict, limits: Limits) -> dict:
         fail("metric 'erasures' is only allowed with mechanism 'exact'")
     if mechanism == "quantized" and metric in ("l1", "l2") and any(f.categorical for f in features):
         fail("quantized l1/l2 bundles need numeric features only (use 'hamming' for categories)")
-    if mechanism == "recommender" and metric != "l2":
-        fail("a recommender bundle's metric is 'l2' (stars, root mean square over the columns)")
+    if mechanism in MODEL_MECHANISMS and metric != "l2":
+        fail(f"a {mechanism} bundle's metric is 'l2' (over its model's space)")
     private = closed_map(obj["private"], PRIVATE_KEYS, "private")
     private_name = string(private["name"], "private.name", limits)
     classes = unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits)

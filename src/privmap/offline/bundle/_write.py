@@ -116,7 +116,10 @@ def _canonical(payload: dict) -> dict:
             [canonical_float(_number(v, "prior entry")) for v in row] if isinstance(row, list) else row
             for row in prior
         ]
-    if isinstance(payload.get("model"), dict):  # recommender: floats as the build used them
+    if isinstance(payload.get("model"), dict) and payload.get("mechanism") == "ranking":  # whole numbers only
+        from privmap.device.kinds.ranking import MODEL_KEYS as RANKING_KEYS
+        payload["model"] = _ordered(payload["model"], RANKING_KEYS, "model")
+    elif isinstance(payload.get("model"), dict):  # recommender: floats as the build used them
         from privmap.device.kinds.recommender import MODEL_KEYS
         model = _ordered(payload["model"], MODEL_KEYS, "model")
         for key in ("mean", "reg"):

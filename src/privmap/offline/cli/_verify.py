@@ -223,7 +223,9 @@ def _print_description(info: dict) -> None:
     if "rating_columns" in info:
         domain = info["rating_domain"]
         click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['rating_columns'])} rating columns "
-                   f"in [{domain['min']}, {domain['max']}] folded into {len(info['features'])} factor coordinates")
+                   f"in [{domain['min']}, {domain['max']}] "
+                   + (f"embedded in {len(info['features'])} score coordinates" if info["mechanism"] == "ranking" else
+                      f"folded into {len(info['features'])} factor coordinates"))
     else:
         click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['features'])} public features")
     click.echo(f"  K_in = {info['inputs']}, K_out = {info['outputs']}, B = {info['bits']}, "

@@ -30,6 +30,7 @@ import numpy as np
 from ..data import nearest, quantize
 from ..measures import logistic_attack, split_rows
 from ..mechanisms.quantized import evaluate_view, metric_center
+from ..mechanisms.ranking import ScoreView
 from ..mechanisms.recommender import FactorView
 
 #: Epsilons per cell for the randomized-response baseline.
@@ -187,11 +188,11 @@ def bundle_baselines(view, public, private, *, seed: int = 0, test_fraction: flo
     bundle's table releasing its inputs.
 
     None for categorical data (the exact mechanism), where no constant row or
-    per-rating randomized response is defined here, and for a recommender bundle's view, whose
-    distortion is in stars of predicted ratings, not in these baselines' raw-row units (its
-    recommender figures compare what the service gets from each release).
+    per-rating randomized response is defined here, and for a recommender or ranking bundle's
+    view, whose distortion is in stars of predicted ratings or in scores, not in these baselines'
+    raw-row units (its service figures compare what the service gets from each release).
     """
-    if view.categorical or isinstance(view, FactorView):
+    if view.categorical or isinstance(view, (FactorView, ScoreView)):
         return None
     clusters = (len(view.inputs),) if view.mechanism == "quantized" else ()
     out = baselines(public, private, len(view.classes), view.metric, epsilons=epsilons, seed=seed,

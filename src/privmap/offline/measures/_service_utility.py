@@ -310,7 +310,7 @@ def format_utility(r: dict) -> str:
     lines.append(f"  value kept (RMSE) {f(r['value_kept'], 3)}; released cells per user "
                  f"{r['released_cells_per_user']:.1f} (visible ratings {r['visible_ratings_per_user']:.1f})")
     if "ranking_recall_released" in r:
-        lines.append(f"  top-{k} lists of unseen items (relevant: hidden ratings >= 4){'':<3}{f'NDCG@{k}':>9}"
+        lines.append(f"  {f'top-{k} lists of unseen items (relevant: hidden >= 4)':<50}{f'NDCG@{k}':>9}"
                      f"{f'recall@{k}':>11}")
         for label, case in (("EASE on their true visible profile", "true"), ("popularity, one list for all",
                                                                              "popularity"),

@@ -43,7 +43,7 @@ from ..commandline import (
     sign_checked,
 )
 from ..data import Dataset, declare, read_schema_file, schema_json
-from . import exact, quantized, recommender
+from . import exact, quantized, ranking, recommender
 from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
 from .quantized import (
     Auto,
@@ -74,8 +74,8 @@ SECTIONS = (
     )),
     Section("Mapping", (
         ("mechanism", "quantized (k-means) or exact (default: quantized)."),
-        ("utility", "rows, or recommender: taste kept for recommenders."),
-        ("factors", "recommender: latent rank (default: 10)."),
+        ("utility", "rows, recommender (ratings) or ranking (top-N lists)."),
+        ("factors", "recommender: latent rank (10); ranking: score rank (32)."),
         ("factor_reg", "recommender: fold-in penalty, or auto (default)."),
         ("metric", "Distortion metric (default: l2; exact: erasures)."),
         ("clusters", "Clusters K, or auto: the best K meeting a target."),
@@ -121,13 +121,18 @@ _DECORATORS = [
         help="quantized: k-means representatives of numeric rows (Algorithm 2); exact: categorical tuples and their "
              "erasures (Algorithm 1), also 'privmap build exact'. Other mechanisms have their own commands (privmap "
              "build funnel, max-correlation, gaussian, nullspace)."),
-    click.option("--utility", type=click.Choice(["rows", "recommender"]), default="rows", show_default=True,
+    click.option("--utility", type=click.Choice(["rows", "recommender", "ranking"]), default="rows",
+                 show_default=True,
                  help="rows: release a representative of the public rows (seed 000 as written); recommender: for "
                       "ratings with blank cells, map users' latent taste (a factor model fitted here, folded in on "
                       "the device) and release a full row of predicted ratings, distortion in stars "
-                      "(docs/recommender.md)."),
-    click.option("--factors", type=click.IntRange(1, MAX_RANK), default=10, show_default=True, metavar="RANK",
-                 help="--utility recommender: rank of the latent-factor model."),
+                      "(docs/recommender.md); ranking: for rating or watch data with blank cells, map the direction "
+                      "of users' item-item score rows (which items they rated, embedded on the device) and release "
+                      "a full row of item scores a service ranks directly, higher = recommend sooner "
+                      "(docs/ranking.md)."),
+    click.option("--factors", type=click.IntRange(1, MAX_RANK), default=None, metavar="RANK",
+                 help="--utility recommender: rank of the latent-factor model [default: 10]; --utility ranking: "
+                      "rank of the score space [default: 32]."),
     click.option("--factor-reg", type=AutoOr(float, 1e-9), default="auto", show_default=True, metavar="REG|auto",
                  help="--utility recommender: ridge penalty of the factor model and the device's fold-in, or 'auto' "
                       "(least RMSE on 10% of the training ratings held back)."),
@@ -333,8 +338,8 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
             raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
         if class_blind:
             raise BuildError("--class-blind forms the quantized mechanism's clusters; the exact mechanism has none")
-        if utility == "recommender":
-            raise BuildError(RECOMMENDER_MAPPING)
+        if utility in MODEL_UTILITIES:
+            raise BuildError(RECOMMENDER_MAPPING if utility == "recommender" else RANKING_MAPPING)
         if (metric or "erasures") != "erasures":
             raise BuildError(f"metric {metric!r} does not fit the exact mechanism; expected erasures")
         if declared is not None and declared.columns:
@@ -349,23 +354,33 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         metric=metric or "l2", clusters=None if clusters == "auto" else clusters, delta=delta,
         delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
         smoothing=None if smoothing == "auto" else smoothing,
-        prior=prior or ("posteriors" if utility == "recommender" and not partitioned else "counts"),
+        prior=prior or ("posteriors" if utility in MODEL_UTILITIES and not partitioned else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
         class_blind=bool(class_blind),
         auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets,
-                  class_blind=(False, True) if class_blind is None and utility == "recommender" and not partitioned
+                  class_blind=(False, True) if class_blind is None and utility in MODEL_UTILITIES and not partitioned
                   else (),
                   allow_unmet=allow_unmet) if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
+    if utility == "ranking":
+        if partitioned:
+            raise BuildError("--utility ranking builds in memory (one CSV file); the out-of-core path has the rows "
+                             "and recommender modes")
+        return ranking.RankingOptions(mapping=mapping, rank=factors or ranking.DEFAULT_RANK)
     if utility != "recommender":
         return mapping
-    return recommender.RecommenderOptions(mapping=mapping, rank=factors,
+    return recommender.RecommenderOptions(mapping=mapping, rank=factors or recommender.DEFAULT_RANK,
                                           reg=None if factor_reg == "auto" else factor_reg)
 
 
+#: The modes whose bundle carries a model between a user's row and the table's space.
+MODEL_UTILITIES = ("recommender", "ranking")
 #: Why the recommender refuses another mapping than the quantized one.
 RECOMMENDER_MAPPING = ("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
                        "(stars) and blank cells as unrated (--missing mask)")
+#: Why the ranking mode refuses another mapping than the quantized one.
+RANKING_MAPPING = ("--utility ranking maps score directions with the quantized mechanism, the l2 metric and blank "
+                   "cells as unrated (--missing mask)")
 
 
 def private_columns(private, partitioned: bool, public=None):
@@ -431,9 +446,10 @@ def run(data, options, *, private, public) -> tuple:
     of ``options``, its progress drawn on stderr: the
     :class:`~privmap.offline.mechanisms.Result` and the :class:`StageTimer` that timed it. Raises
     as the reading and the build."""
-    mapping = options.mapping if isinstance(options, recommender.RecommenderOptions) else options
+    mapping = getattr(options, "mapping", options)          # a recommender's or ranking's mapping options
     declared = getattr(mapping, "declared", None)
-    build = (recommender.build if mapping is not options else
+    build = (recommender.build if isinstance(options, recommender.RecommenderOptions) else
+             ranking.build if isinstance(options, ranking.RankingOptions) else
              exact.build if mapping.mechanism == "exact" else quantized.build)
     with _stage_bar("build") as progress:
         timer = StageTimer(progress)
@@ -482,7 +498,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
         summary["solver_gap_bits"] = built.solved.gap_bits
     summary["max_output_leakage_bits"], summary["max_output_leakage_note"] = payload_output_leakage(result.payload)
     summary.update({k: v for k, v in metrics.items()
-                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_"))
+                    if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_", "score_"))
                     and "[" not in k})
     if "holdout_attacker_auc" in metrics:
         summary["holdout_attacker"] = strongest_name(metrics)
@@ -509,7 +525,12 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"
     click.echo(f"  distortion: {metrics['distortion']:.4f} on {where} (Delta = {metrics['delta']:.4f}); "
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
-    if fitted is not None:
+    if utility == "ranking":
+        click.echo(f"  ranking: {metrics['rating_columns']} item columns "
+                   f"({100 * metrics['missing_cell_fraction']:.1f} % blank), score space of rank "
+                   f"{metrics['score_rank']}; distortion in scores (RMS over the columns)"
+                   + ("; class-blind clusters" if result.payload["provenance"].get("class_blind") else ""))
+    elif fitted is not None:
         click.echo(f"  recommender: {metrics['rating_columns']} rating columns "
                    f"({100 * metrics['missing_cell_fraction']:.1f} % blank), rank {metrics['factor_rank']} factors, "
                    f"penalty {metrics['factor_reg']:g}; distortion in stars (RMS over the columns)"

@@ -11,6 +11,7 @@ from typing import Callable
 
 from .._errors import BuildError
 from .quantized import MappingView, view_from_payload
+from .ranking import view_of_ranking
 from .recommender import view_of_recommender
 
 __all__ = ["VIEWS", "view_of"]
@@ -20,6 +21,7 @@ VIEWS: dict[str, Callable[[dict], MappingView]] = {
     "quantized": view_from_payload,
     "exact": view_from_payload,
     "recommender": view_of_recommender,
+    "ranking": view_of_ranking,
 }
 
 

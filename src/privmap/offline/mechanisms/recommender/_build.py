@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ class RatingModel:
     missing_token : str
         The text that spells "not rated" besides a blank cell.
     model : FactorModel
-        The fitted model.
+        The fitted model (the ranking mechanism's score space, for a ranking bundle).
     reg_scores : dict
         Validation RMSE (stars) of each penalty tried; empty when the penalty was given.
     dropped_rows : int
@@ -111,7 +112,7 @@ class RatingModel:
     hi: float
     integer: bool
     missing_token: str
-    model: FactorModel
+    model: FactorModel | Any
     reg_scores: dict
     dropped_rows: int
     inferred: bool

@@ -16,7 +16,7 @@ from ...data import nearest
 from ..quantized import MappingView, table_probabilities
 from ._factors import ridge_rows
 
-__all__ = ["FactorView", "view_of_recommender"]
+__all__ = ["FactorView", "view_of_recommender", "model_view_parts"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,17 @@ class FactorView(MappingView):
 def view_of_recommender(bundle) -> FactorView:
     """The :class:`FactorView` of a verified recommender :class:`privmap.device.Bundle`, or of its
     decoded payload (a dict, validated here as the device would)."""
+    model, parts = model_view_parts(bundle)
+    outputs = np.asarray([model.ratings(z) for z in parts.pop("space_outputs")], float)
+    return FactorView(**parts, outputs=outputs, mean=model.mean, bias=np.asarray(model.bias), design=np.asarray(model.factors), reg=model.reg,
+                      whiten=np.asarray(model.whiten))
+
+
+def model_view_parts(bundle) -> tuple:
+    """What every view of a table bundle over a model's space takes from a verified
+    :class:`privmap.device.Bundle`, or from its decoded payload (a dict, validated here as the
+    device would): the device's model, and the view's fields by name (``space_outputs`` the
+    outputs as points of the space, for the view to decode with the model)."""
     if isinstance(bundle, dict):
         from privmap.device import Limits
         from privmap.device.kinds import parse_table_body
@@ -98,11 +109,8 @@ def view_of_recommender(bundle) -> FactorView:
         classes, private_name, prior, delta = bundle.classes, bundle.private_name, bundle.prior, \
             bundle.metrics.get("delta")
     q = table_probabilities(index, weight, bits, len(outputs))
-    return FactorView(mechanism="quantized", metric="l2", inputs=np.asarray(inputs, float),
-                      outputs=np.asarray([model.ratings(z) for z in outputs], float), q=q, classes=tuple(classes),
-                      features=tuple(f.name for f in model.columns), private_name=private_name, delta=delta,
-                      prior=np.asarray(prior, float), categorical=False, mean=model.mean, bias=np.asarray(model.bias),
-                      design=np.asarray(model.factors), reg=model.reg, whiten=np.asarray(model.whiten),
-                      space_lo=np.array([f.min for f in space], float),
-                      space_hi=np.array([f.max for f in space], float),
-                      columns=payload_columns({"private": {"name": private_name, "classes": list(classes)}}))
+    return model, dict(mechanism="quantized", metric="l2", inputs=np.asarray(inputs, float), space_outputs=outputs,
+                       q=q, classes=tuple(classes), features=tuple(f.name for f in model.columns),
+                       private_name=private_name, delta=delta, prior=np.asarray(prior, float), categorical=False,
+                       space_lo=np.array([f.min for f in space], float), space_hi=np.array([f.max for f in space], float),
+                       columns=payload_columns({"private": {"name": private_name, "classes": list(classes)}}))

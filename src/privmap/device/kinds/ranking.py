@@ -1,0 +1,200 @@
+"""The ``ranking`` kind: which items a user rated embedded as a direction of a score space, a
+released direction decoded into a full row of item scores (docs/bundle-format.md, section
+"ranking").
+
+A ranking bundle is a quantized table over a *score space*: its ``features`` are the ``k``
+coordinates of a unit vector, and its inputs and outputs are points of that space. The ``model``
+map carries what takes a user from a row to that space and back:
+
+- ``columns`` and the rating domain (``min``, ``max``, ``integer``, ``missing_token``): a row
+  holds one cell per column, a blank or the token meaning "not rated", each rated cell a value
+  in the domain; only *which* cells are rated enters the embedding;
+- ``embed``: per column ``k`` whole numbers; a user's point is the sum ``y`` of the rows of the
+  rated columns, scaled to unit length (``z = y / |y|``). The builder made them the user's
+  item-item (EASE) score vector projected on the score space, so that the distance between two
+  points is the distance between two users' normalised score vectors, as far as rank ``k``
+  keeps it;
+- ``basis``: per column ``k`` whole numbers read as fixed point (the value times
+  ``2**basis_bits``): the released score of column ``j`` for point ``z`` is ``basis_j . z``,
+  rounded to ``decimals`` (higher = recommend sooner).
+
+The release is the score row of the sampled output for *every* column: nothing of the user's row,
+not even which items were rated, reaches the release except through the sampled output. The
+embedding adds every column's row times 0 or 1 in exact integer arithmetic, so its work does not
+depend on how many cells are rated and its value is the same on every device; the decode takes
+each score by :func:`math.fsum` (correctly rounded), never by the built-in ``sum`` (whose float
+algorithm changed in Python 3.12).
+"""
+from __future__ import annotations
+
+import math
+from operator import mul
+
+from ..constants import MAX_ABS_CELL, MAX_RANK
+from ..errors import BundleFormatError, InputError, WorkLimitError
+from ..format import Feature, Limits
+from . import table
+
+__all__ = ["MECHANISM", "MODEL_KEYS", "MAX_SCORE_WORK", "ScoreModel", "parse_model", "parse_body", "check_figures"]
+
+MECHANISM = "ranking"
+#: Keys of the ``model`` map, in canonical order.
+MODEL_KEYS = ("columns", "min", "max", "integer", "missing_token", "embed", "basis", "basis_bits", "decimals")
+#: Largest m x k: bounds the embedding's and the decode's work per row (2 m k integer and float
+#: products: about 10 ms in CPython at 1,000 columns and k = 32).
+MAX_SCORE_WORK = 1 << 18
+#: Largest magnitude of an ``embed`` or ``basis`` entry (int16, as the builder writes them): the
+#: embedding's integer sums then stay far below 2**53 at every size the work cap allows.
+MAX_ENTRY = (1 << 15) - 1
+#: Longest missing-value token (as the quantized features' ``missing_token``).
+_MAX_TOKEN = 16
+
+
+def _fail(message: str):
+    raise BundleFormatError(f"model: {message}")
+
+
+def _int(x, what, lo, hi) -> int:
+    if type(x) is not int or not lo <= x <= hi:
+        _fail(f"{what} must be an int in [{lo}, {hi}]")
+    return x
+
+
+def _bound(x, what) -> float:
+    if type(x) not in (int, float) or not math.isfinite(x) or not -MAX_ABS_CELL <= x <= MAX_ABS_CELL:
+        _fail(f"{what} must be a finite number in [{-MAX_ABS_CELL:g}, {MAX_ABS_CELL:g}]")
+    return float(x)
+
+
+class ScoreModel:
+    """The embedding and decode of a ranking bundle (module docstring). Read-only.
+
+    Attributes
+    ----------
+    columns : tuple of Feature, length m
+        The item columns, numeric with rule ``"mask"`` (a blank cell is "not rated").
+    embed : tuple of m tuples of k ints
+        Each column's embedding row.
+    basis : tuple of m tuples of k floats
+        Each column's score row (fixed point already divided out).
+    decimals : int
+        Released scores are rounded to this many decimals.
+    """
+
+    __slots__ = ("columns", "embed", "basis", "decimals")
+
+    columns: tuple[Feature, ...]
+    embed: tuple[tuple[int, ...], ...]
+    basis: tuple[tuple[float, ...], ...]
+    decimals: int
+
+    def __init__(self, columns, embed, basis, decimals):
+        for name, value in (("columns", columns), ("embed", embed), ("basis", basis), ("decimals", decimals)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ScoreModel is read-only")
+
+    @property
+    def dimension(self) -> int:
+        """k: the length of a point."""
+        return len(self.embed[0])
+
+    def point(self, cells) -> tuple:
+        """z (k floats, unit length) of a parsed row (m cells, ``None`` = not rated).
+
+        Every column's row is added times 0 or 1, so the work is the same whatever is rated.
+
+        Raises
+        ------
+        InputError
+            No cell is rated, or the rated columns' rows cancel out (no direction to embed).
+        """
+        y = [0] * self.dimension
+        rated = 0
+        for cell, row in zip(cells, self.embed):
+            flag = cell is not None
+            rated += flag
+            y = [a + flag * e for a, e in zip(y, row)]
+        if not rated:
+            raise InputError("every cell of the row is missing")
+        length = math.sqrt(sum(a * a for a in y))      # an exact integer, then one rounding
+        if not length > 0:
+            raise InputError("the row's rated items give no direction to embed")
+        return tuple(a / length for a in y)
+
+    def ratings(self, z) -> list:
+        """The released scores of point ``z``: one float per column, ``basis_j . z`` rounded to
+        ``decimals`` (higher = recommend sooner)."""
+        places = self.decimals
+        return [round(math.fsum(map(mul, row, z)), places) + 0.0 for row in self.basis]
+
+
+def _matrix(obj, what, m, k) -> list:
+    if type(obj) is not list or len(obj) != m:
+        _fail(f"{what} must hold one row per column")
+    rows = []
+    for j, row in enumerate(obj):
+        if type(row) is not list or len(row) != k:
+            _fail(f"{what}[{j}] must hold {k} ints")
+        rows.append(tuple(_int(v, f"{what}[{j}]", -MAX_ENTRY, MAX_ENTRY) for v in row))
+    return rows
+
+
+def parse_model(obj, score_features, limits) -> ScoreModel:
+    """Validate the ``model`` map of a ranking payload against its ``score_features`` (the k
+    real numeric features of the score space); returns the :class:`ScoreModel`.
+
+    Raises :class:`BundleFormatError` naming the first field that fails, and
+    :class:`WorkLimitError` for more columns x k than :data:`MAX_SCORE_WORK`.
+    """
+    if type(obj) is not dict or set(obj) != set(MODEL_KEYS) or any(type(k) is not str for k in obj):
+        _fail(f"must be a map with exactly the keys {', '.join(MODEL_KEYS)}")
+    k = len(score_features)
+    if not 2 <= k <= MAX_RANK or any(f.categorical or f.integer for f in score_features):
+        _fail(f"needs 2..{MAX_RANK} real numeric features (the score space)")
+    for f in score_features:
+        if not (-1.0 <= f.min and f.max <= 1.0):
+            _fail("the score space's features lie in [-1, 1] (coordinates of a unit vector)")
+    names = obj["columns"]
+    if type(names) is not list or not 1 <= len(names) <= limits.max_features:
+        _fail(f"columns must be an array of 1..{limits.max_features} names")
+    for i, name in enumerate(names):
+        if type(name) is not str or not name or len(name.encode("utf-8")) > limits.max_string_bytes:
+            _fail(f"columns[{i}] must be a non-empty string")
+    if len(set(names)) != len(names):
+        _fail("column names must be unique")
+    if len(names) * k > MAX_SCORE_WORK:
+        raise WorkLimitError(f"model: {len(names)} columns x k = {k} exceeds the score work cap {MAX_SCORE_WORK}")
+    lo, hi = _bound(obj["min"], "min"), _bound(obj["max"], "max")
+    if not lo < hi:
+        _fail("min must be below max")
+    integer = obj["integer"]
+    if type(integer) is not bool:
+        _fail("integer must be a bool")
+    if integer and not (lo.is_integer() and hi.is_integer()):
+        _fail("an integer rating domain needs whole-number bounds")
+    token = obj["missing_token"]
+    if type(token) is not str or len(token) > _MAX_TOKEN:
+        _fail(f"missing_token must be a string of at most {_MAX_TOKEN} characters")
+    bound = (int if integer else float)
+    columns = tuple(Feature(name=n, kind="numeric", min=bound(lo), max=bound(hi), integer=integer, missing="mask",
+                            missing_token=token) for n in names)
+    embed = _matrix(obj["embed"], "embed", len(names), k)
+    scale = 2.0 ** _int(obj["basis_bits"], "basis_bits", 0, 30)
+    basis = tuple(tuple(v / scale for v in row) for row in _matrix(obj["basis"], "basis", len(names), k))
+    decimals = _int(obj["decimals"], "decimals", 0, 6)
+    return ScoreModel(columns, tuple(embed), basis, decimals)
+
+
+def parse_body(obj: dict, limits: Limits) -> dict:
+    """Validate a ranking payload after the header: the table fields over its score space
+    (:func:`privmap.device.kinds.table.parse_body`), then ``model`` against those features.
+    Raises BundleFormatError, TableError or WorkLimitError."""
+    body = table.parse_body(obj, limits)
+    body["model"] = parse_model(body["model"], body["features"], limits)
+    return body
+
+
+#: The declared figures: the leakage of the score-space table on its prior.
+check_figures = table.check_figures
