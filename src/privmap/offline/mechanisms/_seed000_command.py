@@ -510,7 +510,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     summary["utility"] = utility
     if built.choice is not None:
         click.echo(format_candidates(built.choice), err=True)
-        if not built.choice.met:
+        if not any(c.get("meets_target") for c in built.choice.candidates):
             click.echo("warning: " + built.choice.unmet_message(shipped=True), err=True)
         summary["auto"] = built.choice.summary()
     _warn_new_user_leakage(metrics)

@@ -523,8 +523,7 @@ def format_candidates(choice: Choice) -> str:
     """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it."""
     searched = choice.delta_fraction is not None
     lines = [f"{'':2}{'K':>5} {'smoothing':>9}" + (f" {'Delta/D0':>8}" if searched else "")
-             + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11} {'(upper)':>7}"
-             + f" {'attacker':>8}"]
+             + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11} {'(upper)':>7}"]
     for r in choice.candidates:
         mark = "*" if r["chosen"] else " "
         head = f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g}" + (
@@ -538,6 +537,7 @@ def format_candidates(choice: Choice) -> str:
                      f"{r.get('holdout_attacker') or '-':>8}"
                      + "".join(f"  {c} {b:.5f}" for c, b in r.get("holdout_leakage_bits_by_column", {}).items())
                      + ("" if r["meets_target"] else "  above target"))
+    lines[0] += f" {'attacker':>8}"              # the strongest attacker, after the AUC and its bound
     goal = []
     if choice.target_leakage_bits is not None:
         goal.append(f"held-out leakage <= {choice.target_leakage_bits:.5f} bits"

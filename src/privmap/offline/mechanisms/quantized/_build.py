@@ -42,6 +42,9 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
     BuildError
         Categorical rows (the exact mechanism's), other options than :class:`QuantizedOptions`,
         bad data, an infeasible budget, a failing solver, or a payload the device would refuse.
+    TargetNotMetError
+        An ``auto`` search whose target no candidate meets, unless ``options.auto.allow_unmet``
+        (the candidate nearest the target is built then); raised by :func:`build_points` too.
     """
     if not isinstance(options, QuantizedOptions):
         raise BuildError(f"the quantized build takes QuantizedOptions, got {type(options).__name__}")
@@ -56,17 +59,16 @@ def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, 
     """The quantized pipeline on points in memory (the rows, or a mechanism's own points: the
     recommender's factors), after the ``auto`` search when the options ask for one: it is timed
     as the stage ``auto-search`` with every fold's cost, and the build ships what it measured.
-    Raises as :func:`build`, and :class:`~privmap.offline._errors.TargetNotMetError` when no
-    candidate meets the target (unless ``options.auto.allow_unmet``: the nearest is built)."""
+    Raises as :func:`build`."""
     held = InMemoryRows(rows, dropped_rows)
     if options.auto is None:
         return build_rows(held, options, tell)
     tell("auto-search", 0.0)
     choice = choose(rows, options)
-    if not choice.met and not options.auto.allow_unmet:
-        raise TargetNotMetError(choice.unmet_message())
     tell.close()
     tell.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
+    if not choice.met and not options.auto.allow_unmet:          # fail closed: no bundle for an unmet target
+        raise TargetNotMetError(choice.unmet_message())
     built = build_rows(held, choice.chosen(options), tell, **choice.build_kwargs())
     return dataclasses.replace(built, choice=choice)
 
