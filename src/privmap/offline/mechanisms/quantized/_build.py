@@ -1,7 +1,10 @@
 """The quantized mechanism's builds: rows in memory (:func:`build`) or partitions on a Dask
 cluster (:func:`build_partitioned`) and :class:`._options.QuantizedOptions` in, the shared
 :class:`~privmap.offline.mechanisms.Result` out (its ``detail`` a :class:`._pipeline.Build`). Both
-run the one pipeline (:func:`._pipeline.build_rows`) on their rows' backend."""
+run the one pipeline (:func:`._pipeline.build_rows`) on their rows' backend. An ``auto`` search
+whose target no candidate meets fails closed (:class:`~privmap.offline._errors.TargetNotMetError`
+from :func:`build_points`, before any payload) unless ``options.auto.allow_unmet``: the candidate
+nearest the target is built then."""
 from __future__ import annotations
 
 import dataclasses
@@ -42,9 +45,6 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
     BuildError
         Categorical rows (the exact mechanism's), other options than :class:`QuantizedOptions`,
         bad data, an infeasible budget, a failing solver, or a payload the device would refuse.
-    TargetNotMetError
-        An ``auto`` search whose target no candidate meets, unless ``options.auto.allow_unmet``
-        (the candidate nearest the target is built then); raised by :func:`build_points` too.
     """
     if not isinstance(options, QuantizedOptions):
         raise BuildError(f"the quantized build takes QuantizedOptions, got {type(options).__name__}")
