@@ -93,10 +93,24 @@ def test_with_both_targets_unmet_the_nearest_misses_each_by_the_least_fraction()
     assert _best(rows, targets) is rows[1]
 
 
-def test_a_build_whose_target_no_candidate_meets_fails_and_writes_no_bundle(run, small_csv, keys, tmp_path):
-    out = tmp_path / "unmet.bundle"
-    args = ("build", small_csv, "--private", "a", "--clusters", "auto", "--delta-fraction", 0.5, "--holdout-folds", 3,
-            "--target-auc", 0.0, "--key", keys / "private.pem", "--out", out)
+@pytest.fixture(scope="module")
+def leaky_csv(tmp_path_factory):
+    """600 rows, 2 integer features, a private class that moves the first by three standard deviations."""
+    rng = np.random.default_rng(6)
+    a = rng.integers(0, 2, 600)
+    X = np.clip(np.round(rng.normal(2, 1.0, (600, 2)) + 3 * a[:, None] * [1, 0]), 0, 8).astype(int)
+    path = tmp_path_factory.mktemp("d") / "leaky.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["x", "y", "a"])
+        w.writerows([[*row, "m" if k else "f"] for row, k in zip(X, a)])
+    return path
+
+
+def test_a_build_whose_target_no_candidate_meets_fails_and_writes_no_bundle(run, leaky_csv, keys, tmp_path):
+    out = tmp_path / "unmet.bundle"       # 5 % of the way to perfect privacy leaves the class plain to see
+    args = ("build", leaky_csv, "--private", "a", "--clusters", "auto", "--delta-fraction", 0.05, "--holdout-folds", 3,
+            "--target-auc", 0.6, "--key", keys / "private.pem", "--out", out)
     failed = run(*args, ok=False)
     assert failed.exit_code == 1 and not out.exists()
     line = failed.output.strip().splitlines()[-1]

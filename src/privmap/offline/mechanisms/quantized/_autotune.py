@@ -152,7 +152,8 @@ class Choice:
         if self.target_auc is not None:
             reached.append(f"attacker AUC bound {best['holdout_attacker_auc_high']:.4f} ({best['holdout_attacker']}) "
                            f"against {self.target_auc:.4f}")
-        advice = "loosen the target, give more training users or protect fewer private columns"
+        advice = "loosen the target" + (", protect fewer private columns" if self.column_targets else "") \
+            + " or give more training users"
         return (f"no candidate of the auto search meets the privacy target; the nearest (K = {best['clusters']}) "
                 f"reached {', '.join(reached)}: "
                 + (f"built as --allow-unmet asks ({advice} to meet it)" if shipped
