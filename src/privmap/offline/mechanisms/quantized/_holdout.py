@@ -508,12 +508,6 @@ def pool_folds(parts: list, k: int) -> HoldoutLeakage:
                                            for p in parts if "cost" in p))
 
 
-def _simulated_release(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One draw of released rows (n, d) for ``symbols`` (held-out or training rows) under the fold's
-    table: the rows of the outputs :func:`_drawn_outputs` draws."""
-    return np.asarray(fit.alphabet.outputs, dtype=float)[_drawn_outputs(fit, symbols, rng)]
-
-
 def _drawn_outputs(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw of the output index (n,) for each of ``symbols`` (n,) under the fold's table: each
     row takes the first output whose cumulative probability in its table row exceeds a uniform
