@@ -41,8 +41,8 @@ MECHANISM = "ranking"
 #: Keys of the ``model`` map, in canonical order.
 MODEL_KEYS = ("columns", "min", "max", "integer", "missing_token", "embed", "basis", "basis_bits", "decimals")
 #: Largest m x k: bounds the embedding's and the decode's work per row (2 m k integer and float
-#: products: about 10 ms in CPython at 1,000 columns and k = 32).
-MAX_SCORE_WORK = 1 << 18
+#: products: about 10 ms in CPython at 1,000 columns and k = 32; 4,096 columns at k = 32).
+MAX_SCORE_WORK = 1 << 17
 #: Largest magnitude of an ``embed`` or ``basis`` entry (int16, as the builder writes them): the
 #: embedding's integer sums then stay far below 2**53 at every size the work cap allows.
 MAX_ENTRY = (1 << 15) - 1
