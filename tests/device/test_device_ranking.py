@@ -62,7 +62,7 @@ def test_release_is_a_score_for_every_column_from_the_sampled_output_alone(bundl
         b = bundle.sanitize(second, rng=InsecureTestBits(FixedBits(value), test_mode=True))
         assert a == b and len(a) == len(COLUMNS) and all(type(v) is float and math.isfinite(v) for v in a)
         j = bundle.release_index(first, rng=InsecureTestBits(FixedBits(value), test_mode=True))
-        basis = np.array(bundle.model.basis)
+        basis = np.array(bundle.model.basis) / 2.0 ** bundle.model.basis_bits
         assert np.allclose(a, basis @ np.array(bundle.outputs[j]), atol=5e-4)
 
 
