@@ -1,4 +1,5 @@
-"""Benchmark: what each release is worth to a recommender, beside what it tells an attacker.
+"""Benchmark: what each release is worth to a recommender and to the top-10 lists users receive,
+beside what it tells the strongest attacker.
 
 Run from the repository root:
 
@@ -9,7 +10,10 @@ For each data set (``insteval``: data/insteval, 2,972 students x 500 lecturers, 
 blank, private ``studage``, 4 classes; ``synthetic``: :func:`privmap.offline.data.synthetic_ratings`,
 3,000 users x 500 items, density 0.04, 4 classes, seeded; ``movies``: the same generator in the
 shape of a movie-ratings set, 3,000 users x 200 items, density 0.24, 2 classes; ``movies-wide``: the
-same at 1,000 items, density 0.08; ``gss``: data/gss1993_music, 1,597
+same at 1,000 items, density 0.08; ``watch`` and ``watch-wide``: the same shapes at densities 0.10
+and 0.03, people watching what suits their taste and what is popular (the generator's ``taste`` 1,
+``popularity`` 1.5), so that the most popular items are a strong ranking baseline as on real
+movie ratings (EASE on true profiles recalls about twice what popularity does); ``gss``: data/gss1993_music, 1,597
 respondents x 18 music styles, ratings 1-5, 7 % blank, private ``sex``, 2 classes) the protocol of
 :func:`privmap.offline.measures.recommender_utility`:
 
@@ -21,6 +25,10 @@ respondents x 18 music styles, ratings 1-5, 7 % blank, private ``sex``, 2 classe
   held-out rows as released and predicts the hidden ratings: RMSE, value kept = (RMSE nothing -
   RMSE) / (RMSE nothing - RMSE true), NDCG@10 over the hidden items, recall@10 among the items
   not rated;
+- the top-10 lists users receive (:mod:`privmap.offline.measures`' ranking protocol, SERVICE.md):
+  recall@10 and NDCG@10 of each held-out user's unseen items, relevant = hidden ratings >= 4, for
+  EASE on the true visible profile, popularity, and the best reading of the released rows; ranking
+  value kept = (recall released - recall popularity) / (recall true - recall popularity);
 - the attacker (logistic regression choosing its regularisation by inner cross-validation,
   :mod:`privmap.offline._attacker`) is trained on the training users' rows as the release makes
   them (from their whole rows: it knows the mechanism) and tested on the held-out users' released
@@ -28,7 +36,10 @@ respondents x 18 music styles, ratings 1-5, 7 % blank, private ``sex``, 2 classe
   the user's own row (BlurMe, randomized response) a second attacker, trained on the training
   users' *true* rows (it does not know the mechanism), is scored on the same released rows. A
   third reads each released row as a symbol (:func:`identity_attack`): the strongest attacker
-  against a release drawn from a finite set of rows, as privmap's are.
+  against a release drawn from a finite set of rows, as privmap's are. A fourth is gradient
+  boosting (scikit-learn's HistGradientBoostingClassifier, defaults) on the released values and
+  rated/blank indicators. The *strongest* attacker's AUC is the largest of the three that know the
+  release (SERVICE.md), written independently of the build's own attackers.
 
 The releases, side by side:
 
@@ -39,6 +50,9 @@ The releases, side by side:
   user's latent taste is mapped and a full row of predicted ratings released; the pinned command
   (``--clusters auto --target-auc 0.55``) and fixed points; and its factor model alone (each
   user's own predicted ratings, no privacy), what the model is worth before the mapping;
+- privmap's ranking mode (``privmap build --utility ranking``, the CLI): which items the user
+  rated embedded as the direction of their EASE score row, the direction mapped, a full row of
+  item scores released; the pinned command and a fixed point;
 - BlurMe (Weinsberg et al. 2012): the user's own ratings plus a few added ones on items that
   indicate another class;
 - randomized response per rated cell.
@@ -166,13 +180,14 @@ def privmap_quantized(k: int, delta_fraction: float = DELTA_FRACTION):
     return fit
 
 
-def recommender_build(train, private, seed, options) -> tuple:
-    """``privmap build DATA.csv --private private --domain LO:HI --utility recommender OPTIONS --seed S
+def recommender_build(train, private, seed, options, utility: str = "recommender") -> tuple:
+    """``privmap build DATA.csv --private private --domain LO:HI --utility UTILITY OPTIONS --seed S
     --key KEY --out B`` run as the operator runs it (the CLI, in a child process, with a fresh key)
     on the training users' rows, the bundle read back as a device reads it (signature checked):
-    its evaluation view (:func:`view_of_recommender`) and the build's ``--json`` summary."""
+    its evaluation view (:func:`privmap.offline.mechanisms.view_of`) and the build's ``--json``
+    summary."""
     from privmap.device import Keyring, read_bundle_file
-    from privmap.offline.mechanisms.recommender import view_of_recommender
+    from privmap.offline.mechanisms import VIEWS
     rows, classes = with_ratings(train, private)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
@@ -180,26 +195,30 @@ def recommender_build(train, private, seed, options) -> tuple:
         privmap_cli("keygen", tmp / "keys")
         summary = json.loads(privmap_cli(
             "build", tmp / "train.csv", "--private", "private", "--domain", rating_domain(train),
-            "--utility", "recommender", *options, "--seed", str(seed), "--key", tmp / "keys" / "private.pem",
+            "--utility", utility, *options, "--seed", str(seed), "--key", tmp / "keys" / "private.pem",
             "--out", tmp / "rec.bundle", "--json"))
         bundle = read_bundle_file(tmp / "rec.bundle", Keyring.from_pem_files(tmp / "keys" / "public.pem"))
-    return view_of_recommender(bundle), summary
+    return VIEWS[utility](bundle), summary
 
 
-def privmap_recommender(*options: str):
-    """privmap's recommender mode (:func:`recommender_build` with ``OPTIONS``), released as a device
-    would (the fold-in, the nearest centre, one simulated draw): a full row of predicted ratings,
-    nothing of the user's row but through the sampled output. The build's choice (K, budget) goes
-    into the row's note."""
+def privmap_recommender(*options: str, utility: str = "recommender"):
+    """privmap's recommender or ranking mode (:func:`recommender_build` with ``OPTIONS``), released
+    as a device would (the fold-in or embedding, the nearest centre, one simulated draw): a full row
+    of predicted ratings or of item scores, nothing of the user's row but through the sampled
+    output. The build's choice (K, budget) goes into the row's note."""
     def fit(train, private, n_classes, seed) -> Release:
-        view, summary = recommender_build(train, private, seed, options)
+        started = time.process_time()
+        view, summary = recommender_build(train, private, seed, options, utility)
         release = class_blind(view_release(view, np.random.default_rng(seed)))
         chosen = next((c for c in summary.get("auto", {}).get("candidates", ()) if c.get("chosen")), {})
-        release.note = (f"K = {summary['clusters']}, Delta = {summary['delta']:.3f} stars"
+        release.note = (f"K = {summary['clusters']}, Delta = {summary['delta']:.3f} "
+                        + ("stars" if utility == "recommender" else "in scores")
                         + (f" (fraction {chosen['delta_fraction']:g})" if "delta_fraction" in chosen else "")
                         + ("; class-blind clusters" if chosen.get("class_blind") else "")
                         + (f"; the build's own held-out attacker AUC {chosen['holdout_attacker_auc']:.3f}"
-                           if "holdout_attacker_auc" in chosen else ""))
+                           if "holdout_attacker_auc" in chosen else "")
+                        + f"; build {summary['build_seconds']:.0f} s wall, the benchmark's own "
+                          f"{time.process_time() - started:.1f} CPU-s besides the child's")
         return release
     return fit
 
@@ -314,6 +333,10 @@ RELEASES: dict[str, Callable] = {
         privmap_recommender("--clusters", "auto", "--target-auc", f"{PINNED_TARGET_AUC:g}", "--no-class-blind"),
     "privmap recommender K=128 F=0.7": privmap_recommender("--clusters", "128", "--delta-fraction", "0.7"),
     "privmap recommender K=32 F=0.5": privmap_recommender("--clusters", "32", "--delta-fraction", "0.5"),
+    f"privmap ranking (auto, AUC <= {PINNED_TARGET_AUC:g})":
+        privmap_recommender("--clusters", "auto", "--target-auc", f"{PINNED_TARGET_AUC:g}", utility="ranking"),
+    "privmap ranking K=64 F=0.5": privmap_recommender("--clusters", "64", "--delta-fraction", "0.5",
+                                                      utility="ranking"),
     **{f"BlurMe {strategy} {percent} %": blurme(percent / 100, strategy)
        for strategy in ("greedy", "sampled") for percent in (1, 5, 10)},
     **{f"randomized response eps={eps:g}": randomized_response(eps) for eps in (0.5, 1.0, 2.0)},
@@ -376,7 +399,23 @@ def movies_wide(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
     return s.ratings, s.private, len(s.classes)
 
 
-DATA = {"insteval": insteval, "synthetic": synthetic, "movies": movies, "movies-wide": movies_wide, "gss": gss}
+def watch(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """3,000 users x 200 items, 90 % blank, people rating what suits their taste and what is
+    popular: EASE on true profiles recalls about twice what popularity does, as on real movies."""
+    s = synthetic_ratings(3000, 200, rank=10, density=0.10, classes=2, rng=seed, shift=0.45, taste=1.0,
+                          popularity=1.5)
+    return s.ratings, s.private, len(s.classes)
+
+
+def watch_wide(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The same at 1,000 items, 97 % blank."""
+    s = synthetic_ratings(3000, 1000, rank=10, density=0.03, classes=2, rng=seed, shift=0.45, taste=1.0,
+                          popularity=1.5)
+    return s.ratings, s.private, len(s.classes)
+
+
+DATA = {"insteval": insteval, "synthetic": synthetic, "movies": movies, "movies-wide": movies_wide, "watch": watch,
+        "watch-wide": watch_wide, "gss": gss}
 
 
 # --------------------------------------------------------------------------- protocol
@@ -392,7 +431,7 @@ def run(name: str, seed: int, only: list[str] | None) -> dict:
     service = ServiceUtility(ratings[train], ratings[test], seed=seed)
     out = {"data": name, "users": int(len(private)), "items": int(ratings.shape[1]),
            "density": float(np.mean(~np.isnan(ratings))), "classes": n_classes, **service.describe(),
-           "baseline": service.baseline, "rows": []}
+           "baseline": service.baseline, "ranking": service.ranking.baseline, "rows": []}
 
     def attack(train_rows, test_rows):
         return logistic_attack(train_rows, private[train], test_rows, private[test], n_classes, seed=seed)
@@ -407,11 +446,16 @@ def run(name: str, seed: int, only: list[str] | None) -> dict:
         train_released = release(ratings[train], private[train])
         knows = attack(train_released, released)
         identity = identity_attack(train_released, private[train], released, private[test], n_classes)
+        boosted = boosting_attack(train_released, private[train], released, private[test], n_classes, seed)
         unaware = attack(ratings[train], released) if getattr(fit, "perturbs_own_row", False) else None
         out["rows"].append({"release": label, "rmse": figures["rmse_released"], "value_kept": figures["value_kept"],
                             "ndcg_at_10": figures["ndcg_at_k_released"], "recall_at_10": figures["recall_at_k_released"],
                             "attacker_auc": knows.roc_auc, "attacker_c": knows.regularisation,
-                            "identity_attacker_auc": identity,
+                            "identity_attacker_auc": identity, "boosting_attacker_auc": boosted,
+                            "strongest_attacker_auc": max(knows.roc_auc, identity, boosted),
+                            "ranking_recall_at_10": figures["ranking_recall_released"],
+                            "ranking_value_kept": figures["ranking_value_kept"],
+                            "ranking_read_by": figures["ranking_released_by"],
                             "unaware_attacker_auc": None if unaware is None else unaware.roc_auc,
                             "unaware_attacker_c": None if unaware is None else unaware.regularisation,
                             "released_cells_per_user": figures["released_cells_per_user"],
@@ -440,6 +484,23 @@ def identity_attack(train_rows: np.ndarray, train_private: np.ndarray, test_rows
     return float(roc_auc_score(test_private, scores, multi_class="ovr", labels=list(range(n_classes))))
 
 
+def boosting_attack(train_rows: np.ndarray, train_private: np.ndarray, test_rows: np.ndarray,
+                    test_private: np.ndarray, n_classes: int, seed: int) -> float:
+    """ROC AUC of gradient boosting (HistGradientBoostingClassifier, defaults) trained on the
+    training users' released values (blank as 0) and rated/blank indicators, scored on the
+    held-out releases (one-vs-rest macro for more classes)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import roc_auc_score
+
+    def features(rows):
+        return np.hstack([np.nan_to_num(rows, nan=0.0), np.isnan(rows).astype(float)])
+    model = HistGradientBoostingClassifier(random_state=seed).fit(features(train_rows), train_private)
+    scores = model.predict_proba(features(test_rows))
+    if n_classes == 2:
+        return float(roc_auc_score(test_private, scores[:, 1]))
+    return float(roc_auc_score(test_private, scores, multi_class="ovr", labels=list(range(n_classes))))
+
+
 def _f(x, nd=4) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
 
@@ -449,13 +510,19 @@ def table(r: dict) -> str:
              f"{r['train_users']} training users, {r['heldout_users']} held-out users, {r['hidden_ratings']} hidden "
              f"ratings ({r['visible_ratings_per_user']:.1f} visible per held-out user)",
              "",
-             "| release | RMSE | value kept | NDCG@10 | recall@10 | attacker AUC (knows the release) | "
-             "attacker AUC (trained on true rows) | attacker AUC (reads the row as a symbol) | released cells / user |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"top-10 lists: EASE on true profiles recall@10 {_f(r['ranking']['ranking_recall_true'])}, popularity "
+             f"{_f(r['ranking']['ranking_recall_popularity'])}",
+             "",
+             "| release | RMSE | value kept | recall@10 (top-10 list) | ranking value kept | attacker AUC: logistic | "
+             "gradient boosting | row as a symbol | **strongest** | logistic trained on true rows | "
+             "released cells / user |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in r["rows"]:
-        lines.append(f"| {row['release']} | {_f(row['rmse'])} | {_f(row['value_kept'], 3)} | {_f(row['ndcg_at_10'])} | "
-                     f"{_f(row['recall_at_10'])} | {_f(row['attacker_auc'], 3)} | {_f(row['unaware_attacker_auc'], 3)} | "
-                     f"{_f(row['identity_attacker_auc'], 3)} | {row['released_cells_per_user']:.1f} |")
+        lines.append(f"| {row['release']} | {_f(row['rmse'])} | {_f(row['value_kept'], 3)} | "
+                     f"{_f(row['ranking_recall_at_10'])} ({row['ranking_read_by']}) | {_f(row['ranking_value_kept'], 3)} | "
+                     f"{_f(row['attacker_auc'], 3)} | {_f(row['boosting_attacker_auc'], 3)} | "
+                     f"{_f(row['identity_attacker_auc'], 3)} | **{_f(row['strongest_attacker_auc'], 3)}** | "
+                     f"{_f(row['unaware_attacker_auc'], 3)} | {row['released_cells_per_user']:.1f} |")
     notes = [f"- {row['release']}: {row['note']}" for row in r["rows"] if row.get("note")]
     return "\n".join(lines + ([""] + notes if notes else []))
 
@@ -465,58 +532,66 @@ def table(r: dict) -> str:
 #: Marker and colour of each family of releases (the first whose prefix a name starts with).
 FAMILIES = (("true ratings", "*", "black"), ("nothing", "X", "grey"), ("k-means alone", "s", "tab:brown"),
             ("privmap quantized", "D", "tab:orange"), ("factor model alone", "h", "tab:cyan"),
-            ("privmap recommender", "o", "tab:blue"), ("BlurMe greedy", "^", "tab:red"),
+            ("privmap recommender", "o", "tab:blue"), ("privmap ranking", "p", "tab:purple"),
+            ("BlurMe greedy", "^", "tab:red"),
             ("BlurMe sampled", "v", "tab:pink"), ("randomized response", "P", "tab:green"))
 #: The plot's lowest value kept: a release below it is drawn on it, its value in its label.
 PLOT_FLOOR = -1.5
 
 
 def plot(results: list[dict], path: pathlib.Path) -> None:
-    """Value kept (y) against the held-out attacker's AUC (x), one panel per data set: a filled
-    marker per release for the attacker that knows it; for a release that perturbs the user's own
-    row, a hollow marker joined to it for the attacker trained on true rows. Dashed lines at the
-    pinned target AUC and at value kept :data:`VALUE_KEPT_MARK`. Releases worth much less than no
-    row (down to -12.7 on InstEval, where value kept divides by a small number) are drawn on
-    :data:`PLOT_FLOOR` and listed with their value in a box, so that the region that matters stays
-    legible."""
+    """Value kept (y) against the held-out strongest attacker's AUC (x), one column of panels per
+    data set: the rating value kept (RMSE) above, the ranking value kept (top-10 lists) below. A
+    filled marker per release for the strongest attacker that knows it; for a release that
+    perturbs the user's own row, a hollow marker joined to it for the attacker trained on true rows.
+    Dashed lines at the pinned target AUC and at value kept :data:`VALUE_KEPT_MARK`. Releases worth
+    much less than no row (down to -12.7 on InstEval, where value kept divides by a small number)
+    are drawn on :data:`PLOT_FLOOR` and listed with their value in a box, so that the region that
+    matters stays legible."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(results), figsize=(6.2 * len(results), 5.4), squeeze=False)
+    fig, axes = plt.subplots(2, len(results), figsize=(6.2 * len(results), 10.2), squeeze=False)
     handles = {}
-    for ax, r in zip(axes[0], results):
-        top, below = 1.0, []
-        for row in r["rows"]:
-            if row["value_kept"] is None or row["attacker_auc"] is None or math.isnan(row["attacker_auc"]):
-                continue
-            family, marker, colour = next(f for f in FAMILIES if row["release"].startswith(f[0]))
-            x, kept = row["attacker_auc"], row["value_kept"]
-            y, top = max(kept, PLOT_FLOOR), max(top, kept)
-            handles[family] = ax.scatter(x, y, marker=marker, color=colour, s=55, zorder=3, label=family)
-            if row["unaware_attacker_auc"] is not None:
-                ax.scatter(row["unaware_attacker_auc"], y, marker=marker, facecolors="none", edgecolors=colour,
-                           s=55, zorder=3)
-                ax.plot([x, row["unaware_attacker_auc"]], [y, y], color=colour, lw=0.6, ls=":", zorder=2)
-            if kept < PLOT_FLOOR:
-                below.append(f"{row['release']}: {kept:.2f}")
-            else:
-                ax.annotate(short_label(row["release"]), (x, y), textcoords="offset points", xytext=(4, 3),
-                            fontsize=6.5)
-        if below:
-            ax.text(0.98, 0.1, f"drawn at {PLOT_FLOOR:g}, value kept:\n" + "\n".join(below), transform=ax.transAxes,
-                    ha="right", va="bottom", fontsize=6.5, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5})
-        ax.axvline(PINNED_TARGET_AUC, ls="--", color="grey", lw=1)
-        ax.axhline(VALUE_KEPT_MARK, ls="--", color="grey", lw=1)
-        ax.set_ylim(PLOT_FLOOR - 0.15, top + 0.2)
-        ax.set_xlabel("held-out attacker ROC AUC (hollow: attacker trained on true rows)")
-        ax.set_ylabel("value kept for the recommender (RMSE)")
-        ax.set_title(f"{r['data']}: {r['users']} users x {r['items']} items, {r['classes']} classes", fontsize=10)
-        ax.grid(alpha=0.3)
+    for column, r in enumerate(results):
+        for ax, (key, label) in zip(axes[:, column], (("value_kept", "rating value kept (RMSE)"),
+                                                      ("ranking_value_kept", "ranking value kept (recall@10)"))):
+            _panel(ax, r, key, handles)
+            ax.set_ylabel(label)
     fig.legend(handles=list(handles.values()), loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _panel(ax, r: dict, key: str, handles: dict) -> None:
+    """One panel of :func:`plot`: the releases of result ``r`` by ``key`` (a value kept)."""
+    top, below = 1.0, []
+    for row in r["rows"]:
+        x, kept = row["strongest_attacker_auc"], row[key]
+        if kept is None or x is None or math.isnan(x):
+            continue
+        family, marker, colour = next(f for f in FAMILIES if row["release"].startswith(f[0]))
+        y, top = max(kept, PLOT_FLOOR), max(top, kept)
+        handles[family] = ax.scatter(x, y, marker=marker, color=colour, s=55, zorder=3, label=family)
+        if row["unaware_attacker_auc"] is not None:
+            ax.scatter(row["unaware_attacker_auc"], y, marker=marker, facecolors="none", edgecolors=colour,
+                       s=55, zorder=3)
+            ax.plot([x, row["unaware_attacker_auc"]], [y, y], color=colour, lw=0.6, ls=":", zorder=2)
+        if kept < PLOT_FLOOR:
+            below.append(f"{row['release']}: {kept:.2f}")
+        else:
+            ax.annotate(short_label(row["release"]), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=6.5)
+    if below:
+        ax.text(0.98, 0.1, f"drawn at {PLOT_FLOOR:g}, value kept:\n" + "\n".join(below), transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=6.5, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0.5})
+    ax.axvline(PINNED_TARGET_AUC, ls="--", color="grey", lw=1)
+    ax.axhline(VALUE_KEPT_MARK, ls="--", color="grey", lw=1)
+    ax.set_ylim(PLOT_FLOOR - 0.15, top + 0.2)
+    ax.set_xlabel("held-out strongest attacker ROC AUC (hollow: logistic trained on true rows)")
+    ax.set_title(f"{r['data']}: {r['users']} users x {r['items']} items, {r['classes']} classes", fontsize=10)
+    ax.grid(alpha=0.3)
 
 
 def short_label(name: str) -> str:
@@ -559,19 +634,24 @@ def main(argv=None) -> int:
 
 def over_splits(results: list[dict]) -> str:
     """Each (data set, release)'s median [min, max] of value kept and attacker AUC over the splits."""
-    lines = ["| data | release | splits | value kept, median [range] | attacker AUC, median [range] | "
-             "AUC above the pinned target |", "|---|---|---|---|---|---|"]
+    lines = ["| data | release | splits | value kept, median [range] | ranking value kept, median [range] | "
+             "strongest attacker AUC, median [range] | AUC above the pinned target |", "|---|---|---|---|---|---|---|"]
     groups: dict = {}
     for r in results:
         for row in r["rows"]:
             groups.setdefault((r["data"], row["release"]), []).append(row)
     for (data, release), rows in groups.items():
-        kept = [row["value_kept"] for row in rows]
-        auc = [row["attacker_auc"] for row in rows]
+        auc = [row["strongest_attacker_auc"] for row in rows]
         above = sum(a > PINNED_TARGET_AUC for a in auc)
-        lines.append(f"| {data} | {release} | {len(rows)} | {np.median(kept):.3f} [{min(kept):.3f}, {max(kept):.3f}] | "
-                     f"{np.median(auc):.3f} [{min(auc):.3f}, {max(auc):.3f}] | {above} of {len(rows)} |")
+        lines.append(f"| {data} | {release} | {len(rows)} | {_spread(row['value_kept'] for row in rows)} | "
+                     f"{_spread(row['ranking_value_kept'] for row in rows)} | {_spread(auc)} | {above} of {len(rows)} |")
     return "\n".join(lines)
+
+
+def _spread(values) -> str:
+    """``median [min, max]`` of the values that were measured (``-`` when none was)."""
+    found = [v for v in values if v is not None]
+    return f"{np.median(found):.3f} [{min(found):.3f}, {max(found):.3f}]" if found else "-"
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ modules here sit below every stage.
 
 The notebook API is this package's face too: ``from privmap.offline import build_quantized,
 evaluate`` gives :mod:`.api`'s functions (one build per mechanism: :func:`build_quantized`,
-:func:`build_exact`, :func:`build_recommender`, :func:`build_funnel`, :func:`build_max_correlation`,
+:func:`build_exact`, :func:`build_recommender`, :func:`build_ranking`, :func:`build_funnel`, :func:`build_max_correlation`,
 :func:`build_gaussian`, :func:`build_nullspace`; :func:`evaluate`, :func:`curve`, :func:`sanitize`)
 and result classes (:class:`BuildResult`, :class:`Evaluation`, :class:`Curve`, :class:`Released`).
 They are imported on first use (a module ``__getattr__``, PEP 562), so ``import privmap.offline``
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         build_max_correlation,
         build_nullspace,
         build_quantized,
+        build_ranking,
         build_recommender,
         curve,
         evaluate,
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
     )
 
 #: The notebook API's names, served from :mod:`.api` on first use (:func:`__getattr__`).
-API = ("build_quantized", "build_exact", "build_recommender", "build_funnel", "build_max_correlation",
+API = ("build_quantized", "build_exact", "build_recommender", "build_ranking", "build_funnel", "build_max_correlation",
        "build_gaussian", "build_nullspace", "evaluate", "curve", "sanitize",
        "BuildResult", "Evaluation", "Curve", "Released")
 
@@ -84,7 +85,7 @@ __all__ = [
     "perfect_privacy_distortion", "compress", "CompressedTable",
     "leakage_bits", "mutual_information_bits", "expected_distortion",
     "BuildError", "DatasetError", "SolverError", "InfeasibleError", "TargetNotMetError",
-    "build_quantized", "build_exact", "build_recommender", "build_funnel", "build_max_correlation",
+    "build_quantized", "build_exact", "build_recommender", "build_ranking", "build_funnel", "build_max_correlation",
     "build_gaussian", "build_nullspace", "evaluate", "curve", "sanitize",
     "BuildResult", "Evaluation", "Curve", "Released",
 ]

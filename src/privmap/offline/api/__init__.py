@@ -1,5 +1,5 @@
 """The notebook API: build (one function per mechanism: :func:`build_quantized`, :func:`build_exact`,
-:func:`build_recommender`, :func:`build_funnel`, :func:`build_max_correlation`, :func:`build_gaussian`,
+:func:`build_recommender`, :func:`build_ranking`, :func:`build_funnel`, :func:`build_max_correlation`, :func:`build_gaussian`,
 :func:`build_nullspace`), evaluate, curve and sanitize on a pandas DataFrame (or a NumPy array with
 column names) as well as on a CSV path, each returning a result object with the figures the
 matching ``privmap`` command prints. ``privmap.offline`` re-exports all of it.
@@ -32,8 +32,15 @@ from ._calls import (
     evaluate,
     sanitize,
 )
-from ._mechanisms import build_funnel, build_gaussian, build_max_correlation, build_nullspace, build_recommender
+from ._mechanisms import (
+    build_funnel,
+    build_gaussian,
+    build_max_correlation,
+    build_nullspace,
+    build_ranking,
+    build_recommender,
+)
 
-__all__ = ["build_quantized", "build_exact", "build_recommender", "build_funnel", "build_max_correlation",
+__all__ = ["build_quantized", "build_exact", "build_recommender", "build_ranking", "build_funnel", "build_max_correlation",
            "build_gaussian", "build_nullspace", "evaluate", "curve", "sanitize", "BuildResult", "Evaluation", "Curve",
            "Released", "csv_source"]

@@ -209,7 +209,7 @@ def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[path
 
 
 #: The mechanisms :func:`evaluate` measures (seed 000's table view); ``privmap evaluate`` measures the others.
-TABLE_MECHANISMS = ("quantized", "exact", "recommender")
+TABLE_MECHANISMS = ("quantized", "exact", "recommender", "ranking")
 
 
 @dataclass(frozen=True)

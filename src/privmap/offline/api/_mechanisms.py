@@ -1,5 +1,5 @@
 """One build function for each mechanism beyond seed 000's quantized and exact ones: the
-recommender, the funnel, max-correlation, gaussian and nullspace, each as its ``privmap build``
+recommender, the ranking mode, the funnel, max-correlation, gaussian and nullspace, each as its ``privmap build``
 command.
 
 Each takes labelled rows (a CSV path, a pandas DataFrame, or a NumPy array with ``columns=``), the
@@ -27,13 +27,14 @@ from ..mechanisms import (
     gaussian,
     max_correlation,
     nullspace,
+    ranking,
     recommender,
 )
 from ..mechanisms.max_correlation import MAXCORR_BITS
 from ..mechanisms.recommender import DEFAULT_RANK
 from ._calls import BuildResult, PathLike, SigningKey, Table, built_from, names
 
-__all__ = ["build_recommender", "build_funnel", "build_max_correlation", "build_gaussian", "build_nullspace"]
+__all__ = ["build_recommender", "build_ranking", "build_funnel", "build_max_correlation", "build_gaussian", "build_nullspace"]
 
 
 def _required(columns: str | Sequence[str]) -> tuple[str, ...]:
@@ -72,17 +73,62 @@ def build_recommender(data: Table, *, private: str | Sequence[str], columns: Seq
         Options the :class:`~privmap.offline.RecommenderOptions` refuse, bad data, ``out`` without
         ``key``, or a bundle the device would refuse.
     """
+    options = RecommenderOptions(mapping=_model_mapping(domains, mapping), rank=rank, reg=reg, decimals=decimals)
+    return _model_build(data, options, recommender.build, private=private, columns=columns, public=public, key=key,
+                        passphrase=passphrase, out=out)
+
+
+def build_ranking(data: Table, *, private: str | Sequence[str], columns: Sequence[str] | None = None,
+                  public: str | Sequence[str] | None = None, rank: int = ranking.DEFAULT_RANK,
+                  penalty: float = ranking.DEFAULT_PENALTY, decimals: int = 3, domains: Sequence[str] = (),
+                  key: SigningKey | None = None, passphrase: bytes | None = None, out: PathLike | None = None,
+                  **mapping: Any) -> BuildResult:
+    """Build a ranking bundle (``privmap build --utility ranking``) from labelled ratings or watch
+    data: one numeric column per item (blank = not rated or not watched) and the private column(s).
+
+    Parameters
+    ----------
+    data, private, columns, public, domains, key, passphrase, out
+        As :func:`build_quantized`.
+    rank : int
+        Rank k of the score space (``--factors``).
+    penalty : float
+        EASE's ridge penalty lambda.
+    decimals : int
+        Decimals the released scores are rounded to.
+    **mapping
+        As :func:`build_recommender`'s.
+
+    Raises
+    ------
+    BuildError
+        Options the :class:`~privmap.offline.mechanisms.ranking.RankingOptions` refuse, bad data,
+        ``out`` without ``key``, or a bundle the device would refuse.
+    """
+    options = ranking.RankingOptions(mapping=_model_mapping(domains, mapping), rank=rank, penalty=penalty,
+                                     decimals=decimals)
+    return _model_build(data, options, ranking.build, private=private, columns=columns, public=public, key=key,
+                        passphrase=passphrase, out=out)
+
+
+def _model_mapping(domains: Sequence[str], mapping: dict) -> QuantizedOptions:
+    """The mapping options of a model's points, as the command line makes them: ``prior``
+    defaults to ``"posteriors"``, and an ``auto`` search tries both codebooks unless
+    ``class_blind`` or the search's own codebooks are given."""
     mapping.setdefault("prior", "posteriors")
     auto = mapping.get("auto")
     if auto is not None and not auto.class_blind and "class_blind" not in mapping:
         mapping["auto"] = dataclasses.replace(auto, class_blind=(False, True))
-    options = RecommenderOptions(
-        mapping=QuantizedOptions(declared=declare(None, list(domains)) if domains else None, **mapping),
-        rank=rank, reg=reg, decimals=decimals)
+    return QuantizedOptions(declared=declare(None, list(domains)) if domains else None, **mapping)
+
+
+def _model_build(data: Table, options, build, *, private, columns, public, key, passphrase, out) -> BuildResult:
+    """``build(dataset, options)`` on the numeric rows of ``data`` (blank = not rated), signed and
+    written as :func:`._calls.built_from` does."""
     declared = options.mapping.declared
     tokens = declared.missing_tokens() if declared else None
     selected = names(public)
-    return built_from(data, columns, lambda path: recommender.build(
+    return built_from(data, columns, lambda path: build(
         Dataset.from_csv(path, private=private, public=selected, categorical=False, missing_tokens=tokens), options),
         key=key, passphrase=passphrase, out=out)
 

@@ -156,7 +156,7 @@ class RankingService:
         """
         base = self.baseline
         scored = {name: self.figures(s) for name, s in self.readings(released).items()}
-        name = max(scored, key=lambda n: (-1.0 if scored[n][0] is None else scored[n][0]))
+        name = max(scored, key=lambda n: -1.0 if scored[n][0] is None else float(scored[n][0] or 0.0))
         recall, ndcg = scored[name]
         true, popular = base["ranking_recall_true"], base["ranking_recall_popularity"]
         gain = None if true is None or popular is None else true - popular

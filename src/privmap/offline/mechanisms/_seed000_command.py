@@ -74,8 +74,8 @@ SECTIONS = (
     )),
     Section("Mapping", (
         ("mechanism", "quantized (k-means) or exact (default: quantized)."),
-        ("utility", "rows, recommender (ratings) or ranking (top-N lists)."),
-        ("factors", "recommender: latent rank (10); ranking: score rank (32)."),
+        ("utility", "rows, recommender (ratings), ranking (top-N)."),
+        ("factors", "Model rank (recommender: 10, ranking: 32)."),
         ("factor_reg", "recommender: fold-in penalty, or auto (default)."),
         ("metric", "Distortion metric (default: l2; exact: erasures)."),
         ("clusters", "Clusters K, or auto: the best K meeting a target."),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from privmap.device.constants import MAX_RANK
@@ -139,7 +140,7 @@ def ranking_result(built: Build, fitted: RatingModel, options: RankingOptions) -
     """The quantized pipeline's build on the score-space points made a ranking bundle's: the
     space in the payload, its figures among the metrics, and the ratings' rows left out and
     SHA-256 in place of the points'."""
-    space: ScoreSpace = fitted.model
+    space = cast(ScoreSpace, fitted.model)
     payload = dict(built.payload)
     payload["mechanism"] = "ranking"
     payload["model"] = space.payload(fitted.columns, _bound(fitted.lo, fitted.integer),

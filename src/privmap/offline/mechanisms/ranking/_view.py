@@ -78,4 +78,4 @@ def view_of_ranking(bundle) -> ScoreView:
     model, parts = model_view_parts(bundle)
     outputs = np.asarray([model.ratings(z) for z in parts.pop("space_outputs")], float)
     return ScoreView(**parts, outputs=outputs, embed=np.asarray(model.embed, dtype=np.int64),
-                     basis=np.asarray(model.basis, float))
+                     basis=np.asarray(model.basis, float) / 2.0 ** model.basis_bits)

@@ -31,7 +31,7 @@ from ._partitioned import SAMPLE_CELLS, SAMPLE_USERS, build_partitioned, sample_
 from ._view import FactorView, model_view_parts, view_of_recommender
 
 __all__ = ["RecommenderOptions", "build", "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare",
-           "factor_options", "missing_token", "rating_model",
-           "build_prepared", "recommender_result", "FACTOR_PREFIX", "FactorView", "view_of_recommender", "model_view_parts", "FactorModel",
+           "factor_options", "missing_token", "rating_model", "build_prepared", "recommender_result", "FACTOR_PREFIX",
+           "FactorView", "view_of_recommender", "model_view_parts", "FactorModel",
            "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS", "sample_ratings", "sample_size", "SAMPLE_USERS",
            "SAMPLE_CELLS", "pooled_sums", "calibrated_outputs", "calibrate_payload"]

@@ -204,7 +204,7 @@ def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Res
     return recommender_result(dataclasses.replace(built, payload=payload), prepared.fitted, options)
 
 
-def missing_token(options: RecommenderOptions, columns) -> str:
+def missing_token(options: RecommenderOptions | Any, columns) -> str:
     """The one text spelling "not rated" besides a blank cell ("" if none is declared).
 
     Raises
@@ -230,7 +230,7 @@ def fit_model(R: np.ndarray, options: RecommenderOptions) -> tuple[FactorModel, 
     return fit_factors(R, rank=options.rank, reg=reg, rng=rng), scores
 
 
-def rating_model(schema, token: str, model: FactorModel, scores: dict, *, dropped_rows: int,
+def rating_model(schema, token: str, model: FactorModel | Any, scores: dict, *, dropped_rows: int,
                  missing_cell_fraction: float, sha256: str) -> RatingModel:
     """The :class:`RatingModel` of ratings whose columns :func:`privmap.offline.data.resolve` gave
     ``schema``: the domain spans every column's (one lowest and one highest rating), whole numbers

@@ -86,8 +86,8 @@ def view_of_recommender(bundle) -> FactorView:
     decoded payload (a dict, validated here as the device would)."""
     model, parts = model_view_parts(bundle)
     outputs = np.asarray([model.ratings(z) for z in parts.pop("space_outputs")], float)
-    return FactorView(**parts, outputs=outputs, mean=model.mean, bias=np.asarray(model.bias), design=np.asarray(model.factors), reg=model.reg,
-                      whiten=np.asarray(model.whiten))
+    return FactorView(**parts, outputs=outputs, mean=model.mean, bias=np.asarray(model.bias),
+                      design=np.asarray(model.factors), reg=model.reg, whiten=np.asarray(model.whiten))
 
 
 def model_view_parts(bundle) -> tuple:

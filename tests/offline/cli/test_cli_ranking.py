@@ -1,0 +1,73 @@
+"""``privmap build --utility ranking`` as outside checks call it, and ``sanitize`` of its bundles:
+one released row of scores per input row under the input's header, every cell a number."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from privmap.offline.data import synthetic_ratings
+
+
+@pytest.fixture(scope="module")
+def ratings_csv(tmp_path_factory):
+    drawn = synthetic_ratings(700, 60, rank=3, density=0.15, rng=11, shift=0.8, popularity=1.5, taste=1.0)
+    return drawn.write_csv(tmp_path_factory.mktemp("rank") / "ratings.csv", private="gender")
+
+
+@pytest.fixture(scope="module")
+def ranking_bundle(run, keys, ratings_csv, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rank-bundle") / "rank.bundle"
+    result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "ranking",
+                 "--clusters", "auto", "--target-auc", "0.55", "--seed", "3", "--key", keys / "private.pem",
+                 "--out", out, "--holdout-folds", "3", "--factors", "8")
+    return out, result
+
+
+def test_the_pinned_build_form_writes_a_ranking_bundle_inspect_describes(run, ranking_bundle):
+    out, result = ranking_bundle
+    assert "ranking: 60 item columns" in result.output
+    info = json.loads(run("inspect", out, "--json").stdout)
+    assert info["mechanism"] == "ranking"
+    assert isinstance(info["clusters"], int) and info["clusters"] >= 1
+    assert isinstance(info["holdout_leakage_bits"], float)
+    assert len(info["features"]) == 8 and info["metrics"]["score_rank"] == 8
+
+
+def test_sanitize_releases_one_row_of_scores_per_user_under_the_input_header(run, keys, ranking_bundle,
+                                                                            ratings_csv, tmp_path):
+    out, _ = ranking_bundle
+    with open(ratings_csv, newline="") as handle:
+        rows = list(csv.reader(handle))
+    users = tmp_path / "users.csv"
+    with open(users, "w", newline="") as handle:
+        csv.writer(handle).writerows([rows[0], *rows[1:41]])          # the private column kept: it is ignored
+    released = tmp_path / "released.csv"
+    run("sanitize", out, "--trusted", keys / "public.pem", users, released)
+    with open(released, newline="") as handle:
+        got = list(csv.reader(handle))
+    assert got[0] == rows[0][:-1]
+    assert len(got) == 41
+    for row in got[1:]:
+        assert len(row) == 60 and all(cell != "" for cell in row)
+        [float(cell) for cell in row]
+
+
+def test_the_ranking_mode_refuses_options_it_cannot_honour(run, keys, ratings_csv, tmp_path):
+    for extra, says in ((["--metric", "l1"], "l2 metric"), (["--mechanism", "exact"], "quantized mechanism"),
+                        (["--missing", "impute"], "--missing mask"), (["--factors", "1"], "2..64")):
+        result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "ranking",
+                     "--clusters", "8", "--delta-fraction", "0.5", "--key", keys / "private.pem",
+                     "--out", tmp_path / "x.bundle", *extra, ok=False)
+        assert result.exit_code == 1 and says in result.output
+        assert not (tmp_path / "x.bundle").exists()
+
+
+def test_a_ranking_build_on_partitioned_rows_says_it_builds_in_memory(run, keys, ratings_csv, tmp_path):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "a.csv").write_text(ratings_csv.read_text())
+    result = run("build", parts, "--private", "gender", "--domain", "1:5", "--utility", "ranking", "--clusters", "8",
+                 "--delta-fraction", "0.5", "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
+    assert result.exit_code != 0 and "in memory" in result.output
+    assert not (tmp_path / "x.bundle").exists()
