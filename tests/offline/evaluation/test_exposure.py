@@ -5,12 +5,13 @@ from privmap.offline.evaluation import exposed_share
 
 
 def test_a_user_is_exposed_when_the_odds_of_their_own_class_rise_past_the_factor():
-    posterior = np.array([[0.2, 0.8], [0.2, 0.8], [0.7, 0.3], [0.5, 0.5]])
+    posterior = np.array([[0.25, 0.75], [0.25, 0.75], [0.7, 0.3], [0.5, 0.5]])
     own = np.array([1, 0, 0, 1])
     prior = np.array([0.5, 0.5])
-    # odds of the own class: 4, 1/4, 7/3, 1 against prior odds 1
+    # odds of the own class: 3, 1/3, 7/3, 1 against prior odds 1 (a fall in the odds exposes no one)
     assert exposed_share(posterior, own, prior, 2.0) == pytest.approx(0.5)
-    assert exposed_share(posterior, own, prior, 4.0) == 0.0          # raised 4x exactly is not more than 4x
+    assert exposed_share(posterior, own, prior, 4.0) == 0.0
+    assert exposed_share(posterior, own, prior, 3.0) == 0.0           # raised 3x exactly is not more than 3x
 
 
 def test_a_certain_posterior_exposes_and_a_skewed_prior_raises_the_bar():

@@ -93,7 +93,7 @@ SECTIONS = (
         ("holdout_folds", "Folds of the new-user estimate (default: 5)."),
         ("target_leakage", "auto: new-user leakage BITS (or COL=BITS)."),
         ("target_auc", "auto: held-out attacker AUC to stay under."),
-        ("allow_unmet", "auto: ship the nearest candidate if none meets."),
+        ("allow_unmet", "auto: if no candidate meets it, build the nearest."),
         ("robust", "Certify the leakage over a set of priors."),
         ("max_output_leakage", "Limit every output's leakage to EPS bits."),
     )),
@@ -101,8 +101,7 @@ SECTIONS = (
 )
 
 _BRIEF = (
-    "Build a seed-000 bundle from labelled DATA (a CSV file, or a directory or glob of CSV or "
-    "Parquet parts, built out of core on Dask). Example:\n\n"
+    "Build a seed-000 bundle from labelled DATA (CSV, or Parquet parts). Example:\n\n"
     "\b\n"
     "  {command} ratings.csv --private gender --clusters 64 \\\n"
     "      --delta-fraction 0.5 --key keys/private.pem --out ratings.bundle")
