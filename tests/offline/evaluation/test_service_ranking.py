@@ -71,3 +71,11 @@ def test_the_service_utility_reports_the_ranking_figures_beside_the_rating_figur
 def test_rows_of_other_columns_are_refused(split, service):
     with pytest.raises(ValueError, match="do not match"):
         service.measure(np.zeros((3, 4)))
+
+
+def test_fewer_columns_than_the_list_length_rank_them_all():
+    train = np.array([[5.0, 1.0], [4.0, np.nan], [np.nan, 5.0]])
+    heldout = np.array([[5.0, 4.0], [2.0, 5.0]])
+    hidden = np.array([[True, False], [False, True]])
+    ranked = RankingService(train, heldout, hidden).figures(np.zeros((2, 2)))
+    assert ranked == (1.0, 1.0)            # each user's one unseen item is their relevant one

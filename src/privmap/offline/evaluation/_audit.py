@@ -19,7 +19,9 @@ operator's training users (TRAIN) and the evaluated users (DATA) as the new ones
 - overlap: DATA rows that are rows of the bundle's training data make in-sample figures. The
   bundle declares its training file's ``data_sha256``: DATA with that digest is that file, and
   TRAIN with it lets each DATA row be compared (public cells, blanks equal, and private value;
-  each training row matches one DATA row at most). The report leads with what it found.
+  each training row matches one DATA row at most; where TRAIN repeats rows itself, as few coarse
+  columns do, equal rows need not be the same users, and the note says so). The report leads with
+  what it found.
 """
 from __future__ import annotations
 
@@ -132,6 +134,9 @@ def _overlap(payload, tested, trained, R_test, y_test, R_train, y_train) -> dict
     note = None
     if data_is:
         note = "DATA is the bundle's own training file: every figure below is in-sample, not a new user's"
+    elif rows and _repeats(R_train, y_train):
+        note = (f"{rows} of {R_test.shape[0]} rows of DATA equal rows of the bundle's training data (TRAIN is that "
+                "file); TRAIN repeats rows itself, so equal rows need not be the same users")
     elif rows:
         note = (f"{rows} of {R_test.shape[0]} rows of DATA equal rows of the bundle's training data (TRAIN is that "
                 "file): their figures are in-sample, not new users'")
@@ -140,6 +145,13 @@ def _overlap(payload, tested, trained, R_test, y_test, R_train, y_train) -> dict
                 "whether DATA's users were among the bundle's training users cannot be checked")
     return {"data_is_training_file": data_is, "train_is_training_file": train_is, "rows": rows,
             "of": int(R_test.shape[0]), "note": note}
+
+
+def _repeats(R, y) -> bool:
+    """Whether some row (public cells, blanks equal, and private code) occurs twice in ``R``: users
+    whose answers coincide, whom equal rows cannot tell apart."""
+    keyed = np.where(np.isnan(R), np.inf, R)
+    return unique_rows(np.column_stack([keyed, y]))[0].shape[0] < R.shape[0]
 
 
 def _shared_rows(R_test, y_test, R_train, y_train) -> int:

@@ -114,7 +114,7 @@ class RankingService:
         hits = np.take_along_axis(self.relevant[users], order, axis=1)
         n_rel = self.relevant[users].sum(axis=1)
         best = np.minimum(self.top, n_rel)
-        discount = 1.0 / np.log2(np.arange(2, self.top + 2))
+        discount = 1.0 / np.log2(np.arange(2, order.shape[1] + 2))      # fewer columns than k: a shorter list
         ideal = np.cumsum(discount)[best - 1]
         return float(np.mean(hits.sum(axis=1) / best)), float(np.mean((hits * discount).sum(axis=1) / ideal))
 
