@@ -9,7 +9,8 @@ population has drifted from the prior a bundle was built on), ``_plots`` (matplo
 ``_recommender`` (matrix-factorisation RMSE on true vs released ratings, seed 000's Table I),
 ``_service_utility`` (utility as the service sees it: a recommender's RMSE, value kept and
 NDCG@10 on held-out users' hidden ratings with their true, released or no rows),
-``_service_svd`` (the service's recommender, scikit-surprise's SVD).
+``_service_svd`` (the service's recommender, scikit-surprise's SVD), ``_exposure`` (the share of
+users whose release raises the odds of their own class more than 2x or 4x).
 """
 from .._attacker import AttackScores, cross_validated_scores, logistic_attack
 from ._attacks import (
@@ -22,6 +23,7 @@ from ._attacks import (
     split_rows,
 )
 from ._drift import drift_check, format_drift
+from ._exposure import EXPOSURE_FACTORS, exposed_shares
 from ._plots import have_matplotlib, plot_curve, plot_mapping_2d, plot_roc, pyplot
 from ._recommender import Factorization, factorize, rmse_true_vs_released
 from ._service_svd import ServiceModel, fit_svd
@@ -31,4 +33,5 @@ __all__ = ["AttackScores", "logistic_attack", "cross_validated_scores", "split_r
            "map_accuracy_after", "map_guess", "permutation_bias", "prior_mismatch_bounds",
            "roc_curve_points", "drift_check", "format_drift", "have_matplotlib", "plot_curve", "plot_mapping_2d",
            "plot_roc", "Factorization", "factorize", "rmse_true_vs_released", "ServiceModel", "fit_svd",
-           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility"]
+           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility", "EXPOSURE_FACTORS",
+           "exposed_shares"]
