@@ -23,7 +23,7 @@ from ._attacks import (
     split_rows,
 )
 from ._drift import drift_check, format_drift
-from ._exposure import EXPOSURE_FACTORS, exposed_shares
+from ._exposure import EXPOSURE_FACTORS, exposed_shares, exposure_line, payload_exposure
 from ._plots import have_matplotlib, plot_curve, plot_mapping_2d, plot_roc, pyplot
 from ._recommender import Factorization, factorize, rmse_true_vs_released
 from ._service_svd import ServiceModel, fit_svd
@@ -34,4 +34,4 @@ __all__ = ["AttackScores", "logistic_attack", "cross_validated_scores", "split_r
            "roc_curve_points", "drift_check", "format_drift", "have_matplotlib", "plot_curve", "plot_mapping_2d",
            "plot_roc", "Factorization", "factorize", "rmse_true_vs_released", "ServiceModel", "fit_svd",
            "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility", "EXPOSURE_FACTORS",
-           "exposed_shares"]
+           "exposed_shares", "exposure_line", "payload_exposure"]

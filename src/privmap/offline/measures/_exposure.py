@@ -14,7 +14,7 @@ import numpy as np
 
 from .._information import joint_output
 
-__all__ = ["EXPOSURE_FACTORS", "exposed_shares"]
+__all__ = ["EXPOSURE_FACTORS", "exposed_shares", "payload_exposure", "exposure_line"]
 
 #: The odds factors reported: ``holdout_exposed_2x`` and ``holdout_exposed_4x``.
 EXPOSURE_FACTORS = (2.0, 4.0)
@@ -66,3 +66,30 @@ def exposed_shares(attacker_prior: np.ndarray, q, users: np.ndarray,
     released = joint_output(users, q)                               # the users' (class, release) shares
     return tuple(float(np.sum(released[np.broadcast_to(movable, log_odds.shape) & (log_odds > np.log(f))]))
                  for f in factors)
+
+
+def payload_exposure(payload: dict) -> dict:
+    """The in-sample exposed shares of a table payload: its prior's users under its own integer
+    table (``in_sample_exposed_2x``, ``in_sample_exposed_4x``), None each when the payload carries
+    no table with a prior p(a, c) (max-correlation, the real-valued kinds)."""
+    keys = [f"in_sample_exposed_{f:g}x" for f in EXPOSURE_FACTORS]
+    if "table" not in payload or "prior" not in payload:
+        return dict.fromkeys(keys)
+    from ..bundle import payload_table
+    prior = np.asarray(payload["prior"], dtype=float)
+    prior = prior / prior.sum()
+    return dict(zip(keys, exposed_shares(prior, payload_table(payload), prior)))
+
+
+def exposure_line(figures: dict) -> str | None:
+    """One line of the exposed shares in ``figures`` (``holdout_exposed_2x`` / ``_4x`` on new
+    users, ``in_sample_exposed_2x`` / ``_4x``), for the build's report and ``privmap inspect``;
+    None when it holds neither."""
+    parts = []
+    for label, key in (("new users", "holdout_exposed"), ("in-sample", "in_sample_exposed")):
+        two, four = figures.get(f"{key}_2x"), figures.get(f"{key}_4x")
+        if two is not None and four is not None:
+            parts.append(f"{label} {100 * two:.2f} % (4x: {100 * four:.2f} %)")
+    if not parts:
+        return None
+    return "exposure, share whose release raises the odds of their own class > 2x: " + "; ".join(parts)
