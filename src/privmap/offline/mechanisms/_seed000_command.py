@@ -42,6 +42,7 @@ from ..commandline import (
     sign_checked,
 )
 from ..data import Dataset, declare, read_schema_file, schema_json
+from ..measures import exposure_line, payload_exposure
 from . import exact, quantized, ranking, recommender
 from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
 from .quantized import (
@@ -485,6 +486,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     if math.isfinite(built.solved.gap_bits):
         summary["solver_gap_bits"] = built.solved.gap_bits
     summary["max_output_leakage_bits"], summary["max_output_leakage_note"] = payload_output_leakage(result.payload)
+    summary.update(payload_exposure(result.payload))
     summary.update({k: v for k, v in metrics.items()
                     if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_", "score_"))
                     and "[" not in k})
@@ -535,6 +537,8 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
                                            f"{eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)")
                + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
                   if "max_output_leakage_limit_bits" in metrics else ""))
+    if (exposure := exposure_line(summary)) is not None:
+        click.echo("  " + exposure)
     if "holdout_leakage_bits" in metrics:
         click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
                    f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
