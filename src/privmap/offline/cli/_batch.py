@@ -23,6 +23,7 @@ from typing import Callable, TextIO
 from privmap.device.errors import InputError
 
 from .._errors import BuildError
+from .._joint import withheld_names
 from .._listing import name_some
 
 __all__ = ["BatchResult", "sanitize_csv", "MAX_LINE_CHARS", "REJECTS_HEADER"]
@@ -150,7 +151,8 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     """Release every valid row of ``infile`` through ``bundle`` into ``out``; refuse the others one by one.
 
     ``infile`` has a header naming the bundle's public features (any order); the private column,
-    if present, is ignored and never written. Blank cells are missing answers (the bundle's
+    if present, is ignored and never written (a joint bundle's: its columns one by one, or under the
+    joint name). Blank cells are missing answers (the bundle's
     per-feature rule applies). ``out`` receives the header and then each released row as soon as
     it is released, in input order; ``rejects`` (optional) receives the header ``line,reason``
     (``line,id,reason`` with ``id_column``) and each refused row as soon as it is refused. Neither
@@ -227,7 +229,7 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
             raise BuildError(f"{infile}, line 1: {exc}") from None
         if any(_undecodable(h) for h in header):
             raise BuildError(f"{infile}, line 1: the header is not UTF-8 text")
-        at, id_at = _header_indexes(infile, header, names, bundle.withheld_columns, id_column)
+        at, id_at = _header_indexes(infile, header, names, withheld_names(bundle.withheld_columns), id_column)
         writer.writerow(([id_column] if id_column is not None else []) + names
                         + (["bundle_sha256", "bundle_version"] if stamp else []))
         if refuse_writer is not None:
