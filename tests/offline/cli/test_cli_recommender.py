@@ -112,6 +112,17 @@ def test_a_build_whose_new_users_leak_several_times_the_in_sample_figure_says_so
     assert "warning: new users leak" in result.stderr and "too many clusters" in result.stderr
 
 
+def test_the_new_user_warning_of_a_searched_build_does_not_advise_the_search(capsys):
+    from privmap.offline.mechanisms._seed000_command import _warn_new_user_leakage
+    metrics = {"holdout_leakage_bits": 0.05, "leakage_bits": 0.01, "clusters": 16, "n": 300}
+    _warn_new_user_leakage(metrics, searched=True)
+    searched = capsys.readouterr().err
+    _warn_new_user_leakage(metrics)
+    plain = capsys.readouterr().err
+    assert "warning: new users leak" in searched and "--clusters auto" not in searched and "target" in searched
+    assert "--clusters auto" in plain
+
+
 def test_inspect_names_the_rating_columns_and_their_domain(run, recommender_bundle, ratings_csv):
     out, _ = recommender_bundle
     info = json.loads(run("inspect", out, "--json").stdout)
