@@ -27,7 +27,8 @@ from ._errors import DatasetError
 from ._information import leakage_bits, mutual_information_bits
 
 __all__ = ["PrivateColumns", "joint_name", "joint_class", "column_key", "by_column", "payload_columns",
-           "marginal_prior", "column_figures", "split_private", "check_names", "withheld_names", "MAX_PRIVATE_COLUMNS", "COLUMN_FIGURES"]
+           "marginal_prior", "column_figures", "split_private", "check_names", "withheld_names",
+           "MAX_PRIVATE_COLUMNS", "COLUMN_FIGURES"]
 
 #: Most private columns one build protects together (each adds :data:`COLUMN_FIGURES` metrics, and
 #: a device reads at most ``Limits.max_map_entries`` of them).

@@ -431,12 +431,25 @@ def run(data, options, *, private, public) -> tuple:
         return build(dataset, options, progress=timer), timer
 
 
+#: The share of the bar an ``auto`` search fills (it takes most of such a build's time); the
+#: chosen candidate's build fills the rest.
+SEARCH_SHARE = 0.9
+
+
 @contextlib.contextmanager
 def _stage_bar(label: str):
-    """A progress bar on stderr driven as a build's ``progress(stage, fraction)`` callback."""
+    """A progress bar on stderr driven as a build's ``progress(stage, fraction[, detail])``
+    callback. The ``auto-search`` stage tells its own fraction and where it is (``detail``): it
+    fills :data:`SEARCH_SHARE` of the bar, and the build's stages after it the rest."""
+    searched = False
     with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
-        def progress(stage, fraction):
-            bar.label = f"{label}: {stage:<15}"
+        def progress(stage, fraction, detail=None):
+            nonlocal searched
+            if stage == "auto-search":
+                searched, fraction = True, SEARCH_SHARE * fraction
+            elif searched:
+                fraction = SEARCH_SHARE + (1 - SEARCH_SHARE) * fraction
+            bar.label = f"{label}: {stage:<15}" + (f" {detail}" if detail else "")
             bar.update(max(0, int(fraction * 1000) - bar.pos))
         yield progress
 

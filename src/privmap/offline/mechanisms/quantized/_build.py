@@ -55,13 +55,16 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
 def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, dropped_rows: int = 0) -> Build:
     """The quantized pipeline on points in memory (the rows, or a mechanism's own points: the
     recommender's factors), after the ``auto`` search when the options ask for one: it is timed
-    as the stage ``auto-search`` with every fold's cost, and the build ships what it measured.
+    as the stage ``auto-search`` with every fold's cost, its progress told as the fraction of its
+    tasks done with the tasks and the candidate being judged (``tell``'s ``detail``), and the build
+    ships what it measured.
     Raises as :func:`build`."""
     held = InMemoryRows(rows, dropped_rows)
     if options.auto is None:
         return build_rows(held, options, tell)
     tell("auto-search", 0.0)
-    choice = choose(rows, options)
+    choice = choose(rows, options, progress=lambda done, total, current: tell(
+        "auto-search", done / max(total, 1), f"{done}/{total} tasks, now {current}"))
     tell.close()
     tell.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
     built = build_rows(held, choice.chosen(options), tell, **choice.build_kwargs())
