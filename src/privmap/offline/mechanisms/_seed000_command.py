@@ -497,6 +497,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
             click.echo("warning: no candidate meets the privacy target; the least-leaking one was chosen", err=True)
         summary["auto"] = built.choice.summary()
     _warn_new_user_leakage(metrics, searched=built.choice is not None)
+    _warn_mostly_blank(metrics, recommender=fitted is not None)
     if as_json:
         emit(summary)
         return
@@ -598,6 +599,21 @@ def _warn_new_user_leakage(metrics: dict, *, searched: bool = False) -> None:
               "(try fewer, or --clusters auto with a target)")
     click.echo(f"warning: new users leak {held:.6f} bits, {held / max(fitted, 1e-12):.1f} times the in-sample "
                f"{fitted:.6f}: {advice}", err=True)
+
+
+#: A rows build on data with more than this fraction of its public cells blank is told of the
+#: recommender mode: such data is usually ratings, whose blanks mean "not rated".
+MOSTLY_BLANK = 0.5
+
+
+def _warn_mostly_blank(metrics: dict, *, recommender: bool) -> None:
+    """Say on stderr when a rows build's data is mostly blank cells, and what fits such data."""
+    blank = metrics.get("missing_cell_fraction", 0.0)
+    if recommender or blank <= MOSTLY_BLANK:
+        return
+    click.echo(f"warning: {100 * blank:.0f} % of the public cells are blank: if they are unrated items, "
+               "--utility recommender releases latent taste as full rows (this build releases rows with their "
+               "blanks mapped as missing answers)", err=True)
 
 
 def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
