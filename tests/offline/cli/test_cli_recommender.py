@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import time
 
 import pytest
 from privmap.offline.data import synthetic_ratings
@@ -110,6 +111,25 @@ def test_a_build_whose_new_users_leak_several_times_the_in_sample_figure_says_so
     summary = json.loads(result.stdout)
     assert summary["holdout_leakage_bits"] >= 3 * summary["leakage_bits"]
     assert "warning: new users leak" in result.stderr and "too many clusters" in result.stderr
+
+
+def test_the_pinned_joint_build_with_too_few_users_refuses_at_once_naming_the_users_needed(run, keys, tmp_path):
+    drawn = synthetic_ratings(400, 40, rank=3, density=0.2, classes=14, rng=2)
+    path = tmp_path / "joint.csv"
+    with open(path, "w", newline="") as handle:
+        w = csv.writer(handle, lineterminator="\n")
+        w.writerow([*drawn.items, "gender", "ageband"])
+        for row, a in zip(drawn.ratings, drawn.private):
+            w.writerow(["" if v != v else int(v) for v in row] + ["FM"[a % 2], f"band{a // 2}"])
+    started = time.perf_counter()
+    result = run("build", path, "--private", "gender,ageband", "--domain", "1:5", "--utility", "recommender",
+                 "--clusters", "auto", "--target-auc", "0.55", "--seed", "1", "--key", keys / "private.pem",
+                 "--out", tmp_path / "joint.bundle", ok=False)
+    assert time.perf_counter() - started < 5.0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1 and "too few users" in errors[0]
+    assert "in 14 classes" in errors[0] and "needs at least" in errors[0]
+    assert not (tmp_path / "joint.bundle").exists()
 
 
 def test_the_new_user_warning_of_a_searched_build_does_not_advise_the_search(capsys):

@@ -493,6 +493,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     summary["utility"] = utility
     if built.choice is not None:
         click.echo(format_candidates(built.choice), err=True)
+        _note_auc_floor(built.dataset, built.choice.target_auc)
         if not any(c.get("meets_target") for c in built.choice.candidates):
             click.echo("warning: no candidate meets the privacy target; the least-leaking one was chosen", err=True)
         summary["auto"] = built.choice.summary()
@@ -599,6 +600,21 @@ def _warn_new_user_leakage(metrics: dict, *, searched: bool = False) -> None:
               "(try fewer, or --clusters auto with a target)")
     click.echo(f"warning: new users leak {held:.6f} bits, {held / max(fitted, 1e-12):.1f} times the in-sample "
                f"{fitted:.6f}: {advice}", err=True)
+
+
+def _note_auc_floor(dataset, target_auc: float | None) -> None:
+    """With an AUC target, say on stderr what the users allow: the upper AUC bound of a varied
+    release that tells nothing (:func:`privmap.offline.mechanisms.quantized.chance_auc_high`; a
+    build whose users cannot go under the target refuses before its search)."""
+    import numpy as np
+    if target_auc is None:
+        return
+    counts = np.bincount(dataset.private, minlength=len(dataset.classes))
+    if counts.min() == 0:
+        return
+    click.echo(f"note: {int(counts.sum()):,} users in {len(counts)} classes (the smallest {int(counts.min()):,}): "
+               f"a varied release that tells an attacker nothing is bounded by AUC <= "
+               f"{quantized.chance_auc_high(counts):.4f}, under the target {target_auc:g}", err=True)
 
 
 #: A rows build on data with more than this fraction of its public cells blank is told of the

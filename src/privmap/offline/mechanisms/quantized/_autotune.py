@@ -187,7 +187,7 @@ def default_target_bits(dataset: Dataset) -> float:
 def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[int] | None = None,
            smoothing: Sequence[float] | None = None, target_leakage_bits: float | None = None,
            target_auc: float | None = None, delta_fractions: Sequence[float] | None = None,
-           jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> Choice:
+           jobs: int | None = None, progress: Callable[[int, int, str], None] | None = None) -> Choice:
     """Pick the alphabet size and smoothing that serve new users best (module docstring).
 
     Parameters
@@ -322,7 +322,8 @@ class _Run:
     def tell(self, done: int, triple, class_blind: bool | None = None) -> None:
         if self.progress:
             blind = self.options.class_blind if class_blind is None else class_blind
-            self.progress(min(done, self.tasks), self.tasks, candidate_label(*triple, blind))
+            k, smoothing, fraction = triple
+            self.progress(min(done, self.tasks), self.tasks, candidate_label(k, smoothing, fraction, blind))
 
     def judge(self, triples: list) -> list[tuple[dict, Any, Any]]:
         """One ``(row, estimate or BuildError, build or None)`` per ``(K, smoothing, fraction)``."""

@@ -10,6 +10,7 @@ from ..._errors import BuildError
 from ...data import Dataset, Source
 from .._result import Result
 from ._autotune import choose
+from ._enough import check_enough_users
 from ._in_memory import InMemoryRows
 from ._options import QuantizedOptions
 from ._partitioned import PartitionedRows
@@ -41,13 +42,15 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
     ------
     BuildError
         Categorical rows (the exact mechanism's), other options than :class:`QuantizedOptions`,
-        bad data, an infeasible budget, a failing solver, or a payload the device would refuse.
+        bad data, too few users for the ``auto`` search's AUC target (:mod:`._enough`, before
+        any work), an infeasible budget, a failing solver, or a payload the device would refuse.
     """
     if not isinstance(options, QuantizedOptions):
         raise BuildError(f"the quantized build takes QuantizedOptions, got {type(options).__name__}")
     if dataset.categorical:
         raise BuildError("the quantized mechanism reads numeric rows; categorical rows are the exact mechanism's")
     tell, rows, dropped = start(dataset, progress)
+    check_enough_users(rows, options)
     built = build_points(rows, options, tell, dropped_rows=dropped)
     return Result(options.mechanism, built.payload, built)
 

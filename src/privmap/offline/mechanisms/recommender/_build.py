@@ -33,7 +33,7 @@ import numpy as np
 from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
-from ..quantized import Build, QuantizedOptions, build_points, start
+from ..quantized import Build, QuantizedOptions, build_points, check_enough_users, start
 from ._calibrate import calibrate_payload
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
@@ -152,9 +152,12 @@ def build(dataset: Dataset, options: RecommenderOptions, *, progress=None) -> Re
     Raises
     ------
     BuildError
-        As :func:`prepare` and the quantized pipeline.
+        Too few users for the ``auto`` search's AUC target (before the factor model:
+        :func:`~privmap.offline.mechanisms.quantized.check_enough_users`); as :func:`prepare` and
+        the quantized pipeline.
     """
     tell, rows, dropped = start(dataset, progress)
+    check_enough_users(rows, options.mapping)
     tell("factor-model", 0.0)
     prepared = prepare(rows, options, dropped_rows=dropped)
     return build_prepared(prepared, options, tell)
