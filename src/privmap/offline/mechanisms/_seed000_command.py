@@ -24,6 +24,7 @@ from privmap.device.constants import MAX_RANK
 
 from .._errors import BuildError
 from .._files import atomic_write
+from .. import _routed
 from ..bundle import payload_output_leakage
 from .._joint import COLUMN_FIGURES, by_column, column_key, payload_columns, split_private
 from ..commandline import (
@@ -283,6 +284,7 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
               else None)
     private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
+    _routed.clear()
     if source is not None:
         timer = StageTimer()
         result = run_partitioned(source, options, workers=workers, scheduler=scheduler, kmeans=kmeans, progress=timer,
@@ -491,6 +493,9 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
         summary.update({f"{figure}_by_column": found for figure in COLUMN_FIGURES
                         if (found := by_column(metrics, figure, columns.names)) is not None})
     summary["utility"] = utility
+    routed = _routed.summary()
+    if routed is not None:
+        click.echo(routed, err=True)
     if built.choice is not None:
         click.echo(format_candidates(built.choice), err=True)
         _note_auc_floor(built.dataset, built.choice.target_auc)
