@@ -134,7 +134,7 @@ _DECORATORS = [
                  help="Distortion metric [default: l2 for quantized, erasures for exact]."),
     click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
                  help="Number of clusters K (quantized), or 'auto': of K = 4, 8, ... up to what the data supports "
-                      "(32 training rows per cluster, 8 with --prior posteriors), the least held-out distortion whose "
+                      "(32 training rows per cluster, 4 with --prior posteriors), the least held-out distortion whose "
                       "new-user leakage meets the target (--target-leakage / --target-auc, default 1% of H(A)); the "
                       "candidates are printed."),
     click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit."),
