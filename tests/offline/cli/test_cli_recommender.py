@@ -21,7 +21,7 @@ def recommender_bundle(run, keys, ratings_csv, tmp_path_factory):
     out = tmp_path_factory.mktemp("rec-bundle") / "rec.bundle"
     result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
                  "--clusters", "auto", "--target-auc", "0.55", "--seed", "3", "--key", keys / "private.pem",
-                 "--out", out, "--holdout-folds", "3", "--factors", "4")
+                 "--out", out, "--holdout-folds", "3", "--factors", "4", "--json")
     return out, result
 
 
@@ -74,11 +74,9 @@ def test_a_fixed_recommender_build_clusters_class_blind_only_when_told(run, keys
         assert json.loads(run("inspect", out, "--json").stdout)["provenance"].get("class_blind") == blind
 
 
-def test_the_pinned_auto_build_searches_both_codebooks_and_ships_the_chosen_one(run, keys, ratings_csv, tmp_path):
-    out = tmp_path / "auto.bundle"
-    summary = json.loads(run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility",
-                             "recommender", "--clusters", "auto", "--target-auc", "0.55", "--holdout-folds", "3",
-                             "--factors", "4", "--key", keys / "private.pem", "--out", out, "--json").stdout)
+def test_the_pinned_auto_build_searches_both_codebooks_and_ships_the_chosen_one(run, recommender_bundle):
+    out, result = recommender_bundle
+    summary = json.loads(result.stdout)
     candidates = summary["auto"]["candidates"]
     assert {c["class_blind"] for c in candidates} == {False, True}
     assert any(c["delta_fraction"] == 0.0 for c in candidates if c["class_blind"])     # tried first there
