@@ -143,7 +143,7 @@ def test_a_search_of_both_codebooks_tells_its_progress_and_its_table_names_each_
     done = [d for d, _, _ in told]
     assert done == sorted(done) and done[-1] == told[-1][1] and len(set(done)) > 2
     assert any("k-means" in c for _, _, c in told) and any("class-blind" in c for _, _, c in told)
-    assert all(c.startswith("K = 4, smoothing ") for _, _, c in told)
+    assert all(c.startswith("K 4, smoothing ") for _, _, c in told)
     rows = format_candidates(choice).splitlines()[1:-1]
     assert len(rows) == len(choice.candidates)
     assert all(("class-blind" if c["class_blind"] else "k-means") in row for row, c in zip(rows, choice.candidates))

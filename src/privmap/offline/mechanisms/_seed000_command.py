@@ -442,16 +442,18 @@ SEARCH_SHARE = 0.9
 def _stage_bar(label: str):
     """A progress bar on stderr driven as a build's ``progress(stage, fraction[, detail])``
     callback. The ``auto-search`` stage tells its own fraction and where it is (``detail``): it
-    fills :data:`SEARCH_SHARE` of the bar, and the build's stages after it the rest."""
-    searched = False
-    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
+    fills :data:`SEARCH_SHARE` of the bar, and the build's stages after it the rest. The detail is
+    drawn on a terminal only: elsewhere click writes a line each time the label changes, and a
+    log gets one line per stage, not one per task."""
+    searched, terminal = False, sys.stderr.isatty()
+    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False, width=20) as bar:
         def progress(stage, fraction, detail=None):
             nonlocal searched
             if stage == "auto-search":
                 searched, fraction = True, SEARCH_SHARE * fraction
             elif searched:
                 fraction = SEARCH_SHARE + (1 - SEARCH_SHARE) * fraction
-            bar.label = f"{label}: {stage:<15}" + (f" {detail}" if detail else "")
+            bar.label = f"{label}: {stage:<15}" + (f" {detail}" if detail and terminal else "")
             bar.update(max(0, int(fraction * 1000) - bar.pos))
         yield progress
 

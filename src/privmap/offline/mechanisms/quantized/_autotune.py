@@ -363,7 +363,7 @@ class _Run:
 def candidate_label(clusters: int, smoothing: float, fraction: float | None, class_blind: bool) -> str:
     """A candidate in words, as the search's progress names it: its K, smoothing, budget (as a
     fraction of the perfect-privacy distortion, when searched) and codebook."""
-    return (f"K = {clusters}, smoothing {smoothing:g}" + ("" if fraction is None else f", Delta/D0 {fraction:g}")
+    return (f"K {clusters}, smoothing {smoothing:g}" + ("" if fraction is None else f", Delta/D0 {fraction:g}")
             + f", {_codebook_name(class_blind)}")
 
 

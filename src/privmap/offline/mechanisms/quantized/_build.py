@@ -67,7 +67,7 @@ def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, 
         return build_rows(held, options, tell)
     tell("auto-search", 0.0)
     choice = choose(rows, options, progress=lambda done, total, current: tell(
-        "auto-search", done / max(total, 1), f"{done}/{total} tasks, now {current}"))
+        "auto-search", done / max(total, 1), f"{done}/{total} tasks, {current}"))
     tell.close()
     tell.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
     built = build_rows(held, choice.chosen(options), tell, **choice.build_kwargs())
