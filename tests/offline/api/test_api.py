@@ -166,3 +166,23 @@ def test_a_curves_default_title_names_whole_columns_and_counts_the_rest():
 def test_a_numpy_array_needs_its_column_names():
     with pytest.raises(BuildError, match="columns="):
         api.build_quantized(np.zeros((10, 3)), **OPTIONS)
+
+
+def test_the_warnings_of_a_builds_folds_come_as_one(rows, monkeypatch):
+    """Every (candidate, fold) task of the search warns; the build gives one warning that counts them."""
+    import warnings
+
+    from privmap.offline import Auto, CrossFitting, _attacker
+    real = _attacker.auc_with_error
+
+    def warning(*args, **kwargs):
+        warnings.warn("a held-out fold lacks a class", UserWarning, stacklevel=1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(_attacker, "auc_with_error", warning)
+    _, frame = rows
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        api.build_quantized(frame, private="gender", clusters=None, delta_fraction=0.5, domains=["0:3"],
+                            cross_fitting=CrossFitting(folds=3), auto=Auto(target_auc=1.0))
+    routed = [str(w.message) for w in caught if "held-out fold lacks" in str(w.message)]
+    assert len(routed) == 1 and "(x" in routed[0]

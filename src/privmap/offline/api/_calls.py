@@ -12,9 +12,11 @@ import dataclasses
 import math
 import os
 import pathlib
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
+from .. import _routed
 from .._errors import BuildError
 from .._files import atomic_write
 from ..bundle import check_bundle, encode_payload, load_private_key, read_bytes, read_unverified, sign_bundle
@@ -193,7 +195,9 @@ def _built(data, columns, private, public, categorical: bool, build, options, ke
 def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[pathlib.Path], Result], *,
                key: SigningKey | None, passphrase: bytes | None, out: PathLike | None) -> BuildResult:
     """Run ``build`` on the CSV of ``data`` (its path, or the temporary CSV of a table in memory), sign
-    its payload with ``key`` (checked as a device would), and write the bundle to ``out``.
+    its payload with ``key`` (checked as a device would), and write the bundle to ``out``. The
+    warnings its cross-fitting folds raised come as one RuntimeWarning that counts them
+    (:mod:`privmap.offline._routed`).
 
     Raises
     ------
@@ -204,8 +208,12 @@ def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[path
     if out is not None and key is None:
         raise BuildError("out= needs key= to sign the bundle")
     private_key = _private_key(key, passphrase)
+    _routed.clear()
     with csv_source(data, columns) as path:
         result = build(path)
+    routed = _routed.summary()
+    if routed is not None:                 # the folds' warnings, one for the build (as the CLI's note)
+        warnings.warn(routed.removeprefix("note: "), RuntimeWarning, stacklevel=3)
     bundle = None
     if private_key is not None:
         bundle = sign_bundle(encode_payload(result.payload), private_key)
