@@ -46,4 +46,5 @@ def test_users_exposure_measures_the_rows_under_the_bundles_own_posterior():
     assert got["in_sample_exposed_2x"] == pytest.approx(0.9) and got["users"] == 4
     assert exposed_shares(prior, np.eye(2), joint_prior(codes, np.array([0, 0, 1, 1]), 2, 2))[0] == got["exposed_2x"]
     with pytest.raises(BuildError, match="prior"):
-        users_exposure(view_from_table("quantized", "l2", [[0.0], [1.0]], [[0.0], [1.0]], np.eye(2), ["f", "m"], ["x"]), public, codes)
+        plain = view_from_table("quantized", "l2", [[0.0], [1.0]], [[0.0], [1.0]], np.eye(2), ["f", "m"], ["x"])
+        users_exposure(plain, public, codes)

@@ -23,7 +23,8 @@ from typing import Callable, TextIO
 from privmap.device.errors import InputError
 
 from .._errors import BuildError
-from .._listing import name_some
+from .._joint import withheld_names
+from .._listing import name_hint, name_some
 
 __all__ = ["BatchResult", "sanitize_csv", "MAX_LINE_CHARS", "REJECTS_HEADER"]
 
@@ -150,7 +151,8 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     """Release every valid row of ``infile`` through ``bundle`` into ``out``; refuse the others one by one.
 
     ``infile`` has a header naming the bundle's public features (any order); the private column,
-    if present, is ignored and never written. Blank cells are missing answers (the bundle's
+    if present, is ignored and never written (a joint bundle's: its columns one by one, or under the
+    joint name). Blank cells are missing answers (the bundle's
     per-feature rule applies). ``out`` receives the header and then each released row as soon as
     it is released, in input order; ``rejects`` (optional) receives the header ``line,reason``
     (``line,id,reason`` with ``id_column``) and each refused row as soon as it is refused. Neither
@@ -188,7 +190,7 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     Raises
     ------
     BuildError
-        The header lacks a feature, names an unknown column or one twice, names ``id_column``
+        The file is empty; the header lacks a feature, names an unknown column or one twice, names ``id_column``
         not at all or as a feature or withheld column, is longer than its limit or is not UTF-8
         (the file cannot be read as rows). A data line that is not UTF-8 is a refused row, not
         an error.
@@ -225,9 +227,12 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
             raise BuildError(f"{infile}, line 1: the header is longer than {lines.limit} characters") from None
         except csv.Error as exc:
             raise BuildError(f"{infile}, line 1: {exc}") from None
+        if not header:
+            raise BuildError(f"{infile}: empty file; expected a header row naming the bundle's features, then one "
+                             "row per user")
         if any(_undecodable(h) for h in header):
             raise BuildError(f"{infile}, line 1: the header is not UTF-8 text")
-        at, id_at = _header_indexes(infile, header, names, bundle.withheld_columns, id_column)
+        at, id_at = _header_indexes(infile, header, names, withheld_names(bundle.withheld_columns), id_column)
         writer.writerow(([id_column] if id_column is not None else []) + names
                         + (["bundle_sha256", "bundle_version"] if stamp else []))
         if refuse_writer is not None:
@@ -299,7 +304,7 @@ def _header_indexes(infile: pathlib.Path, header: list[str], names: list[str], w
     where = {h: i for i, h in enumerate(header)}
     missing = [n for n in names if n not in where]
     if missing:
-        raise BuildError(f"{infile}: missing public column(s) {name_some(missing)}")
+        raise BuildError(f"{infile}: missing public column(s) {name_some(missing)}{name_hint(missing[0], header)}")
     if id_column is not None and id_column not in where:
         raise BuildError(f"{infile}: no column {id_column!r} (given with --id)")
     known = set(names) | set(withheld) | ({id_column} if id_column is not None else set())
@@ -308,5 +313,5 @@ def _header_indexes(infile: pathlib.Path, header: list[str], names: list[str], w
         also = f" and {name_some(withheld)}" if withheld else ""
         also += f" and the --id column {id_column!r}" if id_column is not None else ""
         raise BuildError(f"{infile}: unknown column(s) {name_some(extra)}; remove them "
-                         f"(only the bundle's features{also} are accepted)")
+                         f"(only the bundle's features{also} are accepted){name_hint(extra[0], names)}")
     return [where[n] for n in names], (where[id_column] if id_column is not None else None)

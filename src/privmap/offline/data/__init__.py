@@ -34,6 +34,7 @@ from ._schema import (
            Declaration,
            Declared,
            declare,
+           parse_domains,
            read_schema_file,
            resolve,
            schema_json,
@@ -47,5 +48,5 @@ __all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "check_unique
            "posterior_prior", "prior_from_counts", "joint_prior",
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
            "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",
-           "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json",
+           "Column", "Declaration", "Declared", "declare", "parse_domains", "read_schema_file", "resolve", "schema_json",
            "SyntheticRatings", "synthetic_ratings", "synthetic_rating_chunks", "KnownJoint", "known_joint"]
