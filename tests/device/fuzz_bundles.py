@@ -168,15 +168,15 @@ def run(inputs: int, seed: int, max_seconds: float = 2.0, progress=None, familie
         for i in range(inputs):
             family = families[i % len(families)]
             which = rng.randrange(len(payloads))
-            if family == "model":
-                data = sim.sign_obj(sim.pack(mutate_model(rng, payloads[2])))
-            elif family == "bytes":
+            if family == "bytes":
                 data = mutate_bytes(rng, signed[which])
             elif family == "payload-bytes":
                 data = sim.sign_obj(mutate_bytes(rng, packed[which]))
             else:
+                mutate, payload = ((mutate_model, payloads[2]) if family == "model" else
+                                   (mutate_structure, payloads[which]))
                 try:
-                    data = sim.sign_obj(sim.pack(mutate_structure(rng, payloads[which])))
+                    data = sim.sign_obj(sim.pack(mutate(rng, payload)))
                 except (OverflowError, ValueError, TypeError):
                     totals["by_family"][family]["not encodable"] += 1
                     continue

@@ -15,13 +15,13 @@ from typing import Callable
 
 import click
 from privmap.device import Binding, Bundle, DeviceState, Keyring
-from privmap.device.constants import DEFAULT_LOCK_WAIT
+from privmap.device.constants import DEFAULT_LOCK_WAIT, MAX_KEYRING_BYTES
 from privmap.device.errors import RollbackError, StateError, StateLockedError
 from privmap.device.files import NotRegularFile, read_regular
 
 from .._errors import BuildError
 from .._files import atomic_write
-from ..commandline import emit, guard, trust_options, trusted_keyring
+from ..commandline import emit, guard, read_small_file, trust_options, trusted_keyring
 
 _DIR = click.Path(file_okay=False, path_type=pathlib.Path)
 _FILE = click.Path(dir_okay=False, path_type=pathlib.Path)
@@ -165,7 +165,7 @@ def rotate(state_dir, documents, counter, lock_wait, as_json):
     """
     device = _existing(state_dir, counter, lock_wait)
     try:
-        applied = device.rotate_keyring([path.read_bytes() for path in documents])
+        applied = device.rotate_keyring([read_small_file(path, MAX_KEYRING_BYTES, "keyring") for path in documents])
     except StateLockedError as exc:
         raise _locked_hint(exc) from None
     info = {"dir": str(state_dir), "applied": applied, "keyring_version": device.keyring_version,
