@@ -1,8 +1,10 @@
 """Store and lock: the state directory's files, its lock, the MAC and the monotonic counter.
 
 Layout (the directory is created with mode 0700; it, ``bundles/`` and the secret are refused
-unless owned by the effective user and closed to group and others, and a symlink in their place
-is refused as one)::
+unless owned by the effective user and closed to group and others, a symlink in their place is
+refused as one, and so is a directory with an ancestor another user could rename it out of:
+writable by others without the sticky bit, or owned by a uid other than root's and the
+effective user's)::
 
     DIR/device.secret           32 bytes from the OS CSPRNG, mode 0600 (refused if open to
                                 group or others); drives the releases
@@ -54,6 +56,7 @@ from ..files import (
     LockUnavailable,
     NotRegularFile,
     atomic_write,
+    check_ancestors,
     check_private,
     create_exclusive,
     locked,
@@ -281,7 +284,11 @@ class Store:
 
     def _prepare_directories(self) -> None:
         """Create the directory and ``bundles/`` (mode 0700) if missing, then refuse either if
-        it is a symlink, not a directory, not the effective user's or open to group or others."""
+        it is a symlink, not a directory, not the effective user's or open to group or others,
+        and the directory if another user could move it away (:func:`check_ancestors`: checked
+        before it is made, too, so nothing is made under such an ancestor)."""
+        if not os.path.lexists(self.path):
+            self._check_ancestors()
         for directory in (self.path, self.bundles):
             try:
                 info = os.lstat(directory)
@@ -301,6 +308,13 @@ class Store:
                 check_private(directory, info, "700")
             except PermissionError as exc:
                 raise StateError(f"state directory {exc}") from None
+        self._check_ancestors()
+
+    def _check_ancestors(self) -> None:
+        try:
+            check_ancestors(self.path)
+        except PermissionError as exc:
+            raise StateError(f"state directory: {exc}") from None
 
     def _read_secret(self, secret_path: str) -> bytes:
         try:

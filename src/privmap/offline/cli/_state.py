@@ -66,9 +66,30 @@ class FileCounter:
 
 
 def inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
-    """Whether ``path``, links resolved, is ``directory`` or lies under it."""
+    """Whether ``path``, links resolved, is ``directory`` or lies under it: by name, and by
+    identity, ``(st_dev, st_ino)`` of ``path`` and each of its existing ancestors against
+    ``directory``'s, so that a bind mount of the directory (another name for the same files)
+    is caught too."""
     real, folder = os.path.realpath(path), os.path.realpath(directory)
-    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+    if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
+        return True
+    try:
+        target = os.stat(folder)
+    except OSError:
+        return False
+    here = real
+    while True:
+        try:
+            info = os.stat(here)
+        except OSError:
+            pass                                   # not there (yet): its parent may be
+        else:
+            if (info.st_dev, info.st_ino) == (target.st_dev, target.st_ino):
+                return True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
 
 
 def file_counter(counter: pathlib.Path | None, state_dir: pathlib.Path) -> FileCounter | None:
