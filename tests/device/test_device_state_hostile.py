@@ -274,3 +274,44 @@ def test_a_state_directory_under_another_users_directory_is_refused(sim, install
     finally:
         os.chown(parent, owner.st_uid, owner.st_gid)
     assert DeviceState(installed, sim.keyring, clock=lambda: NOW).active().version == 5
+
+
+class _FileCounter:
+    """A monotonic counter in a file (as NVRAM would keep it: it survives the process)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def read(self):
+        return int(self.path.read_text()) if self.path.exists() else 0
+
+    def increment(self):
+        value = self.read() + 1
+        self.path.write_text(str(value))
+        return value
+
+
+@pytest.mark.parametrize("dies_at", ["before the rename", "after the counter's increment"])
+def test_a_reprovisioning_killed_midway_leaves_the_path_as_it_was_and_can_be_repeated(sim, tmp_path, dies_at):
+    """kill -9 during a re-provisioning left a directory that nothing accepted: the directory
+    is now made whole beside the path and renamed over it, so a process killed first (here a
+    forked child ending with os._exit) leaves the path absent, and the call is simply repeated."""
+    import privmap.device.state._state as module
+    counter, root = _FileCounter(tmp_path / "counter"), tmp_path / "state"
+    counter.path.write_text("4")                                   # states were committed, the directory lost
+    pid = os.fork()
+    if pid == 0:                                                   # the child dies at the chosen point
+        if dies_at == "before the rename":
+            module.os.rename = lambda *a: os._exit(9)
+        else:
+            increment = counter.increment
+            counter.increment = lambda: (increment(), os._exit(9))
+        try:
+            DeviceState.reprovision(root, sim.keyring, counter=counter, clock=lambda: NOW)
+        finally:
+            os._exit(0)
+    assert os.waitpid(pid, 0)[1] >> 8 == 9
+    assert not root.exists()                                       # nothing half-made at the path
+    fresh = DeviceState.reprovision(root, sim.keyring, counter=counter, clock=lambda: NOW)
+    assert fresh.install(sim.bundle()).status == "installed"
+    assert DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter).active().version == 5

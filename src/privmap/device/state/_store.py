@@ -67,7 +67,7 @@ from ..trust import Keyring, KeyringChain
 from ._counter import MonotonicCounter
 
 __all__ = ["Store", "KeyringPolicy", "Body", "Entry", "TrustBody", "STATE_NAME", "SECRET_NAME", "BUNDLE_DIR",
-           "os_errors", "canonical", "sha256_hex", "read_file", "chain_of", "trust_body"]
+           "os_errors", "canonical", "sha256_hex", "read_file", "chain_of", "trust_body", "clear_unprovisioned"]
 
 STATE_NAME = "state.json"
 SECRET_NAME = "device.secret"
@@ -166,6 +166,34 @@ def trust_body(chain: KeyringChain, history: list[str]) -> TrustBody:
     keys = sorted(key.hex() for key in chain.keyring.raw_keys)
     return {"keys": keys, "threshold": chain.keyring.threshold,
             "document": None if chain.document is None else chain.document.hex(), "history": list(history)}
+
+
+def clear_unprovisioned(path: str) -> None:
+    """Make the directory ``path``, if it exists, empty, when it holds no device: remove the
+    temp files and the empty ``bundles/`` that an open refused for a wiped directory leaves.
+
+    Raises
+    ------
+    StateError
+        ``path`` holds a state, a secret, a bundle file or anything else (nothing is removed),
+        or is not a directory.
+    """
+    if not os.path.lexists(path):
+        return
+    bundles = os.path.join(path, BUNDLE_DIR)
+    if os.path.islink(path) or not os.path.isdir(path):
+        raise StateError(f"{path!r} is not a directory")
+    names = [n for n in os.listdir(path) if not n.startswith(TMP_PREFIX)]
+    held = [n for n in os.listdir(bundles) if not n.startswith(TMP_PREFIX)] if names == [BUNDLE_DIR] else names
+    if names not in ([], [BUNDLE_DIR]) or held or (names and os.path.islink(bundles)):
+        raise StateError(f"{path!r} is not empty: re-provisioning makes a fresh state directory; "
+                         "move the old one aside first")
+    for directory in ((path, bundles) if names else (path,)):
+        for name in os.listdir(directory):
+            if name.startswith(TMP_PREFIX):
+                os.unlink(os.path.join(directory, name))
+    if names:
+        os.rmdir(bundles)
 
 
 def _upgrade(body: dict[str, Any]) -> Body:
