@@ -132,6 +132,24 @@ def recommender_payload() -> dict:
     return with_leakage(payload)
 
 
+def wide_recommender_payload(columns: int, rank: int, *, outputs: int = 4) -> dict:
+    """:func:`recommender_payload` widened to ``columns`` rating columns, a rank-``rank`` model
+    (random item entries within +-0.5, an identity whitening) and ``outputs`` outputs spread over
+    the factor space (the first four those of the small payload, padded with zeros)."""
+    rng = random.Random(columns * 1000 + rank)
+    k1 = rank + 1
+    payload = recommender_payload()
+    small = payload["outputs"]
+    payload["features"] = [dict(payload["features"][0], name=f"factor_{i}") for i in range(k1)]
+    payload["inputs"] = [row + [0.0] * (k1 - len(row)) for row in payload["inputs"]]
+    payload["outputs"] = [(small[j] + [0.0] * (k1 - 3)) if j < len(small) else
+                          [round(rng.uniform(-3, 3), 3) for _ in range(k1)] for j in range(outputs)]
+    payload["model"].update(columns=[f"item{j}" for j in range(columns)],
+                            items=[[rng.randint(-2000, 2000) for _ in range(k1)] for _ in range(columns)],
+                            whiten=[[1.0 if i == j else 0.0 for j in range(k1)] for i in range(k1)])
+    return with_leakage(payload)
+
+
 def exact_payload() -> dict:
     """A small valid exact-mechanism payload with erasures: d=2 categorical, K_in=4, K_out=6."""
     payload = base_payload()

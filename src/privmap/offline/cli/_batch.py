@@ -55,6 +55,23 @@ class _LineTooLong(Exception):
 
 #: Inside a quoted cell: everything up to a lone closing quote ("" is an escaped quote).
 _QUOTED_RUN = re.compile(r'[^"]*(?:""[^"]*)*')
+#: A written cell holding one of these is quoted: every control character (a bare CR, a vertical
+#: tab, NEL) and the Unicode line and paragraph separators, which some reader splits lines on.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+class _QuotingWriter:
+    """``csv.writer`` (``\n`` line ends, minimal quoting) that quotes every cell of a row in
+    which a cell holds a control character: the csv module quotes only the delimiter, the
+    quote and ``\n``, so a bare CR in an id would split the record for any reader."""
+
+    def __init__(self, stream: TextIO):
+        self._minimal = csv.writer(stream, lineterminator="\n")
+        self._all = csv.writer(stream, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def writerow(self, row: list) -> None:
+        risky = any(type(cell) is str and _CONTROL.search(cell) for cell in row)
+        (self._all if risky else self._minimal).writerow(row)
 
 
 def _quote_state(text: str, state: str) -> str:
@@ -175,10 +192,14 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     id_column : str, optional
         A row key column of ``infile`` carried through unmapped: written as the first column of
         ``out`` exactly as read, never passed to ``release``; a refused row's id (when its cells
-        could be read) goes to ``rejects``. It may not be a feature or a withheld column.
+        could be read) goes to ``rejects``. It may not be a feature or a withheld column. A row
+        with a control character in a cell (a bare CR in an id) is written with every cell
+        quoted, so it stays one record.
     max_line : int
         Longest line, or record spanning lines, in characters (>= 1); a longer one is one
-        refused row, read through in bounded pieces. The header may be up to 16 Mi characters.
+        refused row, read through in bounded pieces, whatever cell makes it long (the csv
+        module's process-wide cell limit is raised to this and the header's, never lowered).
+        The header may be up to 16 Mi characters.
     tick : callable, optional
         Called once per data row.
 
@@ -202,8 +223,12 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     names = [f.name for f in bundle.features]
     release = release or bundle.sanitize
     stamp_cells = [bundle.sha256, bundle.version] if stamp else []
-    writer = csv.writer(out, lineterminator="\n")
-    refuse_writer = csv.writer(rejects, lineterminator="\n") if rejects is not None else None
+    writer = _QuotingWriter(out)
+    refuse_writer = _QuotingWriter(rejects) if rejects is not None else None
+    # every record is bounded by the line limit (_CappedLines): the csv module's own, process-wide
+    # cap on a cell (131,072 characters) must not refuse a shorter one as "malformed" first
+    if csv.field_size_limit() < max(max_line, MAX_HEADER_CHARS):
+        csv.field_size_limit(max(max_line, MAX_HEADER_CHARS))
     result = BatchResult()
 
     def refuse(line: int, reason: str, row=None) -> None:
