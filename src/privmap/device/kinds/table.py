@@ -56,7 +56,8 @@ FAST_PATH_MIN_WORK = 20000
 
 class FoldIn(Protocol):
     """What a table bundle asks of a model between a row and its table (a recommender's
-    :class:`~privmap.device.kinds.recommender.FactorModel`)."""
+    :class:`~privmap.device.kinds.recommender.FactorModel`, a ranking bundle's
+    :class:`~privmap.device.kinds.ranking.ScoreModel`)."""
 
     columns: tuple[Feature, ...]
 
@@ -66,8 +67,9 @@ class FoldIn(Protocol):
         row it cannot fold in (that row alone is refused)."""
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released cells of a point ``z`` of the bundle's space (an output): finite and
-        inside the columns' domain for every such point, as the model's parser guarantees.
+        """The released cells of a point ``z`` of the bundle's space (an output): finite for
+        every such point, as the model's parser guarantees; predicted ratings inside the columns'
+        domain, or scores (a ranking bundle's, whose bound is its basis times a unit point).
         Called on every release (:meth:`Bundle.representative` caches nothing)."""
 
 
