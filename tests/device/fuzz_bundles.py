@@ -1,7 +1,7 @@
 """Fuzz target for the device loader and installer: mutated bundles must be refused with a typed
 error (or load, and then release), never crash, hang or change installed state.
 
-Four mutation families, drawn in turn:
+Five mutation families, drawn in turn:
 
 - ``bytes``: random byte edits (flip, set to a msgpack marker, insert, delete, splice) of a whole
   signed bundle: reaches the envelope parser and the signature check;
@@ -15,10 +15,15 @@ Four mutation families, drawn in turn:
   extreme finite value (tiny, huge, zero, negative, int32 edge) or a non-finite one, re-signed
   (the leakage declared afresh, so that most reach the model's checks): reaches the model's
   bounds, then releases whose every cell must be a finite rating inside the domain, on the
-  ``decimals`` grid.
+  ``decimals`` grid;
+- ``ranking``: the same for a ranking payload's model and score space (domain, decimals,
+  ``basis_bits``, embedding and basis entries, the space's bounds, outputs): releases whose every
+  cell must be a finite score on the ``decimals`` grid.
 
-Every load that succeeds releases a few rows (a recommender's: its inputs rated as a user, and
-a fully rated row at each end of the domain) and decodes each released output.
+Every load that succeeds releases a few rows (a recommender's or ranking bundle's: its inputs
+rated as a user, and a fully rated row at each end of the domain) and decodes each released
+output. The ``bytes``, ``payload-bytes`` and ``structure`` families edit every kind's payload,
+the ranking kind's among them.
 
 Every 50th input also goes through :class:`DeviceState.install` on top of an installed bundle:
 a refusal must leave the state directory byte-identical.
@@ -47,7 +52,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from harness import NOW, Sim, base_payload, exact_payload, recommender_payload, with_leakage  # noqa: E402
+from harness import NOW, Sim, base_payload, exact_payload, ranking_payload, recommender_payload, with_leakage  # noqa: E402
 from privmap.device import DeviceState, PrivmapDeviceError
 from privmap.device.errors import BundleError
 
@@ -58,7 +63,7 @@ HOSTILE = (None, True, False, -1, 0, 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64 - 1, 1.5,
 #: Values the ``model`` family puts in a number's place.
 EXTREME = (0, 0.0, -0.0, 1, -1, 0.4, 5e-324, 1e-300, -1e-300, 1e-9, 1e9, 1e100, -1e100, 1e300, -1e300, 1e308,
            2 ** 31 - 1, -(2 ** 31 - 1), 2 ** 31, 30, 6, math.nan, math.inf, -math.inf)
-FAMILIES = ("bytes", "payload-bytes", "structure", "model")
+FAMILIES = ("bytes", "payload-bytes", "structure", "model", "ranking")
 
 
 def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
@@ -120,19 +125,20 @@ def mutate_structure(rng: random.Random, payload: dict) -> dict:
 
 
 def _model_slots(payload: dict) -> list:
-    """The (container, key) slots of the numbers the ``model`` family edits."""
+    """The (container, key) slots of the numbers the ``model`` and ``ranking`` families edit."""
     model = payload["model"]
-    slots = [(model, k) for k in ("mean", "reg", "min", "max", "decimals", "scale_bits")]
-    slots += [(row, k) for row in model["items"] for k in range(len(row))]
-    slots += [(row, k) for row in model["whiten"] for k in range(len(row))]
+    scalars = ("min", "max", "decimals") + (("basis_bits",) if "basis" in model else ("mean", "reg", "scale_bits"))
+    slots = [(model, k) for k in scalars]
+    for matrix in (("embed", "basis") if "basis" in model else ("items", "whiten")):
+        slots += [(row, k) for row in model[matrix] for k in range(len(row))]
     slots += [(f, k) for f in payload["features"] for k in ("min", "max")]
     slots += [(row, k) for row in payload["outputs"] for k in range(len(row))]
     return slots
 
 
 def mutate_model(rng: random.Random, payload: dict) -> dict:
-    """A copy of a recommender ``payload`` with one to three of its model's numbers (and the
-    factor space's) set to an extreme value or moved by a power of ten (of two for a whole
+    """A copy of a recommender or ranking ``payload`` with one to three of its model's numbers (and
+    its space's) set to an extreme value or moved by a power of ten (of two for a whole
     number), leakage declared afresh."""
     payload = copy.deepcopy(payload)
     model = payload["model"]
@@ -156,7 +162,7 @@ def run(inputs: int, seed: int, max_seconds: float = 2.0, progress=None, familie
     (``failures`` lists every oracle violation)."""
     sim = Sim()
     rng = random.Random(seed)
-    payloads = [base_payload(), exact_payload(), recommender_payload()]
+    payloads = [base_payload(), exact_payload(), recommender_payload(), ranking_payload()]
     signed = [sim.sign_obj(p) for p in payloads]
     packed = [sim.pack(p) for p in payloads]
     totals = {"inputs": 0, "by_family": collections.defaultdict(collections.Counter),
@@ -174,6 +180,7 @@ def run(inputs: int, seed: int, max_seconds: float = 2.0, progress=None, familie
                 data = sim.sign_obj(mutate_bytes(rng, packed[which]))
             else:
                 mutate, payload = ((mutate_model, payloads[2]) if family == "model" else
+                                   (mutate_model, payloads[3]) if family == "ranking" else
                                    (mutate_structure, payloads[which]))
                 try:
                     data = sim.sign_obj(sim.pack(mutate(rng, payload)))
@@ -231,16 +238,27 @@ def _rows_to_release(bundle) -> list:
     rows = [bundle.input_row(c) for c in range(min(len(bundle.inputs), 4))]
     if bundle.model is None:
         return rows
+    if bundle.mechanism == "ranking":    # its input rows decode to scores: rate one cell, then every cell
+        one = [bundle.features[0].min] + [None] * (len(bundle.features) - 1)
+        return [one, [f.min for f in bundle.features], [f.max for f in bundle.features]]
     # a recommender's input row is predicted ratings: rate as a user; then every cell at each end
     rows = [[round(v) if f.integer else v for v, f in zip(row, bundle.features)] for row in rows]
     return rows + [[f.min for f in bundle.features], [f.max for f in bundle.features]]
 
 
 def _outside_domain(bundle, released) -> str | None:
-    """What is wrong with a recommender's released row (None if nothing, or not a recommender)."""
+    """What is wrong with a model kind's released row (None if nothing, or not a model kind): a
+    recommender's cells are ratings inside the domain, a ranking bundle's finite scores, each on
+    the ``decimals`` grid."""
     if bundle.model is None:
         return None
     places = bundle.model.decimals
+    if bundle.mechanism == "ranking":
+        bad = next((v for v in released if type(v) is not float or not math.isfinite(v) or v != round(v, places)),
+                   None)
+        if bad is not None:
+            return f"released score {bad!r} not finite or off the {places}-decimal grid"
+        return None if len(released) == len(bundle.features) else "released row of the wrong length"
     for v, f in zip(released, bundle.features):
         if type(v) is not float or not f.min <= v <= f.max or v != round(v, places):
             return f"released {v!r} outside [{f.min}, {f.max}] or off the {places}-decimal grid"
