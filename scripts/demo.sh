@@ -1,37 +1,38 @@
 #!/usr/bin/env bash
-# The main job on a bundled real dataset, from a fresh clone:
-# set up a virtual environment, make a signing key, build a bundle from the SSI-2012
-# music-taste ratings (private attribute: gender), verify it as a device would,
-# sanitize a few users as a device that remembers (asked twice, it releases the same rows)
-# and report leakage before and after.
-# Everything it writes goes under out/demo/ (ignored by git).
+# The job users come for, on a bundled real dataset, from a fresh clone: set up a virtual
+# environment, make a signing key, build a ranking-grade bundle from the InstEval lecture ratings
+# (the operator's training students, private attribute: their semester) with a privacy target,
+# let three new students' devices release a row each, show the top-10 list a service ranks from
+# each release beside the list from the student's true ratings, and measure what the service
+# and the strongest attacker get from every new student's release.
+# Everything it writes goes under out/demo/ (ignored by git). scripts/demo_rows.sh is the
+# seed-000 walkthrough of the rows mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[offline]'
 privmap=.venv/bin/privmap
+python=.venv/bin/python
 out=out/demo
 rm -rf "$out" && mkdir -p "$out"
-data=data/ssi2012/tastes_gender.csv
 
+echo "== split data/insteval: 70 % training students (the operator's, with their semester), 30 % new students"
+$python examples/top10.py split data/insteval/InstEval_wide_top500.csv --private studage --drop s --out "$out" --users 3
 echo "== keygen"
 $privmap keygen "$out/keys"
-echo "== build (K = 64 clusters, Delta = half the perfect-privacy distortion)"
-$privmap build "$data" --private gender --clusters 64 --delta-fraction 0.5 --domain 0:3 \
-    --key "$out/keys/private.pem" --out "$out/demo.bundle"
-echo "== verify"
-$privmap verify "$out/demo.bundle" --trusted "$out/keys/public.pem"
-echo "== sanitize 5 users as a device with installed state (their gender column is ignored and never written)"
-head -n 6 "$data" > "$out/users.csv"
-$privmap sanitize "$out/demo.bundle" "$out/users.csv" "$out/released.csv" --trusted "$out/keys/public.pem" \
+echo "== build: which lecturers a student rated, mapped so that an attacker's AUC for the semester stays <= 0.55"
+$privmap build "$out/train.csv" --private studage --domain 1:5 --utility ranking --clusters auto --target-auc 0.55 \
+    --class-blind --holdout-folds 3 --key "$out/keys/private.pem" --out "$out/ranking.bundle"
+echo "== verify, as a device would"
+$privmap verify "$out/ranking.bundle" --trusted "$out/keys/public.pem"
+echo "== three new students' devices release a row each (a score per lecturer; nothing else leaves the device)"
+$privmap sanitize "$out/ranking.bundle" "$out/visible.csv" "$out/released.csv" --trusted "$out/keys/public.pem" \
     --state "$out/device"
-echo "-- true ratings";     cut -d, -f1-20 "$out/users.csv"
-echo "-- released ratings"; cat "$out/released.csv"
-echo "== ask the same device again: one permanent release per input, so nothing more leaks"
-$privmap sanitize "$out/demo.bundle" "$out/users.csv" "$out/again.csv" --trusted "$out/keys/public.pem" \
+$privmap sanitize "$out/ranking.bundle" "$out/visible.csv" "$out/again.csv" --trusted "$out/keys/public.pem" \
     --state "$out/device"
-cmp "$out/released.csv" "$out/again.csv" && echo "identical releases"
-if $privmap evaluate --help >/dev/null 2>&1; then
-    echo "== evaluate (leakage and attacks before and after, on the same data)"
-    $privmap evaluate "$out/demo.bundle" "$data" --private gender
-fi
+cmp "$out/released.csv" "$out/again.csv" && echo "asked again, each device releases the same row: nothing more leaks"
+echo "== the top-10 lists the service ranks: from each release, and from the student's true ratings"
+$python examples/top10.py lists "$out/train.csv" "$out/visible.csv" "$out/released.csv" "$out/hidden.csv" --private studage
+echo "== what the service and the strongest attacker get from every new student's release"
+$privmap evaluate "$out/ranking.bundle" "$out/test.csv" --train "$out/train.csv" --private studage \
+    --trusted "$out/keys/public.pem"

@@ -73,7 +73,9 @@ PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
 def test_readme_shows_a_build_an_evaluation_and_a_sanitize_from_a_dataframe():
     notebook = "\n".join(PYTHON_BLOCKS)
     assert "pd.read_csv" in notebook
-    assert all(f"api.{call}(" in notebook for call in ("build_quantized", "evaluate", "sanitize", "curve"))
+    assert all(f"api.{call}(" in notebook for call in ("build_quantized", "build_recommender", "evaluate", "sanitize",
+                                                       "curve"))
+    assert "auto=Auto(target_auc=" in notebook
 
 
 @pytest.mark.parametrize("index, block", [pytest.param(i, b, id=f"python{i}") for i, b in enumerate(PYTHON_BLOCKS)])

@@ -132,6 +132,43 @@ def recommender_payload() -> dict:
     return with_leakage(payload)
 
 
+def wide_recommender_payload(columns: int, rank: int, *, outputs: int = 4) -> dict:
+    """:func:`recommender_payload` widened to ``columns`` rating columns, a rank-``rank`` model
+    (random item entries within +-0.5, an identity whitening) and ``outputs`` outputs spread over
+    the factor space (the first four those of the small payload, padded with zeros)."""
+    rng = random.Random(columns * 1000 + rank)
+    k1 = rank + 1
+    payload = recommender_payload()
+    small = payload["outputs"]
+    payload["features"] = [dict(payload["features"][0], name=f"factor_{i}") for i in range(k1)]
+    payload["inputs"] = [row + [0.0] * (k1 - len(row)) for row in payload["inputs"]]
+    payload["outputs"] = [(small[j] + [0.0] * (k1 - 3)) if j < len(small) else
+                          [round(rng.uniform(-3, 3), 3) for _ in range(k1)] for j in range(outputs)]
+    payload["model"].update(columns=[f"item{j}" for j in range(columns)],
+                            items=[[rng.randint(-2000, 2000) for _ in range(k1)] for _ in range(columns)],
+                            whiten=[[1.0 if i == j else 0.0 for j in range(k1)] for i in range(k1)])
+    return with_leakage(payload)
+
+
+def ranking_payload() -> dict:
+    """A K_in = 3 ranking payload over the 7 rating columns 1..5 with a rank-3 score space."""
+    rng = random.Random(7)
+    payload = base_payload()
+    payload.update({
+        "mechanism": "ranking",
+        "metric": "l2",
+        "features": [{"name": f"score_{i}", "kind": "numeric", "min": -1.0, "max": 1.0, "integer": False,
+                      "missing": "mask", "fill": None, "missing_token": ""} for i in range(3)],
+        "inputs": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        "outputs": [[0.9, 0.1, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.9], [0.5, 0.5, 0.5]],
+        "model": {"columns": COLUMNS, "min": 1, "max": 5, "integer": True, "missing_token": "",
+                  "embed": [[rng.randint(-3000, 3000) for _ in range(3)] for _ in COLUMNS],
+                  "basis": [[rng.randint(-4000, 4000) for _ in range(3)] for _ in COLUMNS],
+                  "basis_bits": 12, "decimals": 3},
+    })
+    return with_leakage(payload)
+
+
 def exact_payload() -> dict:
     """A small valid exact-mechanism payload with erasures: d=2 categorical, K_in=4, K_out=6."""
     payload = base_payload()

@@ -5,35 +5,15 @@ from __future__ import annotations
 
 import copy
 import math
-import random
 
 import numpy as np
 import pytest
-from harness import COLUMNS, FixedBits, Sim, base_payload, with_leakage
+from harness import COLUMNS, FixedBits, Sim, ranking_payload
 from privmap.device.errors import BundleFormatError, InputError, WorkLimitError
 from privmap.device.kinds.ranking import MAX_ENTRY, MAX_SCORE_WORK
 from privmap.device.randomness import InsecureTestBits
 
-K = 3
-
-
-def ranking_payload() -> dict:
-    """A K_in = 3 ranking payload over the 7 columns 1..5 with a rank-3 score space."""
-    rng = random.Random(7)
-    payload = base_payload()
-    payload.update({
-        "mechanism": "ranking",
-        "metric": "l2",
-        "features": [{"name": f"score_{i}", "kind": "numeric", "min": -1.0, "max": 1.0, "integer": False,
-                      "missing": "mask", "fill": None, "missing_token": ""} for i in range(K)],
-        "inputs": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-        "outputs": [[0.9, 0.1, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.9], [0.5, 0.5, 0.5]],
-        "model": {"columns": COLUMNS, "min": 1, "max": 5, "integer": True, "missing_token": "",
-                  "embed": [[rng.randint(-3000, 3000) for _ in range(K)] for _ in COLUMNS],
-                  "basis": [[rng.randint(-4000, 4000) for _ in range(K)] for _ in COLUMNS],
-                  "basis_bits": 12, "decimals": 3},
-    })
-    return with_leakage(payload)
+K = 3  # the harness's ranking payload's rank
 
 
 @pytest.fixture

@@ -239,3 +239,79 @@ def test_reprovisioning_needs_a_counter_and_a_keyring(sim, tmp_path):
         DeviceState.reprovision(tmp_path / "s", sim.keyring, counter=None)
     with pytest.raises(TypeError):
         DeviceState.reprovision(tmp_path / "s", None, counter=MemoryCounter())
+
+
+# -- ancestors: nobody else may move the directory away -------------------------------------------
+
+@pytest.mark.parametrize("depth", [1, 2], ids=["parent", "grandparent"])
+def test_a_state_directory_under_a_directory_others_can_write_is_refused_before_anything_is_made(
+        sim, tmp_path, depth):
+    """Another user who can write a directory above the state directory can rename it away and
+    put another in its place (a wipe, a fork, a rollback): refused, naming the chmod that fixes
+    it, nothing made; the sticky bit (as on /tmp) makes it safe."""
+    shared = tmp_path / "shared"
+    root = shared / "box" / "state" if depth == 2 else shared / "state"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(StateError, match="writable by others without the sticky bit") as info:
+        DeviceState(root, sim.keyring, clock=lambda: NOW)
+    assert f"chmod o-w '{shared}'" in str(info.value) and "\n" not in str(info.value)
+    assert list(shared.iterdir()) == []
+    shared.chmod(0o1777)
+    assert DeviceState(root, sim.keyring, clock=lambda: NOW).installed_version == 0
+    shared.chmod(0o777)
+    with pytest.raises(StateError, match="writable by others"):          # an existing one too
+        DeviceState(root, sim.keyring, clock=lambda: NOW)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another uid needs root")
+def test_a_state_directory_under_another_users_directory_is_refused(sim, installed, tmp_path):
+    parent, owner = installed.parent, installed.parent.stat()
+    os.chown(parent, 54321, 54321)
+    try:
+        with pytest.raises(StateError, match="owned by uid 54321, who could move the directory away"):
+            DeviceState(installed, sim.keyring, clock=lambda: NOW)
+    finally:
+        os.chown(parent, owner.st_uid, owner.st_gid)
+    assert DeviceState(installed, sim.keyring, clock=lambda: NOW).active().version == 5
+
+
+class _FileCounter:
+    """A monotonic counter in a file (as NVRAM would keep it: it survives the process)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def read(self):
+        return int(self.path.read_text()) if self.path.exists() else 0
+
+    def increment(self):
+        value = self.read() + 1
+        self.path.write_text(str(value))
+        return value
+
+
+@pytest.mark.parametrize("dies_at", ["before the rename", "after the counter's increment"])
+def test_a_reprovisioning_killed_midway_leaves_the_path_as_it_was_and_can_be_repeated(sim, tmp_path, dies_at):
+    """kill -9 during a re-provisioning left a directory that nothing accepted: the directory
+    is now made whole beside the path and renamed over it, so a process killed first (here a
+    forked child ending with os._exit) leaves the path absent, and the call is simply repeated."""
+    import privmap.device.state._state as module
+    counter, root = _FileCounter(tmp_path / "counter"), tmp_path / "state"
+    counter.path.write_text("4")                                   # states were committed, the directory lost
+    pid = os.fork()
+    if pid == 0:                                                   # the child dies at the chosen point
+        if dies_at == "before the rename":
+            module.os.rename = lambda *a: os._exit(9)
+        else:
+            increment = counter.increment
+            counter.increment = lambda: (increment(), os._exit(9))
+        try:
+            DeviceState.reprovision(root, sim.keyring, counter=counter, clock=lambda: NOW)
+        finally:
+            os._exit(0)
+    assert os.waitpid(pid, 0)[1] >> 8 == 9
+    assert not root.exists()                                       # nothing half-made at the path
+    fresh = DeviceState.reprovision(root, sim.keyring, counter=counter, clock=lambda: NOW)
+    assert fresh.install(sim.bundle()).status == "installed"
+    assert DeviceState(root, sim.keyring, clock=lambda: NOW, counter=counter).active().version == 5

@@ -29,7 +29,8 @@ except ImportError:  # pragma: no cover - not POSIX: no state directory, bundles
     fcntl = None
 
 __all__ = ["NotRegularFile", "LockUnavailable", "LockTimeout", "read_regular", "atomic_write",
-           "create_exclusive", "fsync_dir", "locked", "lock_holders", "check_private", "TMP_PREFIX"]
+           "create_exclusive", "fsync_dir", "locked", "lock_holders", "check_private", "check_ancestors",
+           "TMP_PREFIX"]
 
 #: Every temporary file this module writes starts with this prefix.
 TMP_PREFIX = ".tmp-"
@@ -99,6 +100,40 @@ def check_private(path, info: os.stat_result, fix_mode: str) -> None:
         writable = ", group- or world-writable" if info.st_mode & 0o022 else ""
         raise PermissionError(f"{os.fspath(path)!r} is open to group or others (mode {mode:04o}{writable}); "
                               f"run: chmod {fix_mode} {os.fspath(path)!r}")
+
+
+def check_ancestors(path) -> None:
+    """Raise ``PermissionError`` if another user could rename ``path`` away (and put another
+    in its place): an existing directory above it that is writable by others without the
+    sticky bit, or owned by a uid other than root's and the effective user's.
+
+    Both chains are checked: the directories named by ``path`` as written (each resolved as the
+    lookup resolves it) and those of its real path (links resolved). The message is one line
+    ending with the command that fixes it. Nothing is checked where the platform has no uids.
+    """
+    if not hasattr(os, "geteuid"):  # pragma: no cover - not POSIX
+        return
+    euid = os.geteuid()
+    for chain_end in (os.path.abspath(path), os.path.realpath(path)):
+        here = os.path.dirname(chain_end)
+        while True:
+            try:
+                info = os.stat(here)
+            except FileNotFoundError:
+                info = None                         # to be created (mode 0700): its parent decides
+            if info is not None:
+                if info.st_uid not in (0, euid):
+                    raise PermissionError(f"{here!r}, above {os.fspath(path)!r}, is owned by uid {info.st_uid}, "
+                                          f"who could move the directory away; use a directory whose every "
+                                          f"ancestor is yours or root's, or run: chown {euid} {here!r}")
+                if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+                    raise PermissionError(f"{here!r}, above {os.fspath(path)!r}, is writable by others without "
+                                          f"the sticky bit, so anyone could move the directory away; "
+                                          f"run: chmod o-w {here!r} (or chmod +t {here!r})")
+            parent = os.path.dirname(here)
+            if parent == here:
+                break
+            here = parent
 
 
 def fsync_dir(path: str) -> None:

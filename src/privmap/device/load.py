@@ -16,6 +16,7 @@ import os
 import time
 
 from .constants import MAX_CLOCK_SKEW
+from .files import NotRegularFile, read_regular
 from .errors import (
     BundleError,
     BundleFormatError,
@@ -132,14 +133,17 @@ def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,
     """Read a bundle file once (at most ``limits.max_bundle_bytes + 1`` bytes) and load it.
 
     The bytes read are the bytes verified and parsed (a file swapped afterwards changes nothing).
-    Raises :class:`BundleTooLargeError` for a larger file or endless stream, :class:`BundleError`
-    if the file cannot be read, and whatever :func:`load_bundle` raises.
+    The path must name a regular file: it is opened non-blocking and checked before it is read,
+    so a FIFO is refused at once and a device (``/dev/zero``) is never read.
+    Raises :class:`BundleTooLargeError` for a larger file, :class:`BundleError` if the file
+    cannot be read or is not a regular file, and whatever :func:`load_bundle` raises.
     """
     if not isinstance(limits, Limits):
         raise TypeError("limits must be a privmap.device.Limits")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limits.max_bundle_bytes + 1)
+        data = read_regular(path, limits.max_bundle_bytes)
+    except NotRegularFile:
+        raise BundleError(f"bundle file {os.fspath(path)!r} is not a regular file") from None
     except OSError as exc:
         raise BundleError(f"cannot read bundle file {os.fspath(path)!r}: {exc.strerror}") from None
     if len(data) > limits.max_bundle_bytes:

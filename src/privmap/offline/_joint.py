@@ -27,7 +27,8 @@ from ._errors import DatasetError
 from ._information import leakage_bits, mutual_information_bits
 
 __all__ = ["PrivateColumns", "joint_name", "joint_class", "column_key", "by_column", "payload_columns",
-           "marginal_prior", "column_figures", "split_private", "check_names", "MAX_PRIVATE_COLUMNS", "COLUMN_FIGURES"]
+           "marginal_prior", "column_figures", "split_private", "check_names", "withheld_names",
+           "MAX_PRIVATE_COLUMNS", "COLUMN_FIGURES"]
 
 #: Most private columns one build protects together (each adds :data:`COLUMN_FIGURES` metrics, and
 #: a device reads at most ``Limits.max_map_entries`` of them).
@@ -166,6 +167,20 @@ def payload_columns(payload: Mapping) -> PrivateColumns | None:
     codes = np.array([[where[i][t[i]] for i in range(len(names))] for t in tuples if t is not None],
                      dtype=np.int64).reshape(len(tuples), len(names))
     return PrivateColumns(names=tuple(names), values=values, codes=codes)
+
+
+def withheld_names(withheld: Sequence[str]) -> tuple[str, ...]:
+    """The input columns a bundle withholds (``withheld_columns``: its private attribute's name) as
+    a row may carry them: each name, and for a joint name (a JSON array of two or more column
+    names, :func:`joint_name`) also every column it names, so a row that still holds the private
+    columns one by one is read as it is by a one-column bundle."""
+    names: list[str] = []
+    for name in withheld:
+        names.append(name)
+        columns = _json_list(name)
+        if columns is not None and len(columns) >= 2:
+            names += [c for c in columns if c not in names]
+    return tuple(names)
 
 
 def _json_list(text) -> list[str] | None:

@@ -6,6 +6,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from privmap.device.errors import InputError
 from privmap.offline import BuildError, api
 
 pd = pytest.importorskip("pandas")
@@ -96,10 +97,32 @@ def test_sanitize_releases_the_bundles_features_from_a_dataframe_and_names_a_ref
     assert list(released.to_frame().columns) == features
     bad = frame.head(3).astype({features[0]: object})
     bad.loc[1, features[0]] = 9                      # outside the declared domain 0..3
-    with pytest.raises(BuildError, match="row 1 refused"):
+    with pytest.raises(InputError, match="row 1 refused"):
         api.sanitize(built.bundle, bad, trusted=keys / "public.pem")
     kept = api.sanitize(built.bundle, bad, trusted=keys / "public.pem", skip_invalid=True)
     assert len(kept.rows) == 2 and [i for i, _ in kept.refused] == [1]
+
+
+def test_sanitize_keeps_the_dataframes_index_of_the_rows_it_releases(rows, keys, built):
+    _, frame = rows
+    features = [f["name"] for f in built.payload["features"]]
+    bad = frame.head(4).astype({features[0]: object}).set_axis(["ann", "bob", "cy", "dee"])
+    bad.loc["bob", features[0]] = 9                  # outside the declared domain 0..3
+    with pytest.raises(InputError, match="row 'bob' refused"):
+        api.sanitize(built.bundle, bad, trusted=keys / "public.pem")
+    kept = api.sanitize(built.bundle, bad, trusted=keys / "public.pem", skip_invalid=True)
+    assert kept.index == ["ann", "cy", "dee"] and [i for i, _ in kept.refused] == ["bob"]
+    assert list(kept.to_frame().index) == ["ann", "cy", "dee"]
+
+
+def test_every_result_has_a_short_repr(rows, keys, built):
+    _, frame = rows
+    released = api.sanitize(built.bundle, frame, trusted=keys / "public.pem")
+    report = api.evaluate(built.bundle, frame, private="gender", attacker=False)
+    for result in (built, released, report):
+        assert len(repr(result)) < 200, repr(result)
+    assert repr(released) == f"<Released {len(frame)} rows of 20 columns, 0 refused>"
+    assert "leakage_bits=" in repr(built) and f"{len(built.bundle)} bytes" in repr(built)
 
 
 def test_a_bad_cell_is_reported_in_the_dataframe_not_a_temporary_file(rows):
@@ -122,6 +145,44 @@ def test_curve_on_a_dataframe_gives_one_point_per_budget_with_and_without_the_co
     assert (tmp_path / "c.csv").read_text().count("\n") == 5
 
 
+def test_curve_measures_the_recommender_mode_and_plots_it_under_a_whole_title(tmp_path):
+    pytest.importorskip("matplotlib")
+    music = RATINGS.parents[1] / "gss1993_music" / "music.csv"
+    frame = pd.read_csv(music).drop(columns=["age", "educ"]).head(300)
+    sweep = api.curve(frame, private="sex", deltas=[0.5], clusters=[4], attacker=False, recommender=True)
+    assert sweep.points and all(p.get("value_kept") is not None for p in sweep.points)
+    assert len(repr(sweep)) < 200
+    assert sweep.plot(tmp_path / "c.png") == str(tmp_path / "c.png") and (tmp_path / "c.png").stat().st_size > 0
+    with pytest.raises(BuildError, match="quantized"):
+        api.curve(frame, private="sex", deltas=[0.5], mechanism="exact", recommender=True)
+
+
+def test_a_curves_default_title_names_whole_columns_and_counts_the_rest():
+    from privmap.offline.measures import curve_title
+    title = curve_title("music", ["sex"], [f"column_{i}" for i in range(18)])
+    assert title == "music: sex vs column_0, column_1, column_2, column_3, column_4, column_5 and 12 more"
+
+
 def test_a_numpy_array_needs_its_column_names():
     with pytest.raises(BuildError, match="columns="):
         api.build_quantized(np.zeros((10, 3)), **OPTIONS)
+
+
+def test_the_warnings_of_a_builds_folds_come_as_one(rows, monkeypatch):
+    """Every (candidate, fold) task of the search warns; the build gives one warning that counts them."""
+    import warnings
+
+    from privmap.offline import Auto, CrossFitting, _attacker
+    real = _attacker.auc_with_error
+
+    def warning(*args, **kwargs):
+        warnings.warn("a held-out fold lacks a class", UserWarning, stacklevel=1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(_attacker, "auc_with_error", warning)
+    _, frame = rows
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        api.build_quantized(frame, private="gender", clusters=None, delta_fraction=0.5, domains=["0:3"],
+                            cross_fitting=CrossFitting(folds=3), auto=Auto(target_auc=1.0))
+    routed = [str(w.message) for w in caught if "held-out fold lacks" in str(w.message)]
+    assert len(routed) == 1 and "(x" in routed[0]

@@ -60,6 +60,15 @@ def test_inspect_json_declares_cross_fitted_leakage_beside_in_sample(bundle, run
     assert inspected["leakage_bits"] == inspected["metrics"]["leakage_bits"]
     assert 0 <= low <= inspected["holdout_leakage_bits"] <= high
     assert inspected["metrics"]["holdout_folds"] == 5
+    assert high - low >= inspected["metrics"]["holdout_standard_error_bits"] > 0
+
+
+def test_inspect_json_declares_the_share_of_new_users_exposed_beside_the_in_sample_share(bundle, run):
+    inspected = json.loads(run("inspect", bundle, "--json").output)
+    assert 0 <= inspected["holdout_exposed_4x"] <= inspected["holdout_exposed_2x"] <= 1
+    assert inspected["holdout_exposed_2x"] == inspected["metrics"]["holdout_exposed_2x"]
+    assert 0 <= inspected["in_sample_exposed_4x"] <= inspected["in_sample_exposed_2x"] <= 1
+    assert "exposure, share whose release raises the odds" in run("inspect", bundle).output
 
 
 def test_no_codebook_keeps_the_symbol_budget(tmp_path, keys, ratings_csv, run):

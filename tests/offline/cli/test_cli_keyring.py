@@ -1,5 +1,7 @@
 """``privmap keyring create|rotate`` and ``privmap cosign``: k-of-n signing from the command line."""
 import json
+import os
+import signal
 
 import pytest
 from privmap.device import KeyringChain, load_bundle
@@ -123,3 +125,32 @@ def test_repeated_keyrings_are_walked_as_rotations_and_revoke_left_out_keys(hold
     backwards = run("verify", tmp_path / "abc.bundle", "--keyring", tmp_path / "RING2", "--keyring", f / "RING",
                     ok=False)
     assert backwards.exit_code == 1 and "RING" in backwards.stderr and "version" in backwards.stderr
+
+
+# -- file arguments: regular files only, never blocked on nor read without bound -------------------
+
+@pytest.fixture(params=["fifo", "device"])
+def special(request, tmp_path):
+    """A FIFO nobody writes to (an open that blocks would hang) or /dev/zero (endless)."""
+    if request.param == "device":
+        return "/dev/zero"
+    fifo = tmp_path / "special"
+    os.mkfifo(fifo)
+    return fifo
+
+
+@pytest.mark.parametrize("command", ["keyring-create", "keyring-rotate", "cosign"])
+def test_a_file_argument_that_is_a_fifo_or_device_is_refused_before_it_is_read(holders, special, tmp_path, run,
+                                                                              command):
+    key, pub = holders / "a" / "private.pem", holders / "a" / "public.pem"
+    args = {"keyring-create": ("keyring", "create", "--public", special),
+            "keyring-rotate": ("keyring", "rotate", special, "--public", pub),
+            "cosign": ("cosign", special)}[command]
+    extra = ("--key", key, "--out", tmp_path / "out") + (("--threshold", 1) if command != "cosign" else ())
+    signal.alarm(20)                     # a blocking open or an endless read would hang: fail instead
+    try:
+        result = run(*args, *extra, ok=False)
+    finally:
+        signal.alarm(0)
+    assert result.exit_code == 1 and "is not a regular file" in result.stderr, result.output
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "out").exists()

@@ -71,3 +71,40 @@ def test_a_ranking_build_on_partitioned_rows_says_it_builds_in_memory(run, keys,
                  "--delta-fraction", "0.5", "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
     assert result.exit_code != 0 and "in memory" in result.output
     assert not (tmp_path / "x.bundle").exists()
+
+
+def test_the_robust_certificate_covers_a_ranking_table(run, keys, ratings_csv, tmp_path):
+    result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "ranking",
+                 "--clusters", "8", "--delta-fraction", "0.5", "--factors", "4", "--holdout-folds", "0",
+                 "--robust", "0.95", "--key", keys / "private.pem", "--out", tmp_path / "r.bundle", "--json")
+    summary = json.loads(result.stdout)
+    assert summary["robust_confidence"] == 0.95
+    assert summary["robust_leakage_bits"] >= summary["leakage_bits"]
+
+
+def test_the_per_output_limit_holds_for_a_ranking_table(run, keys, ratings_csv, tmp_path):
+    result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "ranking",
+                 "--clusters", "8", "--delta-fraction", "0.5", "--factors", "4", "--holdout-folds", "0",
+                 "--max-output-leakage", "0.5", "--key", keys / "private.pem", "--out", tmp_path / "l.bundle", "--json")
+    assert json.loads(result.stdout)["max_output_leakage_bits"] <= 0.5 + 1e-9
+
+
+def test_several_private_columns_build_a_joint_ranking_bundle_that_sanitizes_rows_carrying_them(run, keys, tmp_path):
+    drawn = synthetic_ratings(600, 40, rank=3, density=0.2, classes=4, rng=5, taste=1.0)
+    path = tmp_path / "joint.csv"
+    with open(path, "w", newline="") as handle:
+        w = csv.writer(handle, lineterminator="\n")
+        w.writerow([*drawn.items, "gender", "band"])
+        rated = [(row, a) for row, a in zip(drawn.ratings, drawn.private) if (row == row).any()]
+        for row, a in rated:
+            w.writerow(["" if v != v else int(v) for v in row] + ["FM"[a % 2], f"b{a // 2}"])
+    out = tmp_path / "joint.bundle"
+    summary = json.loads(run("build", path, "--private", "gender,band", "--domain", "1:5", "--utility", "ranking",
+                             "--clusters", "8", "--delta-fraction", "0.5", "--factors", "4", "--holdout-folds", "2",
+                             "--key", keys / "private.pem", "--out", out, "--json").stdout)
+    assert set(summary["leakage_bits_by_column"]) == {"gender", "band"}
+    released = tmp_path / "released.csv"
+    run("sanitize", out, "--trusted", keys / "public.pem", path, released)
+    with open(released, newline="") as handle:
+        got = list(csv.reader(handle))
+    assert got[0] == list(drawn.items) and len(got) == len(rated) + 1

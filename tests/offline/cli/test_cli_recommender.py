@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import time
 
 import pytest
 from privmap.offline.data import synthetic_ratings
@@ -20,7 +21,7 @@ def recommender_bundle(run, keys, ratings_csv, tmp_path_factory):
     out = tmp_path_factory.mktemp("rec-bundle") / "rec.bundle"
     result = run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility", "recommender",
                  "--clusters", "auto", "--target-auc", "0.55", "--seed", "3", "--key", keys / "private.pem",
-                 "--out", out, "--holdout-folds", "3", "--factors", "4")
+                 "--out", out, "--holdout-folds", "3", "--factors", "4", "--json")
     return out, result
 
 
@@ -73,11 +74,9 @@ def test_a_fixed_recommender_build_clusters_class_blind_only_when_told(run, keys
         assert json.loads(run("inspect", out, "--json").stdout)["provenance"].get("class_blind") == blind
 
 
-def test_the_pinned_auto_build_searches_both_codebooks_and_ships_the_chosen_one(run, keys, ratings_csv, tmp_path):
-    out = tmp_path / "auto.bundle"
-    summary = json.loads(run("build", ratings_csv, "--private", "gender", "--domain", "1:5", "--utility",
-                             "recommender", "--clusters", "auto", "--target-auc", "0.55", "--holdout-folds", "3",
-                             "--factors", "4", "--key", keys / "private.pem", "--out", out, "--json").stdout)
+def test_the_pinned_auto_build_searches_both_codebooks_and_ships_the_chosen_one(run, recommender_bundle):
+    out, result = recommender_bundle
+    summary = json.loads(result.stdout)
     candidates = summary["auto"]["candidates"]
     assert {c["class_blind"] for c in candidates} == {False, True}
     assert any(c["delta_fraction"] == 0.0 for c in candidates if c["class_blind"])     # tried first there
@@ -110,6 +109,37 @@ def test_a_build_whose_new_users_leak_several_times_the_in_sample_figure_says_so
     summary = json.loads(result.stdout)
     assert summary["holdout_leakage_bits"] >= 3 * summary["leakage_bits"]
     assert "warning: new users leak" in result.stderr and "too many clusters" in result.stderr
+
+
+def test_the_pinned_joint_build_with_too_few_users_refuses_at_once_naming_the_users_needed(run, keys, tmp_path):
+    drawn = synthetic_ratings(400, 40, rank=3, density=0.2, classes=14, rng=2)
+    path = tmp_path / "joint.csv"
+    with open(path, "w", newline="") as handle:
+        w = csv.writer(handle, lineterminator="\n")
+        w.writerow([*drawn.items, "gender", "ageband"])
+        for row, a in zip(drawn.ratings, drawn.private):
+            w.writerow(["" if v != v else int(v) for v in row] + ["FM"[a % 2], f"band{a // 2}"])
+    started = time.perf_counter()
+    result = run("build", path, "--private", "gender,ageband", "--domain", "1:5", "--utility", "recommender",
+                 "--clusters", "auto", "--target-auc", "0.55", "--seed", "1", "--key", keys / "private.pem",
+                 "--out", tmp_path / "joint.bundle", ok=False)
+    assert time.perf_counter() - started < 5.0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1 and "too few users" in errors[0]
+    assert "in 14 classes" in errors[0] and "needs at least" in errors[0]
+    assert not (tmp_path / "joint.bundle").exists()
+
+
+def test_the_new_user_figure_of_a_searched_build_is_a_note_that_does_not_advise_the_search(capsys):
+    from privmap.offline.mechanisms._seed000_command import _warn_new_user_leakage
+    metrics = {"holdout_leakage_bits": 0.05, "leakage_bits": 0.01, "clusters": 16, "n": 300}
+    _warn_new_user_leakage(metrics, searched=True)
+    searched = capsys.readouterr().err
+    _warn_new_user_leakage(metrics)
+    plain = capsys.readouterr().err
+    assert "note: new users leak" in searched and "--clusters auto" not in searched and "target" in searched
+    assert "warning: new users leak" in plain
+    assert "--clusters auto" in plain
 
 
 def test_inspect_names_the_rating_columns_and_their_domain(run, recommender_bundle, ratings_csv):

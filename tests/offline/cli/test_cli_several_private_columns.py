@@ -52,6 +52,17 @@ def test_the_joint_bundle_verifies_as_a_device_loads_it(joint_bundle, keys, run)
     assert info["ok"] and info["recomputed_leakage_bits"] <= info["leakage_bits"] + 1e-9
 
 
+@pytest.mark.parametrize("header", [["x1", "x2", "sex", "band"], ["x1", "x2", "band"], ["x2", "x1"]])
+def test_sanitize_reads_in_csv_with_or_without_the_joint_bundles_private_columns(joint_bundle, keys, tmp_path, run,
+                                                                                header):
+    cells = {"x1": "0.5", "x2": "-1.0", "sex": "F", "band": "b2"}
+    infile, outfile = tmp_path / "in.csv", tmp_path / "out.csv"
+    infile.write_text(",".join(header) + "\n" + ",".join(cells[h] for h in header) + "\n")
+    run("sanitize", joint_bundle, "--trusted", keys / "public.pem", infile, outfile)
+    rows = list(csv.reader(outfile.open()))
+    assert rows[0] == ["x1", "x2"] and len(rows) == 2
+
+
 @pytest.mark.parametrize("private, public, message", [
     ("sex,band,sex", None, "column 'sex' is named twice"),
     ("sex,band", "x1,band", "column 'band' cannot be both private and public"),

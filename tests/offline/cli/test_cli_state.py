@@ -1,6 +1,8 @@
 """``privmap sanitize B --trusted PUB --state DIR IN.csv OUT.csv``: the CLI as one device."""
 import csv
+import os
 import pathlib
+import signal
 import subprocess
 import sys
 
@@ -283,3 +285,38 @@ def test_a_counter_file_binds_the_state_and_only_state_reprovision_starts_it_ove
     assert result.exit_code == 1 and "not empty" in result.stderr             # never over a live directory
     result = run("sanitize", versions[3], "--trusted", pub, users, tmp_path / "f.csv", "--counter", counter, ok=False)
     assert result.exit_code == 2                                              # --counter needs --state
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_state_rotate_refuses_a_keyring_argument_that_is_a_fifo_or_device_before_reading_it(
+        versions, keys, users, tmp_path, run, kind):
+    state = tmp_path / "device"
+    run("sanitize", versions[2], "--trusted", keys / "public.pem", "--state", state, users, tmp_path / "a.csv")
+    before = snapshot(state)
+    special = pathlib.Path("/dev/zero") if kind == "device" else tmp_path / "keyring.fifo"
+    if kind == "fifo":
+        os.mkfifo(special)
+    signal.alarm(20)                     # a blocking open or an endless read would hang: fail instead
+    try:
+        result = run("state", "rotate", state, special, ok=False)
+    finally:
+        signal.alarm(0)
+    assert result.exit_code == 1 and "is not a regular file" in result.stderr, result.output
+    assert result.stderr.count("\n") == 1 and snapshot(state) == before
+
+
+def test_an_output_under_another_name_of_the_state_directory_is_refused_by_identity(versions, keys, users,
+                                                                                    tmp_path, run, monkeypatch):
+    """A bind mount gives the state directory a second name that no path comparison resolves;
+    here a link that realpath is made not to resolve stands in for one (mounting needs root):
+    OUT.csv and --rejects under it are refused by (st_dev, st_ino), and the device survives."""
+    pub, state = keys / "public.pem", tmp_path / "device"
+    run("sanitize", versions[2], "--trusted", pub, "--state", state, users, tmp_path / "a.csv")
+    before = snapshot(state)
+    mount = tmp_path / "mount"
+    mount.symlink_to(state)
+    monkeypatch.setattr(os.path, "realpath", lambda p, **kw: os.path.abspath(p))
+    for outputs in ([mount / "device.secret"], [tmp_path / "o.csv", "--rejects", mount / "state.json"]):
+        result = run("sanitize", versions[2], "--trusted", pub, "--state", state, users, *outputs, ok=False)
+        assert result.exit_code == 1 and "inside the state directory" in result.stderr
+        assert snapshot(state) == before

@@ -2,6 +2,7 @@
 refused with its line number, and none of its raw values reaches any output."""
 import csv
 import json
+import re
 
 import pytest
 
@@ -321,6 +322,36 @@ def test_the_id_column_is_never_fed_to_any_bundle_kind(tmp_path):
     assert out == "key,f0,f1\nk1,r1,r2\n"
     assert rejects.splitlines()[1:] == ["3,k2,InputError: feature 'f0': not a decimal number",
                                         "4,,\"1 cells, header has 4\""]
+
+
+@pytest.mark.parametrize("uid", ["a\rb", "a\x0bb", "a\x85b", "a\u2028b", "a\x00b", "a\x1fb"])
+def test_an_id_holding_a_control_character_stays_one_record_in_out_and_the_rejects(tmp_path, uid):
+    """A bare CR (or any control character, or a Unicode line separator) in an id: OUT and the
+    rejects hold it quoted, so every reader sees one record with the id exactly as read."""
+    import io
+    bundle = _AnyBundle(["f0"])
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows(
+        [["key", "f0"], [uid, "1"], [uid, "bad"], ["plain", "2"]])
+    result, out, rejects = _batch(tmp_path, text.getvalue(), bundle, id_column="key")
+    assert result.released == 2 and result.refused == 1
+    assert list(csv.reader(io.StringIO(out, newline=""))) == [["key", "f0"], [uid, "r1"], ["plain", "r2"]]
+    assert list(csv.reader(io.StringIO(rejects, newline="")))[1][1] == uid
+    assert out.endswith("\nplain,r2\n")                                  # rows without one: as before
+    control = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+    for written in (out, rejects):                                       # such a row has every cell quoted
+        assert all(line.startswith('"') for line in written.split("\n") if control.search(line))
+
+
+def test_an_id_longer_than_the_csv_modules_cell_limit_is_judged_by_the_line_limit(tmp_path):
+    """Ids of 200,000 characters: released under a 1 Mi line limit (the csv module's own limit
+    is 131,072), refused as a line over the limit under a 150,000 one, never "malformed"."""
+    bundle = _AnyBundle(["f0"])
+    uid = "u" * 200_000
+    result, out, _ = _batch(tmp_path, f"key,f0\n{uid},1\nk,2\n", bundle, id_column="key")
+    assert result.released == 2 and out.splitlines()[1] == f"{uid},r1"
+    result, _, rejects = _batch(tmp_path, f"key,f0\n{uid},1\nk,2\n", bundle, id_column="key", max_line=150_000)
+    assert result.released == 1 and rejects.splitlines()[1] == "2,,line longer than 150000 characters"
 
 
 @pytest.mark.parametrize("column, words", [("bigb", "one of the bundle's features"), ("sex", "private column"),

@@ -75,6 +75,16 @@ def test_curve_adds_the_recommender_columns_to_each_point(sparse_csv, run, tmp_p
     assert math.isfinite(float(rows[0]["value_kept"])) and "ndcg_at_k_released" in rows[0]
 
 
+def test_curve_reports_the_top_10_lists_beside_the_ratings(sparse_csv, run):
+    result = run("curve", sparse_csv, "--private", "group", "--domain", "1:5", "-k", "4", "--deltas", "0.5")
+    assert "top-10 lists of unseen items: recall@10 of EASE on the true rows" in result.output
+    points = json.loads(run("curve", sparse_csv, "--private", "group", "--domain", "1:5", "-k", "4",
+                            "--deltas", "0.5", "--json").stdout)["points"]
+    for p in points:
+        assert 0.0 <= p["ranking_recall_released"] <= 1.0 and p["ranking_value_kept"] is not None
+        assert p["ranking_recall_popularity"] == points[0]["ranking_recall_popularity"]
+
+
 def test_recommender_asked_of_the_exact_mechanism_is_an_error(toy_csv, run):
     result = run("curve", toy_csv(50, 0), "--private", "secret", "--mechanism", "exact", "--deltas", "0.5",
                  "--recommender", ok=False)

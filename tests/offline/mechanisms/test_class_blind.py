@@ -131,6 +131,24 @@ def test_a_search_of_both_codebooks_takes_the_least_held_out_distortion_and_buil
     assert choice.summary()["class_blind"] is best["class_blind"]
 
 
+def test_a_search_of_both_codebooks_tells_its_progress_and_its_table_names_each_rows_codebook():
+    from privmap.offline import Auto
+    from privmap.offline.mechanisms.quantized._autotune import format_candidates
+    X, a = shifted(n=300, seed=6)
+    options = QuantizedOptions(clusters=None, seed=1, cross_fitting=CrossFitting(folds=2),
+                               auto=Auto(target_leakage_bits=1.0, class_blind=(False, True)))
+    told = []
+    choice = choose(dataset(X, a), options, clusters=(4,), delta_fractions=(0.0, 0.5), jobs=1,
+                    progress=lambda done, total, current: told.append((done, total, current)))
+    done = [d for d, _, _ in told]
+    assert done == sorted(done) and done[-1] == told[-1][1] and len(set(done)) > 2
+    assert any("k-means" in c for _, _, c in told) and any("class-blind" in c for _, _, c in told)
+    assert all(c.startswith("K 4, smoothing ") for _, _, c in told)
+    rows = format_candidates(choice).splitlines()[1:-1]
+    assert len(rows) == len(choice.candidates)
+    assert all(("class-blind" if c["class_blind"] else "k-means") in row for row, c in zip(rows, choice.candidates))
+
+
 def test_a_codebook_named_twice_is_refused():
     from privmap.offline import Auto
     with pytest.raises(BuildError, match="distinct"):

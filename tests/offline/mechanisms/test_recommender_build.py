@@ -85,7 +85,10 @@ def test_the_whitened_distance_is_the_rms_difference_of_predicted_ratings():
 
 def test_the_chosen_penalty_has_the_least_validation_rmse():
     R, _ = ratings(300, 40, 3, density=0.3, shift=0.0, seed=5)
-    best, scores = choose_reg(R, rank=3, candidates=(0.01, 5.0, 1000.0), rng=np.random.default_rng(0))
+    told = []
+    best, scores = choose_reg(R, rank=3, candidates=(0.01, 5.0, 1000.0), rng=np.random.default_rng(0),
+                              progress=told.append)
+    assert told == pytest.approx([1 / 3, 2 / 3, 1.0])                        # the factor model's stage moves
     assert set(scores) == {0.01, 5.0, 1000.0}
     assert scores[best] == min(scores.values())
     assert best == 5.0                        # neither unpenalised nor flattened to the biases

@@ -152,3 +152,33 @@ def test_the_perfect_privacy_stage_moves_while_delta0_is_solved():
     fractions = [f for stage, f in told if stage == "perfect-privacy"]
     assert fractions == sorted(fractions) and 0.25 <= fractions[0] and fractions[-1] <= 0.35
     assert len(set(fractions)) >= 10                  # the interior point's steps, not only its ends
+
+
+class _Terminal:
+    """A stderr that says it is a terminal and keeps what is drawn."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_the_build_bar_moves_through_the_auto_search_and_names_where_it_is(monkeypatch):
+    import sys
+
+    from privmap.offline.mechanisms._seed000_command import SEARCH_SHARE, _stage_bar
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with _stage_bar("build") as progress:
+        progress("load", 0.0)
+        progress("auto-search", 0.5, "6/12 tasks, K 8, smoothing 0, Delta/D0 0.5, class-blind")
+        assert "6/12 tasks, K 8" in terminal.text and f"{int(50 * SEARCH_SHARE)}%" in terminal.text
+        progress("cluster", 0.5)                  # the chosen build fills the rest of the bar
+        assert f"{int(100 * (SEARCH_SHARE + 0.05))}%" in terminal.text

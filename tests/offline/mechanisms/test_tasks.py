@@ -33,6 +33,26 @@ def test_the_tasks_share_this_process_and_its_worker_and_report_progress_in_orde
     assert told == [(d, 6) for d in range(1, 7)]
 
 
+def _warns(i, seconds):
+    import warnings
+    time.sleep(seconds)
+    warnings.warn("a fold without some class", UserWarning, stacklevel=1)
+    return i, os.getpid()
+
+
+@pytest.mark.parametrize("fork", KINDS)
+def test_the_warnings_of_every_task_reach_one_tally_wherever_it_ran_and_none_is_printed(fork, capfd):
+    from privmap.offline import _routed
+    _routed.clear()
+    out = Tasks(_warns, [(i, 0.2 if i % 2 else 0.02) for i in range(6)], 2, threads=1, fork=fork).start().finish(None)
+    assert {pid == os.getpid() for _, pid in out} == {True, False}
+    assert "a fold without some class" not in capfd.readouterr().err
+    assert _routed.summary() == ("note: the folds' tasks raised 6 warning(s), each kind once here: "
+                                 "UserWarning: a fold without some class (x6)")
+    _routed.clear()
+    assert _routed.summary() is None
+
+
 @pytest.mark.parametrize("fork", KINDS)
 @pytest.mark.parametrize("failing", [0, 1, 3])
 def test_a_task_that_raises_stops_the_tasks_and_its_error_reaches_the_caller(failing, fork):

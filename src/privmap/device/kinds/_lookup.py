@@ -94,7 +94,7 @@ def _numeric(value, position, feature):
                 _bad(position, feature, "not a whole number")
             number = int(number)
     if not feature.min <= number <= feature.max:
-        _bad(position, feature, "outside the feature's [min, max]")
+        _bad(position, feature, f"outside the feature's [min, max] = [{feature.min:g}, {feature.max:g}]")
     return number
 
 

@@ -20,16 +20,26 @@ The ``model`` map carries what takes a user from ratings to that space and back:
 - ``decimals``: released ratings are rounded to this many decimals.
 
 The release is the predicted row of the sampled output, ``mean + b_j + x_j . theta_out``
-clipped to the rating domain, for *every* column: nothing of the user's row, not even which
-items were rated, reaches the release except through the sampled output. Every sum is either
-accumulated left to right in float64 or taken by :func:`math.fsum` (correctly rounded), never by
-the built-in ``sum`` (whose float algorithm changed in Python 3.12), so a release is the same on
-every device.
+rounded to ``decimals`` and then clipped to the rating domain, for *every* column: nothing of the
+user's row, not even which items were rated, reaches the release except through the sampled
+output. Nor does the fold-in's time: it does the same work for a blank cell as for a rating
+(adds a zero outer product), so a row costs m x (rank + 1)(rank + 2) / 2 additions whatever it
+holds. Every sum is either accumulated left to right in float64 or taken by :func:`math.fsum`
+(correctly rounded), never by the built-in ``sum`` (whose float algorithm changed in Python
+3.12), so a release is the same on every device.
+
+Finite by construction: :func:`parse_model` bounds every number of the model and refuses a
+whitening under which some point of the factor space's domain would predict a rating beyond
+:data:`~privmap.device.constants.MAX_ABS_CELL`, so that decoding any output is finite and
+free of NaN; a row whose fold-in still fails (an ill-conditioned solve) raises
+:class:`InputError` for that row alone.
 """
 from __future__ import annotations
 
 import math
-from operator import mul
+from array import array
+from itertools import repeat
+from operator import add, mul
 
 from ..constants import MAX_ABS_CELL, MAX_RANK
 from ..errors import BundleFormatError, InputError, WorkLimitError
@@ -44,7 +54,7 @@ MECHANISM = "recommender"
 MODEL_KEYS = ("columns", "min", "max", "integer", "missing_token", "mean", "reg", "scale_bits", "items",
               "whiten", "decimals")
 #: Largest m x (rank + 1)^2: bounds the per-column outer products a device keeps (about half that
-#: many floats) and a fully rated row's fold-in work.
+#: many float64, 8 MiB at the cap) and every row's fold-in work (the same for every row).
 MAX_FOLD_IN_WORK = 1 << 21
 #: Largest magnitude of a fixed-point item entry (int32).
 _MAX_FIXED = (1 << 31) - 1
@@ -85,7 +95,8 @@ class FactorModel:
         Released ratings are rounded to this many decimals.
     """
 
-    __slots__ = ("columns", "mean", "reg", "bias", "factors", "whiten", "decimals", "_lo", "_hi", "_outer")
+    __slots__ = ("columns", "mean", "reg", "bias", "factors", "whiten", "decimals", "_lo", "_hi", "_outer",
+                 "_zeros")
 
     columns: tuple[Feature, ...]
     mean: float
@@ -96,14 +107,16 @@ class FactorModel:
     decimals: int
     _lo: float  # the rating domain, shared by every column
     _hi: float
-    _outer: tuple[tuple[float, ...], ...]  # each column's x_j x_j^T, upper triangle row by row
+    _outer: tuple[array, ...]  # each column's x_j x_j^T, upper triangle row by row (float64)
+    _zeros: array  # the zero outer product a blank cell adds
 
     def __init__(self, columns, mean, reg, bias, factors, whiten, decimals):
         # each column's x_j x_j^T, upper triangle row by row: a rated cell adds it to the Gram matrix
-        outer = tuple(tuple(xi * xj for i, xi in enumerate(x) for xj in x[i:]) for x in factors)
+        outer = tuple(array("d", [xi * xj for i, xi in enumerate(x) for xj in x[i:]]) for x in factors)
         for name, value in (("columns", columns), ("mean", mean), ("reg", reg), ("bias", bias),
                             ("factors", factors), ("whiten", whiten), ("decimals", decimals),
-                            ("_lo", columns[0].min), ("_hi", columns[0].max), ("_outer", outer)):
+                            ("_lo", float(columns[0].min)), ("_hi", float(columns[0].max)), ("_outer", outer),
+                            ("_zeros", array("d", bytes(len(outer[0]) * 8)))):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name, value):
@@ -117,19 +130,22 @@ class FactorModel:
     def fold_in(self, cells) -> tuple:
         """theta (rank + 1 floats) of a parsed row (m cells, ``None`` = not rated).
 
-        Raises :class:`InputError` if no cell is rated.
+        Constant work: every column adds its outer product (a blank cell a zero one) and its
+        share of the right-hand side, so the time does not tell how many cells are rated.
+
+        Raises :class:`InputError` if no cell is rated or the solve is not finite.
         """
-        k1 = self.dimension
-        flat = [0.0] * (k1 * (k1 + 1) // 2)
+        k1, mean, zeros = self.dimension, self.mean, self._zeros
+        flat = [0.0] * len(zeros)
         rhs = [0.0] * k1
         rated = 0
         for r, b, x, outer in zip(cells, self.bias, self.factors, self._outer):
             if r is None:
-                continue
-            rated += 1
-            y = r - self.mean - b
-            rhs = [t + y * xi for t, xi in zip(rhs, x)]
-            flat = [g + o for g, o in zip(flat, outer)]
+                y, outer = 0.0, zeros
+            else:
+                y, rated = r - mean - b, rated + 1
+            rhs = list(map(add, rhs, map(mul, x, repeat(y))))
+            flat = list(map(add, flat, outer))
         if not rated:
             raise InputError("every cell of the row is missing")
         gram, start = [], 0
@@ -141,24 +157,44 @@ class FactorModel:
         return _cholesky_solve(gram, rhs)
 
     def point(self, cells) -> tuple:
-        """z = W theta of a parsed row: its point in the bundle's factor space."""
+        """z = W theta of a parsed row: its point in the bundle's factor space (finite).
+
+        Raises :class:`InputError` as :meth:`fold_in` does, or if z is not finite.
+        """
         theta = self.fold_in(cells)
-        return tuple(math.fsum(map(mul, row[i:], theta[i:])) for i, row in enumerate(self.whiten))
+        try:
+            z = tuple(math.fsum(map(mul, row[i:], theta[i:])) for i, row in enumerate(self.whiten))
+        except (OverflowError, ValueError):
+            z = (math.nan,)
+        if not all(map(math.isfinite, z)):
+            raise InputError("the row's ratings give no finite point of the factor space")
+        return z
 
     def ratings(self, z) -> list:
-        """The released ratings of factor point ``z``: one float per column, clipped to the
-        rating domain and rounded to ``decimals``."""
+        """The released ratings of factor point ``z`` (inside the factor space's domain): one
+        float per column, rounded to ``decimals`` and then clipped to the rating domain."""
         theta = _back_substitute(self.whiten, z)
         lo, hi, places, mean = self._lo, self._hi, self.decimals, self.mean
-        return [round(min(max(mean + b + math.fsum(map(mul, x, theta)), lo), hi), places) + 0.0
+        return [min(max(round(mean + b + math.fsum(map(mul, x, theta)), places), lo), hi) + 0.0
                 for b, x in zip(self.bias, self.factors)]
 
 
 def _cholesky_solve(a, b) -> tuple:
     """x with a x = b, a symmetric positive definite given by its upper triangle (pure Python).
 
-    Raises :class:`InputError` if a pivot is not positive and finite (ratings that overflow).
+    Raises :class:`InputError` if a pivot is not positive and finite or the solution is not
+    finite (ratings an ill-conditioned model cannot fold in).
     """
+    try:
+        x = _cholesky(a, b)
+    except (OverflowError, ValueError):   # math.fsum met an overflow or inf - inf
+        x = (math.nan,)
+    if not all(map(math.isfinite, x)):
+        raise InputError("the row's ratings give no finite fold-in")
+    return x
+
+
+def _cholesky(a, b) -> tuple:
     n = len(b)
     low = [[0.0] * n for _ in range(n)]
     for j in range(n):
@@ -177,8 +213,6 @@ def _cholesky_solve(a, b) -> tuple:
     x = [0.0] * n
     for i in reversed(range(n)):
         x[i] = (y[i] - math.fsum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
-    if not all(math.isfinite(v) for v in x):
-        raise InputError("the row's ratings give no finite fold-in")
     return tuple(x)
 
 
@@ -254,7 +288,42 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
             _fail("whiten must be upper triangular with a positive diagonal")
         rows.append(entries)
     decimals = _int(obj["decimals"], "decimals", 0, 6)
+    if round(lo, decimals) != lo or round(hi, decimals) != hi:
+        _fail(f"min and max must be multiples of 10**-{decimals} (decimals): a released rating is "
+              f"rounded, then clipped to them")
+    reach = _rating_reach(mean, bias, factors, rows, max(max(-f.min, f.max) for f in factor_features))
+    if not reach <= MAX_ABS_CELL:
+        _fail(f"whiten and items let a point of the factor space predict ratings up to {reach:g} "
+              f"(at most {MAX_ABS_CELL:g}): the whitening is too ill-conditioned for the space's domain")
     return FactorModel(columns, mean, reg, tuple(bias), tuple(factors), tuple(rows), decimals)
+
+
+def _rating_reach(mean, bias, factors, whiten, span) -> float:
+    """An upper bound on |mean + b_j + x_j . theta| over the columns j and the points z with
+    every |z_i| <= ``span``, theta = W^-1 z (inf where the bound overflows).
+
+    |W^-1| <= M(W)^-1 entrywise, M(W) the comparison matrix of the upper-triangular W (its
+    diagonal, minus the magnitudes of the rest), so ``span`` times M(W)^-1 times ones bounds
+    every |theta_i|. Plain left-to-right float arithmetic on non-negative terms: it overflows
+    to inf (returned as such) rather than raising, and the bound is the same on every device.
+    """
+    n = len(whiten)
+    u = [0.0] * n
+    for i in reversed(range(n)):
+        acc = 1.0
+        for w, v in zip(whiten[i][i + 1:], u[i + 1:]):
+            acc += abs(w) * v
+        u[i] = acc / whiten[i][i]
+    if not all(map(math.isfinite, u)):      # inf, or 0 x inf = NaN further up
+        return math.inf
+    theta = span * max(u)
+    reach = 0.0
+    for b, x in zip(bias, factors):
+        norm = 0.0
+        for v in x:
+            norm += abs(v)
+        reach = max(reach, abs(b) + norm * theta)
+    return abs(mean) + reach
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:

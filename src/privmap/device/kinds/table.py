@@ -56,15 +56,21 @@ FAST_PATH_MIN_WORK = 20000
 
 class FoldIn(Protocol):
     """What a table bundle asks of a model between a row and its table (a recommender's
-    :class:`~privmap.device.kinds.recommender.FactorModel`)."""
+    :class:`~privmap.device.kinds.recommender.FactorModel`, a ranking bundle's
+    :class:`~privmap.device.kinds.ranking.ScoreModel`)."""
 
     columns: tuple[Feature, ...]
 
     def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
-        """The point of the bundle's space a parsed row (one cell per column) folds into."""
+        """The point of the bundle's space a parsed row (one cell per column) folds into:
+        finite, in a time that does not depend on the cells. Raises :class:`InputError` for a
+        row it cannot fold in (that row alone is refused)."""
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released cells of a point ``z`` of the bundle's space."""
+        """The released cells of a point ``z`` of the bundle's space (an output): finite for
+        every such point, as the model's parser guarantees; predicted ratings inside the columns'
+        domain, or scores (a ranking bundle's, whose bound is its basis times a unit point).
+        Called on every release (:meth:`Bundle.representative` caches nothing)."""
 
 
 class Bundle:
@@ -117,7 +123,7 @@ class Bundle:
         "version", "issued_at", "expires", "device_class", "mechanism", "metric", "features", "private_name",
         "classes", "inputs", "outputs", "bits", "index", "weight", "prior", "metrics",
         "provenance", "sha256", "key_id", "data", "p_x", "model", "space",
-        "_modes", "_canonical_inputs", "_exact", "_array", "_rows",
+        "_modes", "_canonical_inputs", "_exact", "_array",
     )
 
     version: int
@@ -147,7 +153,6 @@ class Bundle:
     _canonical_inputs: tuple[tuple[Any, ...], ...]
     _exact: dict[tuple[Any, ...], int] | None  # an exact-lookup mechanism's input tuple -> index
     _array: Any  # the inputs as a numpy array once built, False where numpy cannot be imported
-    _rows: dict[int, tuple[float, ...]]  # a recommender output's decoded row, once computed
 
     def __init__(self, *, _token=None, **fields):
         if _token is not _CONSTRUCT:
@@ -170,7 +175,6 @@ class Bundle:
                 exact[rep] = c
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_array", None)
-        object.__setattr__(self, "_rows", {})        # a recommender output's decoded row, once computed
 
     @property
     def withheld_columns(self) -> tuple[str, ...]:
@@ -230,15 +234,14 @@ class Bundle:
 
     def representative(self, j: int) -> list:
         """Released cells of output ``j``: numbers for numeric features (int for integer ones),
-        category strings for categorical ones, ``None`` for erased cells."""
+        category strings for categorical ones, ``None`` for erased cells.
+
+        Decoded on every call, a model's output too (:meth:`FoldIn.ratings`, m cells from a
+        point of the space): nothing is cached, so the memory a bundle holds does not grow with
+        the rows it releases."""
         if type(j) is not int or not 0 <= j < len(self.outputs):
             raise IndexError("output index out of range")
-        if self.model is None:
-            return self._decode(self.outputs[j])
-        row = self._rows.get(j)
-        if row is None:                  # m predicted ratings: computed once per output, then copied
-            row = self._rows[j] = tuple(self._decode(self.outputs[j]))
-        return list(row)
+        return self._decode(self.outputs[j])
 
     def _decode(self, row) -> list:
         if self.model is not None:

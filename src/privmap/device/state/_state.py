@@ -23,11 +23,13 @@ Standard library (plus the device runtime) only.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable
 
 from ..constants import DEFAULT_LOCK_WAIT, EXPIRY_GRACE, MAX_CLOCK_SKEW
 from ..errors import BundleError, BundleTooLargeError, KeyringError, NoValidBundleError, StateError
+from ..files import TMP_PREFIX, fsync_dir
 from ..format import Limits
 from ..kinds import Bundle, GaussianBundle, NullspaceBundle
 from ..randomness import DerivedBits
@@ -36,7 +38,7 @@ from ._clock import Clock
 from ._counter import MonotonicCounter
 from ._install import Installer, InstallResult
 from ._release import Releaser
-from ._store import Store, os_errors, read_file
+from ._store import Store, clear_unprovisioned, os_errors, read_file
 
 __all__ = ["DeviceState"]
 
@@ -132,6 +134,11 @@ class DeviceState:
         current bundle next. Every state written from then on commits to the counter as before,
         so the old directory put back is refused.
 
+        Atomic: the directory is made whole under a temporary name beside ``path`` (secret,
+        state, counter increment) and renamed over it in one step, so a process killed on the
+        way leaves ``path`` as it was (absent or empty; a ``.tmp-reprovision-*`` sibling may be
+        left, never read) and the call can simply be repeated.
+
         Parameters
         ----------
         path : str | os.PathLike
@@ -152,7 +159,21 @@ class DeviceState:
         """
         if keyring is None or counter is None:
             raise TypeError("re-provisioning needs the keyring to pin and the device's counter")
-        return cls(path, keyring, counter=counter, _reprovision=True, **options)
+        target = os.path.abspath(os.fspath(path))
+        with os_errors(f"state directory {target!r}"):
+            clear_unprovisioned(target)
+            # made whole beside it, then renamed over the absent or empty directory in one step:
+            # a process killed before the rename leaves the path as it was (and a temp sibling)
+            staging = os.path.join(os.path.dirname(target), f"{TMP_PREFIX}reprovision-{os.path.basename(target)}."
+                                                            f"{os.getpid()}.{os.urandom(8).hex()}")
+            try:
+                cls(staging, keyring, counter=counter, _reprovision=True, **options)
+                os.rename(staging, target)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            fsync_dir(os.path.dirname(target))
+        return cls(target, keyring, counter=counter, **options)
 
     # -- clock and floors -------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
 """Store and lock: the state directory's files, its lock, the MAC and the monotonic counter.
 
 Layout (the directory is created with mode 0700; it, ``bundles/`` and the secret are refused
-unless owned by the effective user and closed to group and others, and a symlink in their place
-is refused as one)::
+unless owned by the effective user and closed to group and others, a symlink in their place is
+refused as one, and so is a directory with an ancestor another user could rename it out of:
+writable by others without the sticky bit, or owned by a uid other than root's and the
+effective user's)::
 
     DIR/device.secret           32 bytes from the OS CSPRNG, mode 0600 (refused if open to
                                 group or others); drives the releases
@@ -54,6 +56,7 @@ from ..files import (
     LockUnavailable,
     NotRegularFile,
     atomic_write,
+    check_ancestors,
     check_private,
     create_exclusive,
     locked,
@@ -64,7 +67,7 @@ from ..trust import Keyring, KeyringChain
 from ._counter import MonotonicCounter
 
 __all__ = ["Store", "KeyringPolicy", "Body", "Entry", "TrustBody", "STATE_NAME", "SECRET_NAME", "BUNDLE_DIR",
-           "os_errors", "canonical", "sha256_hex", "read_file", "chain_of", "trust_body"]
+           "os_errors", "canonical", "sha256_hex", "read_file", "chain_of", "trust_body", "clear_unprovisioned"]
 
 STATE_NAME = "state.json"
 SECRET_NAME = "device.secret"
@@ -163,6 +166,34 @@ def trust_body(chain: KeyringChain, history: list[str]) -> TrustBody:
     keys = sorted(key.hex() for key in chain.keyring.raw_keys)
     return {"keys": keys, "threshold": chain.keyring.threshold,
             "document": None if chain.document is None else chain.document.hex(), "history": list(history)}
+
+
+def clear_unprovisioned(path: str) -> None:
+    """Make the directory ``path``, if it exists, empty, when it holds no device: remove the
+    temp files and the empty ``bundles/`` that an open refused for a wiped directory leaves.
+
+    Raises
+    ------
+    StateError
+        ``path`` holds a state, a secret, a bundle file or anything else (nothing is removed),
+        or is not a directory.
+    """
+    if not os.path.lexists(path):
+        return
+    bundles = os.path.join(path, BUNDLE_DIR)
+    if os.path.islink(path) or not os.path.isdir(path):
+        raise StateError(f"{path!r} is not a directory")
+    names = [n for n in os.listdir(path) if not n.startswith(TMP_PREFIX)]
+    held = [n for n in os.listdir(bundles) if not n.startswith(TMP_PREFIX)] if names == [BUNDLE_DIR] else names
+    if names not in ([], [BUNDLE_DIR]) or held or (names and os.path.islink(bundles)):
+        raise StateError(f"{path!r} is not empty: re-provisioning makes a fresh state directory; "
+                         "move the old one aside first")
+    for directory in ((path, bundles) if names else (path,)):
+        for name in os.listdir(directory):
+            if name.startswith(TMP_PREFIX):
+                os.unlink(os.path.join(directory, name))
+    if names:
+        os.rmdir(bundles)
 
 
 def _upgrade(body: dict[str, Any]) -> Body:
@@ -281,7 +312,11 @@ class Store:
 
     def _prepare_directories(self) -> None:
         """Create the directory and ``bundles/`` (mode 0700) if missing, then refuse either if
-        it is a symlink, not a directory, not the effective user's or open to group or others."""
+        it is a symlink, not a directory, not the effective user's or open to group or others,
+        and the directory if another user could move it away (:func:`check_ancestors`: checked
+        before it is made, too, so nothing is made under such an ancestor)."""
+        if not os.path.lexists(self.path):
+            self._check_ancestors()
         for directory in (self.path, self.bundles):
             try:
                 info = os.lstat(directory)
@@ -301,6 +336,13 @@ class Store:
                 check_private(directory, info, "700")
             except PermissionError as exc:
                 raise StateError(f"state directory {exc}") from None
+        self._check_ancestors()
+
+    def _check_ancestors(self) -> None:
+        try:
+            check_ancestors(self.path)
+        except PermissionError as exc:
+            raise StateError(f"state directory: {exc}") from None
 
     def _read_secret(self, secret_path: str) -> bytes:
         try:

@@ -12,9 +12,11 @@ import dataclasses
 import math
 import os
 import pathlib
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
+from .. import _routed
 from .._errors import BuildError
 from .._files import atomic_write
 from ..bundle import check_bundle, encode_payload, load_private_key, read_bytes, read_unverified, sign_bundle
@@ -28,7 +30,7 @@ from ..evaluation import (
     sweep,
     write_csv,
 )
-from ..measures import have_matplotlib, plot_curve
+from ..measures import curve_title, have_matplotlib, plot_curve
 from ..mechanisms import ExactOptions, QuantizedOptions, Result, exact, quantized
 
 if TYPE_CHECKING:
@@ -95,6 +97,14 @@ class BuildResult:
             lines.append(f"new users ({m['holdout_folds']}-fold cross-fitted): leakage {m['holdout_leakage_bits']:.6f} "
                          f"bits [{m['holdout_leakage_low_bits']:.6f}, {m['holdout_leakage_high_bits']:.6f}]")
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        m = self.payload["metrics"]
+        figures = "".join(f", {k}={m[k]:.6g}" for k in ("leakage_bits", "distortion", "holdout_leakage_bits")
+                          if isinstance(m.get(k), (int, float)))
+        size = "unsigned" if self.bundle is None else f"{len(self.bundle)} bytes"
+        return f"<BuildResult {self.result.mechanism}, {size}{figures}" + (f", out={str(self.out)!r}>" if self.out
+                                                                            else ">")
 
 
 def _other_figures(mechanism: str, metrics: dict) -> str:
@@ -185,7 +195,9 @@ def _built(data, columns, private, public, categorical: bool, build, options, ke
 def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[pathlib.Path], Result], *,
                key: SigningKey | None, passphrase: bytes | None, out: PathLike | None) -> BuildResult:
     """Run ``build`` on the CSV of ``data`` (its path, or the temporary CSV of a table in memory), sign
-    its payload with ``key`` (checked as a device would), and write the bundle to ``out``.
+    its payload with ``key`` (checked as a device would), and write the bundle to ``out``. The
+    warnings its cross-fitting folds raised come as one RuntimeWarning that counts them
+    (:mod:`privmap.offline._routed`).
 
     Raises
     ------
@@ -196,8 +208,12 @@ def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[path
     if out is not None and key is None:
         raise BuildError("out= needs key= to sign the bundle")
     private_key = _private_key(key, passphrase)
+    _routed.clear()
     with csv_source(data, columns) as path:
         result = build(path)
+    routed = _routed.summary()
+    if routed is not None:                 # the folds' warnings, one for the build (as the CLI's note)
+        warnings.warn(routed.removeprefix("note: "), RuntimeWarning, stacklevel=3)
     bundle = None
     if private_key is not None:
         bundle = sign_bundle(encode_payload(result.payload), private_key)
@@ -233,6 +249,10 @@ class Evaluation:
 
     def __str__(self) -> str:
         return format_table_report(self.summary)
+
+    def __repr__(self) -> str:
+        return (f"<Evaluation leakage_bits={self.leakage_bits:.6g}, distortion={self.distortion:.6g}, "
+                f"signature_verified={self.signature_verified}>")
 
 
 def _signed(result):
@@ -292,37 +312,49 @@ class Curve:
     points: list
     baselines: dict | None
     _raw: list = field(repr=False)
+    _title: str = field(default="Privacy-distortion trade-off", repr=False)
+    _columns: tuple = field(default=(), repr=False)
 
     def __str__(self) -> str:
         return format_table(self._raw)
+
+    def __repr__(self) -> str:
+        ks = sorted({p["k"] for p in self.points})
+        return f"<Curve {len(self.points)} points, K in {ks}, Delta in {sorted({p['delta'] for p in self.points})}>"
 
     def to_csv(self, path) -> None:
         """Write the points as ``privmap curve --csv`` does."""
         write_csv(self._raw, pathlib.Path(path))
 
     def plot(self, path, *, title: str | None = None):
-        """Write the plot as ``privmap curve --png`` does; the path, or None without matplotlib."""
+        """Write the plot as ``privmap curve --png`` does (a joint sweep with each column's line, the
+        title wrapped to the figure's width; by default the one the command gives: the private
+        column(s) against the public ones); the path, or None without matplotlib."""
         if not have_matplotlib():
             return None
-        return plot_curve(self._raw, pathlib.Path(path), auc=any(p.get("roc_auc") is not None
-                                                                        for p in self.points),
-                                 baselines=self.baselines, title=title)
+        return plot_curve(self._raw, pathlib.Path(path), auc=any(p.get("roc_auc") is not None for p in self.points),
+                          baselines=self.baselines, title=title or self._title, columns=self._columns)
 
 
 def curve(data, *, private: str | Sequence[str], deltas, clusters=(16,), columns=None, public=None, mechanism: str = "quantized",
           metric: str | None = None, solver: str = "fast", seed: int = 0, attacker: bool = True,
-          test_fraction: float = 0.3) -> Curve:
+          test_fraction: float = 0.3, recommender: bool = False) -> Curve:
     """Sweep Delta (and K) on labelled rows, as ``privmap curve`` does: for each K the rows are
     quantized (``clusters``; 0 = no quantization; exact: the erasure alphabet), program (19) is
     solved for each Delta in ``deltas`` (in the metric's unit) and the mapping measured on the raw rows.
     ``private`` may list several columns (their joint attribute; each column's figures are in the
-    points as ``leakage_bits[COL]``, ...).
+    points as ``leakage_bits[COL]``, ...). ``recommender`` (ratings, blank = not rated; as
+    ``privmap curve --recommender``) adds what the released rows are worth to a recommender to
+    every point (``rmse_*``, ``value_kept``).
 
     Raises
     ------
     BuildError
-        Bad data, or ``deltas`` / ``clusters`` empty or negative.
+        Bad data, ``deltas`` / ``clusters`` empty or negative, or ``recommender`` with another
+        mechanism than the quantized one.
     """
+    if recommender and mechanism != "quantized":
+        raise BuildError("recommender=True measures the quantized mechanism on ratings")
     delta_list, k_list = [float(d) for d in deltas], [int(k) for k in clusters]
     if not delta_list or any(not math.isfinite(d) or d < 0 for d in delta_list):
         raise BuildError(f"deltas must be finite numbers >= 0, got {list(deltas)}")
@@ -334,28 +366,39 @@ def curve(data, *, private: str | Sequence[str], deltas, clusters=(16,), columns
         ds, _ = Dataset.from_csv(path, private=private, public=cols, categorical=mechanism == "exact").without_all_missing()
     raw = sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                        mechanism=mechanism, metric=metric, seed=seed, solver=solver, attacker=attacker,
-                       test_fraction=test_fraction, private_name=ds.private_name, columns=ds.columns)
+                       test_fraction=test_fraction, private_name=ds.private_name, columns=ds.columns,
+                       recommender=recommender)
     base = None
     if mechanism == "quantized":
         base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
                          attacker=attacker, clusters=[k for k in k_list if k])
-    return Curve(points=json_points(raw), baselines=base, _raw=raw)
+    names = ds.columns.names if ds.columns is not None else (ds.private_name,)
+    return Curve(points=json_points(raw), baselines=base, _raw=raw,
+                 _title=curve_title("DataFrame" if not isinstance(data, (str, os.PathLike)) else
+                                    pathlib.Path(data).stem, names, ds.features),
+                 _columns=tuple(ds.columns.names) if ds.columns is not None else ())
 
 
 @dataclass(frozen=True)
 class Released:
     """Rows released by a bundle (``privmap sanitize``): ``columns`` (the bundle's public features, in its
     order), ``rows`` (released cells, one list per valid input row, input order; an erased cell is
-    None), ``refused`` ((row index, reason) of each row the device refused; nothing released for it)."""
+    None), ``index`` (each released row's label in the input: its DataFrame index, or its position
+    in an array or a file), ``refused`` ((label, reason) of each row the device refused; nothing
+    released for it). Its repr counts the rows; :meth:`to_frame` holds them."""
 
     columns: tuple
     rows: list
     refused: list = dataclasses.field(default_factory=list)
+    index: list = dataclasses.field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"<Released {len(self.rows)} rows of {len(self.columns)} columns, {len(self.refused)} refused>"
 
     def to_frame(self):
-        """The released rows as a pandas DataFrame (needs pandas)."""
+        """The released rows as a pandas DataFrame (needs pandas), indexed as the input rows were."""
         import pandas as pd
-        return pd.DataFrame(self.rows, columns=list(self.columns))
+        return pd.DataFrame(self.rows, columns=list(self.columns), index=self.index or None)
 
 
 def sanitize(bundle, data, *, trusted=None, columns=None, skip_invalid: bool = False) -> Released:
@@ -369,7 +412,9 @@ def sanitize(bundle, data, *, trusted=None, columns=None, skip_invalid: bool = F
     Raises
     ------
     BuildError
-        A feature missing from the table, or a refused row when not ``skip_invalid`` (its index and reason).
+        A feature missing from the table.
+    InputError
+        A row the device refuses, when not ``skip_invalid`` (its label and the device's reason).
     PrivmapDeviceError
         A bundle the device refuses.
     """
@@ -386,17 +431,22 @@ def sanitize(bundle, data, *, trusted=None, columns=None, skip_invalid: bool = F
               else read_bundle_file(pathlib.Path(bundle), keyring))
     names = [f.name for f in loaded.features]
     released = Released(columns=tuple(names), rows=[])
+    index = None if isinstance(data, (str, os.PathLike)) else getattr(data, "index", None)
+    labels = None if index is None else index.tolist()       # a DataFrame's own labels, as Python values
     with csv_source(data, columns) as path, path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         missing = [n for n in names if n not in (reader.fieldnames or [])]
         if missing:
             raise BuildError(f"the table lacks the bundle's feature(s) {', '.join(missing)}")
         for i, row in enumerate(reader):
+            label = i if labels is None else labels[i]
             try:
                 released.rows.append(loaded.sanitize([row[n] for n in names]))
             except InputError as exc:
                 if not skip_invalid:
-                    raise BuildError(f"row {i} refused: {exc} (nothing released for it; skip_invalid=True "
-                                     "releases the others)") from exc
-                released.refused.append((i, str(exc)))
+                    raise InputError(f"row {label!r} refused: {exc} (nothing released for it; skip_invalid=True "
+                                     "releases the others)") from None
+                released.refused.append((label, str(exc)))
+                continue
+            released.index.append(label)
     return released

@@ -7,11 +7,10 @@ device itself never does this (signature before parse).
 """
 from __future__ import annotations
 
-import pathlib
-
 from privmap.device import Limits
 from privmap.device.constants import REAL_MECHANISMS
 from privmap.device.errors import BundleTooLargeError
+from privmap.device.files import read_regular
 from privmap.device.format import decode_envelope, decode_payload, parse_header
 from privmap.device.kinds import parse_table_body
 from privmap.device.trust import envelope_signatures
@@ -25,10 +24,10 @@ def read_bytes(path, limits: Limits = Limits()) -> bytes:
     BundleTooLargeError
         The file is larger than the cap.
     OSError
-        The file cannot be read.
+        The file cannot be read (:class:`~privmap.device.files.NotRegularFile`: a FIFO, device
+        or directory, refused before anything is read).
     """
-    with pathlib.Path(path).open("rb") as f:
-        data = f.read(limits.max_bundle_bytes + 1)
+    data = read_regular(path, limits.max_bundle_bytes)
     if len(data) > limits.max_bundle_bytes:
         raise BundleTooLargeError(f"bundle is larger than {limits.max_bundle_bytes} bytes")
     return data

@@ -23,7 +23,8 @@ from typing import Callable, TextIO
 from privmap.device.errors import InputError
 
 from .._errors import BuildError
-from .._listing import name_some
+from .._joint import withheld_names
+from .._listing import name_hint, name_some
 
 __all__ = ["BatchResult", "sanitize_csv", "MAX_LINE_CHARS", "REJECTS_HEADER"]
 
@@ -54,6 +55,23 @@ class _LineTooLong(Exception):
 
 #: Inside a quoted cell: everything up to a lone closing quote ("" is an escaped quote).
 _QUOTED_RUN = re.compile(r'[^"]*(?:""[^"]*)*')
+#: A written cell holding one of these is quoted: every control character (a bare CR, a vertical
+#: tab, NEL) and the Unicode line and paragraph separators, which some reader splits lines on.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+class _QuotingWriter:
+    """``csv.writer`` (``\n`` line ends, minimal quoting) that quotes every cell of a row in
+    which a cell holds a control character: the csv module quotes only the delimiter, the
+    quote and ``\n``, so a bare CR in an id would split the record for any reader."""
+
+    def __init__(self, stream: TextIO):
+        self._minimal = csv.writer(stream, lineterminator="\n")
+        self._all = csv.writer(stream, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def writerow(self, row: list) -> None:
+        risky = any(type(cell) is str and _CONTROL.search(cell) for cell in row)
+        (self._all if risky else self._minimal).writerow(row)
 
 
 def _quote_state(text: str, state: str) -> str:
@@ -150,7 +168,8 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     """Release every valid row of ``infile`` through ``bundle`` into ``out``; refuse the others one by one.
 
     ``infile`` has a header naming the bundle's public features (any order); the private column,
-    if present, is ignored and never written. Blank cells are missing answers (the bundle's
+    if present, is ignored and never written (a joint bundle's: its columns one by one, or under the
+    joint name). Blank cells are missing answers (the bundle's
     per-feature rule applies). ``out`` receives the header and then each released row as soon as
     it is released, in input order; ``rejects`` (optional) receives the header ``line,reason``
     (``line,id,reason`` with ``id_column``) and each refused row as soon as it is refused. Neither
@@ -173,10 +192,14 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     id_column : str, optional
         A row key column of ``infile`` carried through unmapped: written as the first column of
         ``out`` exactly as read, never passed to ``release``; a refused row's id (when its cells
-        could be read) goes to ``rejects``. It may not be a feature or a withheld column.
+        could be read) goes to ``rejects``. It may not be a feature or a withheld column. A row
+        with a control character in a cell (a bare CR in an id) is written with every cell
+        quoted, so it stays one record.
     max_line : int
         Longest line, or record spanning lines, in characters (>= 1); a longer one is one
-        refused row, read through in bounded pieces. The header may be up to 16 Mi characters.
+        refused row, read through in bounded pieces, whatever cell makes it long (the csv
+        module's process-wide cell limit is raised to this and the header's, never lowered).
+        The header may be up to 16 Mi characters.
     tick : callable, optional
         Called once per data row.
 
@@ -188,7 +211,7 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     Raises
     ------
     BuildError
-        The header lacks a feature, names an unknown column or one twice, names ``id_column``
+        The file is empty; the header lacks a feature, names an unknown column or one twice, names ``id_column``
         not at all or as a feature or withheld column, is longer than its limit or is not UTF-8
         (the file cannot be read as rows). A data line that is not UTF-8 is a refused row, not
         an error.
@@ -200,8 +223,12 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     names = [f.name for f in bundle.features]
     release = release or bundle.sanitize
     stamp_cells = [bundle.sha256, bundle.version] if stamp else []
-    writer = csv.writer(out, lineterminator="\n")
-    refuse_writer = csv.writer(rejects, lineterminator="\n") if rejects is not None else None
+    writer = _QuotingWriter(out)
+    refuse_writer = _QuotingWriter(rejects) if rejects is not None else None
+    # every record is bounded by the line limit (_CappedLines): the csv module's own, process-wide
+    # cap on a cell (131,072 characters) must not refuse a shorter one as "malformed" first
+    if csv.field_size_limit() < max(max_line, MAX_HEADER_CHARS):
+        csv.field_size_limit(max(max_line, MAX_HEADER_CHARS))
     result = BatchResult()
 
     def refuse(line: int, reason: str, row=None) -> None:
@@ -225,9 +252,12 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
             raise BuildError(f"{infile}, line 1: the header is longer than {lines.limit} characters") from None
         except csv.Error as exc:
             raise BuildError(f"{infile}, line 1: {exc}") from None
+        if not header:
+            raise BuildError(f"{infile}: empty file; expected a header row naming the bundle's features, then one "
+                             "row per user")
         if any(_undecodable(h) for h in header):
             raise BuildError(f"{infile}, line 1: the header is not UTF-8 text")
-        at, id_at = _header_indexes(infile, header, names, bundle.withheld_columns, id_column)
+        at, id_at = _header_indexes(infile, header, names, withheld_names(bundle.withheld_columns), id_column)
         writer.writerow(([id_column] if id_column is not None else []) + names
                         + (["bundle_sha256", "bundle_version"] if stamp else []))
         if refuse_writer is not None:
@@ -299,7 +329,7 @@ def _header_indexes(infile: pathlib.Path, header: list[str], names: list[str], w
     where = {h: i for i, h in enumerate(header)}
     missing = [n for n in names if n not in where]
     if missing:
-        raise BuildError(f"{infile}: missing public column(s) {name_some(missing)}")
+        raise BuildError(f"{infile}: missing public column(s) {name_some(missing)}{name_hint(missing[0], header)}")
     if id_column is not None and id_column not in where:
         raise BuildError(f"{infile}: no column {id_column!r} (given with --id)")
     known = set(names) | set(withheld) | ({id_column} if id_column is not None else set())
@@ -308,5 +338,5 @@ def _header_indexes(infile: pathlib.Path, header: list[str], names: list[str], w
         also = f" and {name_some(withheld)}" if withheld else ""
         also += f" and the --id column {id_column!r}" if id_column is not None else ""
         raise BuildError(f"{infile}: unknown column(s) {name_some(extra)}; remove them "
-                         f"(only the bundle's features{also} are accepted)")
+                         f"(only the bundle's features{also} are accepted){name_hint(extra[0], names)}")
     return [where[n] for n in names], (where[id_column] if id_column is not None else None)

@@ -227,7 +227,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     import numpy as np
     from ..data import declare, load_dataset, resolve
     from ..evaluation import format_table, json_points, sweep, write_csv
-    from ..measures import have_matplotlib, plot_curve
+    from ..measures import curve_title, have_matplotlib, plot_curve
     if mechanism == "funnel":  # seed 003's curves
         _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json)
         return
@@ -273,7 +273,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     if have_matplotlib():
         png = png or pathlib.Path(f"{stem}_curve.png")
         png_written = plot_curve(points, png, auc=not no_attacker, baselines=base,
-                                 title=title or f"{stem}: {' x '.join(names)} vs {', '.join(ds.features)[:60]}",
+                                 title=title or curve_title(stem, names, ds.features),
                                  columns=ds.columns.names if ds.columns is not None else ())
     if as_json:
         emit({"data": str(data), "private": private, "mechanism": mechanism, "metric": metric,

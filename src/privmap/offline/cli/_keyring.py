@@ -8,13 +8,16 @@ import time
 import click
 from cryptography.hazmat.primitives import serialization
 from privmap.device import KeyringChain, load_bundle
+from privmap.device.constants import MAX_BUNDLE_BYTES, MAX_KEYRING_BYTES
 from privmap.device.errors import KeyringError
 
 from .._errors import BuildError
 from .._files import atomic_write
-from ..commandline import emit, guard, passphrase_option, read_keyring_chain, read_passphrase
+from ..commandline import emit, guard, passphrase_option, read_keyring_chain, read_passphrase, read_small_file
 
 _PATH = click.Path(dir_okay=False, path_type=pathlib.Path)
+#: Largest PEM public key file read (a 32-byte key's PEM is 113 bytes).
+_MAX_PEM_BYTES = 64 * 1024
 
 
 def _private_keys(paths, passphrase_file):
@@ -27,7 +30,7 @@ def _public_keys(paths):
     keys = []
     for path in paths:
         try:
-            keys.append(serialization.load_pem_public_key(pathlib.Path(path).read_bytes()))
+            keys.append(serialization.load_pem_public_key(read_small_file(path, _MAX_PEM_BYTES, "public key")))
         except ValueError:
             raise BuildError(f"{path}: not a PEM public key") from None
     return keys
@@ -108,7 +111,7 @@ def rotate(current, public, threshold, valid_days, keys, out, passphrase_file, a
     Sign with THRESHOLD keys of CURRENT and THRESHOLD of the new keyring.
     """
     from ..bundle import keyring_document
-    chain = KeyringChain(current.read_bytes())
+    chain = KeyringChain(read_small_file(current, MAX_KEYRING_BYTES, "keyring"))
     document = keyring_document(_public_keys(public), threshold=threshold, version=chain.version + 1,
                                 expires=_expires(valid_days), signing_keys=_private_keys(keys, passphrase_file))
     try:
@@ -137,7 +140,7 @@ def cosign(bundle, keys, out, keyrings, passphrase_file):
     holding that keyring would, now; if it would be refused nothing is written.
     """
     from ..bundle import cosign_bundle
-    data = cosign_bundle(bundle.read_bytes(), _private_keys(keys, passphrase_file))
+    data = cosign_bundle(read_small_file(bundle, MAX_BUNDLE_BYTES, "bundle"), _private_keys(keys, passphrase_file))
     if keyrings:
         now = time.time()
         load_bundle(data, read_keyring_chain(keyrings).current(now), now=now)

@@ -45,7 +45,7 @@ def sanitize(bundle, infile, outfile, trusted, keyrings, min_version, rejects, s
     """Release sanitized rows of IN.csv into OUT.csv, as one device per row would.
 
     IN.csv has a header naming the bundle's public features (any order); the
-    private column, if present, is never written. A blank cell is a missing
+    private column(s), if present, are never written. A blank cell is a missing
     answer. OUT.csv holds the public columns in the bundle's order (after the
     --id column), one row per valid input row, in input order.
 

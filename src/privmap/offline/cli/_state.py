@@ -15,13 +15,13 @@ from typing import Callable
 
 import click
 from privmap.device import Binding, Bundle, DeviceState, Keyring
-from privmap.device.constants import DEFAULT_LOCK_WAIT
+from privmap.device.constants import DEFAULT_LOCK_WAIT, MAX_KEYRING_BYTES
 from privmap.device.errors import RollbackError, StateError, StateLockedError
 from privmap.device.files import NotRegularFile, read_regular
 
 from .._errors import BuildError
 from .._files import atomic_write
-from ..commandline import emit, guard, trust_options, trusted_keyring
+from ..commandline import emit, guard, read_small_file, trust_options, trusted_keyring
 
 _DIR = click.Path(file_okay=False, path_type=pathlib.Path)
 _FILE = click.Path(dir_okay=False, path_type=pathlib.Path)
@@ -66,9 +66,30 @@ class FileCounter:
 
 
 def inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
-    """Whether ``path``, links resolved, is ``directory`` or lies under it."""
+    """Whether ``path``, links resolved, is ``directory`` or lies under it: by name, and by
+    identity, ``(st_dev, st_ino)`` of ``path`` and each of its existing ancestors against
+    ``directory``'s, so that a bind mount of the directory (another name for the same files)
+    is caught too."""
     real, folder = os.path.realpath(path), os.path.realpath(directory)
-    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+    if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
+        return True
+    try:
+        target = os.stat(folder)
+    except OSError:
+        return False
+    here = real
+    while True:
+        try:
+            info = os.stat(here)
+        except OSError:
+            pass                                   # not there (yet): its parent may be
+        else:
+            if (info.st_dev, info.st_ino) == (target.st_dev, target.st_ino):
+                return True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
 
 
 def file_counter(counter: pathlib.Path | None, state_dir: pathlib.Path) -> FileCounter | None:
@@ -165,7 +186,7 @@ def rotate(state_dir, documents, counter, lock_wait, as_json):
     """
     device = _existing(state_dir, counter, lock_wait)
     try:
-        applied = device.rotate_keyring([path.read_bytes() for path in documents])
+        applied = device.rotate_keyring([read_small_file(path, MAX_KEYRING_BYTES, "keyring") for path in documents])
     except StateLockedError as exc:
         raise _locked_hint(exc) from None
     info = {"dir": str(state_dir), "applied": applied, "keyring_version": device.keyring_version,

@@ -15,6 +15,7 @@ from privmap.device import read_bundle_file
 from ..commandline import emit, guard, trust_options, trusted_keyring
 from .._joint import by_column, payload_columns
 from ..mechanisms import column_lines, robust_line
+from ..measures import exposure_line, payload_exposure
 from ._real_kinds import REAL_KINDS
 
 
@@ -122,6 +123,8 @@ def _describe(payload: dict) -> dict:
         "holdout_leakage_interval_bits": ([metrics["holdout_leakage_low_bits"], metrics["holdout_leakage_high_bits"]]
                                           if "holdout_leakage_low_bits" in metrics else None),
         **_attacker_description(metrics),
+        "holdout_exposed_2x": metrics.get("holdout_exposed_2x"), "holdout_exposed_4x": metrics.get("holdout_exposed_4x"),
+        **payload_exposure(payload),
         **_column_description(payload),
         **_robust_description(payload),
         **({"rating_columns": list(payload["model"]["columns"]),
@@ -184,6 +187,7 @@ def _describe_categorical(payload: dict) -> dict:
         "metrics": dict(metrics), "provenance": dict(payload["provenance"]),
         # neither mechanism cross-fits a new-user estimate: declared absent, not left out
         "holdout_leakage_bits": None, "holdout_leakage_interval_bits": None,
+        "holdout_exposed_2x": None, "holdout_exposed_4x": None, **payload_exposure(payload),
     }
     if payload["mechanism"] == "funnel":
         info["leakage_bits"] = metrics["leakage_bits"]
@@ -250,5 +254,7 @@ def _print_description(info: dict) -> None:
                    + (f", strongest attacker AUC {info['holdout_attacker_auc']:.4f} (upper "
                       f"{info['holdout_attacker_auc_high']:.4f}, {info['holdout_attacker'] or 'logistic'})"
                       if info.get("holdout_attacker_auc") is not None else ""))
+    if (exposure := exposure_line(info)) is not None:
+        click.echo("  " + exposure)
     if len(info.get("private_columns") or ()) > 1:
         click.echo(column_lines(info["metrics"], info["private_columns"]))

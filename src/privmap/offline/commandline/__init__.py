@@ -11,15 +11,17 @@
 - the step a build ends with: :func:`signed_build` (key loaded first, the build run, its payload
   signed, checked and written; a :class:`Signed`), :func:`load_key`, :func:`sign_checked`, :func:`sign_check_write`;
 - keys and secrets: :func:`trust_options` and :func:`trusted_keyring` (``--trusted`` /
-  ``--keyring``), :func:`read_keyring_chain`, :data:`passphrase_option` and :func:`read_passphrase`;
+  ``--keyring``), :func:`read_keyring_chain`, :data:`passphrase_option` and :func:`read_passphrase`,
+  and :func:`read_small_file`, how each of them reads a file argument (regular, bounded);
 - the one help renderer: :class:`SectionedCommand` (``--help`` on one screen, one line per
   option under headings; ``--help-all`` in full), :class:`Section`, :func:`short_term`; and
   :class:`DefaultCommandGroup`, a group whose default command takes any other command line.
 
 Private modules: ``_group``, ``_json``, ``_options``, ``_signing``, ``_types``, ``_trust``,
-``_passphrase``, ``_help``, ``_default``.
+``_passphrase``, ``_files``, ``_help``, ``_default``.
 """
 from ._default import DefaultCommandGroup
+from ._files import read_small_file
 from ._group import EXIT_CLOSED_PIPE, TRACEBACK_ENV, CommandGroup, Fail, StdoutClosed, guard, reserved_stdout
 from ._help import Section, SectionedCommand, short_term
 from ._json import emit
@@ -42,4 +44,4 @@ __all__ = ["CommandGroup", "DefaultCommandGroup", "Fail", "StdoutClosed", "guard
            "BUNDLE_SECTION", "AutoOr", "parse_floats", "parse_ints",
            "Signed", "signed_build", "load_key", "sign_checked", "sign_check_write",
            "trust_options", "trusted_keyring", "read_keyring_chain", "passphrase_option", "read_passphrase",
-           "Section", "SectionedCommand", "short_term"]
+           "read_small_file", "Section", "SectionedCommand", "short_term"]

@@ -17,6 +17,8 @@ import pathlib
 
 import click
 
+from .._errors import BuildError
+from ..data import parse_domains
 from ._help import Section
 from ._passphrase import passphrase_option
 
@@ -71,10 +73,20 @@ def json_option(fn):
     return click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")(fn)
 
 
+def _check_domains(ctx, param, values):
+    """``--domain``'s values as given, once their syntax is checked: a malformed one is a usage error
+    (exit 2), as any bad option value."""
+    try:
+        parse_domains(values)
+    except BuildError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--domain").lstrip(": "), ctx, param) from None
+    return values
+
+
 def data_options(fn):
     """``--domain [COL=]LO:HI`` (repeatable, as ``domains``) and ``--missing-token TOKEN``."""
     return _apply(fn, [
-        click.option("--domain", "domains", multiple=True, metavar="[COL=]LO:HI",
+        click.option("--domain", "domains", multiple=True, metavar="[COL=]LO:HI", callback=_check_domains,
                      help="Declared closed domain: LO:HI for every public column, COL=LO:HI for one (repeatable; "
                           "the most specific wins). Undeclared domains are inferred from the data."),
         click.option("--missing-token", metavar="TOKEN", default=None,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pathlib
 
 import click
-from privmap.device.files import NotRegularFile, read_regular
 
 from .._errors import BuildError
+from ._files import read_small_file
 
 _MAX_PASSPHRASE_BYTES = 4096
 
@@ -28,14 +28,7 @@ def read_passphrase(path: pathlib.Path | None) -> bytes | None:
     """
     if path is None:
         return None
-    try:
-        data = read_regular(path, _MAX_PASSPHRASE_BYTES)
-    except NotRegularFile:
-        raise BuildError(f"passphrase file {str(path)!r} is not a regular file") from None
-    except OSError as exc:
-        raise BuildError(f"cannot read passphrase file {str(path)!r}: {exc.strerror}") from None
-    if len(data) > _MAX_PASSPHRASE_BYTES:
-        raise BuildError(f"passphrase file {str(path)!r} is larger than {_MAX_PASSPHRASE_BYTES} bytes")
+    data = read_small_file(path, _MAX_PASSPHRASE_BYTES, "passphrase file")
     passphrase = data.split(b"\n", 1)[0].rstrip(b"\r")
     if not passphrase:
         raise BuildError(f"passphrase file {str(path)!r} is empty")

@@ -9,6 +9,7 @@ from privmap.device import Keyring, KeyringChain
 from privmap.device.errors import KeyringError
 
 from .._errors import BuildError
+from ._files import read_small_file
 
 
 def trust_options(*, required: bool):
@@ -36,15 +37,9 @@ def read_keyring_chain(paths) -> KeyringChain:
     Raises :class:`BuildError` naming the file for an unreadable or refused document.
     """
     from privmap.device.constants import MAX_KEYRING_BYTES
-    from privmap.device.files import NotRegularFile, read_regular
     chain = None
     for path in paths:
-        try:
-            document = read_regular(path, MAX_KEYRING_BYTES + 1)
-        except NotRegularFile:
-            raise BuildError(f"keyring {str(path)!r} is not a regular file") from None
-        except OSError as exc:
-            raise BuildError(f"cannot read keyring {str(path)!r}: {exc.strerror or exc}") from None
+        document = read_small_file(path, MAX_KEYRING_BYTES, "keyring")
         try:
             if chain is None:
                 chain = KeyringChain(document)

@@ -8,12 +8,14 @@ nearest-representative rule), ``_blas_nearest`` (the same rule, fast, for l2), `
 table in memory as the CSV every reader reads), ``_numeric`` (named numeric columns of a CSV, for
 the real-valued mechanisms), ``_synthetic`` (seeded latent-factor ratings with a private attribute
 and blanks missing not at random, :func:`synthetic_ratings`, or chunk by chunk,
-:func:`synthetic_rating_chunks`).
+:func:`synthetic_rating_chunks`), ``_known_joint`` (a seeded population of known joint distribution
+p(a, x), where the leakage any table leaks to new users is exact, :func:`known_joint`).
 """
 from ._blas_nearest import nearest_l2
 from ._dataset import MIN_ROWS, Dataset, check_classes, check_unique, column_indexes, data_rows, load_dataset, read_csv
 from ._distortion import METRICS, assigned_distance, block_shape, nearest, pairwise
 from ._frames import csv_source, is_table
+from ._known_joint import KnownJoint, known_joint
 from ._numeric import read_numeric_columns
 from ._partitioned import (
     Partition,
@@ -32,6 +34,7 @@ from ._schema import (
            Declaration,
            Declared,
            declare,
+           parse_domains,
            read_schema_file,
            resolve,
            schema_json,
@@ -45,5 +48,5 @@ __all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "check_unique
            "posterior_prior", "prior_from_counts", "joint_prior",
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
            "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",
-           "Column", "Declaration", "Declared", "declare", "read_schema_file", "resolve", "schema_json",
-           "SyntheticRatings", "synthetic_ratings", "synthetic_rating_chunks"]
+           "Column", "Declaration", "Declared", "declare", "parse_domains", "read_schema_file", "resolve", "schema_json",
+           "SyntheticRatings", "synthetic_ratings", "synthetic_rating_chunks", "KnownJoint", "known_joint"]

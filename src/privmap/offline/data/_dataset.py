@@ -22,7 +22,7 @@ from privmap.device.constants import MAX_ABS_CELL
 
 from .._errors import DatasetError
 from .._joint import PrivateColumns, check_names, joint_class, joint_name
-from .._listing import name_some
+from .._listing import name_hint, name_some
 from ._frames import csv_source
 
 if TYPE_CHECKING:
@@ -404,7 +404,7 @@ def column_indexes(names: Sequence[str], header: Sequence[str], path, what: str 
     for name in names:
         if name not in where:
             raise DatasetError(f"{path}: unknown {what}column {name_some([name])}; "
-                               f"columns are {name_some(header)}")
+                               f"columns are {name_some(header)}{name_hint(name, header)}")
     return [where[name] for name in names]
 
 

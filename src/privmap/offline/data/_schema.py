@@ -36,7 +36,7 @@ from privmap.device.constants import MAX_ABS_CELL, MAX_MISSING_TOKEN
 from privmap.device.format import DECIMAL as _DECIMAL
 
 from .._errors import DatasetError
-from .._listing import name_some
+from .._listing import name_hint, name_some
 from ._dataset import read_capped
 
 __all__ = ["Column", "Declaration", "Declared", "parse_domains", "read_schema_file", "declare", "resolve",
@@ -246,7 +246,8 @@ def resolve(features: Sequence[str], X: np.ndarray, declared: Declared | None = 
     declared = declared or Declared()
     unknown = sorted({n for n, _ in declared.columns} - set(features) - {"*"})
     if unknown:
-        raise DatasetError(f"schema/--domain: unknown public column(s) {name_some(unknown)}")
+        raise DatasetError(f"schema/--domain: unknown public column(s) {name_some(unknown)}"
+                           f"{name_hint(unknown[0], list(features))}")
     default = declared.get("*")
     out = []
     for k, name in enumerate(features):

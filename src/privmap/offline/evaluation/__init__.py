@@ -8,7 +8,7 @@ Private modules: ``_bundle_report`` (a bundle measured on labelled rows, as ``pr
 and the notebook API report it), ``_curve`` (privacy-distortion sweeps), ``_baselines``
 (constant release, randomized response and quantization alone: the figures a bundle must beat),
 ``_audit`` (a bundle audited from outside with the operator's training users, ``evaluate --train``),
-``_exposure`` (the share of users whose release moves the odds of their own class).
+``_exposure`` (the share of users whose release raises the odds of their own class 2x or 4x).
 """
 from ._audit import audit_bundle, format_audit
 from ._baselines import (
@@ -38,12 +38,12 @@ from ._curve import (
     sweep,
     write_csv,
 )
-from ._exposure import EXPOSURE_FACTORS, exposed_share
+from ._exposure import users_exposure
 
 __all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared",
            "sweep", "build_problem", "format_table", "write_csv", "json_points", "CSV_COLUMNS", "RECOMMENDER_COLUMNS",
            "COLUMN_POINT_FIGURES", "point_columns",
            "baselines", "bundle_baselines", "format_baselines", "format_quantization_alone", "DEFAULT_EPSILONS",
            "constant_release", "randomized_response", "quantization_alone", "rr_channel", "oue_channel",
-           "channel_release", "ldp_epsilon_bound_bits", "per_output_leakage", "audit_bundle", "format_audit",
-           "EXPOSURE_FACTORS", "exposed_share"]
+           "channel_release", "ldp_epsilon_bound_bits", "per_output_leakage", "users_exposure", "audit_bundle",
+           "format_audit"]

@@ -13,9 +13,9 @@ operator's training users (TRAIN) and the evaluated users (DATA) as the new ones
 - the three attackers (:mod:`privmap.offline._strongest`) are trained on the training users'
   released rows and scored on the evaluated users': each one's AUC with its 95 % interval
   (DeLong's), the strongest named;
-- exposure (:mod:`._exposure`): the share of evaluated users whose release moves the posterior
-  odds of their own class by more than 2x (and 4x), by the Bayes attacker's posterior over the
-  released rows and the training users' prior;
+- exposure (:func:`._exposure.users_exposure`): the share of evaluated users whose release raises
+  the posterior odds of their own class more than 2x (and 4x), from their visible rows, under the
+  posterior an attacker holding the bundle computes (its prior and table), expected over releases;
 - overlap: DATA rows that are rows of the bundle's training data make in-sample figures. The
   bundle declares its training file's ``data_sha256``: DATA with that digest is that file, and
   TRAIN with it lets each DATA row be compared (public cells, blanks equal, and private value;
@@ -31,14 +31,14 @@ import pathlib
 import numpy as np
 
 from .._errors import BuildError
-from .._strongest import ATTACKERS, bayes_scores, release_symbols, strongest_attack
+from .._strongest import ATTACKERS, strongest_attack
 from .._rows import unique_rows
 from ..measures import ServiceUtility
 from ..mechanisms import view_of
 from ..mechanisms.quantized import view_release
 from ._baselines import quantization_alone
 from ._bundle_report import load_for
-from ._exposure import EXPOSURE_FACTORS, exposed_share
+from ._exposure import users_exposure
 
 __all__ = ["audit_bundle", "format_audit"]
 
@@ -89,10 +89,8 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
     z = _z()
     attackers = {name: {"auc": auc, "interval": [max(0.0, auc - z * se), min(1.0, auc + z * se)]}
                  for name, (auc, se) in attack.aucs.items()}
-    train_s, test_s, n_symbols = release_symbols(released_train, released_test)
-    posterior = bayes_scores(train_s, y_train, test_s, n_classes, n_symbols)
-    prior = np.bincount(y_train, minlength=n_classes) / len(y_train)
-    exposure = {f"exposed_{factor:g}x": exposed_share(posterior, y_test, prior, factor) for factor in EXPOSURE_FACTORS}
+    exposure = {key: value for key, value in users_exposure(view, service.visible, y_test).items()
+                if key.startswith("exposed_")}
     return {"mechanism": payload["mechanism"], "metric": payload["metric"], "clusters": clusters,
             "overlap": overlap, "users": {"training": int(R_train.shape[0]), "evaluated": int(R_test.shape[0])},
             "value_kept": measured["value_kept"], "ranking_value_kept": measured["ranking_value_kept"],

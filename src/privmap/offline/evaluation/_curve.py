@@ -40,7 +40,9 @@ MAX_UNQUANTIZED = 600
 #: true and nothing cases are the same for every point of a sweep (one split, one hiding).
 RECOMMENDER_COLUMNS = ("rmse_true", "rmse_released", "rmse_nothing", "value_kept", "ndcg_at_k_true",
                        "ndcg_at_k_released", "ndcg_at_k_nothing", "recall_at_k_true", "recall_at_k_released",
-                       "recall_at_k_nothing")
+                       "recall_at_k_nothing", "ranking_recall_true", "ranking_recall_popularity",
+                       "ranking_recall_released", "ranking_ndcg_true", "ranking_ndcg_popularity",
+                       "ranking_ndcg_released", "ranking_value_kept")
 
 CSV_COLUMNS = ("k", "clusters", "delta", "leakage_bits", "leakage_bias_bits", "distortion", "distortion_symbols",
                "quantization_mean", "r", "distortion_bound", "map_accuracy", "lr_accuracy",
@@ -272,11 +274,12 @@ def _has_recommender(points: Sequence[dict]) -> bool:
 
 def format_table(points: Sequence[dict]) -> str:
     """The sweep as a human-readable table (with the recommender's RMSE, value kept and NDCG@10 of
-    the released rows when measured, and a last line with its true-row and no-row figures)."""
+    the released rows when measured, the top-10 lists' recall@10 and ranking value kept, and last
+    lines with the true-row, no-row and popularity figures)."""
     service = _has_recommender(points)
     head = f"{'K':>5} {'K used':>6} {'delta':>8} {'codebook':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} " \
            f"{'dist sym':>9} {'MAP acc':>8} {'LR acc':>7} {'LR AUC':>7} {'robust':>9} {'epsilon':>9}" \
-           + (f" {'RMSE':>7} {'kept':>7} {'NDCG@10':>7}" if service else "")
+           + (f" {'RMSE':>7} {'kept':>7} {'NDCG@10':>7} {'top-10':>7} {'ranked':>7}" if service else "")
     lines = [head]
     for p in points:
         lines.append(f"{p['k']:>5} {p['clusters']:>6} {p['delta']:>8.4g} {'on' if p['codebook'] else 'off':>8} "
@@ -285,7 +288,8 @@ def format_table(points: Sequence[dict]) -> str:
                      f"{_fmt(p['map_accuracy']):>8} {_fmt(p['lr_accuracy']):>7} {_fmt(p['lr_auc']):>7} "
                      f"{_fmt(p.get('robust_leakage_bits')):>9} {_fmt(p.get('max_output_leakage_bits')):>9}"
                      + (f" {_fmt(p.get('rmse_released')):>7} {_fmt(p.get('value_kept')):>7} "
-                        f"{_fmt(p.get('ndcg_at_k_released')):>7}" if service else "")
+                        f"{_fmt(p.get('ndcg_at_k_released')):>7} {_fmt(p.get('ranking_recall_released')):>7} "
+                        f"{_fmt(p.get('ranking_value_kept')):>7}" if service else "")
                      + ("" if p["status"] == "optimal" else f"  {p['status']}"))
     if service:
         first = next(p for p in points if isinstance(p.get("rmse_true"), float) and math.isfinite(p["rmse_true"]))
@@ -293,6 +297,9 @@ def format_table(points: Sequence[dict]) -> str:
                      f"NDCG@10 {_fmt(first['ndcg_at_k_true'])}; no row RMSE {_fmt(first['rmse_nothing'])} "
                      f"NDCG@10 {_fmt(first['ndcg_at_k_nothing'])}; kept = (RMSE no row - RMSE) / "
                      "(RMSE no row - RMSE true rows)")
+        lines.append(f"top-10 lists of unseen items: recall@10 of EASE on the true rows "
+                     f"{_fmt(first.get('ranking_recall_true'))}, of popularity {_fmt(first.get('ranking_recall_popularity'))}; "
+                     "ranked = (recall@10 - popularity's) / (true rows' - popularity's)")
     return "\n".join(lines)
 
 

@@ -1,53 +1,55 @@
-"""Exposure per user: the share of users whose release moves the odds of their own class.
-
-A user's release exposes them by a factor F when an attacker's posterior odds of the user's own
-class, p(a | release) / (1 - p(a | release)), are more than F times the prior odds p(a) / (1 - p(a)):
-what the release tells about that user, where the leakage in bits is an average over users.
-"""
+"""Exposure per user of a bundle on labelled rows: what ``privmap evaluate`` can report beside the
+bundle's declared ``holdout_exposed_2x`` (:func:`privmap.offline.measures.exposed_shares`)."""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["EXPOSURE_FACTORS", "exposed_share"]
+from .._errors import BuildError
+from ..data import joint_prior
+from ..measures import EXPOSURE_FACTORS, exposed_shares
 
-#: The factors reported (``exposed_2x``, ``exposed_4x``).
-EXPOSURE_FACTORS = (2.0, 4.0)
+__all__ = ["users_exposure"]
 
 
-def exposed_share(posterior, own, prior, factor: float) -> float:
-    """The share of users whose posterior odds of their own class exceed ``factor`` times its prior odds.
+def users_exposure(view, public: np.ndarray, codes: np.ndarray) -> dict:
+    """The share of the rows' users whose release raises the odds of their own class more than 2x
+    and 4x, under the posterior an attacker holding the bundle computes (its prior and table),
+    beside the same share in-sample (the bundle's prior as its users).
 
     Parameters
     ----------
-    posterior : array-like, shape (n, n_classes)
-        Each user's p(a | release) (rows sum to 1).
-    own : array-like of int, shape (n,)
-        Each user's class code.
-    prior : array-like, shape (n_classes,)
-        p(a), the attacker's belief before the release.
-    factor : float
-        > 0.
+    view : MappingView
+        The bundle's evaluation view (:func:`privmap.offline.mechanisms.view_of`); needs its
+        ``prior`` (a seed-000 bundle: quantized or exact).
+    public : ndarray, shape (n, d)
+        The users' public rows, read with the bundle's features (:func:`._bundle_report.load_for`).
+    codes : ndarray of int, shape (n,)
+        Their private classes, indexes into the bundle's classes.
 
     Returns
     -------
-    float
-        In [0, 1]; 0 for no users. A posterior of 1 counts as exposed (infinite odds) unless the
-        prior is 1 too.
+    dict
+        ``exposed_2x``, ``exposed_4x`` (shares in [0, 1] of the rows the device accepts, expected
+        over their releases), ``in_sample_exposed_2x``, ``in_sample_exposed_4x``, and ``users``
+        (rows the device accepts and that were measured).
 
     Raises
     ------
-    ValueError
-        Shapes that do not agree, or ``factor`` <= 0.
+    BuildError
+        A bundle without a prior, or no row the device accepts.
     """
-    posterior, own, prior = np.asarray(posterior, float), np.asarray(own, dtype=np.int64), np.asarray(prior, float)
-    if posterior.ndim != 2 or own.shape != (posterior.shape[0],) or prior.shape != (posterior.shape[1],):
-        raise ValueError(f"posteriors {posterior.shape}, classes {own.shape} and prior {prior.shape} do not agree")
-    if not factor > 0:
-        raise ValueError(f"the exposure factor must be > 0, got {factor}")
-    if own.size == 0:
-        return 0.0
-    p, p0 = posterior[np.arange(own.size), own], prior[own]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # odds(p) > F odds(p0)  <=>  p (1 - p0) > F p0 (1 - p), without dividing by 1 - p
-        exposed = p * (1.0 - p0) > factor * p0 * (1.0 - p)
-    return float(np.mean(exposed))
+    if view.prior is None:
+        raise BuildError("exposure needs the bundle's prior p(a, c); this bundle carries none")
+    prior = np.asarray(view.prior, dtype=float)
+    prior = prior / prior.sum()
+    symbols = view.lookup(public)
+    matched = symbols >= 0
+    if not matched.any():
+        raise BuildError("exposure: no row matches an input of the bundle")
+    users = joint_prior(np.asarray(codes)[matched], symbols[matched], prior.shape[0], prior.shape[1])
+    new = exposed_shares(prior, view.q, users)
+    own = exposed_shares(prior, view.q, prior)
+    out = {}
+    for f, on_rows, in_sample in zip(EXPOSURE_FACTORS, new, own):
+        out[f"exposed_{f:g}x"], out[f"in_sample_exposed_{f:g}x"] = on_rows, in_sample
+    return {**out, "users": int(matched.sum())}

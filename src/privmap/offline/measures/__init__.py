@@ -11,7 +11,8 @@ population has drifted from the prior a bundle was built on), ``_plots`` (matplo
 NDCG@10 on held-out users' hidden ratings with their true, released or no rows),
 ``_service_ranking`` (the top-k lists users receive: EASE on true profiles, popularity, released
 rows, ranking value kept),
-``_service_svd`` (the service's recommender, scikit-surprise's SVD).
+``_service_svd`` (the service's recommender, scikit-surprise's SVD), ``_exposure`` (the share of
+users whose release raises the odds of their own class more than 2x or 4x).
 """
 from .._attacker import AttackScores, cross_validated_scores, logistic_attack
 from ._attacks import (
@@ -24,14 +25,16 @@ from ._attacks import (
     split_rows,
 )
 from ._drift import drift_check, format_drift
-from ._plots import have_matplotlib, plot_curve, plot_mapping_2d, plot_roc, pyplot
+from ._exposure import EXPOSURE_FACTORS, exposed_shares, exposure_line, payload_exposure
+from ._plots import curve_title, have_matplotlib, plot_curve, plot_mapping_2d, plot_roc, pyplot
 from ._recommender import Factorization, factorize, rmse_true_vs_released
 from ._service_ranking import LIKED, RankingService, ease_weights
 from ._service_svd import ServiceModel, fit_svd
 from ._service_utility import ServiceUtility, format_utility, hide_ratings, recommender_utility
 
-__all__ = ["AttackScores", "logistic_attack", "cross_validated_scores", "split_rows", "pyplot", "map_accuracy",
+__all__ = ["curve_title", "AttackScores", "logistic_attack", "cross_validated_scores", "split_rows", "pyplot", "map_accuracy",
            "map_accuracy_after", "map_guess", "permutation_bias", "prior_mismatch_bounds",
            "roc_curve_points", "drift_check", "format_drift", "have_matplotlib", "plot_curve", "plot_mapping_2d",
            "plot_roc", "Factorization", "factorize", "rmse_true_vs_released", "ServiceModel", "fit_svd",
-           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility", "RankingService", "ease_weights", "LIKED"]
+           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility", "RankingService", "ease_weights",
+           "LIKED", "EXPOSURE_FACTORS", "exposed_shares", "exposure_line", "payload_exposure"]

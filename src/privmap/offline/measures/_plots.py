@@ -8,6 +8,7 @@ returns its path.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Sequence
 
 import numpy as np
@@ -30,6 +31,20 @@ def pyplot():
     return plt
 
 
+#: Characters of a title line (:func:`plot_curve`): a longer title is wrapped, not cut by the figure.
+TITLE_WIDTH = 70
+#: Public columns a curve's default title names before it counts the rest (:func:`curve_title`).
+TITLE_COLUMNS = 6
+
+
+def curve_title(stem: str, private: Sequence[str], public: Sequence[str]) -> str:
+    """The default title of a curve of ``stem``'s rows: the private column(s) against the public
+    ones, the first :data:`TITLE_COLUMNS` named and the rest counted (whole names, never cut)."""
+    shown = ", ".join(public[:TITLE_COLUMNS]) + (f" and {len(public) - TITLE_COLUMNS} more"
+                                                 if len(public) > TITLE_COLUMNS else "")
+    return f"{stem}: {' x '.join(private)} vs {shown}"
+
+
 #: Markers of the per-column lines of a joint sweep (:func:`plot_curve`'s ``columns``).
 _COLUMN_MARKERS = ("v", "^", "D", "P", "X", "*")
 
@@ -42,7 +57,8 @@ def plot_curve(points: Sequence[dict], path, *, title: str | None = "Privacy-dis
                x: str = "distortion", xlabel: str | None = None, auc: bool = True,
                reference: dict | None = None, label_fmt: str = "K = {k}", baselines: dict | None = None,
                columns: Sequence[str] = ()) -> str:
-    """Leakage against distortion, one line per K, with the attacker's ROC AUC on a second axis.
+    """Leakage against distortion, one line per K, with the attacker's ROC AUC on a second axis;
+    ``title`` is wrapped to lines of :data:`TITLE_WIDTH` characters.
 
     Parameters
     ----------
@@ -113,7 +129,7 @@ def plot_curve(points: Sequence[dict], path, *, title: str | None = "Privacy-dis
         ax2.set_ylim(0.4, 1.0)
         ax2.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.legend(handles, labels, loc="upper right", fontsize=8)
-    ax.set_title(title)
+    ax.set_title(textwrap.fill(title, TITLE_WIDTH) if title else title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

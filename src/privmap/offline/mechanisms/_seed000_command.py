@@ -24,6 +24,7 @@ from privmap.device.constants import MAX_RANK
 
 from .._errors import BuildError
 from .._files import atomic_write
+from .. import _routed
 from ..bundle import payload_output_leakage
 from .._joint import COLUMN_FIGURES, by_column, column_key, payload_columns, split_private
 from .._strongest import strongest_name
@@ -43,6 +44,7 @@ from ..commandline import (
     sign_checked,
 )
 from ..data import Dataset, declare, read_schema_file, schema_json
+from ..measures import exposure_line, payload_exposure
 from . import exact, quantized, ranking, recommender
 from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
 from .quantized import (
@@ -139,7 +141,7 @@ _DECORATORS = [
                  help="Distortion metric [default: l2 for quantized, erasures for exact]."),
     click.option("--clusters", "-k", type=AutoOr(int, 1), metavar="K|auto",
                  help="Number of clusters K (quantized), or 'auto': of K = 4, 8, ... up to what the data supports "
-                      "(32 training rows per cluster, 8 with --prior posteriors), the least held-out distortion whose "
+                      "(32 training rows per cluster, 4 with --prior posteriors), the least held-out distortion whose "
                       "new-user leakage meets the target (--target-leakage / --target-auc, default 1% of H(A)); the "
                       "candidates are printed."),
     click.option("--delta", type=float, help="Distortion budget Delta, in the metric's unit."),
@@ -295,6 +297,7 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
               else None)
     private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
+    _routed.clear()
     if source is not None:
         timer = StageTimer()
         result = run_partitioned(source, options, workers=workers, scheduler=scheduler, kmeans=kmeans, progress=timer,
@@ -458,12 +461,27 @@ def run(data, options, *, private, public) -> tuple:
         return build(dataset, options, progress=timer), timer
 
 
+#: The share of the bar an ``auto`` search fills (it takes most of such a build's time); the
+#: chosen candidate's build fills the rest.
+SEARCH_SHARE = 0.9
+
+
 @contextlib.contextmanager
 def _stage_bar(label: str):
-    """A progress bar on stderr driven as a build's ``progress(stage, fraction)`` callback."""
-    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
-        def progress(stage, fraction):
-            bar.label = f"{label}: {stage:<15}"
+    """A progress bar on stderr driven as a build's ``progress(stage, fraction[, detail])``
+    callback. The ``auto-search`` stage tells its own fraction and where it is (``detail``): it
+    fills :data:`SEARCH_SHARE` of the bar, and the build's stages after it the rest. The detail is
+    drawn on a terminal only: elsewhere click writes a line each time the label changes, and a
+    log gets one line per stage, not one per task."""
+    searched, terminal = False, sys.stderr.isatty()
+    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False, width=20) as bar:
+        def progress(stage, fraction, detail=None):
+            nonlocal searched
+            if stage == "auto-search":
+                searched, fraction = True, SEARCH_SHARE * fraction
+            elif searched:
+                fraction = SEARCH_SHARE + (1 - SEARCH_SHARE) * fraction
+            bar.label = f"{label}: {stage:<15}" + (f" {detail}" if detail and terminal else "")
             bar.update(max(0, int(fraction * 1000) - bar.pos))
         yield progress
 
@@ -496,6 +514,7 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     if math.isfinite(built.solved.gap_bits):
         summary["solver_gap_bits"] = built.solved.gap_bits
     summary["max_output_leakage_bits"], summary["max_output_leakage_note"] = payload_output_leakage(result.payload)
+    summary.update(payload_exposure(result.payload))
     summary.update({k: v for k, v in metrics.items()
                     if k.startswith(("holdout_", "codebook_", "robust_", "max_output_", "factor_", "rating_", "score_"))
                     and "[" not in k})
@@ -507,12 +526,17 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
         summary.update({f"{figure}_by_column": found for figure in COLUMN_FIGURES
                         if (found := by_column(metrics, figure, columns.names)) is not None})
     summary["utility"] = utility
+    routed = _routed.summary()
+    if routed is not None:
+        click.echo(routed, err=True)
     if built.choice is not None:
         click.echo(format_candidates(built.choice), err=True)
+        _note_auc_floor(built.dataset, built.choice.target_auc)
         if not any(c.get("meets_target") for c in built.choice.candidates):
             click.echo("warning: " + built.choice.unmet_message(shipped=True), err=True)
         summary["auto"] = built.choice.summary()
-    _warn_new_user_leakage(metrics)
+    _warn_new_user_leakage(metrics, searched=built.choice is not None)
+    _warn_mostly_blank(metrics, recommender=fitted is not None)
     if as_json:
         emit(summary)
         return
@@ -548,6 +572,8 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
                                            f"{eps:.6f} bits (max over outputs and classes of |log2 p(a|c^)/p(a)|)")
                + (f" <= limit {metrics['max_output_leakage_limit_bits']:g}"
                   if "max_output_leakage_limit_bits" in metrics else ""))
+    if (exposure := exposure_line(summary)) is not None:
+        click.echo("  " + exposure)
     if "holdout_leakage_bits" in metrics:
         click.echo(f"  new users ({metrics['holdout_folds']}-fold cross-fitted): leakage "
                    f"{metrics['holdout_leakage_bits']:.6f} bits [{metrics['holdout_leakage_low_bits']:.6f}, "
@@ -605,14 +631,50 @@ OVERFIT_RATIO = 3.0
 OVERFIT_MIN_GAP_BITS = 1e-3
 
 
-def _warn_new_user_leakage(metrics: dict) -> None:
-    """Say on stderr when the cross-fitted leakage is several times the in-sample one."""
+def _warn_new_user_leakage(metrics: dict, *, searched: bool = False) -> None:
+    """Say on stderr when the cross-fitted leakage is several times the in-sample one, with the
+    advice that fits the build: a warning, fewer clusters or the ``auto`` search, for a build at a
+    given K; a note for one the search chose (``searched``: it judged every candidate by that very
+    figure), that the declared figure is the new users' and what narrows the gap."""
     held, fitted = metrics.get("holdout_leakage_bits"), metrics["leakage_bits"]
     if held is None or held - fitted < OVERFIT_MIN_GAP_BITS or held < OVERFIT_RATIO * fitted:
         return
-    click.echo(f"warning: new users leak {held:.6f} bits, {held / max(fitted, 1e-12):.1f} times the in-sample "
-               f"{fitted:.6f}: K = {metrics['clusters']} is too many clusters for {metrics['n']} users "
-               "(try fewer, or --clusters auto with a target)", err=True)
+    advice = ("the search held the new users' figure (the one declared) to its target; more users per cluster, "
+              "or a stricter target, would narrow the gap" if searched else
+              f"K = {metrics['clusters']} is too many clusters for {metrics['n']} users "
+              "(try fewer, or --clusters auto with a target)")
+    click.echo(f"{'note' if searched else 'warning'}: new users leak {held:.6f} bits, "
+               f"{held / max(fitted, 1e-12):.1f} times the in-sample {fitted:.6f}: {advice}", err=True)
+
+
+def _note_auc_floor(dataset, target_auc: float | None) -> None:
+    """With an AUC target, say on stderr what the users allow: the upper AUC bound of a varied
+    release that tells nothing (:func:`privmap.offline.mechanisms.quantized.chance_auc_high`; a
+    build whose users cannot go under the target refuses before its search)."""
+    import numpy as np
+    if target_auc is None:
+        return
+    counts = np.bincount(dataset.private, minlength=len(dataset.classes))
+    if counts.min() == 0:
+        return
+    click.echo(f"note: {int(counts.sum()):,} users in {len(counts)} classes (the smallest {int(counts.min()):,}): "
+               f"a varied release that tells an attacker nothing is bounded by AUC <= "
+               f"{quantized.chance_auc_high(counts):.4f}, under the target {target_auc:g}", err=True)
+
+
+#: A rows build on data with more than this fraction of its public cells blank is told of the
+#: recommender mode: such data is usually ratings, whose blanks mean "not rated".
+MOSTLY_BLANK = 0.5
+
+
+def _warn_mostly_blank(metrics: dict, *, recommender: bool) -> None:
+    """Say on stderr when a rows build's data is mostly blank cells, and what fits such data."""
+    blank = metrics.get("missing_cell_fraction", 0.0)
+    if recommender or blank <= MOSTLY_BLANK:
+        return
+    click.echo(f"warning: {100 * blank:.0f} % of the public cells are blank: if they are unrated items, "
+               "--utility recommender releases latent taste as full rows (this build releases rows with their "
+               "blanks mapped as missing answers)", err=True)
 
 
 def _seconds_by_stage(records: list[dict]) -> dict[str, float]:

@@ -16,7 +16,8 @@ alphabet of tuples and erasures), ``_missing`` (the quantized alphabet under the
 "impute" missing-answer policies), ``_codebook`` (released rows moved to the metric's optimum,
 then re-solved), ``_holdout`` (the cross-fitted leakage for new users), ``_tasks`` (the folds'
 worker processes), ``_reuse`` (folds started from the build's answers), ``_autotune`` (the
-``auto`` search), ``_view`` (the evaluation view, the exact mechanism's too).
+``auto`` search), ``_enough`` (whether the users can meet its AUC target, before the work),
+``_view`` (the evaluation view, the exact mechanism's too).
 """
 from .._seed000 import CrossFitting, OutputLimit, RobustCertificate, Seed000Options
 from ._autotune import (
@@ -29,6 +30,7 @@ from ._autotune import (
 )
 from ._build import build, build_partitioned, build_points
 from ._codebook import metric_center, refine
+from ._enough import chance_auc_high, check_enough_users, users_needed
 from ._erasure import (
     ERASED,
     categorical_code,
@@ -68,7 +70,7 @@ __all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertific
            "build_partitioned", "check_partitioned", "dask_client", "KMEANS",
            "metric_center", "refine", "choose", "Choice", "format_candidates", "candidate_clusters", "CANDIDATE_SMOOTHING",
            "CANDIDATE_DELTA_FRACTIONS", "HoldoutLeakage", "cross_fitted_leakage", "start_cross_fitting",
-           "FoldKMeans", "STARTS", "fold_options", "BuildStart",
+           "FoldKMeans", "STARTS", "fold_options", "BuildStart", "chance_auc_high", "check_enough_users", "users_needed",
            "Alphabet", "Solved", "solve_rows", "solve_prior", "DEFAULT_MISSING", "MISSING_POLICIES",
            "MappingView", "Evaluation", "evaluate_view", "view_from_payload", "view_from_table", "view_from_bundle",
            "view_release", "table_probabilities", "format_summary", "recommender_figures",

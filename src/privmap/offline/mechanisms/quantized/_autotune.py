@@ -217,7 +217,7 @@ def default_target_bits(dataset: Dataset) -> float:
 def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[int] | None = None,
            smoothing: Sequence[float] | None = None, target_leakage_bits: float | None = None,
            target_auc: float | None = None, delta_fractions: Sequence[float] | None = None,
-           jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> Choice:
+           jobs: int | None = None, progress: Callable[[int, int, str], None] | None = None) -> Choice:
     """Pick the alphabet size and smoothing that serve new users best (module docstring).
 
     Parameters
@@ -243,9 +243,10 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         :data:`CLASS_BLIND_DELTA_FRACTIONS` with a class-blind codebook). The chosen one is :attr:`Choice.delta_fraction`.
     jobs : int, optional
         Processes that run the folds, this one included (:func:`._holdout.fold_jobs`).
-    progress : callable(done: int, total: int), optional
-        Told the number of tasks done: the builds of candidates whose folds start from them, then
-        each (candidate, fold).
+    progress : callable(done: int, total: int, current: str), optional
+        Told the number of tasks done (the builds of candidates whose folds start from them, then
+        each (candidate, fold)), of those planned so far, and the candidate being judged (its K,
+        smoothing, budget and codebook, :func:`candidate_label`).
 
     Raises
     ------
@@ -305,6 +306,8 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     best = _best(ok, targets)
     for r in rows:
         r["chosen"] = r is best
+    run.tasks = run.done                  # what the search planned and did not prune is done
+    run.tell(run.done, (best["clusters"], best["smoothing"], best.get("delta_fraction")), best.get("class_blind"))
     _, estimate, build = judged[rows.index(best)]
     estimates = [e for _, e, _ in judged]
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
@@ -358,23 +361,27 @@ class _Run:
         self.jobs, self.progress, self.tasks, self.done = jobs, progress, tasks, 0
         self.pending = 0              # tasks of the codebooks still to search (:func:`choose`)
 
-    def tell(self, done: int) -> None:
+    def tell(self, done: int, triple, class_blind: bool | None = None) -> None:
         if self.progress:
-            self.progress(min(done, self.tasks), self.tasks)
+            blind = self.options.class_blind if class_blind is None else class_blind
+            k, smoothing, fraction = triple
+            self.progress(min(done, self.tasks), self.tasks, candidate_label(k, smoothing, fraction, blind))
 
     def judge(self, triples: list) -> list[tuple[dict, Any, Any]]:
         """One ``(row, estimate or BuildError, build or None)`` per ``(K, smoothing, fraction)``."""
         candidates = _candidates(self.options, triples)
         builds: list = []
-        for c in candidates:
+        for c, triple in zip(candidates, triples):
+            self.tell(self.done, triple)
             builds.append(_candidate_build(self.dataset, c) if starts_folds(c) else None)
             if builds[-1] is not None:
                 self.done += 1
-                self.tell(self.done)
         starts = [BuildStart.of(b, self.options.metric) if isinstance(b, Solved) else None for b in builds]
-        before = self.done
+        before, folds = self.done, self.options.folds
+        self.tell(before, triples[0])
         estimates = cross_fitted_many(InMemoryRows(self.dataset), candidates, attacker=True, jobs=self.jobs,
-                                      builds=starts, progress=lambda done, total: self.tell(before + done))
+                                      builds=starts, progress=lambda done, total: self.tell(
+                                          before + done, triples[min(done // folds, len(triples) - 1)]))
         self.done = before + len(candidates) * self.options.folds
         estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
         return [(self.row(t, e), e, b) for t, e, b in zip(triples, estimates, builds)]
@@ -393,6 +400,17 @@ class _Run:
             row["holdout_leakage_bits_by_column"] = by_column
         row["meets_target"] = self.targets.met_by(est)
         return row
+
+
+def candidate_label(clusters: int, smoothing: float, fraction: float | None, class_blind: bool) -> str:
+    """A candidate in words, as the search's progress names it: its K, smoothing, budget (as a
+    fraction of the perfect-privacy distortion, when searched) and codebook."""
+    return (f"K {clusters}, smoothing {smoothing:g}" + ("" if fraction is None else f", Delta/D0 {fraction:g}")
+            + f", {_codebook_name(class_blind)}")
+
+
+def _codebook_name(class_blind: bool) -> str:
+    return "class-blind" if class_blind else "k-means"
 
 
 def _candidates(options: QuantizedOptions, triples) -> list:
@@ -523,12 +541,15 @@ def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
 def format_candidates(choice: Choice) -> str:
     """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it."""
     searched = choice.delta_fraction is not None
+    codebooks = any("class_blind" in r for r in choice.candidates)
     lines = [f"{'':2}{'K':>5} {'smoothing':>9}" + (f" {'Delta/D0':>8}" if searched else "")
+             + (f" {'codebook':>11}" if codebooks else "")
              + f" {'holdout leak bits':>17} {'(upper)':>9} {'holdout dist':>12} {'holdout AUC':>11} {'(upper)':>7}"]
     for r in choice.candidates:
         mark = "*" if r["chosen"] else " "
         head = f"{mark:2}{r['clusters']:>5} {r['smoothing']:>9.3g}" + (
-            f" {r['delta_fraction']:>8.3g}" if searched else "")
+            f" {r['delta_fraction']:>8.3g}" if searched else "") + (
+            f" {_codebook_name(r['class_blind']):>11}" if codebooks else "")
         if "error" in r:
             lines.append(f"{head}  failed: {r['error']}")
             continue

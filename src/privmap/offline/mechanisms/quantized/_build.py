@@ -13,6 +13,7 @@ from ..._errors import BuildError, TargetNotMetError
 from ...data import Dataset, Source
 from .._result import Result
 from ._autotune import choose
+from ._enough import check_enough_users
 from ._in_memory import InMemoryRows
 from ._options import QuantizedOptions
 from ._partitioned import PartitionedRows
@@ -44,13 +45,15 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
     ------
     BuildError
         Categorical rows (the exact mechanism's), other options than :class:`QuantizedOptions`,
-        bad data, an infeasible budget, a failing solver, or a payload the device would refuse.
+        bad data, too few users for the ``auto`` search's AUC target (:mod:`._enough`, before
+        any work), an infeasible budget, a failing solver, or a payload the device would refuse.
     """
     if not isinstance(options, QuantizedOptions):
         raise BuildError(f"the quantized build takes QuantizedOptions, got {type(options).__name__}")
     if dataset.categorical:
         raise BuildError("the quantized mechanism reads numeric rows; categorical rows are the exact mechanism's")
     tell, rows, dropped = start(dataset, progress)
+    check_enough_users(rows, options)
     built = build_points(rows, options, tell, dropped_rows=dropped)
     return Result(options.mechanism, built.payload, built)
 
@@ -58,13 +61,16 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
 def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, dropped_rows: int = 0) -> Build:
     """The quantized pipeline on points in memory (the rows, or a mechanism's own points: the
     recommender's factors), after the ``auto`` search when the options ask for one: it is timed
-    as the stage ``auto-search`` with every fold's cost, and the build ships what it measured.
+    as the stage ``auto-search`` with every fold's cost, its progress told as the fraction of its
+    tasks done with the tasks and the candidate being judged (``tell``'s ``detail``), and the build
+    ships what it measured.
     Raises as :func:`build`."""
     held = InMemoryRows(rows, dropped_rows)
     if options.auto is None:
         return build_rows(held, options, tell)
     tell("auto-search", 0.0)
-    choice = choose(rows, options)
+    choice = choose(rows, options, progress=lambda done, total, current: tell(
+        "auto-search", done / max(total, 1), f"{done}/{total} tasks, {current}"))
     tell.close()
     tell.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
     if not choice.met and not options.auto.allow_unmet:          # fail closed: no bundle for an unmet target

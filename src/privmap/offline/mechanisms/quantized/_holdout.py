@@ -10,40 +10,43 @@ Cross-fitting measures the leakage on rows the table never saw:
    other k - 1 folds (K capped at the number of distinct rows those folds hold);
 3. look the held-out rows up exactly as the device does (nearest input, or an
    exact tuple match; rows the device would refuse are counted and left out) and
-   compute the plug-in I(A; C^) of the fold's table on the held-out empirical prior;
-4. subtract that plug-in estimator's bias, measured as the mean leakage after
-   permuting the held-out private column (what the plug-in reports when A and the
-   row are independent);
-5. pool the folds weighted by their held-out rows.
+   bracket the population's I(A; C^) of the fold's table from them
+   (:mod:`privmap.offline._heldout_leakage`): below by the held-out cross-entropy of a posterior
+   each row does not feed, above by the plug-in, both unbiased bounds whatever the number of
+   outputs and of rows per output;
+4. pool the folds weighted by their held-out rows: the interval runs from the lower side minus
+   its noise to the upper side plus its, never narrower than the estimate (the bracket's
+   midpoint) plus or minus its standard error (:func:`privmap.offline._heldout_leakage.pooled_bracket`).
 
-The interval is the estimate plus the 2.5 % and 97.5 % quantiles of the bootstrap
-deviations (rows resampled within each held-out fold, pooled, minus their mean: a
-resample's plug-in carries more bias than the sample's, so the bootstrap is centred
-rather than read off directly). It reflects the sampling noise of the held-out rows,
-not the variation between possible training sets. Estimates and bounds are clipped
-at 0 bits (leakage cannot be negative).
+It covers the mean over the folds of their tables' population leakages; the folds' tables are
+fitted on a fraction (k - 1)/k of the rows, so they tend to leak to new users at least what the
+bundle's does (benchmarks/README.md, "Coverage of the declared new-user leakage", measures the
+interval against the bundle's own table on a population of known joint distribution). Where
+outputs have few held-out rows each the two sides lie far apart, and the interval says so.
+
+**Exposure per user.** Each fold also measures, on its held-out rows, the share whose release
+raises the posterior odds of their own class more than 2x and 4x, under the posterior an attacker
+computes from the fold's table and training prior (:func:`privmap.offline.measures.exposed_shares`,
+pooled weighted by rows): what a new user risks, beside the in-sample per-output figure.
 
 The held-out expected distortion, E d(b, released) over held-out rows, is measured
 on the way; ``--clusters auto`` ranks its candidates with it.
 
 **Several private columns** (``--private COL1,COL2``, :mod:`privmap.offline._joint`): the table
-protects the joint attribute A, and steps 3 to 5 are run again for each column A_i alone on the
-same folds and tables: the plug-in I(A_i; C^) on each held-out fold's (a_i, input) pairs, its
-permutation bias (the column's held-out values permuted), the bootstrap, pooled as above
-(:attr:`HoldoutLeakage.by_column`). Those draws come after the joint's from the fold's stream, so
-the joint's estimate is the same as without them.
+protects the joint attribute A, and steps 3 and 4 are run again for each column A_i alone on the
+same folds and tables, with the held-out rows' values of that column (:attr:`HoldoutLeakage.by_column`).
 
 **Out of core** (:func:`cross_fitted_from_counts`) the rows are never held at once, so the folds
 do not refit k-means: each fold's prior and distances come from the counts and distance sums the
 partitioned backend takes by fold in its passes, the representatives are shared by the folds, and
-the held-out (class, input) pairs are scored by the same estimator (steps 3 to 5).
+the held-out (class, input) pairs are scored by the same estimator (steps 3 and 4).
 
 **Cost.** The folds are independent, so they run in parallel processes, this one and
 workers (:func:`fold_jobs`: ``PRIVMAP_JOBS`` or the machine's cores, BLAS and OpenMP threads
 split between them; the workers forked from this process where each gets one thread,
-:mod:`._tasks`); each fold draws its permutations, bootstrap and simulated release from its
-own stream seeded by (seed, fold), so the result is the same whatever the number of workers
-or the order in which folds finish. A build whose folds do not start from
+:mod:`._tasks`); each fold draws its simulated release (``attacker``) from its own stream
+seeded by (seed, fold), and its bracket draws nothing, so the result is the same whatever
+the number of workers or the order in which folds finish. A build whose folds do not start from
 its answers (below ``_reuse.START_CLUSTERS``) sets its workers folding before its own stages
 (:func:`start_cross_fitting`) and joins them after, its own stages held to the cores the workers
 leave: the folds' cost is the same, the build's wall time shorter (benchmarks/README.md). A fold's
@@ -74,7 +77,6 @@ and its figures lay within the restarts' interval on SSI (benchmarks/README.md,
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import os
 import resource
@@ -82,26 +84,23 @@ import sys
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
 
 from ..._errors import BuildError
-from ..._information import leakage_bits, mutual_information_bits
+from ..._heldout_leakage import bracket_terms, pooled_bracket
 from ..._joint import column_key
 from ..._rows import unique_rows
 from ...data import Dataset, assigned_distance, joint_prior, nearest, prior_from_counts, quantize
+from ...measures import exposed_shares
 from ._codebook import resolve_kept
 from ._program import solve_prior, solve_rows
 from ._reuse import BuildStart
 from ._rows import Alphabet
 from ._tasks import Tasks, run_tasks
 
-#: Bootstrap resamples behind the interval.
-BOOTSTRAP = 200
-#: Permutations behind each fold's bias estimate.
-PERMUTATIONS = 20
 #: Two-sided confidence of the interval.
 CONFIDENCE = 0.95
 #: Environment variable giving the number of processes that run the folds, this one included
@@ -116,13 +115,24 @@ class HoldoutLeakage:
     Attributes
     ----------
     leakage_bits : float
-        Bias-corrected I(A; C^) on held-out rows, pooled over folds (bits, >= 0).
+        The population's I(A; C^) of the folds' tables, the midpoint of its bracket on held-out
+        rows, pooled over folds (bits, >= 0; :mod:`privmap.offline._heldout_leakage`).
     low_bits, high_bits : float
-        Bootstrap interval at :data:`CONFIDENCE` (bits, >= 0).
+        Its interval at :data:`CONFIDENCE` (bits, >= 0), never narrower than
+        ``leakage_bits +- z standard_error_bits``.
     plugin_bits : float
-        Pooled plug-in leakage before the bias correction (bits).
+        The bracket's upper side: the pooled held-out plug-in (bits).
     bias_bits : float
-        Pooled permutation bias that was subtracted (bits).
+        ``plugin_bits - leakage_bits`` before clipping: the plug-in's bias as the bracket bounds
+        it, half the gap between its sides (bits).
+    cross_entropy_bits : float
+        The bracket's lower side: the pooled held-out cross-entropy estimate (bits, may be < 0).
+    standard_error_bits : float
+        Standard error of ``leakage_bits`` (bits).
+    exposed_2x, exposed_4x : float
+        Share of held-out rows whose release raises the odds of their own class more than 2x
+        and 4x under the posterior of the fold's table and training prior
+        (:func:`privmap.offline.measures.exposed_shares`), pooled over folds.
     distortion : float
         Mean over held-out rows of E d(b, released) (metric's unit).
     folds : int
@@ -147,7 +157,7 @@ class HoldoutLeakage:
         order; empty without simulated releases.
     by_column : tuple of tuple
         With several private columns, one ``(name, leakage_bits, low_bits, high_bits, plugin_bits,
-        bias_bits)`` per column, in column order: the same estimate of I(A_i; C^) (module
+        bias_bits)`` per column, in column order: the same bracket of I(A_i; C^) (module
         docstring); empty otherwise.
     fold_costs : tuple of dict
         What each fold cost, in fold order, measured by the process that ran it (:func:`_fold`):
@@ -173,6 +183,10 @@ class HoldoutLeakage:
     attacker: str | None = None
     attackers: tuple = ()
     by_column: tuple = ()
+    cross_entropy_bits: float = 0.0
+    standard_error_bits: float = 0.0
+    exposed_2x: float = 0.0
+    exposed_4x: float = 0.0
     fold_costs: tuple = field(default=(), compare=False)
 
     def metrics(self) -> dict:
@@ -183,6 +197,9 @@ class HoldoutLeakage:
         out = {"holdout_leakage_bits": self.leakage_bits, "holdout_leakage_low_bits": self.low_bits,
                "holdout_leakage_high_bits": self.high_bits, "holdout_plugin_bits": self.plugin_bits,
                "holdout_bias_bits": self.bias_bits, "holdout_distortion": self.distortion,
+               "holdout_cross_entropy_bits": self.cross_entropy_bits,
+               "holdout_standard_error_bits": self.standard_error_bits,
+               "holdout_exposed_2x": self.exposed_2x, "holdout_exposed_4x": self.exposed_4x,
                "holdout_folds": self.folds, "holdout_confidence": CONFIDENCE,
                "holdout_unmatched_rows": self.unmatched_rows}
         for name, leakage, low, high, _, _ in self.by_column:
@@ -452,8 +469,7 @@ def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str
         held, symbols = test[matched], symbols[matched]
         if held.size == 0:
             raise BuildError("no held-out row matches an input of the fold's alphabet")
-        part = fold_estimate(fit, dataset, held, symbols, options.metric, options.mechanism,
-                              np.random.default_rng([options.seed, 0, i]))
+        part = fold_estimate(fit, dataset, held, symbols, options.metric, options.mechanism)
         part["unmatched"] = int((~matched).sum())
         if attacker and options.mechanism == "quantized":
             part["attack"] = _fold_attack(fit, dataset, train, held, symbols, options,
@@ -474,32 +490,29 @@ def _cost(i: int, wall: float, cpu: float) -> dict:
             "peak_rss_bytes": int(peak if sys.platform == "darwin" else peak * 1024), "pid": os.getpid()}
 
 
-def _pooled(share: np.ndarray, parts: list) -> tuple[float, float, float, float]:
-    """``(plugin, bias, low, high)`` of the folds' ``parts`` (dicts with ``plugin``, ``bias`` and
-    ``boot``) pooled with the weights ``share``: the centred bootstrap interval (module docstring)."""
-    plugin = float(share @ [p["plugin"] for p in parts])
-    bias = float(share @ [p["bias"] for p in parts])
-    boot = np.asarray([p["boot"] for p in parts])             # (folds, BOOTSTRAP) plug-in resamples
-    spread = share @ boot - np.mean(share @ boot)
-    alpha = (1.0 - CONFIDENCE) / 2.0
-    low, high = (plugin - bias) + np.quantile(spread, [alpha, 1.0 - alpha])
-    return plugin, bias, float(low), float(high)
+def _pooled(share: np.ndarray, parts: list) -> tuple[float, float, float, float, float, float, float]:
+    """``(estimate, low, high, plugin, bias, cross_entropy, standard_error)`` of the folds' brackets
+    ``parts`` (dicts of :func:`privmap.offline._heldout_leakage.bracket_terms`) pooled with the
+    weights ``share``."""
+    b = pooled_bracket(parts, share, CONFIDENCE)
+    return (b.estimate, b.low, b.high, b.upper, b.upper - (b.lower + b.upper) / 2.0, b.lower, b.standard_error)
 
 
 def pool_folds(parts: list, k: int) -> HoldoutLeakage:
-    """The folds' figures pooled, weighted by held-out rows, with the centred bootstrap interval
-    (also the out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases),
-    and each private column's the same way when the folds measured them (``columns``)."""
+    """The folds' figures pooled, weighted by held-out rows, with the bracket's interval (also the
+    out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases), and each
+    private column's the same way when the folds measured them (``columns``)."""
     sizes = np.array([p["rows"] for p in parts], dtype=float)
     share = sizes / sizes.sum()
-    plugin, bias, low, high = _pooled(share, parts)
+    estimate, low, high, plugin, bias, cross_entropy, error = _pooled(share, parts)
     by_column = []
     for c, column in enumerate(parts[0].get("columns", ())):
-        c_plugin, c_bias, c_low, c_high = _pooled(share, [p["columns"][c] for p in parts])
-        by_column.append((column["name"], max(c_plugin - c_bias, 0.0), max(c_low, 0.0), max(c_high, 0.0),
-                          c_plugin, c_bias))
-    return HoldoutLeakage(leakage_bits=max(plugin - bias, 0.0), low_bits=max(float(low), 0.0),
-                          high_bits=max(float(high), 0.0), plugin_bits=plugin, bias_bits=bias,
+        c_estimate, c_low, c_high, c_plugin, c_bias, *_ = _pooled(share, [p["columns"][c] for p in parts])
+        by_column.append((column["name"], c_estimate, c_low, c_high, c_plugin, c_bias))
+    exposed = share @ np.array([p["exposed"] for p in parts], dtype=float)
+    return HoldoutLeakage(leakage_bits=estimate, low_bits=low, high_bits=high, plugin_bits=plugin, bias_bits=bias,
+                          cross_entropy_bits=cross_entropy, standard_error_bits=error,
+                          exposed_2x=float(exposed[0]), exposed_4x=float(exposed[1]),
                           distortion=float(share @ [p["distortion"] for p in parts]), folds=k,
                           rows=int(sizes.sum()), unmatched_rows=sum(p.get("unmatched", 0) for p in parts),
                           **_pooled_attack(share, [p["attack"] for p in parts if "attack" in p]),
@@ -585,61 +598,20 @@ def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, mechanism: str, metric
     return nearest(X, np.asarray(alphabet.inputs, dtype=float), metric)
 
 
-#: Cells that :func:`_resampled_leakage` holds at once: samples x rows, and samples x classes x inputs.
-RESAMPLE_CELLS = 1 << 18
-
-
-def _resampled_leakage(samples: Iterable[tuple[np.ndarray, np.ndarray]], n: int, n_classes: int,
-                       q: sparse.csr_matrix) -> np.ndarray:
-    """Plug-in I(A; C^) in bits of table ``q`` (K_in, K_out) on each sample of held-out rows, a
-    sample being its rows' private classes and input symbols (two int arrays of shape (n,));
-    shape (number of samples,).
-
-    Each figure is ``leakage_bits(joint_prior(private, symbols, ...), q)`` to the bit: the
-    counts of several samples come from one histogram and their joint output distributions from
-    one sparse product (the same sums, in the same order, as one sample at a time), instead of a
-    histogram and a product for each of a fold's 220 permutations and resamples. ``samples`` is
-    read lazily, a batch of at most :data:`RESAMPLE_CELLS` cells at a time (rows, and prior
-    cells), so that memory stays bounded whatever the number of held-out rows."""
-    k_in = q.shape[0]
-    per_batch = max(1, RESAMPLE_CELLS // max(n, n_classes * k_in))
-    samples, out = iter(samples), []
-    while batch := list(itertools.islice(samples, per_batch)):
-        size = len(batch)
-        private, symbols = (np.stack(part) for part in zip(*batch))
-        flat = (np.arange(size)[:, None] * n_classes + private) * k_in + symbols
-        counts = np.bincount(flat.ravel(), minlength=size * n_classes * k_in).astype(float)
-        priors = counts.reshape(size * n_classes, k_in) / float(n)       # n is each sample's count sum, exactly
-        joint = q.T @ priors.T                                            # (K_out, size * n_classes)
-        out += [mutual_information_bits(joint[:, b * n_classes:(b + 1) * n_classes].T) for b in range(size)]
-    return np.array(out)
-
-
-def _plugin_bias_boot(private: np.ndarray, symbols: np.ndarray, n_classes: int, q: sparse.csr_matrix,
-                      rng: np.random.Generator) -> dict:
-    """Plug-in I(A; C^) of ``q`` on held-out (class, input) pairs, its permutation bias and its
-    bootstrap resamples (module docstring, steps 3 and 4), drawn from ``rng`` in that order."""
-    n, k_in = private.size, q.shape[0]
-    plugin = leakage_bits(joint_prior(private, symbols, n_classes, k_in), q)
-    bias = float(np.mean(_resampled_leakage(((rng.permutation(private), symbols) for _ in range(PERMUTATIONS)),
-                                            n, n_classes, q)))
-    boot = _resampled_leakage(((private[pick], symbols[pick])
-                               for pick in (rng.integers(0, n, n) for _ in range(BOOTSTRAP))), n, n_classes, q)
-    return {"plugin": plugin, "bias": bias, "boot": boot}
-
-
-def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric, mechanism, rng) -> dict:
-    """A fold's plug-in leakage, permutation bias, bootstrap resamples and mean distortion on its
-    held-out ``rows`` (looked up as ``symbols``); work in the table's non-zeros, not rows x K_out.
-    With several private columns (``dataset.columns``), ``columns`` holds each one's plug-in,
-    bias and resamples, drawn after the joint's."""
+def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric, mechanism) -> dict:
+    """A fold's bracket terms (:func:`privmap.offline._heldout_leakage.bracket_terms`), exposed
+    shares at :data:`privmap.offline.measures.EXPOSURE_FACTORS` (``exposed``, under the fold's
+    training prior ``fit.p_ac``) and mean distortion on its held-out ``rows`` (looked up as
+    ``symbols``); work in the table's non-zeros, not rows x K_out. With several private columns
+    (``dataset.columns``), ``columns`` holds each one's bracket terms."""
     n_classes = fit.p_ac.shape[0]
     q = sparse.csr_matrix(fit.solved.table)
     private = dataset.private[rows]
-    joint = _plugin_bias_boot(private, symbols, n_classes, q, rng)
+    joint = bracket_terms(private, symbols, n_classes, q)
+    exposed = exposed_shares(fit.p_ac, q, joint_prior(private, symbols, n_classes, q.shape[0]))
     columns = getattr(dataset, "columns", None)
     by_column = [] if columns is None else [
-        {"name": name, **_plugin_bias_boot(columns.column_codes(private, i), symbols, len(columns.values[i]), q, rng)}
+        {"name": name, **bracket_terms(columns.column_codes(private, i), symbols, len(columns.values[i]), q)}
         for i, name in enumerate(columns.names)]
     reached = q[symbols].tocoo()                 # (held-out row, output) pairs the table can draw
     if mechanism == "exact":                     # a matched row equals its input symbol
@@ -648,7 +620,7 @@ def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric
         costs = assigned_distance(dataset.public[rows], np.asarray(fit.alphabet.outputs, dtype=float),
                                   reached.col, metric, rows=reached.row)
     distortion = float(np.sum(reached.data * np.where(np.isfinite(costs), costs, 0.0))) / rows.size
-    part = {"rows": rows.size, **joint, "distortion": distortion}
+    part = {"rows": rows.size, **joint, "exposed": list(exposed), "distortion": distortion}
     if by_column:
         part["columns"] = by_column
     return part
@@ -665,8 +637,8 @@ def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alp
     folds' rows only, program (19) is solved on them as the build solves (budget from that
     prior's perfect-privacy distortion when ``delta_fraction`` is given; with the codebook step,
     the same one re-solve on D'), and the held-out rows' (private class, input) pairs are scored
-    by the in-memory estimator (plug-in, permutation bias, bootstrap interval; it depends on the
-    rows only through these pairs). What is shared, not refitted, per fold: the k-means centres
+    by the in-memory estimator (the bracket and the exposed shares; it depends on the rows only
+    through these pairs). What is shared, not refitted, per fold: the k-means centres
     (the inputs, so the device's lookup is the same) and the codebook's released rows, both
     fitted on all rows, held-out rows included. The held-out distortion is therefore optimistic:
     about the in-sample figure (5 % below the in-memory estimate, which refits k-means per fold,
@@ -692,7 +664,6 @@ def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alp
     """
     k = fold_counts.shape[0]
     total, total_sums = fold_counts.sum(axis=0), fold_sums.sum(axis=0)
-    rng = np.random.default_rng(options.seed)
     fold_options = dataclasses.replace(options, cross_fitting=None)
     parts = []
     for f in range(k):
@@ -716,7 +687,7 @@ def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alp
         fit_like = SimpleNamespace(p_ac=p_train, solved=SimpleNamespace(table=q),
                                    alphabet=SimpleNamespace(distortion=D_held))
         parts.append(fold_estimate(fit_like, SimpleNamespace(private=private), np.arange(private.size), symbols,
-                                   "l2", "exact", rng))
+                                   "l2", "exact"))
         if progress is not None:
             progress((f + 1) / k)
     return pool_folds(parts, k)                                     # no simulated releases: no attacker

@@ -67,7 +67,9 @@ class StageTimer:
     """Seconds and peak memory of each stage of a build; it is the build's progress callback.
 
     ``timer(stage, fraction)`` closes the running stage when ``stage`` names another one and
-    forwards every call to ``forward`` (a progress bar). :meth:`close` ends the last stage.
+    forwards every call to ``forward`` (a progress bar); ``timer(stage, fraction, detail)`` (a
+    stage's own fraction done, and a line saying where it is: the ``auto`` search's tasks and
+    candidate) forwards ``detail`` as a third argument. :meth:`close` ends the last stage.
     :meth:`records` gives, in order, one dict per stage:
 
     ``stage``; ``seconds`` (wall clock) and ``cpu_seconds`` (user + system CPU time of this
@@ -110,13 +112,13 @@ class StageTimer:
         self._stage: str | None = None
         self._since = self._cpu_since = 0.0
 
-    def __call__(self, stage: str, fraction: float) -> None:
+    def __call__(self, stage: str, fraction: float, detail: str | None = None) -> None:
         if stage != self._stage:
             self.close()
             if stage != "done":                       # "done" ends the build's last stage, opens none
                 self._stage, self._since, self._cpu_since = stage, time.perf_counter(), _cpu_seconds()
         if self._forward is not None:
-            self._forward(stage, fraction)
+            self._forward(stage, fraction, *(() if detail is None else (detail,)))
 
     def close(self) -> None:
         """End the running stage (if any) and record it."""

@@ -28,6 +28,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Callable
 
+from ..._routed import caught, route
+
 
 def run_tasks(function: Callable, work: list, jobs: int, progress: Callable[[int, int], None] | None) -> list:
     """``function(*args)`` for every tuple of ``work``, results in order, on ``jobs`` processes
@@ -48,7 +50,8 @@ class Tasks:
     :meth:`start` sets the workers going, each fed by a thread of this process that hands it the
     next task as its last one returns, so no worker waits while tasks remain; this process may do
     other work meanwhile (a build's own stages). :meth:`finish` makes this process take tasks from
-    the same queue until none is left, waits for the workers and returns the results in order,
+    the same queue until none is left, waits for the workers and returns the results in order
+(every warning a task raised routed to this process's tally, not printed: :mod:`privmap.offline._routed`),
     telling ``progress(done, total)``, in this thread, how many tasks are done in order (task i
     counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there). This process
     is one of the ``jobs``: it takes tasks too rather than wait.
@@ -95,9 +98,13 @@ class Tasks:
             return self.pending.pop() if self.pending and not self.errors else None
 
     def _store(self, i, value=None, error=None):
+        """Task ``i``'s outcome (``(result, warnings)`` from :func:`_limited`, its warnings routed
+        to this process's tally), or the error that stops every task."""
         with self.changed:
             if error is None:
-                self.results[i], self.finished[i] = value, True
+                result, records = value
+                route(records)
+                self.results[i], self.finished[i] = result, True
             else:
                 self.errors.append(error)
             self.changed.notify_all()
@@ -168,10 +175,14 @@ class _Cancelled(Exception):
 
 
 def _limited(threads: int, function, *args):
-    """``function(*args)`` with at most ``threads`` BLAS and OpenMP threads (in a worker or here)."""
+    """``(function(*args), its warnings)`` with at most ``threads`` BLAS and OpenMP threads (in a
+    worker or here): the warnings the task raised, recorded and not printed
+    (:func:`privmap.offline._routed.caught`), for :meth:`Tasks._store` to route to this process's
+    tally wherever the task ran."""
     from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=threads):
-        return function(*args)
+    with threadpool_limits(limits=threads), caught() as records:
+        value = function(*args)
+    return value, records
 
 
 class _ForkedWorkers:

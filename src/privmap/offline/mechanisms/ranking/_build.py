@@ -33,7 +33,7 @@ from privmap.device.constants import MAX_RANK
 from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
-from ..quantized import Build, QuantizedOptions, build_points, start
+from ..quantized import Build, QuantizedOptions, build_points, check_enough_users, start
 from ..recommender import Prepared, RatingModel, RecommenderBuild, factor_options, missing_token, rating_model
 from ._model import DEFAULT_PENALTY, DEFAULT_RANK, ScoreSpace, fit_score_space
 
@@ -96,9 +96,12 @@ def build(dataset: Dataset, options: RankingOptions, *, progress=None) -> Result
     Raises
     ------
     BuildError
-        As :func:`prepare` and the quantized pipeline.
+        Too few users for the ``auto`` search's AUC target (before the score space:
+        :func:`~privmap.offline.mechanisms.quantized.check_enough_users`); as :func:`prepare` and
+        the quantized pipeline.
     """
     tell, rows, dropped = start(dataset, progress)
+    check_enough_users(rows, options.mapping)
     tell("score-space", 0.0)
     prepared = prepare(rows, options, dropped_rows=dropped)
     return build_prepared(prepared, options, tell)

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from privmap.device.constants import MAX_RANK
-from sklearn.utils.extmath import randomized_svd
 from privmap.device.kinds.ranking import MAX_ENTRY, MAX_SCORE_WORK
 
 from ..._errors import BuildError
@@ -135,6 +134,7 @@ def fit_score_space(R, *, rank: int = DEFAULT_RANK, penalty: float = DEFAULT_PEN
     if m * k > MAX_SCORE_WORK:
         raise BuildError(f"{m} item columns x rank {k} exceeds the device's work cap {MAX_SCORE_WORK}; "
                          "lower --factors or keep fewer columns")
+    from sklearn.utils.extmath import randomized_svd     # here: importing the CLI stays light
     X = rated.astype(float)
     weights = ease_weights(X, penalty)
     scores = X @ weights

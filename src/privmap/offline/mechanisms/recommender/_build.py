@@ -27,14 +27,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
-from ..quantized import Build, QuantizedOptions, build_points, start
+from ..quantized import Build, QuantizedOptions, build_points, check_enough_users, start
 from ._calibrate import calibrate_payload
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
@@ -153,15 +153,23 @@ def build(dataset: Dataset, options: RecommenderOptions, *, progress=None) -> Re
     Raises
     ------
     BuildError
-        As :func:`prepare` and the quantized pipeline.
+        Too few users for the ``auto`` search's AUC target (before the factor model:
+        :func:`~privmap.offline.mechanisms.quantized.check_enough_users`); as :func:`prepare` and
+        the quantized pipeline.
     """
     tell, rows, dropped = start(dataset, progress)
+    check_enough_users(rows, options.mapping)
     tell("factor-model", 0.0)
-    prepared = prepare(rows, options, dropped_rows=dropped)
+    prepared = prepare(rows, options, dropped_rows=dropped, progress=lambda f: tell("factor-model", FACTOR_SHARE * f))
     return build_prepared(prepared, options, tell)
 
 
-def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int = 0) -> Prepared:
+#: The share of a build's progress the factor model is told as (the mapping's stages take the rest).
+FACTOR_SHARE = 0.05
+
+
+def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int = 0,
+            progress: Callable[[float], None] | None = None) -> Prepared:
     """Fit the factor model to the training ratings and fold every user in.
 
     Parameters
@@ -170,6 +178,8 @@ def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int 
         The ratings (no row without a rating), ``dropped_rows`` those left out.
     options : RecommenderOptions
         ``mapping.declared`` gives the rating domain; ``mapping.seed`` seeds the fit.
+    progress : callable(fraction), optional, keyword-only
+        Told the fraction of the fit done (:func:`fit_model`).
 
     Raises
     ------
@@ -179,7 +189,7 @@ def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int 
     token = missing_token(options, dataset.features)
     schema = resolve(dataset.features, dataset.public, options.mapping.declared)
     R = dataset.public
-    model, scores = fit_model(R, options)
+    model, scores = fit_model(R, options, progress=progress)
     factors = Dataset(features=factor_names(options.rank), public=model.points(R),
                       private=dataset.private, classes=dataset.classes, private_name=dataset.private_name,
                       categorical=False, sha256=dataset.sha256, columns=dataset.columns)
@@ -220,14 +230,21 @@ def missing_token(options: RecommenderOptions | Any, columns) -> str:
     return token
 
 
-def fit_model(R: np.ndarray, options: RecommenderOptions) -> tuple[FactorModel, dict]:
+def fit_model(R: np.ndarray, options: RecommenderOptions, *,
+              progress: Callable[[float], None] | None = None) -> tuple[FactorModel, dict]:
     """The factor model of ratings ``R`` (n, m; NaN = not rated; no row without a rating) and the
     validation RMSE of each penalty tried: :func:`._factors.choose_reg` unless ``options.reg``
     is given, then :func:`._factors.fit_factors`, both drawing from one generator seeded by
-    ``options.mapping.seed``. Raises :class:`BuildError` as they do (too few ratings)."""
+    ``options.mapping.seed``; ``progress`` is told the fraction done after each penalty tried and
+    the final fit. Raises :class:`BuildError` as they do (too few ratings)."""
     rng = np.random.default_rng(options.mapping.seed)
-    reg, scores = (options.reg, {}) if options.reg is not None else choose_reg(R, rank=options.rank, rng=rng)
-    return fit_factors(R, rank=options.rank, reg=reg, rng=rng), scores
+    tried = None if progress is None else (lambda f: progress(0.9 * f))
+    reg, scores = ((options.reg, {}) if options.reg is not None
+                   else choose_reg(R, rank=options.rank, rng=rng, progress=tried))
+    model = fit_factors(R, rank=options.rank, reg=reg, rng=rng)
+    if progress is not None:
+        progress(1.0)
+    return model, scores
 
 
 def rating_model(schema, token: str, model: FactorModel | Any, scores: dict, *, dropped_rows: int,

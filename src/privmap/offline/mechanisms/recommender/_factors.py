@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from privmap.device.constants import MAX_RANK
@@ -164,9 +165,10 @@ def fit_factors(R: np.ndarray, *, rank: int = DEFAULT_RANK, reg: float = 10.0, s
 
 
 def choose_reg(R: np.ndarray, *, rank: int = DEFAULT_RANK, candidates=CANDIDATE_REGS,
-               rng: np.random.Generator) -> tuple[float, dict]:
+               rng: np.random.Generator, progress: Callable[[float], None] | None = None) -> tuple[float, dict]:
     """The ridge penalty of least RMSE on 10 % of ``R``'s ratings held back, predicted by folding
-    each user in from the rest (as a device would), and every candidate's RMSE (stars).
+    each user in from the rest (as a device would), and every candidate's RMSE (stars);
+    ``progress`` is told the fraction of the candidates fitted after each.
 
     Raises
     ------
@@ -189,5 +191,7 @@ def choose_reg(R: np.ndarray, *, rank: int = DEFAULT_RANK, candidates=CANDIDATE_
         theta[keep] = model.fold_in(train[keep])
         predicted = model.mean + model.bias[held[:, 1]] + np.sum(theta[held[:, 0]] * model.design[held[:, 1]], axis=1)
         scores[float(reg)] = float(np.sqrt(np.mean((predicted - truth) ** 2)))
+        if progress is not None:
+            progress(len(scores) / len(candidates))
     best = min(scores, key=lambda r: (scores[r], r))
     return best, scores
