@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._attacker import auc_with_error, logistic_attack
+from . import _attacker
 from ._rows import unique_rows
 
 __all__ = ["ATTACKERS", "AttackerFigures", "bayes_scores", "boosting_scores", "release_symbols",
@@ -140,8 +140,8 @@ def strongest_attack(train_X, y_train, test_X, y_test, n_classes: int, *, seed: 
     train_symbols, test_symbols, n_symbols = symbols
     scores = {"bayes": bayes_scores(train_symbols, y_train, test_symbols, n_classes, n_symbols),
               "boosting": boosting_scores(train_X, y_train, test_X, n_classes, seed=seed),
-              "logistic": logistic_attack(train_X, y_train, test_X, y_test, n_classes, seed=seed).scores}
-    return AttackerFigures({name: auc_with_error(y_test, scores[name], n_classes) for name in ATTACKERS})
+              "logistic": _attacker.logistic_attack(train_X, y_train, test_X, y_test, n_classes, seed=seed).scores}
+    return AttackerFigures({name: _attacker.auc_with_error(y_test, scores[name], n_classes) for name in ATTACKERS})
 
 
 def strongest_name(figures: dict, key: str = "holdout_attacker_auc") -> str | None:
