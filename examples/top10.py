@@ -3,14 +3,15 @@ beside the list from the user's true ratings.
 
 Run from the repository root (scripts/demo.sh runs both steps):
 
-    python examples/top10.py split DATA.csv --private COL --out DIR [--drop COLS] [--users N] [--seed S]
+    python examples/top10.py split DATA.csv --private COL --out DIR [--drop COLS] [--users N] [--min-ratings R]
+        [--seed S]
     python examples/top10.py lists DIR/train.csv DIR/visible.csv DIR/released.csv DIR/hidden.csv --private COL
 
 ``split`` leaves out the ``--drop`` columns (an id, say), divides a labelled ratings file 70/30
 into the operator's training users (``train.csv``, with the private column) and new users
-(``test.csv``, the same), hides 10 % of the first ``N``
-new users' ratings (at least one) as the protocol of SERVICE.md does, and writes what their
-devices see (``visible.csv``, without the private column) and what was hidden (``hidden.csv``).
+(``test.csv``, the same), hides 10 % of the ratings (at least one) of the first ``N`` new
+users who rated ``--min-ratings`` or more (a list has more to find), as SERVICE.md does, and writes what their devices see
+(``visible.csv``, without the private column) and what was hidden (``hidden.csv``).
 
 ``lists`` prints, for each of those users, the top 10 of the items they have not rated as the
 service ranks them from the released row (its scores, higher first) and from their true visible
@@ -60,7 +61,8 @@ def split(args) -> None:
         with (args.out / name).open("w", newline="") as f:
             csv.writer(f, lineterminator="\n").writerows([header, *(body[i] for i in sorted(part))])
     items = [j for j in range(len(header)) if j != private]
-    users = [body[i] for i in sorted(order[cut:])][:args.users]
+    rated = [body[i] for i in sorted(order[cut:]) if sum(bool(body[i][j]) for j in items) >= args.min_ratings]
+    users = rated[:args.users]
     ratings = np.array([[float(r[j]) if r[j] else np.nan for j in items] for r in users])
     hidden = hide_ratings(ratings, rng=args.seed)
     with (args.out / "visible.csv").open("w", newline="") as f, (args.out / "hidden.csv").open("w", newline="") as g:
@@ -94,11 +96,12 @@ def lists(args) -> None:
         liked = np.nan_to_num(hidden[u], nan=0.0) >= LIKED
         print(f"user {u + 1}: rated {int(seen.sum())} items; hidden from the device: {int((~np.isnan(hidden[u])).sum())}, "
               f"{int(liked.sum())} of them rated {LIKED:g} or more (*)")
-        for label, scores in (("from the released row", released[u]),
-                              ("from the true ratings", seen.astype(float) @ weights)):
-            top = ranked(scores, seen)
+        lists = {label: ranked(scores, seen) for label, scores in (("from the released row", released[u]),
+                                                                   ("from the true ratings", seen.astype(float) @ weights))}
+        for label, top in lists.items():
             found = int(liked[top].sum())
             print(f"  {label:<22} {found} found: " + " ".join(columns[j] + ("*" if liked[j] else "") for j in top))
+        print(f"  {len(set(lists['from the released row']) & set(lists['from the true ratings']))} of the 10 in both lists")
 
 
 def main(argv=None) -> int:
@@ -110,6 +113,7 @@ def main(argv=None) -> int:
     s.add_argument("--out", type=pathlib.Path, required=True)
     s.add_argument("--drop", default="", help="comma-separated columns to leave out (ids)")
     s.add_argument("--users", type=int, default=3)
+    s.add_argument("--min-ratings", type=int, default=10, help="show new users who rated this many or more")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(run=split)
     t = sub.add_parser("lists", help="each user's top 10 from the released row and from the true ratings")

@@ -108,3 +108,22 @@ def test_several_private_columns_build_a_joint_ranking_bundle_that_sanitizes_row
     with open(released, newline="") as handle:
         got = list(csv.reader(handle))
     assert got[0] == list(drawn.items) and len(got) == len(rated) + 1
+
+
+def test_evaluate_with_the_training_file_reports_the_ranking_value_and_no_rating_error_of_scores(run, keys, tmp_path):
+    drawn = synthetic_ratings(1500, 60, rank=3, density=0.15, rng=13, shift=0.8, popularity=1.5, taste=1.0)
+    train, test = tmp_path / "train.csv", tmp_path / "new.csv"
+    for path, rows in ((train, slice(0, 1050)), (test, slice(1050, None))):
+        with open(path, "w", newline="") as handle:
+            w = csv.writer(handle, lineterminator="\n")
+            w.writerow([*drawn.items, "gender"])
+            for row, a in zip(drawn.ratings[rows], drawn.private[rows]):
+                w.writerow(["" if v != v else int(v) for v in row] + [drawn.classes[a]])
+    out = tmp_path / "rank.bundle"
+    run("build", train, "--private", "gender", "--domain", "1:5", "--utility", "ranking", "--clusters", "32",
+        "--delta-fraction", "0.3", "--factors", "8", "--holdout-folds", "0", "--key", keys / "private.pem", "--out", out)
+    report = json.loads(run("evaluate", out, "--trusted", keys / "public.pem", test, "--train", train,
+                            "--private", "gender", "--json").stdout)
+    assert report["value_kept"] is None                        # scores are not ratings: no RMSE to keep
+    assert report["ranking_value_kept"] > 0.0                  # the lists beat popularity
+    assert 0.0 <= report["attacker_auc"] <= 1.0 and 0.0 <= report["exposed_2x"] <= 1.0

@@ -35,7 +35,7 @@ from .._strongest import ATTACKERS, strongest_attack
 from .._rows import unique_rows
 from ..measures import ServiceUtility
 from ..mechanisms import view_of
-from ..mechanisms.quantized import view_release
+from ..mechanisms.quantized import rated_figures, view_release
 from ._baselines import quantization_alone
 from ._bundle_report import load_for
 from ._exposure import users_exposure
@@ -55,7 +55,8 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
     dict
         ``mechanism``, ``metric`` and ``clusters`` as the bundle declares them; ``overlap``
         (:func:`_overlap`); ``value_kept`` and ``ranking_value_kept`` (None where the true rows do
-        not beat nothing, or popularity); ``service`` (the release's full figures,
+        not beat nothing, or popularity; ``value_kept`` None too for a bundle that releases scores:
+        :func:`~privmap.offline.mechanisms.quantized.rated_figures`); ``service`` (the release's full figures,
         :meth:`~privmap.offline.measures.ServiceUtility.measure`); ``baselines`` (``true rows``,
         ``nothing``, ``popularity``, ``k-means alone``: ``rmse``, ``value_kept``, ``recall_at_10``,
         ``ndcg_at_10``, ``ranking_value_kept``); ``attacker_auc`` (the strongest's),
@@ -82,7 +83,7 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
         raise BuildError(f"evaluate --train: {exc}") from None
     release = view_release(view, np.random.default_rng([seed, 1]))
     released_test, released_train = release(service.visible.copy()), release(R_train)
-    measured = service.measure(released_test)
+    measured = rated_figures(view, service.measure(released_test))
     clusters = int(payload["metrics"]["clusters"])
     kmeans, used, _ = quantization_alone(R_train, service.visible, clusters, payload["metric"], seed=seed)
     attack = strongest_attack(released_train, y_train, released_test, y_test, n_classes, seed=seed)

@@ -56,6 +56,7 @@ from ._view import (
     MappingView,
     evaluate_view,
     format_summary,
+    rated_figures,
     recommender_figures,
     table_probabilities,
     view_from_bundle,
@@ -73,6 +74,6 @@ __all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertific
            "FoldKMeans", "STARTS", "fold_options", "BuildStart", "chance_auc_high", "check_enough_users", "users_needed",
            "Alphabet", "Solved", "solve_rows", "solve_prior", "DEFAULT_MISSING", "MISSING_POLICIES",
            "MappingView", "Evaluation", "evaluate_view", "view_from_payload", "view_from_table", "view_from_bundle",
-           "view_release", "table_probabilities", "format_summary", "recommender_figures",
+           "view_release", "table_probabilities", "format_summary", "recommender_figures", "rated_figures",
            "ERASED", "erasure_problem", "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup",
            "format_cell", "most_probable_mapping"]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
@@ -120,6 +120,10 @@ class MappingView:
     missing: tuple[str, ...] = ()
     fill: tuple = ()
     columns: PrivateColumns | None = None
+    #: What a released row holds: ``"rows"`` (values in the public columns' units: ratings, where
+    #: they are ratings) or ``"scores"`` (a ranking, higher first: a rating recommender's error on
+    #: them means nothing, and the service's rating figures are left out).
+    RELEASES: ClassVar[str] = "rows"
 
     def __post_init__(self):
         if self.categorical is None:
@@ -499,10 +503,23 @@ def recommender_figures(view: MappingView, train, heldout, *, seed: int = 0) -> 
     if view.categorical:
         raise BuildError("the recommender figures need numeric ratings, not categories")
     try:
-        return recommender_utility(np.asarray(train, float), np.asarray(heldout, float),
-                                   view_release(view, np.random.default_rng([seed, 1])), seed=seed)
+        return rated_figures(view, recommender_utility(np.asarray(train, float), np.asarray(heldout, float),
+                                                       view_release(view, np.random.default_rng([seed, 1])),
+                                                       seed=seed))
     except ValueError as exc:
         raise BuildError(f"recommender figures: {exc}") from None
+
+
+#: The service's figures that read a released row as ratings (the rating recommender's).
+RATING_FIGURES = ("rmse_released", "value_kept", "ndcg_at_k_released", "recall_at_k_released")
+
+
+def rated_figures(view: MappingView, figures: dict) -> dict:
+    """The service's ``figures`` of ``view``'s releases, those of :data:`RATING_FIGURES` None when
+    its rows are scores (``view.RELEASES``): a rating recommender fed scores measures nothing."""
+    if view.RELEASES != "scores":
+        return figures
+    return {**figures, **dict.fromkeys(RATING_FIGURES)}
 
 
 def _c(value) -> str:

@@ -8,6 +8,7 @@ rows as the device decodes them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -24,6 +25,9 @@ class ScoreView(MappingView):
     space before the lookup. ``inputs`` are the score-space centres (K_in, k), ``outputs`` the
     released score rows (K_out, m); ``embed`` (m, k, whole numbers) and ``basis`` (m, k, the score
     rows as the device reads them) are the space, ``space_lo``, ``space_hi`` (k,) its domain."""
+
+    #: Released rows are scores, higher first (not ratings).
+    RELEASES: ClassVar[str] = "scores"
 
     # the space's arrays have no default: keyword-only, they may follow MappingView's defaulted fields
     embed: np.ndarray = field(kw_only=True)
