@@ -48,6 +48,7 @@ def test_the_auditor_reports_the_service_the_strongest_attacker_and_exposure(run
     assert report["attacker_auc"] == max(aucs.values()) and report["attacker"] in ATTACKERS
     low, high = report["attacker_auc_interval"]
     assert low < report["attacker_auc"] < high
+    assert report["attacker_before"] in ATTACKERS and 0.5 < report["attacker_auc_before"] <= 1.0   # the true rows tell
     assert 0.0 <= report["exposed_4x"] <= report["exposed_2x"] <= 1.0
     assert report["users"] == {"training": 1117, "evaluated": 480}
 

@@ -61,7 +61,10 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
         ``nothing``, ``popularity``, ``k-means alone``: ``rmse``, ``value_kept``, ``recall_at_10``,
         ``ndcg_at_10``, ``ranking_value_kept``); ``attacker_auc`` (the strongest's),
         ``attacker_auc_interval``, ``attacker`` (its name) and ``attackers`` (each one's ``auc``
-        and ``interval``); ``exposed_2x`` and ``exposed_4x``; ``users`` (training, evaluated).
+        and ``interval``); ``attacker_auc_before`` and ``attacker_before``: the strongest of
+        the same three on the true rows (trained on the training users' true rows, scored on
+        the evaluated users' visible rows), what the release takes away; ``exposed_2x`` and
+        ``exposed_4x``; ``users`` (training, evaluated).
 
     Raises
     ------
@@ -87,6 +90,7 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
     clusters = int(payload["metrics"]["clusters"])
     kmeans, used, _ = quantization_alone(R_train, service.visible, clusters, payload["metric"], seed=seed)
     attack = strongest_attack(released_train, y_train, released_test, y_test, n_classes, seed=seed)
+    before = strongest_attack(R_train, y_train, service.visible, y_test, n_classes, seed=seed)
     z = _z()
     attackers = {name: {"auc": auc, "interval": [max(0.0, auc - z * se), min(1.0, auc + z * se)]}
                  for name, (auc, se) in attack.aucs.items()}
@@ -96,6 +100,7 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
             "overlap": overlap, "users": {"training": int(R_train.shape[0]), "evaluated": int(R_test.shape[0])},
             "value_kept": measured["value_kept"], "ranking_value_kept": measured["ranking_value_kept"],
             "attacker_auc": attack.auc, "attacker_auc_interval": attackers[attack.strongest]["interval"],
+            "attacker_auc_before": before.auc, "attacker_before": before.strongest,
             "attacker": attack.strongest, "attackers": attackers, **exposure,
             "baselines": _baselines(service, measured, service.measure(kmeans), used), "service": measured}
 
@@ -182,6 +187,8 @@ def format_audit(report: dict) -> str:
     lines.append("  attackers trained on the training users' releases, AUC on the evaluated users' (95 %): " + ", ".join(
         f"{name} {f(a['auc'])} [{f(a['interval'][0])}, {f(a['interval'][1])}]"
         for name, a in ((n, report["attackers"][n]) for n in ATTACKERS)) + f"; strongest {report['attacker']}")
+    lines.append(f"  the strongest attacker on the true rows instead: AUC {f(report['attacker_auc_before'])} "
+                 f"({report['attacker_before']})")
     lines.append(f"  exposure: {100 * report['exposed_2x']:.1f} % of evaluated users have their own class's odds "
                  f"raised more than 2x ({100 * report['exposed_4x']:.1f} % more than 4x)")
     return "\n".join(lines)
