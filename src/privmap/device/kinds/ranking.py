@@ -32,10 +32,11 @@ from __future__ import annotations
 import math
 from operator import mul
 
-from ..constants import MAX_ABS_CELL, MAX_RANK
+from ..constants import MAX_RANK
 from ..errors import BundleFormatError, InputError, WorkLimitError
 from ..format import Feature, Limits
 from . import table
+from ._rating_columns import column_names, rating_columns
 
 __all__ = ["MECHANISM", "MODEL_KEYS", "MAX_SCORE_WORK", "POINT_BITS", "ScoreModel", "parse_model", "parse_body",
            "check_figures"]
@@ -51,8 +52,6 @@ MAX_SCORE_WORK = 1 << 17
 MAX_ENTRY = (1 << 15) - 1
 #: A point's coordinates enter the decode as whole numbers times ``2**POINT_BITS``.
 POINT_BITS = 30
-#: Longest missing-value token (as the quantized features' ``missing_token``).
-_MAX_TOKEN = 16
 
 
 def _fail(message: str):
@@ -63,12 +62,6 @@ def _int(x, what, lo, hi) -> int:
     if type(x) is not int or not lo <= x <= hi:
         _fail(f"{what} must be an int in [{lo}, {hi}]")
     return x
-
-
-def _bound(x, what) -> float:
-    if type(x) not in (int, float) or not math.isfinite(x) or not -MAX_ABS_CELL <= x <= MAX_ABS_CELL:
-        _fail(f"{what} must be a finite number in [{-MAX_ABS_CELL:g}, {MAX_ABS_CELL:g}]")
-    return float(x)
 
 
 class ScoreModel:
@@ -164,30 +157,10 @@ def parse_model(obj, score_features, limits) -> ScoreModel:
     for f in score_features:
         if not (-1.0 <= f.min and f.max <= 1.0):
             _fail("the score space's features lie in [-1, 1] (coordinates of a unit vector)")
-    names = obj["columns"]
-    if type(names) is not list or not 1 <= len(names) <= limits.max_features:
-        _fail(f"columns must be an array of 1..{limits.max_features} names")
-    for i, name in enumerate(names):
-        if type(name) is not str or not name or len(name.encode("utf-8")) > limits.max_string_bytes:
-            _fail(f"columns[{i}] must be a non-empty string")
-    if len(set(names)) != len(names):
-        _fail("column names must be unique")
+    names = column_names(obj, limits, _fail)
     if len(names) * k > MAX_SCORE_WORK:
         raise WorkLimitError(f"model: {len(names)} columns x k = {k} exceeds the score work cap {MAX_SCORE_WORK}")
-    lo, hi = _bound(obj["min"], "min"), _bound(obj["max"], "max")
-    if not lo < hi:
-        _fail("min must be below max")
-    integer = obj["integer"]
-    if type(integer) is not bool:
-        _fail("integer must be a bool")
-    if integer and not (lo.is_integer() and hi.is_integer()):
-        _fail("an integer rating domain needs whole-number bounds")
-    token = obj["missing_token"]
-    if type(token) is not str or len(token) > _MAX_TOKEN:
-        _fail(f"missing_token must be a string of at most {_MAX_TOKEN} characters")
-    bound = (int if integer else float)
-    columns = tuple(Feature(name=n, kind="numeric", min=bound(lo), max=bound(hi), integer=integer, missing="mask",
-                            missing_token=token) for n in names)
+    columns = rating_columns(obj, names, _fail)
     embed = _matrix(obj["embed"], "embed", len(names), k)
     bits = _int(obj["basis_bits"], "basis_bits", 0, 30)
     basis = _matrix(obj["basis"], "basis", len(names), k)

@@ -45,6 +45,7 @@ from ..constants import MAX_ABS_CELL, MAX_RANK
 from ..errors import BundleFormatError, InputError, WorkLimitError
 from ..format import Feature, Limits
 from . import table
+from ._rating_columns import column_names, rating_columns
 
 __all__ = ["MECHANISM", "MODEL_KEYS", "MAX_FOLD_IN_WORK", "FactorModel", "parse_model", "parse_body",
            "check_figures"]
@@ -58,8 +59,6 @@ MODEL_KEYS = ("columns", "min", "max", "integer", "missing_token", "mean", "reg"
 MAX_FOLD_IN_WORK = 1 << 21
 #: Largest magnitude of a fixed-point item entry (int32).
 _MAX_FIXED = (1 << 31) - 1
-#: Longest missing-value token (as the quantized features' ``missing_token``).
-_MAX_TOKEN = 16
 
 
 def _fail(message: str):
@@ -238,31 +237,12 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
     k1 = len(factor_features)
     if not 2 <= k1 <= MAX_RANK + 1 or any(f.categorical or f.integer for f in factor_features):
         _fail(f"needs 2..{MAX_RANK + 1} real numeric features (the factor space)")
-    names = obj["columns"]
-    if type(names) is not list or not 1 <= len(names) <= limits.max_features:
-        _fail(f"columns must be an array of 1..{limits.max_features} names")
-    for i, name in enumerate(names):
-        if type(name) is not str or not name or len(name.encode("utf-8")) > limits.max_string_bytes:
-            _fail(f"columns[{i}] must be a non-empty string")
-    if len(set(names)) != len(names):
-        _fail("column names must be unique")
+    names = column_names(obj, limits, _fail)
     if len(names) * k1 * k1 > MAX_FOLD_IN_WORK:
         raise WorkLimitError(f"model: {len(names)} columns x (rank + 1)^2 = {k1 * k1} exceeds the fold-in work "
                              f"cap {MAX_FOLD_IN_WORK}")
-    lo, hi = _finite(obj["min"], "min"), _finite(obj["max"], "max")
-    if not lo < hi:
-        _fail("min must be below max")
-    integer = obj["integer"]
-    if type(integer) is not bool:
-        _fail("integer must be a bool")
-    if integer and not (lo.is_integer() and hi.is_integer()):
-        _fail("an integer rating domain needs whole-number bounds")
-    token = obj["missing_token"]
-    if type(token) is not str or len(token) > _MAX_TOKEN:
-        _fail(f"missing_token must be a string of at most {_MAX_TOKEN} characters")
-    bound = (int if integer else float)
-    columns = tuple(Feature(name=n, kind="numeric", min=bound(lo), max=bound(hi), integer=integer, missing="mask",
-                            missing_token=token) for n in names)
+    columns = rating_columns(obj, names, _fail)
+    lo, hi = float(obj["min"]), float(obj["max"])            # checked finite by rating_columns
     mean = _finite(obj["mean"], "mean")
     reg = _finite(obj["reg"], "reg", 1e-9, 1e9)
     scale = 2.0 ** _int(obj["scale_bits"], "scale_bits", 0, 30)

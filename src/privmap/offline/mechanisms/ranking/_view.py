@@ -12,9 +12,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...data import nearest
 from ..quantized import MappingView
-from ..recommender import model_view_parts
+from ..recommender import lookup_points, model_view_parts, rms_gaps
 
 __all__ = ["ScoreView", "view_of_ranking"]
 
@@ -48,20 +47,13 @@ class ScoreView(MappingView):
 
     def lookup(self, public) -> np.ndarray:
         """Input index of each ratings row (the device's rule); -1 for a row the device refuses."""
-        z = self.points(public)
-        refused = np.isnan(z).any(axis=1)
-        symbols = np.full(z.shape[0], -1, dtype=np.int64)
-        if (~refused).any():
-            symbols[~refused] = nearest(z[~refused], np.asarray(self.inputs, float), "l2")
-        return symbols
+        return lookup_points(self.points(public), self.inputs)
 
     def costs(self, rows, targets) -> np.ndarray:
         """Root mean square difference, over the columns, between score rows, shape (len(rows),
         len(targets)). ``rows`` and ``targets`` are each ratings rows (a row stands for the score
         row of its point), released score rows, or score-space points such as ``inputs``."""
-        own, T = self.predicted(rows), self.predicted(targets)
-        return np.sqrt(np.maximum(((own ** 2).sum(1)[:, None] - 2 * own @ T.T + (T ** 2).sum(1)[None, :])
-                                  / own.shape[1], 0.0))
+        return rms_gaps(self.predicted(rows), self.predicted(targets))
 
     def predicted(self, X) -> np.ndarray:
         """Score rows (n, m), unrounded, of ``X``: score-space points (width k, or ``inputs``

@@ -16,7 +16,7 @@ from ...data import nearest
 from ..quantized import MappingView, table_probabilities
 from ._factors import ridge_rows
 
-__all__ = ["FactorView", "view_of_recommender", "model_view_parts"]
+__all__ = ["FactorView", "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps"]
 
 
 @dataclass(frozen=True)
@@ -50,21 +50,14 @@ class FactorView(MappingView):
 
     def lookup(self, public) -> np.ndarray:
         """Input index of each ratings row (the device's rule); -1 for a row with nothing rated."""
-        z = self.points(public)
-        refused = np.isnan(z).any(axis=1)
-        symbols = np.full(z.shape[0], -1, dtype=np.int64)
-        if (~refused).any():
-            symbols[~refused] = nearest(z[~refused], np.asarray(self.inputs, float), "l2")
-        return symbols
+        return lookup_points(self.points(public), self.inputs)
 
     def costs(self, rows, targets) -> np.ndarray:
         """Root mean square difference (stars, over the columns) between predicted rating rows,
         shape (len(rows), len(targets)). ``rows`` and ``targets`` are each ratings rows (a row of
         ratings stands for its own predicted ratings, as the table's distortion does), released
         rows, or factor-space points such as ``inputs`` (:meth:`predicted`)."""
-        own, T = self.predicted(rows), self.predicted(targets)
-        return np.sqrt(np.maximum(((own ** 2).sum(1)[:, None] - 2 * own @ T.T + (T ** 2).sum(1)[None, :])
-                                  / own.shape[1], 0.0))
+        return rms_gaps(self.predicted(rows), self.predicted(targets))
 
     def predicted(self, X) -> np.ndarray:
         """Predicted ratings (n, m), unclipped, of ``X``: factor points (width rank + 1, or
@@ -79,6 +72,23 @@ class FactorView(MappingView):
         else:
             theta = np.linalg.solve(self.whiten, np.nan_to_num(self.points(X)).T).T
         return self.mean + self.bias + theta @ self.design.T
+
+
+def lookup_points(z: np.ndarray, inputs) -> np.ndarray:
+    """Input index of each point of ``z`` (n, k): the nearest of ``inputs`` (K_in, k) by the
+    device's l2 rule, -1 for a row of NaN (a row the device refuses)."""
+    refused = np.isnan(z).any(axis=1)
+    symbols = np.full(z.shape[0], -1, dtype=np.int64)
+    if (~refused).any():
+        symbols[~refused] = nearest(z[~refused], np.asarray(inputs, float), "l2")
+    return symbols
+
+
+def rms_gaps(own: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Root mean square difference over the columns between each row of ``own`` (n, m) and each of
+    ``targets`` (t, m), shape (n, t)."""
+    return np.sqrt(np.maximum(((own ** 2).sum(1)[:, None] - 2 * own @ targets.T + (targets ** 2).sum(1)[None, :])
+                              / own.shape[1], 0.0))
 
 
 def view_of_recommender(bundle) -> FactorView:
