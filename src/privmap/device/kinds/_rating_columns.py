@@ -11,12 +11,25 @@ import math
 from typing import Callable, NoReturn
 
 from ..constants import MAX_ABS_CELL
+from ..errors import BundleFormatError
 from ..format import Feature, Limits
 
-__all__ = ["column_names", "rating_columns", "MAX_TOKEN"]
+__all__ = ["column_names", "rating_columns", "fail_model", "model_int", "MAX_TOKEN"]
 
 #: Longest missing-value token (as the quantized features' ``missing_token``).
 MAX_TOKEN = 16
+
+
+def fail_model(message: str) -> NoReturn:
+    """Raise :class:`BundleFormatError` for the ``model`` map's field named in ``message``."""
+    raise BundleFormatError(f"model: {message}")
+
+
+def model_int(x, what: str, lo: int, hi: int) -> int:
+    """``x`` if it is an int in [lo, hi]; :func:`fail_model` naming ``what`` otherwise."""
+    if type(x) is not int or not lo <= x <= hi:
+        fail_model(f"{what} must be an int in [{lo}, {hi}]")
+    return x
 
 
 def column_names(obj: dict, limits: Limits, fail: Callable[[str], NoReturn]) -> list:

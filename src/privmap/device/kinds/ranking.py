@@ -33,10 +33,11 @@ import math
 from operator import mul
 
 from ..constants import MAX_RANK
-from ..errors import BundleFormatError, InputError, WorkLimitError
+from ..errors import InputError, WorkLimitError
 from ..format import Feature, Limits
 from . import table
-from ._rating_columns import column_names, rating_columns
+from ._rating_columns import column_names, model_int, rating_columns
+from ._rating_columns import fail_model as _fail
 
 __all__ = ["MECHANISM", "MODEL_KEYS", "MAX_SCORE_WORK", "POINT_BITS", "ScoreModel", "parse_model", "parse_body",
            "check_figures"]
@@ -52,16 +53,6 @@ MAX_SCORE_WORK = 1 << 17
 MAX_ENTRY = (1 << 15) - 1
 #: A point's coordinates enter the decode as whole numbers times ``2**POINT_BITS``.
 POINT_BITS = 30
-
-
-def _fail(message: str):
-    raise BundleFormatError(f"model: {message}")
-
-
-def _int(x, what, lo, hi) -> int:
-    if type(x) is not int or not lo <= x <= hi:
-        _fail(f"{what} must be an int in [{lo}, {hi}]")
-    return x
 
 
 class ScoreModel:
@@ -138,7 +129,7 @@ def _matrix(obj, what, m, k) -> list:
     for j, row in enumerate(obj):
         if type(row) is not list or len(row) != k:
             _fail(f"{what}[{j}] must hold {k} ints")
-        rows.append(tuple(_int(v, f"{what}[{j}]", -MAX_ENTRY, MAX_ENTRY) for v in row))
+        rows.append(tuple(model_int(v, f"{what}[{j}]", -MAX_ENTRY, MAX_ENTRY) for v in row))
     return rows
 
 
@@ -162,9 +153,9 @@ def parse_model(obj, score_features, limits) -> ScoreModel:
         raise WorkLimitError(f"model: {len(names)} columns x k = {k} exceeds the score work cap {MAX_SCORE_WORK}")
     columns = rating_columns(obj, names, _fail)
     embed = _matrix(obj["embed"], "embed", len(names), k)
-    bits = _int(obj["basis_bits"], "basis_bits", 0, 30)
+    bits = model_int(obj["basis_bits"], "basis_bits", 0, 30)
     basis = _matrix(obj["basis"], "basis", len(names), k)
-    decimals = _int(obj["decimals"], "decimals", 0, 6)
+    decimals = model_int(obj["decimals"], "decimals", 0, 6)
     return ScoreModel(columns, tuple(embed), tuple(basis), bits, decimals)
 
 

@@ -42,10 +42,11 @@ from itertools import repeat
 from operator import add, mul
 
 from ..constants import MAX_ABS_CELL, MAX_RANK
-from ..errors import BundleFormatError, InputError, WorkLimitError
+from ..errors import InputError, WorkLimitError
 from ..format import Feature, Limits
 from . import table
-from ._rating_columns import column_names, rating_columns
+from ._rating_columns import column_names, model_int, rating_columns
+from ._rating_columns import fail_model as _fail
 
 __all__ = ["MECHANISM", "MODEL_KEYS", "MAX_FOLD_IN_WORK", "FactorModel", "parse_model", "parse_body",
            "check_figures"]
@@ -61,20 +62,10 @@ MAX_FOLD_IN_WORK = 1 << 21
 _MAX_FIXED = (1 << 31) - 1
 
 
-def _fail(message: str):
-    raise BundleFormatError(f"model: {message}")
-
-
 def _finite(x, what, lo=-MAX_ABS_CELL, hi=MAX_ABS_CELL) -> float:
     if type(x) not in (int, float) or not math.isfinite(x) or not lo <= x <= hi:
         _fail(f"{what} must be a finite number in [{lo:g}, {hi:g}]")
     return float(x)
-
-
-def _int(x, what, lo, hi) -> int:
-    if type(x) is not int or not lo <= x <= hi:
-        _fail(f"{what} must be an int in [{lo}, {hi}]")
-    return x
 
 
 class FactorModel:
@@ -245,7 +236,7 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
     lo, hi = float(obj["min"]), float(obj["max"])            # checked finite by rating_columns
     mean = _finite(obj["mean"], "mean")
     reg = _finite(obj["reg"], "reg", 1e-9, 1e9)
-    scale = 2.0 ** _int(obj["scale_bits"], "scale_bits", 0, 30)
+    scale = 2.0 ** model_int(obj["scale_bits"], "scale_bits", 0, 30)
     items = obj["items"]
     if type(items) is not list or len(items) != len(names):
         _fail("items must hold one entry per column")
@@ -253,7 +244,7 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
     for j, row in enumerate(items):
         if type(row) is not list or len(row) != k1:
             _fail(f"items[{j}] must hold {k1} fixed-point numbers (the bias, then the factor)")
-        values = [_int(v, f"items[{j}]", -_MAX_FIXED, _MAX_FIXED) / scale for v in row]
+        values = [model_int(v, f"items[{j}]", -_MAX_FIXED, _MAX_FIXED) / scale for v in row]
         bias.append(values[0])
         factors.append((1.0, *values[1:]))
     whiten = obj["whiten"]
@@ -267,7 +258,7 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
         if any(entries[:i]) or not entries[i] > 0:
             _fail("whiten must be upper triangular with a positive diagonal")
         rows.append(entries)
-    decimals = _int(obj["decimals"], "decimals", 0, 6)
+    decimals = model_int(obj["decimals"], "decimals", 0, 6)
     if round(lo, decimals) != lo or round(hi, decimals) != hi:
         _fail(f"min and max must be multiples of 10**-{decimals} (decimals): a released rating is "
               f"rounded, then clipped to them")
