@@ -314,8 +314,9 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
                     factor_reg, header, class_blind=None,
                     allow_unmet=False):
     """The options of the mechanism the arguments ask for: :class:`QuantizedOptions`,
-    :class:`ExactOptions`, or (``utility`` "recommender") :class:`RecommenderOptions` around the
-    quantized ones; each checks its own rules at construction.
+    :class:`ExactOptions`, or (``utility`` "recommender" or "ranking") :class:`RecommenderOptions`
+    or :class:`~privmap.offline.mechanisms.ranking.RankingOptions` around the quantized ones; each
+    checks its own rules at construction.
 
     Raises
     ------
