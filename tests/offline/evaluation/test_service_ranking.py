@@ -79,3 +79,12 @@ def test_fewer_columns_than_the_list_length_rank_them_all():
     hidden = np.array([[True, False], [False, True]])
     ranked = RankingService(train, heldout, hidden).figures(np.zeros((2, 2)))
     assert ranked == (1.0, 1.0)            # each user's one unseen item is their relevant one
+
+
+def test_every_measure_of_one_split_shares_one_ranking_protocol_and_its_ease_weights(split):
+    train, heldout, hidden = split
+    first = ServiceUtility(train, heldout, hidden=hidden, epochs=5, seed=0)
+    again = ServiceUtility(train, heldout, hidden=hidden, epochs=5, seed=0)
+    other = ServiceUtility(train, heldout, hidden=hidden, epochs=5, seed=0, top=5)
+    assert first.ranking is again.ranking and first.ranking.weights is again.ranking.weights
+    assert other.ranking is not first.ranking and other.ranking.top == 5

@@ -119,8 +119,8 @@ def fit_score_space(R, *, rank: int = DEFAULT_RANK, penalty: float = DEFAULT_PEN
     Raises
     ------
     BuildError
-        Fewer than 3 columns or 3 rows, a rank or penalty out of range, more columns x rank than
-        the device's work cap, or a row with nothing rated.
+        Fewer than 3 columns or 3 rows, a rank or penalty out of range, or more columns x rank
+        than the device's work cap. (A row that cannot embed is refused by :meth:`ScoreSpace.points`.)
     """
     rated = ~np.isnan(np.asarray(R, dtype=float))
     n, m = rated.shape
@@ -145,6 +145,4 @@ def fit_score_space(R, *, rank: int = DEFAULT_RANK, penalty: float = DEFAULT_PEN
     V *= np.where(V.sum(axis=0) < 0, -1.0, 1.0)           # a sign per direction, fixed for reproducibility
     embed, _ = _whole(weights @ V)
     basis, bits = _whole(math.sqrt(m) * V)
-    space = ScoreSpace(embed=embed, basis=basis, basis_bits=bits, penalty=float(penalty))
-    space.points(R)                                       # every training row must embed
-    return space
+    return ScoreSpace(embed=embed, basis=basis, basis_bits=bits, penalty=float(penalty))
