@@ -35,14 +35,14 @@ from privmap.offline.measures import LIKED, ease_weights, hide_ratings  # noqa: 
 TOP = 10
 
 
-def read(path: pathlib.Path, drop: str | None = None) -> tuple[list[str], np.ndarray, list[list[str]]]:
-    """(item columns, ratings with NaN blanks, the raw rows) of a CSV; ``drop`` names a column left out."""
+def read(path: pathlib.Path, drop: str | None = None) -> tuple[list[str], np.ndarray]:
+    """(item columns, ratings with NaN blanks) of a CSV; ``drop`` names a column left out."""
     with path.open(newline="") as f:
         rows = list(csv.reader(f))
     header = rows[0]
     keep = [j for j, name in enumerate(header) if name != drop]
     values = np.array([[float(r[j]) if r[j] else np.nan for j in keep] for r in rows[1:]], dtype=float)
-    return [header[j] for j in keep], values, rows
+    return [header[j] for j in keep], values
 
 
 def split(args) -> None:
@@ -84,11 +84,11 @@ def ranked(scores: np.ndarray, seen: np.ndarray) -> np.ndarray:
 
 
 def lists(args) -> None:
-    columns, train, _ = read(args.train, drop=args.private)
-    visible_columns, visible, _ = read(args.visible)
-    _, released, _ = read(args.released)
-    _, hidden, _ = read(args.hidden)
-    if visible_columns != columns[:len(visible_columns)] or len(visible_columns) != len(columns):
+    columns, train = read(args.train, drop=args.private)
+    visible_columns, visible = read(args.visible)
+    _, released = read(args.released)
+    _, hidden = read(args.hidden)
+    if visible_columns != columns:
         raise SystemExit("error: the training file and the users' file do not have the same item columns")
     weights = ease_weights((~np.isnan(train)).astype(float))
     for u in range(visible.shape[0]):
