@@ -63,14 +63,25 @@ def test_the_ranking_mode_refuses_options_it_cannot_honour(run, keys, ratings_cs
         assert not (tmp_path / "x.bundle").exists()
 
 
-def test_a_ranking_build_on_partitioned_rows_says_it_builds_in_memory(run, keys, ratings_csv, tmp_path):
+def test_the_pinned_form_on_partitioned_ratings_gives_the_one_file_bundle(run, keys, ratings_csv, ranking_bundle,
+                                                                          tmp_path):
+    """The same users in three parts, in order: the score space fitted on the sample (every row),
+    the users embedded on the workers and the points mapped in core give the one file's search,
+    mapping and new-user figures."""
+    pytest.importorskip("distributed")
+    header, *lines = ratings_csv.read_text().splitlines(keepends=True)
     parts = tmp_path / "parts"
     parts.mkdir()
-    (parts / "a.csv").write_text(ratings_csv.read_text())
-    result = run("build", parts, "--private", "gender", "--domain", "1:5", "--utility", "ranking", "--clusters", "8",
-                 "--delta-fraction", "0.5", "--key", keys / "private.pem", "--out", tmp_path / "x.bundle", ok=False)
-    assert result.exit_code != 0 and "in memory" in result.output
-    assert not (tmp_path / "x.bundle").exists()
+    for i in range(3):
+        (parts / f"p{i}.csv").write_text(header + "".join(lines[i * len(lines) // 3:(i + 1) * len(lines) // 3]))
+    out = tmp_path / "parts.bundle"
+    run("build", parts, "--private", "gender", "--domain", "1:5", "--utility", "ranking", "--clusters", "auto",
+        "--target-auc", "0.55", "--seed", "3", "--key", keys / "private.pem", "--out", out, "--holdout-folds", "3",
+        "--factors", "8", "--workers", "2")
+    one, got = (json.loads(run("inspect", path, "--json").stdout) for path in (ranking_bundle[0], out))
+    for figure in ("clusters", "outputs", "holdout_leakage_bits", "holdout_attacker_auc", "holdout_attacker_auc_high",
+                   "leakage_bits", "distortion"):
+        assert got[figure] == one[figure], figure
 
 
 def test_the_robust_certificate_covers_a_ranking_table(run, keys, ratings_csv, tmp_path):

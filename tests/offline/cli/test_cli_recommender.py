@@ -193,21 +193,45 @@ def test_the_pinned_partitioned_form_builds_a_bundle_sanitize_releases_from(run,
     assert len(got) == 21 and all(cell != "" and 1 <= float(cell) <= 5 for row in got[1:] for cell in row)
 
 
-def test_the_help_says_a_partitioned_recommender_counts(run):
+def test_the_help_says_a_partitioned_recommender_takes_posteriors_too(run):
     text = " ".join(run("build", "--help-all").output.split())
-    assert "posteriors with --utility recommender on one CSV file, else counts" in text
+    assert "[default: posteriors with --utility recommender or ranking, else counts]" in text
+    assert "--in-core-limit MIB" in text
+
+
+def test_the_pinned_partitioned_auto_form_gives_the_one_file_build(run, keys, parts, ratings_csv, tmp_path):
+    """``privmap build DIR ... --clusters auto --target-auc 0.55 --workers 2``: the users' factor
+    points fit in core, so the search, the class-blind clusters and the posteriors prior run as on
+    one file, and inspect reports the same clusters and new-user figures."""
+    pytest.importorskip("distributed")
+    common = ["--private", "gender", "--domain", "1:5", "--utility", "recommender", "--clusters", "auto",
+              "--target-auc", "0.55", "--seed", "3", "--factors", "3", "--holdout-folds", "3", "--key",
+              keys / "private.pem"]
+    # the parts hold every third row: the one file is their concatenation, in the parts' order
+    whole = tmp_path / "whole.csv"
+    whole.write_text("".join(part.read_text() if i == 0 else part.read_text().split("\n", 1)[1]
+                             for i, part in enumerate(sorted(parts.iterdir()))))
+    run("build", whole, *common, "--out", tmp_path / "one.bundle")
+    run("build", parts, *common, "--workers", "2", "--out", tmp_path / "parts.bundle")
+    one, got = (json.loads(run("inspect", tmp_path / name, "--json").stdout) for name in ("one.bundle", "parts.bundle"))
+    for figure in ("clusters", "holdout_leakage_bits", "holdout_attacker_auc", "holdout_attacker_auc_high"):
+        assert got[figure] == one[figure], figure
+    assert got["holdout_attacker_auc_high"] <= 0.55
 
 
 @pytest.mark.parametrize("extra, says", [
-    (["--clusters", "auto", "--target-auc", "0.55"], "'auto' clusters or smoothing are chosen in memory"),
-    (["--robust", "0.95"], "--robust needs the training rows in memory"),
-    (["--prior", "posteriors"], "--prior posteriors fits a classifier to the rows in memory"),
-    (["--class-blind"], "--class-blind clusters the rows in memory"),
+    (["--clusters", "auto", "--target-auc", "0.55"], "--clusters auto or --smoothing auto needs the users' points"),
+    (["--robust", "0.95"], "--robust needs the users' points in memory"),
+    (["--prior", "posteriors"], "--prior posteriors needs the users' points in memory"),
+    (["--class-blind"], "--class-blind clusters needs the users' points in memory"),
 ])
-def test_what_a_partitioned_build_cannot_do_is_refused_in_one_line(run, keys, parts, tmp_path, extra, says):
-    result = partitioned_build(run, keys, parts, tmp_path / "x.bundle", "--workers", "1", *extra, ok=False)
+def test_what_only_the_mapping_in_memory_does_is_refused_out_of_core_in_one_line(run, keys, parts, tmp_path, extra,
+                                                                                 says):
+    result = partitioned_build(run, keys, parts, tmp_path / "x.bundle", "--workers", "1", "--prior", "counts",
+                               "--in-core-limit", "0", *extra, ok=False)
     lines = result.output.strip().splitlines()                 # refused before a cluster starts: nothing else
     assert result.exit_code == 1 and len(lines) == 1 and lines[0].startswith(f"error: {says}")
+    assert "(--in-core-limit 0)" in lines[0]
     assert list(tmp_path.iterdir()) == []
 
 

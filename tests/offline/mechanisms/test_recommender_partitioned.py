@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from privmap.offline import BuildError, CrossFitting, Dataset, DatasetError, QuantizedOptions, declare
+from privmap.offline import Auto, BuildError, CrossFitting, Dataset, DatasetError, QuantizedOptions, declare
 from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import file_sha256, open_source, source_sha256, synthetic_ratings
 from privmap.offline.mechanisms import recommender
@@ -141,3 +141,39 @@ def test_the_outputs_are_calibrated_out_of_core_as_in_memory(client, ratings, tm
     np.testing.assert_allclose(got["outputs"], memory["outputs"], rtol=1e-9, atol=1e-12)
     assert got["metrics"]["released_distortion"] == pytest.approx(memory["metrics"]["released_distortion"], rel=1e-9)
     assert got["outputs"] != mapping["outputs"]
+
+
+#: The auto search for an AUC target over both codebooks (k-means and class-blind), the posteriors prior.
+AUTO = RecommenderOptions(mapping=QuantizedOptions(auto=Auto(target_auc=0.65, class_blind=(False, True)),
+                                                   prior="posteriors", cross_fitting=CrossFitting(folds=2),
+                                                   issued_at=1_800_000_000, declared=declare(None, ["1:5"], None)),
+                          rank=3)
+
+
+def test_the_auto_search_class_blind_clusters_and_posteriors_choose_as_in_memory(client, ratings, tmp_path):
+    """Points that fit in core are mapped by the in-memory engine: the same users in one file and
+    in parts give the same search, the same mapping and the same new-user figures."""
+    _, whole, parts = ratings
+    memory = recommender.build(Dataset.from_csv(whole, private="gender"), AUTO)
+    got = build(parts, client, AUTO, scratch=tmp_path)
+    assert got.detail.choice.summary() == memory.detail.choice.summary()
+    assert got.payload["inputs"] == memory.payload["inputs"] and got.payload["table"] == memory.payload["table"]
+    assert got.payload["prior"] == memory.payload["prior"]
+    np.testing.assert_allclose(got.payload["outputs"], memory.payload["outputs"], rtol=1e-9, atol=1e-12)
+    for figure, value in memory.payload["metrics"].items():
+        if figure.startswith("holdout_"):
+            assert got.payload["metrics"][figure] == pytest.approx(value, rel=1e-9, abs=1e-12), figure
+    assert got.payload["provenance"].get("class_blind") == memory.payload["provenance"].get("class_blind")
+
+
+def test_out_of_core_the_mapping_takes_a_number_of_clusters(client, ratings, tmp_path):
+    """An in-core limit of 0 maps the factor points by the partitioned pipeline's passes: a fixed K
+    builds; what only the mapping in memory does is refused before the sample, in one line naming
+    the option and the limit."""
+    _, _, parts = ratings
+    built = build(parts, client, scratch=tmp_path, in_core_bytes=0)
+    assert built.detail.alphabet.labels is None and built.payload["metrics"]["clusters"] <= 8
+    with pytest.raises(BuildError, match=r"^--clusters auto or --smoothing auto needs the users' points in memory "
+                                         r"\(the 600 users' points, 4 coordinates each, .* in-core limit is 0 MiB"):
+        build(parts, client, AUTO, scratch=tmp_path, in_core_bytes=0)
+    assert list(tmp_path.iterdir()) == []

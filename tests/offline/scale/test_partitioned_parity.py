@@ -106,7 +106,7 @@ def no_cluster(monkeypatch):
     (["--metric", "l1"], "l2 metric only"),
     (["--domain", "nope=1:5"], "unknown public column(s) 'nope'"),
     (["--domain", "1:5", "--domain", "r0=0.5:3.5", "--schema", "SCHEMA"], "whole-number bounds"),
-    (["--clusters", "auto"], "'auto' clusters or smoothing"),
+    (["--clusters", "auto", "--in-core-limit", "0"], "--clusters auto or --smoothing auto needs the users' points"),
     (["--domain", "1:x"], "expected LO:HI"),
     (["--private", "nobody"], "nobody"),
 ])

@@ -85,6 +85,11 @@ class Dataset:
         return int(self.public.shape[1])
 
     @property
+    def class_counts(self) -> np.ndarray:
+        """Rows of each private class, shape (|A|,), in the order of ``classes``."""
+        return np.bincount(self.private, minlength=len(self.classes))
+
+    @property
     def missing(self) -> np.ndarray:
         """Boolean mask, shape (n, d), of missing answers (all False for categorical data)."""
         if self.categorical:

@@ -11,8 +11,8 @@ import click
 
 from .._errors import BuildError
 from ..data import open_source
-from . import recommender
-from .quantized import build_partitioned, check_partitioned, dask_client
+from . import ranking, recommender
+from .quantized import IN_CORE_BYTES, build_partitioned, check_out_of_core, check_partitioned, dask_client
 
 __all__ = ["wants_partitioned", "open_partitioned", "run_partitioned"]
 
@@ -29,15 +29,17 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
             or (not os.path.exists(text) and glob.has_magic(text)))
 
 
-def open_partitioned(data, options, *, private: str, public, kmeans: str):
+def open_partitioned(data, options, *, private: str, public, kmeans: str, in_core_bytes: int = IN_CORE_BYTES):
     """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
-    (a recommender's mapping options, on its rating columns) before any cluster starts.
+    (a model mode's mapping options, on its rating columns) before any cluster starts; with an
+    in-core limit of 0, what only the mapping in memory takes is refused here too.
 
     Raises
     ------
     BuildError
         The ``scale`` extra (dask, distributed, pyarrow) is not installed; anything
-        :func:`check_partitioned` refuses (DatasetError included).
+        :func:`check_partitioned` refuses (DatasetError included), or
+        :func:`check_out_of_core` with ``in_core_bytes`` 0.
     """
     try:
         import distributed  # noqa: F401
@@ -46,39 +48,52 @@ def open_partitioned(data, options, *, private: str, public, kmeans: str):
         raise BuildError(f"a partitioned build needs the scale extra ({exc.name} is missing): "
                          f"pip install 'privmap[scale]'") from None
     src = open_source(data, private=private, public=public)
-    check_partitioned(src, options.mapping if isinstance(options, recommender.RecommenderOptions) else options,
-                      kmeans=kmeans)
+    mapping = _mapping(options)
+    check_partitioned(src, mapping, kmeans=kmeans)
+    if in_core_bytes <= 0:
+        check_out_of_core(mapping, " (--in-core-limit 0)")
     return src
 
 
+def _mapping(options):
+    """The quantized options that map the points: a model mode's ``mapping``, or ``options``."""
+    return options.mapping if isinstance(options, (recommender.RecommenderOptions, ranking.RankingOptions)) \
+        else options
+
+
 def run_partitioned(src, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress,
-                    scratch=None):
-    """Run :func:`build_partitioned` (for :class:`RecommenderOptions`, the recommender's, its
-    temporary factor points in ``scratch``) on a local cluster of ``workers`` processes or on
+                    scratch=None, in_core_bytes: int = IN_CORE_BYTES):
+    """Run the partitioned build of ``options``' mode (:func:`build_partitioned`, or a model mode's,
+    its temporary points in ``scratch``) on a local cluster of ``workers`` processes or on
     ``scheduler``; each pass is told to ``progress`` and named on stderr, beside Dask's progress
-    bar of it.
+    bar of it; points up to ``in_core_bytes`` are mapped in memory.
 
     Raises
     ------
     BuildError
-        The scheduler cannot be reached, a worker died, or anything :func:`build_partitioned` raises.
+        The scheduler cannot be reached, a worker died, or anything the build raises.
     """
     shown: list[str] = []
 
-    def tell(stage: str, fraction: float) -> None:
-        progress(stage, fraction)
+    def tell(stage: str, fraction: float, detail: str | None = None) -> None:
+        progress(stage, fraction, detail)
         if not shown or shown[-1] != stage:
             shown.append(stage)
             click.echo(f"build: {stage} ({100 * fraction:.0f}%)", err=True)
 
     from distributed.scheduler import KilledWorker
+    shown_bar = sys.stderr.isatty()
     try:
         with dask_client(workers=workers, scheduler=scheduler) as client:
+            if isinstance(options, ranking.RankingOptions):
+                return ranking.build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
+                                                 dask_progress=shown_bar, scratch=scratch, in_core_bytes=in_core_bytes)
             if isinstance(options, recommender.RecommenderOptions):
                 return recommender.build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
-                                                     dask_progress=sys.stderr.isatty(), scratch=scratch)
-            return build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
-                                     dask_progress=sys.stderr.isatty())
+                                                     dask_progress=shown_bar, scratch=scratch,
+                                                     in_core_bytes=in_core_bytes)
+            return build_partitioned(src, options, client, kmeans=kmeans, progress=tell, dask_progress=shown_bar,
+                                     in_core_bytes=in_core_bytes)
     except KilledWorker as exc:
         raise BuildError(f"a Dask worker died while processing a partition (out of memory?): {exc}") from exc
     except (OSError, TimeoutError) as exc:

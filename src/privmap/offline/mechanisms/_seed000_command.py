@@ -48,6 +48,7 @@ from ..measures import exposure_line, payload_exposure
 from . import exact, quantized, ranking, recommender
 from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
 from .quantized import (
+    IN_CORE_BYTES,
     Auto,
     CrossFitting,
     OutputLimit,
@@ -73,6 +74,7 @@ SECTIONS = (
         ("workers", "Out of core: local Dask cluster of N workers."),
         ("scheduler", "Out of core: existing Dask cluster at ADDRESS."),
         ("kmeans", "Out of core k-means: minibatch|dask-ml|in-memory."),
+        ("in_core_limit", "Out of core: map points up to MIB in memory."),
     )),
     Section("Mapping", (
         ("mechanism", "quantized (k-means) or exact (default: quantized)."),
@@ -166,8 +168,8 @@ _DECORATORS = [
     click.option("--prior", "prior", type=click.Choice(["counts", "posteriors"]), default=None,
                  help="How p(a, c) is estimated: counts per cluster, or a logistic regression's cross-fitted "
                       "posteriors summed per cluster (steadier with few users per cluster; lets --clusters auto "
-                      "try more clusters; in memory only) [default: posteriors with --utility recommender on one "
-                      "CSV file, else counts]."),
+                      "try more clusters; users' points in memory, see --in-core-limit) [default: posteriors with "
+                      "--utility recommender or ranking, else counts]."),
     click.option("--target-leakage", "target_leakage", multiple=True, metavar="BITS",
                  help="With 'auto': the new-user (cross-fitted) leakage to stay under; the least held-out distortion "
                       "within it wins, and the bundle declares that very figure [default: 0.01 x H(A)]. BITS applies "
@@ -186,9 +188,9 @@ _DECORATORS = [
                       "released row to the metric's optimum and re-solves)."),
     click.option("--class-blind/--no-class-blind", "class_blind", default=None,
                  help="Form the clusters with the private classes' mean differences projected out, so that they "
-                      "split users by what the classes share (l2, rows without blanks, in memory; the device's "
-                      "lookup is unchanged) [default: off; with --utility recommender and --clusters auto on one "
-                      "CSV file, both are searched and the least held-out distortion wins]."),
+                      "split users by what the classes share (l2, rows without blanks, points in memory; the "
+                      "device's lookup is unchanged) [default: off; with --utility recommender or ranking and "
+                      "--clusters auto, both are searched and the least held-out distortion wins]."),
     click.option("--robust", "robust", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
                  metavar="CONFIDENCE",
                  help="Certify the leakage over a confidence set of priors (per-cluster L1 balls holding the "
@@ -207,8 +209,14 @@ _DECORATORS = [
     click.option("--scheduler", metavar="ADDRESS", default=None,
                  help="Partitioned build on the existing Dask cluster at ADDRESS (e.g. tcp://10.0.0.5:8786)."),
     click.option("--kmeans", type=click.Choice(["minibatch", "dask-ml", "in-memory"]), default="minibatch",
-                 show_default=True, help="Partitioned build's k-means: mini-batch over partitions, dask-ml's "
-                 "scalable k-means, or the in-memory build's k-means on all rows gathered (small data)."),
+                 show_default=True, help="Partitioned build's k-means out of core: mini-batch over partitions, "
+                 "dask-ml's scalable k-means, or the in-memory build's k-means on all rows gathered (small data)."),
+    click.option("--in-core-limit", "in_core_limit", type=click.IntRange(min=0), default=IN_CORE_BYTES >> 20,
+                 show_default=True, metavar="MIB",
+                 help="Partitioned build: the users' points (the rows, or the factor or score points the workers "
+                      "fold in; 8 bytes a coordinate) are mapped in memory, with every option of a one-file build, "
+                      "while they take at most MIB; beyond, out of core (--clusters K, --prior counts, neither "
+                      "--robust nor --class-blind). 0: always out of core."),
 ]
 
 _DOC = """Build a seed-000 bundle (quantized, or exact) from labelled data DATA.
@@ -278,7 +286,7 @@ _DEFAULT = object()
 def _build(data, *, private, public, mechanism, utility, factors, factor_reg, metric, clusters, delta, delta_fraction,
            key, out, seed, domains, schema_file, missing_token, schema_out, missing, solver, bits, smoothing, prior,
            target_leakage, target_auc, no_codebook, class_blind, robust, holdout_folds, max_output_leakage, header,
-           as_json, passphrase_file, workers, scheduler, kmeans,
+           as_json, passphrase_file, workers, scheduler, kmeans, in_core_limit=IN_CORE_BYTES >> 20,
            allow_unmet=False):
     """The command's body: options, run, report."""
     partitioned = wants_partitioned(data, workers, scheduler)
@@ -293,15 +301,15 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
         holdout_folds=holdout_folds, max_output_leakage=max_output_leakage, factors=factors, factor_reg=factor_reg,
         header=header,
         allow_unmet=allow_unmet)
-    source = (open_partitioned(data, options, private=private, public=public, kmeans=kmeans) if partitioned
-              else None)
+    source = (open_partitioned(data, options, private=private, public=public, kmeans=kmeans,
+                               in_core_bytes=in_core_limit << 20) if partitioned else None)
     private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
     _routed.clear()
     if source is not None:
         timer = StageTimer()
         result = run_partitioned(source, options, workers=workers, scheduler=scheduler, kmeans=kmeans, progress=timer,
-                                 scratch=out.resolve().parent)
+                                 scratch=out.resolve().parent, in_core_bytes=in_core_limit << 20)
     else:
         result, timer = run(data, options, private=private, public=public)
     report(result, timer, private_key=private_key, out=out, schema_out=schema_out, started=started,
@@ -357,18 +365,14 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         metric=metric or "l2", clusters=None if clusters == "auto" else clusters, delta=delta,
         delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
         smoothing=None if smoothing == "auto" else smoothing,
-        prior=prior or ("posteriors" if utility in MODEL_UTILITIES and not partitioned else "counts"),
+        prior=prior or ("posteriors" if utility in MODEL_UTILITIES else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
         class_blind=bool(class_blind),
         auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets,
-                  class_blind=(False, True) if class_blind is None and utility in MODEL_UTILITIES and not partitioned
-                  else (),
+                  class_blind=(False, True) if class_blind is None and utility in MODEL_UTILITIES else (),
                   allow_unmet=allow_unmet) if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
     if utility == "ranking":
-        if partitioned:
-            raise BuildError("--utility ranking builds in memory (one CSV file); the out-of-core path has the rows "
-                             "and recommender modes")
         return ranking.RankingOptions(mapping=mapping, rank=factors or ranking.DEFAULT_RANK)
     if utility != "recommender":
         return mapping
@@ -699,4 +703,4 @@ exact_command = _command("exact", "Seed 000's exact mapping of categorical tuple
          "target_leakage",
          "target_auc", "allow_unmet", "domains", "missing_token", "schema_file", "schema_out", "missing", "workers",
          "scheduler",
-         "kmeans"), _DEFAULT)})
+         "kmeans", "in_core_limit"), _DEFAULT)})

@@ -28,7 +28,7 @@ from ._autotune import (
     choose,
     format_candidates,
 )
-from ._build import build, build_partitioned, build_points
+from ._build import SEARCH_USERS, build, build_partitioned, build_points, out_of_core_reason, search_sample
 from ._codebook import metric_center, refine
 from ._enough import chance_auc_high, check_enough_users, users_needed
 from ._erasure import (
@@ -46,7 +46,16 @@ from ._holdout import STARTS, FoldKMeans, HoldoutLeakage, cross_fitted_leakage, 
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
 from ._options import PRIORS, Auto, QuantizedOptions
 from ._in_memory import InMemoryRows
-from ._partitioned import KMEANS, PartitionedRows, SourceSummary, check_partitioned, dask_client
+from ._partitioned import (
+    IN_CORE_BYTES,
+    KMEANS,
+    PartitionedRows,
+    SourceSummary,
+    check_out_of_core,
+    check_partitioned,
+    dask_client,
+    in_core,
+)
 from ._pipeline import Build, StageTimer, build_rows, start
 from ._program import Solved, solve_prior, solve_rows
 from ._reuse import BuildStart
@@ -68,7 +77,8 @@ from ._view import (
 __all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "PRIORS",
            "build", "build_points", "build_rows", "start", "Build", "StageTimer",
            "Rows", "InMemoryRows", "PartitionedRows", "SourceSummary",
-           "build_partitioned", "check_partitioned", "dask_client", "KMEANS",
+           "build_partitioned", "check_partitioned", "check_out_of_core", "in_core", "out_of_core_reason",
+           "IN_CORE_BYTES", "search_sample", "SEARCH_USERS", "dask_client", "KMEANS",
            "metric_center", "refine", "choose", "Choice", "format_candidates", "candidate_clusters", "CANDIDATE_SMOOTHING",
            "CANDIDATE_DELTA_FRACTIONS", "HoldoutLeakage", "cross_fitted_leakage", "start_cross_fitting",
            "FoldKMeans", "STARTS", "fold_options", "BuildStart", "chance_auc_high", "check_enough_users", "users_needed",

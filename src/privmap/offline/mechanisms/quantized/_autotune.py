@@ -112,7 +112,9 @@ class Choice:
     (given, or the default's value); ``target_source`` says which ("given" or "default").
     ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is,
     and ``solved`` its build on all the rows when the search made one (None otherwise), which the
-    bundle ships (``build_kwargs``). ``fold_costs`` holds what every (candidate, fold) task cost,
+    bundle ships (``build_kwargs``). ``searched_users`` is set when the search judged a sample
+    of the users (:func:`._build.search_sample`): its candidates' figures are the sample's, and
+    the build measures the chosen one again over every user. ``fold_costs`` holds what every (candidate, fold) task cost,
     as :attr:`._holdout.HoldoutLeakage.fold_costs` gives it, and ``candidate_costs`` one dict per
     candidate: ``clusters``, ``smoothing`` and ``fold_cpu_seconds`` (its folds' CPU seconds
     together); neither is compared, and neither is in :meth:`summary` (the search's outcome,
@@ -131,6 +133,7 @@ class Choice:
     min_users_per_cluster: int = MIN_USERS_PER_CLUSTER
     column_targets: dict = field(default_factory=dict)
     class_blind: bool | None = None
+    searched_users: int | None = None
     fold_costs: tuple = field(default=(), compare=False)
     candidate_costs: tuple = field(default=(), compare=False)
 
@@ -159,6 +162,27 @@ class Choice:
                 + (f"built as --allow-unmet asks ({advice} to meet it)" if shipped
                    else f"{advice}, or pass --allow-unmet to build that candidate"))
 
+    def met_by(self, est: HoldoutLeakage) -> bool:
+        """Whether a cross-fitted estimate (the chosen candidate's over every user) meets the targets."""
+        return _Targets(leakage_bits=self.target_leakage_bits, auc=self.target_auc,
+                        columns=dict(self.column_targets)).met_by(est)
+
+    def unmet_over_all(self, est: HoldoutLeakage, users: int) -> str:
+        """One line for a choice that met the target on the search's sample of
+        :attr:`searched_users` but whose estimate ``est`` over all ``users`` misses it."""
+        reached = []
+        if self.target_leakage_bits is not None:
+            reached.append(f"new-user leakage {est.leakage_bits:.5f} bits against {self.target_leakage_bits:.5f}")
+        by_column = est.column_bits()
+        reached += [f"{column}'s {by_column[column]:.5f} bits against {bits:.5f}"
+                    for column, bits in self.column_targets.items()]
+        if self.target_auc is not None and est.attacker_auc_high is not None:
+            reached.append(f"attacker AUC bound {est.attacker_auc_high:.4f} ({est.attacker}) "
+                           f"against {self.target_auc:.4f}")
+        return (f"the auto search's choice (K = {self.clusters}) met the privacy target on its sample of "
+                f"{self.searched_users:,} users but not over all {users:,}: {', '.join(reached)}; loosen the "
+                "target, or pass --allow-unmet to build it")
+
     def build_kwargs(self) -> dict:
         """Keyword arguments of :func:`._pipeline.build_rows` for the chosen candidate."""
         return {"holdout": self.holdout, "solved": self.solved}
@@ -180,6 +204,7 @@ class Choice:
                 **({"class_blind": self.class_blind} if self.class_blind is not None else {}),
                 "target_leakage_bits": self.target_leakage_bits, "target_auc": self.target_auc,
                 "target_source": self.target_source, "min_users_per_cluster": self.min_users_per_cluster,
+                **({"searched_users": self.searched_users} if self.searched_users is not None else {}),
                 **({"target_leakage_bits_by_column": dict(self.column_targets)} if self.column_targets else {}),
                 "candidates": self.candidates}
 

@@ -10,17 +10,20 @@ from __future__ import annotations
 import dataclasses
 
 from ..._errors import BuildError, TargetNotMetError
-from ...data import Dataset, Source
+import numpy as np
+
+from ...data import Dataset, Source, row_keys
 from .._result import Result
 from ._autotune import choose
 from ._enough import check_enough_users
+from ._holdout import cross_fitted_leakage
 from ._in_memory import InMemoryRows
 from ._options import QuantizedOptions
-from ._partitioned import PartitionedRows
+from ._partitioned import IN_CORE_BYTES, PartitionedRows, check_out_of_core, in_core
 from ._pipeline import Build, StageTimer, build_rows, start
 from ._rows import Progress
 
-__all__ = ["build", "build_points", "build_partitioned"]
+__all__ = ["build", "build_points", "build_partitioned", "search_sample", "out_of_core_reason", "SEARCH_USERS"]
 
 
 def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | None = None) -> Result:
@@ -58,61 +61,114 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
     return Result(options.mechanism, built.payload, built)
 
 
+#: Most users the ``auto`` search judges its candidates on. Above it the search runs on a seeded
+#: sample of this many (its candidates' folds cost grows with the users), and the chosen candidate
+#: is built, cross-fitted and attacked over every user, its target checked again there: the
+#: bundle declares what all users' folds measured, never the sample's figure.
+SEARCH_USERS = 50_000
+
+
 def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, dropped_rows: int = 0) -> Build:
     """The quantized pipeline on points in memory (the rows, or a mechanism's own points: the
     recommender's factors), after the ``auto`` search when the options ask for one: it is timed
     as the stage ``auto-search`` with every fold's cost, its progress told as the fraction of its
     tasks done with the tasks and the candidate being judged (``tell``'s ``detail``), and the build
-    ships what it measured.
-    Raises as :func:`build`."""
+    ships what it measured. Over more than :data:`SEARCH_USERS` users the search judges a seeded
+    sample (:func:`search_sample`) and the stage ``holdout-all`` measures the chosen candidate
+    over every user.
+    Raises as :func:`build`; :class:`TargetNotMetError` when the chosen candidate misses the target
+    over every user (unless ``options.auto.allow_unmet``)."""
     held = InMemoryRows(rows, dropped_rows)
     if options.auto is None:
         return build_rows(held, options, tell)
+    sample = search_sample(rows, options.seed)
     tell("auto-search", 0.0)
-    choice = choose(rows, options, progress=lambda done, total, current: tell(
+    choice = choose(sample, options, progress=lambda done, total, current: tell(
         "auto-search", done / max(total, 1), f"{done}/{total} tasks, {current}"))
     tell.close()
     tell.attach_search("auto-search", choice.fold_costs, candidates=list(choice.candidate_costs))
     if not choice.met and not options.auto.allow_unmet:          # fail closed: no bundle for an unmet target
         raise TargetNotMetError(choice.unmet_message())
-    built = build_rows(held, choice.chosen(options), tell, **choice.build_kwargs())
+    if sample is rows:
+        built = build_rows(held, choice.chosen(options), tell, **choice.build_kwargs())
+        return dataclasses.replace(built, choice=choice)
+    choice = dataclasses.replace(choice, searched_users=sample.n)
+    chosen = choice.chosen(options)
+    tell("holdout-all", 0.0)
+    holdout = cross_fitted_leakage(held, chosen, attacker=True, progress=lambda f: tell("holdout-all", f))
+    tell.close()
+    tell.attach_search("holdout-all", holdout.fold_costs)
+    if choice.met and not choice.met_by(holdout) and not options.auto.allow_unmet:
+        raise TargetNotMetError(choice.unmet_over_all(holdout, rows.n))
+    built = build_rows(held, chosen, tell, holdout=holdout)
     return dataclasses.replace(built, choice=choice)
 
 
+def search_sample(rows: Dataset, seed: int, size: int = SEARCH_USERS) -> Dataset:
+    """``rows`` itself when it holds at most ``size`` users, else the ``size`` of least
+    :func:`~privmap.offline.data.row_keys` key (``seed``), in the rows' order: a sample that
+    depends on the seed and the number of rows alone, never on the private column."""
+    if rows.n <= size:
+        return rows
+    keep = np.sort(np.argpartition(row_keys(seed, 0, rows.n), size - 1)[:size])
+    return dataclasses.replace(rows, public=rows.public[keep], private=rows.private[keep])
+
+
 def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans: str = "minibatch",
-                      progress: Progress | None = None, dask_progress: bool = False) -> Result:
+                      progress: Progress | None = None, dask_progress: bool = False,
+                      in_core_bytes: int = IN_CORE_BYTES) -> Result:
     """Build a quantized bundle's payload from partitioned rows (CSV or Parquet files) on a Dask
-    cluster: the pipeline of :func:`build` on :class:`._partitioned.PartitionedRows`.
+    cluster: the rows validated in a pass over the partitions; then, when they fit in
+    ``in_core_bytes`` (:func:`._partitioned.in_core`), gathered and mapped by :func:`build_points`
+    as in memory (every option); else the pipeline of :func:`build` on
+    :class:`._partitioned.PartitionedRows`' passes.
 
     Parameters
     ----------
     src : Source
         The partitioned rows (:func:`privmap.offline.data.open_source`).
     options : QuantizedOptions
-        l2 metric; ``declared``, ``missing``, ``codebook`` and ``cross_fitting`` as in memory
-        (:mod:`._partitioned` says what differs); no ``auto``, posteriors prior or robust certificate.
+        l2 metric; out of core also ``--clusters K``, the counts prior, no robust certificate and
+        no class-blind codebook (:func:`._partitioned.check_out_of_core`; :mod:`._partitioned`
+        says what else differs).
     client : distributed.Client
         Where the partitions are processed (:func:`._partitioned.dask_client`).
     kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
+        The k-means out of core.
     progress : callable(stage, fraction), optional, keyword-only
         Told about each stage and pass (a :class:`._pipeline.StageTimer` times them).
     dask_progress : bool, keyword-only
         Show Dask's text progress bar of every pass on stderr.
+    in_core_bytes : int, keyword-only
+        Largest size of the rows (float64) mapped in memory; 0 maps out of core always.
 
     Returns
     -------
     Result
-        Its ``detail`` a :class:`._pipeline.Build` whose ``dataset`` is the source's
-        :class:`._partitioned.SourceSummary`; ``alphabet.labels`` and ``alphabet.raw_distortion``
-        are None (psi never leaves the workers).
+        Its ``detail`` a :class:`._pipeline.Build`; out of core its ``dataset`` is the source's
+        :class:`._partitioned.SourceSummary` and ``alphabet.labels`` and
+        ``alphabet.raw_distortion`` are None (psi never leaves the workers).
 
     Raises
     ------
     BuildError
-        As :class:`._partitioned.PartitionedRows` and the pipeline; a cross-fitting fold without
-        some private class (fewer cross-fitting folds).
+        As :class:`._partitioned.PartitionedRows`, :func:`build_points` and the pipeline; too few
+        users for the AUC target (after the validating pass); a cross-fitting fold without some
+        private class (fewer cross-fitting folds).
     """
     tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
     rows = PartitionedRows(src, options, client, kmeans=kmeans, progress=tell, dask_progress=dask_progress)
-    built = build_rows(rows, options, tell)
+    check_enough_users(rows.dataset, options)
+    if in_core(rows.n, len(src.features), in_core_bytes):
+        built = build_points(rows.gathered(), options, tell, dropped_rows=rows.dropped_rows)
+    else:
+        check_out_of_core(options, out_of_core_reason(rows.n, len(src.features), in_core_bytes, "columns"))
+        built = build_rows(rows, options, tell)
     return Result(options.mechanism, built.payload, built)
+
+
+def out_of_core_reason(n: int, d: int, limit_bytes: int, what: str) -> str:
+    """Why a build maps out of core, as :func:`._partitioned.check_out_of_core` appends it: the
+    ``n`` users' points of ``d`` ``what`` against the limit."""
+    return (f" (the {n:,} users' points, {d} {what} each, take {n * max(d, 1) * 8 / 2**20:,.0f} MiB; "
+            f"the in-core limit is {limit_bytes / 2**20:,.0f} MiB: --in-core-limit)")

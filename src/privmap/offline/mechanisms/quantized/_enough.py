@@ -24,6 +24,7 @@ is n times the square of the floor's excess over 0.5 divided by the target's.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from ..._errors import DatasetError
 from ...data import Dataset
 from ._holdout import CONFIDENCE
 from ._options import QuantizedOptions
+
+if TYPE_CHECKING:
+    from ._partitioned import SourceSummary
 
 __all__ = ["chance_auc_high", "users_needed", "check_enough_users"]
 
@@ -63,9 +67,10 @@ def users_needed(counts, target_auc: float) -> int | None:
     return int(math.ceil(counts.sum() * ((high - 0.5) / (target_auc - 0.5)) ** 2))
 
 
-def check_enough_users(dataset: Dataset, options: QuantizedOptions) -> None:
+def check_enough_users(dataset: Dataset | SourceSummary, options: QuantizedOptions) -> None:
     """Refuse, before any work, an ``auto`` search whose AUC target no useful release of
-    ``dataset``'s users could be shown to meet (module docstring).
+    ``dataset``'s users (rows in memory, or a partitioned source's summary: its ``class_counts``,
+    ``classes`` and ``private_name``) could be shown to meet (module docstring).
 
     Raises
     ------
@@ -75,7 +80,7 @@ def check_enough_users(dataset: Dataset, options: QuantizedOptions) -> None:
     auto = options.auto
     if auto is None or auto.target_auc is None or options.folds < 2:
         return
-    counts = np.bincount(dataset.private, minlength=len(dataset.classes))
+    counts = np.asarray(dataset.class_counts)
     if len(counts) < 2 or counts.min() == 0:
         return                                       # the folds refuse these with their own message
     needed = users_needed(counts, auto.target_auc)

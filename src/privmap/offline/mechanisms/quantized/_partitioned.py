@@ -66,6 +66,7 @@ from ..._errors import BuildError, DatasetError
 from ...data import (
     MIN_ROWS,
     Column,
+    Dataset,
     Declaration,
     Declared,
     Partition,
@@ -92,9 +93,15 @@ from ._options import QuantizedOptions
 from ._program import Solved
 from ._rows import Alphabet, Progress
 
-__all__ = ["KMEANS", "PartitionedRows", "SourceSummary", "check_partitioned", "dask_client"]
+__all__ = ["KMEANS", "IN_CORE_BYTES", "PartitionedRows", "SourceSummary", "check_partitioned", "check_out_of_core",
+           "in_core", "dask_client"]
 
 KMEANS = ("minibatch", "dask-ml", "in-memory")
+#: Default size (bytes) of the users' points (rows, or a model mode's points, float64) a partitioned
+#: build maps in memory with every option of the in-memory build; beyond it the mapping is made
+#: out of core (:func:`check_out_of_core`). 1 GiB: 10^6 users of 134 columns, or 12 million
+#: users of a recommender's 11 factor coordinates.
+IN_CORE_BYTES = 1 << 30
 #: Most rows ``kmeans="in-memory"`` gathers on the client.
 IN_MEMORY_MAX_ROWS = 1_000_000
 #: Rows per mini-batch step.
@@ -131,6 +138,8 @@ class SourceSummary:
         Mean of each column's observed cells (k-means' fill under "mask").
     fills : ndarray or None, shape (d,)
         Under "impute", the recorded fill of each column (:func:`column_fills` of all rows).
+    class_counts : ndarray of int64, shape (|A|,)
+        Kept rows of each class, in the order of ``classes``.
     """
 
     n: int
@@ -143,6 +152,7 @@ class SourceSummary:
     missing_fraction: float = 0.0
     means: np.ndarray | None = None
     fills: np.ndarray | None = None
+    class_counts: np.ndarray | None = None
 
     @property
     def integer(self) -> np.ndarray:
@@ -184,7 +194,8 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None):
 
 
 def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> None:
-    """Everything about a partitioned build that can be refused without reading rows.
+    """Everything about a partitioned build's rows and options that can be refused without
+    reading rows (what the out-of-core mapping alone refuses: :func:`check_out_of_core`).
 
     ``src`` is the partitioned rows (:func:`privmap.offline.data.open_source`: their
     headers only were read); no cluster is needed.
@@ -192,8 +203,7 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
     Raises
     ------
     BuildError
-        Another mechanism or metric than quantized/l2, what only rows in memory allow (``auto``,
-        the posteriors prior, the robust certificate, the class-blind codebook), an unknown ``kmeans``.
+        Another mechanism or metric than quantized/l2, an unknown ``kmeans``.
     DatasetError
         A declaration (``--domain``, ``--schema``) naming a column that is not public or giving
         an integer column fractional bounds.
@@ -201,15 +211,6 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
     if options.mechanism != "quantized" or options.metric != "l2":
         raise BuildError("a partitioned build makes the quantized mechanism with the l2 metric only "
                          f"(got {options.mechanism}, {options.metric})")
-    if options.auto is not None:
-        raise BuildError("'auto' clusters or smoothing are chosen in memory; a partitioned build needs a number "
-                         "(--clusters K, --smoothing S)")
-    if options.prior != "counts":
-        raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
-    if options.robust is not None:
-        raise BuildError("--robust needs the training rows in memory; it does not apply to a partitioned build")
-    if options.class_blind:
-        raise BuildError("--class-blind clusters the rows in memory; a partitioned build clusters them as they are")
     if kmeans not in KMEANS:
         raise BuildError(f"unknown k-means {kmeans!r}; expected one of {', '.join(KMEANS)}")
     if options.declared is not None:
@@ -218,6 +219,33 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
         probe = [(declared.get(name).min if declared.get(name).min is not None else declared.get("*").min) or 0.0
                  for name in src.features]
         resolve(src.features, np.array([probe], dtype=float), declared)
+
+
+def in_core(n: int, d: int, limit_bytes: int) -> bool:
+    """Whether ``n`` points of ``d`` float64 coordinates fit in ``limit_bytes``: then a
+    partitioned build maps them in memory, with every option of the in-memory build."""
+    return n * max(d, 1) * 8 <= limit_bytes
+
+
+def check_out_of_core(options: QuantizedOptions, why: str = "") -> None:
+    """Refuse what only the mapping in memory does, for a build mapped out of core
+    (:class:`PartitionedRows`' passes); ``why`` says why it is out of core (prefixed to the
+    advice, e.g. the users' points exceed the in-core limit).
+
+    Raises
+    ------
+    BuildError
+        ``auto`` clusters or smoothing, the posteriors prior, the robust certificate or the
+        class-blind codebook, one line naming the option.
+    """
+    wants = ("--clusters auto or --smoothing auto" if options.auto is not None
+             else "--prior posteriors" if options.prior != "counts"
+             else "--robust" if options.robust is not None
+             else "--class-blind clusters" if options.class_blind else None)
+    if wants is None:
+        return
+    raise BuildError(f"{wants} needs the users' points in memory{why}; out of core a build takes --clusters K, "
+                     "--prior counts, and neither --robust nor --class-blind")
 
 
 class PartitionedRows:
@@ -265,7 +293,7 @@ class PartitionedRows:
                               values=options.missing == "impute")
         digests = self._run.map(file_sha256, list(src.files))
         self.dataset = summary = _summarize(src, stats, digests, options)
-        if not 1 <= _clusters(options) <= summary.n:
+        if options.clusters is not None and not 1 <= options.clusters <= summary.n:
             raise DatasetError(f"--clusters {options.clusters}: must be between 1 and the {summary.n} rows")
         self._reading = dataclasses.replace(reading, fills=summary.fills)
         self._kmeans = kmeans
@@ -343,6 +371,21 @@ class PartitionedRows:
         """The k-means centres (``options.clusters``, d) of the rows by this backend's k-means
         (``kmeans=``), before they are made representatives (:meth:`alphabet`)."""
         return _KMEANS[self._kmeans](self._run, self._parts, self._reading, self.dataset, options)
+
+    def gathered(self) -> Dataset:
+        """Every kept row in memory, in the order of the partitions (one pass): the
+        :class:`~privmap.offline.data.Dataset` an in-memory build maps (NaN = a missing answer, as
+        the in-memory reader gives it), its SHA-256 the source's. Only for rows that fit
+        (:func:`in_core`)."""
+        self._tell("gather", 0.05)
+        got = self._run.map(_kept_rows, self._parts, reading=self._reading)
+        summary = self.dataset
+        code = {c: i for i, c in enumerate(summary.classes)}
+        labels = np.concatenate([labels for _, labels in got]) if got else np.zeros(0, dtype=object)
+        return Dataset(features=summary.features, public=np.concatenate([X for X, _ in got]),
+                       private=np.fromiter((code[v] for v in labels), dtype=np.int64, count=labels.size),
+                       classes=summary.classes, private_name=summary.private_name, categorical=False,
+                       sha256=summary.sha256)
 
     def counts(self, alphabet: Alphabet) -> np.ndarray:
         """Rows by private class and representative, summed over the folds of pass 2."""
@@ -461,6 +504,7 @@ def _summarize(src, stats, digests, options: QuantizedOptions) -> SourceSummary:
         raise DatasetError(f"{where}: {n} data rows, need at least {MIN_ROWS}")
     found = sorted(set().union(*(s["labels"] for s in stats)))
     classes = check_classes(found, None, where, src.private_name)
+    class_counts = np.array([sum(s["labels"].get(c, 0) for s in stats) for c in classes], dtype=np.int64)
     full = [s for s in stats if s["n"]]
     lo = np.fmin.reduce([s["lo"] for s in full])
     hi = np.fmax.reduce([s["hi"] for s in full])
@@ -477,7 +521,8 @@ def _summarize(src, stats, digests, options: QuantizedOptions) -> SourceSummary:
         fills = column_fills(middle, schema)
     d = len(src.features)
     return SourceSummary(
-        n=n, classes=tuple(classes), private_name=src.private_name, sha256=source_sha256(src.files, digests),
+        n=n, classes=tuple(classes), class_counts=class_counts, private_name=src.private_name,
+        sha256=source_sha256(src.files, digests),
         features=src.features, schema=schema, dropped=sum(s["dropped"] for s in stats),
         missing_fraction=float((n * d - observed.sum()) / (n * d)) if d else 0.0, means=means, fills=fills)
 
@@ -510,10 +555,16 @@ def _read(part: Partition, reading: _Reading) -> tuple[np.ndarray, np.ndarray, n
     return X, lookup, labels, dropped
 
 
+def _kept_rows(part: Partition, *, reading: _Reading) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's rows with a public cell (NaN = missing) and their private labels."""
+    X, _, labels, _ = _read(part, reading)
+    return X, labels
+
+
 def _partition_stats(part: Partition, *, reading: _Reading, declared: Declared | None, values: bool) -> dict:
     X, _, labels, dropped = _read(part, reading)
     if X.shape[0] == 0:
-        return {"n": 0, "labels": set(), "dropped": dropped}
+        return {"n": 0, "labels": {}, "dropped": dropped}
     _check_declared(X, reading.features, declared, part)
     observed = ~np.isnan(X)
     seen = observed.any(axis=0)
@@ -522,7 +573,8 @@ def _partition_stats(part: Partition, *, reading: _Reading, declared: Declared |
     fractional = observed & (X != np.round(np.where(observed, X, 0.0)))
     first = np.argmax(fractional, axis=0)
     fraction = np.where(fractional.any(axis=0), X[first, np.arange(X.shape[1])], np.nan)
-    out = {"n": X.shape[0], "labels": set(np.unique(labels).tolist()), "dropped": dropped, "lo": lo, "hi": hi,
+    found, counts = np.unique(labels, return_counts=True)
+    out = {"n": X.shape[0], "labels": dict(zip(found.tolist(), counts.tolist())), "dropped": dropped, "lo": lo, "hi": hi,
            "fraction": fraction, "missing": ~observed.all(axis=0), "observed": observed.sum(axis=0),
            "sums": np.where(observed, X, 0.0).sum(axis=0)}
     if values:

@@ -27,11 +27,21 @@ from ._build import (
 )
 from ._calibrate import calibrate_payload, calibrated_outputs, pooled_sums
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
-from ._partitioned import SAMPLE_CELLS, SAMPLE_USERS, build_partitioned, sample_ratings, sample_size
+from ._partitioned import (
+    SAMPLE_CELLS,
+    SAMPLE_USERS,
+    Folded,
+    PartitionedMode,
+    build_model_partitioned,
+    build_partitioned,
+    sample_ratings,
+    sample_size,
+)
 from ._view import FactorView, lookup_points, model_view_parts, rms_gaps, view_of_recommender
 
 __all__ = ["RecommenderOptions", "build", "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare",
            "factor_options", "missing_token", "rating_model", "build_prepared", "recommender_result", "FACTOR_PREFIX",
            "FactorView", "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps", "FactorModel",
            "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS", "sample_ratings", "sample_size", "SAMPLE_USERS",
+           "build_model_partitioned", "PartitionedMode", "Folded",
            "SAMPLE_CELLS", "pooled_sums", "calibrated_outputs", "calibrate_payload"]

@@ -1,26 +1,38 @@
-"""The recommender build on partitioned ratings (``privmap build DIR --utility recommender``): CSV
-or Parquet files too large for memory, on a Dask cluster. No process holds more than one
-partition's ratings and the sample of pass 2.
+"""The model modes' builds on partitioned ratings (``privmap build DIR --utility recommender`` or
+``ranking``): CSV or Parquet files too large for memory, on a Dask cluster. No process holds more
+than one partition's ratings, the sample of pass 2 and the users' points.
 
 1. validate (:class:`~privmap.offline.mechanisms.quantized.PartitionedRows` on the ratings): every
    partition read and checked as the partitioned quantized build checks its rows (bad cells, a
    rating outside the declared domain, files whose columns differ, too few rated rows, one
-   private class), and the ratings' schema, rows left out, blank share and SHA-256 summed up.
+   private class), and the ratings' schema, class counts, rows left out, blank share and SHA-256
+   summed up; then too few users for an AUC target refused (the in-memory build's check).
 2. sample: at most :func:`sample_size` rated rows, those of least
    :func:`~privmap.offline.data.row_keys` key (seeded by ``--seed``, independent of the ratings
    and of the private column), streamed partition by partition to the client and kept in the
    order of the files.
-3. the factor model is fitted on the sample exactly as in memory (:func:`._build.fit_model`:
-   the penalty chosen on held-back ratings unless given, then alternating least squares).
-4. fold-in: every partition's rated rows folded into the whitened factor space with that model
-   (the device's own solve) and written with the private column as Parquet parts to a temporary
-   directory, removed when the build ends, failed or not.
-5. the partitioned quantized pipeline on those points
-   (:class:`~privmap.offline.mechanisms.quantized.PartitionedRows` and ``build_rows``, as its
-   ``build_partitioned``);
-6. calibrate (:mod:`._calibrate`, as in memory): a pass over the ratings adds up each output's
-   pool, and one over the points the released distortion; the payload is then made a
-   recommender bundle's by :func:`._build.recommender_result`, the same function as in memory.
+3. the mode's model is fitted on the sample exactly as in memory (:class:`PartitionedMode`: the
+   recommender's factor model, :func:`._build.fit_model`; the ranking mode's score space).
+4. fold-in: every partition's rated rows made the model's points on the workers (the device's own
+   computation) and written with the private column as Parquet parts to a temporary directory,
+   removed when the build ends, failed or not.
+5. the mapping: when the points fit in the in-core limit
+   (:func:`~privmap.offline.mechanisms.quantized.in_core`: 10^6 users' 11 factor coordinates take
+   88 MB), gathered in file order and mapped by
+   :func:`~privmap.offline.mechanisms.quantized.build_points` exactly as in memory, with every
+   option (``--clusters auto`` and its targets, class-blind clusters, the posteriors prior,
+   ``--robust``, the per-output limit, the cross-fitted figures over every user); beyond it, by the
+   partitioned quantized pipeline's passes over the point parts (``--clusters K`` and the counts
+   prior only: :func:`~privmap.offline.mechanisms.quantized.check_out_of_core`, refused before
+   the sample).
+6. the mode finishes the payload: the recommender calibrates its outputs out of core
+   (:mod:`._calibrate`: a pass over the ratings adds up each output's pool, one over the points
+   the released distortion) and makes it a recommender bundle's (:func:`._build.recommender_result`,
+   as in memory); the ranking mode makes it a ranking bundle's.
+
+When every rated row is in the sample (at most :data:`SAMPLE_USERS` users and
+:data:`SAMPLE_CELLS` cells) the model, the points in their order and so the mapping are the
+in-memory build's of the same rows in one file.
 
 Why a sample is enough for the model: the model never sees the private attribute, so fitting it
 on a sample leaks nothing a full fit would not, and every user, sampled or not, is folded in and
@@ -38,21 +50,32 @@ import glob
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping, cast
 
 import numpy as np
 
 from ..._errors import BuildError
-from ...data import Partition, Source, nearest, open_source, read_partition, row_keys
+from ...data import Dataset, Partition, Source, nearest, open_source, read_partition, row_keys
 from .._result import Result
-from ..quantized import PartitionedRows, StageTimer, build_rows
+from ..quantized import (
+    IN_CORE_BYTES,
+    PartitionedRows,
+    StageTimer,
+    build_points,
+    build_rows,
+    check_enough_users,
+    check_out_of_core,
+    in_core,
+    out_of_core_reason,
+)
 from ._build import RecommenderOptions, factor_names, factor_options, fit_model, missing_token, rating_model, \
     recommender_result
 from ._calibrate import calibrated_outputs, payload_domain, payload_table, pooled_sums, released_distance, \
     with_outputs
 from ._factors import FactorModel
 
-__all__ = ["build_partitioned", "sample_ratings", "sample_size", "SAMPLE_USERS", "SAMPLE_CELLS"]
+__all__ = ["build_partitioned", "build_model_partitioned", "PartitionedMode", "Folded", "gather_points", "fold_in",
+           "sample_ratings", "sample_size", "SAMPLE_USERS", "SAMPLE_CELLS"]
 
 #: Most users the factor model of a partitioned build is fitted on.
 SAMPLE_USERS = 100_000
@@ -85,8 +108,40 @@ def sample_size(columns: int) -> int:
     return max(1, min(SAMPLE_USERS, SAMPLE_CELLS // max(columns, 1)))
 
 
+@dataclass(frozen=True)
+class PartitionedMode:
+    """What a model mode brings to the partitioned build (module docstring): ``stage``, the
+    progress stage of its model's fit; ``fit(R, options, progress)`` -> ``(model, scores)`` on the
+    sample ``R`` (n, m; NaN = not rated) as its in-memory build fits it (``scores``: each
+    penalty tried -> validation RMSE, or empty); ``width(options)``, the coordinates of a
+    user's point; ``names(model)``, their feature names; and ``finish(built, fitted, options,
+    folded)`` -> :class:`Result`, the mapping's :class:`~privmap.offline.mechanisms.quantized.Build`
+    made the mode's bundle (``folded``: the :class:`Folded` points and ratings). The model's
+    ``points(R)`` gives the points of ratings (rows, width)."""
+
+    stage: str
+    fit: Callable
+    width: Callable
+    names: Callable
+    finish: Callable
+
+
+@dataclass(frozen=True)
+class Folded:
+    """The folded-in users a mode's ``finish`` may read again: the ``client``, the ratings'
+    ``parts`` and how to read them (``reading``), the ``model`` and the ``folder`` of points
+    (:func:`fold_in`)."""
+
+    client: object
+    parts: tuple
+    reading: "_Reading"
+    model: object
+    folder: str
+
+
 def build_partitioned(src: Source, options: RecommenderOptions, client, *, kmeans: str = "minibatch",
-                      progress=None, dask_progress: bool = False, scratch: str | os.PathLike | None = None) -> Result:
+                      progress=None, dask_progress: bool = False, scratch: str | os.PathLike | None = None,
+                      in_core_bytes: int = IN_CORE_BYTES) -> Result:
     """Build a recommender bundle's payload from partitioned ratings (module docstring).
 
     Parameters
@@ -95,37 +150,47 @@ def build_partitioned(src: Source, options: RecommenderOptions, client, *, kmean
         The partitioned ratings (:func:`privmap.offline.data.open_source`): one column per item
         (blank = not rated) and the private column.
     options : RecommenderOptions
-        Its ``mapping`` as a partitioned quantized build takes it (a number of clusters, the
-        counts prior, no robust certificate); ``mapping.seed`` seeds the sample and the fit.
+        As the in-memory build takes them; ``mapping.seed`` seeds the sample and the fit.
     client : distributed.Client
         Where the partitions are processed.
     kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
-        The k-means of the factor points.
+        The k-means of the factor points out of core.
     progress : callable(stage, fraction) or StageTimer, optional, keyword-only
-        Told about each pass ("validate", "sample", "factor-model", "fold-in") and then the
-        quantized pipeline's stages.
+        Told about each pass ("validate", "sample", "factor-model", "fold-in", "gather") and then
+        the mapping's stages.
     dask_progress : bool, keyword-only
-        Show Dask's text progress bar of the quantized passes on stderr.
+        Show Dask's text progress bar of the passes on stderr.
     scratch : path, optional, keyword-only
         Where the temporary directory of factor points is made (the workers must see it);
         default the system's temporary directory.
+    in_core_bytes : int, keyword-only
+        Largest size of the users' points (float64) mapped in memory; 0 maps out of core always.
 
     Returns
     -------
     Result
-        Its ``detail`` a :class:`._build.RecommenderBuild` whose ``dataset`` is the factor points'
-        :class:`~privmap.offline.mechanisms.quantized.SourceSummary`.
+        Its ``detail`` a :class:`._build.RecommenderBuild`.
 
     Raises
     ------
     BuildError
-        Other options than :class:`RecommenderOptions`; what the partitioned quantized build
-        refuses (its options, or bad ratings: :class:`~privmap.offline.DatasetError`, naming
-        the partition); missing-answer tokens that differ by column; too few ratings to choose
-        the penalty.
+        Other options than :class:`RecommenderOptions`; bad ratings
+        (:class:`~privmap.offline.DatasetError`, naming the partition); too few users for the AUC
+        target; options that only the mapping in memory takes on points beyond ``in_core_bytes``;
+        missing-answer tokens that differ by column; too few ratings to choose the penalty; what
+        the mapping refuses (:class:`~privmap.offline.TargetNotMetError` included).
     """
     if not isinstance(options, RecommenderOptions):
         raise BuildError(f"the recommender build takes RecommenderOptions, got {type(options).__name__}")
+    return build_model_partitioned(src, options, client, RECOMMENDER, kmeans=kmeans, progress=progress,
+                                   dask_progress=dask_progress, scratch=scratch, in_core_bytes=in_core_bytes)
+
+
+def build_model_partitioned(src: Source, options, client, mode: PartitionedMode, *, kmeans: str = "minibatch",
+                            progress=None, dask_progress: bool = False, scratch: str | os.PathLike | None = None,
+                            in_core_bytes: int = IN_CORE_BYTES) -> Result:
+    """A model mode's build on partitioned ratings (module docstring; arguments and errors as
+    :func:`build_partitioned`, ``options`` the mode's, ``mode`` what it brings)."""
     tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
     token = missing_token(options, src.features)
     declared = options.mapping.declared
@@ -133,28 +198,62 @@ def build_partitioned(src: Source, options: RecommenderOptions, client, *, kmean
                        tuple(sorted(declared.missing_tokens().items())) if declared else ())
     summary = PartitionedRows(src, options.mapping, client, kmeans=kmeans, progress=tell,
                               dask_progress=dask_progress).dataset
+    check_enough_users(summary, options.mapping)
+    width = mode.width(options)
+    inside = in_core(summary.n, width, in_core_bytes)
+    mapping = factor_options(options.mapping)
+    if not inside:
+        check_out_of_core(mapping, out_of_core_reason(summary.n, width, in_core_bytes, "coordinates"))
     tell("sample", 0.0)
-    model, scores = _fit_on_sample(client, src, reading, options, tell)
+    R = _sample(client, src.partitions, reading, seed=options.mapping.seed, size=sample_size(len(src.features)))
+    tell(mode.stage, 0.0)
+    model, scores = mode.fit(R, options, None)
+    del R
     fitted = rating_model(summary.schema, token, model, scores, dropped_rows=summary.dropped,
                           missing_cell_fraction=summary.missing_fraction, sha256=summary.sha256)
-    with tempfile.TemporaryDirectory(prefix="privmap-factors-", dir=scratch) as folder:
+    names = mode.names(model)
+    with tempfile.TemporaryDirectory(prefix="privmap-points-", dir=scratch) as folder:
         tell("fold-in", 0.0)
-        fold_in(client, src.partitions, reading, model, folder)
-        mapping = factor_options(options.mapping)
-        points = PartitionedRows(open_source(folder, private=src.private_name), mapping, client, kmeans=kmeans,
-                                 progress=tell, dask_progress=dask_progress)
-        built = build_rows(points, mapping, tell)
-        tell("calibrate", 0.99)
-        payload = calibrate(client, src.partitions, reading, model, built.payload, folder)
+        fold_in(client, src.partitions, reading, model, folder, names=names)
+        if inside:
+            tell("gather", 0.0)
+            built = build_points(gather_points(folder, names, summary), mapping, tell, dropped_rows=summary.dropped)
+        else:
+            points = PartitionedRows(open_source(folder, private=src.private_name), mapping, client, kmeans=kmeans,
+                                     progress=tell, dask_progress=dask_progress)
+            built = build_rows(points, mapping, tell)
+        return mode.finish(built, fitted, options, Folded(client, tuple(src.partitions), reading, model, folder))
+
+
+def gather_points(folder, names, summary) -> Dataset:
+    """The points :func:`fold_in` wrote to ``folder``, in partition order, as the
+    :class:`~privmap.offline.data.Dataset` an in-memory build maps: features ``names``, the
+    private classes and SHA-256 of ``summary`` (the ratings' :class:`SourceSummary`)."""
+    import pyarrow.parquet as pq
+    paths = sorted(glob.glob(os.path.join(folder, "part-*.parquet")))
+    code = {c: i for i, c in enumerate(summary.classes)}
+    blocks, labels = [], []
+    for path in paths:
+        table = pq.read_table(path)
+        blocks.append(np.column_stack([table.column(name).to_numpy() for name in names]))
+        labels += [code[v] for v in table.column(summary.private_name).to_pylist()]
+    return Dataset(features=tuple(names), public=np.concatenate(blocks) if blocks else np.zeros((0, len(names))),
+                   private=np.array(labels, dtype=np.int64), classes=summary.classes,
+                   private_name=summary.private_name, categorical=False, sha256=summary.sha256)
+
+
+def _finish_recommender(built, fitted, options: RecommenderOptions, folded: Folded) -> Result:
+    """The recommender's finish: the outputs calibrated out of core (:func:`calibrate`), then
+    :func:`._build.recommender_result`."""
+    payload = calibrate(folded.client, folded.parts, folded.reading, cast(FactorModel, folded.model), built.payload,
+                        folded.folder)
     return recommender_result(dataclasses.replace(built, payload=payload), fitted, options)
 
 
-def _fit_on_sample(client, src: Source, reading: _Reading, options: RecommenderOptions,
-                   tell) -> tuple[FactorModel, dict]:
-    """The factor model fitted on the sample (stage ``factor-model``), and each penalty's RMSE."""
-    R = _sample(client, src.partitions, reading, seed=options.mapping.seed, size=sample_size(len(src.features)))
-    tell("factor-model", 0.0)
-    return fit_model(R, options)
+#: The recommender mode on partitioned ratings.
+RECOMMENDER = PartitionedMode(stage="factor-model", fit=lambda R, options, progress: fit_model(R, options, progress=progress),
+                              width=lambda options: options.rank + 1, names=lambda model: factor_names(model.rank),
+                              finish=_finish_recommender)
 
 
 def sample_ratings(client, src: Source, *, seed: int, size: int, tokens: Mapping[str, str] | None = None) -> np.ndarray:
@@ -222,17 +321,18 @@ def _candidates(part: Partition, *, reading: _Reading, ordinal: int, seed: int, 
     return keys[chosen], (np.int64(ordinal) << np.int64(32)) + chosen, R[chosen]
 
 
-def fold_in(client, parts, reading: _Reading, model: FactorModel, folder) -> int:
-    """Every partition's rated rows as factor points, written with the private column to
-    ``folder``/part-NNNNNN.parquet (one file per partition that rates something, in partition
-    order; columns factor_0 .. factor_rank, then the private column as text). Returns the rows
-    written."""
+def fold_in(client, parts, reading: _Reading, model, folder, *, names=None) -> int:
+    """Every partition's rated rows as the model's points (``model.points``), written with the
+    private column to ``folder``/part-NNNNNN.parquet (one file per partition that rates
+    something, in partition order; columns ``names``, default the factor model's factor_0 ..
+    factor_rank, then the private column as text). Returns the rows written."""
+    names = factor_names(model.rank) if names is None else tuple(names)
     return sum(client.gather([client.submit(_fold_partition, part, pure=False, reading=reading, model=model,
-                                            path=_points_path(folder, ordinal))
+                                            path=_points_path(folder, ordinal), names=names)
                               for ordinal, part in enumerate(parts)]))
 
 
-def _fold_partition(part: Partition, *, reading: _Reading, model: FactorModel, path: str) -> int:
+def _fold_partition(part: Partition, *, reading: _Reading, model, path: str, names) -> int:
     """:func:`fold_in` of one partition, :data:`FOLD_ROWS` rows at a time; the rows written."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -242,7 +342,7 @@ def _fold_partition(part: Partition, *, reading: _Reading, model: FactorModel, p
         return 0
     points = np.concatenate([model.points(R[i:i + FOLD_ROWS][rated[i:i + FOLD_ROWS]])
                              for i in range(0, R.shape[0], FOLD_ROWS)])
-    columns = {name: points[:, k] for k, name in enumerate(factor_names(model.rank))}
+    columns = {name: points[:, k] for k, name in enumerate(names)}
     columns[reading.private] = pa.array(labels[rated].tolist(), type=pa.string())
     pq.write_table(pa.table(columns), path)
     return int(points.shape[0])
