@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import time
 import traceback
 
 import pytest
@@ -166,6 +167,57 @@ def _hold_shared(root, holding, release):
 
 def _install(root, keyring, data):
     DeviceState(root, keyring, clock=lambda: NOW).install(data)
+
+
+READERS = 12
+
+
+def _read_until_stopped(root, keyring, ready, stop, queue):
+    """Release through the state in a loop until ``stop``; put how many rounds (or the error)."""
+    try:
+        state, rounds = _open(root, keyring), 0
+        while not stop.is_set():
+            with state._store.locked(exclusive=False):   # a reader whose reads take 5 ms (a large
+                time.sleep(0.005)                        # bundle, a slow disk), as active() holds it
+            bundle = state.active()
+            state.release_index(bundle, ROWS[1])
+            rounds += 1
+            if rounds == 1:
+                ready.release()
+        queue.put(rounds)
+    except BaseException as exc:
+        ready.release()
+        queue.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_installs_are_not_starved_by_a_stream_of_readers(sim, tmp_path):
+    """Twelve processes read in a loop, their shared locks overlapping without a gap; each of
+    three installs still gets the exclusive lock within its wait (a waiting writer holds the
+    turnstile, so new readers queue behind it), and every reader keeps going."""
+    root = tmp_path / "s"
+    state = _open(root, sim.keyring)
+    state.install(sim.bundle(version=1))
+    ready, stop, queue = _CTX.Semaphore(0), _CTX.Event(), _CTX.Queue()
+    readers = [_CTX.Process(target=_read_until_stopped, args=(root, sim.keyring, ready, stop, queue))
+               for _ in range(READERS)]
+    for p in readers:
+        p.start()
+    waits = []
+    try:
+        for _ in readers:
+            assert ready.acquire(timeout=30), "a reader did not start"
+        for version in (2, 3, 4):
+            started = time.monotonic()
+            assert state.install(sim.bundle(version=version)).status == "installed"
+            waits.append(time.monotonic() - started)
+    finally:
+        stop.set()
+        rounds = [queue.get(timeout=60) for _ in readers]
+        for p in readers:
+            p.join(timeout=60)
+    assert all(type(r) is int and r > 0 for r in rounds), rounds
+    assert max(waits) < state.lock_wait, waits
+    assert _open(root, sim.keyring).active().version == 4
 
 
 def test_no_valid_bundle_is_not_raised_to_readers_on_a_fresh_directory_after_install(sim, tmp_path):

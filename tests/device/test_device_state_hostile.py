@@ -127,6 +127,46 @@ def test_an_open_that_finds_leftovers_cleans_them_only_if_nobody_holds_the_lock(
     assert not leftover.exists()
 
 
+def test_a_writer_waiting_on_a_reader_keeps_new_readers_out_until_it_is_done(sim, installed, holder):
+    """The turnstile: while an install waits for a reader that holds on, a reader arriving after
+    it is not let in ahead of it (so a stream of readers cannot starve it); once the first
+    reader ends, the install goes through and readers get in again."""
+    import threading
+    reader = holder(installed, "shared")
+    state = DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=10)
+    late = DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0)
+    outcome = []
+    writer = threading.Thread(target=lambda: outcome.append(state.install(sim.bundle(version=6)).status))
+    writer.start()
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:           # until the install holds the turnstile
+            try:
+                late.active()
+            except StateLockedError:
+                break
+            time.sleep(0.005)
+        with pytest.raises(StateLockedError):
+            late.active()                            # a reader arriving while the install waits
+        assert writer.is_alive() and not outcome
+    finally:
+        reader.end()
+        writer.join(timeout=30)
+    assert outcome == ["installed"] and late.active().version == 6
+
+
+def test_two_threads_locking_through_one_device_exclude_each_other(sim, installed):
+    """The directory is held by one descriptor, but each lock is taken on an open file
+    description of its own: two threads of one process exclude each other as two processes do."""
+    state = DeviceState(installed, sim.keyring, clock=lambda: NOW, lock_wait=0)
+    with state._store.locked(exclusive=True):
+        with pytest.raises(StateLockedError):
+            state.install(sim.bundle(version=6))
+        with pytest.raises(StateLockedError):
+            state.active()
+    assert state.install(sim.bundle(version=6)).status == "installed"
+
+
 @pytest.mark.parametrize("wait", [-1, float("nan"), float("inf"), "5", None])
 def test_the_lock_wait_must_be_a_finite_number_of_seconds(sim, tmp_path, wait):
     with pytest.raises(ValueError, match="lock_wait"):
@@ -202,6 +242,41 @@ def test_a_symlinked_state_directory_is_refused_as_a_symlink(sim, installed, tmp
     (tmp_path / "file").write_text("x")
     with pytest.raises(StateError, match="not a directory"):
         DeviceState(tmp_path / "file", sim.keyring, clock=lambda: NOW)
+
+
+# -- held by handle --------------------------------------------------------------------------------
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_a_device_lets_go_of_its_directory_when_closed_or_collected(sim, installed):
+    before = _open_fds()
+    with DeviceState(installed, sim.keyring, clock=lambda: NOW) as state:
+        assert _open_fds() == before + 2                 # the directory and bundles/, held
+        assert state.active().version == 5
+    assert _open_fds() == before
+    with pytest.raises(StateError, match="not open"):
+        state.active()
+    state.close()                                        # idempotent
+    for _ in range(20):
+        DeviceState(installed, sim.keyring, clock=lambda: NOW).active()
+    assert _open_fds() == before                         # collected: nothing leaks
+    (installed / "bundles").chmod(0o755)
+    with pytest.raises(StateError, match="chmod 700"):
+        DeviceState(installed, sim.keyring, clock=lambda: NOW)
+    assert _open_fds() == before                         # a refused open holds nothing either
+
+
+def test_a_device_renamed_away_keeps_working_in_its_directory_and_nothing_appears_at_the_path(
+        sim, installed, tmp_path):
+    state = DeviceState(installed, sim.keyring, clock=lambda: NOW)
+    moved = tmp_path / "moved"
+    os.rename(installed, moved)
+    assert state.install(sim.bundle(version=6)).status == "installed"
+    assert state.active().version == 6 and not installed.exists()
+    assert DeviceState(moved, sim.keyring, clock=lambda: NOW).active().version == 6
 
 
 # -- re-provisioning a counter-bound device --------------------------------------------------------

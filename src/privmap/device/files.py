@@ -6,10 +6,18 @@ The state directory (:mod:`privmap.device.state`) needs POSIX: ``fcntl.flock`` a
 ``fcntl`` this module still imports (the bundle loader does not need it); :func:`locked` then
 raises :class:`LockUnavailable`.
 
+A directory is given as a path or as the descriptor of a directory held open (an ``int``):
+with a descriptor every access is relative to it (``dir_fd``), so renaming or swapping the
+directory's path after it was opened and checked changes nothing; the writer keeps writing in
+the directory it checked.
+
 A lock is never waited for without bound: :func:`locked` polls a non-blocking ``flock`` until
 its ``wait`` runs out, then raises :class:`LockTimeout` naming the processes that hold the lock
 where the platform tells them (Linux's ``/proc/locks``), so a stopped holder or a reader that
-never finishes costs a caller at most ``wait`` seconds and one clear error.
+never finishes costs a caller at most ``wait`` seconds and one clear error. With a turnstile
+(a second directory's lock that a writer holds exclusively from before it waits, and a reader
+only until it is in) a waiting writer keeps new readers out, so a stream of readers cannot
+starve it.
 """
 from __future__ import annotations
 
@@ -18,7 +26,9 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Iterator
 from types import ModuleType
+from typing import Union
 
 from .constants import DEFAULT_LOCK_WAIT
 
@@ -28,13 +38,17 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: no state directory, bundles still load
     fcntl = None
 
-__all__ = ["NotRegularFile", "LockUnavailable", "LockTimeout", "read_regular", "atomic_write",
-           "create_exclusive", "fsync_dir", "locked", "lock_holders", "check_private", "check_ancestors",
-           "TMP_PREFIX"]
+__all__ = ["NotRegularFile", "LockUnavailable", "LockTimeout", "Directory", "read_regular", "atomic_write",
+           "create_exclusive", "fsync_dir", "open_directory", "locked", "lock_holders", "check_private",
+           "check_ancestors", "TMP_PREFIX"]
 
 #: Every temporary file this module writes starts with this prefix.
 TMP_PREFIX = ".tmp-"
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: A directory: its path, or the descriptor of the directory held open (accesses relative to it).
+Directory = Union[str, "os.PathLike[str]", int]
+_NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
 
 
 class NotRegularFile(OSError):
@@ -54,8 +68,10 @@ class LockTimeout(OSError):
         self.holders, self.wait = holders, wait
 
 
-def read_regular(path, cap: int, *, private: bool = False) -> bytes:
-    """At most ``cap + 1`` bytes of the regular file ``path``.
+def read_regular(path, cap: int, *, private: bool = False, dir_fd: int | None = None,
+                 label: str | None = None) -> bytes:
+    """At most ``cap + 1`` bytes of the regular file ``path`` (relative to the open directory
+    ``dir_fd`` if given; messages call it ``label``, ``path`` by default).
 
     The file is opened with ``O_NONBLOCK`` (so opening a FIFO with no writer returns at once) and
     ``O_NOFOLLOW``, then checked with ``fstat``: anything but a regular file raises
@@ -63,14 +79,14 @@ def read_regular(path, cap: int, *, private: bool = False) -> bytes:
     others (mode & 0o077) raises ``PermissionError`` naming the mode. The caller compares the
     length with ``cap``. Other failures raise ``OSError``.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-                 | getattr(os, "O_CLOEXEC", 0))
+    shown = os.fspath(path) if label is None else label
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(f"{os.fspath(path)!r} is not a regular file")
+            raise NotRegularFile(f"{shown!r} is not a regular file")
         if private:
-            check_private(path, info, "600")
+            check_private(shown, info, "600")
         chunks, size = [], 0
         while size <= cap:
             chunk = os.read(fd, cap + 1 - size)
@@ -136,20 +152,38 @@ def check_ancestors(path) -> None:
             here = parent
 
 
-def fsync_dir(path: str) -> None:
-    """``fsync`` the directory ``path`` (makes a rename or link in it durable)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+def open_directory(path, *, dir_fd: int | None = None) -> int:
+    """A descriptor of the directory ``path`` (relative to ``dir_fd`` if given), opened with
+    ``O_DIRECTORY`` and ``O_NOFOLLOW``: a symlink or anything but a directory in its place raises
+    ``OSError`` (``ELOOP``, ``ENOTDIR``). The caller closes it."""
+    return os.open(path, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
+
+
+@contextlib.contextmanager
+def _held(directory: Directory) -> Iterator[int]:
+    """The descriptor of ``directory`` for a ``with`` block: the one given, or the path opened
+    (links followed, as a lookup of a file in it would) and closed after."""
+    if isinstance(directory, int):
+        yield directory
+        return
+    fd = os.open(directory, _DIR_FLAGS)
     try:
-        os.fsync(fd)
+        yield fd
     finally:
         os.close(fd)
 
 
-def _write_temp(directory: str, name: str, data: bytes, mode: int) -> str:
-    """A new, fsynced temp file in ``directory`` holding ``data``; its path. Its name is unique
-    (pid and 8 random bytes) and created with ``O_EXCL``, so two writers never share one."""
-    tmp = os.path.join(directory, f"{TMP_PREFIX}{name}.{os.getpid()}.{os.urandom(8).hex()}")
-    fd = os.open(tmp, _WRITE_FLAGS, mode)
+def fsync_dir(directory: Directory) -> None:
+    """``fsync`` the directory (a path or an open descriptor): makes a rename or link in it durable."""
+    with _held(directory) as fd:
+        os.fsync(fd)
+
+
+def _write_temp(dir_fd: int, name: str, data: bytes, mode: int) -> str:
+    """A new, fsynced temp file in the directory ``dir_fd`` holding ``data``; its name. The name is
+    unique (pid and 8 random bytes) and created with ``O_EXCL``, so two writers never share one."""
+    tmp = f"{TMP_PREFIX}{name}.{os.getpid()}.{os.urandom(8).hex()}"
+    fd = os.open(tmp, _WRITE_FLAGS, mode, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
@@ -159,47 +193,50 @@ def _write_temp(directory: str, name: str, data: bytes, mode: int) -> str:
         finally:
             os.close(fd)
     except BaseException:
-        _unlink_quietly(tmp)
+        _unlink_quietly(tmp, dir_fd)
         raise
     return tmp
 
 
-def _unlink_quietly(path: str) -> None:
+def _unlink_quietly(name: str, dir_fd: int) -> None:
     try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dir_fd)
     except OSError:
         pass
 
 
-def atomic_write(directory: str, name: str, data: bytes, mode: int = 0o600) -> None:
-    """Write ``data`` to ``directory/name``: temp file, fsync, rename, fsync directory.
+def atomic_write(directory: Directory, name: str, data: bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to ``name`` in ``directory`` (a path or an open descriptor): temp file,
+    fsync, rename, fsync directory.
 
-    On any failure the temp file is removed and ``directory/name`` is as it was."""
-    tmp = _write_temp(directory, name, data, mode)
-    try:
-        os.replace(tmp, os.path.join(directory, name))
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    fsync_dir(directory)
+    On any failure the temp file is removed and ``name`` is as it was."""
+    with _held(directory) as dir_fd:
+        tmp = _write_temp(dir_fd, name, data, mode)
+        try:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            _unlink_quietly(tmp, dir_fd)
+            raise
+        os.fsync(dir_fd)
 
 
-def create_exclusive(directory: str, name: str, data: bytes, mode: int = 0o600) -> bool:
-    """Create ``directory/name`` holding ``data`` only if no such name exists; True if this
-    call created it, False if it existed.
+def create_exclusive(directory: Directory, name: str, data: bytes, mode: int = 0o600) -> bool:
+    """Create ``name`` in ``directory`` (a path or an open descriptor) holding ``data`` only if
+    no such name exists; True if this call created it, False if it existed.
 
     The bytes are written to a temp file and fsynced first, then ``link``-ed to the name (which
     fails if the name exists), so the name never points at a partial file and two callers
     never both succeed: exactly one file, whole, ever appears under ``name``.
     """
-    tmp = _write_temp(directory, name, data, mode)
-    try:
-        os.link(tmp, os.path.join(directory, name))
-    except FileExistsError:
-        return False
-    finally:
-        _unlink_quietly(tmp)
-    fsync_dir(directory)
+    with _held(directory) as dir_fd:
+        tmp = _write_temp(dir_fd, name, data, mode)
+        try:
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except FileExistsError:
+            return False
+        finally:
+            _unlink_quietly(tmp, dir_fd)
+        os.fsync(dir_fd)
     return True
 
 
@@ -233,15 +270,55 @@ def _describe_holders(holders: list[int]) -> str:
     return ("process " if len(holders) == 1 else "processes ") + ", ".join(f"pid {p}" for p in holders)
 
 
+def _lock_handle(directory: Directory) -> int:
+    """A new open file description of ``directory`` to lock (``flock`` belongs to the description,
+    so two locks taken in one process, by two threads, exclude each other as two processes' do)."""
+    if isinstance(directory, int):
+        return os.open(".", _DIR_FLAGS, dir_fd=directory)
+    return open_directory(directory)
+
+
+def _flock(fd: int, exclusive: bool, deadline: float, wait: float, shown: str) -> None:
+    """Take the lock on ``fd``, polling with growing pauses (1 ms to 50 ms) until ``deadline``
+    (``time.monotonic``), then raise :class:`LockTimeout` naming its holders."""
+    assert fcntl is not None
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+        left = deadline - time.monotonic()
+        if left <= 0:
+            holders = lock_holders(fd)
+            kind = "an exclusive" if exclusive else "a shared"
+            raise LockTimeout(f"{shown!r} is locked by {_describe_holders(holders)}; {kind} lock "
+                              f"did not come free within {wait:g} s", holders, wait)
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.05)
+
+
 @contextlib.contextmanager
-def locked(directory: str, *, exclusive: bool, wait: float = DEFAULT_LOCK_WAIT):
-    """Hold a ``flock`` advisory lock on the directory itself (shared or exclusive) for the
-    ``with`` block. The lock is on the directory's open file description, so it is released
-    when the block ends or the process dies (kill -9 included); nothing is left on disk.
+def locked(directory: Directory, *, exclusive: bool, wait: float = DEFAULT_LOCK_WAIT,
+           turnstile: Directory | None = None, label: str | None = None) -> Iterator[None]:
+    """Hold a ``flock`` advisory lock on the directory itself (a path, or an open descriptor;
+    shared or exclusive) for the ``with`` block. The lock is on an open file description of its
+    own, so it is released when the block ends or the process dies (kill -9 included); nothing
+    is left on disk.
 
     The lock is tried without blocking, then again with growing pauses (1 ms to 50 ms) until
     ``wait`` seconds (>= 0; 0 tries once) have passed. A shared lock is granted beside other
-    shared holders at once. The directory is opened with ``O_NOFOLLOW``.
+    shared holders at once. A path is opened with ``O_NOFOLLOW``.
+
+    ``turnstile``, another directory, makes writers fair to readers: an exclusive locker takes
+    the turnstile's lock exclusively first and holds it until it lets go of the directory's; a
+    shared locker takes the turnstile's shared, then the directory's, then lets go of the
+    turnstile. A writer waiting for readers to finish so keeps new readers out, and gets the
+    directory once those already in are done (within ``wait`` overall). Both are always taken
+    in that order, so two lockers never wait on each other. Messages call the directory
+    ``label`` (the path given by default).
 
     Raises :class:`LockUnavailable` where ``fcntl`` is missing, :class:`LockTimeout` (naming
     the holders' pids where the platform tells them) when the wait runs out, and ``OSError``
@@ -249,25 +326,24 @@ def locked(directory: str, *, exclusive: bool, wait: float = DEFAULT_LOCK_WAIT):
     """
     if fcntl is None:  # pragma: no cover - not POSIX
         raise LockUnavailable("a state directory needs POSIX advisory locks (fcntl.flock)")
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-                 | getattr(os, "O_CLOEXEC", 0))
+    if label is not None:
+        shown = label
+    else:
+        shown = f"the directory open as fd {directory}" if isinstance(directory, int) else os.fspath(directory)
+    deadline = time.monotonic() + max(0.0, wait)
+    gate = None if turnstile is None else _lock_handle(turnstile)
     try:
-        deadline, pause = time.monotonic() + max(0.0, wait), 0.001
-        while True:
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise
-            left = deadline - time.monotonic()
-            if left <= 0:
-                holders = lock_holders(fd)
-                kind = "an exclusive" if exclusive else "a shared"
-                raise LockTimeout(f"{directory!r} is locked by {_describe_holders(holders)}; {kind} lock "
-                                  f"did not come free within {wait:g} s", holders, wait)
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, 0.05)
-        yield
+        if gate is not None:
+            _flock(gate, exclusive, deadline, wait, shown)
+        fd = _lock_handle(directory)
+        try:
+            _flock(fd, exclusive, deadline, wait, shown)
+            if gate is not None and not exclusive:
+                os.close(gate)  # a reader in lets a writer queue at the turnstile again
+                gate = None
+            yield
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        if gate is not None:
+            os.close(gate)

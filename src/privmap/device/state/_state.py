@@ -48,6 +48,10 @@ _DEFAULT_LIMITS = Limits()
 class DeviceState:
     """A device's state directory, opened (and created if absent) under one trusted keyring.
 
+    The directory is checked, then held open: every access goes through its descriptor, so
+    renaming the path or swapping another directory in after the open changes nothing (the
+    device keeps working in the directory it checked). :meth:`close` (or ``with``) lets go.
+
     Parameters
     ----------
     path : str | os.PathLike
@@ -118,8 +122,25 @@ class DeviceState:
         self._installer = Installer(self._store, self._clock, limits=limits, binding=binding, max_skew=max_skew)
         self._releaser = Releaser(self._store, self._clock, self._installer, limits=limits, binding=binding,
                                   grace=grace)
-        with os_errors(f"state directory {self.path!r}"):
-            self._store.open(keyring, self._installer, reprovision=_reprovision)
+        try:
+            with os_errors(f"state directory {self.path!r}"):
+                self._store.open(keyring, self._installer, reprovision=_reprovision)
+        except BaseException:
+            self._store.close()
+            raise
+
+    def close(self) -> None:
+        """Let go of the state directory: close the descriptors it is held by (the directory is
+        opened once and every access goes through them, so a path renamed or swapped meanwhile
+        changes nothing). Idempotent; an operation after it raises :class:`StateError`. Also
+        done when the object is collected, and by ``with DeviceState(...) as state:``."""
+        self._store.close()
+
+    def __enter__(self) -> DeviceState:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @classmethod
     def reprovision(cls, path: str | os.PathLike[str], keyring: Keyring | KeyringChain, *,
@@ -167,7 +188,7 @@ class DeviceState:
             staging = os.path.join(os.path.dirname(target), f"{TMP_PREFIX}reprovision-{os.path.basename(target)}."
                                                             f"{os.getpid()}.{os.urandom(8).hex()}")
             try:
-                cls(staging, keyring, counter=counter, _reprovision=True, **options)
+                cls(staging, keyring, counter=counter, _reprovision=True, **options).close()
                 os.rename(staging, target)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)

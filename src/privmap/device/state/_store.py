@@ -17,12 +17,28 @@ was installed under each version (sha256, ``issued_at`` and the key ids that sig
 current signed keyring document, with the sha256 of the documents it was rotated from) and the
 value of the firmware's monotonic counter it commits to (:mod:`._counter`).
 
+Held by handle: the directory is opened once (``O_DIRECTORY | O_NOFOLLOW``) after the checks
+above, the descriptor itself is checked again (``fstat``: a directory, the effective user's,
+closed to group and others), ``bundles/`` is opened relative to it, and from then on every
+access (the secret, ``state.json``, the bundle files, temp files, renames, links, unlinks,
+listings, ``fsync`` and the locks) is relative to those two descriptors, never to the path.
+Renaming the path away or swapping another directory in after the open changes nothing: the
+device keeps working in the directory it checked, and writes, deletes or reads nothing in the
+substitute. The descriptors are closed by :meth:`DeviceState.close` (or when the object is
+collected).
+
 Processes: every read-modify-write (an open that must write, an install, a rotation) holds an
 exclusive ``flock`` on the directory and re-reads ``state.json`` under it, so concurrent installs
 serialise and none writes a state built from a stale copy; readers (an open that needs no write,
 offering the bundle already installed, :meth:`DeviceState.active`, :meth:`~DeviceState.status`)
 hold a shared lock while they read the state and the bundle files, so they run side by side,
-are never held up by another reader, and never see a bundle file removed under them. No lock is
+are never held up by another reader, and never see a bundle file removed under them. Writers
+are not starved by a stream of readers: ``bundles/``'s own ``flock`` is a turnstile
+(:func:`~privmap.device.files.locked`) that a writer holds exclusively from before it waits
+for the directory until it is done, and a reader holds shared only until it has its shared
+lock on the directory; a waiting writer so keeps new readers out and gets in as soon as those
+already reading finish. Both locks are taken in that order by everyone and released by the
+kernel when a process dies (kill -9 included). No lock is
 waited for longer than ``lock_wait`` seconds: then :class:`StateLockedError` names the holder's
 pid (where the platform tells it) and nothing is done, so a stopped or never-ending holder
 cannot freeze the device. Cleaning (``.tmp-*`` files, bundle files the state does not name)
@@ -46,6 +62,7 @@ import hmac
 import json
 import os
 import stat
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, TypedDict, TypeGuard
 
@@ -60,6 +77,7 @@ from ..files import (
     check_private,
     create_exclusive,
     locked,
+    open_directory,
     read_regular,
 )
 from ..randomness import SECRET_BYTES
@@ -133,11 +151,12 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_file(path: str, cap: int, *, private: bool = False) -> bytes:
+def read_file(path: str, cap: int, *, private: bool = False, dir_fd: int | None = None,
+              label: str | None = None) -> bytes:
     """:func:`~privmap.device.files.read_regular` with a FIFO, device or directory refused as
     :class:`StateError`; other failures raise ``OSError``."""
     try:
-        return read_regular(path, cap, private=private)
+        return read_regular(path, cap, private=private, dir_fd=dir_fd, label=label)
     except NotRegularFile as exc:
         raise StateError(str(exc)) from None
 
@@ -171,6 +190,7 @@ def trust_body(chain: KeyringChain, history: list[str]) -> TrustBody:
 def clear_unprovisioned(path: str) -> None:
     """Make the directory ``path``, if it exists, empty, when it holds no device: remove the
     temp files and the empty ``bundles/`` that an open refused for a wiped directory leaves.
+    The directory is held open while it is looked at and cleared (every access relative to it).
 
     Raises
     ------
@@ -180,20 +200,42 @@ def clear_unprovisioned(path: str) -> None:
     """
     if not os.path.lexists(path):
         return
-    bundles = os.path.join(path, BUNDLE_DIR)
-    if os.path.islink(path) or not os.path.isdir(path):
-        raise StateError(f"{path!r} is not a directory")
-    names = [n for n in os.listdir(path) if not n.startswith(TMP_PREFIX)]
-    held = [n for n in os.listdir(bundles) if not n.startswith(TMP_PREFIX)] if names == [BUNDLE_DIR] else names
-    if names not in ([], [BUNDLE_DIR]) or held or (names and os.path.islink(bundles)):
-        raise StateError(f"{path!r} is not empty: re-provisioning makes a fresh state directory; "
-                         "move the old one aside first")
-    for directory in ((path, bundles) if names else (path,)):
-        for name in os.listdir(directory):
-            if name.startswith(TMP_PREFIX):
-                os.unlink(os.path.join(directory, name))
-    if names:
-        os.rmdir(bundles)
+    try:
+        fd = open_directory(path)
+    except OSError:
+        raise StateError(f"{path!r} is not a directory") from None
+    held = [fd]
+    try:
+        names = [n for n in os.listdir(fd) if not n.startswith(TMP_PREFIX)]
+        if names == [BUNDLE_DIR]:
+            with contextlib.suppress(OSError):  # a link or a file named bundles/ is not one it made
+                held.append(open_directory(BUNDLE_DIR, dir_fd=fd))
+        empty = not names or (len(held) == 2 and not any(not n.startswith(TMP_PREFIX) for n in os.listdir(held[1])))
+        if not empty:
+            raise StateError(f"{path!r} is not empty: re-provisioning makes a fresh state directory; "
+                             "move the old one aside first")
+        for directory in held:
+            for name in os.listdir(directory):
+                if name.startswith(TMP_PREFIX):
+                    os.unlink(name, dir_fd=directory)
+        if names:
+            os.rmdir(BUNDLE_DIR, dir_fd=fd)
+    finally:
+        _close_all(held)
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    """Whether ``name`` exists (a link counts) in the open directory ``dir_fd``."""
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _close_all(fds: list[int]) -> None:
+    while fds:
+        os.close(fds.pop())
 
 
 def _upgrade(body: dict[str, Any]) -> Body:
@@ -256,14 +298,39 @@ class Store:
         self.lock_wait = lock_wait
         self.counter = counter
         self.bundle_cap = bundle_cap
+        self._fds: list[int] = []  # the directory's and bundles/'s descriptors, once opened
+        self._closer = weakref.finalize(self, _close_all, self._fds)
+
+    # -- the handles ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the directory's descriptors (idempotent); any later access raises ``OSError``."""
+        self._closer()
+
+    def _handle(self, which: int) -> int:
+        if len(self._fds) <= which:
+            raise OSError(f"{self.path!r} is not open (closed, or its open failed)")
+        return self._fds[which]
+
+    @property
+    def _dir(self) -> int:
+        """The descriptor of the state directory, held since :meth:`open` checked it."""
+        return self._handle(0)
+
+    @property
+    def _bundles(self) -> int:
+        """The descriptor of ``bundles/``, opened relative to :attr:`_dir`."""
+        return self._handle(1)
 
     # -- locking and opening ----------------------------------------------------------------------
 
     def locked(self, *, exclusive: bool, wait: float | None = None) -> contextlib.AbstractContextManager[None]:
-        """The directory's ``flock`` (shared or exclusive) for a ``with`` block, waited for at
-        most ``wait`` seconds (``lock_wait`` by default); raises what
+        """The directory's ``flock`` (shared or exclusive) for a ``with`` block, ``bundles/``'s
+        the turnstile that keeps a waiting writer from starving (module docstring), waited for
+        at most ``wait`` seconds (``lock_wait`` by default) in all; raises what
         :func:`~privmap.device.files.locked` raises."""
-        return locked(self.path, exclusive=exclusive, wait=self.lock_wait if wait is None else wait)
+        return locked(self._dir, exclusive=exclusive, wait=self.lock_wait if wait is None else wait,
+                      turnstile=self._bundles, label=self.path)
 
     def open(self, given: Keyring | KeyringChain | None, keyrings: KeyringPolicy, *, reprovision: bool) -> None:
         """Open the directory (creating it, its secret and its state if absent): read the
@@ -276,27 +343,27 @@ class Store:
         StateError, StateReplayError
             As listed by :class:`DeviceState` (``OSError`` is left to the caller).
         """
-        self._prepare_directories()
+        self._hold_directories()
         if not reprovision and self._open_reading(given, keyrings):
             self._clean_if_free()
             return
         state_path = os.path.join(self.path, STATE_NAME)
         secret_path = os.path.join(self.path, SECRET_NAME)
         with self.locked(exclusive=True):
-            has_state = os.path.lexists(state_path)
-            has_bundles = any(not n.startswith(TMP_PREFIX) for n in os.listdir(self.bundles))
+            has_state = _exists(STATE_NAME, self._dir)
+            has_bundles = any(not n.startswith(TMP_PREFIX) for n in os.listdir(self._bundles))
             if not has_state and has_bundles:
                 raise StateError(f"{state_path!r} is missing but bundles are installed; refusing "
                                  "(the version and time floor cannot be trusted)")
-            if reprovision and (has_state or has_bundles or os.path.lexists(secret_path)):
+            if reprovision and (has_state or has_bundles or _exists(SECRET_NAME, self._dir)):
                 raise StateError(f"{self.path!r} is not empty: re-provisioning makes a fresh state directory; "
                                  "move the old one aside first")
-            if not os.path.lexists(secret_path):
+            if not _exists(SECRET_NAME, self._dir):
                 if has_state:
                     raise StateError(f"{secret_path!r} is missing; refusing (releases would change)")
                 self._check_not_wiped(reprovision)
-                create_exclusive(self.path, SECRET_NAME, os.urandom(SECRET_BYTES))
-            self.secret = self._read_secret(secret_path)
+                create_exclusive(self._dir, SECRET_NAME, os.urandom(SECRET_BYTES))
+            self.secret = self._read_secret()
             if not has_state:
                 self._check_not_wiped(reprovision)
                 if given is None:
@@ -310,33 +377,50 @@ class Store:
                     self.commit(self.body)  # bind a state written before the counter was given
             self.clean()
 
-    def _prepare_directories(self) -> None:
-        """Create the directory and ``bundles/`` (mode 0700) if missing, then refuse either if
-        it is a symlink, not a directory, not the effective user's or open to group or others,
-        and the directory if another user could move it away (:func:`check_ancestors`: checked
-        before it is made, too, so nothing is made under such an ancestor)."""
+    def _hold_directories(self) -> None:
+        """Create the directory (parents included) and ``bundles/`` (mode 0700) if missing, and
+        open both (``bundles/`` relative to the directory): the handles every later access goes
+        through. Refuse either if it is a symlink, not a directory, not the effective user's or
+        open to group or others (judged on the open descriptor, ``fstat``), and the directory if
+        another user could move it away (:func:`check_ancestors`: checked before it is made,
+        too, so nothing is made under such an ancestor)."""
+        if self._fds:
+            raise OSError(f"{self.path!r} is open already")
         if not os.path.lexists(self.path):
             self._check_ancestors()
-        for directory in (self.path, self.bundles):
+            with contextlib.suppress(FileExistsError):  # made by a process racing this one: checked below
+                os.makedirs(self.path, mode=0o700)
+        self._fds.append(self._open_checked(self.path, None))
+        self._fds.append(self._open_checked(BUNDLE_DIR, self._dir))
+        self._check_ancestors()
+
+    def _open_checked(self, name: str, dir_fd: int | None) -> int:
+        """``name`` (relative to ``dir_fd``; made 0700 there if missing) opened as a directory and
+        checked on its descriptor; the descriptor (closed again if refused)."""
+        shown = name if dir_fd is None else os.path.join(self.path, name)
+        if dir_fd is not None:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o700, dir_fd=dir_fd)
+        info = os.lstat(name, dir_fd=dir_fd)
+        if stat.S_ISLNK(info.st_mode):
+            raise StateError(f"{shown!r} is a symlink (to {os.path.realpath(shown)!r}); give the "
+                             "state directory itself: a link can be moved to another directory under "
+                             "the device")
+        if not stat.S_ISDIR(info.st_mode):
+            raise StateError(f"{shown!r} is not a directory")
+        fd = open_directory(name, dir_fd=dir_fd)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISDIR(info.st_mode):  # pragma: no cover - O_DIRECTORY refuses it first
+                raise StateError(f"{shown!r} is not a directory")
             try:
-                info = os.lstat(directory)
-            except FileNotFoundError:
-                try:
-                    os.makedirs(directory, mode=0o700)
-                except FileExistsError:  # made by a process racing this one: checked below
-                    pass
-                info = os.lstat(directory)
-            if stat.S_ISLNK(info.st_mode):
-                raise StateError(f"{directory!r} is a symlink (to {os.path.realpath(directory)!r}); give the "
-                                 "state directory itself: a link can be moved to another directory under "
-                                 "the device")
-            if not stat.S_ISDIR(info.st_mode):
-                raise StateError(f"{directory!r} is not a directory")
-            try:
-                check_private(directory, info, "700")
+                check_private(shown, info, "700")
             except PermissionError as exc:
                 raise StateError(f"state directory {exc}") from None
-        self._check_ancestors()
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _check_ancestors(self) -> None:
         try:
@@ -344,9 +428,10 @@ class Store:
         except PermissionError as exc:
             raise StateError(f"state directory: {exc}") from None
 
-    def _read_secret(self, secret_path: str) -> bytes:
+    def _read_secret(self) -> bytes:
+        secret_path = os.path.join(self.path, SECRET_NAME)
         try:
-            secret = read_file(secret_path, SECRET_BYTES, private=True)
+            secret = read_file(SECRET_NAME, SECRET_BYTES, private=True, dir_fd=self._dir, label=secret_path)
         except PermissionError as exc:
             raise StateError(f"device secret {exc}") from None
         if len(secret) != SECRET_BYTES:
@@ -358,12 +443,10 @@ class Store:
         state and secret exist, the state is format 2, bound to the counter as it must be (no
         commit to complete), and ``given`` is the keyring it holds (or one it was rotated
         from). Returns False when a write is needed (the exclusive path then does it all)."""
-        state_path = os.path.join(self.path, STATE_NAME)
-        secret_path = os.path.join(self.path, SECRET_NAME)
         with self.locked(exclusive=False):
-            if not (os.path.lexists(state_path) and os.path.lexists(secret_path)):
+            if not (_exists(STATE_NAME, self._dir) and _exists(SECRET_NAME, self._dir)):
                 return False
-            self.secret = self._read_secret(secret_path)
+            self.secret = self._read_secret()
             body, upgraded = self._read_body()
             if upgraded or body["trust"] is None:
                 return False
@@ -378,8 +461,8 @@ class Store:
     def _leftovers(self) -> bool:
         """Whether the directories hold temp files or bundle files the state does not name."""
         keep = self._named_bundles()
-        return (any(n.startswith(TMP_PREFIX) for n in os.listdir(self.path))
-                or any(n not in keep for n in os.listdir(self.bundles)))
+        return (any(n.startswith(TMP_PREFIX) for n in os.listdir(self._dir))
+                or any(n not in keep for n in os.listdir(self._bundles)))
 
     def _clean_if_free(self) -> None:
         """Clean leftovers after an open that wrote nothing, only if the exclusive lock is free
@@ -459,7 +542,7 @@ class Store:
     def _read_body(self) -> tuple[Body, bool]:
         """The authenticated, checked body of ``state.json`` (a format-1 body upgraded in
         memory) and whether it was format 1. Raises :class:`StateError`."""
-        raw = read_file(os.path.join(self.path, STATE_NAME), _MAX_STATE_BYTES)
+        raw = read_file(STATE_NAME, _MAX_STATE_BYTES, dir_fd=self._dir, label=os.path.join(self.path, STATE_NAME))
         try:
             if len(raw) > _MAX_STATE_BYTES:
                 raise ValueError("state file too large")
@@ -489,7 +572,7 @@ class Store:
 
     def _write(self, body: Body) -> None:
         data = canonical(body)
-        atomic_write(self.path, STATE_NAME, canonical({"body": body, "mac": self._mac(data)}))
+        atomic_write(self._dir, STATE_NAME, canonical({"body": body, "mac": self._mac(data)}))
         self.body = body
 
     # -- the bundle files -------------------------------------------------------------------------
@@ -502,18 +585,17 @@ class Store:
         exclusive lock: every writer holds it, so no temp file is anyone's work in progress and
         no reader is reading a file the current state does not name."""
         keep = self._named_bundles()
-        for directory, names in ((self.path, None), (self.bundles, keep)):
+        for directory, names in ((self._dir, None), (self._bundles, keep)):
             for name in os.listdir(directory):
                 if name.startswith(TMP_PREFIX) or (names is not None and name not in names):
-                    try:
-                        os.unlink(os.path.join(directory, name))
-                    except OSError:
-                        pass
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=directory)
 
     def read_bundle(self, sha: str) -> bytes:
         """The bytes of the bundle file stored for ``sha`` (at most ``bundle_cap + 1``; the
         caller checks the hash). Raises ``OSError`` or :class:`StateError` (not a regular file)."""
-        return read_file(os.path.join(self.bundles, f"{sha}.bundle"), self.bundle_cap)
+        name = f"{sha}.bundle"
+        return read_file(name, self.bundle_cap, dir_fd=self._bundles, label=os.path.join(self.bundles, name))
 
     def stored_copy(self, sha: str) -> bytes | None:
         """The bytes stored for ``sha`` if they hash to it, else None (missing, unreadable,
@@ -526,15 +608,13 @@ class Store:
 
     def write_bundle(self, sha: str, data: bytes) -> None:
         """Store ``data`` as the bundle file of ``sha`` (atomically, mode 0644). Raises ``OSError``."""
-        atomic_write(self.bundles, f"{sha}.bundle", data, 0o644)
+        atomic_write(self._bundles, f"{sha}.bundle", data, 0o644)
 
     def discard_bundle(self, sha: str) -> None:
         """Remove the bundle file of ``sha`` if it can be (a failed install's; :meth:`clean`
         removes what is left)."""
-        try:
-            os.unlink(os.path.join(self.bundles, f"{sha}.bundle"))
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            os.unlink(f"{sha}.bundle", dir_fd=self._bundles)
 
 
 def _is_sha(value) -> bool:

@@ -1,0 +1,36 @@
+"""Count what a path swap does to a running device: the state directory renamed away and a
+prepared substitute put in its place, and back, ``--swaps`` times while it installs and releases.
+
+    python tests/device/race_swap.py --swaps 1000
+
+Runs test_device_state_swap.py's race once and prints its counts: operations refused, files
+written and deleted in the substitute, swaps after which its secret changed or it was touched,
+whether the device's versions only went up and whether the real directory kept its last
+version and its secret.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from harness import Sim  # noqa: E402
+from test_device_state_swap import swap_race  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--swaps", type=int, default=1000)
+    parser.add_argument("--pause", type=float, default=0.002, help="seconds each directory stays in place")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as parent:
+        counts = swap_race(Sim(), pathlib.Path(parent), args.swaps, args.pause)
+    print(json.dumps(counts))
+
+
+if __name__ == "__main__":
+    main()
