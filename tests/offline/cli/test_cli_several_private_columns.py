@@ -115,6 +115,37 @@ def test_auto_meets_every_named_columns_target(joint_csv, keys, tmp_path, run):
                for c in summary["auto"]["candidates"] if "error" not in c)
 
 
+def csv_parts(path, folder, parts=3):
+    """The rows of the CSV at ``path`` as ``parts`` files in ``folder``, in order, each with the header."""
+    header, *lines = path.read_text().splitlines(keepends=True)
+    folder.mkdir()
+    for i in range(parts):
+        (folder / f"p{i}.csv").write_text(header + "".join(lines[i * len(lines) // parts:(i + 1) * len(lines) // parts]))
+    return folder
+
+
+def test_a_partitioned_joint_build_gives_the_one_file_bundles_figures(joint_csv, joint_bundle, keys, tmp_path, run):
+    """The partitions' rows labelled with their joint class, the classes ordered as the in-memory
+    reader orders them, and the rows mapped in core: the same classes and per-column figures."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "parts.bundle"
+    run("build", csv_parts(joint_csv, tmp_path / "parts"), "--private", "sex,band", "--clusters", 8,
+        "--delta-fraction", 0.5, "--workers", 1, "--key", keys / "private.pem", "--out", out, *ISSUED)
+    one, got = (json.loads(run("inspect", path, "--json").output) for path in (joint_bundle, out))
+    assert got["private_columns"] == ["sex", "band"] and got["classes"] == one["classes"]
+    for figure in ("leakage_bits", "holdout_leakage_bits", "holdout_leakage_bits_by_column", "leakage_bits_by_column"):
+        assert got[figure] == one[figure], figure
+
+
+def test_several_private_columns_out_of_core_are_refused_in_one_line(joint_csv, keys, tmp_path, run):
+    result = run("build", csv_parts(joint_csv, tmp_path / "parts"), "--private", "sex,band", "--clusters", 8,
+                 "--delta-fraction", 0.5, "--workers", 1, "--in-core-limit", 0, "--key", keys / "private.pem",
+                 "--out", tmp_path / "x.bundle", ok=False)
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1
+    assert lines[0].startswith("error: several private columns need the users' points in memory (--in-core-limit 0)")
+
+
 def test_evaluate_reports_each_column_with_its_attacker(joint_bundle, joint_csv, run):
     report = json.loads(run("evaluate", joint_bundle, joint_csv, "--private", "sex,band", "--json").output)
     assert set(report["columns"]) == {"sex", "band"}

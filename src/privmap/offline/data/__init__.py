@@ -12,7 +12,17 @@ and blanks missing not at random, :func:`synthetic_ratings`, or chunk by chunk,
 p(a, x), where the leakage any table leaks to new users is exact, :func:`known_joint`).
 """
 from ._blas_nearest import nearest_l2
-from ._dataset import MIN_ROWS, Dataset, check_classes, check_unique, column_indexes, data_rows, load_dataset, read_csv
+from ._dataset import (
+    MIN_ROWS,
+    Dataset,
+    check_classes,
+    check_unique,
+    column_indexes,
+    data_rows,
+    joint_classes,
+    load_dataset,
+    read_csv,
+)
 from ._distortion import METRICS, assigned_distance, block_shape, nearest, pairwise
 from ._frames import csv_source, is_table
 from ._known_joint import KnownJoint, known_joint
@@ -41,7 +51,8 @@ from ._schema import (
 )
 from ._synthetic import SyntheticRatings, synthetic_rating_chunks, synthetic_ratings
 
-__all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "check_unique", "column_indexes", "data_rows", "read_csv",
+__all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "joint_classes", "check_unique", "column_indexes",
+           "data_rows", "read_csv",
            "csv_source", "is_table", "read_numeric_columns",
            "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
            "row_keys",

@@ -14,7 +14,7 @@ import pathlib
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 from privmap.device import Limits
@@ -251,6 +251,21 @@ def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str
     cells, labels = parse_rows(_Counted(with_joint(), reader), path, joint_header, public_at, len(header),
                                categorical, tokens=missing_tokens)
     _check_rows(cells, min_rows, path)
+    classes, columns = joint_classes(names, labels, path)
+    return _assembled(raw, public, cells, labels, classes, joint_name(names), categorical, path, columns=columns)
+
+
+def joint_classes(names: tuple[str, ...], labels: Iterable[str], path) -> tuple[list[str], PrivateColumns]:
+    """The joint classes of private columns ``names`` whose rows' ``labels`` are
+    :func:`~privmap.offline._joint.joint_class` texts: the observed tuples in order (each as its
+    text), and how each decomposes (:class:`~privmap.offline._joint.PrivateColumns`).
+
+    Raises
+    ------
+    DatasetError
+        More joint values than a device takes, a single joint value, or a joint name or class
+        longer than a device reads (``path`` names where).
+    """
     tuples = sorted({tuple(json.loads(label)) for label in labels})
     listed = ", ".join(map(repr, names))
     if len(tuples) > DEVICE_LIMITS.max_classes:
@@ -260,16 +275,14 @@ def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str
     if len(tuples) < 2:
         raise DatasetError(f"{path}: private columns {listed} take a single joint value; need two or more")
     classes = [joint_class(t) for t in tuples]
-    name = joint_name(names)
-    for text in (name, *classes):
+    for text in (joint_name(names), *classes):
         if len(text.encode("utf-8", "surrogatepass")) > DEVICE_LIMITS.max_string_bytes:
             raise DatasetError(f"{path}: joint private name or class {text[:40]!r}... is longer than "
                                f"{DEVICE_LIMITS.max_string_bytes} bytes (Limits.max_string_bytes)")
     values = tuple(tuple(sorted({t[i] for t in tuples})) for i in range(len(names)))
     where = [{v: k for k, v in enumerate(vs)} for vs in values]
     codes = np.array([[where[i][t[i]] for i in range(len(names))] for t in tuples], dtype=np.int64)
-    return _assembled(raw, public, cells, labels, classes, name, categorical, path,
-                      columns=PrivateColumns(names=names, values=values, codes=codes))
+    return classes, PrivateColumns(names=names, values=values, codes=codes)
 
 
 class _Counted:

@@ -27,7 +27,8 @@ import numpy as np
 from privmap.device.constants import MAX_ABS_CELL
 
 from .._errors import DatasetError
-from ._dataset import parse_rows, select_columns
+from .._joint import joint_class, joint_name
+from ._dataset import column_indexes, parse_rows, select_columns
 
 #: Target size of a CSV partition, in bytes.
 CSV_BLOCK_BYTES = 64 << 20
@@ -64,13 +65,24 @@ class Source:
     features : tuple of str
         Public columns, in the first file's order (or ``public=`` order).
     private_name : str
+        The private column, or with several the name of their joint
+        (:func:`~privmap.offline._joint.joint_name`).
     partitions : tuple of Partition
+    private_columns : tuple of str
+        With several private columns, their names (protected as their joint attribute:
+        :func:`read_partition` labels each row with its tuple's class); empty with one.
     """
 
     files: tuple[str, ...]
     features: tuple[str, ...]
     private_name: str
     partitions: tuple[Partition, ...]
+    private_columns: tuple[str, ...] = ()
+
+    @property
+    def private(self) -> str | tuple[str, ...]:
+        """The private column(s) as :func:`read_partition` takes them: the name, or the names."""
+        return self.private_columns or self.private_name
 
 
 def resolve_files(source: str | os.PathLike) -> list[str]:
@@ -99,9 +111,11 @@ def resolve_files(source: str | os.PathLike) -> list[str]:
     return files
 
 
-def open_source(source, *, private: str, public: Sequence[str] | None = None,
+def open_source(source, *, private: str | Sequence[str], public: Sequence[str] | None = None,
                 csv_block_bytes: int = CSV_BLOCK_BYTES, parquet_block_rows: int = PARQUET_BLOCK_ROWS) -> Source:
-    """Read every file's header (not its rows) and cut the files into partitions.
+    """Read every file's header (not its rows) and cut the files into partitions. ``private`` is
+    the private column, or a sequence of two or more protected as their joint attribute
+    (:attr:`Source.private_columns`).
 
     Raises
     ------
@@ -110,24 +124,41 @@ def open_source(source, *, private: str, public: Sequence[str] | None = None,
         whose columns differ from the first file's; an empty file.
     """
     files = resolve_files(source)
+    privates = (private,) if isinstance(private, str) else tuple(private)
     features = None
     partitions: list[Partition] = []
     for f in files:
         kind = _SUFFIXES[pathlib.Path(f).suffix.lower()]
         header = _csv_header(f)[0] if kind == "csv" else _parquet_columns(f)
-        names, _, _ = select_columns(header, f, private, public)
+        names = _public_columns(header, f, privates, public)
         if features is None:
             features, first_header = tuple(names), (f, sorted(header))
         elif public is None and sorted(header) != first_header[1]:
             raise DatasetError(f"{f}: columns differ from those of {first_header[0]}")
         partitions += _csv_partitions(f, csv_block_bytes) if kind == "csv" else _parquet_partitions(f, parquet_block_rows)
     assert features is not None                     # resolve_files gives at least one file
-    return Source(files=tuple(files), features=features, private_name=private, partitions=tuple(partitions))
+    return Source(files=tuple(files), features=features, partitions=tuple(partitions),
+                  private_name=privates[0] if len(privates) == 1 else joint_name(privates),
+                  private_columns=privates if len(privates) > 1 else ())
 
 
-def read_partition(part: Partition, features: Sequence[str], private: str,
+def _public_columns(header: list[str], path, privates: tuple[str, ...], public: Sequence[str] | None) -> list[str]:
+    """The public columns of a file's ``header`` (:func:`select_columns`' checks); with several
+    ``privates`` each must be in the header, none public, and the others are kept out of the
+    default public columns as the first is."""
+    others = privates[1:]
+    column_indexes(list(others), header, path, "private ")
+    both = next((name for name in others if name in (public or ())), None)
+    if both is not None:
+        raise DatasetError(f"{path}: column {both!r} cannot be both private and public")
+    return select_columns([h for h in header if h not in others], path, privates[0], public)[0]
+
+
+def read_partition(part: Partition, features: Sequence[str], private: str | tuple[str, ...],
                    tokens: Mapping[str, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Read and validate one partition.
+    """Read and validate one partition. ``private`` is the private column, or a tuple of several
+    (:attr:`Source.private`): each row is then labelled with its values' joint class
+    (:func:`~privmap.offline._joint.joint_class`, as the in-memory reader labels it).
 
     ``tokens`` maps a column to the text that spells a missing answer besides a blank cell
     (CSV only, as ``load_dataset``'s ``missing_tokens``).
@@ -137,13 +168,18 @@ def read_partition(part: Partition, features: Sequence[str], private: str,
     public : ndarray of float64, shape (m, d)
         Columns in ``features`` order; NaN = a missing answer.
     labels : ndarray of str objects, shape (m,)
-        Private values, stripped (Parquet numbers written as text, e.g. ``"1"``).
+        Private values, stripped (Parquet numbers written as text, e.g. ``"1"``), or their
+        joint classes.
 
     Raises
     ------
     DatasetError
         The first bad cell, named as ``load_dataset`` names it (file, line or row, column).
     """
+    if isinstance(private, tuple):
+        X, first = read_partition(part, features, private[0], tokens)
+        others = [read_partition(part, (), name, tokens)[1] for name in private[1:]]
+        return X, np.array([joint_class(values) for values in zip(first, *others)], dtype=object)
     if part.kind == "csv":
         return _read_csv_block(part, features, private, dict(tokens or {}))
     return _read_parquet_block(part, features, private)

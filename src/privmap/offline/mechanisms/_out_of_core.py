@@ -29,7 +29,7 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
             or (not os.path.exists(text) and glob.has_magic(text)))
 
 
-def open_partitioned(data, options, *, private: str, public, kmeans: str, in_core_bytes: int = IN_CORE_BYTES):
+def open_partitioned(data, options, *, private, public, kmeans: str, in_core_bytes: int = IN_CORE_BYTES):
     """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
     (a model mode's mapping options, on its rating columns) before any cluster starts; with an
     in-core limit of 0, what only the mapping in memory takes is refused here too.
@@ -51,7 +51,7 @@ def open_partitioned(data, options, *, private: str, public, kmeans: str, in_cor
     mapping = _mapping(options)
     check_partitioned(src, mapping, kmeans=kmeans)
     if in_core_bytes <= 0:
-        check_out_of_core(mapping, " (--in-core-limit 0)")
+        check_out_of_core(mapping, " (--in-core-limit 0)", joint=bool(src.private_columns))
     return src
 
 

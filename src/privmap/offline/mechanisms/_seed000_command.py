@@ -290,7 +290,7 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
            allow_unmet=False):
     """The command's body: options, run, report."""
     partitioned = wants_partitioned(data, workers, scheduler)
-    private = private_columns(private, partitioned, public)
+    private = private_columns(private, public)
     declared = (declare(read_schema_file(schema_file) if schema_file else None, domains, missing_token)
                 if (schema_file or domains or missing_token is not None) else None)
     options = seed000_options(
@@ -390,7 +390,7 @@ RANKING_MAPPING = ("--utility ranking maps score directions with the quantized m
                    "cells as unrated (--missing mask)")
 
 
-def private_columns(private, partitioned: bool, public=None):
+def private_columns(private, public=None):
     """``--private``'s value as :func:`privmap.offline.data.load_dataset` takes it: the column name,
     or the tuple of several (their joint attribute); None when none is given. What the names
     alone decide is checked here, before any row is read.
@@ -398,8 +398,7 @@ def private_columns(private, partitioned: bool, public=None):
     Raises
     ------
     BuildError
-        A column named twice, or also among the ``public`` columns; several columns in an
-        out-of-core build (it reads one private column).
+        A column named twice, or also among the ``public`` columns.
     """
     if not private:
         return None
@@ -410,12 +409,7 @@ def private_columns(private, partitioned: bool, public=None):
     both = next((n for n in names if n in (public or ())), None)
     if both is not None:
         raise BuildError(f"column {both!r} cannot be both private and public")
-    if len(names) == 1:
-        return names[0]
-    if partitioned:
-        raise BuildError("several private columns (--private COL1,COL2) need the rows in memory (one CSV file); "
-                         "an out-of-core build protects one private column")
-    return names
+    return names[0] if len(names) == 1 else names
 
 
 def parse_target_leakage(values) -> tuple[float | None, tuple[tuple[str, float], ...]]:

@@ -162,7 +162,8 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
     if in_core(rows.n, len(src.features), in_core_bytes):
         built = build_points(rows.gathered(), options, tell, dropped_rows=rows.dropped_rows)
     else:
-        check_out_of_core(options, out_of_core_reason(rows.n, len(src.features), in_core_bytes, "columns"))
+        check_out_of_core(options, out_of_core_reason(rows.n, len(src.features), in_core_bytes, "columns"),
+                          joint=bool(src.private_columns))
         built = build_rows(rows, options, tell)
     return Result(options.mechanism, built.payload, built)
 

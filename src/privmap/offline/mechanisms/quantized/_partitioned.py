@@ -63,6 +63,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..._errors import BuildError, DatasetError
+from ..._joint import PrivateColumns
 from ...data import (
     MIN_ROWS,
     Column,
@@ -75,6 +76,7 @@ from ...data import (
     describe_partition,
     domain_points,
     file_sha256,
+    joint_classes,
     kmeans,
     nearest,
     nearest_l2,
@@ -140,6 +142,9 @@ class SourceSummary:
         Under "impute", the recorded fill of each column (:func:`column_fills` of all rows).
     class_counts : ndarray of int64, shape (|A|,)
         Kept rows of each class, in the order of ``classes``.
+    columns : PrivateColumns or None
+        With several private columns, how each joint class decomposes (as a
+        :class:`~privmap.offline.data.Dataset`'s ``columns``).
     """
 
     n: int
@@ -153,6 +158,7 @@ class SourceSummary:
     means: np.ndarray | None = None
     fills: np.ndarray | None = None
     class_counts: np.ndarray | None = None
+    columns: PrivateColumns | None = None
 
     @property
     def integer(self) -> np.ndarray:
@@ -174,7 +180,7 @@ class _Reading:
     that turn a row into what the device looks up."""
 
     features: tuple[str, ...]
-    private: str
+    private: str | tuple[str, ...]
     tokens: tuple[tuple[str, str], ...] = ()
     fills: np.ndarray | None = None
 
@@ -227,7 +233,7 @@ def in_core(n: int, d: int, limit_bytes: int) -> bool:
     return n * max(d, 1) * 8 <= limit_bytes
 
 
-def check_out_of_core(options: QuantizedOptions, why: str = "") -> None:
+def check_out_of_core(options: QuantizedOptions, why: str = "", *, joint: bool = False) -> None:
     """Refuse what only the mapping in memory does, for a build mapped out of core
     (:class:`PartitionedRows`' passes); ``why`` says why it is out of core (prefixed to the
     advice, e.g. the users' points exceed the in-core limit).
@@ -235,17 +241,18 @@ def check_out_of_core(options: QuantizedOptions, why: str = "") -> None:
     Raises
     ------
     BuildError
-        ``auto`` clusters or smoothing, the posteriors prior, the robust certificate or the
-        class-blind codebook, one line naming the option.
+        ``auto`` clusters or smoothing, the posteriors prior, the robust certificate, the
+        class-blind codebook or (``joint``) several private columns, one line naming the option.
     """
-    wants = ("--clusters auto or --smoothing auto" if options.auto is not None
+    wants = ("several private columns" if joint
+             else "--clusters auto or --smoothing auto" if options.auto is not None
              else "--prior posteriors" if options.prior != "counts"
              else "--robust" if options.robust is not None
              else "--class-blind clusters" if options.class_blind else None)
     if wants is None:
         return
-    raise BuildError(f"{wants} needs the users' points in memory{why}; out of core a build takes --clusters K, "
-                     "--prior counts, and neither --robust nor --class-blind")
+    raise BuildError(f"{wants} need{'' if joint else 's'} the users' points in memory{why}; out of core a build "
+                     "takes one private column, --clusters K, --prior counts, and neither --robust nor --class-blind")
 
 
 class PartitionedRows:
@@ -285,7 +292,7 @@ class PartitionedRows:
         check_partitioned(src, options, kmeans=kmeans)
         self._tell = progress or (lambda stage, fraction: None)
         self._run = _Runner(client, dask_progress)
-        reading = _Reading(src.features, src.private_name,
+        reading = _Reading(src.features, src.private,
                            tuple(sorted(options.declared.missing_tokens().items())) if options.declared else ())
         self._tell("validate", 0.0)
         self._parts = list(src.partitions)
@@ -385,7 +392,7 @@ class PartitionedRows:
         return Dataset(features=summary.features, public=np.concatenate([X for X, _ in got]),
                        private=np.fromiter((code[v] for v in labels), dtype=np.int64, count=labels.size),
                        classes=summary.classes, private_name=summary.private_name, categorical=False,
-                       sha256=summary.sha256)
+                       sha256=summary.sha256, columns=summary.columns)
 
     def counts(self, alphabet: Alphabet) -> np.ndarray:
         """Rows by private class and representative, summed over the folds of pass 2."""
@@ -503,7 +510,11 @@ def _summarize(src, stats, digests, options: QuantizedOptions) -> SourceSummary:
     if n < MIN_ROWS:
         raise DatasetError(f"{where}: {n} data rows, need at least {MIN_ROWS}")
     found = sorted(set().union(*(s["labels"] for s in stats)))
-    classes = check_classes(found, None, where, src.private_name)
+    columns = None
+    if src.private_columns:
+        classes, columns = joint_classes(src.private_columns, found, where)
+    else:
+        classes = check_classes(found, None, where, src.private_name)
     class_counts = np.array([sum(s["labels"].get(c, 0) for s in stats) for c in classes], dtype=np.int64)
     full = [s for s in stats if s["n"]]
     lo = np.fmin.reduce([s["lo"] for s in full])
@@ -522,7 +533,7 @@ def _summarize(src, stats, digests, options: QuantizedOptions) -> SourceSummary:
     d = len(src.features)
     return SourceSummary(
         n=n, classes=tuple(classes), class_counts=class_counts, private_name=src.private_name,
-        sha256=source_sha256(src.files, digests),
+        sha256=source_sha256(src.files, digests), columns=columns,
         features=src.features, schema=schema, dropped=sum(s["dropped"] for s in stats),
         missing_fraction=float((n * d - observed.sum()) / (n * d)) if d else 0.0, means=means, fills=fills)
 

@@ -55,6 +55,7 @@ from typing import Callable, Mapping, cast
 import numpy as np
 
 from ..._errors import BuildError
+from ..._joint import joint_name
 from ...data import Dataset, Partition, Source, nearest, open_source, read_partition, row_keys
 from .._result import Result
 from ..quantized import (
@@ -88,12 +89,18 @@ FOLD_ROWS = 8192
 
 @dataclass(frozen=True)
 class _Reading:
-    """How a worker reads a partition of ratings: the rating columns, the private column and the
-    declared missing tokens (column, token)."""
+    """How a worker reads a partition of ratings: the rating columns, the private column (or the
+    several, :attr:`~privmap.offline.data.Source.private`) and the declared missing tokens
+    (column, token)."""
 
     features: tuple[str, ...]
-    private: str
+    private: str | tuple[str, ...]
     tokens: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The name of the private labels' column in the points :func:`fold_in` writes."""
+        return self.private if isinstance(self.private, str) else joint_name(self.private)
 
     def read(self, part: Partition) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(R, labels, rated)``: the partition's ratings (m, d; NaN = blank), private labels (m,)
@@ -194,7 +201,7 @@ def build_model_partitioned(src: Source, options, client, mode: PartitionedMode,
     tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
     token = missing_token(options, src.features)
     declared = options.mapping.declared
-    reading = _Reading(src.features, src.private_name,
+    reading = _Reading(src.features, src.private,
                        tuple(sorted(declared.missing_tokens().items())) if declared else ())
     summary = PartitionedRows(src, options.mapping, client, kmeans=kmeans, progress=tell,
                               dask_progress=dask_progress).dataset
@@ -203,7 +210,8 @@ def build_model_partitioned(src: Source, options, client, mode: PartitionedMode,
     inside = in_core(summary.n, width, in_core_bytes)
     mapping = factor_options(options.mapping)
     if not inside:
-        check_out_of_core(mapping, out_of_core_reason(summary.n, width, in_core_bytes, "coordinates"))
+        check_out_of_core(mapping, out_of_core_reason(summary.n, width, in_core_bytes, "coordinates"),
+                          joint=bool(src.private_columns))
     tell("sample", 0.0)
     R = _sample(client, src.partitions, reading, seed=options.mapping.seed, size=sample_size(len(src.features)))
     tell(mode.stage, 0.0)
@@ -239,7 +247,8 @@ def gather_points(folder, names, summary) -> Dataset:
         labels += [code[v] for v in table.column(summary.private_name).to_pylist()]
     return Dataset(features=tuple(names), public=np.concatenate(blocks) if blocks else np.zeros((0, len(names))),
                    private=np.array(labels, dtype=np.int64), classes=summary.classes,
-                   private_name=summary.private_name, categorical=False, sha256=summary.sha256)
+                   private_name=summary.private_name, categorical=False, sha256=summary.sha256,
+                   columns=summary.columns)
 
 
 def _finish_recommender(built, fitted, options: RecommenderOptions, folded: Folded) -> Result:
@@ -271,7 +280,7 @@ def sample_ratings(client, src: Source, *, seed: int, size: int, tokens: Mapping
     DatasetError
         A bad cell, named by file, line or row, and column.
     """
-    return _sample(client, src.partitions, _Reading(src.features, src.private_name, tuple(sorted((tokens or {}).items()))),
+    return _sample(client, src.partitions, _Reading(src.features, src.private, tuple(sorted((tokens or {}).items()))),
                    seed=seed, size=size)
 
 
@@ -343,7 +352,7 @@ def _fold_partition(part: Partition, *, reading: _Reading, model, path: str, nam
     points = np.concatenate([model.points(R[i:i + FOLD_ROWS][rated[i:i + FOLD_ROWS]])
                              for i in range(0, R.shape[0], FOLD_ROWS)])
     columns = {name: points[:, k] for k, name in enumerate(names)}
-    columns[reading.private] = pa.array(labels[rated].tolist(), type=pa.string())
+    columns[reading.label] = pa.array(labels[rated].tolist(), type=pa.string())
     pq.write_table(pa.table(columns), path)
     return int(points.shape[0])
 
