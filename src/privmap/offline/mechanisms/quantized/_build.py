@@ -104,10 +104,12 @@ def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, 
     return dataclasses.replace(built, choice=choice)
 
 
-def search_sample(rows: Dataset, seed: int, size: int = SEARCH_USERS) -> Dataset:
-    """``rows`` itself when it holds at most ``size`` users, else the ``size`` of least
-    :func:`~privmap.offline.data.row_keys` key (``seed``), in the rows' order: a sample that
-    depends on the seed and the number of rows alone, never on the private column."""
+def search_sample(rows: Dataset, seed: int, size: int | None = None) -> Dataset:
+    """``rows`` itself when it holds at most ``size`` users (default :data:`SEARCH_USERS`), else
+    the ``size`` of least :func:`~privmap.offline.data.row_keys` key (``seed``), in the rows'
+    order: a sample that depends on the seed and the number of rows alone, never on the private
+    column."""
+    size = SEARCH_USERS if size is None else size
     if rows.n <= size:
         return rows
     keep = np.sort(np.argpartition(row_keys(seed, 0, rows.n), size - 1)[:size])
