@@ -118,3 +118,19 @@ def test_build_refuses_another_mechanisms_option_as_unknown(run, keys, tmp_path)
                  "--delta-fraction", 0.5, "--utility", "x", "--key", keys / "private.pem",
                  "--out", tmp_path / "x.bundle", ok=False)
     assert result.exit_code == 2 and "--utility" in result.stderr
+
+
+@pytest.mark.parametrize("typed, nearest", [("funel", "'funnel'"), ("gausian", "'gaussian'"), ("exakt", "'exact'")])
+def test_a_misspelt_build_command_is_refused_with_the_nearest_names(run, typed, nearest, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("build", typed, "data.csv", "--private", "a", ok=False)
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert result.exit_code == 2 and len(errors) == 1
+    assert f"{typed!r} is neither a build command nor a file; did you mean {nearest}" in errors[0]
+
+
+def test_a_data_file_named_like_a_command_is_still_read_as_data(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "funel").write_text("x,a\n1,f\n2,m\n")
+    result = run("build", "funel", "--private", "a", "--clusters", "2", "--delta-fraction", "0.5", ok=False)
+    assert "did you mean" not in result.output                  # an existing file is data, whatever its name

@@ -105,8 +105,8 @@ SECTIONS = (
 )
 
 _BRIEF = (
-    "Build a seed-000 bundle from labelled DATA (CSV, or Parquet parts). Example:\n\n"
     "\b\n"
+    "Build a seed-000 bundle from labelled DATA (CSV, or Parquet parts). Example:\n"
     "  {command} ratings.csv --private gender --clusters 64 \\\n"
     "      --delta-fraction 0.5 --key keys/private.pem --out ratings.bundle")
 
