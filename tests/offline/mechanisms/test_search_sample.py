@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 from privmap.offline import Auto, CrossFitting, Dataset, QuantizedOptions, TargetNotMetError
-from privmap.offline.mechanisms.quantized import StageTimer, _build, build, search_sample
+from privmap.offline.mechanisms.quantized import _build, build, search_sample
 
 
 def population(n, seed=5):
