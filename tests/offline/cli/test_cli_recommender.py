@@ -199,11 +199,15 @@ def test_the_help_says_a_partitioned_recommender_takes_posteriors_too(run):
     assert "--in-core-limit MIB" in text
 
 
-def test_the_pinned_partitioned_auto_form_gives_the_one_file_build(run, keys, parts, ratings_csv, tmp_path):
+def test_the_pinned_partitioned_auto_form_gives_the_one_file_build(run, keys, parts, ratings_csv, tmp_path,
+                                                                  monkeypatch):
     """``privmap build DIR ... --clusters auto --target-auc 0.55 --workers 2``: the users' factor
     points fit in core, so the search, the class-blind clusters and the posteriors prior run as on
-    one file, and inspect reports the same clusters and new-user figures."""
+    one file, and inspect reports the same clusters and new-user figures; stderr tells each stage
+    and, as the search goes, its tasks done."""
     pytest.importorskip("distributed")
+    from privmap.offline.mechanisms import _out_of_core
+    monkeypatch.setattr(_out_of_core, "PROGRESS_SECONDS", 0.0)
     common = ["--private", "gender", "--domain", "1:5", "--utility", "recommender", "--clusters", "auto",
               "--target-auc", "0.55", "--seed", "3", "--factors", "3", "--holdout-folds", "3", "--key",
               keys / "private.pem"]
@@ -212,7 +216,10 @@ def test_the_pinned_partitioned_auto_form_gives_the_one_file_build(run, keys, pa
     whole.write_text("".join(part.read_text() if i == 0 else part.read_text().split("\n", 1)[1]
                              for i, part in enumerate(sorted(parts.iterdir()))))
     run("build", whole, *common, "--out", tmp_path / "one.bundle")
-    run("build", parts, *common, "--workers", "2", "--out", tmp_path / "parts.bundle")
+    told = run("build", parts, *common, "--workers", "2", "--out", tmp_path / "parts.bundle").stderr.splitlines()
+    stages = [line.split()[1] for line in told if line.startswith("build: ")]
+    assert stages[:5] == ["validate", "sample", "factor-model", "fold-in", "gather"]
+    assert sum(line.startswith("build: auto-search") and " tasks, K " in line for line in told) > 2
     one, got = (json.loads(run("inspect", tmp_path / name, "--json").stdout) for name in ("one.bundle", "parts.bundle"))
     for figure in ("clusters", "holdout_leakage_bits", "holdout_attacker_auc", "holdout_attacker_auc_high"):
         assert got[figure] == one[figure], figure

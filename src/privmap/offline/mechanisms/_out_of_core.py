@@ -6,6 +6,7 @@ import glob
 import os
 import pathlib
 import sys
+import time
 
 import click
 
@@ -17,6 +18,9 @@ from .quantized import IN_CORE_BYTES, build_partitioned, check_out_of_core, chec
 __all__ = ["wants_partitioned", "open_partitioned", "run_partitioned"]
 
 _PARQUET = (".parquet", ".pq")
+#: Least seconds between two progress lines of one stage (a log gets a line a stage, and a long
+#: search one this often).
+PROGRESS_SECONDS = 10.0
 
 
 def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
@@ -65,8 +69,10 @@ def run_partitioned(src, options, *, workers: int | None, scheduler: str | None,
                     scratch=None, in_core_bytes: int = IN_CORE_BYTES):
     """Run the partitioned build of ``options``' mode (:func:`build_partitioned`, or a model mode's,
     its temporary points in ``scratch``) on a local cluster of ``workers`` processes or on
-    ``scheduler``; each pass is told to ``progress`` and named on stderr, beside Dask's progress
-    bar of it; points up to ``in_core_bytes`` are mapped in memory.
+    ``scheduler``; each pass is told to ``progress`` and named on stderr as it starts, beside
+    Dask's progress bar of it, and a stage that says where it is (the ``auto`` search's tasks
+    done and candidate) once every :data:`PROGRESS_SECONDS` besides; points up to
+    ``in_core_bytes`` are mapped in memory.
 
     Raises
     ------
@@ -74,12 +80,15 @@ def run_partitioned(src, options, *, workers: int | None, scheduler: str | None,
         The scheduler cannot be reached, a worker died, or anything the build raises.
     """
     shown: list[str] = []
+    last = [0.0]
 
     def tell(stage: str, fraction: float, detail: str | None = None) -> None:
         progress(stage, fraction, detail)
-        if not shown or shown[-1] != stage:
+        now = time.monotonic()
+        if not shown or shown[-1] != stage or (detail and now - last[0] >= PROGRESS_SECONDS):
             shown.append(stage)
-            click.echo(f"build: {stage} ({100 * fraction:.0f}%)", err=True)
+            last[0] = now
+            click.echo(f"build: {stage} ({100 * fraction:.0f}%)" + (f" {detail}" if detail else ""), err=True)
 
     from distributed.scheduler import KilledWorker
     shown_bar = sys.stderr.isatty()
