@@ -10,8 +10,10 @@ Two measurements, each a separate ``privmap`` process whose peak RSS is read fro
    one refused row and every other row released.
 
     python benchmarks/bench_sanitize_stream.py [--rows 10000 1000000] [--line-mb 200] [--as-limit-gb 1.2]
+    python benchmarks/bench_sanitize_stream.py --bundle B --trusted PUB --data CSV --rows 10000 200000 --line-mb 0
 
-Uses the example bundle tables/ssi2012-gender-k64.bundle and its key. Writes only under a
+Uses the example bundle tables/ssi2012-gender-k64.bundle and its key, or any bundle (a
+recommender's or a ranking's: every kind) with the rows of ``--data`` cycled. Writes only under a
 temporary folder, removed at the end.
 """
 from __future__ import annotations
@@ -34,10 +36,10 @@ DATA = ROOT / "data" / "ssi2012" / "tastes_gender.csv"
 PRIVMAP = pathlib.Path(sys.executable).with_name("privmap")
 
 
-def write_input(path: pathlib.Path, rows: int, long_line: int = 0) -> None:
-    """``rows`` data rows (every 50th invalid), and with ``long_line`` one line of that many bytes
-    in the middle."""
-    with DATA.open(newline="") as f:
+def write_input(path: pathlib.Path, rows: int, long_line: int = 0, data: pathlib.Path = DATA) -> None:
+    """``rows`` data rows of ``data`` cycled (every 50th invalid), and with ``long_line`` one line
+    of that many bytes in the middle."""
+    with data.open(newline="") as f:
         reader = csv.reader(f)
         header = next(reader)
         source = [row for row in reader]
@@ -70,8 +72,11 @@ def run(args, as_limit: int | None = None) -> tuple[int, float, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 1_000_000])
-    parser.add_argument("--line-mb", type=int, default=200)
+    parser.add_argument("--line-mb", type=int, default=200, help="0: no long-line run")
     parser.add_argument("--as-limit-gb", type=float, default=1.2)
+    parser.add_argument("--bundle", type=pathlib.Path, default=BUNDLE)
+    parser.add_argument("--trusted", type=pathlib.Path, default=PUBLIC, help="the bundle's public key")
+    parser.add_argument("--data", type=pathlib.Path, default=DATA, help="rows cycled into IN.csv")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
@@ -79,9 +84,9 @@ def main() -> None:
         first = None
         for rows in args.rows:
             infile = tmp / f"in{rows}.csv"
-            write_input(infile, rows)
+            write_input(infile, rows, data=args.data)
             state = tmp / f"device{rows}"
-            code, seconds, peak, err = run(["sanitize", BUNDLE, "--trusted", PUBLIC, infile, tmp / "out.csv",
+            code, seconds, peak, err = run(["sanitize", args.bundle, "--trusted", args.trusted, infile, tmp / "out.csv",
                                             "--state", state, "--rejects", tmp / "rejects.csv", "--skip-invalid"])
             if code != 0:
                 sys.exit(f"sanitize of {rows} rows failed ({code}): {err}")
@@ -92,11 +97,13 @@ def main() -> None:
             print(f"{rows:>9} {refused:>8} {seconds:>8.1f} {1e6 * seconds / rows:>7.1f} {peak:>9.1f} "
                   f"{peak / first:>9.3f}")
             infile.unlink()
+        if not args.line_mb:
+            return
         rows = 10_000
         infile = tmp / "long.csv"
-        write_input(infile, rows, long_line=args.line_mb * 1000 * 1000)
+        write_input(infile, rows, long_line=args.line_mb * 1000 * 1000, data=args.data)
         limit = int(args.as_limit_gb * 1000 ** 3)
-        code, seconds, peak, err = run(["sanitize", BUNDLE, "--trusted", PUBLIC, infile, tmp / "out.csv",
+        code, seconds, peak, err = run(["sanitize", args.bundle, "--trusted", args.trusted, infile, tmp / "out.csv",
                                         "--state", tmp / "device-long", "--rejects", tmp / "rejects.csv",
                                         "--skip-invalid"], as_limit=limit)
         if code != 0:
