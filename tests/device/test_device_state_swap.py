@@ -16,8 +16,10 @@ import hashlib
 import multiprocessing
 import os
 import pathlib
+import subprocess
 import time
 
+import pytest
 from harness import NOW
 from privmap.device import DeviceState, PrivmapDeviceError
 
@@ -41,20 +43,38 @@ def _tally(before, after, counts: dict[str, int]) -> None:
     counts["touched"] += old_times != new_times
 
 
-def _swapper(parent: pathlib.Path, swaps: int, pause: float, started, done, queue) -> None:
-    """Swap ``parent/other`` in at ``parent/state`` and back ``swaps`` times; after each, count
-    what changed in ``other`` since the swap before."""
+def can_bind_mount(scratch: pathlib.Path) -> bool:
+    """Whether this process may bind-mount (root with the capability; not in most containers)."""
+    a, b = scratch / "bind-probe-a", scratch / "bind-probe-b"
+    a.mkdir()
+    b.mkdir()
+    if subprocess.run(["mount", "--bind", str(a), str(b)], capture_output=True).returncode != 0:
+        return False
+    subprocess.run(["umount", str(b)], check=True)
+    return True
+
+
+def _swapper(parent: pathlib.Path, swaps: int, pause: float, started, done, queue, bind: bool = False) -> None:
+    """Swap ``parent/other`` in at ``parent/state`` and back ``swaps`` times (renaming both, or
+    with ``bind`` mounting ``other`` over ``state`` and unmounting it); after each, count what
+    changed in ``other`` since the swap before."""
     state, other, away = parent / "state", parent / "other", parent / "away"
     counts = {"swaps": 0, "written": 0, "deleted": 0, "secret_changed": 0, "touched": 0}
     try:
         base = _snapshot(other)
         started.set()
         for _ in range(swaps):
-            os.rename(state, away)
-            os.rename(other, state)                  # the substitute at the device's path
+            if bind:
+                subprocess.run(["mount", "--bind", str(other), str(state)], check=True)
+            else:
+                os.rename(state, away)
+                os.rename(other, state)              # the substitute at the device's path
             time.sleep(pause)
-            os.rename(state, other)
-            os.rename(away, state)                   # the real one back
+            if bind:
+                subprocess.run(["umount", str(state)], check=True)
+            else:
+                os.rename(state, other)
+                os.rename(away, state)               # the real one back
             time.sleep(pause)
             now = _snapshot(other)
             _tally(base, now, counts)
@@ -65,7 +85,8 @@ def _swapper(parent: pathlib.Path, swaps: int, pause: float, started, done, queu
         done.set()
 
 
-def swap_race(sim, parent: pathlib.Path, swaps: int, pause: float = 0.002) -> dict[str, int | bool]:
+def swap_race(sim, parent: pathlib.Path, swaps: int, pause: float = 0.002, *,
+              bind: bool = False) -> dict[str, int | bool]:
     """Open a device at ``parent/state`` (version 1 installed), make a substitute state directory
     at ``parent/other`` (its own secret, version 1), then install v2, v3, ... and release
     through the device while another process swaps the two ``swaps`` times. Returns the counts:
@@ -79,7 +100,7 @@ def swap_race(sim, parent: pathlib.Path, swaps: int, pause: float = 0.002) -> di
     DeviceState(parent / "other", sim.keyring, clock=lambda: NOW).install(sim.bundle(version=1))
     secret = (real / "device.secret").read_bytes()
     started, done, queue = _CTX.Event(), _CTX.Event(), _CTX.Queue()
-    proc = _CTX.Process(target=_swapper, args=(parent, swaps, pause, started, done, queue))
+    proc = _CTX.Process(target=_swapper, args=(parent, swaps, pause, started, done, queue, bind))
     proc.start()
     versions, operations, refused, version = [], 0, 0, 1
     try:
@@ -114,6 +135,16 @@ def test_a_state_directory_swapped_under_a_running_device_is_never_left_for_the_
     assert counts["refused"] == 0, counts                            # the device kept working throughout
     assert (counts["written"], counts["deleted"], counts["secret_changed"], counts["touched"]) == (0, 0, 0, 0), counts
     assert counts["monotone"] and counts["real_intact"], counts      # v1 never came back after v2
+
+
+def test_a_substitute_bind_mounted_over_the_path_under_a_running_device_is_never_written(sim, tmp_path):
+    """The mount covers the path, not the directory the device holds open: the same counts."""
+    if not can_bind_mount(tmp_path):
+        pytest.skip("bind mounts need root with CAP_SYS_ADMIN")
+    counts = swap_race(sim, tmp_path, swaps=30, bind=True)
+    assert counts["swaps"] == 30 and counts["operations"] > 0 and counts["refused"] == 0, counts
+    assert (counts["written"], counts["deleted"], counts["secret_changed"], counts["touched"]) == (0, 0, 0, 0), counts
+    assert counts["monotone"] and counts["real_intact"], counts
 
 
 def test_swapping_the_path_with_no_device_running_touches_nothing(sim, tmp_path):

@@ -305,6 +305,26 @@ def test_state_rotate_refuses_a_keyring_argument_that_is_a_fifo_or_device_before
     assert result.stderr.count("\n") == 1 and snapshot(state) == before
 
 
+def test_an_output_under_a_real_bind_mount_of_the_state_directory_is_refused(versions, keys, users, tmp_path, run):
+    """The attack itself where mounting is allowed: OUT.csv under a bind mount of DIR (a second
+    name no path comparison resolves) is refused and the device survives."""
+    import subprocess
+    pub, state = keys / "public.pem", tmp_path / "device"
+    run("sanitize", versions[2], "--trusted", pub, "--state", state, users, tmp_path / "a.csv")
+    before = snapshot(state)
+    mount = tmp_path / "mount"
+    mount.mkdir()
+    if subprocess.run(["mount", "--bind", str(state), str(mount)], capture_output=True).returncode != 0:
+        pytest.skip("bind mounts need root with CAP_SYS_ADMIN")
+    try:
+        result = run("sanitize", versions[2], "--trusted", pub, "--state", state, users, mount / "device.secret",
+                     ok=False)
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+    assert result.exit_code == 1 and "inside the state directory" in result.stderr
+    assert snapshot(state) == before
+
+
 def test_an_output_under_another_name_of_the_state_directory_is_refused_by_identity(versions, keys, users,
                                                                                     tmp_path, run, monkeypatch):
     """A bind mount gives the state directory a second name that no path comparison resolves;
