@@ -1,11 +1,15 @@
 """Partitioned rows on a Dask cluster as a seed-000 build reads them: the :class:`._rows.Rows`
 backend of CSV or Parquet files too large for memory (quantized mechanism, l2 metric).
 
-The build's stages are the in-memory build's (:func:`._pipeline.build_rows`); this backend does
-what they ask of the rows in passes over the partitions (:mod:`privmap.offline.data` reads them),
-each a map on the workers and a small reduce on the client. Everything that can be refused without
-reading rows (mechanism, metric, k-means variant, the declarations of ``--domain`` and
-``--schema``) is checked by :func:`check_partitioned` before any cluster starts.
+Opening the rows validates them in one pass (1. below). Rows that fit in the in-core limit
+(:func:`in_core`) are then gathered (:meth:`PartitionedRows.gathered`) and mapped as in memory,
+with every option; beyond it, the build's stages are the in-memory build's
+(:func:`._pipeline.build_rows`) and this backend does what they ask of the rows in passes over
+the partitions (:mod:`privmap.offline.data` reads them), each a map on the workers and a small
+reduce on the client, with a number of clusters, the counts prior and one private column
+(:func:`check_out_of_core`). Everything that can be refused without reading rows (mechanism,
+metric, k-means variant, the declarations of ``--domain`` and ``--schema``) is checked by
+:func:`check_partitioned` before any cluster starts.
 
 1. on opening (:class:`PartitionedRows`): validate every partition (blank cells and declared
    missing tokens are missing answers; rows with every public cell missing are left out, as in
@@ -768,7 +772,7 @@ def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 # --- k-means variants ----------------------------------------------------------------------------------
 
 def _clusters(options: QuantizedOptions) -> int:
-    """K of a partitioned build: :func:`check_partitioned` refuses ``auto``, without which
+    """K of a build mapped out of core: :func:`check_out_of_core` refuses ``auto``, without which
     QuantizedOptions holds a number."""
     if options.clusters is None:
         raise BuildError("a partitioned build needs --clusters K")
