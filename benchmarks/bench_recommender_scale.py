@@ -17,7 +17,9 @@ sample, decode every column), printed beside the same users' rows parsed alone
 run; delete them afterwards), drawn ``CHUNK_USERS`` at a time by
 ``privmap.offline.data.synthetic_rating_chunks`` (one population of items; never the whole
 users x columns array), then runs the out-of-core build ``privmap build DIR --utility recommender
---clusters K --delta-fraction 0.5 --workers N`` in a child process and reports the CPU seconds
+--clusters K --delta-fraction 0.5 --workers N --in-core-limit 0 --prior counts`` (the factor points
+mapped in passes too; benchmarks/bench_partitioned_parity.py measures them mapped in core) in a
+child process and reports the CPU seconds
 of its whole process tree (the build, the Dask scheduler and workers), its wall seconds, and the
 peak resident memory of its largest single process and of the tree (sampled every 0.2 s, as
 bench_survey_scale.py does).
@@ -141,6 +143,7 @@ def partitioned(args) -> None:
         summary, wall, cpu, tree, largest = run([
             *PRIVMAP, "build", str(folder), "--private", "private", "--domain", "1:5", "--utility", "recommender",
             "--clusters", str(args.clusters), "--delta-fraction", "0.5", "--workers", str(args.workers),
+            "--in-core-limit", "0", "--prior", "counts",
             "--seed", "1", "--key", str(tmp / "k" / "private.pem"), "--out", str(out), "--json"])
         rows = [["" if v != v else str(int(v)) for v in row] for row in first[:200]]
         ms, parse_ms = device_ms(out, tmp / "k" / "public.pem", rows)
