@@ -203,8 +203,10 @@ def compare_holdout(args) -> None:
                      lambda csv=csv, private=private, options=options:
                          build(Dataset.from_csv(csv, private=private), options)),
                     ("dask, k-means in memory",
-                     lambda src=src, options=options: build_partitioned(src, options, client, kmeans="in-memory")),
-                    ("dask, mini-batch", lambda src=src, options=options: build_partitioned(src, options, client))]
+                     lambda src=src, options=options: build_partitioned(src, options, client, kmeans="in-memory",
+                                                                           in_core_bytes=0)),
+                    ("dask, mini-batch", lambda src=src, options=options: build_partitioned(src, options, client,
+                                                                                               in_core_bytes=0))]
             for label, fn in runs:
                 started = time.perf_counter()
                 m = fn().payload

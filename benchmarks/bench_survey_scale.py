@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         summary, wall, cpu, tree, one = run(
             [privmap, "build", str(folder), "--private", "gender", "--domain", "1:5",
              "--clusters", str(args.clusters), "--delta-fraction", str(args.delta_fraction),
-             "--workers", str(args.workers), "--key", str(keydir / "private.pem"),
+             "--workers", str(args.workers), "--in-core-limit", "0", "--key", str(keydir / "private.pem"),
              "--out", str(OUT / f"n{n}.bundle"), "--json"])
         growth = math.log(cpu / last[1]) / math.log(n / last[0]) if last else math.nan
         last = (n, cpu)
