@@ -74,7 +74,7 @@ SECTIONS = (
         ("workers", "Out of core: local Dask cluster of N workers."),
         ("scheduler", "Out of core: existing Dask cluster at ADDRESS."),
         ("kmeans", "Out of core k-means: minibatch|dask-ml|in-memory."),
-        ("in_core_limit", "Out of core: map points up to MIB in memory."),
+        ("in_core_limit", "Map points up to MIB in memory (default: 1024)."),
     )),
     Section("Mapping", (
         ("mechanism", "quantized (k-means) or exact (default: quantized)."),
