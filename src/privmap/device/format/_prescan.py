@@ -17,6 +17,8 @@ its own limits, so the walk does not need to be a full validator.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import BundleFormatError, WorkLimitError
 from ._limits import Limits
 
@@ -38,6 +40,85 @@ def _length(data: bytes, pos: int, width: int) -> int:
     return int.from_bytes(data[pos:pos + width], "big")
 
 
+@dataclass
+class _Counts:
+    """What :func:`prescan`'s walk has counted against the caps so far; updated only where a
+    container opens (:func:`_open`), so the walk's per-item loop keeps its position and stack in
+    plain locals.
+
+    Attributes
+    ----------
+    limits : Limits
+        The caps checked.
+    items : int
+        Array items and map entries so far (``max_items``).
+    nonzeros : int
+        The sum of the lengths of the ``table.index`` rows so far (``max_nonzeros``).
+    classes : int
+        The length of ``private.classes``, |A| (0 until it is read).
+    """
+
+    limits: Limits
+    items: int = 0
+    nonzeros: int = 0
+    classes: int = 0
+
+
+def _skip_scalars(payload: bytes, pos: int, left: int) -> tuple[int, int]:
+    """The walk's fast path: step over the scalar items (ints, floats, nil, bools) at ``pos`` of an
+    array with ``left`` items to go, up to its end or its first other item; the new position and
+    the items still left. Plain locals: this loop is where a table's time goes."""
+    try:
+        while left:
+            b = payload[pos]
+            if b <= 0x7F or b >= 0xE0:
+                pos += 1
+            elif b == 0xCB:
+                pos += 9
+            elif b in _FIXED:
+                pos += 1 + _FIXED[b]
+            else:
+                break
+            left -= 1
+    except IndexError:
+        raise BundleFormatError("payload: truncated msgpack") from None
+    if pos > len(payload):
+        raise BundleFormatError("payload: truncated msgpack")
+    return pos, left
+
+
+def _open(counts: _Counts, stack: list[list], count: int, is_map: bool, child_path: tuple | None,
+          room: int) -> None:
+    """Open a container of ``count`` items at ``child_path`` (``room``: the payload's bytes after
+    its header): count its items against the caps (a ``table.index`` row's length as non-zeros,
+    ``private.classes``' as |A|) and push it on ``stack``.
+
+    Raises
+    ------
+    BundleFormatError
+        A container as a map key, more items claimed than bytes left, or nesting too deep.
+    WorkLimitError
+        The payload's items or the table's non-zeros cross their caps.
+    """
+    limits = counts.limits
+    if child_path is None:
+        raise BundleFormatError("payload: map keys must be strings")
+    if (2 if is_map else 1) * count > room:  # every item takes at least one byte
+        raise BundleFormatError("payload: container header claims more items than bytes")
+    counts.items += count
+    if counts.items > limits.max_items:
+        raise WorkLimitError(f"payload holds more than {limits.max_items} items")
+    if child_path == (b"table", b"index", b"*"):
+        counts.nonzeros += count
+        if counts.nonzeros > limits.max_nonzeros:
+            raise WorkLimitError(f"table has more than {limits.max_nonzeros} non-zeros")
+    elif child_path == (b"private", b"classes"):
+        counts.classes = count
+    if len(stack) >= _MAX_DEPTH:
+        raise BundleFormatError("payload: nesting too deep")
+    stack.append([count, is_map, True, child_path])
+
+
 def prescan(payload: bytes, limits: Limits) -> None:
     """Raise :class:`WorkLimitError` if ``payload`` declares more work than ``limits`` allow.
 
@@ -50,35 +131,15 @@ def prescan(payload: bytes, limits: Limits) -> None:
     """
     n = len(payload)
     pos = 0
-    items = 0
-    nonzeros = 0
-    classes = 0
+    counts = _Counts(limits)
     # Each frame: [items left, is_map, expecting_key, key path of this container].
     stack: list[list] = []
     pending_key = None
     while True:
         if stack and not stack[-1][1]:
-            # Fast path: the scalar items of the current array (ints, floats, nil, bools).
             top = stack[-1]
-            left = top[0]
-            try:
-                while left:
-                    b = payload[pos]
-                    if b <= 0x7F or b >= 0xE0:
-                        pos += 1
-                    elif b == 0xCB:
-                        pos += 9
-                    elif b in _FIXED:
-                        pos += 1 + _FIXED[b]
-                    else:
-                        break
-                    left -= 1
-            except IndexError:
-                raise BundleFormatError("payload: truncated msgpack") from None
-            top[0] = left
-            if pos > n:
-                raise BundleFormatError("payload: truncated msgpack")
-            if not left:
+            pos, top[0] = _skip_scalars(payload, pos, top[0])
+            if not top[0]:
                 while stack and stack[-1][0] == 0 and (not stack[-1][1] or stack[-1][2]):
                     stack.pop()
                 if not stack:
@@ -125,7 +186,7 @@ def prescan(payload: bytes, limits: Limits) -> None:
                 was_key = top[2]
                 top[2] = not was_key
                 if was_key:
-                    child_path = None            # a container used as a key is refused below
+                    child_path = None            # a container used as a key is refused by _open
                 else:
                     child_path = top[3] + (pending_key,)
                     pending_key = None
@@ -136,26 +197,11 @@ def prescan(payload: bytes, limits: Limits) -> None:
         else:
             child_path = ()
         if count >= 0:
-            if child_path is None:
-                raise BundleFormatError("payload: map keys must be strings")
-            if (2 if is_map else 1) * count > n - pos:  # every item takes at least one byte
-                raise BundleFormatError("payload: container header claims more items than bytes")
-            items += count
-            if items > limits.max_items:
-                raise WorkLimitError(f"payload holds more than {limits.max_items} items")
-            if child_path == (b"table", b"index", b"*"):
-                nonzeros += count
-                if nonzeros > limits.max_nonzeros:
-                    raise WorkLimitError(f"table has more than {limits.max_nonzeros} non-zeros")
-            elif child_path == (b"private", b"classes"):
-                classes = count
-            if len(stack) >= _MAX_DEPTH:
-                raise BundleFormatError("payload: nesting too deep")
-            stack.append([count, is_map, True, child_path])
+            _open(counts, stack, count, is_map, child_path, n - pos)
         while stack and stack[-1][0] == 0 and (not stack[-1][1] or stack[-1][2]):
             stack.pop()
         if not stack:
             break
-    if classes * nonzeros > limits.max_leakage_work:
+    if counts.classes * counts.nonzeros > limits.max_leakage_work:
         raise WorkLimitError(
-            f"leakage recheck would need |A| x nnz = {classes} x {nonzeros} > {limits.max_leakage_work} steps")
+            f"leakage recheck would need |A| x nnz = {counts.classes} x {counts.nonzeros} > {limits.max_leakage_work} steps")

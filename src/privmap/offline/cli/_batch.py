@@ -17,7 +17,7 @@ import csv
 import pathlib
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
 from privmap.device.errors import InputError
@@ -229,74 +229,120 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     # cap on a cell (131,072 characters) must not refuse a shorter one as "malformed" first
     if csv.field_size_limit() < max(max_line, MAX_HEADER_CHARS):
         csv.field_size_limit(max(max_line, MAX_HEADER_CHARS))
-    result = BatchResult()
-
-    def refuse(line: int, reason: str, row=None) -> None:
-        result.refused += 1
-        if result.first_refused is None:
-            result.first_refused = (line, reason)
-        if refuse_writer is not None:
-            if id_at is None:
-                refuse_writer.writerow([line, reason])
-            else:
-                readable = row is not None and len(row) == len(header) and not _undecodable(row[id_at])
-                refuse_writer.writerow([line, row[id_at] if readable else "", reason])
-
     # undecodable bytes become lone surrogates, so a bad line is refused alone (by its number)
     with infile.open(newline="", encoding="utf-8-sig", errors="surrogateescape") as f:
         lines = _CappedLines(f, max(max_line, MAX_HEADER_CHARS))
         reader = csv.reader(lines)
-        try:
-            header = [h.strip() for h in next(reader, [])]
-        except _LineTooLong:
-            raise BuildError(f"{infile}, line 1: the header is longer than {lines.limit} characters") from None
-        except csv.Error as exc:
-            raise BuildError(f"{infile}, line 1: {exc}") from None
-        if not header:
-            raise BuildError(f"{infile}: empty file; expected a header row naming the bundle's features, then one "
-                             "row per user")
-        if any(_undecodable(h) for h in header):
-            raise BuildError(f"{infile}, line 1: the header is not UTF-8 text")
+        header = _read_header(infile, lines, reader)
         at, id_at = _header_indexes(infile, header, names, withheld_names(bundle.withheld_columns), id_column)
         writer.writerow(([id_column] if id_column is not None else []) + names
                         + (["bundle_sha256", "bundle_version"] if stamp else []))
         if refuse_writer is not None:
             refuse_writer.writerow(REJECTS_HEADER if id_at is None else ["line", "id", "reason"])
+        batch = _Batch(header=header, at=at, id_at=id_at, release=release,
+                       stamp_cells=stamp_cells, writer=writer, refuse_writer=refuse_writer)
         lines.limit = max_line
-        while True:
-            lines.new_record()
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except _LineTooLong as exc:
-                result.rows += 1
-                refuse(lines.line_num, str(exc))
-                continue
-            except csv.Error:
-                result.rows += 1
-                refuse(lines.line_num, "malformed CSV row")
-                continue
-            if not row:
-                continue
-            result.rows += 1
-            if tick is not None:
-                tick()
-            if any(_undecodable(cell) for cell in row):
-                refuse(lines.line_num, "not UTF-8 text")
-                continue
-            if len(row) != len(header):
-                refuse(lines.line_num, f"{len(row)} cells, header has {len(header)}", row)
-                continue
-            try:
-                released = release([row[i] for i in at])
-            except InputError as exc:
-                refuse(lines.line_num, f"{type(exc).__name__}: {exc}", row)
-                continue
-            writer.writerow(([row[id_at]] if id_at is not None else [])
-                            + ["" if v is None else v for v in released] + stamp_cells)
-            result.released += 1
-    return result
+        _release_rows(batch, lines, reader, tick)
+    return batch.result
+
+
+@dataclass
+class _Batch:
+    """What every data row of :func:`sanitize_csv` reads and updates once the header is read: where
+    the features and the id sit in the header, how a row is released, the two writers and the
+    running counts. One state, so releasing a row and refusing it are functions of it."""
+
+    header: list[str]
+    at: list[int]
+    id_at: int | None
+    release: Callable[[list], list]
+    stamp_cells: list
+    writer: _QuotingWriter
+    refuse_writer: _QuotingWriter | None
+    result: BatchResult = field(default_factory=BatchResult)
+
+
+def _read_header(infile: pathlib.Path, lines: _CappedLines, reader) -> list[str]:
+    """The header's cells, stripped: read first, under the header's own length limit, and refused as a
+    whole (the file cannot be read as rows without it).
+
+    Raises
+    ------
+    BuildError
+        The header is longer than its limit, is not CSV or not UTF-8, or the file is empty.
+    """
+    try:
+        header = [h.strip() for h in next(reader, [])]
+    except _LineTooLong:
+        raise BuildError(f"{infile}, line 1: the header is longer than {lines.limit} characters") from None
+    except csv.Error as exc:
+        raise BuildError(f"{infile}, line 1: {exc}") from None
+    if not header:
+        raise BuildError(f"{infile}: empty file; expected a header row naming the bundle's features, then one "
+                         "row per user")
+    if any(_undecodable(h) for h in header):
+        raise BuildError(f"{infile}, line 1: the header is not UTF-8 text")
+    return header
+
+
+def _release_rows(batch: _Batch, lines: _CappedLines, reader, tick) -> None:
+    """Read the data rows one record at a time and release or refuse each: a record over the line
+    limit or not CSV is refused by its line number, a blank line is skipped, and ``tick`` is called
+    once per data row."""
+    while True:
+        lines.new_record()
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except _LineTooLong as exc:
+            batch.result.rows += 1
+            _refuse(batch, lines.line_num, str(exc))
+            continue
+        except csv.Error:
+            batch.result.rows += 1
+            _refuse(batch, lines.line_num, "malformed CSV row")
+            continue
+        if not row:
+            continue
+        batch.result.rows += 1
+        if tick is not None:
+            tick()
+        _release_row(batch, lines.line_num, row)
+
+
+def _release_row(batch: _Batch, line: int, row: list[str]) -> None:
+    """Write one data row's released cells (after its id, before the stamp), or refuse it: bytes that
+    are not UTF-8, the wrong number of cells, or the device's typed refusal of its cells."""
+    if any(_undecodable(cell) for cell in row):
+        _refuse(batch, line, "not UTF-8 text")
+        return
+    if len(row) != len(batch.header):
+        _refuse(batch, line, f"{len(row)} cells, header has {len(batch.header)}", row)
+        return
+    try:
+        released = batch.release([row[i] for i in batch.at])
+    except InputError as exc:
+        _refuse(batch, line, f"{type(exc).__name__}: {exc}", row)
+        return
+    batch.writer.writerow(([row[batch.id_at]] if batch.id_at is not None else [])
+                          + ["" if v is None else v for v in released] + batch.stamp_cells)
+    batch.result.released += 1
+
+
+def _refuse(batch: _Batch, line: int, reason: str, row=None) -> None:
+    """Count a refused row and write it to the rejects stream, if any: its line, its id where the
+    row's cells could be read (one id per header column, UTF-8), and the reason."""
+    result = batch.result
+    result.refused += 1
+    if result.first_refused is None:
+        result.first_refused = (line, reason)
+    if batch.refuse_writer is not None:
+        if batch.id_at is None:
+            batch.refuse_writer.writerow([line, reason])
+        else:
+            readable = row is not None and len(row) == len(batch.header) and not _undecodable(row[batch.id_at])
+            batch.refuse_writer.writerow([line, row[batch.id_at] if readable else "", reason])
 
 
 def _undecodable(text: str) -> bool:

@@ -1,7 +1,8 @@
 """The public entry point for program (19), dispatching to a solver."""
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -122,35 +123,91 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
         return solve_cvxpy(p_ac, distortion, delta)
     if solver != "fast":
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
-    from .fast import solve_fast
     if warm_start is not None and _classes(p_ac) > WARM_START_MAX_CLASSES:
         warm_start = None
-    failures: dict[str, str] = {}
-    if warm_start is None and starts_from_interior(p_ac, distortion, delta):
+    attempt = _Attempt(p_ac, distortion, delta, tol_bits, progress)
+    if warm_start is None:
+        started = _from_a_start(attempt, start_outputs)
+        if started is not None:
+            return started
+    return _from_the_fast_path(attempt, warm_start)
+
+
+@dataclass
+class _Attempt:
+    """One fast solve as :func:`solve` runs it: the instance and what the starts tried before the
+    fast path leave to it, so each phase (:func:`_from_a_start`, :func:`_from_the_fast_path`)
+    reads one state.
+
+    Attributes
+    ----------
+    p_ac, distortion, delta, tol_bits, progress
+        As :func:`solve` takes them.
+    failures : dict of str to str
+        The failures of the starts tried, for the answer's ``info`` (``interior_failure``).
+    conic : bool
+        Whether the conic reference is still the fallback of a failed cold fast path.
+    first : SolverError or None
+        The conic start's failure, where it was tried first and failed.
+    """
+
+    p_ac: Any
+    distortion: Any
+    delta: Any
+    tol_bits: float
+    progress: Callable[[float], None] | None
+    failures: dict[str, str] = field(default_factory=dict)
+    conic: bool = False
+    first: SolverError | None = None
+
+
+def _from_a_start(attempt: _Attempt, start_outputs) -> SolveResult | None:
+    """A cold solve's polished answer from the interior point or, failing that, the conic reference,
+    where the instance starts from one (Notes of :func:`solve`); None where neither answers, with
+    their failures and whether the reference remains the fallback left in ``attempt``."""
+    a = attempt
+    if starts_from_interior(a.p_ac, a.distortion, a.delta):
         try:
-            return _polished("interior", p_ac, distortion, delta, tol_bits, progress, start_outputs=start_outputs)
+            return _polished("interior", a.p_ac, a.distortion, a.delta, a.tol_bits, a.progress,
+                             start_outputs=start_outputs)
         except SolverError as failure:
-            failures["interior_failure"] = str(failure)
-    conic = warm_start is None and _conic_fits(p_ac, distortion)
-    first = None
-    if conic and starts_from_conic(p_ac, distortion, delta):
+            a.failures["interior_failure"] = str(failure)
+    a.conic = _conic_fits(a.p_ac, a.distortion)
+    if a.conic and starts_from_conic(a.p_ac, a.distortion, a.delta):
         try:
-            return _noted(_polished("conic", p_ac, distortion, delta, tol_bits, progress), failures)
+            return _noted(_polished("conic", a.p_ac, a.distortion, a.delta, a.tol_bits, a.progress), a.failures)
         except SolverError as failure:
-            first, conic = failure, False
+            a.first, a.conic = failure, False
+    return None
+
+
+def _from_the_fast_path(attempt: _Attempt, warm_start: SolveResult | None) -> SolveResult:
+    """The fast solver's answer from ``warm_start`` or cold, noting the earlier starts' failures; a
+    cold failure falls back on the conic reference's polished answer where ``attempt.conic`` allows.
+
+    Raises
+    ------
+    InfeasibleError
+        ``delta`` below the least reachable distortion.
+    SolverError
+        The fast path failed and no fallback answered (naming the conic start's failure too).
+    """
+    from .fast import solve_fast
+    a = attempt
     try:
-        result = solve_fast(p_ac, distortion, delta, tol_bits=tol_bits, progress=progress, warm_start=warm_start)
-        if first is not None:
-            result.info["conic_failure"] = str(first)
-        return _noted(result, failures)
+        result = solve_fast(a.p_ac, a.distortion, a.delta, tol_bits=a.tol_bits, progress=a.progress,
+                            warm_start=warm_start)
+        if a.first is not None:
+            result.info["conic_failure"] = str(a.first)
+        return _noted(result, a.failures)
     except InfeasibleError:
         raise
     except SolverError as failure:
-        if first is not None:
-            raise SolverError(f"{first}; then the cold fast solve: {failure}") from failure
-        if not conic:
+        if a.first is not None:
+            raise SolverError(f"{a.first}; then the cold fast solve: {failure}") from failure
+        if not a.conic:
             raise
-        return _noted(_polished("conic", p_ac, distortion, delta, tol_bits, progress, failure), failures)
+        return _noted(_polished("conic", a.p_ac, a.distortion, a.delta, a.tol_bits, a.progress, failure), a.failures)
 
 
 def starts_from_interior(p_ac, distortion, delta) -> bool:

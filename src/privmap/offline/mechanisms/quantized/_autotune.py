@@ -301,29 +301,9 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     targets = _Targets(leakage_bits=target_leakage_bits, auc=target_auc, columns=column_targets)
     blinds = options.auto.class_blind if options.auto is not None and options.auto.class_blind else None
     run = _Run(dataset, options, targets, jobs=jobs, progress=progress, tasks=0)
-    plans = []
-    for blind in blinds or (options.class_blind,):
-        codebook = dataclasses.replace(options, class_blind=blind)
-        fractions = delta_fractions if not grid else (CLASS_BLIND_DELTA_FRACTIONS if blind
-                                                      else CANDIDATE_DELTA_FRACTIONS)
-        fs = sorted({float(f) for f in fractions}) if fractions else [None]
-        triples = [(k, s, f) for k in ks for s in ss for f in fs]
-        searching = fs[0] is not None and len(fs) > 1
-        plans.append((codebook, fs, triples, searching, sum(_tasks(c, folds) for c in _candidates(codebook, triples))
-                      + (REFINE_STEPS * (folds + 1) if searching else 0)))
+    plans = _plans(options, ks, ss, delta_fractions, grid, blinds)
     run.tasks = sum(plan[-1] for plan in plans)
-    judged: list = []
-    for i, (codebook, fs, triples, searching, _) in enumerate(plans):
-        run.options, run.pending = codebook, sum(plan[-1] for plan in plans[i + 1:])
-        if searching:
-            found = _search_budgets(run, [(k, s) for k in ks for s in ss], fs)
-            found += _refine_budget(run, found)
-        else:
-            found = run.judge(triples)
-        if blinds:
-            for row, _, _ in found:
-                row["class_blind"] = codebook.class_blind
-        judged += found
+    judged = _judge_plans(run, plans, ks, ss, blinds)
     rows = [row for row, _, _ in judged]
     ok = [r for r in rows if "error" not in r]
     if not ok:
@@ -345,6 +325,46 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
                       {"clusters": r["clusters"], "smoothing": r["smoothing"],
                        "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)}
                       for r, e in zip(rows, estimates) if isinstance(e, HoldoutLeakage)))
+
+
+def _plans(options: QuantizedOptions, ks: list[int], ss: list[float], delta_fractions, grid: bool,
+           blinds) -> list[tuple]:
+    """The search's plan for each codebook searched (``blinds``, else the options' own): one
+    ``(options, fractions, triples, searching, tasks)`` with the codebook's options, its budget
+    fractions (``[None]``: the build's own budget), every (K, smoothing, fraction), whether the
+    budget is searched, and the tasks it plans (so that progress counts against the whole search
+    from the start)."""
+    folds = options.folds
+    plans = []
+    for blind in blinds or (options.class_blind,):
+        codebook = dataclasses.replace(options, class_blind=blind)
+        fractions = delta_fractions if not grid else (CLASS_BLIND_DELTA_FRACTIONS if blind
+                                                      else CANDIDATE_DELTA_FRACTIONS)
+        fs = sorted({float(f) for f in fractions}) if fractions else [None]
+        triples = [(k, s, f) for k in ks for s in ss for f in fs]
+        searching = fs[0] is not None and len(fs) > 1
+        plans.append((codebook, fs, triples, searching, sum(_tasks(c, folds) for c in _candidates(codebook, triples))
+                      + (REFINE_STEPS * (folds + 1) if searching else 0)))
+    return plans
+
+
+def _judge_plans(run: _Run, plans: list[tuple], ks: list[int], ss: list[float], blinds) -> list:
+    """Every candidate of ``plans`` judged, in plan order: ``(row, estimate or BuildError, build or
+    None)`` each, a searched budget by :func:`_search_budgets` then :func:`_refine_budget`, and
+    each row marked with its codebook when several are searched."""
+    judged: list = []
+    for i, (codebook, fs, triples, searching, _) in enumerate(plans):
+        run.options, run.pending = codebook, sum(plan[-1] for plan in plans[i + 1:])
+        if searching:
+            found = _search_budgets(run, [(k, s) for k in ks for s in ss], fs)
+            found += _refine_budget(run, found)
+        else:
+            found = run.judge(triples)
+        if blinds:
+            for row, _, _ in found:
+                row["class_blind"] = codebook.class_blind
+        judged += found
+    return judged
 
 
 @dataclass(frozen=True)

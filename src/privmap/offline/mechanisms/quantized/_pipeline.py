@@ -279,22 +279,56 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
     BuildError
         As :func:`build_rows`.
     """
-    alphabet, p_ac, solved, delta, d_perfect = done.alphabet, done.p_ac, done.solved, done.delta, done.d_perfect
-    k_in = len(alphabet.inputs)
     tell("compress", 0.72)
-    table = compress(solved.table, p_ac, alphabet.distortion, done.budget, bits=options.bits)
-    measured = rows.measured_distortion(alphabet, table)
+    table = compress(done.solved.table, done.p_ac, done.alphabet.distortion, done.budget, bits=options.bits)
+    shipped = _Shipped(rows=rows, done=done, options=options, table=table)
+    metrics = _table_metrics(shipped)
     index, weight = table.rows()
+    metrics.update(_mismatch_metrics(shipped))
+    if done.codebook is not None:
+        metrics.update(_codebook_metrics(done.codebook))
+    if options.robust is not None:
+        metrics.update(robust_metrics(robust_set(rows, done.alphabet, done.p_ac, options.robust.confidence), table))
+    if holdout is not None:
+        metrics.update(holdout.metrics())
+    elif options.folds:
+        metrics.update(_cross_fitted_metrics(shipped, tell, pending))
+    tell("payload", 0.99)
+    payload = _payload(shipped, metrics, index, weight)
+    tell("done", 1.0)
+    return Build(payload=payload, dataset=rows.dataset, alphabet=done.alphabet, dropped_rows=rows.dropped_rows,
+                 p_ac=done.p_ac, solved=done.solved, table=table)
+
+
+@dataclass(frozen=True)
+class _Shipped:
+    """What :func:`assemble`'s metrics and payload are each computed from: the rows, the solved
+    program, the options and the integer table the bundle ships (its figures, not the solver's,
+    are the declared ones: DESIGN invariant 1)."""
+
+    rows: Rows
+    done: Solved
+    options: Seed000Options
+    table: CompressedTable
+
+
+def _table_metrics(shipped: _Shipped) -> dict:
+    """The payload's first metrics, in their order: the shipped table's leakage and distortion
+    beside the solver's, the alphabet's, the rows', the solver's gap where finite, each private
+    column's own figures (several columns) and the output-leakage figures."""
+    rows, done, table = shipped.rows, shipped.done, shipped.table
+    alphabet, p_ac, solved, delta = done.alphabet, done.p_ac, done.solved, done.delta
+    measured = rows.measured_distortion(alphabet, table)
     metrics = {
         "leakage_bits": table.leakage_bits,
         "distortion": table.distortion,
         "delta": float(delta),
         "r": alphabet.r,
         "delta_plus_r": float(delta) + alphabet.r,
-        "clusters": k_in,
+        "clusters": len(alphabet.inputs),
         "outputs": len(alphabet.outputs),
         "n": rows.n,
-        "perfect_privacy_distortion": d_perfect,
+        "perfect_privacy_distortion": done.d_perfect,
         "leakage_before_bits": mutual_information_bits(p_ac),
         "quantization_distortion": alphabet.quantization_distortion,
         "measured_distortion": measured,
@@ -311,37 +345,47 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
     columns = getattr(rows.dataset, "columns", None)
     if columns is not None:              # several private columns: what each leaks alone (_joint)
         metrics.update(column_figures(p_ac, table.probabilities(), columns))
-    limit = None if options.output_limit is None else options.output_limit.bits
+    limit = None if shipped.options.output_limit is None else shipped.options.output_limit.bits
     metrics.update(_output_leakage_metrics(p_ac, table, limit))
+    return metrics
+
+
+def _mismatch_metrics(shipped: _Shipped) -> dict:
+    """The prior-mismatch bound's metrics for a prior estimated from these rows, at confidence 0.95
+    (the leakage bound only where finite)."""
+    rows, alphabet, p_ac = shipped.rows, shipped.done.alphabet, shipped.done.p_ac
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
-    bound = mismatch_bound(rows.n, len(rows.classes), k_in, float(finite.max()),
+    bound = mismatch_bound(rows.n, len(rows.classes), len(alphabet.inputs), float(finite.max()),
                            mutual_information_bits(np.diag(p_ac.sum(axis=1))))
-    metrics["mismatch_confidence"] = 0.95
-    metrics["mismatch_eps"] = bound.eps
-    metrics["mismatch_distortion_bound"] = bound.distortion
+    metrics = {"mismatch_confidence": 0.95, "mismatch_eps": bound.eps, "mismatch_distortion_bound": bound.distortion}
     if math.isfinite(bound.leakage_bits):
         metrics["mismatch_leakage_bound_bits"] = bound.leakage_bits
     metrics["mismatch_bound_vacuous"] = int(bound.vacuous)
-    if done.codebook is not None:
-        metrics.update(_codebook_metrics(done.codebook))
-    if options.robust is not None:
-        metrics.update(robust_metrics(robust_set(rows, alphabet, p_ac, options.robust.confidence), table))
-    if holdout is not None:
-        metrics.update(holdout.metrics())
-    elif options.folds:
-        folds = options.folds
+    return metrics
 
-        def fold_done(f):        # fold i of k reported done: the next one's stage starts
-            done_folds = min(folds, int(round(f * folds)))
-            tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
 
-        tell("holdout-fold-1", 0.75)
-        estimate = rows.cross_fitted(done, options, progress=fold_done, pending=pending)
-        if isinstance(tell, StageTimer):
-            tell.attach_folds(estimate.fold_costs)
-        metrics.update(estimate.metrics())
-    tell("payload", 0.99)
-    payload = {
+def _cross_fitted_metrics(shipped: _Shipped, tell: Progress, pending) -> dict:
+    """The cross-fitted (new-user) leakage's metrics, measured here over ``options.folds`` folds (joining
+    the ``pending`` ones), each fold its own stage; the timer is given the folds' costs."""
+    folds = shipped.options.folds
+
+    def fold_done(f):        # fold i of k reported done: the next one's stage starts
+        done_folds = min(folds, int(round(f * folds)))
+        tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
+
+    tell("holdout-fold-1", 0.75)
+    estimate = shipped.rows.cross_fitted(shipped.done, shipped.options, progress=fold_done, pending=pending)
+    if isinstance(tell, StageTimer):
+        tell.attach_folds(estimate.fold_costs)
+    return estimate.metrics()
+
+
+def _payload(shipped: _Shipped, metrics: dict, index: list[list[int]], weight: list[list[int]]) -> dict:
+    """The bundle's payload (docs/bundle-format.md): header, alphabet, the integer table (its rows'
+    output ``index`` and ``weight``), the prior, ``metrics`` and the build's provenance."""
+    rows, done, options, table = shipped.rows, shipped.done, shipped.options, shipped.table
+    alphabet = done.alphabet
+    return {
         **payload_header(options, options.mechanism),
         "metric": options.metric,
         "features": alphabet.features,
@@ -349,14 +393,14 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
         "inputs": alphabet.inputs,
         "outputs": alphabet.outputs,
         "table": {"bits": table.bits, "index": index, "weight": weight},
-        "prior": p_ac.tolist(),
+        "prior": done.p_ac.tolist(),
         "metrics": metrics,
         "provenance": {
             "tool_version": _tool_version(),
             "seed": options.seed,
             "data_sha256": rows.sha256,
-            "solver": solved.solver,
-            "clusters_requested": options.clusters if options.clusters is not None else k_in,
+            "solver": done.solved.solver,
+            "clusters_requested": options.clusters if options.clusters is not None else len(alphabet.inputs),
             "smoothing": repr(options.smoothing),
             "delta_fraction": repr(options.delta_fraction) if options.delta_fraction is not None else "",
             "missing_policy": options.missing,
@@ -364,9 +408,6 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
             **({"class_blind": 1} if options.class_blind else {}),
         },
     }
-    tell("done", 1.0)
-    return Build(payload=payload, dataset=rows.dataset, alphabet=alphabet, dropped_rows=rows.dropped_rows,
-                 p_ac=p_ac, solved=solved, table=table)
 
 
 def robust_metrics(cs, table: CompressedTable) -> dict:

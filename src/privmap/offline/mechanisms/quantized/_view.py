@@ -278,6 +278,191 @@ def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64), int(codes.max()) + 1
 
 
+@dataclass
+class _Rows:
+    """The rows :func:`evaluate_view` measures, once checked and looked up: the phases below each
+    read them, so they travel together rather than as five arguments.
+
+    Attributes
+    ----------
+    public : ndarray, shape (n, d)
+        The raw public rows the mapping looks up (float, or object for categorical rows).
+    private : ndarray of int64, shape (n,)
+        Their private class codes.
+    symbols : ndarray of int64, shape (n,)
+        Each row's input symbol (the device's psi).
+    unmatched : int
+        Rows of the data left out because the mapping cannot look them up.
+    p_ac : ndarray, shape (n_classes, K_in)
+        This data's empirical joint prior of class and input symbol.
+    """
+
+    public: np.ndarray
+    private: np.ndarray
+    symbols: np.ndarray
+    unmatched: int
+    p_ac: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of rows measured."""
+        return int(self.public.shape[0])
+
+
+def _matched_rows(view: MappingView, public, private) -> _Rows:
+    """The rows of the data ``view`` can look up, checked against its features and classes: every
+    figure is measured on these alone (the rest are only counted).
+
+    Raises
+    ------
+    BuildError
+        The number of public columns differs from the view's features, the row counts differ, a
+        class code is out of range, or no row can be looked up.
+    """
+    n_classes = len(view.classes)
+    public = np.asarray(public, dtype=object if view.categorical else float)
+    private = np.asarray(private, dtype=np.int64)
+    if public.ndim != 2 or public.shape[1] != len(view.features):
+        raise BuildError(f"data has {public.shape[1] if public.ndim == 2 else '?'} public columns, "
+                         f"the mapping expects {len(view.features)}")
+    if private.shape[0] != public.shape[0]:
+        raise BuildError("public and private data have different numbers of rows")
+    if private.size and (private.min() < 0 or private.max() >= n_classes):
+        raise BuildError("private codes out of range of the mapping's classes")
+    symbols = view.lookup(public)
+    matched = symbols >= 0
+    n_unmatched = int((~matched).sum())
+    if not matched.any():
+        raise BuildError("no row of the data matches an input of the mapping")
+    public, private, symbols = public[matched], private[matched], symbols[matched]
+    p_ac = joint_prior(private, symbols, n_classes, view.q.shape[0])
+    return _Rows(public=public, private=private, symbols=symbols, unmatched=n_unmatched, p_ac=p_ac)
+
+
+def _leakage_figures(view: MappingView, rows: _Rows, permutations: int, seed: int) -> dict:
+    """The summary's leakage entries, in their order: I(A; C^) after the mapping, I(A; C) of the
+    input symbols and the plug-in I(A; B) of the raw rows, each with its permutation bias, and
+    H(A), in bits."""
+    n_classes, K_in = len(view.classes), view.q.shape[0]
+    private, symbols, q, p_ac = rows.private, rows.symbols, view.q, rows.p_ac
+    p_a = p_ac.sum(axis=1)
+    leak = leakage_bits(p_ac, q)
+    leak_bias, leak_bias_sd = permutation_bias(private, symbols, n_classes, K_in, q,
+                                                        permutations=permutations, seed=seed)
+    leak_in = mutual_information_bits(p_ac)
+    leak_in_bias, _ = permutation_bias(private, symbols, n_classes, K_in,
+                                                permutations=permutations, seed=seed)
+    raw_codes, n_raw = _row_codes(rows.public, bool(view.categorical))
+    raw_mi = mutual_information_bits(joint_prior(private, raw_codes, n_classes, n_raw))
+    raw_bias, _ = permutation_bias(private, raw_codes, n_classes, n_raw,
+                                            permutations=permutations, seed=seed)
+    h_a = float(-np.sum(p_a[p_a > 0] * np.log2(p_a[p_a > 0])))
+    return {"leakage_bits": leak, "leakage_bias_bits": leak_bias, "leakage_bias_sd_bits": leak_bias_sd,
+            "leakage_debiased_bits": max(leak - leak_bias, 0.0), "leakage_before_bits": leak_in,
+            "leakage_before_bias_bits": leak_in_bias, "raw_plugin_bits": raw_mi, "raw_plugin_bias_bits": raw_bias,
+            "raw_distinct_rows": int(n_raw), "private_entropy_bits": h_a}
+
+
+def _distortion_figures(view: MappingView, rows: _Rows, rng: np.random.Generator) -> tuple[dict, float]:
+    """The summary's distortion entries, in their order (the exact expectation over q on the raw
+    rows, one simulated release drawn from ``rng``, the symbols' distortion, r and Theorem 2's
+    bound), and d_max, the largest finite symbol-to-output distortion (the prior-mismatch
+    bounds' scale)."""
+    n, symbols, q = rows.n, rows.symbols, view.q
+    sym_costs = view.costs(view.inputs, view.outputs)           # (K_in, K_out)
+    if view.mechanism == "exact":                                # a matched row equals its input
+        costs = sym_costs[symbols]
+        to_input = np.zeros(n)
+    else:
+        costs = view.costs(rows.public, view.outputs)            # (n, K_out)
+        to_input = view.costs(rows.public, view.inputs)[np.arange(n), symbols]
+    qs = q[symbols]
+    expected = float(np.mean(np.sum(np.where(qs > 0, qs * np.where(np.isfinite(costs), costs, 0.0), 0.0), axis=1)))
+    if np.any((qs > 0) & ~np.isfinite(costs)):
+        expected = math.inf
+    released = view.release(symbols, rng)
+    sampled = float(np.mean(costs[np.arange(n), released]))
+    prior_distortion = expected_distortion(rows.p_ac.sum(axis=0), q, sym_costs)
+    r = float(np.max(to_input))
+    finite = sym_costs[np.isfinite(sym_costs)]
+    d_max = float(finite.max()) if finite.size else math.nan
+    return {"distortion": expected, "distortion_sampled": sampled, "distortion_symbols": prior_distortion,
+            "quantization_mean": float(np.mean(to_input)), "r": r,
+            "distortion_bound": (view.delta + r) if view.delta is not None else None}, d_max
+
+
+def _map_figures(view: MappingView, rows: _Rows, d_max: float, confidence: float) -> dict:
+    """The summary's MAP-attacker entries, in their order: the attacker who knows the mapping and
+    this data's prior (and the bundle's prior, where it has one of this data's shape), with the
+    Theorem 1 / Proposition 1 prior-mismatch bounds."""
+    p_ac, q = rows.p_ac, view.q
+    K_in, K_out = q.shape
+    figures = {"majority": float(p_ac.sum(axis=1).max()), "map_accuracy_before": map_accuracy(p_ac),
+               "map_accuracy_after": map_accuracy_after(p_ac, q),
+               "prior_mismatch": prior_mismatch_bounds(rows.n, len(view.classes), K_in, d_max=d_max,
+                                                       confidence=confidence)}
+    if view.prior is not None and np.asarray(view.prior).shape == p_ac.shape:
+        guess = map_guess(view.prior, q)                  # the bundle's prior, applied to this data
+        p_aj = joint_output(p_ac, q)
+        figures["map_accuracy_after_bundle_prior"] = float(sum(p_aj[guess[j], j] for j in range(K_out)))
+    return figures
+
+
+def _logistic_figures(view: MappingView, rows: _Rows, rng: np.random.Generator, test_fraction: float,
+                      seed: int) -> tuple[AttackScores, AttackScores, dict, tuple]:
+    """The logistic-regression attacker before (raw rows) and after (rows released by draws from
+    ``rng``), trained and tested on the same split: both scores, the summary's ``attacker`` entry,
+    and the raw and released train and test rows with their indexes (what each private column's
+    own attacker reuses).
+
+    Raises
+    ------
+    BuildError
+        Fewer than 10 rows, or a test fraction outside (0, 1).
+    """
+    n, public, private, symbols = rows.n, rows.public, rows.private, rows.symbols
+    n_classes = len(view.classes)
+    if n < 10 or not (0.0 < test_fraction < 1.0):
+        raise BuildError(f"cannot split {n} rows with test fraction {test_fraction}")
+    train, test = split_rows(n, private, test_fraction, seed)
+    before = logistic_attack(public[train], private[train], public[test], private[test], n_classes,
+                                      categorical=bool(view.categorical), seed=seed)
+    rel_train = view.released_rows(view.release(symbols[train], rng))
+    rel_test = view.released_rows(view.release(symbols[test], rng))
+    after = logistic_attack(rel_train, private[train], rel_test, private[test], n_classes,
+                                     categorical=bool(view.categorical), seed=seed)
+    entry = {"model": "logistic-regression", "train_rows": int(len(train)),
+             "test_rows": int(len(test)), "before": before.as_dict(), "after": after.as_dict()}
+    return before, after, entry, (public[train], rel_train, public[test], rel_test, train, test)
+
+
+def _add_recommender(summary: dict, view: MappingView, rows: _Rows, recommender: bool | None,
+                     test_fraction: float, seed: int) -> None:
+    """Add the recommender figures to ``summary`` as :func:`evaluate_view`'s ``recommender`` asks
+    (None: only for numeric rows with blank cells, and a figure that cannot be measured becomes a
+    ``recommender_note`` rather than an error).
+
+    Raises
+    ------
+    BuildError
+        ``recommender`` is True and the figures cannot be measured.
+    """
+    auto = recommender is None
+    if auto:
+        recommender = not view.categorical and bool(np.isnan(np.asarray(rows.public, dtype=float)).any())
+    if recommender:
+        n = rows.n
+        try:
+            if n < 10 or not (0.0 < test_fraction < 1.0):
+                raise BuildError(f"recommender figures: cannot split {n} rows with test fraction {test_fraction}")
+            train, test = split_rows(n, rows.private, test_fraction, seed)
+            summary["recommender"] = recommender_figures(view, rows.public[train], rows.public[test], seed=seed)
+        except BuildError as exc:
+            if not auto:
+                raise
+            summary["recommender_note"] = str(exc)
+
+
 def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fraction: float = 0.3,
                   permutations: int = 20, attacker: bool = True, confidence: float = 0.95,
                   recommender: bool | None = False) -> Evaluation:
@@ -313,130 +498,21 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
         No row can be looked up, a class code out of range, too few rows to split, recommender
         figures asked of categorical rows, or no held-out user with two ratings.
     """
-    n_classes = len(view.classes)
-    public = np.asarray(public, dtype=object if view.categorical else float)
-    private = np.asarray(private, dtype=np.int64)
-    if public.ndim != 2 or public.shape[1] != len(view.features):
-        raise BuildError(f"data has {public.shape[1] if public.ndim == 2 else '?'} public columns, "
-                         f"the mapping expects {len(view.features)}")
-    if private.shape[0] != public.shape[0]:
-        raise BuildError("public and private data have different numbers of rows")
-    if private.size and (private.min() < 0 or private.max() >= n_classes):
-        raise BuildError("private codes out of range of the mapping's classes")
     rng = np.random.default_rng(seed)
-
-    symbols = view.lookup(public)
-    matched = symbols >= 0
-    n_unmatched = int((~matched).sum())
-    if not matched.any():
-        raise BuildError("no row of the data matches an input of the mapping")
-    public, private, symbols = public[matched], private[matched], symbols[matched]
-    n = int(public.shape[0])
+    rows = _matched_rows(view, public, private)
     K_in, K_out = view.q.shape
-    q = view.q
-
-    # ----- leakage
-    p_ac = joint_prior(private, symbols, n_classes, K_in)
-    p_a = p_ac.sum(axis=1)
-    leak = leakage_bits(p_ac, q)
-    leak_bias, leak_bias_sd = permutation_bias(private, symbols, n_classes, K_in, q,
-                                                        permutations=permutations, seed=seed)
-    leak_in = mutual_information_bits(p_ac)
-    leak_in_bias, _ = permutation_bias(private, symbols, n_classes, K_in,
-                                                permutations=permutations, seed=seed)
-    raw_codes, n_raw = _row_codes(public, bool(view.categorical))
-    raw_mi = mutual_information_bits(joint_prior(private, raw_codes, n_classes, n_raw))
-    raw_bias, _ = permutation_bias(private, raw_codes, n_classes, n_raw,
-                                            permutations=permutations, seed=seed)
-    h_a = float(-np.sum(p_a[p_a > 0] * np.log2(p_a[p_a > 0])))
-
-    # ----- distortion
-    sym_costs = view.costs(view.inputs, view.outputs)           # (K_in, K_out)
-    if view.mechanism == "exact":                                # a matched row equals its input
-        costs = sym_costs[symbols]
-        to_input = np.zeros(n)
-    else:
-        costs = view.costs(public, view.outputs)                 # (n, K_out)
-        to_input = view.costs(public, view.inputs)[np.arange(n), symbols]
-    qs = q[symbols]
-    expected = float(np.mean(np.sum(np.where(qs > 0, qs * np.where(np.isfinite(costs), costs, 0.0), 0.0), axis=1)))
-    if np.any((qs > 0) & ~np.isfinite(costs)):
-        expected = math.inf
-    released = view.release(symbols, rng)
-    sampled = float(np.mean(costs[np.arange(n), released]))
-    prior_distortion = expected_distortion(p_ac.sum(axis=0), q, sym_costs)
-    r = float(np.max(to_input))
-    finite = sym_costs[np.isfinite(sym_costs)]
-    d_max = float(finite.max()) if finite.size else math.nan
-
-    # ----- MAP attacker (knows this data's prior and the mapping)
-    majority = float(p_a.max())
-    summary = {
-        "mechanism": view.mechanism,
-        "metric": view.metric,
-        "private": view.private_name,
-        "classes": list(view.classes),
-        "rows": n,
-        "unmatched_rows": n_unmatched,
-        "clusters": int(K_in),
-        "outputs": int(K_out),
-        "delta": view.delta,
-        "leakage_bits": leak,
-        "leakage_bias_bits": leak_bias,
-        "leakage_bias_sd_bits": leak_bias_sd,
-        "leakage_debiased_bits": max(leak - leak_bias, 0.0),
-        "leakage_before_bits": leak_in,
-        "leakage_before_bias_bits": leak_in_bias,
-        "raw_plugin_bits": raw_mi,
-        "raw_plugin_bias_bits": raw_bias,
-        "raw_distinct_rows": int(n_raw),
-        "private_entropy_bits": h_a,
-        "distortion": expected,
-        "distortion_sampled": sampled,
-        "distortion_symbols": prior_distortion,
-        "quantization_mean": float(np.mean(to_input)),
-        "r": r,
-        "distortion_bound": (view.delta + r) if view.delta is not None else None,
-        "majority": majority,
-        "map_accuracy_before": map_accuracy(p_ac),
-        "map_accuracy_after": map_accuracy_after(p_ac, q),
-        "prior_mismatch": prior_mismatch_bounds(n, n_classes, K_in, d_max=d_max, confidence=confidence),
-    }
-    if view.prior is not None and np.asarray(view.prior).shape == p_ac.shape:
-        guess = map_guess(view.prior, q)                  # the bundle's prior, applied to this data
-        p_aj = joint_output(p_ac, q)
-        summary["map_accuracy_after_bundle_prior"] = float(sum(p_aj[guess[j], j] for j in range(K_out)))
-
-    # ----- logistic-regression attacker
-    before = after = None
+    leakage = _leakage_figures(view, rows, permutations, seed)
+    distortion, d_max = _distortion_figures(view, rows, rng)
+    summary = {"mechanism": view.mechanism, "metric": view.metric, "private": view.private_name,
+               "classes": list(view.classes), "rows": rows.n, "unmatched_rows": rows.unmatched,
+               "clusters": int(K_in), "outputs": int(K_out), "delta": view.delta,
+               **leakage, **distortion, **_map_figures(view, rows, d_max, confidence)}
+    before = after = attacked = None
     if attacker:
-        if n < 10 or not (0.0 < test_fraction < 1.0):
-            raise BuildError(f"cannot split {n} rows with test fraction {test_fraction}")
-        train, test = split_rows(n, private, test_fraction, seed)
-        before = logistic_attack(public[train], private[train], public[test], private[test], n_classes,
-                                          categorical=bool(view.categorical), seed=seed)
-        rel_train = view.released_rows(view.release(symbols[train], rng))
-        rel_test = view.released_rows(view.release(symbols[test], rng))
-        after = logistic_attack(rel_train, private[train], rel_test, private[test], n_classes,
-                                         categorical=bool(view.categorical), seed=seed)
-        summary["attacker"] = {"model": "logistic-regression", "train_rows": int(len(train)),
-                               "test_rows": int(len(test)), "before": before.as_dict(), "after": after.as_dict()}
+        before, after, summary["attacker"], attacked = _logistic_figures(view, rows, rng, test_fraction, seed)
     if view.columns is not None:
-        attacked = (public[train], rel_train, public[test], rel_test, train, test) if attacker else None
-        summary["columns"] = _column_summaries(view, p_ac, private, attacked, seed)
-    auto = recommender is None
-    if auto:
-        recommender = not view.categorical and bool(np.isnan(np.asarray(public, dtype=float)).any())
-    if recommender:
-        try:
-            if n < 10 or not (0.0 < test_fraction < 1.0):
-                raise BuildError(f"recommender figures: cannot split {n} rows with test fraction {test_fraction}")
-            train, test = split_rows(n, private, test_fraction, seed)
-            summary["recommender"] = recommender_figures(view, public[train], public[test], seed=seed)
-        except BuildError as exc:
-            if not auto:
-                raise
-            summary["recommender_note"] = str(exc)
+        summary["columns"] = _column_summaries(view, rows.p_ac, rows.private, attacked, seed)
+    _add_recommender(summary, view, rows, recommender, test_fraction, seed)
     return Evaluation(summary=summary, attack_before=before, attack_after=after)
 
 
