@@ -137,13 +137,14 @@ class PartitionedMode:
 class Folded:
     """The folded-in users a mode's ``finish`` may read again: the ``client``, the ratings'
     ``parts`` and how to read them (``reading``), the ``model`` and the ``folder`` of points
-    (:func:`fold_in`)."""
+    (:func:`fold_in`), and ``tell``, the build's timer, for the stages it adds."""
 
     client: object
     parts: tuple
     reading: "_Reading"
     model: object
     folder: str
+    tell: StageTimer
 
 
 def build_partitioned(src: Source, options: RecommenderOptions, client, *, kmeans: str = "minibatch",
@@ -230,7 +231,7 @@ def build_model_partitioned(src: Source, options, client, mode: PartitionedMode,
             points = PartitionedRows(open_source(folder, private=src.private_name), mapping, client, kmeans=kmeans,
                                      progress=tell, dask_progress=dask_progress)
             built = build_rows(points, mapping, tell)
-        return mode.finish(built, fitted, options, Folded(client, tuple(src.partitions), reading, model, folder))
+        return mode.finish(built, fitted, options, Folded(client, tuple(src.partitions), reading, model, folder, tell))
 
 
 def gather_points(folder, names, summary) -> Dataset:
@@ -242,9 +243,8 @@ def gather_points(folder, names, summary) -> Dataset:
     code = {c: i for i, c in enumerate(summary.classes)}
     blocks, labels = [], []
     for path in paths:
-        table = pq.read_table(path)
-        blocks.append(np.column_stack([table.column(name).to_numpy() for name in names]))
-        labels += [code[v] for v in table.column(summary.private_name).to_pylist()]
+        blocks.append(_read_points(path, names))
+        labels += [code[v] for v in pq.read_table(path, columns=[summary.private_name]).column(0).to_pylist()]
     return Dataset(features=tuple(names), public=np.concatenate(blocks) if blocks else np.zeros((0, len(names))),
                    private=np.array(labels, dtype=np.int64), classes=summary.classes,
                    private_name=summary.private_name, categorical=False, sha256=summary.sha256,
@@ -252,8 +252,9 @@ def gather_points(folder, names, summary) -> Dataset:
 
 
 def _finish_recommender(built, fitted, options: RecommenderOptions, folded: Folded) -> Result:
-    """The recommender's finish: the outputs calibrated out of core (:func:`calibrate`), then
-    :func:`._build.recommender_result`."""
+    """The recommender's finish: the outputs calibrated out of core (:func:`calibrate`, stage
+    ``calibrate``), then :func:`._build.recommender_result`."""
+    folded.tell("calibrate", 0.99)
     payload = calibrate(folded.client, folded.parts, folded.reading, cast(FactorModel, folded.model), built.payload,
                         folded.folder)
     return recommender_result(dataclasses.replace(built, payload=payload), fitted, options)
