@@ -13,11 +13,22 @@ from typing import Callable, NoReturn
 from ..constants import MAX_ABS_CELL
 from ..errors import BundleFormatError
 from ..format import Feature, Limits
+from . import table
 
-__all__ = ["column_names", "rating_columns", "fail_model", "model_int", "MAX_TOKEN"]
+__all__ = ["column_names", "rating_columns", "fail_model", "model_int", "model_body", "MAX_TOKEN"]
 
 #: Longest missing-value token (as the quantized features' ``missing_token``).
 MAX_TOKEN = 16
+
+
+def model_body(obj: dict, limits: Limits, parse_model: Callable[[object, list, Limits], object]) -> dict:
+    """A model kind's payload after the header: the table fields over its space
+    (:func:`privmap.device.kinds.table.parse_body`), then ``model`` parsed by the kind's
+    ``parse_model(model, features, limits)`` against those features. Raises BundleFormatError,
+    TableError or WorkLimitError."""
+    body = table.parse_body(obj, limits)
+    body["model"] = parse_model(body["model"], body["features"], limits)
+    return body
 
 
 def fail_model(message: str) -> NoReturn:

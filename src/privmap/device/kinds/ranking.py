@@ -36,7 +36,7 @@ from ..constants import MAX_RANK
 from ..errors import InputError, WorkLimitError
 from ..format import Feature, Limits
 from . import table
-from ._rating_columns import column_names, model_int, rating_columns
+from ._rating_columns import column_names, model_body, model_int, rating_columns
 from ._rating_columns import fail_model as _fail
 
 __all__ = ["MECHANISM", "MODEL_KEYS", "MAX_SCORE_WORK", "POINT_BITS", "ScoreModel", "parse_model", "parse_body",
@@ -161,11 +161,9 @@ def parse_model(obj, score_features, limits) -> ScoreModel:
 
 def parse_body(obj: dict, limits: Limits) -> dict:
     """Validate a ranking payload after the header: the table fields over its score space
-    (:func:`privmap.device.kinds.table.parse_body`), then ``model`` against those features.
+    (:func:`._rating_columns.model_body` with :func:`parse_model`).
     Raises BundleFormatError, TableError or WorkLimitError."""
-    body = table.parse_body(obj, limits)
-    body["model"] = parse_model(body["model"], body["features"], limits)
-    return body
+    return model_body(obj, limits, parse_model)
 
 
 #: The declared figures: the leakage of the score-space table on its prior.
