@@ -66,3 +66,19 @@ def test_a_training_file_that_is_not_the_bundles_is_named_so(run, split, music_c
                             "sex", "--json").stdout)
     assert not report["overlap"]["train_is_training_file"] and report["overlap"]["rows"] is None
     assert "data_sha256" in report["overlap"]["note"]
+
+
+def test_value_kept_is_the_runs_mean_with_the_interval_where_one_more_run_lands(run, split):
+    report = json.loads(run("evaluate", split["bundle"], split["test"], "--train", split["train"], "--private",
+                            "sex", "--repeats", 3, "--json").stdout)
+    assert report["repeats"] == 3
+    runs = report["value_kept_runs"]
+    assert len(runs) == 3 and len(set(runs)) == 3                      # each run draws its own hidden cells
+    assert report["value_kept"] == pytest.approx(np.mean(runs))
+    low, high = report["value_kept_interval"]
+    assert low < min(runs) <= max(runs) < high                         # wider than the runs' own spread
+    # 18 items, most rated: every unseen item fits a top-10, so popularity ranks as well as the true rows
+    assert report["ranking_value_kept_runs"] == [None] * 3 and report["ranking_value_kept_interval"] is None
+    single = json.loads(run("evaluate", split["bundle"], split["test"], "--train", split["train"], "--private",
+                            "sex", "--repeats", 1, "--json").stdout)
+    assert single["value_kept_interval"] is None and single["value_kept_runs"] == [report["value_kept_runs"][0]]

@@ -47,10 +47,12 @@ def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
               metavar="TRAIN.csv",
               help="Audit as an outside service would: the operator's training users' rows, beside which DATA's "
                    "users are the new ones (bundles that release numeric rows; see below).")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="With --train: runs of the service protocol behind value kept's interval.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @guard
 def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, no_attacker, recommender, train,
-             as_json):
+             repeats, as_json):
     """Measure BUNDLE on the labelled rows of DATA.csv.
 
     \b
@@ -84,13 +86,16 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       gradient boosting and logistic regression trained on TRAIN's releases,
       AUC on DATA's with 95% intervals; the share of DATA's users whose release
       raises their own class's odds more than 2x (4x). A DATA file that overlaps
-      the bundle's training users is said so first. JSON: value_kept,
-      ranking_value_kept, attacker_auc (the strongest), exposed_2x.
+      the bundle's training users is said so first. The protocol runs
+      --repeats times (fresh hidden cells, draws and service start): value kept
+      is the runs' mean with the 95% interval where one more run lands. JSON:
+      value_kept, ranking_value_kept (and _interval), attacker_auc (the
+      strongest), exposed_2x.
     """
     payload, verified = _read_payload(bundle, trusted)
     mechanism = payload["mechanism"]
     if train is not None:
-        _evaluate_audit(payload, bundle, data, train, private, verified, seed, as_json)
+        _evaluate_audit(payload, bundle, data, train, private, verified, seed, repeats, as_json)
         return
     if recommender and (mechanism in REAL_KINDS or mechanism in ("exact", "funnel", "max-correlation")):
         raise BuildError(f"--recommender measures bundles that release ratings, not {mechanism} bundles")
@@ -123,13 +128,13 @@ def _evaluate_real(payload, bundle, data, target, verified, seed, test_fraction,
                    f"(before {result['declared_leakage_before_bits']:.4f})")
 
 
-def _evaluate_audit(payload, bundle, data, train, private, verified, seed, as_json) -> None:
+def _evaluate_audit(payload, bundle, data, train, private, verified, seed, repeats, as_json) -> None:
     """``evaluate --train``: the outside auditor's figures (:func:`privmap.offline.evaluation.audit_bundle`),
     the overlap with the bundle's training users first."""
     from ..evaluation import audit_bundle, format_audit
     if payload["mechanism"] in REAL_KINDS or payload["mechanism"] in ("exact", "funnel", "max-correlation"):
         raise BuildError(f"--train audits bundles that release numeric rows, not {payload['mechanism']} bundles")
-    report = audit_bundle(payload, data, train, private, seed=seed)
+    report = audit_bundle(payload, data, train, private, seed=seed, repeats=repeats)
     if as_json:
         if report["overlap"]["note"]:
             click.echo(f"warning: {report['overlap']['note']}", err=True)

@@ -10,6 +10,12 @@ operator's training users (TRAIN) and the evaluated users (DATA) as the new ones
   true rows plus the evaluated users' released rows: value kept by rating error and by ranking
   (recall@10, NDCG@10), beside the evaluated users' true rows, nothing, popularity and k-means alone
   (no privacy) at the bundle's K fitted on the training users' rows;
+- the protocol is run ``repeats`` times, each with fresh hidden cells, release draws and service
+  initialisation: the service's figures are the runs' means, and value kept (by rating error and
+  by ranking) carries the 95 % prediction interval of one more run (mean +- t sd sqrt(1 + 1/R),
+  Student's t on R - 1 degrees of freedom), where an outside service running the same protocol
+  on the same users lands. Where the true rows barely beat nothing the interval is wide: that
+  is what the users' ratings can tell, not noise to hide;
 - the three attackers (:mod:`privmap.offline._strongest`) are trained on the training users'
   released rows and scored on the evaluated users': each one's AUC with its 95 % interval
   (DeLong's), the strongest named;
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,36 +49,47 @@ from ._exposure import users_exposure
 
 __all__ = ["audit_bundle", "format_audit"]
 
-#: Two-sided confidence of the attackers' intervals.
+#: Two-sided confidence of the attackers' and value kept's intervals.
 CONFIDENCE = 0.95
+#: Runs of the service protocol behind value kept's interval (module docstring).
+REPEATS = 5
 
 
-def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private, *, seed: int = 0) -> dict:
+def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private, *, seed: int = 0,
+                 repeats: int = REPEATS) -> dict:
     """The audit of ``payload`` (module docstring) on the evaluated users of ``data`` with the
-    training users of ``train`` (CSV paths, read with the bundle's features and private column).
+    training users of ``train`` (CSV paths, read with the bundle's features and private column),
+    the service protocol run ``repeats`` times (>= 1; the attackers and exposure on the first run).
 
     Returns
     -------
     dict
         ``mechanism``, ``metric`` and ``clusters`` as the bundle declares them; ``overlap``
-        (:func:`_overlap`); ``value_kept`` and ``ranking_value_kept`` (None where the true rows do
-        not beat nothing, or popularity; ``value_kept`` None too for a bundle that releases scores:
-        :func:`~privmap.offline.mechanisms.quantized.rated_figures`); ``service`` (the release's full figures,
+        (:func:`_overlap`); ``value_kept`` and ``ranking_value_kept``, the runs' means (None where
+        in some run the true rows do not beat nothing, or popularity; ``value_kept`` None too for a
+        bundle that releases scores: :func:`~privmap.offline.mechanisms.quantized.rated_figures`),
+        each with its ``_interval`` (95 % prediction interval of one more run, None below two runs
+        or where the figure is None) and ``_runs`` (each run's); ``repeats``; ``service`` (the
+        release's full figures, each number the runs' mean,
         :meth:`~privmap.offline.measures.ServiceUtility.measure`); ``baselines`` (``true rows``,
-        ``nothing``, ``popularity``, ``k-means alone``: ``rmse``, ``value_kept``, ``recall_at_10``,
-        ``ndcg_at_10``, ``ranking_value_kept``); ``attacker_auc`` (the strongest's),
-        ``attacker_auc_interval``, ``attacker`` (its name) and ``attackers`` (each one's ``auc``
-        and ``interval``); ``attacker_auc_before`` and ``attacker_before``: the strongest of
-        the same three on the true rows (trained on the training users' true rows, scored on
-        the evaluated users' visible rows), what the release takes away; ``exposed_2x`` and
-        ``exposed_4x``; ``users`` (training, evaluated).
+        ``nothing``, ``popularity``, ``k-means alone``, ``bundle``: ``rmse``, ``value_kept``,
+        ``recall_at_10``, ``ndcg_at_10``, ``ranking_value_kept``, runs' means); ``attacker_auc``
+        (the strongest's), ``attacker_auc_interval``, ``attacker`` (its name) and ``attackers``
+        (each one's ``auc`` and ``interval``); ``attacker_auc_before`` and ``attacker_before``: the
+        strongest of the same three on the true rows (trained on the training users' true rows,
+        scored on the evaluated users' visible rows), what the release takes away; ``exposed_2x``
+        and ``exposed_4x``; ``users`` (training, evaluated).
 
     Raises
     ------
     BuildError
         A bundle without numeric rows, files that cannot be read with the bundle's columns, or
         rows the service cannot measure (no evaluated user with two ratings).
+    ValueError
+        ``repeats`` below 1.
     """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     view = view_of(payload)
     if view.categorical:
         raise BuildError("evaluate --train audits bundles that release numeric rows, not categories")
@@ -80,29 +98,87 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
     R_test, R_train = np.asarray(tested.public, float), np.asarray(trained.public, float)
     n_classes = len(payload["private"]["classes"])
     overlap = _overlap(payload, tested, trained, R_test, y_test, R_train, y_train)
-    try:
-        service = ServiceUtility(R_train, R_test, seed=seed)
-    except ValueError as exc:
-        raise BuildError(f"evaluate --train: {exc}") from None
-    release = view_release(view, np.random.default_rng([seed, 1]))
-    released_test, released_train = release(service.visible.copy()), release(R_train)
-    measured = rated_figures(view, service.measure(released_test))
     clusters = int(payload["metrics"]["clusters"])
-    kmeans, used, _ = quantization_alone(R_train, service.visible, clusters, payload["metric"], seed=seed)
-    attack = strongest_attack(released_train, y_train, released_test, y_test, n_classes, seed=seed)
-    before = strongest_attack(R_train, y_train, service.visible, y_test, n_classes, seed=seed)
+    runs = [_service_run(view, R_train, R_test, clusters, payload["metric"], seed, r) for r in range(repeats)]
+    first = runs[0]
+    attack = strongest_attack(first.released_train, y_train, first.released_test, y_test, n_classes, seed=seed)
+    before = strongest_attack(R_train, y_train, first.visible, y_test, n_classes, seed=seed)
     z = _z()
     attackers = {name: {"auc": auc, "interval": [max(0.0, auc - z * se), min(1.0, auc + z * se)]}
                  for name, (auc, se) in attack.aucs.items()}
-    exposure = {key: value for key, value in users_exposure(view, service.visible, y_test).items()
+    exposure = {key: value for key, value in users_exposure(view, first.visible, y_test).items()
                 if key.startswith("exposed_")}
+    baselines = _mean_figures([run.baselines for run in runs])
+    kept = {}
+    for key in ("value_kept", "ranking_value_kept"):
+        values = [run.baselines["bundle"][key] for run in runs]
+        kept.update({key: baselines["bundle"][key], f"{key}_interval": _prediction_interval(values),
+                     f"{key}_runs": values})
     return {"mechanism": payload["mechanism"], "metric": payload["metric"], "clusters": clusters,
             "overlap": overlap, "users": {"training": int(R_train.shape[0]), "evaluated": int(R_test.shape[0])},
-            "value_kept": measured["value_kept"], "ranking_value_kept": measured["ranking_value_kept"],
+            **kept, "repeats": repeats,
             "attacker_auc": attack.auc, "attacker_auc_interval": attackers[attack.strongest]["interval"],
             "attacker_auc_before": before.auc, "attacker_before": before.strongest,
             "attacker": attack.strongest, "attackers": attackers, **exposure,
-            "baselines": _baselines(service, measured, service.measure(kmeans), used), "service": measured}
+            "baselines": baselines, "service": _mean_figures([run.measured for run in runs])}
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run of the service protocol: the evaluated users' ``visible`` rows (n_test, m), both
+    groups' released rows, the service's ``measured`` figures and the ``baselines`` table."""
+
+    visible: np.ndarray
+    released_test: np.ndarray
+    released_train: np.ndarray
+    measured: dict
+    baselines: dict
+
+
+def _service_run(view, R_train: np.ndarray, R_test: np.ndarray, clusters: int, metric: str, seed: int,
+                 run: int) -> _Run:
+    """Run ``run`` of the protocol: its own hidden cells and service initialisation (run 0 seeded by
+    ``seed`` itself) and its own release draws."""
+    service_seed = seed if run == 0 else int(np.random.SeedSequence([seed, run]).generate_state(1)[0])
+    try:
+        service = ServiceUtility(R_train, R_test, seed=service_seed)
+    except ValueError as exc:
+        raise BuildError(f"evaluate --train: {exc}") from None
+    release = view_release(view, np.random.default_rng([seed, 1] if run == 0 else [seed, 1, run]))
+    released_test, released_train = release(service.visible.copy()), release(R_train)
+    measured = rated_figures(view, service.measure(released_test))
+    kmeans, used, _ = quantization_alone(R_train, service.visible, clusters, metric, seed=seed)
+    return _Run(service.visible, released_test, released_train, measured,
+                _baselines(service, measured, service.measure(kmeans), used))
+
+
+def _mean_figures(runs: list[dict]) -> dict:
+    """The runs' figures (dicts of one shape, nested) with each float the runs' mean, None where
+    some run has None; other values (counts, names) the first run's."""
+    first = runs[0]
+    out: dict = {}
+    for key, value in first.items():
+        values = [run[key] for run in runs]
+        if isinstance(value, dict):
+            out[key] = _mean_figures(values)
+        elif any(isinstance(v, float) for v in values) and all(isinstance(v, (int, float)) for v in values):
+            out[key] = float(np.mean([float(v) for v in values]))
+        elif any(isinstance(v, float) for v in values):
+            out[key] = None
+        else:
+            out[key] = value
+    return out
+
+
+def _prediction_interval(values: list) -> list | None:
+    """The 95 % interval where one more run's figure lands, from ``values`` (one per run): mean +-
+    t sd sqrt(1 + 1/R); None below two runs or where a run has no figure."""
+    if len(values) < 2 or any(v is None for v in values):
+        return None
+    from scipy.stats import t
+    mean, sd, R = float(np.mean(values)), float(np.std(values, ddof=1)), len(values)
+    half = float(t.ppf(0.5 + CONFIDENCE / 2.0, R - 1)) * sd * math.sqrt(1.0 + 1.0 / R)
+    return [mean - half, mean + half]
 
 
 def _z() -> float:
@@ -184,6 +260,8 @@ def format_audit(report: dict) -> str:
         label = f"k-means alone, K = {row['clusters']}" if name == "k-means alone" else name
         lines.append(f"  {label:<24}{f(row['rmse'], 4):>8}{f(row['value_kept']):>12}{f(row['recall_at_10']):>11}"
                      f"{f(row['ndcg_at_10']):>9}{f(row['ranking_value_kept']):>14}")
+    lines.append(f"  value kept, mean of {report['repeats']} runs of the protocol [95 % where one more run lands]: "
+                 f"by rating error {_kept(report, 'value_kept', f)}, by ranking {_kept(report, 'ranking_value_kept', f)}")
     lines.append("  attackers trained on the training users' releases, AUC on the evaluated users' (95 %): " + ", ".join(
         f"{name} {f(a['auc'])} [{f(a['interval'][0])}, {f(a['interval'][1])}]"
         for name, a in ((n, report["attackers"][n]) for n in ATTACKERS)) + f"; strongest {report['attacker']}")
@@ -192,3 +270,13 @@ def format_audit(report: dict) -> str:
     lines.append(f"  exposure: {100 * report['exposed_2x']:.1f} % of evaluated users have their own class's odds "
                  f"raised more than 2x ({100 * report['exposed_4x']:.1f} % more than 4x)")
     return "\n".join(lines)
+
+
+def _kept(report: dict, key: str, f) -> str:
+    """A value kept and its interval as text; why there is none where a run has no figure."""
+    runs = report[f"{key}_runs"]
+    if report[key] is None and any(v is None for v in runs):
+        missing = sum(v is None for v in runs)
+        return f"- (in {missing} of {len(runs)} runs the true rows did not beat the baseline)"
+    interval = report[f"{key}_interval"]
+    return f(report[key]) + ("" if interval is None else f" [{f(interval[0])}, {f(interval[1])}]")
