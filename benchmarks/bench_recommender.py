@@ -187,7 +187,7 @@ def recommender_build(train, private, seed, options, utility: str = "recommender
     its evaluation view (:func:`privmap.offline.mechanisms.view_of`) and the build's ``--json``
     summary."""
     from privmap.device import Keyring, read_bundle_file
-    from privmap.offline.mechanisms import VIEWS
+    from privmap.offline.mechanisms import MECHANISMS
     rows, classes = with_ratings(train, private)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
@@ -198,7 +198,9 @@ def recommender_build(train, private, seed, options, utility: str = "recommender
             "--utility", utility, *options, "--seed", str(seed), "--key", tmp / "keys" / "private.pem",
             "--out", tmp / "rec.bundle", "--json"))
         bundle = read_bundle_file(tmp / "rec.bundle", Keyring.from_pem_files(tmp / "keys" / "public.pem"))
-    return VIEWS[utility](bundle), summary
+    view = MECHANISMS[utility].view
+    assert view is not None
+    return view(bundle), summary
 
 
 def privmap_recommender(*options: str, utility: str = "recommender"):

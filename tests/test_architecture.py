@@ -337,3 +337,82 @@ def test_no_function_in_src_is_over_100_lines():
     for path in sorted(SOURCE.rglob("*.py")):
         found += _long_functions(ast.parse(path.read_text()), str(path.relative_to(ROOT)))
     assert found == []
+
+
+#: The modules where mechanisms are named, one record each: the mechanisms' registry offline and
+#: the kinds' registry on the device. Everywhere else a caller asks a record for what it branches on.
+REGISTRIES = ("privmap.offline.mechanisms._registry", "privmap.device.kinds._registry")
+
+
+def _mechanism_names() -> set[str]:
+    """Every mechanism's name as a payload spells it, and as a Python identifier
+    (``max-correlation``, ``max_correlation``)."""
+    from privmap.device.kinds import KINDS
+    from privmap.offline.mechanisms import MECHANISMS
+    return {spelling for name in (*MECHANISMS, *KINDS) for spelling in (name, name.replace("-", "_"))}
+
+
+def _name_comparisons(tree: ast.AST, where: str, names: set[str]) -> list[str]:
+    """``where:line`` and the source of each comparison in ``tree`` on a string literal in ``names``:
+    ``==`` or ``!=`` with one on either side, ``in`` or ``not in`` a literal tuple, list or set
+    holding one (a name on the left of ``in``, ``"recommender" in summary``, asks for a key)."""
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(e) for e in node.elts)
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            if (isinstance(op, (ast.Eq, ast.NotEq)) and (named(sides[i]) or named(sides[i + 1]))
+                    or isinstance(op, (ast.In, ast.NotIn)) and named(sides[i + 1])):
+                found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
+                break
+    return found
+
+
+def test_the_name_rule_sees_what_it_must():
+    """The check below can fail: each of ==, !=, in and not in on a mechanism's name is seen, on
+    either side, alone or in a literal tuple; a name in an assignment, a dict, a loop or a message
+    is not, nor a key asked for by name, nor a comparison on another string."""
+    names = {"quantized", "exact", "max-correlation"}
+    module = "\n".join([
+        'if mechanism == "exact": pass',                       # 1
+        'if "quantized" != options.mechanism: pass',           # 2
+        'ok = m in ("funnel", "max-correlation")',             # 3
+        'ok = m not in ["exact"]',                             # 4
+        'x = 0 < y == "quantized"',                            # 5
+        'payload["mechanism"] = "exact"',
+        'TABLE = {"quantized": 1}',
+        'message = f"not {mechanism}: expected quantized"',
+        'ok = metric == "erasures"',
+        'for name in ("quantized", "exact"): pass',
+        'ok = "exact" in summary',
+    ])
+    found = _name_comparisons(ast.parse(module), "m.py", names)
+    assert [f.split(" ")[0] for f in found] == ["m.py:1", "m.py:2", "m.py:3", "m.py:4", "m.py:5"]
+
+
+def test_no_module_outside_the_registries_compares_a_mechanism_name():
+    """Which-mechanism dispatch reads the registries (:data:`REGISTRIES`): a command, a call or a
+    stage asks the mechanism's record (:data:`privmap.offline.mechanisms.MECHANISMS`), its kind
+    (:data:`privmap.device.kinds.KINDS`) or its build's options for a capability, and never tests
+    the mechanism's name, so a new mechanism touches its two homes and one record in each registry
+    (docs/adding-a-mechanism.md)."""
+    names = _mechanism_names()
+    found = []
+    for name, path in sorted(_modules().items()):
+        if name not in REGISTRIES:
+            found += _name_comparisons(ast.parse(path.read_text()), str(path.relative_to(ROOT)), names)
+    assert found == []
+
+
+def test_every_mechanism_has_both_homes():
+    """Each mechanism of the offline registry has its kind on the device, and each kind its
+    record offline, in the same order: one is never added without the other."""
+    from privmap.device.kinds import KINDS
+    from privmap.offline.mechanisms import MECHANISMS
+    assert sorted(MECHANISMS) == sorted(KINDS)

@@ -11,7 +11,7 @@ __all__ = [
     "MAX_SIGNATURES",
     # the payload
     "PAYLOAD_TYPE", "SCHEMA_VERSION", "MAX_VERSION", "MAX_BUNDLE_BYTES", "MAX_ABS_CELL", "MAX_MISSING_TOKEN",
-    "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE", "REAL_MECHANISMS", "REAL_PAYLOAD_KEYS",
+    "PAYLOAD_KEYS", "REQUIRED_METRICS", "REQUIRED_PROVENANCE", "REAL_PAYLOAD_KEYS",
     "MAX_RANK", "MIN_MSGPACK_VERSION",
     # declared figures
     "PAYLOAD_FLOAT_DIGITS", "PAYLOAD_FLOAT_RELATIVE_ERROR", "LEAKAGE_RELATIVE_SLACK", "LEAKAGE_ABSOLUTE_SLACK",
@@ -65,9 +65,8 @@ REQUIRED_METRICS = (
 )
 #: Provenance entries every bundle declares (more keys are allowed; values str or int).
 REQUIRED_PROVENANCE = ("tool_version", "seed", "data_sha256")
-#: Real-valued kinds: their payload has its own closed key set, REAL_PAYLOAD_KEYS, and their
-#: ``parameters`` are parsed by the kind's module (privmap.device.kinds.nullspace, .gaussian).
-REAL_MECHANISMS = ("nullspace", "gaussian")
+#: The closed key set of a real-valued kind's payload (nullspace, gaussian: their ``parameters``
+#: are parsed by the kind's module, privmap.device.kinds.nullspace and .gaussian).
 REAL_PAYLOAD_KEYS = (
     "type", "schema_version", "version", "issued_at", "expires", "device_class", "mechanism", "features",
     "parameters", "metrics", "provenance",

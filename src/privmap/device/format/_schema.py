@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NoReturn
 
 from ..constants import (
@@ -21,7 +22,6 @@ from ..constants import (
     MAX_VERSION,
     PAYLOAD_KEYS,
     PAYLOAD_TYPE,
-    REAL_MECHANISMS,
     REAL_PAYLOAD_KEYS,
     REQUIRED_METRICS,
     REQUIRED_PROVENANCE,
@@ -40,6 +40,7 @@ __all__ = [
     "TABLE_KEYS",
     "MAXCORR_PAYLOAD_KEYS",
     "RECOMMENDER_PAYLOAD_KEYS",
+    "KEY_SETS",
     "payload_keys",
     "parse_header",
     "fail",
@@ -353,12 +354,16 @@ def parse_provenance(obj, limits: Limits):
 #: ``model``, the way between rows and the table's space (privmap.device.kinds.recommender,
 #: privmap.device.kinds.ranking).
 RECOMMENDER_PAYLOAD_KEYS = PAYLOAD_KEYS + ("model",)
+#: The mechanisms whose payload has another closed key set than :data:`PAYLOAD_KEYS` (the
+#: format's, read before any kind parses the body: docs/bundle-format.md), and that key set.
+KEY_SETS = MappingProxyType({
+    "max-correlation": MAXCORR_PAYLOAD_KEYS,
+    "recommender": RECOMMENDER_PAYLOAD_KEYS, "ranking": RECOMMENDER_PAYLOAD_KEYS,
+    "nullspace": REAL_PAYLOAD_KEYS, "gaussian": REAL_PAYLOAD_KEYS,
+})
 
 
 def payload_keys(mechanism) -> tuple[str, ...]:
-    """The closed top-level key set of a payload of ``mechanism`` (canonical order)."""
-    if mechanism in REAL_MECHANISMS:
-        return REAL_PAYLOAD_KEYS
-    if mechanism in ("recommender", "ranking"):
-        return RECOMMENDER_PAYLOAD_KEYS
-    return MAXCORR_PAYLOAD_KEYS if mechanism == "max-correlation" else PAYLOAD_KEYS
+    """The closed top-level key set of a payload of ``mechanism`` (canonical order;
+    :data:`KEY_SETS`, else :data:`PAYLOAD_KEYS`, for any value, a name or not)."""
+    return KEY_SETS.get(mechanism, PAYLOAD_KEYS) if type(mechanism) is str else PAYLOAD_KEYS

@@ -26,7 +26,7 @@ def model_body(obj: dict, limits: Limits, parse_model: Callable[[object, list, L
     (:func:`privmap.device.kinds.table.parse_body`), then ``model`` parsed by the kind's
     ``parse_model(model, features, limits)`` against those features. Raises BundleFormatError,
     TableError or WorkLimitError."""
-    body = table.parse_body(obj, limits)
+    body = table.parse_body(obj, limits, table.MODEL_RULES)
     body["model"] = parse_model(body["model"], body["features"], limits)
     return body
 

@@ -29,7 +29,7 @@ DISCLOSURE_TOLERANCE = 1e-9
 def parse_body(obj: dict, limits: Limits) -> dict:
     """Validate a funnel payload after the header: the categorical table fields, its private
     attribute and prior. Raises BundleFormatError or TableError."""
-    body = parse_categorical_body(obj, limits, FUNNEL_METRICS)
+    body = parse_categorical_body(obj, limits, FUNNEL_METRICS, "log-loss")
     private = closed_map(obj["private"], PRIVATE_KEYS, "private")
     body.update(private_name=string(private["name"], "private.name", limits),
                 classes=unique_strings(private["classes"], "private.classes", 1, limits.max_classes, limits))

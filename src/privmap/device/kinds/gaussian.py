@@ -36,7 +36,7 @@ from typing import Any
 from ..constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
 from ..errors import BundleFormatError, MetricsError, ReleaseRefusedError
 from ..format import closed_map
-from ..randomness import draw_bits, resolve_rng
+from ..randomness import draw_bits, record_bits, resolve_rng
 from ._real import (
     MAX_REAL_DIM,
     RealBundle,
@@ -49,7 +49,7 @@ from ._real import (
     vector,
 )
 
-__all__ = ["MECHANISM", "GaussianBundle", "make", "parse_gaussian", "standard_normals", "add_noise",
+__all__ = ["MECHANISM", "GaussianBundle", "make", "release", "parse_gaussian", "standard_normals", "add_noise",
            "canonical_record", "gaussian_information", "GAUSSIAN_PARAMETER_KEYS", "GAUSSIAN_METRICS",
            "MAX_MEMO_RECORDS", "UTILITY_MEASURES"]
 
@@ -208,6 +208,13 @@ class GaussianBundle(RealBundle):
             released = add_noise(x, self._params["sigma"], source)
             self._memo[key] = released
         return list(released)
+
+
+def release(bundle: GaussianBundle, row, secret: bytes) -> list:
+    """The released cells for ``row`` on a device with ``secret``, the same on every ask: the
+    noise drawn from bits derived from the secret, the bundle's sha256 and the record
+    (:func:`privmap.device.randomness.record_bits`). Raises as :meth:`GaussianBundle.sanitize`."""
+    return bundle.sanitize(row, rng=record_bits(secret, bundle.sha256, bundle.record(row)))
 
 
 def make(obj, limits, **fields) -> GaussianBundle:

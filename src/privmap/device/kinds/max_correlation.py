@@ -168,7 +168,7 @@ def check_max_correlation(body: dict) -> None:
 def parse_body(obj: dict, limits: Limits) -> dict:
     """Validate a max-correlation payload after the header: the categorical table fields and
     ``p_x`` (no private attribute, no prior). Raises BundleFormatError or TableError."""
-    body = parse_categorical_body(obj, limits, MAXCORR_METRICS)
+    body = parse_categorical_body(obj, limits, MAXCORR_METRICS, "hamming")
     body.update(private_name=None, classes=(), prior=None, p_x=parse_p_x(obj["p_x"], len(body["inputs"])))
     return body
 

@@ -35,7 +35,7 @@ from ._real import (
     vector,
 )
 
-__all__ = ["MECHANISM", "NullspaceBundle", "parse_nullspace", "clean_row", "make",
+__all__ = ["MECHANISM", "NullspaceBundle", "parse_nullspace", "clean_row", "make", "release",
            "NULLSPACE_PARAMETER_KEYS", "NULLSPACE_METRICS", "THEOREM1_RELATIVE", "THEOREM1_ROUNDING"]
 
 MECHANISM = "nullspace"
@@ -150,6 +150,12 @@ class NullspaceBundle(RealBundle):
         Raises :class:`InputError` for a bad row and :class:`TheoremCheckError` if the check fails.
         """
         return list(clean_row(parse_real_row(row, len(self.features)), self._params))
+
+
+def release(bundle: NullspaceBundle, row, secret: bytes) -> list:
+    """The cleaned row for ``row`` (deterministic: ``secret`` is not needed). Raises as
+    :meth:`NullspaceBundle.sanitize`."""
+    return bundle.sanitize(row)
 
 
 def make(obj, limits, **fields) -> NullspaceBundle:

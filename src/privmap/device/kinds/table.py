@@ -10,6 +10,7 @@ weight[c][t] / 2**bits``; :meth:`Bundle.release_index` looks the row up (:mod:`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -30,28 +31,46 @@ from ..format import (
     string,
     unique_strings,
 )
-from ..randomness import draw_bits, resolve_rng, sample_row
+from ..randomness import draw_bits, release_bits, resolve_rng, sample_row
 from ._leakage import check_declared_leakage, table_leakage_bits
 from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 
-__all__ = ["Bundle", "METRICS", "EXACT_LOOKUP_MECHANISMS", "FAST_PATH_MIN_WORK",
-           "SEED_MECHANISM_METRIC", "parse_body", "parse_categorical_body", "check_figures", "recompute",
-           "recompute_leakage_bits", "build"]
+__all__ = ["Bundle", "METRICS", "TableRules", "FAST_PATH_MIN_WORK", "parse_body", "parse_categorical_body",
+           "check_figures", "recompute", "recompute_leakage_bits", "build", "release_index", "release"]
 
 #: Metrics a table bundle may declare.
 METRICS = ("l2", "l1", "hamming", "erasures", "log-loss")
-#: Mechanisms whose device lookup is an exact tuple match (the others: nearest representative).
-EXACT_LOOKUP_MECHANISMS = ("exact", "funnel", "max-correlation")
-#: The one metric each categorical kind accepts: the funnel (seed 003) and max-correlation
-#: (seed 002) kinds release through this table with an exact tuple lookup; the funnel has the
-#: standard key set with metric "log-loss", max-correlation carries the public marginal ``p_x``
-#: in place of ``private`` and ``prior`` (docs/bundle-format.md).
-SEED_MECHANISM_METRIC = {"funnel": "log-loss", "max-correlation": "hamming"}
-#: Mechanisms whose table lives in a model's space, a ``model`` map taking rows there and back
-#: (:mod:`.recommender`, :mod:`.ranking`).
-MODEL_MECHANISMS = ("recommender", "ranking")
 #: The numpy fast path is tried (when numpy is importable) once K_in * d reaches this.
 FAST_PATH_MIN_WORK = 20000
+
+
+@dataclass(frozen=True)
+class TableRules:
+    """What a table kind asks of its rows and its metric, given by the kind (the kinds' registry,
+    :mod:`._registry`) so that the parse below names no mechanism.
+
+    Parameters
+    ----------
+    erasures : bool
+        Its table's metric may be ``"erasures"`` (exact).
+    numeric_distances : bool
+        ``l1`` and ``l2`` measure numbers: under them every feature is numeric (quantized).
+    model : bool
+        The table lives in a model's space, a ``model`` map taking rows there and back
+        (:mod:`.recommender`, :mod:`.ranking`): its metric is ``l2`` over that space.
+    """
+
+    erasures: bool = False
+    numeric_distances: bool = False
+    model: bool = False
+
+
+#: The quantized kind's rules: nearest representative, numeric features under l1 and l2.
+QUANTIZED_RULES = TableRules(numeric_distances=True)
+#: The exact kind's rules: erasures allowed.
+EXACT_RULES = TableRules(erasures=True)
+#: The model kinds' rules (recommender, ranking): nearest point of the model's space, l2.
+MODEL_RULES = TableRules(model=True)
 
 
 class FoldIn(Protocol):
@@ -154,7 +173,7 @@ class Bundle:
     _exact: dict[tuple[Any, ...], int] | None  # an exact-lookup mechanism's input tuple -> index
     _array: Any  # the inputs as a numpy array once built, False where numpy cannot be imported
 
-    def __init__(self, *, _token=None, **fields):
+    def __init__(self, *, _token=None, exact_lookup: bool = False, **fields):
         if _token is not _CONSTRUCT:
             raise TypeError("Bundle objects are created by load_bundle()")
         for name, value in fields.items():
@@ -167,7 +186,7 @@ class Bundle:
         reps = tuple(canonical(row, features) for row in fields["inputs"])
         object.__setattr__(self, "_canonical_inputs", reps)
         exact = None
-        if fields["mechanism"] in EXACT_LOOKUP_MECHANISMS:
+        if exact_lookup:
             exact = {}
             for c, rep in enumerate(reps):
                 if rep in exact:
@@ -287,9 +306,26 @@ class Bundle:
 _CONSTRUCT = object()
 
 
-def build(body: dict, **facts) -> Bundle:
+def release_index(bundle: Bundle, row, secret: bytes) -> int:
+    """The output index a device with ``secret`` releases for ``row`` under a table ``bundle``,
+    the same on every ask: ``row``'s input c, then ``bundle.bits`` bits derived from the secret,
+    the bundle's sha256 and c (:func:`privmap.device.randomness.release_bits`) drawn through row c
+    of the table. Raises TypeError (not a table bundle) or :class:`InputError` (a row it refuses)."""
+    if not isinstance(bundle, Bundle):
+        raise TypeError("bundle must be a privmap.device.Bundle")
+    c = bundle.lookup(row)
+    return sample_row(bundle.index[c], bundle.weight[c], draw_bits(release_bits(secret, bundle.sha256, c), bundle.bits))
+
+
+def release(bundle: Bundle, row, secret: bytes) -> list:
+    """The released cells for ``row``: the representative of :func:`release_index`."""
+    return bundle.representative(release_index(bundle, row, secret))
+
+
+def build(body: dict, *, exact_lookup: bool, **facts) -> Bundle:
     """The :class:`Bundle` of a parsed table ``body`` (from a kind's ``parse_body``) and the
-    envelope ``facts`` (version, issued_at, expires, device_class, sha256, key_id, data).
+    envelope ``facts`` (version, issued_at, expires, device_class, sha256, key_id, data);
+    ``exact_lookup``: its kind matches a row to the equal input tuple, not the nearest.
     Raises BundleFormatError for repeated input tuples of an exact-lookup mechanism."""
     return Bundle(
         _token=_CONSTRUCT,
@@ -297,6 +333,7 @@ def build(body: dict, **facts) -> Bundle:
         issued_at=facts["issued_at"],
         device_class=facts["device_class"],
         expires=facts["expires"],
+        exact_lookup=exact_lookup,
         mechanism=body["mechanism"],
         metric=body["metric"],
         features=body["features"] if body.get("model") is None else body["model"].columns,
@@ -365,20 +402,20 @@ def _features(obj: dict, limits: Limits) -> tuple:
     return features
 
 
-def parse_body(obj: dict, limits: Limits) -> dict:
+def parse_body(obj: dict, limits: Limits, rules: TableRules) -> dict:
     """Validate every field of a quantized or exact payload after the header (the recommender
-    kind's too, before its ``model``); returns plain validated values by field name. The
-    caller has checked ``mechanism`` and that ``metric`` is one of :data:`METRICS`.
-    Raises BundleFormatError or TableError."""
+    and ranking kinds' too, before their ``model``) under the kind's ``rules``; returns plain
+    validated values by field name. The caller has checked ``mechanism`` and that ``metric`` is
+    one of :data:`METRICS`. Raises BundleFormatError or TableError."""
     mechanism, metric = obj["mechanism"], obj["metric"]
     if metric == "log-loss":
         _misfit(mechanism, metric)
     features = _features(obj, limits)
-    if metric == "erasures" and mechanism != "exact":
+    if metric == "erasures" and not rules.erasures:
         fail("metric 'erasures' is only allowed with mechanism 'exact'")
-    if mechanism == "quantized" and metric in ("l1", "l2") and any(f.categorical for f in features):
+    if rules.numeric_distances and metric in ("l1", "l2") and any(f.categorical for f in features):
         fail("quantized l1/l2 bundles need numeric features only (use 'hamming' for categories)")
-    if mechanism in MODEL_MECHANISMS and metric != "l2":
+    if rules.model and metric != "l2":
         fail(f"a {mechanism} bundle's metric is 'l2' (over its model's space)")
     private = closed_map(obj["private"], PRIVATE_KEYS, "private")
     private_name = string(private["name"], "private.name", limits)
@@ -406,13 +443,14 @@ def parse_body(obj: dict, limits: Limits) -> dict:
     }
 
 
-def parse_categorical_body(obj: dict, limits: Limits, required_metrics: tuple) -> dict:
-    """The fields the funnel and max-correlation kinds share: the one metric their mechanism
-    accepts (:data:`SEED_MECHANISM_METRIC`), categorical features, inputs, outputs, the table,
-    ``metrics`` holding ``required_metrics`` and ``provenance``. The kind adds its private
-    attribute and prior, or its ``p_x``. Raises BundleFormatError or TableError."""
+def parse_categorical_body(obj: dict, limits: Limits, required_metrics: tuple, accepted_metric: str) -> dict:
+    """The fields the funnel and max-correlation kinds share: the one metric the kind accepts
+    (``accepted_metric``: the funnel's ``log-loss``, max-correlation's ``hamming``), categorical
+    features looked up by their equal tuple, inputs, outputs, the table, ``metrics`` holding
+    ``required_metrics`` and ``provenance``. The kind adds its private attribute and prior, or its
+    ``p_x``. Raises BundleFormatError or TableError."""
     mechanism, metric = obj["mechanism"], obj["metric"]
-    if SEED_MECHANISM_METRIC.get(mechanism) != metric:
+    if metric != accepted_metric:
         _misfit(mechanism, metric)
     features = _features(obj, limits)
     if not all(f.categorical for f in features):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ..errors import BundleError, NoValidBundleError, StateError
 from ..format import Limits
-from ..kinds import Bundle, GaussianBundle, NullspaceBundle
+from ..kinds import Bundle, GaussianBundle, NullspaceBundle, kind_of, release_index
 from ..load import load_bundle
-from ..randomness import DerivedBits, draw_bits, record_bits, release_bits, sample_row
+from ..randomness import DerivedBits, release_bits
 from ..trust import Binding, check_binding
 from ._clock import Clock
 from ._install import Installer
@@ -86,16 +86,12 @@ class Releaser:
 
     def release_index(self, bundle: Bundle, row) -> int:
         """Output index released for ``row`` under ``bundle`` (:meth:`DeviceState.release_index`)."""
-        if not isinstance(bundle, Bundle):
-            raise TypeError("bundle must be a privmap.device.Bundle")
-        c = bundle.lookup(row)
-        r = draw_bits(self.release_source(bundle, c), bundle.bits)
-        return sample_row(bundle.index[c], bundle.weight[c], r)
+        return release_index(bundle, row, self._store.secret)
 
     def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row) -> list:
-        """Released cells for ``row``, permanent for this device (:meth:`DeviceState.sanitize`)."""
-        if isinstance(bundle, GaussianBundle):
-            return bundle.sanitize(row, rng=record_bits(self._store.secret, bundle.sha256, bundle.record(row)))
-        if isinstance(bundle, NullspaceBundle):
-            return bundle.sanitize(row)
-        return bundle.representative(self.release_index(bundle, row))
+        """Released cells for ``row``, permanent for this device (:meth:`DeviceState.sanitize`): its
+        kind's release (:class:`privmap.device.kinds.Kind`) from this device's secret."""
+        kind = kind_of(getattr(bundle, "mechanism", None))
+        if kind is None:
+            raise TypeError("bundle must be a privmap.device.Bundle")
+        return kind.release(bundle, row, self._store.secret)

@@ -28,10 +28,11 @@ from ..evaluation import (
     format_table_report,
     json_points,
     sweep,
+    swept,
     write_csv,
 )
 from ..measures import curve_title, have_matplotlib, plot_curve
-from ..mechanisms import ExactOptions, QuantizedOptions, Result, exact, quantized
+from ..mechanisms import ExactOptions, QuantizedOptions, Result, exact, mechanism_of, quantized
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -224,10 +225,6 @@ def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[path
     return BuildResult(result=result, bundle=bundle, out=pathlib.Path(out) if out is not None else None)
 
 
-#: The mechanisms :func:`evaluate` measures (seed 000's table view); ``privmap evaluate`` measures the others.
-TABLE_MECHANISMS = ("quantized", "exact", "recommender", "ranking")
-
-
 @dataclass(frozen=True)
 class Evaluation:
     """A quantized, exact or recommender bundle measured on labelled rows (``privmap evaluate``): ``summary`` is the
@@ -294,7 +291,8 @@ def evaluate(bundle, data, *, private: str | Sequence[str], columns=None, truste
         With ``trusted``: a bundle the device refuses.
     """
     payload, verified = _payload(bundle, trusted)
-    if payload["mechanism"] not in TABLE_MECHANISMS:
+    record = mechanism_of(payload["mechanism"])
+    if record is None or record.view is None:       # its own report: ``privmap evaluate`` measures it
         raise BuildError(f"evaluate() measures quantized, exact and recommender bundles; use 'privmap evaluate' "
                          f"for a {payload['mechanism']} bundle")
     with csv_source(data, columns) as path:
@@ -353,23 +351,25 @@ def curve(data, *, private: str | Sequence[str], deltas, clusters=(16,), columns
         Bad data, ``deltas`` / ``clusters`` empty or negative, or ``recommender`` with another
         mechanism than the quantized one.
     """
-    if recommender and mechanism != "quantized":
+    record = swept(mechanism)
+    if recommender and not record.ratings:
         raise BuildError("recommender=True measures the quantized mechanism on ratings")
     delta_list, k_list = [float(d) for d in deltas], [int(k) for k in clusters]
     if not delta_list or any(not math.isfinite(d) or d < 0 for d in delta_list):
         raise BuildError(f"deltas must be finite numbers >= 0, got {list(deltas)}")
     if not k_list or any(k < 0 for k in k_list):
         raise BuildError(f"clusters must be integers >= 0, got {list(clusters)}")
-    metric = metric or ("erasures" if mechanism == "exact" else "l2")
+    metric = metric or record.default_metric
     cols = [c.strip() for c in public.split(",")] if isinstance(public, str) else public
     with csv_source(data, columns) as path:
-        ds, _ = Dataset.from_csv(path, private=private, public=cols, categorical=mechanism == "exact").without_all_missing()
+        ds, _ = Dataset.from_csv(path, private=private, public=cols,
+                                 categorical=record.categorical).without_all_missing()
     raw = sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                        mechanism=mechanism, metric=metric, seed=seed, solver=solver, attacker=attacker,
                        test_fraction=test_fraction, private_name=ds.private_name, columns=ds.columns,
                        recommender=recommender)
     base = None
-    if mechanism == "quantized":
+    if record.quantizes:
         base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
                          attacker=attacker, clusters=[k for k in k_list if k])
     names = ds.columns.names if ds.columns is not None else (ds.private_name,)

@@ -8,11 +8,10 @@ device itself never does this (signature before parse).
 from __future__ import annotations
 
 from privmap.device import Limits
-from privmap.device.constants import REAL_MECHANISMS
 from privmap.device.errors import BundleTooLargeError
 from privmap.device.files import read_regular
 from privmap.device.format import decode_envelope, decode_payload, parse_header
-from privmap.device.kinds import parse_table_body
+from privmap.device.kinds import kind_of, parse_table_body
 from privmap.device.trust import envelope_signatures
 
 
@@ -59,7 +58,8 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
     _, signatures, payload_bytes = envelope_signatures(decode_envelope(data, limits))
     payload = decode_payload(payload_bytes, limits)
     version, issued_at, expires = parse_header(payload)
-    if payload["mechanism"] in REAL_MECHANISMS:  # nullspace / gaussian
+    kind = kind_of(payload["mechanism"])
+    if kind is not None and not kind.table:  # nullspace / gaussian
         from privmap.device.kinds import load_real_body
         load_real_body(payload, limits, version=version, issued_at=issued_at, expires=expires,
                        sha256="", key_id="", data=b"")

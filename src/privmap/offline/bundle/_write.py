@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 from privmap.device import Bundle, Keyring, Limits, load_bundle
-from privmap.device.constants import DOMAIN_TAG, FORMAT_VERSION, REAL_MECHANISMS, SIGNATURE_ALGORITHM
+from privmap.device.constants import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
 from privmap.device.errors import BundleError, KeyringError
 from privmap.device.format import (
     CATEGORICAL_FEATURE_KEYS,
@@ -40,7 +40,7 @@ from privmap.device.format import (
     parse_header,
     payload_keys,
 )
-from privmap.device.kinds import check_declared_metrics, parse_table_body
+from privmap.device.kinds import TableKind, check_declared_metrics, kind_of, parse_table_body
 from privmap.device.trust import key_id_of
 
 from .._errors import BuildError
@@ -116,16 +116,16 @@ def _canonical(payload: dict) -> dict:
             [canonical_float(_number(v, "prior entry")) for v in row] if isinstance(row, list) else row
             for row in prior
         ]
-    if isinstance(payload.get("model"), dict) and payload.get("mechanism") == "ranking":  # whole numbers only
-        from privmap.device.kinds.ranking import MODEL_KEYS as RANKING_KEYS
-        payload["model"] = _ordered(payload["model"], RANKING_KEYS, "model")
-    elif isinstance(payload.get("model"), dict):  # recommender: floats as the build used them
-        from privmap.device.kinds.recommender import MODEL_KEYS
-        model = _ordered(payload["model"], MODEL_KEYS, "model")
-        for key in ("mean", "reg"):
-            model[key] = canonical_float(_number(model[key], f"model.{key}"))
-        model["whiten"] = [[canonical_float(_number(v, "model.whiten entry")) for v in row]
-                           for row in model["whiten"]] if isinstance(model["whiten"], list) else model["whiten"]
+    kind = kind_of(payload.get("mechanism"))
+    model_keys = kind.model_keys if isinstance(kind, TableKind) else ()
+    if isinstance(payload.get("model"), dict) and model_keys:  # a recommender's or a ranking bundle's
+        model = _ordered(payload["model"], model_keys, "model")
+        for key in ("mean", "reg"):          # the recommender's floats, as the build used them (a ranking
+            if key in model:                 # model holds whole numbers only)
+                model[key] = canonical_float(_number(model[key], f"model.{key}"))
+        if isinstance(model.get("whiten"), list):
+            model["whiten"] = [[canonical_float(_number(v, "model.whiten entry")) for v in row]
+                               for row in model["whiten"]]
         payload["model"] = model
     payload["metrics"] = canonical_floats(_sorted_map(payload["metrics"], "metrics"))
     payload["provenance"] = canonical_floats(_sorted_map(payload["provenance"], "provenance"))
@@ -143,7 +143,8 @@ def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
     the declared ``leakage_bits`` is not below the table's), so a payload the device would refuse
     raises :class:`BuildError` here. Deterministic: equal payloads give equal bytes.
     """
-    if isinstance(payload, dict) and payload.get("mechanism") in REAL_MECHANISMS:
+    kind = kind_of(payload.get("mechanism")) if isinstance(payload, dict) else None
+    if kind is not None and not kind.table:
         from ._write_real import encode_real_payload
         return encode_real_payload(payload, limits)
     canonical = _canonical(payload)

@@ -14,7 +14,7 @@ import click
 from .._errors import BuildError
 from .._joint import split_private
 from ..commandline import data_options, emit, guard, parse_floats, parse_ints
-from ._real_kinds import REAL_KINDS
+from ..mechanisms import MECHANISMS, Mechanism, mechanism_of
 
 
 def _read_payload(bundle: pathlib.Path, trusted) -> tuple[dict, bool]:
@@ -94,28 +94,31 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
     """
     payload, verified = _read_payload(bundle, trusted)
     mechanism = payload["mechanism"]
+    record = mechanism_of(mechanism)
     if train is not None:
         _evaluate_audit(payload, bundle, data, train, private, verified, seed, repeats, as_json)
         return
-    if recommender and (mechanism in REAL_KINDS or mechanism in ("exact", "funnel", "max-correlation")):
+    if recommender and record is not None and not record.ratings:
         raise BuildError(f"--recommender measures bundles that release ratings, not {mechanism} bundles")
-    if mechanism in REAL_KINDS:
-        _evaluate_real(payload, bundle, data, private, verified, seed, test_fraction, as_json)
-    elif mechanism == "max-correlation":  # no private attribute in the bundle
+    if record is not None and record.report is not None:
+        _evaluate_real(record, payload, bundle, data, private, verified, seed, test_fraction, as_json)
+    elif record is not None and not record.private:  # no private attribute in the bundle
         _evaluate_max_correlation(payload, bundle, data, private, verified, as_json)
-    elif mechanism == "funnel":
+    elif record is not None and record.disclosure:
         _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations,
                          not no_attacker, as_json)
     else:
         _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations,
-                        not no_attacker, as_json, recommender)
+                        not no_attacker, as_json, recommender if record is None or record.ratings else False)
 
 
-def _evaluate_real(payload, bundle, data, target, verified, seed, test_fraction, as_json) -> None:
-    """``evaluate`` for a real-valued bundle: its kind's view attacks ``target`` on DATA's held-out rows."""
+def _evaluate_real(record: Mechanism, payload, bundle, data, target, verified, seed, test_fraction,
+                   as_json) -> None:
+    """``evaluate`` for a real-valued bundle: its kind's view (``record.report``) attacks ``target`` on
+    DATA's held-out rows."""
+    assert record.report is not None
     result = {"bundle": str(bundle), "data": str(data), "signature_verified": verified,
-              **REAL_KINDS[payload["mechanism"]].evaluate_release(payload, data, target, seed=seed,
-                                                                  test_fraction=test_fraction)}
+              **record.report.evaluate_release(payload, data, target, seed=seed, test_fraction=test_fraction)}
     if as_json:
         emit(result)
         return
@@ -132,7 +135,8 @@ def _evaluate_audit(payload, bundle, data, train, private, verified, seed, repea
     """``evaluate --train``: the outside auditor's figures (:func:`privmap.offline.evaluation.audit_bundle`),
     the overlap with the bundle's training users first."""
     from ..evaluation import audit_bundle, format_audit
-    if payload["mechanism"] in REAL_KINDS or payload["mechanism"] in ("exact", "funnel", "max-correlation"):
+    record = mechanism_of(payload["mechanism"])
+    if record is not None and not record.ratings:
         raise BuildError(f"--train audits bundles that release numeric rows, not {payload['mechanism']} bundles")
     report = audit_bundle(payload, data, train, private, seed=seed, repeats=repeats)
     if as_json:
@@ -151,11 +155,11 @@ def _unverified_note(verified: bool) -> str:
 def _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
                     as_json, recommender=None) -> None:
     """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines
-    (and the recommender figures: ``recommender`` True, False or None = when DATA has blank cells)."""
+    (and the recommender figures: ``recommender`` True, False or None = when DATA has blank cells;
+    False for a bundle that releases no ratings)."""
     from ..evaluation import evaluate_table_bundle, format_table_report
     report = evaluate_table_bundle(payload, data, private, seed=seed, test_fraction=test_fraction,
-                                   permutations=permutations, attacker=attacker,
-                                   recommender=False if payload["mechanism"] == "exact" else recommender)
+                                   permutations=permutations, attacker=attacker, recommender=recommender)
     if as_json:
         emit({"bundle": str(bundle), "data": str(data), "data_sha256": report.pop("data_sha256"),
               "signature_verified": verified, **report})
@@ -180,6 +184,11 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
     click.echo(format_funnel_evaluation(result))
 
 
+#: ``privmap curve --mechanism``: the mechanisms a curve is drawn for (those it sweeps through program
+#: (19), and the funnel's own merging curves).
+CURVES = [name for name, record in MECHANISMS.items() if record.sweeps or record.disclosure]
+
+
 @click.command()
 @click.argument("data", metavar="DATA.csv", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 @click.option("--private", "private", required=True, metavar="COL",
@@ -189,7 +198,7 @@ def _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fracti
               help="Distortion budgets: '0,0.5,1' or START:STOP:COUNT (e.g. 0:2:9); not for funnel.")
 @click.option("--clusters", "-k", default="16", show_default=True, metavar="LIST",
               help="Numbers of clusters K, comma-separated (quantized); 0 = no quantization.")
-@click.option("--mechanism", type=click.Choice(["quantized", "exact", "funnel"]), default="quantized",
+@click.option("--mechanism", type=click.Choice(CURVES), default="quantized",
               show_default=True, help="funnel: seed 003's merging curves, I(S;Y) against I(X;Y).")
 @click.option("--points", type=click.IntRange(min=2), default=25, show_default=True,
               help="funnel: disclosure floors R (and budgets) per curve.")
@@ -233,41 +242,42 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     from ..data import declare, load_dataset, resolve
     from ..evaluation import format_table, json_points, sweep, write_csv
     from ..measures import curve_title, have_matplotlib, plot_curve
-    if mechanism == "funnel":  # seed 003's curves
+    record = MECHANISMS[mechanism]
+    if record.disclosure:  # seed 003's curves
         _funnel_curve_command(data, private, public, points, png, csv_path, title, as_json)
         return
     if deltas is None:
         raise BuildError("--deltas is required (except with --mechanism funnel)")
-    if recommender and mechanism != "quantized":
+    if recommender and not record.ratings:
         raise BuildError("--recommender measures the quantized mechanism on ratings")
-    metric = metric or ("erasures" if mechanism == "exact" else "l2")
+    metric = metric or record.default_metric
     delta_list = parse_floats(deltas, "--deltas")
     k_list = parse_ints(clusters, "--clusters")
     cols = [c.strip() for c in public.split(",")] if public else None
     declared = None
     if domains or missing_token is not None:
-        if mechanism != "quantized":
+        if record.categorical:
             raise BuildError("--domain and --missing-token apply to the quantized mechanism's numeric columns")
         declared = declare(domains=domains, missing_token=missing_token)
     names = split_private(private)
-    ds = load_dataset(data, private=names, public=cols, categorical=mechanism == "exact",
+    ds = load_dataset(data, private=names, public=cols, categorical=record.categorical,
                       missing_tokens=declared.missing_tokens() if declared else None)
     ds, dropped = ds.without_all_missing()
     domain = None
-    if mechanism == "quantized":
+    if not record.categorical:
         schema = resolve(ds.features, ds.public, declared)              # values outside a declared domain fail
         domain = tuple(np.array([getattr(c, f) for c in schema], dtype=float) for f in ("integer", "min", "max"))
     if dropped:
         click.echo(f"note: {dropped} row(s) with every public cell missing left out", err=True)
-    n_points = len(delta_list) * (1 if mechanism == "exact" else len(k_list))
+    n_points = len(delta_list) * (len(k_list) if record.quantizes else 1)
     with click.progressbar(length=n_points, label="curve", file=sys.stderr, show_pos=True) as bar:
         points = sweep(ds.public, ds.private, ds.classes, ds.features, deltas=delta_list, clusters=k_list,
                               mechanism=mechanism, metric=metric, seed=seed, solver=solver,
                               attacker=not no_attacker, test_fraction=test_fraction, private_name=ds.private_name,
                               robust=robust, domain=domain, progress=bar.update,
-                              recommender=recommender if mechanism == "quantized" else False, columns=ds.columns)
+                              recommender=recommender if record.ratings else False, columns=ds.columns)
     base = None
-    if mechanism == "quantized":
+    if record.quantizes:
         from ..evaluation import baselines, format_quantization_alone
         base = baselines(ds.public, ds.private, len(ds.classes), metric, seed=seed, test_fraction=test_fraction,
                          attacker=not no_attacker, clusters=[k for k in k_list if k])

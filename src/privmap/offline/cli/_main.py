@@ -20,12 +20,12 @@ from __future__ import annotations
 import click
 
 from ..commandline import DefaultCommandGroup
-from ..mechanisms import exact_command, funnel, gaussian, max_correlation, nullspace, quantized_command
+from ..mechanisms import MECHANISMS
 from ._forward import PrivmapGroup
 
-#: ``privmap build NAME``: each mechanism's command, in the order ``privmap build --help`` lists them.
-BUILDS = {"quantized": quantized_command, "exact": exact_command, "funnel": funnel.command,
-          "max-correlation": max_correlation.command, "gaussian": gaussian.command, "nullspace": nullspace.command}
+#: ``privmap build NAME``: each mechanism's command (:data:`privmap.offline.mechanisms.MECHANISMS`), in
+#: the order ``privmap build --help`` lists them.
+BUILDS = {name: record.command for name, record in MECHANISMS.items() if record.command is not None}
 #: The names the funnel, max-correlation, gaussian and nullspace commands had before ``privmap build NAME``.
 ALIASES = {"build-funnel": "funnel", "build-max-correlation": "max-correlation", "build-gaussian": "gaussian",
            "build-nullspace": "nullspace"}

@@ -14,9 +14,8 @@ from privmap.device import read_bundle_file
 
 from ..commandline import emit, guard, trust_options, trusted_keyring
 from .._joint import by_column, payload_columns
-from ..mechanisms import column_lines, robust_line
+from ..mechanisms import MECHANISMS, column_lines, robust_line
 from ..measures import exposure_line, payload_exposure
-from ._real_kinds import REAL_KINDS
 
 
 @click.command()
@@ -38,7 +37,8 @@ def verify(bundle, trusted, keyrings, min_version, as_json):
     from privmap.device.kinds import recompute_leakage_bits
     from privmap.device.trust import schema_sha256
     loaded = read_bundle_file(bundle, trusted_keyring(trusted, keyrings), min_version=min_version)
-    if loaded.mechanism == "max-correlation":  # no prior; rho_m^2 was recomputed on load
+    record = MECHANISMS[loaded.mechanism]
+    if not record.private:  # max-correlation: no prior; rho_m^2 was recomputed on load
         from privmap.device.kinds.max_correlation import rho_m_squared_pure
         info = {"ok": True, "sha256": loaded.sha256, "key_id": loaded.key_id, "version": loaded.version,
                 "expires": loaded.expires, "rho_m_squared": loaded.metrics["rho_m_squared"],
@@ -51,8 +51,8 @@ def verify(bundle, trusted, keyrings, min_version, as_json):
         click.echo(f"OK: {bundle} verified (sha256 {loaded.sha256[:16]}..., key {loaded.key_id[:16]}...)")
         click.echo(f"  declared rho_m^2 {info['rho_m_squared']:.6f}, recomputed {info['recomputed_rho_m_squared']:.6f}")
         return
-    if loaded.mechanism in REAL_KINDS:
-        info = REAL_KINDS[loaded.mechanism].verify_facts(loaded)
+    if record.report is not None:
+        info = record.report.verify_facts(loaded)
         if as_json:
             emit(info)
         else:
@@ -91,7 +91,7 @@ def inspect(bundle, trusted, keyrings, as_json):
     payload, _ = read_unverified(data)
     envelope_format, signers = listed_signatures(data)
     verified = keyring is not None
-    kind = REAL_KINDS.get(payload["mechanism"])
+    kind = MECHANISMS[payload["mechanism"]].report
     info = {"signature_verified": verified, "envelope_format": envelope_format, "signatures": signers,
             **(kind.describe(payload) if kind else _describe(payload))}
     info["max_output_leakage_bits"], info["max_output_leakage_note"] = payload_output_leakage(payload)
@@ -106,7 +106,7 @@ def inspect(bundle, trusted, keyrings, as_json):
 
 def _describe(payload: dict) -> dict:
     metrics = payload["metrics"]
-    if payload["mechanism"] in ("funnel", "max-correlation"):
+    if MECHANISMS[payload["mechanism"]].view is None:  # the funnel's, max-correlation's
         return _describe_categorical(payload)
     return {
         "version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
@@ -189,7 +189,7 @@ def _describe_categorical(payload: dict) -> dict:
         "holdout_leakage_bits": None, "holdout_leakage_interval_bits": None,
         "holdout_exposed_2x": None, "holdout_exposed_4x": None, **payload_exposure(payload),
     }
-    if payload["mechanism"] == "funnel":
+    if MECHANISMS[payload["mechanism"]].disclosure:
         info["leakage_bits"] = metrics["leakage_bits"]
         info["disclosure_bits"] = metrics["disclosure_bits"]
         groups: dict[int, list] = {}
@@ -228,8 +228,7 @@ def _print_description(info: dict) -> None:
         domain = info["rating_domain"]
         click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['rating_columns'])} rating columns "
                    f"in [{domain['min']}, {domain['max']}] "
-                   + (f"embedded in {len(info['features'])} score coordinates" if info["mechanism"] == "ranking" else
-                      f"folded into {len(info['features'])} factor coordinates"))
+                   + str(MECHANISMS[info["mechanism"]].model_space).format(len(info["features"])))
     else:
         click.echo(f"  private {info['private']!r} in {info['classes']}; {len(info['features'])} public features")
     click.echo(f"  K_in = {info['inputs']}, K_out = {info['outputs']}, B = {info['bits']}, "

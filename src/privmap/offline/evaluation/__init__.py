@@ -36,12 +36,13 @@ from ._curve import (
     json_points,
     point_columns,
     sweep,
+    swept,
     write_csv,
 )
 from ._exposure import users_exposure
 
 __all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared",
-           "sweep", "build_problem", "format_table", "write_csv", "json_points", "CSV_COLUMNS", "RECOMMENDER_COLUMNS",
+           "sweep", "swept", "build_problem", "format_table", "write_csv", "json_points", "CSV_COLUMNS", "RECOMMENDER_COLUMNS",
            "COLUMN_POINT_FIGURES", "point_columns",
            "baselines", "bundle_baselines", "format_baselines", "format_quantization_alone", "DEFAULT_EPSILONS",
            "constant_release", "randomized_response", "quantization_alone", "rr_channel", "oue_channel",

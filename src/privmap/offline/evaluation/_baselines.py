@@ -175,7 +175,7 @@ def uncodebooked_view(view):
     codebook build); None otherwise. Its distortion is what the codebook step saved
     at this table; seed 000's own solve (no re-solve) is in ``privmap curve``.
     """
-    if view.mechanism != "quantized" or view.categorical or len(view.inputs) != len(view.outputs):
+    if view.exact_lookup or view.categorical or len(view.inputs) != len(view.outputs):
         return None
     if np.array_equal(np.asarray(view.inputs, float), np.asarray(view.outputs, float)):
         return None
@@ -194,7 +194,7 @@ def bundle_baselines(view, public, private, *, seed: int = 0, test_fraction: flo
     """
     if view.categorical or isinstance(view, (FactorView, ScoreView)):
         return None
-    clusters = (len(view.inputs),) if view.mechanism == "quantized" else ()
+    clusters = () if view.exact_lookup else (len(view.inputs),)
     out = baselines(public, private, len(view.classes), view.metric, epsilons=epsilons, seed=seed,
                     test_fraction=test_fraction, attacker=attacker, clusters=clusters)
     plain = uncodebooked_view(view)

@@ -23,6 +23,7 @@ from .._errors import BuildError, InfeasibleError
 from .._information import max_output_leakage_bits
 from .._joint import PrivateColumns, column_key
 from ..data import joint_prior, observed_domain, pairwise, quantize
+from ..mechanisms import MECHANISMS, Mechanism
 from ..mechanisms.quantized import (
     erasure_problem,
     evaluate_view,
@@ -89,20 +90,18 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
     ``hamming``: distinct tuples in and out, d = number of changed cells.
     """
     private = np.asarray(private, dtype=np.int64)
-    if mechanism == "exact":
+    if swept(mechanism).categorical:
         if metric == "erasures":
             ep = erasure_problem(public, private, n_classes, features)
-            return Problem("exact", metric, np.asarray(ep.inputs, dtype=object), np.asarray(ep.outputs, dtype=object),
+            return Problem(mechanism, metric, np.asarray(ep.inputs, dtype=object), np.asarray(ep.outputs, dtype=object),
                            ep.distortion, ep.p_ac, ep.labels, len(ep.inputs))
         if metric != "hamming":
             raise BuildError(f"the exact mechanism supports metrics erasures and hamming, not {metric!r}")
         inputs, labels = input_alphabet(public)
         X = np.asarray(inputs, dtype=object)
         D = np.sum(X[:, None, :] != X[None, :, :], axis=2).astype(float)
-        return Problem("exact", metric, X, X, D, joint_prior(private, labels, n_classes, len(inputs)),
+        return Problem(mechanism, metric, X, X, D, joint_prior(private, labels, n_classes, len(inputs)),
                        labels, len(inputs))
-    if mechanism != "quantized":
-        raise BuildError(f"unknown mechanism {mechanism!r}; expected quantized or exact")
     if metric not in ("l2", "l1", "hamming"):
         raise BuildError(f"the quantized mechanism supports metrics l2, l1 and hamming, not {metric!r}")
     X = np.asarray(public, dtype=float)
@@ -116,8 +115,17 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
         qz = quantize(X, int(clusters), metric=metric, seed=seed)
         centers, labels = qz.centers, qz.labels
     D = pairwise(centers, centers, metric)
-    return Problem("quantized", metric, centers, centers, D,
+    return Problem(mechanism, metric, centers, centers, D,
                    joint_prior(private, labels, n_classes, centers.shape[0]), labels, int(centers.shape[0]))
+
+
+def swept(mechanism: str) -> Mechanism:
+    """The record of a mechanism a curve sweeps through program (19) (quantized, exact:
+    :attr:`~privmap.offline.mechanisms.Mechanism.sweeps`). Raises BuildError for any other."""
+    record = MECHANISMS.get(mechanism) if isinstance(mechanism, str) else None
+    if record is None or not record.sweeps:
+        raise BuildError(f"unknown mechanism {mechanism!r}; expected quantized or exact")
+    return record
 
 
 def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, deltas: Sequence[float],
@@ -151,13 +159,14 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     """
     points = []
     n_classes = len(classes)
-    ks = [None] if mechanism == "exact" else list(clusters)
+    record = swept(mechanism)
+    ks = list(clusters) if record.quantizes else [None]
     for k in ks:
         prob = build_problem(public, private, n_classes, mechanism=mechanism, metric=metric, clusters=k,
                              seed=seed, features=features)
         certify = _certifier(prob, robust)
         for delta in deltas:
-            asked = prob.clusters if mechanism == "exact" else int(k or 0)
+            asked = int(k or 0) if record.quantizes else prob.clusters
             point: dict[str, Any] = {"k": asked, "clusters": prob.clusters, "delta": float(delta), "codebook": 0}
             try:
                 res = solve(prob.p_ac, prob.distortion, float(delta), solver=solver)
@@ -175,7 +184,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
                            "solver": res.solver, "gap_bits": res.gap_bits, "status": res.status,
                            "robust_leakage_bits": certify(res.table),
                            "max_output_leakage_bits": max_output_leakage_bits(prob.p_ac, res.table)})
-            if codebook and mechanism == "quantized":
+            if codebook and record.quantizes:
                 step = _codebook_step(prob, res, public, metric, solver, domain)
                 last = step.solved or res
                 points.append({**point, "codebook": 1,
@@ -220,7 +229,7 @@ def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, 
                            private_name=private_name, delta=delta, prior=prob.p_ac, columns=columns)
     s = evaluate_view(view, public, private, seed=seed, test_fraction=test_fraction,
                       permutations=permutations, attacker=attacker,
-                      recommender=recommender if prob.mechanism == "quantized" else False).summary
+                      recommender=recommender if MECHANISMS[prob.mechanism].ratings else False).summary
     after = s.get("attacker", {}).get("after", {})
     service = s.get("recommender", {})
     return {

@@ -20,7 +20,8 @@ views and commands share; ``_header`` the header every mechanism's bundle starts
 ``_seed000`` the options seed 000's two mechanisms share with their guarantees, ``_result`` the
 one shape every build returns (:class:`Result`). ``_seed000_command`` is ``privmap build DATA``
 (quantized, exact, and the recommender: above all three, whose packages it builds with) and
-``_out_of_core`` its partitioned half on Dask.
+``_out_of_core`` its partitioned half on Dask. ``_registry`` holds every mechanism's record
+(:data:`MECHANISMS`): what the commands and calls serving all of them ask of each one.
 """
 from ._header import HeaderOptions
 from ._result import Result
@@ -29,7 +30,7 @@ from .gaussian import GaussianOptions
 from .max_correlation import MaxCorrelationOptions
 from .nullspace import NullspaceOptions
 from ._seed000_command import column_lines, exact_command, quantized_command, robust_line
-from ._views import VIEWS, view_of
+from ._registry import MECHANISMS, Mechanism, mechanism_of, view_of
 from .exact import ExactOptions
 from .quantized import (
     DEFAULT_MISSING,
@@ -43,7 +44,7 @@ from .quantized import (
 )
 from .recommender import RecommenderOptions
 
-__all__ = ["Result", "VIEWS", "view_of", "QuantizedOptions", "ExactOptions", "RecommenderOptions", "CrossFitting",
-           "RobustCertificate", "OutputLimit", "Auto", "Build", "MISSING_POLICIES", "DEFAULT_MISSING",
-           "HeaderOptions", "FunnelOptions", "MaxCorrelationOptions", "GaussianOptions", "NullspaceOptions",
-           "quantized_command", "exact_command", "robust_line", "column_lines"]
+__all__ = ["Result", "MECHANISMS", "Mechanism", "mechanism_of", "view_of", "QuantizedOptions", "ExactOptions",
+           "RecommenderOptions", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "Build",
+           "MISSING_POLICIES", "DEFAULT_MISSING", "HeaderOptions", "FunnelOptions", "MaxCorrelationOptions",
+           "GaussianOptions", "NullspaceOptions", "quantized_command", "exact_command", "robust_line", "column_lines"]

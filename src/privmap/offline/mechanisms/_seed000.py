@@ -120,6 +120,10 @@ class Seed000Options(HeaderOptions):
 
     #: The payload's ``mechanism``.
     mechanism: ClassVar[str]
+    #: Whether its alphabet is k-means representatives of numeric rows, a row looked up by its
+    #: nearest one (the quantized mechanism), rather than the observed tuples and their erasures,
+    #: a row looked up by its equal tuple (the exact mechanism): what the seed-000 stages branch on.
+    quantizes: ClassVar[bool]
 
     delta: float | None = None
     delta_fraction: float | None = None

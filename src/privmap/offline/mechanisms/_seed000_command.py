@@ -18,6 +18,8 @@ import math
 import pathlib
 import sys
 import time
+from types import MappingProxyType
+from typing import Callable
 
 import click
 from privmap.device.constants import MAX_RANK
@@ -60,6 +62,16 @@ from .quantized import (
 
 __all__ = ["quantized_command", "exact_command", "seed000_options", "run", "report", "robust_line", "column_lines",
            "private_columns", "parse_target_leakage", "SECTIONS"]
+
+#: ``--mechanism``: seed 000's two mechanisms' options, by the payload ``mechanism`` they build.
+MAPPINGS = MappingProxyType({options.mechanism: options for options in (QuantizedOptions, exact.ExactOptions)})
+#: ``--utility``'s modes whose bundle carries a model between a user's row and the table's space
+#: (each package's ``command_options``, ``report_line`` and ``REFUSED_MAPPING``), by its mechanism.
+MODES = MappingProxyType({mode.MECHANISM: mode for mode in (recommender, ranking)})
+#: Each options class -> the build it asks for (in memory).
+BUILDS: MappingProxyType[type, Callable] = MappingProxyType({
+    QuantizedOptions: quantized.build, exact.ExactOptions: exact.build,
+    recommender.RecommenderOptions: recommender.build, ranking.RankingOptions: ranking.build})
 
 #: ``privmap build --help``: its options by section, one line each (``--help-all`` gives the full help).
 SECTIONS = (
@@ -124,7 +136,7 @@ _DECORATORS = [
         help="quantized: k-means representatives of numeric rows (Algorithm 2); exact: categorical tuples and their "
              "erasures (Algorithm 1), also 'privmap build exact'. Other mechanisms have their own commands (privmap "
              "build funnel, max-correlation, gaussian, nullspace)."),
-    click.option("--utility", type=click.Choice(["rows", "recommender", "ranking"]), default="rows",
+    click.option("--utility", type=click.Choice(["rows", *MODES]), default="rows",
                  show_default=True,
                  help="rows: release a representative of the public rows (seed 000 as written); recommender: for "
                       "ratings with blank cells, map users' latent taste (a factor model fitted here, folded in on "
@@ -333,7 +345,7 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         metric or declared domains with exact; the recommender with exact); anything the options
         refuse. (A partitioned build's own refusals come with its source: ``open_partitioned``.)
     """
-    if missing_token is not None and mechanism != "quantized":
+    if missing_token is not None and not MAPPINGS[mechanism].quantizes:
         raise BuildError(f"--missing-token applies to the quantized mechanism's numeric columns, not {mechanism}")
     if not private:
         raise BuildError(f"--mechanism {mechanism} needs --private COL")
@@ -344,13 +356,14 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
     fitting = CrossFitting(folds=holdout_folds) if holdout_folds else None
     certificate = RobustCertificate(confidence=robust) if robust is not None else None
     limit = OutputLimit(bits=max_output_leakage) if max_output_leakage is not None else None
-    if mechanism == "exact":
+    mode = MODES.get(utility)
+    if not MAPPINGS[mechanism].quantizes:
         if auto:
             raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
         if class_blind:
             raise BuildError("--class-blind forms the quantized mechanism's clusters; the exact mechanism has none")
-        if utility in MODEL_UTILITIES:
-            raise BuildError(RECOMMENDER_MAPPING if utility == "recommender" else RANKING_MAPPING)
+        if mode is not None:
+            raise BuildError(mode.REFUSED_MAPPING)
         if (metric or "erasures") != "erasures":
             raise BuildError(f"metric {metric!r} does not fit the exact mechanism; expected erasures")
         if declared is not None and declared.columns:
@@ -365,29 +378,14 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
         metric=metric or "l2", clusters=None if clusters == "auto" else clusters, delta=delta,
         delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
         smoothing=None if smoothing == "auto" else smoothing,
-        prior=prior or ("posteriors" if utility in MODEL_UTILITIES else "counts"),
+        prior=prior or ("posteriors" if mode is not None else "counts"),
         codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
         class_blind=bool(class_blind),
         auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets,
-                  class_blind=(False, True) if class_blind is None and utility in MODEL_UTILITIES else (),
+                  class_blind=(False, True) if class_blind is None and mode is not None else (),
                   allow_unmet=allow_unmet) if auto else None,
         cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
-    if utility == "ranking":
-        return ranking.RankingOptions(mapping=mapping, rank=factors or ranking.DEFAULT_RANK)
-    if utility != "recommender":
-        return mapping
-    return recommender.RecommenderOptions(mapping=mapping, rank=factors or recommender.DEFAULT_RANK,
-                                          reg=None if factor_reg == "auto" else factor_reg)
-
-
-#: The modes whose bundle carries a model between a user's row and the table's space.
-MODEL_UTILITIES = ("recommender", "ranking")
-#: Why the recommender refuses another mapping than the quantized one.
-RECOMMENDER_MAPPING = ("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
-                       "(stars) and blank cells as unrated (--missing mask)")
-#: Why the ranking mode refuses another mapping than the quantized one.
-RANKING_MAPPING = ("--utility ranking maps score directions with the quantized mechanism, the l2 metric and blank "
-                   "cells as unrated (--missing mask)")
+    return mapping if mode is None else mode.command_options(mapping, factors=factors, factor_reg=factor_reg)
 
 
 def private_columns(private, public=None):
@@ -449,13 +447,11 @@ def run(data, options, *, private, public) -> tuple:
     as the reading and the build."""
     mapping = getattr(options, "mapping", options)          # a recommender's or ranking's mapping options
     declared = getattr(mapping, "declared", None)
-    build = (recommender.build if isinstance(options, recommender.RecommenderOptions) else
-             ranking.build if isinstance(options, ranking.RankingOptions) else
-             exact.build if mapping.mechanism == "exact" else quantized.build)
+    build = BUILDS[type(options)]
     with _stage_bar("build") as progress:
         timer = StageTimer(progress)
         timer("load", 0.0)
-        dataset = Dataset.from_csv(data, private=private, public=public, categorical=mapping.mechanism == "exact",
+        dataset = Dataset.from_csv(data, private=private, public=public, categorical=not mapping.quantizes,
                                    missing_tokens=declared.missing_tokens() if declared else None)
         return build(dataset, options, progress=timer), timer
 
@@ -547,16 +543,9 @@ def report(result, timer: StageTimer, *, private_key, out: pathlib.Path, schema_
     where = "raw rows (codebook step)" if "codebook_iterations" in metrics else "clusters"
     click.echo(f"  distortion: {metrics['distortion']:.4f} on {where} (Delta = {metrics['delta']:.4f}); "
                f"measured on data {metrics['measured_distortion']:.4f} <= Delta + r = {metrics['delta_plus_r']:.4f}")
-    if utility == "ranking":
-        click.echo(f"  ranking: {metrics['rating_columns']} item columns "
-                   f"({100 * metrics['missing_cell_fraction']:.1f} % blank), score space of rank "
-                   f"{metrics['score_rank']}; distortion in scores (RMS over the columns)"
-                   + ("; class-blind clusters" if result.payload["provenance"].get("class_blind") else ""))
-    elif fitted is not None:
-        click.echo(f"  recommender: {metrics['rating_columns']} rating columns "
-                   f"({100 * metrics['missing_cell_fraction']:.1f} % blank), rank {metrics['factor_rank']} factors, "
-                   f"penalty {metrics['factor_reg']:g}; distortion in stars (RMS over the columns)"
-                   + ("; class-blind clusters" if result.payload["provenance"].get("class_blind") else ""))
+    mode = MODES.get(utility)
+    if mode is not None:
+        click.echo(mode.report_line(metrics, result.payload["provenance"]))
     click.echo(f"  K = {metrics['clusters']}, n = {metrics['n']}, perfect privacy at Delta = "
                f"{metrics['perfect_privacy_distortion']:.4f}, solver {built.solved.solver}")
     if "codebook_iterations" in metrics:

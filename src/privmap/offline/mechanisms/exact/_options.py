@@ -29,6 +29,7 @@ class ExactOptions(Seed000Options):
     """
 
     mechanism: ClassVar[str] = "exact"
+    quantizes: ClassVar[bool] = False
     #: What the exact mechanism fixes (module docstring), named as the quantized options name it.
     metric: ClassVar[str] = "erasures"
     clusters: ClassVar[None] = None

@@ -126,7 +126,7 @@ def evaluate_funnel(payload: dict, public, private, *, seed: int = 0, test_fract
     Parameters
     ----------
     payload : dict
-        A decoded funnel payload (``mechanism == "funnel"``).
+        A decoded funnel payload (its ``mechanism`` "funnel").
     public : array-like of str, shape (n, d)
         Raw public tuples, columns in the payload's feature order.
     private : array-like of int, shape (n,)

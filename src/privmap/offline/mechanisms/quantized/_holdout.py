@@ -441,7 +441,7 @@ def _import_fold_libraries(candidates: Sequence, n_classes: int) -> None:
     that commands which never cluster start fast; a build needs them anyway, and importing them
     before the workers are forked (:mod:`._tasks`) spares each forked worker importing them again
     (0.12 CPU-s a worker on the survey of benchmarks/README.md)."""
-    if any(o.mechanism == "quantized" for o in candidates):
+    if any(o.quantizes for o in candidates):
         import sklearn.cluster  # noqa: F401
     if n_classes == 2:
         import ot  # noqa: F401
@@ -458,20 +458,20 @@ def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str
     try:
         fitted = fold_options(options, dataset, train)
         quantizer = None
-        if options.mechanism == "quantized" and start == "single":
+        if options.quantizes and start == "single":
             quantizer = FoldKMeans()
-        elif options.mechanism == "quantized" and start == "warm" and fitted.clusters >= len(centers):
+        elif options.quantizes and start == "warm" and fitted.clusters >= len(centers):
             fitted = dataclasses.replace(fitted, clusters=len(centers))
             quantizer = FoldKMeans(np.asarray(centers, dtype=float))
         fit = solve_rows(rows.subset(train), fitted, quantizer=quantizer, start=build)
-        symbols = _lookup(fit.alphabet, dataset, test, options.mechanism, options.metric)
+        symbols = _lookup(fit.alphabet, dataset, test, options)
         matched = symbols >= 0
         held, symbols = test[matched], symbols[matched]
         if held.size == 0:
             raise BuildError("no held-out row matches an input of the fold's alphabet")
-        part = fold_estimate(fit, dataset, held, symbols, options.metric, options.mechanism)
+        part = fold_estimate(fit, dataset, held, symbols, options.metric, equal_inputs=not options.quantizes)
         part["unmatched"] = int((~matched).sum())
-        if attacker and options.mechanism == "quantized":
+        if attacker and options.quantizes:
             part["attack"] = _fold_attack(fit, dataset, train, held, symbols, options,
                                           np.random.default_rng([options.seed, 1, i]))
         part["cost"] = _cost(i, wall, cpu)
@@ -544,7 +544,7 @@ def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, hel
     as a deployed bundle is: an attacker pooled over the folds' releases would face five
     different tables at once and understate what one table tells."""
     from ..._strongest import strongest_attack
-    trained = _lookup(fit.alphabet, dataset, train, options.mechanism, options.metric)
+    trained = _lookup(fit.alphabet, dataset, train, options)
     seen = trained >= 0
     n_classes = len(dataset.classes)
     outputs = np.asarray(fit.alphabet.outputs, dtype=float)
@@ -580,30 +580,35 @@ def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
 def fold_options(options, dataset: Dataset, rows: np.ndarray):
     """The build's options for the training fold of ``dataset`` at the indexes ``rows`` (shape (m,)):
     K is capped at the fold's distinct rows."""
-    if options.mechanism != "quantized":
+    if not options.quantizes:
         return options
     distinct = unique_rows(dataset.public[rows])[0].shape[0]
     return dataclasses.replace(options, clusters=min(options.clusters, distinct))
 
 
-def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, mechanism: str, metric: str) -> np.ndarray:
-    """Input index of each held-out row by the device's rule; -1 where the device would refuse it."""
-    if mechanism == "exact":
+def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, options) -> np.ndarray:
+    """Input index of each held-out row by the device's rule (the equal tuple of the exact
+    mechanism's alphabet, else the nearest representative in ``options.metric``); -1 where the
+    device would refuse it."""
+    if not options.quantizes:
         from ._erasure import lookup
         inputs = [tuple(f["values"][v] for v, f in zip(row, alphabet.features)) for row in alphabet.inputs]
         return lookup(inputs, dataset.public[rows])
     X = dataset.public[rows]
     fills = np.array([np.nan if f.get("fill") is None else f["fill"] for f in alphabet.features], dtype=float)
     X = np.where(np.isnan(X), fills, X)  # "impute" columns take the bundle's fill; "mask" stays NaN
-    return nearest(X, np.asarray(alphabet.inputs, dtype=float), metric)
+    return nearest(X, np.asarray(alphabet.inputs, dtype=float), options.metric)
 
 
-def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric, mechanism) -> dict:
+def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric, *, equal_inputs: bool) -> dict:
     """A fold's bracket terms (:func:`privmap.offline._heldout_leakage.bracket_terms`), exposed
     shares at :data:`privmap.offline.measures.EXPOSURE_FACTORS` (``exposed``, under the fold's
     training prior ``fit.p_ac``) and mean distortion on its held-out ``rows`` (looked up as
     ``symbols``); work in the table's non-zeros, not rows x K_out. With several private columns
-    (``dataset.columns``), ``columns`` holds each one's bracket terms."""
+    (``dataset.columns``), ``columns`` holds each one's bracket terms. ``equal_inputs``: each
+    row equals its input symbol (the exact mechanism's lookup, or a partitioned estimate's
+    per-symbol distortions), so its distortion is the alphabet's; else it is measured in
+    ``metric`` from the row to the outputs."""
     n_classes = fit.p_ac.shape[0]
     q = sparse.csr_matrix(fit.solved.table)
     private = dataset.private[rows]
@@ -614,7 +619,7 @@ def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric
         {"name": name, **bracket_terms(columns.column_codes(private, i), symbols, len(columns.values[i]), q)}
         for i, name in enumerate(columns.names)]
     reached = q[symbols].tocoo()                 # (held-out row, output) pairs the table can draw
-    if mechanism == "exact":                     # a matched row equals its input symbol
+    if equal_inputs:                             # a matched row equals its input symbol
         costs = fit.alphabet.distortion[symbols[reached.row], reached.col]
     else:
         costs = assigned_distance(dataset.public[rows], np.asarray(fit.alphabet.outputs, dtype=float),
@@ -682,12 +687,12 @@ def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alp
         cls, sym = np.nonzero(held)
         times = held[cls, sym].astype(np.int64)
         private, symbols = np.repeat(cls, times), np.repeat(sym, times)
-        # The in-memory estimator on the held-out (class, input) pairs; its "exact" branch reads the
+        # The in-memory estimator on the held-out (class, input) pairs; its equal-inputs branch reads the
         # held-out distortion as D_held[symbol] @ q[symbol], the mean over the fold's rows of E d(b, released).
         fit_like = SimpleNamespace(p_ac=p_train, solved=SimpleNamespace(table=q),
                                    alphabet=SimpleNamespace(distortion=D_held))
         parts.append(fold_estimate(fit_like, SimpleNamespace(private=private), np.arange(private.size), symbols,
-                                   "l2", "exact"))
+                                   "l2", equal_inputs=True))
         if progress is not None:
             progress((f + 1) / k)
     return pool_folds(parts, k)                                     # no simulated releases: no attacker

@@ -67,7 +67,7 @@ class InMemoryRows:
     def alphabet(self, options: Seed000Options, *, quantizer: Callable | None = None) -> Alphabet:
         """:meth:`._rows.Rows.alphabet`: k-means under the missing-answer policy
         (:func:`._missing.missing_alphabet`), or the exact mechanism's tuples and erasures."""
-        if options.mechanism == "exact":
+        if not options.quantizes:
             return _exact_alphabet(self.dataset)
         return _quantized_alphabet(self.dataset, options, quantizer=quantizer)
 

@@ -113,6 +113,7 @@ class QuantizedOptions(Seed000Options):
     """
 
     mechanism: ClassVar[str] = "quantized"
+    quantizes: ClassVar[bool] = True
 
     metric: str = "l2"
     clusters: int | None = None

@@ -218,7 +218,7 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
         A declaration (``--domain``, ``--schema``) naming a column that is not public or giving
         an integer column fractional bounds.
     """
-    if options.mechanism != "quantized" or options.metric != "l2":
+    if not options.quantizes or options.metric != "l2":
         raise BuildError("a partitioned build makes the quantized mechanism with the l2 metric only "
                          f"(got {options.mechanism}, {options.metric})")
     if kmeans not in KMEANS:

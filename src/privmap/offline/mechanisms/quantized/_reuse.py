@@ -47,7 +47,7 @@ START_CLUSTERS = 2048
 def starts_folds(options) -> bool:
     """Whether a build with these options starts its folds' solvers from its answers: cross-fitting
     on, the quantized mechanism with at least :data:`START_CLUSTERS` clusters."""
-    return (options.folds > 0 and options.mechanism == "quantized"
+    return (options.folds > 0 and options.quantizes
             and (options.clusters or 0) >= START_CLUSTERS)
 
 

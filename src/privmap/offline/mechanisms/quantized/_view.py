@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Sequence
 
 import numpy as np
+from privmap.device.kinds import TABLE_KINDS
 
 from ..._errors import BuildError
 from ..._information import (
@@ -62,8 +63,6 @@ from ...measures import (
 )
 from ._erasure import erasure_distortion
 from ._erasure import lookup as lookup_tuples
-
-MECHANISMS = ("quantized", "exact")
 
 #: What one unit of each metric's distortion is, for the printed summary.
 DISTORTION_UNITS = {"l2": "Euclidean distance per row", "l1": "sum of absolute differences per row",
@@ -126,16 +125,22 @@ class MappingView:
     RELEASES: ClassVar[str] = "rows"
 
     def __post_init__(self):
+        exact = self.exact_lookup                     # raises BuildError for an unknown mechanism
         if self.categorical is None:
-            object.__setattr__(self, "categorical", self.mechanism == "exact")
-        if self.mechanism not in MECHANISMS:
-            raise BuildError(f"unknown mechanism {self.mechanism!r}; expected one of {', '.join(MECHANISMS)}")
+            object.__setattr__(self, "categorical", exact)
         q = np.asarray(self.q, dtype=float)
         if q.shape != (len(self.inputs), len(self.outputs)):
             raise BuildError(f"mapping of shape {q.shape} does not join {len(self.inputs)} inputs "
                              f"to {len(self.outputs)} outputs")
         if np.any(q < 0) or not np.allclose(q.sum(axis=1), 1.0, atol=1e-9):
             raise BuildError("mapping rows must be probability distributions")
+
+    @property
+    def exact_lookup(self) -> bool:
+        """Whether the device looks a row up by its equal input tuple (the exact mechanism) rather
+        than its nearest representative: the rule of the bundle's kind
+        (:data:`privmap.device.kinds.TABLE_KINDS`)."""
+        return _table_kind(self.mechanism).exact_lookup
 
     def lookup(self, public) -> np.ndarray:
         """Input index of each row (the device's psi); ``-1`` where the exact mechanism has no match.
@@ -144,7 +149,7 @@ class MappingView:
         Missing answers (NaN) follow the device too: imputed with the recorded fill, masked, or
         refused (``-1``, as is a row whose every cell is missing).
         """
-        if self.mechanism == "exact":
+        if self.exact_lookup:
             return lookup_tuples([tuple(t) for t in self.inputs], public)
         if self.categorical:  # quantized hamming on categories
             return np.argmin(self.costs(public, self.inputs), axis=1).astype(np.int64)
@@ -187,13 +192,22 @@ class MappingView:
         return out[np.asarray(output_index, dtype=np.int64)]
 
 
+def _table_kind(mechanism: str):
+    """The device's kind of a table ``mechanism`` (:data:`privmap.device.kinds.TABLE_KINDS`).
+    Raises BuildError for a mechanism the device releases no table for."""
+    kind = TABLE_KINDS.get(mechanism) if isinstance(mechanism, str) else None
+    if kind is None:
+        raise BuildError(f"unknown mechanism {mechanism!r}; expected one of {', '.join(TABLE_KINDS)}")
+    return kind
+
+
 def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Sequence[str],
                     features: Sequence[str], *, private_name: str = "private", delta=None, prior=None,
                     categorical: bool | None = None, missing=(), fill=(),
                     columns: PrivateColumns | None = None) -> MappingView:
     """A :class:`MappingView` from arrays (for instance a freshly solved table); ``columns`` the
     private columns of a joint attribute (:class:`MappingView`)."""
-    cat = (mechanism == "exact") if categorical is None else bool(categorical)
+    cat = _table_kind(mechanism).exact_lookup if categorical is None else bool(categorical)
     q = np.asarray(q.toarray() if hasattr(q, "toarray") else q, dtype=float)
     return MappingView(mechanism=mechanism, metric=metric,
                        inputs=np.asarray(inputs, dtype=object if cat else float),
@@ -370,7 +384,7 @@ def _distortion_figures(view: MappingView, rows: _Rows, rng: np.random.Generator
     bounds' scale)."""
     n, symbols, q = rows.n, rows.symbols, view.q
     sym_costs = view.costs(view.inputs, view.outputs)           # (K_in, K_out)
-    if view.mechanism == "exact":                                # a matched row equals its input
+    if view.exact_lookup:                                        # a matched row equals its input
         costs = sym_costs[symbols]
         to_input = np.zeros(n)
     else:

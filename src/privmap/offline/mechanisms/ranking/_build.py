@@ -37,10 +37,16 @@ from ..quantized import Build, QuantizedOptions, build_points, check_enough_user
 from ..recommender import Prepared, RatingModel, RecommenderBuild, factor_options, missing_token, rating_model
 from ._model import DEFAULT_PENALTY, DEFAULT_RANK, ScoreSpace, fit_score_space
 
-__all__ = ["RankingOptions", "build", "prepare", "build_prepared", "ranking_result", "score_names", "SCORE_PREFIX"]
+__all__ = ["MECHANISM", "REFUSED_MAPPING", "RankingOptions", "build", "prepare", "build_prepared", "ranking_result",
+           "score_names", "SCORE_PREFIX"]
 
 #: Names of the score-space features in the bundle: score_0 .. score_<k-1>.
 SCORE_PREFIX = "score_"
+#: The payload's ``mechanism``.
+MECHANISM = "ranking"
+#: Why the ranking mode refuses another mapping than the quantized one.
+REFUSED_MAPPING = ("--utility ranking maps score directions with the quantized mechanism, the l2 metric and blank "
+                   "cells as unrated (--missing mask)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +70,7 @@ class RankingOptions:
 
     def __post_init__(self):
         if self.mapping.metric != "l2" or self.mapping.missing != "mask":
-            raise BuildError("--utility ranking maps score directions with the quantized mechanism, the l2 metric "
-                             "and blank cells as unrated (--missing mask)")
+            raise BuildError(REFUSED_MAPPING)
         if not 2 <= self.rank <= MAX_RANK:
             raise BuildError(f"--factors (the score space's rank) must be in 2..{MAX_RANK}, got {self.rank}")
         if not (math.isfinite(self.penalty) and self.penalty > 0):
@@ -145,7 +150,7 @@ def ranking_result(built: Build, fitted: RatingModel, options: RankingOptions) -
     SHA-256 in place of the points'."""
     space = cast(ScoreSpace, fitted.model)
     payload = dict(built.payload)
-    payload["mechanism"] = "ranking"
+    payload["mechanism"] = MECHANISM
     payload["model"] = space.payload(fitted.columns, _bound(fitted.lo, fitted.integer),
                                      _bound(fitted.hi, fitted.integer), fitted.integer, fitted.missing_token,
                                      options.decimals)

@@ -5,7 +5,8 @@ Its face: :class:`RecommenderOptions` (the quantized mapping's options and the f
 :func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`),
 :func:`build_partitioned` (the same build on partitioned ratings, out of core on Dask), and its
 evaluation view. Private modules: ``_build`` (the build in memory, and :func:`recommender_result`
-that makes the quantized pipeline's payload a recommender bundle's on both paths),
+that makes the quantized pipeline's payload a recommender bundle's on both paths), ``_command``
+(its part of ``privmap build --utility recommender``: options from the arguments, its report line),
 ``_partitioned`` (the build out of core: the model fitted on a sample, every partition folded
 in), ``_factors`` (the factor model), ``_calibrate`` (the released rows fitted to the ratings of
 the users who release them), ``_view`` (the evaluation view: the released rows of
@@ -13,6 +14,8 @@ predicted ratings measured on labelled rows).
 """
 from ._build import (
     FACTOR_PREFIX,
+    MECHANISM,
+    REFUSED_MAPPING,
     Prepared,
     RatingModel,
     RecommenderBuild,
@@ -25,6 +28,7 @@ from ._build import (
     rating_model,
     recommender_result,
 )
+from ._command import command_options, report_line
 from ._calibrate import calibrate_payload, calibrated_outputs, pooled_sums
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
 from ._partitioned import (
@@ -39,9 +43,10 @@ from ._partitioned import (
 )
 from ._view import FactorView, lookup_points, model_view_parts, rms_gaps, view_of_recommender
 
-__all__ = ["RecommenderOptions", "build", "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare",
-           "factor_options", "missing_token", "rating_model", "build_prepared", "recommender_result", "FACTOR_PREFIX",
-           "FactorView", "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps", "FactorModel",
-           "fit_factors", "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS", "sample_ratings", "sample_size", "SAMPLE_USERS",
-           "build_model_partitioned", "PartitionedMode", "Folded",
-           "SAMPLE_CELLS", "pooled_sums", "calibrated_outputs", "calibrate_payload"]
+__all__ = ["MECHANISM", "REFUSED_MAPPING", "RecommenderOptions", "command_options", "report_line", "build",
+           "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare", "factor_options",
+           "missing_token", "rating_model", "build_prepared", "recommender_result", "FACTOR_PREFIX", "FactorView",
+           "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps", "FactorModel", "fit_factors",
+           "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS", "sample_ratings", "sample_size", "SAMPLE_USERS",
+           "build_model_partitioned", "PartitionedMode", "Folded", "SAMPLE_CELLS", "pooled_sums",
+           "calibrated_outputs", "calibrate_payload"]

@@ -38,12 +38,17 @@ from ..quantized import Build, QuantizedOptions, build_points, check_enough_user
 from ._calibrate import calibrate_payload
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
-__all__ = ["RecommenderOptions", "RecommenderBuild", "RatingModel", "Prepared", "build", "prepare", "build_prepared",
-           "recommender_result", "rating_model", "fit_model", "missing_token", "factor_options", "factor_names",
-           "FACTOR_PREFIX"]
+__all__ = ["MECHANISM", "REFUSED_MAPPING", "RecommenderOptions", "RecommenderBuild", "RatingModel", "Prepared",
+           "build", "prepare", "build_prepared", "recommender_result", "rating_model", "fit_model", "missing_token",
+           "factor_options", "factor_names", "FACTOR_PREFIX"]
 
 #: Names of the factor-space features in the bundle: factor_0 (the user-bias axis) .. factor_rank.
 FACTOR_PREFIX = "factor_"
+#: The payload's ``mechanism``.
+MECHANISM = "recommender"
+#: Why the recommender refuses another mapping than the quantized one.
+REFUSED_MAPPING = ("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
+                   "(stars) and blank cells as unrated (--missing mask)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,8 +73,7 @@ class RecommenderOptions:
 
     def __post_init__(self):
         if self.mapping.metric != "l2" or self.mapping.missing != "mask":
-            raise BuildError("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
-                             "(stars) and blank cells as unrated (--missing mask)")
+            raise BuildError(REFUSED_MAPPING)
         if not 1 <= self.rank <= MAX_RANK:
             raise BuildError(f"--factors must be in 1..{MAX_RANK}, got {self.rank}")
         if self.reg is not None and not (math.isfinite(self.reg) and self.reg > 0):
@@ -264,7 +268,7 @@ def recommender_result(built: Build, fitted: RatingModel, options: RecommenderOp
     recommender bundle's: the model in the payload, the ratings' figures among the metrics, and the
     ratings' rows left out and SHA-256 in place of the points' (which the pipeline saw)."""
     payload = dict(built.payload)
-    payload["mechanism"] = "recommender"
+    payload["mechanism"] = MECHANISM
     payload["model"] = fitted.model.payload(fitted.columns, _bound(fitted.lo, fitted.integer),
                                             _bound(fitted.hi, fitted.integer), fitted.integer,
                                             fitted.missing_token, options.decimals)
