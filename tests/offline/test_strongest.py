@@ -47,6 +47,16 @@ def test_boosting_trained_on_one_class_predicts_it():
     assert boosting_scores(X[:10], np.zeros(10, dtype=int), X[:3], 2).tolist() == [[1.0, 0.0]] * 3
 
 
+def test_boosting_reads_released_rows_with_a_column_no_training_row_filled():
+    rng = np.random.default_rng(0)
+    y = rng.integers(2, size=200)
+    X = np.column_stack([y + rng.normal(0, 0.3, 200), np.full(200, np.nan)])     # an item nobody rated
+    test = X.copy()
+    test[:5, 1] = 3.0                                                          # rated among the new users
+    proba = boosting_scores(X, y, test, 2)
+    assert proba.shape == (200, 2) and np.mean(proba.argmax(axis=1) == y) > 0.9
+
+
 def test_the_strongest_is_named_from_a_bundles_per_attacker_figures():
     metrics = {"holdout_attacker_auc_bayes": 0.55, "holdout_attacker_auc_boosting": 0.58,
                "holdout_attacker_auc_logistic": 0.52}

@@ -99,18 +99,22 @@ def boosting_scores(train_X: np.ndarray, y_train: np.ndarray, test_X: np.ndarray
     few thousand rows more threads cost more than they save, and the fold workers have one each.
     Fitted on every row, not on the distinct rows weighted: its leaves count rows (at least 20),
     so on a small alphabet's distinct rows it could hardly split. One class in training: its
-    probability 1."""
+    probability 1. Columns blank in every training row are left out: they cannot split a leaf, and
+    scikit-learn's binning fails on them."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from threadpoolctl import threadpool_limits
     y_train = np.asarray(y_train)
+    train_X, test_X = np.asarray(train_X, dtype=float), np.asarray(test_X, dtype=float)
+    seen = ~np.isnan(train_X).all(axis=0)
+    train_X, test_X = train_X[:, seen], test_X[:, seen]
     proba = np.zeros((len(test_X), n_classes))
     present = np.unique(y_train)
     if present.size < 2:
         proba[:, present[0]] = 1.0
         return proba
     with threadpool_limits(limits=1, user_api="openmp"):
-        model = HistGradientBoostingClassifier(random_state=seed).fit(np.asarray(train_X, dtype=float), y_train)
-        proba[:, model.classes_] = model.predict_proba(np.asarray(test_X, dtype=float))
+        model = HistGradientBoostingClassifier(random_state=seed).fit(train_X, y_train)
+        proba[:, model.classes_] = model.predict_proba(test_X)
     return proba
 
 

@@ -204,3 +204,10 @@ def test_pair_distances_in_chunks_are_bitwise_the_dense_entries(metric, chunk_ce
     rng = np.random.default_rng(5)
     rows, outs = rng.integers(0, X.shape[0], 301), rng.integers(0, Y.shape[0], 301)
     assert np.array_equal(assigned_distance(X, Y, outs, metric, rows=rows), dense[rows, outs])
+
+
+def test_a_column_no_row_rated_is_quantized_as_blank_not_refused():
+    X = np.array([[1.0, np.nan, 2.0], [5.0, np.nan, 4.0], [1.0, np.nan, np.nan], [5.0, np.nan, 5.0]])
+    q = quantize(X, 2, seed=0)
+    assert q.centers.shape == (2, 3) and np.isfinite(q.centers[:, [0, 2]]).all()
+    assert sorted(q.centers[:, 0].tolist()) == [1.0, 5.0]

@@ -149,7 +149,7 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     X = np.asarray(X, dtype=float)
     missing = np.isnan(X)
     overall = _representative(X, metric)
-    filled = np.where(missing, np.nanmean(X, axis=0), X) if missing.any() else X
+    filled = np.where(missing, _column_means(X), X) if missing.any() else X
     groups, _ = kmeans(filled, k, seed=seed, init=init, n_init=n_init)     # checks k (DatasetError)
     if integer is None or bounds is None:
         observed = observed_domain(X)
@@ -231,3 +231,13 @@ def _representative(points: np.ndarray, metric: str) -> np.ndarray:
             values, counts = np.unique(column, return_counts=True)
             out[i] = values[np.argmax(counts)]
     return out
+
+
+def _column_means(X: np.ndarray) -> np.ndarray:
+    """Each column's mean over its observed cells, shape (d,); a column with none (an item no row
+    rated) takes the mean of every observed cell, so that k-means sees no NaN."""
+    observed = ~np.isnan(X)
+    counts = observed.sum(axis=0)
+    sums = np.where(observed, X, 0.0).sum(axis=0)
+    overall = float(sums.sum() / max(int(counts.sum()), 1))
+    return np.where(counts > 0, sums / np.maximum(counts, 1), overall)
