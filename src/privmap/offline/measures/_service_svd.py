@@ -20,12 +20,14 @@ import numpy as np
 
 from .._errors import BuildError
 
-__all__ = ["FACTORS", "EPOCHS", "ServiceModel", "fit_svd"]
+__all__ = ["FACTORS", "EPOCHS", "REGULARISATION", "ServiceModel", "fit_svd"]
 
 #: Latent factors of the service's SVD.
 FACTORS = 50
 #: SGD epochs (surprise's default).
 EPOCHS = 20
+#: The factors' and biases' L2 penalty (surprise's default ``reg_all``).
+REGULARISATION = 0.02
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class ServiceModel:
 
 
 def fit_svd(R, *, scale: tuple[float, float], factors: int = FACTORS, epochs: int = EPOCHS,
-            seed: int = 0) -> ServiceModel:
+            regularisation: float = REGULARISATION, seed: int = 0) -> ServiceModel:
     """Train surprise's SVD on the non-blank cells of ``R``.
 
     Parameters
@@ -77,8 +79,8 @@ def fit_svd(R, *, scale: tuple[float, float], factors: int = FACTORS, epochs: in
         the initial factors of a row do not depend on the rows after it).
     scale : (float, float)
         The lowest and highest rating, for clipping.
-    factors, epochs, seed
-        surprise.SVD's ``n_factors``, ``n_epochs`` and ``random_state``.
+    factors, epochs, regularisation, seed
+        surprise.SVD's ``n_factors``, ``n_epochs``, ``reg_all`` and ``random_state``.
 
     Returns
     -------
@@ -113,7 +115,8 @@ def fit_svd(R, *, scale: tuple[float, float], factors: int = FACTORS, epochs: in
         ir.setdefault(i, []).append((u, r))
     trainset = Trainset(ur, ir, int(users_known.size), int(items_known.size), len(values),
                         (float(scale[0]), float(scale[1])), {}, {})
-    algo = SVD(n_factors=int(factors), n_epochs=int(epochs), biased=True, random_state=int(seed))
+    algo = SVD(n_factors=int(factors), n_epochs=int(epochs), reg_all=float(regularisation), biased=True,
+               random_state=int(seed))
     from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=1, user_api="blas"):
         algo.fit(trainset)

@@ -44,7 +44,7 @@ from typing import Callable
 import numpy as np
 
 from ._service_ranking import RankingService
-from ._service_svd import EPOCHS, FACTORS, ServiceModel, fit_svd
+from ._service_svd import EPOCHS, FACTORS, REGULARISATION, ServiceModel, fit_svd
 
 __all__ = ["HIDDEN_FRACTION", "TOP", "hide_ratings", "ServiceUtility", "recommender_utility", "format_utility"]
 
@@ -107,6 +107,7 @@ class ServiceUtility:
         ``hidden_fraction`` and ``seed``.
     hidden_fraction : float
     factors, epochs : int
+    regularisation : float
         The service's SVD (:func:`._service_svd.fit_svd`).
     top : int
         k of NDCG@k and recall@k.
@@ -120,7 +121,8 @@ class ServiceUtility:
     """
 
     def __init__(self, train, heldout, *, hidden=None, hidden_fraction: float = HIDDEN_FRACTION,
-                 factors: int = FACTORS, epochs: int = EPOCHS, top: int = TOP, seed: int = 0):
+                 factors: int = FACTORS, epochs: int = EPOCHS, regularisation: float = REGULARISATION,
+                 top: int = TOP, seed: int = 0):
         self.train = np.asarray(train, dtype=float)
         self.heldout = np.asarray(heldout, dtype=float)
         if self.train.ndim != 2 or self.heldout.ndim != 2 or self.train.shape[1] != self.heldout.shape[1]:
@@ -140,12 +142,13 @@ class ServiceUtility:
         self.scale = (float(observed.min()), float(observed.max()))
         self.hidden_fraction = float(hidden_fraction)
         self.factors, self.epochs, self.top, self.seed = int(factors), int(epochs), int(top), int(seed)
+        self.regularisation = float(regularisation)
         self._baseline: dict | None = None
 
     # ------------------------------------------------------------------ the three cases
     def _fit(self, released: np.ndarray) -> ServiceModel:
         return fit_svd(np.vstack([self.train, released]), scale=self.scale, factors=self.factors,
-                       epochs=self.epochs, seed=self.seed)
+                       epochs=self.epochs, regularisation=self.regularisation, seed=self.seed)
 
     def _figures(self, released: np.ndarray) -> dict:
         """RMSE, NDCG@k and recall@k of the model trained with ``released`` as the held-out rows."""
@@ -190,7 +193,8 @@ class ServiceUtility:
         for a in (self.train, self.heldout, self.hidden):
             h.update(str(a.shape).encode())
             h.update(np.ascontiguousarray(a).tobytes())
-        h.update(repr((self.factors, self.epochs, self.top, self.seed, self.hidden_fraction)).encode())
+        h.update(repr((self.factors, self.epochs, self.regularisation, self.top, self.seed,
+                       self.hidden_fraction)).encode())
         return h.digest()
 
     @property
@@ -227,7 +231,8 @@ class ServiceUtility:
     def describe(self) -> dict:
         """The protocol's settings and sizes (JSON-ready)."""
         n_hidden = self.hidden.sum(axis=1)
-        return {"model": "scikit-surprise SVD", "factors": self.factors, "epochs": self.epochs, "k": self.top,
+        return {"model": "scikit-surprise SVD", "factors": self.factors, "epochs": self.epochs,
+                "regularisation": self.regularisation, "k": self.top,
                 "train_users": int(self.train.shape[0]), "heldout_users": int(self.heldout.shape[0]),
                 "hidden_fraction": self.hidden_fraction, "hidden_ratings": int(n_hidden.sum()),
                 "ndcg_users": int(np.sum(n_hidden >= 2)), "recall_users": int(np.sum(n_hidden >= 1)),
