@@ -4,6 +4,7 @@ import csv
 import json
 import re
 
+import numpy as np
 import pytest
 
 COLUMNS = "bigb blug coun blue musi clas folk gosp jazz lati mood newa oper rap regg conr oldi hvym".split()
@@ -76,7 +77,9 @@ def test_build_prints_the_inferred_schema_and_writes_it_for_editing(keys, music_
                  "--delta-fraction", 0.5, "--domain", "bigb=1:5", "--key", keys / "private.pem",
                  "--out", tmp_path / "b.bundle", "--schema-out", schema)
     stderr = getattr(result, "stderr", result.output)
-    assert "3 column domain(s) inferred" in stderr and "blug: integer [1, 5]" in stderr and "bigb:" not in stderr
+    assert "3 column domain(s) inferred" in stderr and "bigb" not in stderr
+    assert [line for line in stderr.splitlines() if line.startswith("  integer [1, 5]: ")] == [
+        "  integer [1, 5]: " + ", ".join(c for c in COLUMNS[:4] if c != "bigb")]      # one line per domain
     columns = json.loads(schema.read_text())["columns"]
     assert list(columns) == COLUMNS[:4] and columns["bigb"] == {
         "type": "integer", "min": 1, "max": 5, "missing": True, "missing_token": ""}
@@ -363,3 +366,17 @@ def test_an_id_column_that_is_a_feature_the_private_column_or_absent_is_refused(
     result = run("sanitize", identity_bundle, path, out, "--trusted", keys / "public.pem", "--id", column, ok=False)
     assert result.exit_code == 1 and words in result.stderr and result.stderr.count("\n") == 1
     assert not out.exists()
+
+
+def test_a_note_on_many_inferred_domains_names_a_few_columns_per_domain(keys, tmp_path, run):
+    rng = np.random.default_rng(0)
+    data = tmp_path / "wide.csv"
+    names = [f"item{j}" for j in range(12)]
+    with data.open("w") as f:
+        f.write(",".join(names + ["a"]) + "\n")
+        for row in rng.integers(1, 6, size=(60, 12)):
+            f.write(",".join(map(str, row)) + f",{rng.integers(2)}\n")
+    result = run("build", data, "--private", "a", "--clusters", 4, "--delta-fraction", 0.5, "--holdout-folds", 0,
+                 "--key", keys / "private.pem", "--out", tmp_path / "b.bundle")
+    stderr = getattr(result, "stderr", result.output)
+    assert "  integer [1, 5]: " + ", ".join(names[:8]) + " and 4 more" in stderr.splitlines()

@@ -594,6 +594,10 @@ def robust_line(figures: dict) -> str:
             + (f"<= {epsilon:.4f} bits" if epsilon is not None else "unbounded (a posterior may reach 0)"))
 
 
+#: Column names a note on inferred domains lists per domain (the schema --schema-out writes has all).
+NOTE_NAMES = 8
+
+
 def _notes(schema, fitted, dropped_rows: int) -> None:
     """What the build inferred or left out, on stderr: the rating domain (recommender: ``fitted``,
     its :class:`~privmap.offline.mechanisms.recommender.RatingModel`) or the column domains, and
@@ -606,8 +610,13 @@ def _notes(schema, fitted, dropped_rows: int) -> None:
     if inferred:
         click.echo(f"note: {len(inferred)} column domain(s) inferred from the data; devices refuse values "
                    "outside them (declare with --domain or --schema; --schema-out saves this schema):", err=True)
+        groups: dict = {}
         for c in inferred:
-            click.echo(f"  {c.name}: {'integer' if c.integer else 'real'} [{c.min}, {c.max}]", err=True)
+            groups.setdefault(f"{'integer' if c.integer else 'real'} [{c.min}, {c.max}]", []).append(c.name)
+        for domain, names in groups.items():
+            shown = ", ".join(names[:NOTE_NAMES]) + (f" and {len(names) - NOTE_NAMES} more" if len(names) > NOTE_NAMES
+                                                      else "")
+            click.echo(f"  {domain}: {shown}", err=True)
     if dropped_rows:
         click.echo(f"note: {dropped_rows} row(s) with every public cell missing left out", err=True)
 
