@@ -75,11 +75,12 @@ def test_curve_adds_the_recommender_columns_to_each_point(sparse_csv, run, tmp_p
     assert math.isfinite(float(rows[0]["value_kept"])) and "ndcg_at_k_released" in rows[0]
 
 
-def test_curve_reports_the_top_10_lists_beside_the_ratings(sparse_csv, run):
-    result = run("curve", sparse_csv, "--private", "group", "--domain", "1:5", "-k", "4", "--deltas", "0.5")
+def test_curve_reports_the_top_10_lists_beside_the_ratings(sparse_csv, run, tmp_path):
+    written = ("--csv", tmp_path / "c.csv", "--png", tmp_path / "c.png")    # not the current folder
+    result = run("curve", sparse_csv, "--private", "group", "--domain", "1:5", "-k", "4", "--deltas", "0.5", *written)
     assert "top-10 lists of unseen items: recall@10 of EASE on the true rows" in result.output
     points = json.loads(run("curve", sparse_csv, "--private", "group", "--domain", "1:5", "-k", "4",
-                            "--deltas", "0.5", "--json").stdout)["points"]
+                            "--deltas", "0.5", "--json", *written).stdout)["points"]
     for p in points:
         assert 0.0 <= p["ranking_recall_released"] <= 1.0 and p["ranking_value_kept"] is not None
         assert p["ranking_recall_popularity"] == points[0]["ranking_recall_popularity"]
