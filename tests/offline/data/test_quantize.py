@@ -209,5 +209,7 @@ def test_pair_distances_in_chunks_are_bitwise_the_dense_entries(metric, chunk_ce
 def test_a_column_no_row_rated_is_quantized_as_blank_not_refused():
     X = np.array([[1.0, np.nan, 2.0], [5.0, np.nan, 4.0], [1.0, np.nan, np.nan], [5.0, np.nan, 5.0]])
     q = quantize(X, 2, seed=0)
-    assert q.centers.shape == (2, 3) and np.isfinite(q.centers[:, [0, 2]]).all()
-    assert sorted(q.centers[:, 0].tolist()) == [1.0, 5.0]
+    assert q.centers.shape == (2, 3) and sorted(q.centers[:, 0].tolist()) == [1.0, 5.0]
+    assert (q.centers[:, 1] == np.round(np.nanmean(X))).all()       # every observed cell's mean, rounded
+    declared = quantize(X, 2, seed=0, integer=np.ones(3, bool), bounds=(np.full(3, 1.0), np.full(3, 5.0)))
+    assert np.isfinite(declared.centers).all()

@@ -149,13 +149,15 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
     X = np.asarray(X, dtype=float)
     missing = np.isnan(X)
     overall = _representative(X, metric)
+    if np.isnan(overall).any():   # a column no row has a value in: the statistic of every observed cell
+        overall = np.where(np.isnan(overall), _representative(X.reshape(-1, 1), metric)[0], overall)
     filled = np.where(missing, _column_means(X), X) if missing.any() else X
     groups, _ = kmeans(filled, k, seed=seed, init=init, n_init=n_init)     # checks k (DatasetError)
     if integer is None or bounds is None:
         observed = observed_domain(X)
         integer = observed[0] if integer is None else integer
         bounds = observed[1:] if bounds is None else bounds
-    lo, hi = bounds
+    lo, hi = (np.where(np.isnan(b), fill, b) for b, fill in zip(bounds, (-np.inf, np.inf)))
     centers = _group_representatives(X, groups, metric)
     centers = np.where(np.isnan(centers), overall, centers)
     centers = domain_points(centers, integer, lo, hi)
