@@ -28,7 +28,15 @@ from ._autotune import (
     choose,
     format_candidates,
 )
-from ._build import SEARCH_USERS, build, build_partitioned, build_points, out_of_core_reason, search_sample
+from ._build import (
+    SEARCH_USERS,
+    build,
+    build_partitioned,
+    build_points,
+    check_out_of_core,
+    out_of_core_reason,
+    search_sample,
+)
 from ._codebook import metric_center, refine
 from ._enough import chance_auc_high, check_enough_users, users_needed
 from ._erasure import (
@@ -51,7 +59,6 @@ from ._partitioned import (
     KMEANS,
     PartitionedRows,
     SourceSummary,
-    check_out_of_core,
     check_partitioned,
     dask_client,
     in_core,

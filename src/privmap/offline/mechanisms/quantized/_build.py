@@ -19,11 +19,12 @@ from ._enough import check_enough_users
 from ._holdout import cross_fitted_leakage
 from ._in_memory import InMemoryRows
 from ._options import QuantizedOptions
-from ._partitioned import IN_CORE_BYTES, PartitionedRows, check_out_of_core, in_core
+from ._partitioned import IN_CORE_BYTES, PartitionedRows, in_core
 from ._pipeline import Build, StageTimer, build_rows, start
 from ._rows import Progress
 
-__all__ = ["build", "build_points", "build_partitioned", "search_sample", "out_of_core_reason", "SEARCH_USERS"]
+__all__ = ["build", "build_points", "build_partitioned", "search_sample", "out_of_core_reason", "check_out_of_core",
+           "SEARCH_USERS"]
 
 
 def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | None = None) -> Result:
@@ -134,7 +135,7 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
         The partitioned rows (:func:`privmap.offline.data.open_source`).
     options : QuantizedOptions
         l2 metric; out of core also ``--clusters K``, the counts prior, no robust certificate and
-        no class-blind codebook (:func:`._partitioned.check_out_of_core`; :mod:`._partitioned`
+        no class-blind codebook (:func:`check_out_of_core`; :mod:`._partitioned`
         says what else differs).
     client : distributed.Client
         Where the partitions are processed (:func:`._partitioned.dask_client`).
@@ -174,7 +175,29 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
 
 
 def out_of_core_reason(n: int, d: int, limit_bytes: int, what: str) -> str:
-    """Why a build maps out of core, as :func:`._partitioned.check_out_of_core` appends it: the
+    """Why a build maps out of core, as :func:`check_out_of_core` appends it: the
     ``n`` users' points of ``d`` ``what`` against the limit."""
     return (f" (the {n:,} users' points, {d} {what} each, take {n * max(d, 1) * 8 / 2**20:,.0f} MiB; "
             f"the in-core limit is {limit_bytes / 2**20:,.0f} MiB: --in-core-limit)")
+
+
+def check_out_of_core(options: QuantizedOptions, why: str = "", *, joint: bool = False) -> None:
+    """Refuse what only the mapping in memory does, for a build mapped out of core
+    (:class:`PartitionedRows`' passes); ``why`` says why it is out of core (prefixed to the
+    advice, e.g. the users' points exceed the in-core limit).
+
+    Raises
+    ------
+    BuildError
+        ``auto`` clusters or smoothing, the posteriors prior, the robust certificate, the
+        class-blind codebook or (``joint``) several private columns, one line naming the option.
+    """
+    wants = ("several private columns" if joint
+             else "--clusters auto or --smoothing auto" if options.auto is not None
+             else "--prior posteriors" if options.prior != "counts"
+             else "--robust" if options.robust is not None
+             else "--class-blind clusters" if options.class_blind else None)
+    if wants is None:
+        return
+    raise BuildError(f"{wants} need{'' if joint else 's'} the users' points in memory{why}; out of core a build "
+                     "takes one private column, --clusters K, --prior counts, and neither --robust nor --class-blind")
