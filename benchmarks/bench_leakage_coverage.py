@@ -31,7 +31,7 @@ import numpy as np
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import known_joint
 from privmap.offline.mechanisms.quantized import InMemoryRows, solve_rows
-from privmap.offline.mechanisms.quantized._holdout import FoldKMeans, _Folds, _lookup, fold_estimate, fold_options, pool_folds
+from privmap.offline.mechanisms.table._holdout import FoldKMeans, _Folds, _lookup, fold_estimate, fold_options, pool_folds
 
 BUDGETS = (0.0, 0.25, 0.5, 0.75, 1.0)
 

@@ -122,7 +122,7 @@ def test_the_graph_sees_lazy_and_relative_imports():
     function, an absolute one at the top, an import of a sub-module by name), a cycle is found,
     and so is an arrow to a higher layer."""
     graph = _graph()
-    assert "privmap.offline._strongest" in graph["privmap.offline.mechanisms.quantized._holdout"]
+    assert "privmap.offline._strongest" in graph["privmap.offline.mechanisms.table._holdout"]
     assert "privmap.device.format" in graph["privmap.offline.bundle._write"]
     assert "privmap.device.kinds.funnel" in graph["privmap.device.kinds._registry"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

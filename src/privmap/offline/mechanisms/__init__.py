@@ -2,12 +2,14 @@
 
 One private sub-package per mechanism, its model and its build side by side:
 
-- ``quantized/``: seed 000's MI-optimal mapping on k-means representatives, and the seed-000 stages
-  the exact mechanism and the recommender build with: ``_rows`` (the rows backend the stages are
-  written against), ``_in_memory`` and ``_partitioned`` (its backends: rows in memory, partitions on
-  Dask), ``_program`` (alphabet, prior, program (19), codebook step), ``_pipeline`` (compression,
-  metrics, cross-fitting, payload), ``_codebook``, ``_missing``, ``_erasure``, ``_holdout``
-  (cross-fitted leakage for new users), ``_autotune`` (``--clusters auto``);
+- ``table/``: seed 000's table engine, naming no mechanism: the stages the quantized and exact
+  mechanisms and the recommender and ranking modes build with: ``_rows`` (the rows backend the
+  stages are written against), ``_in_memory`` and ``_partitioned`` (its backends: rows in memory,
+  partitions on Dask), ``_program`` (alphabet, prior, program (19), codebook step), ``_pipeline``
+  (compression, metrics, cross-fitting, payload), ``_codebook``, ``_missing``, ``_erasure``,
+  ``_holdout`` (cross-fitted leakage for new users), ``_view`` (the evaluation view of a table);
+- ``quantized/``: seed 000's MI-optimal mapping on k-means representatives, on that engine, with
+  ``_autotune`` (``--clusters auto``);
 - ``exact/`` and ``recommender/``: seed 000's exact mechanism (tuples and erasures) and its
   recommender mode (latent taste), each its options and build on those stages;
 - ``funnel/``, ``max_correlation/``, ``gaussian/``, ``nullspace/``: seeds 003, 002, 004 and 001, each

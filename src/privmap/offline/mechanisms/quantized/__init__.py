@@ -1,23 +1,16 @@
-"""Seed 000's quantized mechanism (Algorithm 2), and the seed-000 stages the exact mechanism shares.
+"""Seed 000's quantized mechanism (Algorithm 2) on the table engine (:mod:`..table`).
 
 Its face: :class:`QuantizedOptions` with the named guarantees (:class:`CrossFitting`,
 :class:`RobustCertificate`, :class:`OutputLimit`, :class:`Auto`), :func:`build` (a
 :class:`~privmap.offline.data.Dataset` in memory -> :class:`~privmap.offline.mechanisms.Result`),
-:func:`build_partitioned` (the same build out of core, on Dask), the stages both run
-(:func:`build_rows`, :func:`solve_rows`) with the rows' backends they are written against
-(:class:`Rows`: :class:`InMemoryRows`, :class:`PartitionedRows`), and the evaluation view.
+:func:`build_partitioned` (the same build out of core, on Dask), and, for the callers written
+against it, the engine's stages, rows' backends and evaluation view it builds with
+(:mod:`privmap.offline.mechanisms.table`).
 
 Private modules: ``_options`` (the options and :class:`Auto`), ``_build`` (:func:`build` with
-the ``auto`` search, and :func:`build_partitioned`), ``_rows`` (the backend interface and the
-alphabet), ``_in_memory`` and ``_partitioned`` (the backends: rows in memory, partitions on a Dask
-cluster), ``_pipeline`` (integer table, metrics, cross-fitting, payload; :class:`StageTimer`),
-``_program`` (alphabet, prior, program (19), codebook step), ``_erasure`` (the exact mechanism's
-alphabet of tuples and erasures), ``_missing`` (the quantized alphabet under the "mask" and
-"impute" missing-answer policies), ``_codebook`` (released rows moved to the metric's optimum,
-then re-solved), ``_holdout`` (the cross-fitted leakage for new users), ``_tasks`` (the folds'
-worker processes), ``_reuse`` (folds started from the build's answers), ``_autotune`` (the
-``auto`` search), ``_enough`` (whether the users can meet its AUC target, before the work),
-``_view`` (the evaluation view, the exact mechanism's too).
+the ``auto`` search, :func:`build_partitioned`, and what a build out of core refuses),
+``_autotune`` (the ``auto`` search), ``_enough`` (whether the users can meet its AUC target,
+before the work).
 """
 from .._seed000 import CrossFitting, OutputLimit, RobustCertificate, Seed000Options
 from ._autotune import (
@@ -37,43 +30,52 @@ from ._build import (
     out_of_core_reason,
     search_sample,
 )
-from ._codebook import metric_center, refine
 from ._enough import chance_auc_high, check_enough_users, users_needed
-from ._erasure import (
-    ERASED,
-    categorical_code,
-    check_only_erases,
-    erasure_distortion,
-    erasure_problem,
-    format_cell,
-    input_alphabet,
-    lookup,
-    most_probable_mapping,
-)
-from ._holdout import STARTS, FoldKMeans, HoldoutLeakage, cross_fitted_leakage, fold_options, start_cross_fitting
-from ._missing import DEFAULT_MISSING, MISSING_POLICIES
 from ._options import PRIORS, Auto, QuantizedOptions
-from ._in_memory import InMemoryRows
-from ._partitioned import (
+from ..table import (
+    DEFAULT_MISSING,
+    ERASED,
     IN_CORE_BYTES,
     KMEANS,
-    PartitionedRows,
-    SourceSummary,
+    MISSING_POLICIES,
+    STARTS,
+    Alphabet,
+    Build,
+    build_rows,
+    BuildStart,
+    categorical_code,
+    check_only_erases,
     check_partitioned,
+    cross_fitted_leakage,
     dask_client,
-    in_core,
-)
-from ._pipeline import Build, StageTimer, build_rows, start
-from ._program import Solved, solve_prior, solve_rows
-from ._reuse import BuildStart
-from ._rows import Alphabet, Rows
-from ._view import (
-    Evaluation,
-    MappingView,
+    erasure_distortion,
+    erasure_problem,
     evaluate_view,
+    Evaluation,
+    fold_options,
+    FoldKMeans,
+    format_cell,
     format_summary,
+    HoldoutLeakage,
+    in_core,
+    InMemoryRows,
+    input_alphabet,
+    lookup,
+    MappingView,
+    metric_center,
+    most_probable_mapping,
+    PartitionedRows,
     rated_figures,
     recommender_figures,
+    refine,
+    Rows,
+    solve_prior,
+    solve_rows,
+    Solved,
+    SourceSummary,
+    StageTimer,
+    start,
+    start_cross_fitting,
     table_probabilities,
     view_from_bundle,
     view_from_payload,

@@ -70,11 +70,8 @@ import numpy as np
 from ..._errors import BuildError
 from ..._information import mutual_information_bits
 from ...data import Dataset
-from ._holdout import HoldoutLeakage, cross_fitted_many
-from ._in_memory import InMemoryRows
+from ..table import BuildStart, HoldoutLeakage, InMemoryRows, Solved, cross_fitted_many, solve_rows, starts_folds
 from ._options import AUTO_NEEDS_FOLDS, QuantizedOptions
-from ._program import Solved, solve_rows
-from ._reuse import BuildStart, starts_folds
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
 MIN_USERS_PER_CLUSTER = 32

@@ -14,14 +14,21 @@ import numpy as np
 
 from ...data import Dataset, Source, row_keys
 from .._result import Result
+from ..table import (
+    IN_CORE_BYTES,
+    Build,
+    InMemoryRows,
+    PartitionedRows,
+    Progress,
+    StageTimer,
+    build_rows,
+    cross_fitted_leakage,
+    in_core,
+    start,
+)
 from ._autotune import choose
 from ._enough import check_enough_users
-from ._holdout import cross_fitted_leakage
-from ._in_memory import InMemoryRows
 from ._options import QuantizedOptions
-from ._partitioned import IN_CORE_BYTES, PartitionedRows, in_core
-from ._pipeline import Build, StageTimer, build_rows, start
-from ._rows import Progress
 
 __all__ = ["build", "build_points", "build_partitioned", "search_sample", "out_of_core_reason", "check_out_of_core",
            "SEARCH_USERS"]

@@ -30,11 +30,11 @@ import numpy as np
 
 from ..._errors import DatasetError
 from ...data import Dataset
-from ._holdout import CONFIDENCE
+from ..table import CONFIDENCE
 from ._options import QuantizedOptions
 
 if TYPE_CHECKING:
-    from ._partitioned import SourceSummary
+    from ..table import SourceSummary
 
 __all__ = ["chance_auc_high", "users_needed", "check_enough_users"]
 

@@ -16,7 +16,7 @@ from typing import ClassVar
 from ..._errors import BuildError
 from ...data import METRICS, Declared
 from .._seed000 import Seed000Options
-from ._missing import DEFAULT_MISSING, MISSING_POLICIES
+from ..table import DEFAULT_MISSING, MISSING_POLICIES
 
 __all__ = ["Auto", "QuantizedOptions", "PRIORS", "AUTO_NEEDS_FOLDS"]
 

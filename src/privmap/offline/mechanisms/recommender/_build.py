@@ -7,7 +7,7 @@ items were rated. Here a latent-factor model (:mod:`._factors`) is fitted to the
 ratings, every user is folded into a point of its whitened factor space (rank + 1 coordinates
 whose Euclidean distance is the root mean square difference of predicted ratings, in stars),
 and the seed-000 pipeline runs on those points unchanged: k-means (or class-blind clusters where
-the ``auto`` search finds them better, :mod:`privmap.offline.mechanisms.quantized._class_blind`),
+the ``auto`` search finds them better, :mod:`privmap.offline.mechanisms.table._class_blind`),
 the prior p(a, c), program (19) with the l2 metric, the codebook step, compression, the
 cross-fitted new-user leakage, ``--clusters auto`` and ``--robust``. The bundle carries the item side of the model; the device
 folds its user's ratings in, finds the nearest centre, samples the released output and releases
