@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import InMemoryRows, cross_fitted_leakage, solve_rows
+from privmap.offline.mechanisms.table import InMemoryRows, cross_fitted_leakage, solve_rows
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 GRID = np.array([(i % 8, i // 8) for i in range(64)], dtype=float)

@@ -42,7 +42,7 @@ from .._strongest import ATTACKERS, strongest_attack
 from .._rows import unique_rows
 from ..measures import ServiceUtility
 from ..mechanisms import view_of
-from ..mechanisms.quantized import rated_figures, view_release
+from ..mechanisms.table import rated_figures, view_release
 from ._baselines import quantization_alone
 from ._bundle_report import load_for
 from ._exposure import users_exposure
@@ -69,7 +69,7 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
         ``mechanism``, ``metric`` and ``clusters`` as the bundle declares them; ``overlap``
         (:func:`_overlap`); ``value_kept`` and ``ranking_value_kept``, the runs' means (None where
         in some run the true rows do not beat nothing, or popularity; ``value_kept`` None too for a
-        bundle that releases scores: :func:`~privmap.offline.mechanisms.quantized.rated_figures`),
+        bundle that releases scores: :func:`~privmap.offline.mechanisms.table.rated_figures`),
         each with its ``_interval`` (95 % prediction interval of one more run, None below two runs
         or where the figure is None) and ``_runs`` (each run's); ``repeats``; ``service`` (the
         release's full figures, each number the runs' mean,

@@ -34,16 +34,8 @@ from .nullspace import NullspaceOptions
 from ._seed000_command import column_lines, exact_command, quantized_command, robust_line
 from ._registry import MECHANISMS, Mechanism, mechanism_of, view_of
 from .exact import ExactOptions
-from .quantized import (
-    DEFAULT_MISSING,
-    MISSING_POLICIES,
-    Auto,
-    Build,
-    CrossFitting,
-    OutputLimit,
-    QuantizedOptions,
-    RobustCertificate,
-)
+from .quantized import Auto, CrossFitting, OutputLimit, QuantizedOptions, RobustCertificate
+from .table import DEFAULT_MISSING, MISSING_POLICIES, Build
 from .recommender import RecommenderOptions
 
 __all__ = ["Result", "MECHANISMS", "Mechanism", "mechanism_of", "view_of", "QuantizedOptions", "ExactOptions",

@@ -25,7 +25,7 @@ import click
 from .._errors import BuildError
 from . import funnel, gaussian, max_correlation, nullspace
 from ._seed000_command import exact_command, quantized_command
-from .quantized import MappingView, view_from_payload
+from .table import MappingView, view_from_payload
 from .ranking import view_of_ranking
 from .recommender import view_of_recommender
 

@@ -49,16 +49,8 @@ from ..data import Dataset, declare, read_schema_file, schema_json
 from ..measures import exposure_line, payload_exposure
 from . import exact, quantized, ranking, recommender
 from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
-from .quantized import (
-    IN_CORE_BYTES,
-    Auto,
-    CrossFitting,
-    OutputLimit,
-    QuantizedOptions,
-    RobustCertificate,
-    StageTimer,
-    format_candidates,
-)
+from .quantized import Auto, CrossFitting, OutputLimit, QuantizedOptions, RobustCertificate, format_candidates
+from .table import IN_CORE_BYTES, StageTimer
 
 __all__ = ["quantized_command", "exact_command", "seed000_options", "run", "report", "robust_line", "column_lines",
            "private_columns", "parse_target_leakage", "SECTIONS"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .._seed000 import Seed000Options
-from ..quantized import DEFAULT_MISSING
+from ..table import DEFAULT_MISSING
 
 __all__ = ["ExactOptions"]
 

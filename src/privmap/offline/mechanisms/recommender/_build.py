@@ -34,7 +34,8 @@ import numpy as np
 from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
-from ..quantized import Build, QuantizedOptions, build_points, check_enough_users, start
+from ..quantized import QuantizedOptions, build_points, check_enough_users
+from ..table import Build, start
 from ._calibrate import calibrate_payload
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
@@ -206,7 +207,7 @@ def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Res
     """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
     outputs calibrated to the training ratings they serve (:func:`._calibrate.calibrate_payload`) and
     its payload made a recommender bundle's (:func:`recommender_result`); ``tell`` is the build's
-    :class:`~privmap.offline.mechanisms.quantized.StageTimer`. The mapping's domain declarations
+    :class:`~privmap.offline.mechanisms.table.StageTimer`. The mapping's domain declarations
     are the ratings' (the factor space's domain is inferred from the points). Raises as the
     pipeline."""
     built = build_points(prepared.factors, factor_options(options.mapping), tell,
