@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import pathlib
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -53,8 +54,18 @@ __all__ = ["audit_bundle", "format_audit"]
 CONFIDENCE = 0.95
 #: Runs of the service protocol behind value kept's interval (module docstring).
 REPEATS = 5
+
+
+class _ServiceSVD(TypedDict):
+    """The keyword arguments of :class:`~privmap.offline.measures.ServiceUtility` that fix its SVD."""
+
+    factors: int
+    epochs: int
+    regularisation: float
+
+
 #: The service's SVD as SERVICE.md fixes it (learning rate 0.005: surprise's default).
-SERVICE_SVD = {"factors": 50, "epochs": 40, "regularisation": 0.05}
+SERVICE_SVD: _ServiceSVD = {"factors": 50, "epochs": 40, "regularisation": 0.05}
 
 
 def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private, *, seed: int = 0,
