@@ -3,12 +3,12 @@
 Its face: :class:`ExactOptions` (with the guarantees it shares with the quantized mechanism:
 :class:`CrossFitting`, :class:`RobustCertificate`, :class:`OutputLimit`) and :func:`build`
 (a categorical :class:`~privmap.offline.data.Dataset` -> :class:`~privmap.offline.mechanisms.Result`).
-The pipeline and the erasure alphabet are seed 000's shared stages, in
-:mod:`privmap.offline.mechanisms.quantized`; its evaluation view is the quantized one.
+The pipeline, the erasure alphabet and its evaluation view are seed 000's table engine's, in
+:mod:`privmap.offline.mechanisms.table`.
 
 Private modules: ``_options`` (:class:`ExactOptions`), ``_build`` (:func:`build`).
 """
-from ..quantized import CrossFitting, OutputLimit, RobustCertificate
+from .._seed000 import CrossFitting, OutputLimit, RobustCertificate
 from ._build import build
 from ._options import ExactOptions
 
