@@ -10,7 +10,8 @@ The stages it builds with are the table engine's (:mod:`privmap.offline.mechanis
 
 Private modules: ``_options`` (the options and :class:`Auto`), ``_build`` (:func:`build` with
 the ``auto`` search, :func:`build_partitioned`, and what a build out of core refuses),
-``_autotune`` (the ``auto`` search), ``_enough`` (whether the users can meet its AUC target,
+``_autotune`` (the ``auto`` search), ``_command`` (its part of ``privmap build DATA``: options
+from the arguments, its help), ``_enough`` (whether the users can meet its AUC target,
 before the work).
 """
 from .._seed000 import CrossFitting, OutputLimit, RobustCertificate, Seed000Options
@@ -31,10 +32,12 @@ from ._build import (
     out_of_core_reason,
     search_sample,
 )
+from ._command import BRIEF, DOC, SHORT_HELP, command_options
 from ._enough import chance_auc_high, check_enough_users, users_needed
 from ._options import PRIORS, Auto, QuantizedOptions
 
 __all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "PRIORS",
            "build", "build_points", "build_partitioned", "check_out_of_core", "out_of_core_reason", "search_sample",
            "SEARCH_USERS", "choose", "Choice", "format_candidates", "candidate_clusters", "CANDIDATE_SMOOTHING",
-           "CANDIDATE_DELTA_FRACTIONS", "chance_auc_high", "check_enough_users", "users_needed"]
+           "CANDIDATE_DELTA_FRACTIONS", "chance_auc_high", "check_enough_users", "users_needed", "command_options",
+           "SHORT_HELP", "BRIEF", "DOC"]
