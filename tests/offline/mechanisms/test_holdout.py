@@ -99,7 +99,7 @@ def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are
         import numpy as np
         from privmap.offline import CrossFitting, QuantizedOptions
         from privmap.offline.data import Dataset
-        from privmap.offline.mechanisms.quantized import InMemoryRows
+        from privmap.offline.mechanisms.table import InMemoryRows
         from privmap.offline.mechanisms.table._holdout import start_cross_fitting
         x = np.arange(60, dtype=float).reshape(-1, 1) % 9
         data = Dataset(features=("x",), public=x, private=np.arange(60) % 2, classes=("f", "m"),
