@@ -7,7 +7,7 @@ Run from the repository root:
 UCI Adult (age, education-num, capital-gain, capital-loss, hours-per-week, standardised; sex
 private), k-means inputs (MiniBatchKMeans, seed 0) whose centres are the first outputs, the
 conditional distortion D'(c, j) of the codebook step, budget ``--delta-fraction`` x Delta0. The
-first table is solved once; then :func:`privmap.offline.mechanisms.quantized._codebook.refine` runs twice in
+first table is solved once; then :func:`privmap.offline.mechanisms.table._codebook.refine` runs twice in
 the same process, once as the build runs it (each re-solve warm-started, the first from the
 starting solve) and once with every re-solve cold (``solve_fast`` without ``warm_start``), and the
 script prints each re-solve's CPU seconds, Newton steps and leakage for both, their ratio, and
@@ -36,7 +36,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from sklearn.cluster import MiniBatchKMeans
 
-    from privmap.offline.mechanisms.quantized import _codebook
+    from privmap.offline.mechanisms.table import _codebook
     from privmap.offline.solvers import perfect_privacy_distortion, solve_fast
 
     print(f"# load average {_load()}")

@@ -1,7 +1,7 @@
 """Cross-fitting at scale: how a fold's k-means starts, side by side.
 
 For each K and seed the cross-fitted leakage is measured three times on the same folds,
-differing only in how each fold's k-means starts (:data:`privmap.offline.mechanisms.quantized.STARTS`):
+differing only in how each fold's k-means starts (:data:`privmap.offline.mechanisms.table.STARTS`):
 ``restarts`` (four k-means++ restarts, as the build, and as cross-fitting did before),
 ``single`` (one k-means++ start, the default now) and ``warm`` (one Lloyd run from the
 full-data representatives). The table gives each estimate, its interval, the held-out
@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from privmap.offline import CrossFitting, Dataset, QuantizedOptions
-from privmap.offline.mechanisms.quantized import STARTS, InMemoryRows, cross_fitted_leakage
+from privmap.offline.mechanisms.table import STARTS, InMemoryRows, cross_fitted_leakage
 
 
 def _cpu() -> float:

@@ -1,7 +1,7 @@
 """What a fold's solvers do, and does it move the cross-fitted estimate?
 
 A fold's Delta0 and program (19) may start from the build's answers carried to the fold's clusters
-(:class:`privmap.offline.mechanisms.quantized.BuildStart`). The answers are certified on the fold's own
+(:class:`privmap.offline.mechanisms.table.BuildStart`). The answers are certified on the fold's own
 prior whatever the start, but the start decides which table within the tolerance the path ends on,
 and the build's answers saw the fold's held-out rows. For each K and seed the cross-fitted estimate
 is measured on the same folds (one process, the folds in turn, so CPU seconds are exact), each fold
@@ -34,7 +34,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_crossfit import _timed, crossfit_arguments, training_rows  # noqa: E402
 
 from privmap.offline import CrossFitting, QuantizedOptions  # noqa: E402
-from privmap.offline.mechanisms.quantized import BuildStart, cross_fitted_leakage, solve_rows  # noqa: E402
+from privmap.offline.mechanisms.table import BuildStart, cross_fitted_leakage, solve_rows  # noqa: E402
 
 MODES = ("cold", "build", "loose", "nudged")
 

@@ -53,7 +53,8 @@ from privmap.offline.evaluation import (
     rr_channel,
 )
 from privmap.offline.measures import logistic_attack, split_rows
-from privmap.offline.mechanisms.quantized import InMemoryRows, build, evaluate_view, solve_rows, view_from_payload
+from privmap.offline.mechanisms.quantized import build
+from privmap.offline.mechanisms.table import InMemoryRows, evaluate_view, solve_rows, view_from_payload
 from privmap.offline.solvers import least_distortion
 from sklearn.model_selection import train_test_split
 

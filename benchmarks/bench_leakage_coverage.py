@@ -2,8 +2,8 @@
 
 Each build draws its rows from a seeded :func:`privmap.offline.data.known_joint` population
 (3 integer features of 14 levels each, 2,744 points, a softmax class of random strength), builds
-the bundle's table with the pipeline's own steps (:func:`privmap.offline.mechanisms.quantized.solve_rows`)
-and its declared cross-fitted estimate (:func:`privmap.offline.mechanisms.quantized.cross_fitted_leakage`,
+the bundle's table with the pipeline's own steps (:func:`privmap.offline.mechanisms.table.solve_rows`)
+and its declared cross-fitted estimate (:func:`privmap.offline.mechanisms.table.cross_fitted_leakage`,
 5 folds, as a build writes ``holdout_leakage_bits`` and ``holdout_leakage_interval_bits``), and
 compares the interval with the leakage the bundle's table leaks to new users, exact on the
 population (:meth:`privmap.offline.data.KnownJoint.leakage_bits`), and with the mean of the folds'
@@ -30,8 +30,8 @@ import numpy as np
 
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import known_joint
-from privmap.offline.mechanisms.quantized import InMemoryRows, solve_rows
-from privmap.offline.mechanisms.quantized._holdout import FoldKMeans, _Folds, _lookup, fold_estimate, fold_options, pool_folds
+from privmap.offline.mechanisms.table import InMemoryRows, solve_rows
+from privmap.offline.mechanisms.table._holdout import FoldKMeans, _Folds, _lookup, fold_estimate, fold_options, pool_folds
 
 BUDGETS = (0.0, 0.25, 0.5, 0.75, 1.0)
 

@@ -161,7 +161,7 @@ def held_out_estimate(payload: dict, held: list[dict], args) -> dict:
     from privmap.offline.bundle import payload_table
     from privmap.offline.data import joint_prior
     from privmap.offline.measures import logistic_attack, split_rows
-    from privmap.offline.mechanisms.quantized import view_from_payload
+    from privmap.offline.mechanisms.table import view_from_payload
 
     view = view_from_payload(payload)
     public = np.array([[float(r[c]) if r[c].strip() else np.nan for c in MUSIC] for r in held])

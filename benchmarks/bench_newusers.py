@@ -3,7 +3,7 @@
 The new-user benchmark of the cross-fitted build. The bundled SSI-2012 ratings (20 tastes, private gender) are
 split once, stratified, into a training part (the operator's data) and a held-out
 part (new users). For each K and each Delta fraction, the build's own steps
-(:func:`privmap.offline.mechanisms.quantized.solve_rows`: k-means, prior,
+(:func:`privmap.offline.mechanisms.table.solve_rows`: k-means, prior,
 program (19), with and without the codebook step) run on the training part; the
 table is then applied to the held-out rows exactly as a device would (nearest
 input) and measured there:
@@ -34,7 +34,7 @@ from privmap.offline import QuantizedOptions, leakage_bits
 from privmap.offline.data import joint_prior, load_dataset, nearest, pairwise
 from privmap.offline.evaluation import baselines
 from privmap.offline.measures import cross_validated_scores, permutation_bias
-from privmap.offline.mechanisms.quantized import InMemoryRows, solve_rows
+from privmap.offline.mechanisms.table import InMemoryRows, solve_rows
 from sklearn.model_selection import train_test_split
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "ssi2012" / "tastes_gender.csv"

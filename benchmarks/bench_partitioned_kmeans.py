@@ -5,7 +5,7 @@ of ``bench_dask_build.py``; generate them first). For each method and budget the
 the seconds to fit and the mean squared l2 distance of all rows to their nearest center
 (k-means' objective; lower is better), measured by one more pass over the partitions.
 
-- ``minibatch``: the build's own (:meth:`privmap.offline.mechanisms.quantized.PartitionedRows.kmeans_centers`
+- ``minibatch``: the build's own (:meth:`privmap.offline.mechanisms.table.PartitionedRows.kmeans_centers`
   with ``kmeans="minibatch"``: scikit-learn ``MiniBatchKMeans.partial_fit`` on 4096-row batches
   streamed from the workers), one pass.
 - ``dask-ml``: ``dask_ml.cluster.KMeans`` (k-means|| initialisation, Lloyd iterations as
@@ -43,7 +43,7 @@ def main() -> None:
     from distributed import Client, LocalCluster
     from privmap.offline import QuantizedOptions
     from privmap.offline.data import nearest_l2, open_source, read_partition
-    from privmap.offline.mechanisms.quantized import PartitionedRows
+    from privmap.offline.mechanisms.table import PartitionedRows
 
     folder = ROOT / "out" / "bench_dask" / f"n{args.n}"
     src = open_source(folder, private="party", parquet_block_rows=1)  # one row group per partition

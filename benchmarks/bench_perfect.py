@@ -107,7 +107,7 @@ def build_instance(K: int, cache: pathlib.Path | None = None, private: str = "se
         return z["p_ac"], z["D"]
     from privmap.offline import Dataset, QuantizedOptions
     from privmap.offline.data import joint_prior
-    from privmap.offline.mechanisms.quantized import InMemoryRows
+    from privmap.offline.mechanisms.table import InMemoryRows
 
     with tempfile.TemporaryDirectory() as tmp:
         ds = Dataset.from_csv(write_csv(adult_rows(private=private), pathlib.Path(tmp) / "adult.csv", private),

@@ -86,7 +86,7 @@ sys.path.insert(0, str(ROOT))
 from privmap.offline._attacker import choose_regularisation, logistic_attack  # noqa: E402
 from privmap.offline.data import load_dataset, synthetic_ratings  # noqa: E402
 from privmap.offline.measures import ServiceUtility  # noqa: E402
-from privmap.offline.mechanisms.quantized import view_from_payload, view_from_table, view_release  # noqa: E402
+from privmap.offline.mechanisms.table import view_from_payload, view_from_table, view_release  # noqa: E402
 
 #: ``release(rows, private) -> released rows`` (module docstring).
 Release = Callable[[np.ndarray, np.ndarray], np.ndarray]

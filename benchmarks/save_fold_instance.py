@@ -23,7 +23,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from privmap.offline import Dataset, QuantizedOptions
 from privmap.offline.data import joint_prior
-from privmap.offline.mechanisms.quantized import FoldKMeans, InMemoryRows, fold_options
+from privmap.offline.mechanisms.table import FoldKMeans, InMemoryRows, fold_options
 from privmap.offline.solvers import perfect_privacy_table
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from privmap.offline import evaluation, measures  # noqa: E402
 from privmap.offline.data import load_dataset  # noqa: E402
-from privmap.offline.mechanisms.quantized import erasure_problem, format_cell, most_probable_mapping  # noqa: E402
+from privmap.offline.mechanisms.table import erasure_problem, format_cell, most_probable_mapping  # noqa: E402
 
 DATA = ROOT / "data" / "census" / "census.csv"
 FIGURES = ROOT / "docs" / "figures"

@@ -38,7 +38,8 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 
 from privmap.offline import Dataset, QuantizedOptions, declare, measures  # noqa: E402
 from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle  # noqa: E402
-from privmap.offline.mechanisms.quantized import build, evaluate_view, view_from_bundle  # noqa: E402
+from privmap.offline.mechanisms.quantized import build  # noqa: E402
+from privmap.offline.mechanisms.table import evaluate_view, view_from_bundle  # noqa: E402
 
 DATA = ROOT / "data" / "gss1993_music" / "music.csv"
 RATINGS = "bigb blug coun blue musi clas folk gosp jazz lati mood newa oper rap regg conr oldi hvym".split()

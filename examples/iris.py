@@ -44,7 +44,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from privmap.offline import SolverError, measures, mutual_information_bits, pairwise, quantize  # noqa: E402
-from privmap.offline.mechanisms.quantized import evaluate_view, view_from_table  # noqa: E402
+from privmap.offline.mechanisms.table import evaluate_view, view_from_table  # noqa: E402
 from privmap.offline.solvers import perfect_privacy_distortion, solve  # noqa: E402
 
 DATA = ROOT / "data" / "iris" / "iris.csv"

@@ -41,7 +41,7 @@ from privmap.offline import solve  # noqa: E402
 from privmap.offline import evaluation, measures  # noqa: E402
 from privmap.offline.data import load_dataset  # noqa: E402
 from privmap.offline.measures import rmse_true_vs_released  # noqa: E402
-from privmap.offline.mechanisms.quantized import view_from_table  # noqa: E402
+from privmap.offline.mechanisms.table import view_from_table  # noqa: E402
 from privmap.offline.solvers import perfect_privacy_distortion  # noqa: E402
 
 FIGURES = ROOT / "docs" / "figures"

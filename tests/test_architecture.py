@@ -16,7 +16,8 @@ The stages follow a build's data flow (docs: README "Layout", /work/shared/DESIG
   command is written with (one-line failures, JSON output, the options every build shares, the
   help renderer).
 - ``mechanisms`` holds one vertical slice per mechanism (its options, build, evaluation view and
-  command); ``evaluation`` measures any bundle by dispatching to its mechanism's view; ``api`` is
+  command) and seed 000's table engine the table mechanisms build on (``mechanisms.table``, which
+  imports none of them); ``evaluation`` measures any bundle by dispatching to its mechanism's view; ``api`` is
   the notebook API over all of them, and ``cli`` the command line that mounts the commands.
 
 A module may import from its own stage or a lower one, never a higher one. Imports inside
@@ -122,7 +123,7 @@ def test_the_graph_sees_lazy_and_relative_imports():
     function, an absolute one at the top, an import of a sub-module by name), a cycle is found,
     and so is an arrow to a higher layer."""
     graph = _graph()
-    assert "privmap.offline._strongest" in graph["privmap.offline.mechanisms.quantized._holdout"]
+    assert "privmap.offline._strongest" in graph["privmap.offline.mechanisms.table._holdout"]
     assert "privmap.device.format" in graph["privmap.offline.bundle._write"]
     assert "privmap.device.kinds.funnel" in graph["privmap.device.kinds._registry"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
@@ -252,6 +253,42 @@ def test_no_arrow_from_a_lower_stage_to_a_higher_one():
             if low is not None and high is not None and STAGES.index(high) > STAGES.index(low):
                 upward.append(f"{source} ({low}) -> {target} ({high})")
     assert upward == []
+
+
+#: Seed 000's table engine: the stages every table mechanism builds with, below them all.
+ENGINE = "privmap.offline.mechanisms.table"
+
+
+def _engine_reaches(graph: dict[str, set[str]], engine: str = ENGINE) -> list[str]:
+    """Arrows from a module of ``engine`` to a mechanism's package: a sibling package of ``engine``
+    (``privmap.offline.mechanisms.quantized``, ...). The shared modules beside them (``_seed000``,
+    ``_header``: private to the mechanisms' stage, no package) are not a mechanism."""
+    stage = engine.rsplit(".", 1)[0] + "."
+    found = []
+    for source, targets in sorted(graph.items()):
+        if source == engine or source.startswith(engine + "."):
+            for target in sorted(targets):
+                first = target[len(stage):].split(".")[0] if target.startswith(stage) else ""
+                if first and not first.startswith("_") and first != engine.rsplit(".", 1)[1]:
+                    found.append(f"{source} -> {target}")
+    return found
+
+
+def test_the_engine_rule_sees_what_it_must():
+    """The check below can fail: an engine module importing a mechanism's package or one of its
+    modules is seen; one importing the engine's own modules or a shared module beside the
+    mechanisms is not."""
+    graph = {"p.mech.table._view": {"p.mech.exact._options", "p.mech.table._rows", "p.mech._seed000"},
+             "p.mech.table": {"p.mech.quantized"}, "p.mech.quantized": {"p.mech.table"}}
+    assert _engine_reaches(graph, "p.mech.table") == ["p.mech.table -> p.mech.quantized",
+                                                      "p.mech.table._view -> p.mech.exact._options"]
+
+
+def test_the_table_engine_imports_no_mechanism():
+    """The table engine names no mechanism: what differs between the mechanisms that build on it is
+    asked of the options they pass in (``quantizes``, ``metric``, ...), never imported from them,
+    so a mechanism depends on the engine and not the other way round."""
+    assert _engine_reaches(_graph()) == []
 
 
 def test_every_folder_of_modules_is_a_package_the_wheel_finds():

@@ -18,7 +18,7 @@ HEAVY = ("sklearn", "cvxpy", "clarabel", "ot", "scipy.stats", "scipy.optimize", 
 
 
 @pytest.mark.parametrize("module", ["privmap.offline.cli", "privmap.offline",
-                                    "privmap.offline.mechanisms.quantized._holdout"])
+                                    "privmap.offline.mechanisms.table._holdout"])
 def test_import_leaves_heavy_libraries_unloaded(module):
     """The CLI, the curated API, and what a fold worker imports (``_holdout``)."""
     code = (f"import sys, {module}\n"

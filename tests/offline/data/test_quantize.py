@@ -141,7 +141,7 @@ def test_quantize_and_the_missing_alphabet_stay_within_the_block_limit(metric, m
 
     import privmap.offline.data._distortion as distortion
     from privmap.offline.data._schema import Column
-    from privmap.offline.mechanisms.quantized._missing import missing_alphabet
+    from privmap.offline.mechanisms.table._missing import missing_alphabet
     rng = np.random.default_rng(2)
     X = rng.integers(0, 60, size=(12_000, 3)).astype(float)
     X[rng.random(X.shape) < 0.1] = np.nan

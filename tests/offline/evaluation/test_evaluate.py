@@ -7,7 +7,7 @@ import pytest
 from privmap.offline import BuildError, mutual_information_bits
 from privmap.offline.data import joint_prior
 from privmap.offline.measures import permutation_bias, prior_mismatch_bounds
-from privmap.offline.mechanisms.quantized import evaluate_view, format_summary, view_from_table
+from privmap.offline.mechanisms.table import evaluate_view, format_summary, view_from_table
 
 
 def stdout_json(result):

@@ -5,7 +5,7 @@ from privmap.offline import BuildError
 from privmap.offline.data import joint_prior
 from privmap.offline.evaluation import users_exposure
 from privmap.offline.measures import exposed_shares
-from privmap.offline.mechanisms.quantized import view_from_table
+from privmap.offline.mechanisms.table import view_from_table
 
 
 def test_a_table_independent_of_the_input_exposes_no_one():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.measures import ServiceUtility, fit_svd, format_utility, hide_ratings, recommender_utility
-from privmap.offline.mechanisms.quantized import recommender_figures, view_from_table
+from privmap.offline.mechanisms.table import recommender_figures, view_from_table
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ starts there and ends certified over every output."""
 import numpy as np
 from privmap.offline import QuantizedOptions
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import InMemoryRows, _program, solve_rows
+from privmap.offline.mechanisms.table import InMemoryRows, _program, solve_rows
 from privmap.offline.solvers import perfect_privacy_table
 from privmap.offline.solvers.interior import _solve as interior_solve
 

@@ -7,7 +7,7 @@ import pytest
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.bundle._write import canonical_float
 from privmap.offline.data import load_dataset
-from privmap.offline.mechanisms.quantized import _reuse
+from privmap.offline.mechanisms.table import _reuse
 from privmap.offline.mechanisms.quantized._autotune import REFINE_STEPS, choose
 
 
@@ -229,7 +229,7 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
     import dataclasses as dc
 
     from privmap.offline.mechanisms.quantized import _autotune
-    from privmap.offline.mechanisms.quantized._holdout import HoldoutLeakage
+    from privmap.offline.mechanisms.table._holdout import HoldoutLeakage
     target = 0.01234567890126                     # 13 significant digits: a default target is such a figure
     assert canonical_float(target) > target       # the bundle's 12 digits round it up
 
@@ -283,7 +283,7 @@ def test_auto_without_a_budget_searches_the_fraction_with_k_and_ships_the_winner
 
 def test_an_auc_target_is_met_by_the_upper_end_of_the_interval_not_the_estimate():
     from privmap.offline.mechanisms.quantized._autotune import _Targets
-    from privmap.offline.mechanisms.quantized._holdout import HoldoutLeakage
+    from privmap.offline.mechanisms.table._holdout import HoldoutLeakage
     estimate = HoldoutLeakage(leakage_bits=0.01, low_bits=0.0, high_bits=0.02, plugin_bits=0.02, bias_bits=0.01,
                               distortion=1.0, folds=5, rows=1000, unmatched_rows=0, attacker_auc=0.53,
                               attacker_auc_high=0.56)

@@ -8,9 +8,9 @@ import pytest
 from privmap.offline import BuildError, CrossFitting, Dataset, QuantizedOptions
 from privmap.offline.data import nearest
 from privmap.offline.mechanisms import quantized
-from privmap.offline.mechanisms.quantized import _class_blind
+from privmap.offline.mechanisms.table import _class_blind
 from privmap.offline.mechanisms.quantized._autotune import choose
-from privmap.offline.mechanisms.quantized._class_blind import ClassBlind, class_directions
+from privmap.offline.mechanisms.table._class_blind import ClassBlind, class_directions
 
 
 def shifted(n=600, d=4, classes=2, shift=1.5, seed=0):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.data import joint_prior, pairwise, quantize
-from privmap.offline.mechanisms.quantized._codebook import (
+from privmap.offline.mechanisms.table._codebook import (
     MAX_ITERATIONS,
     RELATIVE_TOLERANCE,
     Pairs,
@@ -317,7 +317,7 @@ def test_the_codebook_steps_warm_started_re_solves_reach_the_cold_ones_answers(m
 def test_weiszfeld_in_small_chunks_equals_the_dense_reference_step_for_step(monkeypatch):
     # With no output stopped early the sparse steps are the dense reference's 40 steps exactly:
     # chunks of one pair, blank cells, and an output no row reaches (it keeps its start).
-    from privmap.offline.mechanisms.quantized import _codebook
+    from privmap.offline.mechanisms.table import _codebook
     monkeypatch.setattr(_codebook, "WEISZFELD_TOLERANCE", 0.0)
     monkeypatch.setattr(_codebook, "WEISZFELD_CHUNK_CELLS", 1)
     rng = np.random.default_rng(3)
@@ -336,7 +336,7 @@ def test_weiszfeld_in_small_chunks_equals_the_dense_reference_step_for_step(monk
 def test_a_re_solve_keeps_its_warm_start_unless_another_solver_starts_a_cold_solve(classes, monkeypatch):
     # with seven private classes a cold solve starts from the interior point, which is then the
     # faster re-solve too: the warm start is set aside there, and only there
-    from privmap.offline.mechanisms.quantized import _codebook
+    from privmap.offline.mechanisms.table import _codebook
     from privmap.offline.solvers import fast, solve_fast
     rng = np.random.default_rng(classes)
     X = rng.integers(0, 4, (400, 4)).astype(float)

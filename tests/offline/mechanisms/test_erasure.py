@@ -11,7 +11,7 @@ from privmap.offline import solve
 from privmap.offline._errors import BuildError
 from privmap.offline._information import mutual_information_bits
 from privmap.offline.data._dataset import load_dataset
-from privmap.offline.mechanisms.quantized._erasure import (
+from privmap.offline.mechanisms.table._erasure import (
     ERASED,
     check_only_erases,
     erasure_distortion,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import InMemoryRows, cross_fitted_leakage, solve_rows
+from privmap.offline.mechanisms.table import InMemoryRows, cross_fitted_leakage, solve_rows
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 GRID = np.array([(i % 8, i // 8) for i in range(64)], dtype=float)
@@ -70,7 +70,7 @@ def test_cross_fitting_refuses_more_folds_than_a_class_has_rows():
 def test_a_fold_whose_solve_fails_is_named_in_the_error_of_its_own_type(monkeypatch):
     """A solver failure inside a fold surfaces as that SolverError, saying which fold failed."""
     from privmap.offline._errors import SolverError
-    from privmap.offline.mechanisms.quantized import _program
+    from privmap.offline.mechanisms.table import _program
 
     def fails(*args, **kwargs):
         raise SolverError("fast solver: no certificate within 2 Newton steps")
@@ -99,8 +99,8 @@ def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are
         import numpy as np
         from privmap.offline import CrossFitting, QuantizedOptions
         from privmap.offline.data import Dataset
-        from privmap.offline.mechanisms.quantized import InMemoryRows
-        from privmap.offline.mechanisms.quantized._holdout import start_cross_fitting
+        from privmap.offline.mechanisms.table import InMemoryRows
+        from privmap.offline.mechanisms.table._holdout import start_cross_fitting
         x = np.arange(60, dtype=float).reshape(-1, 1) % 9
         data = Dataset(features=("x",), public=x, private=np.arange(60) % 2, classes=("f", "m"),
                        private_name="a", categorical=False, sha256="0" * 64)
@@ -116,7 +116,7 @@ def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are
 
 def test_the_number_of_workers_comes_from_privmap_jobs_and_is_checked(monkeypatch):
     from privmap.offline._errors import BuildError
-    from privmap.offline.mechanisms.quantized._holdout import fold_jobs
+    from privmap.offline.mechanisms.table._holdout import fold_jobs
     monkeypatch.setenv("PRIVMAP_JOBS", "3")
     assert fold_jobs(5) == 3 and fold_jobs(2) == 2 and fold_jobs(5, jobs=1) == 1
     monkeypatch.setenv("PRIVMAP_JOBS", "many")
@@ -159,7 +159,7 @@ def test_simulated_release_draws_each_output_with_its_table_probability():
     from types import SimpleNamespace
 
     from scipy.stats import chisquare
-    from privmap.offline.mechanisms.quantized._holdout import _drawn_outputs
+    from privmap.offline.mechanisms.table._holdout import _drawn_outputs
     table = np.array([[0.5, 0.0, 0.3, 0.2], [0.0, 1.0, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4]])
     fit = SimpleNamespace(solved=SimpleNamespace(table=table), alphabet=SimpleNamespace(outputs=np.eye(4).tolist()))
     symbols = np.repeat([0, 1, 2], 4000)
@@ -186,7 +186,8 @@ def test_a_build_gives_the_same_estimate_with_its_folds_started_before_its_own_s
 def test_a_build_that_fails_before_its_folds_stops_the_workers_folding_early(ratings_csv, monkeypatch):
     import time
     from privmap.offline import BuildError
-    from privmap.offline.mechanisms.quantized import _pipeline, build
+    from privmap.offline.mechanisms.quantized import build
+    from privmap.offline.mechanisms.table import _pipeline
     monkeypatch.setenv("PRIVMAP_JOBS", "2")
     started = []
 

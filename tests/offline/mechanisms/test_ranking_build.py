@@ -10,7 +10,7 @@ from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.measures import RankingService, hide_ratings
 from privmap.offline.mechanisms import ranking
-from privmap.offline.mechanisms.quantized import view_release
+from privmap.offline.mechanisms.table import view_release
 from privmap.offline.mechanisms.ranking import RankingOptions, fit_score_space, view_of_ranking
 
 NOW = 1_800_000_000

@@ -10,7 +10,7 @@ from privmap.offline import Dataset, QuantizedOptions, declare
 from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.mechanisms import recommender
-from privmap.offline.mechanisms.quantized import table_probabilities
+from privmap.offline.mechanisms.table import table_probabilities
 from privmap.offline.mechanisms.recommender import RecommenderOptions, calibrated_outputs, fit_factors, pooled_sums
 from scipy import sparse
 
@@ -91,14 +91,16 @@ def test_calibrated_rows_predict_their_users_ratings_better_than_the_mappings_ou
 
 def _mapping_outputs(prepared):
     """The outputs the quantized pipeline places on the same points (no calibration)."""
-    from privmap.offline.mechanisms.quantized import build_points, StageTimer
+    from privmap.offline.mechanisms.quantized import build_points
+    from privmap.offline.mechanisms.table import StageTimer
     options = QuantizedOptions(clusters=16, delta_fraction=0.5, issued_at=1_800_000_000)
     return build_points(prepared.factors, options, StageTimer(None)).payload["outputs"]
 
 
 def test_calibration_moves_the_outputs_only():
     prepared, built = small_build()
-    from privmap.offline.mechanisms.quantized import build_points, StageTimer
+    from privmap.offline.mechanisms.quantized import build_points
+    from privmap.offline.mechanisms.table import StageTimer
     options = QuantizedOptions(clusters=16, delta_fraction=0.5, issued_at=1_800_000_000)
     mapping = build_points(prepared.factors, options, StageTimer(None)).payload
     for key in ("inputs", "table", "prior"):

@@ -125,7 +125,8 @@ def test_the_outputs_are_calibrated_out_of_core_as_in_memory(client, ratings, tm
     """The partitioned calibration (a pass of pools over the parts, one of distances over the
     factor points) gives the in-memory calibration's outputs and released distortion on one mapping."""
     from privmap.offline.data import nearest
-    from privmap.offline.mechanisms.quantized import StageTimer, build_points
+    from privmap.offline.mechanisms.quantized import build_points
+    from privmap.offline.mechanisms.table import StageTimer
     from privmap.offline.mechanisms.recommender._partitioned import _Reading, calibrate, fold_in
     drawn, whole, parts = ratings
     prepared = recommender.prepare(Dataset.from_csv(whole, private="gender"), OPTIONS)

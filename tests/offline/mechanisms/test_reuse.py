@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from privmap.offline import ExactOptions, QuantizedOptions, SolverError
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import InMemoryRows, _program, solve_rows
-from privmap.offline.mechanisms.quantized._holdout import FoldKMeans
-from privmap.offline.mechanisms.quantized._reuse import START_CLUSTERS, BuildStart, starts_folds
+from privmap.offline.mechanisms.table import InMemoryRows, _program, solve_rows
+from privmap.offline.mechanisms.table._holdout import FoldKMeans
+from privmap.offline.mechanisms.table._reuse import START_CLUSTERS, BuildStart, starts_folds
 
 
 def _dataset(n, seed):

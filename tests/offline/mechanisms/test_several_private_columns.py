@@ -10,7 +10,7 @@ from privmap.offline._information import leakage_bits, mutual_information_bits
 from privmap.offline.bundle import payload_table
 from privmap.offline.data import Dataset, joint_prior
 from privmap.offline.mechanisms import quantized
-from privmap.offline.mechanisms.quantized import view_from_payload
+from privmap.offline.mechanisms.table import view_from_payload
 
 COLUMNS = ("sex", "band")
 

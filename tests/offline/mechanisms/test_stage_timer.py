@@ -6,14 +6,8 @@ import numpy as np
 import pytest
 
 from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.quantized import (
-    CrossFitting,
-    InMemoryRows,
-    QuantizedOptions,
-    StageTimer,
-    build,
-    solve_rows,
-)
+from privmap.offline.mechanisms.quantized import CrossFitting, QuantizedOptions, build
+from privmap.offline.mechanisms.table import InMemoryRows, StageTimer, solve_rows
 
 
 def test_build_times_every_stage_in_order_with_a_non_decreasing_memory_peak(ratings_csv):

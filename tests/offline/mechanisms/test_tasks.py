@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 import pytest
-from privmap.offline.mechanisms.quantized._tasks import Tasks, forks_safely, run_tasks
+from privmap.offline.mechanisms.table._tasks import Tasks, forks_safely, run_tasks
 
 #: Both kinds of worker, whatever this machine's cores would choose.
 KINDS = [pytest.param(True, id="forked"), pytest.param(False, id="loky")]
@@ -98,7 +98,7 @@ def test_a_worker_killed_by_the_system_is_named_with_the_signal():
 
 _ORPHAN = """
 import os, signal, sys, time
-from privmap.offline.mechanisms.quantized._tasks import Tasks
+from privmap.offline.mechanisms.table._tasks import Tasks
 tasks = Tasks(time.sleep, [(0.0,)] * 3, 3, threads=1, fork=True).start()
 print(*[p.pid for p in tasks.workers.processes], flush=True)
 os.kill(os.getpid(), signal.SIGKILL)

@@ -9,7 +9,7 @@ import pytest
 from privmap.offline import CrossFitting, Dataset, DatasetError, QuantizedOptions, declare
 from privmap.offline.data import open_source
 from privmap.offline.mechanisms.quantized import build, build_partitioned
-from privmap.offline.mechanisms.quantized._partitioned import _fold_of
+from privmap.offline.mechanisms.table._partitioned import _fold_of
 
 #: Where the algorithms coincide: k-means in memory, no codebook step, no cross-fitting.
 PLAIN = QuantizedOptions(clusters=12, delta_fraction=0.5, issued_at=1_700_000_000, codebook=False,

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import pathlib
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -42,7 +43,7 @@ from .._strongest import ATTACKERS, strongest_attack
 from .._rows import unique_rows
 from ..measures import ServiceUtility
 from ..mechanisms import view_of
-from ..mechanisms.quantized import rated_figures, view_release
+from ..mechanisms.table import rated_figures, view_release
 from ._baselines import quantization_alone
 from ._bundle_report import load_for
 from ._exposure import users_exposure
@@ -53,8 +54,18 @@ __all__ = ["audit_bundle", "format_audit"]
 CONFIDENCE = 0.95
 #: Runs of the service protocol behind value kept's interval (module docstring).
 REPEATS = 5
+
+
+class _ServiceSVD(TypedDict):
+    """The keyword arguments of :class:`~privmap.offline.measures.ServiceUtility` that fix its SVD."""
+
+    factors: int
+    epochs: int
+    regularisation: float
+
+
 #: The service's SVD as SERVICE.md fixes it (learning rate 0.005: surprise's default).
-SERVICE_SVD = {"factors": 50, "epochs": 40, "regularisation": 0.05}
+SERVICE_SVD: _ServiceSVD = {"factors": 50, "epochs": 40, "regularisation": 0.05}
 
 
 def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private, *, seed: int = 0,
@@ -69,7 +80,7 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
         ``mechanism``, ``metric`` and ``clusters`` as the bundle declares them; ``overlap``
         (:func:`_overlap`); ``value_kept`` and ``ranking_value_kept``, the runs' means (None where
         in some run the true rows do not beat nothing, or popularity; ``value_kept`` None too for a
-        bundle that releases scores: :func:`~privmap.offline.mechanisms.quantized.rated_figures`),
+        bundle that releases scores: :func:`~privmap.offline.mechanisms.table.rated_figures`),
         each with its ``_interval`` (95 % prediction interval of one more run, None below two runs
         or where the figure is None) and ``_runs`` (each run's); ``repeats``; ``service`` (the
         release's full figures, each number the runs' mean,

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..data import nearest, quantize
 from ..measures import logistic_attack, split_rows
-from ..mechanisms.quantized import evaluate_view, metric_center
+from ..mechanisms.table import evaluate_view, metric_center
 from ..mechanisms.ranking import ScoreView
 from ..mechanisms.recommender import FactorView
 
@@ -103,7 +103,7 @@ def baselines(public, private, n_classes: int, metric: str, *, reference=None, e
     epsilons : sequence of float
         Per-cell epsilons of randomized response.
     seed, test_fraction, attacker
-        As :func:`privmap.offline.mechanisms.quantized.evaluate_view`.
+        As :func:`privmap.offline.mechanisms.table.evaluate_view`.
     clusters : sequence of int
         K of the quantization-alone baseline (:func:`quantization_alone`), one entry each.
 

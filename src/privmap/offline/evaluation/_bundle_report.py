@@ -4,7 +4,7 @@ and what the notebook API returns (:func:`privmap.offline.api.evaluate`).
 :func:`evaluate_table_bundle` loads the rows with the bundle's features (a numeric feature's
 missing token read as a missing answer, as the device does; private codes in the bundle's class
 order), measures leakage, distortion and the attackers
-(:func:`privmap.offline.mechanisms.quantized.evaluate_view`; for a joint bundle, each private column
+(:func:`privmap.offline.mechanisms.table.evaluate_view`; for a joint bundle, each private column
 alone too), the baselines a bundle must beat (:mod:`._baselines`), and puts the bundle's own
 declared leakages beside them (each column's, and the per-output epsilon of each class).
 """
@@ -20,7 +20,7 @@ from ..bundle import payload_output_leakage, payload_table
 from ..data import load_dataset
 from ..measures import drift_check, format_drift
 from ..mechanisms import view_of
-from ..mechanisms.quantized import evaluate_view, format_summary
+from ..mechanisms.table import evaluate_view, format_summary
 from ._baselines import bundle_baselines, format_baselines
 
 __all__ = ["evaluate_table_bundle", "format_table_report", "load_for", "declared", "format_declared"]
@@ -30,7 +30,7 @@ def evaluate_table_bundle(payload: dict, data, private: str | Sequence[str], *, 
                           permutations: int = 20, attacker: bool = True, recommender: bool | None = None) -> dict:
     """The evaluation of a quantized or exact ``payload`` on the labelled CSV ``data`` (a path).
 
-    Returns a dict: ``data_sha256``, the measured summary of :func:`privmap.offline.mechanisms.quantized.evaluate_view`
+    Returns a dict: ``data_sha256``, the measured summary of :func:`privmap.offline.mechanisms.table.evaluate_view`
     (``leakage_bits``, ``distortion``, ``attacker``, ``recommender`` when measured, ...),
     ``declared`` (the bundle's own leakages, :func:`declared`), ``baselines``
     (:func:`._baselines.bundle_baselines`) and ``drift`` (whether the rows' prior lies in the

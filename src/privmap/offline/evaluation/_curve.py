@@ -4,7 +4,7 @@ For each K the public data is quantized once (Algorithm 2; K = 0 means no
 quantization, every distinct row is a symbol, Algorithm 1) or, for the exact
 erasure mechanism, turned into the erasure instance; then program (19) is solved
 for each Delta and the solved table is measured on the same data with
-:func:`privmap.offline.mechanisms.quantized.evaluate_view` (leakage, distortion on the raw
+:func:`privmap.offline.mechanisms.table.evaluate_view` (leakage, distortion on the raw
 rows, MAP and logistic-regression attackers; with ``recommender``, the service's recommender
 figures of :func:`privmap.offline.measures.recommender_utility`). With several private columns
 (``columns``, their joint attribute protected) each point also carries each column's figures
@@ -24,14 +24,7 @@ from .._information import max_output_leakage_bits
 from .._joint import PrivateColumns, column_key
 from ..data import joint_prior, observed_domain, pairwise, quantize
 from ..mechanisms import MECHANISMS, Mechanism
-from ..mechanisms.quantized import (
-    erasure_problem,
-    evaluate_view,
-    input_alphabet,
-    metric_center,
-    refine,
-    view_from_table,
-)
+from ..mechanisms.table import erasure_problem, evaluate_view, input_alphabet, metric_center, refine, view_from_table
 from ..solvers import certified_leakage_bits, confidence_set, counts_from_prior, solve
 
 #: Most symbols an unquantized (K = 0) numeric sweep accepts.
@@ -86,7 +79,7 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
 
     quantized: k-means representatives (:func:`privmap.offline.data._quantize.quantize`)
     are both inputs and outputs, d = ``metric`` between them. exact with
-    ``erasures``: :func:`privmap.offline.mechanisms.quantized.erasure_problem`. exact with
+    ``erasures``: :func:`privmap.offline.mechanisms.table.erasure_problem`. exact with
     ``hamming``: distinct tuples in and out, d = number of changed cells.
     """
     private = np.asarray(private, dtype=np.int64)
@@ -141,7 +134,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     is ``"optimal"`` or ``"infeasible"``; infeasible points carry NaN figures).
     ``codebook`` 0 marks seed 000's mapping (representatives released as they are);
     with ``codebook`` (quantized mechanism only) each solved point is followed by the
-    same point after the build's codebook step (:func:`privmap.offline.mechanisms.quantized.refine`),
+    same point after the build's codebook step (:func:`privmap.offline.mechanisms.table.refine`),
     marked 1; its released rows keep to ``domain`` (integer, lo, hi: arrays of shape (d,), a build's
     resolved schema), by default what the observed cells show. ``progress(1)`` is called after each
     (K, Delta). With ``robust`` (a confidence),
@@ -151,7 +144,7 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
     outputs and classes of |log2 p(a | c_hat) - log2 p(a)| in bits (``inf`` when an output rules a
     class out; :func:`privmap.offline._information.max_output_leakage_bits`).
     ``recommender`` (True, False, or None = when the rows have blank cells; as
-    :func:`privmap.offline.mechanisms.quantized.evaluate_view` takes it) fills :data:`RECOMMENDER_COLUMNS` on the
+    :func:`privmap.offline.mechanisms.table.evaluate_view` takes it) fills :data:`RECOMMENDER_COLUMNS` on the
     attacker's held-out rows; the true and nothing fits are made once for the sweep.
     ``columns`` (the private columns of a joint attribute, ``classes`` being their joint values:
     :attr:`privmap.offline.data.Dataset.columns`) adds each column's figures alone to every point

@@ -2,14 +2,18 @@
 
 One private sub-package per mechanism, its model and its build side by side:
 
-- ``quantized/``: seed 000's MI-optimal mapping on k-means representatives, and the seed-000 stages
-  the exact mechanism and the recommender build with: ``_rows`` (the rows backend the stages are
-  written against), ``_in_memory`` and ``_partitioned`` (its backends: rows in memory, partitions on
-  Dask), ``_program`` (alphabet, prior, program (19), codebook step), ``_pipeline`` (compression,
-  metrics, cross-fitting, payload), ``_codebook``, ``_missing``, ``_erasure``, ``_holdout``
-  (cross-fitted leakage for new users), ``_autotune`` (``--clusters auto``);
-- ``exact/`` and ``recommender/``: seed 000's exact mechanism (tuples and erasures) and its
-  recommender mode (latent taste), each its options and build on those stages;
+- ``table/``: seed 000's table engine, naming no mechanism: the stages the quantized and exact
+  mechanisms and the recommender and ranking modes build with: ``_rows`` (the rows backend the
+  stages are written against), ``_in_memory`` and ``_partitioned`` (its backends: rows in memory,
+  partitions on Dask), ``_program`` (alphabet, prior, program (19), codebook step), ``_pipeline``
+  (compression, metrics, cross-fitting, payload), ``_codebook``, ``_missing``, ``_erasure``,
+  ``_holdout`` (cross-fitted leakage for new users), ``_view`` (the evaluation view of a table);
+- ``quantized/``: seed 000's MI-optimal mapping on k-means representatives, on that engine, with
+  ``_autotune`` (``--clusters auto``);
+- ``exact/``, ``recommender/`` and ``ranking/``: seed 000's exact mechanism (tuples and erasures)
+  and the quantized one's recommender (latent taste) and ranking (top-N scores) modes, each its
+  options and build on those stages; each of these four holds its part of ``privmap build``
+  (``_command``: its options from the command's arguments);
 - ``funnel/``, ``max_correlation/``, ``gaussian/``, ``nullspace/``: seeds 003, 002, 004 and 001, each
   one vertical slice behind its face: options, model, build, evaluation view and command
   (``privmap build funnel``, ...).
@@ -19,7 +23,8 @@ One private sub-package per mechanism, its model and its build side by side:
 views and commands share; ``_header`` the header every mechanism's bundle starts with (:class:`HeaderOptions`),
 ``_seed000`` the options seed 000's two mechanisms share with their guarantees, ``_result`` the
 one shape every build returns (:class:`Result`). ``_seed000_command`` is ``privmap build DATA``
-(quantized, exact, and the recommender: above all three, whose packages it builds with) and
+and ``privmap build exact``, the one body (options -> run -> report) above the four, whose packages
+it builds with, and
 ``_out_of_core`` its partitioned half on Dask. ``_registry`` holds every mechanism's record
 (:data:`MECHANISMS`): what the commands and calls serving all of them ask of each one.
 """
@@ -32,16 +37,8 @@ from .nullspace import NullspaceOptions
 from ._seed000_command import column_lines, exact_command, quantized_command, robust_line
 from ._registry import MECHANISMS, Mechanism, mechanism_of, view_of
 from .exact import ExactOptions
-from .quantized import (
-    DEFAULT_MISSING,
-    MISSING_POLICIES,
-    Auto,
-    Build,
-    CrossFitting,
-    OutputLimit,
-    QuantizedOptions,
-    RobustCertificate,
-)
+from .quantized import Auto, CrossFitting, OutputLimit, QuantizedOptions, RobustCertificate
+from .table import DEFAULT_MISSING, MISSING_POLICIES, Build
 from .recommender import RecommenderOptions
 
 __all__ = ["Result", "MECHANISMS", "Mechanism", "mechanism_of", "view_of", "QuantizedOptions", "ExactOptions",

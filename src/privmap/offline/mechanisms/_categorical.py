@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .quantized import categorical_code, input_alphabet
+from .table import categorical_code, input_alphabet
 
 __all__ = ["categorical_alphabet"]
 

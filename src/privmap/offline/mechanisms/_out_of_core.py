@@ -13,7 +13,8 @@ import click
 from .._errors import BuildError
 from ..data import open_source
 from . import ranking, recommender
-from .quantized import IN_CORE_BYTES, build_partitioned, check_out_of_core, check_partitioned, dask_client
+from .quantized import build_partitioned, check_out_of_core
+from .table import IN_CORE_BYTES, check_partitioned, dask_client
 
 __all__ = ["wants_partitioned", "open_partitioned", "run_partitioned"]
 

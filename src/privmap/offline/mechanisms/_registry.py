@@ -10,7 +10,7 @@ compares a mechanism's name (tests/test_architecture.py checks it). A new mechan
 here (options, build, view, command), its kind on the device (:data:`privmap.device.kinds.KINDS`)
 and one record below each (docs/adding-a-mechanism.md).
 
-The seed-000 stages below the registry (``quantized/``) ask the build's options instead
+The seed-000 table engine below the registry (``table/``) asks the build's options instead
 (:attr:`~privmap.offline.mechanisms._seed000.Seed000Options.quantizes`), and views of a bundle
 the device's kind (how it looks a row up).
 """
@@ -25,7 +25,7 @@ import click
 from .._errors import BuildError
 from . import funnel, gaussian, max_correlation, nullspace
 from ._seed000_command import exact_command, quantized_command
-from .quantized import MappingView, view_from_payload
+from .table import MappingView, view_from_payload
 from .ranking import view_of_ranking
 from .recommender import view_of_recommender
 

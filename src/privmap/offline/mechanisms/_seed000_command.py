@@ -3,12 +3,13 @@
 the command line to a signed bundle and its report.
 
 The body of a build is options -> run -> report: :func:`seed000_options` turns the arguments into
-the mechanism's options (:class:`QuantizedOptions`, :class:`ExactOptions` or
-:class:`RecommenderOptions`; they check their own rules), :func:`run` builds (in memory, or out
-of core on Dask) and :func:`report` signs, writes and tells (text, or ``--json``).
+the mechanism's options, each slice reading its own (``quantized.command_options``,
+``exact.command_options``, and a model mode's around the quantized ones; the options check their
+own rules), :func:`run` builds (in memory, or out of core on Dask) and :func:`report` signs,
+writes and tells (text, or ``--json``). Each slice also holds its command's help.
 
-The command lives here, above the quantized, exact and recommender folders, because it builds
-all three and the recommender's package stands on the quantized one's.
+What the two commands share lives here, above the quantized, exact, recommender and ranking
+folders: one body builds all of them, and the model modes' packages stand on the quantized one's.
 """
 from __future__ import annotations
 
@@ -49,16 +50,9 @@ from ..data import Dataset, declare, read_schema_file, schema_json
 from ..measures import exposure_line, payload_exposure
 from . import exact, quantized, ranking, recommender
 from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
-from .quantized import (
-    IN_CORE_BYTES,
-    Auto,
-    CrossFitting,
-    OutputLimit,
-    QuantizedOptions,
-    RobustCertificate,
-    StageTimer,
-    format_candidates,
-)
+from ._seed000 import CrossFitting, OutputLimit, RobustCertificate
+from .quantized import QuantizedOptions, format_candidates
+from .table import IN_CORE_BYTES, StageTimer
 
 __all__ = ["quantized_command", "exact_command", "seed000_options", "run", "report", "robust_line", "column_lines",
            "private_columns", "parse_target_leakage", "SECTIONS"]
@@ -115,12 +109,6 @@ SECTIONS = (
     )),
     BUNDLE_SECTION,
 )
-
-_BRIEF = (
-    "\b\n"
-    "Build a seed-000 bundle from labelled DATA (CSV, or Parquet parts). Example:\n"
-    "  {command} ratings.csv --private gender --clusters 64 \\\n"
-    "      --delta-fraction 0.5 --key keys/private.pem --out ratings.bundle")
 
 #: The options of a seed-000 build besides the bundle's (``commandline.bundle_options`` and the header's).
 _DECORATORS = [
@@ -231,46 +219,6 @@ _DECORATORS = [
                       "--robust nor --class-blind). 0: always out of core."),
 ]
 
-_DOC = """Build a seed-000 bundle (quantized, or exact) from labelled data DATA.
-
-\b
-Example (K = 64 clusters, Delta half the perfect-privacy distortion):
-  privmap build ratings.csv --private gender --domain 1:5 --clusters 64 \\
-      --delta-fraction 0.5 --key keys/private.pem --out ratings.bundle
-
-Estimates p(a, c), quantizes (K clusters), solves min I(A; C^) s.t.
-E d(C, C^) <= Delta, moves each released row to the metric's optimum and
-re-solves (codebook step), compresses the table to integers and signs the
-bundle. The bundle is loaded back with the device runtime before it is written.
-It declares the in-sample leakage I(A; C^) and the cross-fitted one a new user
-faces (holdout_leakage_bits, with an interval); --clusters auto picks K by it.
-
-A blank cell in a public column is a missing answer (--missing says how it
-is handled). Each public column's domain goes into the bundle and devices
-refuse cells outside it: declare it (--domain 1:5, --domain age=18:99,
---schema FILE), or it is inferred from the data and printed on stderr.
-
-DATA is a CSV file, or, for millions of users, a directory or glob of CSV or
-Parquet files built out of core on Dask (also a lone CSV with --workers or
---scheduler). Other mechanisms: privmap build funnel, max-correlation,
-gaussian, nullspace (privmap build --help lists them).
-"""
-
-_EXACT_DOC = """Build an exact bundle (seed 000, Algorithm 1) from the categorical tuples of DATA.csv.
-
-\b
-Example:
-  privmap build exact census.csv --private sex --delta 0.5 \\
-      --key keys/private.pem --out census.bundle
-
-Inputs are the observed public tuples and outputs every erasure of them
-(cells replaced by '*'), the metric the number of erased cells; the prior is
-counted, program (19) solved, the table compressed to integers and the bundle
-signed and loaded back with the device runtime before it is written. The same
-build as privmap build DATA --mechanism exact.
-"""
-
-
 def _command(name: str, short_help: str, brief: str, doc: str, *, fixed: dict | None = None):
     """The seed-000 build command ``name``. ``fixed`` maps the options it leaves out to their
     values (``privmap build exact``: ``mechanism`` "exact", and the quantized mechanism's own
@@ -357,34 +305,16 @@ def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool,
     certificate = RobustCertificate(confidence=robust) if robust is not None else None
     limit = OutputLimit(bits=max_output_leakage) if max_output_leakage is not None else None
     mode = MODES.get(utility)
+    guarantees = {"cross_fitting": fitting, "robust": certificate, "output_limit": limit}
+    budget = {"delta": delta, "delta_fraction": delta_fraction, "seed": seed, "solver": solver, "bits": bits}
     if not MAPPINGS[mechanism].quantizes:
-        if auto:
-            raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
-        if class_blind:
-            raise BuildError("--class-blind forms the quantized mechanism's clusters; the exact mechanism has none")
-        if mode is not None:
-            raise BuildError(mode.REFUSED_MAPPING)
-        if (metric or "erasures") != "erasures":
-            raise BuildError(f"metric {metric!r} does not fit the exact mechanism; expected erasures")
-        if declared is not None and declared.columns:
-            raise BuildError("declared domains (--domain, --schema) apply to numeric columns of the quantized "
-                             "mechanism, not to the exact mechanism's categories")
-        if prior == "posteriors":
-            raise BuildError("the posteriors prior applies to the quantized mechanism without smoothing")
-        return exact.ExactOptions(delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
-                                  smoothing=smoothing, cross_fitting=fitting, robust=certificate,
-                                  output_limit=limit, **header)
-    mapping = QuantizedOptions(
-        metric=metric or "l2", clusters=None if clusters == "auto" else clusters, delta=delta,
-        delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
-        smoothing=None if smoothing == "auto" else smoothing,
-        prior=prior or ("posteriors" if mode is not None else "counts"),
-        codebook=not no_codebook and max_output_leakage is None, missing=missing, declared=declared,
-        class_blind=bool(class_blind),
-        auto=Auto(target_leakage_bits=joint_target, target_auc=target_auc, column_targets=column_targets,
-                  class_blind=(False, True) if class_blind is None and mode is not None else (),
-                  allow_unmet=allow_unmet) if auto else None,
-        cross_fitting=fitting, robust=certificate, output_limit=limit, **header)
+        return exact.command_options(auto=auto, class_blind=class_blind, mode=mode, metric=metric, declared=declared,
+                                     prior=prior, smoothing=smoothing, **budget, **guarantees, header=header)
+    mapping = quantized.command_options(
+        metric=metric, clusters=clusters, smoothing=smoothing, prior=prior, modal=mode is not None,
+        no_codebook=no_codebook, max_output_leakage=max_output_leakage, missing=missing, declared=declared,
+        class_blind=class_blind, auto=auto, joint_target=joint_target, target_auc=target_auc,
+        column_targets=column_targets, allow_unmet=allow_unmet, **budget, **guarantees, header=header)
     return mapping if mode is None else mode.command_options(mapping, factors=factors, factor_reg=factor_reg)
 
 
@@ -682,17 +612,7 @@ def _seconds_by_stage(records: list[dict]) -> dict[str, float]:
     return seconds
 
 #: ``privmap build DATA ...`` and ``privmap build quantized``: quantized, or (``--mechanism exact``) exact.
-quantized_command = _command("quantized", "Seed 000's mapping on k-means representatives.", _BRIEF, _DOC)
+quantized_command = _command("quantized", quantized.SHORT_HELP, quantized.BRIEF, quantized.DOC)
 #: ``privmap build exact``: categorical tuples and their erasures, without the quantized mechanism's options.
-exact_command = _command("exact", "Seed 000's exact mapping of categorical tuples.", (
-    "Build an exact bundle (seed 000) from the categorical tuples of DATA.csv: inputs the observed "
-    "tuples, outputs their erasures. Example:\n\n"
-    "\b\n"
-    "  {command} census.csv --private sex --delta 0.5 \\\n"
-    "      --key keys/private.pem --out census.bundle"), _EXACT_DOC, fixed={
-    "mechanism": "exact", **dict.fromkeys(
-        ("utility", "factors", "factor_reg", "metric", "clusters", "no_codebook", "class_blind", "prior",
-         "target_leakage",
-         "target_auc", "allow_unmet", "domains", "missing_token", "schema_file", "schema_out", "missing", "workers",
-         "scheduler",
-         "kmeans", "in_core_limit"), _DEFAULT)})
+exact_command = _command("exact", exact.SHORT_HELP, exact.BRIEF, exact.DOC, fixed={
+    "mechanism": exact.ExactOptions.mechanism, **dict.fromkeys(exact.LEFT_OUT, _DEFAULT)})

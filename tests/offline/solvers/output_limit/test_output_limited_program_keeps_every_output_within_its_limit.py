@@ -115,7 +115,7 @@ def test_outputs_left_unbalanced_by_rounding_are_closed_and_the_limit_holds(rati
     """SSI, first 6 columns, the benchmark's training split, K = 64: a 0.0357-bit limit once shipped
     0.94 bits (an output balanced by entries below one unit) and the build refused."""
     from privmap.offline import Dataset, QuantizedOptions
-    from privmap.offline.mechanisms.quantized import InMemoryRows, solve_rows
+    from privmap.offline.mechanisms.table import InMemoryRows, solve_rows
     from sklearn.model_selection import train_test_split
     options = QuantizedOptions(clusters=64, delta_fraction=1.0, codebook=False, cross_fitting=None)
     rows = InMemoryRows(*Dataset.from_csv(ratings_csv, private="gender", public=(

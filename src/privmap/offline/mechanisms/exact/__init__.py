@@ -3,13 +3,16 @@
 Its face: :class:`ExactOptions` (with the guarantees it shares with the quantized mechanism:
 :class:`CrossFitting`, :class:`RobustCertificate`, :class:`OutputLimit`) and :func:`build`
 (a categorical :class:`~privmap.offline.data.Dataset` -> :class:`~privmap.offline.mechanisms.Result`).
-The pipeline and the erasure alphabet are seed 000's shared stages, in
-:mod:`privmap.offline.mechanisms.quantized`; its evaluation view is the quantized one.
+The pipeline, the erasure alphabet and its evaluation view are seed 000's table engine's, in
+:mod:`privmap.offline.mechanisms.table`.
 
-Private modules: ``_options`` (:class:`ExactOptions`), ``_build`` (:func:`build`).
+Private modules: ``_options`` (:class:`ExactOptions`), ``_build`` (:func:`build`), ``_command``
+(its part of ``privmap build exact``: options from the arguments, its help).
 """
-from ..quantized import CrossFitting, OutputLimit, RobustCertificate
+from .._seed000 import CrossFitting, OutputLimit, RobustCertificate
 from ._build import build
+from ._command import BRIEF, DOC, LEFT_OUT, SHORT_HELP, command_options
 from ._options import ExactOptions
 
-__all__ = ["ExactOptions", "build", "CrossFitting", "RobustCertificate", "OutputLimit"]
+__all__ = ["ExactOptions", "build", "CrossFitting", "RobustCertificate", "OutputLimit", "command_options", "SHORT_HELP",
+           "BRIEF", "DOC", "LEFT_OUT"]

@@ -1,12 +1,12 @@
 """The exact mechanism's build: categorical rows in memory and :class:`._options.ExactOptions`
 in, the shared :class:`~privmap.offline.mechanisms.Result` out. The pipeline is seed 000's
-(:mod:`privmap.offline.mechanisms.quantized`); only the alphabet differs."""
+(:mod:`privmap.offline.mechanisms.table`); only the alphabet differs."""
 from __future__ import annotations
 
 from ..._errors import BuildError
 from ...data import Dataset
 from .._result import Result
-from ..quantized import InMemoryRows, build_rows, start
+from ..table import InMemoryRows, build_rows, start
 from ._options import ExactOptions
 
 __all__ = ["build"]
@@ -26,7 +26,7 @@ def build(dataset: Dataset, options: ExactOptions, *, progress=None) -> Result:
     Returns
     -------
     Result
-        ``detail`` is the :class:`privmap.offline.mechanisms.quantized.Build`.
+        ``detail`` is the :class:`privmap.offline.mechanisms.table.Build`.
 
     Raises
     ------

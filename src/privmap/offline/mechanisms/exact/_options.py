@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .._seed000 import Seed000Options
-from ..quantized import DEFAULT_MISSING
+from ..table import DEFAULT_MISSING
 
 __all__ = ["ExactOptions"]
 
@@ -18,7 +18,7 @@ __all__ = ["ExactOptions"]
 @dataclass(frozen=True, kw_only=True)
 class ExactOptions(Seed000Options):
     """Everything that decides an exact bundle's bytes (with the data and the key): the options
-    both seed-000 mechanisms share (:class:`~privmap.offline.mechanisms.quantized.Seed000Options`:
+    both seed-000 mechanisms share (:class:`~privmap.offline.mechanisms._seed000.Seed000Options`:
     the budget, solver, precision and the guarantees cross-fitting, robust certificate and
     per-output limit).
 

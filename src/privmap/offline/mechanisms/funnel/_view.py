@@ -22,7 +22,7 @@ from ..._information import leakage_bits, mutual_information_bits
 from ...data import joint_prior, pairwise
 from ...measures import logistic_attack, map_accuracy, map_accuracy_after, permutation_bias, pyplot, split_rows
 from ...solvers import perfect_privacy_table, solve
-from ..quantized import lookup as lookup_tuples
+from ..table import lookup as lookup_tuples
 from ._model import entropy_bits, greedy_funnel
 
 __all__ = ["funnel_sweep", "write_funnel_csv", "plot_funnel", "evaluate_funnel", "format_funnel_evaluation"]

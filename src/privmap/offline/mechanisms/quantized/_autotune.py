@@ -3,7 +3,7 @@
 A larger alphabet fits the training prior more closely: in-sample it lowers the
 distortion at a given leakage, but the table then leaks more on users who were not
 in the data. Each candidate (K, smoothing) is therefore judged out of sample, by
-the cross-fitting of :mod:`._holdout` (the build's own steps on k - 1 folds, the
+the cross-fitting of :mod:`privmap.offline.mechanisms.table._holdout` (the build's own steps on k - 1 folds, the
 leakage, distortion and the strongest attacker's ROC AUC measured on the held-out fold: the
 worst of the Bayes attacker over the release alphabet, gradient boosting and logistic regression,
 :mod:`privmap.offline._strongest`).
@@ -15,12 +15,12 @@ rest on a cluster's own rows), and K is at most the number of distinct rows (a
 data set too small for K = 4 gets that one candidate alone). Every candidate shares
 the build's k folds (``holdout_folds``, drawn from the seed), and all (candidate, fold)
 pairs are tasks shared by this process and its fold workers. A candidate whose plain build
-would start its folds from its answers (:func:`._reuse.starts_folds`: large K) is first built
+would start its folds from its answers (:func:`privmap.offline.mechanisms.table._reuse.starts_folds`: large K) is first built
 on all the rows, and its folds start from that build, as a plain build's do; so the chosen
 candidate's estimate is always the one a plain build at its K declares, and a chosen candidate
 built that way is the build the bundle ships (:attr:`Choice.solved`). (The folds' k-means do not start from the
 full-data centres: that start was measured to make the held-out distortion optimistic, the
-more so at larger K; :mod:`._holdout`.)
+more so at larger K; :mod:`privmap.offline.mechanisms.table._holdout`.)
 
 **Choice.** The candidate of least held-out distortion among those that meet the
 privacy target wins (ties: smaller K, then less smoothing). The target is
@@ -51,7 +51,7 @@ that an operator states the privacy wanted (the target) rather than a budget in 
 unit; on a tie the larger fraction (the more private table) wins. The fractions are tried from
 the largest down, a K's smaller fraction only while its larger one met the target
 (:func:`_search_budgets`: below a fraction that failed none would meet it). A class-blind codebook
-(:mod:`._class_blind`) adds the fraction 0, its clusters released as they are, and tries it first
+(:mod:`privmap.offline.mechanisms.table._class_blind`) adds the fraction 0, its clusters released as they are, and tries it first
 (:data:`CLASS_BLIND_DELTA_FRACTIONS`): a K that meets the target there needs no budget. With
 ``Auto.class_blind`` naming both codebooks, each is searched so, and the least held-out distortion
 of either wins (the rows say ``class_blind``). The grid's steps are
@@ -70,11 +70,8 @@ import numpy as np
 from ..._errors import BuildError
 from ..._information import mutual_information_bits
 from ...data import Dataset
-from ._holdout import HoldoutLeakage, cross_fitted_many
-from ._in_memory import InMemoryRows
+from ..table import BuildStart, HoldoutLeakage, InMemoryRows, Solved, cross_fitted_many, solve_rows, starts_folds
 from ._options import AUTO_NEEDS_FOLDS, QuantizedOptions
-from ._program import Solved, solve_rows
-from ._reuse import BuildStart, starts_folds
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
 MIN_USERS_PER_CLUSTER = 32
@@ -87,7 +84,7 @@ SMALLEST_CLUSTERS = 4
 CANDIDATE_SMOOTHING = (0.0, 0.5, 2.0)
 #: Fractions of the perfect-privacy distortion tried when the build gives no budget.
 CANDIDATE_DELTA_FRACTIONS = (0.3, 0.5, 0.7, 0.9)
-#: The same with a class-blind codebook (:mod:`._class_blind`), which starts at 0: its clusters
+#: The same with a class-blind codebook (:mod:`privmap.offline.mechanisms.table._class_blind`), which starts at 0: its clusters
 #: alone, released as they are (the identity table), may already meet the target.
 CLASS_BLIND_DELTA_FRACTIONS = (0.0, *CANDIDATE_DELTA_FRACTIONS)
 #: Bisection steps of the budget between the grid's best fraction and the next smaller one
@@ -115,7 +112,7 @@ class Choice:
     bundle ships (``build_kwargs``). ``searched_users`` is set when the search judged a sample
     of the users (:func:`._build.search_sample`): its candidates' figures are the sample's, and
     the build measures the chosen one again over every user. ``fold_costs`` holds what every (candidate, fold) task cost,
-    as :attr:`._holdout.HoldoutLeakage.fold_costs` gives it, and ``candidate_costs`` one dict per
+    as :attr:`privmap.offline.mechanisms.table._holdout.HoldoutLeakage.fold_costs` gives it, and ``candidate_costs`` one dict per
     candidate: ``clusters``, ``smoothing`` and ``fold_cpu_seconds`` (its folds' CPU seconds
     together); neither is compared, and neither is in :meth:`summary` (the search's outcome,
     reproducible from the seed, where CPU seconds are not).
@@ -184,7 +181,7 @@ class Choice:
                 "target, or pass --allow-unmet to build it")
 
     def build_kwargs(self) -> dict:
-        """Keyword arguments of :func:`._pipeline.build_rows` for the chosen candidate."""
+        """Keyword arguments of :func:`privmap.offline.mechanisms.table._pipeline.build_rows` for the chosen candidate."""
         return {"holdout": self.holdout, "solved": self.solved}
 
     def chosen(self, options: QuantizedOptions) -> QuantizedOptions:
@@ -267,7 +264,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         K (default: the options' own budget, or when it gives neither :data:`CANDIDATE_DELTA_FRACTIONS`,
         :data:`CLASS_BLIND_DELTA_FRACTIONS` with a class-blind codebook). The chosen one is :attr:`Choice.delta_fraction`.
     jobs : int, optional
-        Processes that run the folds, this one included (:func:`._holdout.fold_jobs`).
+        Processes that run the folds, this one included (:func:`privmap.offline.mechanisms.table._holdout.fold_jobs`).
     progress : callable(done: int, total: int, current: str), optional
         Told the number of tasks done (the builds of candidates whose folds start from them, then
         each (candidate, fold)), of those planned so far, and the candidate being judged (its K,
@@ -397,9 +394,9 @@ class _Targets:
 
 class _Run:
     """The search's candidates judged in batches that share one progress count: each candidate built
-    on all the rows first when its folds start from that build (:func:`._reuse.starts_folds`),
+    on all the rows first when its folds start from that build (:func:`privmap.offline.mechanisms.table._reuse.starts_folds`),
     then cross-fitted with the attacker, every (candidate, fold) a task of
-    :func:`._holdout.cross_fitted_many`."""
+    :func:`privmap.offline.mechanisms.table._holdout.cross_fitted_many`."""
 
     def __init__(self, dataset: Dataset, options: QuantizedOptions, targets: _Targets, *, jobs, progress, tasks: int):
         self.dataset, self.options, self.targets = dataset, options, targets
@@ -575,7 +572,7 @@ def _single_column_target(dataset: Dataset, options: QuantizedOptions, joint: fl
 
 
 def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
-    """A candidate's build on all the rows (:func:`._program.solve_rows`), or the BuildError that
+    """A candidate's build on all the rows (:func:`privmap.offline.mechanisms.table._program.solve_rows`), or the BuildError that
     stopped it (the candidate is then marked failed, as one whose fold failed)."""
     try:
         return solve_rows(InMemoryRows(dataset), options)

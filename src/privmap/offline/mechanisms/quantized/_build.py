@@ -1,7 +1,7 @@
 """The quantized mechanism's builds: rows in memory (:func:`build`) or partitions on a Dask
 cluster (:func:`build_partitioned`) and :class:`._options.QuantizedOptions` in, the shared
-:class:`~privmap.offline.mechanisms.Result` out (its ``detail`` a :class:`._pipeline.Build`). Both
-run the one pipeline (:func:`._pipeline.build_rows`) on their rows' backend. An ``auto`` search
+:class:`~privmap.offline.mechanisms.Result` out (its ``detail`` a :class:`privmap.offline.mechanisms.table._pipeline.Build`). Both
+run the one pipeline (:func:`privmap.offline.mechanisms.table._pipeline.build_rows`) on their rows' backend. An ``auto`` search
 whose target no candidate meets fails closed (:class:`~privmap.offline._errors.TargetNotMetError`
 from :func:`build_points`, before any payload) unless ``options.auto.allow_unmet``: the candidate
 nearest the target is built then."""
@@ -14,16 +14,24 @@ import numpy as np
 
 from ...data import Dataset, Source, row_keys
 from .._result import Result
+from ..table import (
+    IN_CORE_BYTES,
+    Build,
+    InMemoryRows,
+    PartitionedRows,
+    Progress,
+    StageTimer,
+    build_rows,
+    cross_fitted_leakage,
+    in_core,
+    start,
+)
 from ._autotune import choose
 from ._enough import check_enough_users
-from ._holdout import cross_fitted_leakage
-from ._in_memory import InMemoryRows
 from ._options import QuantizedOptions
-from ._partitioned import IN_CORE_BYTES, PartitionedRows, check_out_of_core, in_core
-from ._pipeline import Build, StageTimer, build_rows, start
-from ._rows import Progress
 
-__all__ = ["build", "build_points", "build_partitioned", "search_sample", "out_of_core_reason", "SEARCH_USERS"]
+__all__ = ["build", "build_points", "build_partitioned", "search_sample", "out_of_core_reason", "check_out_of_core",
+           "SEARCH_USERS"]
 
 
 def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | None = None) -> Result:
@@ -36,13 +44,13 @@ def build(dataset: Dataset, options: QuantizedOptions, *, progress: Progress | N
         rows with every public cell missing are left out (``rows_all_missing_dropped``).
     options : QuantizedOptions
     progress : callable(stage: str, fraction: float) or StageTimer, optional
-        Told about each stage (:class:`._pipeline.StageTimer`); a caller's own StageTimer times
+        Told about each stage (:class:`privmap.offline.mechanisms.table._pipeline.StageTimer`); a caller's own StageTimer times
         the build on it (and may have opened its ``load`` stage while it read the rows).
 
     Returns
     -------
     Result
-        ``detail`` is the :class:`._pipeline.Build` (with the ``auto`` search's choice).
+        ``detail`` is the :class:`privmap.offline.mechanisms.table._pipeline.Build` (with the ``auto`` search's choice).
 
     Raises
     ------
@@ -124,9 +132,9 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
                       in_core_bytes: int = IN_CORE_BYTES) -> Result:
     """Build a quantized bundle's payload from partitioned rows (CSV or Parquet files) on a Dask
     cluster: the rows validated in a pass over the partitions; then, when they fit in
-    ``in_core_bytes`` (:func:`._partitioned.in_core`), gathered and mapped by :func:`build_points`
+    ``in_core_bytes`` (:func:`privmap.offline.mechanisms.table._partitioned.in_core`), gathered and mapped by :func:`build_points`
     as in memory (every option); else the pipeline of :func:`build` on
-    :class:`._partitioned.PartitionedRows`' passes.
+    :class:`privmap.offline.mechanisms.table._partitioned.PartitionedRows`' passes.
 
     Parameters
     ----------
@@ -134,14 +142,14 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
         The partitioned rows (:func:`privmap.offline.data.open_source`).
     options : QuantizedOptions
         l2 metric; out of core also ``--clusters K``, the counts prior, no robust certificate and
-        no class-blind codebook (:func:`._partitioned.check_out_of_core`; :mod:`._partitioned`
+        no class-blind codebook (:func:`check_out_of_core`; :mod:`privmap.offline.mechanisms.table._partitioned`
         says what else differs).
     client : distributed.Client
-        Where the partitions are processed (:func:`._partitioned.dask_client`).
+        Where the partitions are processed (:func:`privmap.offline.mechanisms.table._partitioned.dask_client`).
     kmeans : {"minibatch", "dask-ml", "in-memory"}, keyword-only
         The k-means out of core.
     progress : callable(stage, fraction), optional, keyword-only
-        Told about each stage and pass (a :class:`._pipeline.StageTimer` times them).
+        Told about each stage and pass (a :class:`privmap.offline.mechanisms.table._pipeline.StageTimer` times them).
     dask_progress : bool, keyword-only
         Show Dask's text progress bar of every pass on stderr.
     in_core_bytes : int, keyword-only
@@ -150,14 +158,14 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
     Returns
     -------
     Result
-        Its ``detail`` a :class:`._pipeline.Build`; out of core its ``dataset`` is the source's
-        :class:`._partitioned.SourceSummary` and ``alphabet.labels`` and
+        Its ``detail`` a :class:`privmap.offline.mechanisms.table._pipeline.Build`; out of core its ``dataset`` is the source's
+        :class:`privmap.offline.mechanisms.table._partitioned.SourceSummary` and ``alphabet.labels`` and
         ``alphabet.raw_distortion`` are None (psi never leaves the workers).
 
     Raises
     ------
     BuildError
-        As :class:`._partitioned.PartitionedRows`, :func:`build_points` and the pipeline; too few
+        As :class:`privmap.offline.mechanisms.table._partitioned.PartitionedRows`, :func:`build_points` and the pipeline; too few
         users for the AUC target (after the validating pass); a cross-fitting fold without some
         private class (fewer cross-fitting folds).
     """
@@ -174,7 +182,29 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
 
 
 def out_of_core_reason(n: int, d: int, limit_bytes: int, what: str) -> str:
-    """Why a build maps out of core, as :func:`._partitioned.check_out_of_core` appends it: the
+    """Why a build maps out of core, as :func:`check_out_of_core` appends it: the
     ``n`` users' points of ``d`` ``what`` against the limit."""
     return (f" (the {n:,} users' points, {d} {what} each, take {n * max(d, 1) * 8 / 2**20:,.0f} MiB; "
             f"the in-core limit is {limit_bytes / 2**20:,.0f} MiB: --in-core-limit)")
+
+
+def check_out_of_core(options: QuantizedOptions, why: str = "", *, joint: bool = False) -> None:
+    """Refuse what only the mapping in memory does, for a build mapped out of core
+    (:class:`PartitionedRows`' passes); ``why`` says why it is out of core (prefixed to the
+    advice, e.g. the users' points exceed the in-core limit).
+
+    Raises
+    ------
+    BuildError
+        ``auto`` clusters or smoothing, the posteriors prior, the robust certificate, the
+        class-blind codebook or (``joint``) several private columns, one line naming the option.
+    """
+    wants = ("several private columns" if joint
+             else "--clusters auto or --smoothing auto" if options.auto is not None
+             else "--prior posteriors" if options.prior != "counts"
+             else "--robust" if options.robust is not None
+             else "--class-blind clusters" if options.class_blind else None)
+    if wants is None:
+        return
+    raise BuildError(f"{wants} need{'' if joint else 's'} the users' points in memory{why}; out of core a build "
+                     "takes one private column, --clusters K, --prior counts, and neither --robust nor --class-blind")

@@ -30,11 +30,11 @@ import numpy as np
 
 from ..._errors import DatasetError
 from ...data import Dataset
-from ._holdout import CONFIDENCE
+from ..table import CONFIDENCE
 from ._options import QuantizedOptions
 
 if TYPE_CHECKING:
-    from ._partitioned import SourceSummary
+    from ..table import SourceSummary
 
 __all__ = ["chance_auc_high", "users_needed", "check_enough_users"]
 
@@ -45,7 +45,7 @@ def _z() -> float:
 
 
 def chance_auc_high(counts) -> float:
-    """The upper confidence bound (at the folds' :data:`._holdout.CONFIDENCE`) of the AUC of an
+    """The upper confidence bound (at the folds' :data:`privmap.offline.mechanisms.table._holdout.CONFIDENCE`) of the AUC of an
     attacker at chance over users of these class ``counts`` (|A|,), each > 0 (module docstring)."""
     counts = np.asarray(counts, dtype=float)
     n = counts.sum()

@@ -16,7 +16,7 @@ from typing import ClassVar
 from ..._errors import BuildError
 from ...data import METRICS, Declared
 from .._seed000 import Seed000Options
-from ._missing import DEFAULT_MISSING, MISSING_POLICIES
+from ..table import DEFAULT_MISSING, MISSING_POLICIES
 
 __all__ = ["Auto", "QuantizedOptions", "PRIORS", "AUTO_NEEDS_FOLDS"]
 
@@ -37,8 +37,9 @@ class Auto:
     ``(column, bits)`` pairs: with several private columns, the new-user leakage of that column
     alone must stay under its bits too (``--target-leakage COL=BITS``; every named target is met).
     Without any target, 1 % of H(A) is the leakage target. ``class_blind`` holds the codebooks
-    searched (False: k-means on the points, True: class-blind clusters, :mod:`._class_blind`), each
-    with its own budget search; empty: the options' own. A build whose target no candidate meets
+    searched (False: k-means on the points, True: class-blind clusters,
+    :mod:`privmap.offline.mechanisms.table._class_blind`), each with its own budget search; empty:
+    the options' own. A build whose target no candidate meets
     fails (:class:`~privmap.offline._errors.TargetNotMetError`) unless ``allow_unmet``: then it
     ships the candidate nearest the target by the target's own measure.
 
@@ -97,10 +98,10 @@ class QuantizedOptions(Seed000Options):
     prior : str
         ``"counts"`` or ``"posteriors"`` (:data:`PRIORS`; the latter without smoothing).
     codebook : bool
-        Run the codebook step after solving (:mod:`._codebook`).
+        Run the codebook step after solving (:mod:`privmap.offline.mechanisms.table._codebook`).
     class_blind : bool
         Form the clusters with the private classes' mean differences projected out
-        (:mod:`._class_blind`; the l2 metric on complete rows, in memory).
+        (:mod:`privmap.offline.mechanisms.table._class_blind`; the l2 metric on complete rows, in memory).
     auto : Auto, optional
         The search above; it judges candidates by cross-fitting, which it needs.
     Other parameters are :class:`~privmap.offline.mechanisms._seed000.Seed000Options`'.

@@ -33,7 +33,8 @@ from privmap.device.constants import MAX_RANK
 from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
-from ..quantized import Build, QuantizedOptions, build_points, check_enough_users, start
+from ..quantized import QuantizedOptions, build_points, check_enough_users
+from ..table import Build, start
 from ..recommender import Prepared, RatingModel, RecommenderBuild, factor_options, missing_token, rating_model
 from ._model import DEFAULT_PENALTY, DEFAULT_RANK, ScoreSpace, fit_score_space
 

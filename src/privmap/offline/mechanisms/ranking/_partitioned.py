@@ -15,7 +15,7 @@ import numpy as np
 from ..._errors import BuildError
 from ...data import Source
 from .._result import Result
-from ..quantized import IN_CORE_BYTES
+from ..table import IN_CORE_BYTES
 from ..recommender import PartitionedMode, build_model_partitioned
 from ._build import RankingOptions, ranking_result, score_names
 from ._model import fit_score_space

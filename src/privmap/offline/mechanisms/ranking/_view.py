@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..quantized import MappingView
+from ..table import MappingView
 from ..recommender import lookup_points, model_view_parts, rms_gaps
 
 __all__ = ["ScoreView", "view_of_ranking"]

@@ -7,7 +7,7 @@ items were rated. Here a latent-factor model (:mod:`._factors`) is fitted to the
 ratings, every user is folded into a point of its whitened factor space (rank + 1 coordinates
 whose Euclidean distance is the root mean square difference of predicted ratings, in stars),
 and the seed-000 pipeline runs on those points unchanged: k-means (or class-blind clusters where
-the ``auto`` search finds them better, :mod:`privmap.offline.mechanisms.quantized._class_blind`),
+the ``auto`` search finds them better, :mod:`privmap.offline.mechanisms.table._class_blind`),
 the prior p(a, c), program (19) with the l2 metric, the codebook step, compression, the
 cross-fitted new-user leakage, ``--clusters auto`` and ``--robust``. The bundle carries the item side of the model; the device
 folds its user's ratings in, finds the nearest centre, samples the released output and releases
@@ -34,7 +34,8 @@ import numpy as np
 from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
-from ..quantized import Build, QuantizedOptions, build_points, check_enough_users, start
+from ..quantized import QuantizedOptions, build_points, check_enough_users
+from ..table import Build, start
 from ._calibrate import calibrate_payload
 from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
 
@@ -206,7 +207,7 @@ def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Res
     """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
     outputs calibrated to the training ratings they serve (:func:`._calibrate.calibrate_payload`) and
     its payload made a recommender bundle's (:func:`recommender_result`); ``tell`` is the build's
-    :class:`~privmap.offline.mechanisms.quantized.StageTimer`. The mapping's domain declarations
+    :class:`~privmap.offline.mechanisms.table.StageTimer`. The mapping's domain declarations
     are the ratings' (the factor space's domain is inferred from the points). Raises as the
     pipeline."""
     built = build_points(prepared.factors, factor_options(options.mapping), tell,

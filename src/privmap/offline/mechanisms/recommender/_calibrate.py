@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ..quantized import table_probabilities
+from ..table import table_probabilities
 from ._factors import FactorModel, ridge_rows
 
 __all__ = ["pooled_sums", "calibrated_outputs", "calibrate_payload", "payload_table", "payload_domain",

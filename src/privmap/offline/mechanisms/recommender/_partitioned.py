@@ -2,7 +2,7 @@
 ``ranking``): CSV or Parquet files too large for memory, on a Dask cluster. No process holds more
 than one partition's ratings, the sample of pass 2 and the users' points.
 
-1. validate (:class:`~privmap.offline.mechanisms.quantized.PartitionedRows` on the ratings): every
+1. validate (:class:`~privmap.offline.mechanisms.table.PartitionedRows` on the ratings): every
    partition read and checked as the partitioned quantized build checks its rows (bad cells, a
    rating outside the declared domain, files whose columns differ, too few rated rows, one
    private class), and the ratings' schema, class counts, rows left out, blank share and SHA-256
@@ -17,7 +17,7 @@ than one partition's ratings, the sample of pass 2 and the users' points.
    computation) and written with the private column as Parquet parts to a temporary directory,
    removed when the build ends, failed or not.
 5. the mapping: when the points fit in the in-core limit
-   (:func:`~privmap.offline.mechanisms.quantized.in_core`: 10^6 users' 11 factor coordinates take
+   (:func:`~privmap.offline.mechanisms.table.in_core`: 10^6 users' 11 factor coordinates take
    88 MB), gathered in file order and mapped by
    :func:`~privmap.offline.mechanisms.quantized.build_points` exactly as in memory, with every
    option (``--clusters auto`` and its targets, class-blind clusters, the posteriors prior,
@@ -58,17 +58,8 @@ from ..._errors import BuildError
 from ..._joint import joint_name
 from ...data import Dataset, Partition, Source, nearest, open_source, read_partition, row_keys
 from .._result import Result
-from ..quantized import (
-    IN_CORE_BYTES,
-    PartitionedRows,
-    StageTimer,
-    build_points,
-    build_rows,
-    check_enough_users,
-    check_out_of_core,
-    in_core,
-    out_of_core_reason,
-)
+from ..quantized import build_points, check_enough_users, check_out_of_core, out_of_core_reason
+from ..table import IN_CORE_BYTES, PartitionedRows, StageTimer, build_rows, in_core
 from ._build import RecommenderOptions, factor_names, factor_options, fit_model, missing_token, rating_model, \
     recommender_result
 from ._calibrate import calibrated_outputs, payload_domain, payload_table, pooled_sums, released_distance, \
@@ -122,7 +113,7 @@ class PartitionedMode:
     sample ``R`` (n, m; NaN = not rated) as its in-memory build fits it (``scores``: each
     penalty tried -> validation RMSE, or empty); ``width(options)``, the coordinates of a
     user's point; ``names(model)``, their feature names; and ``finish(built, fitted, options,
-    folded)`` -> :class:`Result`, the mapping's :class:`~privmap.offline.mechanisms.quantized.Build`
+    folded)`` -> :class:`Result`, the mapping's :class:`~privmap.offline.mechanisms.table.Build`
     made the mode's bundle (``folded``: the :class:`Folded` points and ratings). The model's
     ``points(R)`` gives the points of ratings (rows, width)."""
 

@@ -1,6 +1,6 @@
 """The evaluation view of a recommender bundle: what its devices do, as arrays.
 
-:class:`~privmap.offline.mechanisms.quantized.MappingView` looks a row up by its nearest input;
+:class:`~privmap.offline.mechanisms.table.MappingView` looks a row up by its nearest input;
 a recommender device first folds the ratings row into the factor space. :class:`FactorView`
 does the same with numpy (the ridge solve of :mod:`._factors`, the whitening, the clamp to the
 factor domain, the nearest centre), and releases the outputs' predicted rating rows.
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..._joint import payload_columns
 from ...data import nearest
-from ..quantized import MappingView, table_probabilities
+from ..table import MappingView, table_probabilities
 from ._factors import ridge_rows
 
 __all__ = ["FactorView", "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps"]

@@ -1,7 +1,7 @@
 """Program (19) on a build's rows: the alphabet (k-means representatives, or the exact
 mechanism's tuples and erasures), the prior p(a, c), the solve with its guarantees (robust search,
 per-output limit) and the codebook step: the part of a seed-000 build that cross-fitting repeats
-on each fold. The options that decide them are :class:`._options.QuantizedOptions` and
+on each fold. The options that decide them are :class:`privmap.offline.mechanisms.quantized.QuantizedOptions` and
 :class:`privmap.offline.mechanisms.exact.ExactOptions`; the rows are read through the backend
 interface :class:`._rows.Rows`, so rows in memory and partitions on a cluster take these steps alike.
 

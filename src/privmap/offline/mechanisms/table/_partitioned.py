@@ -7,7 +7,7 @@ with every option; beyond it, the build's stages are the in-memory build's
 (:func:`._pipeline.build_rows`) and this backend does what they ask of the rows in passes over
 the partitions (:mod:`privmap.offline.data` reads them), each a map on the workers and a small
 reduce on the client, with a number of clusters, the counts prior and one private column
-(:func:`check_out_of_core`). Everything that can be refused without reading rows (mechanism,
+(the mechanism's out-of-core check). Everything that can be refused without reading rows (mechanism,
 metric, k-means variant, the declarations of ``--domain`` and ``--schema``) is checked by
 :func:`check_partitioned` before any cluster starts.
 
@@ -91,21 +91,21 @@ from ...data import (
     source_sha256,
 )
 from ...solvers import SolveResult
+from .._seed000 import Seed000Options
 from ._codebook import Codebook, metric_center, refine_in_passes
 from ._holdout import HoldoutLeakage, cross_fitted_from_counts
 from ._in_memory import raw_distortion_total
 from ._missing import bundle_cells, column_fills, feature_maps
-from ._options import QuantizedOptions
 from ._program import Solved
 from ._rows import Alphabet, Progress
 
-__all__ = ["KMEANS", "IN_CORE_BYTES", "PartitionedRows", "SourceSummary", "check_partitioned", "check_out_of_core",
-           "in_core", "dask_client"]
+__all__ = ["KMEANS", "IN_CORE_BYTES", "PartitionedRows", "SourceSummary", "check_partitioned", "in_core",
+           "dask_client"]
 
 KMEANS = ("minibatch", "dask-ml", "in-memory")
 #: Default size (bytes) of the users' points (rows, or a model mode's points, float64) a partitioned
 #: build maps in memory with every option of the in-memory build; beyond it the mapping is made
-#: out of core (:func:`check_out_of_core`). 1 GiB: 10^6 users of 134 columns, or 12 million
+#: out of core (the mechanism's out-of-core check). 1 GiB: 10^6 users of 134 columns, or 12 million
 #: users of a recommender's 11 factor coordinates.
 IN_CORE_BYTES = 1 << 30
 #: Most rows ``kmeans="in-memory"`` gathers on the client.
@@ -205,7 +205,7 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None):
 
 def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> None:
     """Everything about a partitioned build's rows and options that can be refused without
-    reading rows (what the out-of-core mapping alone refuses: :func:`check_out_of_core`).
+    reading rows (what the out-of-core mapping alone refuses: the mechanism's out-of-core check).
 
     ``src`` is the partitioned rows (:func:`privmap.offline.data.open_source`: their
     headers only were read); no cluster is needed.
@@ -237,28 +237,6 @@ def in_core(n: int, d: int, limit_bytes: int) -> bool:
     return n * max(d, 1) * 8 <= limit_bytes
 
 
-def check_out_of_core(options: QuantizedOptions, why: str = "", *, joint: bool = False) -> None:
-    """Refuse what only the mapping in memory does, for a build mapped out of core
-    (:class:`PartitionedRows`' passes); ``why`` says why it is out of core (prefixed to the
-    advice, e.g. the users' points exceed the in-core limit).
-
-    Raises
-    ------
-    BuildError
-        ``auto`` clusters or smoothing, the posteriors prior, the robust certificate, the
-        class-blind codebook or (``joint``) several private columns, one line naming the option.
-    """
-    wants = ("several private columns" if joint
-             else "--clusters auto or --smoothing auto" if options.auto is not None
-             else "--prior posteriors" if options.prior != "counts"
-             else "--robust" if options.robust is not None
-             else "--class-blind clusters" if options.class_blind else None)
-    if wants is None:
-        return
-    raise BuildError(f"{wants} need{'' if joint else 's'} the users' points in memory{why}; out of core a build "
-                     "takes one private column, --clusters K, --prior counts, and neither --robust nor --class-blind")
-
-
 class PartitionedRows:
     """Partitioned rows (CSV or Parquet files) on a Dask cluster: the :class:`._rows.Rows`
     backend of an out-of-core build (module docstring). Opening them validates every partition
@@ -268,7 +246,7 @@ class PartitionedRows:
     ----------
     src : Source
         The partitioned rows (:func:`privmap.offline.data.open_source`: their headers only read).
-    options : QuantizedOptions
+    options : Seed000Options
         l2 metric; ``declared`` and ``missing`` decide how the partitions are read.
     client : distributed.Client
         Where the partitions are processed (see :func:`dask_client`).
@@ -291,7 +269,7 @@ class PartitionedRows:
         cell, by file, line or row, and column; a value outside its declared domain, by partition).
     """
 
-    def __init__(self, src: Source, options: QuantizedOptions, client, *, kmeans: str = "minibatch",
+    def __init__(self, src: Source, options: Seed000Options, client, *, kmeans: str = "minibatch",
                  progress: Progress | None = None, dask_progress: bool = False):
         check_partitioned(src, options, kmeans=kmeans)
         self._tell = progress or (lambda stage, fraction: None)
@@ -334,7 +312,7 @@ class PartitionedRows:
     def missing_cell_fraction(self) -> float:
         return self.dataset.missing_fraction
 
-    def alphabet(self, options: QuantizedOptions, *, quantizer: Callable | None = None) -> Alphabet:
+    def alphabet(self, options: Seed000Options, *, quantizer: Callable | None = None) -> Alphabet:
         """:meth:`._rows.Rows.alphabet` in three passes: k-means, the representatives (group
         means made domain-valid), and psi with each row's cross-fitting fold, kept on the workers
         (``labels`` and ``raw_distortion`` are None). A representative nobody is nearest to is
@@ -378,7 +356,7 @@ class PartitionedRows:
         self._assigned = _Assigned(_Rows(run, parts, assigned, reading, renumber), fold_counts, alphabet)
         return alphabet
 
-    def kmeans_centers(self, options: QuantizedOptions) -> np.ndarray:
+    def kmeans_centers(self, options: Seed000Options) -> np.ndarray:
         """The k-means centres (``options.clusters``, d) of the rows by this backend's k-means
         (``kmeans=``), before they are made representatives (:meth:`alphabet`)."""
         return _KMEANS[self._kmeans](self._run, self._parts, self._reading, self.dataset, options)
@@ -405,7 +383,7 @@ class PartitionedRows:
     def posterior_prior(self, alphabet: Alphabet, *, seed: int) -> np.ndarray:
         raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
 
-    def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: QuantizedOptions, *,
+    def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
                  perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
         """:meth:`._rows.Rows.codebook` in passes over the partitions
         (:func:`._codebook.refine_in_passes`, one round); the distance sums by fold on the moved
@@ -433,11 +411,11 @@ class PartitionedRows:
             raise BuildError("the partitioned rows are counted after their alphabet is made (alphabet())")
         return self._assigned
 
-    def start_cross_fitting(self, options: QuantizedOptions) -> None:
+    def start_cross_fitting(self, options: Seed000Options) -> None:
         """None: the folds out of core need the build's own passes (:meth:`cross_fitted`)."""
         return None
 
-    def cross_fitted(self, done: Solved, options: QuantizedOptions, *, progress: Callable[[float], None],
+    def cross_fitted(self, done: Solved, options: Seed000Options, *, progress: Callable[[float], None],
                      pending=None) -> HoldoutLeakage:
         """:func:`._holdout.cross_fitted_from_counts` on the fold-wise counts of the alphabet's pass and the
         distance sums of the codebook step's last pass (one more pass of them without that step)."""
@@ -505,7 +483,7 @@ class _Runner:
 
 
 
-def _summarize(src, stats, digests, options: QuantizedOptions) -> SourceSummary:
+def _summarize(src, stats, digests, options: Seed000Options) -> SourceSummary:
     """The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
     minimum and maximum, a non-integer value if any, and a missing cell if any (what ``resolve``
     reads of all rows)."""
@@ -771,15 +749,15 @@ def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 # --- k-means variants ----------------------------------------------------------------------------------
 
-def _clusters(options: QuantizedOptions) -> int:
-    """K of a build mapped out of core: :func:`check_out_of_core` refuses ``auto``, without which
-    QuantizedOptions holds a number."""
+def _clusters(options: Seed000Options) -> int:
+    """K of a build mapped out of core: the out-of-core check refuses ``auto``, without which
+    the options hold a number."""
     if options.clusters is None:
         raise BuildError("a partitioned build needs --clusters K")
     return options.clusters
 
 
-def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: QuantizedOptions):
+def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: Seed000Options):
     from sklearn.cluster import MiniBatchKMeans
     k = _clusters(options)
     model = MiniBatchKMeans(n_clusters=k, random_state=options.seed, batch_size=MINIBATCH_ROWS, n_init=3)
@@ -812,7 +790,7 @@ def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: Sourc
     return model.cluster_centers_
 
 
-def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: QuantizedOptions):
+def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: Seed000Options):
     import dask
     import dask.array as da
     from dask_ml.cluster import KMeans
@@ -831,7 +809,7 @@ def _partition_rows(part: Partition, *, reading) -> int:
     return int(_read(part, reading)[0].shape[0])
 
 
-def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: QuantizedOptions):
+def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Seed000Options):
     if summary.n > IN_MEMORY_MAX_ROWS:
         raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
                          f"(use minibatch or dask-ml)")

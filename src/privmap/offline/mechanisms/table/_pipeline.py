@@ -8,7 +8,7 @@ The pipeline reads its rows through the backend interface :class:`._rows.Rows`: 
 
 Two mechanisms share the pipeline and differ in their alphabet and options:
 
-- ``"quantized"`` (Algorithm 2, :class:`._options.QuantizedOptions`): k-means representatives
+- ``"quantized"`` (Algorithm 2, :class:`privmap.offline.mechanisms.quantized.QuantizedOptions`): k-means representatives
   of numeric public data are both the input and the output alphabet; the device maps a row to
   its nearest representative. Metrics ``l2`` (default), ``l1``, ``hamming``.
 - ``"exact"`` (Algorithm 1, :class:`privmap.offline.mechanisms.exact.ExactOptions`): the
@@ -151,7 +151,7 @@ class StageTimer:
 
     def attach_search(self, stage: str, costs, **more) -> None:
         """Add to the closed record ``stage`` the cost of the folds run during it (``costs`` as
-        :attr:`._autotune.Choice.fold_costs`): ``folds`` (how many), ``fold_cpu_seconds`` (their
+        :attr:`privmap.offline.mechanisms.quantized.Choice.fold_costs`): ``folds`` (how many), ``fold_cpu_seconds`` (their
         CPU seconds together), the pooled folds' CPU seconds to its ``cpu_seconds`` (those of
         this process's folds are in it already), and the keys of ``more`` as they are."""
         record = next(r for r in self._records if r["stage"] == stage)
@@ -184,7 +184,7 @@ class Build:
     left out for having every public cell missing, ``p_ac`` the prior (|A|, K_in), ``solved``
     program (19)'s table before compression and ``table`` the shipped integer table; ``stages``
     the :class:`StageTimer` that timed the build, and ``choice`` the ``auto`` search's
-    (:class:`._autotune.Choice`) when the options asked for one.
+    (:class:`privmap.offline.mechanisms.quantized.Choice`) when the options asked for one.
     """
 
     payload: dict

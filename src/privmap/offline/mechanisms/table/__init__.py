@@ -1,0 +1,71 @@
+"""Seed 000's table engine: the stages a table mechanism builds with, naming no mechanism.
+
+A table mechanism (the quantized and exact mechanisms, and the recommender and ranking modes on
+the quantized one) passes its options (:class:`~privmap.offline.mechanisms._seed000.Seed000Options`,
+whose ``quantizes`` says which alphabet its rows take) and its rows to the engine, and gets a
+:class:`Build` back: alphabet, prior, program (19) with its guarantees (robust certificate,
+per-output limit), the codebook step, the cross-fitted leakage for new users, and the payload;
+:class:`MappingView` is the evaluation view of any table bundle.
+
+Private modules: ``_rows`` (the rows backend the stages are written against, and the alphabet),
+``_in_memory`` and ``_partitioned`` (its backends: rows in memory, partitions on a Dask cluster),
+``_pipeline`` (integer table, metrics, cross-fitting, payload; :class:`StageTimer`), ``_program``
+(alphabet, prior, program (19), codebook step), ``_missing`` (k-means representatives under the
+"mask" and "impute" missing-answer policies), ``_erasure`` (the alphabet of observed tuples and
+their erasures), ``_class_blind`` (clusters with the classes' mean differences projected out),
+``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
+cross-fitted leakage for new users), ``_tasks`` (the folds' worker processes), ``_reuse`` (folds
+started from the build's answers), ``_view`` (the evaluation view).
+"""
+from ._codebook import metric_center, refine
+from ._erasure import (
+    ERASED,
+    categorical_code,
+    check_only_erases,
+    erasure_distortion,
+    erasure_problem,
+    format_cell,
+    input_alphabet,
+    lookup,
+    most_probable_mapping,
+)
+from ._holdout import (
+    CONFIDENCE,
+    STARTS,
+    FoldKMeans,
+    HoldoutLeakage,
+    cross_fitted_leakage,
+    cross_fitted_many,
+    fold_options,
+    start_cross_fitting,
+)
+from ._in_memory import InMemoryRows
+from ._missing import DEFAULT_MISSING, MISSING_POLICIES
+from ._partitioned import IN_CORE_BYTES, KMEANS, PartitionedRows, SourceSummary, check_partitioned, dask_client, in_core
+from ._pipeline import Build, StageTimer, build_rows, start
+from ._program import Solved, solve_prior, solve_rows
+from ._reuse import BuildStart, starts_folds
+from ._rows import Alphabet, Progress, Rows
+from ._view import (
+    Evaluation,
+    MappingView,
+    evaluate_view,
+    format_summary,
+    rated_figures,
+    recommender_figures,
+    table_probabilities,
+    view_from_bundle,
+    view_from_payload,
+    view_from_table,
+    view_release,
+)
+
+__all__ = ["build_rows", "start", "Build", "StageTimer", "Rows", "Progress", "Alphabet", "InMemoryRows",
+           "PartitionedRows", "SourceSummary", "check_partitioned", "in_core", "IN_CORE_BYTES", "dask_client", "KMEANS",
+           "Solved", "solve_rows", "solve_prior", "metric_center", "refine", "HoldoutLeakage", "cross_fitted_leakage",
+           "cross_fitted_many", "start_cross_fitting", "FoldKMeans", "STARTS", "CONFIDENCE", "fold_options",
+           "BuildStart", "starts_folds", "DEFAULT_MISSING", "MISSING_POLICIES", "ERASED", "erasure_problem",
+           "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup", "format_cell",
+           "most_probable_mapping", "MappingView", "Evaluation", "evaluate_view", "view_from_payload",
+           "view_from_table", "view_from_bundle", "view_release", "table_probabilities", "format_summary",
+           "recommender_figures", "rated_figures"]
