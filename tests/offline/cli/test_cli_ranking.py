@@ -138,3 +138,5 @@ def test_evaluate_with_the_training_file_reports_the_ranking_value_and_no_rating
     assert report["value_kept"] is None                        # scores are not ratings: no RMSE to keep
     assert report["ranking_value_kept"] > 0.0                  # the lists beat popularity
     assert 0.0 <= report["attacker_auc"] <= 1.0 and 0.0 <= report["exposed_2x"] <= 1.0
+    text = run("evaluate", out, test, "--train", train, "--private", "gender", "--repeats", 2).output
+    assert "by rating error - (the bundle releases scores, not ratings)" in text

@@ -288,6 +288,8 @@ def format_audit(report: dict) -> str:
 def _kept(report: dict, key: str, f) -> str:
     """A value kept and its interval as text; why there is none where a run has no figure."""
     runs = report[f"{key}_runs"]
+    if key == "value_kept" and report["baselines"]["bundle"]["rmse"] is None:
+        return "- (the bundle releases scores, not ratings)"
     if report[key] is None and any(v is None for v in runs):
         missing = sum(v is None for v in runs)
         return f"- (in {missing} of {len(runs)} runs the true rows did not beat the baseline)"
