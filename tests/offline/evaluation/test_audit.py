@@ -54,16 +54,17 @@ def test_the_auditor_reports_the_service_the_strongest_attacker_and_exposure(run
 
 
 def test_the_bundles_own_training_file_is_said_so_on_the_first_line(run, split):
-    text = run("evaluate", split["bundle"], split["train"], "--train", split["train"], "--private", "sex")
+    text = run("evaluate", split["bundle"], split["train"], "--train", split["train"], "--private", "sex",
+               "--repeats", 1)
     assert text.output.splitlines()[0].startswith("warning: DATA is the bundle's own training file")
     report = json.loads(run("evaluate", split["bundle"], split["train"], "--train", split["train"], "--private",
-                            "sex", "--json").stdout)
+                            "sex", "--repeats", 1, "--json").stdout)
     assert report["overlap"]["data_is_training_file"] and report["overlap"]["rows"] == 1117
 
 
 def test_a_training_file_that_is_not_the_bundles_is_named_so(run, split, music_csv):
     report = json.loads(run("evaluate", split["bundle"], split["test"], "--train", music_csv, "--private",
-                            "sex", "--json").stdout)
+                            "sex", "--repeats", 1, "--json").stdout)
     assert not report["overlap"]["train_is_training_file"] and report["overlap"]["rows"] is None
     assert "data_sha256" in report["overlap"]["note"]
 
