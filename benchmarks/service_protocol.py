@@ -94,7 +94,8 @@ def _symbol_scores(train: np.ndarray, y_train: np.ndarray, test: np.ndarray, cla
     """p(a | released row as its exact text), add-one smoothing shaped by the training prior
     (an unseen row gets the prior), shape (n_test, classes)."""
     prior = np.bincount(y_train, minlength=classes) / y_train.size
-    key = lambda row: " ".join("-" if np.isnan(x) else repr(float(x)) for x in row)  # noqa: E731
+    def key(row) -> str:
+        return " ".join("-" if np.isnan(x) else repr(float(x)) for x in row)
     counts: dict[str, np.ndarray] = {}
     for row, a in zip(train, y_train):
         counts.setdefault(key(row), np.zeros(classes))[a] += 1
