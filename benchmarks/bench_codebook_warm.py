@@ -23,9 +23,8 @@ import os
 import sys
 import time
 
-import numpy as np
-
 import bench_solver as bench
+import numpy as np
 
 
 def main(argv=None):

@@ -170,6 +170,7 @@ def compare_holdout(args) -> None:
     import tempfile
 
     from distributed import Client, LocalCluster
+
     from privmap.offline import Dataset, QuantizedOptions, declare
     from privmap.offline.data import open_source
     from privmap.offline.mechanisms.quantized import build, build_partitioned

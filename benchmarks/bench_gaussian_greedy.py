@@ -20,6 +20,7 @@ import argparse
 import time
 
 import numpy as np
+
 from privmap.offline.mechanisms.gaussian import GaussianModel, greedy_noise
 
 

@@ -40,6 +40,8 @@ import tempfile
 import time
 
 import numpy as np
+from sklearn.model_selection import train_test_split
+
 from privmap.offline import BuildError, Dataset, OutputLimit, QuantizedOptions, load_dataset
 from privmap.offline._information import max_output_leakage_bits
 from privmap.offline.data import assigned_distance
@@ -56,7 +58,6 @@ from privmap.offline.measures import logistic_attack, split_rows
 from privmap.offline.mechanisms.quantized import build
 from privmap.offline.mechanisms.table import InMemoryRows, evaluate_view, solve_rows, view_from_payload
 from privmap.offline.solvers import least_distortion
-from sklearn.model_selection import train_test_split
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHANNELS = {"RR": rr_channel, "OUE": oue_channel}

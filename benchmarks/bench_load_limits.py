@@ -29,6 +29,7 @@ import time
 import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
 from privmap.device import Limits
 from privmap.device.constants import DOMAIN_TAG, SCHEMA_VERSION
 from privmap.device.kinds import table_leakage_bits

@@ -30,12 +30,13 @@ import pathlib
 import time
 
 import numpy as np
+from sklearn.model_selection import train_test_split
+
 from privmap.offline import QuantizedOptions, leakage_bits
 from privmap.offline.data import joint_prior, load_dataset, nearest, pairwise
 from privmap.offline.evaluation import baselines
 from privmap.offline.measures import cross_validated_scores, permutation_bias
 from privmap.offline.mechanisms.table import InMemoryRows, solve_rows
-from sklearn.model_selection import train_test_split
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "ssi2012" / "tastes_gender.csv"
 AUC_LIMIT = 0.55

@@ -18,12 +18,13 @@ import pathlib
 import time
 
 import numpy as np
+from sklearn.model_selection import train_test_split
+
 from privmap.offline import Dataset, QuantizedOptions, load_dataset
 from privmap.offline._information import max_output_leakage_bits
 from privmap.offline.mechanisms.table import InMemoryRows, solve_rows
 from privmap.offline.solvers import least_distortion, smallest_feasible_epsilon, solve, solve_output_limited
 from privmap.offline.solvers.output_limit import dense_least_table, dense_limited
-from sklearn.model_selection import train_test_split
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

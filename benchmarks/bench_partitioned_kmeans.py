@@ -36,11 +36,13 @@ def main() -> None:
     parser.add_argument("--dask-ml-iters", type=int, nargs="+", default=[1, 3, 10])
     args = parser.parse_args()
 
+    from dataclasses import replace
+
     import dask
     import dask.array as da
     from dask_ml.cluster import KMeans
-    from dataclasses import replace
     from distributed import Client, LocalCluster
+
     from privmap.offline import QuantizedOptions
     from privmap.offline.data import nearest_l2, open_source, read_partition
     from privmap.offline.mechanisms.table import PartitionedRows

@@ -22,6 +22,7 @@ import hashlib
 import pathlib
 
 import numpy as np
+
 from privmap.device import Keyring, read_bundle_file
 from privmap.device.randomness import release_bits, sample_row
 

@@ -55,6 +55,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_build import adult_rows  # noqa: E402
+
 from privmap.offline import leakage_bits  # noqa: E402
 from privmap.offline.data import pairwise, quantize  # noqa: E402
 from privmap.offline.measures import permutation_bias  # noqa: E402
@@ -67,7 +68,6 @@ from privmap.offline.solvers import (  # noqa: E402
     solve,
     solve_robust,
 )
-
 
 #: The class coded 1 of each binary private attribute.
 ONE = {"sex": "Male", "income": ">50K"}

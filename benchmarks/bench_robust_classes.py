@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_build import adult_fields  # noqa: E402
 from bench_robust import _heldout, _per_cluster_only, _shipped  # noqa: E402
+
 from privmap.offline._errors import SolverError  # noqa: E402
 from privmap.offline._information import leakage_bits  # noqa: E402
 from privmap.offline.data._distortion import pairwise  # noqa: E402

@@ -15,8 +15,9 @@ import csv
 import pathlib
 import time
 
-import privmap.device.kinds.table as device_bundle
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+import privmap.device.kinds.table as device_bundle
 from privmap.device import Keyring, load_bundle
 from privmap.offline import Dataset, QuantizedOptions
 from privmap.offline.bundle import encode_payload, sign_bundle

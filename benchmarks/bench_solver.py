@@ -155,7 +155,7 @@ def delta_for(p_ac, D, frac):
     return frac * delta0, delta0, seconds
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def modules_at(rev):
     """Every ``privmap`` module of git revision ``rev`` that ``privmap.offline.solvers`` imports, loaded
     into this process: {dotted name: module}.

@@ -24,6 +24,7 @@ import pathlib
 import sys
 
 import numpy as np
+
 from privmap.offline.mechanisms.gaussian import GaussianModel, greedy_noise
 from privmap.offline.mechanisms.nullspace import attack_scores
 

@@ -42,7 +42,10 @@ from privmap.offline.mechanisms.quantized import build  # noqa: E402
 from privmap.offline.mechanisms.table import evaluate_view, view_from_bundle  # noqa: E402
 
 DATA = ROOT / "data" / "gss1993_music" / "music.csv"
-RATINGS = "bigb blug coun blue musi clas folk gosp jazz lati mood newa oper rap regg conr oldi hvym".split()
+RATINGS = [
+    "bigb", "blug", "coun", "blue", "musi", "clas", "folk", "gosp", "jazz",
+    "lati", "mood", "newa", "oper", "rap", "regg", "conr", "oldi", "hvym",
+]
 PRIVATE = "sex"
 CLUSTERS = 32
 FRACTIONS = (0.25, 0.5, 0.75)

@@ -195,7 +195,7 @@ def main(argv=None) -> None:
         for k in [0, *ks]:
             line = sorted([p for p in points if p["k"] == k], key=lambda p: p[x])
             ax.plot([p[x] for p in line], [p["leakage_bits"] for p in line], "o-", ms=3,
-                    label="no quantization (N = %d)" % S.shape[0] if k == 0 else f"K = {k}")
+                    label=f"no quantization (N = {S.shape[0]})" if k == 0 else f"K = {k}")
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("leakage I(Virginica; released) [bits]")

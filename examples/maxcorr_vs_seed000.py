@@ -15,8 +15,8 @@ import csv
 import pathlib
 
 from privmap.offline.data import load_dataset
-from privmap.offline.mechanisms.max_correlation import MaxCorrelationOptions, build, compare_max_correlation
 from privmap.offline.measures import pyplot
+from privmap.offline.mechanisms.max_correlation import MaxCorrelationOptions, build, compare_max_correlation
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "census" / "census.csv"

@@ -24,6 +24,7 @@ import csv
 import pathlib
 
 import numpy as np
+
 from privmap.offline.mechanisms.nullspace import nullspace_experiment
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

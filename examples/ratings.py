@@ -37,8 +37,11 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from privmap.offline import solve  # noqa: E402
-from privmap.offline import evaluation, measures  # noqa: E402
+from privmap.offline import (  # noqa: E402
+    evaluation,
+    measures,
+    solve,  # noqa: E402
+)
 from privmap.offline.data import load_dataset  # noqa: E402
 from privmap.offline.measures import rmse_true_vs_released  # noqa: E402
 from privmap.offline.mechanisms.table import view_from_table  # noqa: E402

@@ -68,6 +68,7 @@ def build_bundle(name: str, key: pathlib.Path, out: pathlib.Path) -> None:
 def signed_payload(path: pathlib.Path) -> bytes:
     """The payload bytes of a signed bundle, after verifying it with ``public.pem``."""
     import msgpack
+
     from privmap.device import Keyring, read_bundle_file
     bundle = read_bundle_file(path, Keyring.from_pem_files(HERE / "public.pem"), now=ISSUED_AT + 1)
     return msgpack.unpackb(bundle.data)[-1]
@@ -95,6 +96,7 @@ def check() -> int:
 def regenerate(key: pathlib.Path) -> int:
     """Rebuild and sign every example with ``key``; write public.pem and machine.json."""
     from cryptography.hazmat.primitives import serialization
+
     from privmap.offline.bundle import load_private_key
     private = load_private_key(key)
     (HERE / "public.pem").write_bytes(private.public_key().public_bytes(

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+
 from privmap.offline.cli import main as cli
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

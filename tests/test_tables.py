@@ -23,6 +23,7 @@ import re
 
 import msgpack
 import pytest
+
 from privmap.device import Keyring, read_bundle_file
 from privmap.device.constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
 from privmap.offline import Dataset, ExactOptions, QuantizedOptions

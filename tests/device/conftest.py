@@ -5,6 +5,7 @@ import copy
 
 import pytest
 from harness import EnumeratingBits, Sim, base_payload
+
 from privmap.device.randomness import InsecureTestBits
 
 

@@ -53,6 +53,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from harness import NOW, Sim, base_payload, exact_payload, ranking_payload, recommender_payload, with_leakage  # noqa: E402
+
 from privmap.device import DeviceState, PrivmapDeviceError
 from privmap.device.errors import BundleError
 

@@ -10,6 +10,7 @@ import msgpack
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privmap.device import Keyring, load_bundle
 from privmap.device.constants import DOMAIN_TAG
 from privmap.device.errors import BundleError

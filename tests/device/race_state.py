@@ -18,8 +18,6 @@ import tempfile
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from harness import Sim  # noqa: E402
-from privmap.device import PrivmapDeviceError  # noqa: E402
-from privmap.device.state._store import Store  # noqa: E402
 from test_device_state_concurrency import (  # noqa: E402
     ROWS,
     _final,
@@ -28,6 +26,9 @@ from test_device_state_concurrency import (  # noqa: E402
     _release_many,
     race,
 )
+
+from privmap.device import PrivmapDeviceError  # noqa: E402
+from privmap.device.state._store import Store  # noqa: E402
 
 
 def fresh(sim, root) -> list[str]:

@@ -6,10 +6,11 @@ import pathlib
 import subprocess
 import sys
 
-import privmap.device as device
-from privmap.device.kinds.table import FAST_PATH_MIN_WORK
 from harness import NOW, raw_public, with_leakage
 from isolation import release_in_isolation
+
+import privmap.device as device
+from privmap.device.kinds.table import FAST_PATH_MIN_WORK
 
 DEVICE_DIR = pathlib.Path(device.__file__).resolve().parent
 ALLOWED_TOP_LEVEL = {"msgpack", "cryptography", "__future__"} | set(sys.stdlib_module_names)

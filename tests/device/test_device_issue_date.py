@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from harness import NOW
+
 from privmap.device import read_bundle_file
 from privmap.device.constants import MAX_CLOCK_SKEW
 from privmap.device.errors import FutureBundleError

@@ -8,6 +8,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from harness import NOW, key_from_label, raw_public
+
 from privmap.device import Keyring, load_bundle
 from privmap.device.constants import MULTISIG_DOMAIN_TAG
 from privmap.device.errors import BundleSignatureError, KeyringError

@@ -6,6 +6,7 @@ import random
 
 import pytest
 from harness import EnumeratingBits, exact_payload, with_leakage
+
 from privmap.device import Limits
 from privmap.device.constants import MAX_ABS_CELL
 from privmap.device.errors import BundleFormatError, InputError
@@ -15,6 +16,8 @@ from privmap.device.kinds import (
     MODE_L2,
     nearest_numpy,
     nearest_pure,
+)
+from privmap.device.kinds import (
     table as bundle_module,
 )
 from privmap.device.randomness import InsecureTestBits

@@ -6,6 +6,7 @@ import random
 
 import pytest
 from harness import with_leakage
+
 from privmap.device.errors import BundleFormatError, InputError
 from privmap.device.kinds import (
     MODE_EQUAL,
@@ -13,6 +14,8 @@ from privmap.device.kinds import (
     MODE_L2,
     nearest_numpy,
     nearest_pure,
+)
+from privmap.device.kinds import (
     table as bundle_module,
 )
 

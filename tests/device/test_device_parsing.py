@@ -11,10 +11,11 @@ import time
 import tracemalloc
 
 import msgpack
-import privmap.device as device
 import pytest
 from fuzz_bundles import mutate_bytes
 from harness import NOW
+
+import privmap.device as device
 from privmap.device import Limits, read_bundle_file
 from privmap.device.constants import DOMAIN_TAG, MIN_MSGPACK_VERSION
 from privmap.device.errors import BundleError, BundleFormatError, BundleSignatureError, BundleTooLargeError

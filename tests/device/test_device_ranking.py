@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from harness import COLUMNS, FixedBits, Sim, ranking_payload
+
 from privmap.device.errors import BundleFormatError, InputError, WorkLimitError
 from privmap.device.kinds.ranking import MAX_ENTRY, MAX_SCORE_WORK
 from privmap.device.randomness import InsecureTestBits

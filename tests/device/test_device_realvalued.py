@@ -11,6 +11,7 @@ import msgpack
 import pytest
 from harness import NOW, FixedBits, raw_public
 from isolation import release_in_isolation
+
 from privmap.device import Limits, SystemRandomBits
 from privmap.device.constants import SCHEMA_VERSION
 from privmap.device.errors import (

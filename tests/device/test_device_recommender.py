@@ -12,6 +12,7 @@ import tracemalloc
 import numpy as np
 import pytest
 from harness import COLUMNS, RANK, FixedBits, Sim, base_payload, recommender_payload, wide_recommender_payload
+
 from privmap.device.errors import BundleFormatError, InputError
 from privmap.device.kinds.recommender import _cholesky_solve
 from privmap.device.randomness import InsecureTestBits

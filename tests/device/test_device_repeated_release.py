@@ -8,6 +8,7 @@ import random
 
 import pytest
 from harness import NOW, with_leakage
+
 from privmap.device import DeviceState, SystemRandomBits
 from privmap.device.randomness import DerivedBits, release_bits, sample_row
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 from harness import NOW, key_from_label, raw_public
+
 from privmap.device import DeviceState, Keyring, KeyringChain, load_bundle
 from privmap.device.constants import LATEST_ISSUED_AT, MAX_ROTATIONS
 from privmap.device.errors import (

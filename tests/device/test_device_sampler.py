@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 from harness import EnumeratingBits, FixedBits, with_leakage
+
 from privmap.device import SystemRandomBits
 from privmap.device.errors import RandomnessError
 from privmap.device.randomness import InsecureTestBits, sample_row

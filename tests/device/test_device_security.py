@@ -10,6 +10,7 @@ import hashlib
 import msgpack
 import pytest
 from harness import NOW, key_from_label, raw_public, with_leakage
+
 from privmap.device import Keyring, Limits, load_bundle
 from privmap.device.constants import DOMAIN_TAG
 from privmap.device.errors import (

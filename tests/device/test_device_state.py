@@ -8,6 +8,7 @@ import stat
 import msgpack
 import pytest
 from harness import NOW, MemoryCounter
+
 from privmap.device import Binding, DeviceState
 from privmap.device.constants import EXPIRY_GRACE, LATEST_ISSUED_AT, MAX_CLOCK_SKEW
 from privmap.device.errors import (

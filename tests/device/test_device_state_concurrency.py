@@ -14,6 +14,7 @@ import traceback
 
 import pytest
 from harness import NOW
+
 from privmap.device import DeviceState, PrivmapDeviceError
 from privmap.device.errors import NoValidBundleError, RollbackError
 

@@ -15,6 +15,7 @@ import time
 
 import pytest
 from harness import NOW, MemoryCounter
+
 from privmap.device import DeviceState
 from privmap.device.constants import DEFAULT_LOCK_WAIT
 from privmap.device.errors import NoValidBundleError, StateError, StateLockedError, StateReplayError

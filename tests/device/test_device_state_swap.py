@@ -21,6 +21,7 @@ import time
 
 import pytest
 from harness import NOW
+
 from privmap.device import DeviceState, PrivmapDeviceError
 
 ROW = [3, 0.5, 12.0]

@@ -7,8 +7,9 @@ import importlib.util
 import json
 import pathlib
 
-import privmap.device.errors as errors
 import pytest
+
+import privmap.device.errors as errors
 from privmap.device import Keyring, PrivmapDeviceError, read_bundle_file
 from privmap.device.errors import InputError
 from privmap.device.randomness import InsecureTestBits

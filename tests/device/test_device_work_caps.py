@@ -7,6 +7,7 @@ import signal
 
 import pytest
 from harness import raw_public
+
 from privmap.device import Keyring, Limits
 from privmap.device.errors import BundleFormatError, InputError, KeyringError, PolicyError, WorkLimitError
 from privmap.device.format import prescan

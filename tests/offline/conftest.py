@@ -5,6 +5,7 @@ import csv
 import numpy as np
 import pytest
 from click.testing import CliRunner
+
 from privmap.offline.cli import main
 
 

@@ -3,6 +3,7 @@ and is never narrower than the estimate's standard error, on a population of kno
 import numpy as np
 import pytest
 from scipy import sparse
+
 from privmap.offline._heldout_leakage import BETAS, bracket_terms, pooled_bracket
 from privmap.offline._information import leakage_bits
 from privmap.offline.data import joint_prior, known_joint

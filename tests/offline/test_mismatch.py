@@ -1,5 +1,6 @@
 """Theorem 1 / Proposition 1 bounds: shrink with n, flagged vacuous when they say nothing."""
 import pytest
+
 from privmap.offline._mismatch import mismatch_bound
 
 

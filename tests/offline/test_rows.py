@@ -1,6 +1,7 @@
 """unique_rows: numpy's distinct rows, counts and inverse, exactly, by a lexicographic sort."""
 import numpy as np
 import pytest
+
 from privmap.offline._rows import unique_rows
 
 

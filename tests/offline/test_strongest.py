@@ -2,6 +2,7 @@
 and logistic regression."""
 import numpy as np
 import pytest
+
 from privmap.offline._strongest import (
     ATTACKERS,
     bayes_scores,

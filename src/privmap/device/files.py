@@ -199,10 +199,8 @@ def _write_temp(dir_fd: int, name: str, data: bytes, mode: int) -> str:
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(name, dir_fd=dir_fd)
-    except OSError:
-        pass
 
 
 def atomic_write(directory: Directory, name: str, data: bytes, mode: int = 0o600) -> None:

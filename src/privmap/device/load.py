@@ -16,7 +16,6 @@ import os
 import time
 
 from .constants import MAX_CLOCK_SKEW
-from .files import NotRegularFile, read_regular
 from .errors import (
     BundleError,
     BundleFormatError,
@@ -26,6 +25,7 @@ from .errors import (
     PolicyError,
     RollbackError,
 )
+from .files import NotRegularFile, read_regular
 from .format import Limits, decode_envelope, decode_payload, parse_header, prescan
 from .kinds import Bundle, load_body
 from .trust import Keyring, verify_envelope

@@ -60,9 +60,8 @@ def canonical_floats(value):
 def _plain(value):
     """numpy scalars/arrays and tuples to plain Python values (without importing numpy)."""
     module = type(value).__module__
-    if module == "numpy" or module.startswith("numpy."):
-        if hasattr(value, "tolist"):
-            value = value.tolist()
+    if (module == "numpy" or module.startswith("numpy.")) and hasattr(value, "tolist"):
+        value = value.tolist()
     if isinstance(value, tuple):
         value = list(value)
     if isinstance(value, list):

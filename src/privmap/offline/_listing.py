@@ -9,7 +9,7 @@ is not comma-separated (its header then reads as one column).
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 __all__ = ["name_some", "name_hint", "MAX_NAMED", "MAX_NAME_CHARS", "MAX_HINTED"]
 

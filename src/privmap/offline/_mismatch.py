@@ -58,9 +58,6 @@ def mismatch_bound(n: int, n_private: int, n_symbols: int, d_max: float, h_priva
         raise ValueError("need n >= 1 and 0 < confidence < 1")
     cells = n_private * n_symbols
     eps = math.sqrt((cells * math.log2(n + 1) + math.log2(1 / (1 - confidence))) / (2 * n))
-    if eps < cells / math.e:
-        leakage = 3 * eps * math.log2(cells / eps)
-    else:
-        leakage = math.inf
+    leakage = 3 * eps * math.log2(cells / eps) if eps < cells / math.e else math.inf
     vacuous = eps >= 2 or leakage >= h_private_bits
     return MismatchBound(eps=eps, leakage_bits=leakage, distortion=d_max * eps, vacuous=vacuous)

@@ -15,7 +15,7 @@ import contextlib
 import threading
 import warnings
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 __all__ = ["caught", "route", "summary", "clear"]
 

@@ -23,6 +23,7 @@ import sys
 import msgpack
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privmap.device.constants import DOMAIN_TAG
 from privmap.device.kinds import table_leakage_bits
 from privmap.offline.bundle._write import encode_payload, sign_bundle

@@ -4,6 +4,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privmap.device.constants import LEAKAGE_RELATIVE_SLACK, PAYLOAD_FLOAT_RELATIVE_ERROR
 from privmap.device.kinds import table_leakage_bits
 from privmap.offline.bundle._write import canonical_float
@@ -70,10 +71,11 @@ def test_rounded_gaussian_bundles_pass_every_device_check(delta):
 def test_rounded_nullspace_bundles_pass_every_device_check_and_release(epsilon):
     """Rounded directions stay unit-norm and A_d A_d^T-orthogonal within the device's tolerance,
     and a release passes the Theorem 1 check."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from privmap.device import Keyring, load_bundle
     from privmap.offline.bundle import encode_payload, sign_bundle
     from privmap.offline.mechanisms import nullspace
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     build = nullspace.build(ANES, nullspace.NullspaceOptions(desired=("educ",), confidential=("PID",), epsilon=epsilon))
     key = Ed25519PrivateKey.generate()
     bundle = load_bundle(sign_bundle(encode_payload(build.payload), key), Keyring([key.public_key()]))

@@ -2,6 +2,7 @@
 import math
 
 import pytest
+
 from privmap.offline.bundle._inspect import payload_output_leakage
 
 

@@ -9,6 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privmap.device import Keyring
 from privmap.offline._errors import BuildError
 from privmap.offline.bundle._keys import generate_keypair, load_private_key

@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+
 from privmap.offline.commandline import EXIT_CLOSED_PIPE, TRACEBACK_ENV
 
 #: ``privmap`` in a child process, so that stdout is a real file descriptor 1.

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+
 from privmap.offline.mechanisms.gaussian import GaussianModel
 from privmap.offline.mechanisms.nullspace import (
     clean,

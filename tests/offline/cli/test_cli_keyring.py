@@ -4,6 +4,7 @@ import os
 import signal
 
 import pytest
+
 from privmap.device import KeyringChain, load_bundle
 from privmap.device.errors import BundleSignatureError
 

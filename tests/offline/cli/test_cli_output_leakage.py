@@ -4,6 +4,7 @@ import math
 import pathlib
 
 import pytest
+
 from privmap.offline.bundle._inspect import read_bytes, read_unverified
 
 TABLES = pathlib.Path(__file__).resolve().parents[3] / "tables"

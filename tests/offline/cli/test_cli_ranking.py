@@ -6,6 +6,7 @@ import csv
 import json
 
 import pytest
+
 from privmap.offline.data import synthetic_ratings
 
 

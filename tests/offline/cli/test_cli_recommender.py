@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+
 from privmap.offline.data import synthetic_ratings
 
 

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+
 from privmap.offline.bundle._inspect import read_bytes, read_unverified
 from privmap.offline.solvers import robust_figures_of_table
 

@@ -14,6 +14,7 @@ def resigned(source: pathlib.Path, version: int, key: pathlib.Path, out: pathlib
     signed with the private key file ``key`` (cheaper than another build; the device sees an
     ordinary bundle)."""
     import msgpack
+
     from privmap.offline.bundle import load_private_key, sign_bundle
     payload = msgpack.unpackb(msgpack.unpackb(source.read_bytes())[-1])
     payload["version"] = version

@@ -7,7 +7,10 @@ import re
 import numpy as np
 import pytest
 
-COLUMNS = "bigb blug coun blue musi clas folk gosp jazz lati mood newa oper rap regg conr oldi hvym".split()
+COLUMNS = [
+    "bigb", "blug", "coun", "blue", "musi", "clas", "folk", "gosp", "jazz",
+    "lati", "mood", "newa", "oper", "rap", "regg", "conr", "oldi", "hvym",
+]
 #: Cells of the bad row: each is refused by the device, none occurs in a valid output.
 MARKERS = ["31337", "-0.000123", "1e300", "abc123xyz", "4.75"] + ["2"] * 13
 
@@ -181,6 +184,7 @@ class _AnyBundle:
 def _batch(tmp_path, text: str, bundle, **kw):
     """Run the batch on ``text`` as IN.csv; the result, OUT's text and the rejects' text."""
     import io
+
     from privmap.offline.cli._batch import sanitize_csv
     infile = tmp_path / "in.csv"
     infile.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
@@ -225,6 +229,7 @@ def test_an_over_long_line_is_read_in_bounded_pieces(tmp_path):
     import tracemalloc
     bundle = _AnyBundle(["f0", "f1"])
     import io
+
     from privmap.offline.cli._batch import sanitize_csv
     infile = tmp_path / "in.csv"
     with infile.open("w") as f:                                   # one 40 MiB line between two rows
@@ -244,6 +249,7 @@ def test_an_over_long_line_is_read_in_bounded_pieces(tmp_path):
 
 def test_memory_is_flat_in_the_number_of_rows_released_or_refused(tmp_path):
     import tracemalloc
+
     from privmap.offline.cli._batch import sanitize_csv
     bundle = _AnyBundle(["f0", "f1", "f2"])
     peaks = []

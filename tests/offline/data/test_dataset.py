@@ -1,6 +1,7 @@
 """The dataset loader rejects every malformed input with a message naming the place."""
 import numpy as np
 import pytest
+
 from privmap.offline._errors import DatasetError
 from privmap.offline.data._dataset import load_dataset
 from privmap.offline.data._schema import resolve
@@ -100,6 +101,7 @@ def _seconds_to_refuse(path) -> float:
     """Seconds to refuse ``path`` for its rows, after every header check at the file's full width
     (the public columns are the most a device takes, 4,096 of them: more are refused by count)."""
     import time
+
     from privmap.device import Limits
     public = [f"c{i}" for i in range(Limits().max_features)]
     best = float("inf")

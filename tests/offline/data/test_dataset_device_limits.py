@@ -4,6 +4,7 @@ or categories; never after clustering."""
 from __future__ import annotations
 
 import pytest
+
 from privmap.device import Limits
 from privmap.offline._errors import DatasetError
 from privmap.offline.data import _dataset

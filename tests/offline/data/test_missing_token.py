@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+
 from privmap.offline._errors import DatasetError
 from privmap.offline.data._dataset import load_dataset
 from privmap.offline.data._schema import check_missing_token, declare, read_schema_file, resolve

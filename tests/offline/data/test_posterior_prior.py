@@ -3,6 +3,7 @@ is far closer to the truth than the counts are."""
 from __future__ import annotations
 
 import numpy as np
+
 from privmap.offline._information import mutual_information_bits
 from privmap.offline.data._prior import joint_prior, posterior_prior
 

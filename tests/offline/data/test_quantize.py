@@ -1,7 +1,9 @@
 """Quantization: representatives are valid domain points and psi is the device's nearest rule."""
 import numpy as np
 import pytest
+
 from privmap.offline._errors import DatasetError
+from privmap.offline.data._blas_nearest import nearest_with_distance
 from privmap.offline.data._distortion import (
     NEAREST_BLOCK_BYTES,
     assigned_distance,
@@ -9,7 +11,6 @@ from privmap.offline.data._distortion import (
     nearest,
     pairwise,
 )
-from privmap.offline.data._blas_nearest import nearest_with_distance
 from privmap.offline.data._quantize import _group_representatives, quantize
 
 

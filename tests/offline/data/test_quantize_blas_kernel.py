@@ -27,8 +27,8 @@ print(hashlib.sha256(q.labels.tobytes() + q.centers.tobytes()).hexdigest())
 
 
 def _openblas() -> bool:
-    from threadpoolctl import threadpool_info
     import numpy  # noqa: F401
+    from threadpoolctl import threadpool_info
     return any(i.get("internal_api") == "openblas" for i in threadpool_info())
 
 

@@ -1,6 +1,7 @@
 """The seeded rating generator: latent factors, a private attribute, blanks missing not at random."""
 import numpy as np
 import pytest
+
 from privmap.offline._attacker import logistic_attack
 from privmap.offline.data import load_dataset, synthetic_ratings
 

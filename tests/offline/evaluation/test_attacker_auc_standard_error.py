@@ -2,9 +2,10 @@
 and the coverage of the normal bound it gives on draws whose true AUC is known."""
 import numpy as np
 import pytest
-from privmap.offline._attacker import auc_with_error
 from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
+
+from privmap.offline._attacker import auc_with_error
 
 
 def delong_by_definition(score, positive):

@@ -11,7 +11,8 @@ ATTACKERS = ("bayes", "boosting", "logistic")
 @pytest.fixture(scope="module")
 def split(tmp_path_factory, music_csv, keys, run):
     """The GSS music ratings split 70/30 into TRAIN and TEST files, and a recommender bundle built on TRAIN."""
-    rows = list(csv.reader(open(music_csv, newline="")))
+    with open(music_csv, newline="") as f:
+        rows = list(csv.reader(f))
     head, body = rows[0], rows[1:]
     order = np.random.default_rng(0).permutation(len(body))
     cut = int(0.7 * len(body))

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from privmap.offline._errors import BuildError
 from privmap.offline.commandline import parse_floats
 from privmap.offline.evaluation import CSV_COLUMNS, sweep

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from privmap.offline import BuildError, mutual_information_bits
 from privmap.offline.data import joint_prior
 from privmap.offline.measures import permutation_bias, prior_mismatch_bounds
@@ -237,6 +238,7 @@ def test_the_attacker_fits_each_distinct_released_row_once_weighted_by_its_count
     """Released rows of a quantized table repeat; fitting the distinct (row, class) pairs with their
     counts as weights must give the model the rows themselves give (a sum over rows either way)."""
     from sklearn.linear_model import LogisticRegression
+
     from privmap.offline._attacker import _distinct_weighted, encode_features, logistic_attack
     rng = np.random.default_rng(6)
     points = rng.integers(1, 6, size=(12, 4)).astype(float)

@@ -1,6 +1,7 @@
 """Exposure per user: the share whose release raises the odds of their own class 2x or 4x."""
 import numpy as np
 import pytest
+
 from privmap.offline import BuildError
 from privmap.offline.data import joint_prior
 from privmap.offline.evaluation import users_exposure

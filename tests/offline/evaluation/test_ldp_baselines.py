@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from privmap.offline.evaluation import _baselines
+
 from privmap.offline.evaluation import (
+    _baselines,
     channel_release,
     ldp_epsilon_bound_bits,
     oue_channel,

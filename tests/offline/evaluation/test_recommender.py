@@ -1,6 +1,7 @@
 """Matrix-factorization RMSE on true vs released ratings (seed 000, Table I)."""
 import numpy as np
 import pytest
+
 from privmap.offline.measures import factorize, rmse_true_vs_released
 
 

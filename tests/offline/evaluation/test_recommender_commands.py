@@ -5,6 +5,7 @@ import math
 import pathlib
 
 import pytest
+
 from privmap.offline.data import synthetic_ratings
 
 KEYS = {"rmse_true", "rmse_released", "rmse_nothing", "value_kept", "ndcg_at_k_true", "ndcg_at_k_released",

@@ -1,6 +1,7 @@
 """The top-k lists users receive: EASE on true profiles, popularity, and released rows, by recall and NDCG."""
 import numpy as np
 import pytest
+
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.measures import RankingService, ServiceUtility, ease_weights, format_utility, hide_ratings
 

@@ -1,6 +1,7 @@
 """Utility as the service sees it: a recommender trained with the true, released or no held-out rows."""
 import numpy as np
 import pytest
+
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.measures import ServiceUtility, fit_svd, format_utility, hide_ratings, recommender_utility
 from privmap.offline.mechanisms.table import recommender_figures, view_from_table

@@ -1,6 +1,7 @@
 """The logistic-regression attacker chooses its regularisation by inner cross-validation."""
 import numpy as np
 import pytest
+
 from privmap.offline._attacker import (
     C_GRID,
     choose_regularisation,

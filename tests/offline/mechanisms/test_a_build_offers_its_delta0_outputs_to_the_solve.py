@@ -2,6 +2,7 @@
 offered them, and with many classes the interior point's column generation over the outputs
 starts there and ends certified over every output."""
 import numpy as np
+
 from privmap.offline import QuantizedOptions
 from privmap.offline.data import Dataset
 from privmap.offline.mechanisms.table import InMemoryRows, _program, solve_rows

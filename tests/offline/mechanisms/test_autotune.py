@@ -4,11 +4,12 @@ import json
 
 import numpy as np
 import pytest
+
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.bundle._write import canonical_float
 from privmap.offline.data import load_dataset
-from privmap.offline.mechanisms.table import _reuse
 from privmap.offline.mechanisms.quantized._autotune import REFINE_STEPS, choose
+from privmap.offline.mechanisms.table import _reuse
 
 
 @pytest.fixture(scope="module")
@@ -252,8 +253,8 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
 
 
 def test_the_posteriors_prior_lets_auto_try_eight_times_finer_alphabets():
-    from privmap.offline.mechanisms.quantized._autotune import candidate_clusters, min_users_for
     from privmap.offline.mechanisms.quantized import QuantizedOptions
+    from privmap.offline.mechanisms.quantized._autotune import candidate_clusters, min_users_for
     counts = QuantizedOptions(clusters=4, delta_fraction=0.5)
     posteriors = QuantizedOptions(clusters=4, delta_fraction=0.5, prior="posteriors")
     assert (min_users_for(counts), min_users_for(posteriors)) == (32, 4)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from privmap.offline import BuildError, CrossFitting, Dataset, QuantizedOptions
 from privmap.offline.data import nearest
 from privmap.offline.mechanisms import quantized
-from privmap.offline.mechanisms.table import _class_blind
 from privmap.offline.mechanisms.quantized._autotune import choose
+from privmap.offline.mechanisms.table import _class_blind
 from privmap.offline.mechanisms.table._class_blind import ClassBlind, class_directions
 
 

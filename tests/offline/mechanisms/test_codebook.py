@@ -1,6 +1,7 @@
 """The codebook step: released rows moved to the metric's optimum, then re-solved (privacy-aware Lloyd)."""
 import numpy as np
 import pytest
+
 from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.data import joint_prior, pairwise, quantize
 from privmap.offline.mechanisms.table._codebook import (

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+
 from privmap.offline import Auto, CrossFitting, Dataset, DatasetError, QuantizedOptions
 from privmap.offline._attacker import auc_with_error
 from privmap.offline.data import synthetic_ratings

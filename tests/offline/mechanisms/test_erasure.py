@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privmap.offline import solve
 from privmap.offline._errors import BuildError
 from privmap.offline._information import mutual_information_bits

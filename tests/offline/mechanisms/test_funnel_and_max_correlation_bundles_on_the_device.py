@@ -6,6 +6,7 @@ import msgpack
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from isolation import release_in_isolation
+
 from privmap.device import Keyring, load_bundle
 from privmap.device.errors import BundleSignatureError, MetricsError, TableError
 from privmap.offline import BuildError
@@ -36,6 +37,7 @@ def _sign(payload):
 def _resign_raw(payload):
     """Sign a payload WITHOUT the builder's checks (what a hostile or buggy builder could do)."""
     from cryptography.hazmat.primitives import serialization
+
     from privmap.device.constants import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
     from privmap.device.trust import key_id_of
     raw = msgpack.packb(payload, use_bin_type=True)

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import Dataset
 from privmap.offline.mechanisms.table import InMemoryRows, cross_fitted_leakage, solve_rows
@@ -159,6 +160,7 @@ def test_simulated_release_draws_each_output_with_its_table_probability():
     from types import SimpleNamespace
 
     from scipy.stats import chisquare
+
     from privmap.offline.mechanisms.table._holdout import _drawn_outputs
     table = np.array([[0.5, 0.0, 0.3, 0.2], [0.0, 1.0, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4]])
     fit = SimpleNamespace(solved=SimpleNamespace(table=table), alphabet=SimpleNamespace(outputs=np.eye(4).tolist()))
@@ -185,6 +187,7 @@ def test_a_build_gives_the_same_estimate_with_its_folds_started_before_its_own_s
 
 def test_a_build_that_fails_before_its_folds_stops_the_workers_folding_early(ratings_csv, monkeypatch):
     import time
+
     from privmap.offline import BuildError
     from privmap.offline.mechanisms.quantized import build
     from privmap.offline.mechanisms.table import _pipeline

@@ -10,6 +10,7 @@ import statistics
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privmap.device.errors import InputError
 from privmap.offline import Dataset, DatasetError, QuantizedOptions, leakage_bits
 from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
@@ -19,7 +20,10 @@ from privmap.offline.mechanisms import quantized
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 ISSUED_AT = 1_700_000_000
 #: The 18 music ratings of the GSS file (its other columns: age, educ and the private sex).
-COLUMNS = "bigb blug coun blue musi clas folk gosp jazz lati mood newa oper rap regg conr oldi hvym".split()
+COLUMNS = [
+    "bigb", "blug", "coun", "blue", "musi", "clas", "folk", "gosp", "jazz",
+    "lati", "mood", "newa", "oper", "rap", "regg", "conr", "oldi", "hvym",
+]
 
 
 @pytest.fixture(scope="module")

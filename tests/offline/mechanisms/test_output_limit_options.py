@@ -1,5 +1,6 @@
 """QuantizedOptions with a per-output leakage limit: what it refuses."""
 import pytest
+
 from privmap.offline._errors import BuildError
 from privmap.offline.mechanisms.exact import ExactOptions
 from privmap.offline.mechanisms.quantized import OutputLimit, QuantizedOptions

@@ -7,6 +7,7 @@ import csv
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privmap.device import Limits
 from privmap.device.format import Feature
 from privmap.device.kinds.recommender import parse_model

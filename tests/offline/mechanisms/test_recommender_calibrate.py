@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from scipy import sparse
+
 from privmap.offline import Dataset, QuantizedOptions, declare
 from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
 from privmap.offline.mechanisms import recommender
-from privmap.offline.mechanisms.table import table_probabilities
 from privmap.offline.mechanisms.recommender import RecommenderOptions, calibrated_outputs, fit_factors, pooled_sums
-from scipy import sparse
+from privmap.offline.mechanisms.table import table_probabilities
 
 
 def small_build():

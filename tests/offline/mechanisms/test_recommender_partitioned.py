@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privmap.offline import Auto, BuildError, CrossFitting, Dataset, DatasetError, QuantizedOptions, declare
 from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import file_sha256, open_source, source_sha256, synthetic_ratings
@@ -126,8 +127,8 @@ def test_the_outputs_are_calibrated_out_of_core_as_in_memory(client, ratings, tm
     factor points) gives the in-memory calibration's outputs and released distortion on one mapping."""
     from privmap.offline.data import nearest
     from privmap.offline.mechanisms.quantized import build_points
-    from privmap.offline.mechanisms.table import StageTimer
     from privmap.offline.mechanisms.recommender._partitioned import _Reading, calibrate, fold_in
+    from privmap.offline.mechanisms.table import StageTimer
     drawn, whole, parts = ratings
     prepared = recommender.prepare(Dataset.from_csv(whole, private="gender"), OPTIONS)
     options = dataclasses.replace(MAPPING, declared=None, cross_fitting=None)     # the factor points' domain

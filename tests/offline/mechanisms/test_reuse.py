@@ -3,6 +3,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+
 from privmap.offline import ExactOptions, QuantizedOptions, SolverError
 from privmap.offline.data import Dataset
 from privmap.offline.mechanisms.table import InMemoryRows, _program, solve_rows

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+
 from privmap.offline import Auto, CrossFitting, Dataset, QuantizedOptions, TargetNotMetError
 from privmap.offline.mechanisms.quantized import _build, build, search_sample
 

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+
 from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline._information import leakage_bits, mutual_information_bits
 from privmap.offline.bundle import payload_table

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+
 from privmap.offline.mechanisms.table._tasks import Tasks, forks_safely, run_tasks
 
 #: Both kinds of worker, whatever this machine's cores would choose.

@@ -2,6 +2,7 @@
 and distorts raw data by at most Delta + r."""
 import numpy as np
 import pytest
+
 from privmap.offline._information import leakage_bits
 from privmap.offline.data._distortion import pairwise
 from privmap.offline.data._prior import joint_prior

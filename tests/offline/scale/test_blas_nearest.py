@@ -1,6 +1,7 @@
 """The BLAS form of the nearest-representative rule answers exactly as the device's rule."""
 import numpy as np
 import pytest
+
 from privmap.offline.data._blas_nearest import assigned_distance_l2, nearest_l2
 from privmap.offline.data._distortion import nearest, pairwise
 

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+
 from privmap.device import Keyring, read_bundle_file
 from privmap.device.kinds import recompute_leakage_bits
 from privmap.offline import BuildError, Dataset, QuantizedOptions

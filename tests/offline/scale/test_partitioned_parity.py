@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+
 from privmap.offline import CrossFitting, Dataset, DatasetError, QuantizedOptions, declare
 from privmap.offline.data import open_source
 from privmap.offline.mechanisms.quantized import build, build_partitioned

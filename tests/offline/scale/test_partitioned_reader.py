@@ -1,6 +1,7 @@
 """Partitioned reading: every partition is validated, and a bad cell is named as the in-memory reader names it."""
 import numpy as np
 import pytest
+
 from privmap.offline._errors import DatasetError
 from privmap.offline.data._dataset import load_dataset
 from privmap.offline.data._partitioned import open_source, read_partition, resolve_files
@@ -124,7 +125,7 @@ def test_glob_matching_nothing_is_an_error(tmp_path):
         resolve_files(str(tmp_path / "*.parquet"))
 
 
-@pytest.mark.parametrize("index", [None, np.arange(100, 200), ["u%d" % i for i in range(100)]])
+@pytest.mark.parametrize("index", [None, np.arange(100, 200), [f"u{i}" for i in range(100)]])
 def test_an_index_pandas_stored_in_a_parquet_file_is_not_a_public_column(tmp_path, ratings_frame, index):
     """DataFrame.to_parquet writes a non-range index as a column (__index_level_0__, or its name):
     row labels, which would otherwise become a public answer of every user."""

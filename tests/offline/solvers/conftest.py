@@ -5,6 +5,7 @@ import pathlib
 
 import numpy as np
 import pytest
+
 from privmap.offline.data._distortion import pairwise
 from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize

@@ -2,6 +2,7 @@
 last digits is absorbed by the least diagonal shift tried; a truly indefinite one is refused."""
 import numpy as np
 import pytest
+
 from privmap.offline.solvers._row_schur import SchurBreakdown, shifted_cholesky
 
 SHIFTS = (0.0, 1e-12, 1e-10)

@@ -1,6 +1,7 @@
 """Compressed tables: exact integer rows, metrics from the integers, budget kept."""
 import numpy as np
 import pytest
+
 from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.solvers import compress, solve_cvxpy
 

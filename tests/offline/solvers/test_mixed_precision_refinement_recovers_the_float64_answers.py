@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from privmap.offline.solvers import _row_schur
 from privmap.offline.solvers.interior import _primal_dual, _program
 from privmap.offline.solvers.perfect import _interior

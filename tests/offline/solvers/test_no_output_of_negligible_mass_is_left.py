@@ -1,5 +1,6 @@
 """No output of negligible mass is left in a table the fast solver returns."""
 import numpy as np
+
 from privmap.offline.solvers import (
     MASS_FLOOR,
     merge_negligible_outputs,

@@ -1,5 +1,6 @@
 """A narrowing gap as a progress fraction: the share of its decades covered, always in [0, 1]."""
 import pytest
+
 from privmap.offline.solvers._progress import log_fraction
 
 

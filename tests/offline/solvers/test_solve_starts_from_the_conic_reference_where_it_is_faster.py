@@ -3,6 +3,7 @@ answer, and the fast solver polishes and certifies its answer; a cold fast solve
 certified from that answer too. The interior point is set aside here (``no_interior``): its own
 start is tested in test_solve_starts_from_the_interior_point_with_many_classes.py."""
 import pytest
+
 from privmap.offline._errors import InfeasibleError, SolverError
 from privmap.offline.solvers import (
     CONIC_FIRST_CLASSES,

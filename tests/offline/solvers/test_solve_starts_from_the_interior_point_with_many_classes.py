@@ -3,6 +3,7 @@ point, whose answer the fast solver polishes and certifies; where it refuses or 
 goes on as before and says why."""
 import numpy as np
 import pytest
+
 from privmap.offline._errors import SolverError
 from privmap.offline.solvers import INTERIOR_FIRST_CLASSES, interior, solve, solve_cvxpy, starts_from_interior
 

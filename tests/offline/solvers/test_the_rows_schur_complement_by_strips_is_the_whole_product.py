@@ -2,6 +2,7 @@
 product of its definition, exactly symmetric, whatever the rows' count against the strips'."""
 import numpy as np
 import pytest
+
 from privmap.offline.solvers._row_schur import row_schur
 
 

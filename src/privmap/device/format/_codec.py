@@ -17,8 +17,8 @@ __all__ = ["decode_envelope", "decode_payload", "unpack"]
 
 if tuple(msgpack.version[:3]) < MIN_MSGPACK_VERSION:  # pragma: no cover - depends on install
     raise ImportError(
-        "privmap.device needs msgpack >= %s, found %s"
-        % (".".join(map(str, MIN_MSGPACK_VERSION)), ".".join(map(str, msgpack.version)))
+        f"privmap.device needs msgpack >= {'.'.join(map(str, MIN_MSGPACK_VERSION))}, "
+        f"found {'.'.join(map(str, msgpack.version))}"
     )
 
 # Everything msgpack (or one of our hooks) may raise on hostile input. UnicodeDecodeError,

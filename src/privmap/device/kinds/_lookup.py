@@ -63,18 +63,13 @@ def _bad(position: int, feature, rule: str):
 
 def _numeric(value, position, feature):
     kind = type(value)
-    if kind is float:
-        number = value
-    elif kind is int:
+    if kind is float or kind is int:
         number = value
     elif isinstance(value, str):
         text = value.strip()
         if len(text) > _MAX_CELL_STRING or not DECIMAL.match(text):
             _bad(position, feature, "not a decimal number")
-        if feature.integer and _INTEGER.match(text):
-            number = int(text)
-        else:
-            number = float(text)
+        number = int(text) if feature.integer and _INTEGER.match(text) else float(text)
     elif isinstance(value, bool) or type(value).__name__ == "bool_":
         _bad(position, feature, "a boolean is not a number")
     elif isinstance(value, numbers.Integral):

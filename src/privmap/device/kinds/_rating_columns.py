@@ -8,7 +8,8 @@ refuse the same malformed columns with the same messages.
 from __future__ import annotations
 
 import math
-from typing import Callable, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 from ..constants import MAX_ABS_CELL
 from ..errors import BundleFormatError

@@ -12,10 +12,11 @@ own) and the check of its declared figures. Real-valued kinds validate the field
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..errors import BundleFormatError
 from ..format import Limits, fail, parse_metrics, parse_provenance

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 
 from ..constants import REQUIRED_METRICS
-from ..format import PRIVATE_KEYS, Limits, closed_map, parse_prior, string, unique_strings
 from ..errors import MetricsError, TableError
+from ..format import PRIVATE_KEYS, Limits, closed_map, parse_prior, string, unique_strings
 from .table import check_figures as check_leakage
 from .table import parse_categorical_body, recompute
 

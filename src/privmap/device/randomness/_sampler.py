@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from ._derived import DerivedBits
 from ..errors import RandomnessError
+from ._derived import DerivedBits
 
 __all__ = ["SystemRandomBits", "InsecureTestBits", "resolve_rng", "draw_bits", "sample_row"]
 

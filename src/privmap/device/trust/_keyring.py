@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -72,7 +72,7 @@ class Keyring:
         raise AttributeError("Keyring is immutable")
 
     @classmethod
-    def from_pem(cls, *pem_texts: bytes | str) -> "Keyring":
+    def from_pem(cls, *pem_texts: bytes | str) -> Keyring:
         """Keyring from PEM ``PUBLIC KEY`` blocks (SubjectPublicKeyInfo); one key per argument.
 
         Private keys, other algorithms, malformed or non-ASCII PEM, and text holding more than
@@ -104,7 +104,7 @@ class Keyring:
         return cls(keys)
 
     @classmethod
-    def from_pem_files(cls, *paths: str | os.PathLike) -> "Keyring":
+    def from_pem_files(cls, *paths: str | os.PathLike) -> Keyring:
         """Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
         is refused without blocking)."""
         texts = []

@@ -107,7 +107,7 @@ class KeyringChain:
         self._set(body, keyring, bytes(root))
 
     @classmethod
-    def pinned(cls, keyring: Keyring) -> "KeyringChain":
+    def pinned(cls, keyring: Keyring) -> KeyringChain:
         """A chain at version 0 whose keyring is ``keyring`` (bare keys, no signed document, no
         expiry): the next rotation is a version-1 document signed by ``keyring``'s threshold."""
         if not isinstance(keyring, Keyring):

@@ -13,8 +13,9 @@ import math
 import os
 import pathlib
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from .. import _routed
 from .._errors import BuildError
@@ -256,6 +257,7 @@ def _signed(result):
     """A build's result as the device reads a bundle: its payload encoded (canonical floats) and
     signed with a key made for this call alone, and a keyring trusting only that key."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from privmap.device import Keyring
     key = Ed25519PrivateKey.generate()
     return sign_bundle(encode_payload(result.payload), key), Keyring([key.public_key()])

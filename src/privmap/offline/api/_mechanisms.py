@@ -13,7 +13,8 @@ builds on the CSV :func:`privmap.offline.data.csv_source` writes of it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..data import Dataset, declare
 from ..mechanisms import (

@@ -6,6 +6,7 @@ PEM, the file the devices pin). ``load_private_key(path)`` reads it back with cl
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import NamedTuple
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privmap.device.files import NotRegularFile, read_regular
 from privmap.device.trust import key_id_of
 
@@ -58,10 +60,8 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
         raise
     os.close(fd)
 

@@ -2,7 +2,7 @@
 ``privmap.device.trust`` for what the device checks)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import msgpack
 from cryptography.hazmat.primitives import serialization
@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
+
 from privmap.device import Limits
 from privmap.device.constants import (
     KEYRING_DOMAIN_TAG,

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
+
 from privmap.device import Bundle, Keyring, Limits, load_bundle
 from privmap.device.constants import DOMAIN_TAG, FORMAT_VERSION, SIGNATURE_ALGORITHM
 from privmap.device.errors import BundleError, KeyringError
@@ -43,8 +44,8 @@ from privmap.device.format import (
 from privmap.device.kinds import TableKind, check_declared_metrics, kind_of, parse_table_body
 from privmap.device.trust import key_id_of
 
-from .._errors import BuildError
 from .._canonical import FLOAT_SIGNIFICANT_DIGITS, _ordered, _plain, _sorted_map, canonical_float, canonical_floats
+from .._errors import BuildError
 
 __all__ = ["encode_payload", "sign_bundle", "check_bundle", "canonical_float", "canonical_floats",
            "FLOAT_SIGNIFICANT_DIGITS"]

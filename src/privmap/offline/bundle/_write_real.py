@@ -12,6 +12,7 @@ loader (including its recomputation of the declared metrics) before they are ret
 from __future__ import annotations
 
 import msgpack
+
 from privmap.device import Limits
 from privmap.device.constants import REAL_PAYLOAD_KEYS
 from privmap.device.errors import BundleError
@@ -20,8 +21,8 @@ from privmap.device.kinds import load_real_body
 from privmap.device.kinds.gaussian import GAUSSIAN_PARAMETER_KEYS
 from privmap.device.kinds.nullspace import NULLSPACE_PARAMETER_KEYS
 
-from .._errors import BuildError
 from .._canonical import _ordered, _plain, _sorted_map, canonical_float, canonical_floats
+from .._errors import BuildError
 
 __all__ = ["encode_real_payload"]
 

@@ -17,8 +17,9 @@ import csv
 import pathlib
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import TextIO
 
 from privmap.device.errors import InputError
 

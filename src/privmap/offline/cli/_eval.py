@@ -239,6 +239,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     Recommender figures: as evaluate --help says (columns rmse_*, value_kept).
     """
     import numpy as np
+
     from ..data import declare, load_dataset, resolve
     from ..evaluation import format_table, json_points, sweep, write_csv
     from ..measures import curve_title, have_matplotlib, plot_curve

@@ -7,6 +7,7 @@ import time
 
 import click
 from cryptography.hazmat.primitives import serialization
+
 from privmap.device import KeyringChain, load_bundle
 from privmap.device.constants import MAX_BUNDLE_BYTES, MAX_KEYRING_BYTES
 from privmap.device.errors import KeyringError

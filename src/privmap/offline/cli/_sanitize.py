@@ -7,6 +7,7 @@ import pathlib
 import time
 
 import click
+
 from privmap.device import read_bundle_file
 
 from .._errors import BuildError

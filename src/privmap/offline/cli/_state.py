@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import pathlib
-from typing import Callable
+from collections.abc import Callable
 
 import click
+
 from privmap.device import Binding, Bundle, DeviceState, Keyring
 from privmap.device.constants import DEFAULT_LOCK_WAIT, MAX_KEYRING_BYTES
 from privmap.device.errors import RollbackError, StateError, StateLockedError

@@ -10,12 +10,13 @@ import pathlib
 import time
 
 import click
+
 from privmap.device import read_bundle_file
 
-from ..commandline import emit, guard, trust_options, trusted_keyring
 from .._joint import by_column, payload_columns
-from ..mechanisms import MECHANISMS, column_lines, robust_line
+from ..commandline import emit, guard, trust_options, trusted_keyring
 from ..measures import exposure_line, payload_exposure
+from ..mechanisms import MECHANISMS, column_lines, robust_line
 
 
 @click.command()
@@ -212,8 +213,8 @@ def _robust_description(payload: dict) -> dict:
         return {**{k: metrics.get(k) for k in keys}, "robust_source": "declared"}
     figures = None
     if payload.get("prior") is not None and payload.get("table") is not None:
-        from ..solvers import DEFAULT_CONFIDENCE, robust_figures_of_table
         from ..bundle import payload_table
+        from ..solvers import DEFAULT_CONFIDENCE, robust_figures_of_table
         q = payload_table(payload).toarray()
         figures = robust_figures_of_table(payload["prior"], q, int(metrics.get("n", 0)), DEFAULT_CONFIDENCE)
     if figures is None:

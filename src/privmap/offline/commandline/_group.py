@@ -10,6 +10,7 @@ import os
 import sys
 
 import click
+
 from privmap.device import PrivmapDeviceError
 
 from .._errors import BuildError
@@ -169,7 +170,7 @@ def reserved_stdout():
                 os.close(saved)
             saved = None
         else:
-            out = open(saved, "w", buffering=1 if getattr(original, "line_buffering", False) else -1,
+            out = open(saved, "w",  # noqa: SIM115 - closed in the finally below, after the command buffering=1 if getattr(original, "line_buffering", False) else -1,
                        encoding=original.encoding, errors=original.errors, closefd=False)
     sys.stdout = _CommandStdout(out, err)
     try:

@@ -5,6 +5,7 @@ import pathlib
 import time
 
 import click
+
 from privmap.device import Keyring, KeyringChain
 from privmap.device.errors import KeyringError
 

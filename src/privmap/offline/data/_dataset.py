@@ -13,10 +13,12 @@ import math
 import pathlib
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
 from privmap.device import Limits
 from privmap.device.constants import MAX_ABS_CELL
 
@@ -26,7 +28,7 @@ from .._listing import name_hint, name_some
 from ._frames import csv_source
 
 if TYPE_CHECKING:
-    from _csv import Reader as CsvReader     # typeshed's name for what csv.reader returns (it has line_num)
+    from _csv import Reader as CsvReader  # typeshed's name for what csv.reader returns (it has line_num)
 
 #: Fewest data rows a prior can be estimated from.
 MIN_ROWS = 10
@@ -96,7 +98,7 @@ class Dataset:
             return np.zeros(self.public.shape, dtype=bool)
         return np.isnan(self.public)
 
-    def without_all_missing(self) -> tuple["Dataset", int]:
+    def without_all_missing(self) -> tuple[Dataset, int]:
         """This dataset less the rows whose every public cell is missing (a device refuses them),
         and how many were left out. Raises :class:`DatasetError` if no row is left."""
         keep = ~np.all(self.missing, axis=1)
@@ -108,14 +110,14 @@ class Dataset:
         return replace(self, public=self.public[keep], private=self.private[keep]), dropped
 
     @classmethod
-    def from_csv(cls, path: str | pathlib.Path, **kwargs) -> "Dataset":
+    def from_csv(cls, path: str | pathlib.Path, **kwargs) -> Dataset:
         """The rows of a labelled CSV file: :func:`load_dataset`, whose keyword arguments
         (``private``, ``public``, ``categorical``, ``missing_tokens``, ...) it takes.
         Raises :class:`DatasetError` as it does."""
         return load_dataset(path, **kwargs)
 
     @classmethod
-    def from_frame(cls, table, *, columns: Sequence[str] | None = None, **kwargs) -> "Dataset":
+    def from_frame(cls, table, *, columns: Sequence[str] | None = None, **kwargs) -> Dataset:
         """The rows of a table in memory (a pandas DataFrame, or a NumPy array whose ``columns``
         are named), read as :meth:`from_csv` reads the CSV :func:`._frames.csv_source` writes of it
         (so ``sha256`` is that CSV's, and a bundle built from either is the same); messages name

@@ -17,7 +17,7 @@ import numbers
 import os
 import pathlib
 import tempfile
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from .._errors import BuildError
 

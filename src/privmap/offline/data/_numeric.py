@@ -5,7 +5,7 @@ import csv
 import hashlib
 import math
 import pathlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -20,10 +20,11 @@ import hashlib
 import io
 import os
 import pathlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
+
 from privmap.device.constants import MAX_ABS_CELL
 
 from .._errors import DatasetError

@@ -28,10 +28,12 @@ import json
 import math
 import pathlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, TypeGuard
+from typing import TypeGuard
 
 import numpy as np
+
 from privmap.device.constants import MAX_ABS_CELL, MAX_MISSING_TOKEN
 from privmap.device.format import DECIMAL as _DECIMAL
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import csv
 import pathlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 

@@ -39,8 +39,8 @@ from typing import TypedDict
 import numpy as np
 
 from .._errors import BuildError
-from .._strongest import ATTACKERS, strongest_attack
 from .._rows import unique_rows
+from .._strongest import ATTACKERS, strongest_attack
 from ..measures import ServiceUtility
 from ..mechanisms import view_of
 from ..mechanisms.table import rated_figures, view_release

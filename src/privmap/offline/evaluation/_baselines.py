@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..data import nearest, quantize
 from ..measures import logistic_attack, split_rows
-from ..mechanisms.table import evaluate_view, metric_center
 from ..mechanisms.ranking import ScoreView
 from ..mechanisms.recommender import FactorView
+from ..mechanisms.table import evaluate_view, metric_center
 
 #: Epsilons per cell for the randomized-response baseline.
 DEFAULT_EPSILONS = (0.5, 1.0, 2.0, 4.0)

@@ -11,11 +11,11 @@ declared leakages beside them (each column's, and the per-output epsilon of each
 from __future__ import annotations
 
 import pathlib
-from typing import Sequence
+from collections.abc import Sequence
 
 from .._errors import BuildError
-from .._listing import name_some
 from .._joint import COLUMN_FIGURES, by_column, marginal_prior, payload_columns, split_private
+from .._listing import name_some
 from ..bundle import payload_output_leakage, payload_table
 from ..data import load_dataset
 from ..measures import drift_check, format_drift

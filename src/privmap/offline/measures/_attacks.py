@@ -21,8 +21,6 @@ from .._attacker import AttackScores
 from .._information import joint_output, mutual_information_bits
 from ..data import joint_prior
 
-
-
 # --------------------------------------------------------------------------- MAP attacker
 
 def map_accuracy(p_ax: np.ndarray) -> float:

@@ -8,7 +8,7 @@ rare exposes few users however large its largest per-output shift (``max_output_
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -29,17 +29,17 @@ it builds with, and
 (:data:`MECHANISMS`): what the commands and calls serving all of them ask of each one.
 """
 from ._header import HeaderOptions
+from ._registry import MECHANISMS, Mechanism, mechanism_of, view_of
 from ._result import Result
+from ._seed000_command import column_lines, exact_command, quantized_command, robust_line
+from .exact import ExactOptions
 from .funnel import FunnelOptions
 from .gaussian import GaussianOptions
 from .max_correlation import MaxCorrelationOptions
 from .nullspace import NullspaceOptions
-from ._seed000_command import column_lines, exact_command, quantized_command, robust_line
-from ._registry import MECHANISMS, Mechanism, mechanism_of, view_of
-from .exact import ExactOptions
 from .quantized import Auto, CrossFitting, OutputLimit, QuantizedOptions, RobustCertificate
-from .table import DEFAULT_MISSING, MISSING_POLICIES, Build
 from .recommender import RecommenderOptions
+from .table import DEFAULT_MISSING, MISSING_POLICIES, Build
 
 __all__ = ["Result", "MECHANISMS", "Mechanism", "mechanism_of", "view_of", "QuantizedOptions", "ExactOptions",
            "RecommenderOptions", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "Build",

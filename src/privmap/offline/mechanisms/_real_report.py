@@ -5,7 +5,7 @@ ends with :func:`report_real`."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import click
 

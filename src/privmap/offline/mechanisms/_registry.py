@@ -16,18 +16,18 @@ the device's kind (how it looks a row up).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
-from typing import Callable
 
 import click
 
 from .._errors import BuildError
 from . import funnel, gaussian, max_correlation, nullspace
 from ._seed000_command import exact_command, quantized_command
-from .table import MappingView, view_from_payload
 from .ranking import view_of_ranking
 from .recommender import view_of_recommender
+from .table import MappingView, view_from_payload
 
 __all__ = ["Mechanism", "MECHANISMS", "mechanism_of", "view_of"]
 

@@ -19,18 +19,19 @@ import math
 import pathlib
 import sys
 import time
+from collections.abc import Callable
 from types import MappingProxyType
-from typing import Callable
 
 import click
+
 from privmap.device.constants import MAX_RANK
 
+from .. import _routed
 from .._errors import BuildError
 from .._files import atomic_write
-from .. import _routed
-from ..bundle import payload_output_leakage
 from .._joint import COLUMN_FIGURES, by_column, column_key, payload_columns, split_private
 from .._strongest import strongest_name
+from ..bundle import payload_output_leakage
 from ..commandline import (
     BUNDLE_SECTION,
     AutoOr,

@@ -18,7 +18,8 @@ definite (:func:`shifted_cholesky`) and refines each direction against its exact
 """
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import scipy.linalg as sla

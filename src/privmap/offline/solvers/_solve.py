@@ -1,8 +1,9 @@
 """The public entry point for program (19), dispatching to a solver."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

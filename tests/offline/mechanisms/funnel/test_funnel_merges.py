@@ -1,6 +1,7 @@
 """The greedy privacy funnel (seed 003): Proposition 1, endpoints, structural cases, tie rule."""
 import numpy as np
 import pytest
+
 from privmap.offline import BuildError, mutual_information_bits
 from privmap.offline.mechanisms.funnel import (
     entropy_bits,

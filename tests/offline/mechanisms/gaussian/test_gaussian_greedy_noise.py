@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from privmap.offline import BuildError
 from privmap.offline.mechanisms.gaussian import (
     GaussianModel,

@@ -5,6 +5,7 @@ import dataclasses
 import math
 
 import pytest
+
 from privmap.offline import BuildError
 from privmap.offline.mechanisms.gaussian import GaussianOptions
 

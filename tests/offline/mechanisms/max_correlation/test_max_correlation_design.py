@@ -1,6 +1,7 @@
 """Max-correlation design (seed 002): DSBS known answer, Witsenhausen round trip, the S* bound."""
 import numpy as np
 import pytest
+
 from privmap.offline import BuildError, mutual_information_bits
 from privmap.offline.mechanisms.max_correlation import (
     design_max_correlation,

@@ -1,6 +1,7 @@
 """Attacks on null-space cleaning (seed 001): the retraining attack recovers what the fixed
 predictor loses, and epsilon does not change linear e_privacy when rank[A_d A_c] = N_d + N_c."""
 import numpy as np
+
 from privmap.offline.mechanisms.nullspace import nullspace_experiment
 
 

@@ -2,6 +2,7 @@
 Theorem 1 on random instances, and the device's pure-Python path against numpy."""
 import numpy as np
 import pytest
+
 from privmap.device import Limits
 from privmap.device.kinds.nullspace import clean_row, parse_nullspace
 from privmap.offline import BuildError

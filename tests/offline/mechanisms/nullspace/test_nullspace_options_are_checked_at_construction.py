@@ -4,6 +4,7 @@ import dataclasses
 import math
 
 import pytest
+
 from privmap.offline import BuildError
 from privmap.offline.mechanisms.nullspace import NullspaceOptions
 

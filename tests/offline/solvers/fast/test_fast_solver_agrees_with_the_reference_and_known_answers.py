@@ -8,10 +8,10 @@ test_pricing_matches_brute_force.py."""
 
 import numpy as np
 import pytest
+from known_answers import CASES, bsc, bsc_leakage_bits
+
 from privmap.offline._errors import InfeasibleError
 from privmap.offline.solvers import solve_cvxpy, solve_fast
-
-from known_answers import CASES, bsc, bsc_leakage_bits
 
 TOL = 1e-5
 

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+
 from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.solvers import fast, solve_cvxpy, solve_fast
 

@@ -3,6 +3,7 @@ Hessian of the smoothed dual are those of its value, the matrix-free Hessian pro
 assembled matrix, and the conjugate-gradient solves reach the optimum the dense ones reach."""
 import numpy as np
 import pytest
+
 from privmap.offline.solvers import fast, solve_fast
 
 TOL = 1e-5

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+
 from privmap.offline._errors import SolverError
 from privmap.offline.solvers import solve_fast
 
@@ -140,8 +141,7 @@ _LOPSIDED_CENTRES = np.array([
 
 def test_a_path_without_ascent_at_its_start_backs_off_and_certifies_the_reference_optimum():
     from privmap.offline.data._distortion import pairwise
-    from privmap.offline.solvers import solve_cvxpy
-    from privmap.offline.solvers import perfect_privacy_distortion
+    from privmap.offline.solvers import perfect_privacy_distortion, solve_cvxpy
     p_ac = _LOPSIDED_COUNTS / _LOPSIDED_COUNTS.sum()
     dist = pairwise(_LOPSIDED_CENTRES, _LOPSIDED_CENTRES, "l2")
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)

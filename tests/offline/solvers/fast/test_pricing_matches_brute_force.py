@@ -4,6 +4,7 @@ every pair's reduced cost z(c, j) = sum_a p(a|c) G[a, j] + mu D(c, j) finds: the
 candidates and the guard rows."""
 import numpy as np
 import pytest
+
 from privmap.offline.solvers import fast
 
 

@@ -4,6 +4,7 @@ against is N from its definition, its solves reach the dense Cholesky's accuracy
 one candidate, and a path taking every step by it certifies the optimum the dense path certifies."""
 import numpy as np
 import pytest
+
 from privmap.offline.solvers import fast, solve_fast
 from privmap.offline.solvers.fast import _newton
 

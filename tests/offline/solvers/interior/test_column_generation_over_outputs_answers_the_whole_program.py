@@ -4,6 +4,7 @@ point on every output; the pricing's codebooks are feasible and as good as the c
 import cvxpy as cp
 import numpy as np
 import pytest
+
 from privmap.offline._errors import SolverError
 from privmap.offline.solvers import perfect_privacy_table, solve, solve_fast, solve_interior
 from privmap.offline.solvers.interior import _columns, _program, _solve

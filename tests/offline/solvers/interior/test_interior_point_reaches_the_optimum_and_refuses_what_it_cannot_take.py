@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+
 from privmap.offline._errors import InfeasibleError, SolverError
 from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.solvers import solve_cvxpy, solve_fast, solve_interior

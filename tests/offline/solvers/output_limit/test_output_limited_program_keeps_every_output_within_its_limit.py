@@ -3,18 +3,20 @@ import math
 
 import numpy as np
 import pytest
+from known_answers import bsc
+
 from privmap.offline._errors import InfeasibleError
 from privmap.offline._information import expected_distortion, leakage_bits, max_output_leakage_bits
-from privmap.offline.solvers import compress, perfect_privacy_distortion, solve_fast
 from privmap.offline.solvers import (
+    compress,
     least_distortion,
+    perfect_privacy_distortion,
     smallest_feasible_epsilon,
+    solve_fast,
     solve_for_shipping,
     solve_output_limited,
 )
 from privmap.offline.solvers.output_limit import dense_least_table, dense_limited
-
-from known_answers import bsc
 
 
 def brute_force(p_ac, dist, delta, eps, steps=401):
@@ -114,9 +116,10 @@ def test_least_distortion_falls_with_the_limit_to_the_unconstrained_floor():
 def test_outputs_left_unbalanced_by_rounding_are_closed_and_the_limit_holds(ratings_csv):
     """SSI, first 6 columns, the benchmark's training split, K = 64: a 0.0357-bit limit once shipped
     0.94 bits (an output balanced by entries below one unit) and the build refused."""
+    from sklearn.model_selection import train_test_split
+
     from privmap.offline import Dataset, QuantizedOptions
     from privmap.offline.mechanisms.table import InMemoryRows, solve_rows
-    from sklearn.model_selection import train_test_split
     options = QuantizedOptions(clusters=64, delta_fraction=1.0, codebook=False, cross_fitting=None)
     rows = InMemoryRows(*Dataset.from_csv(ratings_csv, private="gender", public=(
         "classical", "opera", "jazz", "bwayst", "moodez", "bband")).without_all_missing())
@@ -212,8 +215,9 @@ def test_the_shipping_loop_closes_outputs_that_break_the_limit_and_every_sliver(
     # Outputs: 0 is fed by both classes alike (kept); 1 by one row of each class at 63 units each, a
     # sliver whose posterior is still the prior (closed); 2 only by a class-1 row, at 100 units
     # (breaks the limit: closed); 3 by nobody (left open).
-    from privmap.offline.solvers.output_limit import SLIVER_UNITS, outputs_to_close
     from scipy import sparse
+
+    from privmap.offline.solvers.output_limit import SLIVER_UNITS, outputs_to_close
     bits = 16
     unit = 2.0 ** -bits
     assert SLIVER_UNITS == 64

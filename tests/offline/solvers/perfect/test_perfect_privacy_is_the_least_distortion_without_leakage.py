@@ -1,6 +1,7 @@
 """The perfect-privacy distortion is the least distortion with zero leakage."""
 import numpy as np
 import pytest
+
 from privmap.offline import leakage_bits
 from privmap.offline.solvers import perfect_privacy_distortion, perfect_privacy_lp, perfect_privacy_table, solve_cvxpy
 from privmap.offline.solvers.perfect import _linear_program as _perfect
@@ -337,8 +338,9 @@ def _no_start(cost, supply, demand):
 
 
 def _few_iterations(cost, supply, demand):
-    import ot
     import warnings
+
+    import ot
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.nonzero(ot.emd(supply, demand, cost, numItermax=5) > 0)
@@ -415,6 +417,7 @@ class _CountingHighs:
 
 def test_the_transport_drops_master_pairs_and_still_reaches_the_dense_transport_optimum():
     from scipy.optimize import linprog
+
     from privmap.offline.solvers.perfect import _transport
     rng = np.random.default_rng(5)
     p_ac, dist = _build_shaped_instance(rng, 160)

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from known_answers import CASES, bsc, bsc_leakage_bits
+
 from privmap.offline._errors import InfeasibleError, SolverError
 from privmap.offline._information import expected_distortion, leakage_bits
 from privmap.offline.data._distortion import pairwise
@@ -9,8 +11,6 @@ from privmap.offline.data._prior import joint_prior
 from privmap.offline.data._quantize import quantize
 from privmap.offline.solvers import perfect_privacy_distortion, solve_cvxpy, solve_fast
 from privmap.offline.solvers.reference import clarabel, conic_model, forbidden_pairs
-
-from known_answers import CASES, bsc, bsc_leakage_bits
 
 TOL = 1e-5
 

@@ -13,8 +13,8 @@ from privmap.offline.solvers import (
     certified_max_output_leakage_bits,
     confidence_set,
     joint_radius,
+    robust,
 )
-from privmap.offline.solvers import robust
 
 
 def _population(rng, k, users):

@@ -74,7 +74,7 @@ class GaussianModel:
     n: int
 
     @classmethod
-    def from_blocks(cls, cov_private, cov_utility, n: int) -> "GaussianModel":
+    def from_blocks(cls, cov_private, cov_utility, n: int) -> GaussianModel:
         """Validate and build; raises :class:`BuildError` for a shape mismatch, an asymmetric or
         non-positive-definite matrix, or released blocks that disagree."""
         cp = np.asarray(cov_private, dtype=np.float64)
@@ -92,7 +92,7 @@ class GaussianModel:
         return model
 
     @classmethod
-    def estimate(cls, x: np.ndarray, x_p: np.ndarray, x_u: np.ndarray) -> "GaussianModel":
+    def estimate(cls, x: np.ndarray, x_p: np.ndarray, x_u: np.ndarray) -> GaussianModel:
         """Unbiased sample covariance (``numpy.cov``, ddof=1) of the stacked columns.
 
         Parameters

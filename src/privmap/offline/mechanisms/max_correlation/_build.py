@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._errors import BuildError, DatasetError
-from ...data import pairwise
-from ...data import MIN_ROWS, check_unique, column_indexes, data_rows, read_csv
+from ...data import MIN_ROWS, check_unique, column_indexes, data_rows, pairwise, read_csv
 from ...solvers import compress
 from .._categorical import categorical_alphabet
 from .._header import _tool_version, payload_header

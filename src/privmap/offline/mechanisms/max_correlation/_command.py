@@ -8,8 +8,8 @@ import click
 
 from ...commandline import (
     BUNDLE_SECTION,
-    Section,
     Columns,
+    Section,
     SectionedCommand,
     bundle_options,
     emit,

@@ -11,12 +11,12 @@ show of such a bundle (:func:`describe`, :func:`print_description`, :func:`verif
 Private modules: ``_options``, ``_model`` (the directions and the cleaning), ``_build`` (its
 payload), ``_view``, ``_command``.
 """
+from .._real_attacks import attack_scores
 from ._build import build
 from ._command import describe, print_description, verify_facts
 from ._command import nullspace as command
 from ._model import NullspaceDirections, clean, clean_simplest, fit_linear, nullspace_directions
 from ._options import NullspaceOptions
-from .._real_attacks import attack_scores
 from ._view import evaluate_release, nullspace_experiment
 
 __all__ = ["NullspaceOptions", "build", "command", "describe", "print_description", "verify_facts",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..._errors import BuildError, TargetNotMetError
 import numpy as np
 
+from ..._errors import BuildError, TargetNotMetError
 from ...data import Dataset, Source, row_keys
 from .._result import Result
 from ..table import (

@@ -28,14 +28,15 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+
 from privmap.device.constants import MAX_RANK
 
 from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
 from ..quantized import QuantizedOptions, build_points, check_enough_users
-from ..table import Build, start
 from ..recommender import Prepared, RatingModel, RecommenderBuild, factor_options, missing_token, rating_model
+from ..table import Build, start
 from ._model import DEFAULT_PENALTY, DEFAULT_RANK, ScoreSpace, fit_score_space
 
 __all__ = ["MECHANISM", "REFUSED_MAPPING", "RankingOptions", "build", "prepare", "build_prepared", "ranking_result",

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from privmap.device.constants import MAX_RANK
 from privmap.device.kinds.ranking import MAX_ENTRY, MAX_SCORE_WORK
 
@@ -134,7 +135,7 @@ def fit_score_space(R, *, rank: int = DEFAULT_RANK, penalty: float = DEFAULT_PEN
     if m * k > MAX_SCORE_WORK:
         raise BuildError(f"{m} item columns x rank {k} exceeds the device's work cap {MAX_SCORE_WORK}; "
                          "lower --factors or keep fewer columns")
-    from sklearn.utils.extmath import randomized_svd     # here: importing the CLI stays light
+    from sklearn.utils.extmath import randomized_svd  # here: importing the CLI stays light
     X = rated.astype(float)
     weights = ease_weights(X, penalty)
     scores = X @ weights

@@ -15,8 +15,8 @@ import numpy as np
 from ..._errors import BuildError
 from ...data import Source
 from .._result import Result
-from ..table import IN_CORE_BYTES
 from ..recommender import PartitionedMode, build_model_partitioned
+from ..table import IN_CORE_BYTES
 from ._build import RankingOptions, ranking_result, score_names
 from ._model import fit_score_space
 

@@ -12,8 +12,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..table import MappingView
 from ..recommender import lookup_points, model_view_parts, rms_gaps
+from ..table import MappingView
 
 __all__ = ["ScoreView", "view_of_ranking"]
 

@@ -28,8 +28,8 @@ from ._build import (
     rating_model,
     recommender_result,
 )
-from ._command import command_options, report_line
 from ._calibrate import calibrate_payload, calibrated_outputs, pooled_sums
+from ._command import command_options, report_line
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
 from ._partitioned import (
     SAMPLE_CELLS,

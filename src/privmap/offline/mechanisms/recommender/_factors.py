@@ -16,10 +16,11 @@ predicted ratings: the distortion a recommender feels, in stars.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
+
 from privmap.device.constants import MAX_RANK
 
 from ..._canonical import canonical_float

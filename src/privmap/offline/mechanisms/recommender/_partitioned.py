@@ -49,8 +49,9 @@ import dataclasses
 import glob
 import os
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping, cast
+from typing import cast
 
 import numpy as np
 
@@ -60,10 +61,8 @@ from ...data import Dataset, Partition, Source, nearest, open_source, read_parti
 from .._result import Result
 from ..quantized import build_points, check_enough_users, check_out_of_core, out_of_core_reason
 from ..table import IN_CORE_BYTES, PartitionedRows, StageTimer, build_rows, in_core
-from ._build import RecommenderOptions, factor_names, factor_options, fit_model, missing_token, rating_model, \
-    recommender_result
-from ._calibrate import calibrated_outputs, payload_domain, payload_table, pooled_sums, released_distance, \
-    with_outputs
+from ._build import RecommenderOptions, factor_names, factor_options, fit_model, missing_token, rating_model, recommender_result
+from ._calibrate import calibrated_outputs, payload_domain, payload_table, pooled_sums, released_distance, with_outputs
 from ._factors import FactorModel
 
 __all__ = ["build_partitioned", "build_model_partitioned", "PartitionedMode", "Folded", "gather_points", "fold_in",
@@ -132,7 +131,7 @@ class Folded:
 
     client: object
     parts: tuple
-    reading: "_Reading"
+    reading: _Reading
     model: object
     folder: str
     tell: StageTimer
@@ -302,7 +301,7 @@ class _Sample:
         """The largest key a row may have to enter the sample (every key until it is full)."""
         return self.keys.max() if self.keys.size >= size else np.uint64(np.iinfo(np.uint64).max)
 
-    def merged(self, keys: np.ndarray, order: np.ndarray, rows: np.ndarray, *, size: int) -> "_Sample":
+    def merged(self, keys: np.ndarray, order: np.ndarray, rows: np.ndarray, *, size: int) -> _Sample:
         """This sample and a partition's candidates, cut to the ``size`` of least key."""
         every = np.concatenate([self.keys, keys])
         pick = np.arange(every.size) if every.size <= size else np.argpartition(every, size - 1)[:size]

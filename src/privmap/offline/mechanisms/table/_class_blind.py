@@ -28,8 +28,8 @@ table program (19) then solves on these clusters, measured as for any codebook.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

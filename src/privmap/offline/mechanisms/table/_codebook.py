@@ -41,8 +41,8 @@ an alternation lowers the distortion by less than :data:`RELATIVE_TOLERANCE` of 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy import sparse
@@ -101,14 +101,14 @@ class Pairs:
     n_outputs: int
 
     @classmethod
-    def from_dense(cls, W: np.ndarray) -> "Pairs":
+    def from_dense(cls, W: np.ndarray) -> Pairs:
         """The non-zero entries of W (n, m)."""
         W = np.asarray(W, dtype=float)
         rows, outs = np.nonzero(W)
         return cls(rows, outs, W[rows, outs], W.shape[1])
 
     @classmethod
-    def from_table(cls, labels: np.ndarray, table: np.ndarray, row_mass: np.ndarray) -> "Pairs":
+    def from_table(cls, labels: np.ndarray, table: np.ndarray, row_mass: np.ndarray) -> Pairs:
         """Row b on output j with weight ``row_mass[b] * table[labels[b], j]``, for the table's
         non-zeros only: labels (n,), table (K_in, K_out), row_mass (n,)."""
         labels = np.asarray(labels, dtype=np.int64)
@@ -122,7 +122,7 @@ class Pairs:
         rows = order[starts[c][which] + offset]
         return cls(rows, j[which], row_mass[rows] * table[c, j][which], table.shape[1])
 
-    def of_outputs(self, chosen: np.ndarray) -> "Pairs":
+    def of_outputs(self, chosen: np.ndarray) -> Pairs:
         """The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order:
         their :meth:`per_output` sums are bitwise those over all pairs (others get 0)."""
         keep = chosen[self.outs]

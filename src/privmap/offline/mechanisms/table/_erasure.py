@@ -16,8 +16,8 @@ values before erasures, then lexicographic), so the alphabet is deterministic.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -82,9 +82,9 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -348,7 +348,7 @@ class PendingFolds:
     block without it (the build failed or was interrupted) stops the workers.
     """
 
-    def __init__(self, folds: "_Folds", tasks: Tasks):
+    def __init__(self, folds: _Folds, tasks: Tasks):
         self._folds, self._tasks, self._done = folds, tasks, False
 
     @property
@@ -365,7 +365,7 @@ class PendingFolds:
             raise outcome
         return outcome
 
-    def __enter__(self) -> "PendingFolds":
+    def __enter__(self) -> PendingFolds:
         return self
 
     def __exit__(self, *exc) -> None:

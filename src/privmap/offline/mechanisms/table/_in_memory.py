@@ -9,8 +9,8 @@ cross-fitting refits the whole build on each fold's training rows (:mod:`._holdo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class InMemoryRows:
     def missing_cell_fraction(self) -> float:
         return float(self.dataset.missing.mean())
 
-    def subset(self, rows: np.ndarray) -> "InMemoryRows":
+    def subset(self, rows: np.ndarray) -> InMemoryRows:
         """The rows at the indexes ``rows`` (shape (m,)), as a fold trains on them."""
         return InMemoryRows(dataclasses.replace(self.dataset, public=self.dataset.public[rows],
                                                 private=self.dataset.private[rows]))

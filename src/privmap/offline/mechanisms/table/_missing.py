@@ -20,8 +20,8 @@ E d_O(b, released) <= Delta + r holds (see :func:`privmap.offline.data.pairwise`
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

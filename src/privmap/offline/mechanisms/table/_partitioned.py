@@ -61,8 +61,8 @@ import contextlib
 import dataclasses
 import math
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -405,7 +405,7 @@ class PartitionedRows:
         outputs = np.asarray(alphabet.outputs, dtype=float)
         return sum(self._assignment().rows.gather(_raw_total, outputs=outputs, table=table)) / self.n
 
-    def _assignment(self) -> "_Assigned":
+    def _assignment(self) -> _Assigned:
         """What :meth:`alphabet`'s passes left on the workers. Raises BuildError before them."""
         if self._assigned is None:
             raise BuildError("the partitioned rows are counted after their alphabet is made (alphabet())")
@@ -431,7 +431,7 @@ class _Assigned:
     (folds, |A|, K_in) by fold, private class and representative, the k-means alphabet, and the
     distance sums (folds, K_in, K_out) on the final outputs once a pass took them."""
 
-    rows: "_Rows"
+    rows: _Rows
     fold_counts: np.ndarray
     alphabet: Alphabet
     fold_sums: np.ndarray | None = None

@@ -51,7 +51,7 @@ class Solved:
     delta: float
     d_perfect: float
     budget: float
-    codebook: "Codebook | None" = None
+    codebook: Codebook | None = None
 
 
 def solve_rows(rows: Rows, options: Seed000Options, *, progress: Progress | None = None,

@@ -76,7 +76,7 @@ class BuildStart:
     metric: str
 
     @classmethod
-    def of(cls, solved, metric: str) -> "BuildStart | None":
+    def of(cls, solved, metric: str) -> BuildStart | None:
         """The start a build's :class:`._program.Solved` gives its folds; None when its symbols are not
         finite points (the exact mechanism, or a representative with a missing cell)."""
         if metric not in METRICS:

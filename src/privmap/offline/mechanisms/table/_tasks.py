@@ -17,6 +17,7 @@ libgomp); with one thread no team is formed, and OpenBLAS restarts its own threa
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -24,9 +25,9 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Callable
 
 from ..._routed import caught, route
 
@@ -119,7 +120,7 @@ class Tasks:
                 progress(count, len(self.work))
         self.reported = done
 
-    def start(self) -> "Tasks":
+    def start(self) -> Tasks:
         """Set the ``jobs - 1`` workers going (none when ``jobs`` is 1); returns self."""
         if self.jobs > 1:
             kind = _ForkedWorkers if self.fork else _LokyWorkers
@@ -237,10 +238,8 @@ class _ForkedWorkers:
     def close(self) -> None:
         """Tell the workers to exit (once their feeders are done) and reap them."""
         for pipe in self.pipes:
-            try:
+            with contextlib.suppress(OSError):          # killed: nothing listens
                 pipe.send(None)
-            except OSError:                             # killed: nothing listens
-                pass
             pipe.close()
         for process in self.processes:
             process.join()

@@ -33,10 +33,12 @@ are counted and left out):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
+
 from privmap.device.kinds import TABLE_KINDS
 
 from ..._errors import BuildError

@@ -28,6 +28,7 @@ from ._newton import (
     dense_matrix,
     diagonal_blocks,
     evaluate,
+    exact_product,
     factor,
     gradient,
     hessian_operator,
@@ -37,7 +38,6 @@ from ._newton import (
     strong_pairs,
     uses_woodbury,
     woodbury,
-    exact_product,
 )
 from ._path import begin_path, follow_path, path_step, polish_answer, run, start, warm_duals
 from ._pricing import guards, most_violated, pricing_pass, set_candidates, start_candidates

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits

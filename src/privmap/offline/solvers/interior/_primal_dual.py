@@ -69,7 +69,7 @@ import scipy.linalg as sla
 from .._progress import log_fraction
 from .._result import SolveResult
 from .._row_schur import MixedPrecision, SchurBreakdown, require_settled, row_schur, shifted_cholesky
-from ._program import SHIFTS, LN2, Instance, answer, leakage, start_table, support, woodbury_blocks
+from ._program import LN2, SHIFTS, Instance, answer, leakage, start_table, support, woodbury_blocks
 
 _MAX_STEPS = 100         # Mehrotra steps (UCI Adult, K = 256: 45 to 59)
 _STOP = 0.1              # the path stops at a gap of this share of the tolerance

@@ -2,7 +2,7 @@
 output, or by column generation over the outputs from a few offered ones (:mod:`._columns`)."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits

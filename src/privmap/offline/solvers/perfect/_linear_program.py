@@ -103,7 +103,7 @@ tests and ``benchmarks/bench_perfect.py`` check the column generation against.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import highspy
 import numpy as np
