@@ -57,7 +57,8 @@ BUILD_FIGURES = ("leakage_before_bits", "leakage_bits", "distortion", "delta", "
 class BuildResult:
     """A built bundle: ``result`` (the mechanism's :class:`~privmap.offline.mechanisms.Result`:
     the unsigned payload and the build's record), ``bundle`` (the signed bytes, or None when no
-    key was given) and ``out`` (where they were written, or None)."""
+    key was given) and ``out`` (where they were written, or None).
+    """
 
     result: Result = field(repr=False)
     bundle: bytes | None
@@ -77,7 +78,8 @@ class BuildResult:
     def summary(self) -> dict:
         """The figures ``privmap build --json`` prints: for seed 000's mechanisms (quantized, exact,
         recommender) leakages (bits), distortions, K, n, the cross-fitted new-user leakage and the
-        codebook step's figures; for the others, every declared figure; and the bundle's size in bytes."""
+        codebook step's figures; for the others, every declared figure; and the bundle's size in bytes.
+        """
         metrics = self.payload["metrics"]
         size = len(self.bundle) if self.bundle is not None else None
         solved = getattr(self.result.detail, "solved", None)
@@ -230,7 +232,8 @@ def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[path
 class Evaluation:
     """A quantized, exact or recommender bundle measured on labelled rows (``privmap evaluate``): ``summary`` is the
     dict ``privmap evaluate --json`` prints (``leakage_bits``, ``distortion``, ``attacker``,
-    ``declared``, ``baselines``, ...); ``str()`` gives its text report."""
+    ``declared``, ``baselines``, ...); ``str()`` gives its text report.
+    """
 
     summary: dict
     signature_verified: bool
@@ -255,7 +258,8 @@ class Evaluation:
 
 def _signed(result):
     """A build's result as the device reads a bundle: its payload encoded (canonical floats) and
-    signed with a key made for this call alone, and a keyring trusting only that key."""
+    signed with a key made for this call alone, and a keyring trusting only that key.
+    """
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from privmap.device import Keyring
@@ -265,7 +269,8 @@ def _signed(result):
 
 def _payload(bundle, trusted) -> tuple[dict, bool]:
     """The bundle's payload (from a path, bytes, a :class:`Result` or a :class:`BuildResult`) and
-    whether a trusted key verified it (a result in memory is unsigned: never)."""
+    whether a trusted key verified it (a result in memory is unsigned: never).
+    """
     from privmap.device import Keyring, load_bundle
 
     if isinstance(bundle, (Result, BuildResult)):
@@ -307,7 +312,8 @@ def evaluate(bundle, data, *, private: str | Sequence[str], columns=None, truste
 class Curve:
     """A privacy-distortion sweep (``privmap curve``): ``points`` as ``privmap curve --json`` gives them
     (one dict per (K, Delta): leakage, distortion, attacker AUC, ...) and ``baselines`` (quantized
-    sweeps). ``str()`` gives the printed table; :meth:`to_csv` and :meth:`plot` write the files."""
+    sweeps). ``str()`` gives the printed table; :meth:`to_csv` and :meth:`plot` write the files.
+    """
 
     points: list
     baselines: dict | None
@@ -329,7 +335,8 @@ class Curve:
     def plot(self, path, *, title: str | None = None):
         """Write the plot as ``privmap curve --png`` does (a joint sweep with each column's line, the
         title wrapped to the figure's width; by default the one the command gives: the private
-        column(s) against the public ones); the path, or None without matplotlib."""
+        column(s) against the public ones); the path, or None without matplotlib.
+        """
         if not have_matplotlib():
             return None
         return plot_curve(self._raw, pathlib.Path(path), auc=any(p.get("roc_auc") is not None for p in self.points),
@@ -387,7 +394,8 @@ class Released:
     order), ``rows`` (released cells, one list per valid input row, input order; an erased cell is
     None), ``index`` (each released row's label in the input: its DataFrame index, or its position
     in an array or a file), ``refused`` ((label, reason) of each row the device refused; nothing
-    released for it). Its repr counts the rows; :meth:`to_frame` holds them."""
+    released for it). Its repr counts the rows; :meth:`to_frame` holds them.
+    """
 
     columns: tuple
     rows: list

@@ -115,7 +115,8 @@ def build_ranking(data: Table, *, private: str | Sequence[str], columns: Sequenc
 def _model_mapping(domains: Sequence[str], mapping: dict) -> QuantizedOptions:
     """The mapping options of a model's points, as the command line makes them: ``prior``
     defaults to ``"posteriors"``, and an ``auto`` search tries both codebooks unless
-    ``class_blind`` or the search's own codebooks are given."""
+    ``class_blind`` or the search's own codebooks are given.
+    """
     mapping.setdefault("prior", "posteriors")
     auto = mapping.get("auto")
     if auto is not None and not auto.class_blind and "class_blind" not in mapping:
@@ -125,7 +126,8 @@ def _model_mapping(domains: Sequence[str], mapping: dict) -> QuantizedOptions:
 
 def _model_build(data: Table, options, build, *, private, columns, public, key, passphrase, out) -> BuildResult:
     """``build(dataset, options)`` on the numeric rows of ``data`` (blank = not rated), signed and
-    written as :func:`._calls.built_from` does."""
+    written as :func:`._calls.built_from` does.
+    """
     declared = options.mapping.declared
     tokens = declared.missing_tokens() if declared else None
     selected = names(public)

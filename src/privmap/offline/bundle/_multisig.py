@@ -1,5 +1,6 @@
 """k-of-n signing: format-2 bundle envelopes and signed keyring documents (see
-``privmap.device.trust`` for what the device checks)."""
+``privmap.device.trust`` for what the device checks).
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -41,7 +42,8 @@ def _pairs(private_keys: Sequence[Ed25519PrivateKey], message: bytes) -> list[li
 
 def _envelope(entries: list, payload: bytes) -> bytes:
     """Format-2 envelope of ``payload`` with one entry per key id (the first listed wins), sorted
-    by key id. An entry is ``[key_id, signature]`` or ``[key_id, signature, 1]`` (format-1 tag)."""
+    by key id. An entry is ``[key_id, signature]`` or ``[key_id, signature, 1]`` (format-1 tag).
+    """
     by_id: dict[bytes, list] = {}
     for entry in entries:  # one signature per key (a repeated key adds nothing)
         by_id.setdefault(entry[0], list(entry))

@@ -1,5 +1,6 @@
 """The command group every ``privmap`` command runs under: one-line failures, stdout reserved for
-the command's output, quiet closed pipes; :func:`guard`, which turns typed errors into one line."""
+the command's output, quiet closed pipes; :func:`guard`, which turns typed errors into one line.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +27,8 @@ TRACEBACK_ENV = "PRIVMAP_TRACEBACK"
 
 class StdoutClosed(Exception):
     """The reader of stdout went away (EPIPE). Not an ``OSError``, so that :func:`guard` lets it
-    through to :class:`CommandGroup`, which ends quietly with :data:`EXIT_CLOSED_PIPE`."""
+    through to :class:`CommandGroup`, which ends quietly with :data:`EXIT_CLOSED_PIPE`.
+    """
 
 
 class Fail(click.ClickException):
@@ -62,7 +64,8 @@ _COMMAND_MODULE = "_command"
 
 def _is_command_line(name: str) -> bool:
     """Whether module ``name`` is the command line's own code (:data:`_COMMAND_LINE_PACKAGES`, or a
-    module whose name ends in ``_command``: a mechanism's command)."""
+    module whose name ends in ``_command``: a mechanism's command).
+    """
     return (any(name == package or name.startswith(package + ".") for package in _COMMAND_LINE_PACKAGES)
             or name.rpartition(".")[2].endswith(_COMMAND_MODULE))
 
@@ -71,7 +74,8 @@ def _written_by_cli(frame) -> bool:
     """Whether the code that asked for a write, ``frame`` and outwards, is the command line's own:
     the innermost frame outside click (``click.echo``, help and version output) must belong to it
     (:func:`_is_command_line`). Commands must therefore live in ``privmap.offline.cli`` or in a
-    module ending in ``_command``, and write through this kit or click."""
+    module ending in ``_command``, and write through this kit or click.
+    """
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if name != "click" and not name.startswith("click."):
@@ -84,7 +88,8 @@ class _CommandStdout(io.TextIOBase):
     """``sys.stdout`` while a command runs: what the CLI's own code writes (``click.echo``,
     :func:`emit`) goes to ``out`` (the real stdout); what any other code writes through
     ``sys.stdout`` (a library's ``print``, a logging handler made during the command) goes to
-    ``err``. A closed ``out`` raises :class:`StdoutClosed`."""
+    ``err``. A closed ``out`` raises :class:`StdoutClosed`.
+    """
 
     def __init__(self, out, err):
         super().__init__()
@@ -121,7 +126,8 @@ class _CommandStdout(io.TextIOBase):
     def __del__(self) -> None:
         """Nothing to release: both streams belong to the process. (IOBase's finaliser would close,
         hence flush, them; at interpreter exit this module's globals may already be None, and
-        Python 3.13 printed 'Exception ignored in: <_CommandStdout ...>' for each one left.)"""
+        Python 3.13 printed 'Exception ignored in: <_CommandStdout ...>' for each one left.)
+        """
 
 
 @contextlib.contextmanager

@@ -82,7 +82,8 @@ class SectionedCommand(click.Command):
 
 def short_term(param: click.Option) -> str:
     """``-k, --clusters K|auto``: the option's names and a short metavar (a choice of more than a
-    few letters is NAME, numbers N or X, paths FILE), for the one-line view."""
+    few letters is NAME, numbers N or X, paths FILE), for the one-line view.
+    """
     names = ", ".join(sorted(param.opts, key=len))
     if param.is_flag:
         return names

@@ -49,7 +49,8 @@ def bundle_options(fn):
 def header_options(fn):
     """``--bundle-version``, ``--issued-at``, ``--valid-days`` and ``--device-class``, given to ``fn``
     as one keyword argument ``header``: a dict of :data:`HEADER_FIELDS` to pass on to a mechanism's
-    options (``Options(..., **header)``)."""
+    options (``Options(..., **header)``).
+    """
 
     @functools.wraps(fn)
     def with_header(*args, **kwargs):
@@ -75,7 +76,8 @@ def json_option(fn):
 
 def _check_domains(ctx, param, values):
     """``--domain``'s values as given, once their syntax is checked: a malformed one is a usage error
-    (exit 2), as any bad option value."""
+    (exit 2), as any bad option value.
+    """
     try:
         parse_domains(values)
     except BuildError as exc:

@@ -1,6 +1,7 @@
 """The step every build command ends with: the operator's key loaded before the build (so that a
 wrong key or passphrase fails at once), the payload signed, loaded back with the device runtime
-and written atomically."""
+and written atomically.
+"""
 from __future__ import annotations
 
 import pathlib
@@ -15,14 +16,16 @@ __all__ = ["Signed", "load_key", "sign_checked", "sign_check_write", "signed_bui
 
 def load_key(key: pathlib.Path, passphrase_file):
     """The operator's Ed25519 private key from ``--key`` (and ``--passphrase-file``). Raises
-    BuildError as ``load_private_key``."""
+    BuildError as ``load_private_key``.
+    """
     from ..bundle import load_private_key
     return load_private_key(key, password=read_passphrase(passphrase_file))
 
 
 def sign_checked(payload: dict, private_key) -> bytes:
     """Encode ``payload``, sign it and load the bundle back with the device runtime (as of its
-    ``issued_at``); the bundle's bytes. Raises BuildError when the device would refuse the bundle."""
+    ``issued_at``); the bundle's bytes. Raises BuildError when the device would refuse the bundle.
+    """
     from ..bundle import check_bundle, encode_payload, sign_bundle
     bundle_bytes = sign_bundle(encode_payload(payload), private_key)
     check_bundle(bundle_bytes, private_key.public_key(), now=payload["issued_at"])
@@ -31,7 +34,8 @@ def sign_checked(payload: dict, private_key) -> bytes:
 
 def sign_check_write(payload: dict, private_key, out: pathlib.Path) -> bytes:
     """:func:`sign_checked`, then the bundle written atomically to ``out``; the bundle's bytes.
-    Raises BuildError when the device would refuse the bundle (nothing is written then)."""
+    Raises BuildError when the device would refuse the bundle (nothing is written then).
+    """
     bundle_bytes = sign_checked(payload, private_key)
     atomic_write(out, bundle_bytes)
     return bundle_bytes
@@ -40,7 +44,8 @@ def sign_check_write(payload: dict, private_key, out: pathlib.Path) -> bytes:
 @dataclass(frozen=True)
 class Signed:
     """A build signed and written: its result, where it went, its bytes and the wall seconds from
-    the start of the build to the written file."""
+    the start of the build to the written file.
+    """
 
     result: object
     out: pathlib.Path

@@ -57,7 +57,8 @@ def trusted_keyring(trusted, keyrings, *, required: bool = True, now: float | No
     """The :class:`Keyring` a command verifies with: PEM keys (threshold 1) or the current keyring
     of a keyring chain at ``now`` (default: the clock), or ``None`` when neither is given and not
     ``required``. Raises :class:`click.UsageError` (exit 2) for both or (``required``) neither,
-    and :class:`BuildError` or :class:`KeyringError` for unreadable, refused or expired keys."""
+    and :class:`BuildError` or :class:`KeyringError` for unreadable, refused or expired keys.
+    """
     if trusted and keyrings:
         raise click.UsageError("give either --trusted PEM keys or --keyring documents, not both")
     if trusted:

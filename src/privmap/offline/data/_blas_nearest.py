@@ -82,7 +82,8 @@ def nearest_l2(X: np.ndarray, Y: np.ndarray, *, block_bytes: int | None = None) 
 def assigned_distance_l2(X: np.ndarray, Y: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """l2 distance of each row of X to its assigned row of Y, shape (n,); bitwise equal to
     ``pairwise(X, Y, "l2")[i, labels[i]]`` without the (n, K) matrix (see
-    :func:`privmap.offline.data._distortion.assigned_distance`)."""
+    :func:`privmap.offline.data._distortion.assigned_distance`).
+    """
     return assigned_distance(X, Y, labels, "l2")
 
 

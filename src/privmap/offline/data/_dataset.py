@@ -100,7 +100,8 @@ class Dataset:
 
     def without_all_missing(self) -> tuple[Dataset, int]:
         """This dataset less the rows whose every public cell is missing (a device refuses them),
-        and how many were left out. Raises :class:`DatasetError` if no row is left."""
+        and how many were left out. Raises :class:`DatasetError` if no row is left.
+        """
         keep = ~np.all(self.missing, axis=1)
         dropped = int(keep.size - keep.sum())
         if dropped == 0:
@@ -113,7 +114,8 @@ class Dataset:
     def from_csv(cls, path: str | pathlib.Path, **kwargs) -> Dataset:
         """The rows of a labelled CSV file: :func:`load_dataset`, whose keyword arguments
         (``private``, ``public``, ``categorical``, ``missing_tokens``, ...) it takes.
-        Raises :class:`DatasetError` as it does."""
+        Raises :class:`DatasetError` as it does.
+        """
         return load_dataset(path, **kwargs)
 
     @classmethod
@@ -205,7 +207,8 @@ def _assembled(raw: bytes, public: Sequence[str], cells: list, labels: list[str]
                private_name: str, categorical: bool, path, columns: PrivateColumns | None = None) -> Dataset:
     """The :class:`Dataset` of parsed rows: ``cells`` (n, d) under ``public``, each row's private
     label in ``labels`` coded by its index in ``classes``, hashed from the file's ``raw`` bytes.
-    Raises DatasetError for a categorical column beyond the device's limits."""
+    Raises DatasetError for a categorical column beyond the device's limits.
+    """
     if categorical:
         check_categories(cells, public, path)
     code = {cls: i for i, cls in enumerate(classes)}
@@ -225,7 +228,8 @@ def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str
                 min_rows: int, missing_tokens: Mapping[str, str] | None) -> Dataset:
     """:func:`load_dataset` of several private columns, protected as their joint attribute: each
     column is checked as a private column is (a blank value refused, named by line and column),
-    and each observed tuple of their values becomes one class. Raises as :func:`load_dataset`."""
+    and each observed tuple of their values becomes one class. Raises as :func:`load_dataset`.
+    """
     check_names(names, DEVICE_LIMITS.max_string_bytes, path)
     raw, reader, header = read_csv(path)
     check_unique(header, path)
@@ -369,13 +373,15 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 def _lines(text: str) -> Iterator[str]:
     """The physical lines of ``text``, each with its terminator, one at a time: what a
     ``StringIO(text, newline="")`` yields, without its copy of the whole text (up to 4 bytes a
-    character)."""
+    character).
+    """
     return (match.group() for match in _LINE.finditer(text))
 
 
 def check_unique(header: Sequence[str], path) -> None:
     """Raise :class:`DatasetError` naming (the first few of) the column names that ``header``
-    gives more than once. Linear in the header's width."""
+    gives more than once. Linear in the header's width.
+    """
     if len(set(header)) == len(header):
         return
     dupes = sorted(name for name, count in Counter(header).items() if count > 1)

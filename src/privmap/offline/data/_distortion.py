@@ -80,7 +80,8 @@ def _rank_keys(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
     taken as one matrix product instead, sum_o x^2 - 2 x.y + sum_o y^2 over each row's observed
     cells: every product and partial sum is then a whole number below 2^53, exact in float64
     whatever the order of the additions, so the keys are bitwise the left-to-right sums (and
-    d matrix passes through temporaries become two BLAS products)."""
+    d matrix passes through temporaries become two BLAS products).
+    """
     if metric == "l2" and _exact_in_blas(X, Y):
         return _integer_l2_keys(X, Y)
     acc = np.zeros((X.shape[0], Y.shape[0]))
@@ -91,7 +92,8 @@ def _rank_keys(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
 
 def _exact_in_blas(X: np.ndarray, Y: np.ndarray) -> bool:
     """Whether every product and partial sum of the squared-L2 keys of X (NaN = masked) and Y is a
-    whole number below 2^53: both whole-numbered and d (max |x| + max |y|)^2 < 2^52."""
+    whole number below 2^53: both whole-numbered and d (max |x| + max |y|)^2 < 2^52.
+    """
     if X.size == 0 or Y.size == 0:
         return False
     x = np.where(np.isnan(X), 0.0, X)

@@ -42,7 +42,8 @@ class KnownJoint:
 
     def sample(self, n: int, seed: int) -> Dataset:
         """``n`` rows drawn independently from p(a, x) with numpy's generator seeded by ``seed``
-        (every class drawn at least once, redrawing otherwise); a numeric :class:`Dataset`."""
+        (every class drawn at least once, redrawing otherwise); a numeric :class:`Dataset`.
+        """
         rng = np.random.default_rng(seed)
         flat = self.joint.ravel()
         while True:
@@ -55,7 +56,8 @@ class KnownJoint:
 
     def input_prior(self, inputs: np.ndarray, metric: str = "l2") -> np.ndarray:
         """The population's p(a, c) over a table's ``inputs`` (shape (K_in, d)), each point sent to
-        its nearest input as the device sends it; shape (n_classes, K_in)."""
+        its nearest input as the device sends it; shape (n_classes, K_in).
+        """
         to = nearest(self.points.astype(float), np.asarray(inputs, dtype=float), metric)
         prior = np.zeros((len(self.classes), len(inputs)))
         np.add.at(prior.T, to, self.joint.T)
@@ -63,7 +65,8 @@ class KnownJoint:
 
     def leakage_bits(self, inputs: np.ndarray, q, metric: str = "l2") -> float:
         """I(A; C^) in bits that new users of the table (``inputs`` (K_in, d), ``q`` (K_in, K_out))
-        face: exact, on the population."""
+        face: exact, on the population.
+        """
         from .._information import leakage_bits
         return leakage_bits(self.input_prior(inputs, metric), q)
 

@@ -146,7 +146,8 @@ def open_source(source, *, private: str | Sequence[str], public: Sequence[str] |
 def _public_columns(header: list[str], path, privates: tuple[str, ...], public: Sequence[str] | None) -> list[str]:
     """The public columns of a file's ``header`` (:func:`select_columns`' checks); with several
     ``privates`` each must be in the header, none public, and the others are kept out of the
-    default public columns as the first is."""
+    default public columns as the first is.
+    """
     others = privates[1:]
     column_indexes(list(others), header, path, "private ")
     both = next((name for name in others if name in (public or ())), None)
@@ -198,7 +199,8 @@ def row_keys(seed: int, ordinal: int, m: int) -> np.ndarray:
     """A 64-bit key of each of a partition's ``m`` rows that depends on nothing but where the row
     is: splitmix64 of (``seed``, the partition's ``ordinal``, the row's index in it), shape (m,)
     uint64. Keys are distinct for distinct (ordinal, row < 2**32) under one seed, so a row's rank
-    among them is a seeded, deterministic random order (samples; cross-fitting folds by remainder)."""
+    among them is a seeded, deterministic random order (samples; cross-fitting folds by remainder).
+    """
     with np.errstate(over="ignore"):
         x = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + (np.uint64(ordinal) << np.uint64(32))
              + np.arange(m, dtype=np.uint64))
@@ -219,7 +221,8 @@ def file_sha256(path: str) -> str:
 
 def source_sha256(files: Sequence[str], digests: Sequence[str]) -> str:
     """Provenance of a source: the file's own SHA-256 for one file (as ``load_dataset``),
-    else the SHA-256 of the lines ``"<sha256>  <file name>\\n"`` in sorted path order."""
+    else the SHA-256 of the lines ``"<sha256>  <file name>\\n"`` in sorted path order.
+    """
     if len(files) == 1:
         return digests[0]
     listing = "".join(f"{h}  {os.path.basename(f)}\n" for f, h in zip(files, digests))
@@ -335,7 +338,8 @@ def _parquet_file(path: str):
 def _parquet_columns(path: str) -> list[str]:
     """The file's data columns: its schema's names less the index pandas stored beside them
     (``DataFrame.to_parquet`` writes a non-range index as a column such as ``__index_level_0__``,
-    named in the file's pandas metadata): row labels, not a public answer."""
+    named in the file's pandas metadata): row labels, not a public answer.
+    """
     schema = _parquet_file(path).schema_arrow
     index = {c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}  # range: a dict
     return [name for name in schema.names if name not in index]

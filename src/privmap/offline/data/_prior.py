@@ -1,5 +1,6 @@
 """The joint prior p(a, c) of private class and quantized symbol: empirical counts, or the
-cross-fitted posteriors of a classifier summed per symbol (:func:`posterior_prior`)."""
+cross-fitted posteriors of a classifier summed per symbol (:func:`posterior_prior`).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -123,7 +124,8 @@ def _cross_fitted_posteriors(X: np.ndarray, y: np.ndarray, n_classes: int, *, fo
 
 def _calibrated_c(X: np.ndarray, y: np.ndarray, *, seed: int) -> float:
     """The ``C`` of :data:`CALIBRATION_C_GRID` whose logistic regression has the least pooled
-    out-of-fold log-loss on a 3-fold split of (X, y) (the smallest C on a tie)."""
+    out-of-fold log-loss on a 3-fold split of (X, y) (the smallest C on a tie).
+    """
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
     labels, counts = np.unique(y, return_counts=True)

@@ -170,7 +170,8 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
 
 def observed_domain(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the observed cells of X (n, d; NaN = missing) say of each column: whether every value is a
-    whole number, and the least and largest value; three arrays of shape (d,)."""
+    whole number, and the least and largest value; three arrays of shape (d,).
+    """
     return (np.all(np.isnan(X) | (X == np.round(X)), axis=0), np.nanmin(X, axis=0), np.nanmax(X, axis=0))
 
 
@@ -205,7 +206,8 @@ def _group_representatives(X: np.ndarray, groups: np.ndarray, metric: str) -> np
     the rows sorted by group, then their ratio, where a loop of per-column means over K groups
     cost a survey fold (11,200 x 50, K = 256) about 0.05 CPU-s. The sums run in row order where
     ``mean`` sums pairwise, so the means are the loop's to the bit when each group's column sums
-    are exact (integer ratings) and may differ in the last bit otherwise."""
+    are exact (integer ratings) and may differ in the last bit otherwise.
+    """
     order = np.argsort(groups, kind="stable")
     _, starts = np.unique(groups[order], return_index=True)
     if metric != "l2":
@@ -237,7 +239,8 @@ def _representative(points: np.ndarray, metric: str) -> np.ndarray:
 
 def _column_means(X: np.ndarray) -> np.ndarray:
     """Each column's mean over its observed cells, shape (d,); a column with none (an item no row
-    rated) takes the mean of every observed cell, so that k-means sees no NaN."""
+    rated) takes the mean of every observed cell, so that k-means sees no NaN.
+    """
     observed = ~np.isnan(X)
     counts = observed.sum(axis=0)
     sums = np.where(observed, X, 0.0).sum(axis=0)

@@ -209,7 +209,8 @@ def numeric_token(token: str) -> float | None:
 def declare(file_columns: dict[str, Declaration] | None = None, domains: Sequence[str] = (),
             missing_token: str | None = None) -> Declared:
     """Merge a schema file's declarations with ``--domain`` values (most specific wins) and
-    ``--missing-token`` (every column's token, unless the schema file gives the column its own)."""
+    ``--missing-token`` (every column's token, unless the schema file gives the column its own).
+    """
     default, by_column = parse_domains(domains)
     columns = dict(file_columns or {})
     names = list(columns) + [n for n in by_column if n not in columns]

@@ -221,7 +221,8 @@ def _checked(n_users, n_items, rank, density, classes, shift, noise, popularity,
 
 def _complete(lo: int, hi: int, user_bias, item_bias, U, V, noise) -> np.ndarray:
     """Every user's rating of every item (n, m): the scale's centre, the biases (n, 1) and (1, m),
-    the factors' weighted inner product and the noise (n, m), rounded and clipped to lo..hi."""
+    the factors' weighted inner product and the noise (n, m), rounded and clipped to lo..hi.
+    """
     score = 0.5 * (lo + hi) + user_bias + item_bias + FACTOR_WEIGHT * (U @ V.T) + noise
     return np.clip(np.rint(score), lo, hi)
 

@@ -139,7 +139,8 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
 @dataclass(frozen=True)
 class _Run:
     """One run of the service protocol: the evaluated users' ``visible`` rows (n_test, m), both
-    groups' released rows, the service's ``measured`` figures and the ``baselines`` table."""
+    groups' released rows, the service's ``measured`` figures and the ``baselines`` table.
+    """
 
     visible: np.ndarray
     released_test: np.ndarray
@@ -151,7 +152,8 @@ class _Run:
 def _service_run(view, R_train: np.ndarray, R_test: np.ndarray, clusters: int, metric: str, seed: int,
                  run: int) -> _Run:
     """Run ``run`` of the protocol: its own hidden cells and service initialisation (run 0 seeded by
-    ``seed`` itself) and its own release draws."""
+    ``seed`` itself) and its own release draws.
+    """
     service_seed = seed if run == 0 else int(np.random.SeedSequence([seed, run]).generate_state(1)[0])
     try:
         service = ServiceUtility(R_train, R_test, seed=service_seed, **SERVICE_SVD)
@@ -167,7 +169,8 @@ def _service_run(view, R_train: np.ndarray, R_test: np.ndarray, clusters: int, m
 
 def _mean_figures(runs: list[dict]) -> dict:
     """The runs' figures (dicts of one shape, nested) with each float the runs' mean, None where
-    some run has None; other values (counts, names) the first run's."""
+    some run has None; other values (counts, names) the first run's.
+    """
     first = runs[0]
     out: dict = {}
     for key, value in first.items():
@@ -185,7 +188,8 @@ def _mean_figures(runs: list[dict]) -> dict:
 
 def _prediction_interval(values: list) -> list | None:
     """The 95 % interval where one more run's figure lands, from ``values`` (one per run): mean +-
-    t sd sqrt(1 + 1/R); None below two runs or where a run has no figure."""
+    t sd sqrt(1 + 1/R); None below two runs or where a run has no figure.
+    """
     if len(values) < 2 or any(v is None for v in values):
         return None
     from scipy.stats import t
@@ -201,7 +205,8 @@ def _z() -> float:
 
 def _baselines(service: ServiceUtility, measured: dict, kmeans: dict, used: int) -> dict:
     """The releases beside the bundle's, each as ``rmse``, ``value_kept``, ``recall_at_10``,
-    ``ndcg_at_10`` and ``ranking_value_kept`` (None where a figure does not apply)."""
+    ``ndcg_at_10`` and ``ranking_value_kept`` (None where a figure does not apply).
+    """
     def row(rmse, kept, recall, ndcg, ranking) -> dict:
         return {"rmse": rmse, "value_kept": kept, "recall_at_10": recall, "ndcg_at_10": ndcg,
                 "ranking_value_kept": ranking}
@@ -220,7 +225,8 @@ def _overlap(payload, tested, trained, R_test, y_test, R_train, y_train) -> dict
     """What DATA shares with the bundle's training data (module docstring): ``data_is_training_file``,
     ``train_is_training_file`` (digests equal to the bundle's ``data_sha256``), ``rows`` (DATA rows equal
     to training rows; None when neither file is the bundle's training file), ``of`` (DATA's rows) and
-    ``note`` (the line the report leads with, None when there is nothing to say)."""
+    ``note`` (the line the report leads with, None when there is nothing to say).
+    """
     declared = payload["provenance"].get("data_sha256")
     data_is, train_is = tested.sha256 == declared, trained.sha256 == declared
     rows = int(R_test.shape[0]) if data_is else (_shared_rows(R_test, y_test, R_train, y_train) if train_is else None)
@@ -242,14 +248,16 @@ def _overlap(payload, tested, trained, R_test, y_test, R_train, y_train) -> dict
 
 def _repeats(R, y) -> bool:
     """Whether some row (public cells, blanks equal, and private code) occurs twice in ``R``: users
-    whose answers coincide, whom equal rows cannot tell apart."""
+    whose answers coincide, whom equal rows cannot tell apart.
+    """
     keyed = np.where(np.isnan(R), np.inf, R)
     return unique_rows(np.column_stack([keyed, y]))[0].shape[0] < R.shape[0]
 
 
 def _shared_rows(R_test, y_test, R_train, y_train) -> int:
     """DATA rows equal to a training row (public cells with blanks equal, and private code), each
-    training row matching at most one: the sum over distinct rows of the smaller count."""
+    training row matching at most one: the sum over distinct rows of the smaller count.
+    """
     keyed = np.vstack([np.column_stack([R_test, y_test]), np.column_stack([R_train, y_train])])
     keyed = np.where(np.isnan(keyed), np.inf, keyed)
     distinct, inverse, _ = unique_rows(keyed, return_inverse=True)

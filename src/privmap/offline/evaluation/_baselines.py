@@ -160,7 +160,8 @@ def _observed(values: np.ndarray) -> np.ndarray:
 
 def _rowwise(X, Y, metric: str) -> np.ndarray:
     """d(X[i], Y[i]) for each i, shape (n,) (the metrics of :mod:`privmap.offline.data._distortion`),
-    over the observed cells of X (a NaN cell of X, a blank answer, is masked as on the device)."""
+    over the observed cells of X (a NaN cell of X, a blank answer, is masked as on the device).
+    """
     diff = np.where(np.isnan(X), 0.0, X - Y)
     if metric == "l2":
         return np.sqrt(np.sum(diff * diff, axis=1))
@@ -230,7 +231,8 @@ def format_baselines(base: dict, distortion: float, auc: float | None) -> str:
 
 def format_quantization_alone(base: dict) -> str:
     """One line per K of the quantization-alone baseline: held-out distortion, its ratio to the
-    constant release on the same rows, and the attacker's AUC."""
+    constant release on the same rows, and the attacker's AUC.
+    """
     return "\n".join(
         f"k-means alone (no privacy), K = {q['clusters_used']}: held-out distortion {q['distortion']:.4f} "
         f"= {q['distortion'] / q['constant_distortion']:.3f} x constant"
@@ -275,7 +277,8 @@ def oue_channel(levels: int, epsilon: float) -> np.ndarray:
 def channel_release(codes: np.ndarray, channels: Sequence[np.ndarray], rng: np.random.Generator) -> np.ndarray:
     """Each cell of ``codes`` (n, d) level indexes drawn through its column's channel; (n, d) level indexes.
 
-    Simulation only (numpy's generator)."""
+    Simulation only (numpy's generator).
+    """
     out = np.empty_like(codes)
     for k, M in enumerate(channels):
         cumulative = np.cumsum(M, axis=1)[codes[:, k]]
@@ -287,7 +290,8 @@ def ldp_epsilon_bound_bits(epsilon_row: float, p_a: np.ndarray) -> float:
     """Per-output leakage bound (bits) of any eps_row-LDP release (nats) on class prior ``p_a`` (|A|,).
 
     M(y | x) within a factor E = e^eps_row over x gives p(a | y) between p(a) / (p(a) + E (1 - p(a)))
-    and E p(a) / (E p(a) + 1 - p(a)); the bound is the larger |log2| of those over p(a)."""
+    and E p(a) / (E p(a) + 1 - p(a)); the bound is the larger |log2| of those over p(a).
+    """
     E = math.exp(epsilon_row) if epsilon_row < 700 else math.inf
     p_a = np.asarray(p_a, dtype=float)
     p_a = p_a[p_a > 0]
@@ -300,7 +304,8 @@ def ldp_epsilon_bound_bits(epsilon_row: float, p_a: np.ndarray) -> float:
 
 def _log2_ratios(Y: np.ndarray, X: np.ndarray, p_ax: np.ndarray, log_channels) -> np.ndarray:
     """log2 p(a | y) - log2 p(a) for outputs ``Y`` (m, d) over distinct rows ``X`` (u, d) of prior ``p_ax``
-    (|A|, u); shape (m, |A|)."""
+    (|A|, u); shape (m, |A|).
+    """
     log_lik = np.zeros((Y.shape[0], X.shape[0]))
     for k, L in enumerate(log_channels):
         log_lik += L[X[:, k]][:, Y[:, k]].T

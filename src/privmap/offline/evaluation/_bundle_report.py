@@ -83,7 +83,8 @@ def declared(payload: dict) -> dict:
     """The bundle's declared leakages (seed 000's table mechanisms), with its per-output epsilon in
     bits on the training prior (``max_output_leakage_bits``, declared or computed from the payload as
     ``inspect`` does; None when unbounded) and where that figure comes from
-    (``max_output_leakage_note``)."""
+    (``max_output_leakage_note``).
+    """
     metrics = payload["metrics"]
     epsilon, note = payload_output_leakage(payload)
     out = {**{key: metrics.get(key) for key in (
@@ -103,7 +104,8 @@ def _epsilon_by_class(payload: dict) -> dict:
     """The per-output epsilon of each class on the bundle's prior, max over outputs of positive
     mass of |log2 p(a | c^) - log2 p(a)| in bits (None where an output rules the class out), as
     ``max_output_leakage_by_class_bits`` (class -> bits); with several private columns also each
-    column's (its marginal prior), ``max_output_leakage_by_column_bits``. Empty without a prior."""
+    column's (its marginal prior), ``max_output_leakage_by_column_bits``. Empty without a prior.
+    """
     if payload.get("prior") is None or payload.get("table") is None:
         return {}
     import numpy as np
@@ -169,7 +171,8 @@ def load_for(data: pathlib.Path, private, payload: dict, categorical: bool):
     ------
     BuildError
         As :func:`privmap.offline.data.load_dataset`; private values the bundle does not know;
-        private columns other than the bundle's."""
+        private columns other than the bundle's.
+    """
     import numpy as np
 
     model = payload.get("model")

@@ -1,5 +1,6 @@
 """Exposure per user of a bundle on labelled rows: what ``privmap evaluate`` can report beside the
-bundle's declared ``holdout_exposed_2x`` (:func:`privmap.offline.measures.exposed_shares`)."""
+bundle's declared ``holdout_exposed_2x`` (:func:`privmap.offline.measures.exposed_shares`).
+"""
 from __future__ import annotations
 
 import numpy as np

@@ -92,7 +92,8 @@ def roc_curve_points(attack: AttackScores, positive: int = 1) -> tuple[np.ndarra
 
 def split_rows(n: int, y: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Train and test row indexes of ``n`` rows for an attacker: ``test_fraction`` of them held out,
-    stratified by the private codes ``y`` (n,) when every class present has two rows, seeded."""
+    stratified by the private codes ``y`` (n,) when every class present has two rows, seeded.
+    """
     from sklearn.model_selection import train_test_split
     idx = np.arange(n)
     counts = np.bincount(y)

@@ -71,7 +71,8 @@ def exposed_shares(attacker_prior: np.ndarray, q, users: np.ndarray,
 def payload_exposure(payload: dict) -> dict:
     """The in-sample exposed shares of a table payload: its prior's users under its own integer
     table (``in_sample_exposed_2x``, ``in_sample_exposed_4x``), None each when the payload carries
-    no table with a prior p(a, c) (max-correlation, the real-valued kinds)."""
+    no table with a prior p(a, c) (max-correlation, the real-valued kinds).
+    """
     keys = [f"in_sample_exposed_{f:g}x" for f in EXPOSURE_FACTORS]
     if "table" not in payload or "prior" not in payload:
         return dict.fromkeys(keys)
@@ -84,7 +85,8 @@ def payload_exposure(payload: dict) -> dict:
 def exposure_line(figures: dict) -> str | None:
     """One line of the exposed shares in ``figures`` (``holdout_exposed_2x`` / ``_4x`` on new
     users, ``in_sample_exposed_2x`` / ``_4x``), for the build's report and ``privmap inspect``;
-    None when it holds neither."""
+    None when it holds neither.
+    """
     parts = []
     for label, key in (("new users", "holdout_exposed"), ("in-sample", "in_sample_exposed")):
         two, four = figures.get(f"{key}_2x"), figures.get(f"{key}_4x")

@@ -39,7 +39,8 @@ TITLE_COLUMNS = 6
 
 def curve_title(stem: str, private: Sequence[str], public: Sequence[str]) -> str:
     """The default title of a curve of ``stem``'s rows: the private column(s) against the public
-    ones, the first :data:`TITLE_COLUMNS` named and the rest counted (whole names, never cut)."""
+    ones, the first :data:`TITLE_COLUMNS` named and the rest counted (whole names, never cut).
+    """
     shown = ", ".join(public[:TITLE_COLUMNS]) + (f" and {len(public) - TITLE_COLUMNS} more"
                                                  if len(public) > TITLE_COLUMNS else "")
     return f"{stem}: {' x '.join(private)} vs {shown}"

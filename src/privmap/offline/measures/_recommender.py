@@ -90,6 +90,7 @@ def rmse_true_vs_released(true: np.ndarray, released: np.ndarray, *, folds: int 
     ----------
     true, released : ndarray, shape (n_users, n_items)
         Ratings; 0 = not rated. ``released`` is what the service would receive.
+
     Returns
     -------
     list of dict with ``fold``, ``held_out`` (number of ratings), ``rmse_true``, ``rmse_released``.

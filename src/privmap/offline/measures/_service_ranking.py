@@ -101,7 +101,8 @@ class RankingService:
 
     def figures(self, scores) -> tuple[float | None, float | None]:
         """(recall@k, NDCG@k) of ranking each held-out user's unseen items by ``scores`` (n_test, m;
-        NaN ranks after every score, ties by column order); None when no user has a relevant item."""
+        NaN ranks after every score, ties by column order); None when no user has a relevant item.
+        """
         big = np.finfo(float).max
         s = np.nan_to_num(np.asarray(scores, dtype=float), nan=-big, posinf=big, neginf=-big)
         s = np.where(self.seen, -np.inf, s)
@@ -121,7 +122,8 @@ class RankingService:
     @property
     def baseline(self) -> dict:
         """``ranking_recall_true``, ``ranking_ndcg_true`` (EASE on the visible profiles) and
-        ``ranking_recall_popularity``, ``ranking_ndcg_popularity``."""
+        ``ranking_recall_popularity``, ``ranking_ndcg_popularity``.
+        """
         if self._baseline is None:
             true = self.figures(self.seen.astype(float) @ self.weights)
             popular = self.figures(np.broadcast_to(self.popularity, self.seen.shape))

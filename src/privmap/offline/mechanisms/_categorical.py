@@ -1,5 +1,6 @@
 """The alphabet of observed categorical tuples that the funnel and max-correlation bundles share:
-each tuple as bundle cells (category indexes) and each row's tuple."""
+each tuple as bundle cells (category indexes) and each row's tuple.
+"""
 from __future__ import annotations
 
 import numpy as np

@@ -47,7 +47,8 @@ class HeaderOptions:
     SOURCE_DATE_EPOCH, else the clock), ``valid_days`` (> 0) and ``device_class``.
 
     Raises :class:`BuildError` at construction (:func:`check_header`; a subclass that defines its
-    own ``__post_init__`` calls it there)."""
+    own ``__post_init__`` calls it there).
+    """
 
     bundle_version: int = 1
     issued_at: int | None = None

@@ -1,5 +1,6 @@
 """``privmap build`` on a directory or glob of CSV/Parquet files: which DATA goes to the
-partitioned build, and the build run on a Dask cluster with its passes told on stderr."""
+partitioned build, and the build run on a Dask cluster with its passes told on stderr.
+"""
 from __future__ import annotations
 
 import glob
@@ -27,7 +28,8 @@ PROGRESS_SECONDS = 10.0
 def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
     """Whether DATA goes to the partitioned build: a directory, a glob pattern, a Parquet file,
     or any DATA when ``--workers`` or ``--scheduler`` is given (a lone CSV file otherwise stays
-    in memory)."""
+    in memory).
+    """
     text = os.fspath(data)
     return (workers is not None or scheduler is not None or os.path.isdir(text)
             or pathlib.Path(text).suffix.lower() in _PARQUET

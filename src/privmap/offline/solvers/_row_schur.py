@@ -44,19 +44,22 @@ class SingleFalls(Exception):
     :data:`SINGLE_CORRECTION` of the direction. The interior point takes that step again from
     float64 products, and every later one (mixed-precision refinement: float32 cuts the product's
     time by about two fifths, and far from the optimum its factor is accurate enough for
-    refinement to recover the float64 directions; near the optimum it is not)."""
+    refinement to recover the float64 directions; near the optimum it is not).
+    """
 
 
 class MixedPrecision:
     """Where one interior point's path is: float32 Schur products until a step raises
-    :class:`SingleFalls`, float64 for that step again and every later one."""
+    :class:`SingleFalls`, float64 for that step again and every later one.
+    """
 
     def __init__(self) -> None:
         self.single = True
 
     def step(self, step: Callable[..., _Answer], *args) -> _Answer:
         """``step(*args, single=...)`` at the path's precision; SingleFalls sets it to float64 for good.
-        Raises what ``step`` raises but SingleFalls."""
+        Raises what ``step`` raises but SingleFalls.
+        """
         if self.single:
             try:
                 return step(*args, single=True)
@@ -68,7 +71,8 @@ class MixedPrecision:
 def require_settled(correction: np.ndarray, direction: np.ndarray) -> None:
     """Raise :class:`SingleFalls` unless a direction's last refinement ``correction`` is within
     :data:`SINGLE_CORRECTION` of the direction's largest entry (both any shape, the same; a NaN
-    falls too). A point calls it on directions from a float32 Schur complement only."""
+    falls too). A point calls it on directions from a float32 Schur complement only.
+    """
     if not float(np.abs(correction).max()) <= SINGLE_CORRECTION * float(np.abs(direction).max()):
         raise SingleFalls
 
@@ -84,7 +88,8 @@ def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray, *, single: bool
     half the multiplications of the whole product (R = 1,024, K_out a = 15,360, one thread, random
     data: 0.41 to 0.45 s against 0.63). Each entry is a dot product of the same vectors as in the
     whole product: unlike a symmetric rank-k update through factors of T (which lost the last
-    digits near the optimum), nothing is factorised."""
+    digits near the optimum), nothing is factorised.
+    """
     R, K_out = weights.shape
     a = U.shape[1]
     dtype = np.float32 if single else np.float64

@@ -165,7 +165,8 @@ class _Attempt:
 def _from_a_start(attempt: _Attempt, start_outputs) -> SolveResult | None:
     """A cold solve's polished answer from the interior point or, failing that, the conic reference,
     where the instance starts from one (Notes of :func:`solve`); None where neither answers, with
-    their failures and whether the reference remains the fallback left in ``attempt``."""
+    their failures and whether the reference remains the fallback left in ``attempt``.
+    """
     a = attempt
     if starts_from_interior(a.p_ac, a.distortion, a.delta):
         try:
@@ -216,7 +217,8 @@ def starts_from_interior(p_ac, distortion, delta) -> bool:
     :func:`solve`): at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, at most
     :data:`.interior.MAX_ENTRIES` entries |A| x K x K_out, no forbidden pair, and a budget that
     :func:`._problem.check_instance` accepts (an infeasible one is the fast solver's to name; a
-    malformed instance raises its ValueError)."""
+    malformed instance raises its ValueError).
+    """
     from .interior import MAX_ENTRIES
     D = np.asarray(distortion, dtype=float)
     classes = _classes(p_ac)
@@ -236,7 +238,8 @@ def starts_from_conic(p_ac, distortion, delta) -> bool:
     :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs for each, and a budget that
     :func:`._problem.check_instance` accepts (an infeasible one is the fast solver's to name; a
     malformed instance raises its ValueError). A caller holding a warm start asks this before
-    using it: where the reference is the faster start, it is also the faster re-solve."""
+    using it: where the reference is the faster start, it is also the faster re-solve.
+    """
     D = np.asarray(distortion, dtype=float)
     classes = _classes(p_ac)
     if classes < CONIC_FIRST_CLASSES or D.size > CONIC_FIRST_PAIRS_PER_CLASS * classes:
@@ -262,7 +265,8 @@ def _polished(start_with: str, p_ac, distortion, delta, tol_bits: float, progres
     """The fast solver's certified polish of an accurate, uncertified answer (:func:`solve`, Notes):
     the interior point's (``start_with="interior"``, from ``start_outputs`` where given) or the
     conic reference's (``"conic"``), after the cold path's ``failure`` if one came first. Raises
-    SolverError naming both failures when either fails."""
+    SolverError naming both failures when either fails.
+    """
     from .fast import solve_fast
     try:
         if start_with == "interior":

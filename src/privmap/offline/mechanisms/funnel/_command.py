@@ -1,5 +1,6 @@
 """``privmap build funnel`` (also ``privmap build-funnel``): the funnel's options from the command
-line, its build, the signed bundle, and a report (text, or ``--json``)."""
+line, its build, the signed bundle, and a report (text, or ``--json``).
+"""
 from __future__ import annotations
 
 import pathlib

@@ -1,5 +1,6 @@
 """``privmap build gaussian`` (also ``privmap build-gaussian``): the options from the command line,
-the greedy, the signed bundle, and a report (text, or ``--json``)."""
+the greedy, the signed bundle, and a report (text, or ``--json``).
+"""
 from __future__ import annotations
 
 import math

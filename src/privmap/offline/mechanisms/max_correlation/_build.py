@@ -40,7 +40,8 @@ MAX_INPUTS = 64
 @dataclass(frozen=True)
 class MaxCorrelationRecord:
     """What :func:`build` computed besides the payload (its :attr:`Result.detail`): the public
-    columns, P_X, the Hamming distances between tuples and the shipped channel."""
+    columns, P_X, the Hamming distances between tuples and the shipped channel.
+    """
 
     features: tuple[str, ...]
     p_x: np.ndarray

@@ -1,5 +1,6 @@
 """``privmap build max-correlation`` (also ``privmap build-max-correlation``): the options from
-the command line, the design, the signed bundle, and a report (text, or ``--json``)."""
+the command line, the design, the signed bundle, and a report (text, or ``--json``).
+"""
 from __future__ import annotations
 
 import pathlib

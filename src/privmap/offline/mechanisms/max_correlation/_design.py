@@ -57,7 +57,8 @@ def witsenhausen_q(p_xy) -> np.ndarray:
 
 def joint_from_q(q: np.ndarray, p_x) -> np.ndarray:
     """Inverse of :func:`witsenhausen_q` (Theorem 2): sqrt(P_Y) = Q^T sqrt(P_X) and
-    P_XY(x, y) = Q(x, y) sqrt(P_X(x)) sqrt(P_Y(y)). Shapes (|X|, |Y|) and (|X|,)."""
+    P_XY(x, y) = Q(x, y) sqrt(P_X(x)) sqrt(P_Y(y)). Shapes (|X|, |Y|) and (|X|,).
+    """
     sx = np.sqrt(np.asarray(p_x, dtype=float))
     sy = q.T @ sx
     return q * np.outer(sx, sy)
@@ -96,7 +97,8 @@ def s_star_upper_bound(p_x, w) -> float:
 
 def s_star_lower_bound(p_x, w, *, starts: int = 4, seed: int = 0) -> float:
     """A numerical lower bound on S*: the best ratio D(rW || P_Y) / D(r || P_X) found by
-    multi-start local search over r (softmax parametrised). Not certified as the supremum."""
+    multi-start local search over r (softmax parametrised). Not certified as the supremum.
+    """
     from scipy.optimize import minimize
     p_x = np.asarray(p_x, dtype=float)
     w = np.asarray(w, dtype=float)

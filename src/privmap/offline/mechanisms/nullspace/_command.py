@@ -1,5 +1,6 @@
 """``privmap build nullspace`` (also ``privmap build-nullspace``): the options from the command line,
-the cleaning directions, the signed bundle, and a report (text, or ``--json``)."""
+the cleaning directions, the signed bundle, and a report (text, or ``--json``).
+"""
 from __future__ import annotations
 
 import pathlib

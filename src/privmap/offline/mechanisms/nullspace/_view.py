@@ -1,6 +1,7 @@
 """The nullspace evaluation view: seed 001's experiment on a matrix of features and labels
 (:func:`nullspace_experiment`, Fig. 1-3), and a built bundle attacked on labelled rows
-(:func:`evaluate_release`, ``privmap evaluate``)."""
+(:func:`evaluate_release`, ``privmap evaluate``).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -64,7 +65,8 @@ def nullspace_experiment(x, y_d, y_c, epsilon: float, *, splits: int = 10, test_
 
 def evaluate_release(payload: dict, data, target: str, *, seed: int = 0, test_fraction: float = 0.3) -> dict:
     """Attack a nullspace bundle's releases (the rows cleaned with its directions) on the labelled
-    CSV ``data``: :func:`attack_withheld` of ``target``, a desired or confidential column."""
+    CSV ``data``: :func:`attack_withheld` of ``target``, a desired or confidential column.
+    """
     params = payload["parameters"]
     directions, lambda_d = np.array(params["directions"]), np.array(params["lambda_d"])
     return attack_withheld(payload, data, target, params["desired"] + params["confidential"],

@@ -140,7 +140,8 @@ def build_prepared(prepared: Prepared, options: RankingOptions, tell) -> Result:
     """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
     payload made a ranking bundle's (:func:`ranking_result`). The outputs are released where the
     pipeline placed them: each is the l2 optimum of the points it serves, and the score row of a
-    pool's centre ranks as well as the pool's mean score row does. Raises as the pipeline."""
+    pool's centre ranks as well as the pool's mean score row does. Raises as the pipeline.
+    """
     built = build_points(prepared.factors, factor_options(options.mapping), tell,
                          dropped_rows=prepared.fitted.dropped_rows)
     return ranking_result(built, prepared.fitted, options)
@@ -149,7 +150,8 @@ def build_prepared(prepared: Prepared, options: RankingOptions, tell) -> Result:
 def ranking_result(built: Build, fitted: RatingModel, options: RankingOptions) -> Result:
     """The quantized pipeline's build on the score-space points made a ranking bundle's: the
     space in the payload, its figures among the metrics, and the ratings' rows left out and
-    SHA-256 in place of the points'."""
+    SHA-256 in place of the points'.
+    """
     space = cast(ScoreSpace, fitted.model)
     payload = dict(built.payload)
     payload["mechanism"] = MECHANISM

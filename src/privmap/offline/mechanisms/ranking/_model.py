@@ -96,7 +96,8 @@ class ScoreSpace:
 
 def _whole(values: np.ndarray) -> tuple[np.ndarray, int]:
     """``values`` times ``2**bits`` rounded to whole numbers, bits the largest (<= 30) keeping
-    every entry within :data:`MAX_ENTRY`."""
+    every entry within :data:`MAX_ENTRY`.
+    """
     peak = float(np.max(np.abs(values))) if values.size else 0.0
     bits = 30 if peak == 0.0 else max(0, min(30, int(math.floor(math.log2(MAX_ENTRY / peak)))))
     return np.clip(np.round(values * 2.0 ** bits), -MAX_ENTRY, MAX_ENTRY).astype(np.int64), bits

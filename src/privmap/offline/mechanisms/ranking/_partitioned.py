@@ -5,7 +5,8 @@ in-memory build fits it on all (EASE's item-item weights need the sample's m x m
 the users: :data:`~privmap.offline.mechanisms.recommender.SAMPLE_CELLS` bounds it), every
 partition's users are embedded on the workers, and the payload is made a ranking bundle's by
 :func:`._build.ranking_result`, as in memory. Its outputs are released where the mapping placed
-them (no calibration pass)."""
+them (no calibration pass).
+"""
 from __future__ import annotations
 
 import os

@@ -23,7 +23,8 @@ class ScoreView(MappingView):
     """A :class:`MappingView` whose rows are ratings (n, m; NaN = not rated) embedded in the score
     space before the lookup. ``inputs`` are the score-space centres (K_in, k), ``outputs`` the
     released score rows (K_out, m); ``embed`` (m, k, whole numbers) and ``basis`` (m, k, the score
-    rows as the device reads them) are the space, ``space_lo``, ``space_hi`` (k,) its domain."""
+    rows as the device reads them) are the space, ``space_lo``, ``space_hi`` (k,) its domain.
+    """
 
     #: Released rows are scores, higher first (not ratings).
     RELEASES: ClassVar[str] = "scores"
@@ -36,7 +37,8 @@ class ScoreView(MappingView):
 
     def points(self, public) -> np.ndarray:
         """z of each ratings row, clamped to the space's domain, shape (n, k); NaN for a row the
-        device refuses (nothing rated, or rated items whose rows cancel out)."""
+        device refuses (nothing rated, or rated items whose rows cancel out).
+        """
         rated = ~np.isnan(np.asarray(public, float))
         y = rated.astype(np.int64) @ self.embed
         length = np.sqrt(np.sum(y * y, axis=1).astype(float))
@@ -52,13 +54,15 @@ class ScoreView(MappingView):
     def costs(self, rows, targets) -> np.ndarray:
         """Root mean square difference, over the columns, between score rows, shape (len(rows),
         len(targets)). ``rows`` and ``targets`` are each ratings rows (a row stands for the score
-        row of its point), released score rows, or score-space points such as ``inputs``."""
+        row of its point), released score rows, or score-space points such as ``inputs``.
+        """
         return rms_gaps(self.predicted(rows), self.predicted(targets))
 
     def predicted(self, X) -> np.ndarray:
         """Score rows (n, m), unrounded, of ``X``: score-space points (width k, or ``inputs``
         itself) through the basis; released rows (no blank cell) as they are; ratings rows with
-        blanks through the embedding."""
+        blanks through the embedding.
+        """
         k, m = self.basis.shape[1], self.basis.shape[0]
         X = self.inputs if X is self.inputs else np.asarray(X, float)
         if X is self.inputs or (X.shape[1] == k and k != m):
@@ -70,7 +74,8 @@ class ScoreView(MappingView):
 
 def view_of_ranking(bundle) -> ScoreView:
     """The :class:`ScoreView` of a verified ranking :class:`privmap.device.Bundle`, or of its
-    decoded payload (a dict, validated here as the device would)."""
+    decoded payload (a dict, validated here as the device would).
+    """
     model, parts = model_view_parts(bundle)
     outputs = np.asarray([model.ratings(z) for z in parts.pop("space_outputs")], float)
     return ScoreView(**parts, outputs=outputs, embed=np.asarray(model.embed, dtype=np.int64),

@@ -131,7 +131,8 @@ class Prepared:
     """The training ratings in memory turned into factor points, ready for the seed-000 pipeline:
     ``factors`` the :class:`Dataset` of points (n, rank + 1) with the ratings' private column, and
     ``fitted`` the ratings' domain and model, ``ratings`` (n, m; NaN = not rated) the training
-    ratings in the order of the points (the released rows are calibrated to them: :mod:`._calibrate`)."""
+    ratings in the order of the points (the released rows are calibrated to them: :mod:`._calibrate`).
+    """
 
     factors: Dataset
     fitted: RatingModel
@@ -210,7 +211,8 @@ def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Res
     its payload made a recommender bundle's (:func:`recommender_result`); ``tell`` is the build's
     :class:`~privmap.offline.mechanisms.table.StageTimer`. The mapping's domain declarations
     are the ratings' (the factor space's domain is inferred from the points). Raises as the
-    pipeline."""
+    pipeline.
+    """
     built = build_points(prepared.factors, factor_options(options.mapping), tell,
                          dropped_rows=prepared.fitted.dropped_rows)
     labels = built.alphabet.labels
@@ -242,7 +244,8 @@ def fit_model(R: np.ndarray, options: RecommenderOptions, *,
     validation RMSE of each penalty tried: :func:`._factors.choose_reg` unless ``options.reg``
     is given, then :func:`._factors.fit_factors`, both drawing from one generator seeded by
     ``options.mapping.seed``; ``progress`` is told the fraction done after each penalty tried and
-    the final fit. Raises :class:`BuildError` as they do (too few ratings)."""
+    the final fit. Raises :class:`BuildError` as they do (too few ratings).
+    """
     rng = np.random.default_rng(options.mapping.seed)
     tried = None if progress is None else (lambda f: progress(0.9 * f))
     reg, scores = ((options.reg, {}) if options.reg is not None
@@ -257,7 +260,8 @@ def rating_model(schema, token: str, model: FactorModel | Any, scores: dict, *, 
                  missing_cell_fraction: float, sha256: str) -> RatingModel:
     """The :class:`RatingModel` of ratings whose columns :func:`privmap.offline.data.resolve` gave
     ``schema``: the domain spans every column's (one lowest and one highest rating), whole numbers
-    when every column holds them."""
+    when every column holds them.
+    """
     return RatingModel(columns=tuple(c.name for c in schema), lo=min(float(c.min) for c in schema),
                        hi=max(float(c.max) for c in schema), integer=all(c.integer for c in schema),
                        missing_token=token, model=model, reg_scores=scores, dropped_rows=dropped_rows,
@@ -268,7 +272,8 @@ def rating_model(schema, token: str, model: FactorModel | Any, scores: dict, *, 
 def recommender_result(built: Build, fitted: RatingModel, options: RecommenderOptions) -> Result:
     """The quantized pipeline's build on the factor points (in memory or partitioned) made a
     recommender bundle's: the model in the payload, the ratings' figures among the metrics, and the
-    ratings' rows left out and SHA-256 in place of the points' (which the pipeline saw)."""
+    ratings' rows left out and SHA-256 in place of the points' (which the pipeline saw).
+    """
     payload = dict(built.payload)
     payload["mechanism"] = MECHANISM
     payload["model"] = fitted.model.payload(fitted.columns, _bound(fitted.lo, fitted.integer),
@@ -295,14 +300,16 @@ def factor_names(rank: int) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class RecommenderBuild(Build):
     """A recommender build's record: the quantized pipeline's on the factor points, and
-    ``fitted`` (the ratings' domain and the fitted model)."""
+    ``fitted`` (the ratings' domain and the fitted model).
+    """
 
     fitted: RatingModel | None = None
 
 
 def factor_options(options: QuantizedOptions) -> QuantizedOptions:
     """The mapping's options as the factor space takes them: the declared domains are the ratings'
-    (the factor points' domain is inferred from them)."""
+    (the factor points' domain is inferred from them).
+    """
     return dataclasses.replace(options, declared=None)
 
 

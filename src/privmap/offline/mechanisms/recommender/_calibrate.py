@@ -115,7 +115,8 @@ def payload_domain(payload: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def released_distance(points: np.ndarray, release: sparse.spmatrix, outputs: np.ndarray) -> float:
     """Sum over the users of E |z_u - z_o| (stars) under their rows of ``release`` (n, K_out);
-    sums over disjoint sets of users add up."""
+    sums over disjoint sets of users add up.
+    """
     pairs = sparse.coo_matrix(release)
     gaps = np.linalg.norm(points[pairs.row] - np.asarray(outputs)[pairs.col], axis=1)
     return float(np.sum(pairs.data * gaps))
@@ -126,6 +127,7 @@ def with_outputs(payload: dict, outputs: np.ndarray, released_distortion: float)
     ``released_distortion``: the mean over the training users of E |z_u - z_o| (stars, over all
     columns, before clipping) from their own point to the output they release. ``distortion``,
     ``delta`` and ``holdout_distortion`` stay the mapping's (program (19)'s budget is on the
-    outputs it placed)."""
+    outputs it placed).
+    """
     return {**payload, "outputs": np.asarray(outputs, dtype=float).tolist(),
             "metrics": {**payload["metrics"], "released_distortion": float(released_distortion)}}

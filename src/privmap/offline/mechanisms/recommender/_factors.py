@@ -79,7 +79,8 @@ class FactorModel:
 
     def fold_in(self, R: np.ndarray) -> np.ndarray:
         """theta of each row of ``R`` (n, m; NaN = not rated): shape (n, rank + 1).
-        Raises :class:`BuildError` for a row with nothing rated."""
+        Raises :class:`BuildError` for a row with nothing rated.
+        """
         observed = ~np.isnan(R)
         if not observed.any(axis=1).all():
             raise BuildError("a ratings row has no rated column")

@@ -81,7 +81,8 @@ FOLD_ROWS = 8192
 class _Reading:
     """How a worker reads a partition of ratings: the rating columns, the private column (or the
     several, :attr:`~privmap.offline.data.Source.private`) and the declared missing tokens
-    (column, token)."""
+    (column, token).
+    """
 
     features: tuple[str, ...]
     private: str | tuple[str, ...]
@@ -94,14 +95,16 @@ class _Reading:
 
     def read(self, part: Partition) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(R, labels, rated)``: the partition's ratings (m, d; NaN = blank), private labels (m,)
-        and which rows rate something (m,) bool."""
+        and which rows rate something (m,) bool.
+        """
         R, labels = read_partition(part, self.features, self.private, dict(self.tokens))
         return R, labels, ~np.all(np.isnan(R), axis=1)
 
 
 def sample_size(columns: int) -> int:
     """Rows in the sample of a source of ``columns`` rating columns: :data:`SAMPLE_USERS`, fewer
-    when that many rows would exceed :data:`SAMPLE_CELLS` cells (at least one row)."""
+    when that many rows would exceed :data:`SAMPLE_CELLS` cells (at least one row).
+    """
     return max(1, min(SAMPLE_USERS, SAMPLE_CELLS // max(columns, 1)))
 
 
@@ -114,7 +117,8 @@ class PartitionedMode:
     user's point; ``names(model)``, their feature names; and ``finish(built, fitted, options,
     folded)`` -> :class:`Result`, the mapping's :class:`~privmap.offline.mechanisms.table.Build`
     made the mode's bundle (``folded``: the :class:`Folded` points and ratings). The model's
-    ``points(R)`` gives the points of ratings (rows, width)."""
+    ``points(R)`` gives the points of ratings (rows, width).
+    """
 
     stage: str
     fit: Callable
@@ -127,7 +131,8 @@ class PartitionedMode:
 class Folded:
     """The folded-in users a mode's ``finish`` may read again: the ``client``, the ratings'
     ``parts`` and how to read them (``reading``), the ``model`` and the ``folder`` of points
-    (:func:`fold_in`), and ``tell``, the build's timer, for the stages it adds."""
+    (:func:`fold_in`), and ``tell``, the build's timer, for the stages it adds.
+    """
 
     client: object
     parts: tuple
@@ -188,7 +193,8 @@ def build_model_partitioned(src: Source, options, client, mode: PartitionedMode,
                             progress=None, dask_progress: bool = False, scratch: str | os.PathLike | None = None,
                             in_core_bytes: int = IN_CORE_BYTES) -> Result:
     """A model mode's build on partitioned ratings (module docstring; arguments and errors as
-    :func:`build_partitioned`, ``options`` the mode's, ``mode`` what it brings)."""
+    :func:`build_partitioned`, ``options`` the mode's, ``mode`` what it brings).
+    """
     tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
     token = missing_token(options, src.features)
     declared = options.mapping.declared
@@ -227,7 +233,8 @@ def build_model_partitioned(src: Source, options, client, mode: PartitionedMode,
 def gather_points(folder, names, summary) -> Dataset:
     """The points :func:`fold_in` wrote to ``folder``, in partition order, as the
     :class:`~privmap.offline.data.Dataset` an in-memory build maps: features ``names``, the
-    private classes and SHA-256 of ``summary`` (the ratings' :class:`SourceSummary`)."""
+    private classes and SHA-256 of ``summary`` (the ratings' :class:`SourceSummary`).
+    """
     import pyarrow.parquet as pq
     paths = sorted(glob.glob(os.path.join(folder, "part-*.parquet")))
     code = {c: i for i, c in enumerate(summary.classes)}
@@ -243,7 +250,8 @@ def gather_points(folder, names, summary) -> Dataset:
 
 def _finish_recommender(built, fitted, options: RecommenderOptions, folded: Folded) -> Result:
     """The recommender's finish: the outputs calibrated out of core (:func:`calibrate`, stage
-    ``calibrate``), then :func:`._build.recommender_result`."""
+    ``calibrate``), then :func:`._build.recommender_result`.
+    """
     folded.tell("calibrate", 0.99)
     payload = calibrate(folded.client, folded.parts, folded.reading, cast(FactorModel, folded.model), built.payload,
                         folded.folder)
@@ -312,7 +320,8 @@ class _Sample:
 
 def _candidates(part: Partition, *, reading: _Reading, ordinal: int, seed: int, size: int, below: np.uint64):
     """A partition's rated rows that may enter the sample: key at most ``below``, the ``size`` of
-    least key at most; ``(keys, places, ratings)`` as :class:`_Sample` holds them."""
+    least key at most; ``(keys, places, ratings)`` as :class:`_Sample` holds them.
+    """
     R, _, rated = reading.read(part)
     keys = row_keys(seed, ordinal, R.shape[0])
     chosen = np.nonzero(rated & (keys <= below))[0]
@@ -325,7 +334,8 @@ def fold_in(client, parts, reading: _Reading, model, folder, *, names=None) -> i
     """Every partition's rated rows as the model's points (``model.points``), written with the
     private column to ``folder``/part-NNNNNN.parquet (one file per partition that rates
     something, in partition order; columns ``names``, default the factor model's factor_0 ..
-    factor_rank, then the private column as text). Returns the rows written."""
+    factor_rank, then the private column as text). Returns the rows written.
+    """
     names = factor_names(model.rank) if names is None else tuple(names)
     return sum(client.gather([client.submit(_fold_partition, part, pure=False, reading=reading, model=model,
                                             path=_points_path(folder, ordinal), names=names)
@@ -352,7 +362,8 @@ def calibrate(client, parts, reading: _Reading, model: FactorModel, payload: dic
     """The mapping's ``payload`` with its outputs calibrated to the ratings of the users who release
     them (:func:`._calibrate.calibrate_payload`, out of core): one pass over the ratings beside
     the factor points :func:`fold_in` wrote to ``folder`` for the pools, summed as the partitions
-    finish, and one over the points for the released distortion."""
+    finish, and one over the points for the released distortion.
+    """
     from distributed import as_completed
     q, inputs = payload_table(payload), np.asarray(payload["inputs"], dtype=float)
     names = factor_names(model.rank)
@@ -387,7 +398,8 @@ def _pool_partition(part: Partition, *, reading: _Reading, model: FactorModel, q
                     names):
     """:func:`._calibrate.pooled_sums` of one partition's rated rows, each released as the device
     would (its nearest input's row of ``q``), their points read from ``path`` (in the order of the
-    rated rows) rather than folded in again; :data:`FOLD_ROWS` rows at a time."""
+    rated rows) rather than folded in again; :data:`FOLD_ROWS` rows at a time.
+    """
     R, _, rated = reading.read(part)
     R = R[rated]
     shape = (q.shape[1], R.shape[1])

@@ -25,7 +25,8 @@ class FactorView(MappingView):
     space before the lookup. ``inputs`` are the factor-space centres (K_in, rank + 1), ``outputs``
     the released rating rows (K_out, m); the extra fields hold the model as the device reads it:
     ``mean``, ``bias`` (m,), ``design`` (m, rank + 1) rows x_j = (1, v_j), ``reg``, ``whiten``
-    (rank + 1, rank + 1) and the factor domain ``space_lo``, ``space_hi`` (rank + 1,)."""
+    (rank + 1, rank + 1) and the factor domain ``space_lo``, ``space_hi`` (rank + 1,).
+    """
 
     # the model's arrays have no default: keyword-only, they may follow MappingView's defaulted fields
     mean: float = 0.0
@@ -38,7 +39,8 @@ class FactorView(MappingView):
 
     def points(self, public) -> np.ndarray:
         """z of each ratings row, clamped to the factor domain, shape (n, rank + 1); rows with
-        nothing rated get NaN."""
+        nothing rated get NaN.
+        """
         R = np.asarray(public, float)
         observed = ~np.isnan(R)
         some = observed.any(axis=1)
@@ -56,13 +58,15 @@ class FactorView(MappingView):
         """Root mean square difference (stars, over the columns) between predicted rating rows,
         shape (len(rows), len(targets)). ``rows`` and ``targets`` are each ratings rows (a row of
         ratings stands for its own predicted ratings, as the table's distortion does), released
-        rows, or factor-space points such as ``inputs`` (:meth:`predicted`)."""
+        rows, or factor-space points such as ``inputs`` (:meth:`predicted`).
+        """
         return rms_gaps(self.predicted(rows), self.predicted(targets))
 
     def predicted(self, X) -> np.ndarray:
         """Predicted ratings (n, m), unclipped, of ``X``: factor points (width rank + 1, or
         ``inputs`` itself) through the inverse whitening; released rows (no blank cell) as they
-        are; ratings rows with blanks through the fold-in."""
+        are; ratings rows with blanks through the fold-in.
+        """
         k1, m = self.design.shape[1], self.design.shape[0]
         X = self.inputs if X is self.inputs else np.asarray(X, float)
         if X is self.inputs or (X.shape[1] == k1 and k1 != m):
@@ -76,7 +80,8 @@ class FactorView(MappingView):
 
 def lookup_points(z: np.ndarray, inputs) -> np.ndarray:
     """Input index of each point of ``z`` (n, k): the nearest of ``inputs`` (K_in, k) by the
-    device's l2 rule, -1 for a row of NaN (a row the device refuses)."""
+    device's l2 rule, -1 for a row of NaN (a row the device refuses).
+    """
     refused = np.isnan(z).any(axis=1)
     symbols = np.full(z.shape[0], -1, dtype=np.int64)
     if (~refused).any():
@@ -86,14 +91,16 @@ def lookup_points(z: np.ndarray, inputs) -> np.ndarray:
 
 def rms_gaps(own: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Root mean square difference over the columns between each row of ``own`` (n, m) and each of
-    ``targets`` (t, m), shape (n, t)."""
+    ``targets`` (t, m), shape (n, t).
+    """
     return np.sqrt(np.maximum(((own ** 2).sum(1)[:, None] - 2 * own @ targets.T + (targets ** 2).sum(1)[None, :])
                               / own.shape[1], 0.0))
 
 
 def view_of_recommender(bundle) -> FactorView:
     """The :class:`FactorView` of a verified recommender :class:`privmap.device.Bundle`, or of its
-    decoded payload (a dict, validated here as the device would)."""
+    decoded payload (a dict, validated here as the device would).
+    """
     model, parts = model_view_parts(bundle)
     outputs = np.asarray([model.ratings(z) for z in parts.pop("space_outputs")], float)
     return FactorView(**parts, outputs=outputs, mean=model.mean, bias=np.asarray(model.bias),
@@ -104,7 +111,8 @@ def model_view_parts(bundle) -> tuple:
     """What every view of a table bundle over a model's space takes from a verified
     :class:`privmap.device.Bundle`, or from its decoded payload (a dict, validated here as the
     device would): the device's model, and the view's fields by name (``space_outputs`` the
-    outputs as points of the space, for the view to decode with the model)."""
+    outputs as points of the space, for the view to decode with the model).
+    """
     if isinstance(bundle, dict):
         from privmap.device import Limits
         from privmap.device.kinds import parse_table_body

@@ -228,7 +228,8 @@ def newton_system(state, tau) -> str:
     :func:`uses_woodbury`), ``"product"`` (Cholesky of N from one rank-R product: more than two
     classes, up to ``settings.product_dense_max`` unknowns, tight solves), or conjugate gradients
     preconditioned by N's diagonal blocks far up the path (``"block-jacobi"``) or by the sparse LU
-    factors of M (``"sparse-lu"``)."""
+    factors of M (``"sparse-lu"``).
+    """
     nth = (state.A - 1) * state.K_out
     if nth <= state.settings.dense_max:
         return "dense"
@@ -248,7 +249,8 @@ def uses_woodbury(state) -> bool:
     Delta0: one exact Newton step cost 48 ms with the Cholesky of N (:func:`product_matrix`, 1,536
     unknowns) and about 6 with this; taking exact steps far up the path too, instead of the loose
     block-diagonal CG, the path took 375 Newton steps instead of 572 and the solve 7.6 CPU-s
-    instead of 26.6 (benchmarks/README.md, "Many private classes")."""
+    instead of 26.6 (benchmarks/README.md, "Many private classes").
+    """
     rows = state.rows.size
     return state.A > 2 and rows <= state.settings.woodbury_max_rows and rows <= (state.A - 1) * state.K_out
 
@@ -256,7 +258,8 @@ def uses_woodbury(state) -> bool:
 def solves_tightly(state, tau):
     """Whether :func:`factor` solves the Newton systems at ``tau`` exactly or to _CG_RTOL:
     dense Cholesky, Woodbury, or CG with sparse LU factors; not the loose block-diagonal CG far
-    up the path."""
+    up the path.
+    """
     return ((state.A - 1) * state.K_out <= state.settings.dense_max or uses_woodbury(state)
             or tau <= state.settings.jacobi_tau * state.scale)
 
@@ -600,7 +603,8 @@ def ascend(state, ev, P, d_theta, d_mu, dec):
     """A Newton line search, or a posterior reset where that ascends more: (evaluation, step),
     step being the fraction of Newton's step taken (1.0 for a reset); (None, 0.0) if neither
     ascends. The reset is tried only when Newton's step was cut below _RESET_BELOW (on the
-    benchmark instances it never won after a full or half step)."""
+    benchmark instances it never won after a full or half step).
+    """
     trial, step = line_search(state, ev, d_theta, d_mu, dec)
     if trial is not None and step >= _RESET_BELOW:
         return trial, step
@@ -619,7 +623,8 @@ def theta_only(solve):
 
 def line_search(state, ev, d_theta, d_mu, dec):
     """Backtracking (Armijo) ascent step, projected on mu >= 0: (trial, step), or (None, 0.0)
-    if Phi_tau cannot rise."""
+    if Phi_tau cannot rise.
+    """
     step = 1.0
     mu = ev["mu"]
     while step > 1e-12:

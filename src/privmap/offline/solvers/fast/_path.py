@@ -198,7 +198,8 @@ def warm_duals(state, warm, theta, mu, *, polish=False):
     them unmixed, floored at _POLISH_FLOOR, from every allowed entry (an output the answer
     left nearly empty keeps the posterior its solver gave it, not the cold start's), or, where
     it carries one, from its dual codebook (``SolveResult.codebook``: defined for every
-    output, where posteriors of outputs at round-off undercut some rows' bound)."""
+    output, where posteriors of outputs at round-off undercut some rows' bound).
+    """
     table = warm.table
     rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
     vals = np.asarray(table[rows, cols]).ravel()
@@ -231,7 +232,8 @@ def warm_duals(state, warm, theta, mu, *, polish=False):
 def follow_path(state: FastState, ev: dict) -> SolveResult:
     """Newton steps on Phi_tau from the evaluation ``ev`` (:func:`._newton.evaluate`) until a
     certificate: :func:`begin_path`, then :func:`path_step` until it answers. Returns the
-    certified :class:`SolveResult`; raises SolverError as :func:`run` says."""
+    certified :class:`SolveResult`; raises SolverError as :func:`run` says.
+    """
     begin_path(state, ev)
     while True:
         result = path_step(state)

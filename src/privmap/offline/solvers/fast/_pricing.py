@@ -73,7 +73,8 @@ def chunks(state):
 
 def scan_minima(state):
     """One pass over D: per active row its cheapest output and cost; per output its cheapest
-    active row, whether it has one, and sum_c p(c) D(c, j) (the cost of the constant table)."""
+    active row, whether it has one, and sum_c p(c) D(c, j) (the cost of the constant table).
+    """
     R = state.rows.size
     jmin = np.empty(R, dtype=np.int64)
     col_best = np.full(state.K_out, np.inf)
@@ -225,7 +226,8 @@ def start_candidates(state, G, mu, extra_rows, extra_cols):
     """Set the starting candidate lists: each active row's cheapest output (``jmin``), its
     settings.n_start best outputs under the starting duals (G (A, K_out) = log r_j(a) - log p(a),
     multiplier ``mu`` in nats per unit distortion), the guards (`guards`) and the given
-    extra pairs (active-row indices, outputs; a warm start's table), where allowed in D."""
+    extra pairs (active-row indices, outputs; a warm start's table), where allowed in D.
+    """
     R = state.rows.size
     r_list, j_list = [np.arange(R)], [state.jmin]
     for lo, hi in chunks(state):

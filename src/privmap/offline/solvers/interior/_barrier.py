@@ -102,7 +102,8 @@ def _path(inst: Instance, tol: float, progress) -> tuple[_Point, float, int, str
     Past the first centring, a centring that breaks down (round-off in the Schur complement, a
     stalled line search) or a t above :data:`_T_MAX` ends the path: the duals of the best point
     are still a start for the polish, which proves or improves them. (Near t = 1e11 round-off can
-    leave a centred point whose gap is larger than the last one's: UCI Adult's marital status.)"""
+    leave a centred point whose gap is larger than the last one's: UCI Adult's marital status.)
+    """
     q = start_table(inst)
     point = _evaluate(inst, q, np.ones(q.shape, dtype=bool), inst.delta - float((inst.B * q).sum()), 1.0)
     n = q.size + 1
@@ -148,7 +149,8 @@ def _on_support(inst: Instance, point: _Point, t: float, steps: int, tol: float)
     the restricted point leaks more than the dense one (the duals' choice left out pairs the optimum
     needs: one of five 15-class UCI Adult programs, 0.00334 against 0.00319 bits, whose polish then
     followed the dual path for 97 CPU-s), the dense point is kept; where a later centring breaks
-    down, the last centred restricted point."""
+    down, the last centred restricted point.
+    """
     keep = support(inst, point.q, point.L, _dual_costs(inst, point, t)[1])
     q = np.where(keep, point.q, 0.0)
     q /= q.sum(axis=1, keepdims=True)
@@ -174,7 +176,8 @@ def _on_support(inst: Instance, point: _Point, t: float, steps: int, tol: float)
 
 def _gap(inst: Instance, point: _Point, t: float) -> float:
     """J less the dual bound LB of the point's codebook and multiplier (nats, no rounding margin:
-    the polish's pass proves it)."""
+    the polish's pass proves it).
+    """
     z, mu = _dual_costs(inst, point, t)
     return point.J - (float(inst.pc @ z.min(axis=1)) - mu * inst.delta)
 
@@ -201,7 +204,8 @@ def _centre(inst: Instance, point: _Point, t: float, steps: int) -> tuple[_Point
 def _direction(inst: Instance, point: _Point, t: float):
     """The Newton direction (dq, dslack) at ``point`` and the barrier's gradient (grad_q, grad_s).
 
-    Raises SolverError when the Schur complement is not positive definite."""
+    Raises SolverError when the Schur complement is not positive definite.
+    """
     pr, q, P, S, B = inst.pr, point.q, point.P, point.S, inst.B
     R = q.shape[0]
     s = point.slack

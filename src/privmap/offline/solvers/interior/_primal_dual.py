@@ -102,7 +102,8 @@ class _Point:
 
 class _Breakdown(Exception):
     """A step that broke down: a Schur complement no shift makes positive definite, or a
-    direction that is not finite. It ends the path (:func:`_path`)."""
+    direction that is not finite. It ends the path (:func:`_path`).
+    """
 
 
 def primal_dual(inst: Instance, tol: float, progress) -> tuple[SolveResult | None, str]:
@@ -132,7 +133,8 @@ def _point(inst: Instance, q, s, nu, lam, z) -> _Point:
 
 def _start(inst: Instance) -> _Point:
     """The shared start table (:func:`._program.start_table`), lam = 1 and each row's nu putting
-    its least z at p(c): the start is dual feasible."""
+    its least z at p(c): the start is dual feasible.
+    """
     q = start_table(inst)
     b = _shares(inst)
     point = _point(inst, q, 1.0 - float((b * q).sum()), np.zeros(q.shape[0]), 1.0, np.ones_like(q))
@@ -156,7 +158,8 @@ def _path(inst: Instance, tol: float, progress) -> tuple[_Point | None, float, i
     """Mehrotra steps from :func:`_start` until the gap is within :data:`_STOP` of ``tol`` (nats).
 
     Returns the kept iterate (least gap within the budget; None if none was), its gap, the steps
-    and why the path stopped. Raises nothing: a breakdown ends the path."""
+    and why the path stopped. Raises nothing: a breakdown ends the path.
+    """
     point = _start(inst)
     b = _shares(inst)
     start_mu = _complementarity(point)
@@ -258,7 +261,8 @@ def _newton_system(inst: Instance, point: _Point, *, single: bool):
         lam ds + s dlam = r_s,
 
     H the Hessian of J (module docstring). Raises _Breakdown when no shift of the Schur complement
-    is positive definite."""
+    is positive definite.
+    """
     pr, b, q, P, S = inst.pr, _shares(inst), point.q, point.P, point.S
     s, lam = point.s, point.lam
     A, K_out = P.shape
@@ -318,7 +322,8 @@ def _on_support(inst: Instance, point: _Point, bound: float, tol: float) -> np.n
     to 57 a row with seven and fifteen classes). It leaks a little more than the dense point (1e-7
     to 2e-6 bits there), so it is returned where its own gap to the point's dual ``bound`` (nats)
     is within ``tol``, what the polish proves, and it stays within the budget to :data:`_FEASIBLE`;
-    the point's own table otherwise (the duals' choice left out pairs the optimum needs)."""
+    the point's own table otherwise (the duals' choice left out pairs the optimum needs).
+    """
     keep = support(inst, point.q, point.L, point.lam / inst.delta)
     q = np.where(keep, point.q, 0.0)
     q /= q.sum(axis=1, keepdims=True)

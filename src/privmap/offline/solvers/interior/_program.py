@@ -55,7 +55,8 @@ def instance(p_ac, distortion, delta) -> Instance:
     :func:`.._problem.check_instance` raises (ValueError, InfeasibleError), and SolverError for an
     instance neither point takes: more than :data:`MAX_ENTRIES` entries |A| x K x K_out, a forbidden
     pair on a row with mass (every pair is a variable), or a budget equal to the least distortion
-    (no point is strictly inside)."""
+    (no point is strictly inside).
+    """
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     keep = p_ac.sum(axis=1) > 0
     p = p_ac[keep]
@@ -79,7 +80,8 @@ def instance(p_ac, distortion, delta) -> Instance:
 
 def leakage(inst: Instance, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """P (A, K_out), S (K_out,), the codebook L = log(P / (p(a) S)) (A, K_out) and J (nats) of the
-    table q (R, K_out). A class with no mass in an output has L = -inf there and adds 0 to J."""
+    table q (R, K_out). A class with no mass in an output has L = -inf there and adds 0 to J.
+    """
     P = inst.pr @ q
     S = P.sum(axis=0)
     with np.errstate(divide="ignore"):
@@ -89,7 +91,8 @@ def leakage(inst: Instance, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 def start_table(inst: Instance) -> np.ndarray:
     """Each row's cheapest output mixed with the uniform table, inside the budget by half its room;
-    (R, K_out), every entry positive."""
+    (R, K_out), every entry positive.
+    """
     R, K_out = inst.Dr.shape
     low = np.zeros((R, K_out))
     low[np.arange(R), inst.Dr.argmin(axis=1)] = 1.0
@@ -103,7 +106,8 @@ def woodbury_blocks(inst: Instance, W: np.ndarray, P: np.ndarray, S: np.ndarray,
     """T (K_out, A, A), symmetric: each output's block of a Newton system t H_j + diag(1 / W_j),
     H_j = pr^T Gamma_j pr the Hessian of J (Gamma_j = diag(1 / P_j) - 1 1^T / S_j), has the inverse
     W_j - W_j pr^T T_j pr W_j with T_j = t (I + t Gamma_j G_j)^{-1} Gamma_j and G_j = pr W_j pr^T
-    (the Woodbury identity through one |A| x |A| solve). ``W`` (R, K_out) positive."""
+    (the Woodbury identity through one |A| x |A| solve). ``W`` (R, K_out) positive.
+    """
     A, K_out = P.shape
     gram = (inst.pair_products @ W).T.reshape(K_out, A, A)
     gamma = np.zeros((K_out, A, A))
@@ -121,7 +125,8 @@ def support(inst: Instance, q: np.ndarray, L: np.ndarray, mu: float) -> np.ndarr
 
     An interior point ends near the centre of the optimal face: every pair keeps mass (about its
     temperature over its reduced cost off the support), so its table is dense, and its downstream
-    costs follow (the polish's candidates, the codebook step's weighted medians over every pair)."""
+    costs follow (the polish's candidates, the codebook step's weighted medians over every pair).
+    """
     reduced = inst.alpha.T @ L + mu * inst.Dr
     keep = reduced <= reduced.min(axis=1, keepdims=True) + _SUPPORT_NATS
     A, K_out = L.shape
@@ -134,7 +139,8 @@ def answer(inst: Instance, q: np.ndarray, L: np.ndarray, mu: float, *, solver: s
            info: dict) -> SolveResult:
     """The uncertified answer: the table ``q`` (R, K_out) on the active rows (rows without mass on
     their cheapest output), its leakage and distortion, and the duals that certify it in the
-    polish: the codebook ``L`` (A, K_out) and the multiplier ``mu`` (nats per unit distortion)."""
+    polish: the codebook ``L`` (A, K_out) and the multiplier ``mu`` (nats per unit distortion).
+    """
     K, K_out = inst.D.shape
     table = np.zeros((K, K_out))
     table[inst.rows] = q

@@ -1,5 +1,6 @@
 """The entry point: the primal-dual interior point, and the log barrier where it fails; on every
-output, or by column generation over the outputs from a few offered ones (:mod:`._columns`)."""
+output, or by column generation over the outputs from a few offered ones (:mod:`._columns`).
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -95,7 +96,8 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
 
 def point(inst: Instance, tol: float, progress: Callable[[float], None] | None) -> SolveResult:
     """The primal-dual point on ``inst``, or where it fails the log barrier from where its
-    progress stopped; ``tol`` in nats. Raises SolverError where both fail."""
+    progress stopped; ``tol`` in nats. Raises SolverError where both fail.
+    """
     done = [0.0]
 
     def tracked(fraction: float) -> None:
@@ -114,7 +116,8 @@ def point(inst: Instance, tol: float, progress: Callable[[float], None] | None) 
 
 class _Rounds:
     """The progress of successive solves as one never-decreasing fraction: the k-th (from 0) maps
-    its own [0, 1] to [1 - 2^-k, 1 - 2^-(k + 1)]."""
+    its own [0, 1] to [1 - 2^-k, 1 - 2^-(k + 1)].
+    """
 
     def __init__(self, progress: Callable[[float], None] | None):
         self._progress, self._k = progress, 0

@@ -80,7 +80,8 @@ _EPS_RTOL = 1e-3
 
 def _limit_coefficients(p_ac: np.ndarray, eps_bits: float) -> np.ndarray:
     """The limit rows' coefficient of q(c, j), the same for every output j, shape (2 |A|, K): the
-    upper row of each class, then the lower row of each; each row reads ``<= 0``."""
+    upper row of each class, then the lower row of each; each row reads ``<= 0``.
+    """
     p_a, p_c = p_ac.sum(axis=1), p_ac.sum(axis=0)
     scale = p_ac.shape[1]                        # coefficients of order 1 instead of 1/K
     # upper: 2^-eps p(a, c) - p(a) p(c); lower: 2^-eps p(a) p(c) - p(a, c): coefficients stay bounded
@@ -91,7 +92,8 @@ def _limit_coefficients(p_ac: np.ndarray, eps_bits: float) -> np.ndarray:
 
 def _limit_rows(p_ac: np.ndarray, eps_bits: float, K_out: int) -> sp.csr_matrix:
     """The 2 |A| K_out limit inequalities as a sparse matrix over q flattened row-major (c, j):
-    row (a, j) upper, then row (a, j) lower; each reads ``<= 0``."""
+    row (a, j) upper, then row (a, j) lower; each reads ``<= 0``.
+    """
     eye = sp.identity(K_out, format="csr")
     return sp.vstack([sp.kron(sp.csr_matrix(g[None, :]), eye, format="csr")
                       for g in _limit_coefficients(p_ac, eps_bits)], format="csr")
@@ -128,7 +130,8 @@ def least_distortion(p_ac, distortion, eps_bits: float) -> float:
 def _least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
     """:func:`least_distortion` on a checked instance, with its optimal table (K, K_out), None when
     the limit is infeasible: by column generation (:func:`._columns.least_columns`),
-    or on every pair (:func:`dense_least_table`) when no output is allowed from every row."""
+    or on every pair (:func:`dense_least_table`) when no output is allowed from every row.
+    """
     value, table = least_columns(p_ac, D, eps_bits, coefficients=_limit_coefficients(p_ac, eps_bits))
     return (value, table) if table is not None else dense_least_table(p_ac, D, eps_bits)
 
@@ -136,7 +139,8 @@ def _least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[floa
 def dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
     """:func:`_least_table` as one linear program over all K x K_out pairs (HiGHS): the reference
     the column generation is tested against, and the path for instances with forbidden pairs
-    everywhere."""
+    everywhere.
+    """
     from scipy.optimize import linprog
     K, K_out = D.shape
     allowed = np.isfinite(D)
@@ -157,7 +161,8 @@ def dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple
 def smallest_feasible_epsilon(p_ac, distortion, delta: float) -> float:
     """The least per-output limit (bits, to a relative 1e-3, rounded up) that some table meets
     within the budget ``delta``: bisection of :func:`least_distortion`, which does not increase
-    with the limit. ``inf`` when even a 64-bit limit needs more than ``delta``."""
+    with the limit. ``inf`` when even a 64-bit limit needs more than ``delta``.
+    """
     tolerance = 1e-9 * max(1.0, abs(delta))
     if least_distortion(p_ac, distortion, 0.0) <= delta + tolerance:
         return 0.0
@@ -181,7 +186,8 @@ def _check_limit(eps_bits: float) -> None:
 
 def _check_feasible(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float) -> None:
     """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when no table meets
-    ``eps_bits`` within ``delta``; ValueError for a limit that is not a finite number >= 0."""
+    ``eps_bits`` within ``delta``; ValueError for a limit that is not a finite number >= 0.
+    """
     _check_limit(eps_bits)
     _refuse_over(p_ac, D, delta, eps_bits, least_distortion(p_ac, D, eps_bits))
 
@@ -193,7 +199,8 @@ def _over(least: float, delta: float) -> bool:
 
 def _refuse_over(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float, least: float) -> None:
     """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when ``least`` (the least
-    distortion under ``eps_bits``) exceeds ``delta``."""
+    distortion under ``eps_bits``) exceeds ``delta``.
+    """
     if _over(least, delta):
         floor = smallest_feasible_epsilon(p_ac, D, delta)
         named = (f"the smallest feasible limit at this budget is {floor:.4g} bits" if math.isfinite(floor)
@@ -273,7 +280,8 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
 def dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResult:
     """The reference form of :func:`solve_output_limited`: the conic model on the dense (K, K_out)
     table variable, every pair at once (seconds at K = 64, minutes from K = 256). The column
-    generation of :mod:`._columns` is checked against it."""
+    generation of :mod:`._columns` is checked against it.
+    """
     import cvxpy as cp
 
     from ..reference import clarabel, conic_model, forbidden_pairs, summary
@@ -292,7 +300,8 @@ def dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResul
 
 def _unconstrained(p_ac: np.ndarray, D: np.ndarray, delta: float) -> SolveResult:
     """Program (19) without the limit: the fast solver's certified answer, or the perfect-privacy
-    table where ``delta`` reaches Delta0."""
+    table where ``delta`` reaches Delta0.
+    """
     from ..fast import solve_fast
     from ..perfect import perfect_privacy_solution, perfect_privacy_table
     perfect, d_perfect = perfect_privacy_table(p_ac, D)
@@ -404,7 +413,8 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
 def outputs_to_close(table: np.ndarray, shipped, p_ac, eps_bits: float, bits: int) -> np.ndarray:
     """The outputs the shipping loop's next solve forbids, bool of shape (K_out,): those whose posterior
     in the rounded table ``shipped`` breaks ``eps_bits``, and every sliver of the cleaned ``table``
-    (K, K_out): an output of positive mass none of whose entries reaches ``SLIVER_UNITS`` units."""
+    (K, K_out): an output of positive mass none of whose entries reaches ``SLIVER_UNITS`` units.
+    """
     ratios, outputs = output_posterior_ratios(p_ac, shipped)
     close = np.zeros(table.shape[1], dtype=bool)
     close[outputs[np.abs(ratios).max(axis=0) > eps_bits]] = True
@@ -415,7 +425,8 @@ def outputs_to_close(table: np.ndarray, shipped, p_ac, eps_bits: float, bits: in
 def _shipped(table: np.ndarray, p_ac, D, delta: float, bits: int):
     """``table`` (K, K_out) without entries below one unit 2^-bits (rows renormalised), how far
     rounding alone overshoots ``delta``, and the probabilities (sparse, (K, K_out)) of the integer
-    table the build ships from it (:func:`privmap.offline.solvers.compress`, repaired to ``delta``)."""
+    table the build ships from it (:func:`privmap.offline.solvers.compress`, repaired to ``delta``).
+    """
     table = np.where(table < 2.0 ** -bits, 0.0, table)
     table /= table.sum(axis=1, keepdims=True)
     over = compress(table, p_ac, D, math.inf, bits=bits).distortion - delta

@@ -228,7 +228,8 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9, info: dict
 
 def _column_generation(p_ac, distortion, rel_tol, info, tell):
     """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller; ``tell``
-    takes its progress."""
+    takes its progress.
+    """
     p_ac, D, _ = check_instance(p_ac, distortion, None)
     p_c, delta_a = _coefficients(p_ac)
     with np.errstate(invalid="ignore"):
@@ -391,7 +392,8 @@ def _dense_solve(p_c, delta_a, D, rows, cols):
 
 def _interior_support(p_c, delta_a, D) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (rows, cols) to which Clarabel's interior-point answer to the whole program gives
-    q(c, j) >= :data:`_CONIC_SEED_SHARE`; none when Clarabel does not solve it (module docstring)."""
+    q(c, j) >= :data:`_CONIC_SEED_SHARE`; none when Clarabel does not solve it (module docstring).
+    """
     import clarabel
     rows, cols = np.nonzero(np.isfinite(D))
     A = _columns(delta_a, rows, cols, *D.shape)
@@ -458,7 +460,8 @@ class _Master:
 
     def new_pairs(self, rows, cols):
         """The pairs among (rows, cols) not yet in the master (a pair whose reduced cost is
-        negative only within HiGHS's tolerance can be priced again)."""
+        negative only within HiGHS's tolerance can be priced again).
+        """
         keys = rows.astype(np.int64) * self._D.shape[1] + cols
         fresh = ~np.isin(keys, self._keys, assume_unique=False)
         return rows[fresh], cols[fresh]
@@ -486,7 +489,8 @@ class _Master:
         """Delete the columns that sat at zero in the last solve, priced out by more than
         :data:`_NEAR_TIE` of their cost (and HiGHS's dual tolerance), and came in at least
         :data:`_IDLE_SOLVES` solves ago. They are nonbasic, so the basis, the vertex and its value
-        stay. Returns how many were deleted."""
+        stay. Returns how many were deleted.
+        """
         n = self._value.size                          # the columns of the last solve
         cost = self._p_c[self.rows[:n]] * self._D[self.rows[:n], self.cols[:n]]
         margin = np.maximum(_NEAR_TIE * cost, _HIGHS["dual_feasibility_tolerance"])
@@ -629,7 +633,8 @@ def _row_smallest(D, values, k):
 
 def _row_minima(D, values):
     """Each row's least value and the column where it is, shapes (K,); ``values`` as
-    :func:`_row_smallest` reads it."""
+    :func:`_row_smallest` reads it.
+    """
     least, columns = _row_smallest(D, values, 1)
     return least[:, 0], columns[:, 0]
 

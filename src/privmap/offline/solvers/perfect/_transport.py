@@ -110,7 +110,8 @@ def solve_binary(p_c, w, D, j_const, new_highs):
 
 def _cheapest_outputs(D):
     """Each row's cheapest output, shape (K,); the row itself where d(c, c) = 0 (a tie broken
-    towards c keeps the metric fast path of :func:`_pair_costs`)."""
+    towards c keeps the metric fast path of :func:`_pair_costs`).
+    """
     hub = np.argmin(D, axis=1)
     if D.shape[0] == D.shape[1]:
         zero = np.flatnonzero(np.diagonal(D) == 0)
@@ -121,7 +122,8 @@ def _cheapest_outputs(D):
 def _pair_costs(D, unit, sup, dem, hub, j_const):
     """C(s, t) over the candidate hubs, shape (|S|, |T|): :func:`_endpoint_pair_costs` when every
     row's cheapest output is itself (outputs = inputs, d(c, c) = 0), else
-    :func:`_candidate_pair_costs` (the same value, by fancy indexing: 3 x slower at K = 4096)."""
+    :func:`_candidate_pair_costs` (the same value, by fancy indexing: 3 x slower at K = 4096).
+    """
     if D.shape[0] == D.shape[1] and (hub == np.arange(hub.size)).all():
         return _endpoint_pair_costs(D, unit, sup, dem, j_const)
     return _candidate_pair_costs(D, unit, sup, dem, hub, j_const)
@@ -129,7 +131,8 @@ def _pair_costs(D, unit, sup, dem, hub, j_const):
 
 def _endpoint_pair_costs(D, unit, sup, dem, j_const):
     """C(s, t) = min(unit_s d(s, t), unit_t d(t, s), a(s, j_const) + a(t, j_const)): the three
-    candidate hubs s, t and the constant output, for square D with hub[c] = c."""
+    candidate hubs s, t and the constant output, for square D with hub[c] = c.
+    """
     with np.errstate(invalid="ignore"):
         best = unit[sup, None] * D[np.ix_(sup, dem)]
         np.minimum(best, unit[dem][None, :] * D[np.ix_(dem, sup)].T, out=best)
@@ -153,7 +156,8 @@ def _candidate_pair_costs(D, unit, sup, dem, hub, j_const):
 
 def _best_hubs(D, unit, s, t, hub, j_const):
     """The candidate hub reaching C(s, t) for each pair (s[i], t[i]) (the same order of candidates
-    as :func:`_pair_costs`, so the same least cost)."""
+    as :func:`_pair_costs`, so the same least cost).
+    """
     cand = np.stack([hub[s], hub[t], np.full(s.size, j_const)])
     with np.errstate(invalid="ignore"):
         c = unit[s] * D[s, cand] + unit[t] * D[t, cand]

@@ -144,7 +144,8 @@ def _entropy_bits(x: np.ndarray) -> float:
 def output_balls(cs: ConfidenceSet, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Output masses P(j) (K_out,), centre posteriors p_hat(.|j) (|A|, K_out) and radii e_j (K_out,)
     of the outputs of table ``q`` (shape (K, K_out), rows on the simplex) over the set ``cs``.
-    Outputs of zero mass get a uniform centre and radius 0."""
+    Outputs of zero mass get a uniform centre and radius 0.
+    """
     q = np.asarray(q, dtype=float)
     mass = cs.p_c @ q
     live = mass > 0
@@ -157,7 +158,8 @@ def output_balls(cs: ConfidenceSet, q) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def _deviations(cs: ConfidenceSet, q):
     """Per output j of positive mass: P(j), the centre's v_j = p_hat(.|j) - p_hat(a) (|A|, J), the
-    L1 radius f_j of v_j's moves over the set, and the floor of p(a) over the set (|A|,)."""
+    L1 radius f_j of v_j's moves over the set, and the floor of p(a) over the set (|A|,).
+    """
     q = np.asarray(q, dtype=float)
     mass, centre, _ = output_balls(cs, q)
     live = mass > 0
@@ -192,7 +194,8 @@ class _JointView:
 
 def joint_view(cs: ConfidenceSet, q) -> _JointView | None:
     """The joint ellipsoid's view of table ``q`` (shape (K, K_out)) for |A| = 2: class a_1's row of
-    :func:`_class_view`, or None where that is None or |A| > 2."""
+    :func:`_class_view`, or None where that is None or |A| > 2.
+    """
     view = _class_view(cs, q)
     if view is None or cs.posterior.shape[0] != 2:
         return None
@@ -217,7 +220,8 @@ def penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: f
     h'' = 1 / (x (1 - x)) - 2k, so h is convex outside [z1, z2] (the roots of x (1 - x) = 1 / (2k),
     empty when k <= 2) and concave inside: its maximum over [lo, hi] is at lo, at hi or at the one
     root of h' in the concave part. That root is bracketed by bisection, [a, b] with h'(a) >= 0 >=
-    h'(b), and h on [a, b] is at most h(a) + h'(a) (b - a) (the tangent of a concave function)."""
+    h'(b), and h on [a, b] is at most h(a) + h'(a) (b - a) (the tangent of a concave function).
+    """
     logit_y = math.log(y / (1 - y))
 
     def h(x, x0):
@@ -270,7 +274,8 @@ def _class_view(cs: ConfidenceSet, q) -> ClassView | None:
     """The ellipsoids' view of table ``q`` (shape (K, K_out)), or None when the set has no
     ellipsoid, a cluster of positive p(c) was never seen (the ellipsoids say nothing about it) or
     the balls' centre (a smoothed prior) lies outside an ellipsoid (the figure must stay at least
-    the leakage on the prior the build declares)."""
+    the leakage on the prior the build declares).
+    """
     if not math.isfinite(cs.joint_radius) or cs.empirical is None:
         return None
     n_c = np.asarray(cs.counts, dtype=float)
@@ -307,7 +312,8 @@ def _term_max(lo, hi, centre, log_y, k: float, lam) -> tuple[np.ndarray, np.ndar
     v = 2k t that root solves v - log v = -u, u = log(2k) + log y - 1 + lam - 2k centre, on v >= 1
     (t = -W_{-1}(-e^u) / (2k), Lambert's W, here in logarithms: e^u underflows for large k); there
     is none when u > -1, and then g' < 0 on the concave side. Newton's method from the right of
-    the root (the function is convex in v) converges monotonically."""
+    the root (the function is convex in v) converges monotonically.
+    """
     def g(t):
         with np.errstate(divide="ignore", invalid="ignore"):
             entropy = np.where(t > 0, t * (np.log(np.where(t > 0, t, 1.0)) - log_y), 0.0)
@@ -335,7 +341,8 @@ def class_inner_max(view: ClassView, k: float) -> np.ndarray:
     """Per output, an upper bound (J,) on max over p(.|j) in its box with sum 1 of
     sum_a [p_a log(p_a / y_a) - k (p_a - centre_a)^2] (nats): the Lagrangian dual of the sum
     constraint, min over lam of lam + sum_a max_t (g_a(t) - lam t) (:func:`_term_max`), every lam
-    valid; lam is bisected on the sign of its subgradient 1 - sum_a t_a(lam)."""
+    valid; lam is bisected on the sign of its subgradient 1 - sum_a t_a(lam).
+    """
     log_y = np.log(view.marginal)[:, None]
     lo_l, hi_l = np.full(view.mass.size, -80.0), np.full(view.mass.size, 80.0)
     for _ in range(_DUAL_STEPS):
@@ -367,7 +374,8 @@ def _class_bound_bits(cs: ConfidenceSet, q) -> float:
 
 def joint_bound_bits(cs: ConfidenceSet, q) -> float:
     """An upper bound on max over the intersected set of I(A; C^) for table ``q`` from the joint
-    ellipsoids (module docstring, "The joint bound"), bits; ``inf`` without an ellipsoid."""
+    ellipsoids (module docstring, "The joint bound"), bits; ``inf`` without an ellipsoid.
+    """
     if cs.posterior.shape[0] > 2:
         return _class_bound_bits(cs, q)
     view = joint_view(cs, q)
@@ -409,7 +417,8 @@ def chi_square_bits(cs: ConfidenceSet, q) -> float:
     Over the set p(.|j) - p(a) = v_j + delta_j with delta_j = sum_c (w(c|j) - p(c)) (p(.|c) -
     p_hat(.|c)), so ||delta_j||_1 <= f_j and delta_j sums to 0: at most f_j / 2 up and f_j / 2
     down. chi^2 = sum_a (v_ja + delta_ja)^2 / p(a) <= sum_a v_ja^2 / lo_a plus the two largest
-    gains ((|v_ja| + f_j/2)^2 - v_ja^2) / lo_a. A constant release scores 0 (f_j = 0, v_j = 0)."""
+    gains ((|v_ja| + f_j/2)^2 - v_ja^2) / lo_a. A constant release scores 0 (f_j = 0, v_j = 0).
+    """
     mass, v, f, lo = _deviations(cs, q)
 
     def per_class(numerator):                 # numerator / lo, 0 where nothing moves, inf at lo = 0
@@ -429,7 +438,8 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
 
     Per (j, a) the lesser of two bounds: the intervals of p(a|j) and p(a) separately (module
     docstring), and p(a|j) / p(a) = 1 + (v_ja + delta_ja) / p(a) with |delta_ja| <= f_j / 2
-    (:func:`chi_square_bits`)."""
+    (:func:`chi_square_bits`).
+    """
     mass, centre, radius = output_balls(cs, q)
     live = mass > 0
     x, e = centre[:, live], radius[live][None, :]
@@ -452,7 +462,8 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
 
 def joint_intervals_bits(cs: ConfidenceSet, q) -> np.ndarray:
     """Per (class, output of positive mass): max |log2 p(a|j) - log2 p(a)| over the intervals of
-    :func:`_class_view` (shape (|A|, J)); all ``inf`` without an ellipsoid."""
+    :func:`_class_view` (shape (|A|, J)); all ``inf`` without an ellipsoid.
+    """
     view = _class_view(cs, q)
     if view is None:
         mass, _, _ = output_balls(cs, q)
@@ -480,7 +491,8 @@ class RobustResult:
 
 def _toward(cs: ConfidenceSet, direction: np.ndarray, scale: float) -> np.ndarray:
     """Posteriors moved by scale * eps_c / 2 onto class ``direction[c]``, taken from the others
-    in proportion (staying on the simplex and inside each ball)."""
+    in proportion (staying on the simplex and inside each ball).
+    """
     post = cs.posterior.copy()
     k = post.shape[1]
     cols = np.arange(k)
@@ -589,7 +601,8 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
 
 def counts_from_prior(prior, n: int) -> np.ndarray | None:
     """The training counts (|A|, K) behind an unsmoothed empirical prior of ``n`` users, or None when
-    ``prior * n`` is not a table of whole numbers summing to ``n`` (a smoothed prior, or no ``n``)."""
+    ``prior * n`` is not a table of whole numbers summing to ``n`` (a smoothed prior, or no ``n``).
+    """
     prior = np.asarray(prior, dtype=float)
     if n is None or n < 1:
         return None
@@ -604,7 +617,8 @@ def robust_figures_of_table(prior, q, n: int, confidence: float) -> dict | None:
     """``robust_leakage_bits``, ``robust_confidence`` and, when finite, ``robust_max_output_leakage_bits``
     of table ``q`` (shape (K, K_out)) over the confidence set of the empirical ``prior`` (shape
     (|A|, K)) of ``n`` users; None when the prior is not an unsmoothed empirical one
-    (:func:`counts_from_prior`)."""
+    (:func:`counts_from_prior`).
+    """
     from ._confidence import confidence_set
     counts = counts_from_prior(prior, n)
     if counts is None:

@@ -171,7 +171,8 @@ class ConfidenceSet:
 
     def outside(self, posterior: np.ndarray, counted: np.ndarray | None = None) -> np.ndarray:
         """Indexes of the clusters whose column of ``posterior`` lies outside its ball
-        (only those with ``counted > 0`` when given)."""
+        (only those with ``counted > 0`` when given).
+        """
         far = self.distances(posterior) > self.radius * (1 + 1e-12)
         if counted is not None:
             far &= np.asarray(counted) > 0
