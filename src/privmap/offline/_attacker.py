@@ -91,11 +91,14 @@ def encode_features(train, test, categorical: bool):
 
 
 def _distinct_weighted(X, y) -> tuple:
-    """(X, y, sample_weight=None), or each distinct (row, class) once weighted by its count when that
+    """The rows to fit on: (X, y, sample_weight), deduplicated where that pays.
+
+    (X, y, sample_weight=None), or each distinct (row, class) once weighted by its count when that
     at least halves the rows: logistic regression's objective is a sum over rows, so the fit is the
     same (to the solver's tolerance) at a fraction of the cost. Released rows of a quantized table
     take at most K distinct values (``--clusters auto`` scores a candidate's 14,000 released rows
-    in 10 folds: 3.5 CPU-s each before). Sparse (one-hot) matrices are passed as they are."""
+    in 10 folds: 3.5 CPU-s each before). Sparse (one-hot) matrices are passed as they are.
+    """
     if not isinstance(X, np.ndarray) or X.shape[0] < 4:
         return X, y, None
     keyed = np.column_stack([X, y])
@@ -135,8 +138,10 @@ def auc_with_error(y, proba, n_classes: int) -> tuple[float, float]:
 
 
 def _delong(score: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
-    """(AUC, DeLong's variance) of ``score`` for the rows where ``positive``; (0.5, 0) without
-    both kinds of row."""
+    """(AUC, DeLong's variance) of ``score`` for the rows where ``positive``.
+
+    (0.5, 0) without both kinds of row.
+    """
     from scipy.stats import rankdata
     n_pos, n_neg = int(positive.sum()), int((~positive).sum())
     if n_pos == 0 or n_neg == 0:
@@ -151,8 +156,10 @@ def _delong(score: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
 
 
 def _auc(y, proba, labels) -> float:
-    """ROC AUC of ``proba`` (columns = ``labels``) for ``y``: of the second label's column when there
-    are two, one-vs-rest macro otherwise."""
+    """ROC AUC of ``proba`` (columns = ``labels``) for ``y``.
+
+    Of the second label's column when there are two, one-vs-rest macro otherwise.
+    """
     from sklearn.metrics import roc_auc_score
     if len(labels) == 2:
         return float(roc_auc_score(y == labels[1], proba[:, 1]))

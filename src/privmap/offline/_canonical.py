@@ -1,5 +1,7 @@
-"""Canonical payload values shared by every payload encoder: floats rounded to 12 significant
-digits, numpy values made plain, maps put in their fixed or sorted key order.
+"""Canonical payload values shared by every payload encoder.
+
+Floats rounded to 12 significant digits, numpy values made plain, maps put in their fixed or
+sorted key order.
 
 Both :mod:`.bundle._write` (table bundles) and :mod:`.bundle._write_real` (the real-valued
 kinds) encode with these, so neither imports the other's internals (the rounding rule itself is
@@ -22,12 +24,14 @@ FLOAT_SIGNIFICANT_DIGITS = PAYLOAD_FLOAT_DIGITS
 
 
 def canonical_float(value, direction: str = "nearest") -> float:
-    """``value`` (a finite real number) as a float64 rounded to :data:`FLOAT_SIGNIFICANT_DIGITS`
-    significant digits: ``"nearest"`` (ties to even, on the exact binary value), ``"down"`` or
+    """``value`` (a finite real number) as a float64 rounded to :data:`FLOAT_SIGNIFICANT_DIGITS` significant digits.
+
+    ``"nearest"`` (ties to even, on the exact binary value), ``"down"`` or
     ``"up"`` (the nearest 12-digit decimal not above / not below ``value``). ``-0.0`` stays
     ``-0.0``; non-finite values are returned unchanged (the schema check refuses them).
     Deterministic: Python's decimal conversion is correctly rounded on every platform.
-    Raises ValueError for another ``direction``."""
+    Raises ValueError for another ``direction``.
+    """
     if direction not in ("nearest", "down", "up"):
         raise ValueError(f"direction must be 'nearest', 'down' or 'up', not {direction!r}")
     value = float(value)
@@ -46,8 +50,10 @@ def canonical_float(value, direction: str = "nearest") -> float:
 
 
 def canonical_floats(value):
-    """Every float in ``value`` (nested lists and dicts; ints, bools, strings, None kept) passed
-    through :func:`canonical_float`."""
+    """Every float in ``value`` passed through :func:`canonical_float`.
+
+    ``value``: nested lists and dicts; ints, bools, strings, None kept.
+    """
     if isinstance(value, list):
         return [canonical_floats(v) for v in value]
     if isinstance(value, dict):
@@ -58,7 +64,7 @@ def canonical_floats(value):
 
 
 def _plain(value):
-    """numpy scalars/arrays and tuples to plain Python values (without importing numpy)."""
+    """NumPy scalars/arrays and tuples to plain Python values (without importing numpy)."""
     module = type(value).__module__
     if (module == "numpy" or module.startswith("numpy.")) and hasattr(value, "tolist"):
         value = value.tolist()

@@ -11,8 +11,9 @@ __all__ = ["atomic_write", "atomic_output"]
 
 @contextlib.contextmanager
 def atomic_output(path: pathlib.Path, *, binary: bool = False):
-    """A file to write ``path`` by streaming: a text file (UTF-8, ``\n`` line ends), or a binary
-    one. What is written goes to a temporary file in the same folder, which is fsynced and renamed
+    r"""A file to write ``path`` by streaming: a text file (UTF-8, ``\n`` line ends), or a binary one.
+
+    What is written goes to a temporary file in the same folder, which is fsynced and renamed
     over ``path`` when the ``with`` block ends normally; on any exception it is removed and ``path``
     is as it was, so no reader ever sees half of the file. The file gets the usual permissions
     (0666 less the umask), not mkstemp's 0600: bundles and sanitized CSVs are meant to be shared.

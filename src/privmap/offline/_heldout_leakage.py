@@ -132,9 +132,11 @@ class Bracket:
 
 
 def pooled_bracket(parts: list, share: np.ndarray, confidence: float) -> Bracket:
-    """The samples' brackets (dicts of :func:`bracket_terms`, independent samples each scored by
-    its own table) pooled with the weights ``share`` (shape (len(parts),), summing to 1): a bracket
-    of the share-weighted mean of their tables' population leakages.
+    """The samples' brackets pooled with the weights ``share``.
+
+    The brackets are dicts of :func:`bracket_terms`, independent samples each scored by its own
+    table; ``share`` has shape (len(parts),) and sums to 1. The result is a bracket of the
+    share-weighted mean of their tables' population leakages.
 
     Each sample's lower side takes the beta of :data:`BETAS` with the highest pooled lower side on
     the *other* samples (the only sample's own with one sample, as the out-of-sample choice cannot

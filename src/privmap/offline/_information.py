@@ -88,8 +88,10 @@ def output_posterior_ratios(p_ac: np.ndarray, q) -> tuple[np.ndarray, np.ndarray
 
 
 def max_output_leakage_bits(p_ac: np.ndarray, q) -> float:
-    """Per-output leakage epsilon in bits: max over outputs c_hat of positive mass and classes a of
-    |log2 p(a | c_hat) - log2 p(a)| (seed 002's information privacy, on the prior ``p_ac``).
+    """Per-output leakage epsilon in bits.
+
+    The max over outputs c_hat of positive mass and classes a of |log2 p(a | c_hat) - log2 p(a)|
+    (seed 002's information privacy, on the prior ``p_ac``).
 
     Shapes as :func:`output_posterior_ratios`. ``inf`` when some output of positive mass rules a
     class of positive prior out (p(a | c_hat) = 0); 0 for a mapping whose every output has the
@@ -100,9 +102,11 @@ def max_output_leakage_bits(p_ac: np.ndarray, q) -> float:
 
 
 def ruled_out(p_ac: np.ndarray, q) -> tuple[int, int] | None:
-    """Where the per-output leakage is unbounded: (output, class) indexes of an output of positive
-    mass that a class of positive prior never reaches (p(a | c_hat) = 0, so seeing it rules that
-    class out), the first in class-major order; None where :func:`max_output_leakage_bits` is finite.
+    """Where the per-output leakage is unbounded: (output, class) indexes, or None.
+
+    An output of positive mass that a class of positive prior never reaches (p(a | c_hat) = 0, so
+    seeing it rules that class out), the first in class-major order; None where
+    :func:`max_output_leakage_bits` is finite.
 
     Shapes as :func:`output_posterior_ratios`. Raises nothing.
     """

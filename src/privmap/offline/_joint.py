@@ -47,8 +47,7 @@ def _compact(items: Sequence[str]) -> str:
 
 
 def joint_name(columns: Sequence[str]) -> str:
-    """The ``private.name`` of a joint bundle: the JSON array of the column names, compact
-    (``["sex","age"]``)."""
+    """The ``private.name`` of a joint bundle: the JSON array of the column names, compact (``["sex","age"]``)."""
     return _compact(columns)
 
 
@@ -63,15 +62,19 @@ def column_key(figure: str, column: str) -> str:
 
 
 def by_column(metrics: Mapping, figure: str, columns: Sequence[str]) -> dict | None:
-    """``{column: metrics["figure[column]"]}`` for each of ``columns`` that the metrics hold it
-    for, or None when they hold it for none."""
+    """``{column: metrics["figure[column]"]}`` for each of ``columns`` that the metrics hold it for.
+
+    None when they hold it for none.
+    """
     found = {c: metrics[column_key(figure, c)] for c in columns if column_key(figure, c) in metrics}
     return found or None
 
 
 def split_private(private: str | Sequence[str]) -> tuple[str, ...]:
-    """The private column names of ``--private`` (comma-separated text) or of a sequence of names,
-    stripped, blanks dropped."""
+    """The private column names of ``--private`` (comma-separated text) or of a sequence of names.
+
+    Stripped, blanks dropped.
+    """
     names = private.split(",") if isinstance(private, str) else list(private)
     return tuple(n.strip() for n in names if n.strip())
 
@@ -116,9 +119,11 @@ def marginal_prior(p_ac: np.ndarray, columns: PrivateColumns, i: int) -> np.ndar
 
 
 def column_figures(p_ac: np.ndarray, q, columns: PrivateColumns) -> dict:
-    """Each column's in-sample figures of table ``q`` (K_in, K_out) on the joint prior ``p_ac``
-    (|A|, K_in): ``leakage_bits[COL]`` = I(A_i; C^) and ``leakage_before_bits[COL]`` = I(A_i; C),
-    in bits, from the marginal prior p(a_i, c) (:func:`marginal_prior`)."""
+    """Each column's in-sample figures of table ``q`` (K_in, K_out) on the joint prior ``p_ac`` (|A|, K_in).
+
+    ``leakage_bits[COL]`` = I(A_i; C^) and ``leakage_before_bits[COL]`` = I(A_i; C),
+    in bits, from the marginal prior p(a_i, c) (:func:`marginal_prior`).
+    """
     out = {}
     for i, name in enumerate(columns.names):
         marginal = marginal_prior(p_ac, columns, i)
@@ -150,9 +155,11 @@ def check_names(names: Sequence[str], max_string_bytes: int, where) -> None:
 
 
 def payload_columns(payload: Mapping) -> PrivateColumns | None:
-    """The private columns of a joint bundle's payload, or None for a one-column bundle (or a
-    payload without a private attribute). A joint payload's ``private.name`` is a JSON array of
-    two or more names and every class a JSON array of as many values (module docstring)."""
+    """The private columns of a joint bundle's payload, or None for a one-column bundle.
+
+    None also for a payload without a private attribute. A joint payload's ``private.name`` is a
+    JSON array of two or more names and every class a JSON array of as many values (module docstring).
+    """
     private = payload.get("private")
     if not isinstance(private, Mapping):
         return None
@@ -170,10 +177,13 @@ def payload_columns(payload: Mapping) -> PrivateColumns | None:
 
 
 def withheld_names(withheld: Sequence[str]) -> tuple[str, ...]:
-    """The input columns a bundle withholds (``withheld_columns``: its private attribute's name) as
-    a row may carry them: each name, and for a joint name (a JSON array of two or more column
-    names, :func:`joint_name`) also every column it names, so a row that still holds the private
-    columns one by one is read as it is by a one-column bundle."""
+    """The input columns a bundle withholds, as a row may carry them.
+
+    ``withheld`` is the bundle's ``withheld_columns`` (its private attribute's name). The result
+    holds each name, and for a joint name (a JSON array of two or more column names,
+    :func:`joint_name`) also every column it names, so a row that still holds the private
+    columns one by one is read as it is by a one-column bundle.
+    """
     names: list[str] = []
     for name in withheld:
         names.append(name)

@@ -37,9 +37,11 @@ def name_some(names: Iterable[str], limit: int = MAX_NAMED, width: int = MAX_NAM
 
 
 def name_hint(name: str, names: Sequence[str]) -> str:
-    """What to add to the message of a column ``name`` that ``names`` (a header) does not hold:
+    """What to add to the message of a column ``name`` that ``names`` (a header) does not hold.
+
     ``"; did you mean 'gender'?"`` for a close spelling, ``"; the header is one column holding
-    ';': ..."`` for a file that another delimiter separates, or ``""``."""
+    ';': ..."`` for a file that another delimiter separates, or ``""``.
+    """
     if len(names) == 1:
         sep = next((d for d in _DELIMITERS if d in names[0]), None)
         if sep is not None:

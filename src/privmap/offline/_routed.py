@@ -26,8 +26,10 @@ _LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def caught() -> Iterator[list]:
-    """Record every warning raised inside (none printed) into the list yielded, as
-    ``(category name, message)`` pairs that pickle."""
+    """Record every warning raised inside (none printed) into the list yielded.
+
+    As ``(category name, message)`` pairs that pickle.
+    """
     records: list[tuple[str, str]] = []
     with warnings.catch_warnings(record=True) as raised:
         warnings.simplefilter("always")
@@ -49,8 +51,11 @@ NAMED = 3
 
 
 def summary() -> str | None:
-    """The tally in one line: the total, then each distinct warning (its category, the first line
-    of its message, its count; the :data:`NAMED` most frequent), or None when it is empty."""
+    """The tally in one line, or None when it is empty.
+
+    The total, then each distinct warning (its category, the first line of its message, its
+    count; the :data:`NAMED` most frequent).
+    """
     with _LOCK:
         if not _TALLY:
             return None

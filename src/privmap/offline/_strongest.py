@@ -58,9 +58,11 @@ class AttackerFigures:
 
 
 def release_symbols(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Each released row read as a symbol: the index of its exact values (NaN equal to NaN) among
-    the distinct rows of ``train`` and ``test`` together (shapes (n_train, d), (n_test, d));
-    ``(train symbols, test symbols, number of symbols)``."""
+    """Each released row read as a symbol: ``(train symbols, test symbols, number of symbols)``.
+
+    A row's symbol is the index of its exact values (NaN equal to NaN) among the distinct rows of
+    ``train`` and ``test`` together (shapes (n_train, d), (n_test, d)).
+    """
     rows = np.vstack([np.asarray(train, dtype=float), np.asarray(test, dtype=float)])
     keyed = np.where(np.isnan(rows), np.inf, rows)       # one token for blank, distinct from every value
     distinct, inverse, _ = unique_rows(keyed, return_inverse=True)
@@ -69,8 +71,9 @@ def release_symbols(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np
 
 def bayes_scores(train_symbols: np.ndarray, y_train: np.ndarray, test_symbols: np.ndarray, n_classes: int,
                  n_symbols: int) -> np.ndarray:
-    """p(a | symbol) for each test symbol, counted on the training (symbol, class) pairs with one
-    pseudo-count per cell; a symbol absent from training gets the training prior.
+    """p(a | symbol) for each test symbol, counted on the training (symbol, class) pairs.
+
+    One pseudo-count per cell; a symbol absent from training gets the training prior.
 
     Parameters
     ----------
@@ -93,14 +96,17 @@ def bayes_scores(train_symbols: np.ndarray, y_train: np.ndarray, test_symbols: n
 
 def boosting_scores(train_X: np.ndarray, y_train: np.ndarray, test_X: np.ndarray, n_classes: int, *,
                     seed: int = 0) -> np.ndarray:
-    """Class probabilities of gradient boosting (``HistGradientBoostingClassifier``, defaults,
-    ``random_state=seed``) fitted on the released values ``train_X`` (n_train, d; NaN = blank) and
-    applied to ``test_X`` (n_test, d); shape (n_test, n_classes). One OpenMP thread: on a fold's
-    few thousand rows more threads cost more than they save, and the fold workers have one each.
+    """Class probabilities of gradient boosting on the released values, shape (n_test, n_classes).
+
+    ``HistGradientBoostingClassifier`` (defaults, ``random_state=seed``) fitted on the released
+    values ``train_X`` (n_train, d; NaN = blank) and applied to ``test_X`` (n_test, d). One OpenMP
+    thread: on a fold's few thousand rows more threads cost more than they save, and the fold
+    workers have one each.
     Fitted on every row, not on the distinct rows weighted: its leaves count rows (at least 20),
     so on a small alphabet's distinct rows it could hardly split. One class in training: its
     probability 1. Columns blank in every training row are left out: they cannot split a leaf, and
-    scikit-learn's binning fails on them."""
+    scikit-learn's binning fails on them.
+    """
     from sklearn.ensemble import HistGradientBoostingClassifier
     from threadpoolctl import threadpool_limits
     y_train = np.asarray(y_train)
@@ -120,8 +126,9 @@ def boosting_scores(train_X: np.ndarray, y_train: np.ndarray, test_X: np.ndarray
 
 def strongest_attack(train_X, y_train, test_X, y_test, n_classes: int, *, seed: int = 0,
                      symbols: tuple | None = None) -> AttackerFigures:
-    """The three attackers trained on (``train_X``, ``y_train``) and scored on (``test_X``,
-    ``y_test``) (module docstring).
+    """The three attackers trained on (``train_X``, ``y_train``) and scored on (``test_X``, ``y_test``).
+
+    See the module docstring.
 
     Parameters
     ----------
@@ -149,7 +156,9 @@ def strongest_attack(train_X, y_train, test_X, y_test, n_classes: int, *, seed: 
 
 
 def strongest_name(figures: dict, key: str = "holdout_attacker_auc") -> str | None:
-    """The attacker whose ``KEY_NAME`` figure in ``figures`` (a bundle's metrics) is largest,
-    ties to the first in :data:`ATTACKERS`; None when ``figures`` has none of them."""
+    """The attacker whose ``KEY_NAME`` figure in ``figures`` (a bundle's metrics) is largest.
+
+    Ties go to the first in :data:`ATTACKERS`; None when ``figures`` has none of them.
+    """
     found = [(figures[f"{key}_{name}"], -i, name) for i, name in enumerate(ATTACKERS) if f"{key}_{name}" in figures]
     return max(found)[2] if found else None
