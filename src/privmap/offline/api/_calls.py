@@ -1,5 +1,7 @@
-"""build, evaluate, curve and sanitize for a notebook: a DataFrame (or a NumPy array with column
-names) or a CSV path in, a result object with the figures the CLI prints out.
+"""build, evaluate, curve and sanitize for a notebook.
+
+A DataFrame (or a NumPy array with column names) or a CSV path in, a result object with the
+figures the CLI prints out.
 
 Each call runs the same code as its ``privmap`` command (the bundle bytes of a build are those
 ``privmap build`` writes for the same rows, options and issue time); a table in memory goes
@@ -55,9 +57,11 @@ BUILD_FIGURES = ("leakage_before_bits", "leakage_bits", "distortion", "delta", "
 
 @dataclass(frozen=True)
 class BuildResult:
-    """A built bundle: ``result`` (the mechanism's :class:`~privmap.offline.mechanisms.Result`:
-    the unsigned payload and the build's record), ``bundle`` (the signed bytes, or None when no
-    key was given) and ``out`` (where they were written, or None).
+    """A built bundle: its build's result, its signed bytes and where they were written.
+
+    ``result`` (the mechanism's :class:`~privmap.offline.mechanisms.Result`: the unsigned payload
+    and the build's record), ``bundle`` (the signed bytes, or None when no key was given) and
+    ``out`` (where they were written, or None).
     """
 
     result: Result = field(repr=False)
@@ -76,9 +80,11 @@ class BuildResult:
 
     @property
     def summary(self) -> dict:
-        """The figures ``privmap build --json`` prints: for seed 000's mechanisms (quantized, exact,
-        recommender) leakages (bits), distortions, K, n, the cross-fitted new-user leakage and the
-        codebook step's figures; for the others, every declared figure; and the bundle's size in bytes.
+        """The figures ``privmap build --json`` prints.
+
+        For seed 000's mechanisms (quantized, exact, recommender) leakages (bits), distortions, K, n,
+        the cross-fitted new-user leakage and the codebook step's figures; for the others, every
+        declared figure; and the bundle's size in bytes.
         """
         metrics = self.payload["metrics"]
         size = len(self.bundle) if self.bundle is not None else None
@@ -198,10 +204,11 @@ def _built(data, columns, private, public, categorical: bool, build, options, ke
 
 def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[pathlib.Path], Result], *,
                key: SigningKey | None, passphrase: bytes | None, out: PathLike | None) -> BuildResult:
-    """Run ``build`` on the CSV of ``data`` (its path, or the temporary CSV of a table in memory), sign
-    its payload with ``key`` (checked as a device would), and write the bundle to ``out``. The
-    warnings its cross-fitting folds raised come as one RuntimeWarning that counts them
-    (:mod:`privmap.offline._routed`).
+    """Run ``build`` on the CSV of ``data``, sign its payload with ``key`` and write the bundle to ``out``.
+
+    The CSV is ``data``'s path, or the temporary CSV of a table in memory; the key is checked as a
+    device would. The warnings its cross-fitting folds raised come as one RuntimeWarning that
+    counts them (:mod:`privmap.offline._routed`).
 
     Raises
     ------
@@ -230,9 +237,10 @@ def built_from(data: Table, columns: Sequence[str] | None, build: Callable[[path
 
 @dataclass(frozen=True)
 class Evaluation:
-    """A quantized, exact or recommender bundle measured on labelled rows (``privmap evaluate``): ``summary`` is the
-    dict ``privmap evaluate --json`` prints (``leakage_bits``, ``distortion``, ``attacker``,
-    ``declared``, ``baselines``, ...); ``str()`` gives its text report.
+    """A quantized, exact or recommender bundle measured on labelled rows (``privmap evaluate``).
+
+    ``summary`` is the dict ``privmap evaluate --json`` prints (``leakage_bits``, ``distortion``,
+    ``attacker``, ``declared``, ``baselines``, ...); ``str()`` gives its text report.
     """
 
     summary: dict
@@ -257,8 +265,9 @@ class Evaluation:
 
 
 def _signed(result):
-    """A build's result as the device reads a bundle: its payload encoded (canonical floats) and
-    signed with a key made for this call alone, and a keyring trusting only that key.
+    """A build's result as the device reads a bundle, and a keyring trusting only its key.
+
+    Its payload encoded (canonical floats) and signed with a key made for this call alone.
     """
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -268,8 +277,10 @@ def _signed(result):
 
 
 def _payload(bundle, trusted) -> tuple[dict, bool]:
-    """The bundle's payload (from a path, bytes, a :class:`Result` or a :class:`BuildResult`) and
-    whether a trusted key verified it (a result in memory is unsigned: never).
+    """The bundle's payload and whether a trusted key verified it.
+
+    The bundle is a path, bytes, a :class:`Result` or a :class:`BuildResult`; a result in memory
+    is unsigned: never verified.
     """
     from privmap.device import Keyring, load_bundle
 
@@ -285,10 +296,12 @@ def _payload(bundle, trusted) -> tuple[dict, bool]:
 
 def evaluate(bundle, data, *, private: str | Sequence[str], columns=None, trusted=None, seed: int = 0, test_fraction: float = 0.3,
              permutations: int = 20, attacker: bool = True) -> Evaluation:
-    """Measure a quantized, exact or recommender ``bundle`` (a path, bytes, or a build's :class:`Result`) on
-    labelled rows ``data`` (a path, a DataFrame, or a NumPy array with ``columns``), as
-    ``privmap evaluate`` does. ``trusted`` (a public-key PEM path or a :class:`~privmap.device.Keyring`)
-    verifies a signed bundle first; without it (or for a result in memory) the payload is read unverified.
+    """Measure a quantized, exact or recommender ``bundle`` on labelled rows ``data``, as ``privmap evaluate`` does.
+
+    ``bundle`` is a path, bytes, or a build's :class:`Result`; ``data`` a path, a DataFrame, or a
+    NumPy array with ``columns``. ``trusted`` (a public-key PEM path or a
+    :class:`~privmap.device.Keyring`) verifies a signed bundle first; without it (or for a result
+    in memory) the payload is read unverified.
 
     Raises
     ------
@@ -310,9 +323,11 @@ def evaluate(bundle, data, *, private: str | Sequence[str], columns=None, truste
 
 @dataclass(frozen=True)
 class Curve:
-    """A privacy-distortion sweep (``privmap curve``): ``points`` as ``privmap curve --json`` gives them
-    (one dict per (K, Delta): leakage, distortion, attacker AUC, ...) and ``baselines`` (quantized
-    sweeps). ``str()`` gives the printed table; :meth:`to_csv` and :meth:`plot` write the files.
+    """A privacy-distortion sweep (``privmap curve``): its points and baselines.
+
+    ``points`` as ``privmap curve --json`` gives them (one dict per (K, Delta): leakage,
+    distortion, attacker AUC, ...) and ``baselines`` (quantized sweeps). ``str()`` gives the
+    printed table; :meth:`to_csv` and :meth:`plot` write the files.
     """
 
     points: list
@@ -333,9 +348,10 @@ class Curve:
         write_csv(self._raw, pathlib.Path(path))
 
     def plot(self, path, *, title: str | None = None):
-        """Write the plot as ``privmap curve --png`` does (a joint sweep with each column's line, the
-        title wrapped to the figure's width; by default the one the command gives: the private
-        column(s) against the public ones); the path, or None without matplotlib.
+        """Write the plot as ``privmap curve --png`` does; the path, or None without matplotlib.
+
+        A joint sweep has each column's line; the title is wrapped to the figure's width, by default
+        the one the command gives: the private column(s) against the public ones.
         """
         if not have_matplotlib():
             return None
@@ -346,9 +362,11 @@ class Curve:
 def curve(data, *, private: str | Sequence[str], deltas, clusters=(16,), columns=None, public=None, mechanism: str = "quantized",
           metric: str | None = None, solver: str = "fast", seed: int = 0, attacker: bool = True,
           test_fraction: float = 0.3, recommender: bool = False) -> Curve:
-    """Sweep Delta (and K) on labelled rows, as ``privmap curve`` does: for each K the rows are
-    quantized (``clusters``; 0 = no quantization; exact: the erasure alphabet), program (19) is
-    solved for each Delta in ``deltas`` (in the metric's unit) and the mapping measured on the raw rows.
+    """Sweep Delta (and K) on labelled rows, as ``privmap curve`` does.
+
+    For each K the rows are quantized (``clusters``; 0 = no quantization; exact: the erasure
+    alphabet), program (19) is solved for each Delta in ``deltas`` (in the metric's unit) and the
+    mapping measured on the raw rows.
     ``private`` may list several columns (their joint attribute; each column's figures are in the
     points as ``leakage_bits[COL]``, ...). ``recommender`` (ratings, blank = not rated; as
     ``privmap curve --recommender``) adds what the released rows are worth to a recommender to
@@ -390,11 +408,13 @@ def curve(data, *, private: str | Sequence[str], deltas, clusters=(16,), columns
 
 @dataclass(frozen=True)
 class Released:
-    """Rows released by a bundle (``privmap sanitize``): ``columns`` (the bundle's public features, in its
-    order), ``rows`` (released cells, one list per valid input row, input order; an erased cell is
-    None), ``index`` (each released row's label in the input: its DataFrame index, or its position
-    in an array or a file), ``refused`` ((label, reason) of each row the device refused; nothing
-    released for it). Its repr counts the rows; :meth:`to_frame` holds them.
+    """Rows released by a bundle (``privmap sanitize``).
+
+    ``columns`` (the bundle's public features, in its order), ``rows`` (released cells, one list
+    per valid input row, input order; an erased cell is None), ``index`` (each released row's label
+    in the input: its DataFrame index, or its position in an array or a file), ``refused``
+    ((label, reason) of each row the device refused; nothing released for it). Its repr counts the
+    rows; :meth:`to_frame` holds them.
     """
 
     columns: tuple
@@ -412,12 +432,13 @@ class Released:
 
 
 def sanitize(bundle, data, *, trusted=None, columns=None, skip_invalid: bool = False) -> Released:
-    """Release each row of ``data`` (a DataFrame, a NumPy array with ``columns``, or a CSV path) through
-    ``bundle`` (a path or bytes) as one device per row would, after verifying it with ``trusted`` (a
-    public-key PEM path or a :class:`~privmap.device.Keyring`). A build's :class:`Result` (unsigned,
-    ``trusted`` None) goes to the device runtime signed with a key made for this call alone. The
-    table's columns must include the bundle's features (any order; others, such as the private
-    column, are never read).
+    """Release each row of ``data`` through ``bundle`` as one device per row would.
+
+    ``data`` is a DataFrame, a NumPy array with ``columns``, or a CSV path; ``bundle`` a path or
+    bytes, verified first with ``trusted`` (a public-key PEM path or a
+    :class:`~privmap.device.Keyring`). A build's :class:`Result` (unsigned, ``trusted`` None) goes
+    to the device runtime signed with a key made for this call alone. The table's columns must
+    include the bundle's features (any order; others, such as the private column, are never read).
 
     Raises
     ------

@@ -1,6 +1,7 @@
-"""One build function for each mechanism beyond seed 000's quantized and exact ones: the
-recommender, the ranking mode, the funnel, max-correlation, gaussian and nullspace, each as its ``privmap build``
-command.
+"""One build function for each mechanism beyond seed 000's quantized and exact ones.
+
+The recommender, the ranking mode, the funnel, max-correlation, gaussian and nullspace, each as
+its ``privmap build`` command.
 
 Each takes labelled rows (a CSV path, a pandas DataFrame, or a NumPy array with ``columns=``), the
 mechanism's options as keywords (checked by its options class when it is made, before any row is
@@ -48,8 +49,9 @@ def build_recommender(data: Table, *, private: str | Sequence[str], columns: Seq
                       decimals: int = 2, domains: Sequence[str] = (), key: SigningKey | None = None,
                       passphrase: bytes | None = None, out: PathLike | None = None,
                       **mapping: Any) -> BuildResult:
-    """Build a recommender bundle (``privmap build --utility recommender``) from labelled ratings:
-    one numeric column per item (blank = not rated) and the private column(s).
+    """Build a recommender bundle (``privmap build --utility recommender``) from labelled ratings.
+
+    The ratings are one numeric column per item (blank = not rated) and the private column(s).
 
     Parameters
     ----------
@@ -84,8 +86,10 @@ def build_ranking(data: Table, *, private: str | Sequence[str], columns: Sequenc
                   penalty: float = ranking.DEFAULT_PENALTY, decimals: int = 3, domains: Sequence[str] = (),
                   key: SigningKey | None = None, passphrase: bytes | None = None, out: PathLike | None = None,
                   **mapping: Any) -> BuildResult:
-    """Build a ranking bundle (``privmap build --utility ranking``) from labelled ratings or watch
-    data: one numeric column per item (blank = not rated or not watched) and the private column(s).
+    """Build a ranking bundle (``privmap build --utility ranking``) from labelled ratings or watch data.
+
+    The data are one numeric column per item (blank = not rated or not watched) and the private
+    column(s).
 
     Parameters
     ----------
@@ -113,8 +117,9 @@ def build_ranking(data: Table, *, private: str | Sequence[str], columns: Sequenc
 
 
 def _model_mapping(domains: Sequence[str], mapping: dict) -> QuantizedOptions:
-    """The mapping options of a model's points, as the command line makes them: ``prior``
-    defaults to ``"posteriors"``, and an ``auto`` search tries both codebooks unless
+    """The mapping options of a model's points, as the command line makes them.
+
+    ``prior`` defaults to ``"posteriors"``, and an ``auto`` search tries both codebooks unless
     ``class_blind`` or the search's own codebooks are given.
     """
     mapping.setdefault("prior", "posteriors")
@@ -125,8 +130,9 @@ def _model_mapping(domains: Sequence[str], mapping: dict) -> QuantizedOptions:
 
 
 def _model_build(data: Table, options, build, *, private, columns, public, key, passphrase, out) -> BuildResult:
-    """``build(dataset, options)`` on the numeric rows of ``data`` (blank = not rated), signed and
-    written as :func:`._calls.built_from` does.
+    """``build(dataset, options)`` on the numeric rows of ``data`` (blank = not rated).
+
+    Signed and written as :func:`._calls.built_from` does.
     """
     declared = options.mapping.declared
     tokens = declared.missing_tokens() if declared else None
@@ -180,8 +186,9 @@ def build_max_correlation(data: Table, *, delta: float, columns: Sequence[str] |
                           seed: int = 0, bundle_version: int = 1, issued_at: int | None = None,
                           valid_days: float = 365, device_class: str = "generic", key: SigningKey | None = None,
                           passphrase: bytes | None = None, out: PathLike | None = None) -> BuildResult:
-    """Build a max-correlation bundle (``privmap build max-correlation``, seed 002) from the public
-    categorical columns of ``data``: the design reads P_X alone, no label.
+    """Build a max-correlation bundle (``privmap build max-correlation``, seed 002) from ``data``.
+
+    From the public categorical columns of ``data``: the design reads P_X alone, no label.
 
     Parameters
     ----------
@@ -220,8 +227,9 @@ def build_gaussian(data: Table, *, private: str | Sequence[str], utility: str | 
                    issued_at: int | None = None, valid_days: float = 365, device_class: str = "generic",
                    key: SigningKey | None = None, passphrase: bytes | None = None,
                    out: PathLike | None = None) -> BuildResult:
-    """Build a greedy Gaussian-noise bundle (``privmap build gaussian``, seed 004) from real-valued rows:
-    every column but the private and utility ones is released with noise.
+    """Build a greedy Gaussian-noise bundle (``privmap build gaussian``, seed 004) from real-valued rows.
+
+    Every column but the private and utility ones is released with noise.
 
     Parameters
     ----------
@@ -259,8 +267,9 @@ def build_nullspace(data: Table, *, desired: str | Sequence[str], confidential: 
                     columns: Sequence[str] | None = None, bundle_version: int = 1, issued_at: int | None = None,
                     valid_days: float = 365, device_class: str = "generic", key: SigningKey | None = None,
                     passphrase: bytes | None = None, out: PathLike | None = None) -> BuildResult:
-    """Build a null-space cleaning bundle (``privmap build nullspace``, seed 001) from real-valued rows:
-    every column but the targets is released, moved to hide the confidential prediction.
+    """Build a null-space cleaning bundle (``privmap build nullspace``, seed 001) from real-valued rows.
+
+    Every column but the targets is released, moved to hide the confidential prediction.
 
     Parameters
     ----------
