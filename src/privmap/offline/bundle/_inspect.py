@@ -33,7 +33,8 @@ def read_bytes(path, limits: Limits = Limits()) -> bytes:
 
 
 def listed_signatures(data: bytes, limits: Limits = Limits()) -> tuple[int, list[str]]:
-    """The envelope format (1 or 2) and the hex key ids its signatures name, in envelope order,
+    """The envelope format (1 or 2) and the hex key ids its signatures name, in envelope order.
+
     WITHOUT checking any signature. Raises :class:`BundleError` for a malformed envelope.
     """
     fmt, signatures, _ = envelope_signatures(decode_envelope(data, limits))
@@ -70,8 +71,9 @@ def read_unverified(data: bytes, limits: Limits = Limits()) -> tuple[dict, str]:
 
 
 def payload_table(payload: dict):
-    """A table payload's integer table as probabilities q(c^|c) = weight / 2^bits: a
-    ``scipy.sparse.csr_matrix`` of shape (K_in, K_out), rows in the payload's input order.
+    """A table payload's integer table as probabilities q(c^|c) = weight / 2^bits.
+
+    A ``scipy.sparse.csr_matrix`` of shape (K_in, K_out), rows in the payload's input order.
     """
     import numpy as np
     import scipy.sparse as sp

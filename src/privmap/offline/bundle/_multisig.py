@@ -1,5 +1,6 @@
-"""k-of-n signing: format-2 bundle envelopes and signed keyring documents (see
-``privmap.device.trust`` for what the device checks).
+"""k-of-n signing: format-2 bundle envelopes and signed keyring documents.
+
+See ``privmap.device.trust`` for what the device checks.
 """
 from __future__ import annotations
 
@@ -41,8 +42,10 @@ def _pairs(private_keys: Sequence[Ed25519PrivateKey], message: bytes) -> list[li
 
 
 def _envelope(entries: list, payload: bytes) -> bytes:
-    """Format-2 envelope of ``payload`` with one entry per key id (the first listed wins), sorted
-    by key id. An entry is ``[key_id, signature]`` or ``[key_id, signature, 1]`` (format-1 tag).
+    """Format-2 envelope of ``payload`` with one entry per key id, sorted by key id.
+
+    The first listed entry of a key id wins. An entry is ``[key_id, signature]`` or
+    ``[key_id, signature, 1]`` (format-1 tag).
     """
     by_id: dict[bytes, list] = {}
     for entry in entries:  # one signature per key (a repeated key adds nothing)

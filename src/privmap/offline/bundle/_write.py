@@ -166,7 +166,8 @@ def encode_payload(payload: dict, *, limits: Limits = Limits()) -> bytes:
 
 
 def sign_bundle(payload_bytes: bytes, private_key: Ed25519PrivateKey) -> bytes:
-    """The bundle bytes: envelope ``[1, "ed25519", key_id, signature, payload]``, where
+    """The bundle bytes: envelope ``[1, "ed25519", key_id, signature, payload]``.
+
     ``signature = Ed25519(private_key, DOMAIN_TAG + payload_bytes)`` and ``key_id`` is the
     sha256 of the raw public key.
     """

@@ -38,8 +38,9 @@ def _floats(value):
 
 
 def encode_real_payload(payload: dict, limits: Limits = Limits()) -> bytes:
-    """Canonical msgpack bytes of a nullspace or gaussian payload dict, validated by the device
-    loader. Raises :class:`BuildError` if the device would refuse it.
+    """Canonical msgpack bytes of a nullspace or gaussian payload dict, validated by the device loader.
+
+    Raises :class:`BuildError` if the device would refuse it.
     """
     payload = _ordered(_plain(payload), REAL_PAYLOAD_KEYS, "payload")
     keys = _PARAMETER_KEYS.get(payload["mechanism"])
