@@ -40,7 +40,9 @@ class DefaultCommandGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def _refuse_misspelt(self, ctx, first: str) -> None:
-        """A first argument that is no file, directory or pattern and is close to a command's name
+        """Refuse a first argument that is close to a command's name with the nearest names.
+
+        A first argument that is no file, directory or pattern and is close to a command's name
         (``privmap build funel DATA``) is refused with the nearest names, as git refuses an unknown
         command, rather than read as a data file of that name.
 

@@ -1,5 +1,6 @@
-"""The small files a command reads whole (keys, keyring documents, bundles, passphrases): each
-a regular file of bounded size, read once without blocking.
+"""The small files a command reads whole (keys, keyring documents, bundles, passphrases).
+
+Each a regular file of bounded size, read once without blocking.
 """
 from __future__ import annotations
 

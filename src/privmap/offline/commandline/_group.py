@@ -1,5 +1,7 @@
-"""The command group every ``privmap`` command runs under: one-line failures, stdout reserved for
-the command's output, quiet closed pipes; :func:`guard`, which turns typed errors into one line.
+"""The command group every ``privmap`` command runs under, and :func:`guard`.
+
+One-line failures, stdout reserved for the command's output, quiet closed pipes;
+:func:`guard` turns typed errors into one line.
 """
 from __future__ import annotations
 
@@ -26,8 +28,10 @@ TRACEBACK_ENV = "PRIVMAP_TRACEBACK"
 
 
 class StdoutClosed(Exception):
-    """The reader of stdout went away (EPIPE). Not an ``OSError``, so that :func:`guard` lets it
-    through to :class:`CommandGroup`, which ends quietly with :data:`EXIT_CLOSED_PIPE`.
+    """The reader of stdout went away (EPIPE).
+
+    Not an ``OSError``, so that :func:`guard` lets it through to :class:`CommandGroup`, which
+    ends quietly with :data:`EXIT_CLOSED_PIPE`.
     """
 
 
@@ -63,16 +67,19 @@ _COMMAND_MODULE = "_command"
 
 
 def _is_command_line(name: str) -> bool:
-    """Whether module ``name`` is the command line's own code (:data:`_COMMAND_LINE_PACKAGES`, or a
-    module whose name ends in ``_command``: a mechanism's command).
+    """Whether module ``name`` is the command line's own code.
+
+    :data:`_COMMAND_LINE_PACKAGES`, or a module whose name ends in ``_command``: a mechanism's
+    command.
     """
     return (any(name == package or name.startswith(package + ".") for package in _COMMAND_LINE_PACKAGES)
             or name.rpartition(".")[2].endswith(_COMMAND_MODULE))
 
 
 def _written_by_cli(frame) -> bool:
-    """Whether the code that asked for a write, ``frame`` and outwards, is the command line's own:
-    the innermost frame outside click (``click.echo``, help and version output) must belong to it
+    """Whether the code that asked for a write, ``frame`` and outwards, is the command line's own.
+
+    The innermost frame outside click (``click.echo``, help and version output) must belong to it
     (:func:`_is_command_line`). Commands must therefore live in ``privmap.offline.cli`` or in a
     module ending in ``_command``, and write through this kit or click.
     """
@@ -85,10 +92,12 @@ def _written_by_cli(frame) -> bool:
 
 
 class _CommandStdout(io.TextIOBase):
-    """``sys.stdout`` while a command runs: what the CLI's own code writes (``click.echo``,
-    :func:`emit`) goes to ``out`` (the real stdout); what any other code writes through
-    ``sys.stdout`` (a library's ``print``, a logging handler made during the command) goes to
-    ``err``. A closed ``out`` raises :class:`StdoutClosed`.
+    """``sys.stdout`` while a command runs: the CLI's writes to the real stdout, any other to ``err``.
+
+    What the CLI's own code writes (``click.echo``, :func:`emit`) goes to ``out`` (the real
+    stdout); what any other code writes through ``sys.stdout`` (a library's ``print``, a logging
+    handler made during the command) goes to ``err``. A closed ``out`` raises
+    :class:`StdoutClosed`.
     """
 
     def __init__(self, out, err):
@@ -124,9 +133,11 @@ class _CommandStdout(io.TextIOBase):
         self._err.flush()
 
     def __del__(self) -> None:
-        """Nothing to release: both streams belong to the process. (IOBase's finaliser would close,
-        hence flush, them; at interpreter exit this module's globals may already be None, and
-        Python 3.13 printed 'Exception ignored in: <_CommandStdout ...>' for each one left.)
+        """Nothing to release: both streams belong to the process.
+
+        IOBase's finaliser would close, hence flush, them; at interpreter exit this module's globals
+        may already be None, and Python 3.13 printed 'Exception ignored in: <_CommandStdout ...>' for
+        each one left.
         """
 
 
@@ -210,8 +221,9 @@ def _silence_closed_stdout() -> None:
 
 
 class CommandGroup(click.Group):
-    """The ``privmap`` group: every command runs under :func:`reserved_stdout`, and every way
-    it can end is reported the same way.
+    """The ``privmap`` group: every command runs under :func:`reserved_stdout`.
+
+    Every way it can end is reported the same way.
 
     - success: exit 0 (or the status of an explicit ``ctx.exit``);
     - any failure, click's usage errors included: exactly one line ``error: MESSAGE`` on stderr,

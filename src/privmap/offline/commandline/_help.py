@@ -81,8 +81,9 @@ class SectionedCommand(click.Command):
 
 
 def short_term(param: click.Option) -> str:
-    """``-k, --clusters K|auto``: the option's names and a short metavar (a choice of more than a
-    few letters is NAME, numbers N or X, paths FILE), for the one-line view.
+    """``-k, --clusters K|auto``: the option's names and a short metavar, for the one-line view.
+
+    A choice of more than a few letters is NAME, numbers N or X, paths FILE.
     """
     names = ", ".join(sorted(param.opts, key=len))
     if param.is_flag:

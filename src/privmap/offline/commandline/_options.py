@@ -47,9 +47,10 @@ def bundle_options(fn):
 
 
 def header_options(fn):
-    """``--bundle-version``, ``--issued-at``, ``--valid-days`` and ``--device-class``, given to ``fn``
-    as one keyword argument ``header``: a dict of :data:`HEADER_FIELDS` to pass on to a mechanism's
-    options (``Options(..., **header)``).
+    """``--bundle-version``, ``--issued-at``, ``--valid-days`` and ``--device-class`` as one argument.
+
+    They are given to ``fn`` as one keyword argument ``header``: a dict of :data:`HEADER_FIELDS` to
+    pass on to a mechanism's options (``Options(..., **header)``).
     """
 
     @functools.wraps(fn)
@@ -75,8 +76,9 @@ def json_option(fn):
 
 
 def _check_domains(ctx, param, values):
-    """``--domain``'s values as given, once their syntax is checked: a malformed one is a usage error
-    (exit 2), as any bad option value.
+    """``--domain``'s values as given, once their syntax is checked.
+
+    A malformed one is a usage error (exit 2), as any bad option value.
     """
     try:
         parse_domains(values)

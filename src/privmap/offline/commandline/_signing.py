@@ -1,6 +1,7 @@
-"""The step every build command ends with: the operator's key loaded before the build (so that a
-wrong key or passphrase fails at once), the payload signed, loaded back with the device runtime
-and written atomically.
+"""The step every build command ends with: load the key, sign, check and write.
+
+The operator's key is loaded before the build (so that a wrong key or passphrase fails at
+once), the payload signed, loaded back with the device runtime and written atomically.
 """
 from __future__ import annotations
 
@@ -15,16 +16,18 @@ __all__ = ["Signed", "load_key", "sign_checked", "sign_check_write", "signed_bui
 
 
 def load_key(key: pathlib.Path, passphrase_file):
-    """The operator's Ed25519 private key from ``--key`` (and ``--passphrase-file``). Raises
-    BuildError as ``load_private_key``.
+    """The operator's Ed25519 private key from ``--key`` (and ``--passphrase-file``).
+
+    Raises BuildError as ``load_private_key``.
     """
     from ..bundle import load_private_key
     return load_private_key(key, password=read_passphrase(passphrase_file))
 
 
 def sign_checked(payload: dict, private_key) -> bytes:
-    """Encode ``payload``, sign it and load the bundle back with the device runtime (as of its
-    ``issued_at``); the bundle's bytes. Raises BuildError when the device would refuse the bundle.
+    """The bundle's bytes: ``payload`` encoded, signed and loaded back with the device runtime.
+
+    Loaded as of its ``issued_at``. Raises BuildError when the device would refuse the bundle.
     """
     from ..bundle import check_bundle, encode_payload, sign_bundle
     bundle_bytes = sign_bundle(encode_payload(payload), private_key)
@@ -34,6 +37,7 @@ def sign_checked(payload: dict, private_key) -> bytes:
 
 def sign_check_write(payload: dict, private_key, out: pathlib.Path) -> bytes:
     """:func:`sign_checked`, then the bundle written atomically to ``out``; the bundle's bytes.
+
     Raises BuildError when the device would refuse the bundle (nothing is written then).
     """
     bundle_bytes = sign_checked(payload, private_key)
@@ -43,8 +47,10 @@ def sign_check_write(payload: dict, private_key, out: pathlib.Path) -> bytes:
 
 @dataclass(frozen=True)
 class Signed:
-    """A build signed and written: its result, where it went, its bytes and the wall seconds from
-    the start of the build to the written file.
+    """A build signed and written.
+
+    Its result, where it went, its bytes and the wall seconds from the start of the build to the
+    written file.
     """
 
     result: object
@@ -58,8 +64,9 @@ class Signed:
 
 
 def signed_build(run, *, key: pathlib.Path, passphrase_file, out: pathlib.Path) -> Signed:
-    """Load the key, run the build (``run()``, returning a
-    :class:`~privmap.offline.mechanisms.Result`), then sign, check and write its payload.
+    """Load the key, run the build, then sign, check and write its payload.
+
+    ``run()`` returns a :class:`~privmap.offline.mechanisms.Result`.
 
     Raises
     ------

@@ -32,8 +32,10 @@ def trust_options(*, required: bool):
 
 
 def read_keyring_chain(paths) -> KeyringChain:
-    """The keyring chain of ``paths``: the first document pinned, each later one a rotation
-    checked as a device checks it (version + 1, both thresholds).
+    """The keyring chain of ``paths``.
+
+    The first document pinned, each later one a rotation checked as a device checks it
+    (version + 1, both thresholds).
 
     Raises :class:`BuildError` naming the file for an unreadable or refused document.
     """
@@ -54,10 +56,12 @@ def read_keyring_chain(paths) -> KeyringChain:
 
 
 def trusted_keyring(trusted, keyrings, *, required: bool = True, now: float | None = None) -> Keyring | None:
-    """The :class:`Keyring` a command verifies with: PEM keys (threshold 1) or the current keyring
-    of a keyring chain at ``now`` (default: the clock), or ``None`` when neither is given and not
-    ``required``. Raises :class:`click.UsageError` (exit 2) for both or (``required``) neither,
-    and :class:`BuildError` or :class:`KeyringError` for unreadable, refused or expired keys.
+    """The :class:`Keyring` a command verifies with, or ``None``.
+
+    PEM keys (threshold 1) or the current keyring of a keyring chain at ``now`` (default: the
+    clock), or ``None`` when neither is given and not ``required``. Raises
+    :class:`click.UsageError` (exit 2) for both or (``required``) neither, and
+    :class:`BuildError` or :class:`KeyringError` for unreadable, refused or expired keys.
     """
     if trusted and keyrings:
         raise click.UsageError("give either --trusted PEM keys or --keyring documents, not both")

@@ -1,5 +1,6 @@
-"""Parameter types the commands share beyond click's own, and the parsing of list options
-(``--deltas 0,0.5,1`` or ``START:STOP:COUNT``, ``--clusters 0,8,16``).
+"""Parameter types the commands share beyond click's own, and the parsing of list options.
+
+List options: ``--deltas 0,0.5,1`` or ``START:STOP:COUNT``, ``--clusters 0,8,16``.
 """
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ class AutoOr(click.ParamType):
 
 
 class Columns(click.ParamType):
-    """Comma-separated column names (``COLS``) as a tuple, blank names dropped. A value with no name
-    is None (the command's default columns), or a usage error where ``required``.
+    """Comma-separated column names (``COLS``) as a tuple, blank names dropped.
+
+    A value with no name is None (the command's default columns), or a usage error where
+    ``required``.
     """
 
     name = "cols"
