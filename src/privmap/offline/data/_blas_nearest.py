@@ -80,8 +80,9 @@ def nearest_l2(X: np.ndarray, Y: np.ndarray, *, block_bytes: int | None = None) 
 
 
 def assigned_distance_l2(X: np.ndarray, Y: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """l2 distance of each row of X to its assigned row of Y, shape (n,); bitwise equal to
-    ``pairwise(X, Y, "l2")[i, labels[i]]`` without the (n, K) matrix (see
+    """l2 distance of each row of X to its assigned row of Y, shape (n,).
+
+    Bitwise equal to ``pairwise(X, Y, "l2")[i, labels[i]]`` without the (n, K) matrix (see
     :func:`privmap.offline.data._distortion.assigned_distance`).
     """
     return assigned_distance(X, Y, labels, "l2")
@@ -89,7 +90,7 @@ def assigned_distance_l2(X: np.ndarray, Y: np.ndarray, labels: np.ndarray) -> np
 
 def nearest_with_distance(X: np.ndarray, Y: np.ndarray, metric: str, *,
                           block_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """psi and the distance to it: ``(nearest(X, Y, metric), d(x_i, y_psi(i)))``, shapes (n,), (n,).
+    """The nearest-row index psi and the distance to it: ``(nearest(X, Y, metric), d(x_i, y_psi(i)))``, shapes (n,), (n,).
 
     Equal to ``nearest`` and to ``pairwise(X, Y, metric)[arange(n), labels]`` bitwise, without the
     (n, m) matrix: complete l2 data take the BLAS search of :func:`nearest_l2` (identical answers,

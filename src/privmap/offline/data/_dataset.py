@@ -1,5 +1,6 @@
-"""Read and validate a labelled CSV: public columns plus one private attribute (or several, protected
-as their joint: :mod:`privmap.offline._joint`).
+"""Read and validate a labelled CSV: public columns plus one private attribute.
+
+Or several private columns, protected as their joint: :mod:`privmap.offline._joint`.
 
 Every input row is treated as hostile: each problem is reported with the file's
 line number and the column name, and nothing is built from a file that fails.
@@ -99,8 +100,9 @@ class Dataset:
         return np.isnan(self.public)
 
     def without_all_missing(self) -> tuple[Dataset, int]:
-        """This dataset less the rows whose every public cell is missing (a device refuses them),
-        and how many were left out. Raises :class:`DatasetError` if no row is left.
+        """The dataset less the rows whose every public cell is missing, and how many were left out.
+
+        A device refuses such rows. Raises :class:`DatasetError` if no row is left.
         """
         keep = ~np.all(self.missing, axis=1)
         dropped = int(keep.size - keep.sum())
@@ -112,18 +114,20 @@ class Dataset:
 
     @classmethod
     def from_csv(cls, path: str | pathlib.Path, **kwargs) -> Dataset:
-        """The rows of a labelled CSV file: :func:`load_dataset`, whose keyword arguments
-        (``private``, ``public``, ``categorical``, ``missing_tokens``, ...) it takes.
+        """The rows of a labelled CSV file: :func:`load_dataset`, whose keyword arguments it takes.
+
+        Its keyword arguments are ``private``, ``public``, ``categorical``, ``missing_tokens``, ...
         Raises :class:`DatasetError` as it does.
         """
         return load_dataset(path, **kwargs)
 
     @classmethod
     def from_frame(cls, table, *, columns: Sequence[str] | None = None, **kwargs) -> Dataset:
-        """The rows of a table in memory (a pandas DataFrame, or a NumPy array whose ``columns``
-        are named), read as :meth:`from_csv` reads the CSV :func:`._frames.csv_source` writes of it
-        (so ``sha256`` is that CSV's, and a bundle built from either is the same); messages name
-        the table ``DataFrame``.
+        """The rows of a table in memory (a pandas DataFrame, or a NumPy array whose ``columns`` are named).
+
+        Read as :meth:`from_csv` reads the CSV :func:`._frames.csv_source` writes of it (so
+        ``sha256`` is that CSV's, and a bundle built from either is the same); messages name the
+        table ``DataFrame``.
 
         Raises
         ------
@@ -205,9 +209,10 @@ def _check_rows(cells: Sequence, min_rows: int, path) -> None:
 
 def _assembled(raw: bytes, public: Sequence[str], cells: list, labels: list[str], classes: Sequence[str],
                private_name: str, categorical: bool, path, columns: PrivateColumns | None = None) -> Dataset:
-    """The :class:`Dataset` of parsed rows: ``cells`` (n, d) under ``public``, each row's private
-    label in ``labels`` coded by its index in ``classes``, hashed from the file's ``raw`` bytes.
-    Raises DatasetError for a categorical column beyond the device's limits.
+    """The :class:`Dataset` of parsed rows, hashed from the file's ``raw`` bytes.
+
+    ``cells`` (n, d) under ``public``, each row's private label in ``labels`` coded by its index
+    in ``classes``. Raises DatasetError for a categorical column beyond the device's limits.
     """
     if categorical:
         check_categories(cells, public, path)
@@ -226,9 +231,11 @@ def _assembled(raw: bytes, public: Sequence[str], cells: list, labels: list[str]
 
 def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str] | None, categorical: bool,
                 min_rows: int, missing_tokens: Mapping[str, str] | None) -> Dataset:
-    """:func:`load_dataset` of several private columns, protected as their joint attribute: each
-    column is checked as a private column is (a blank value refused, named by line and column),
-    and each observed tuple of their values becomes one class. Raises as :func:`load_dataset`.
+    """:func:`load_dataset` of several private columns, protected as their joint attribute.
+
+    Each column is checked as a private column is (a blank value refused, named by line and
+    column), and each observed tuple of their values becomes one class. Raises as
+    :func:`load_dataset`.
     """
     check_names(names, DEVICE_LIMITS.max_string_bytes, path)
     raw, reader, header = read_csv(path)
@@ -262,9 +269,11 @@ def _load_joint(path: pathlib.Path, names: tuple[str, ...], public: Sequence[str
 
 
 def joint_classes(names: tuple[str, ...], labels: Iterable[str], path) -> tuple[list[str], PrivateColumns]:
-    """The joint classes of private columns ``names`` whose rows' ``labels`` are
-    :func:`~privmap.offline._joint.joint_class` texts: the observed tuples in order (each as its
-    text), and how each decomposes (:class:`~privmap.offline._joint.PrivateColumns`).
+    """The joint classes of private columns ``names``, and how each decomposes.
+
+    The rows' ``labels`` are :func:`~privmap.offline._joint.joint_class` texts. Returns the
+    observed tuples in order (each as its text), and how each decomposes
+    (:class:`~privmap.offline._joint.PrivateColumns`).
 
     Raises
     ------
@@ -371,16 +380,18 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
 def _lines(text: str) -> Iterator[str]:
-    """The physical lines of ``text``, each with its terminator, one at a time: what a
-    ``StringIO(text, newline="")`` yields, without its copy of the whole text (up to 4 bytes a
-    character).
+    """The physical lines of ``text``, each with its terminator, one at a time.
+
+    What a ``StringIO(text, newline="")`` yields, without its copy of the whole text (up to 4
+    bytes a character).
     """
     return (match.group() for match in _LINE.finditer(text))
 
 
 def check_unique(header: Sequence[str], path) -> None:
-    """Raise :class:`DatasetError` naming (the first few of) the column names that ``header``
-    gives more than once. Linear in the header's width.
+    """Raise :class:`DatasetError` naming the column names that ``header`` gives more than once.
+
+    It names the first few of them. Linear in the header's width.
     """
     if len(set(header)) == len(header):
         return
@@ -390,9 +401,10 @@ def check_unique(header: Sequence[str], path) -> None:
 
 
 def check_device_width(names: Sequence[str], path, what: str = "") -> None:
-    """Refuse columns a device could not take as a bundle's features (or private column): more
-    than ``Limits.max_features`` of them, or a name longer than ``Limits.max_string_bytes`` bytes
-    of UTF-8. Decided by the header alone, so it runs before any row is parsed.
+    """Refuse columns a device could not take as a bundle's features (or private column).
+
+    More than ``Limits.max_features`` of them, or a name longer than ``Limits.max_string_bytes``
+    bytes of UTF-8. Decided by the header alone, so it runs before any row is parsed.
 
     Raises
     ------
@@ -412,8 +424,10 @@ def check_device_width(names: Sequence[str], path, what: str = "") -> None:
 
 
 def column_indexes(names: Sequence[str], header: Sequence[str], path, what: str = "") -> list[int]:
-    """Indexes in ``header`` of the columns ``names`` (which a bundle will carry: a device's
-    width limits are checked first, :func:`check_device_width`).
+    """Indexes in ``header`` of the columns ``names``.
+
+    A bundle will carry those columns: a device's width limits are checked first,
+    :func:`check_device_width`.
 
     ``what`` (for example ``"public "``) qualifies the column in the message.
 
@@ -542,9 +556,11 @@ def check_classes(found: list[str], classes: Sequence[str] | None, path, private
 
 
 def check_categories(cells: Sequence[Sequence[str]], features: Sequence[str], path) -> None:
-    """Refuse categorical columns a device could not take: more distinct values in one column than
-    ``Limits.max_categories``, or a value longer than ``Limits.max_string_bytes`` bytes of UTF-8.
-    One pass over the (n, d) cells, before any clustering.
+    """Refuse categorical columns a device could not take.
+
+    More distinct values in one column than ``Limits.max_categories``, or a value longer than
+    ``Limits.max_string_bytes`` bytes of UTF-8. One pass over the (n, d) cells, before any
+    clustering.
 
     Raises
     ------

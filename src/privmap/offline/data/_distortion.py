@@ -56,8 +56,10 @@ def _check_points(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def block_shape(n_rows: int, n_columns: int, block_bytes: int | None = None,
                 temporaries: int = _BLOCK_TEMPORARIES) -> tuple[int, int]:
-    """(rows, columns) of the blocks an (n_rows, n_columns) float64 computation is cut into so that
-    ``temporaries`` arrays of a block's size take at most ``block_bytes`` (at least 1 x 1).
+    """(rows, columns) of the blocks an (n_rows, n_columns) float64 computation is cut into.
+
+    Cut so that ``temporaries`` arrays of a block's size take at most ``block_bytes`` (at least
+    1 x 1).
 
     Whole rows of columns are taken when they fit, else at least one row and as many columns
     as fit; ``block_bytes`` None reads :data:`NEAREST_BLOCK_BYTES` (at call time, so the limit
@@ -91,8 +93,9 @@ def _rank_keys(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
 
 
 def _exact_in_blas(X: np.ndarray, Y: np.ndarray) -> bool:
-    """Whether every product and partial sum of the squared-L2 keys of X (NaN = masked) and Y is a
-    whole number below 2^53: both whole-numbered and d (max |x| + max |y|)^2 < 2^52.
+    """Whether every product and partial sum of the squared-L2 keys of X and Y is a whole number below 2^53.
+
+    X's NaN are masked. True when both are whole-numbered and d (max |x| + max |y|)^2 < 2^52.
     """
     if X.size == 0 or Y.size == 0:
         return False
@@ -189,8 +192,9 @@ def nearest(X: np.ndarray, Y: np.ndarray, metric: str, *, block_bytes: int | Non
 
 def assigned_distance(X: np.ndarray, Y: np.ndarray, labels: np.ndarray, metric: str, *,
                       rows: np.ndarray | None = None) -> np.ndarray:
-    """d(x_i, y_labels[i]) for each row of X, shape (n,), over each row's observed cells; with
-    ``rows`` (int, shape (P,)) the pairs d(x_rows[p], y_labels[p]), shape (P,).
+    """d(x_i, y_labels[i]) for each row of X, shape (n,), over each row's observed cells.
+
+    With ``rows`` (int, shape (P,)) the pairs d(x_rows[p], y_labels[p]), shape (P,).
 
     Bitwise equal to ``pairwise(X, Y, metric)[arange(n), labels]`` (the same left-to-right sum),
     in O(n) (or O(P)) memory. Rows are gathered in chunks of :data:`PAIR_CHUNK_CELLS` cells, each

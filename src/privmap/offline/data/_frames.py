@@ -1,5 +1,6 @@
-"""Tables held in memory (a pandas DataFrame, or a NumPy array with column names) as the CSV file
-every stage of a build reads.
+"""Tables held in memory as the CSV file every stage of a build reads.
+
+A table in memory is a pandas DataFrame, or a NumPy array with column names.
 
 The builder reads, validates and hashes CSV bytes in one place (:func:`privmap.offline.data._dataset.read_csv`);
 a table in memory goes the same way: :func:`csv_source` writes it to a private temporary CSV (header
@@ -64,8 +65,10 @@ def _write(data, columns: Sequence[str] | None, path: pathlib.Path) -> None:
 
 @contextlib.contextmanager
 def csv_source(data, columns: Sequence[str] | None = None, *, name: str = "DataFrame") -> Iterator[pathlib.Path]:
-    """A CSV path for ``data``: a path (str or path-like) as it is, or a table in memory written to a
-    temporary CSV (module docstring) that is removed on exit.
+    """A CSV path for ``data``.
+
+    A path (str or path-like) as it is, or a table in memory written to a temporary CSV (module
+    docstring) that is removed on exit.
 
     ``columns`` names a NumPy array's columns (a DataFrame names its own). Errors raised inside
     the block that mention the temporary file are re-raised with ``name`` in its place.

@@ -1,5 +1,7 @@
-"""A seeded population whose joint distribution p(a, x) is known, so that the leakage any table
-leaks to its new users is computable exactly: the ground truth of the cross-fitted estimates.
+"""A seeded population whose joint distribution p(a, x) is known.
+
+So the leakage any table leaks to its new users is computable exactly: the ground truth of
+the cross-fitted estimates.
 
 The public rows take values on a finite grid (``dims`` integer features with ``levels`` values each),
 the points weighted by a mixture of Gaussian bumps, and the private class follows a softmax of
@@ -41,8 +43,10 @@ class KnownJoint:
     features: tuple[str, ...]
 
     def sample(self, n: int, seed: int) -> Dataset:
-        """``n`` rows drawn independently from p(a, x) with numpy's generator seeded by ``seed``
-        (every class drawn at least once, redrawing otherwise); a numeric :class:`Dataset`.
+        """``n`` rows drawn independently from p(a, x); a numeric :class:`Dataset`.
+
+        Drawn with numpy's generator seeded by ``seed`` (every class drawn at least once, redrawing
+        otherwise).
         """
         rng = np.random.default_rng(seed)
         flat = self.joint.ravel()
@@ -55,8 +59,9 @@ class KnownJoint:
                        classes=self.classes, private_name="a", categorical=False, sha256="0" * 64)
 
     def input_prior(self, inputs: np.ndarray, metric: str = "l2") -> np.ndarray:
-        """The population's p(a, c) over a table's ``inputs`` (shape (K_in, d)), each point sent to
-        its nearest input as the device sends it; shape (n_classes, K_in).
+        """The population's p(a, c) over a table's ``inputs`` (shape (K_in, d)); shape (n_classes, K_in).
+
+        Each point is sent to its nearest input as the device sends it.
         """
         to = nearest(self.points.astype(float), np.asarray(inputs, dtype=float), metric)
         prior = np.zeros((len(self.classes), len(inputs)))
@@ -64,8 +69,9 @@ class KnownJoint:
         return prior
 
     def leakage_bits(self, inputs: np.ndarray, q, metric: str = "l2") -> float:
-        """I(A; C^) in bits that new users of the table (``inputs`` (K_in, d), ``q`` (K_in, K_out))
-        face: exact, on the population.
+        """I(A; C^) in bits that new users of the table face: exact, on the population.
+
+        The table is ``inputs`` (K_in, d), ``q`` (K_in, K_out).
         """
         from .._information import leakage_bits
         return leakage_bits(self.input_prior(inputs, metric), q)

@@ -114,9 +114,10 @@ def resolve_files(source: str | os.PathLike) -> list[str]:
 
 def open_source(source, *, private: str | Sequence[str], public: Sequence[str] | None = None,
                 csv_block_bytes: int = CSV_BLOCK_BYTES, parquet_block_rows: int = PARQUET_BLOCK_ROWS) -> Source:
-    """Read every file's header (not its rows) and cut the files into partitions. ``private`` is
-    the private column, or a sequence of two or more protected as their joint attribute
-    (:attr:`Source.private_columns`).
+    """Read every file's header (not its rows) and cut the files into partitions.
+
+    ``private`` is the private column, or a sequence of two or more protected as their joint
+    attribute (:attr:`Source.private_columns`).
 
     Raises
     ------
@@ -144,9 +145,10 @@ def open_source(source, *, private: str | Sequence[str], public: Sequence[str] |
 
 
 def _public_columns(header: list[str], path, privates: tuple[str, ...], public: Sequence[str] | None) -> list[str]:
-    """The public columns of a file's ``header`` (:func:`select_columns`' checks); with several
-    ``privates`` each must be in the header, none public, and the others are kept out of the
-    default public columns as the first is.
+    """The public columns of a file's ``header`` (:func:`select_columns`' checks).
+
+    With several ``privates`` each must be in the header, none public, and the others are kept
+    out of the default public columns as the first is.
     """
     others = privates[1:]
     column_indexes(list(others), header, path, "private ")
@@ -158,9 +160,11 @@ def _public_columns(header: list[str], path, privates: tuple[str, ...], public: 
 
 def read_partition(part: Partition, features: Sequence[str], private: str | tuple[str, ...],
                    tokens: Mapping[str, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Read and validate one partition. ``private`` is the private column, or a tuple of several
-    (:attr:`Source.private`): each row is then labelled with its values' joint class
-    (:func:`~privmap.offline._joint.joint_class`, as the in-memory reader labels it).
+    """Read and validate one partition.
+
+    ``private`` is the private column, or a tuple of several (:attr:`Source.private`): each row is
+    then labelled with its values' joint class (:func:`~privmap.offline._joint.joint_class`, as
+    the in-memory reader labels it).
 
     ``tokens`` maps a column to the text that spells a missing answer besides a blank cell
     (CSV only, as ``load_dataset``'s ``missing_tokens``).
@@ -196,8 +200,9 @@ def describe_partition(part: Partition) -> str:
 
 
 def row_keys(seed: int, ordinal: int, m: int) -> np.ndarray:
-    """A 64-bit key of each of a partition's ``m`` rows that depends on nothing but where the row
-    is: splitmix64 of (``seed``, the partition's ``ordinal``, the row's index in it), shape (m,)
+    """A 64-bit key of each of a partition's ``m`` rows that depends on nothing but where the row is.
+
+    splitmix64 of (``seed``, the partition's ``ordinal``, the row's index in it), shape (m,)
     uint64. Keys are distinct for distinct (ordinal, row < 2**32) under one seed, so a row's rank
     among them is a seeded, deterministic random order (samples; cross-fitting folds by remainder).
     """
@@ -220,8 +225,10 @@ def file_sha256(path: str) -> str:
 
 
 def source_sha256(files: Sequence[str], digests: Sequence[str]) -> str:
-    """Provenance of a source: the file's own SHA-256 for one file (as ``load_dataset``),
-    else the SHA-256 of the lines ``"<sha256>  <file name>\\n"`` in sorted path order.
+    r"""Provenance of a source: the SHA-256 of its one file, or of its files' digests.
+
+    The file's own SHA-256 for one file (as ``load_dataset``), else the SHA-256 of the lines
+    ``"<sha256>  <file name>\n"`` in sorted path order.
     """
     if len(files) == 1:
         return digests[0]
@@ -336,9 +343,10 @@ def _parquet_file(path: str):
 
 
 def _parquet_columns(path: str) -> list[str]:
-    """The file's data columns: its schema's names less the index pandas stored beside them
-    (``DataFrame.to_parquet`` writes a non-range index as a column such as ``__index_level_0__``,
-    named in the file's pandas metadata): row labels, not a public answer.
+    """The file's data columns: its schema's names less the index pandas stored beside them.
+
+    ``DataFrame.to_parquet`` writes a non-range index as a column such as ``__index_level_0__``,
+    named in the file's pandas metadata: row labels, not a public answer.
     """
     schema = _parquet_file(path).schema_arrow
     index = {c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}  # range: a dict

@@ -1,5 +1,7 @@
-"""The joint prior p(a, c) of private class and quantized symbol: empirical counts, or the
-cross-fitted posteriors of a classifier summed per symbol (:func:`posterior_prior`).
+"""The joint prior p(a, c) of private class and quantized symbol.
+
+Empirical counts, or the cross-fitted posteriors of a classifier summed per symbol
+(:func:`posterior_prior`).
 """
 from __future__ import annotations
 
@@ -52,8 +54,10 @@ CALIBRATION_C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
 def posterior_prior(public: np.ndarray, private: np.ndarray, symbols: np.ndarray, n_classes: int,
                     n_symbols: int, *, folds: int = 5, seed: int = 0) -> np.ndarray:
-    """p(a, c) = (1/n) sum over rows u in symbol c of p_hat(a | b_u), p_hat a logistic regression
-    on the public rows, each row's posterior from a model fitted on the other folds.
+    """p(a, c) = (1/n) sum over rows u in symbol c of p_hat(a | b_u).
+
+    p_hat is a logistic regression on the public rows, each row's posterior from a model fitted
+    on the other folds.
 
     Why: the empirical prior estimates p(a | c) from the rows of cluster c alone, so with few rows
     per cluster it is mostly noise, and a table fitted to that noise leaks on new users. A
@@ -123,8 +127,9 @@ def _cross_fitted_posteriors(X: np.ndarray, y: np.ndarray, n_classes: int, *, fo
 
 
 def _calibrated_c(X: np.ndarray, y: np.ndarray, *, seed: int) -> float:
-    """The ``C`` of :data:`CALIBRATION_C_GRID` whose logistic regression has the least pooled
-    out-of-fold log-loss on a 3-fold split of (X, y) (the smallest C on a tie).
+    """The ``C`` of :data:`CALIBRATION_C_GRID` whose logistic regression has the least out-of-fold log-loss.
+
+    Pooled out-of-fold log-loss on a 3-fold split of (X, y); the smallest C on a tie.
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold

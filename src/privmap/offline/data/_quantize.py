@@ -61,8 +61,9 @@ class Quantization:
 
 
 def kmeans(X: np.ndarray, k: int, *, seed: int, init="k-means++", n_init: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's k-means on complete rows, run on the distinct rows weighted by their counts,
-    by Elkan's algorithm where its bounds fit in memory.
+    """scikit-learn's k-means on complete rows, run on the distinct rows weighted by their counts.
+
+    By Elkan's algorithm where its bounds fit in memory.
 
     k-means on the distinct rows with ``sample_weight`` equal to their multiplicities has the same
     objective, the same Lloyd steps and the same k-means++ sampling law as on the rows themselves,
@@ -169,8 +170,9 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
 
 
 def observed_domain(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What the observed cells of X (n, d; NaN = missing) say of each column: whether every value is a
-    whole number, and the least and largest value; three arrays of shape (d,).
+    """What the observed cells of X (n, d; NaN = missing) say of each column; three arrays of shape (d,).
+
+    Whether every value is a whole number, and the least and largest value.
     """
     return (np.all(np.isnan(X) | (X == np.round(X)), axis=0), np.nanmin(X, axis=0), np.nanmax(X, axis=0))
 
@@ -199,8 +201,9 @@ def domain_points(centers: np.ndarray, integer: np.ndarray, lo: np.ndarray, hi: 
 
 
 def _group_representatives(X: np.ndarray, groups: np.ndarray, metric: str) -> np.ndarray:
-    """:func:`_representative` of each non-empty group, shape (groups, d), in the order of the group
-    labels (``groups`` (n,) int).
+    """:func:`_representative` of each non-empty group, shape (groups, d).
+
+    In the order of the group labels (``groups`` (n,) int).
 
     Under l2 all groups at once: sums and observed counts per group by ``np.add.reduceat`` over
     the rows sorted by group, then their ratio, where a loop of per-column means over K groups
@@ -238,8 +241,10 @@ def _representative(points: np.ndarray, metric: str) -> np.ndarray:
 
 
 def _column_means(X: np.ndarray) -> np.ndarray:
-    """Each column's mean over its observed cells, shape (d,); a column with none (an item no row
-    rated) takes the mean of every observed cell, so that k-means sees no NaN.
+    """Each column's mean over its observed cells, shape (d,).
+
+    A column with none (an item no row rated) takes the mean of every observed cell, so that
+    k-means sees no NaN.
     """
     observed = ~np.isnan(X)
     counts = observed.sum(axis=0)

@@ -177,8 +177,10 @@ def read_schema_file(path) -> dict[str, Declaration]:
 
 
 def check_missing_token(token, what: str = "--missing-token") -> str:
-    """A missing-answer token as the CSV text it matches: a string, or a JSON number written as
-    its decimal text (``0`` -> ``"0"``, ``-9`` -> ``"-9"``, ``99.5`` -> ``"99.5"``).
+    """A missing-answer token as the CSV text it matches.
+
+    A string, or a JSON number written as its decimal text (``0`` -> ``"0"``, ``-9`` -> ``"-9"``,
+    ``99.5`` -> ``"99.5"``).
 
     A token matches a cell whose text (spaces trimmed) is exactly the token, on the device as in
     the builder: with token ``"0"`` the cell ``0`` is missing and ``0.0`` is the number 0.
@@ -208,8 +210,10 @@ def numeric_token(token: str) -> float | None:
 
 def declare(file_columns: dict[str, Declaration] | None = None, domains: Sequence[str] = (),
             missing_token: str | None = None) -> Declared:
-    """Merge a schema file's declarations with ``--domain`` values (most specific wins) and
-    ``--missing-token`` (every column's token, unless the schema file gives the column its own).
+    """Merge a schema file's declarations with ``--domain`` values and ``--missing-token``.
+
+    The most specific ``--domain`` value wins; ``--missing-token`` is every column's token,
+    unless the schema file gives the column its own.
     """
     default, by_column = parse_domains(domains)
     columns = dict(file_columns or {})

@@ -162,8 +162,10 @@ def synthetic_rating_chunks(n_users: int, n_items: int, *, chunk_users: int, ran
                             classes: int = 2, rng: np.random.Generator | int, shift: float = 0.5,
                             selection: float = 1.0, noise: float = 0.5, popularity: float = 1.0,
                             scale: tuple[int, int] = (1, 5), taste: float = 0.0) -> Iterator[SyntheticRatings]:
-    """A rating set too large for memory, drawn ``chunk_users`` users at a time from the model of
-    :func:`synthetic_ratings` (same parameters): one population of items whatever the chunk.
+    """A rating set too large for memory, drawn ``chunk_users`` users at a time.
+
+    Drawn from the model of :func:`synthetic_ratings` (same parameters): one population of items
+    whatever the chunk.
 
     The item side (class means, item factors and biases, the items' popularity) is drawn once;
     the observation intercept ``b`` is set on the first chunk (the expected density of later
@@ -220,8 +222,10 @@ def _checked(n_users, n_items, rank, density, classes, shift, noise, popularity,
 
 
 def _complete(lo: int, hi: int, user_bias, item_bias, U, V, noise) -> np.ndarray:
-    """Every user's rating of every item (n, m): the scale's centre, the biases (n, 1) and (1, m),
-    the factors' weighted inner product and the noise (n, m), rounded and clipped to lo..hi.
+    """Every user's rating of every item (n, m), rounded and clipped to lo..hi.
+
+    The scale's centre, the biases (n, 1) and (1, m), the factors' weighted inner product and the
+    noise (n, m).
     """
     score = 0.5 * (lo + hi) + user_bias + item_bias + FACTOR_WEIGHT * (U @ V.T) + noise
     return np.clip(np.rint(score), lo, hi)
