@@ -70,9 +70,11 @@ SERVICE_SVD: _ServiceSVD = {"factors": 50, "epochs": 40, "regularisation": 0.05}
 
 def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private, *, seed: int = 0,
                  repeats: int = REPEATS) -> dict:
-    """The audit of ``payload`` (module docstring) on the evaluated users of ``data`` with the
-    training users of ``train`` (CSV paths, read with the bundle's features and private column),
-    the service protocol run ``repeats`` times (>= 1; the attackers and exposure on the first run).
+    """The audit of ``payload`` (module docstring) on the evaluated users of ``data``.
+
+    With the training users of ``train`` (CSV paths, read with the bundle's features and private
+    column), the service protocol run ``repeats`` times (>= 1; the attackers and exposure on the
+    first run).
 
     Returns
     -------
@@ -138,8 +140,10 @@ def audit_bundle(payload: dict, data: pathlib.Path, train: pathlib.Path, private
 
 @dataclass(frozen=True)
 class _Run:
-    """One run of the service protocol: the evaluated users' ``visible`` rows (n_test, m), both
-    groups' released rows, the service's ``measured`` figures and the ``baselines`` table.
+    """One run of the service protocol.
+
+    The evaluated users' ``visible`` rows (n_test, m), both groups' released rows, the service's
+    ``measured`` figures and the ``baselines`` table.
     """
 
     visible: np.ndarray
@@ -151,8 +155,9 @@ class _Run:
 
 def _service_run(view, R_train: np.ndarray, R_test: np.ndarray, clusters: int, metric: str, seed: int,
                  run: int) -> _Run:
-    """Run ``run`` of the protocol: its own hidden cells and service initialisation (run 0 seeded by
-    ``seed`` itself) and its own release draws.
+    """Run ``run`` of the protocol, with its own hidden cells, service initialisation and release draws.
+
+    Run 0's hidden cells and service initialisation are seeded by ``seed`` itself.
     """
     service_seed = seed if run == 0 else int(np.random.SeedSequence([seed, run]).generate_state(1)[0])
     try:
@@ -168,8 +173,10 @@ def _service_run(view, R_train: np.ndarray, R_test: np.ndarray, clusters: int, m
 
 
 def _mean_figures(runs: list[dict]) -> dict:
-    """The runs' figures (dicts of one shape, nested) with each float the runs' mean, None where
-    some run has None; other values (counts, names) the first run's.
+    """The runs' figures with each float the runs' mean.
+
+    The runs' figures are dicts of one shape, nested. A float is None where some run has None;
+    other values (counts, names) are the first run's.
     """
     first = runs[0]
     out: dict = {}
@@ -187,8 +194,9 @@ def _mean_figures(runs: list[dict]) -> dict:
 
 
 def _prediction_interval(values: list) -> list | None:
-    """The 95 % interval where one more run's figure lands, from ``values`` (one per run): mean +-
-    t sd sqrt(1 + 1/R); None below two runs or where a run has no figure.
+    """The 95 % interval where one more run's figure lands, from ``values`` (one per run).
+
+    Mean +- t sd sqrt(1 + 1/R); None below two runs or where a run has no figure.
     """
     if len(values) < 2 or any(v is None for v in values):
         return None
@@ -204,8 +212,10 @@ def _z() -> float:
 
 
 def _baselines(service: ServiceUtility, measured: dict, kmeans: dict, used: int) -> dict:
-    """The releases beside the bundle's, each as ``rmse``, ``value_kept``, ``recall_at_10``,
-    ``ndcg_at_10`` and ``ranking_value_kept`` (None where a figure does not apply).
+    """The releases beside the bundle's, each with its figures.
+
+    Each as ``rmse``, ``value_kept``, ``recall_at_10``, ``ndcg_at_10`` and
+    ``ranking_value_kept`` (None where a figure does not apply).
     """
     def row(rmse, kept, recall, ndcg, ranking) -> dict:
         return {"rmse": rmse, "value_kept": kept, "recall_at_10": recall, "ndcg_at_10": ndcg,
@@ -222,10 +232,12 @@ def _baselines(service: ServiceUtility, measured: dict, kmeans: dict, used: int)
 
 
 def _overlap(payload, tested, trained, R_test, y_test, R_train, y_train) -> dict:
-    """What DATA shares with the bundle's training data (module docstring): ``data_is_training_file``,
-    ``train_is_training_file`` (digests equal to the bundle's ``data_sha256``), ``rows`` (DATA rows equal
-    to training rows; None when neither file is the bundle's training file), ``of`` (DATA's rows) and
-    ``note`` (the line the report leads with, None when there is nothing to say).
+    """What DATA shares with the bundle's training data (module docstring).
+
+    ``data_is_training_file``, ``train_is_training_file`` (digests equal to the bundle's
+    ``data_sha256``), ``rows`` (DATA rows equal to training rows; None when neither file is the
+    bundle's training file), ``of`` (DATA's rows) and ``note`` (the line the report leads with,
+    None when there is nothing to say).
     """
     declared = payload["provenance"].get("data_sha256")
     data_is, train_is = tested.sha256 == declared, trained.sha256 == declared
@@ -247,16 +259,18 @@ def _overlap(payload, tested, trained, R_test, y_test, R_train, y_train) -> dict
 
 
 def _repeats(R, y) -> bool:
-    """Whether some row (public cells, blanks equal, and private code) occurs twice in ``R``: users
-    whose answers coincide, whom equal rows cannot tell apart.
+    """Whether some row (public cells, blanks equal, and private code) occurs twice in ``R``.
+
+    Such rows are users whose answers coincide, whom equal rows cannot tell apart.
     """
     keyed = np.where(np.isnan(R), np.inf, R)
     return unique_rows(np.column_stack([keyed, y]))[0].shape[0] < R.shape[0]
 
 
 def _shared_rows(R_test, y_test, R_train, y_train) -> int:
-    """DATA rows equal to a training row (public cells with blanks equal, and private code), each
-    training row matching at most one: the sum over distinct rows of the smaller count.
+    """DATA rows equal to a training row (public cells with blanks equal, and private code).
+
+    Each training row matches at most one: the sum over distinct rows of the smaller count.
     """
     keyed = np.vstack([np.column_stack([R_test, y_test]), np.column_stack([R_train, y_train])])
     keyed = np.where(np.isnan(keyed), np.inf, keyed)

@@ -72,8 +72,10 @@ def randomized_response(rows, levels: Sequence[np.ndarray], epsilon: float, rng:
 
 
 def quantization_alone(train, test, clusters: int, metric: str, *, seed: int = 0) -> tuple[np.ndarray, int, float]:
-    """k-means at ``clusters`` with no privacy: representatives fitted on ``train`` (m, d), every row of
-    ``test`` (n, d) released as its nearest one.
+    """k-means at ``clusters`` with no privacy.
+
+    Representatives fitted on ``train`` (m, d), every row of ``test`` (n, d) released as its
+    nearest one.
 
     Returns the released rows (n, d), the number of representatives (K, capped at the distinct
     training rows; rounding may merge some) and their mean distortion on ``test`` (metric's unit).
@@ -159,8 +161,10 @@ def _observed(values: np.ndarray) -> np.ndarray:
 
 
 def _rowwise(X, Y, metric: str) -> np.ndarray:
-    """d(X[i], Y[i]) for each i, shape (n,) (the metrics of :mod:`privmap.offline.data._distortion`),
-    over the observed cells of X (a NaN cell of X, a blank answer, is masked as on the device).
+    """d(X[i], Y[i]) for each i, shape (n,), over the observed cells of X.
+
+    The metrics of :mod:`privmap.offline.data._distortion`; a NaN cell of X, a blank answer, is
+    masked as on the device.
     """
     diff = np.where(np.isnan(X), 0.0, X - Y)
     if metric == "l2":
@@ -186,8 +190,9 @@ def uncodebooked_view(view):
 
 def bundle_baselines(view, public, private, *, seed: int = 0, test_fraction: float = 0.3,
                      attacker: bool = True, epsilons=DEFAULT_EPSILONS) -> dict | None:
-    """:func:`baselines` on the evaluation rows (quantization alone at the bundle's K), plus the
-    bundle's table releasing its inputs.
+    """:func:`baselines` on the evaluation rows, plus the bundle's table releasing its inputs.
+
+    Quantization alone runs at the bundle's K.
 
     None for categorical data (the exact mechanism), where no constant row or
     per-rating randomized response is defined here, and for a recommender or ranking bundle's
@@ -230,8 +235,9 @@ def format_baselines(base: dict, distortion: float, auc: float | None) -> str:
 
 
 def format_quantization_alone(base: dict) -> str:
-    """One line per K of the quantization-alone baseline: held-out distortion, its ratio to the
-    constant release on the same rows, and the attacker's AUC.
+    """One line per K of the quantization-alone baseline.
+
+    Held-out distortion, its ratio to the constant release on the same rows, and the attacker's AUC.
     """
     return "\n".join(
         f"k-means alone (no privacy), K = {q['clusters_used']}: held-out distortion {q['distortion']:.4f} "
@@ -303,8 +309,9 @@ def ldp_epsilon_bound_bits(epsilon_row: float, p_a: np.ndarray) -> float:
 
 
 def _log2_ratios(Y: np.ndarray, X: np.ndarray, p_ax: np.ndarray, log_channels) -> np.ndarray:
-    """log2 p(a | y) - log2 p(a) for outputs ``Y`` (m, d) over distinct rows ``X`` (u, d) of prior ``p_ax``
-    (|A|, u); shape (m, |A|).
+    """log2 p(a | y) - log2 p(a) for outputs ``Y`` (m, d); shape (m, |A|).
+
+    Over distinct rows ``X`` (u, d) of prior ``p_ax`` (|A|, u).
     """
     log_lik = np.zeros((Y.shape[0], X.shape[0]))
     for k, L in enumerate(log_channels):

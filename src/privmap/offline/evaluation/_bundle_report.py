@@ -1,5 +1,7 @@
-"""A seed-000 bundle (quantized or exact) measured on labelled rows: what ``privmap evaluate`` prints
-and what the notebook API returns (:func:`privmap.offline.api.evaluate`).
+"""A seed-000 bundle (quantized or exact) measured on labelled rows.
+
+What ``privmap evaluate`` prints and what the notebook API returns
+(:func:`privmap.offline.api.evaluate`).
 
 :func:`evaluate_table_bundle` loads the rows with the bundle's features (a numeric feature's
 missing token read as a missing answer, as the device does; private codes in the bundle's class
@@ -80,10 +82,11 @@ def format_table_report(report: dict) -> str:
 
 
 def declared(payload: dict) -> dict:
-    """The bundle's declared leakages (seed 000's table mechanisms), with its per-output epsilon in
-    bits on the training prior (``max_output_leakage_bits``, declared or computed from the payload as
-    ``inspect`` does; None when unbounded) and where that figure comes from
-    (``max_output_leakage_note``).
+    """The bundle's declared leakages (seed 000's table mechanisms), with its per-output epsilon.
+
+    The per-output epsilon is in bits on the training prior (``max_output_leakage_bits``,
+    declared or computed from the payload as ``inspect`` does; None when unbounded), with where
+    that figure comes from (``max_output_leakage_note``).
     """
     metrics = payload["metrics"]
     epsilon, note = payload_output_leakage(payload)
@@ -101,10 +104,12 @@ def declared(payload: dict) -> dict:
 
 
 def _epsilon_by_class(payload: dict) -> dict:
-    """The per-output epsilon of each class on the bundle's prior, max over outputs of positive
-    mass of |log2 p(a | c^) - log2 p(a)| in bits (None where an output rules the class out), as
-    ``max_output_leakage_by_class_bits`` (class -> bits); with several private columns also each
-    column's (its marginal prior), ``max_output_leakage_by_column_bits``. Empty without a prior.
+    """The per-output epsilon of each class on the bundle's prior.
+
+    The max over outputs of positive mass of |log2 p(a | c^) - log2 p(a)| in bits (None where an
+    output rules the class out), as ``max_output_leakage_by_class_bits`` (class -> bits); with
+    several private columns also each column's (its marginal prior),
+    ``max_output_leakage_by_column_bits``. Empty without a prior.
     """
     if payload.get("prior") is None or payload.get("table") is None:
         return {}
@@ -162,10 +167,11 @@ def format_declared(declared: dict) -> str:
 
 
 def load_for(data: pathlib.Path, private, payload: dict, categorical: bool):
-    """Load DATA with the bundle's features (each numeric one's missing token read as a missing
-    answer, as the device does), private codes in the bundle's class order. ``private`` is the
-    private column, or several (a sequence, or comma-separated text) for a joint bundle: they
-    must be the bundle's own private columns, in its order.
+    """Load DATA with the bundle's features, private codes in the bundle's class order.
+
+    Each numeric feature's missing token is read as a missing answer, as the device does.
+    ``private`` is the private column, or several (a sequence, or comma-separated text) for a
+    joint bundle: they must be the bundle's own private columns, in its order.
 
     Raises
     ------

@@ -52,8 +52,9 @@ COLUMN_POINT_FIGURES = ("leakage_bits", "map_accuracy", "majority", "lr_accuracy
 
 
 def point_columns(points: Sequence[dict]) -> tuple[str, ...]:
-    """:data:`CSV_COLUMNS`, then the per-column keys (``FIGURE[COL]``) the points carry, in the
-    order of their first appearance.
+    """:data:`CSV_COLUMNS`, then the per-column keys (``FIGURE[COL]``) the points carry.
+
+    In the order of their first appearance.
     """
     extra: dict[str, None] = {}
     for p in points:
@@ -115,8 +116,10 @@ def build_problem(public, private, n_classes: int, *, mechanism: str, metric: st
 
 
 def swept(mechanism: str) -> Mechanism:
-    """The record of a mechanism a curve sweeps through program (19) (quantized, exact:
-    :attr:`~privmap.offline.mechanisms.Mechanism.sweeps`). Raises BuildError for any other.
+    """The record of a mechanism a curve sweeps through program (19).
+
+    Quantized, exact: :attr:`~privmap.offline.mechanisms.Mechanism.sweeps`. Raises BuildError for
+    any other.
     """
     record = MECHANISMS.get(mechanism) if isinstance(mechanism, str) else None
     if record is None or not record.sweeps:
@@ -194,8 +197,9 @@ def sweep(public, private, classes: Sequence[str], features: Sequence[str], *, d
 
 
 def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray], float]:
-    """table -> certified worst-case leakage over the confidence set of ``prob``'s counts (NaN
-    without a confidence).
+    """The map table -> certified worst-case leakage over the confidence set of ``prob``'s counts.
+
+    NaN without a confidence.
     """
     if confidence is None:
         return lambda table: math.nan
@@ -207,9 +211,11 @@ def _certifier(prob: Problem, confidence: float | None) -> Callable[[np.ndarray]
 
 
 def _codebook_step(prob: Problem, res, public, metric: str, solver: str, domain: tuple | None):
-    """The build's codebook step on a sweep point's solve ``res``: released rows kept to ``domain``
-    (:func:`sweep`; default: columns whose observed values are whole numbers stay whole, in the
-    observed range); re-solves warm-started from ``res``, as in the build.
+    """The build's codebook step on a sweep point's solve ``res``.
+
+    Released rows kept to ``domain`` (:func:`sweep`; default: columns whose observed values are
+    whole numbers stay whole, in the observed range); re-solves warm-started from ``res``, as in
+    the build.
     """
     X = np.asarray(public, dtype=float)
     integer, lo, hi = domain if domain is not None else observed_domain(X)
@@ -221,8 +227,9 @@ def _codebook_step(prob: Problem, res, public, metric: str, solver: str, domain:
 
 def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, features, private_name, seed,
              test_fraction, permutations, attacker, recommender, columns=None) -> dict:
-    """One sweep point's figures: the table with these outputs measured on the rows (and each
-    private column's alone, with ``columns``).
+    """One sweep point's figures: the table with these outputs measured on the rows.
+
+    With ``columns``, also each private column's alone.
     """
     view = view_from_table(prob.mechanism, prob.metric, prob.inputs, outputs, table, classes, features,
                            private_name=private_name, delta=delta, prior=prob.p_ac, columns=columns)
@@ -245,8 +252,9 @@ def _measure(prob: Problem, outputs, table, delta, public, private, *, classes, 
 
 
 def _column_point(columns: dict) -> dict:
-    """A point's per-column keys (``FIGURE[COL]``, :data:`COLUMN_POINT_FIGURES`) from an evaluation's
-    ``columns`` summary (NaN where the attacker was not run).
+    """A point's per-column keys (``FIGURE[COL]``, :data:`COLUMN_POINT_FIGURES`).
+
+    From an evaluation's ``columns`` summary (NaN where the attacker was not run).
     """
     out = {}
     for name, c in columns.items():
@@ -259,8 +267,9 @@ def _column_point(columns: dict) -> dict:
 
 
 def write_csv(points: Sequence[dict], path) -> None:
-    """Write the sweep's points (columns :data:`CSV_COLUMNS`, then any per-column keys:
-    :func:`point_columns`) to ``path``.
+    """Write the sweep's points to ``path``.
+
+    Columns :data:`CSV_COLUMNS`, then any per-column keys: :func:`point_columns`.
     """
     header = point_columns(points)
     with open(path, "w", newline="", encoding="utf-8") as f:
@@ -283,9 +292,11 @@ def _has_recommender(points: Sequence[dict]) -> bool:
 
 
 def format_table(points: Sequence[dict]) -> str:
-    """The sweep as a human-readable table (with the recommender's RMSE, value kept and NDCG@10 of
-    the released rows when measured, the top-10 lists' recall@10 and ranking value kept, and last
-    lines with the true-row, no-row and popularity figures).
+    """The sweep as a human-readable table.
+
+    With the recommender's RMSE, value kept and NDCG@10 of the released rows when measured, the
+    top-10 lists' recall@10 and ranking value kept, and last lines with the true-row, no-row and
+    popularity figures.
     """
     service = _has_recommender(points)
     head = f"{'K':>5} {'K used':>6} {'delta':>8} {'codebook':>8} {'leak bits':>10} {'bias':>8} {'dist raw':>9} " \

@@ -1,5 +1,7 @@
-"""Exposure per user of a bundle on labelled rows: what ``privmap evaluate`` can report beside the
-bundle's declared ``holdout_exposed_2x`` (:func:`privmap.offline.measures.exposed_shares`).
+"""Exposure per user of a bundle on labelled rows.
+
+What ``privmap evaluate`` can report beside the bundle's declared ``holdout_exposed_2x``
+(:func:`privmap.offline.measures.exposed_shares`).
 """
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ __all__ = ["users_exposure"]
 
 
 def users_exposure(view, public: np.ndarray, codes: np.ndarray) -> dict:
-    """The share of the rows' users whose release raises the odds of their own class more than 2x
-    and 4x, under the posterior an attacker holding the bundle computes (its prior and table),
-    beside the same share in-sample (the bundle's prior as its users).
+    """The share of the rows' users whose release raises the odds of their own class more than 2x and 4x.
+
+    Under the posterior an attacker holding the bundle computes (its prior and table), beside the
+    same share in-sample (the bundle's prior as its users).
 
     Parameters
     ----------
