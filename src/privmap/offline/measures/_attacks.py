@@ -91,8 +91,10 @@ def roc_curve_points(attack: AttackScores, positive: int = 1) -> tuple[np.ndarra
 
 
 def split_rows(n: int, y: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Train and test row indexes of ``n`` rows for an attacker: ``test_fraction`` of them held out,
-    stratified by the private codes ``y`` (n,) when every class present has two rows, seeded.
+    """Train and test row indexes of ``n`` rows for an attacker, seeded.
+
+    ``test_fraction`` of them held out, stratified by the private codes ``y`` (n,) when every
+    class present has two rows.
     """
     from sklearn.model_selection import train_test_split
     idx = np.arange(n)

@@ -1,5 +1,6 @@
-"""Drift check: does new labelled data still lie in a bundle's confidence set, and what
-does the bundle leak on it?
+"""Drift check: whether new labelled data still lie in a bundle's confidence set.
+
+And what the bundle leaks on them.
 
 New rows are assigned to the bundle's inputs (the device's nearest-centre lookup), which gives
 the new data's counts per class and cluster. Two verdicts per cluster, at the set's confidence:

@@ -22,8 +22,9 @@ EXPOSURE_FACTORS = (2.0, 4.0)
 
 def exposed_shares(attacker_prior: np.ndarray, q, users: np.ndarray,
                    factors: Sequence[float] = EXPOSURE_FACTORS) -> tuple[float, ...]:
-    """Share of ``users`` whose release raises the posterior odds of their own class more than
-    each factor, under the attacker's posterior.
+    """Share of ``users`` whose release raises the posterior odds of their own class more than each factor.
+
+    Under the attacker's posterior.
 
     Parameters
     ----------
@@ -69,9 +70,11 @@ def exposed_shares(attacker_prior: np.ndarray, q, users: np.ndarray,
 
 
 def payload_exposure(payload: dict) -> dict:
-    """The in-sample exposed shares of a table payload: its prior's users under its own integer
-    table (``in_sample_exposed_2x``, ``in_sample_exposed_4x``), None each when the payload carries
-    no table with a prior p(a, c) (max-correlation, the real-valued kinds).
+    """The in-sample exposed shares of a table payload.
+
+    Its prior's users under its own integer table (``in_sample_exposed_2x``,
+    ``in_sample_exposed_4x``), None each when the payload carries no table with a prior p(a, c)
+    (max-correlation, the real-valued kinds).
     """
     keys = [f"in_sample_exposed_{f:g}x" for f in EXPOSURE_FACTORS]
     if "table" not in payload or "prior" not in payload:
@@ -83,9 +86,10 @@ def payload_exposure(payload: dict) -> dict:
 
 
 def exposure_line(figures: dict) -> str | None:
-    """One line of the exposed shares in ``figures`` (``holdout_exposed_2x`` / ``_4x`` on new
-    users, ``in_sample_exposed_2x`` / ``_4x``), for the build's report and ``privmap inspect``;
-    None when it holds neither.
+    """One line of the exposed shares in ``figures``, or None when it holds neither.
+
+    The shares are ``holdout_exposed_2x`` / ``_4x`` on new users, ``in_sample_exposed_2x`` /
+    ``_4x``; the line is for the build's report and ``privmap inspect``.
     """
     parts = []
     for label, key in (("new users", "holdout_exposed"), ("in-sample", "in_sample_exposed")):

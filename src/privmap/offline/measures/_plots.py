@@ -38,8 +38,9 @@ TITLE_COLUMNS = 6
 
 
 def curve_title(stem: str, private: Sequence[str], public: Sequence[str]) -> str:
-    """The default title of a curve of ``stem``'s rows: the private column(s) against the public
-    ones, the first :data:`TITLE_COLUMNS` named and the rest counted (whole names, never cut).
+    """The default title of a curve of ``stem``'s rows: the private column(s) against the public ones.
+
+    The first :data:`TITLE_COLUMNS` are named and the rest counted (whole names, never cut).
     """
     shown = ", ".join(public[:TITLE_COLUMNS]) + (f" and {len(public) - TITLE_COLUMNS} more"
                                                  if len(public) > TITLE_COLUMNS else "")
@@ -58,7 +59,8 @@ def plot_curve(points: Sequence[dict], path, *, title: str | None = "Privacy-dis
                x: str = "distortion", xlabel: str | None = None, auc: bool = True,
                reference: dict | None = None, label_fmt: str = "K = {k}", baselines: dict | None = None,
                columns: Sequence[str] = ()) -> str:
-    """Leakage against distortion, one line per K, with the attacker's ROC AUC on a second axis;
+    """Leakage against distortion, one line per K, with the attacker's ROC AUC on a second axis.
+
     ``title`` is wrapped to lines of :data:`TITLE_WIDTH` characters.
 
     Parameters

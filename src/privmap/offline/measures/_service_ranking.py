@@ -100,8 +100,10 @@ class RankingService:
         self._baseline: dict | None = None
 
     def figures(self, scores) -> tuple[float | None, float | None]:
-        """(recall@k, NDCG@k) of ranking each held-out user's unseen items by ``scores`` (n_test, m;
-        NaN ranks after every score, ties by column order); None when no user has a relevant item.
+        """(recall@k, NDCG@k) of ranking each held-out user's unseen items by ``scores``.
+
+        ``scores`` (n_test, m); NaN ranks after every score, ties by column order. None when no user
+        has a relevant item.
         """
         big = np.finfo(float).max
         s = np.nan_to_num(np.asarray(scores, dtype=float), nan=-big, posinf=big, neginf=-big)
@@ -121,7 +123,9 @@ class RankingService:
 
     @property
     def baseline(self) -> dict:
-        """``ranking_recall_true``, ``ranking_ndcg_true`` (EASE on the visible profiles) and
+        """The baseline ranking figures: true visible profiles and popularity.
+
+        ``ranking_recall_true``, ``ranking_ndcg_true`` (EASE on the visible profiles) and
         ``ranking_recall_popularity``, ``ranking_ndcg_popularity``.
         """
         if self._baseline is None:

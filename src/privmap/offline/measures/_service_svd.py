@@ -62,8 +62,9 @@ class ServiceModel:
         return np.clip(raw, *self.scale)
 
     def scores(self, users: np.ndarray) -> np.ndarray:
-        """Unclipped predicted ratings of every item for ``users``, shape (len(users), n_items): the
-        ranking a recommendation list follows (clipping would tie the top items).
+        """Unclipped predicted ratings of every item for ``users``, shape (len(users), n_items).
+
+        The ranking a recommendation list follows (clipping would tie the top items).
         """
         users = np.asarray(users, np.int64)
         return self.mu + self.user_bias[users, None] + self.item_bias[None, :] + self.P[users] @ self.Q.T

@@ -199,8 +199,9 @@ class ServiceUtility:
 
     @property
     def ranking(self) -> RankingService:
-        """The ranking protocol of this split (:class:`RankingService`), its EASE weights fitted
-        once per split: kept beside the baseline fits (a sweep measures every point on one).
+        """The ranking protocol of this split (:class:`RankingService`), its EASE weights fitted once per split.
+
+        Kept beside the baseline fits (a sweep measures every point on one).
         """
         key = (self._key(), "ranking")
         if key in _baselines:
@@ -213,8 +214,10 @@ class ServiceUtility:
 
     @property
     def baseline(self) -> dict:
-        """Figures of the true visible rows and of no row: ``rmse_true``, ``rmse_nothing``,
-        ``ndcg_at_k_true``, ``ndcg_at_k_nothing``, ``recall_at_k_true``, ``recall_at_k_nothing``.
+        """Figures of the true visible rows and of no row.
+
+        ``rmse_true``, ``rmse_nothing``, ``ndcg_at_k_true``, ``ndcg_at_k_nothing``,
+        ``recall_at_k_true``, ``recall_at_k_nothing``.
         """
         if self._baseline is None:
             key = self._key()
