@@ -27,8 +27,9 @@ __all__ = ["FunnelRecord", "build", "funnel_prior"]
 
 @dataclass(frozen=True)
 class FunnelRecord:
-    """What :func:`build` computed besides the payload (its :attr:`Result.detail`): the rows, the
-    prior p(s, x), the greedy run and the disclosure floor R in bits.
+    """What :func:`build` computed besides the payload (its :attr:`Result.detail`).
+
+    The rows, the prior p(s, x), the greedy run and the disclosure floor R in bits.
     """
 
     dataset: Dataset

@@ -1,5 +1,7 @@
-"""``privmap build funnel`` (also ``privmap build-funnel``): the funnel's options from the command
-line, its build, the signed bundle, and a report (text, or ``--json``).
+"""``privmap build funnel`` (also ``privmap build-funnel``).
+
+The funnel's options from the command line, its build, the signed bundle, and a report (text,
+or ``--json``).
 """
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def funnel(data, private, public, disclosure, disclosure_fraction, smoothing, se
     Example:
       privmap build funnel adult.csv --private income_sex --disclosure-fraction 0.5 \\
           --key keys/private.pem --out funnel.bundle
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
     options = FunnelOptions(private=private, public=public, disclosure=disclosure,
                             disclosure_fraction=disclosure_fraction, smoothing=smoothing, seed=seed, **header)
     signed = signed_build(lambda: build(data, options), key=key, passphrase_file=passphrase_file, out=out)
