@@ -37,8 +37,10 @@ def gaussian_payload(model: GaussianModel, columns, private, utility, result: Gr
 
 
 def build(source, options: GaussianOptions, *, progress=None) -> Result:
-    """Estimate the covariances (unbiased sample covariance of all rows), run the greedy and
-    return the gaussian payload.
+    """The gaussian bundle's build: covariances, the greedy, the payload.
+
+    Estimate the covariances (unbiased sample covariance of all rows), run the greedy and return
+    the gaussian payload.
 
     Parameters
     ----------

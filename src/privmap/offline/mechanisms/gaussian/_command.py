@@ -1,5 +1,7 @@
-"""``privmap build gaussian`` (also ``privmap build-gaussian``): the options from the command line,
-the greedy, the signed bundle, and a report (text, or ``--json``).
+"""``privmap build gaussian`` (also ``privmap build-gaussian``).
+
+The options from the command line, the greedy, the signed bundle, and a report (text, or
+``--json``).
 """
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ def gaussian(data, private, utility, delta, gamma, fisher, key, out, passphrase_
     Example:
       privmap build gaussian anes96.csv --private PID --utility educ --delta 0.1 \\
           --key keys/private.pem --out gaussian.bundle
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
     options = GaussianOptions(private=private, utility=utility, delta=delta, gamma=gamma, fisher=fisher, **header)
     signed = signed_build(lambda: _build_with_bar(data, options), key=key, passphrase_file=passphrase_file, out=out)
     report_real(signed, describe(signed.result.payload), print_description, as_json=as_json)

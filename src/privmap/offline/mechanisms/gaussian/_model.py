@@ -32,8 +32,10 @@ SINGULAR_RELATIVE = 1e-12
 
 
 def _logdet(m: np.ndarray, what: str) -> float:
-    """log|m| by Cholesky; BuildError if m is not positive definite, or numerically singular
-    (a squared pivot at most SINGULAR_RELATIVE times the largest diagonal entry).
+    """log|m| by Cholesky.
+
+    BuildError if m is not positive definite, or numerically singular (a squared pivot at most
+    SINGULAR_RELATIVE times the largest diagonal entry).
     """
     try:
         c = np.linalg.cholesky(m)
@@ -76,8 +78,10 @@ class GaussianModel:
 
     @classmethod
     def from_blocks(cls, cov_private, cov_utility, n: int) -> GaussianModel:
-        """Validate and build; raises :class:`BuildError` for a shape mismatch, an asymmetric or
-        non-positive-definite matrix, or released blocks that disagree.
+        """Validate and build the model.
+
+        Raises :class:`BuildError` for a shape mismatch, an asymmetric or non-positive-definite matrix,
+        or released blocks that disagree.
         """
         cp = np.asarray(cov_private, dtype=np.float64)
         cu = np.asarray(cov_utility, dtype=np.float64)
@@ -113,8 +117,9 @@ class GaussianModel:
         return out
 
     def information(self, which: str, sigma2) -> float:
-        """``I(X_which; Y)`` in nats for noise variances ``sigma2`` (n,); ``which`` is
-        ``"private"`` or ``"utility"``. Raises :class:`BuildError` if a matrix is not PD.
+        """``I(X_which; Y)`` in nats for noise variances ``sigma2`` (n,).
+
+        ``which`` is ``"private"`` or ``"utility"``. Raises :class:`BuildError` if a matrix is not PD.
         """
         m = self.cov_private if which == "private" else self.cov_utility
         n = self.n
@@ -123,8 +128,9 @@ class GaussianModel:
 
 
 def fisher_information(model: GaussianModel, sigma2) -> float:
-    """Fisher information of Y about a scalar X_u: ``(S_{Y+u}^{-1})_{uu} - 1/s_u`` (seed eq. (11),
-    sign corrected). Raises :class:`BuildError` unless n_u = 1.
+    """Fisher information of Y about a scalar X_u: ``(S_{Y+u}^{-1})_{uu} - 1/s_u``.
+
+    Seed eq. (11), sign corrected. Raises :class:`BuildError` unless n_u = 1.
     """
     m = model.cov_utility
     if len(m) != model.n + 1:

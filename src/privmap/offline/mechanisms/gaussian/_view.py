@@ -1,5 +1,6 @@
-"""The gaussian evaluation view: a built bundle attacked on labelled rows (``privmap evaluate``),
-beside the leakage its Gaussian model declares.
+"""The gaussian evaluation view: a built bundle attacked on labelled rows (``privmap evaluate``).
+
+Beside the leakage its Gaussian model declares.
 """
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ __all__ = ["evaluate_release"]
 
 
 def evaluate_release(payload: dict, data, target: str, *, seed: int = 0, test_fraction: float = 0.3) -> dict:
-    """Attack a gaussian bundle's releases (the rows with fresh noise of its variances) on the
-    labelled CSV ``data``: :func:`attack_withheld` of ``target``, a private or utility column,
-    and the declared ``leakage_bits`` (and before) for comparison.
+    """Attack a gaussian bundle's releases on the labelled CSV ``data``.
+
+    The releases are the rows with fresh noise of its variances: :func:`attack_withheld` of
+    ``target``, a private or utility column, and the declared ``leakage_bits`` (and before) for
+    comparison.
     """
     params = payload["parameters"]
     sd = np.sqrt(np.array(params["sigma2"]))
