@@ -39,8 +39,9 @@ MAX_INPUTS = 64
 
 @dataclass(frozen=True)
 class MaxCorrelationRecord:
-    """What :func:`build` computed besides the payload (its :attr:`Result.detail`): the public
-    columns, P_X, the Hamming distances between tuples and the shipped channel.
+    """What :func:`build` computed besides the payload (its :attr:`Result.detail`).
+
+    The public columns, P_X, the Hamming distances between tuples and the shipped channel.
     """
 
     features: tuple[str, ...]

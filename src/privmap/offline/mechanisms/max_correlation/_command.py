@@ -1,5 +1,7 @@
-"""``privmap build max-correlation`` (also ``privmap build-max-correlation``): the options from
-the command line, the design, the signed bundle, and a report (text, or ``--json``).
+"""``privmap build max-correlation`` (also ``privmap build-max-correlation``).
+
+The options from the command line, the design, the signed bundle, and a report (text, or
+``--json``).
 """
 from __future__ import annotations
 
@@ -84,7 +86,7 @@ def max_correlation(data, delta, public, private, metric, information_budget, pr
     Example:
       privmap build max-correlation census.csv --public sex,age --delta 0.3 \\
           --key keys/private.pem --out maxcorr.bundle
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
     options = MaxCorrelationOptions(delta=delta, public=public, private=private, metric=metric,
                                     information_budget=information_budget, bits=bits, seed=seed, **header)
     signed = signed_build(lambda: build(data, options), key=key, passphrase_file=passphrase_file, out=out)

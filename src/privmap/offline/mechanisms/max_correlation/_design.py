@@ -56,8 +56,10 @@ def witsenhausen_q(p_xy) -> np.ndarray:
 
 
 def joint_from_q(q: np.ndarray, p_x) -> np.ndarray:
-    """Inverse of :func:`witsenhausen_q` (Theorem 2): sqrt(P_Y) = Q^T sqrt(P_X) and
-    P_XY(x, y) = Q(x, y) sqrt(P_X(x)) sqrt(P_Y(y)). Shapes (|X|, |Y|) and (|X|,).
+    """Inverse of :func:`witsenhausen_q` (Theorem 2).
+
+    sqrt(P_Y) = Q^T sqrt(P_X) and P_XY(x, y) = Q(x, y) sqrt(P_X(x)) sqrt(P_Y(y)). Shapes
+    (|X|, |Y|) and (|X|,).
     """
     sx = np.sqrt(np.asarray(p_x, dtype=float))
     sy = q.T @ sx
@@ -96,8 +98,10 @@ def s_star_upper_bound(p_x, w) -> float:
 
 
 def s_star_lower_bound(p_x, w, *, starts: int = 4, seed: int = 0) -> float:
-    """A numerical lower bound on S*: the best ratio D(rW || P_Y) / D(r || P_X) found by
-    multi-start local search over r (softmax parametrised). Not certified as the supremum.
+    """A numerical lower bound on S*.
+
+    The best ratio D(rW || P_Y) / D(r || P_X) found by multi-start local search over r (softmax
+    parametrised). Not certified as the supremum.
     """
     from scipy.optimize import minimize
     p_x = np.asarray(p_x, dtype=float)
@@ -161,7 +165,7 @@ def _starts(p_x: np.ndarray, d: np.ndarray, budget: float, count: int, rng) -> l
 
 
 def _linear_step(grad: np.ndarray, p_x: np.ndarray, d: np.ndarray, budget: float) -> np.ndarray:
-    """argmin <grad, V> over row-stochastic V with sum_x p_x(x) sum_y V(x, y) d(x, y) <= budget."""
+    """The argmin <grad, V> over row-stochastic V with sum_x p_x(x) sum_y V(x, y) d(x, y) <= budget."""
     n = p_x.size
     rows = np.arange(n)
     cost = p_x[:, None] * d
@@ -208,7 +212,7 @@ def _frank_wolfe(p_x, d, budget, w, iterations: int) -> np.ndarray:
 
 def design_max_correlation(p_x, distortion, budget: float, *, starts: int = 6, seed: int = 0,
                            max_iter: int = 300) -> MaxCorrResult:
-    """min rho_m(X;Y)^2 over P_{Y|X} s.t. sum_x P_X(x) sum_y W(y|x) d(x, y) <= budget.
+    """The channel of least rho_m(X;Y)^2 over P_{Y|X} s.t. sum_x P_X(x) sum_y W(y|x) d(x, y) <= budget.
 
     Parameters
     ----------
