@@ -17,7 +17,9 @@ __all__ = ["build"]
 
 
 def build(source, options: NullspaceOptions) -> Result:
-    """Fit A_d and A_c by least squares (intercepts kept out) on the CSV, solve the restricted
+    """The nullspace bundle's build: least squares, the eigenproblem, the payload.
+
+    Fit A_d and A_c by least squares (intercepts kept out) on the CSV, solve the restricted
     eigenproblem and return the nullspace payload.
 
     Parameters

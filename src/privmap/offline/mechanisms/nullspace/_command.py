@@ -1,5 +1,7 @@
-"""``privmap build nullspace`` (also ``privmap build-nullspace``): the options from the command line,
-the cleaning directions, the signed bundle, and a report (text, or ``--json``).
+"""``privmap build nullspace`` (also ``privmap build-nullspace``).
+
+The options from the command line, the cleaning directions, the signed bundle, and a report
+(text, or ``--json``).
 """
 from __future__ import annotations
 
@@ -67,7 +69,7 @@ def nullspace(data, desired, confidential, epsilon, key, out, passphrase_file, h
     Example:
       privmap build nullspace anes96.csv --desired educ --confidential PID --epsilon 0.5 \\
           --key keys/private.pem --out nullspace.bundle
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
     options = NullspaceOptions(desired=desired, confidential=confidential, epsilon=epsilon, **header)
     signed = signed_build(lambda: build(data, options), key=key, passphrase_file=passphrase_file, out=out)
     report_real(signed, describe(signed.result.payload), print_description, as_json=as_json)

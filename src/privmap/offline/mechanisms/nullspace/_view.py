@@ -1,6 +1,8 @@
-"""The nullspace evaluation view: seed 001's experiment on a matrix of features and labels
-(:func:`nullspace_experiment`, Fig. 1-3), and a built bundle attacked on labelled rows
-(:func:`evaluate_release`, ``privmap evaluate``).
+"""The nullspace evaluation view: seed 001's experiment, and a built bundle attacked on labelled rows.
+
+Seed 001's experiment on a matrix of features and labels (:func:`nullspace_experiment`,
+Fig. 1-3), and a built bundle attacked on labelled rows (:func:`evaluate_release`,
+``privmap evaluate``).
 """
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ __all__ = ["nullspace_experiment", "evaluate_release"]
 
 def nullspace_experiment(x, y_d, y_c, epsilon: float, *, splits: int = 10, test_fraction: float = 0.1,
                          seed: int = 0) -> dict:
-    """Seed 001's protocol: random train/test splits; fit A_d, A_c on the training rows; clean
-    the test rows (and, for the retraining attacker, the training rows) with Algorithm 1.
+    """Seed 001's protocol on random train/test splits.
+
+    On each: fit A_d, A_c on the training rows; clean the test rows (and, for the retraining attacker,
+    the training rows) with Algorithm 1.
 
     Parameters
     ----------
@@ -64,8 +68,10 @@ def nullspace_experiment(x, y_d, y_c, epsilon: float, *, splits: int = 10, test_
 
 
 def evaluate_release(payload: dict, data, target: str, *, seed: int = 0, test_fraction: float = 0.3) -> dict:
-    """Attack a nullspace bundle's releases (the rows cleaned with its directions) on the labelled
-    CSV ``data``: :func:`attack_withheld` of ``target``, a desired or confidential column.
+    """Attack a nullspace bundle's releases on the labelled CSV ``data``.
+
+    The releases are the rows cleaned with its directions: :func:`attack_withheld` of ``target``,
+    a desired or confidential column.
     """
     params = payload["parameters"]
     directions, lambda_d = np.array(params["directions"]), np.array(params["lambda_d"])
