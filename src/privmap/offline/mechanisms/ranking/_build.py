@@ -1,6 +1,7 @@
-"""The ranking-grade build (``privmap build --utility ranking``): program (19) solved over the
-directions of users' item-item score rows, so that the released row ranks what its user would
-pick next.
+"""The ranking-grade build (``privmap build --utility ranking``).
+
+Program (19) solved over the directions of users' item-item score rows, so that the released
+row ranks what its user would pick next.
 
 A row of predicted ratings says how much a user would like an item, not which items they would
 pick, and top-N lists are ranked by the latter: the recommender mode's releases rank no better
@@ -53,10 +54,12 @@ REFUSED_MAPPING = ("--utility ranking maps score directions with the quantized m
 
 @dataclass(frozen=True, kw_only=True)
 class RankingOptions:
-    """The ranking mechanism's options: ``mapping``, the quantized mechanism's options that map
-    the score-space points (its ``declared`` domains are the ratings'; ``seed`` also seeds the
-    space's decomposition), the space's ``rank`` k, EASE's ``penalty`` lambda, and the
-    ``decimals`` released scores are rounded to.
+    """The ranking mechanism's options.
+
+    ``mapping``, the quantized mechanism's options that map the score-space points (its
+    ``declared`` domains are the ratings'; ``seed`` also seeds the space's decomposition), the
+    space's ``rank`` k, EASE's ``penalty`` lambda, and the ``decimals`` released scores are
+    rounded to.
 
     Raises
     ------
@@ -137,10 +140,11 @@ def prepare(dataset: Dataset, options: RankingOptions, *, dropped_rows: int = 0)
 
 
 def build_prepared(prepared: Prepared, options: RankingOptions, tell) -> Result:
-    """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
-    payload made a ranking bundle's (:func:`ranking_result`). The outputs are released where the
-    pipeline placed them: each is the l2 optimum of the points it serves, and the score row of a
-    pool's centre ranks as well as the pool's mean score row does. Raises as the pipeline.
+    """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, as a ranking bundle.
+
+    Its payload is made a ranking bundle's (:func:`ranking_result`). The outputs are released
+    where the pipeline placed them: each is the l2 optimum of the points it serves, and the score
+    row of a pool's centre ranks as well as the pool's mean score row does. Raises as the pipeline.
     """
     built = build_points(prepared.factors, factor_options(options.mapping), tell,
                          dropped_rows=prepared.fitted.dropped_rows)
@@ -148,8 +152,9 @@ def build_prepared(prepared: Prepared, options: RankingOptions, tell) -> Result:
 
 
 def ranking_result(built: Build, fitted: RatingModel, options: RankingOptions) -> Result:
-    """The quantized pipeline's build on the score-space points made a ranking bundle's: the
-    space in the payload, its figures among the metrics, and the ratings' rows left out and
+    """The quantized pipeline's build on the score-space points made a ranking bundle's.
+
+    The space in the payload, its figures among the metrics, and the ratings' rows left out and
     SHA-256 in place of the points'.
     """
     space = cast(ScoreSpace, fitted.model)

@@ -1,5 +1,7 @@
-"""The score space of the ranking kind: an item-item model of which items users rate, projected
-to a rank a device can afford, stored in fixed point.
+"""The score space of the ranking kind.
+
+An item-item model of which items users rate, projected to a rank a device can afford, stored
+in fixed point.
 
 What the mapping has to keep is the *ranking* a user's profile implies: which unseen items a
 service should put first. An item-item model on the rated/unrated matrix does that well (EASE,
@@ -68,8 +70,9 @@ class ScoreSpace:
         return self.embed.shape[1]
 
     def points(self, R) -> np.ndarray:
-        """The unit point z of each row of ``R`` (n, m; NaN = not rated), shape (n, k), computed
-        as the device does (an exact integer sum, then one division by its length).
+        """The unit point z of each row of ``R`` (n, m; NaN = not rated), shape (n, k).
+
+        Computed as the device does (an exact integer sum, then one division by its length).
 
         Raises
         ------
@@ -95,8 +98,9 @@ class ScoreSpace:
 
 
 def _whole(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """``values`` times ``2**bits`` rounded to whole numbers, bits the largest (<= 30) keeping
-    every entry within :data:`MAX_ENTRY`.
+    """``values`` times ``2**bits`` rounded to whole numbers, and bits.
+
+    bits is the largest (<= 30) keeping every entry within :data:`MAX_ENTRY`.
     """
     peak = float(np.max(np.abs(values))) if values.size else 0.0
     bits = 30 if peak == 0.0 else max(0, min(30, int(math.floor(math.log2(MAX_ENTRY / peak)))))

@@ -1,9 +1,11 @@
-"""The ranking build on partitioned ratings (``privmap build DIR --utility ranking``): the model
-modes' partitioned build (:func:`privmap.offline.mechanisms.recommender.build_model_partitioned`)
-with the score space as the model. The space is fitted on the seeded sample of rated rows as the
-in-memory build fits it on all (EASE's item-item weights need the sample's m x m Gram matrix, not
-the users: :data:`~privmap.offline.mechanisms.recommender.SAMPLE_CELLS` bounds it), every
-partition's users are embedded on the workers, and the payload is made a ranking bundle's by
+"""The ranking build on partitioned ratings (``privmap build DIR --utility ranking``).
+
+The model modes' partitioned build
+(:func:`privmap.offline.mechanisms.recommender.build_model_partitioned`) with the score space
+as the model. The space is fitted on the seeded sample of rated rows as the in-memory build
+fits it on all (EASE's item-item weights need the sample's m x m Gram matrix, not the users:
+:data:`~privmap.offline.mechanisms.recommender.SAMPLE_CELLS` bounds it), every partition's
+users are embedded on the workers, and the payload is made a ranking bundle's by
 :func:`._build.ranking_result`, as in memory. Its outputs are released where the mapping placed
 them (no calibration pass).
 """
@@ -39,9 +41,10 @@ RANKING = PartitionedMode(stage="score-space", fit=_fit, width=lambda options: o
 def build_partitioned(src: Source, options: RankingOptions, client, *, kmeans: str = "minibatch", progress=None,
                       dask_progress: bool = False, scratch: str | os.PathLike | None = None,
                       in_core_bytes: int = IN_CORE_BYTES) -> Result:
-    """Build a ranking bundle's payload from partitioned ratings (module docstring); arguments,
-    result and errors as :func:`privmap.offline.mechanisms.recommender.build_partitioned` with
-    :class:`RankingOptions`.
+    """Build a ranking bundle's payload from partitioned ratings (module docstring).
+
+    Arguments, result and errors as
+    :func:`privmap.offline.mechanisms.recommender.build_partitioned` with :class:`RankingOptions`.
 
     Raises
     ------

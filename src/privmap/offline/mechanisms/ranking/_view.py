@@ -20,10 +20,12 @@ __all__ = ["ScoreView", "view_of_ranking"]
 
 @dataclass(frozen=True)
 class ScoreView(MappingView):
-    """A :class:`MappingView` whose rows are ratings (n, m; NaN = not rated) embedded in the score
-    space before the lookup. ``inputs`` are the score-space centres (K_in, k), ``outputs`` the
-    released score rows (K_out, m); ``embed`` (m, k, whole numbers) and ``basis`` (m, k, the score
-    rows as the device reads them) are the space, ``space_lo``, ``space_hi`` (k,) its domain.
+    """A :class:`MappingView` whose rows are ratings embedded in the score space before the lookup.
+
+    Rows are ratings (n, m; NaN = not rated). ``inputs`` are the score-space centres (K_in, k),
+    ``outputs`` the released score rows (K_out, m); ``embed`` (m, k, whole numbers) and ``basis``
+    (m, k, the score rows as the device reads them) are the space, ``space_lo``, ``space_hi`` (k,)
+    its domain.
     """
 
     #: Released rows are scores, higher first (not ratings).
@@ -36,8 +38,9 @@ class ScoreView(MappingView):
     space_hi: np.ndarray = field(kw_only=True)
 
     def points(self, public) -> np.ndarray:
-        """z of each ratings row, clamped to the space's domain, shape (n, k); NaN for a row the
-        device refuses (nothing rated, or rated items whose rows cancel out).
+        """The point z of each ratings row, clamped to the space's domain, shape (n, k).
+
+        NaN for a row the device refuses (nothing rated, or rated items whose rows cancel out).
         """
         rated = ~np.isnan(np.asarray(public, float))
         y = rated.astype(np.int64) @ self.embed
@@ -52,16 +55,18 @@ class ScoreView(MappingView):
         return lookup_points(self.points(public), self.inputs)
 
     def costs(self, rows, targets) -> np.ndarray:
-        """Root mean square difference, over the columns, between score rows, shape (len(rows),
-        len(targets)). ``rows`` and ``targets`` are each ratings rows (a row stands for the score
-        row of its point), released score rows, or score-space points such as ``inputs``.
+        """Root mean square difference, over the columns, between score rows, shape (len(rows), len(targets)).
+
+        ``rows`` and ``targets`` are each ratings rows (a row stands for the score row of its point),
+        released score rows, or score-space points such as ``inputs``.
         """
         return rms_gaps(self.predicted(rows), self.predicted(targets))
 
     def predicted(self, X) -> np.ndarray:
-        """Score rows (n, m), unrounded, of ``X``: score-space points (width k, or ``inputs``
-        itself) through the basis; released rows (no blank cell) as they are; ratings rows with
-        blanks through the embedding.
+        """Score rows (n, m), unrounded, of ``X``.
+
+        Score-space points (width k, or ``inputs`` itself) through the basis; released rows (no blank
+        cell) as they are; ratings rows with blanks through the embedding.
         """
         k, m = self.basis.shape[1], self.basis.shape[0]
         X = self.inputs if X is self.inputs else np.asarray(X, float)
@@ -73,8 +78,9 @@ class ScoreView(MappingView):
 
 
 def view_of_ranking(bundle) -> ScoreView:
-    """The :class:`ScoreView` of a verified ranking :class:`privmap.device.Bundle`, or of its
-    decoded payload (a dict, validated here as the device would).
+    """The :class:`ScoreView` of a verified ranking :class:`privmap.device.Bundle`, or of its decoded payload.
+
+    The decoded payload is a dict, validated here as the device would.
     """
     model, parts = model_view_parts(bundle)
     outputs = np.asarray([model.ratings(z) for z in parts.pop("space_outputs")], float)
