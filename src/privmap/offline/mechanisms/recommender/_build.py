@@ -1,5 +1,7 @@
-"""The recommendation-grade build (``privmap build --utility recommender``): program (19) solved
-over the latent taste of users, so that the released row is what a recommender can use.
+"""The recommendation-grade build (``privmap build --utility recommender``).
+
+Program (19) solved over the latent taste of users, so that the released row is what a
+recommender can use.
 
 Quantizing a sparse, wide ratings row straight into K centres loses most of the taste before
 privacy costs anything: most cells are blank, and k-means on them spends its centres on which
@@ -55,11 +57,12 @@ REFUSED_MAPPING = ("--utility recommender maps latent taste with the quantized m
 
 @dataclass(frozen=True, kw_only=True)
 class RecommenderOptions:
-    """The recommender's options: ``mapping``, the quantized mechanism's options that map the
-    factor points (its ``declared`` domains are the ratings'; ``seed`` also seeds the fit), and
-    how the ratings are modelled: the latent ``rank``, the ridge penalty ``reg`` (None: chosen
-    by validation among :data:`._factors.CANDIDATE_REGS`), and the ``decimals`` released ratings
-    are rounded to.
+    """The recommender's options: the mapping's, and how the ratings are modelled.
+
+    ``mapping``, the quantized mechanism's options that map the factor points (its ``declared``
+    domains are the ratings'; ``seed`` also seeds the fit), and how the ratings are modelled: the
+    latent ``rank``, the ridge penalty ``reg`` (None: chosen by validation among
+    :data:`._factors.CANDIDATE_REGS`), and the ``decimals`` released ratings are rounded to.
 
     Raises
     ------
@@ -86,8 +89,9 @@ class RecommenderOptions:
 
 @dataclass(frozen=True)
 class RatingModel:
-    """What a recommender bundle says of its training ratings and their model, whichever path
-    built it (ratings in memory, or partitions out of core).
+    """What a recommender bundle says of its training ratings and their model.
+
+    Whichever path built it (ratings in memory, or partitions out of core).
 
     Attributes
     ----------
@@ -128,10 +132,12 @@ class RatingModel:
 
 @dataclass(frozen=True)
 class Prepared:
-    """The training ratings in memory turned into factor points, ready for the seed-000 pipeline:
+    """The training ratings in memory turned into factor points, ready for the seed-000 pipeline.
+
     ``factors`` the :class:`Dataset` of points (n, rank + 1) with the ratings' private column, and
     ``fitted`` the ratings' domain and model, ``ratings`` (n, m; NaN = not rated) the training
-    ratings in the order of the points (the released rows are calibrated to them: :mod:`._calibrate`).
+    ratings in the order of the points (the released rows are calibrated to them:
+    :mod:`._calibrate`).
     """
 
     factors: Dataset
@@ -206,9 +212,11 @@ def prepare(dataset: Dataset, options: RecommenderOptions, *, dropped_rows: int 
 
 
 def build_prepared(prepared: Prepared, options: RecommenderOptions, tell) -> Result:
-    """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, its
-    outputs calibrated to the training ratings they serve (:func:`._calibrate.calibrate_payload`) and
-    its payload made a recommender bundle's (:func:`recommender_result`); ``tell`` is the build's
+    """The quantized pipeline (with its ``auto`` search, if any) on ``prepared.factors``, as a recommender bundle.
+
+    Its outputs calibrated to the training ratings they serve
+    (:func:`._calibrate.calibrate_payload`) and its payload made a recommender bundle's
+    (:func:`recommender_result`); ``tell`` is the build's
     :class:`~privmap.offline.mechanisms.table.StageTimer`. The mapping's domain declarations
     are the ratings' (the factor space's domain is inferred from the points). Raises as the
     pipeline.
@@ -240,11 +248,12 @@ def missing_token(options: RecommenderOptions | Any, columns) -> str:
 
 def fit_model(R: np.ndarray, options: RecommenderOptions, *,
               progress: Callable[[float], None] | None = None) -> tuple[FactorModel, dict]:
-    """The factor model of ratings ``R`` (n, m; NaN = not rated; no row without a rating) and the
-    validation RMSE of each penalty tried: :func:`._factors.choose_reg` unless ``options.reg``
-    is given, then :func:`._factors.fit_factors`, both drawing from one generator seeded by
-    ``options.mapping.seed``; ``progress`` is told the fraction done after each penalty tried and
-    the final fit. Raises :class:`BuildError` as they do (too few ratings).
+    """The factor model of ratings ``R`` and the validation RMSE of each penalty tried.
+
+    ``R`` is (n, m; NaN = not rated; no row without a rating). :func:`._factors.choose_reg` unless
+    ``options.reg`` is given, then :func:`._factors.fit_factors`, both drawing from one generator
+    seeded by ``options.mapping.seed``; ``progress`` is told the fraction done after each penalty
+    tried and the final fit. Raises :class:`BuildError` as they do (too few ratings).
     """
     rng = np.random.default_rng(options.mapping.seed)
     tried = None if progress is None else (lambda f: progress(0.9 * f))
@@ -258,9 +267,10 @@ def fit_model(R: np.ndarray, options: RecommenderOptions, *,
 
 def rating_model(schema, token: str, model: FactorModel | Any, scores: dict, *, dropped_rows: int,
                  missing_cell_fraction: float, sha256: str) -> RatingModel:
-    """The :class:`RatingModel` of ratings whose columns :func:`privmap.offline.data.resolve` gave
-    ``schema``: the domain spans every column's (one lowest and one highest rating), whole numbers
-    when every column holds them.
+    """The :class:`RatingModel` of ratings whose columns :func:`privmap.offline.data.resolve` gave ``schema``.
+
+    The domain spans every column's (one lowest and one highest rating), whole numbers when every
+    column holds them.
     """
     return RatingModel(columns=tuple(c.name for c in schema), lo=min(float(c.min) for c in schema),
                        hi=max(float(c.max) for c in schema), integer=all(c.integer for c in schema),
@@ -270,9 +280,10 @@ def rating_model(schema, token: str, model: FactorModel | Any, scores: dict, *, 
 
 
 def recommender_result(built: Build, fitted: RatingModel, options: RecommenderOptions) -> Result:
-    """The quantized pipeline's build on the factor points (in memory or partitioned) made a
-    recommender bundle's: the model in the payload, the ratings' figures among the metrics, and the
-    ratings' rows left out and SHA-256 in place of the points' (which the pipeline saw).
+    """The quantized pipeline's build on the factor points made a recommender bundle's.
+
+    In memory or partitioned: the model in the payload, the ratings' figures among the metrics,
+    and the ratings' rows left out and SHA-256 in place of the points' (which the pipeline saw).
     """
     payload = dict(built.payload)
     payload["mechanism"] = MECHANISM
@@ -299,16 +310,18 @@ def factor_names(rank: int) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RecommenderBuild(Build):
-    """A recommender build's record: the quantized pipeline's on the factor points, and
-    ``fitted`` (the ratings' domain and the fitted model).
+    """A recommender build's record: the quantized pipeline's on the factor points, and ``fitted``.
+
+    ``fitted`` is the ratings' domain and the fitted model.
     """
 
     fitted: RatingModel | None = None
 
 
 def factor_options(options: QuantizedOptions) -> QuantizedOptions:
-    """The mapping's options as the factor space takes them: the declared domains are the ratings'
-    (the factor points' domain is inferred from them).
+    """The mapping's options as the factor space takes them.
+
+    The declared domains are the ratings' (the factor points' domain is inferred from them).
     """
     return dataclasses.replace(options, declared=None)
 

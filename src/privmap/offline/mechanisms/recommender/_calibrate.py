@@ -78,8 +78,9 @@ def calibrated_outputs(model: FactorModel, sums: np.ndarray, counts: np.ndarray,
 
 def calibrate_payload(payload: dict, model: FactorModel, ratings: np.ndarray, points: np.ndarray,
                       labels: np.ndarray) -> dict:
-    """A copy of the mapping's ``payload`` whose outputs are :func:`calibrated_outputs` of the
-    training users (:func:`with_outputs`).
+    """A copy of the mapping's ``payload`` whose outputs are :func:`calibrated_outputs` of the training users.
+
+    See :func:`with_outputs`.
 
     Parameters
     ----------
@@ -114,8 +115,9 @@ def payload_domain(payload: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def released_distance(points: np.ndarray, release: sparse.spmatrix, outputs: np.ndarray) -> float:
-    """Sum over the users of E |z_u - z_o| (stars) under their rows of ``release`` (n, K_out);
-    sums over disjoint sets of users add up.
+    """Sum over the users of E |z_u - z_o| (stars) under their rows of ``release`` (n, K_out).
+
+    Sums over disjoint sets of users add up.
     """
     pairs = sparse.coo_matrix(release)
     gaps = np.linalg.norm(points[pairs.row] - np.asarray(outputs)[pairs.col], axis=1)
@@ -123,8 +125,9 @@ def released_distance(points: np.ndarray, release: sparse.spmatrix, outputs: np.
 
 
 def with_outputs(payload: dict, outputs: np.ndarray, released_distortion: float) -> dict:
-    """A copy of ``payload`` releasing ``outputs`` (K_out, rank + 1), with the metric
-    ``released_distortion``: the mean over the training users of E |z_u - z_o| (stars, over all
+    """A copy of ``payload`` releasing ``outputs`` (K_out, rank + 1), with the metric ``released_distortion``.
+
+    ``released_distortion`` is the mean over the training users of E |z_u - z_o| (stars, over all
     columns, before clipping) from their own point to the output they release. ``distortion``,
     ``delta`` and ``holdout_distortion`` stay the mapping's (program (19)'s budget is on the
     outputs it placed).

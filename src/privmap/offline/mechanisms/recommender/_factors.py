@@ -1,5 +1,7 @@
-"""The latent-factor model of the recommender kind: fitted by alternating least squares, stored
-in fixed point, and the fold-in that takes a ratings row to a point of the whitened factor space.
+"""The latent-factor model of the recommender kind.
+
+Fitted by alternating least squares, stored in fixed point, and the fold-in that takes a
+ratings row to a point of the whitened factor space.
 
 Why written here rather than taken from a recommender library: the device folds a user in by
 one ridge solve against the item factors (pure Python, :mod:`privmap.device.kinds.recommender`),
@@ -78,7 +80,8 @@ class FactorModel:
         return x
 
     def fold_in(self, R: np.ndarray) -> np.ndarray:
-        """theta of each row of ``R`` (n, m; NaN = not rated): shape (n, rank + 1).
+        """The factors theta of each row of ``R`` (n, m; NaN = not rated): shape (n, rank + 1).
+
         Raises :class:`BuildError` for a row with nothing rated.
         """
         observed = ~np.isnan(R)
@@ -87,7 +90,7 @@ class FactorModel:
         return ridge_rows(np.where(observed, R - self.mean - self.bias, 0.0), observed, self.design, self.reg)
 
     def points(self, R: np.ndarray) -> np.ndarray:
-        """z = W theta of each row of ``R``: shape (n, rank + 1), in the units of stars."""
+        """The point z = W theta of each row of ``R``: shape (n, rank + 1), in the units of stars."""
         return self.fold_in(R) @ self.whiten.T
 
     def payload(self, columns, lo, hi, integer: bool, missing_token: str, decimals: int) -> dict:
@@ -168,8 +171,9 @@ def fit_factors(R: np.ndarray, *, rank: int = DEFAULT_RANK, reg: float = 10.0, s
 
 def choose_reg(R: np.ndarray, *, rank: int = DEFAULT_RANK, candidates=CANDIDATE_REGS,
                rng: np.random.Generator, progress: Callable[[float], None] | None = None) -> tuple[float, dict]:
-    """The ridge penalty of least RMSE on 10 % of ``R``'s ratings held back, predicted by folding
-    each user in from the rest (as a device would), and every candidate's RMSE (stars);
+    """The ridge penalty of least RMSE on 10 % of ``R``'s ratings held back, and every candidate's RMSE.
+
+    Predicted by folding each user in from the rest (as a device would); RMSE in stars.
     ``progress`` is told the fraction of the candidates fitted after each.
 
     Raises

@@ -1,6 +1,8 @@
-"""The model modes' builds on partitioned ratings (``privmap build DIR --utility recommender`` or
-``ranking``): CSV or Parquet files too large for memory, on a Dask cluster. No process holds more
-than one partition's ratings, the sample of pass 2 and the users' points.
+"""The model modes' builds on partitioned ratings.
+
+``privmap build DIR --utility recommender`` or ``ranking``: CSV or Parquet files too large for
+memory, on a Dask cluster. No process holds more than one partition's ratings, the sample of
+pass 2 and the users' points.
 
 1. validate (:class:`~privmap.offline.mechanisms.table.PartitionedRows` on the ratings): every
    partition read and checked as the partitioned quantized build checks its rows (bad cells, a
@@ -79,9 +81,10 @@ FOLD_ROWS = 8192
 
 @dataclass(frozen=True)
 class _Reading:
-    """How a worker reads a partition of ratings: the rating columns, the private column (or the
-    several, :attr:`~privmap.offline.data.Source.private`) and the declared missing tokens
-    (column, token).
+    """How a worker reads a partition of ratings.
+
+    The rating columns, the private column (or the several,
+    :attr:`~privmap.offline.data.Source.private`) and the declared missing tokens (column, token).
     """
 
     features: tuple[str, ...]
@@ -94,30 +97,35 @@ class _Reading:
         return self.private if isinstance(self.private, str) else joint_name(self.private)
 
     def read(self, part: Partition) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(R, labels, rated)``: the partition's ratings (m, d; NaN = blank), private labels (m,)
-        and which rows rate something (m,) bool.
+        """``(R, labels, rated)``: the partition's ratings, private labels and which rows rate something.
+
+        Ratings (m, d; NaN = blank), private labels (m,), which rows rate something (m,) bool.
         """
         R, labels = read_partition(part, self.features, self.private, dict(self.tokens))
         return R, labels, ~np.all(np.isnan(R), axis=1)
 
 
 def sample_size(columns: int) -> int:
-    """Rows in the sample of a source of ``columns`` rating columns: :data:`SAMPLE_USERS`, fewer
-    when that many rows would exceed :data:`SAMPLE_CELLS` cells (at least one row).
+    """Rows in the sample of a source of ``columns`` rating columns.
+
+    :data:`SAMPLE_USERS`, fewer when that many rows would exceed :data:`SAMPLE_CELLS` cells (at
+    least one row).
     """
     return max(1, min(SAMPLE_USERS, SAMPLE_CELLS // max(columns, 1)))
 
 
 @dataclass(frozen=True)
 class PartitionedMode:
-    """What a model mode brings to the partitioned build (module docstring): ``stage``, the
-    progress stage of its model's fit; ``fit(R, options, progress)`` -> ``(model, scores)`` on the
-    sample ``R`` (n, m; NaN = not rated) as its in-memory build fits it (``scores``: each
-    penalty tried -> validation RMSE, or empty); ``width(options)``, the coordinates of a
-    user's point; ``names(model)``, their feature names; and ``finish(built, fitted, options,
-    folded)`` -> :class:`Result`, the mapping's :class:`~privmap.offline.mechanisms.table.Build`
-    made the mode's bundle (``folded``: the :class:`Folded` points and ratings). The model's
-    ``points(R)`` gives the points of ratings (rows, width).
+    """What a model mode brings to the partitioned build (module docstring).
+
+    ``stage``, the progress stage of its model's fit; ``fit(R, options, progress)`` ->
+    ``(model, scores)`` on the sample ``R`` (n, m; NaN = not rated) as its in-memory build fits it
+    (``scores``: each penalty tried -> validation RMSE, or empty); ``width(options)``, the
+    coordinates of a user's point; ``names(model)``, their feature names; and
+    ``finish(built, fitted, options, folded)`` -> :class:`Result`, the mapping's
+    :class:`~privmap.offline.mechanisms.table.Build` made the mode's bundle (``folded``: the
+    :class:`Folded` points and ratings). The model's ``points(R)`` gives the points of ratings
+    (rows, width).
     """
 
     stage: str
@@ -129,9 +137,10 @@ class PartitionedMode:
 
 @dataclass(frozen=True)
 class Folded:
-    """The folded-in users a mode's ``finish`` may read again: the ``client``, the ratings'
-    ``parts`` and how to read them (``reading``), the ``model`` and the ``folder`` of points
-    (:func:`fold_in`), and ``tell``, the build's timer, for the stages it adds.
+    """The folded-in users a mode's ``finish`` may read again.
+
+    The ``client``, the ratings' ``parts`` and how to read them (``reading``), the ``model`` and the
+    ``folder`` of points (:func:`fold_in`), and ``tell``, the build's timer, for the stages it adds.
     """
 
     client: object
@@ -192,8 +201,10 @@ def build_partitioned(src: Source, options: RecommenderOptions, client, *, kmean
 def build_model_partitioned(src: Source, options, client, mode: PartitionedMode, *, kmeans: str = "minibatch",
                             progress=None, dask_progress: bool = False, scratch: str | os.PathLike | None = None,
                             in_core_bytes: int = IN_CORE_BYTES) -> Result:
-    """A model mode's build on partitioned ratings (module docstring; arguments and errors as
-    :func:`build_partitioned`, ``options`` the mode's, ``mode`` what it brings).
+    """A model mode's build on partitioned ratings (module docstring).
+
+    Arguments and errors as :func:`build_partitioned`, ``options`` the mode's, ``mode`` what it
+    brings.
     """
     tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
     token = missing_token(options, src.features)
@@ -231,8 +242,9 @@ def build_model_partitioned(src: Source, options, client, mode: PartitionedMode,
 
 
 def gather_points(folder, names, summary) -> Dataset:
-    """The points :func:`fold_in` wrote to ``folder``, in partition order, as the
-    :class:`~privmap.offline.data.Dataset` an in-memory build maps: features ``names``, the
+    """The points :func:`fold_in` wrote to ``folder``, in partition order, as a Dataset.
+
+    The :class:`~privmap.offline.data.Dataset` an in-memory build maps: features ``names``, the
     private classes and SHA-256 of ``summary`` (the ratings' :class:`SourceSummary`).
     """
     import pyarrow.parquet as pq
@@ -249,8 +261,10 @@ def gather_points(folder, names, summary) -> Dataset:
 
 
 def _finish_recommender(built, fitted, options: RecommenderOptions, folded: Folded) -> Result:
-    """The recommender's finish: the outputs calibrated out of core (:func:`calibrate`, stage
-    ``calibrate``), then :func:`._build.recommender_result`.
+    """The recommender's finish: outputs calibrated out of core, then the recommender's result.
+
+    The outputs are calibrated by :func:`calibrate` (stage ``calibrate``), then
+    :func:`._build.recommender_result`.
     """
     folded.tell("calibrate", 0.99)
     payload = calibrate(folded.client, folded.parts, folded.reading, cast(FactorModel, folded.model), built.payload,
@@ -265,10 +279,11 @@ RECOMMENDER = PartitionedMode(stage="factor-model", fit=lambda R, options, progr
 
 
 def sample_ratings(client, src: Source, *, seed: int, size: int, tokens: Mapping[str, str] | None = None) -> np.ndarray:
-    """The rated rows of least :func:`~privmap.offline.data.row_keys` key (``seed``, partition
-    ordinal, row), at most ``size`` of them, in file order: shape (min(size, rated rows), d),
-    the columns ``src.features`` (NaN = blank; ``tokens`` as
-    :func:`~privmap.offline.data.read_partition` takes them).
+    """The rated rows of least :func:`~privmap.offline.data.row_keys` key, at most ``size`` of them, in file order.
+
+    Keyed by (``seed``, partition ordinal, row); shape (min(size, rated rows), d), the columns
+    ``src.features`` (NaN = blank; ``tokens`` as :func:`~privmap.offline.data.read_partition`
+    takes them).
 
     Partitions are read on the workers, as many at a time as they have threads; each returns
     only its rows whose key is below the ``size``-th least key seen so far, so the client holds
@@ -310,7 +325,7 @@ class _Sample:
         return self.keys.max() if self.keys.size >= size else np.uint64(np.iinfo(np.uint64).max)
 
     def merged(self, keys: np.ndarray, order: np.ndarray, rows: np.ndarray, *, size: int) -> _Sample:
-        """This sample and a partition's candidates, cut to the ``size`` of least key."""
+        """The sample and a partition's candidates, cut to the ``size`` of least key."""
         every = np.concatenate([self.keys, keys])
         pick = np.arange(every.size) if every.size <= size else np.argpartition(every, size - 1)[:size]
         mine, theirs = pick[pick < self.keys.size], pick[pick >= self.keys.size] - self.keys.size
@@ -319,8 +334,9 @@ class _Sample:
 
 
 def _candidates(part: Partition, *, reading: _Reading, ordinal: int, seed: int, size: int, below: np.uint64):
-    """A partition's rated rows that may enter the sample: key at most ``below``, the ``size`` of
-    least key at most; ``(keys, places, ratings)`` as :class:`_Sample` holds them.
+    """A partition's rated rows that may enter the sample: ``(keys, places, ratings)``.
+
+    Key at most ``below``, the ``size`` of least key at most; as :class:`_Sample` holds them.
     """
     R, _, rated = reading.read(part)
     keys = row_keys(seed, ordinal, R.shape[0])
@@ -331,10 +347,11 @@ def _candidates(part: Partition, *, reading: _Reading, ordinal: int, seed: int, 
 
 
 def fold_in(client, parts, reading: _Reading, model, folder, *, names=None) -> int:
-    """Every partition's rated rows as the model's points (``model.points``), written with the
-    private column to ``folder``/part-NNNNNN.parquet (one file per partition that rates
-    something, in partition order; columns ``names``, default the factor model's factor_0 ..
-    factor_rank, then the private column as text). Returns the rows written.
+    """Every partition's rated rows as the model's points, written with the private column to ``folder``.
+
+    The points are ``model.points``, written to ``folder``/part-NNNNNN.parquet (one file per
+    partition that rates something, in partition order; columns ``names``, default the factor
+    model's factor_0 .. factor_rank, then the private column as text). Returns the rows written.
     """
     names = factor_names(model.rank) if names is None else tuple(names)
     return sum(client.gather([client.submit(_fold_partition, part, pure=False, reading=reading, model=model,
@@ -359,10 +376,11 @@ def _fold_partition(part: Partition, *, reading: _Reading, model, path: str, nam
 
 
 def calibrate(client, parts, reading: _Reading, model: FactorModel, payload: dict, folder) -> dict:
-    """The mapping's ``payload`` with its outputs calibrated to the ratings of the users who release
-    them (:func:`._calibrate.calibrate_payload`, out of core): one pass over the ratings beside
-    the factor points :func:`fold_in` wrote to ``folder`` for the pools, summed as the partitions
-    finish, and one over the points for the released distortion.
+    """The mapping's ``payload`` with its outputs calibrated to the ratings of the users who release them.
+
+    :func:`._calibrate.calibrate_payload`, out of core: one pass over the ratings beside the factor
+    points :func:`fold_in` wrote to ``folder`` for the pools, summed as the partitions finish, and
+    one over the points for the released distortion.
     """
     from distributed import as_completed
     q, inputs = payload_table(payload), np.asarray(payload["inputs"], dtype=float)
@@ -396,9 +414,10 @@ def _read_points(path: str, names) -> np.ndarray:
 
 def _pool_partition(part: Partition, *, reading: _Reading, model: FactorModel, q, inputs: np.ndarray, path: str,
                     names):
-    """:func:`._calibrate.pooled_sums` of one partition's rated rows, each released as the device
-    would (its nearest input's row of ``q``), their points read from ``path`` (in the order of the
-    rated rows) rather than folded in again; :data:`FOLD_ROWS` rows at a time.
+    """:func:`._calibrate.pooled_sums` of one partition's rated rows, each released as the device would.
+
+    Each is released as its nearest input's row of ``q``; their points are read from ``path`` (in
+    the order of the rated rows) rather than folded in again; :data:`FOLD_ROWS` rows at a time.
     """
     R, _, rated = reading.read(part)
     R = R[rated]

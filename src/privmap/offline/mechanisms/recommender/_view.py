@@ -21,11 +21,13 @@ __all__ = ["FactorView", "view_of_recommender", "model_view_parts", "lookup_poin
 
 @dataclass(frozen=True)
 class FactorView(MappingView):
-    """A :class:`MappingView` whose rows are ratings (n, m; NaN = not rated) folded into the factor
-    space before the lookup. ``inputs`` are the factor-space centres (K_in, rank + 1), ``outputs``
-    the released rating rows (K_out, m); the extra fields hold the model as the device reads it:
-    ``mean``, ``bias`` (m,), ``design`` (m, rank + 1) rows x_j = (1, v_j), ``reg``, ``whiten``
-    (rank + 1, rank + 1) and the factor domain ``space_lo``, ``space_hi`` (rank + 1,).
+    """A :class:`MappingView` whose rows are ratings folded into the factor space before the lookup.
+
+    Rows are ratings (n, m; NaN = not rated). ``inputs`` are the factor-space centres
+    (K_in, rank + 1), ``outputs`` the released rating rows (K_out, m); the extra fields hold the
+    model as the device reads it: ``mean``, ``bias`` (m,), ``design`` (m, rank + 1) rows
+    x_j = (1, v_j), ``reg``, ``whiten`` (rank + 1, rank + 1) and the factor domain ``space_lo``,
+    ``space_hi`` (rank + 1,).
     """
 
     # the model's arrays have no default: keyword-only, they may follow MappingView's defaulted fields
@@ -38,8 +40,9 @@ class FactorView(MappingView):
     space_hi: np.ndarray = field(kw_only=True)
 
     def points(self, public) -> np.ndarray:
-        """z of each ratings row, clamped to the factor domain, shape (n, rank + 1); rows with
-        nothing rated get NaN.
+        """The point z of each ratings row, clamped to the factor domain, shape (n, rank + 1).
+
+        Rows with nothing rated get NaN.
         """
         R = np.asarray(public, float)
         observed = ~np.isnan(R)
@@ -55,17 +58,19 @@ class FactorView(MappingView):
         return lookup_points(self.points(public), self.inputs)
 
     def costs(self, rows, targets) -> np.ndarray:
-        """Root mean square difference (stars, over the columns) between predicted rating rows,
-        shape (len(rows), len(targets)). ``rows`` and ``targets`` are each ratings rows (a row of
+        """Root mean square difference (stars, over the columns) between predicted rating rows.
+
+        Shape (len(rows), len(targets)). ``rows`` and ``targets`` are each ratings rows (a row of
         ratings stands for its own predicted ratings, as the table's distortion does), released
         rows, or factor-space points such as ``inputs`` (:meth:`predicted`).
         """
         return rms_gaps(self.predicted(rows), self.predicted(targets))
 
     def predicted(self, X) -> np.ndarray:
-        """Predicted ratings (n, m), unclipped, of ``X``: factor points (width rank + 1, or
-        ``inputs`` itself) through the inverse whitening; released rows (no blank cell) as they
-        are; ratings rows with blanks through the fold-in.
+        """Predicted ratings (n, m), unclipped, of ``X``.
+
+        Factor points (width rank + 1, or ``inputs`` itself) through the inverse whitening; released
+        rows (no blank cell) as they are; ratings rows with blanks through the fold-in.
         """
         k1, m = self.design.shape[1], self.design.shape[0]
         X = self.inputs if X is self.inputs else np.asarray(X, float)
@@ -79,8 +84,9 @@ class FactorView(MappingView):
 
 
 def lookup_points(z: np.ndarray, inputs) -> np.ndarray:
-    """Input index of each point of ``z`` (n, k): the nearest of ``inputs`` (K_in, k) by the
-    device's l2 rule, -1 for a row of NaN (a row the device refuses).
+    """Input index of each point of ``z`` (n, k): the nearest of ``inputs`` (K_in, k) by the device's l2 rule.
+
+    -1 for a row of NaN (a row the device refuses).
     """
     refused = np.isnan(z).any(axis=1)
     symbols = np.full(z.shape[0], -1, dtype=np.int64)
@@ -90,16 +96,18 @@ def lookup_points(z: np.ndarray, inputs) -> np.ndarray:
 
 
 def rms_gaps(own: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Root mean square difference over the columns between each row of ``own`` (n, m) and each of
-    ``targets`` (t, m), shape (n, t).
+    """Root mean square difference over the columns between each row of ``own`` and each of ``targets``.
+
+    ``own`` (n, m), ``targets`` (t, m); shape (n, t).
     """
     return np.sqrt(np.maximum(((own ** 2).sum(1)[:, None] - 2 * own @ targets.T + (targets ** 2).sum(1)[None, :])
                               / own.shape[1], 0.0))
 
 
 def view_of_recommender(bundle) -> FactorView:
-    """The :class:`FactorView` of a verified recommender :class:`privmap.device.Bundle`, or of its
-    decoded payload (a dict, validated here as the device would).
+    """The :class:`FactorView` of a verified recommender :class:`privmap.device.Bundle`, or of its decoded payload.
+
+    The decoded payload is a dict, validated here as the device would.
     """
     model, parts = model_view_parts(bundle)
     outputs = np.asarray([model.ratings(z) for z in parts.pop("space_outputs")], float)
@@ -108,10 +116,11 @@ def view_of_recommender(bundle) -> FactorView:
 
 
 def model_view_parts(bundle) -> tuple:
-    """What every view of a table bundle over a model's space takes from a verified
-    :class:`privmap.device.Bundle`, or from its decoded payload (a dict, validated here as the
-    device would): the device's model, and the view's fields by name (``space_outputs`` the
-    outputs as points of the space, for the view to decode with the model).
+    """What every view of a table bundle over a model's space takes from a bundle or its payload.
+
+    From a verified :class:`privmap.device.Bundle`, or from its decoded payload (a dict, validated
+    here as the device would): the device's model, and the view's fields by name
+    (``space_outputs`` the outputs as points of the space, for the view to decode with the model).
     """
     if isinstance(bundle, dict):
         from privmap.device import Limits
