@@ -1,5 +1,6 @@
-"""The alphabet of observed categorical tuples that the funnel and max-correlation bundles share:
-each tuple as bundle cells (category indexes) and each row's tuple.
+"""The alphabet of observed categorical tuples that the funnel and max-correlation bundles share.
+
+Each tuple as bundle cells (category indexes) and each row's tuple.
 """
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ DEFAULT_VALID_DAYS = 365
 
 
 def check_header(options) -> None:
-    """Check the header fields of a mechanism's options (anything with ``bundle_version`` and
-    ``valid_days``).
+    """Check the header fields of a mechanism's options.
+
+    The options are anything with ``bundle_version`` and ``valid_days``.
 
     Raises
     ------
@@ -43,8 +44,10 @@ def check_header(options) -> None:
 
 @dataclass(frozen=True)
 class HeaderOptions:
-    """Bundle header choices: ``bundle_version`` (>= 1), ``issued_at`` (unix seconds; None takes
-    SOURCE_DATE_EPOCH, else the clock), ``valid_days`` (> 0) and ``device_class``.
+    """Bundle header choices.
+
+    ``bundle_version`` (>= 1), ``issued_at`` (unix seconds; None takes SOURCE_DATE_EPOCH, else the
+    clock), ``valid_days`` (> 0) and ``device_class``.
 
     Raises :class:`BuildError` at construction (:func:`check_header`; a subclass that defines its
     own ``__post_init__`` calls it there).

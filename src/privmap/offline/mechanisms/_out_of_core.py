@@ -1,5 +1,7 @@
-"""``privmap build`` on a directory or glob of CSV/Parquet files: which DATA goes to the
-partitioned build, and the build run on a Dask cluster with its passes told on stderr.
+"""``privmap build`` on a directory or glob of CSV/Parquet files.
+
+Which DATA goes to the partitioned build, and the build run on a Dask cluster with its passes
+told on stderr.
 """
 from __future__ import annotations
 
@@ -26,9 +28,10 @@ PROGRESS_SECONDS = 10.0
 
 
 def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
-    """Whether DATA goes to the partitioned build: a directory, a glob pattern, a Parquet file,
-    or any DATA when ``--workers`` or ``--scheduler`` is given (a lone CSV file otherwise stays
-    in memory).
+    """Whether DATA goes to the partitioned build.
+
+    A directory, a glob pattern, a Parquet file, or any DATA when ``--workers`` or ``--scheduler``
+    is given (a lone CSV file otherwise stays in memory).
     """
     text = os.fspath(data)
     return (workers is not None or scheduler is not None or os.path.isdir(text)
@@ -37,9 +40,10 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
 
 
 def open_partitioned(data, options, *, private, public, kmeans: str, in_core_bytes: int = IN_CORE_BYTES):
-    """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
-    (a model mode's mapping options, on its rating columns) before any cluster starts; with an
-    in-core limit of 0, what only the mapping in memory takes is refused here too.
+    """The partitioned rows of DATA (headers only read), checked before any cluster starts.
+
+    Checked by :func:`check_partitioned` (a model mode's mapping options, on its rating columns);
+    with an in-core limit of 0, what only the mapping in memory takes is refused here too.
 
     Raises
     ------
@@ -70,12 +74,13 @@ def _mapping(options):
 
 def run_partitioned(src, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress,
                     scratch=None, in_core_bytes: int = IN_CORE_BYTES):
-    """Run the partitioned build of ``options``' mode (:func:`build_partitioned`, or a model mode's,
-    its temporary points in ``scratch``) on a local cluster of ``workers`` processes or on
-    ``scheduler``; each pass is told to ``progress`` and named on stderr as it starts, beside
-    Dask's progress bar of it, and a stage that says where it is (the ``auto`` search's tasks
-    done and candidate) once every :data:`PROGRESS_SECONDS` besides; points up to
-    ``in_core_bytes`` are mapped in memory.
+    """Run the partitioned build of ``options``' mode on a local cluster or on ``scheduler``.
+
+    The build is :func:`build_partitioned`, or a model mode's, its temporary points in
+    ``scratch``; the local cluster has ``workers`` processes. Each pass is told to ``progress``
+    and named on stderr as it starts, beside Dask's progress bar of it, and a stage that says
+    where it is (the ``auto`` search's tasks done and candidate) once every
+    :data:`PROGRESS_SECONDS` besides; points up to ``in_core_bytes`` are mapped in memory.
 
     Raises
     ------

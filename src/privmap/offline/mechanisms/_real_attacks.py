@@ -29,8 +29,9 @@ def binary(y: np.ndarray) -> bool:
 
 
 def score(model_train_x, y_train, test_x, y_test) -> float:
-    """AUC (binary y, logistic regression) or R^2 (real y, least squares) of a model trained on
-    (model_train_x, y_train) and tested on (test_x, y_test).
+    """AUC or R^2 of a model trained on (model_train_x, y_train) and tested on (test_x, y_test).
+
+    AUC for a binary y (logistic regression), R^2 for a real y (least squares).
     """
     from sklearn.linear_model import LinearRegression, LogisticRegression
     from sklearn.metrics import r2_score, roc_auc_score

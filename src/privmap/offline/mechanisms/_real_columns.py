@@ -1,5 +1,6 @@
-"""The columns of a real-valued CSV that the gaussian and nullspace builds share: two groups of
-withheld target columns named by the options, and every other column released.
+"""The columns of a real-valued CSV that the gaussian and nullspace builds share.
+
+Two groups of withheld target columns named by the options, and every other column released.
 
 Both read named numeric columns (:func:`privmap.offline.data.read_numeric_columns`); the
 payload layout is in docs/bundle-format.md.
@@ -29,8 +30,9 @@ def check_target_groups(first, second) -> None:
 
 
 def split_targets(path, first, second):
-    """The released columns of the CSV at ``path`` and its rows split into them and the two target
-    groups: ``(columns, x, y_first, y_second, data_sha256)``.
+    """The released columns of the CSV at ``path`` and its rows split into them and the two target groups.
+
+    ``(columns, x, y_first, y_second, data_sha256)``.
 
     Raises
     ------

@@ -1,7 +1,8 @@
-"""What a real-valued bundle's report starts with, whatever its kind (gaussian, nullspace): the
-build summary and ``privmap inspect`` (:func:`describe_real`, :func:`real_lines`) and ``privmap
-verify --json`` (:func:`verify_real`); each kind's command adds its own facts and prints them, and
-ends with :func:`report_real`.
+"""What a real-valued bundle's report starts with, whatever its kind (gaussian, nullspace).
+
+The build summary and ``privmap inspect`` (:func:`describe_real`, :func:`real_lines`) and
+``privmap verify --json`` (:func:`verify_real`); each kind's command adds its own facts and
+prints them, and ends with :func:`report_real`.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ __all__ = ["describe_real", "real_lines", "verify_real", "report_real"]
 
 
 def describe_real(payload: dict, **facts) -> dict:
-    """The header facts of a real-valued payload (version, times, mechanism, features, metrics,
-    provenance) and the kind's ``facts``.
+    """The header facts of a real-valued payload and the kind's ``facts``.
+
+    Header facts: version, times, mechanism, features, metrics, provenance.
     """
     return {"version": payload["version"], "issued_at": payload["issued_at"], "expires": payload["expires"],
             "mechanism": payload["mechanism"], "features": list(payload["features"]),
@@ -38,9 +40,10 @@ def verify_real(loaded, **facts) -> dict:
 
 
 def report_real(signed: Signed, facts: dict, print_description: Callable[[dict], None], *, as_json: bool) -> None:
-    """The end of a real-valued kind's build command: the summary of the ``signed`` bundle with
-    the kind's ``facts`` (its ``describe`` of the payload), as JSON or as the line naming the file
-    and the kind's ``print_description`` lines.
+    """The end of a real-valued kind's build command: the summary of the ``signed`` bundle.
+
+    With the kind's ``facts`` (its ``describe`` of the payload), as JSON or as the line naming the
+    file and the kind's ``print_description`` lines.
     """
     summary = {**signed.summary(), **facts}
     if as_json:
