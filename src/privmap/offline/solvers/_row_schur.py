@@ -39,7 +39,9 @@ class SchurBreakdown(Exception):
 
 
 class SingleFalls(Exception):
-    """A direction from a float32 Schur complement (``row_schur(single=True)``) whose iterative
+    """A float32 Schur complement's direction whose iterative refinement had not settled.
+
+    A direction from a float32 Schur complement (``row_schur(single=True)``) whose iterative
     refinement against the exact float64 products had not settled: its last correction was above
     :data:`SINGLE_CORRECTION` of the direction. The interior point takes that step again from
     float64 products, and every later one (mixed-precision refinement: float32 cuts the product's
@@ -49,8 +51,10 @@ class SingleFalls(Exception):
 
 
 class MixedPrecision:
-    """Where one interior point's path is: float32 Schur products until a step raises
-    :class:`SingleFalls`, float64 for that step again and every later one.
+    """Where one interior point's path is: float32 Schur products, or float64 for good.
+
+    float32 Schur products until a step raises :class:`SingleFalls`, float64 for that step again
+    and every later one.
     """
 
     def __init__(self) -> None:
@@ -58,6 +62,7 @@ class MixedPrecision:
 
     def step(self, step: Callable[..., _Answer], *args) -> _Answer:
         """``step(*args, single=...)`` at the path's precision; SingleFalls sets it to float64 for good.
+
         Raises what ``step`` raises but SingleFalls.
         """
         if self.single:
@@ -69,17 +74,20 @@ class MixedPrecision:
 
 
 def require_settled(correction: np.ndarray, direction: np.ndarray) -> None:
-    """Raise :class:`SingleFalls` unless a direction's last refinement ``correction`` is within
-    :data:`SINGLE_CORRECTION` of the direction's largest entry (both any shape, the same; a NaN
-    falls too). A point calls it on directions from a float32 Schur complement only.
+    """Raise :class:`SingleFalls` unless a direction's last refinement ``correction`` has settled.
+
+    Settled: within :data:`SINGLE_CORRECTION` of the direction's largest entry (both any shape, the
+    same; a NaN falls too). A point calls it on directions from a float32 Schur complement only.
     """
     if not float(np.abs(correction).max()) <= SINGLE_CORRECTION * float(np.abs(direction).max()):
         raise SingleFalls
 
 
 def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray, *, single: bool = False) -> np.ndarray:
-    """S of the module docstring, symmetric: ``U`` (R, a), ``weights`` (R, K_out) the diagonals
-    W_j as columns, ``T`` (K_out, a, a) symmetric; returns (R, R) in float64. Raises nothing.
+    """S of the module docstring, symmetric, shape (R, R) in float64.
+
+    ``U`` (R, a), ``weights`` (R, K_out) the diagonals W_j as columns, ``T`` (K_out, a, a)
+    symmetric. Raises nothing.
 
     ``single`` (keyword-only) forms Y and the strips' products in float32: 0.30 s against 0.52 at
     R = 1,024, K_out a = 14,336, one thread (:class:`SingleFalls` says when a caller may).
@@ -109,9 +117,10 @@ def row_schur(U: np.ndarray, weights: np.ndarray, T: np.ndarray, *, single: bool
 
 
 def shifted_cholesky(schur: np.ndarray, shifts: tuple[float, ...], *, single: bool = False):
-    """The lower Cholesky factor (``scipy.linalg.cho_factor`` form) of ``schur`` (n, n) with the
-    first diagonal shift of ``shifts`` (increasing, relative to its largest diagonal) that leaves it
-    positive definite. ``single`` (keyword-only): ``schur`` came from float32 products
+    """The lower Cholesky factor of ``schur`` (n, n) with the first diagonal shift that leaves it positive definite.
+
+    In ``scipy.linalg.cho_factor`` form; the shifts of ``shifts`` are increasing, relative to its
+    largest diagonal. ``single`` (keyword-only): ``schur`` came from float32 products
     (``row_schur(single=True)``), whose round-off alone can cost it its definiteness.
 
     Raises

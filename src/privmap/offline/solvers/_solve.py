@@ -136,9 +136,10 @@ def solve(p_ac, distortion, delta, *, solver: str = "fast", tol_bits: float = 1e
 
 @dataclass
 class _Attempt:
-    """One fast solve as :func:`solve` runs it: the instance and what the starts tried before the
-    fast path leave to it, so each phase (:func:`_from_a_start`, :func:`_from_the_fast_path`)
-    reads one state.
+    """One fast solve as :func:`solve` runs it.
+
+    The instance and what the starts tried before the fast path leave to it, so each phase
+    (:func:`_from_a_start`, :func:`_from_the_fast_path`) reads one state.
 
     Attributes
     ----------
@@ -163,9 +164,11 @@ class _Attempt:
 
 
 def _from_a_start(attempt: _Attempt, start_outputs) -> SolveResult | None:
-    """A cold solve's polished answer from the interior point or, failing that, the conic reference,
-    where the instance starts from one (Notes of :func:`solve`); None where neither answers, with
-    their failures and whether the reference remains the fallback left in ``attempt``.
+    """A cold solve's polished answer from the interior point or the conic reference, or None.
+
+    From the interior point or, failing that, the conic reference, where the instance starts from
+    one (Notes of :func:`solve`); None where neither answers, with their failures and whether the
+    reference remains the fallback left in ``attempt``.
     """
     a = attempt
     if starts_from_interior(a.p_ac, a.distortion, a.delta):
@@ -184,8 +187,10 @@ def _from_a_start(attempt: _Attempt, start_outputs) -> SolveResult | None:
 
 
 def _from_the_fast_path(attempt: _Attempt, warm_start: SolveResult | None) -> SolveResult:
-    """The fast solver's answer from ``warm_start`` or cold, noting the earlier starts' failures; a
-    cold failure falls back on the conic reference's polished answer where ``attempt.conic`` allows.
+    """The fast solver's answer from ``warm_start`` or cold, noting the earlier starts' failures.
+
+    A cold failure falls back on the conic reference's polished answer where ``attempt.conic``
+    allows.
 
     Raises
     ------
@@ -213,8 +218,9 @@ def _from_the_fast_path(attempt: _Attempt, warm_start: SolveResult | None) -> So
 
 
 def starts_from_interior(p_ac, distortion, delta) -> bool:
-    """Whether a cold :func:`solve` of this instance starts from the interior point (Notes of
-    :func:`solve`): at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, at most
+    """Whether a cold :func:`solve` of this instance starts from the interior point.
+
+    Notes of :func:`solve`: at least :data:`INTERIOR_FIRST_CLASSES` classes with mass, at most
     :data:`.interior.MAX_ENTRIES` entries |A| x K x K_out, no forbidden pair, and a budget that
     :func:`._problem.check_instance` accepts (an infeasible one is the fast solver's to name; a
     malformed instance raises its ValueError).
@@ -233,8 +239,9 @@ def starts_from_interior(p_ac, distortion, delta) -> bool:
 
 
 def starts_from_conic(p_ac, distortion, delta) -> bool:
-    """Whether a cold :func:`solve` of this instance starts from the conic reference (Notes of
-    :func:`solve`): at least :data:`CONIC_FIRST_CLASSES` classes with mass, at most
+    """Whether a cold :func:`solve` of this instance starts from the conic reference.
+
+    Notes of :func:`solve`: at least :data:`CONIC_FIRST_CLASSES` classes with mass, at most
     :data:`CONIC_FIRST_PAIRS_PER_CLASS` table pairs for each, and a budget that
     :func:`._problem.check_instance` accepts (an infeasible one is the fast solver's to name; a
     malformed instance raises its ValueError). A caller holding a warm start asks this before
@@ -262,8 +269,9 @@ def _conic_fits(p_ac, distortion) -> bool:
 
 def _polished(start_with: str, p_ac, distortion, delta, tol_bits: float, progress,
               failure: SolverError | None = None, *, start_outputs=None) -> SolveResult:
-    """The fast solver's certified polish of an accurate, uncertified answer (:func:`solve`, Notes):
-    the interior point's (``start_with="interior"``, from ``start_outputs`` where given) or the
+    """The fast solver's certified polish of an accurate, uncertified answer (:func:`solve`, Notes).
+
+    The interior point's (``start_with="interior"``, from ``start_outputs`` where given) or the
     conic reference's (``"conic"``), after the cold path's ``failure`` if one came first. Raises
     SolverError naming both failures when either fails.
     """

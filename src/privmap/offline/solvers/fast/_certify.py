@@ -75,9 +75,10 @@ def inactive_entries(state):
 
 
 def finish(state, ev, mix, lb, mu):
-    """The certified answer: the soft table of ``ev`` mixed with the cheapest-output table by ``mix``
-    (in [0, 1]), bound ``lb`` and multiplier ``mu`` in nats. Raises SolverError if its gap (bits) is
-    above ``tol_bits``.
+    """The certified answer: the soft table of ``ev`` mixed with the cheapest-output table by ``mix``.
+
+    ``mix`` in [0, 1], bound ``lb`` and multiplier ``mu`` in nats. Raises SolverError if its gap
+    (bits) is above ``tol_bits``.
     """
     q = ev["q"] * (1 - mix) + mix * state.c_low
     keep = q > _Q_DROP                                # weights at the cut are not entries
@@ -125,8 +126,9 @@ def certified(state, rows, cols, vals, lb_bits):
 
 
 def solve_result(state, table, multiplier, gap, message, info, sq=None):
-    """A :class:`SolveResult` for ``table`` (K, K_out; ``sq`` its sparse form if at hand), whose
-    leakage (bits) and distortion are recomputed from it; ``multiplier`` in bits per unit
+    """A :class:`SolveResult` for ``table`` (K, K_out), whose leakage and distortion are recomputed from it.
+
+    ``sq`` is its sparse form if at hand; leakage in bits; ``multiplier`` in bits per unit
     distortion, ``gap`` in bits. Reports progress 1.
     """
     src = table if sq is None else sq

@@ -80,7 +80,7 @@ _DENSE_GRAM = 32                 # Woodbury's Y Y^T by dense BLAS while its R^2 
 
 
 def codebook(state, theta):
-    """log r_j(a) - log p(a), shape (A, K_out), and r, from logits theta (A, K_out)."""
+    """The codebook log r_j(a) - log p(a), shape (A, K_out), and r, from logits theta (A, K_out)."""
     m = theta.max(axis=0)
     lse = m + np.log(np.exp(theta - m).sum(axis=0))
     logr = theta - lse
@@ -122,8 +122,9 @@ def primal(state, ev):
 
 
 def gradient(state, ev, P):
-    """grad Phi_tau at ``ev``: (d/dtheta (A-1, K_out), d/dmu = E d - delta), with P (A, K_out) from
-    :func:`_primal`.
+    """The gradient of Phi_tau at ``ev``: (d/dtheta (A-1, K_out), d/dmu = E d - delta).
+
+    P (A, K_out) comes from :func:`_primal`.
     """
     s = P.sum(axis=0)
     g_theta = (P - s * ev["r"])[:-1]                  # (A-1, K_out)
@@ -223,12 +224,13 @@ def factor(state, ev, P):
 
 
 def newton_system(state, tau) -> str:
-    """How :func:`factor` solves the Newton systems at ``tau``: ``"dense"`` (Cholesky of N, up to
-    ``settings.dense_max`` unknowns), ``"woodbury"`` (exact, at every tau: more than two classes,
-    :func:`uses_woodbury`), ``"product"`` (Cholesky of N from one rank-R product: more than two
-    classes, up to ``settings.product_dense_max`` unknowns, tight solves), or conjugate gradients
-    preconditioned by N's diagonal blocks far up the path (``"block-jacobi"``) or by the sparse LU
-    factors of M (``"sparse-lu"``).
+    """How :func:`factor` solves the Newton systems at ``tau``.
+
+    ``"dense"`` (Cholesky of N, up to ``settings.dense_max`` unknowns), ``"woodbury"`` (exact, at
+    every tau: more than two classes, :func:`uses_woodbury`), ``"product"`` (Cholesky of N from one
+    rank-R product: more than two classes, up to ``settings.product_dense_max`` unknowns, tight
+    solves), or conjugate gradients preconditioned by N's diagonal blocks far up the path
+    (``"block-jacobi"``) or by the sparse LU factors of M (``"sparse-lu"``).
     """
     nth = (state.A - 1) * state.K_out
     if nth <= state.settings.dense_max:
@@ -241,9 +243,10 @@ def newton_system(state, tau) -> str:
 
 
 def uses_woodbury(state) -> bool:
-    """Whether :func:`factor` solves every Newton system above ``settings.dense_max`` unknowns by
-    :func:`woodbury`: more than two classes, and at most ``settings.woodbury_max_rows`` active rows,
-    no more than the unknowns (its dense factor is R x R where N's is nth x nth).
+    """Whether :func:`factor` solves every Newton system above ``settings.dense_max`` unknowns by :func:`woodbury`.
+
+    More than two classes, and at most ``settings.woodbury_max_rows`` active rows, no more than
+    the unknowns (its dense factor is R x R where N's is nth x nth).
 
     UCI Adult, marital status private (seven classes), K = 256, a cross-fitting fold at 0.5 x
     Delta0: one exact Newton step cost 48 ms with the Cholesky of N (:func:`product_matrix`, 1,536
@@ -256,18 +259,20 @@ def uses_woodbury(state) -> bool:
 
 
 def solves_tightly(state, tau):
-    """Whether :func:`factor` solves the Newton systems at ``tau`` exactly or to _CG_RTOL:
-    dense Cholesky, Woodbury, or CG with sparse LU factors; not the loose block-diagonal CG far
-    up the path.
+    """Whether :func:`factor` solves the Newton systems at ``tau`` exactly or to _CG_RTOL.
+
+    Dense Cholesky, Woodbury, or CG with sparse LU factors; not the loose block-diagonal CG far up
+    the path.
     """
     return ((state.A - 1) * state.K_out <= state.settings.dense_max or uses_woodbury(state)
             or tau <= state.settings.jacobi_tau * state.scale)
 
 
 def dense_matrix(state, ev, s, wk, V, floor):
-    """N + floor I scaled to unit diagonal, dense, shape (nth, nth), and the scale dscale
-    (nth,): the matrix is diag(dscale) (N + floor I) diag(dscale). For the dense Cholesky of
-    small systems (up to settings.dense_max unknowns).
+    """N + floor I scaled to unit diagonal, dense, shape (nth, nth), and the scale dscale (nth,).
+
+    The matrix is diag(dscale) (N + floor I) diag(dscale). For the dense Cholesky of small
+    systems (up to settings.dense_max unknowns).
 
     The cross terms within a row, -(p(c)/tau) q_k q_l v_k v_l^T for k != l (pairs with weights
     of at least _Q_PAIR), are summed per pair of outputs by one histogram over the K_out^2
@@ -295,9 +300,10 @@ def dense_matrix(state, ev, s, wk, V, floor):
 
 
 def assemble(state, ev, s, wk, V, floor):
-    """M + floor I scaled to unit diagonal, as a CSC matrix in canonical form (sorted indices,
-    no duplicates) of shape (nth, nth), and the scale dscale (nth,): the matrix is
-    diag(dscale) (M + floor I) diag(dscale), the preconditioner of the sparse path.
+    """M + floor I scaled to unit diagonal, as a canonical CSC matrix of shape (nth, nth), and the scale dscale (nth,).
+
+    Canonical form: sorted indices, no duplicates. The matrix is diag(dscale) (M + floor I)
+    diag(dscale), the preconditioner of the sparse path.
 
     M is N with the cross terms of candidate pairs with q_k q_l < settings.q_precond moved onto the
     two diagonal blocks: M = N + sum c (v_k; v_l)(v_k; v_l)^T >= N, still positive
@@ -339,8 +345,9 @@ def assemble(state, ev, s, wk, V, floor):
 
 
 def product_matrix(state, ev, s, wk, V, floor):
-    """N + floor I scaled to unit diagonal, dense, its lower triangle only (shape (nth, nth)),
-    and the scale dscale (nth,): the matrix is diag(dscale) (N + floor I) diag(dscale).
+    """N + floor I scaled to unit diagonal, dense, its lower triangle only, and the scale dscale (nth,).
+
+    Shape (nth, nth); the matrix is diag(dscale) (N + floor I) diag(dscale).
 
     A row c adds (p(c)/tau) (sum_k q_k u_k u_k^T - x_c x_c^T) to N, u_k being candidate k's
     dz/dtheta (v_k at its output's A - 1 places) and x_c = sum_k q_k u_k; so N is the
@@ -370,8 +377,9 @@ def product_matrix(state, ev, s, wk, V, floor):
 
 
 def woodbury(state, ev, s, wk, V, floor):
-    """v -> N^{-1} v for the theta block of N + floor I (see factor), v flat in the order
-    output * (A-1) + b, by the Woodbury identity and iterative refinement.
+    """The map v -> N^{-1} v for the theta block of N + floor I (see factor).
+
+    v flat in the order output * (A-1) + b, by the Woodbury identity and iterative refinement.
 
     N = G - X X^T (:func:`product_matrix`): G block-diagonal, the codebook blocks plus
     sum_k w_k u_k u_k^T per output (shape (K_out, A-1, A-1), factorised block by block as
@@ -418,8 +426,10 @@ def woodbury(state, ev, s, wk, V, floor):
 
 
 def exact_product(state, ev, s, wk, V, floor):
-    """v -> (N + floor I) v for the theta block of N (see factor), v flat in the order
-    output * (A-1) + b, without the cancellation of :func:`hessian_operator`'s G v - L (Rt v).
+    """The map v -> (N + floor I) v for the theta block of N (see factor).
+
+    v flat in the order output * (A-1) + b, without the cancellation of
+    :func:`hessian_operator`'s G v - L (Rt v).
 
     The diagonal blocks are exact (:func:`diagonal_blocks`); a row c's cross terms reach
     candidate k's output as -sqrt(w_k q_k) v_k t_c^{-k}, where t_c^{-k} is the sum over the
@@ -490,8 +500,9 @@ def diagonal_blocks(state, ev, s, wk, V, floor):
 
 
 def block_jacobi(state, ev, s, wk, V, floor):
-    """v -> B^{-1} v for B the block diagonal of N + floor I (:func:`diagonal_blocks`), v flat
-    in the order output * (A-1) + b: the preconditioner of CG far up the path.
+    """The map v -> B^{-1} v for B the block diagonal of N + floor I (:func:`diagonal_blocks`).
+
+    v flat in the order output * (A-1) + b: the preconditioner of CG far up the path.
 
     An output's A - 1 logits are coupled through P(j) Cov(r_j), most strongly where one
     class is rare, and the diagonal alone ignores that: with five classes (UCI Adult, race
@@ -509,7 +520,7 @@ def block_jacobi(state, ev, s, wk, V, floor):
 
 
 def hessian_operator(state, ev, s, wk, V, floor):
-    """v -> N v for the theta block of N (see factor), v flat in the order output * (A-1) + b.
+    """The map v -> N v for the theta block of N (see factor), v flat in the order output * (A-1) + b.
 
     N = G - L Rt with G block-diagonal (the codebook blocks plus sum_k w_k v_k v_k^T per
     output), Rt = R Q B (per row, the q-weighted mean of its candidates' dz/dtheta) and
@@ -589,7 +600,7 @@ def row_pairs(cr, n_rows, q, least):
 
 
 def tau_derivative(state, ev):
-    """d grad / d tau at fixed duals: the right-hand side of the path's tangent."""
+    """The derivative d grad / d tau at fixed duals: the right-hand side of the path's tangent."""
     q, z, tau = ev["q"], ev["z"], ev["tau"]
     zbar = np.add.reduceat(q * z, state.start)
     w = state.c_pc * q * (z - zbar[state.cr]) / tau ** 2
@@ -600,8 +611,9 @@ def tau_derivative(state, ev):
 
 
 def ascend(state, ev, P, d_theta, d_mu, dec):
-    """A Newton line search, or a posterior reset where that ascends more: (evaluation, step),
-    step being the fraction of Newton's step taken (1.0 for a reset); (None, 0.0) if neither
+    """A Newton line search, or a posterior reset where that ascends more: (evaluation, step).
+
+    step is the fraction of Newton's step taken (1.0 for a reset); (None, 0.0) if neither
     ascends. The reset is tried only when Newton's step was cut below _RESET_BELOW (on the
     benchmark instances it never won after a full or half step).
     """
@@ -622,8 +634,9 @@ def theta_only(solve):
 
 
 def line_search(state, ev, d_theta, d_mu, dec):
-    """Backtracking (Armijo) ascent step, projected on mu >= 0: (trial, step), or (None, 0.0)
-    if Phi_tau cannot rise.
+    """Backtracking (Armijo) ascent step, projected on mu >= 0: (trial, step).
+
+    (None, 0.0) if Phi_tau cannot rise.
     """
     step = 1.0
     mu = ev["mu"]
@@ -654,8 +667,9 @@ def posterior_reset(state, ev, P):
 
 
 def _block_csc(col_out, row_out, values, n_out):
-    """The CSC matrix, canonical, of shape (n_out A1, n_out A1) whose block (row_out[e], col_out[e])
-    is values[e] (A1, A1) (row class, column class), flat index output * A1 + class.
+    """The CSC matrix, canonical, of shape (n_out A1, n_out A1) whose block (row_out[e], col_out[e]) is values[e].
+
+    values[e] is (A1, A1) (row class, column class); flat index output * A1 + class.
 
     The blocks come sorted by column output, then row output (``assemble``'s keys), each block
     column holding its diagonal block; each matrix column then lists its rows in increasing order.

@@ -91,9 +91,11 @@ _POLISH_FLOOR = 1e-12            # posterior entries of a polished answer are fl
 
 
 def run(state: FastState, warm: SolveResult | None = None, polish: SolveResult | None = None) -> SolveResult:
-    """The driver: solve and certify. The trivial answers where they apply (:func:`start`), else
-    the path from the starting duals (cold, or from ``warm``, a previous answer of the same
-    shape), or the polish of ``polish``, an answer of this instance (:func:`polish_answer`).
+    """The driver: solve and certify.
+
+    The trivial answers where they apply (:func:`start`), else the path from the starting duals
+    (cold, or from ``warm``, a previous answer of the same shape), or the polish of ``polish``, an
+    answer of this instance (:func:`polish_answer`).
 
     ``state`` fresh from :func:`._state.set_up`. Returns a :class:`SolveResult` whose ``table``
     is (K, K_out) and ``gap_bits`` <= tol_bits. Raises SolverError when no certificate is
@@ -153,8 +155,10 @@ def start(state: FastState, warm: SolveResult | None = None, polish: SolveResult
 
 
 def polish_answer(state: FastState, given: SolveResult) -> SolveResult:
-    """Certify ``given``, an answer of this instance, from its own duals (``theta`` and ``mu`` set by
-    :func:`start` through :func:`warm_duals` without mixing), or follow the path from them.
+    """Certify ``given``, an answer of this instance, from its own duals, or follow the path from them.
+
+    Its own duals: ``theta`` and ``mu`` set by :func:`start` through :func:`warm_duals` without
+    mixing.
 
     Its table on the candidates (which hold its pairs above _WARM_Q), each row renormalised
     and mixed with the cheapest-output table to meet the budget, is returned when one pricing
@@ -190,15 +194,16 @@ def polish_answer(state: FastState, given: SolveResult) -> SolveResult:
 
 
 def warm_duals(state, warm, theta, mu, *, polish=False):
-    """Start from a previous answer: writes the logits of its outputs' posteriors into
-    ``theta`` (A, K_out) in place (outputs it left empty keep theirs), and returns its
-    multiplier in nats (``mu`` when it had none, NaN, or no budget binds) and its table's
-    pairs above _WARM_Q (active-row indices, outputs) where allowed in D. A warm start mixes
-    the posteriors with p(a) (_START_MIX) and takes them from those pairs; a ``polish`` takes
-    them unmixed, floored at _POLISH_FLOOR, from every allowed entry (an output the answer
-    left nearly empty keeps the posterior its solver gave it, not the cold start's), or, where
-    it carries one, from its dual codebook (``SolveResult.codebook``: defined for every
-    output, where posteriors of outputs at round-off undercut some rows' bound).
+    """Start from a previous answer: its posteriors' logits into ``theta``, its multiplier and its pairs.
+
+    Writes the logits of its outputs' posteriors into ``theta`` (A, K_out) in place (outputs it
+    left empty keep theirs), and returns its multiplier in nats (``mu`` when it had none, NaN, or
+    no budget binds) and its table's pairs above _WARM_Q (active-row indices, outputs) where
+    allowed in D. A warm start mixes the posteriors with p(a) (_START_MIX) and takes them from
+    those pairs; a ``polish`` takes them unmixed, floored at _POLISH_FLOOR, from every allowed
+    entry (an output the answer left nearly empty keeps the posterior its solver gave it, not the
+    cold start's), or, where it carries one, from its dual codebook (``SolveResult.codebook``:
+    defined for every output, where posteriors of outputs at round-off undercut some rows' bound).
     """
     table = warm.table
     rows, cols = (table.nonzero() if sp.issparse(table) else np.nonzero(np.asarray(table)))
@@ -230,9 +235,10 @@ def warm_duals(state, warm, theta, mu, *, polish=False):
 
 
 def follow_path(state: FastState, ev: dict) -> SolveResult:
-    """Newton steps on Phi_tau from the evaluation ``ev`` (:func:`._newton.evaluate`) until a
-    certificate: :func:`begin_path`, then :func:`path_step` until it answers. Returns the
-    certified :class:`SolveResult`; raises SolverError as :func:`run` says.
+    """Newton steps on Phi_tau from the evaluation ``ev`` (:func:`._newton.evaluate`) until a certificate.
+
+    :func:`begin_path`, then :func:`path_step` until it answers. Returns the certified
+    :class:`SolveResult`; raises SolverError as :func:`run` says.
     """
     begin_path(state, ev)
     while True:
@@ -254,9 +260,11 @@ def begin_path(state: FastState, ev: dict) -> None:
 
 
 def path_step(state: FastState) -> SolveResult | None:
-    """One Newton step of the path from ``state.ev``; once centred, certify or shrink tau along the
-    path's tangent. Returns the certified :class:`SolveResult`, or None to go on (``state.ev`` and
-    the path's fields updated). Its time counts as the path's (``timing["newton"]``).
+    """One Newton step of the path from ``state.ev``; once centred, certify or shrink tau.
+
+    tau shrinks along the path's tangent. Returns the certified :class:`SolveResult`, or None to
+    go on (``state.ev`` and the path's fields updated). Its time counts as the path's
+    (``timing["newton"]``).
 
     The dual path is close to linear in tau, x(tau) = x* + tau x' + O(tau^2), so the
     tangent extrapolated to tau = 0 gives duals whose exact bound LB is within O(tau^2)

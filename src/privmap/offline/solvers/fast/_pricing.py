@@ -72,8 +72,10 @@ def chunks(state):
 
 
 def scan_minima(state):
-    """One pass over D: per active row its cheapest output and cost; per output its cheapest
-    active row, whether it has one, and sum_c p(c) D(c, j) (the cost of the constant table).
+    """One pass over D: each active row's and each output's cheapest counterpart.
+
+    Per active row its cheapest output and cost; per output its cheapest active row, whether it
+    has one, and sum_c p(c) D(c, j) (the cost of the constant table).
     """
     R = state.rows.size
     jmin = np.empty(R, dtype=np.int64)
@@ -205,8 +207,10 @@ def most_violated(Zb, rows, thr, cand_min, allow, new_r, new_c, new_m):
 
 
 def set_candidates(state, r, j):
-    """Set the candidate lists to the pairs (active-row index ``r``, output ``j``), deduplicated and
-    sorted by row (module docstring). Raises SolverError (internal) if a row would have none.
+    """Set the candidate lists to the pairs (active-row index ``r``, output ``j``).
+
+    Deduplicated and sorted by row (module docstring). Raises SolverError (internal) if a row
+    would have none.
     """
     key = np.sort(r.astype(np.int64) * state.K_out + j.astype(np.int64))
     key = key[np.r_[True, key[1:] != key[:-1]]]       # np.unique hashes first: 40x slower
@@ -223,10 +227,12 @@ def set_candidates(state, r, j):
 
 
 def start_candidates(state, G, mu, extra_rows, extra_cols):
-    """Set the starting candidate lists: each active row's cheapest output (``jmin``), its
-    settings.n_start best outputs under the starting duals (G (A, K_out) = log r_j(a) - log p(a),
-    multiplier ``mu`` in nats per unit distortion), the guards (`guards`) and the given
-    extra pairs (active-row indices, outputs; a warm start's table), where allowed in D.
+    """Set the starting candidate lists.
+
+    Each active row's cheapest output (``jmin``), its settings.n_start best outputs under the
+    starting duals (G (A, K_out) = log r_j(a) - log p(a), multiplier ``mu`` in nats per unit
+    distortion), the guards (`guards`) and the given extra pairs (active-row indices, outputs; a
+    warm start's table), where allowed in D.
     """
     R = state.rows.size
     r_list, j_list = [np.arange(R)], [state.jmin]

@@ -40,9 +40,10 @@ LN2 = math.log(2.0)
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """The thresholds of the phases; the defaults are the solver's (module docstrings of
-    :mod:`._pricing`, :mod:`._newton` and :mod:`._path` say why). A test may change one to force
-    a branch on a small instance.
+    """The thresholds of the phases; the defaults are the solver's.
+
+    The module docstrings of :mod:`._pricing`, :mod:`._newton` and :mod:`._path` say why. A test
+    may change one to force a branch on a small instance.
     """
 
     chunk_elements: int = 1 << 16   # elements of one row chunk of a pass over D: 512 KiB, so a pass

@@ -175,8 +175,9 @@ def _on_support(inst: Instance, point: _Point, t: float, steps: int, tol: float)
 
 
 def _gap(inst: Instance, point: _Point, t: float) -> float:
-    """J less the dual bound LB of the point's codebook and multiplier (nats, no rounding margin:
-    the polish's pass proves it).
+    """J less the dual bound LB of the point's codebook and multiplier.
+
+    In nats, no rounding margin: the polish's pass proves it.
     """
     z, mu = _dual_costs(inst, point, t)
     return point.J - (float(inst.pc @ z.min(axis=1)) - mu * inst.delta)

@@ -1,5 +1,7 @@
-"""Program (19) by column generation over the outputs: the interior point on a few outputs, every
-other output priced by the best codebook it could be given.
+"""Program (19) by column generation over the outputs.
+
+The interior point on a few outputs, every other output priced by the best codebook it could
+be given.
 
 Why
 ---
@@ -61,17 +63,21 @@ _HALVINGS = 30       # most halvings of a step
 
 
 def restricted_outputs(inst: Instance, start_outputs: np.ndarray) -> np.ndarray:
-    """The outputs to solve on first (sorted indices into the instance's outputs): ``start_outputs``
-    widened by :func:`_within_reach` (none offered: the one output of least expected distortion).
+    """The outputs to solve on first (sorted indices into the instance's outputs).
+
+    ``start_outputs`` widened by :func:`_within_reach` (none offered: the one output of least
+    expected distortion).
     """
     kept = np.unique(start_outputs) if start_outputs.size else np.array([int(np.argmin(inst.pc @ inst.Dr))])
     return _within_reach(inst, kept)
 
 
 def _within_reach(inst: Instance, kept: np.ndarray) -> np.ndarray:
-    """``kept`` with the cheapest outputs of its costliest rows added, the fewest rows whose excess
-    over their cheapest output brings the least distortion on ``kept`` down to halfway between the
-    whole alphabet's least and the budget: the restricted program then has room to trade.
+    """``kept`` with the cheapest outputs of its costliest rows added.
+
+    The fewest rows whose excess over their cheapest output brings the least distortion on
+    ``kept`` down to halfway between the whole alphabet's least and the budget: the restricted
+    program then has room to trade.
     """
     cheapest = inst.Dr.argmin(axis=1)
     excess = inst.pc * (inst.Dr[:, kept].min(axis=1) - inst.Dr[np.arange(cheapest.size), cheapest])
@@ -85,8 +91,9 @@ def _within_reach(inst: Instance, kept: np.ndarray) -> np.ndarray:
 
 
 def price(inst: Instance, E: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each left-out output's best codebook against the rows' least reduced costs, or proof that
-    none certifies it.
+    """Each left-out output's best codebook against the rows' least reduced costs.
+
+    Or proof that none certifies it.
 
     For each column e of ``E`` (e_c = mu D(c, j) - m_c, nats per unit p(c)) the best value is
     t* = max t(l), t(l) = min_c alpha_c^T l + e_c over codebooks l with sum_a p(a) e^{l_a} = 1, a
@@ -159,9 +166,10 @@ def price(inst: Instance, E: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def _armijo(alpha, log_p, theta, d, E, tau, smooth, slope):
-    """Each column's step along ``d`` (n,): 1, halved until the smoothed minimum rises by
-    :data:`_ARMIJO` of its predicted rise, or 0 after :data:`_HALVINGS` halvings. Only the columns
-    still falling short are evaluated again.
+    """Each column's step along ``d`` (n,): 1, halved until the smoothed minimum rises enough.
+
+    Enough: by :data:`_ARMIJO` of its predicted rise; 0 after :data:`_HALVINGS` halvings. Only the
+    columns still falling short are evaluated again.
     """
     step = np.ones(theta.shape[1])
     pending = np.arange(theta.shape[1])
@@ -189,8 +197,9 @@ def _smoothed(V, tau):
 
 
 def _logsumexp(X):
-    """log sum exp of each column of ``X``: ``scipy.special.logsumexp(X, axis=0)`` without its
-    checks, which took twice as long on (1,024, 837) arrays, and pricing calls it about 1,600 times.
+    """The log-sum-exp of each column of ``X``: ``scipy.special.logsumexp(X, axis=0)`` without its checks.
+
+    The checks took twice as long on (1,024, 837) arrays, and pricing calls it about 1,600 times.
     """
     top = X.max(axis=0)
     return top + np.log(np.exp(X - top).sum(axis=0))
@@ -198,10 +207,10 @@ def _logsumexp(X):
 
 def priced(inst: Instance, kept: np.ndarray, restricted: SolveResult, allowed: float
            ) -> tuple[SolveResult | None, np.ndarray]:
-    """Steps 3 and 4 of the method (module docstring) after the ``restricted`` answer on the
-    outputs ``kept``: the whole program's answer where the left-out outputs take at most
-    ``allowed`` nats from its bound (and ``kept``), else None and ``kept`` with the outputs that
-    would lower the bound.
+    """Steps 3 and 4 of the method (module docstring) after the ``restricted`` answer on the outputs ``kept``.
+
+    The whole program's answer where the left-out outputs take at most ``allowed`` nats from its
+    bound (and ``kept``), else None and ``kept`` with the outputs that would lower the bound.
     """
     assert restricted.codebook is not None             # both points answer with their codebook
     mu = restricted.multiplier * LN2
@@ -214,15 +223,18 @@ def priced(inst: Instance, kept: np.ndarray, restricted: SolveResult, allowed: f
 
 
 def _row_minima(inst: Instance, L: np.ndarray, mu: float, kept: np.ndarray) -> np.ndarray:
-    """m (R,): each row's least reduced cost alpha_c^T L_j + mu D(c, j) over the outputs ``kept``
-    (nats per unit p(c)), ``L`` (A, |kept|) their codebook and ``mu`` nats per unit distortion.
+    """Each row's least reduced cost m (R,) over the outputs ``kept``.
+
+    m_c = min alpha_c^T L_j + mu D(c, j) (nats per unit p(c)), ``L`` (A, |kept|) their codebook
+    and ``mu`` nats per unit distortion.
     """
     return (inst.alpha.T @ L + mu * inst.Dr[:, kept]).min(axis=1)
 
 
 def bound_loss(inst: Instance, V: np.ndarray) -> float:
-    """What the left-out outputs take from the restricted bound (nats): sum_c p(c) max(0, -min_j
-    V(c, j)), ``V`` (R, n) their alpha_c^T l_j + mu D(c, j) - m_c.
+    """What the left-out outputs take from the restricted bound (nats).
+
+    sum_c p(c) max(0, -min_j V(c, j)), ``V`` (R, n) their alpha_c^T l_j + mu D(c, j) - m_c.
     """
     if V.shape[1] == 0:
         return 0.0
@@ -230,9 +242,10 @@ def bound_loss(inst: Instance, V: np.ndarray) -> float:
 
 
 def _whole(inst: Instance, kept: np.ndarray, restricted: SolveResult, codebooks: np.ndarray) -> SolveResult:
-    """The restricted answer as an answer of the whole program: its table (K, |kept|) placed in the
-    columns ``kept`` of a (K, K_out) table, its codebook with the left-out outputs' ``codebooks``
-    (A, K_out - |kept|) beside it (classes without mass keep 0).
+    """The restricted answer as an answer of the whole program.
+
+    Its table (K, |kept|) placed in the columns ``kept`` of a (K, K_out) table, its codebook with
+    the left-out outputs' ``codebooks`` (A, K_out - |kept|) beside it (classes without mass keep 0).
     """
     K, K_out = inst.D.shape
     left = np.setdiff1d(np.arange(K_out), kept)

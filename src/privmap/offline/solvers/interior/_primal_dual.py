@@ -101,8 +101,9 @@ class _Point:
 
 
 class _Breakdown(Exception):
-    """A step that broke down: a Schur complement no shift makes positive definite, or a
-    direction that is not finite. It ends the path (:func:`_path`).
+    """A step that broke down: it ends the path (:func:`_path`).
+
+    A Schur complement no shift makes positive definite, or a direction that is not finite.
     """
 
 
@@ -132,8 +133,10 @@ def _point(inst: Instance, q, s, nu, lam, z) -> _Point:
 
 
 def _start(inst: Instance) -> _Point:
-    """The shared start table (:func:`._program.start_table`), lam = 1 and each row's nu putting
-    its least z at p(c): the start is dual feasible.
+    """The dual-feasible start.
+
+    The shared start table (:func:`._program.start_table`), lam = 1 and each row's nu putting its
+    least z at p(c): the start is dual feasible.
     """
     q = start_table(inst)
     b = _shares(inst)
@@ -144,7 +147,7 @@ def _start(inst: Instance) -> _Point:
 
 
 def _shares(inst: Instance) -> np.ndarray:
-    """b (R, K_out): the budget's coefficients p(c) D(c, j) / delta, in shares of delta."""
+    """The budget's coefficients b (R, K_out): p(c) D(c, j) / delta, in shares of delta."""
     return inst.B / inst.delta
 
 
@@ -192,10 +195,12 @@ def _complementarity(point: _Point) -> float:
 
 
 def _mehrotra_step(inst: Instance, point: _Point, *, single: bool) -> _Point:
-    """One predictor-corrector step: the affine direction, the centring sigma = (mu_aff / mu)^3,
-    the corrected direction, and the largest common step within :data:`_TO_BOUNDARY` of the
-    boundary, halved until the merit J - sigma mu (sum log q + log s) falls (Armijo, down to
-    :data:`_STEP_FLOOR`). Rows are renormalised after the step (their sums hold up to round-off).
+    """One predictor-corrector step.
+
+    The affine direction, the centring sigma = (mu_aff / mu)^3, the corrected direction, and the
+    largest common step within :data:`_TO_BOUNDARY` of the boundary, halved until the merit
+    J - sigma mu (sum log q + log s) falls (Armijo, down to :data:`_STEP_FLOOR`). Rows are
+    renormalised after the step (their sums hold up to round-off).
 
     ``single`` (keyword-only) forms the rows' Schur complement from float32 products
     (``row_schur(single=)``).
@@ -251,10 +256,11 @@ def _merit(point: _Point, mu: float) -> float:
 
 
 def _newton_system(inst: Instance, point: _Point, *, single: bool):
-    """The solver of the point's Newton system, refined :data:`_REFINE` times against the exact
-    products (its Schur complement from float32 products where ``single``: SingleFalls where no
-    shift makes that positive definite, and from ``solve`` where the last refinement's correction
-    has not settled, ``.._row_schur.require_settled``):
+    """The solver of the point's Newton system, refined :data:`_REFINE` times against the exact products.
+
+    Its Schur complement comes from float32 products where ``single``: SingleFalls where no shift
+    makes that positive definite, and from ``solve`` where the last refinement's correction has
+    not settled, ``.._row_schur.require_settled``.
     ``solve(h, r_rows, r_budget, r_s)`` returns (dq, ds, dnu, dlam) with
 
         (H + diag(z / q)) dq + dnu + dlam b = h,   sum_j dq = r_rows,   b . dq + ds = r_budget,
@@ -317,12 +323,14 @@ def _to_boundary(value, change) -> float:
 
 
 def _on_support(inst: Instance, point: _Point, bound: float, tol: float) -> np.ndarray:
-    """The point's table restricted to the pairs of :func:`._program.support` at its codebook and
-    multiplier, the rows renormalised (R, K_out): a fifth of the pairs on UCI Adult (K = 256, 41
-    to 57 a row with seven and fifteen classes). It leaks a little more than the dense point (1e-7
-    to 2e-6 bits there), so it is returned where its own gap to the point's dual ``bound`` (nats)
-    is within ``tol``, what the polish proves, and it stays within the budget to :data:`_FEASIBLE`;
-    the point's own table otherwise (the duals' choice left out pairs the optimum needs).
+    """The point's table restricted to the pairs of :func:`._program.support`, where that loses nothing.
+
+    Restricted at its codebook and multiplier, the rows renormalised (R, K_out): a fifth of the
+    pairs on UCI Adult (K = 256, 41 to 57 a row with seven and fifteen classes). It leaks a little
+    more than the dense point (1e-7 to 2e-6 bits there), so it is returned where its own gap to
+    the point's dual ``bound`` (nats) is within ``tol``, what the polish proves, and it stays
+    within the budget to :data:`_FEASIBLE`; the point's own table otherwise (the duals' choice
+    left out pairs the optimum needs).
     """
     keep = support(inst, point.q, point.L, point.lam / inst.delta)
     q = np.where(keep, point.q, 0.0)

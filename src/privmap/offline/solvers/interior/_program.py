@@ -51,11 +51,12 @@ class Instance:
 
 
 def instance(p_ac, distortion, delta) -> Instance:
-    """The checked instance in the arrays the points read. Raises what
-    :func:`.._problem.check_instance` raises (ValueError, InfeasibleError), and SolverError for an
-    instance neither point takes: more than :data:`MAX_ENTRIES` entries |A| x K x K_out, a forbidden
-    pair on a row with mass (every pair is a variable), or a budget equal to the least distortion
-    (no point is strictly inside).
+    """The checked instance in the arrays the points read.
+
+    Raises what :func:`.._problem.check_instance` raises (ValueError, InfeasibleError), and
+    SolverError for an instance neither point takes: more than :data:`MAX_ENTRIES` entries
+    |A| x K x K_out, a forbidden pair on a row with mass (every pair is a variable), or a budget
+    equal to the least distortion (no point is strictly inside).
     """
     p_ac, D, delta = check_instance(p_ac, distortion, delta)
     keep = p_ac.sum(axis=1) > 0
@@ -79,8 +80,9 @@ def instance(p_ac, distortion, delta) -> Instance:
 
 
 def leakage(inst: Instance, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """P (A, K_out), S (K_out,), the codebook L = log(P / (p(a) S)) (A, K_out) and J (nats) of the
-    table q (R, K_out). A class with no mass in an output has L = -inf there and adds 0 to J.
+    """P (A, K_out), S (K_out,), the codebook L = log(P / (p(a) S)) (A, K_out) and J (nats) of the table q (R, K_out).
+
+    A class with no mass in an output has L = -inf there and adds 0 to J.
     """
     P = inst.pr @ q
     S = P.sum(axis=0)
@@ -90,8 +92,9 @@ def leakage(inst: Instance, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def start_table(inst: Instance) -> np.ndarray:
-    """Each row's cheapest output mixed with the uniform table, inside the budget by half its room;
-    (R, K_out), every entry positive.
+    """Each row's cheapest output mixed with the uniform table, inside the budget by half its room.
+
+    Shape (R, K_out), every entry positive.
     """
     R, K_out = inst.Dr.shape
     low = np.zeros((R, K_out))
@@ -103,8 +106,10 @@ def start_table(inst: Instance) -> np.ndarray:
 
 
 def woodbury_blocks(inst: Instance, W: np.ndarray, P: np.ndarray, S: np.ndarray, t: float) -> np.ndarray:
-    """T (K_out, A, A), symmetric: each output's block of a Newton system t H_j + diag(1 / W_j),
-    H_j = pr^T Gamma_j pr the Hessian of J (Gamma_j = diag(1 / P_j) - 1 1^T / S_j), has the inverse
+    """T (K_out, A, A), symmetric: each output's block of the Woodbury inverse of a Newton system.
+
+    Each output's block of a Newton system t H_j + diag(1 / W_j), H_j = pr^T Gamma_j pr the
+    Hessian of J (Gamma_j = diag(1 / P_j) - 1 1^T / S_j), has the inverse
     W_j - W_j pr^T T_j pr W_j with T_j = t (I + t Gamma_j G_j)^{-1} Gamma_j and G_j = pr W_j pr^T
     (the Woodbury identity through one |A| x |A| solve). ``W`` (R, K_out) positive.
     """
@@ -118,10 +123,12 @@ def woodbury_blocks(inst: Instance, W: np.ndarray, P: np.ndarray, S: np.ndarray,
 
 
 def support(inst: Instance, q: np.ndarray, L: np.ndarray, mu: float) -> np.ndarray:
-    """The optimum's support as the duals (codebook ``L``, multiplier ``mu`` in nats per unit
-    distortion) see it, (R, K_out) bool: the pairs within :data:`_SUPPORT_NATS` of their row's
-    least reduced cost alpha^T L + mu D (per unit p(c)), and each output's largest contributor of
-    every class under ``q`` (a class cut out of an output would put log 0 into J).
+    """The optimum's support as the duals see it, (R, K_out) bool.
+
+    The duals are the codebook ``L`` and the multiplier ``mu`` in nats per unit distortion. The
+    pairs within :data:`_SUPPORT_NATS` of their row's least reduced cost alpha^T L + mu D (per unit
+    p(c)), and each output's largest contributor of every class under ``q`` (a class cut out of an
+    output would put log 0 into J).
 
     An interior point ends near the centre of the optimal face: every pair keeps mass (about its
     temperature over its reduced cost off the support), so its table is dense, and its downstream
@@ -137,9 +144,11 @@ def support(inst: Instance, q: np.ndarray, L: np.ndarray, mu: float) -> np.ndarr
 
 def answer(inst: Instance, q: np.ndarray, L: np.ndarray, mu: float, *, solver: str, message: str,
            info: dict) -> SolveResult:
-    """The uncertified answer: the table ``q`` (R, K_out) on the active rows (rows without mass on
-    their cheapest output), its leakage and distortion, and the duals that certify it in the
-    polish: the codebook ``L`` (A, K_out) and the multiplier ``mu`` (nats per unit distortion).
+    """The uncertified answer, with the duals that certify it in the polish.
+
+    The table ``q`` (R, K_out) on the active rows (rows without mass on their cheapest output),
+    its leakage and distortion, and the duals that certify it in the polish: the codebook ``L``
+    (A, K_out) and the multiplier ``mu`` (nats per unit distortion).
     """
     K, K_out = inst.D.shape
     table = np.zeros((K, K_out))

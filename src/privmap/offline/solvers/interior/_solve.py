@@ -1,5 +1,7 @@
-"""The entry point: the primal-dual interior point, and the log barrier where it fails; on every
-output, or by column generation over the outputs from a few offered ones (:mod:`._columns`).
+"""The entry point: the primal-dual interior point, and the log barrier where it fails.
+
+On every output, or by column generation over the outputs from a few offered ones
+(:mod:`._columns`).
 """
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ from ._program import LN2, Instance, instance
 
 def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
                    progress: Callable[[float], None] | None = None, start_outputs=None) -> SolveResult:
-    """Program (19) by an interior point: Mehrotra's primal-dual point (:mod:`._primal_dual`),
-    or where it fails the log barrier (:mod:`._barrier`), slower and steadier; on every pair, or
-    with ``start_outputs`` by column generation over the outputs (:mod:`._columns`).
+    """Program (19) by an interior point.
+
+    Mehrotra's primal-dual point (:mod:`._primal_dual`), or where it fails the log barrier
+    (:mod:`._barrier`), slower and steadier; on every pair, or with ``start_outputs`` by column
+    generation over the outputs (:mod:`._columns`).
 
     Parameters
     ----------
@@ -95,8 +99,9 @@ def solve_interior(p_ac, distortion, delta, *, tol_bits: float = 1e-5,
 
 
 def point(inst: Instance, tol: float, progress: Callable[[float], None] | None) -> SolveResult:
-    """The primal-dual point on ``inst``, or where it fails the log barrier from where its
-    progress stopped; ``tol`` in nats. Raises SolverError where both fail.
+    """The primal-dual point on ``inst``, or where it fails the log barrier from where its progress stopped.
+
+    ``tol`` in nats. Raises SolverError where both fail.
     """
     done = [0.0]
 
@@ -115,8 +120,9 @@ def point(inst: Instance, tol: float, progress: Callable[[float], None] | None) 
 
 
 class _Rounds:
-    """The progress of successive solves as one never-decreasing fraction: the k-th (from 0) maps
-    its own [0, 1] to [1 - 2^-k, 1 - 2^-(k + 1)].
+    """The progress of successive solves as one never-decreasing fraction.
+
+    The k-th (from 0) maps its own [0, 1] to [1 - 2^-k, 1 - 2^-(k + 1)].
     """
 
     def __init__(self, progress: Callable[[float], None] | None):

@@ -109,8 +109,9 @@ def solve_columns(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float
 
 
 def _nearest(cost: np.ndarray) -> np.ndarray:
-    """Mask (K, K_out) of each row's ``_NEAREST`` cheapest entries of ``cost`` (``inf`` = forbidden;
-    the caller masks those out again where a row has fewer allowed outputs).
+    """Mask (K, K_out) of each row's ``_NEAREST`` cheapest entries of ``cost``.
+
+    ``inf`` = forbidden; the caller masks those out again where a row has fewer allowed outputs.
     """
     K, K_out = cost.shape
     k = min(_NEAREST, K_out)
@@ -120,8 +121,10 @@ def _nearest(cost: np.ndarray) -> np.ndarray:
 
 
 def _restricted(p_ac, D, delta, eps_bits, rows, cols, clarabel):
-    """Clarabel on the pairs (rows[i], cols[i]) only; returns their values x, the scaled joint P
-    (n_private, K_out), the multipliers (mu, lam_U, lam_L) and Clarabel's answer and attempt.
+    """Clarabel on the pairs (rows[i], cols[i]) only.
+
+    Returns their values x, the scaled joint P (n_private, K_out), the multipliers
+    (mu, lam_U, lam_L) and Clarabel's answer and attempt.
     """
     import cvxpy as cp
     n_private, K = p_ac.shape
@@ -237,9 +240,7 @@ def least_columns(p_ac: np.ndarray, D: np.ndarray, eps_bits: float, *,
 
 
 def _most_negative(reduced: np.ndarray, below: float) -> np.ndarray:
-    """Mask (K, K_out) of each row's and each column's ``_LP_JOIN`` smallest entries of ``reduced``
-    that are below ``below``.
-    """
+    """Mask (K, K_out) of each row's and each column's ``_LP_JOIN`` smallest entries of ``reduced`` below ``below``."""
     K, K_out = reduced.shape
     mask = np.zeros(reduced.shape, bool)
     k_r, k_c = min(_LP_JOIN, K_out), min(_LP_JOIN, K)

@@ -1,5 +1,7 @@
-"""Program (19) with a per-output leakage limit: min I(A; C_hat) s.t. E d <= delta and, for every
-output c_hat of positive mass and class a, 2^-eps p(a) <= p(a | c_hat) <= 2^eps p(a).
+"""Program (19) with a per-output leakage limit.
+
+min I(A; C_hat) s.t. E d <= delta and, for every output c_hat of positive mass and class a,
+2^-eps p(a) <= p(a | c_hat) <= 2^eps p(a).
 
 Why
 ---
@@ -79,8 +81,9 @@ _EPS_RTOL = 1e-3
 
 
 def _limit_coefficients(p_ac: np.ndarray, eps_bits: float) -> np.ndarray:
-    """The limit rows' coefficient of q(c, j), the same for every output j, shape (2 |A|, K): the
-    upper row of each class, then the lower row of each; each row reads ``<= 0``.
+    """The limit rows' coefficient of q(c, j), the same for every output j, shape (2 |A|, K).
+
+    The upper row of each class, then the lower row of each; each row reads ``<= 0``.
     """
     p_a, p_c = p_ac.sum(axis=1), p_ac.sum(axis=0)
     scale = p_ac.shape[1]                        # coefficients of order 1 instead of 1/K
@@ -91,8 +94,9 @@ def _limit_coefficients(p_ac: np.ndarray, eps_bits: float) -> np.ndarray:
 
 
 def _limit_rows(p_ac: np.ndarray, eps_bits: float, K_out: int) -> sp.csr_matrix:
-    """The 2 |A| K_out limit inequalities as a sparse matrix over q flattened row-major (c, j):
-    row (a, j) upper, then row (a, j) lower; each reads ``<= 0``.
+    """The 2 |A| K_out limit inequalities as a sparse matrix over q flattened row-major (c, j).
+
+    Row (a, j) upper, then row (a, j) lower; each reads ``<= 0``.
     """
     eye = sp.identity(K_out, format="csr")
     return sp.vstack([sp.kron(sp.csr_matrix(g[None, :]), eye, format="csr")
@@ -128,18 +132,20 @@ def least_distortion(p_ac, distortion, eps_bits: float) -> float:
 
 
 def _least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
-    """:func:`least_distortion` on a checked instance, with its optimal table (K, K_out), None when
-    the limit is infeasible: by column generation (:func:`._columns.least_columns`),
-    or on every pair (:func:`dense_least_table`) when no output is allowed from every row.
+    """:func:`least_distortion` on a checked instance, with its optimal table (K, K_out).
+
+    None when the limit is infeasible. By column generation (:func:`._columns.least_columns`), or
+    on every pair (:func:`dense_least_table`) when no output is allowed from every row.
     """
     value, table = least_columns(p_ac, D, eps_bits, coefficients=_limit_coefficients(p_ac, eps_bits))
     return (value, table) if table is not None else dense_least_table(p_ac, D, eps_bits)
 
 
 def dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple[float, np.ndarray | None]:
-    """:func:`_least_table` as one linear program over all K x K_out pairs (HiGHS): the reference
-    the column generation is tested against, and the path for instances with forbidden pairs
-    everywhere.
+    """:func:`_least_table` as one linear program over all K x K_out pairs (HiGHS).
+
+    The reference the column generation is tested against, and the path for instances with
+    forbidden pairs everywhere.
     """
     from scipy.optimize import linprog
     K, K_out = D.shape
@@ -159,9 +165,10 @@ def dense_least_table(p_ac: np.ndarray, D: np.ndarray, eps_bits: float) -> tuple
 
 
 def smallest_feasible_epsilon(p_ac, distortion, delta: float) -> float:
-    """The least per-output limit (bits, to a relative 1e-3, rounded up) that some table meets
-    within the budget ``delta``: bisection of :func:`least_distortion`, which does not increase
-    with the limit. ``inf`` when even a 64-bit limit needs more than ``delta``.
+    """The least per-output limit (bits) that some table meets within the budget ``delta``.
+
+    To a relative 1e-3, rounded up: bisection of :func:`least_distortion`, which does not
+    increase with the limit. ``inf`` when even a 64-bit limit needs more than ``delta``.
     """
     tolerance = 1e-9 * max(1.0, abs(delta))
     if least_distortion(p_ac, distortion, 0.0) <= delta + tolerance:
@@ -185,8 +192,9 @@ def _check_limit(eps_bits: float) -> None:
 
 
 def _check_feasible(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float) -> None:
-    """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when no table meets
-    ``eps_bits`` within ``delta``; ValueError for a limit that is not a finite number >= 0.
+    """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when no table meets ``eps_bits``.
+
+    Within ``delta``; ValueError for a limit that is not a finite number >= 0.
     """
     _check_limit(eps_bits)
     _refuse_over(p_ac, D, delta, eps_bits, least_distortion(p_ac, D, eps_bits))
@@ -198,8 +206,9 @@ def _over(least: float, delta: float) -> bool:
 
 
 def _refuse_over(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float, least: float) -> None:
-    """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when ``least`` (the least
-    distortion under ``eps_bits``) exceeds ``delta``.
+    """Raise :class:`InfeasibleError`, naming the smallest feasible limit, when ``least`` exceeds ``delta``.
+
+    ``least`` is the least distortion under ``eps_bits``.
     """
     if _over(least, delta):
         floor = smallest_feasible_epsilon(p_ac, D, delta)
@@ -212,8 +221,9 @@ def _refuse_over(p_ac: np.ndarray, D: np.ndarray, delta: float, eps_bits: float,
 def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
                          time_limit_s: float | None = None, check: bool = True,
                          start: np.ndarray | None = None) -> SolveResult:
-    """min I(A; C_hat) s.t. E d <= delta and the per-output limit ``eps_bits`` (bits), by Clarabel on a
-    growing working set of pairs (:mod:`._columns`).
+    """The table of least I(A; C_hat) s.t. E d <= delta and the per-output limit ``eps_bits`` (bits).
+
+    By Clarabel on a growing working set of pairs (:mod:`._columns`).
 
     Parameters
     ----------
@@ -278,9 +288,10 @@ def solve_output_limited(p_ac, distortion, delta: float, eps_bits: float, *,
 
 
 def dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResult:
-    """The reference form of :func:`solve_output_limited`: the conic model on the dense (K, K_out)
-    table variable, every pair at once (seconds at K = 64, minutes from K = 256). The column
-    generation of :mod:`._columns` is checked against it.
+    """The reference form of :func:`solve_output_limited`: the conic model on the dense (K, K_out) table variable.
+
+    Every pair at once (seconds at K = 64, minutes from K = 256). The column generation of
+    :mod:`._columns` is checked against it.
     """
     import cvxpy as cp
 
@@ -299,8 +310,10 @@ def dense_limited(p_ac, distortion, delta: float, eps_bits: float) -> SolveResul
 
 
 def _unconstrained(p_ac: np.ndarray, D: np.ndarray, delta: float) -> SolveResult:
-    """Program (19) without the limit: the fast solver's certified answer, or the perfect-privacy
-    table where ``delta`` reaches Delta0.
+    """Program (19) without the limit.
+
+    The fast solver's certified answer, or the perfect-privacy table where ``delta`` reaches
+    Delta0.
     """
     from ..fast import solve_fast
     from ..perfect import perfect_privacy_solution, perfect_privacy_table
@@ -327,8 +340,10 @@ def _limited_result(p_ac, D, values, forbidden, raw, attempt, eps_bits, summary)
 
 def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits: int,
                        time_limit_s: float | None = None) -> SolveResult:
-    """:func:`solve_output_limited` whose table still meets ``eps_bits`` once rounded to the integer
-    table a bundle ships (:func:`privmap.offline.solvers.compress` at ``bits``, budget ``delta``).
+    """:func:`solve_output_limited` whose table still meets ``eps_bits`` once rounded as a bundle ships it.
+
+    Rounded to the integer table a bundle ships (:func:`privmap.offline.solvers.compress` at
+    ``bits``, budget ``delta``).
 
     Entries below one unit 2^-bits are dropped before rounding (rows renormalised): an output
     carrying only such entries would otherwise come out of the rounding with a unit or two from
@@ -411,9 +426,11 @@ def solve_for_shipping(p_ac, distortion, delta: float, eps_bits: float, *, bits:
 
 
 def outputs_to_close(table: np.ndarray, shipped, p_ac, eps_bits: float, bits: int) -> np.ndarray:
-    """The outputs the shipping loop's next solve forbids, bool of shape (K_out,): those whose posterior
-    in the rounded table ``shipped`` breaks ``eps_bits``, and every sliver of the cleaned ``table``
-    (K, K_out): an output of positive mass none of whose entries reaches ``SLIVER_UNITS`` units.
+    """The outputs the shipping loop's next solve forbids, bool of shape (K_out,).
+
+    Those whose posterior in the rounded table ``shipped`` breaks ``eps_bits``, and every sliver of
+    the cleaned ``table`` (K, K_out): an output of positive mass none of whose entries reaches
+    ``SLIVER_UNITS`` units.
     """
     ratios, outputs = output_posterior_ratios(p_ac, shipped)
     close = np.zeros(table.shape[1], dtype=bool)
@@ -423,7 +440,9 @@ def outputs_to_close(table: np.ndarray, shipped, p_ac, eps_bits: float, bits: in
 
 
 def _shipped(table: np.ndarray, p_ac, D, delta: float, bits: int):
-    """``table`` (K, K_out) without entries below one unit 2^-bits (rows renormalised), how far
+    """``table`` without its sub-unit entries, how far rounding alone overshoots ``delta``, and the shipped table.
+
+    ``table`` (K, K_out) without entries below one unit 2^-bits (rows renormalised), how far
     rounding alone overshoots ``delta``, and the probabilities (sparse, (K, K_out)) of the integer
     table the build ships from it (:func:`privmap.offline.solvers.compress`, repaired to ``delta``).
     """

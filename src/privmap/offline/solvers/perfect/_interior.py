@@ -170,8 +170,10 @@ def interior_point(p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray, *, rel_t
 
 def seed_pairs(point: InteriorPoint, p_c: np.ndarray, delta_a: np.ndarray, D: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (rows, cols) the point proposes to the master: q(c, j) >= :data:`SEED_SHARE` and a
-    reduced cost at its duals within :data:`_TIGHT` of the row's least (module docstring).
+    """The pairs (rows, cols) the point proposes to the master.
+
+    q(c, j) >= :data:`SEED_SHARE` and a reduced cost at its duals within :data:`_TIGHT` of the
+    row's least (module docstring).
 
     Shapes as :func:`interior_point`; returns two int arrays. Raises nothing.
     """
@@ -188,8 +190,10 @@ def _violation(delta_a, q):
 
 
 def _mehrotra_step(cost, delta_a, pair_products, q, u, w, z, *, single: bool):
-    """One predictor-corrector step from (q, u, w, z); returns the next point. ``single``
-    (keyword-only) forms the Schur complement from float32 products (``row_schur(single=)``).
+    """One predictor-corrector step from (q, u, w, z); returns the next point.
+
+    ``single`` (keyword-only) forms the Schur complement from float32 products
+    (``row_schur(single=)``).
 
     Raises
     ------

@@ -227,8 +227,9 @@ def perfect_privacy_table(p_ac, distortion, *, rel_tol: float = 1e-9, info: dict
 
 
 def _column_generation(p_ac, distortion, rel_tol, info, tell):
-    """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller; ``tell``
-    takes its progress.
+    """:func:`perfect_privacy_table`'s work, with BLAS held to one thread by the caller.
+
+    ``tell`` takes its progress.
     """
     p_ac, D, _ = check_instance(p_ac, distortion, None)
     p_c, delta_a = _coefficients(p_ac)
@@ -391,8 +392,9 @@ def _dense_solve(p_c, delta_a, D, rows, cols):
 
 
 def _interior_support(p_c, delta_a, D) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (rows, cols) to which Clarabel's interior-point answer to the whole program gives
-    q(c, j) >= :data:`_CONIC_SEED_SHARE`; none when Clarabel does not solve it (module docstring).
+    """The pairs (rows, cols) to which Clarabel's interior-point answer gives q(c, j) >= :data:`_CONIC_SEED_SHARE`.
+
+    Its answer to the whole program; none when Clarabel does not solve it (module docstring).
     """
     import clarabel
     rows, cols = np.nonzero(np.isfinite(D))
@@ -459,8 +461,9 @@ class _Master:
         self._value = self._reduced = np.empty(0)    # the last solve's column values, reduced costs
 
     def new_pairs(self, rows, cols):
-        """The pairs among (rows, cols) not yet in the master (a pair whose reduced cost is
-        negative only within HiGHS's tolerance can be priced again).
+        """The pairs among (rows, cols) not yet in the master.
+
+        A pair whose reduced cost is negative only within HiGHS's tolerance can be priced again.
         """
         keys = rows.astype(np.int64) * self._D.shape[1] + cols
         fresh = ~np.isin(keys, self._keys, assume_unique=False)
@@ -486,10 +489,11 @@ class _Master:
         self._added = np.concatenate([self._added, np.full(n, self._solves)])
 
     def drop_idle(self):
-        """Delete the columns that sat at zero in the last solve, priced out by more than
-        :data:`_NEAR_TIE` of their cost (and HiGHS's dual tolerance), and came in at least
-        :data:`_IDLE_SOLVES` solves ago. They are nonbasic, so the basis, the vertex and its value
-        stay. Returns how many were deleted.
+        """Delete the columns that sat idle; how many were deleted.
+
+        The columns that sat at zero in the last solve, priced out by more than :data:`_NEAR_TIE` of
+        their cost (and HiGHS's dual tolerance), and came in at least :data:`_IDLE_SOLVES` solves ago.
+        They are nonbasic, so the basis, the vertex and its value stay. Returns how many were deleted.
         """
         n = self._value.size                          # the columns of the last solve
         cost = self._p_c[self.rows[:n]] * self._D[self.rows[:n], self.cols[:n]]
@@ -601,8 +605,7 @@ def _reduced(p_c, delta_a, D, v):
 
 
 def _row_smallest(D, values, k):
-    """Each row's k least values (in no order) and the columns where they are, shapes
-    (K, min(k, K_out)).
+    """Each row's k least values (in no order) and the columns where they are, shapes (K, min(k, K_out)).
 
     ``values`` is D itself or a function of a row range giving that chunk's values
     (shape (hi - lo, K_out)); it is evaluated in row chunks of D, which keeps the
@@ -632,8 +635,9 @@ def _row_smallest(D, values, k):
 
 
 def _row_minima(D, values):
-    """Each row's least value and the column where it is, shapes (K,); ``values`` as
-    :func:`_row_smallest` reads it.
+    """Each row's least value and the column where it is, shapes (K,).
+
+    ``values`` as :func:`_row_smallest` reads it.
     """
     least, columns = _row_smallest(D, values, 1)
     return least[:, 0], columns[:, 0]

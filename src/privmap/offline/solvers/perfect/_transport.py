@@ -109,8 +109,10 @@ def solve_binary(p_c, w, D, j_const, new_highs):
 
 
 def _cheapest_outputs(D):
-    """Each row's cheapest output, shape (K,); the row itself where d(c, c) = 0 (a tie broken
-    towards c keeps the metric fast path of :func:`_pair_costs`).
+    """Each row's cheapest output, shape (K,).
+
+    The row itself where d(c, c) = 0 (a tie broken towards c keeps the metric fast path of
+    :func:`_pair_costs`).
     """
     hub = np.argmin(D, axis=1)
     if D.shape[0] == D.shape[1]:
@@ -120,9 +122,11 @@ def _cheapest_outputs(D):
 
 
 def _pair_costs(D, unit, sup, dem, hub, j_const):
-    """C(s, t) over the candidate hubs, shape (|S|, |T|): :func:`_endpoint_pair_costs` when every
-    row's cheapest output is itself (outputs = inputs, d(c, c) = 0), else
-    :func:`_candidate_pair_costs` (the same value, by fancy indexing: 3 x slower at K = 4096).
+    """C(s, t) over the candidate hubs, shape (|S|, |T|).
+
+    :func:`_endpoint_pair_costs` when every row's cheapest output is itself (outputs = inputs,
+    d(c, c) = 0), else :func:`_candidate_pair_costs` (the same value, by fancy indexing: 3 x
+    slower at K = 4096).
     """
     if D.shape[0] == D.shape[1] and (hub == np.arange(hub.size)).all():
         return _endpoint_pair_costs(D, unit, sup, dem, j_const)
@@ -130,8 +134,9 @@ def _pair_costs(D, unit, sup, dem, hub, j_const):
 
 
 def _endpoint_pair_costs(D, unit, sup, dem, j_const):
-    """C(s, t) = min(unit_s d(s, t), unit_t d(t, s), a(s, j_const) + a(t, j_const)): the three
-    candidate hubs s, t and the constant output, for square D with hub[c] = c.
+    """C(s, t) = min(unit_s d(s, t), unit_t d(t, s), a(s, j_const) + a(t, j_const)).
+
+    The three candidate hubs s, t and the constant output, for square D with hub[c] = c.
     """
     with np.errstate(invalid="ignore"):
         best = unit[sup, None] * D[np.ix_(sup, dem)]
@@ -155,8 +160,9 @@ def _candidate_pair_costs(D, unit, sup, dem, hub, j_const):
 
 
 def _best_hubs(D, unit, s, t, hub, j_const):
-    """The candidate hub reaching C(s, t) for each pair (s[i], t[i]) (the same order of candidates
-    as :func:`_pair_costs`, so the same least cost).
+    """The candidate hub reaching C(s, t) for each pair (s[i], t[i]).
+
+    The same order of candidates as :func:`_pair_costs`, so the same least cost.
     """
     cand = np.stack([hub[s], hub[t], np.full(s.size, j_const)])
     with np.errstate(invalid="ignore"):
@@ -181,8 +187,9 @@ def _hub_duals(D, unit_sup, sup, pi_s):
 
 
 def _network_simplex_pairs(cost, supply, demand):
-    """The pairs carrying flow in POT's network simplex answer (``ot.emd``) to the transport of
-    ``cost`` (n_s, n_t), as (row positions, column positions): at most n_s + n_t - 1 of them.
+    """The pairs carrying flow in POT's network simplex answer (``ot.emd``) to the transport of ``cost``.
+
+    ``cost`` (n_s, n_t); as (row positions, column positions): at most n_s + n_t - 1 of them.
 
     A start for :func:`_transport`, not an answer (module docstring): an iteration cap
     (``_SIMPLEX_ITERATIONS`` per row) reached or a loose tolerance only costs rounds there.
@@ -281,10 +288,11 @@ def _transport(cost, supply, demand, new_highs, *, start=None):
 
 
 def _run(highs):
-    """Optimise the master from its basis (once more from scratch if HiGHS reports anything
-    but an optimum: the master is always feasible, since it starts with a north-west-corner vertex
-    and the pairs dropped between rounds are never basic);
-    returns HiGHS's solution.
+    """Optimise the master from its basis; returns HiGHS's solution.
+
+    Once more from scratch if HiGHS reports anything but an optimum: the master is always
+    feasible, since it starts with a north-west-corner vertex and the pairs dropped between rounds
+    are never basic.
 
     Raises
     ------

@@ -147,10 +147,11 @@ def solve_cvxpy(p_ac, distortion, delta, *, time_limit_s: float | None = None,
 
 
 def _dual_codebook(link, p_a: np.ndarray) -> np.ndarray | None:
-    """The dual codebook of the answer (:class:`SolveResult`'s ``codebook``, shape (n_private,
-    K_out)), from the dual of the linking equality P = K p_ac Q (``link``): stationarity in P(a, j)
-    makes it -(log r_j(a) - log p(a)) at the optimum, for every output, used or not. Each column
-    is renormalised so that r_j sums to 1 over the classes with mass (the dual bound needs
+    """The dual codebook of the answer, from the dual of the linking equality P = K p_ac Q (``link``).
+
+    :class:`SolveResult`'s ``codebook``, shape (n_private, K_out): stationarity in P(a, j) makes it
+    -(log r_j(a) - log p(a)) at the optimum, for every output, used or not. Each column is
+    renormalised so that r_j sums to 1 over the classes with mass (the dual bound needs
     distributions; at the optimum the shift is 0). None when Clarabel returned no dual.
     """
     if link.dual_value is None:
@@ -165,8 +166,10 @@ def _dual_codebook(link, p_a: np.ndarray) -> np.ndarray | None:
 
 
 def forbidden_pairs(p_ac, D, delta) -> np.ndarray:
-    """Pairs (c, c^) the table must leave at 0, shape (K, K_out): infinite distortion, and at
-    Delta = 0 any move of positive distortion from a cluster of positive mass.
+    """Pairs (c, c^) the table must leave at 0, shape (K, K_out).
+
+    Infinite distortion, and at Delta = 0 any move of positive distortion from a cluster of
+    positive mass.
     """
     forbidden = ~np.isfinite(D)
     if delta == 0.0:

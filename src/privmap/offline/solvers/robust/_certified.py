@@ -1,5 +1,4 @@
-"""The robust program: a mapping whose worst-case leakage over a confidence set of
-priors is certified, and small.
+"""The robust program: a mapping whose worst-case leakage over a confidence set of priors is certified, and small.
 
 The per-cluster bound
 ---------------------
@@ -142,9 +141,11 @@ def _entropy_bits(x: np.ndarray) -> float:
 
 
 def output_balls(cs: ConfidenceSet, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Output masses P(j) (K_out,), centre posteriors p_hat(.|j) (|A|, K_out) and radii e_j (K_out,)
-    of the outputs of table ``q`` (shape (K, K_out), rows on the simplex) over the set ``cs``.
-    Outputs of zero mass get a uniform centre and radius 0.
+    """Output masses, centre posteriors and radii of the outputs of table ``q`` over the set ``cs``.
+
+    Output masses P(j) (K_out,), centre posteriors p_hat(.|j) (|A|, K_out) and radii e_j
+    (K_out,); ``q`` has shape (K, K_out), rows on the simplex. Outputs of zero mass get a uniform
+    centre and radius 0.
     """
     q = np.asarray(q, dtype=float)
     mass = cs.p_c @ q
@@ -157,8 +158,10 @@ def output_balls(cs: ConfidenceSet, q) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def _deviations(cs: ConfidenceSet, q):
-    """Per output j of positive mass: P(j), the centre's v_j = p_hat(.|j) - p_hat(a) (|A|, J), the
-    L1 radius f_j of v_j's moves over the set, and the floor of p(a) over the set (|A|,).
+    """Per output j of positive mass: P(j), the centre's deviation v_j, its L1 radius f_j, and p(a)'s floor.
+
+    P(j), the centre's v_j = p_hat(.|j) - p_hat(a) (|A|, J), the L1 radius f_j of v_j's moves over
+    the set, and the floor of p(a) over the set (|A|,).
     """
     q = np.asarray(q, dtype=float)
     mass, centre, _ = output_balls(cs, q)
@@ -172,8 +175,10 @@ def _deviations(cs: ConfidenceSet, q):
 
 @dataclass(frozen=True)
 class _JointView:
-    """What the joint ellipsoid (|A| = 2) says about the outputs of one table (module docstring,
-    "The joint bound"). Arrays are over the J outputs of positive mass; pi means p(a_1 | .).
+    """What the joint ellipsoid (|A| = 2) says about the outputs of one table.
+
+    See the module docstring, "The joint bound". Arrays are over the J outputs of positive mass;
+    pi means p(a_1 | .).
 
     mass (J,): P(j); centre (J,): pi_hat_j, the output's posterior on the empirical posteriors;
     lo, hi (J,): the interval of pi_j over the intersected set; marginal: pi_hat; lo_a, hi_a: the
@@ -193,8 +198,9 @@ class _JointView:
 
 
 def joint_view(cs: ConfidenceSet, q) -> _JointView | None:
-    """The joint ellipsoid's view of table ``q`` (shape (K, K_out)) for |A| = 2: class a_1's row of
-    :func:`_class_view`, or None where that is None or |A| > 2.
+    """The joint ellipsoid's view of table ``q`` (shape (K, K_out)) for |A| = 2.
+
+    Class a_1's row of :func:`_class_view`, or None where that is None or |A| > 2.
     """
     view = _class_view(cs, q)
     if view is None or cs.posterior.shape[0] != 2:
@@ -214,8 +220,9 @@ def binary_kl_nats(x, y: float):
 
 
 def penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: float) -> np.ndarray:
-    """Per output, an upper bound on max over x in [lo, hi] of h(x) = D(x || y) - k (x - x0)^2 (nats),
-    exact up to round-off; all arrays of shape (J,), y in (0, 1), k >= 0.
+    """Per output, an upper bound on max over x in [lo, hi] of h(x) = D(x || y) - k (x - x0)^2 (nats).
+
+    Exact up to round-off; all arrays of shape (J,), y in (0, 1), k >= 0.
 
     h'' = 1 / (x (1 - x)) - 2k, so h is convex outside [z1, z2] (the roots of x (1 - x) = 1 / (2k),
     empty when k <= 2) and concave inside: its maximum over [lo, hi] is at lo, at hi or at the one
@@ -249,9 +256,10 @@ def penalised_max(x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: float, k: f
 
 @dataclass(frozen=True)
 class ClassView:
-    """What the ellipsoids say about the outputs of one table, class by class (module docstring,
-    "The joint bound"; for |A| = 2 both rows come from a_1's one ellipsoid). Arrays over the J
-    outputs of positive mass.
+    """What the ellipsoids say about the outputs of one table, class by class.
+
+    See the module docstring, "The joint bound"; for |A| = 2 both rows come from a_1's one
+    ellipsoid. Arrays over the J outputs of positive mass.
 
     mass (J,): P(j); centre (|A|, J): p_hat(.|j) on the empirical posteriors; lo, hi (|A|, J): the
     interval of each p(a|j) over the intersected set; marginal (|A|,): p_hat(a) on the empirical
@@ -271,10 +279,11 @@ class ClassView:
 
 
 def _class_view(cs: ConfidenceSet, q) -> ClassView | None:
-    """The ellipsoids' view of table ``q`` (shape (K, K_out)), or None when the set has no
-    ellipsoid, a cluster of positive p(c) was never seen (the ellipsoids say nothing about it) or
-    the balls' centre (a smoothed prior) lies outside an ellipsoid (the figure must stay at least
-    the leakage on the prior the build declares).
+    """The ellipsoids' view of table ``q`` (shape (K, K_out)), or None where they say nothing of it.
+
+    None when the set has no ellipsoid, a cluster of positive p(c) was never seen (the ellipsoids
+    say nothing about it) or the balls' centre (a smoothed prior) lies outside an ellipsoid (the
+    figure must stay at least the leakage on the prior the build declares).
     """
     if not math.isfinite(cs.joint_radius) or cs.empirical is None:
         return None
@@ -304,8 +313,9 @@ def _class_view(cs: ConfidenceSet, q) -> ClassView | None:
 
 
 def _term_max(lo, hi, centre, log_y, k: float, lam) -> tuple[np.ndarray, np.ndarray]:
-    """Per class and output (arrays (|A|, J); ``lam`` (J,)), max over t in [lo, hi] of
-    g(t) = t log(t / y) - k (t - centre)^2 - lam t (nats), and a maximiser.
+    """Per class and output, max over t in [lo, hi] of g(t) = t log(t / y) - k (t - centre)^2 - lam t, and a maximiser.
+
+    Arrays (|A|, J); ``lam`` (J,); g in nats.
 
     g'' = 1 / t - 2k: convex below 1 / (2k), concave above, so the maximum is at lo, at hi, or at
     the root of g'(t) = log t - log y + 1 - lam - 2k (t - centre) on the concave side. With
@@ -338,10 +348,12 @@ def _term_max(lo, hi, centre, log_y, k: float, lam) -> tuple[np.ndarray, np.ndar
 
 
 def class_inner_max(view: ClassView, k: float) -> np.ndarray:
-    """Per output, an upper bound (J,) on max over p(.|j) in its box with sum 1 of
-    sum_a [p_a log(p_a / y_a) - k (p_a - centre_a)^2] (nats): the Lagrangian dual of the sum
-    constraint, min over lam of lam + sum_a max_t (g_a(t) - lam t) (:func:`_term_max`), every lam
-    valid; lam is bisected on the sign of its subgradient 1 - sum_a t_a(lam).
+    """Per output, an upper bound (J,) on max over p(.|j) in its box with sum 1 of a penalised divergence.
+
+    The divergence is sum_a [p_a log(p_a / y_a) - k (p_a - centre_a)^2] (nats). The bound is the
+    Lagrangian dual of the sum constraint, min over lam of lam + sum_a max_t (g_a(t) - lam t)
+    (:func:`_term_max`), every lam valid; lam is bisected on the sign of its subgradient
+    1 - sum_a t_a(lam).
     """
     log_y = np.log(view.marginal)[:, None]
     lo_l, hi_l = np.full(view.mass.size, -80.0), np.full(view.mass.size, 80.0)
@@ -373,8 +385,9 @@ def _class_bound_bits(cs: ConfidenceSet, q) -> float:
 
 
 def joint_bound_bits(cs: ConfidenceSet, q) -> float:
-    """An upper bound on max over the intersected set of I(A; C^) for table ``q`` from the joint
-    ellipsoids (module docstring, "The joint bound"), bits; ``inf`` without an ellipsoid.
+    """An upper bound on max over the intersected set of I(A; C^) for table ``q`` from the joint ellipsoids, bits.
+
+    See the module docstring, "The joint bound"; ``inf`` without an ellipsoid.
     """
     if cs.posterior.shape[0] > 2:
         return _class_bound_bits(cs, q)
@@ -394,8 +407,9 @@ def joint_bound_bits(cs: ConfidenceSet, q) -> float:
 
 
 def certified_leakage_bits(cs: ConfidenceSet, q) -> float:
-    """An upper bound on max over the set of I(A; C^) for table ``q`` (module docstring), bits:
-    the least of the entropy bound U(q), the chi-square bound and the joint bound.
+    """An upper bound on max over the set of I(A; C^) for table ``q`` (module docstring), bits.
+
+    The least of the entropy bound U(q), the chi-square bound and the joint bound.
 
     ``q`` has shape (K, K_out) with rows on the simplex (an integer table divided by 2^B).
     The result is at least the leakage on the set's centre and at most log2 |A| (plus margin).
@@ -411,8 +425,9 @@ def certified_leakage_bits(cs: ConfidenceSet, q) -> float:
 
 
 def chi_square_bits(cs: ConfidenceSet, q) -> float:
-    """sum_j P(j) max over the set of log2(1 + chi^2(p(.|j) || p(a))), an upper bound on the
-    set's worst I(A; C^) (KL <= log(1 + chi^2)).
+    """sum_j P(j) max over the set of log2(1 + chi^2(p(.|j) || p(a))).
+
+    An upper bound on the set's worst I(A; C^) (KL <= log(1 + chi^2)).
 
     Over the set p(.|j) - p(a) = v_j + delta_j with delta_j = sum_c (w(c|j) - p(c)) (p(.|c) -
     p_hat(.|c)), so ||delta_j||_1 <= f_j and delta_j sums to 0: at most f_j / 2 up and f_j / 2
@@ -432,9 +447,10 @@ def chi_square_bits(cs: ConfidenceSet, q) -> float:
 
 
 def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
-    """An upper bound on max over the set of max over outputs j of positive mass and classes a of
-    |log2 p(a|j) - log2 p(a)| for table ``q`` (shape (K, K_out)), in bits; ``inf`` when the set
-    lets some p(a|j) or p(a) reach 0.
+    """An upper bound on the set's worst per-output leakage of table ``q`` (shape (K, K_out)), in bits.
+
+    The max over the set of max over outputs j of positive mass and classes a of
+    |log2 p(a|j) - log2 p(a)|; ``inf`` when the set lets some p(a|j) or p(a) reach 0.
 
     Per (j, a) the lesser of two bounds: the intervals of p(a|j) and p(a) separately (module
     docstring), and p(a|j) / p(a) = 1 + (v_ja + delta_ja) / p(a) with |delta_ja| <= f_j / 2
@@ -461,8 +477,9 @@ def certified_max_output_leakage_bits(cs: ConfidenceSet, q) -> float:
 
 
 def joint_intervals_bits(cs: ConfidenceSet, q) -> np.ndarray:
-    """Per (class, output of positive mass): max |log2 p(a|j) - log2 p(a)| over the intervals of
-    :func:`_class_view` (shape (|A|, J)); all ``inf`` without an ellipsoid.
+    """Per (class, output of positive mass): max |log2 p(a|j) - log2 p(a)| over the intervals of :func:`_class_view`.
+
+    Shape (|A|, J); all ``inf`` without an ellipsoid.
     """
     view = _class_view(cs, q)
     if view is None:
@@ -490,8 +507,9 @@ class RobustResult:
 
 
 def _toward(cs: ConfidenceSet, direction: np.ndarray, scale: float) -> np.ndarray:
-    """Posteriors moved by scale * eps_c / 2 onto class ``direction[c]``, taken from the others
-    in proportion (staying on the simplex and inside each ball).
+    """Posteriors moved by scale * eps_c / 2 onto class ``direction[c]``, taken from the others in proportion.
+
+    Staying on the simplex and inside each ball.
     """
     post = cs.posterior.copy()
     k = post.shape[1]
@@ -600,8 +618,10 @@ def solve_robust(cs: ConfidenceSet, distortion, delta: float, *,
 
 
 def counts_from_prior(prior, n: int) -> np.ndarray | None:
-    """The training counts (|A|, K) behind an unsmoothed empirical prior of ``n`` users, or None when
-    ``prior * n`` is not a table of whole numbers summing to ``n`` (a smoothed prior, or no ``n``).
+    """The training counts (|A|, K) behind an unsmoothed empirical prior of ``n`` users, or None.
+
+    None when ``prior * n`` is not a table of whole numbers summing to ``n`` (a smoothed prior, or
+    no ``n``).
     """
     prior = np.asarray(prior, dtype=float)
     if n is None or n < 1:
@@ -614,10 +634,11 @@ def counts_from_prior(prior, n: int) -> np.ndarray | None:
 
 
 def robust_figures_of_table(prior, q, n: int, confidence: float) -> dict | None:
-    """``robust_leakage_bits``, ``robust_confidence`` and, when finite, ``robust_max_output_leakage_bits``
-    of table ``q`` (shape (K, K_out)) over the confidence set of the empirical ``prior`` (shape
-    (|A|, K)) of ``n`` users; None when the prior is not an unsmoothed empirical one
-    (:func:`counts_from_prior`).
+    """The robust figures of table ``q`` (shape (K, K_out)) over the confidence set of the empirical ``prior``.
+
+    ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
+    ``robust_max_output_leakage_bits``; ``prior`` has shape (|A|, K), of ``n`` users. None when the
+    prior is not an unsmoothed empirical one (:func:`counts_from_prior`).
     """
     from ._confidence import confidence_set
     counts = counts_from_prior(prior, n)

@@ -1,6 +1,7 @@
-"""The confidence set of priors behind the robust guarantee: one L1 ball per cluster,
-intersected with joint ellipsoids over all clusters (one for a binary private attribute, one
-per class otherwise).
+"""The confidence set of priors behind the robust guarantee.
+
+One L1 ball per cluster, intersected with joint ellipsoids over all clusters (one for a binary
+private attribute, one per class otherwise).
 
 What the set is
 ---------------
@@ -88,8 +89,9 @@ DEFAULT_CONFIDENCE = 0.95
 
 
 def l1_radius(n: int, n_classes: int, failure: float) -> float:
-    """Weissman et al.'s L1 radius: ||p_hat - p||_1 < eps with probability >= 1 - ``failure``
-    for the empirical distribution of ``n`` i.i.d. draws on ``n_classes`` letters.
+    """Weissman et al.'s L1 radius: ||p_hat - p||_1 < eps with probability >= 1 - ``failure``.
+
+    For the empirical distribution of ``n`` i.i.d. draws on ``n_classes`` letters.
 
     Returns eps in [0, 2] (2, the whole simplex, when n == 0 or the bound says nothing).
     Raises ValueError for n < 0, n_classes < 2 or failure outside (0, 1).
@@ -104,7 +106,8 @@ def l1_radius(n: int, n_classes: int, failure: float) -> float:
 
 
 def joint_radius(clusters_seen: int, failure: float) -> float:
-    """The radius r of the joint ellipsoid (module docstring, part (2)):
+    """The radius r of the joint ellipsoid (module docstring, part (2)).
+
     P(sum_c n_c (pi_hat_c - pi_c)^2 >= r) <= ``failure`` for ``clusters_seen`` clusters of binary
     labels, whatever their sizes and posteriors (the sizes fixed, the labels drawn).
 
@@ -170,8 +173,9 @@ class ConfidenceSet:
         return np.abs(np.asarray(posterior, dtype=float) - self.posterior).sum(axis=0)
 
     def outside(self, posterior: np.ndarray, counted: np.ndarray | None = None) -> np.ndarray:
-        """Indexes of the clusters whose column of ``posterior`` lies outside its ball
-        (only those with ``counted > 0`` when given).
+        """Indexes of the clusters whose column of ``posterior`` lies outside its ball.
+
+        Only those with ``counted > 0`` when given.
         """
         far = self.distances(posterior) > self.radius * (1 + 1e-12)
         if counted is not None:
