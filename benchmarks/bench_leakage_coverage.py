@@ -6,8 +6,8 @@ the bundle's table with the pipeline's own steps (:func:`privmap.offline.mechani
 and its declared cross-fitted estimate (:func:`privmap.offline.mechanisms.table.cross_fitted_leakage`,
 5 folds, as a build writes ``holdout_leakage_bits`` and ``holdout_leakage_interval_bits``), and
 compares the interval with the leakage the bundle's table leaks to new users, exact on the
-population (:meth:`privmap.offline.data.KnownJoint.leakage_bits`), and with the mean of the folds'
-tables' exact leakages (what the estimate is of).
+population (the ``leakage_bits`` of what :func:`privmap.offline.data.known_joint` returns), and
+with the mean of the folds' tables' exact leakages (what the estimate is of).
 
 The battery is drawn from ``--seed``: K from 16 to 256 (log-uniform), and in 8 % of builds from
 512 to 1,024 at budget 0 (K above the rows' distinct points is capped at them, as a build caps it);

@@ -235,6 +235,135 @@ def test_no_module_outside_a_package_imports_its_private_modules_or_names():
     assert _private_reaches() == []
 
 
+#: The user's API: each of their names is what README.md and docs/ tell a user to import, used in
+#: this repository or not. Every face below them exports only what is used outside its package.
+USER_FACES = ("privmap.device", "privmap.offline")
+#: The folders beside src/ whose code uses the faces (each of their modules is outside every package).
+USER_FOLDERS = ("tests", "benchmarks", "scripts", "examples", "tables")
+#: The calls that read a module's attribute by its name: ``monkeypatch.setattr(fast, "solve_fast", ...)``.
+BY_NAME = ("setattr", "getattr", "hasattr", "delattr")
+
+
+def _face_names(path: pathlib.Path) -> list[str] | None:
+    """The ``__all__`` of a module's source, or None where it has none."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return None
+
+
+def _taken(text: str, package: str | None, modules, faces) -> tuple[set[tuple[str, str]], set[str], set[str]]:
+    """What a source takes from the faces of ``faces`` (package names): ``(face, name)`` pairs, the
+    faces it passes on as values, and every attribute name it reads. ``package`` is the package a
+    relative import starts from (None outside src/). A name is taken by ``from face import name``
+    (relative or not), by ``alias.name`` where ``alias`` is the face (``import privmap.x as alias``,
+    ``from privmap import x``, ``privmap.x.name``), or by name (``setattr(alias, "name", ...)``); a
+    face used as a value (a registry's ``report=gaussian``, a tuple of modes) is read by attribute
+    by whoever receives it."""
+    tree = ast.parse(text)
+    aliases: dict[str, str] = {}
+    taken: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                root = alias.name.split(".")[0]
+                if root in modules:
+                    aliases[alias.asname or root] = alias.name if alias.asname else root
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                if f"{module}.{alias.name}" in modules:
+                    aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+                elif module in faces:
+                    taken.add((module, alias.name))
+    read = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    read |= {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+             and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in BY_NAME}
+    passed = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain, root = [], node
+            while isinstance(root, ast.Attribute):
+                chain.append(root.attr)
+                root = root.value
+            target = aliases.get(root.id) if isinstance(root, ast.Name) else None
+            for attr in reversed(chain if target else []):
+                if f"{target}.{attr}" not in modules:         # the first part that is not a module
+                    if target in faces:
+                        taken.add((target, attr))
+                    break
+                target = f"{target}.{attr}"
+        elif (isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+              and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in BY_NAME):
+            face, name = aliases.get(node.args[0].id), node.args[1]
+            if face in faces and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                taken.add((face, name.value))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in read \
+                and aliases.get(node.id) in faces:
+            passed.add(aliases[node.id])
+    return taken, passed, {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+
+
+def _unused_face_names(sources, faces: dict[str, list[str]], modules) -> list[str]:
+    """``face: name`` for each name of a face's ``__all__`` (``faces``: face -> names) that no source
+    outside the face's package uses. ``sources`` holds ``(module, path, text)``: a module's dotted
+    name and file (module None for code outside src/). A face passed on as a value (:func:`_taken`)
+    uses each of its names read as an attribute anywhere outside its package."""
+    used: dict[str, set[str]] = {face: set() for face in faces}
+    passed: set[str] = set()
+    reads = []
+    for module, path, text in sources:
+        package = None if module is None else module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        taken, values, attributes = _taken(text, package, modules, faces)
+        outside = {face for face in faces if module is None or not (module == face or module.startswith(face + "."))}
+        for face, name in taken:
+            if face in outside:
+                used[face].add(name)
+        passed |= values & outside
+        reads.append((outside, attributes))
+    for outside, attributes in reads:
+        for face in passed & outside:
+            used[face] |= attributes
+    return [f"{face}: {name}" for face, names in sorted(faces.items()) for name in names if name not in used[face]]
+
+
+def test_the_face_rule_sees_what_it_must():
+    """The check below can fail: a name no one outside its package takes is seen, and so is one
+    taken only from inside the package; a name imported (relative or not), read as an attribute
+    of the face, patched by name, re-exported by an enclosing face, or read off a face passed on
+    as a value is used."""
+    modules = {"p", "p.a", "p.a._x", "p.a.sub", "p.b", "p.c", "p.d", "p.e"}
+    faces = {"p.a": ["imported", "relative", "read", "patched", "on_value", "inside", "unused"],
+             "p.a.sub": ["imported"]}
+    here, face = pathlib.Path("m.py"), pathlib.Path("__init__.py")
+    sources = [("p.b", here, "from p.a import imported"),
+               ("p.c", here, "from .a import relative"),
+               (None, here, "import p.a as face\nface.read()\nsetattr(face, 'patched', None)"),
+               ("p.d", here, "from p import a\nMODES = (a,)"),
+               ("p.e", here, "def f(mode):\n    return mode.on_value"),
+               ("p.a._x", here, "from p.a import inside"),
+               ("p.a", face, "from .sub import imported")]
+    assert _unused_face_names(sources, faces, modules) == ["p.a: inside", "p.a: unused"]
+    assert _unused_face_names(sources[:-1], faces, modules) == ["p.a: inside", "p.a: unused", "p.a.sub: imported"]
+
+
+def test_every_name_a_package_exports_is_used_outside_it():
+    """A package's face is what the rest of the code uses of it: each name of its ``__all__`` (below
+    :data:`USER_FACES`, the user's API) is used by a module outside the package, or by the tests,
+    benchmarks, scripts, examples or tables (:data:`USER_FOLDERS`). A name used only inside the
+    package is imported there from its private module; a test of such an internal (a solver's
+    phase, a proof's step) imports it from there too, so the face lists only what its users need."""
+    modules = _modules()
+    faces = {name: names for name, path in modules.items() if path.name == "__init__.py"
+             and name not in (*USER_FACES, "privmap") and (names := _face_names(path)) is not None}
+    sources = [(name, path, path.read_text()) for name, path in modules.items()]
+    sources += [(None, path, path.read_text()) for folder in USER_FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))]
+    assert _unused_face_names(sources, faces, modules) == []
+
+
 def test_no_import_cycle_among_privmap_modules():
     assert _cycles(_graph()) == []
 

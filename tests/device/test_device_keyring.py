@@ -12,7 +12,8 @@ from harness import NOW, key_from_label, raw_public
 from privmap.device import Keyring, load_bundle
 from privmap.device.constants import MULTISIG_DOMAIN_TAG
 from privmap.device.errors import BundleSignatureError, KeyringError
-from privmap.device.trust import add_points, decode_point, is_identity, key_id_of, multiply
+from privmap.device.trust import key_id_of
+from privmap.device.trust._edwards import add_points, decode_point, is_identity, multiply
 
 # The 8 small-order points of edwards25519, canonical encodings (the torsion subgroup E[8]).
 SMALL_ORDER_CANONICAL = [

@@ -11,15 +11,9 @@ from privmap.device import Limits
 from privmap.device.constants import MAX_ABS_CELL
 from privmap.device.errors import BundleFormatError, InputError
 from privmap.device.kinds import (
-    MODE_EQUAL,
-    MODE_L1,
-    MODE_L2,
-    nearest_numpy,
-    nearest_pure,
-)
-from privmap.device.kinds import (
     table as bundle_module,
 )
+from privmap.device.kinds._lookup import MODE_EQUAL, MODE_L1, MODE_L2, nearest_numpy, nearest_pure
 from privmap.device.randomness import InsecureTestBits
 
 

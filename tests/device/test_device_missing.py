@@ -9,15 +9,9 @@ from harness import with_leakage
 
 from privmap.device.errors import BundleFormatError, InputError
 from privmap.device.kinds import (
-    MODE_EQUAL,
-    MODE_L1,
-    MODE_L2,
-    nearest_numpy,
-    nearest_pure,
-)
-from privmap.device.kinds import (
     table as bundle_module,
 )
+from privmap.device.kinds._lookup import MODE_EQUAL, MODE_L1, MODE_L2, nearest_numpy, nearest_pure
 
 
 def _with_rules(sim, payload_factory, rules, fills=(None, None, None), tokens=("", "", "")):

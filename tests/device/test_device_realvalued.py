@@ -268,7 +268,7 @@ def test_memo_full_refuses_new_records_but_repeats_stay_identical(sim, monkeypat
 
 
 def test_canonical_record_identifies_equal_records_only():
-    from privmap.device.kinds import parse_real_row
+    from privmap.device.kinds._real import parse_real_row
     a = canonical_record(parse_real_row(["1.0", "-0"], 2))
     assert a == canonical_record(parse_real_row([1, 0.0], 2))
     assert a != canonical_record(parse_real_row([1, 5e-324], 2))

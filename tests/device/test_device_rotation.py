@@ -17,7 +17,8 @@ from privmap.device.errors import (
     KeyringVersionError,
     RollbackError,
 )
-from privmap.offline.bundle import cosign_bundle, keyring_document, sign_multi
+from privmap.offline.bundle import cosign_bundle, keyring_document
+from privmap.offline.bundle._multisig import sign_multi
 
 KEYS = {name: key_from_label(name.encode()) for name in ("a", "b", "c", "d", "e")}
 LATER = NOW + 365 * 86400

@@ -88,7 +88,7 @@ def test_a_covariance_that_rounding_makes_indefinite_is_refused_not_written():
     """A covariance that is positive definite in float64 but whose least eigenvalue is far
     below its rounding error: the builder refuses it (the device loader, run on the rounded
     bytes, says why) rather than write a bundle every device would refuse."""
-    from privmap.device.kinds import cholesky_logdet
+    from privmap.device.kinds._real import cholesky_logdet
     from privmap.offline import BuildError
     from privmap.offline.bundle import encode_payload
     from privmap.offline.mechanisms import gaussian

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from privmap.offline.commandline import EXIT_CLOSED_PIPE, TRACEBACK_ENV
+from privmap.offline.commandline._group import EXIT_CLOSED_PIPE, TRACEBACK_ENV
 
 #: ``privmap`` in a child process, so that stdout is a real file descriptor 1.
 _PRIVMAP = [sys.executable, "-c", "from privmap.offline.cli import main; main(prog_name='privmap')"]

@@ -7,11 +7,8 @@ import numpy as np
 import pytest
 
 from privmap.offline.mechanisms.gaussian import GaussianModel
-from privmap.offline.mechanisms.nullspace import (
-    clean,
-    fit_linear,
-    nullspace_directions,
-)
+from privmap.offline.mechanisms.nullspace import clean
+from privmap.offline.mechanisms.nullspace._model import fit_linear, nullspace_directions
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from privmap.offline.commandline import Section, SectionedCommand, short_term
+from privmap.offline.commandline import Section, SectionedCommand
+from privmap.offline.commandline._help import short_term
 from privmap.offline.mechanisms import quantized_command as build
 
 #: A classic terminal's width: click wraps help to it when it cannot read the terminal's.

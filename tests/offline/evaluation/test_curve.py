@@ -9,7 +9,8 @@ import pytest
 
 from privmap.offline._errors import BuildError
 from privmap.offline.commandline import parse_floats
-from privmap.offline.evaluation import CSV_COLUMNS, sweep
+from privmap.offline.evaluation import sweep
+from privmap.offline.evaluation._curve import CSV_COLUMNS
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 

@@ -4,7 +4,7 @@ import pytest
 
 from privmap.offline import BuildError
 from privmap.offline.data import joint_prior
-from privmap.offline.evaluation import users_exposure
+from privmap.offline.evaluation._exposure import users_exposure
 from privmap.offline.measures import exposed_shares
 from privmap.offline.mechanisms.table import view_from_table
 

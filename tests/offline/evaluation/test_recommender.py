@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from privmap.offline.measures import factorize, rmse_true_vs_released
+from privmap.offline.measures import rmse_true_vs_released
+from privmap.offline.measures._recommender import factorize
 
 
 def _low_rank(n=300, m=25, rank=2, seed=0, density=0.7):

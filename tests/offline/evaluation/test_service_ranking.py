@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from privmap.offline.data import synthetic_ratings
-from privmap.offline.measures import RankingService, ServiceUtility, ease_weights, format_utility, hide_ratings
+from privmap.offline.measures import ServiceUtility, ease_weights, format_utility, hide_ratings
+from privmap.offline.measures._service_ranking import RankingService
 
 
 @pytest.fixture(scope="module")

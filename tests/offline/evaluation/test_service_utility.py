@@ -3,8 +3,10 @@ import numpy as np
 import pytest
 
 from privmap.offline.data import synthetic_ratings
-from privmap.offline.measures import ServiceUtility, fit_svd, format_utility, hide_ratings, recommender_utility
-from privmap.offline.mechanisms.table import recommender_figures, view_from_table
+from privmap.offline.measures import ServiceUtility, format_utility, hide_ratings, recommender_utility
+from privmap.offline.measures._service_svd import fit_svd
+from privmap.offline.mechanisms.table import view_from_table
+from privmap.offline.mechanisms.table._view import recommender_figures
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privmap.offline import BuildError, CrossFitting, Dataset, QuantizedOptions, declare
 from privmap.offline.bundle import check_bundle, encode_payload, sign_bundle
 from privmap.offline.data import synthetic_ratings
-from privmap.offline.measures import RankingService, hide_ratings
+from privmap.offline.measures import hide_ratings
+from privmap.offline.measures._service_ranking import RankingService
 from privmap.offline.mechanisms import ranking
 from privmap.offline.mechanisms.ranking import RankingOptions, fit_score_space, view_of_ranking
 from privmap.offline.mechanisms.table import view_release

@@ -1,12 +1,8 @@
 """No output of negligible mass is left in a table the fast solver returns."""
 import numpy as np
 
-from privmap.offline.solvers import (
-    MASS_FLOOR,
-    merge_negligible_outputs,
-    perfect_privacy_distortion,
-    solve_fast,
-)
+from privmap.offline.solvers import perfect_privacy_distortion, solve_fast
+from privmap.offline.solvers._negligible import MASS_FLOOR, merge_negligible_outputs
 
 
 def few_users_per_cluster(K=64, users=3, seed=0):

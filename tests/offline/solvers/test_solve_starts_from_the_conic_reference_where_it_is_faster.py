@@ -5,16 +5,8 @@ start is tested in test_solve_starts_from_the_interior_point_with_many_classes.p
 import pytest
 
 from privmap.offline._errors import InfeasibleError, SolverError
-from privmap.offline.solvers import (
-    CONIC_FIRST_CLASSES,
-    WARM_START_MAX_CLASSES,
-    _solve,
-    fast,
-    reference,
-    solve,
-    solve_cvxpy,
-    solve_fast,
-)
+from privmap.offline.solvers import _solve, fast, reference, solve, solve_cvxpy, solve_fast
+from privmap.offline.solvers._solve import CONIC_FIRST_CLASSES, WARM_START_MAX_CLASSES
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from privmap.offline._errors import SolverError
-from privmap.offline.solvers import INTERIOR_FIRST_CLASSES, interior, solve, solve_cvxpy, starts_from_interior
+from privmap.offline.solvers import interior, solve, solve_cvxpy, starts_from_interior
+from privmap.offline.solvers._solve import INTERIOR_FIRST_CLASSES
 
 
 @pytest.fixture

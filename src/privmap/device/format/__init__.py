@@ -14,11 +14,8 @@ from ._prescan import prescan
 from ._schema import (
     CATEGORICAL_FEATURE_KEYS,
     DECIMAL,
-    MAXCORR_PAYLOAD_KEYS,
-    MISSING_RULES,
     NUMERIC_FEATURE_KEYS,
     PRIVATE_KEYS,
-    RECOMMENDER_PAYLOAD_KEYS,
     TABLE_KEYS,
     Feature,
     array,
@@ -38,8 +35,6 @@ from ._schema import (
 
 __all__ = [
     "Limits", "prescan", "decode_envelope", "decode_payload", "unpack", "Feature", "parse_header", "payload_keys",
-    "DECIMAL", "MISSING_RULES", "NUMERIC_FEATURE_KEYS", "CATEGORICAL_FEATURE_KEYS", "PRIVATE_KEYS", "TABLE_KEYS",
-    "MAXCORR_PAYLOAD_KEYS", "RECOMMENDER_PAYLOAD_KEYS",
+    "DECIMAL", "NUMERIC_FEATURE_KEYS", "CATEGORICAL_FEATURE_KEYS", "PRIVATE_KEYS", "TABLE_KEYS",
     "fail", "closed_map", "string", "array", "unique_strings", "parse_feature", "parse_cells", "parse_table",
-    "parse_prior", "parse_metrics", "parse_provenance",
-]
+    "parse_prior", "parse_metrics", "parse_provenance"]

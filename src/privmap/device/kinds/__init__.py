@@ -10,44 +10,29 @@ header-checked payload to :func:`load_body`. One public module per kind:
   rated, embedded in a score space): table kinds with bodies of their own;
 - :mod:`.nullspace` (seed 001) and :mod:`.gaussian` (seed 004): real-valued kinds.
 
-Private modules: ``_registry`` (mechanism name -> :class:`Kind`: its parse and its release; the
+Private modules: ``_registry`` (mechanism name -> its ``Kind``: its parse and its release; the
 dispatch), ``_lookup`` (parsing a
 row and finding its input representative), ``_leakage`` (the leakage a table gives on its prior,
 recomputed), ``_real`` (what the real-valued kinds share).
 """
 from __future__ import annotations
 
-from ._leakage import check_declared_leakage, table_leakage_bits
-from ._lookup import MODE_EQUAL, MODE_L1, MODE_L2, canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
-from ._real import MAX_REAL_DIM, RealBundle, cholesky_logdet, parse_real_row
-from ._registry import (
-    KINDS,
-    REAL_KINDS,
-    TABLE_KINDS,
-    Kind,
-    RealKind,
-    TableKind,
-    check_declared_metrics,
-    kind_of,
-    load_body,
-    load_real_body,
-    parse_table_body,
-)
+from ._leakage import table_leakage_bits
+from ._lookup import parse_row
+from ._registry import KINDS, TABLE_KINDS, TableKind, check_declared_metrics, kind_of, load_body, load_real_body, parse_table_body
 from .gaussian import GaussianBundle
 from .nullspace import NullspaceBundle
 from .table import Bundle, recompute_leakage_bits, release_index
 
 __all__ = [
     # the registry and the dispatch
-    "Kind", "TableKind", "RealKind", "KINDS", "TABLE_KINDS", "REAL_KINDS", "kind_of", "load_body", "parse_table_body",
+    "TableKind", "KINDS", "TABLE_KINDS", "kind_of", "load_body", "parse_table_body",
     "load_real_body",
     # the bundle objects
-    "Bundle", "RealBundle", "NullspaceBundle", "GaussianBundle",
+    "Bundle", "NullspaceBundle", "GaussianBundle",
     # releases
     "release_index",
     # declared figures
-    "check_declared_metrics", "check_declared_leakage", "recompute_leakage_bits", "table_leakage_bits",
+    "check_declared_metrics", "recompute_leakage_bits", "table_leakage_bits",
     # rows
-    "parse_row", "canonical", "distance_modes", "nearest_pure", "nearest_numpy", "MODE_EQUAL", "MODE_L2",
-    "MODE_L1", "parse_real_row", "cholesky_logdet", "MAX_REAL_DIM",
-]
+    "parse_row"]

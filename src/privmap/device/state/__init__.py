@@ -8,7 +8,7 @@ lock), ``_clock`` (clock and floors), ``_install`` (install and rotation) and ``
 from __future__ import annotations
 
 from ._counter import MonotonicCounter
-from ._install import MAX_HISTORY, InstallResult
+from ._install import InstallResult
 from ._state import DeviceState
 
-__all__ = ["DeviceState", "InstallResult", "MonotonicCounter", "MAX_HISTORY"]
+__all__ = ["DeviceState", "InstallResult", "MonotonicCounter"]

@@ -9,12 +9,9 @@ their chain), ``_binding`` (a bundle bound to the device's class and schema).
 from __future__ import annotations
 
 from ._binding import Binding, check_binding, schema_sha256
-from ._edwards import add_points, decode_point, is_identity, key_problem, multiply
-from ._envelope import CARRIED_FORMAT_1, Signature, envelope_signatures, verify_envelope
+from ._envelope import envelope_signatures, verify_envelope
 from ._keyring import Keyring, key_id_of
 from ._rotation import KeyringChain
 
-__all__ = ["Keyring", "key_id_of", "key_problem", "KeyringChain", "Binding", "check_binding", "schema_sha256",
-           "verify_envelope", "envelope_signatures", "Signature", "CARRIED_FORMAT_1",
-           # the Edwards-curve arithmetic the key checks use (tests build torsion points with it)
-           "decode_point", "add_points", "multiply", "is_identity"]
+__all__ = ["Keyring", "key_id_of", "KeyringChain", "Binding", "check_binding", "schema_sha256",
+           "verify_envelope", "envelope_signatures"]

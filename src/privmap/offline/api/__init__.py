@@ -1,4 +1,6 @@
-"""The notebook API: build (one function per mechanism: :func:`build_quantized`, :func:`build_exact`,
+"""The notebook API: build, evaluate, curve and sanitize on a DataFrame or a CSV path.
+
+Build (one function per mechanism: :func:`build_quantized`, :func:`build_exact`,
 :func:`build_recommender`, :func:`build_ranking`, :func:`build_funnel`, :func:`build_max_correlation`, :func:`build_gaussian`,
 :func:`build_nullspace`), evaluate, curve and sanitize on a pandas DataFrame (or a NumPy array with
 column names) as well as on a CSV path, each returning a result object with the figures the
@@ -20,7 +22,6 @@ Example::
 The stage above evaluation in the order tests/test_architecture.py checks (it runs the
 mechanisms, bundle and evaluation stages; the CLI does not depend on it).
 """
-from ..data import csv_source
 from ._calls import (
     BuildResult,
     Curve,
@@ -43,4 +44,4 @@ from ._mechanisms import (
 
 __all__ = ["build_quantized", "build_exact", "build_recommender", "build_ranking", "build_funnel", "build_max_correlation",
            "build_gaussian", "build_nullspace", "evaluate", "curve", "sanitize", "BuildResult", "Evaluation", "Curve",
-           "Released", "csv_source"]
+           "Released"]

@@ -7,9 +7,9 @@ key files), ``_inspect`` (reading a bundle's payload without a trusted key, for 
 """
 from ._inspect import listed_signatures, payload_output_leakage, payload_table, read_bytes, read_unverified
 from ._keys import generate_keypair, load_private_key
-from ._multisig import cosign_bundle, keyring_document, sign_multi
+from ._multisig import cosign_bundle, keyring_document
 from ._write import check_bundle, encode_payload, sign_bundle
 
 __all__ = ["encode_payload", "sign_bundle", "check_bundle", "generate_keypair", "load_private_key",
-           "sign_multi", "cosign_bundle", "keyring_document", "read_bytes", "read_unverified", "listed_signatures",
+           "cosign_bundle", "keyring_document", "read_bytes", "read_unverified", "listed_signatures",
            "payload_table", "payload_output_leakage"]

@@ -9,12 +9,12 @@
   :class:`Columns` (``COLS``, comma-separated) and :class:`AutoOr` (a number or ``auto``), parameter types;
   :func:`parse_floats` and :func:`parse_ints`, list options (``0,0.5,1`` or ``START:STOP:COUNT``);
 - the step a build ends with: :func:`signed_build` (key loaded first, the build run, its payload
-  signed, checked and written; a :class:`Signed`), :func:`load_key`, :func:`sign_checked`, :func:`sign_check_write`;
+  signed, checked and written; a :class:`Signed`), :func:`load_key`, :func:`sign_checked`;
 - keys and secrets: :func:`trust_options` and :func:`trusted_keyring` (``--trusted`` /
   ``--keyring``), :func:`read_keyring_chain`, :data:`passphrase_option` and :func:`read_passphrase`,
   and :func:`read_small_file`, how each of them reads a file argument (regular, bounded);
 - the one help renderer: :class:`SectionedCommand` (``--help`` on one screen, one line per
-  option under headings; ``--help-all`` in full), :class:`Section`, :func:`short_term`; and
+  option under headings; ``--help-all`` in full), :class:`Section`; and
   :class:`DefaultCommandGroup`, a group whose default command takes any other command line.
 
 Private modules: ``_group``, ``_json``, ``_options``, ``_signing``, ``_types``, ``_trust``,
@@ -22,26 +22,19 @@ Private modules: ``_group``, ``_json``, ``_options``, ``_signing``, ``_types``, 
 """
 from ._default import DefaultCommandGroup
 from ._files import read_small_file
-from ._group import EXIT_CLOSED_PIPE, TRACEBACK_ENV, CommandGroup, Fail, StdoutClosed, guard, reserved_stdout
-from ._help import Section, SectionedCommand, short_term
+from ._group import CommandGroup, Fail, guard
+from ._help import Section, SectionedCommand
 from ._json import emit
-from ._options import (
-    BUNDLE_SECTION,
-    HEADER_FIELDS,
-    bundle_options,
-    data_options,
-    header_options,
-    json_option,
-)
+from ._options import BUNDLE_SECTION, bundle_options, data_options, header_options, json_option
 from ._passphrase import passphrase_option, read_passphrase
-from ._signing import Signed, load_key, sign_check_write, sign_checked, signed_build
+from ._signing import Signed, load_key, sign_checked, signed_build
 from ._trust import read_keyring_chain, trust_options, trusted_keyring
 from ._types import AutoOr, Columns, parse_floats, parse_ints
 
-__all__ = ["CommandGroup", "DefaultCommandGroup", "Fail", "StdoutClosed", "guard", "reserved_stdout",
-           "EXIT_CLOSED_PIPE", "TRACEBACK_ENV", "emit",
-           "bundle_options", "header_options", "HEADER_FIELDS", "json_option", "data_options", "Columns",
+__all__ = ["CommandGroup", "DefaultCommandGroup", "Fail", "guard",
+           "emit",
+           "bundle_options", "header_options", "json_option", "data_options", "Columns",
            "BUNDLE_SECTION", "AutoOr", "parse_floats", "parse_ints",
-           "Signed", "signed_build", "load_key", "sign_checked", "sign_check_write",
+           "Signed", "signed_build", "load_key", "sign_checked",
            "trust_options", "trusted_keyring", "read_keyring_chain", "passphrase_option", "read_passphrase",
-           "read_small_file", "Section", "SectionedCommand", "short_term"]
+           "read_small_file", "Section", "SectionedCommand"]

@@ -24,8 +24,8 @@ from ._dataset import (
     read_csv,
 )
 from ._distortion import METRICS, assigned_distance, block_shape, nearest, pairwise
-from ._frames import csv_source, is_table
-from ._known_joint import KnownJoint, known_joint
+from ._frames import csv_source
+from ._known_joint import known_joint
 from ._numeric import read_numeric_columns
 from ._partitioned import (
     Partition,
@@ -40,24 +40,24 @@ from ._partitioned import (
 from ._prior import joint_prior, posterior_prior, prior_from_counts
 from ._quantize import Quantization, domain_points, kmeans, observed_domain, quantize
 from ._schema import (
-           Column,
-           Declaration,
-           Declared,
-           declare,
-           parse_domains,
-           read_schema_file,
-           resolve,
-           schema_json,
+    Column,
+    Declaration,
+    Declared,
+    declare,
+    parse_domains,
+    read_schema_file,
+    resolve,
+    schema_json,
 )
-from ._synthetic import SyntheticRatings, synthetic_rating_chunks, synthetic_ratings
+from ._synthetic import synthetic_rating_chunks, synthetic_ratings
 
 __all__ = ["Dataset", "load_dataset", "MIN_ROWS", "check_classes", "joint_classes", "check_unique", "column_indexes",
            "data_rows", "read_csv",
-           "csv_source", "is_table", "read_numeric_columns",
+           "csv_source", "read_numeric_columns",
            "open_source", "Source", "Partition", "read_partition", "describe_partition", "file_sha256", "source_sha256",
            "row_keys",
            "posterior_prior", "prior_from_counts", "joint_prior",
            "METRICS", "nearest", "nearest_l2", "pairwise", "assigned_distance", "block_shape",
            "Quantization", "quantize", "observed_domain", "domain_points", "kmeans",
            "Column", "Declaration", "Declared", "declare", "parse_domains", "read_schema_file", "resolve", "schema_json",
-           "SyntheticRatings", "synthetic_ratings", "synthetic_rating_chunks", "KnownJoint", "known_joint"]
+           "synthetic_ratings", "synthetic_rating_chunks", "known_joint"]

@@ -27,14 +27,13 @@ from ._attacks import (
 from ._drift import drift_check, format_drift
 from ._exposure import EXPOSURE_FACTORS, exposed_shares, exposure_line, payload_exposure
 from ._plots import curve_title, have_matplotlib, plot_curve, plot_mapping_2d, plot_roc, pyplot
-from ._recommender import Factorization, factorize, rmse_true_vs_released
-from ._service_ranking import LIKED, RankingService, ease_weights
-from ._service_svd import ServiceModel, fit_svd
+from ._recommender import rmse_true_vs_released
+from ._service_ranking import LIKED, ease_weights
 from ._service_utility import ServiceUtility, format_utility, hide_ratings, recommender_utility
 
 __all__ = ["curve_title", "AttackScores", "logistic_attack", "cross_validated_scores", "split_rows", "pyplot", "map_accuracy",
            "map_accuracy_after", "map_guess", "permutation_bias", "prior_mismatch_bounds",
            "roc_curve_points", "drift_check", "format_drift", "have_matplotlib", "plot_curve", "plot_mapping_2d",
-           "plot_roc", "Factorization", "factorize", "rmse_true_vs_released", "ServiceModel", "fit_svd",
-           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility", "RankingService", "ease_weights",
+           "plot_roc", "rmse_true_vs_released",
+           "ServiceUtility", "format_utility", "hide_ratings", "recommender_utility", "ease_weights",
            "LIKED", "EXPOSURE_FACTORS", "exposed_shares", "exposure_line", "payload_exposure"]

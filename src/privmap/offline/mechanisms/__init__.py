@@ -20,7 +20,7 @@ One private sub-package per mechanism, its model and its build side by side:
 
 ``_categorical`` holds the alphabet of categorical tuples the funnel and max-correlation share,
 ``_real_columns``, ``_real_attacks`` and ``_real_report`` what the gaussian and nullspace builds,
-views and commands share; ``_header`` the header every mechanism's bundle starts with (:class:`HeaderOptions`),
+views and commands share; ``_header`` the header every mechanism's bundle starts with (``HeaderOptions``),
 ``_seed000`` the options seed 000's two mechanisms share with their guarantees, ``_result`` the
 one shape every build returns (:class:`Result`). ``_seed000_command`` is ``privmap build DATA``
 and ``privmap build exact``, the one body (options -> run -> report) above the four, whose packages
@@ -28,10 +28,9 @@ it builds with, and
 ``_out_of_core`` its partitioned half on Dask. ``_registry`` holds every mechanism's record
 (:data:`MECHANISMS`): what the commands and calls serving all of them ask of each one.
 """
-from ._header import HeaderOptions
 from ._registry import MECHANISMS, Mechanism, mechanism_of, view_of
 from ._result import Result
-from ._seed000_command import column_lines, exact_command, quantized_command, robust_line
+from ._seed000_command import column_lines, quantized_command, robust_line
 from .exact import ExactOptions
 from .funnel import FunnelOptions
 from .gaussian import GaussianOptions
@@ -39,9 +38,8 @@ from .max_correlation import MaxCorrelationOptions
 from .nullspace import NullspaceOptions
 from .quantized import Auto, CrossFitting, OutputLimit, QuantizedOptions, RobustCertificate
 from .recommender import RecommenderOptions
-from .table import DEFAULT_MISSING, MISSING_POLICIES, Build
 
 __all__ = ["Result", "MECHANISMS", "Mechanism", "mechanism_of", "view_of", "QuantizedOptions", "ExactOptions",
-           "RecommenderOptions", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "Build",
-           "MISSING_POLICIES", "DEFAULT_MISSING", "HeaderOptions", "FunnelOptions", "MaxCorrelationOptions",
-           "GaussianOptions", "NullspaceOptions", "quantized_command", "exact_command", "robust_line", "column_lines"]
+           "RecommenderOptions", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto",
+           "FunnelOptions", "MaxCorrelationOptions",
+           "GaussianOptions", "NullspaceOptions", "quantized_command", "robust_line", "column_lines"]

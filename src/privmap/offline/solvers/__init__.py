@@ -21,17 +21,8 @@ The solvers, one sub-package per family, each with its own face:
 - :mod:`.robust`: confidence sets of priors and the robust program certified over them.
 """
 from ._compress import DEFAULT_BITS, CompressedTable, compress
-from ._negligible import MASS_FLOOR, merge_negligible_outputs
 from ._result import SolveResult
-from ._solve import (
-    CONIC_FIRST_CLASSES,
-    INTERIOR_FIRST_CLASSES,
-    SOLVERS,
-    WARM_START_MAX_CLASSES,
-    solve,
-    starts_from_conic,
-    starts_from_interior,
-)
+from ._solve import SOLVERS, solve, starts_from_conic, starts_from_interior
 from .fast import solve_fast
 from .interior import solve_interior
 from .output_limit import least_distortion, smallest_feasible_epsilon, solve_for_shipping, solve_output_limited
@@ -44,25 +35,22 @@ from .perfect import (
 from .reference import solve_cvxpy
 from .robust import (
     DEFAULT_CONFIDENCE,
-    ConfidenceSet,
-    RobustResult,
     certified_leakage_bits,
     certified_max_output_leakage_bits,
     confidence_set,
     counts_from_prior,
-    joint_radius,
     l1_radius,
     robust_figures_of_table,
     solve_robust,
 )
 
-__all__ = ["solve", "SOLVERS", "starts_from_conic", "starts_from_interior", "CONIC_FIRST_CLASSES",
-           "INTERIOR_FIRST_CLASSES", "WARM_START_MAX_CLASSES", "SolveResult",
+__all__ = ["solve", "SOLVERS", "starts_from_conic", "starts_from_interior",
+           "SolveResult",
            "solve_fast", "solve_interior", "solve_cvxpy",
            "perfect_privacy_distortion", "perfect_privacy_table", "perfect_privacy_lp",
            "perfect_privacy_solution",
-           "compress", "CompressedTable", "DEFAULT_BITS", "merge_negligible_outputs", "MASS_FLOOR",
+           "compress", "CompressedTable", "DEFAULT_BITS",
            "solve_output_limited", "solve_for_shipping", "least_distortion", "smallest_feasible_epsilon",
-           "ConfidenceSet", "confidence_set", "l1_radius", "joint_radius", "DEFAULT_CONFIDENCE",
-           "certified_leakage_bits", "certified_max_output_leakage_bits", "solve_robust", "RobustResult",
+           "confidence_set", "l1_radius", "DEFAULT_CONFIDENCE",
+           "certified_leakage_bits", "certified_max_output_leakage_bits", "solve_robust",
            "counts_from_prior", "robust_figures_of_table"]

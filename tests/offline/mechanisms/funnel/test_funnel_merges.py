@@ -3,11 +3,8 @@ import numpy as np
 import pytest
 
 from privmap.offline import BuildError, mutual_information_bits
-from privmap.offline.mechanisms.funnel import (
-    entropy_bits,
-    greedy_funnel,
-    merge_gain_bits,
-)
+from privmap.offline.mechanisms.funnel import entropy_bits, greedy_funnel
+from privmap.offline.mechanisms.funnel._model import merge_gain_bits
 
 
 def _random_prior(rng, s, x):

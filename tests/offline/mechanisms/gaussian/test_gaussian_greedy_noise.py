@@ -6,11 +6,8 @@ import numpy as np
 import pytest
 
 from privmap.offline import BuildError
-from privmap.offline.mechanisms.gaussian import (
-    GaussianModel,
-    fisher_information,
-    greedy_noise,
-)
+from privmap.offline.mechanisms.gaussian import GaussianModel, greedy_noise
+from privmap.offline.mechanisms.gaussian._model import fisher_information
 
 # Seed 004, sample dataset 1 (X = 2 released coordinates, X_p and X_u scalar).
 COV_P1 = [[138.27, 165.66, 26.36], [165.66, 240.07, 43.86], [26.36, 43.86, 8.76]]

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from privmap.offline import BuildError, mutual_information_bits
-from privmap.offline.mechanisms.max_correlation import (
+from privmap.offline.mechanisms.max_correlation._design import (
     design_max_correlation,
     joint_from_q,
     rho_m_squared,

@@ -6,12 +6,8 @@ import pytest
 from privmap.device import Limits
 from privmap.device.kinds.nullspace import clean_row, parse_nullspace
 from privmap.offline import BuildError
-from privmap.offline.mechanisms.nullspace import (
-    clean,
-    clean_simplest,
-    fit_linear,
-    nullspace_directions,
-)
+from privmap.offline.mechanisms.nullspace import clean
+from privmap.offline.mechanisms.nullspace._model import clean_simplest, fit_linear, nullspace_directions
 
 TOY_X = np.array([[3.0, 1.0], [4.0, 2.0], [5.0, 1.0]])
 A_D = np.array([[1.0], [-1.0]])

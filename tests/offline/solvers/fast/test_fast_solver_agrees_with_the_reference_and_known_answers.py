@@ -12,6 +12,7 @@ from known_answers import CASES, bsc, bsc_leakage_bits
 
 from privmap.offline._errors import InfeasibleError
 from privmap.offline.solvers import solve_cvxpy, solve_fast
+from privmap.offline.solvers.fast import _path, _state
 
 TOL = 1e-5
 
@@ -120,13 +121,13 @@ def test_anisotropic_instance_with_rows_spread_over_many_outputs_agrees_on_every
     spread over several outputs (the real Adult build's instance: about 23 per row); the
     conjugate-gradient path with the sparsified LU preconditioner from the start must certify
     the same optimum as dense Cholesky, and both agree with cvxpy."""
-    from privmap.offline.solvers import fast, perfect_privacy_distortion
+    from privmap.offline.solvers import perfect_privacy_distortion
 
     p_ac, dist = anisotropic_instance(seed, users)
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
     dense = solve_fast(p_ac, dist, delta, tol_bits=TOL)
-    iterative = fast.run(fast.set_up(p_ac, dist, delta, TOL, 2000,
-                                     settings=fast.Settings(dense_max=0, jacobi_tau=1.0)))
+    iterative = _path.run(_state.set_up(p_ac, dist, delta, TOL, 2000,
+                                        settings=_state.Settings(dense_max=0, jacobi_tau=1.0)))
     ref = solve_cvxpy(p_ac, dist, delta)
     assert dense.info["nonzeros_per_row"] > 3
     for res in (dense, iterative):

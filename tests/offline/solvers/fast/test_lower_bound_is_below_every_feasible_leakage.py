@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from privmap.offline._information import expected_distortion, leakage_bits
-from privmap.offline.solvers import fast, solve_cvxpy, solve_fast
+from privmap.offline.solvers import solve_cvxpy, solve_fast
+from privmap.offline.solvers.fast import _certify, _pricing, _state
 
 
 def _feasible_tables(p_ac, dist, delta, rng, n):
@@ -27,8 +28,8 @@ def _feasible_tables(p_ac, dist, delta, rng, n):
 
 def _bound_bits(solver, G, mu):
     """The certified lower bound (bits) at codebook G (A, K_out) and multiplier mu (nats)."""
-    total, absolute, *_ = fast.pricing_pass(solver, G, mu, None, 0)
-    return fast.lower_bound(solver, total, absolute, mu) / math.log(2)
+    total, absolute, *_ = _pricing.pricing_pass(solver, G, mu, None, 0)
+    return _certify.lower_bound(solver, total, absolute, mu) / math.log(2)
 
 
 @pytest.mark.parametrize("seed, K, n_private, erasure", [(0, 12, 2, False), (1, 10, 3, False), (2, 8, 2, True)])
@@ -40,7 +41,7 @@ def test_the_lower_bound_at_any_duals_is_below_every_feasible_tables_leakage(see
     is also close to that optimum, so the check is not vacuous."""
     p_ac, dist = random_instance(seed, K, n_private, erasure=erasure)
     delta = 0.2 if erasure else budget(p_ac, dist, 0.2)
-    solver = fast.set_up(p_ac, dist, delta, 1e-5, 100)
+    solver = _state.set_up(p_ac, dist, delta, 1e-5, 100)
     solver.tight = False
     rng = np.random.default_rng(seed)
     ref = solve_cvxpy(p_ac, dist, delta)
@@ -61,9 +62,9 @@ def test_the_lower_bound_at_any_duals_is_below_every_feasible_tables_leakage(see
 def test_the_rounding_margin_only_lowers_the_bound(random_instance, budget):
     """The bound subtracts a positive margin for the rounding of its sums, growing with them."""
     p_ac, dist = random_instance(4, 10)
-    solver = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
-    plain = fast.lower_bound(solver, 0.5, 1.0, 0.2) - (0.5 - 0.2 * solver.delta)
-    larger = fast.lower_bound(solver, 0.5, 100.0, 0.2) - (0.5 - 0.2 * solver.delta)
+    solver = _state.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
+    plain = _certify.lower_bound(solver, 0.5, 1.0, 0.2) - (0.5 - 0.2 * solver.delta)
+    larger = _certify.lower_bound(solver, 0.5, 100.0, 0.2) - (0.5 - 0.2 * solver.delta)
     assert larger < plain < 0.0
 
 

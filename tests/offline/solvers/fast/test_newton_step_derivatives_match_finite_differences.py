@@ -4,7 +4,8 @@ assembled matrix, and the conjugate-gradient solves reach the optimum the dense 
 import numpy as np
 import pytest
 
-from privmap.offline.solvers import fast, solve_fast
+from privmap.offline.solvers import solve_fast
+from privmap.offline.solvers.fast import _newton, _path, _pricing, _state
 
 TOL = 1e-5
 
@@ -24,10 +25,10 @@ def _unscaled(assembled):
 def _all_pairs_solver(random_instance, budget, n_private, K=15, seed=7):
     """A solver on a random instance with every pair a candidate and a free multiplier."""
     p_ac, dist = random_instance(seed, K, n_private)
-    solver = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
+    solver = _state.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
     solver.tight, solver.budget = False, True
     solver.jmin = np.argmin(dist, axis=1)
-    fast.set_candidates(solver, np.repeat(np.arange(K), K), np.tile(np.arange(K), K))
+    _pricing.set_candidates(solver, np.repeat(np.arange(K), K), np.tile(np.arange(K), K))
     return solver
 
 
@@ -42,9 +43,9 @@ def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_pr
     theta, mu, tau = rng.normal(size=(n_private, 15)), 0.3, 0.05
 
     def grad(theta, mu):
-        ev = fast.evaluate(solver, theta, mu, tau)
-        P, _, _ = fast.primal(solver, ev)
-        g_theta, g_mu = fast.gradient(solver, ev, P)
+        ev = _newton.evaluate(solver, theta, mu, tau)
+        P, _, _ = _newton.primal(solver, ev)
+        g_theta, g_mu = _newton.gradient(solver, ev, P)
         return ev, P, g_theta, g_mu
 
     ev, P, g_theta, g_mu = grad(theta, mu)
@@ -52,8 +53,8 @@ def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_pr
     for _ in range(4):
         d_theta = np.vstack([rng.normal(size=(n_private - 1, 15)), np.zeros((1, 15))])
         d_mu = float(rng.normal())
-        up = fast.evaluate(solver, theta + h * d_theta, mu + h * d_mu, tau)["phi"]
-        down = fast.evaluate(solver, theta - h * d_theta, mu - h * d_mu, tau)["phi"]
+        up = _newton.evaluate(solver, theta + h * d_theta, mu + h * d_mu, tau)["phi"]
+        down = _newton.evaluate(solver, theta - h * d_theta, mu - h * d_mu, tau)["phi"]
         assert (up - down) / (2 * h) == pytest.approx(
             float(np.sum(g_theta * d_theta[:-1])) + g_mu * d_mu, rel=1e-5, abs=1e-9)
 
@@ -62,7 +63,7 @@ def test_gradient_and_hessian_of_the_smoothed_dual_match_finite_differences(n_pr
     wk = solver.c_pc * ev["q"] / tau
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
-    N = _unscaled(fast.dense_matrix(solver, ev, s, wk, V, 0.0))
+    N = _unscaled(_newton.dense_matrix(solver, ev, s, wk, V, 0.0))
     for _ in range(3):
         v = rng.normal(size=n)                           # flat in the order output * (A-1) + b
         step = np.vstack([v.reshape(15, A1).T, np.zeros((1, 15))])
@@ -81,9 +82,9 @@ def test_preconditioned_conjugate_gradient_path_matches_the_dense_path(seed, K, 
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
     dense = solve_fast(p_ac, dist, delta)
-    iterative = fast.run(fast.set_up(p_ac, dist, delta, TOL, 2000,
-                                     settings=fast.Settings(dense_max=0, product_dense_max=0,
-                                                            woodbury_max_rows=0)))
+    iterative = _path.run(_state.set_up(p_ac, dist, delta, TOL, 2000,
+                                        settings=_state.Settings(dense_max=0, product_dense_max=0,
+                                                                 woodbury_max_rows=0)))
     assert iterative.gap_bits <= TOL
     assert abs(iterative.leakage_bits - dense.leakage_bits) <= TOL
     assert iterative.lower_bound_bits <= dense.leakage_bits + 1e-12
@@ -97,26 +98,26 @@ def test_matrix_free_hessian_product_and_diagonal_blocks_equal_the_assembled_hes
     with the inverse of its diagonal blocks (one (|A|-1) x (|A|-1) block per output); both must
     match the matrix that the dense path factorises (unscaled), at a point with split rows."""
     p_ac, dist = random_instance(7, 15, n_private)
-    solver = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
+    solver = _state.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
     solver.tight, solver.budget = False, True
     solver.jmin = np.argmin(dist, axis=1)
     rows = np.repeat(np.arange(15), 15)
-    fast.set_candidates(solver, rows, np.tile(np.arange(15), 15))
+    _pricing.set_candidates(solver, rows, np.tile(np.arange(15), 15))
     rng = np.random.default_rng(0)
-    ev = fast.evaluate(solver, rng.normal(size=(n_private, 15)), 0.3, 0.05)
-    P, _, _ = fast.primal(solver, ev)
+    ev = _newton.evaluate(solver, rng.normal(size=(n_private, 15)), 0.3, 0.05)
+    P, _, _ = _newton.primal(solver, ev)
     s = P.sum(axis=0)
     A1 = n_private - 1
     wk = solver.c_pc * ev["q"] / ev["tau"]
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
-    N = _unscaled(fast.dense_matrix(solver, ev, s, wk, V, 0.0))
+    N = _unscaled(_newton.dense_matrix(solver, ev, s, wk, V, 0.0))
     blocks = np.stack([N[j * A1:(j + 1) * A1, j * A1:(j + 1) * A1] for j in range(15)])
-    assert np.allclose(fast.diagonal_blocks(solver, ev, s, wk, V, 0.0), blocks, rtol=1e-10, atol=1e-12)
+    assert np.allclose(_newton.diagonal_blocks(solver, ev, s, wk, V, 0.0), blocks, rtol=1e-10, atol=1e-12)
     x = rng.normal(size=(15, A1))
-    assert np.allclose(fast.block_jacobi(solver, ev, s, wk, V, 0.0)(np.einsum("jab,jb->ja", blocks, x).ravel()),
+    assert np.allclose(_newton.block_jacobi(solver, ev, s, wk, V, 0.0)(np.einsum("jab,jb->ja", blocks, x).ravel()),
                        x.ravel(), rtol=1e-8, atol=1e-10)
-    times = fast.hessian_operator(solver, ev, s, wk, V, 0.0)
+    times = _newton.hessian_operator(solver, ev, s, wk, V, 0.0)
     for _ in range(3):
         v = rng.normal(size=n)
         assert np.allclose(times(v), N @ v, rtol=1e-10, atol=1e-12)
@@ -132,10 +133,10 @@ def test_dense_product_path_with_several_classes_matches_the_dense_path(seed, K,
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
     dense = solve_fast(p_ac, dist, delta)
-    state = fast.set_up(p_ac, dist, delta, TOL, 2000,
-                        settings=fast.Settings(dense_max=0, jacobi_tau=1.0, woodbury_max_rows=0))
-    products = fast.run(state)
-    assert fast.newton_system(state, state.scale) == "product"
+    state = _state.set_up(p_ac, dist, delta, TOL, 2000,
+                          settings=_state.Settings(dense_max=0, jacobi_tau=1.0, woodbury_max_rows=0))
+    products = _path.run(state)
+    assert _newton.newton_system(state, state.scale) == "product"
     assert products.gap_bits <= TOL
     assert abs(products.leakage_bits - dense.leakage_bits) <= TOL
     assert products.lower_bound_bits <= dense.leakage_bits + 1e-12
@@ -154,8 +155,8 @@ def test_dense_and_rank_product_matrices_equal_the_hessian_from_its_definition(n
     with q_k q_l < 1e-26, which the product keeps.)"""
     solver = _all_pairs_solver(random_instance, budget, n_private)
     rng = np.random.default_rng(1)
-    ev = fast.evaluate(solver, rng.normal(size=(n_private, 15)), 0.3, tau)
-    P, _, _ = fast.primal(solver, ev)
+    ev = _newton.evaluate(solver, rng.normal(size=(n_private, 15)), 0.3, tau)
+    P, _, _ = _newton.primal(solver, ev)
     s = P.sum(axis=0)
     A1, n = n_private - 1, (n_private - 1) * 15
     q, r = ev["q"], ev["r"][:A1]
@@ -172,10 +173,10 @@ def test_dense_and_rank_product_matrices_equal_the_hessian_from_its_definition(n
             U[np.arange(k.size), solver.cj[k] * A1 + b] = V[b, k]
         mean = q[k] @ U
         N += solver.p_c[solver.rows[c]] / tau * (U.T @ (q[k][:, None] * U) - np.outer(mean, mean))
-    matrix, dscale = fast.product_matrix(solver, ev, s, solver.c_pc * q / tau, V, floor)
+    matrix, dscale = _newton.product_matrix(solver, ev, s, solver.c_pc * q / tau, V, floor)
     lower = np.tril(matrix / np.outer(dscale, dscale))
     assert np.allclose(lower, np.tril(N), rtol=1e-9, atol=1e-13 * np.abs(N).max())
-    dense = _unscaled(fast.dense_matrix(solver, ev, s, solver.c_pc * q / tau, V, floor))
+    dense = _unscaled(_newton.dense_matrix(solver, ev, s, solver.c_pc * q / tau, V, floor))
     # the definition's row terms cancel where a row sits on one candidate (its own round-off is
     # about 1e-12 of N's largest entry at tau = 1e-3), which `_dense_matrix` avoids (1 - q_k exact)
     assert np.allclose(dense, N, rtol=1e-9, atol=1e-11 * np.abs(N).max())
@@ -190,21 +191,21 @@ def test_sparsified_preconditioner_moves_exactly_the_weak_cross_terms_onto_the_d
     candidates with weights from below 1e-13 to near 1 (the moved mass is got per candidate, not by
     listing the weak pairs)."""
     p_ac, dist = random_instance(5, 15, n_private)
-    solver = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
+    solver = _state.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
     solver.tight, solver.budget = False, True
     solver.jmin = np.argmin(dist, axis=1)
-    fast.set_candidates(solver, np.repeat(np.arange(15), 15), np.tile(np.arange(15), 15))
+    _pricing.set_candidates(solver, np.repeat(np.arange(15), 15), np.tile(np.arange(15), 15))
     rng = np.random.default_rng(1)
-    ev = fast.evaluate(solver, rng.normal(size=(n_private, 15)), 0.3, 0.07)
+    ev = _newton.evaluate(solver, rng.normal(size=(n_private, 15)), 0.3, 0.07)
     assert (ev["q"] < 1e-13).any() and ((ev["q"] > 1e-3) & (ev["q"] < 0.5)).sum() >= 5
-    P, _, _ = fast.primal(solver, ev)
+    P, _, _ = _newton.primal(solver, ev)
     s = P.sum(axis=0)
     A1 = n_private - 1
     wk = solver.c_pc * ev["q"] / ev["tau"]
     V = solver.c_alpha[:A1] - ev["r"][:A1, solver.cj]
     n = A1 * 15
 
-    N, M = _unscaled(fast.dense_matrix(solver, ev, s, wk, V, 0.0)), _unscaled(fast.assemble(solver, ev, s, wk, V, 0.0))
+    N, M = _unscaled(_newton.dense_matrix(solver, ev, s, wk, V, 0.0)), _unscaled(_newton.assemble(solver, ev, s, wk, V, 0.0))
     want = N.copy()
     q, cr, cj = ev["q"], solver.cr, solver.cj
     for k in range(q.size):
@@ -232,7 +233,7 @@ def test_strong_pairs_are_exactly_the_pairs_of_a_row_whose_weights_multiply_abov
         if trial % 2:
             q = np.maximum(np.round(q, 2), 1e-3)
         q /= np.bincount(cr, weights=q)[cr]
-        first, second = fast.strong_pairs(cr, q, least)
+        first, second = _newton.strong_pairs(cr, q, least)
         want = {(a, b) for a in range(cr.size) for b in range(cr.size)
                 if a != b and cr[a] == cr[b] and q[a] * q[b] >= least}
         assert set(zip(first.tolist(), second.tolist())) == want and first.size == len(want)
@@ -244,13 +245,13 @@ def test_one_newton_step_on_a_started_state_raises_the_smoothed_dual(n_private, 
     Hessian is an ascent direction (positive decrement) and the line search takes a step that
     raises Phi_tau at the same tau."""
     p_ac, dist = random_instance(7, 20, n_private)
-    state = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
-    assert fast.start(state) is None
-    ev = fast.evaluate(state, state.theta, state.mu, state.scale)
-    P, _, _ = fast.primal(state, ev)
-    g_theta, g_mu = fast.gradient(state, ev, P)
-    d_theta, d_mu = fast.factor(state, ev, P)(g_theta, g_mu)
+    state = _state.set_up(p_ac, dist, budget(p_ac, dist, 0.2), 1e-5, 100)
+    assert _path.start(state) is None
+    ev = _newton.evaluate(state, state.theta, state.mu, state.scale)
+    P, _, _ = _newton.primal(state, ev)
+    g_theta, g_mu = _newton.gradient(state, ev, P)
+    d_theta, d_mu = _newton.factor(state, ev, P)(g_theta, g_mu)
     dec = float(np.sum(g_theta * d_theta)) + g_mu * d_mu
-    trial, step = fast.ascend(state, ev, P, d_theta, d_mu, dec)
+    trial, step = _newton.ascend(state, ev, P, d_theta, d_mu, dec)
     assert dec > 0 and trial is not None and 0 < step <= 1
     assert trial["phi"] > ev["phi"] and trial["tau"] == ev["tau"]

@@ -8,6 +8,7 @@ import pytest
 
 from privmap.offline._errors import SolverError
 from privmap.offline.solvers import solve_fast
+from privmap.offline.solvers.fast import _newton, _path, _state
 
 
 def test_a_path_cut_short_of_a_certificate_is_a_clear_error(random_instance, budget):
@@ -66,16 +67,16 @@ def test_new_pairs_late_on_the_path_reheat_it_at_most_reheat_max_times_the_pass_
     margins asked threw the small-tau centring away pass after pass, and a fold of the UCI Adult
     K = 4096 build ran out of Newton steps. On this anisotropic instance (Adult-like geometry)
     the uncapped rule asks for about 19 times; the capped path still certifies cvxpy's optimum."""
-    from privmap.offline.solvers import fast, perfect_privacy_distortion, solve_cvxpy
+    from privmap.offline.solvers import perfect_privacy_distortion, solve_cvxpy
     p_ac, dist = anisotropic_instance(2, 600)
     delta = 0.5 * perfect_privacy_distortion(p_ac, dist)
-    state = fast.set_up(p_ac, dist, delta, 1e-6, 2000)
-    assert fast.start(state) is None
-    fast.begin_path(state, fast.evaluate(state, state.theta, state.mu, state.scale))
+    state = _state.set_up(p_ac, dist, delta, 1e-6, 2000)
+    assert _path.start(state) is None
+    _path.begin_path(state, _newton.evaluate(state, state.theta, state.mu, state.scale))
     ratios, res = [], None                 # tau after / before each step that priced in new pairs
     while res is None:
         tau, added = state.ev["tau"], state.stats["added_candidates"]
-        res = fast.path_step(state)
+        res = _path.path_step(state)
         if res is None and state.stats["added_candidates"] > added:
             ratios.append(state.ev["tau"] / tau)
     assert any(r > 1.0 for r in ratios), "no pass re-centred the path: the instance no longer tests the cap"
@@ -88,14 +89,13 @@ def test_new_pairs_late_on_the_path_reheat_it_at_most_reheat_max_times_the_pass_
 def _pass_ratios(p_ac, dist, delta, settings):
     """The path of this instance step by step: tau after / before each step that priced in new pairs,
     and the answer."""
-    from privmap.offline.solvers import fast
-    state = fast.set_up(p_ac, dist, delta, 1e-6, 2000, settings=settings)
-    assert fast.start(state) is None
-    fast.begin_path(state, fast.evaluate(state, state.theta, state.mu, state.scale))
+    state = _state.set_up(p_ac, dist, delta, 1e-6, 2000, settings=settings)
+    assert _path.start(state) is None
+    _path.begin_path(state, _newton.evaluate(state, state.theta, state.mu, state.scale))
     ratios, res = [], None
     while res is None:
         tau, added = state.ev["tau"], state.stats["added_candidates"]
-        res = fast.path_step(state)
+        res = _path.path_step(state)
         if res is None and state.stats["added_candidates"] > added:
             ratios.append(state.ev["tau"] / tau)
     return ratios, res
@@ -106,13 +106,13 @@ def test_with_more_than_two_classes_new_pairs_do_not_reheat_the_path(random_inst
     (Settings.reheat_max_classes = 1): re-centring higher cost UCI Adult's occupation folds the
     certificate (2,000 Newton steps). On this five-class instance the binary rule would re-centre
     up to about ten times higher; without it the path certifies cvxpy's optimum in fewer steps."""
-    from privmap.offline.solvers import fast, solve_cvxpy
+    from privmap.offline.solvers import solve_cvxpy
     p_ac, dist = random_instance(3, 80, 5)
     delta = budget(p_ac, dist, 0.2)
-    assert fast.Settings().reheat_max_classes == 1.0
-    binary_rule, old = _pass_ratios(p_ac, dist, delta, fast.Settings(reheat_max_classes=16.0))
+    assert _state.Settings().reheat_max_classes == 1.0
+    binary_rule, old = _pass_ratios(p_ac, dist, delta, _state.Settings(reheat_max_classes=16.0))
     assert max(binary_rule) > 2.0, "no pass re-centred the path: the instance no longer tests the rule"
-    ratios, res = _pass_ratios(p_ac, dist, delta, fast.Settings())
+    ratios, res = _pass_ratios(p_ac, dist, delta, _state.Settings())
     assert ratios and max(ratios) <= 1.0
     assert res.info["newton_steps"] < old.info["newton_steps"]
     assert res.gap_bits <= 1e-6 and res.distortion <= delta
@@ -159,17 +159,17 @@ def test_a_stalled_path_heats_its_temperature_and_still_certifies_the_reference_
     one such step is a stall, so the path heats at every centring step until the cap stops it.
     With the iterative Newton solves forced, no stall counts far up the path, where the loose
     block-diagonal CG solves them (above Settings.jacobi_tau times the starting tau)."""
-    from privmap.offline.solvers import fast, solve_cvxpy
+    from privmap.offline.solvers import solve_cvxpy
     p_ac, dist = random_instance(3, 30, n_private)
     delta = budget(p_ac, dist, 0.3)
-    settings = fast.Settings(stalled_step=2.0, stalled_run=1, dense_max=0 if systems == "iterative" else 600)
-    state = fast.set_up(p_ac, dist, delta, 1e-5, 2000, settings=settings)
-    assert fast.start(state) is None
-    fast.begin_path(state, fast.evaluate(state, state.theta, state.mu, state.scale))
+    settings = _state.Settings(stalled_step=2.0, stalled_run=1, dense_max=0 if systems == "iterative" else 600)
+    state = _state.set_up(p_ac, dist, delta, 1e-5, 2000, settings=settings)
+    assert _path.start(state) is None
+    _path.begin_path(state, _newton.evaluate(state, state.theta, state.mu, state.scale))
     heats, res = [], None                  # (tau before, tau after) of each stall heat
     while res is None:
         tau, before = state.ev["tau"], state.stats["stall_heats"]
-        res = fast.path_step(state)
+        res = _path.path_step(state)
         if state.stats["stall_heats"] > before:
             heats.append((tau, state.ev["tau"]))
     assert all(new == pytest.approx(min(settings.stall_heat * old, state.scale)) for old, new in heats)

@@ -5,8 +5,8 @@ one candidate, and a path taking every step by it certifies the optimum the dens
 import numpy as np
 import pytest
 
-from privmap.offline.solvers import fast, solve_fast
-from privmap.offline.solvers.fast import _newton
+from privmap.offline.solvers import solve_fast
+from privmap.offline.solvers.fast import _newton, _path, _pricing, _state
 
 TOL = 1e-5
 
@@ -15,12 +15,12 @@ def _state_and_point(random_instance, budget, n_private, tau, K=15):
     """A state with every pair a candidate and a free multiplier, evaluated at random logits,
     with the pieces `factor` passes on: (state, ev, s, wk, V, floor)."""
     p_ac, dist = random_instance(7, K, n_private)
-    state = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.2), TOL, 100)
+    state = _state.set_up(p_ac, dist, budget(p_ac, dist, 0.2), TOL, 100)
     state.tight, state.budget = False, True
     state.jmin = np.argmin(dist, axis=1)
-    fast.set_candidates(state, np.repeat(np.arange(K), K), np.tile(np.arange(K), K))
-    ev = fast.evaluate(state, np.random.default_rng(1).normal(size=(n_private, K)), 0.3, tau)
-    P, _, _ = fast.primal(state, ev)
+    _pricing.set_candidates(state, np.repeat(np.arange(K), K), np.tile(np.arange(K), K))
+    ev = _newton.evaluate(state, np.random.default_rng(1).normal(size=(n_private, K)), 0.3, tau)
+    P, _, _ = _newton.primal(state, ev)
     s = P.sum(axis=0)
     A1 = n_private - 1
     wk = state.c_pc * ev["q"] / tau
@@ -30,7 +30,7 @@ def _state_and_point(random_instance, budget, n_private, tau, K=15):
 
 def _dense(state, ev, s, wk, V, floor):
     """N + floor I, unscaled, from `product_matrix` (every pair; its diagonal blocks exact: 1 - q_k)."""
-    lower, dscale = fast.product_matrix(state, ev, s, wk, V, floor)
+    lower, dscale = _newton.product_matrix(state, ev, s, wk, V, floor)
     lower = np.tril(lower)
     return (lower + np.tril(lower, -1).T) / np.outer(dscale, dscale)
 
@@ -44,7 +44,7 @@ def test_exact_product_equals_the_assembled_hessian(n_private, tau, random_insta
     cancel (that product's own error there is about 1e-12 of N's largest entry)."""
     state, ev, s, wk, V, floor = _state_and_point(random_instance, budget, n_private, tau)
     N = _dense(state, ev, s, wk, V, floor)
-    times = fast.exact_product(state, ev, s, wk, V, floor)
+    times = _newton.exact_product(state, ev, s, wk, V, floor)
     rng = np.random.default_rng(3)
     for _ in range(3):
         v = rng.normal(size=N.shape[0])
@@ -63,7 +63,7 @@ def test_woodbury_step_solves_the_newton_system_to_the_dense_solves_accuracy(n_p
     monkeypatch.setattr(_newton, "_DENSE_GRAM", 1e30 if gram == "dense" else 0.0)
     state, ev, s, wk, V, floor = _state_and_point(random_instance, budget, n_private, tau)
     N = _dense(state, ev, s, wk, V, floor)
-    solve = fast.woodbury(state, ev, s, wk, V, floor)
+    solve = _newton.woodbury(state, ev, s, wk, V, floor)
     rng = np.random.default_rng(4)
     for _ in range(3):
         b = rng.normal(size=N.shape[0])
@@ -83,9 +83,9 @@ def test_woodbury_path_certifies_the_optimum_the_dense_path_certifies(seed, K, n
     p_ac, dist = random_instance(seed, K, n_private)
     delta = budget(p_ac, dist, frac)
     dense = solve_fast(p_ac, dist, delta)
-    state = fast.set_up(p_ac, dist, delta, TOL, 2000, settings=fast.Settings(dense_max=0))
-    woodbury = fast.run(state)
-    assert fast.newton_system(state, state.scale) == "woodbury" and fast.uses_woodbury(state)
+    state = _state.set_up(p_ac, dist, delta, TOL, 2000, settings=_state.Settings(dense_max=0))
+    woodbury = _path.run(state)
+    assert _newton.newton_system(state, state.scale) == "woodbury" and _newton.uses_woodbury(state)
     assert woodbury.gap_bits <= TOL
     assert abs(woodbury.leakage_bits - dense.leakage_bits) <= TOL
     assert woodbury.lower_bound_bits <= dense.leakage_bits + 1e-12
@@ -95,11 +95,11 @@ def test_woodbury_path_certifies_the_optimum_the_dense_path_certifies(seed, K, n
 def test_binary_attributes_never_take_the_woodbury_path(random_instance, budget):
     """Two classes keep their solves (and their bit-for-bit answers): the Woodbury path is for more."""
     p_ac, dist = random_instance(3, 20, 2)
-    state = fast.set_up(p_ac, dist, budget(p_ac, dist, 0.3), TOL, 2000, settings=fast.Settings(dense_max=0))
-    fast.run(state)
-    assert not fast.uses_woodbury(state)
-    assert {fast.newton_system(state, tau) for tau in (state.scale, 1e-9 * state.scale)} == {"block-jacobi",
-                                                                                            "sparse-lu"}
+    state = _state.set_up(p_ac, dist, budget(p_ac, dist, 0.3), TOL, 2000, settings=_state.Settings(dense_max=0))
+    _path.run(state)
+    assert not _newton.uses_woodbury(state)
+    assert {_newton.newton_system(state, tau) for tau in (state.scale, 1e-9 * state.scale)} == {"block-jacobi",
+                                                                                                "sparse-lu"}
 
 
 def test_the_heaviest_candidate_of_each_row_is_the_first_of_its_largest_weights():
@@ -127,8 +127,8 @@ def test_a_woodbury_factor_lost_to_cancellation_falls_back_to_the_dense_factor_o
     def lost(*args):
         raise np.linalg.LinAlgError("not positive definite")
     monkeypatch.setattr(_newton, "woodbury", lost)
-    state = fast.set_up(p_ac, dist, delta, TOL, 2000, settings=fast.Settings(dense_max=0))
-    res = fast.run(state)
+    state = _state.set_up(p_ac, dist, delta, TOL, 2000, settings=_state.Settings(dense_max=0))
+    res = _path.run(state)
     assert res.info["woodbury_fallbacks"] == res.info["newton_steps"] > 0
     assert res.gap_bits <= TOL and res.distortion <= delta
     assert abs(res.leakage_bits - reference.leakage_bits) <= TOL

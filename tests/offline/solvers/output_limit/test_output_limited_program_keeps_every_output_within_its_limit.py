@@ -217,7 +217,7 @@ def test_the_shipping_loop_closes_outputs_that_break_the_limit_and_every_sliver(
     # (breaks the limit: closed); 3 by nobody (left open).
     from scipy import sparse
 
-    from privmap.offline.solvers.output_limit import SLIVER_UNITS, outputs_to_close
+    from privmap.offline.solvers.output_limit._program import SLIVER_UNITS, outputs_to_close
     bits = 16
     unit = 2.0 ** -bits
     assert SLIVER_UNITS == 64

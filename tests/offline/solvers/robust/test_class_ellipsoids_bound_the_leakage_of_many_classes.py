@@ -9,13 +9,9 @@ import pytest
 from scipy import stats
 
 from privmap.offline._information import leakage_bits
-from privmap.offline.solvers import (
-    certified_leakage_bits,
-    certified_max_output_leakage_bits,
-    confidence_set,
-    joint_radius,
-    robust,
-)
+from privmap.offline.solvers import certified_leakage_bits, certified_max_output_leakage_bits, confidence_set
+from privmap.offline.solvers.robust import _certified
+from privmap.offline.solvers.robust._confidence import joint_radius
 
 
 def _population(rng, n_classes, k, users):
@@ -82,9 +78,9 @@ def test_inner_maximum_is_at_least_a_fine_grid_maximum_over_the_box_and_tight_wh
         y, k = rng.dirichlet(np.ones(3) * 3), math.exp(rng.uniform(-3, 8))
         if i % 2:
             k = rng.uniform(1.0, 4.0) / (2 * lo.min())                        # ... and concave on the box
-        view = robust.ClassView(mass=np.ones(1), centre=centre[:, None], lo=lo[:, None], hi=hi[:, None],
-                                  marginal=y, lo_a=y, hi_a=y, n_eff=1.0, radius=1.0)
-        bound = float(robust.class_inner_max(view, k)[0])
+        view = _certified.ClassView(mass=np.ones(1), centre=centre[:, None], lo=lo[:, None], hi=hi[:, None],
+                                    marginal=y, lo_a=y, hi_a=y, n_eff=1.0, radius=1.0)
+        bound = float(_certified.class_inner_max(view, k)[0])
         a, b = np.meshgrid(np.linspace(lo[0], hi[0], 801), np.linspace(lo[1], hi[1], 801))
         c = 1.0 - a - b
         ok = (c >= lo[2]) & (c <= hi[2])
@@ -121,7 +117,7 @@ def test_class_intervals_narrow_the_per_output_figure_with_many_clusters():
     _, counts = _population(rng, 3, 60, 60_000)
     cs = confidence_set(counts, 0.95)
     q = rng.dirichlet(np.full(60, 0.3), size=60)
-    intervals = robust.joint_intervals_bits(cs, q)
+    intervals = _certified.joint_intervals_bits(cs, q)
     assert np.all(np.isfinite(intervals))
     assert certified_max_output_leakage_bits(cs, q) <= float(intervals.max()) * (1 + 1e-6) + 1e-9
 
@@ -134,7 +130,7 @@ def test_class_bound_is_far_below_the_per_cluster_bound_with_many_clusters():
     _, counts = _population(rng, 3, 200, 40_000)
     cs = confidence_set(counts, 0.95)
     q = np.eye(200)
-    joint = robust.joint_bound_bits(cs, q)
-    assert joint < 0.5 * robust.chi_square_bits(cs, q)
+    joint = _certified.joint_bound_bits(cs, q)
+    assert joint < 0.5 * _certified.chi_square_bits(cs, q)
     assert certified_leakage_bits(cs, q) <= joint * (1 + 1e-6)
     assert joint >= leakage_bits(cs.prior(), q)

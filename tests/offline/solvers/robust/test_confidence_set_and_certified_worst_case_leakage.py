@@ -14,7 +14,7 @@ from privmap.offline.solvers import (
     solve,
     solve_robust,
 )
-from privmap.offline.solvers.robust import max_entropy_point, min_entropy_point
+from privmap.offline.solvers.robust._confidence import max_entropy_point, min_entropy_point
 
 
 def _entropy(x):

@@ -8,13 +8,9 @@ import pytest
 from scipy import optimize, stats
 
 from privmap.offline._information import leakage_bits
-from privmap.offline.solvers import (
-    certified_leakage_bits,
-    certified_max_output_leakage_bits,
-    confidence_set,
-    joint_radius,
-    robust,
-)
+from privmap.offline.solvers import certified_leakage_bits, certified_max_output_leakage_bits, confidence_set
+from privmap.offline.solvers.robust import _certified
+from privmap.offline.solvers.robust._confidence import joint_radius
 
 
 def _population(rng, k, users):
@@ -79,7 +75,7 @@ def test_jensen_step_output_deviations_cost_no_more_than_the_clusters(seed):
     pi, counts = _population(rng, 10, 500)
     cs = confidence_set(counts, 0.9)
     q = _table(rng, 10, "mixed")
-    view = robust.joint_view(cs, q)
+    view = _certified.joint_view(cs, q)
     for _ in range(50):
         point = _into_set(cs, cs.empirical[1] + rng.normal(0, 0.3, 10))
         joint = _binary_prior(cs, point) @ q
@@ -95,7 +91,7 @@ def test_pinsker_and_the_compensation_identity_hold_numerically():
     fixed y, which lets the bound hold the marginal at its centre."""
     rng = np.random.default_rng(9)
     x, y = rng.uniform(0, 1, 1000), rng.uniform(0.01, 0.99, 1000)
-    assert np.all(robust.binary_kl_nats(x, y) >= 2 * (x - y) ** 2 - 1e-15)
+    assert np.all(_certified.binary_kl_nats(x, y) >= 2 * (x - y) ** 2 - 1e-15)
     for _ in range(30):
         pi, counts = _population(rng, 6, 300)
         cs = confidence_set(counts, 0.9)
@@ -103,7 +99,7 @@ def test_pinsker_and_the_compensation_identity_hold_numerically():
         joint = _binary_prior(cs, pi) @ q
         mass = joint.sum(axis=0)
         fixed = float(rng.uniform(0.05, 0.95))
-        upper = float(mass @ robust.binary_kl_nats(joint[1] / mass, fixed)) / math.log(2)
+        upper = float(mass @ _certified.binary_kl_nats(joint[1] / mass, fixed)) / math.log(2)
         assert leakage_bits(_binary_prior(cs, pi), q) <= upper + 1e-12
 
 
@@ -114,10 +110,10 @@ def test_penalised_maximum_is_at_least_a_fine_grid_maximum_and_close_to_it():
         hi = np.minimum(1, lo + rng.uniform(0, 0.6, 4))
         x0 = lo + (hi - lo) * rng.uniform(0, 1, 4)
         y, k = float(rng.uniform(0.05, 0.95)), math.exp(rng.uniform(-3, 6))
-        bound = robust.penalised_max(x0, lo, hi, y, k)
+        bound = _certified.penalised_max(x0, lo, hi, y, k)
         for j in range(4):
             grid = np.linspace(lo[j], hi[j], 4001)
-            exact = float((robust.binary_kl_nats(grid, y) - k * (grid - x0[j]) ** 2).max())
+            exact = float((_certified.binary_kl_nats(grid, y) - k * (grid - x0[j]) ** 2).max())
             assert exact - 1e-12 <= bound[j] <= exact + 1e-4
 
 
@@ -159,8 +155,8 @@ def test_joint_bound_is_far_below_the_per_cluster_bound_with_many_clusters():
     _, counts = _population(rng, 200, 20_000)
     cs = confidence_set(counts, 0.95)
     q = np.eye(200)
-    joint = robust.joint_bound_bits(cs, q)
-    per_cluster = robust.chi_square_bits(cs, q)
+    joint = _certified.joint_bound_bits(cs, q)
+    per_cluster = _certified.chi_square_bits(cs, q)
     assert joint < 0.5 * per_cluster
     assert certified_leakage_bits(cs, q) <= joint * (1 + 1e-6)
     assert joint >= leakage_bits(cs.prior(), q)

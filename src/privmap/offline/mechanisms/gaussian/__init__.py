@@ -1,8 +1,9 @@
-"""Seed 004: greedy Gaussian noise on real-valued rows, one slice: its options, build, evaluation
-view and command.
+"""Seed 004: greedy Gaussian noise on real-valued rows, one slice.
+
+Its options, build, evaluation view and command.
 
 Its face: :class:`GaussianOptions`, :func:`build` (a real-valued CSV -> a
-:class:`~privmap.offline.mechanisms.Result` whose ``detail`` is the :class:`GreedyResult`), the
+:class:`~privmap.offline.mechanisms.Result` whose ``detail`` is the model's ``GreedyResult``), the
 model (:class:`GaussianModel`, :func:`greedy_noise`), the evaluation view
 (:func:`evaluate_release`), and ``command`` (``privmap build gaussian``) with the facts ``privmap
 inspect`` and ``verify`` show of such a bundle (:func:`describe`, :func:`print_description`,
@@ -11,13 +12,12 @@ inspect`` and ``verify`` show of such a bundle (:func:`describe`, :func:`print_d
 Private modules: ``_options``, ``_model`` (the Gaussian model and the greedy), ``_build`` (its
 payload), ``_view``, ``_command``.
 """
-from ._build import build, gaussian_payload
+from ._build import build
 from ._command import describe, print_description, verify_facts
 from ._command import gaussian as command
-from ._model import GaussianModel, GreedyResult, check_greedy, fisher_information, greedy_noise
+from ._model import GaussianModel, greedy_noise
 from ._options import GaussianOptions
 from ._view import evaluate_release
 
-__all__ = ["GaussianOptions", "build", "gaussian_payload", "command", "describe", "print_description",
-           "verify_facts", "GaussianModel", "GreedyResult", "greedy_noise", "check_greedy", "fisher_information",
-           "evaluate_release"]
+__all__ = ["GaussianOptions", "build", "command", "describe", "print_description",
+           "verify_facts", "GaussianModel", "greedy_noise", "evaluate_release"]

@@ -5,7 +5,8 @@ Its face: :class:`QuantizedOptions` with the named guarantees (:class:`CrossFitt
 :class:`~privmap.offline.data.Dataset` in memory -> :class:`~privmap.offline.mechanisms.Result`),
 :func:`build_partitioned` (the same build out of core, on Dask) and what it refuses out of core
 (:func:`check_out_of_core`), :func:`build_points` (the build a model mode runs on its points),
-the ``auto`` search (:func:`choose`) and the users' check before it (:func:`check_enough_users`).
+the ``auto`` search's sample (:func:`search_sample`; the search itself is ``_autotune``'s) and the
+users' check before it (:func:`check_enough_users`).
 The stages it builds with are the table engine's (:mod:`privmap.offline.mechanisms.table`).
 
 Private modules: ``_options`` (the options and :class:`Auto`), ``_build`` (:func:`build` with
@@ -14,30 +15,14 @@ the ``auto`` search, :func:`build_partitioned`, and what a build out of core ref
 from the arguments, its help), ``_enough`` (whether the users can meet its AUC target,
 before the work).
 """
-from .._seed000 import CrossFitting, OutputLimit, RobustCertificate, Seed000Options
-from ._autotune import (
-    CANDIDATE_DELTA_FRACTIONS,
-    CANDIDATE_SMOOTHING,
-    Choice,
-    candidate_clusters,
-    choose,
-    format_candidates,
-)
-from ._build import (
-    SEARCH_USERS,
-    build,
-    build_partitioned,
-    build_points,
-    check_out_of_core,
-    out_of_core_reason,
-    search_sample,
-)
+from .._seed000 import CrossFitting, OutputLimit, RobustCertificate
+from ._autotune import format_candidates
+from ._build import build, build_partitioned, build_points, check_out_of_core, out_of_core_reason, search_sample
 from ._command import BRIEF, DOC, SHORT_HELP, command_options
 from ._enough import chance_auc_high, check_enough_users, users_needed
-from ._options import PRIORS, Auto, QuantizedOptions
+from ._options import Auto, QuantizedOptions
 
-__all__ = ["QuantizedOptions", "Seed000Options", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto", "PRIORS",
+__all__ = ["QuantizedOptions", "CrossFitting", "RobustCertificate", "OutputLimit", "Auto",
            "build", "build_points", "build_partitioned", "check_out_of_core", "out_of_core_reason", "search_sample",
-           "SEARCH_USERS", "choose", "Choice", "format_candidates", "candidate_clusters", "CANDIDATE_SMOOTHING",
-           "CANDIDATE_DELTA_FRACTIONS", "chance_auc_high", "check_enough_users", "users_needed", "command_options",
+           "format_candidates", "chance_auc_high", "check_enough_users", "users_needed", "command_options",
            "SHORT_HELP", "BRIEF", "DOC"]

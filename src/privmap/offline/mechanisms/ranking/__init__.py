@@ -1,5 +1,6 @@
-"""The ranking mechanism: program (19) over the directions of users' item-item score rows,
-releasing full rows of item scores that a service ranks directly (higher = recommend sooner).
+"""The ranking mechanism: program (19) over the directions of users' item-item score rows.
+
+It releases full rows of item scores that a service ranks directly (higher = recommend sooner).
 
 Its face: :class:`RankingOptions` (the quantized mapping's options and the score space's),
 :func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`), the
@@ -10,12 +11,11 @@ pipeline, and the payload made a ranking bundle's), ``_command`` (its part of ``
 ratings, on Dask), ``_view`` (the evaluation view: the released
 score rows measured on labelled rows).
 """
-from ._build import MECHANISM, REFUSED_MAPPING, SCORE_PREFIX, RankingOptions, build, build_prepared, prepare, ranking_result
+from ._build import MECHANISM, REFUSED_MAPPING, RankingOptions, build
 from ._command import command_options, report_line
-from ._model import DEFAULT_PENALTY, DEFAULT_RANK, ScoreSpace, fit_score_space
+from ._model import DEFAULT_PENALTY, DEFAULT_RANK, fit_score_space
 from ._partitioned import build_partitioned
 from ._view import ScoreView, view_of_ranking
 
 __all__ = ["MECHANISM", "REFUSED_MAPPING", "RankingOptions", "command_options", "report_line", "build",
-           "build_partitioned", "prepare", "build_prepared", "ranking_result", "SCORE_PREFIX", "ScoreSpace",
-           "fit_score_space", "DEFAULT_RANK", "DEFAULT_PENALTY", "ScoreView", "view_of_ranking"]
+           "build_partitioned", "fit_score_space", "DEFAULT_RANK", "DEFAULT_PENALTY", "ScoreView", "view_of_ranking"]

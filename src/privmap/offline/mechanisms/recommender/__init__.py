@@ -1,10 +1,11 @@
-"""The recommender mechanism: program (19) over users' latent taste, releasing full rows of
-predicted ratings.
+"""The recommender mechanism: program (19) over users' latent taste.
+
+It releases full rows of predicted ratings.
 
 Its face: :class:`RecommenderOptions` (the quantized mapping's options and the factor model's),
 :func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`),
 :func:`build_partitioned` (the same build on partitioned ratings, out of core on Dask), and its
-evaluation view. Private modules: ``_build`` (the build in memory, and :func:`recommender_result`
+evaluation view. Private modules: ``_build`` (the build in memory, and ``recommender_result``
 that makes the quantized pipeline's payload a recommender bundle's on both paths), ``_command``
 (its part of ``privmap build --utility recommender``: options from the arguments, its report line),
 ``_partitioned`` (the build out of core: the model fitted on a sample, every partition folded
@@ -13,7 +14,6 @@ the users who release them), ``_view`` (the evaluation view: the released rows o
 predicted ratings measured on labelled rows).
 """
 from ._build import (
-    FACTOR_PREFIX,
     MECHANISM,
     REFUSED_MAPPING,
     Prepared,
@@ -21,32 +21,21 @@ from ._build import (
     RecommenderBuild,
     RecommenderOptions,
     build,
-    build_prepared,
     factor_options,
     missing_token,
     prepare,
     rating_model,
-    recommender_result,
 )
 from ._calibrate import calibrate_payload, calibrated_outputs, pooled_sums
 from ._command import command_options, report_line
-from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
-from ._partitioned import (
-    SAMPLE_CELLS,
-    SAMPLE_USERS,
-    Folded,
-    PartitionedMode,
-    build_model_partitioned,
-    build_partitioned,
-    sample_ratings,
-    sample_size,
-)
+from ._factors import DEFAULT_RANK, choose_reg, fit_factors
+from ._partitioned import PartitionedMode, build_model_partitioned, build_partitioned, sample_ratings
 from ._view import FactorView, lookup_points, model_view_parts, rms_gaps, view_of_recommender
 
 __all__ = ["MECHANISM", "REFUSED_MAPPING", "RecommenderOptions", "command_options", "report_line", "build",
            "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare", "factor_options",
-           "missing_token", "rating_model", "build_prepared", "recommender_result", "FACTOR_PREFIX", "FactorView",
-           "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps", "FactorModel", "fit_factors",
-           "choose_reg", "DEFAULT_RANK", "CANDIDATE_REGS", "sample_ratings", "sample_size", "SAMPLE_USERS",
-           "build_model_partitioned", "PartitionedMode", "Folded", "SAMPLE_CELLS", "pooled_sums",
+           "missing_token", "rating_model", "FactorView",
+           "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps", "fit_factors",
+           "choose_reg", "DEFAULT_RANK", "sample_ratings",
+           "build_model_partitioned", "PartitionedMode", "pooled_sums",
            "calibrated_outputs", "calibrate_payload"]

@@ -18,41 +18,20 @@ cross-fitted leakage for new users), ``_tasks`` (the folds' worker processes), `
 started from the build's answers), ``_view`` (the evaluation view).
 """
 from ._codebook import metric_center, refine
-from ._erasure import (
-    ERASED,
-    categorical_code,
-    check_only_erases,
-    erasure_distortion,
-    erasure_problem,
-    format_cell,
-    input_alphabet,
-    lookup,
-    most_probable_mapping,
-)
-from ._holdout import (
-    CONFIDENCE,
-    STARTS,
-    FoldKMeans,
-    HoldoutLeakage,
-    cross_fitted_leakage,
-    cross_fitted_many,
-    fold_options,
-    start_cross_fitting,
-)
+from ._erasure import categorical_code, erasure_problem, format_cell, input_alphabet, lookup, most_probable_mapping
+from ._holdout import CONFIDENCE, STARTS, FoldKMeans, HoldoutLeakage, cross_fitted_leakage, cross_fitted_many, fold_options
 from ._in_memory import InMemoryRows
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
-from ._partitioned import IN_CORE_BYTES, KMEANS, PartitionedRows, SourceSummary, check_partitioned, dask_client, in_core
+from ._partitioned import IN_CORE_BYTES, PartitionedRows, SourceSummary, check_partitioned, dask_client, in_core
 from ._pipeline import Build, StageTimer, build_rows, start
-from ._program import Solved, solve_prior, solve_rows
+from ._program import Solved, solve_rows
 from ._reuse import BuildStart, starts_folds
-from ._rows import Alphabet, Progress, Rows
+from ._rows import Progress
 from ._view import (
-    Evaluation,
     MappingView,
     evaluate_view,
     format_summary,
     rated_figures,
-    recommender_figures,
     table_probabilities,
     view_from_bundle,
     view_from_payload,
@@ -60,12 +39,12 @@ from ._view import (
     view_release,
 )
 
-__all__ = ["build_rows", "start", "Build", "StageTimer", "Rows", "Progress", "Alphabet", "InMemoryRows",
-           "PartitionedRows", "SourceSummary", "check_partitioned", "in_core", "IN_CORE_BYTES", "dask_client", "KMEANS",
-           "Solved", "solve_rows", "solve_prior", "metric_center", "refine", "HoldoutLeakage", "cross_fitted_leakage",
-           "cross_fitted_many", "start_cross_fitting", "FoldKMeans", "STARTS", "CONFIDENCE", "fold_options",
-           "BuildStart", "starts_folds", "DEFAULT_MISSING", "MISSING_POLICIES", "ERASED", "erasure_problem",
-           "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup", "format_cell",
-           "most_probable_mapping", "MappingView", "Evaluation", "evaluate_view", "view_from_payload",
+__all__ = ["build_rows", "start", "Build", "StageTimer", "Progress", "InMemoryRows",
+           "PartitionedRows", "SourceSummary", "check_partitioned", "in_core", "IN_CORE_BYTES", "dask_client",
+           "Solved", "solve_rows", "metric_center", "refine", "HoldoutLeakage", "cross_fitted_leakage",
+           "cross_fitted_many", "FoldKMeans", "STARTS", "CONFIDENCE", "fold_options",
+           "BuildStart", "starts_folds", "DEFAULT_MISSING", "MISSING_POLICIES", "erasure_problem",
+           "input_alphabet", "categorical_code", "lookup", "format_cell",
+           "most_probable_mapping", "MappingView", "evaluate_view", "view_from_payload",
            "view_from_table", "view_from_bundle", "view_release", "table_probabilities", "format_summary",
-           "recommender_figures", "rated_figures"]
+           "rated_figures"]

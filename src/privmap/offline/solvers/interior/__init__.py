@@ -7,8 +7,7 @@ what both points share), ``_primal_dual`` (Mehrotra's predictor-corrector, the f
 outputs: each left-out output priced by its best codebook), ``_solve`` (the choice between them,
 on every output or by column generation); their docstrings give the methods, costs and limits.
 """
-from ._columns import MIN_OUTPUTS
 from ._program import MAX_ENTRIES
 from ._solve import solve_interior
 
-__all__ = ["solve_interior", "MAX_ENTRIES", "MIN_OUTPUTS"]
+__all__ = ["solve_interior", "MAX_ENTRIES"]
