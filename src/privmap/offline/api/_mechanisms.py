@@ -165,7 +165,7 @@ def build_funnel(data: Table, *, private: str, columns: Sequence[str] | None = N
     seed : int
         Random seed.
     bundle_version, issued_at, valid_days, device_class
-        The bundle's header (:class:`~privmap.offline.mechanisms.HeaderOptions`).
+        The bundle's header (:class:`~privmap.offline.mechanisms._header.HeaderOptions`).
 
     Raises
     ------

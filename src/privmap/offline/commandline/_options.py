@@ -3,7 +3,7 @@
 - :func:`bundle_options`: ``--key``, ``--passphrase-file``, ``--out`` (where the signed bundle goes);
 - :func:`header_options`: ``--bundle-version``, ``--issued-at``, ``--valid-days``, ``--device-class``
   (the header every payload starts with), given to the command as one ``header`` mapping of
-  :class:`~privmap.offline.mechanisms.HeaderOptions`' fields;
+  :class:`~privmap.offline.mechanisms._header.HeaderOptions`' fields;
 - :func:`json_option`: ``--json`` (one JSON object on stdout);
 - :func:`data_options`: ``--domain`` and ``--missing-token``, what ``build`` and ``curve`` read of a
   CSV's numeric columns;
@@ -25,7 +25,7 @@ from ._passphrase import passphrase_option
 __all__ = ["bundle_options", "header_options", "json_option", "data_options", "HEADER_FIELDS",
            "BUNDLE_SECTION"]
 
-#: The header options' parameter names, which are also :class:`~privmap.offline.mechanisms.HeaderOptions`' fields.
+#: The header options' parameter names, which are also :class:`~privmap.offline.mechanisms._header.HeaderOptions`' fields.
 HEADER_FIELDS = ("bundle_version", "issued_at", "valid_days", "device_class")
 
 

@@ -4,7 +4,7 @@ The model modes' partitioned build
 (:func:`privmap.offline.mechanisms.recommender.build_model_partitioned`) with the score space
 as the model. The space is fitted on the seeded sample of rated rows as the in-memory build
 fits it on all (EASE's item-item weights need the sample's m x m Gram matrix, not the users:
-:data:`~privmap.offline.mechanisms.recommender.SAMPLE_CELLS` bounds it), every partition's
+:data:`~privmap.offline.mechanisms.recommender._partitioned.SAMPLE_CELLS` bounds it), every partition's
 users are embedded on the workers, and the payload is made a ranking bundle's by
 :func:`._build.ranking_result`, as in memory. Its outputs are released where the mapping placed
 them (no calibration pass).
