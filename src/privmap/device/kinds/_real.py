@@ -182,6 +182,13 @@ class RealBundle:
     def __delattr__(self, name):
         raise AttributeError("Bundle is read-only")
 
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """Empty: a real-valued bundle protects columns, not the classes of a categorical private
+        attribute (as a max-correlation bundle, which has none), so a device bound to classes
+        refuses it (``Binding.classes``)."""
+        return ()
+
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} version={self.version} n={len(self.features)} "
                 f"sha256={self.sha256[:16]}>")
