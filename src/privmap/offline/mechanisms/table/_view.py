@@ -259,7 +259,16 @@ def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
 
 def view_from_bundle(bundle) -> MappingView:
     """A :class:`MappingView` of a verified :class:`privmap.device.Bundle` (not of a recommender
-    bundle, whose view folds ratings in first: :func:`privmap.offline.mechanisms.recommender.view_of_recommender`)."""
+    bundle, whose view folds ratings in first: :func:`privmap.offline.mechanisms.recommender.view_of_recommender`).
+
+    Raises
+    ------
+    BuildError
+        A bundle designed without a private attribute (max-correlation): a view measures what a
+        release tells of one.
+    """
+    if bundle.private_name is None:
+        raise BuildError(f"a {bundle.mechanism} bundle has no private attribute for a view to measure")
     q = table_probabilities(bundle.index, bundle.weight, bundle.bits, len(bundle.outputs))
     categorical = any(f.kind == "categorical" for f in bundle.features)
     return view_from_table(bundle.mechanism, bundle.metric, bundle.input_cells, bundle.output_cells, q,
