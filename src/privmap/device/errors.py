@@ -23,6 +23,8 @@ The tree (after python-tuf's ``tuf/api/exceptions.py``)::
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "PrivmapDeviceError",
     "BundleError",
@@ -175,7 +177,7 @@ class StateLockedError(StateError):
     wait (``DeviceState(lock_wait=...)``); nothing was done. ``holders`` lists the pids holding
     it where the platform tells them (else it is empty)."""
 
-    def __init__(self, message: str, holders=()):
+    def __init__(self, message: str, holders: Iterable[int] = ()) -> None:
         super().__init__(message)
         self.holders = list(holders)
 

@@ -63,12 +63,12 @@ class LockTimeout(OSError):
     """The lock was not free within the wait. ``holders`` lists the pids holding a lock on the
     directory (empty where the platform does not tell them); ``wait`` is the wait, seconds."""
 
-    def __init__(self, message: str, holders: list[int], wait: float):
+    def __init__(self, message: str, holders: list[int], wait: float) -> None:
         super().__init__(errno.EWOULDBLOCK, message)
         self.holders, self.wait = holders, wait
 
 
-def read_regular(path, cap: int, *, private: bool = False, dir_fd: int | None = None,
+def read_regular(path: str | os.PathLike[str], cap: int, *, private: bool = False, dir_fd: int | None = None,
                  label: str | None = None) -> bytes:
     """At most ``cap + 1`` bytes of the regular file ``path`` (relative to the open directory
     ``dir_fd`` if given; messages call it ``label``, ``path`` by default).
@@ -99,7 +99,7 @@ def read_regular(path, cap: int, *, private: bool = False, dir_fd: int | None = 
     return b"".join(chunks)
 
 
-def check_private(path, info: os.stat_result, fix_mode: str) -> None:
+def check_private(path: str | os.PathLike[str], info: os.stat_result, fix_mode: str) -> None:
     """Raise ``PermissionError`` unless ``info`` (the ``stat`` of ``path``) is owned by the
     effective user and grants nothing to group or others (mode & 0o077 == 0).
 
@@ -118,7 +118,7 @@ def check_private(path, info: os.stat_result, fix_mode: str) -> None:
                               f"run: chmod {fix_mode} {os.fspath(path)!r}")
 
 
-def check_ancestors(path) -> None:
+def check_ancestors(path: str | os.PathLike[str]) -> None:
     """Raise ``PermissionError`` if another user could rename ``path`` away (and put another
     in its place): an existing directory above it that is writable by others without the
     sticky bit, or owned by a uid other than root's and the effective user's.
@@ -152,7 +152,7 @@ def check_ancestors(path) -> None:
             here = parent
 
 
-def open_directory(path, *, dir_fd: int | None = None) -> int:
+def open_directory(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
     """A descriptor of the directory ``path`` (relative to ``dir_fd`` if given), opened with
     ``O_DIRECTORY`` and ``O_NOFOLLOW``: a symlink or anything but a directory in its place raises
     ``OSError`` (``ELOOP``, ``ENOTDIR``). The caller closes it."""

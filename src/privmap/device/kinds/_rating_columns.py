@@ -8,7 +8,7 @@ refuse the same malformed columns with the same messages.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NoReturn
 
 from ..constants import MAX_ABS_CELL
@@ -37,7 +37,7 @@ def fail_model(message: str) -> NoReturn:
     raise BundleFormatError(f"model: {message}")
 
 
-def model_int(x, what: str, lo: int, hi: int) -> int:
+def model_int(x: object, what: str, lo: int, hi: int) -> int:
     """``x`` if it is an int in [lo, hi]; :func:`fail_model` naming ``what`` otherwise."""
     if type(x) is not int or not lo <= x <= hi:
         fail_model(f"{what} must be an int in [{lo}, {hi}]")
@@ -58,7 +58,7 @@ def column_names(obj: dict, limits: Limits, fail: Callable[[str], NoReturn]) -> 
     return names
 
 
-def rating_columns(obj: dict, names, fail: Callable[[str], NoReturn]) -> tuple[Feature, ...]:
+def rating_columns(obj: dict, names: Iterable[str], fail: Callable[[str], NoReturn]) -> tuple[Feature, ...]:
     """The numeric, masked :class:`Feature` of each of ``names`` over the map's one rating domain
     (``min`` < ``max``, finite within ``MAX_ABS_CELL``; ``integer``, whole-number bounds when true;
     ``missing_token``, at most :data:`MAX_TOKEN` characters); ``fail(message)`` raises otherwise."""

@@ -12,7 +12,7 @@ own) and the check of its declared figures. Real-valued kinds validate the field
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
@@ -22,6 +22,8 @@ from ..errors import BundleFormatError
 from ..format import Limits, fail, parse_metrics, parse_provenance
 from . import funnel, gaussian, max_correlation, nullspace, ranking, recommender, table
 from ._real import MAX_REAL_DIM, RealBundle, names
+from .gaussian import GaussianBundle
+from .nullspace import NullspaceBundle
 from .table import Bundle
 
 __all__ = ["Kind", "TableKind", "RealKind", "KINDS", "TABLE_KINDS", "REAL_KINDS", "kind_of", "load_body",
@@ -37,11 +39,11 @@ class Kind(Protocol):
     #: Whether its bundle releases through an integer table (:class:`~privmap.device.kinds.table.Bundle`).
     table: bool
 
-    def load(self, obj: dict, limits: Limits, **facts) -> Any:
+    def load(self, obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
         """The bundle object of the header-checked payload ``obj`` (``facts``: the header and
         envelope facts). Raises BundleFormatError, TableError, WorkLimitError or MetricsError."""
 
-    def release(self, bundle: Any, row, secret: bytes) -> list:
+    def release(self, bundle: Any, row: Sequence[object], secret: bytes) -> list:
         """The cells a device with ``secret`` releases for ``row``, the same on every ask.
         Raises InputError (a row the bundle refuses) or the kind's own release errors."""
 
@@ -74,13 +76,13 @@ class TableKind:
     model_keys: tuple[str, ...] = ()
     table = True
 
-    def load(self, obj: dict, limits: Limits, **facts) -> Bundle:
+    def load(self, obj: dict, limits: Limits, **facts: Any) -> Bundle:
         body = parse_table_body(obj, limits)
         bundle = table.build(body, exact_lookup=self.exact_lookup, **facts)
         self.check_figures(body)
         return bundle
 
-    def release(self, bundle: Any, row, secret: bytes) -> list:
+    def release(self, bundle: Any, row: Sequence[object], secret: bytes) -> list:
         return table.release(bundle, row, secret)
 
 
@@ -102,11 +104,11 @@ class RealKind:
 
     name: str
     metrics: tuple[str, ...]
-    make: Callable[..., RealBundle]
+    make: Callable[..., NullspaceBundle | GaussianBundle]
     release: Callable[[Any, Any, bytes], list]
     table = False
 
-    def load(self, obj: dict, limits: Limits, **facts) -> RealBundle:
+    def load(self, obj: dict, limits: Limits, **facts: Any) -> NullspaceBundle | GaussianBundle:
         return load_real_body(obj, limits, **facts)
 
 
@@ -129,13 +131,13 @@ TABLE_KINDS = MappingProxyType({name: kind for name, kind in KINDS.items() if is
 REAL_KINDS = MappingProxyType({name: kind for name, kind in KINDS.items() if isinstance(kind, RealKind)})
 
 
-def kind_of(mechanism) -> TableKind | RealKind | None:
+def kind_of(mechanism: object) -> TableKind | RealKind | None:
     """The kind of a payload's ``mechanism`` value (:data:`KINDS`); None for any other value,
     of any type (a decoded payload's field may be anything)."""
     return KINDS.get(mechanism) if type(mechanism) is str else None
 
 
-def load_body(obj: dict, limits: Limits, **facts):
+def load_body(obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
     """The bundle object of a header-checked payload ``obj``: a table :class:`Bundle`, or a
     ``NullspaceBundle`` / ``GaussianBundle`` (its kind's :meth:`Kind.load`).
 
@@ -179,7 +181,7 @@ def check_declared_metrics(body: dict) -> None:
     TABLE_KINDS[body["mechanism"]].check_figures(body)
 
 
-def load_real_body(obj: dict, limits: Limits, **facts) -> RealBundle:
+def load_real_body(obj: dict, limits: Limits, **facts: Any) -> NullspaceBundle | GaussianBundle:
     """Validate a header-checked real-valued payload ``obj``; returns its bundle object.
 
     ``facts`` are the header values and the envelope facts (version, issued_at, expires,

@@ -10,6 +10,7 @@ figure; the leakage is checked as for every mechanism with a prior).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 
 from ..constants import REQUIRED_METRICS
 from ..errors import MetricsError, TableError
@@ -44,7 +45,8 @@ def check_figures(body: dict) -> None:
     check_leakage(body)
 
 
-def table_disclosure_bits(prior, index, n_outputs: int) -> float:
+def table_disclosure_bits(prior: Sequence[Sequence[float]], index: Iterable[Sequence[int]],
+                          n_outputs: int) -> float:
     """H(Y) in bits of a deterministic table (``index[c] == [group]``) on prior p(s, x)."""
     mass = [0.0] * n_outputs
     for c, idx in enumerate(index):

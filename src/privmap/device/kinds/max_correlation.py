@@ -22,6 +22,7 @@ I(S;Y) <= S* I(S;X)). The device recomputes both from the integer table and P_X:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ..errors import BundleFormatError, MetricsError
 from ..format import Limits
@@ -51,7 +52,7 @@ BOUND_SLACK = 1e-9
 P_X_MASS_TOLERANCE = 1e-6
 
 
-def parse_p_x(obj, n_inputs: int) -> tuple[float, ...]:
+def parse_p_x(obj: object, n_inputs: int) -> tuple[float, ...]:
     """Validate ``p_x``: n_inputs finite numbers > 0 summing to 1. Raises BundleFormatError."""
     if type(obj) is not list or len(obj) != n_inputs:
         raise BundleFormatError(f"p_x must be an array of {n_inputs} numbers")
@@ -66,7 +67,8 @@ def parse_p_x(obj, n_inputs: int) -> tuple[float, ...]:
     return tuple(float(v) / total for v in obj)
 
 
-def _channel(p_x, index, weight, bits):
+def _channel(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int
+             ) -> tuple[list[list[tuple[int, float]]], list[float]]:
     scale = 1.0 / (1 << bits)
     rows = [[(j, w * scale) for j, w in zip(idx, wt)] for idx, wt in zip(index, weight)]
     n_out = 1 + max(j for idx in index for j in idx)
@@ -104,7 +106,7 @@ def _jacobi_max_eigenvalue(m: list) -> float:
     raise MetricsError("rho_m^2: the eigenvalue iteration did not converge; bundle refused")
 
 
-def rho_m_squared_pure(p_x, index, weight, bits) -> float:
+def rho_m_squared_pure(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int) -> float:
     """rho_m(X;Y)^2 of the integer table on P_X (pure Python; module docstring).
 
     The largest eigenvalue of M = Q^T Q - sqrt(P_Y) sqrt(P_Y)^T, by cyclic Jacobi.
@@ -122,7 +124,8 @@ def rho_m_squared_pure(p_x, index, weight, bits) -> float:
     return max(min(_jacobi_max_eigenvalue(m), 1.0), 0.0)
 
 
-def s_star_upper_pure(p_x, index, weight, bits, rho2: float) -> float:
+def s_star_upper_pure(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int,
+                      rho2: float) -> float:
     """min(1, eta_TV(W), rho2 / min P_X); eta_TV exact from the integer weights."""
     total = 1 << bits
     dense = [dict(zip(idx, wt)) for idx, wt in zip(index, weight)]
@@ -134,7 +137,8 @@ def s_star_upper_pure(p_x, index, weight, bits, rho2: float) -> float:
     return min(1.0, worst / (2 * total), rho2 / min(p_x))
 
 
-def _hamming_distortion(p_x, index, weight, bits, inputs, outputs) -> float:
+def _hamming_distortion(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int,
+                        inputs: Sequence[Sequence[object]], outputs: Sequence[Sequence[object]]) -> float:
     scale = 1.0 / (1 << bits)
     terms = []
     for px, x, idx, wt in zip(p_x, inputs, index, weight):

@@ -30,7 +30,9 @@ about a millisecond in CPython.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from operator import mul
+from typing import NoReturn, cast
 
 from ..constants import MAX_RANK
 from ..errors import InputError, WorkLimitError
@@ -81,13 +83,14 @@ class ScoreModel:
     _by_coordinate: tuple[tuple[int, ...], ...]  # embed transposed: k tuples of m ints
     _scale: int  # 2 ** (basis_bits + POINT_BITS): a decoded score's denominator
 
-    def __init__(self, columns, embed, basis, basis_bits, decimals):
+    def __init__(self, columns: tuple[Feature, ...], embed: tuple[tuple[int, ...], ...],
+                 basis: tuple[tuple[int, ...], ...], basis_bits: int, decimals: int) -> None:
         for name, value in (("columns", columns), ("embed", embed), ("basis", basis), ("basis_bits", basis_bits),
                             ("decimals", decimals), ("_by_coordinate", tuple(zip(*embed))),
                             ("_scale", 1 << (basis_bits + POINT_BITS))):
             object.__setattr__(self, name, value)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("ScoreModel is read-only")
 
     @property
@@ -95,7 +98,7 @@ class ScoreModel:
         """k: the length of a point."""
         return len(self.embed[0])
 
-    def point(self, cells) -> tuple:
+    def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
         """z (k floats, unit length) of a parsed row (m cells, ``None`` = not rated).
 
         Every column's row is added times 0 or 1, so the work is the same whatever is rated.
@@ -114,7 +117,7 @@ class ScoreModel:
             raise InputError("the row's rated items give no direction to embed")
         return tuple(a / length for a in y)
 
-    def ratings(self, z) -> list:
+    def ratings(self, z: Sequence[float]) -> list[float]:
         """The released scores of point ``z``: one float per column, ``basis_j . z`` rounded to
         ``decimals`` (higher = recommend sooner), ``z`` taken to :data:`POINT_BITS` bits."""
         places, scale = self.decimals, self._scale
@@ -122,7 +125,7 @@ class ScoreModel:
         return [round(sum(map(mul, row, fixed)) / scale, places) + 0.0 for row in self.basis]
 
 
-def _matrix(obj, what, m, k) -> list:
+def _matrix(obj: object, what: str, m: int, k: int) -> list[tuple[int, ...]]:
     if type(obj) is not list or len(obj) != m:
         _fail(f"{what} must hold one row per column")
     rows = []
@@ -133,7 +136,7 @@ def _matrix(obj, what, m, k) -> list:
     return rows
 
 
-def parse_model(obj, score_features, limits) -> ScoreModel:
+def parse_model(obj: object, score_features: Sequence[Feature], limits: Limits) -> ScoreModel:
     """Validate the ``model`` map of a ranking payload against its ``score_features`` (the k
     real numeric features of the score space); returns the :class:`ScoreModel`.
 
@@ -146,7 +149,7 @@ def parse_model(obj, score_features, limits) -> ScoreModel:
     if not 2 <= k <= MAX_RANK or any(f.categorical or f.integer for f in score_features):
         _fail(f"needs 2..{MAX_RANK} real numeric features (the score space)")
     for f in score_features:
-        if not (-1.0 <= f.min and f.max <= 1.0):
+        if not (-1.0 <= cast(float, f.min) and cast(float, f.max) <= 1.0):  # numeric: bounded
             _fail("the score space's features lie in [-1, 1] (coordinates of a unit vector)")
     names = column_names(obj, limits, _fail)
     if len(names) * k > MAX_SCORE_WORK:

@@ -9,10 +9,10 @@ weight[c][t] / 2**bits``; :meth:`Bundle.release_index` looks the row up (:mod:`.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol, cast
 
 from ..errors import BundleFormatError, InputError, MetricsError
 from ..format import (
@@ -31,7 +31,15 @@ from ..format import (
     string,
     unique_strings,
 )
-from ..randomness import draw_bits, release_bits, resolve_rng, sample_row
+from ..randomness import (
+    DerivedBits,
+    InsecureTestBits,
+    SystemRandomBits,
+    draw_bits,
+    release_bits,
+    resolve_rng,
+    sample_row,
+)
 from ._leakage import check_declared_leakage, table_leakage_bits
 from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 
@@ -173,7 +181,7 @@ class Bundle:
     _exact: dict[tuple[Any, ...], int] | None  # an exact-lookup mechanism's input tuple -> index
     _array: Any  # the inputs as a numpy array once built, False where numpy cannot be imported
 
-    def __init__(self, *, _token=None, exact_lookup: bool = False, **fields):
+    def __init__(self, *, _token: object = None, exact_lookup: bool = False, **fields: Any) -> None:
         if _token is not _CONSTRUCT:
             raise TypeError("Bundle objects are created by load_bundle()")
         for name, value in fields.items():
@@ -201,10 +209,10 @@ class Bundle:
         a max-correlation bundle, which is designed without one)."""
         return () if self.private_name is None else (self.private_name,)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("Bundle is read-only")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> NoReturn:
         raise AttributeError("Bundle is read-only")
 
     def __repr__(self) -> str:
@@ -213,7 +221,7 @@ class Bundle:
 
     # -- lookups ------------------------------------------------------------------------------
 
-    def lookup(self, row) -> int:
+    def lookup(self, row: Sequence[object]) -> int:
         """Input index (0..K_in-1) of ``row``: nearest representative (quantized; ties to the
         lowest index) or the equal tuple (exact). Raises :class:`InputError`."""
         x = parse_row(row, self.features)
@@ -226,7 +234,7 @@ class Bundle:
             return c
         return self._nearest(x)
 
-    def _nearest(self, x) -> int:
+    def _nearest(self, x: Sequence[float | None]) -> int:
         reps = self._canonical_inputs
         if len(reps) * len(x) >= FAST_PATH_MIN_WORK:
             array = self._array
@@ -242,7 +250,8 @@ class Bundle:
                 return nearest_numpy(array, self._modes, x)
         return nearest_pure(reps, self._modes, x)
 
-    def release_index(self, row, *, rng=None) -> int:
+    def release_index(self, row: Sequence[object], *,
+                      rng: SystemRandomBits | InsecureTestBits | DerivedBits | None = None) -> int:
         """Sampled output index (0..K_out-1) for ``row``: looks up its input c, draws B bits from
         the OS CSPRNG (or the test source in ``rng``), returns the first output of row c whose
         running weight total exceeds the draw. Raises InputError, RandomnessError, TypeError."""
@@ -262,15 +271,15 @@ class Bundle:
             raise IndexError("output index out of range")
         return self._decode(self.outputs[j])
 
-    def _decode(self, row) -> list:
+    def _decode(self, row: Sequence[float | None]) -> list:
         if self.model is not None:
-            return self.model.ratings(row)
+            return self.model.ratings(cast("Sequence[float]", row))  # a model's points erase no cell
         cells: list[str | int | float | None] = []
         for cell, feature in zip(row, self.features):
             if cell is None:
                 cells.append(None)
             elif feature.kind == "categorical":
-                cells.append(feature.values[cell])
+                cells.append(feature.values[cast(int, cell)])  # a category's index
             elif feature.integer:
                 cells.append(int(cell))
             else:
@@ -294,7 +303,7 @@ class Bundle:
         """All K_out released representatives decoded as by :meth:`representative`."""
         return tuple(tuple(self._decode(row)) for row in self.outputs)
 
-    def sanitize(self, row, *, rng=None) -> list:
+    def sanitize(self, row: Sequence[object], *, rng: SystemRandomBits | InsecureTestBits | DerivedBits | None = None) -> list:
         """The released row for ``row``: the representative of a sampled output (list of d cells).
 
         The raw row never leaves this method. On any error (InputError, RandomnessError) nothing
@@ -306,7 +315,7 @@ class Bundle:
 _CONSTRUCT = object()
 
 
-def release_index(bundle: Bundle, row, secret: bytes) -> int:
+def release_index(bundle: Bundle, row: Sequence[object], secret: bytes) -> int:
     """The output index a device with ``secret`` releases for ``row`` under a table ``bundle``,
     the same on every ask: ``row``'s input c, then ``bundle.bits`` bits derived from the secret,
     the bundle's sha256 and c (:func:`privmap.device.randomness.release_bits`) drawn through row c
@@ -317,12 +326,12 @@ def release_index(bundle: Bundle, row, secret: bytes) -> int:
     return sample_row(bundle.index[c], bundle.weight[c], draw_bits(release_bits(secret, bundle.sha256, c), bundle.bits))
 
 
-def release(bundle: Bundle, row, secret: bytes) -> list:
+def release(bundle: Bundle, row: Sequence[object], secret: bytes) -> list:
     """The released cells for ``row``: the representative of :func:`release_index`."""
     return bundle.representative(release_index(bundle, row, secret))
 
 
-def build(body: dict, *, exact_lookup: bool, **facts) -> Bundle:
+def build(body: dict, *, exact_lookup: bool, **facts: Any) -> Bundle:
     """The :class:`Bundle` of a parsed table ``body`` (from a kind's ``parse_body``) and the
     envelope ``facts`` (version, issued_at, expires, device_class, sha256, key_id, data);
     ``exact_lookup``: its kind matches a row to the equal input tuple, not the nearest.
@@ -380,7 +389,7 @@ def check_figures(body: dict) -> None:
     check_declared_leakage(body["metrics"]["leakage_bits"], computed)
 
 
-def recompute(check, body: dict) -> None:
+def recompute(check: Callable[[dict], object], body: dict) -> None:
     """Run a kind's own recomputation ``check(body)``; a body it cannot compute on (ValueError,
     ArithmeticError) raises :class:`MetricsError` naming the mechanism."""
     try:
@@ -389,7 +398,7 @@ def recompute(check, body: dict) -> None:
         raise MetricsError(f"cannot recompute the {body['mechanism']} bundle's declared figures") from None
 
 
-def _misfit(mechanism, metric):
+def _misfit(mechanism: object, metric: object) -> NoReturn:
     fail(f"metric {metric!r} does not fit mechanism {mechanism!r} "
          f"(funnel uses 'log-loss', max-correlation 'hamming')")
 

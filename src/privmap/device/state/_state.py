@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..constants import DEFAULT_LOCK_WAIT, EXPIRY_GRACE, MAX_CLOCK_SKEW
 from ..errors import BundleError, BundleTooLargeError, KeyringError, NoValidBundleError, StateError
@@ -144,7 +145,7 @@ class DeviceState:
 
     @classmethod
     def reprovision(cls, path: str | os.PathLike[str], keyring: Keyring | KeyringChain, *,
-                    counter: MonotonicCounter, **options) -> DeviceState:
+                    counter: MonotonicCounter, **options: Any) -> DeviceState:
         """Make a fresh state directory at ``path`` bound at ``counter``'s current value: the
         operator's way back for a counter-bound device whose directory was lost or damaged.
 
@@ -317,7 +318,8 @@ class DeviceState:
         clock = self._clock.read(now)
         try:
             with os_errors("cannot read the state directory"):
-                return self._releaser.active(clock)
+                # any kind's bundle (Releaser.active); typed Bundle as offline.cli's state commands take it
+                return self._releaser.active(clock)  # type: ignore[return-value]
         except NoValidBundleError as exc:
             if self.active_sha256 is not None:  # installed, but no copy passes: a fault to report
                 self.last_error = f"NoValidBundleError: {exc}"
@@ -356,12 +358,12 @@ class DeviceState:
         canonical row, as an int)."""
         return self._releaser.release_source(bundle, c)
 
-    def release_index(self, bundle: Bundle, row) -> int:
+    def release_index(self, bundle: Bundle, row: Sequence[object]) -> int:
         """Output index released for ``row`` under ``bundle``: the permanent draw of its input
         cluster (same row, same bundle, same device -> same index). Raises InputError."""
         return self._releaser.release_index(bundle, row)
 
-    def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row) -> list:
+    def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row: Sequence[object]) -> list:
         """Released cells for ``row``, permanent for this device: a table bundle releases the
         representative of :meth:`release_index`; a Gaussian-noise bundle draws its noise from
         :func:`record_bits` of the parsed row; a null-space bundle is deterministic already.

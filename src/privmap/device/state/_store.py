@@ -617,11 +617,11 @@ class Store:
             os.unlink(f"{sha}.bundle", dir_fd=self._bundles)
 
 
-def _is_sha(value) -> bool:
+def _is_sha(value: object) -> bool:
     return type(value) is str and len(value) == 64 and all(ch in "0123456789abcdef" for ch in value)
 
 
-def _valid_body_v1(body) -> bool:
+def _valid_body_v1(body: object) -> bool:
     """A format-1 body (before counter-bound state and signer records): installed maps version -> sha256."""
     keys = {"format", "version", "time_floor", "installed", "active", "previous"}
     if type(body) is not dict or set(body) != keys or body["format"] != 1 or type(body["format"]) is not int:
@@ -633,7 +633,7 @@ def _valid_body_v1(body) -> bool:
             and all(type(k) is str and k.isdigit() for k in body["installed"]))
 
 
-def _valid_entry(entry) -> bool:
+def _valid_entry(entry: object) -> bool:
     if type(entry) is not dict or set(entry) != {"sha256", "issued_at", "signers"} or not _is_sha(entry["sha256"]):
         return False
     if entry["issued_at"] is not None and type(entry["issued_at"]) is not int:
@@ -642,7 +642,7 @@ def _valid_entry(entry) -> bool:
     return signers is None or (type(signers) is list and all(_is_sha(s) for s in signers))
 
 
-def _valid_trust(trust) -> bool:
+def _valid_trust(trust: object) -> bool:
     if trust is None:
         return True
     if type(trust) is not dict or set(trust) != {"keys", "threshold", "document", "history"}:
@@ -657,7 +657,7 @@ def _valid_trust(trust) -> bool:
     return doc is None or (type(doc) is str and len(doc) % 2 == 0 and all(c in "0123456789abcdef" for c in doc))
 
 
-def _valid_body(body) -> TypeGuard[Body]:
+def _valid_body(body: object) -> TypeGuard[Body]:
     if type(body) is not dict or set(body) != set(_BODY_KEYS) or body["format"] != _STATE_FORMAT:
         return False
     if type(body["format"]) is not int or type(body["version"]) is not int or type(body["time_floor"]) is not int:
