@@ -96,7 +96,8 @@ class ClassBlind:
     n_classes: int
     base: Callable | None = None
 
-    def __call__(self, X, k, *, metric="l2", seed=0, integer=None, bounds=None) -> Quantization:
+    def __call__(self, X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0, integer: np.ndarray | None = None,
+                 bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Quantization:
         if metric != "l2":
             raise BuildError("the class-blind codebook needs the l2 metric")
         X = np.asarray(X, dtype=float)

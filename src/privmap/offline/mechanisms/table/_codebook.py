@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import sparse
 
 from ..._errors import InfeasibleError, SolverError
@@ -133,7 +134,7 @@ class Pairs:
         return np.bincount(self.outs, weights=values, minlength=self.n_outputs)
 
 
-def _as_pairs(W) -> Pairs:
+def _as_pairs(W: np.ndarray | Pairs) -> Pairs:
     return W if isinstance(W, Pairs) else Pairs.from_dense(W)
 
 
@@ -237,7 +238,7 @@ def conditional_distortion(X: np.ndarray, labels: np.ndarray, n_inputs: int, out
     return total
 
 
-def move_outputs(X: np.ndarray, weights, outputs: np.ndarray, *, distance: Distance,
+def move_outputs(X: np.ndarray, weights: np.ndarray | Pairs, outputs: np.ndarray, *, distance: Distance,
                  centre: Centre, project: Project) -> tuple[np.ndarray, float]:
     """Step A: each output to its weighted optimum, kept only where that lowers its cost.
 
@@ -259,7 +260,7 @@ def move_outputs(X: np.ndarray, weights, outputs: np.ndarray, *, distance: Dista
     """
     pairs = _as_pairs(weights)
 
-    def cost(Y, of: Pairs = pairs):
+    def cost(Y: np.ndarray, of: Pairs = pairs) -> np.ndarray:
         return of.per_output(of.weights * _pair_distance(distance, X, Y, of))
 
     current = cost(outputs)
@@ -368,7 +369,8 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times.astype(float)
 
 
-def resolve_at(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:
+def resolve_at(p_ac: np.ndarray, D: np.ndarray, budget: float, *, perfect: bool, solver: str, tol_bits: float,
+               warm: SolveResult | None = None) -> SolveResult | None:
     """Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
     ``warm`` (a previous answer) when given, unless a cold solve would start from another solver's
     answer (many private classes: :func:`~privmap.offline.solvers.starts_from_interior`,
@@ -470,7 +472,7 @@ def refine_in_passes(sweep: Callable, distance_sums: Callable, p_ac: np.ndarray,
 
 
 def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, solver: str, tol_bits: float,
-                 warm: SolveResult | None = None):
+                 warm: SolveResult | None = None) -> tuple[np.ndarray, float, float, SolveResult | None]:
     """Step B on its own: re-solve program (19) with distortion matrix D (K_in, K_out) at the
     distortion table q meets under it (:func:`resolve_at`), keeping the new table only if it leaks
     and distorts no more (the rule of :func:`refine`). The fast solver starts from ``warm``, the
@@ -515,18 +517,18 @@ def metric_center(metric: str, *, integer: np.ndarray, lo: np.ndarray, hi: np.nd
     if metric not in centres:
         raise ValueError(f"no codebook optimum for metric {metric!r}; expected one of {', '.join(centres)}")
 
-    def project(Y):
+    def project(Y: np.ndarray) -> np.ndarray:
         return np.clip(np.where(integer, np.round(Y), Y), lo, hi)
 
     optimum = centres[metric]
 
-    def centre(X, W, Y0):
+    def centre(X: np.ndarray, W: np.ndarray | Pairs, Y0: np.ndarray) -> np.ndarray:
         return optimum(np.asarray(X, dtype=float), _as_pairs(W), np.asarray(Y0, dtype=float))
 
     return MetricDistance(metric), centre, project
 
 
-def _geometric_median(X, pairs: Pairs, Y0):
+def _geometric_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
     """Weiszfeld's iteration for every output at once, from the weighted mean, for at most
     :data:`WEISZFELD_STEPS` steps; an output stops once a step moves it by at most
     :data:`WEISZFELD_TOLERANCE` x (1 + its largest coordinate), and later steps touch only the
@@ -548,7 +550,7 @@ def _geometric_median(X, pairs: Pairs, Y0):
     missing = np.isnan(X)
     values, seen = np.where(missing, 0.0, X), (~missing).astype(float)
 
-    def weighted_mean(w, Y):
+    def weighted_mean(w: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
         U = sparse.csr_matrix((w, rows, bounds), shape=(m, X.shape[0]))
         total, sums = U @ seen, U @ values
         return np.where(total > 0, sums / np.where(total > 0, total, 1.0), Y)
@@ -576,7 +578,8 @@ def _geometric_median(X, pairs: Pairs, Y0):
     return Y
 
 
-def _observed_pairs(X, pairs: Pairs, k: int):
+def _observed_pairs(X: NDArray[np.float64], pairs: Pairs, k: int
+                   ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
     """Column k's values, outputs and weights over the pairs whose row observed it."""
     column = X[pairs.rows, k]
     keep = ~np.isnan(column) & (pairs.weights > 0)
@@ -590,7 +593,7 @@ def _first_per_output(outs_sorted: np.ndarray, chosen: np.ndarray) -> tuple[np.n
     return outs, at[first]
 
 
-def _weighted_median(X, pairs: Pairs, Y0):
+def _weighted_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
     """Per output and column, over its observed cells, the lowest value where the cumulative weight
     reaches half the total."""
     Y = np.array(Y0, dtype=float, copy=True)
@@ -609,7 +612,7 @@ def _weighted_median(X, pairs: Pairs, Y0):
     return Y
 
 
-def _weighted_mode(X, pairs: Pairs, Y0):
+def _weighted_mode(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
     """Per output and column, over its observed cells, the value carrying the most weight (ties to
     the smallest value)."""
     Y = np.array(Y0, dtype=float, copy=True)

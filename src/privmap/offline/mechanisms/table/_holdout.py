@@ -85,6 +85,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import Protocol, cast
 
 import numpy as np
 from scipy import sparse
@@ -93,12 +94,13 @@ from ..._errors import BuildError
 from ..._heldout_leakage import bracket_terms, pooled_bracket
 from ..._joint import column_key
 from ..._rows import unique_rows
-from ...data import Dataset, assigned_distance, joint_prior, nearest, prior_from_counts, quantize
+from ...data import Dataset, Quantization, assigned_distance, joint_prior, nearest, prior_from_counts, quantize
 from ...measures import exposed_shares
+from .._seed000 import Seed000Options
 from ._codebook import resolve_kept
-from ._program import solve_prior, solve_rows
+from ._program import Solved, solve_prior, solve_rows
 from ._reuse import BuildStart
-from ._rows import Alphabet
+from ._rows import Alphabet, Rows
 from ._tasks import Tasks, run_tasks
 
 #: Two-sided confidence of the interval.
@@ -106,6 +108,17 @@ CONFIDENCE = 0.95
 #: Environment variable giving the number of processes that run the folds, this one included
 #: (default: the machine's cores).
 JOBS_ENV = "PRIVMAP_JOBS"
+
+
+class _FoldRows(Rows, Protocol):
+    """The rows the folds are drawn from (a :class:`._in_memory.InMemoryRows`, whose module imports
+    this one): a :class:`Dataset`, and the rows a fold trains on."""
+
+    @property
+    def dataset(self) -> Dataset: ...
+
+    def subset(self, rows: np.ndarray) -> Rows:
+        """The rows at the indexes ``rows`` (shape (m,))."""
 
 
 @dataclass(frozen=True)
@@ -235,7 +248,8 @@ class FoldKMeans:
 
     init: np.ndarray | None = None
 
-    def __call__(self, X, k, *, metric="l2", seed=0, integer=None, bounds=None):
+    def __call__(self, X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0, integer: np.ndarray | None = None,
+                 bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Quantization:
         start = "k-means++" if self.init is None else self.init
         return quantize(X, k, metric=metric, seed=seed, integer=integer, bounds=bounds, init=start, n_init=1)
 
@@ -255,7 +269,7 @@ def fold_jobs(tasks: int, jobs: int | None = None) -> int:
     return max(1, min(int(jobs), tasks))
 
 
-def cross_fitted_leakage(rows, options, *, folds: int | None = None, attacker: bool = False,
+def cross_fitted_leakage(rows: _FoldRows, options: Seed000Options, *, folds: int | None = None, attacker: bool = False,
                          progress: Callable[[float], None] | None = None, start: str = "single",
                          centers: np.ndarray | None = None, jobs: int | None = None,
                          build: BuildStart | None = None) -> HoldoutLeakage:
@@ -299,7 +313,7 @@ def cross_fitted_leakage(rows, options, *, folds: int | None = None, attacker: b
     return result
 
 
-def cross_fitted_many(rows, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
+def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
                       start: str = "single", centers: Sequence[np.ndarray | None] | None = None,
                       jobs: int | None = None, builds: Sequence[BuildStart | None] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> list:
@@ -368,12 +382,12 @@ class PendingFolds:
     def __enter__(self) -> PendingFolds:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if not self._done:
             self._tasks.cancel()
 
 
-def start_cross_fitting(rows, options, *, jobs: int | None = None) -> PendingFolds | None:
+def start_cross_fitting(rows: _FoldRows, options: Seed000Options, *, jobs: int | None = None) -> PendingFolds | None:
     """Set :func:`cross_fitted_leakage`'s folds going in worker processes before the build's own
     stages, which they do not depend on (a build below ``_reuse.START_CLUSTERS``): the workers fold
     while this process builds, and this process joins them when it reaches the estimate
@@ -399,7 +413,8 @@ class _Folds:
     :func:`_fold`, candidate by candidate) and the pooling of their outcomes (:meth:`results`).
     Raises BuildError as :func:`cross_fitted_many` does."""
 
-    def __init__(self, rows, candidates: Sequence, *, folds, attacker, start, centers, builds):
+    def __init__(self, rows: _FoldRows, candidates: Sequence[Seed000Options], *, folds: int | None, attacker: bool, start: str,
+                 centers: Sequence[np.ndarray | None] | None, builds: Sequence[BuildStart | None] | None) -> None:
         from sklearn.model_selection import StratifiedKFold
         dataset = rows.dataset
         seed = candidates[0].seed
@@ -416,7 +431,7 @@ class _Folds:
             raise BuildError(f"unknown k-means start {start!r}; expected one of {', '.join(STARTS)}")
         if start == "warm" and (centers is None or len(centers) != len(candidates)):
             raise BuildError("warm-started folds need each candidate's full-data centers")
-        centers = list(centers) if start == "warm" else [None] * len(candidates)
+        centers = list(centers) if start == "warm" and centers is not None else [None] * len(candidates)
         builds = list(builds) if builds is not None else [None] * len(candidates)
         self.tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
         single = [dataclasses.replace(o, cross_fitting=None) for o in candidates]
@@ -447,8 +462,8 @@ def _import_fold_libraries(candidates: Sequence, n_classes: int) -> None:
         import ot  # noqa: F401
 
 
-def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
-          attacker: bool, build: BuildStart | None = None):
+def _fold(rows: _FoldRows, options: Seed000Options, i: int, train: np.ndarray, test: np.ndarray, start: str,
+          centers: np.ndarray | None, attacker: bool, build: BuildStart | None = None) -> dict | BuildError:
     """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
     measured here because a pooled worker's CPU time is invisible to the parent until the pool is
     reaped), or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: "
@@ -460,8 +475,9 @@ def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str
         quantizer = None
         if options.quantizes and start == "single":
             quantizer = FoldKMeans()
-        elif options.quantizes and start == "warm" and fitted.clusters >= len(centers):
-            fitted = dataclasses.replace(fitted, clusters=len(centers))
+        elif options.quantizes and start == "warm" and centers is not None and cast(int, fitted.clusters) >= len(centers):
+            # clusters: a field of a quantizing mechanism's options, which the engine does not import
+            fitted = dataclasses.replace(fitted, clusters=len(centers))  # type: ignore[call-arg]
             quantizer = FoldKMeans(np.asarray(centers, dtype=float))
         fit = solve_rows(rows.subset(train), fitted, quantizer=quantizer, start=build)
         symbols = _lookup(fit.alphabet, dataset, test, options)
@@ -521,7 +537,7 @@ def pool_folds(parts: list, k: int) -> HoldoutLeakage:
                                            for p in parts if "cost" in p))
 
 
-def _drawn_outputs(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _drawn_outputs(fit: Solved, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw of the output index (n,) for each of ``symbols`` (n,) under the fold's table: each
     row takes the first output whose cumulative probability in its table row exceeds a uniform
     draw (searched over the row's non-zeros only)."""
@@ -533,7 +549,8 @@ def _drawn_outputs(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.nda
     return drawn_from.indices[at]
 
 
-def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray, options,
+def _fold_attack(fit: Solved, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray,
+                 options: Seed000Options,
                  rng: np.random.Generator) -> dict:
     """The fold's attackers as outside ones meet the mechanism
     (:func:`privmap.offline._strongest.strongest_attack`): trained on the fold's training rows as
@@ -577,16 +594,17 @@ def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
             "attacker": strongest[0], "attackers": tuple(rows)}
 
 
-def fold_options(options, dataset: Dataset, rows: np.ndarray):
+def fold_options(options: Seed000Options, dataset: Dataset, rows: np.ndarray) -> Seed000Options:
     """The build's options for the training fold of ``dataset`` at the indexes ``rows`` (shape (m,)):
     K is capped at the fold's distinct rows."""
     if not options.quantizes:
         return options
     distinct = unique_rows(dataset.public[rows])[0].shape[0]
-    return dataclasses.replace(options, clusters=min(options.clusters, distinct))
+    # clusters: a field of a quantizing mechanism's options (chosen by now), which the engine does not import
+    return dataclasses.replace(options, clusters=min(cast(int, options.clusters), distinct))  # type: ignore[call-arg]
 
 
-def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, options) -> np.ndarray:
+def _lookup(alphabet: Alphabet, dataset: Dataset, rows: np.ndarray, options: Seed000Options) -> np.ndarray:
     """Input index of each held-out row by the device's rule (the equal tuple of the exact
     mechanism's alphabet, else the nearest representative in ``options.metric``); -1 where the
     device would refuse it."""
@@ -600,7 +618,8 @@ def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, options) -> np.ndarray
     return nearest(X, np.asarray(alphabet.inputs, dtype=float), options.metric)
 
 
-def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric, *, equal_inputs: bool) -> dict:
+def fold_estimate(fit: Solved | SimpleNamespace, dataset: Dataset | SimpleNamespace, rows: np.ndarray,
+                  symbols: np.ndarray, metric: str, *, equal_inputs: bool) -> dict:
     """A fold's bracket terms (:func:`privmap.offline._heldout_leakage.bracket_terms`), exposed
     shares at :data:`privmap.offline.measures.EXPOSURE_FACTORS` (``exposed``, under the fold's
     training prior ``fit.p_ac``) and mean distortion on its held-out ``rows`` (looked up as
@@ -632,7 +651,7 @@ def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric
 
 
 def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,
-                             options, *, progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
+                             options: Seed000Options, *, progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
     """Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again
     (an out-of-core build's: :class:`._partitioned.PartitionedRows`; quantized mechanism, l2).
 
@@ -676,6 +695,7 @@ def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alp
         if held.sum() == 0 or train.sum(axis=1).min() == 0:
             raise BuildError(f"cross-fitting needs every private class in each of {k} folds' training rows "
                              "and held-out rows in each; lower --holdout-folds (0 skips the estimate)")
+        assert options.smoothing is not None        # the build's own prior was estimated with it
         p_train = prior_from_counts(train, smoothing=options.smoothing)
         fit = solve_prior(alphabet, p_train, fold_options)
         q = fit.solved.table

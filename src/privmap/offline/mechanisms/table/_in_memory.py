@@ -83,7 +83,7 @@ class InMemoryRows:
                                len(alphabet.inputs), seed=seed)
 
     def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
-                 perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
+                 perfect: bool, progress: Callable[[float], None]) -> tuple[Alphabet, SolveResult, Codebook]:
         """:meth:`._rows.Rows.codebook` by :func:`._codebook.refine` on the rows: outputs moved,
         distortion matrix and table replaced."""
         X = self.dataset.public
@@ -105,6 +105,7 @@ class InMemoryRows:
 
     def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
         labels = _labels(alphabet)
+        assert alphabet.raw_distortion is not None  # set with the labels, as _labels says
         return raw_distortion_total(labels, alphabet.raw_distortion, table) / labels.size
 
     def start_cross_fitting(self, options: Seed000Options) -> PendingFolds | None:
@@ -129,7 +130,8 @@ def _labels(alphabet: Alphabet) -> np.ndarray:
     return alphabet.labels
 
 
-def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTable) -> float:
+def raw_distortion_total(labels: np.ndarray, raw_distortion: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                         table: CompressedTable) -> float:
     """Sum over rows of E d(b, released) under the integer table.
 
     ``labels`` (n,) is psi of each row; ``raw_distortion(rows, outputs)`` gives d(b, output),

@@ -61,10 +61,12 @@ import contextlib
 import dataclasses
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import sparse
 
 from ..._errors import BuildError, DatasetError
 from ..._joint import PrivateColumns
@@ -90,7 +92,7 @@ from ...data import (
     row_keys,
     source_sha256,
 )
-from ...solvers import SolveResult
+from ...solvers import CompressedTable, SolveResult
 from .._seed000 import Seed000Options
 from ._codebook import Codebook, metric_center, refine_in_passes
 from ._holdout import HoldoutLeakage, cross_fitted_from_counts
@@ -98,6 +100,9 @@ from ._in_memory import raw_distortion_total
 from ._missing import bundle_cells, column_fills, feature_maps
 from ._program import Solved
 from ._rows import Alphabet, Progress
+
+if TYPE_CHECKING:                                   # the scale extra's cluster, imported where it is used
+    from distributed import Client, Future
 
 __all__ = ["KMEANS", "IN_CORE_BYTES", "PartitionedRows", "SourceSummary", "check_partitioned", "in_core",
            "dask_client"]
@@ -117,6 +122,9 @@ MINIBATCH_ROWS = 4096
 MEDIAN_MAX_DISTINCT = 100_000
 #: Rows per block of distance computations (bounds scratch memory to about ``_ROWS * K_out * 16`` bytes).
 _ROWS = 4096
+#: What :func:`_assign` leaves on a worker for one partition: its counts (folds, |A|, K), the largest
+#: and the summed distance of its rows to their representatives, and its rows' (psi, fold).
+_Assignment = tuple[tuple[np.ndarray, float, float], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,7 @@ class _Reading:
 
 
 @contextlib.contextmanager
-def dask_client(*, workers: int | None = None, scheduler: str | None = None):
+def dask_client(*, workers: int | None = None, scheduler: str | None = None) -> Iterator[Client]:
     """A ``distributed.Client``: on ``scheduler`` (an address) if given, else on a new local
     cluster of ``workers`` single-threaded worker processes (default 2), closed on exit."""
     from distributed import Client, LocalCluster
@@ -203,7 +211,7 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None):
         yield client
 
 
-def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> None:
+def check_partitioned(src: Source, options: Seed000Options, *, kmeans: str = "minibatch") -> None:
     """Everything about a partitioned build's rows and options that can be refused without
     reading rows (what the out-of-core mapping alone refuses: the mechanism's out-of-core check).
 
@@ -269,8 +277,8 @@ class PartitionedRows:
         cell, by file, line or row, and column; a value outside its declared domain, by partition).
     """
 
-    def __init__(self, src: Source, options: Seed000Options, client, *, kmeans: str = "minibatch",
-                 progress: Progress | None = None, dask_progress: bool = False):
+    def __init__(self, src: Source, options: Seed000Options, client: Client, *, kmeans: str = "minibatch",
+                 progress: Progress | None = None, dask_progress: bool = False) -> None:
         check_partitioned(src, options, kmeans=kmeans)
         self._tell = progress or (lambda stage, fraction: None)
         self._run = _Runner(client, dask_progress)
@@ -384,7 +392,7 @@ class PartitionedRows:
         raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
 
     def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
-                 perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
+                 perfect: bool, progress: Callable[[float], None]) -> tuple[Alphabet, SolveResult, Codebook]:
         """:meth:`._rows.Rows.codebook` in passes over the partitions
         (:func:`._codebook.refine_in_passes`, one round); the distance sums by fold on the moved
         outputs are kept for :meth:`cross_fitted`."""
@@ -399,7 +407,7 @@ class PartitionedRows:
         moved = dataclasses.replace(alphabet, outputs=bundle_cells(step.outputs, integer), distortion=step.distortion_matrix)
         return moved, step.solve_result(solved), step
 
-    def measured_distortion(self, alphabet: Alphabet, table) -> float:
+    def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
         """A pass over the rows with psi from the alphabet's pass."""
         self._tell("measure", 0.92)
         outputs = np.asarray(alphabet.outputs, dtype=float)
@@ -416,7 +424,7 @@ class PartitionedRows:
         return None
 
     def cross_fitted(self, done: Solved, options: Seed000Options, *, progress: Callable[[float], None],
-                     pending=None) -> HoldoutLeakage:
+                     pending: None = None) -> HoldoutLeakage:
         """:func:`._holdout.cross_fitted_from_counts` on the fold-wise counts of the alphabet's pass and the
         distance sums of the codebook step's last pass (one more pass of them without that step)."""
         held = self._assignment()
@@ -442,10 +450,11 @@ class _Assigned:
 class _Rows:
     """The assigned rows on the workers: one task per partition, each given its psi and fold."""
 
-    def __init__(self, run, parts, assigned, reading, renumber):
+    def __init__(self, run: _Runner, parts: Sequence[Partition], assigned: Sequence[Future], reading: _Reading,
+                 renumber: np.ndarray) -> None:
         self.run, self.parts, self.assigned, self.reading, self.renumber = run, parts, assigned, reading, renumber
 
-    def gather(self, fn, **kwargs) -> list:
+    def gather(self, fn: Callable[..., Any], **kwargs: object) -> list:
         return self.run.gather([self.run.client.submit(fn, part, a, pure=False, reading=self.reading,
                                                        renumber=self.renumber, **kwargs)
                                 for part, a in zip(self.parts, self.assigned)])
@@ -455,7 +464,7 @@ class _Rows:
         return sum(self.gather(_distance_sums, outputs=outputs, folds=max(folds, 1),
                                n_inputs=int(self.renumber.max()) + 1))
 
-    def codebook_sums(self, table, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray) -> list:
+    def codebook_sums(self, table: sparse.csr_matrix, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray) -> list:
         """One pass of the codebook step (:func:`._codebook.refine_in_passes`' ``sweep``): the
         partitions' :func:`_codebook_sums` added up."""
         got = self.gather(_codebook_sums, table=table, per_row=per_row, Z=Z, P=P)
@@ -465,25 +474,25 @@ class _Rows:
 class _Runner:
     """Submits one task per partition and gathers the results in partition order."""
 
-    def __init__(self, client, show: bool):
+    def __init__(self, client: Client, show: bool) -> None:
         self.client, self.show = client, show
 
-    def map_keep(self, fn, items, **kwargs) -> list:
+    def map_keep(self, fn: Callable[..., Any], items: Iterable[object], **kwargs: object) -> list[Future]:
         return [self.client.submit(fn, item, pure=False, **kwargs) for item in items]
 
-    def gather(self, futures) -> list:
+    def gather(self, futures: list[Future]) -> list:
         if self.show:
             from distributed import progress
             with contextlib.redirect_stdout(sys.stderr):
                 progress(futures)
         return self.client.gather(futures)
 
-    def map(self, fn, items, **kwargs) -> list:
+    def map(self, fn: Callable[..., Any], items: Iterable[object], **kwargs: object) -> list:
         return self.gather(self.map_keep(fn, items, **kwargs))
 
 
 
-def _summarize(src, stats, digests, options: Seed000Options) -> SourceSummary:
+def _summarize(src: Source, stats: Sequence[dict], digests: Sequence[str], options: Seed000Options) -> SourceSummary:
     """The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
     minimum and maximum, a non-integer value if any, and a missing cell if any (what ``resolve``
     reads of all rows)."""
@@ -582,7 +591,7 @@ def _partition_stats(part: Partition, *, reading: _Reading, declared: Declared |
     return out
 
 
-def _check_declared(X: np.ndarray, features, declared: Declared | None, part: Partition) -> None:
+def _check_declared(X: np.ndarray, features: Sequence[str], declared: Declared | None, part: Partition) -> None:
     """The declarations checked on one partition by ``resolve`` itself; a column without a declared
     domain is given the partition's own whole-number range, so only the declarations can fail."""
     if declared is None:
@@ -607,12 +616,13 @@ def _fill(X: np.ndarray, means: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(X), means, X) if np.isnan(X).any() else X
 
 
-def _kmeans_rows(part: Partition, *, reading: _Reading, means) -> np.ndarray:
+def _kmeans_rows(part: Partition, *, reading: _Reading, means: np.ndarray) -> np.ndarray:
     """Rows as k-means groups them: the lookup rows with a missing cell filled by its column's mean."""
     return _fill(_read(part, reading)[1], means)
 
 
-def _group_sums(part: Partition, *, reading: _Reading, means, centers):
+def _group_sums(part: Partition, *, reading: _Reading, means: np.ndarray, centers: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per k-means centre: sums and counts of observed lookup cells (K, d) and rows (K,)."""
     _, L, _, _ = _read(part, reading)
     k, d = centers.shape
@@ -659,7 +669,8 @@ def _fold_of(ordinal: int, m: int, folds: int, seed: int) -> np.ndarray:
     return (row_keys(seed, ordinal, m) % np.uint64(folds)).astype(np.int64)
 
 
-def _assign(part: Partition, *, reading: _Reading, classes, centers, folds: int, seed: int, ordinal: int):
+def _assign(part: Partition, *, reading: _Reading, classes: Sequence[str], centers: np.ndarray, folds: int, seed: int,
+            ordinal: int) -> _Assignment:
     X, L, labels, _ = _read(part, reading)
     k = centers.shape[0]
     psi = _nearest(L, centers)
@@ -673,21 +684,24 @@ def _assign(part: Partition, *, reading: _Reading, classes, centers, folds: int,
              float(dist.sum())), (psi, fold))
 
 
-def _first(pair):
+def _first(pair: _Assignment) -> tuple[np.ndarray, float, float]:
     return pair[0]
 
 
-def _rows_of(part, assigned, reading, renumber):
+def _rows_of(part: Partition, assigned: _Assignment, reading: _Reading, renumber: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     X = _read(part, reading)[0]
     return X, renumber[assigned[1][0]], assigned[1][1]
 
 
-def _raw_total(part: Partition, assigned, *, reading, renumber, outputs, table) -> float:
+def _raw_total(part: Partition, assigned: _Assignment, *, reading: _Reading, renumber: np.ndarray, outputs: np.ndarray,
+               table: CompressedTable) -> float:
     X, psi, _ = _rows_of(part, assigned, reading, renumber)
     return raw_distortion_total(psi, lambda rows, cols: pairwise(X[rows], outputs[cols], "l2"), table)
 
 
-def _distance_sums(part: Partition, assigned, *, reading, renumber, outputs, folds: int, n_inputs: int):
+def _distance_sums(part: Partition, assigned: _Assignment, *, reading: _Reading, renumber: np.ndarray, outputs: np.ndarray,
+                   folds: int, n_inputs: int) -> np.ndarray:
     from scipy import sparse
     X, psi, fold = _rows_of(part, assigned, reading, renumber)
     total = np.zeros((folds * n_inputs, outputs.shape[0]))
@@ -700,7 +714,9 @@ def _distance_sums(part: Partition, assigned, *, reading, renumber, outputs, fol
     return total.reshape(folds, n_inputs, outputs.shape[0])
 
 
-def _codebook_sums(part: Partition, assigned, *, reading, renumber, table, per_row, Z, P):
+def _codebook_sums(part: Partition, assigned: _Assignment, *, reading: _Reading, renumber: np.ndarray,
+                   table: sparse.csr_matrix, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One pass of the codebook step over the (row, output) pairs where the table is non-zero.
 
     Rows are taken input by input: the rows with psi = c share the table row's support J_c, so
@@ -757,16 +773,17 @@ def _clusters(options: Seed000Options) -> int:
     return options.clusters
 
 
-def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: Seed000Options):
+def _minibatch(run: _Runner, parts: Sequence[Partition], reading: _Reading, summary: SourceSummary,
+               options: Seed000Options) -> np.ndarray:
     from sklearn.cluster import MiniBatchKMeans
     k = _clusters(options)
     model = MiniBatchKMeans(n_clusters=k, random_state=options.seed, batch_size=MINIBATCH_ROWS, n_init=3)
     rng = np.random.default_rng(options.seed)  # order of rows within a partition; not a release path
 
-    def fetch(part):
+    def fetch(part: Partition) -> Future:
         return run.client.submit(_kmeans_rows, part, reading=reading, means=summary.means, pure=False)
 
-    pending = fetch(parts[0])
+    pending: Future | None = fetch(parts[0])
     later = iter(parts[1:])
     carry = np.empty((0, len(summary.features)))
     while pending is not None:
@@ -790,7 +807,8 @@ def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: Sourc
     return model.cluster_centers_
 
 
-def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: Seed000Options):
+def _dask_ml(run: _Runner, parts: Sequence[Partition], reading: _Reading, summary: SourceSummary,
+             options: Seed000Options) -> np.ndarray:
     import dask
     import dask.array as da
     from dask_ml.cluster import KMeans
@@ -805,11 +823,12 @@ def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: Seed
     return np.asarray(model.cluster_centers_)
 
 
-def _partition_rows(part: Partition, *, reading) -> int:
+def _partition_rows(part: Partition, *, reading: _Reading) -> int:
     return int(_read(part, reading)[0].shape[0])
 
 
-def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Seed000Options):
+def _in_memory(run: _Runner, parts: Sequence[Partition], reading: _Reading, summary: SourceSummary,
+               options: Seed000Options) -> np.ndarray:
     if summary.n > IN_MEMORY_MAX_ROWS:
         raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
                          f"(use minibatch or dask-ml)")

@@ -36,6 +36,7 @@ import math
 import resource
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,7 @@ from ..._mismatch import mismatch_bound
 from ...data import Dataset
 from ...solvers import (
     CompressedTable,
+    ConfidenceSet,
     SolveResult,
     certified_leakage_bits,
     certified_max_output_leakage_bits,
@@ -56,7 +58,7 @@ from ...solvers import (
 from .._header import _tool_version, payload_header
 from .._seed000 import Seed000Options
 from ._codebook import Codebook
-from ._holdout import HoldoutLeakage
+from ._holdout import HoldoutLeakage, PendingFolds
 from ._program import Solved, robust_set, solve_rows
 from ._rows import Alphabet, Progress, Rows
 
@@ -132,7 +134,7 @@ class StageTimer:
                               "children_peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_CHILDREN)})
         self._stage = None
 
-    def attach_folds(self, costs) -> None:
+    def attach_folds(self, costs: Iterable[dict]) -> None:
         """Add each fold's own cost (:attr:`._holdout.HoldoutLeakage.fold_costs`) to its closed
         ``holdout-fold-i`` record (class docstring); a fold without a record is skipped."""
         by_stage = {r["stage"]: r for r in self._records}
@@ -149,7 +151,7 @@ class StageTimer:
                 ran["cpu_seconds"] = round(max(ran["cpu_seconds"] - cost["cpu_seconds"], 0.0), 3)
             record["cpu_seconds"] = round(record["cpu_seconds"] + cost["cpu_seconds"], 3)
 
-    def attach_search(self, stage: str, costs, **more) -> None:
+    def attach_search(self, stage: str, costs: Sequence[dict], **more: object) -> None:
         """Add to the closed record ``stage`` the cost of the folds run during it (``costs`` as
         :attr:`privmap.offline.mechanisms.quantized.Choice.fold_costs`): ``folds`` (how many), ``fold_cpu_seconds`` (their
         CPU seconds together), the pooled folds' CPU seconds to its ``cpu_seconds`` (those of
@@ -255,7 +257,7 @@ def build_rows(rows: Rows, options: Seed000Options, tell: StageTimer, *, holdout
 
 
 def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, *,
-             holdout: HoldoutLeakage | None = None, pending=None) -> Build:
+             holdout: HoldoutLeakage | None = None, pending: PendingFolds | None = None) -> Build:
     """The build from the solved table on: compression, metrics, cross-fitting, payload.
 
     Parameters
@@ -364,12 +366,12 @@ def _mismatch_metrics(shipped: _Shipped) -> dict:
     return metrics
 
 
-def _cross_fitted_metrics(shipped: _Shipped, tell: Progress, pending) -> dict:
+def _cross_fitted_metrics(shipped: _Shipped, tell: Progress, pending: PendingFolds | None) -> dict:
     """The cross-fitted (new-user) leakage's metrics, measured here over ``options.folds`` folds (joining
     the ``pending`` ones), each fold its own stage; the timer is given the folds' costs."""
     folds = shipped.options.folds
 
-    def fold_done(f):        # fold i of k reported done: the next one's stage starts
+    def fold_done(f: float) -> None:        # fold i of k reported done: the next one's stage starts
         done_folds = min(folds, int(round(f * folds)))
         tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
 
@@ -410,7 +412,7 @@ def _payload(shipped: _Shipped, metrics: dict, index: list[list[int]], weight: l
     }
 
 
-def robust_metrics(cs, table: CompressedTable) -> dict:
+def robust_metrics(cs: ConfidenceSet, table: CompressedTable) -> dict:
     """The robust figures of the shipped integer table over the confidence set ``cs``:
     ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
     ``robust_max_output_leakage_bits`` (docs/guarantees.md)."""

@@ -10,14 +10,16 @@ leakage and writes the payload.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..._errors import BuildError, SolverError
 from ..._information import max_output_leakage_bits
-from ...data import prior_from_counts
+from ...data import Quantization, prior_from_counts
 from ...solvers import (
+    ConfidenceSet,
     SolveResult,
     compress,
     confidence_set,
@@ -55,7 +57,7 @@ class Solved:
 
 
 def solve_rows(rows: Rows, options: Seed000Options, *, progress: Progress | None = None,
-               quantizer=None, start: BuildStart | None = None) -> Solved:
+               quantizer: Callable[..., Quantization] | None = None, start: BuildStart | None = None) -> Solved:
     """Cluster the rows (or build the erasure alphabet), estimate the prior, solve program (19),
     and run the codebook step; everything :func:`._pipeline.build_rows` does before compressing
     the table.
@@ -141,8 +143,8 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *
                   budget=step.distortion, codebook=step)
 
 
-def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, options: Seed000Options,
-                progress, start_outputs: np.ndarray) -> SolveResult:
+def _solve_from(start: BuildStart | None, centers: np.ndarray | None, p_ac: np.ndarray, D: np.ndarray, delta: float,
+                options: Seed000Options, progress: Callable[[float], None], start_outputs: np.ndarray) -> SolveResult:
     """Program (19) by ``options.solver``; with a ``start`` and the fast solver, warm-started from
     the build's table carried to ``centers`` (:meth:`._reuse.BuildStart.warm`), and run again cold
     when that start fails (a start decides the path, not whether a certificate exists). A cold
@@ -150,6 +152,7 @@ def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, option
     perfect-privacy table (``solve(start_outputs=)``): on UCI Adult's 15 occupations at K = 1,024
     they are 149 of the 183 the optimum uses, and pricing brings in the rest in one round."""
     if start is not None and options.solver == "fast":
+        assert centers is not None                  # given with a start (solve_prior)
         try:
             return solve(p_ac, D, delta, solver="fast", tol_bits=options.tol_bits, progress=progress,
                          warm_start=start.warm(centers))
@@ -159,7 +162,7 @@ def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, option
                  start_outputs=start_outputs)
 
 
-def robust_set(rows: Rows, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
+def robust_set(rows: Rows, alphabet: Alphabet, p_ac: np.ndarray, confidence: float) -> ConfidenceSet:
     """The confidence set (:mod:`privmap.offline.solvers.robust`) of the training rows'
     cluster counts (:meth:`._rows.Rows.counts`) at ``confidence``, centred on the prior the build
     solved on."""

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ...data import Column
+from ...solvers import CompressedTable, SolveResult
+from .._seed000 import Seed000Options
+from ._codebook import Codebook
 
 __all__ = ["Progress", "Alphabet", "Rows"]
 
@@ -87,7 +90,7 @@ class Rows(Protocol):
     @property
     def missing_cell_fraction(self) -> float: ...
 
-    def alphabet(self, options, *, quantizer: Callable | None = None) -> Alphabet:
+    def alphabet(self, options: Seed000Options, *, quantizer: Callable | None = None) -> Alphabet:
         """Cluster the rows (k-means, or the exact mechanism's tuples and erasures) and assign
         every row to its representative by the device's rule. ``quantizer`` replaces the k-means
         (a cross-fitting fold's, :class:`._holdout.FoldKMeans`).
@@ -111,8 +114,8 @@ class Rows(Protocol):
             Rows with a missing cell, or a backend that fits no classifier.
         """
 
-    def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved, options, *, perfect: bool,
-                 progress: Callable[[float], None]):
+    def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
+                 perfect: bool, progress: Callable[[float], None]) -> tuple[Alphabet, SolveResult, Codebook]:
         """The codebook step (:mod:`._codebook`): the released rows moved towards the rows sent to
         them, then program (19) re-solved on the new distances.
 
@@ -123,15 +126,17 @@ class Rows(Protocol):
             input to them, the kept table, and the step's record.
         """
 
-    def measured_distortion(self, alphabet: Alphabet, table) -> float:
+    def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
         """Mean over the rows of E d(b, released) under the integer ``table``
         (:class:`~privmap.offline.solvers.CompressedTable`; Theorem 2's left side)."""
 
-    def start_cross_fitting(self, options):
+    # Solved, PendingFolds and HoldoutLeakage are typed Any below: their modules import this one.
+    def start_cross_fitting(self, options: Seed000Options) -> Any:
         """The cross-fitting folds set going before the build's own stages, or None
         (:func:`._holdout.start_cross_fitting`)."""
 
-    def cross_fitted(self, done, options, *, progress: Callable[[float], None], pending=None):
+    def cross_fitted(self, done: Any, options: Seed000Options, *, progress: Callable[[float], None],
+                     pending: Any = None) -> Any:
         """The cross-fitted (new-user) leakage of the build ``done`` (:class:`._program.Solved`),
         the folds ``pending`` joined when they were started; ``progress`` is told the fraction of
         folds done.

@@ -25,11 +25,16 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from typing import cast
 
 from ..._routed import caught, route
+
+#: A task's outcome: its result, and the warnings it raised as ``(category name, message)`` pairs.
+Outcome = tuple[object, list[tuple[str, str]]]
 
 
 def run_tasks(function: Callable, work: list, jobs: int, progress: Callable[[int, int], None] | None) -> list:
@@ -79,7 +84,7 @@ class Tasks:
     """
 
     def __init__(self, function: Callable, work: list, jobs: int, *, threads: int | None = None,
-                 fork: bool | None = None):
+                 fork: bool | None = None) -> None:
         self.function, self.work, self.jobs = function, work, jobs
         self.threads = max(1, (os.cpu_count() or 1) // jobs) if threads is None else threads
         self.fork = forks_safely(self.threads) if fork is None else fork
@@ -94,23 +99,23 @@ class Tasks:
         self.workers: _ForkedWorkers | _LokyWorkers | None = None
         self.feeders: list[threading.Thread] = []
 
-    def _take(self):
+    def _take(self) -> int | None:
         with self.changed:
             return self.pending.pop() if self.pending and not self.errors else None
 
-    def _store(self, i, value=None, error=None):
+    def _store(self, i: int, value: Outcome | None = None, error: BaseException | None = None) -> None:
         """Task ``i``'s outcome (``(result, warnings)`` from :func:`_limited`, its warnings routed
         to this process's tally), or the error that stops every task."""
         with self.changed:
             if error is None:
-                result, records = value
+                result, records = cast(Outcome, value)      # given where no error is
                 route(records)
                 self.results[i], self.finished[i] = result, True
             else:
                 self.errors.append(error)
             self.changed.notify_all()
 
-    def _report(self, progress):
+    def _report(self, progress: Callable[[int, int], None] | None) -> None:
         with self.changed:
             done = self.reported
             while done < len(self.work) and self.finished[done]:
@@ -124,12 +129,12 @@ class Tasks:
         """Set the ``jobs - 1`` workers going (none when ``jobs`` is 1); returns self."""
         if self.jobs > 1:
             kind = _ForkedWorkers if self.fork else _LokyWorkers
-            self.workers = kind(self.function, self.work, self.threads, self.jobs - 1)
+            self.workers = workers = kind(self.function, self.work, self.threads, self.jobs - 1)
 
-            def feed(k):
+            def feed(k: int) -> None:
                 while (i := self._take()) is not None:
                     try:
-                        self._store(i, self.workers.run(k, i))
+                        self._store(i, workers.run(k, i))
                     except BaseException as exc:        # raised by finish in this process's thread
                         self._store(i, error=exc)
 
@@ -175,7 +180,7 @@ class _Cancelled(Exception):
     """Stored by :meth:`Tasks.cancel` (never raised to a caller that finished its tasks)."""
 
 
-def _limited(threads: int, function, *args):
+def _limited(threads: int, function: Callable[..., object], *args: object) -> Outcome:
     """``(function(*args), its warnings)`` with at most ``threads`` BLAS and OpenMP threads (in a
     worker or here): the warnings the task raised, recorded and not printed
     (:func:`privmap.offline._routed.caught`), for :meth:`Tasks._store` to route to this process's
@@ -190,7 +195,7 @@ class _ForkedWorkers:
     """``count`` children forked from this process, each serving tasks by index over its own pipe
     (:func:`_serve`); they hold ``function`` and ``work`` from the fork."""
 
-    def __init__(self, function, work: list, threads: int, count: int):
+    def __init__(self, function: Callable[..., object], work: list, threads: int, count: int) -> None:
         context = multiprocessing.get_context("fork")
         self.work = work
         self.pipes: list[Connection] = []
@@ -208,7 +213,7 @@ class _ForkedWorkers:
                 self.pipes.append(ours)
                 self.processes.append(process)
 
-    def run(self, k: int, i: int):
+    def run(self, k: int, i: int) -> Outcome:
         """Task ``i`` on worker ``k``: its result, or what it raised raised here. Raises
         ChildProcessError when the worker ends without answering (killed: by :meth:`kill`, or by
         the system, often for want of memory)."""
@@ -245,7 +250,7 @@ class _ForkedWorkers:
             process.join()
 
 
-def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
+def _serve(pipe: Connection, parent_ends: list[Connection], function: Callable[..., object], work: list, threads: int) -> None:
     """A forked worker: run task ``work[i]`` for each index received, send ``(True, result)`` or
     ``(False, exception)``, until None arrives or this process's parent goes. Interrupts are left
     to the parent, which kills its workers when it stops. The parent's ends of the pipes, inherited
@@ -261,6 +266,7 @@ def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
             return
         if i is None:
             return
+        message: tuple[bool, Outcome | BaseException]
         try:
             message = (True, _limited(threads, function, *work[i]))
         except BaseException as exc:
@@ -276,7 +282,7 @@ def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
 class _LokyWorkers:
     """loky's reusable executor with ``count`` workers (a fresh interpreter each, kept between calls)."""
 
-    def __init__(self, function, work: list, threads: int, count: int):
+    def __init__(self, function: Callable[..., object], work: list, threads: int, count: int) -> None:
         from joblib.externals.loky import get_reusable_executor
         self.function, self.work, self.threads = function, work, threads
         self.executor = get_reusable_executor(max_workers=count)
@@ -284,7 +290,7 @@ class _LokyWorkers:
         self.inflight: list = [None] * count
         self.killed = False
 
-    def run(self, k: int, i: int):
+    def run(self, k: int, i: int) -> Outcome:
         """Task ``i`` through worker slot ``k``: its result, or what it raised raised here."""
         with self.submitting:
             if self.killed:
@@ -304,7 +310,7 @@ class _LokyWorkers:
         """Nothing: the reusable executor keeps its workers for the next call."""
 
 
-def _until_handed_over(futures, seconds: float = 2.0) -> None:
+def _until_handed_over(futures: Iterable[Future[Outcome] | None], seconds: float = 2.0) -> None:
     """Wait (at most ``seconds``) until loky has handed every submitted task to a worker. Killing the
     workers while one waits in its queue made loky's manager thread fail on the task it had just
     dropped ('Exception in thread ExecutorManagerThread ... KeyError' on stderr)."""

@@ -33,13 +33,15 @@ are counted and left out):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
+from scipy import sparse
 
-from privmap.device.kinds import TABLE_KINDS
+from privmap.device.kinds import TABLE_KINDS, Bundle, TableKind
 
 from ..._errors import BuildError
 from ..._information import (
@@ -126,7 +128,7 @@ class MappingView:
     #: them means nothing, and the service's rating figures are left out).
     RELEASES: ClassVar[str] = "rows"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         exact = self.exact_lookup                     # raises BuildError for an unknown mechanism
         if self.categorical is None:
             object.__setattr__(self, "categorical", exact)
@@ -144,7 +146,7 @@ class MappingView:
         (:data:`privmap.device.kinds.TABLE_KINDS`)."""
         return _table_kind(self.mechanism).exact_lookup
 
-    def lookup(self, public) -> np.ndarray:
+    def lookup(self, public: ArrayLike) -> np.ndarray:
         """Input index of each row (the device's psi); ``-1`` where the exact mechanism has no match.
 
         quantized: nearest input under the metric, ties to the lowest index (the device's rule).
@@ -166,7 +168,7 @@ class MappingView:
         symbols[refused] = -1
         return symbols
 
-    def costs(self, rows, targets) -> np.ndarray:
+    def costs(self, rows: ArrayLike, targets: ArrayLike) -> np.ndarray:
         """d(row, target), shape (len(rows), len(targets)), in this mapping's metric."""
         if self.metric == "erasures":
             return erasure_distortion(np.asarray(rows, dtype=object), np.asarray(targets, dtype=object))
@@ -194,7 +196,7 @@ class MappingView:
         return out[np.asarray(output_index, dtype=np.int64)]
 
 
-def _table_kind(mechanism: str):
+def _table_kind(mechanism: str) -> TableKind:
     """The device's kind of a table ``mechanism`` (:data:`privmap.device.kinds.TABLE_KINDS`).
     Raises BuildError for a mechanism the device releases no table for."""
     kind = TABLE_KINDS.get(mechanism) if isinstance(mechanism, str) else None
@@ -203,9 +205,11 @@ def _table_kind(mechanism: str):
     return kind
 
 
-def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Sequence[str],
-                    features: Sequence[str], *, private_name: str = "private", delta=None, prior=None,
-                    categorical: bool | None = None, missing=(), fill=(),
+def view_from_table(mechanism: str, metric: str, inputs: Sequence[Sequence[object]] | np.ndarray,
+                    outputs: Sequence[Sequence[object]] | np.ndarray, q: np.ndarray | sparse.spmatrix,
+                    classes: Sequence[str], features: Sequence[str], *, private_name: str = "private",
+                    delta: float | None = None, prior: ArrayLike | None = None, categorical: bool | None = None,
+                    missing: Sequence[str] = (), fill: Sequence[float | None] = (),
                     columns: PrivateColumns | None = None) -> MappingView:
     """A :class:`MappingView` from arrays (for instance a freshly solved table); ``columns`` the
     private columns of a joint attribute (:class:`MappingView`)."""
@@ -230,7 +234,7 @@ def view_from_payload(payload: dict) -> MappingView:
     features = payload["features"]
     categorical = any(f["kind"] == "categorical" for f in features)
 
-    def decode(row):
+    def decode(row: Sequence[int | float | None]) -> list[object]:
         return [None if cell is None else (f["values"][cell] if f["kind"] == "categorical" else cell)
                 for cell, f in zip(row, features)]
 
@@ -247,7 +251,8 @@ def view_from_payload(payload: dict) -> MappingView:
                            columns=payload_columns(payload))
 
 
-def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
+def table_probabilities(index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int,
+                        k_out: int) -> np.ndarray:
     """q(c^ | c) of a device table's sparse integer rows (``index``, ``weight``, each K_in rows),
     ``weight / 2**bits``, dense, shape (K_in, ``k_out``)."""
     q = np.zeros((len(index), k_out))
@@ -257,7 +262,7 @@ def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
     return q
 
 
-def view_from_bundle(bundle) -> MappingView:
+def view_from_bundle(bundle: Bundle) -> MappingView:
     """A :class:`MappingView` of a verified :class:`privmap.device.Bundle` (not of a recommender
     bundle, whose view folds ratings in first: :func:`privmap.offline.mechanisms.recommender.view_of_recommender`).
 
@@ -290,7 +295,7 @@ class Evaluation:
     extra: dict = field(default_factory=dict)
 
 
-def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
+def _row_codes(public: ArrayLike, categorical: bool) -> tuple[np.ndarray, int]:
     """Index of each row among the distinct raw rows."""
     if categorical:
         keys = [tuple(r) for r in np.asarray(public, dtype=object)]
@@ -334,7 +339,7 @@ class _Rows:
         return int(self.public.shape[0])
 
 
-def _matched_rows(view: MappingView, public, private) -> _Rows:
+def _matched_rows(view: MappingView, public: ArrayLike, private: ArrayLike) -> _Rows:
     """The rows of the data ``view`` can look up, checked against its features and classes: every
     figure is measured on these alone (the rest are only counted).
 
@@ -488,7 +493,7 @@ def _add_recommender(summary: dict, view: MappingView, rows: _Rows, recommender:
             summary["recommender_note"] = str(exc)
 
 
-def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fraction: float = 0.3,
+def evaluate_view(view: MappingView, public: ArrayLike, private: ArrayLike, *, seed: int = 0, test_fraction: float = 0.3,
                   permutations: int = 20, attacker: bool = True, confidence: float = 0.95,
                   recommender: bool | None = False) -> Evaluation:
     """Measure ``view`` on labelled rows.
@@ -541,7 +546,8 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
     return Evaluation(summary=summary, attack_before=before, attack_after=after)
 
 
-def _column_summaries(view: MappingView, p_ac: np.ndarray, private: np.ndarray, attacked, seed: int) -> dict:
+def _column_summaries(view: MappingView, p_ac: np.ndarray, private: np.ndarray, attacked: tuple | None,
+                      seed: int) -> dict:
     """Each private column alone (a joint view): ``{column: figures}`` with its ``classes``,
     ``leakage_before_bits`` and ``leakage_bits`` (I(A_i; C), I(A_i; C^) on this data's marginal
     prior), ``majority`` (the majority-class rate), ``map_accuracy_before`` / ``_after`` (the MAP
@@ -572,10 +578,10 @@ def _column_summaries(view: MappingView, p_ac: np.ndarray, private: np.ndarray, 
     return out
 
 
-def view_release(view: MappingView, rng: np.random.Generator):
+def view_release(view: MappingView, rng: np.random.Generator) -> Callable[[ArrayLike], np.ndarray]:
     """``release(rows) -> released``: the rows a device with ``view`` releases (one simulated draw
     each), NaN rows where it releases nothing (a row it refuses); numeric views only."""
-    def release(rows):
+    def release(rows: ArrayLike) -> np.ndarray:
         rows = np.asarray(rows, dtype=float)
         out = np.full(rows.shape, np.nan)
         symbols = view.lookup(rows)
@@ -586,7 +592,7 @@ def view_release(view: MappingView, rng: np.random.Generator):
     return release
 
 
-def recommender_figures(view: MappingView, train, heldout, *, seed: int = 0) -> dict:
+def recommender_figures(view: MappingView, train: ArrayLike, heldout: ArrayLike, *, seed: int = 0) -> dict:
     """The service's figures for ``view`` (:func:`privmap.offline.measures.recommender_utility`): the
     training rows' true ratings beside each held-out row as the device releases it from its visible
     cells (one simulated draw, seeded by ``seed``).
@@ -623,7 +629,7 @@ def rated_figures(view: MappingView, figures: dict) -> dict:
     return {**figures, **dict.fromkeys(RATING_FIGURES)}
 
 
-def _c(value) -> str:
+def _c(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
@@ -632,7 +638,7 @@ def format_columns(s: dict) -> str:
     leakage, the MAP attacker's accuracy against the majority-class rate, and the
     logistic-regression attacker on released rows (its accuracy and ROC AUC: one-vs-rest macro
     for a many-valued column)."""
-    def f(x):
+    def f(x: object) -> str:
         return "-" if x is None else ("nan" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}")
     head = f"{'private attribute':24}{'values':>7}{'leak bits':>10}{'majority':>9}{'MAP acc':>9}{'LR acc':>8}{'LR AUC':>8}"
     lines = [head]
@@ -650,7 +656,7 @@ def format_columns(s: dict) -> str:
 
 def format_summary(s: dict) -> str:
     """A human-readable table of an evaluation summary."""
-    def f(x, nd=4):
+    def f(x: object, nd: int = 4) -> str:
         if x is None:
             return "-"
         if isinstance(x, float):
