@@ -122,8 +122,11 @@ def load_bundle(data: bytes | bytearray | memoryview, keyring: Keyring, *, now: 
 
 
 def _check_policy(metrics: Mapping[str, float], limits: Limits) -> None:
-    """Raise :class:`PolicyError` if the declared leakage (bits) is above the device's policy
-    maximum ``limits.max_leakage_bits`` (kinds that declare no leakage pass)."""
+    """The check of the declared leakage against the device's policy.
+
+    Raise :class:`PolicyError` if the declared leakage (bits) is above the device's policy
+    maximum ``limits.max_leakage_bits`` (kinds that declare no leakage pass).
+    """
     declared = metrics.get("leakage_bits")
     if declared is not None and declared > limits.max_leakage_bits:
         raise PolicyError(f"declared leakage {declared!r} bits is above this "

@@ -47,8 +47,11 @@ def _pairs_no_duplicates(pairs: list[tuple[object, object]]) -> dict[object, obj
 
 
 def unpack(data: bytes, what: str, **limits: int) -> Any:
-    """One strict ``msgpack.unpackb`` of ``data`` (module docstring) with the given msgpack
-    ``limits`` (``max_str_len``, ...); ``what`` names it in errors. Raises BundleFormatError."""
+    """One strict msgpack decode.
+
+    One strict ``msgpack.unpackb`` of ``data`` (module docstring) with the given msgpack
+    ``limits`` (``max_str_len``, ...); ``what`` names it in errors. Raises BundleFormatError.
+    """
     try:
         return msgpack.unpackb(
             data,

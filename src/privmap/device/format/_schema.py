@@ -172,7 +172,9 @@ def unique_strings(x: object, what: str, lo: int, hi: int, limits: Limits) -> tu
 
 
 def parse_header(obj: object) -> tuple[int, int, int]:
-    """Check the envelope of the payload map: type, key set, schema version, version, times,
+    """The checked header of a payload map.
+
+    Check the envelope of the payload map: type, key set, schema version, version, times,
     device class.
 
     Returns ``(version, issued_at, expires)``.
@@ -265,8 +267,11 @@ def parse_cells(rows: object, what: str, features: Sequence[Feature], lo: int, h
 
 def parse_table(obj: object, n_inputs: int, n_outputs: int, limits: Limits
                 ) -> tuple[int, tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
-    """``(bits, index, weight)`` of a ``table`` map with one sparse row per input (K_in rows of
-    increasing output indexes in 0..K_out-1, weights summing to 2**bits); raises TableError."""
+    """The checked integer table of a payload.
+
+    ``(bits, index, weight)`` of a ``table`` map with one sparse row per input (K_in rows of
+    increasing output indexes in 0..K_out-1, weights summing to 2**bits); raises TableError.
+    """
     table = closed_map(obj, TABLE_KEYS, "table")
     bits = table["bits"]
     if not _is_int(bits) or not 1 <= bits <= limits.max_bits:
@@ -364,6 +369,9 @@ KEY_SETS = MappingProxyType({
 
 
 def payload_keys(mechanism: object) -> tuple[str, ...]:
-    """The closed top-level key set of a payload of ``mechanism`` (canonical order;
-    :data:`KEY_SETS`, else :data:`PAYLOAD_KEYS`, for any value, a name or not)."""
+    """The closed top-level key set of a payload.
+
+    The closed top-level key set of a payload of ``mechanism`` (canonical order;
+    :data:`KEY_SETS`, else :data:`PAYLOAD_KEYS`, for any value, a name or not).
+    """
     return KEY_SETS.get(mechanism, PAYLOAD_KEYS) if type(mechanism) is str else PAYLOAD_KEYS

@@ -108,7 +108,9 @@ def cholesky_logdet(m: Sequence[Sequence[float]]) -> float | None:
 
 
 def parse_real_row(row: Sequence[object], n: int) -> Vector:
-    """The user's row as ``n`` floats. Cells are decimal strings, ints or floats (not bool),
+    """The user's row as ``n`` floats.
+
+    The user's row as ``n`` floats. Cells are decimal strings, ints or floats (not bool),
     finite and at most :data:`MAX_ABS_CELL` in magnitude; ``-0.0`` becomes ``0.0``.
 
     Raises :class:`InputError` (naming the position only, never the value).
@@ -188,9 +190,12 @@ class RealBundle:
 
     @property
     def classes(self) -> tuple[str, ...]:
-        """Empty: a real-valued bundle protects columns, not the classes of a categorical private
+        """The private classes: none.
+
+        Empty: a real-valued bundle protects columns, not the classes of a categorical private
         attribute (as a max-correlation bundle, which has none), so a device bound to classes
-        refuses it (``Binding.classes``)."""
+        refuses it (``Binding.classes``).
+        """
         return ()
 
     def __repr__(self) -> str:

@@ -1,4 +1,6 @@
-"""The kinds' registry: one :class:`Kind` per payload ``mechanism`` (its body's parse and its
+"""The kinds' registry and the dispatch.
+
+The kinds' registry: one :class:`Kind` per payload ``mechanism`` (its body's parse and its
 release), and the dispatch.
 
 The load workflow (:mod:`privmap.device.load`), above this layer, hands a header-checked payload
@@ -31,8 +33,11 @@ __all__ = ["Kind", "TableKind", "RealKind", "KINDS", "TABLE_KINDS", "REAL_KINDS"
 
 
 class Kind(Protocol):
-    """What a bundle kind is to the layers above it: the payload's parse into its bundle object,
-    and the release of a row through that object."""
+    """What a bundle kind is to the layers above it.
+
+    What a bundle kind is to the layers above it: the payload's parse into its bundle object,
+    and the release of a row through that object.
+    """
 
     #: The payload's ``mechanism``.
     name: str
@@ -40,12 +45,18 @@ class Kind(Protocol):
     table: bool
 
     def load(self, obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
-        """The bundle object of the header-checked payload ``obj`` (``facts``: the header and
-        envelope facts). Raises BundleFormatError, TableError, WorkLimitError or MetricsError."""
+        """The bundle object of a header-checked payload.
+
+        The bundle object of the header-checked payload ``obj`` (``facts``: the header and
+        envelope facts). Raises BundleFormatError, TableError, WorkLimitError or MetricsError.
+        """
 
     def release(self, bundle: Any, row: Sequence[object], secret: bytes) -> list:
-        """The cells a device with ``secret`` releases for ``row``, the same on every ask.
-        Raises InputError (a row the bundle refuses) or the kind's own release errors."""
+        """The cells a device releases for a row.
+
+        The cells a device with ``secret`` releases for ``row``, the same on every ask.
+        Raises InputError (a row the bundle refuses) or the kind's own release errors.
+        """
 
 
 @dataclass(frozen=True)
@@ -132,13 +143,18 @@ REAL_KINDS = MappingProxyType({name: kind for name, kind in KINDS.items() if isi
 
 
 def kind_of(mechanism: object) -> TableKind | RealKind | None:
-    """The kind of a payload's ``mechanism`` value (:data:`KINDS`); None for any other value,
-    of any type (a decoded payload's field may be anything)."""
+    """The kind of a payload's ``mechanism`` value.
+
+    The kind of a payload's ``mechanism`` value (:data:`KINDS`); None for any other value,
+    of any type (a decoded payload's field may be anything).
+    """
     return KINDS.get(mechanism) if type(mechanism) is str else None
 
 
 def load_body(obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
-    """The bundle object of a header-checked payload ``obj``: a table :class:`Bundle`, or a
+    """The bundle object of a header-checked payload, by its kind.
+
+    The bundle object of a header-checked payload ``obj``: a table :class:`Bundle`, or a
     ``NullspaceBundle`` / ``GaussianBundle`` (its kind's :meth:`Kind.load`).
 
     Parameters
@@ -161,10 +177,13 @@ def load_body(obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBund
 
 
 def parse_table_body(obj: dict, limits: Limits) -> dict:
-    """Validate every field of a table payload after the header (the mechanism's own
+    """Every validated field of a table payload after the header.
+
+    Validate every field of a table payload after the header (the mechanism's own
     ``parse_body``); returns plain validated values by field name (a recommender's ``model``
     parsed into its :class:`~privmap.device.kinds.recommender.FactorModel`). Raises
-    BundleFormatError, TableError or WorkLimitError."""
+    BundleFormatError, TableError or WorkLimitError.
+    """
     mechanism, metric = obj["mechanism"], obj["metric"]
     if type(mechanism) is not str or mechanism not in TABLE_KINDS:
         fail(f"mechanism must be one of {tuple(TABLE_KINDS)}")
@@ -174,10 +193,13 @@ def parse_table_body(obj: dict, limits: Limits) -> dict:
 
 
 def check_declared_metrics(body: dict) -> None:
-    """Recompute what a parsed table body declares and raise :class:`MetricsError` (or
+    """The check of a parsed table body's declared figures.
+
+    Recompute what a parsed table body declares and raise :class:`MetricsError` (or
     TableError) if it disagrees: the leakage on the prior for every mechanism that has one, and
     the mechanism's own figures for ``"funnel"`` (disclosure) and ``"max-correlation"``
-    (rho_m^2, S* bound, distortion; it has no prior)."""
+    (rho_m^2, S* bound, distortion; it has no prior).
+    """
     TABLE_KINDS[body["mechanism"]].check_figures(body)
 
 

@@ -1,4 +1,6 @@
-"""The ``funnel`` kind (seed 003): its parse and the pure-Python checks of a deterministic table
+"""The ``funnel`` kind (seed 003).
+
+The ``funnel`` kind (seed 003): its parse and the pure-Python checks of a deterministic table
 and I(X;Y); it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The funnel's table is a partition of the inputs: every row has exactly one output with the
@@ -28,8 +30,11 @@ DISCLOSURE_TOLERANCE = 1e-9
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a funnel payload after the header: the categorical table fields, its private
-    attribute and prior. Raises BundleFormatError or TableError."""
+    """The validated fields of a funnel payload after the header.
+
+    Validate a funnel payload after the header: the categorical table fields, its private
+    attribute and prior. Raises BundleFormatError or TableError.
+    """
     body = parse_categorical_body(obj, limits, FUNNEL_METRICS, "log-loss")
     private = closed_map(obj["private"], PRIVATE_KEYS, "private")
     body.update(private_name=string(private["name"], "private.name", limits),
@@ -39,8 +44,11 @@ def parse_body(obj: dict, limits: Limits) -> dict:
 
 
 def check_figures(body: dict) -> None:
-    """The declared figures of a parsed funnel body: the table deterministic and its disclosure
-    (:func:`check_funnel`), then the leakage on the prior. Raises TableError or MetricsError."""
+    """The check of a parsed funnel body's declared figures.
+
+    The declared figures of a parsed funnel body: the table deterministic and its disclosure
+    (:func:`check_funnel`), then the leakage on the prior. Raises TableError or MetricsError.
+    """
     recompute(check_funnel, body)
     check_leakage(body)
 
@@ -56,8 +64,11 @@ def table_disclosure_bits(prior: Sequence[Sequence[float]], index: Iterable[Sequ
 
 
 def check_funnel(body: dict) -> None:
-    """Refuse a funnel bundle whose table is not deterministic (TableError) or whose declared
-    disclosure disagrees with the table's (MetricsError)."""
+    """The check that a funnel table is deterministic and discloses what it declares.
+
+    Refuse a funnel bundle whose table is not deterministic (TableError) or whose declared
+    disclosure disagrees with the table's (MetricsError).
+    """
     total = 1 << body["bits"]
     for c, (idx, wt) in enumerate(zip(body["index"], body["weight"])):
         if len(idx) != 1 or wt[0] != total:

@@ -86,24 +86,33 @@ def standard_normals(source: SystemRandomBits | InsecureTestBits | DerivedBits, 
 
 
 def add_noise(x: Sequence[float], sigma: Iterable[float], source: SystemRandomBits | InsecureTestBits | DerivedBits) -> Vector:
-    """``x_i + sigma_i * z_i`` for parsed ``x`` (n floats), standard deviations ``sigma`` (n) and
+    """A parsed record with Gaussian noise added.
+
+    ``x_i + sigma_i * z_i`` for parsed ``x`` (n floats), standard deviations ``sigma`` (n) and
     normals drawn from ``source`` (any object with ``randbits(k)``); coordinates with
-    ``sigma_i = 0`` are released unchanged (their draws are still consumed)."""
+    ``sigma_i = 0`` are released unchanged (their draws are still consumed).
+    """
     z = standard_normals(source, len(x))
     return tuple(xi + si * zi for xi, si, zi in zip(x, sigma, z))
 
 
 def canonical_record(x: Sequence[float]) -> bytes:
-    """Canonical bytes of a parsed record (n floats): a tag, n as 4 bytes big-endian, then each
+    """Canonical bytes of a parsed record.
+
+    Canonical bytes of a parsed record (n floats): a tag, n as 4 bytes big-endian, then each
     value as IEEE-754 binary64 big-endian. Equal records (``-0.0`` normalised to ``0.0`` by
-    :func:`parse_real_row`) give equal bytes; the key of the memo and of a derived bit source."""
+    :func:`parse_real_row`) give equal bytes; the key of the memo and of a derived bit source.
+    """
     return _RECORD_TAG + struct.pack(">I", len(x)) + b"".join(struct.pack(">d", v) for v in x)
 
 
 def gaussian_information(cov: Sequence[Sequence[float]], sigma2: Sequence[float], n: int) -> float | None:
-    """``I(X_a; Y)`` in nats for the joint covariance ``cov`` of (X, X_a) (X first, n coordinates)
+    """The mutual information ``I(X_a; Y)`` of the Gaussian model, in nats.
+
+    ``I(X_a; Y)`` in nats for the joint covariance ``cov`` of (X, X_a) (X first, n coordinates)
     and noise variances ``sigma2``: ``1/2 (log|S_a| + log|S_X + D| - log|S + diag(D, 0)|)``.
-    ``None`` if a matrix is not positive definite. Pure Python."""
+    ``None`` if a matrix is not positive definite. Pure Python.
+    """
     noisy = [list(row) for row in cov]
     for i in range(n):
         noisy[i][i] += sigma2[i]
@@ -167,7 +176,9 @@ def parse_gaussian(params: object, metrics: Mapping[str, float], features: Seque
 
 
 class GaussianBundle(RealBundle):
-    """A verified ``gaussian`` bundle; ``sanitize(row)`` returns x + N (n floats), the same
+    """A verified ``gaussian`` bundle.
+
+    A verified ``gaussian`` bundle; ``sanitize(row)`` returns x + N (n floats), the same
     release for the same record for the life of this object (see the module docstring).
 
     Extra attributes: ``sigma2`` (n floats), ``recomputed_leakage_bits`` (float).
@@ -189,12 +200,17 @@ class GaussianBundle(RealBundle):
     recomputed_leakage_bits = property(lambda self: self._params["leakage_nats"] / math.log(2))
 
     def record(self, row: Sequence[object]) -> bytes:
-        """:func:`canonical_record` of ``row`` parsed as this bundle parses it (raises InputError):
-        the bytes a persistent device derives its per-record bit source from."""
+        """The canonical bytes of a row's record.
+
+        :func:`canonical_record` of ``row`` parsed as this bundle parses it (raises InputError):
+        the bytes a persistent device derives its per-record bit source from.
+        """
         return canonical_record(parse_real_row(row, len(self.features)))
 
     def sanitize(self, row: Sequence[object], *, rng: SystemRandomBits | InsecureTestBits | DerivedBits | None = None) -> list:
-        """Release ``row``: the memoised release if this record was released before, else
+        """The released row: the record with its noise, memoised.
+
+        Release ``row``: the memoised release if this record was released before, else
         ``x + sigma * z`` with z from the OS CSPRNG (or the test source in ``rng``).
 
         Raises InputError (bad row), RandomnessError, ReleaseRefusedError (memo full), TypeError
@@ -213,9 +229,12 @@ class GaussianBundle(RealBundle):
 
 
 def release(bundle: GaussianBundle, row: Sequence[object], secret: bytes) -> list:
-    """The released cells for ``row`` on a device with ``secret``, the same on every ask: the
+    """The released cells of a row, the same on every ask.
+
+    The released cells for ``row`` on a device with ``secret``, the same on every ask: the
     noise drawn from bits derived from the secret, the bundle's sha256 and the record
-    (:func:`privmap.device.randomness.record_bits`). Raises as :meth:`GaussianBundle.sanitize`."""
+    (:func:`privmap.device.randomness.record_bits`). Raises as :meth:`GaussianBundle.sanitize`.
+    """
     return bundle.sanitize(row, rng=record_bits(secret, bundle.sha256, bundle.record(row)))
 
 

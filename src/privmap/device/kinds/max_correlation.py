@@ -1,4 +1,6 @@
-"""The ``max-correlation`` kind (seed 002): its parse and the pure-Python checks of P_X, rho_m^2
+"""The ``max-correlation`` kind (seed 002).
+
+The ``max-correlation`` kind (seed 002): its parse and the pure-Python checks of P_X, rho_m^2
 and the S* bound; it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The bundle has no private attribute; it carries ``p_x`` (the public marginal over its inputs)
@@ -80,8 +82,11 @@ def _channel(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Seque
 
 
 def _jacobi_max_eigenvalue(m: list) -> float:
-    """Largest eigenvalue of the symmetric matrix ``m`` (list of lists; changed in place) by
-    cyclic Jacobi rotations; raises MetricsError if off-diagonal mass does not vanish."""
+    """Largest eigenvalue of a symmetric matrix, by Jacobi rotations.
+
+    Largest eigenvalue of the symmetric matrix ``m`` (list of lists; changed in place) by
+    cyclic Jacobi rotations; raises MetricsError if off-diagonal mass does not vanish.
+    """
     n = len(m)
     scale = math.fsum(m[i][j] ** 2 for i in range(n) for j in range(n))
     for _ in range(MAX_SWEEPS):
@@ -170,8 +175,11 @@ def check_max_correlation(body: dict) -> None:
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a max-correlation payload after the header: the categorical table fields and
-    ``p_x`` (no private attribute, no prior). Raises BundleFormatError or TableError."""
+    """The validated fields of a max-correlation payload after the header.
+
+    Validate a max-correlation payload after the header: the categorical table fields and
+    ``p_x`` (no private attribute, no prior). Raises BundleFormatError or TableError.
+    """
     body = parse_categorical_body(obj, limits, MAXCORR_METRICS, "hamming")
     body.update(private_name=None, classes=(), prior=None, p_x=parse_p_x(obj["p_x"], len(body["inputs"])))
     return body

@@ -55,7 +55,9 @@ LOAD_TOLERANCE = 1e-9
 
 
 def parse_nullspace(params: object, n: int, limits: Limits, features: Sequence[str] = ()) -> dict[str, Any]:
-    """Validate ``parameters`` of a nullspace bundle with ``n`` released columns (named
+    """The validated ``parameters`` of a nullspace bundle.
+
+    Validate ``parameters`` of a nullspace bundle with ``n`` released columns (named
     ``features``, which the target names must not repeat); returns a dict of tuples.
 
     Raises BundleFormatError (shape, types) or MetricsError (directions inconsistent with A_d).
@@ -156,8 +158,11 @@ class NullspaceBundle(RealBundle):
 
 
 def release(bundle: NullspaceBundle, row: Sequence[object], secret: bytes) -> list:
-    """The cleaned row for ``row`` (deterministic: ``secret`` is not needed). Raises as
-    :meth:`NullspaceBundle.sanitize`."""
+    """The cleaned row, deterministic.
+
+    The cleaned row for ``row`` (deterministic: ``secret`` is not needed). Raises as
+    :meth:`NullspaceBundle.sanitize`.
+    """
     return bundle.sanitize(row)
 
 

@@ -1,4 +1,6 @@
-"""The ``ranking`` kind: which items a user rated embedded as a direction of a score space, a
+"""The ``ranking`` kind.
+
+The ``ranking`` kind: which items a user rated embedded as a direction of a score space, a
 released direction decoded into a full row of item scores (docs/bundle-format.md, section
 "ranking").
 
@@ -91,6 +93,7 @@ class ScoreModel:
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
+        """Refused: a ScoreModel is read-only."""
         raise AttributeError("ScoreModel is read-only")
 
     @property
@@ -99,7 +102,7 @@ class ScoreModel:
         return len(self.embed[0])
 
     def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
-        """z (k floats, unit length) of a parsed row (m cells, ``None`` = not rated).
+        """The point z (k floats, unit length) of a parsed row (m cells, ``None`` = not rated).
 
         Every column's row is added times 0 or 1, so the work is the same whatever is rated.
 
@@ -118,8 +121,11 @@ class ScoreModel:
         return tuple(a / length for a in y)
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released scores of point ``z``: one float per column, ``basis_j . z`` rounded to
-        ``decimals`` (higher = recommend sooner), ``z`` taken to :data:`POINT_BITS` bits."""
+        """The released scores of a point of the score space.
+
+        The released scores of point ``z``: one float per column, ``basis_j . z`` rounded to
+        ``decimals`` (higher = recommend sooner), ``z`` taken to :data:`POINT_BITS` bits.
+        """
         places, scale = self.decimals, self._scale
         fixed = [round(v * (1 << POINT_BITS)) for v in z]
         return [round(sum(map(mul, row, fixed)) / scale, places) + 0.0 for row in self.basis]
@@ -137,7 +143,9 @@ def _matrix(obj: object, what: str, m: int, k: int) -> list[tuple[int, ...]]:
 
 
 def parse_model(obj: object, score_features: Sequence[Feature], limits: Limits) -> ScoreModel:
-    """Validate the ``model`` map of a ranking payload against its ``score_features`` (the k
+    """The validated ``model`` map of a ranking payload.
+
+    Validate the ``model`` map of a ranking payload against its ``score_features`` (the k
     real numeric features of the score space); returns the :class:`ScoreModel`.
 
     Raises :class:`BundleFormatError` naming the first field that fails, and
@@ -163,9 +171,12 @@ def parse_model(obj: object, score_features: Sequence[Feature], limits: Limits) 
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a ranking payload after the header: the table fields over its score space
+    """The validated fields of a ranking payload after the header.
+
+    Validate a ranking payload after the header: the table fields over its score space
     (:func:`._rating_columns.model_body` with :func:`parse_model`).
-    Raises BundleFormatError, TableError or WorkLimitError."""
+    Raises BundleFormatError, TableError or WorkLimitError.
+    """
     return model_body(obj, limits, parse_model)
 
 

@@ -1,4 +1,6 @@
-"""The ``recommender`` kind: a user's ratings folded into a latent factor, a released factor
+"""The ``recommender`` kind.
+
+The ``recommender`` kind: a user's ratings folded into a latent factor, a released factor
 decoded into a full row of predicted ratings (docs/bundle-format.md, section "recommender").
 
 A recommender bundle is a quantized table over a *factor space*: its ``features`` are the
@@ -114,15 +116,16 @@ class FactorModel:
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
+        """Refused: a FactorModel is read-only."""
         raise AttributeError("FactorModel is read-only")
 
     @property
     def dimension(self) -> int:
-        """rank + 1: the length of theta and z."""
+        """The length of theta and z: rank + 1."""
         return len(self.whiten)
 
     def fold_in(self, cells: Sequence[float | None]) -> tuple[float, ...]:
-        """theta (rank + 1 floats) of a parsed row (m cells, ``None`` = not rated).
+        """The fold-in theta (rank + 1 floats) of a parsed row (m cells, ``None`` = not rated).
 
         Constant work: every column adds its outer product (a blank cell a zero one) and its
         share of the right-hand side, so the time does not tell how many cells are rated.
@@ -151,7 +154,7 @@ class FactorModel:
         return _cholesky_solve(gram, rhs)
 
     def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
-        """z = W theta of a parsed row: its point in the bundle's factor space (finite).
+        """The point z = W theta of a parsed row in the bundle's factor space (finite).
 
         Raises :class:`InputError` as :meth:`fold_in` does, or if z is not finite.
         """
@@ -165,8 +168,11 @@ class FactorModel:
         return z
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released ratings of factor point ``z`` (inside the factor space's domain): one
-        float per column, rounded to ``decimals`` and then clipped to the rating domain."""
+        """The released ratings of a point of the factor space.
+
+        The released ratings of factor point ``z`` (inside the factor space's domain): one
+        float per column, rounded to ``decimals`` and then clipped to the rating domain.
+        """
         theta = _back_substitute(self.whiten, z)
         lo, hi, places, mean = self._lo, self._hi, self.decimals, self.mean
         return [min(max(round(mean + b + math.fsum(map(mul, x, theta)), places), lo), hi) + 0.0
@@ -174,7 +180,7 @@ class FactorModel:
 
 
 def _cholesky_solve(a: Sequence[Sequence[float]], b: Sequence[float]) -> tuple[float, ...]:
-    """x with a x = b, a symmetric positive definite given by its upper triangle (pure Python).
+    """The solution x of a x = b, a symmetric positive definite given by its upper triangle (pure Python).
 
     Raises :class:`InputError` if a pivot is not positive and finite or the solution is not
     finite (ratings an ill-conditioned model cannot fold in).
@@ -211,7 +217,7 @@ def _cholesky(a: Sequence[Sequence[float]], b: Sequence[float]) -> tuple[float, 
 
 
 def _back_substitute(upper: Sequence[Sequence[float]], z: Sequence[float]) -> tuple[float, ...]:
-    """theta with W theta = z, W upper triangular with a positive diagonal."""
+    """The theta with W theta = z, W upper triangular with a positive diagonal."""
     n = len(z)
     theta = [0.0] * n
     for i in reversed(range(n)):
@@ -221,7 +227,9 @@ def _back_substitute(upper: Sequence[Sequence[float]], z: Sequence[float]) -> tu
 
 
 def parse_model(obj: object, factor_features: Sequence[Feature], limits: Limits) -> FactorModel:
-    """Validate the ``model`` map of a recommender payload against its ``factor_features``
+    """The validated ``model`` map of a recommender payload.
+
+    Validate the ``model`` map of a recommender payload against its ``factor_features``
     (the rank + 1 numeric features of the factor space); returns the :class:`FactorModel`.
 
     Raises :class:`BundleFormatError` naming the first field that fails, and
@@ -276,7 +284,9 @@ def parse_model(obj: object, factor_features: Sequence[Feature], limits: Limits)
 
 def _rating_reach(mean: float, bias: Sequence[float], factors: Sequence[Sequence[float]],
                   whiten: Sequence[Sequence[float]], span: float) -> float:
-    """An upper bound on |mean + b_j + x_j . theta| over the columns j and the points z with
+    """An upper bound on the magnitude of any predicted rating.
+
+    An upper bound on |mean + b_j + x_j . theta| over the columns j and the points z with
     every |z_i| <= ``span``, theta = W^-1 z (inf where the bound overflows).
 
     |W^-1| <= M(W)^-1 entrywise, M(W) the comparison matrix of the upper-triangular W (its
@@ -304,9 +314,12 @@ def _rating_reach(mean: float, bias: Sequence[float], factors: Sequence[Sequence
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a recommender payload after the header: the table fields over its factor space
+    """The validated fields of a recommender payload after the header.
+
+    Validate a recommender payload after the header: the table fields over its factor space
     (:func:`._rating_columns.model_body` with :func:`parse_model`).
-    Raises BundleFormatError, TableError or WorkLimitError."""
+    Raises BundleFormatError, TableError or WorkLimitError.
+    """
     return model_body(obj, limits, parse_model)
 
 

@@ -82,9 +82,12 @@ _DEFAULT = SystemRandomBits()
 
 
 def resolve_rng(rng: object) -> SystemRandomBits | InsecureTestBits | DerivedBits:
-    """The bit source to use: the OS CSPRNG for ``None``; otherwise only a
+    """The bit source to use.
+
+    The bit source to use: the OS CSPRNG for ``None``; otherwise only a
     :class:`SystemRandomBits`, a :class:`DerivedBits` (one permanent release per input) or an
-    :class:`InsecureTestBits` is accepted (``TypeError``)."""
+    :class:`InsecureTestBits` is accepted (``TypeError``).
+    """
     if rng is None:
         return _DEFAULT
     if type(rng) is SystemRandomBits or type(rng) is InsecureTestBits or type(rng) is DerivedBits:
@@ -108,8 +111,11 @@ def draw_bits(rng: _RandBits, bits: int) -> int:
 
 
 def sample_row(index: Iterable[int], weight: Iterable[int], r: int) -> int:
-    """Output index chosen by ``r`` in ``0 .. 2**B - 1``: the first ``index[t]`` whose running
-    weight total exceeds ``r``. The whole row is scanned whatever ``r`` is."""
+    """Output index chosen by a draw.
+
+    Output index chosen by ``r`` in ``0 .. 2**B - 1``: the first ``index[t]`` whose running
+    weight total exceeds ``r``. The whole row is scanned whatever ``r`` is.
+    """
     chosen = -1
     running = 0
     for j, w in zip(index, weight):

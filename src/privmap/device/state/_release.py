@@ -22,7 +22,9 @@ __all__ = ["Releaser"]
 
 
 class Releaser:
-    """Using the installed bundle (module docstring): a part of ``DeviceState``, reading through
+    """Using the installed bundle.
+
+    Using the installed bundle (module docstring): a part of ``DeviceState``, reading through
     ``store``'s shared lock with the keyring ``installer`` keeps; releases draw from the store's
     secret.
 
@@ -48,8 +50,11 @@ class Releaser:
         self._limits, self._binding, self._grace = limits, binding, grace
 
     def active(self, clock: float) -> Bundle | GaussianBundle | NullspaceBundle:
-        """The bundle to release with at ``clock`` (:meth:`DeviceState.active`). Raises what
-        :meth:`DeviceState.active` raises, and ``OSError``."""
+        """The bundle to release with.
+
+        The bundle to release with at ``clock`` (:meth:`DeviceState.active`). Raises what
+        :meth:`DeviceState.active` raises, and ``OSError``.
+        """
         store = self._store
         with store.locked(exclusive=False):
             state = store.load(writer=False)
@@ -91,8 +96,11 @@ class Releaser:
         return release_index(bundle, row, self._store.secret)
 
     def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row: Sequence[object]) -> list:
-        """Released cells for ``row``, permanent for this device (:meth:`DeviceState.sanitize`): its
-        kind's release (:class:`privmap.device.kinds.Kind`) from this device's secret."""
+        """Released cells for a row, permanent for this device.
+
+        Released cells for ``row``, permanent for this device (:meth:`DeviceState.sanitize`): its
+        kind's release (:class:`privmap.device.kinds.Kind`) from this device's secret.
+        """
         kind = kind_of(getattr(bundle, "mechanism", None))
         if kind is None:
             raise TypeError("bundle must be a privmap.device.Bundle")

@@ -24,7 +24,9 @@ __all__ = ["Binding", "schema_sha256", "check_binding"]
 
 
 def schema_sha256(features: Iterable[Feature]) -> str:
-    """Hex sha256 of the feature schema: canonical JSON of each feature's name, kind, min, max,
+    """Hex sha256 of the feature schema.
+
+    Hex sha256 of the feature schema: canonical JSON of each feature's name, kind, min, max,
     integer flag, category values, missing-answer rule, fill value and missing token, in cell
     order.
 
@@ -75,8 +77,11 @@ class Binding:
 
 
 def check_binding(bundle: BoundBundle, binding: Binding | None) -> None:
-    """Raise :class:`WrongTargetError` (device class) or :class:`WrongDomainError` (private
-    attribute, classes, feature schema) if ``bundle`` does not match ``binding``."""
+    """The check of a bundle against the device's binding.
+
+    Raise :class:`WrongTargetError` (device class) or :class:`WrongDomainError` (private
+    attribute, classes, feature schema) if ``bundle`` does not match ``binding``.
+    """
     if binding is None:
         return
     if not isinstance(binding, Binding):

@@ -21,8 +21,11 @@ Point = tuple[int, int, int, int]
 
 
 def decode_point(encoding: bytes) -> Point | str:
-    """Decode a 32-byte encoding to extended coordinates ``(X, Y, Z, T)`` (ints mod p), or return
-    the reason it is not a canonical point (str)."""
+    """A decoded curve point, or why the encoding is not one.
+
+    Decode a 32-byte encoding to extended coordinates ``(X, Y, Z, T)`` (ints mod p), or return
+    the reason it is not a canonical point (str).
+    """
     y = int.from_bytes(encoding, "little")
     sign = y >> 255
     y &= (1 << 255) - 1

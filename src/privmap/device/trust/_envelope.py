@@ -46,8 +46,11 @@ _TAGS = {FORMAT_VERSION: DOMAIN_TAG, MULTISIG_FORMAT_VERSION: MULTISIG_DOMAIN_TA
 
 
 class Signature(NamedTuple):
-    """One listed signature: ``key_id`` (32 bytes), ``signature`` (64 bytes) and the envelope
-    ``format`` whose domain tag it is over (1: ``DOMAIN_TAG``, 2: ``MULTISIG_DOMAIN_TAG``)."""
+    """One listed signature.
+
+    One listed signature: ``key_id`` (32 bytes), ``signature`` (64 bytes) and the envelope
+    ``format`` whose domain tag it is over (1: ``DOMAIN_TAG``, 2: ``MULTISIG_DOMAIN_TAG``).
+    """
 
     key_id: bytes
     signature: bytes
@@ -59,8 +62,11 @@ class Signature(NamedTuple):
         return _TAGS[self.format]
 
     def entry(self) -> list:
-        """This signature as a format-2 envelope entry (``[key_id, signature]`` or
-        ``[key_id, signature, 1]``)."""
+        """The signature as a format-2 envelope entry.
+
+        This signature as a format-2 envelope entry (``[key_id, signature]`` or
+        ``[key_id, signature, 1]``).
+        """
         pair = [self.key_id, self.signature]
         return pair if self.format == MULTISIG_FORMAT_VERSION else pair + [CARRIED_FORMAT_1]
 

@@ -106,8 +106,11 @@ class Keyring:
 
     @classmethod
     def from_pem_files(cls, *paths: str | os.PathLike) -> Keyring:
-        """Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
-        is refused without blocking)."""
+        """Keyring from PEM public-key files.
+
+        Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
+        is refused without blocking).
+        """
         texts = []
         for path in paths:
             try:

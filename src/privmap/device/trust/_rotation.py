@@ -125,8 +125,11 @@ class KeyringChain:
 
     @classmethod
     def pinned(cls, keyring: Keyring) -> KeyringChain:
-        """A chain at version 0 whose keyring is ``keyring`` (bare keys, no signed document, no
-        expiry): the next rotation is a version-1 document signed by ``keyring``'s threshold."""
+        """A chain at version 0 of bare keys.
+
+        A chain at version 0 whose keyring is ``keyring`` (bare keys, no signed document, no
+        expiry): the next rotation is a version-1 document signed by ``keyring``'s threshold.
+        """
         if not isinstance(keyring, Keyring):
             raise TypeError("keyring must be a privmap.device.Keyring")
         chain = cls.__new__(cls)
@@ -153,8 +156,11 @@ class KeyringChain:
         self._set(body, new, bytes(document))
 
     def rotate_chain(self, documents: Iterable[bytes]) -> int:
-        """Rotate through ``documents`` in order, at most :data:`MAX_ROTATIONS` of them; returns
-        how many were applied. The first failure raises (earlier rotations stay applied)."""
+        """How many keyring documents were applied.
+
+        Rotate through ``documents`` in order, at most :data:`MAX_ROTATIONS` of them; returns
+        how many were applied. The first failure raises (earlier rotations stay applied).
+        """
         applied = 0
         for document in list(documents)[:MAX_ROTATIONS]:
             self.rotate(document)
@@ -162,8 +168,11 @@ class KeyringChain:
         return applied
 
     def current(self, now: float) -> Keyring:
-        """The keyring to verify bundles with at ``now`` (unix seconds; pass the device's
-        ``now_eff``). Raises :class:`KeyringExpiredError` past the document's ``expires``."""
+        """The keyring to verify bundles with.
+
+        The keyring to verify bundles with at ``now`` (unix seconds; pass the device's
+        ``now_eff``). Raises :class:`KeyringExpiredError` past the document's ``expires``.
+        """
         if self.expires is not None and self.expires <= now:
             raise KeyringExpiredError(f"keyring version {self.version} has expired; a rotation is needed")
         return self.keyring
