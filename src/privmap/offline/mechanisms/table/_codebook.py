@@ -90,7 +90,9 @@ SUPPORT_FLOOR = 1e-9
 
 @dataclass(frozen=True)
 class Pairs:
-    """Sparse weights of raw rows on outputs: pair p gives row ``rows[p]`` weight ``weights[p]``
+    """Sparse weights of raw rows on outputs.
+
+    Sparse weights of raw rows on outputs: pair p gives row ``rows[p]`` weight ``weights[p]``
     on output ``outs[p]`` (int64, int64, float arrays of shape (P,)); ``n_outputs`` is m.
 
     The sparse form of a dense (n, m) weight matrix (its non-zero entries).
@@ -110,8 +112,11 @@ class Pairs:
 
     @classmethod
     def from_table(cls, labels: np.ndarray, table: np.ndarray, row_mass: np.ndarray) -> Pairs:
-        """Row b on output j with weight ``row_mass[b] * table[labels[b], j]``, for the table's
-        non-zeros only: labels (n,), table (K_in, K_out), row_mass (n,)."""
+        """The pairs of rows and outputs a table's non-zeros give.
+
+        Row b on output j with weight ``row_mass[b] * table[labels[b], j]``, for the table's
+        non-zeros only: labels (n,), table (K_in, K_out), row_mass (n,).
+        """
         labels = np.asarray(labels, dtype=np.int64)
         order = np.argsort(labels, kind="stable")
         counts = np.bincount(labels, minlength=table.shape[0])
@@ -124,13 +129,16 @@ class Pairs:
         return cls(rows, j[which], row_mass[rows] * table[c, j][which], table.shape[1])
 
     def of_outputs(self, chosen: np.ndarray) -> Pairs:
-        """The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order:
-        their :meth:`per_output` sums are bitwise those over all pairs (others get 0)."""
+        """The pairs of the chosen outputs.
+
+        The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order:
+        their :meth:`per_output` sums are bitwise those over all pairs (others get 0).
+        """
         keep = chosen[self.outs]
         return Pairs(self.rows[keep], self.outs[keep], self.weights[keep], self.n_outputs)
 
     def per_output(self, values: np.ndarray) -> np.ndarray:
-        """sum over pairs of ``values`` (P,) by output, shape (m,)."""
+        """The sum over pairs of ``values`` (P,) by output, shape (m,)."""
         return np.bincount(self.outs, weights=values, minlength=self.n_outputs)
 
 
@@ -139,8 +147,11 @@ def _as_pairs(W: np.ndarray | Pairs) -> Pairs:
 
 
 class MetricDistance:
-    """d(X, Y) -> (n, m) of a quantized metric (masked over NaN cells of X), with the same
-    distance on pairs: ``pairs(X, Y, rows, outs)`` = d(X[rows[p]], Y[outs[p]]), shape (P,)."""
+    """The raw distance of a quantized metric, on matrices and on pairs.
+
+    d(X, Y) -> (n, m) of a quantized metric (masked over NaN cells of X), with the same
+    distance on pairs: ``pairs(X, Y, rows, outs)`` = d(X[rows[p]], Y[outs[p]]), shape (P,).
+    """
 
     def __init__(self, metric: str):
         self.metric = metric
@@ -206,9 +217,12 @@ class Codebook:
     solved: SolveResult | None
 
     def solve_result(self, start: SolveResult) -> SolveResult:
-        """The step's table as a :class:`~privmap.offline.solvers.SolveResult`: its leakage and
+        """The step's table as a solve result.
+
+        The step's table as a :class:`~privmap.offline.solvers.SolveResult`: its leakage and
         distortion, with the solver, multiplier and gap of the last kept re-solve (``start``, the
-        solve the step began from, when none was kept)."""
+        solve the step began from, when none was kept).
+        """
         last = self.solved or start
         return SolveResult(table=self.table, leakage_bits=self.leakage_bits, distortion=self.distortion,
                            multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
@@ -360,10 +374,13 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
 
 
 def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each distinct (psi(b), b) once: rows (m, d), their labels (m,) and how many raw rows each
+    """Each distinct (psi(b), b) once, with how many raw rows it stands for.
+
+    Each distinct (psi(b), b) once: rows (m, d), their labels (m,) and how many raw rows each
     stands for (m,). Equal rows of one input have equal weights on every output, so the step's
     optima and D' are the same on them (UCI Adult's 48,842 rows on 5 columns: 14,846 distinct).
-    Rows with a NaN cell are never merged (NaN equals nothing), which is only a missed saving."""
+    Rows with a NaN cell are never merged (NaN equals nothing), which is only a missed saving.
+    """
     keyed = np.column_stack([labels.astype(float), X])
     distinct, times = unique_rows(keyed)
     return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times.astype(float)
@@ -371,14 +388,17 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def resolve_at(p_ac: np.ndarray, D: np.ndarray, budget: float, *, perfect: bool, solver: str, tol_bits: float,
                warm: SolveResult | None = None) -> SolveResult | None:
-    """Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
+    """Step B's solution, or None when the solver fails.
+
+    Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
     ``warm`` (a previous answer) when given, unless a cold solve would start from another solver's
     answer (many private classes: :func:`~privmap.offline.solvers.starts_from_interior`,
     :func:`~privmap.offline.solvers.starts_from_conic`): that start is the faster there (UCI
     Adult, 15 occupation classes, K = 64: the codebook step 17.0 CPU-s warm-started from the
     build's polished answer, 6.3 through the conic reference), or
     :func:`~privmap.offline.solvers.solve` sets the start aside (more than
-    ``WARM_START_MAX_CLASSES`` classes)."""
+    ``WARM_START_MAX_CLASSES`` classes).
+    """
     if perfect:
         return perfect_privacy_solution(p_ac, D)
     try:
@@ -392,7 +412,9 @@ def resolve_at(p_ac: np.ndarray, D: np.ndarray, budget: float, *, perfect: bool,
 def refine_in_passes(sweep: Callable, distance_sums: Callable, p_ac: np.ndarray, solved: SolveResult,
                      outputs: np.ndarray, input_rows: np.ndarray, *, project: Project, perfect: bool, solver: str,
                      tol_bits: float, folds: int) -> tuple[Codebook, np.ndarray]:
-    """One round of the codebook step with the rows read in passes, as an out-of-core backend reads
+    """One round of the codebook step with the rows read in passes.
+
+    One round of the codebook step with the rows read in passes, as an out-of-core backend reads
     them (:class:`._partitioned.PartitionedRows`); l2 metric.
 
     Step A moves each released row towards the geometric median of the raw rows sent to it
@@ -473,7 +495,9 @@ def refine_in_passes(sweep: Callable, distance_sums: Callable, p_ac: np.ndarray,
 
 def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, solver: str, tol_bits: float,
                  warm: SolveResult | None = None) -> tuple[np.ndarray, float, float, SolveResult | None]:
-    """Step B on its own: re-solve program (19) with distortion matrix D (K_in, K_out) at the
+    """Step B on its own, its table kept only if it leaks and distorts no more.
+
+    Step B on its own: re-solve program (19) with distortion matrix D (K_in, K_out) at the
     distortion table q meets under it (:func:`resolve_at`), keeping the new table only if it leaks
     and distorts no more (the rule of :func:`refine`). The fast solver starts from ``warm``, the
     solve that gave q, when given.
@@ -529,7 +553,9 @@ def metric_center(metric: str, *, integer: np.ndarray, lo: np.ndarray, hi: np.nd
 
 
 def _geometric_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Weiszfeld's iteration for every output at once, from the weighted mean, for at most
+    """The geometric median of the rows sent to each output, by Weiszfeld's iteration.
+
+    Weiszfeld's iteration for every output at once, from the weighted mean, for at most
     :data:`WEISZFELD_STEPS` steps; an output stops once a step moves it by at most
     :data:`WEISZFELD_TOLERANCE` x (1 + its largest coordinate), and later steps touch only the
     pairs of outputs still moving. Distances over each row's observed cells (a missing cell is
@@ -542,7 +568,8 @@ def _geometric_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float
     bytes and zero their differences, rather than gather the mask as floats to multiply by.
     Gathering every pair's row once per call cost as much as the steps themselves and, at 39 MiB
     a copy on the 14,000 x 50 survey benchmark, a third of a second of page faults in a fresh
-    process."""
+    process.
+    """
     m = pairs.n_outputs
     order = np.argsort(pairs.outs, kind="stable")
     outs, rows, weights = pairs.outs[order], pairs.rows[order], pairs.weights[order]
@@ -594,8 +621,11 @@ def _first_per_output(outs_sorted: np.ndarray, chosen: np.ndarray) -> tuple[np.n
 
 
 def _weighted_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per output and column, over its observed cells, the lowest value where the cumulative weight
-    reaches half the total."""
+    """The weighted median of the rows sent to each output.
+
+    Per output and column, over its observed cells, the lowest value where the cumulative weight
+    reaches half the total.
+    """
     Y = np.array(Y0, dtype=float, copy=True)
     for k in range(X.shape[1]):
         values, outs, weights = _observed_pairs(X, pairs, k)
@@ -613,8 +643,11 @@ def _weighted_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float6
 
 
 def _weighted_mode(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per output and column, over its observed cells, the value carrying the most weight (ties to
-    the smallest value)."""
+    """The weighted mode of the rows sent to each output.
+
+    Per output and column, over its observed cells, the value carrying the most weight (ties to
+    the smallest value).
+    """
     Y = np.array(Y0, dtype=float, copy=True)
     for k in range(X.shape[1]):
         values, outs, weights = _observed_pairs(X, pairs, k)

@@ -1,4 +1,6 @@
-"""Partitioned rows on a Dask cluster as a seed-000 build reads them: the :class:`._rows.Rows`
+"""Partitioned rows on a Dask cluster as a seed-000 build reads them.
+
+Partitioned rows on a Dask cluster as a seed-000 build reads them: the :class:`._rows.Rows`
 backend of CSV or Parquet files too large for memory (quantized mechanism, l2 metric).
 
 Opening the rows validates them in one pass (1. below). Rows that fit in the in-core limit
@@ -188,8 +190,11 @@ class SourceSummary:
 
 @dataclass(frozen=True)
 class _Reading:
-    """How a worker reads a partition: columns, missing tokens, and (under "impute") the fills
-    that turn a row into what the device looks up."""
+    """How a worker reads a partition.
+
+    How a worker reads a partition: columns, missing tokens, and (under "impute") the fills
+    that turn a row into what the device looks up.
+    """
 
     features: tuple[str, ...]
     private: str | tuple[str, ...]
@@ -199,8 +204,11 @@ class _Reading:
 
 @contextlib.contextmanager
 def dask_client(*, workers: int | None = None, scheduler: str | None = None) -> Iterator[Client]:
-    """A ``distributed.Client``: on ``scheduler`` (an address) if given, else on a new local
-    cluster of ``workers`` single-threaded worker processes (default 2), closed on exit."""
+    """A ``distributed.Client`` for a ``with`` block.
+
+    A ``distributed.Client``: on ``scheduler`` (an address) if given, else on a new local
+    cluster of ``workers`` single-threaded worker processes (default 2), closed on exit.
+    """
     from distributed import Client, LocalCluster
     if scheduler:
         with Client(scheduler) as client:
@@ -212,7 +220,9 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None) -> 
 
 
 def check_partitioned(src: Source, options: Seed000Options, *, kmeans: str = "minibatch") -> None:
-    """Everything about a partitioned build's rows and options that can be refused without
+    """The checks of a partitioned build that need no row.
+
+    Everything about a partitioned build's rows and options that can be refused without
     reading rows (what the out-of-core mapping alone refuses: the mechanism's out-of-core check).
 
     ``src`` is the partitioned rows (:func:`privmap.offline.data.open_source`: their
@@ -240,13 +250,18 @@ def check_partitioned(src: Source, options: Seed000Options, *, kmeans: str = "mi
 
 
 def in_core(n: int, d: int, limit_bytes: int) -> bool:
-    """Whether ``n`` points of ``d`` float64 coordinates fit in ``limit_bytes``: then a
-    partitioned build maps them in memory, with every option of the in-memory build."""
+    """Whether points fit in memory.
+
+    Whether ``n`` points of ``d`` float64 coordinates fit in ``limit_bytes``: then a
+    partitioned build maps them in memory, with every option of the in-memory build.
+    """
     return n * max(d, 1) * 8 <= limit_bytes
 
 
 class PartitionedRows:
-    """Partitioned rows (CSV or Parquet files) on a Dask cluster: the :class:`._rows.Rows`
+    """Partitioned rows on a Dask cluster, the rows backend of an out-of-core build.
+
+    Partitioned rows (CSV or Parquet files) on a Dask cluster: the :class:`._rows.Rows`
     backend of an out-of-core build (module docstring). Opening them validates every partition
     (pass 1); the other passes run when the build's stages ask for them.
 
@@ -321,7 +336,9 @@ class PartitionedRows:
         return self.dataset.missing_fraction
 
     def alphabet(self, options: Seed000Options, *, quantizer: Callable | None = None) -> Alphabet:
-        """:meth:`._rows.Rows.alphabet` in three passes: k-means, the representatives (group
+        """The alphabet of the partitioned rows, in three passes.
+
+        :meth:`._rows.Rows.alphabet` in three passes: k-means, the representatives (group
         means made domain-valid), and psi with each row's cross-fitting fold, kept on the workers
         (``labels`` and ``raw_distortion`` are None). A representative nobody is nearest to is
         dropped, as in memory.
@@ -365,15 +382,21 @@ class PartitionedRows:
         return alphabet
 
     def kmeans_centers(self, options: Seed000Options) -> np.ndarray:
-        """The k-means centres (``options.clusters``, d) of the rows by this backend's k-means
-        (``kmeans=``), before they are made representatives (:meth:`alphabet`)."""
+        """The k-means centres of the rows.
+
+        The k-means centres (``options.clusters``, d) of the rows by this backend's k-means
+        (``kmeans=``), before they are made representatives (:meth:`alphabet`).
+        """
         return _KMEANS[self._kmeans](self._run, self._parts, self._reading, self.dataset, options)
 
     def gathered(self) -> Dataset:
-        """Every kept row in memory, in the order of the partitions (one pass): the
+        """Every kept row in memory, as a dataset.
+
+        Every kept row in memory, in the order of the partitions (one pass): the
         :class:`~privmap.offline.data.Dataset` an in-memory build maps (NaN = a missing answer, as
         the in-memory reader gives it), its SHA-256 the source's. Only for rows that fit
-        (:func:`in_core`)."""
+        (:func:`in_core`).
+        """
         self._tell("gather", 0.05)
         got = self._run.map(_kept_rows, self._parts, reading=self._reading)
         summary = self.dataset
@@ -393,9 +416,12 @@ class PartitionedRows:
 
     def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
                  perfect: bool, progress: Callable[[float], None]) -> tuple[Alphabet, SolveResult, Codebook]:
-        """:meth:`._rows.Rows.codebook` in passes over the partitions
+        """The codebook step in passes over the partitions.
+
+        :meth:`._rows.Rows.codebook` in passes over the partitions
         (:func:`._codebook.refine_in_passes`, one round); the distance sums by fold on the moved
-        outputs are kept for :meth:`cross_fitted`."""
+        outputs are kept for :meth:`cross_fitted`.
+        """
         held = self._assignment()
         integer = np.array([c.integer for c in alphabet.schema])
         _, _, project = metric_center("l2", integer=integer, lo=np.array([c.min for c in alphabet.schema], float),
@@ -425,8 +451,11 @@ class PartitionedRows:
 
     def cross_fitted(self, done: Solved, options: Seed000Options, *, progress: Callable[[float], None],
                      pending: None = None) -> HoldoutLeakage:
-        """:func:`._holdout.cross_fitted_from_counts` on the fold-wise counts of the alphabet's pass and the
-        distance sums of the codebook step's last pass (one more pass of them without that step)."""
+        """The cross-fitted leakage from the passes' counts and sums.
+
+        :func:`._holdout.cross_fitted_from_counts` on the fold-wise counts of the alphabet's pass and the
+        distance sums of the codebook step's last pass (one more pass of them without that step).
+        """
         held = self._assignment()
         if held.fold_sums is None:
             held.fold_sums = held.rows.distance_sums(np.asarray(done.alphabet.outputs, dtype=float), options.folds)
@@ -435,9 +464,12 @@ class PartitionedRows:
 
 @dataclass
 class _Assigned:
-    """What the alphabet's pass left: the rows with their psi and fold on the workers, the counts
+    """What the alphabet's pass left on the workers.
+
+    What the alphabet's pass left: the rows with their psi and fold on the workers, the counts
     (folds, |A|, K_in) by fold, private class and representative, the k-means alphabet, and the
-    distance sums (folds, K_in, K_out) on the final outputs once a pass took them."""
+    distance sums (folds, K_in, K_out) on the final outputs once a pass took them.
+    """
 
     rows: _Rows
     fold_counts: np.ndarray
@@ -465,8 +497,11 @@ class _Rows:
                                n_inputs=int(self.renumber.max()) + 1))
 
     def codebook_sums(self, table: sparse.csr_matrix, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray) -> list:
-        """One pass of the codebook step (:func:`._codebook.refine_in_passes`' ``sweep``): the
-        partitions' :func:`_codebook_sums` added up."""
+        """One pass of the codebook step over the partitions.
+
+        One pass of the codebook step (:func:`._codebook.refine_in_passes`' ``sweep``): the
+        partitions' :func:`_codebook_sums` added up.
+        """
         got = self.gather(_codebook_sums, table=table, per_row=per_row, Z=Z, P=P)
         return [sum(g[i] for g in got) for i in range(4)]
 
@@ -493,9 +528,12 @@ class _Runner:
 
 
 def _summarize(src: Source, stats: Sequence[dict], digests: Sequence[str], options: Seed000Options) -> SourceSummary:
-    """The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
+    """The source's summary and schema.
+
+    The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
     minimum and maximum, a non-integer value if any, and a missing cell if any (what ``resolve``
-    reads of all rows)."""
+    reads of all rows).
+    """
     n = sum(s["n"] for s in stats)
     where = src.files[0] if len(src.files) == 1 else f"{len(src.files)} files"
     if n < MIN_ROWS:
@@ -530,8 +568,11 @@ def _summarize(src: Source, stats: Sequence[dict], digests: Sequence[str], optio
 
 
 def _middle_values(counted: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """The two middle observed values of a column from per-partition value counts, shape (2,):
-    ``np.median`` of them is the median of all (NaN, NaN when nothing is observed)."""
+    """The two middle observed values of a column.
+
+    The two middle observed values of a column from per-partition value counts, shape (2,):
+    ``np.median`` of them is the median of all (NaN, NaN when nothing is observed).
+    """
     values = np.concatenate([v for v, _ in counted])
     counts = np.concatenate([c for _, c in counted])
     if counts.sum() == 0:
@@ -545,9 +586,12 @@ def _middle_values(counted: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
 # --- tasks run on the workers ------------------------------------------------------------------------
 
 def _read(part: Partition, reading: _Reading) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """``(X, lookup, labels, dropped)``: the partition's rows with a public cell (NaN = missing),
+    """A partition's rows, as read and as the device looks them up.
+
+    ``(X, lookup, labels, dropped)``: the partition's rows with a public cell (NaN = missing),
     those rows as the device looks them up (fills in under "impute"), private labels, and the
-    number of rows left out for having every public cell missing."""
+    number of rows left out for having every public cell missing.
+    """
     X, labels = read_partition(part, reading.features, reading.private, dict(reading.tokens))
     keep = ~np.all(np.isnan(X), axis=1) if X.shape[1] else np.ones(X.shape[0], dtype=bool)
     dropped = int(X.shape[0] - keep.sum())
@@ -592,8 +636,11 @@ def _partition_stats(part: Partition, *, reading: _Reading, declared: Declared |
 
 
 def _check_declared(X: np.ndarray, features: Sequence[str], declared: Declared | None, part: Partition) -> None:
-    """The declarations checked on one partition by ``resolve`` itself; a column without a declared
-    domain is given the partition's own whole-number range, so only the declarations can fail."""
+    """The declarations checked on one partition.
+
+    The declarations checked on one partition by ``resolve`` itself; a column without a declared
+    domain is given the partition's own whole-number range, so only the declarations can fail.
+    """
     if declared is None:
         return
     default = declared.get("*")
@@ -652,8 +699,11 @@ def _nearest(L: np.ndarray, centers: np.ndarray) -> np.ndarray:
 
 
 def _paired(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """l2 distance of each row of X to the same row of Y over X's observed cells, shape (n,); summed
-    from the first feature to the last, bitwise as ``pairwise``."""
+    """Row-wise l2 distances over observed cells.
+
+    l2 distance of each row of X to the same row of Y over X's observed cells, shape (n,); summed
+    from the first feature to the last, bitwise as ``pairwise``.
+    """
     acc = np.zeros(X.shape[0])
     for i in range(X.shape[1]):
         diff = X[:, i] - Y[:, i]
@@ -662,8 +712,11 @@ def _paired(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def _fold_of(ordinal: int, m: int, folds: int, seed: int) -> np.ndarray:
-    """Cross-fitting fold of each of a partition's m rows: the remainder of its
-    :func:`~privmap.offline.data.row_keys` key."""
+    """Cross-fitting fold of each of a partition's rows.
+
+    Cross-fitting fold of each of a partition's m rows: the remainder of its
+    :func:`~privmap.offline.data.row_keys` key.
+    """
     if folds <= 1:
         return np.zeros(m, dtype=np.int64)
     return (row_keys(seed, ordinal, m) % np.uint64(folds)).astype(np.int64)
@@ -750,8 +803,11 @@ def _codebook_sums(part: Partition, assigned: _Assignment, *, reading: _Reading,
 
 
 def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """l2 distances (n, m) over each row's observed cells: scipy's ``cdist`` on complete rows,
-    the masked ``pairwise`` on rows with a missing cell."""
+    """l2 distances over each row's observed cells.
+
+    l2 distances (n, m) over each row's observed cells: scipy's ``cdist`` on complete rows,
+    the masked ``pairwise`` on rows with a missing cell.
+    """
     from scipy.spatial.distance import cdist
     gaps = np.isnan(X).any(axis=1)
     if not gaps.any():
@@ -766,8 +822,11 @@ def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 # --- k-means variants ----------------------------------------------------------------------------------
 
 def _clusters(options: Seed000Options) -> int:
-    """K of a build mapped out of core: the out-of-core check refuses ``auto``, without which
-    the options hold a number."""
+    """K of a build mapped out of core.
+
+    K of a build mapped out of core: the out-of-core check refuses ``auto``, without which
+    the options hold a number.
+    """
     if options.clusters is None:
         raise BuildError("a partitioned build needs --clusters K")
     return options.clusters

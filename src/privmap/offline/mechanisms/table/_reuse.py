@@ -48,8 +48,11 @@ START_CLUSTERS = 2048
 
 
 def starts_folds(options: Seed000Options) -> bool:
-    """Whether a build with these options starts its folds' solvers from its answers: cross-fitting
-    on, the quantized mechanism with at least :data:`START_CLUSTERS` clusters."""
+    """Whether a build starts its folds' solvers from its answers.
+
+    Whether a build with these options starts its folds' solvers from its answers: cross-fitting
+    on, the quantized mechanism with at least :data:`START_CLUSTERS` clusters.
+    """
     return (options.folds > 0 and options.quantizes
             and (options.clusters or 0) >= START_CLUSTERS)
 
@@ -89,8 +92,11 @@ class BuildStart:
 
     @classmethod
     def of(cls, solved: _Built, metric: str) -> BuildStart | None:
-        """The start a build's :class:`._program.Solved` gives its folds; None when its symbols are not
-        finite points (the exact mechanism, or a representative with a missing cell)."""
+        """The start a build gives its folds, or None.
+
+        The start a build's :class:`._program.Solved` gives its folds; None when its symbols are not
+        finite points (the exact mechanism, or a representative with a missing cell).
+        """
         if metric not in METRICS:
             return None
         centers = np.asarray(solved.alphabet.inputs, dtype=float)      # a missing cell (None) is NaN
@@ -102,9 +108,12 @@ class BuildStart:
                    metric=metric)
 
     def warm(self, centers: np.ndarray) -> SolveResult:
-        """The build's table carried to a fold whose inputs and outputs are both ``centers``
+        """The build's table carried to a fold's representatives.
+
+        The build's table carried to a fold whose inputs and outputs are both ``centers``
         (K_f, d): a :class:`SolveResult` for ``solve_fast(warm_start=)`` whose ``table`` is sparse
-        (K_f, K_f) and ``multiplier`` the build's (its figures are not the fold's: NaN)."""
+        (K_f, K_f) and ``multiplier`` the build's (its figures are not the fold's: NaN).
+        """
         centers = np.asarray(centers, dtype=float)
         rows = nearest(centers, self.centers, self.metric)
         out = nearest(self.outputs, centers, self.metric)
