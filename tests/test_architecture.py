@@ -582,3 +582,37 @@ def test_every_mechanism_has_both_homes():
     from privmap.device.kinds import KINDS
     from privmap.offline.mechanisms import MECHANISMS
     assert sorted(MECHANISMS) == sorted(KINDS)
+
+
+#: Where the tests live: one folder per package of src/privmap, at the same path below it.
+TESTS = ROOT / "tests"
+
+
+def _packages(source: pathlib.Path = SOURCE) -> list[str]:
+    """Dotted name of every package under ``source`` (each folder holding an ``__init__.py``)."""
+    return sorted(".".join(p.parent.relative_to(source).parts) for p in source.rglob("__init__.py"))
+
+
+def _unmirrored(packages: list[str], tests: pathlib.Path = TESTS) -> list[str]:
+    """The packages whose mirror folder in ``tests`` (``privmap.offline.data`` -> ``tests/offline/data``,
+    ``privmap`` itself -> ``tests``) is missing or holds no test module (``test_*.py``) of its own."""
+    return [name for name in packages
+            if not any(tests.joinpath(*name.split(".")[1:]).glob("test_*.py"))]
+
+
+def test_the_mirror_rule_sees_what_it_must(tmp_path):
+    """The check below can fail: a package without a folder, and one whose folder holds only
+    helpers or only subfolders' tests, are named; one whose folder holds a test module is not."""
+    for path in ("test_top.py", "a/test_a.py", "b/helpers.py", "c/d/test_d.py"):
+        tmp_path.joinpath(path).parent.mkdir(parents=True, exist_ok=True)
+        tmp_path.joinpath(path).write_text("")
+    packages = ["p", "p.a", "p.b", "p.c", "p.c.d", "p.e"]
+    assert _unmirrored(packages, tmp_path) == ["p.b", "p.c", "p.e"]
+
+
+def test_every_package_has_its_mirror_folder_of_tests():
+    """The tests mirror the packages (README "Layout"): the tests of ``privmap.offline.data`` are in
+    ``tests/offline/data``, those of the device's trust layer in ``tests/device/trust``, so a
+    package's tests are found where it is, and a package without any is seen."""
+    assert "privmap.device.trust" in _packages() and "privmap.offline.mechanisms.table" in _packages()
+    assert _unmirrored(_packages()) == []

@@ -23,6 +23,8 @@ The tree (after python-tuf's ``tuf/api/exceptions.py``)::
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "PrivmapDeviceError",
     "BundleError",
@@ -71,8 +73,11 @@ class BundleTooLargeError(BundleError):
 
 
 class BundleFormatError(BundleError):
-    """Bytes that are not a well-formed bundle: msgpack errors, limits, trailing bytes,
-    duplicate or unknown keys, wrong types, unsupported format or schema version."""
+    """A malformed bundle.
+
+    Bytes that are not a well-formed bundle: msgpack errors, limits, trailing bytes,
+    duplicate or unknown keys, wrong types, unsupported format or schema version.
+    """
 
 
 class WrongTypeError(BundleFormatError):
@@ -80,8 +85,11 @@ class WrongTypeError(BundleFormatError):
 
 
 class WorkLimitError(BundleFormatError):
-    """The payload declares more work (cells, non-zeros, |A| x non-zeros) than the limits allow;
-    raised from the array headers, before any array is materialised."""
+    """More work declared than the limits allow.
+
+    The payload declares more work (cells, non-zeros, |A| x non-zeros) than the limits allow;
+    raised from the array headers, before any array is materialised.
+    """
 
 
 class BundleSignatureError(BundleError):
@@ -121,8 +129,11 @@ class WrongTargetError(BundleError):
 
 
 class WrongDomainError(BundleError):
-    """A verified bundle for another private attribute or another feature schema (catalogue,
-    rating scale, category lists) than the device's configuration."""
+    """A verified bundle for another domain than the device's.
+
+    A verified bundle for another private attribute or another feature schema (catalogue,
+    rating scale, category lists) than the device's configuration.
+    """
 
 
 # -- the keys -------------------------------------------------------------------------------------
@@ -141,21 +152,30 @@ class KeyringExpiredError(KeyringError):
 
 
 class KeyringMismatchError(KeyringError):
-    """The keyring given to ``DeviceState`` is not the one its state directory trusts, and it
-    did not arrive as a signed rotation of it (use ``DeviceState.rotate_keyring``)."""
+    """A keyring other than the one the state directory trusts.
+
+    The keyring given to ``DeviceState`` is not the one its state directory trusts, and it
+    did not arrive as a signed rotation of it (use ``DeviceState.rotate_keyring``).
+    """
 
 
 # -- the user's row -------------------------------------------------------------------------------
 
 
 class InputError(PrivmapDeviceError):
-    """The user's row is unusable: wrong length, type, non-finite, out of domain, or (exact
-    mechanism) not one of the bundle's input tuples."""
+    """An unusable row of the user's.
+
+    The user's row is unusable: wrong length, type, non-finite, out of domain, or (exact
+    mechanism) not one of the bundle's input tuples.
+    """
 
 
 class TheoremCheckError(InputError):
-    """The cleaned row failed the Theorem 1 check ``||A_d^T (x - x~)||^2 = epsilon``
-    (null-space bundles); nothing is released."""
+    """A cleaned row that fails the Theorem 1 check.
+
+    The cleaned row failed the Theorem 1 check ``||A_d^T (x - x~)||^2 = epsilon``
+    (null-space bundles); nothing is released.
+    """
 
 
 # -- the platform and the device ------------------------------------------------------------------
@@ -166,29 +186,41 @@ class RandomnessError(PrivmapDeviceError):
 
 
 class StateError(PrivmapDeviceError):
-    """The device state directory is unusable: corrupt or missing state file or secret, wrong
-    permissions, or it cannot be written. Nothing is released and nothing is installed."""
+    """An unusable state directory.
+
+    The device state directory is unusable: corrupt or missing state file or secret, wrong
+    permissions, or it cannot be written. Nothing is released and nothing is installed.
+    """
 
 
 class StateLockedError(StateError):
-    """Another process holds the state directory's lock and it did not come free within the
-    wait (``DeviceState(lock_wait=...)``); nothing was done. ``holders`` lists the pids holding
-    it where the platform tells them (else it is empty)."""
+    """The state directory's lock, held by another process too long.
 
-    def __init__(self, message: str, holders=()):
+    Another process holds the state directory's lock and it did not come free within the
+    wait (``DeviceState(lock_wait=...)``); nothing was done. ``holders`` lists the pids holding
+    it where the platform tells them (else it is empty).
+    """
+
+    def __init__(self, message: str, holders: Iterable[int] = ()) -> None:
         super().__init__(message)
         self.holders = list(holders)
 
 
 class StateReplayError(StateError):
-    """The state file is older than the device's monotonic counter (an old ``state.json`` was
+    """An old state put back, or a counter missing.
+
+    The state file is older than the device's monotonic counter (an old ``state.json`` was
     put back), or a counter-bound state was opened without its counter, or the directory was
-    wiped while the counter says states were committed."""
+    wiped while the counter says states were committed.
+    """
 
 
 class NoValidBundleError(PrivmapDeviceError):
-    """No installed bundle can be used (none installed, both copies fail re-verification, or
-    the active one is past ``expires`` plus the grace period): nothing is released."""
+    """No installed bundle that can be used.
+
+    No installed bundle can be used (none installed, both copies fail re-verification, or
+    the active one is past ``expires`` plus the grace period): nothing is released.
+    """
 
 
 class ReleaseRefusedError(PrivmapDeviceError):

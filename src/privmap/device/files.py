@@ -60,17 +60,22 @@ class LockUnavailable(OSError):
 
 
 class LockTimeout(OSError):
-    """The lock was not free within the wait. ``holders`` lists the pids holding a lock on the
-    directory (empty where the platform does not tell them); ``wait`` is the wait, seconds."""
+    """The lock, not free within the wait.
 
-    def __init__(self, message: str, holders: list[int], wait: float):
+    The lock was not free within the wait. ``holders`` lists the pids holding a lock on the
+    directory (empty where the platform does not tell them); ``wait`` is the wait, seconds.
+    """
+
+    def __init__(self, message: str, holders: list[int], wait: float) -> None:
         super().__init__(errno.EWOULDBLOCK, message)
         self.holders, self.wait = holders, wait
 
 
-def read_regular(path, cap: int, *, private: bool = False, dir_fd: int | None = None,
+def read_regular(path: str | os.PathLike[str], cap: int, *, private: bool = False, dir_fd: int | None = None,
                  label: str | None = None) -> bytes:
-    """At most ``cap + 1`` bytes of the regular file ``path`` (relative to the open directory
+    """The bytes of a regular file, read once and bounded.
+
+    At most ``cap + 1`` bytes of the regular file ``path`` (relative to the open directory
     ``dir_fd`` if given; messages call it ``label``, ``path`` by default).
 
     The file is opened with ``O_NONBLOCK`` (so opening a FIFO with no writer returns at once) and
@@ -99,8 +104,10 @@ def read_regular(path, cap: int, *, private: bool = False, dir_fd: int | None = 
     return b"".join(chunks)
 
 
-def check_private(path, info: os.stat_result, fix_mode: str) -> None:
-    """Raise ``PermissionError`` unless ``info`` (the ``stat`` of ``path``) is owned by the
+def check_private(path: str | os.PathLike[str], info: os.stat_result, fix_mode: str) -> None:
+    """The check that a file is the effective user's alone.
+
+    Raise ``PermissionError`` unless ``info`` (the ``stat`` of ``path``) is owned by the
     effective user and grants nothing to group or others (mode & 0o077 == 0).
 
     The message is one line ending with the command that fixes it (``chown UID PATH`` or
@@ -118,8 +125,10 @@ def check_private(path, info: os.stat_result, fix_mode: str) -> None:
                               f"run: chmod {fix_mode} {os.fspath(path)!r}")
 
 
-def check_ancestors(path) -> None:
-    """Raise ``PermissionError`` if another user could rename ``path`` away (and put another
+def check_ancestors(path: str | os.PathLike[str]) -> None:
+    """The check that no other user can rename a path away.
+
+    Raise ``PermissionError`` if another user could rename ``path`` away (and put another
     in its place): an existing directory above it that is writable by others without the
     sticky bit, or owned by a uid other than root's and the effective user's.
 
@@ -152,17 +161,23 @@ def check_ancestors(path) -> None:
             here = parent
 
 
-def open_directory(path, *, dir_fd: int | None = None) -> int:
-    """A descriptor of the directory ``path`` (relative to ``dir_fd`` if given), opened with
+def open_directory(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
+    """A descriptor of a directory, links refused.
+
+    A descriptor of the directory ``path`` (relative to ``dir_fd`` if given), opened with
     ``O_DIRECTORY`` and ``O_NOFOLLOW``: a symlink or anything but a directory in its place raises
-    ``OSError`` (``ELOOP``, ``ENOTDIR``). The caller closes it."""
+    ``OSError`` (``ELOOP``, ``ENOTDIR``). The caller closes it.
+    """
     return os.open(path, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
 
 
 @contextlib.contextmanager
 def _held(directory: Directory) -> Iterator[int]:
-    """The descriptor of ``directory`` for a ``with`` block: the one given, or the path opened
-    (links followed, as a lookup of a file in it would) and closed after."""
+    """A descriptor of a directory for a ``with`` block.
+
+    The descriptor of ``directory`` for a ``with`` block: the one given, or the path opened
+    (links followed, as a lookup of a file in it would) and closed after.
+    """
     if isinstance(directory, int):
         yield directory
         return
@@ -180,8 +195,11 @@ def fsync_dir(directory: Directory) -> None:
 
 
 def _write_temp(dir_fd: int, name: str, data: bytes, mode: int) -> str:
-    """A new, fsynced temp file in the directory ``dir_fd`` holding ``data``; its name. The name is
-    unique (pid and 8 random bytes) and created with ``O_EXCL``, so two writers never share one."""
+    """A new fsynced temp file's name.
+
+    A new, fsynced temp file in the directory ``dir_fd`` holding ``data``; its name. The name is
+    unique (pid and 8 random bytes) and created with ``O_EXCL``, so two writers never share one.
+    """
     tmp = f"{TMP_PREFIX}{name}.{os.getpid()}.{os.urandom(8).hex()}"
     fd = os.open(tmp, _WRITE_FLAGS, mode, dir_fd=dir_fd)
     try:
@@ -204,10 +222,13 @@ def _unlink_quietly(name: str, dir_fd: int) -> None:
 
 
 def atomic_write(directory: Directory, name: str, data: bytes, mode: int = 0o600) -> None:
-    """Write ``data`` to ``name`` in ``directory`` (a path or an open descriptor): temp file,
+    """An atomic write of a file.
+
+    Write ``data`` to ``name`` in ``directory`` (a path or an open descriptor): temp file,
     fsync, rename, fsync directory.
 
-    On any failure the temp file is removed and ``name`` is as it was."""
+    On any failure the temp file is removed and ``name`` is as it was.
+    """
     with _held(directory) as dir_fd:
         tmp = _write_temp(dir_fd, name, data, mode)
         try:
@@ -219,7 +240,9 @@ def atomic_write(directory: Directory, name: str, data: bytes, mode: int = 0o600
 
 
 def create_exclusive(directory: Directory, name: str, data: bytes, mode: int = 0o600) -> bool:
-    """Create ``name`` in ``directory`` (a path or an open descriptor) holding ``data`` only if
+    """Whether this call created a new file.
+
+    Create ``name`` in ``directory`` (a path or an open descriptor) holding ``data`` only if
     no such name exists; True if this call created it, False if it existed.
 
     The bytes are written to a temp file and fsynced first, then ``link``-ed to the name (which
@@ -239,9 +262,12 @@ def create_exclusive(directory: Directory, name: str, data: bytes, mode: int = 0
 
 
 def lock_holders(fd: int) -> list[int]:
-    """Pids holding an ``flock`` on the file open as ``fd``, as the platform reports them
+    """The pids holding a lock on an open file.
+
+    Pids holding an ``flock`` on the file open as ``fd``, as the platform reports them
     (Linux: ``/proc/locks``, matched by device and inode); ``[]`` where it does not tell.
-    Waiters (``->`` lines) are left out. Never raises."""
+    Waiters (``->`` lines) are left out. Never raises.
+    """
     try:
         info = os.fstat(fd)
         with open("/proc/locks", encoding="ascii", errors="replace") as f:
@@ -269,16 +295,22 @@ def _describe_holders(holders: list[int]) -> str:
 
 
 def _lock_handle(directory: Directory) -> int:
-    """A new open file description of ``directory`` to lock (``flock`` belongs to the description,
-    so two locks taken in one process, by two threads, exclude each other as two processes' do)."""
+    """A new open file description of a directory, to lock.
+
+    A new open file description of ``directory`` to lock (``flock`` belongs to the description,
+    so two locks taken in one process, by two threads, exclude each other as two processes' do).
+    """
     if isinstance(directory, int):
         return os.open(".", _DIR_FLAGS, dir_fd=directory)
     return open_directory(directory)
 
 
 def _flock(fd: int, exclusive: bool, deadline: float, wait: float, shown: str) -> None:
-    """Take the lock on ``fd``, polling with growing pauses (1 ms to 50 ms) until ``deadline``
-    (``time.monotonic``), then raise :class:`LockTimeout` naming its holders."""
+    """A lock taken by polling until a deadline.
+
+    Take the lock on ``fd``, polling with growing pauses (1 ms to 50 ms) until ``deadline``
+    (``time.monotonic``), then raise :class:`LockTimeout` naming its holders.
+    """
     assert fcntl is not None
     pause = 0.001
     while True:
@@ -301,7 +333,9 @@ def _flock(fd: int, exclusive: bool, deadline: float, wait: float, shown: str) -
 @contextlib.contextmanager
 def locked(directory: Directory, *, exclusive: bool, wait: float = DEFAULT_LOCK_WAIT,
            turnstile: Directory | None = None, label: str | None = None) -> Iterator[None]:
-    """Hold a ``flock`` advisory lock on the directory itself (a path, or an open descriptor;
+    """An advisory lock on a directory for a ``with`` block.
+
+    Hold a ``flock`` advisory lock on the directory itself (a path, or an open descriptor;
     shared or exclusive) for the ``with`` block. The lock is on an open file description of its
     own, so it is released when the block ends or the process dies (kill -9 included); nothing
     is left on disk.

@@ -14,6 +14,7 @@ import hashlib
 import math
 import os
 import time
+from collections.abc import Mapping
 
 from .constants import MAX_CLOCK_SKEW
 from .errors import (
@@ -27,7 +28,7 @@ from .errors import (
 )
 from .files import NotRegularFile, read_regular
 from .format import Limits, decode_envelope, decode_payload, parse_header, prescan
-from .kinds import Bundle, load_body
+from .kinds import Bundle, GaussianBundle, NullspaceBundle, load_body
 from .trust import Keyring, verify_envelope
 
 __all__ = ["load_bundle", "read_bundle_file"]
@@ -35,7 +36,7 @@ __all__ = ["load_bundle", "read_bundle_file"]
 _DEFAULT_LIMITS = Limits()
 
 
-def _now(now) -> float:
+def _now(now: float | None) -> float:
     if now is None:
         return time.time()
     if type(now) not in (int, float) or not math.isfinite(now):
@@ -43,8 +44,9 @@ def _now(now) -> float:
     return now
 
 
-def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
-                limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW) -> Bundle:
+def load_bundle(data: bytes | bytearray | memoryview, keyring: Keyring, *, now: float | None = None, min_version: int = 1,
+                limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW
+                ) -> Bundle | NullspaceBundle | GaussianBundle:
     """Verify and load a bundle from its bytes.
 
     Parameters
@@ -119,17 +121,21 @@ def load_bundle(data, keyring: Keyring, *, now=None, min_version: int = 1,
     return bundle
 
 
-def _check_policy(metrics, limits: Limits) -> None:
-    """Raise :class:`PolicyError` if the declared leakage (bits) is above the device's policy
-    maximum ``limits.max_leakage_bits`` (kinds that declare no leakage pass)."""
+def _check_policy(metrics: Mapping[str, float], limits: Limits) -> None:
+    """The check of the declared leakage against the device's policy.
+
+    Raise :class:`PolicyError` if the declared leakage (bits) is above the device's policy
+    maximum ``limits.max_leakage_bits`` (kinds that declare no leakage pass).
+    """
     declared = metrics.get("leakage_bits")
     if declared is not None and declared > limits.max_leakage_bits:
         raise PolicyError(f"declared leakage {declared!r} bits is above this "
                           f"device's policy maximum {limits.max_leakage_bits!r}")
 
 
-def read_bundle_file(path, keyring: Keyring, *, now=None, min_version: int = 1,
-                     limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW) -> Bundle:
+def read_bundle_file(path: str | os.PathLike[str], keyring: Keyring, *, now: float | None = None, min_version: int = 1,
+                     limits: Limits = _DEFAULT_LIMITS, max_skew: int | None = MAX_CLOCK_SKEW
+                     ) -> Bundle | NullspaceBundle | GaussianBundle:
     """Read a bundle file once (at most ``limits.max_bundle_bytes + 1`` bytes) and load it.
 
     The bytes read are the bytes verified and parsed (a file swapped afterwards changes nothing).

@@ -4,8 +4,13 @@ Each is exactly one ``msgpack.unpackb`` call over an in-memory ``bytes`` object,
 limits, no ext types (``max_ext_len=0`` also refuses the built-in Timestamp ext), string map keys
 only (``strict_map_key``), duplicate keys refused (``object_pairs_hook``) and trailing bytes
 refused (``ExtraData``). No streaming unpacker object is used anywhere in the device runtime.
+
+What a decode returns is typed ``Any``: it is msgpack's tree of unknown shape from untrusted bytes,
+and every reader checks it field by field (:mod:`privmap.device.format._schema`) before use.
 """
 from __future__ import annotations
+
+from typing import Any, NoReturn
 
 import msgpack
 
@@ -30,20 +35,23 @@ class _DuplicateKey(ValueError):
     pass
 
 
-def _refuse_ext(code, data):
+def _refuse_ext(code: int, data: bytes) -> NoReturn:
     raise ValueError("ext types are not allowed")
 
 
-def _pairs_no_duplicates(pairs):
+def _pairs_no_duplicates(pairs: list[tuple[object, object]]) -> dict[object, object]:
     result = dict(pairs)
     if len(result) != len(pairs):
         raise _DuplicateKey("duplicate map key")
     return result
 
 
-def unpack(data: bytes, what: str, **limits):
-    """One strict ``msgpack.unpackb`` of ``data`` (module docstring) with the given msgpack
-    ``limits`` (``max_str_len``, ...); ``what`` names it in errors. Raises BundleFormatError."""
+def unpack(data: bytes, what: str, **limits: int) -> Any:
+    """One strict msgpack decode.
+
+    One strict ``msgpack.unpackb`` of ``data`` (module docstring) with the given msgpack
+    ``limits`` (``max_str_len``, ...); ``what`` names it in errors. Raises BundleFormatError.
+    """
     try:
         return msgpack.unpackb(
             data,
@@ -64,7 +72,7 @@ def unpack(data: bytes, what: str, **limits):
         raise BundleFormatError(f"{what}: malformed msgpack ({type(exc).__name__})") from None
 
 
-def decode_envelope(data: bytes, limits: Limits):
+def decode_envelope(data: bytes, limits: Limits) -> Any:
     """Decode the envelope array ``[format, alg, key_id, signature, payload]`` (no validation)."""
     return unpack(
         data,
@@ -76,7 +84,7 @@ def decode_envelope(data: bytes, limits: Limits):
     )
 
 
-def decode_payload(payload: bytes, limits: Limits):
+def decode_payload(payload: bytes, limits: Limits) -> Any:
     """Decode verified payload bytes to Python objects (no schema validation yet)."""
     n = len(payload)
     return unpack(

@@ -1,5 +1,8 @@
-"""Resource limits of the bundle format (see docs/bundle-format.md); its constants are in
-:mod:`privmap.device.constants`."""
+"""Resource limits of the bundle format.
+
+Resource limits of the bundle format (see docs/bundle-format.md); its constants are in
+:mod:`privmap.device.constants`.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields

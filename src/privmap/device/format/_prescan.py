@@ -42,7 +42,9 @@ def _length(data: bytes, pos: int, width: int) -> int:
 
 @dataclass
 class _Counts:
-    """What :func:`prescan`'s walk has counted against the caps so far; updated only where a
+    """What the pre-scan has counted against the caps so far.
+
+    What :func:`prescan`'s walk has counted against the caps so far; updated only where a
     container opens (:func:`_open`), so the walk's per-item loop keeps its position and stack in
     plain locals.
 
@@ -65,9 +67,12 @@ class _Counts:
 
 
 def _skip_scalars(payload: bytes, pos: int, left: int) -> tuple[int, int]:
-    """The walk's fast path: step over the scalar items (ints, floats, nil, bools) at ``pos`` of an
+    """The walk's fast path over scalar items.
+
+    The walk's fast path: step over the scalar items (ints, floats, nil, bools) at ``pos`` of an
     array with ``left`` items to go, up to its end or its first other item; the new position and
-    the items still left. Plain locals: this loop is where a table's time goes."""
+    the items still left. Plain locals: this loop is where a table's time goes.
+    """
     try:
         while left:
             b = payload[pos]
@@ -89,7 +94,9 @@ def _skip_scalars(payload: bytes, pos: int, left: int) -> tuple[int, int]:
 
 def _open(counts: _Counts, stack: list[list], count: int, is_map: bool, child_path: tuple | None,
           room: int) -> None:
-    """Open a container of ``count`` items at ``child_path`` (``room``: the payload's bytes after
+    """A container opened by the walk, its items counted against the caps.
+
+    Open a container of ``count`` items at ``child_path`` (``room``: the payload's bytes after
     its header): count its items against the caps (a ``table.index`` row's length as non-zeros,
     ``private.classes``' as |A|) and push it on ``stack``.
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import NoReturn
+from typing import NoReturn, TypeGuard
 
 from ..constants import (
     MAX_ABS_CELL,
@@ -126,16 +127,15 @@ def fail(message: str, error: type[Exception] = BundleFormatError) -> NoReturn:
     raise error(message)
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return type(x) is int
 
 
-def _is_number(x) -> bool:
-    t = type(x)
-    return t is int or (t is float and math.isfinite(x))
+def _is_number(x: object) -> TypeGuard[int | float]:
+    return type(x) is int or (type(x) is float and math.isfinite(x))
 
 
-def closed_map(obj, keys, what):
+def closed_map(obj: object, keys: Iterable[str], what: str) -> dict[str, object]:
     """``obj`` if it is a map with exactly ``keys``; else BundleFormatError naming ``what``."""
     if type(obj) is not dict:
         fail(f"{what} must be a map")
@@ -146,14 +146,15 @@ def closed_map(obj, keys, what):
     return obj
 
 
-def string(x, what, limits: Limits):
+def string(x: object, what: str, limits: Limits) -> str:
     """``x`` if it is a non-empty string; else BundleFormatError naming ``what``."""
     if type(x) is not str or not x:
         fail(f"{what} must be a non-empty string")
     return x
 
 
-def array(x, what, lo, hi, error=BundleFormatError):
+def array(x: object, what: str, lo: int, hi: int,
+          error: type[Exception] = BundleFormatError) -> list[object]:
     """``x`` if it is an array of ``lo..hi`` items; else ``error`` naming ``what``."""
     if type(x) is not list:
         fail(f"{what} must be an array", error)
@@ -162,18 +163,18 @@ def array(x, what, lo, hi, error=BundleFormatError):
     return x
 
 
-def unique_strings(x, what, lo, hi, limits):
+def unique_strings(x: object, what: str, lo: int, hi: int, limits: Limits) -> tuple[str, ...]:
     """``lo..hi`` distinct non-empty strings, as a tuple; else BundleFormatError."""
-    items = array(x, what, lo, hi)
-    for i, s in enumerate(items):
-        string(s, f"{what}[{i}]", limits)
+    items = tuple(string(s, f"{what}[{i}]", limits) for i, s in enumerate(array(x, what, lo, hi)))
     if len(set(items)) != len(items):
         fail(f"{what} has duplicates")
-    return tuple(items)
+    return items
 
 
-def parse_header(obj) -> tuple[int, int, int]:
-    """Check the envelope of the payload map: type, key set, schema version, version, times,
+def parse_header(obj: object) -> tuple[int, int, int]:
+    """The checked header of a payload map.
+
+    Check the envelope of the payload map: type, key set, schema version, version, times,
     device class.
 
     Returns ``(version, issued_at, expires)``.
@@ -202,7 +203,7 @@ def parse_header(obj) -> tuple[int, int, int]:
     return version, issued_at, expires
 
 
-def parse_feature(spec, position, limits: Limits) -> Feature:
+def parse_feature(spec: object, position: int, limits: Limits) -> Feature:
     """The :class:`Feature` of the feature map ``spec`` at ``position``; raises BundleFormatError."""
     what = f"features[{position}]"
     if type(spec) is not dict:
@@ -239,12 +240,12 @@ def parse_feature(spec, position, limits: Limits) -> Feature:
     fail(f"{what}.kind must be 'numeric' or 'categorical'")
 
 
-def parse_cells(rows, what, features, lo, hi, allow_nil):
+def parse_cells(rows: object, what: str, features: Sequence[Feature], lo: int, hi: int,
+                allow_nil: bool) -> tuple[tuple[int | float | None, ...], ...]:
     """Validate a K x d array of cells; returns a tuple of tuples (values as in the bundle)."""
-    array(rows, what, lo, hi)
     d = len(features)
     out = []
-    for i, row in enumerate(rows):
+    for i, row in enumerate(array(rows, what, lo, hi)):
         if type(row) is not list or len(row) != d:
             fail(f"{what}[{i}] must be an array of {d} cells")
         for k, (cell, feature) in enumerate(zip(row, features)):
@@ -256,7 +257,7 @@ def parse_cells(rows, what, features, lo, hi, allow_nil):
                 if not _is_int(cell) or not 0 <= cell < len(feature.values):
                     fail(f"{what}[{i}][{k}]: categorical cell must be an index into values")
             else:
-                if not _is_number(cell) or not feature.min <= cell <= feature.max:
+                if not _is_number(cell) or feature.clip(cell) != cell:  # outside [min, max]
                     fail(f"{what}[{i}][{k}]: numeric cell must be a finite number in [min, max]")
                 if feature.integer and not _is_int(cell):
                     fail(f"{what}[{i}][{k}]: cell of an integer feature must be an int")
@@ -264,15 +265,19 @@ def parse_cells(rows, what, features, lo, hi, allow_nil):
     return tuple(out)
 
 
-def parse_table(obj, n_inputs, n_outputs, limits: Limits):
-    """``(bits, index, weight)`` of a ``table`` map with one sparse row per input (K_in rows of
-    increasing output indexes in 0..K_out-1, weights summing to 2**bits); raises TableError."""
-    closed_map(obj, TABLE_KEYS, "table")
-    bits = obj["bits"]
+def parse_table(obj: object, n_inputs: int, n_outputs: int, limits: Limits
+                ) -> tuple[int, tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+    """The checked integer table of a payload.
+
+    ``(bits, index, weight)`` of a ``table`` map with one sparse row per input (K_in rows of
+    increasing output indexes in 0..K_out-1, weights summing to 2**bits); raises TableError.
+    """
+    table = closed_map(obj, TABLE_KEYS, "table")
+    bits = table["bits"]
     if not _is_int(bits) or not 1 <= bits <= limits.max_bits:
         fail(f"table.bits must be an int in 1..{limits.max_bits}", TableError)
     total = 1 << bits
-    index, weight = obj["index"], obj["weight"]
+    index, weight = table["index"], table["weight"]
     if type(index) is not list or type(weight) is not list:
         fail("table.index and table.weight must be arrays", TableError)
     if len(index) != n_inputs or len(weight) != n_inputs:
@@ -301,12 +306,11 @@ def parse_table(obj, n_inputs, n_outputs, limits: Limits):
     return bits, tuple(rows_index), tuple(rows_weight)
 
 
-def parse_prior(obj, n_classes, n_inputs):
+def parse_prior(obj: object, n_classes: int, n_inputs: int) -> tuple[tuple[float, ...], ...]:
     """The prior p(a, c), |A| x K_in floats >= 0 summing to 1; raises BundleFormatError."""
-    array(obj, "prior", n_classes, n_classes)
     mass = []
     out = []
-    for a, row in enumerate(obj):
+    for a, row in enumerate(array(obj, "prior", n_classes, n_classes)):
         if type(row) is not list or len(row) != n_inputs:
             fail(f"prior[{a}] must be an array of {n_inputs} numbers")
         for v in row:
@@ -320,7 +324,8 @@ def parse_prior(obj, n_classes, n_inputs):
     return tuple(out)
 
 
-def parse_metrics(obj, limits: Limits, required=REQUIRED_METRICS):
+def parse_metrics(obj: object, limits: Limits,
+                  required: Iterable[str] = REQUIRED_METRICS) -> dict[str, int | float]:
     """The ``metrics`` map (strings to finite numbers, ``required`` present) as a dict."""
     if type(obj) is not dict:
         fail("metrics must be a map")
@@ -335,7 +340,7 @@ def parse_metrics(obj, limits: Limits, required=REQUIRED_METRICS):
     return dict(obj)
 
 
-def parse_provenance(obj, limits: Limits):
+def parse_provenance(obj: object, limits: Limits) -> dict[str, str | int]:
     """The ``provenance`` map (strings to str or int, REQUIRED_PROVENANCE present) as a dict."""
     if type(obj) is not dict:
         fail("provenance must be a map")
@@ -363,7 +368,10 @@ KEY_SETS = MappingProxyType({
 })
 
 
-def payload_keys(mechanism) -> tuple[str, ...]:
-    """The closed top-level key set of a payload of ``mechanism`` (canonical order;
-    :data:`KEY_SETS`, else :data:`PAYLOAD_KEYS`, for any value, a name or not)."""
+def payload_keys(mechanism: object) -> tuple[str, ...]:
+    """The closed top-level key set of a payload.
+
+    The closed top-level key set of a payload of ``mechanism`` (canonical order;
+    :data:`KEY_SETS`, else :data:`PAYLOAD_KEYS`, for any value, a name or not).
+    """
     return KEY_SETS.get(mechanism, PAYLOAD_KEYS) if type(mechanism) is str else PAYLOAD_KEYS

@@ -50,9 +50,12 @@ def table_leakage_bits(
 
 
 def check_declared_leakage(declared: float, computed: float) -> None:
-    """Raise :class:`MetricsError` if ``declared`` is below ``computed`` (bits) beyond round-off
+    """The check of a declared leakage against the recomputed one.
+
+    Raise :class:`MetricsError` if ``declared`` is below ``computed`` (bits) beyond round-off
     slack (:data:`~privmap.device.constants.LEAKAGE_RELATIVE_SLACK` of it, at least
-    :data:`~privmap.device.constants.LEAKAGE_ABSOLUTE_SLACK`)."""
+    :data:`~privmap.device.constants.LEAKAGE_ABSOLUTE_SLACK`).
+    """
     slack = max(LEAKAGE_RELATIVE_SLACK * abs(computed), LEAKAGE_ABSOLUTE_SLACK)
     if declared < computed - slack:
         raise MetricsError(

@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import islice
 from operator import itemgetter
+from typing import Any, NoReturn, cast
 
 from ..errors import InputError
-from ..format import DECIMAL
+from ..format import DECIMAL, Feature
 
 __all__ = ["parse_row", "canonical", "distance_modes", "nearest_pure", "nearest_numpy", "MODE_EQUAL", "MODE_L2", "MODE_L1"]
 
@@ -38,7 +39,7 @@ _MAX_CELL_STRING = 64
 MODE_EQUAL, MODE_L2, MODE_L1 = 0, 1, 2
 
 
-def distance_modes(features, metric: str) -> tuple[int, ...]:
+def distance_modes(features: Iterable[Feature], metric: str) -> tuple[int, ...]:
     """Per-cell distance rule for ``metric``: MODE_EQUAL, MODE_L2 or MODE_L1."""
     modes = []
     for f in features:
@@ -51,19 +52,19 @@ def distance_modes(features, metric: str) -> tuple[int, ...]:
     return tuple(modes)
 
 
-def canonical(cells, features) -> tuple:
+def canonical(cells: Iterable[float], features: Iterable[Feature]) -> tuple[float, ...]:
     """Cells as used by lookups: numeric cells as float, categorical cells as int index."""
     return tuple(c if f.kind == "categorical" else float(c) for c, f in zip(cells, features))
 
 
-def _bad(position: int, feature, rule: str):
+def _bad(position: int, feature: Feature, rule: str) -> NoReturn:
     # Never include the raw value: the row is the user's private input.
     raise InputError(f"cell {position} (feature {feature.name!r}): {rule}")
 
 
-def _numeric(value, position, feature):
-    kind = type(value)
-    if kind is float or kind is int:
+def _numeric(value: object, position: int, feature: Feature) -> int | float:
+    number: int | float
+    if type(value) is float or type(value) is int:
         number = value
     elif isinstance(value, str):
         text = value.strip()
@@ -88,12 +89,12 @@ def _numeric(value, position, feature):
             if not number.is_integer():
                 _bad(position, feature, "not a whole number")
             number = int(number)
-    if not feature.min <= number <= feature.max:
+    if feature.clip(number) != number:  # outside [min, max]
         _bad(position, feature, f"outside the feature's [min, max] = [{feature.min:g}, {feature.max:g}]")
     return number
 
 
-def _is_missing(value, feature) -> bool:
+def _is_missing(value: object, feature: Feature) -> bool:
     if value is None:
         return True
     if isinstance(value, str):
@@ -102,7 +103,7 @@ def _is_missing(value, feature) -> bool:
     return False
 
 
-def parse_row(row, features) -> tuple:
+def parse_row(row: Sequence[object], features: Sequence[Feature]) -> tuple[float | None, ...]:
     """Validate a user's row and return it canonical (see :func:`canonical`).
 
     ``row`` is a sequence of d cells: numeric cells are ints, floats or strict decimal strings,
@@ -132,7 +133,7 @@ def parse_row(row, features) -> tuple:
             if feature.missing == "mask":
                 out.append(None)
             elif feature.missing == "impute":
-                out.append(float(feature.fill))
+                out.append(float(cast(float, feature.fill)))  # an imputing feature has a fill
             else:
                 _bad(position, feature, "a missing answer is not allowed")
             continue
@@ -150,9 +151,12 @@ def parse_row(row, features) -> tuple:
     return tuple(out)
 
 
-def nearest_pure(reps, modes, x) -> int:
-    """Index of the representative nearest to ``x`` (canonical cells, ``None`` = masked cell,
-    skipped); ties: lowest index."""
+def nearest_pure(reps: Iterable[Sequence[float]], modes: Sequence[int], x: Sequence[float | None]) -> int:
+    """Index of the representative nearest to a row, in pure Python.
+
+    Index of the representative nearest to ``x`` (canonical cells, ``None`` = masked cell,
+    skipped); ties: lowest index.
+    """
     observed = [k for k, a in enumerate(x) if a is not None]
     if len(observed) < len(x):  # drop masked cells once, not once per representative
         modes = tuple(modes[k] for k in observed)
@@ -163,7 +167,7 @@ def nearest_pure(reps, modes, x) -> int:
     best = None
     for i, rep in enumerate(reps):
         s = 0.0
-        for mode, a, b in zip(modes, x, rep):
+        for mode, a, b in zip(modes, cast("Sequence[float]", x), rep):  # masked cells dropped above
             if mode == MODE_L2:
                 diff = a - b
                 s += diff * diff
@@ -177,10 +181,11 @@ def nearest_pure(reps, modes, x) -> int:
     return best_index
 
 
-def nearest_numpy(reps_array, modes, x) -> int:
+def nearest_numpy(reps_array: Any, modes: Iterable[int], x: Sequence[float | None]) -> int:
     """Same answer as :func:`nearest_pure`, vectorised over representatives.
 
-    ``reps_array`` is a float64 array of shape (K_in, d) holding the canonical representatives.
+    ``reps_array`` is a float64 array of shape (K_in, d) holding the canonical representatives
+    (typed ``Any``: the device imports numpy only inside its fast path, not for a type).
     Dimensions are accumulated left to right with the same float64 operations (masked cells,
     ``None`` in ``x``, skipped as in the pure path), so the sums are
     bitwise equal to the pure path; ``argmin`` returns the first (lowest) index among ties.

@@ -1,4 +1,6 @@
-"""What the model kinds (recommender, ranking) share in their ``model`` map: the rating columns a
+"""What the model kinds share in their ``model`` map.
+
+What the model kinds (recommender, ranking) share in their ``model`` map: the rating columns a
 user's row holds, and their one rating domain.
 
 Both kinds read a row of ratings (a blank cell or the missing token: not rated) and validate it
@@ -8,7 +10,7 @@ refuse the same malformed columns with the same messages.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NoReturn
 
 from ..constants import MAX_ABS_CELL
@@ -23,10 +25,13 @@ MAX_TOKEN = 16
 
 
 def model_body(obj: dict, limits: Limits, parse_model: Callable[[object, list, Limits], object]) -> dict:
-    """A model kind's payload after the header: the table fields over its space
+    """A model kind's parsed payload after the header.
+
+    A model kind's payload after the header: the table fields over its space
     (:func:`privmap.device.kinds.table.parse_body`), then ``model`` parsed by the kind's
     ``parse_model(model, features, limits)`` against those features. Raises BundleFormatError,
-    TableError or WorkLimitError."""
+    TableError or WorkLimitError.
+    """
     body = table.parse_body(obj, limits, table.MODEL_RULES)
     body["model"] = parse_model(body["model"], body["features"], limits)
     return body
@@ -37,7 +42,7 @@ def fail_model(message: str) -> NoReturn:
     raise BundleFormatError(f"model: {message}")
 
 
-def model_int(x, what: str, lo: int, hi: int) -> int:
+def model_int(x: object, what: str, lo: int, hi: int) -> int:
     """``x`` if it is an int in [lo, hi]; :func:`fail_model` naming ``what`` otherwise."""
     if type(x) is not int or not lo <= x <= hi:
         fail_model(f"{what} must be an int in [{lo}, {hi}]")
@@ -45,8 +50,11 @@ def model_int(x, what: str, lo: int, hi: int) -> int:
 
 
 def column_names(obj: dict, limits: Limits, fail: Callable[[str], NoReturn]) -> list:
-    """``obj["columns"]``: 1..``limits.max_features`` distinct non-empty names, each within the
-    string limit; ``fail(message)`` raises (the kind's BundleFormatError) otherwise."""
+    """The checked column names of a ``model`` map.
+
+    ``obj["columns"]``: 1..``limits.max_features`` distinct non-empty names, each within the
+    string limit; ``fail(message)`` raises (the kind's BundleFormatError) otherwise.
+    """
     names = obj["columns"]
     if type(names) is not list or not 1 <= len(names) <= limits.max_features:
         fail(f"columns must be an array of 1..{limits.max_features} names")
@@ -58,10 +66,13 @@ def column_names(obj: dict, limits: Limits, fail: Callable[[str], NoReturn]) -> 
     return names
 
 
-def rating_columns(obj: dict, names, fail: Callable[[str], NoReturn]) -> tuple[Feature, ...]:
-    """The numeric, masked :class:`Feature` of each of ``names`` over the map's one rating domain
+def rating_columns(obj: dict, names: Iterable[str], fail: Callable[[str], NoReturn]) -> tuple[Feature, ...]:
+    """The rating columns of a ``model`` map, as features.
+
+    The numeric, masked :class:`Feature` of each of ``names`` over the map's one rating domain
     (``min`` < ``max``, finite within ``MAX_ABS_CELL``; ``integer``, whole-number bounds when true;
-    ``missing_token``, at most :data:`MAX_TOKEN` characters); ``fail(message)`` raises otherwise."""
+    ``missing_token``, at most :data:`MAX_TOKEN` characters); ``fail(message)`` raises otherwise.
+    """
     lo, hi = obj["min"], obj["max"]
     for what, x in (("min", lo), ("max", hi)):
         if type(x) not in (int, float) or not math.isfinite(x) or not -MAX_ABS_CELL <= x <= MAX_ABS_CELL:

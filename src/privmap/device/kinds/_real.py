@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from ..constants import MAX_ABS_CELL
 from ..errors import BundleFormatError, InputError
-from ..format import Feature
+from ..format import Feature, Limits
 
 __all__ = ["MAX_REAL_DIM", "RealBundle", "number", "vector", "matrix", "names",
            "parse_real_row", "cholesky_logdet", "dot"]
@@ -26,33 +26,37 @@ MAX_REAL_DIM = 256
 _DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*\Z")
 _MAX_CELL_STRING = 64
 
+#: A real vector, and a matrix as a tuple of its rows.
+Vector = tuple[float, ...]
+Matrix = tuple[Vector, ...]
+
 
 def _fail(message: str) -> NoReturn:
     raise BundleFormatError(message)
 
 
-def number(x, what, lo=-math.inf, hi=math.inf) -> float:
+def number(x: object, what: str, lo: float = -math.inf, hi: float = math.inf) -> float:
     """A finite int/float (never bool) in [lo, hi], as float."""
-    if type(x) not in (int, float) or not math.isfinite(x) or not lo <= x <= hi:
+    if (type(x) is not int and type(x) is not float) or not math.isfinite(x) or not lo <= x <= hi:
         _fail(f"{what} must be a finite number in [{lo}, {hi}]")
     return float(x)
 
 
-def vector(x, what, length, lo=-math.inf, hi=math.inf) -> tuple:
+def vector(x: object, what: str, length: int, lo: float = -math.inf, hi: float = math.inf) -> Vector:
     """An array of exactly ``length`` numbers (see :func:`number`), as a tuple of floats."""
     if type(x) is not list or len(x) != length:
         _fail(f"{what} must be an array of {length} numbers")
     return tuple(number(v, f"{what}[{i}]", lo, hi) for i, v in enumerate(x))
 
 
-def matrix(x, what, rows, cols) -> tuple:
+def matrix(x: object, what: str, rows: int, cols: int) -> Matrix:
     """A ``rows`` x ``cols`` array of arrays of numbers, as a tuple of tuples of floats."""
     if type(x) is not list or len(x) != rows:
         _fail(f"{what} must be an array of {rows} rows")
     return tuple(vector(row, f"{what}[{i}]", cols) for i, row in enumerate(x))
 
 
-def names(x, what, lo, hi, limits) -> tuple:
+def names(x: object, what: str, lo: int, hi: int, limits: Limits) -> tuple[str, ...]:
     """``lo..hi`` distinct non-empty strings of at most ``limits.max_string_bytes`` bytes."""
     if type(x) is not list or not lo <= len(x) <= hi:
         _fail(f"{what} must be an array of {lo}..{hi} names")
@@ -64,7 +68,7 @@ def names(x, what, lo, hi, limits) -> tuple:
     return tuple(x)
 
 
-def symmetric(m, what) -> None:
+def symmetric(m: Matrix, what: str) -> None:
     """Refuse a matrix (tuple of tuples) that is not exactly symmetric."""
     for i, row in enumerate(m):
         for j in range(i):
@@ -72,7 +76,7 @@ def symmetric(m, what) -> None:
                 _fail(f"{what} must be symmetric")
 
 
-def dot(a, b) -> float:
+def dot(a: Iterable[float], b: Iterable[float]) -> float:
     """Left-to-right float64 sum of products."""
     total = 0.0
     for u, v in zip(a, b):
@@ -80,7 +84,7 @@ def dot(a, b) -> float:
     return total
 
 
-def cholesky_logdet(m) -> float | None:
+def cholesky_logdet(m: Sequence[Sequence[float]]) -> float | None:
     """``log |m|`` of a symmetric matrix through its Cholesky factor (pure Python, O(n^3)).
 
     Returns ``None`` if ``m`` is not (numerically) positive definite: a non-positive or
@@ -103,8 +107,10 @@ def cholesky_logdet(m) -> float | None:
     return 2.0 * total
 
 
-def parse_real_row(row, n: int) -> tuple:
-    """The user's row as ``n`` floats. Cells are decimal strings, ints or floats (not bool),
+def parse_real_row(row: Sequence[object], n: int) -> Vector:
+    """The user's row as ``n`` floats.
+
+    The user's row as ``n`` floats. Cells are decimal strings, ints or floats (not bool),
     finite and at most :data:`MAX_ABS_CELL` in magnitude; ``-0.0`` becomes ``0.0``.
 
     Raises :class:`InputError` (naming the position only, never the value).
@@ -119,7 +125,7 @@ def parse_real_row(row, n: int) -> tuple:
             if len(cell) > _MAX_CELL_STRING or not _DECIMAL.match(cell):
                 raise InputError(f"cell {k}: not a decimal number")
             value = float(cell)
-        elif type(cell) in (int, float):
+        elif type(cell) is int or type(cell) is float:
             try:
                 value = float(cell)
             except OverflowError:
@@ -171,21 +177,31 @@ class RealBundle:
     key_id: str
     data: bytes
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: object) -> None:
         for name, value in fields.items():
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "private_name", fields["withheld_columns"][0])
+        object.__setattr__(self, "private_name", self.withheld_columns[0])
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("Bundle is read-only")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> NoReturn:
         raise AttributeError("Bundle is read-only")
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The private classes: none.
+
+        Empty: a real-valued bundle protects columns, not the classes of a categorical private
+        attribute (as a max-correlation bundle, which has none), so a device bound to classes
+        refuses it (``Binding.classes``).
+        """
+        return ()
 
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} version={self.version} n={len(self.features)} "
                 f"sha256={self.sha256[:16]}>")
 
     @staticmethod
-    def make_features(columns) -> tuple:
+    def make_features(columns: Iterable[str]) -> tuple[Feature, ...]:
         return tuple(Feature(name, "numeric") for name in columns)

@@ -1,4 +1,6 @@
-"""The kinds' registry: one :class:`Kind` per payload ``mechanism`` (its body's parse and its
+"""The kinds' registry and the dispatch.
+
+The kinds' registry: one :class:`Kind` per payload ``mechanism`` (its body's parse and its
 release), and the dispatch.
 
 The load workflow (:mod:`privmap.device.load`), above this layer, hands a header-checked payload
@@ -12,7 +14,7 @@ own) and the check of its declared figures. Real-valued kinds validate the field
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
@@ -22,6 +24,8 @@ from ..errors import BundleFormatError
 from ..format import Limits, fail, parse_metrics, parse_provenance
 from . import funnel, gaussian, max_correlation, nullspace, ranking, recommender, table
 from ._real import MAX_REAL_DIM, RealBundle, names
+from .gaussian import GaussianBundle
+from .nullspace import NullspaceBundle
 from .table import Bundle
 
 __all__ = ["Kind", "TableKind", "RealKind", "KINDS", "TABLE_KINDS", "REAL_KINDS", "kind_of", "load_body",
@@ -29,21 +33,30 @@ __all__ = ["Kind", "TableKind", "RealKind", "KINDS", "TABLE_KINDS", "REAL_KINDS"
 
 
 class Kind(Protocol):
-    """What a bundle kind is to the layers above it: the payload's parse into its bundle object,
-    and the release of a row through that object."""
+    """What a bundle kind is to the layers above it.
+
+    What a bundle kind is to the layers above it: the payload's parse into its bundle object,
+    and the release of a row through that object.
+    """
 
     #: The payload's ``mechanism``.
     name: str
     #: Whether its bundle releases through an integer table (:class:`~privmap.device.kinds.table.Bundle`).
     table: bool
 
-    def load(self, obj: dict, limits: Limits, **facts) -> Any:
-        """The bundle object of the header-checked payload ``obj`` (``facts``: the header and
-        envelope facts). Raises BundleFormatError, TableError, WorkLimitError or MetricsError."""
+    def load(self, obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
+        """The bundle object of a header-checked payload.
 
-    def release(self, bundle: Any, row, secret: bytes) -> list:
-        """The cells a device with ``secret`` releases for ``row``, the same on every ask.
-        Raises InputError (a row the bundle refuses) or the kind's own release errors."""
+        The bundle object of the header-checked payload ``obj`` (``facts``: the header and
+        envelope facts). Raises BundleFormatError, TableError, WorkLimitError or MetricsError.
+        """
+
+    def release(self, bundle: Any, row: Sequence[object], secret: bytes) -> list:
+        """The cells a device releases for a row.
+
+        The cells a device with ``secret`` releases for ``row``, the same on every ask.
+        Raises InputError (a row the bundle refuses) or the kind's own release errors.
+        """
 
 
 @dataclass(frozen=True)
@@ -74,13 +87,13 @@ class TableKind:
     model_keys: tuple[str, ...] = ()
     table = True
 
-    def load(self, obj: dict, limits: Limits, **facts) -> Bundle:
+    def load(self, obj: dict, limits: Limits, **facts: Any) -> Bundle:
         body = parse_table_body(obj, limits)
         bundle = table.build(body, exact_lookup=self.exact_lookup, **facts)
         self.check_figures(body)
         return bundle
 
-    def release(self, bundle: Any, row, secret: bytes) -> list:
+    def release(self, bundle: Any, row: Sequence[object], secret: bytes) -> list:
         return table.release(bundle, row, secret)
 
 
@@ -102,11 +115,11 @@ class RealKind:
 
     name: str
     metrics: tuple[str, ...]
-    make: Callable[..., RealBundle]
+    make: Callable[..., NullspaceBundle | GaussianBundle]
     release: Callable[[Any, Any, bytes], list]
     table = False
 
-    def load(self, obj: dict, limits: Limits, **facts) -> RealBundle:
+    def load(self, obj: dict, limits: Limits, **facts: Any) -> NullspaceBundle | GaussianBundle:
         return load_real_body(obj, limits, **facts)
 
 
@@ -129,14 +142,19 @@ TABLE_KINDS = MappingProxyType({name: kind for name, kind in KINDS.items() if is
 REAL_KINDS = MappingProxyType({name: kind for name, kind in KINDS.items() if isinstance(kind, RealKind)})
 
 
-def kind_of(mechanism) -> TableKind | RealKind | None:
-    """The kind of a payload's ``mechanism`` value (:data:`KINDS`); None for any other value,
-    of any type (a decoded payload's field may be anything)."""
+def kind_of(mechanism: object) -> TableKind | RealKind | None:
+    """The kind of a payload's ``mechanism`` value.
+
+    The kind of a payload's ``mechanism`` value (:data:`KINDS`); None for any other value,
+    of any type (a decoded payload's field may be anything).
+    """
     return KINDS.get(mechanism) if type(mechanism) is str else None
 
 
-def load_body(obj: dict, limits: Limits, **facts):
-    """The bundle object of a header-checked payload ``obj``: a table :class:`Bundle`, or a
+def load_body(obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
+    """The bundle object of a header-checked payload, by its kind.
+
+    The bundle object of a header-checked payload ``obj``: a table :class:`Bundle`, or a
     ``NullspaceBundle`` / ``GaussianBundle`` (its kind's :meth:`Kind.load`).
 
     Parameters
@@ -159,10 +177,13 @@ def load_body(obj: dict, limits: Limits, **facts):
 
 
 def parse_table_body(obj: dict, limits: Limits) -> dict:
-    """Validate every field of a table payload after the header (the mechanism's own
+    """Every validated field of a table payload after the header.
+
+    Validate every field of a table payload after the header (the mechanism's own
     ``parse_body``); returns plain validated values by field name (a recommender's ``model``
     parsed into its :class:`~privmap.device.kinds.recommender.FactorModel`). Raises
-    BundleFormatError, TableError or WorkLimitError."""
+    BundleFormatError, TableError or WorkLimitError.
+    """
     mechanism, metric = obj["mechanism"], obj["metric"]
     if type(mechanism) is not str or mechanism not in TABLE_KINDS:
         fail(f"mechanism must be one of {tuple(TABLE_KINDS)}")
@@ -172,14 +193,17 @@ def parse_table_body(obj: dict, limits: Limits) -> dict:
 
 
 def check_declared_metrics(body: dict) -> None:
-    """Recompute what a parsed table body declares and raise :class:`MetricsError` (or
+    """The check of a parsed table body's declared figures.
+
+    Recompute what a parsed table body declares and raise :class:`MetricsError` (or
     TableError) if it disagrees: the leakage on the prior for every mechanism that has one, and
     the mechanism's own figures for ``"funnel"`` (disclosure) and ``"max-correlation"``
-    (rho_m^2, S* bound, distortion; it has no prior)."""
+    (rho_m^2, S* bound, distortion; it has no prior).
+    """
     TABLE_KINDS[body["mechanism"]].check_figures(body)
 
 
-def load_real_body(obj: dict, limits: Limits, **facts) -> RealBundle:
+def load_real_body(obj: dict, limits: Limits, **facts: Any) -> NullspaceBundle | GaussianBundle:
     """Validate a header-checked real-valued payload ``obj``; returns its bundle object.
 
     ``facts`` are the header values and the envelope facts (version, issued_at, expires,

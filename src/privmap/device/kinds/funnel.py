@@ -1,4 +1,6 @@
-"""The ``funnel`` kind (seed 003): its parse and the pure-Python checks of a deterministic table
+"""The ``funnel`` kind (seed 003).
+
+The ``funnel`` kind (seed 003): its parse and the pure-Python checks of a deterministic table
 and I(X;Y); it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The funnel's table is a partition of the inputs: every row has exactly one output with the
@@ -10,6 +12,7 @@ figure; the leakage is checked as for every mechanism with a prior).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 
 from ..constants import REQUIRED_METRICS
 from ..errors import MetricsError, TableError
@@ -27,8 +30,11 @@ DISCLOSURE_TOLERANCE = 1e-9
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a funnel payload after the header: the categorical table fields, its private
-    attribute and prior. Raises BundleFormatError or TableError."""
+    """The validated fields of a funnel payload after the header.
+
+    Validate a funnel payload after the header: the categorical table fields, its private
+    attribute and prior. Raises BundleFormatError or TableError.
+    """
     body = parse_categorical_body(obj, limits, FUNNEL_METRICS, "log-loss")
     private = closed_map(obj["private"], PRIVATE_KEYS, "private")
     body.update(private_name=string(private["name"], "private.name", limits),
@@ -38,13 +44,17 @@ def parse_body(obj: dict, limits: Limits) -> dict:
 
 
 def check_figures(body: dict) -> None:
-    """The declared figures of a parsed funnel body: the table deterministic and its disclosure
-    (:func:`check_funnel`), then the leakage on the prior. Raises TableError or MetricsError."""
+    """The check of a parsed funnel body's declared figures.
+
+    The declared figures of a parsed funnel body: the table deterministic and its disclosure
+    (:func:`check_funnel`), then the leakage on the prior. Raises TableError or MetricsError.
+    """
     recompute(check_funnel, body)
     check_leakage(body)
 
 
-def table_disclosure_bits(prior, index, n_outputs: int) -> float:
+def table_disclosure_bits(prior: Sequence[Sequence[float]], index: Iterable[Sequence[int]],
+                          n_outputs: int) -> float:
     """H(Y) in bits of a deterministic table (``index[c] == [group]``) on prior p(s, x)."""
     mass = [0.0] * n_outputs
     for c, idx in enumerate(index):
@@ -54,8 +64,11 @@ def table_disclosure_bits(prior, index, n_outputs: int) -> float:
 
 
 def check_funnel(body: dict) -> None:
-    """Refuse a funnel bundle whose table is not deterministic (TableError) or whose declared
-    disclosure disagrees with the table's (MetricsError)."""
+    """The check that a funnel table is deterministic and discloses what it declares.
+
+    Refuse a funnel bundle whose table is not deterministic (TableError) or whose declared
+    disclosure disagrees with the table's (MetricsError).
+    """
     total = 1 << body["bits"]
     for c, (idx, wt) in enumerate(zip(body["index"], body["weight"])):
         if len(idx) != 1 or wt[0] != total:

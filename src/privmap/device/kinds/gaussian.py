@@ -30,16 +30,18 @@ import hmac
 import math
 import os
 import struct
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from ..constants import LEAKAGE_ABSOLUTE_SLACK, LEAKAGE_RELATIVE_SLACK
 from ..errors import BundleFormatError, MetricsError, ReleaseRefusedError
-from ..format import closed_map
-from ..randomness import draw_bits, record_bits, resolve_rng
+from ..format import Limits, closed_map
+from ..randomness import DerivedBits, InsecureTestBits, SystemRandomBits, draw_bits, record_bits, resolve_rng
 from ._real import (
     MAX_REAL_DIM,
     RealBundle,
+    Vector,
     cholesky_logdet,
     matrix,
     names,
@@ -67,7 +69,7 @@ _TWO_PI = 2.0 * math.pi
 _SCALE = 2.0 ** -53
 
 
-def standard_normals(source, count: int) -> list:
+def standard_normals(source: SystemRandomBits | InsecureTestBits | DerivedBits, count: int) -> list[float]:
     """``count`` independent N(0, 1) floats by Box-Muller on 53-bit uniforms from ``source``.
 
     Raises :class:`RandomnessError` if the source fails (see :func:`draw_bits`).
@@ -83,25 +85,34 @@ def standard_normals(source, count: int) -> list:
     return out[:count]
 
 
-def add_noise(x, sigma, source) -> tuple:
-    """``x_i + sigma_i * z_i`` for parsed ``x`` (n floats), standard deviations ``sigma`` (n) and
+def add_noise(x: Sequence[float], sigma: Iterable[float], source: SystemRandomBits | InsecureTestBits | DerivedBits) -> Vector:
+    """A parsed record with Gaussian noise added.
+
+    ``x_i + sigma_i * z_i`` for parsed ``x`` (n floats), standard deviations ``sigma`` (n) and
     normals drawn from ``source`` (any object with ``randbits(k)``); coordinates with
-    ``sigma_i = 0`` are released unchanged (their draws are still consumed)."""
+    ``sigma_i = 0`` are released unchanged (their draws are still consumed).
+    """
     z = standard_normals(source, len(x))
     return tuple(xi + si * zi for xi, si, zi in zip(x, sigma, z))
 
 
-def canonical_record(x) -> bytes:
-    """Canonical bytes of a parsed record (n floats): a tag, n as 4 bytes big-endian, then each
+def canonical_record(x: Sequence[float]) -> bytes:
+    """Canonical bytes of a parsed record.
+
+    Canonical bytes of a parsed record (n floats): a tag, n as 4 bytes big-endian, then each
     value as IEEE-754 binary64 big-endian. Equal records (``-0.0`` normalised to ``0.0`` by
-    :func:`parse_real_row`) give equal bytes; the key of the memo and of a derived bit source."""
+    :func:`parse_real_row`) give equal bytes; the key of the memo and of a derived bit source.
+    """
     return _RECORD_TAG + struct.pack(">I", len(x)) + b"".join(struct.pack(">d", v) for v in x)
 
 
-def gaussian_information(cov, sigma2, n: int) -> float | None:
-    """``I(X_a; Y)`` in nats for the joint covariance ``cov`` of (X, X_a) (X first, n coordinates)
+def gaussian_information(cov: Sequence[Sequence[float]], sigma2: Sequence[float], n: int) -> float | None:
+    """The mutual information ``I(X_a; Y)`` of the Gaussian model, in nats.
+
+    ``I(X_a; Y)`` in nats for the joint covariance ``cov`` of (X, X_a) (X first, n coordinates)
     and noise variances ``sigma2``: ``1/2 (log|S_a| + log|S_X + D| - log|S + diag(D, 0)|)``.
-    ``None`` if a matrix is not positive definite. Pure Python."""
+    ``None`` if a matrix is not positive definite. Pure Python.
+    """
     noisy = [list(row) for row in cov]
     for i in range(n):
         noisy[i][i] += sigma2[i]
@@ -113,15 +124,15 @@ def gaussian_information(cov, sigma2, n: int) -> float | None:
     return 0.5 * (private + released - joint)
 
 
-def _agree(declared, computed, what):
+def _agree(declared: float, computed: float, what: str) -> None:
     slack = max(LEAKAGE_RELATIVE_SLACK * abs(computed), LEAKAGE_ABSOLUTE_SLACK)
     if not abs(declared - computed) <= slack:
         raise MetricsError(f"declared {what} {declared!r} differs from the recomputed {computed!r}")
 
 
-def parse_gaussian(params, metrics, features, limits) -> dict:
+def parse_gaussian(params: object, metrics: Mapping[str, float], features: Sequence[str], limits: Limits) -> dict:
     """Validate ``parameters`` and the declared metrics of a gaussian bundle."""
-    closed_map(params, GAUSSIAN_PARAMETER_KEYS, "parameters")
+    params = closed_map(params, GAUSSIAN_PARAMETER_KEYS, "parameters")
     n = len(features)
     sigma2 = vector(params["sigma2"], "parameters.sigma2", n, 0.0)
     private = names(params["private"], "parameters.private", 1, MAX_REAL_DIM, limits)
@@ -165,7 +176,9 @@ def parse_gaussian(params, metrics, features, limits) -> dict:
 
 
 class GaussianBundle(RealBundle):
-    """A verified ``gaussian`` bundle; ``sanitize(row)`` returns x + N (n floats), the same
+    """A verified ``gaussian`` bundle.
+
+    A verified ``gaussian`` bundle; ``sanitize(row)`` returns x + N (n floats), the same
     release for the same record for the life of this object (see the module docstring).
 
     Extra attributes: ``sigma2`` (n floats), ``recomputed_leakage_bits`` (float).
@@ -177,7 +190,7 @@ class GaussianBundle(RealBundle):
     _memo: dict[bytes, tuple[float, ...]]  # keyed by an HMAC of the canonical record under _memo_key
     _memo_key: bytes
 
-    def __init__(self, params, **fields):
+    def __init__(self, params: dict[str, Any], **fields: Any) -> None:
         super().__init__(**fields)
         object.__setattr__(self, "_params", params)
         object.__setattr__(self, "_memo", {})
@@ -186,13 +199,18 @@ class GaussianBundle(RealBundle):
     sigma2 = property(lambda self: self._params["sigma2"])
     recomputed_leakage_bits = property(lambda self: self._params["leakage_nats"] / math.log(2))
 
-    def record(self, row) -> bytes:
-        """:func:`canonical_record` of ``row`` parsed as this bundle parses it (raises InputError):
-        the bytes a persistent device derives its per-record bit source from."""
+    def record(self, row: Sequence[object]) -> bytes:
+        """The canonical bytes of a row's record.
+
+        :func:`canonical_record` of ``row`` parsed as this bundle parses it (raises InputError):
+        the bytes a persistent device derives its per-record bit source from.
+        """
         return canonical_record(parse_real_row(row, len(self.features)))
 
-    def sanitize(self, row, *, rng=None) -> list:
-        """Release ``row``: the memoised release if this record was released before, else
+    def sanitize(self, row: Sequence[object], *, rng: SystemRandomBits | InsecureTestBits | DerivedBits | None = None) -> list:
+        """The released row: the record with its noise, memoised.
+
+        Release ``row``: the memoised release if this record was released before, else
         ``x + sigma * z`` with z from the OS CSPRNG (or the test source in ``rng``).
 
         Raises InputError (bad row), RandomnessError, ReleaseRefusedError (memo full), TypeError
@@ -210,14 +228,17 @@ class GaussianBundle(RealBundle):
         return list(released)
 
 
-def release(bundle: GaussianBundle, row, secret: bytes) -> list:
-    """The released cells for ``row`` on a device with ``secret``, the same on every ask: the
+def release(bundle: GaussianBundle, row: Sequence[object], secret: bytes) -> list:
+    """The released cells of a row, the same on every ask.
+
+    The released cells for ``row`` on a device with ``secret``, the same on every ask: the
     noise drawn from bits derived from the secret, the bundle's sha256 and the record
-    (:func:`privmap.device.randomness.record_bits`). Raises as :meth:`GaussianBundle.sanitize`."""
+    (:func:`privmap.device.randomness.record_bits`). Raises as :meth:`GaussianBundle.sanitize`.
+    """
     return bundle.sanitize(row, rng=record_bits(secret, bundle.sha256, bundle.record(row)))
 
 
-def make(obj, limits, **fields) -> GaussianBundle:
+def make(obj: dict, limits: Limits, **fields: Any) -> GaussianBundle:
     """Build a :class:`GaussianBundle` from a header-checked payload ``obj``."""
     columns = tuple(f.name for f in fields["features"])
     params = parse_gaussian(obj["parameters"], fields["metrics"], columns, limits)

@@ -1,4 +1,6 @@
-"""The ``max-correlation`` kind (seed 002): its parse and the pure-Python checks of P_X, rho_m^2
+"""The ``max-correlation`` kind (seed 002).
+
+The ``max-correlation`` kind (seed 002): its parse and the pure-Python checks of P_X, rho_m^2
 and the S* bound; it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The bundle has no private attribute; it carries ``p_x`` (the public marginal over its inputs)
@@ -22,6 +24,7 @@ I(S;Y) <= S* I(S;X)). The device recomputes both from the integer table and P_X:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ..errors import BundleFormatError, MetricsError
 from ..format import Limits
@@ -51,7 +54,7 @@ BOUND_SLACK = 1e-9
 P_X_MASS_TOLERANCE = 1e-6
 
 
-def parse_p_x(obj, n_inputs: int) -> tuple[float, ...]:
+def parse_p_x(obj: object, n_inputs: int) -> tuple[float, ...]:
     """Validate ``p_x``: n_inputs finite numbers > 0 summing to 1. Raises BundleFormatError."""
     if type(obj) is not list or len(obj) != n_inputs:
         raise BundleFormatError(f"p_x must be an array of {n_inputs} numbers")
@@ -66,7 +69,8 @@ def parse_p_x(obj, n_inputs: int) -> tuple[float, ...]:
     return tuple(float(v) / total for v in obj)
 
 
-def _channel(p_x, index, weight, bits):
+def _channel(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int
+             ) -> tuple[list[list[tuple[int, float]]], list[float]]:
     scale = 1.0 / (1 << bits)
     rows = [[(j, w * scale) for j, w in zip(idx, wt)] for idx, wt in zip(index, weight)]
     n_out = 1 + max(j for idx in index for j in idx)
@@ -78,8 +82,11 @@ def _channel(p_x, index, weight, bits):
 
 
 def _jacobi_max_eigenvalue(m: list) -> float:
-    """Largest eigenvalue of the symmetric matrix ``m`` (list of lists; changed in place) by
-    cyclic Jacobi rotations; raises MetricsError if off-diagonal mass does not vanish."""
+    """Largest eigenvalue of a symmetric matrix, by Jacobi rotations.
+
+    Largest eigenvalue of the symmetric matrix ``m`` (list of lists; changed in place) by
+    cyclic Jacobi rotations; raises MetricsError if off-diagonal mass does not vanish.
+    """
     n = len(m)
     scale = math.fsum(m[i][j] ** 2 for i in range(n) for j in range(n))
     for _ in range(MAX_SWEEPS):
@@ -104,7 +111,7 @@ def _jacobi_max_eigenvalue(m: list) -> float:
     raise MetricsError("rho_m^2: the eigenvalue iteration did not converge; bundle refused")
 
 
-def rho_m_squared_pure(p_x, index, weight, bits) -> float:
+def rho_m_squared_pure(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int) -> float:
     """rho_m(X;Y)^2 of the integer table on P_X (pure Python; module docstring).
 
     The largest eigenvalue of M = Q^T Q - sqrt(P_Y) sqrt(P_Y)^T, by cyclic Jacobi.
@@ -122,7 +129,8 @@ def rho_m_squared_pure(p_x, index, weight, bits) -> float:
     return max(min(_jacobi_max_eigenvalue(m), 1.0), 0.0)
 
 
-def s_star_upper_pure(p_x, index, weight, bits, rho2: float) -> float:
+def s_star_upper_pure(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int,
+                      rho2: float) -> float:
     """min(1, eta_TV(W), rho2 / min P_X); eta_TV exact from the integer weights."""
     total = 1 << bits
     dense = [dict(zip(idx, wt)) for idx, wt in zip(index, weight)]
@@ -134,7 +142,8 @@ def s_star_upper_pure(p_x, index, weight, bits, rho2: float) -> float:
     return min(1.0, worst / (2 * total), rho2 / min(p_x))
 
 
-def _hamming_distortion(p_x, index, weight, bits, inputs, outputs) -> float:
+def _hamming_distortion(p_x: Sequence[float], index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int,
+                        inputs: Sequence[Sequence[object]], outputs: Sequence[Sequence[object]]) -> float:
     scale = 1.0 / (1 << bits)
     terms = []
     for px, x, idx, wt in zip(p_x, inputs, index, weight):
@@ -166,8 +175,11 @@ def check_max_correlation(body: dict) -> None:
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a max-correlation payload after the header: the categorical table fields and
-    ``p_x`` (no private attribute, no prior). Raises BundleFormatError or TableError."""
+    """The validated fields of a max-correlation payload after the header.
+
+    Validate a max-correlation payload after the header: the categorical table fields and
+    ``p_x`` (no private attribute, no prior). Raises BundleFormatError or TableError.
+    """
     body = parse_categorical_body(obj, limits, MAXCORR_METRICS, "hamming")
     body.update(private_name=None, classes=(), prior=None, p_x=parse_p_x(obj["p_x"], len(body["inputs"])))
     return body

@@ -19,14 +19,17 @@ Loading checks, besides the schema: unit-norm directions, ``lambda_d[i] = ||A_d^
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from ..errors import BundleFormatError, MetricsError, TheoremCheckError
-from ..format import closed_map
+from ..format import Limits, closed_map
+from ..randomness import DerivedBits, InsecureTestBits, SystemRandomBits
 from ._real import (
     MAX_REAL_DIM,
     RealBundle,
+    Vector,
     dot,
     matrix,
     names,
@@ -51,13 +54,15 @@ THEOREM1_ROUNDING = 1e-12
 LOAD_TOLERANCE = 1e-9
 
 
-def parse_nullspace(params, n: int, limits, features=()):
-    """Validate ``parameters`` of a nullspace bundle with ``n`` released columns (named
+def parse_nullspace(params: object, n: int, limits: Limits, features: Sequence[str] = ()) -> dict[str, Any]:
+    """The validated ``parameters`` of a nullspace bundle.
+
+    Validate ``parameters`` of a nullspace bundle with ``n`` released columns (named
     ``features``, which the target names must not repeat); returns a dict of tuples.
 
     Raises BundleFormatError (shape, types) or MetricsError (directions inconsistent with A_d).
     """
-    closed_map(params, NULLSPACE_PARAMETER_KEYS, "parameters")
+    params = closed_map(params, NULLSPACE_PARAMETER_KEYS, "parameters")
     epsilon = number(params["epsilon"], "parameters.epsilon", 0.0)
     desired = names(params["desired"], "parameters.desired", 1, MAX_REAL_DIM, limits)
     confidential = names(params["confidential"], "parameters.confidential", 1, MAX_REAL_DIM, limits)
@@ -88,7 +93,7 @@ def parse_nullspace(params, n: int, limits, features=()):
             "abs_a_d": sum(abs(e) for c in columns for e in c)}
 
 
-def clean_row(x, p) -> tuple:
+def clean_row(x: Sequence[float], p: Mapping[str, Any]) -> Vector:
     """Algorithm 1 on one parsed row ``x`` with validated parameters ``p``; returns x~.
 
     Raises :class:`TheoremCheckError` if the Theorem 1 check fails (see the module docstring).
@@ -135,7 +140,7 @@ class NullspaceBundle(RealBundle):
 
     _params: dict[str, Any]
 
-    def __init__(self, params, **fields):
+    def __init__(self, params: dict[str, Any], **fields: Any) -> None:
         super().__init__(**fields)
         object.__setattr__(self, "_params", params)
 
@@ -144,7 +149,7 @@ class NullspaceBundle(RealBundle):
     lambda_d = property(lambda self: self._params["lambda_d"])
     a_d = property(lambda self: self._params["a_d"])
 
-    def sanitize(self, row, *, rng=None) -> list:
+    def sanitize(self, row: Sequence[object], *, rng: SystemRandomBits | InsecureTestBits | DerivedBits | None = None) -> list:
         """The cleaned row x~ as a list of n floats (deterministic; ``rng`` is ignored).
 
         Raises :class:`InputError` for a bad row and :class:`TheoremCheckError` if the check fails.
@@ -152,13 +157,16 @@ class NullspaceBundle(RealBundle):
         return list(clean_row(parse_real_row(row, len(self.features)), self._params))
 
 
-def release(bundle: NullspaceBundle, row, secret: bytes) -> list:
-    """The cleaned row for ``row`` (deterministic: ``secret`` is not needed). Raises as
-    :meth:`NullspaceBundle.sanitize`."""
+def release(bundle: NullspaceBundle, row: Sequence[object], secret: bytes) -> list:
+    """The cleaned row, deterministic.
+
+    The cleaned row for ``row`` (deterministic: ``secret`` is not needed). Raises as
+    :meth:`NullspaceBundle.sanitize`.
+    """
     return bundle.sanitize(row)
 
 
-def make(obj, limits, **fields) -> NullspaceBundle:
+def make(obj: dict, limits: Limits, **fields: Any) -> NullspaceBundle:
     """Build a :class:`NullspaceBundle` from a header-checked payload ``obj``."""
     columns = tuple(f.name for f in fields["features"])
     params = parse_nullspace(obj["parameters"], len(columns), limits, columns)

@@ -1,4 +1,6 @@
-"""The ``ranking`` kind: which items a user rated embedded as a direction of a score space, a
+"""The ``ranking`` kind.
+
+The ``ranking`` kind: which items a user rated embedded as a direction of a score space, a
 released direction decoded into a full row of item scores (docs/bundle-format.md, section
 "ranking").
 
@@ -30,7 +32,9 @@ about a millisecond in CPython.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from operator import mul
+from typing import NoReturn, cast
 
 from ..constants import MAX_RANK
 from ..errors import InputError, WorkLimitError
@@ -81,13 +85,15 @@ class ScoreModel:
     _by_coordinate: tuple[tuple[int, ...], ...]  # embed transposed: k tuples of m ints
     _scale: int  # 2 ** (basis_bits + POINT_BITS): a decoded score's denominator
 
-    def __init__(self, columns, embed, basis, basis_bits, decimals):
+    def __init__(self, columns: tuple[Feature, ...], embed: tuple[tuple[int, ...], ...],
+                 basis: tuple[tuple[int, ...], ...], basis_bits: int, decimals: int) -> None:
         for name, value in (("columns", columns), ("embed", embed), ("basis", basis), ("basis_bits", basis_bits),
                             ("decimals", decimals), ("_by_coordinate", tuple(zip(*embed))),
                             ("_scale", 1 << (basis_bits + POINT_BITS))):
             object.__setattr__(self, name, value)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        """Refused: a ScoreModel is read-only."""
         raise AttributeError("ScoreModel is read-only")
 
     @property
@@ -95,8 +101,8 @@ class ScoreModel:
         """k: the length of a point."""
         return len(self.embed[0])
 
-    def point(self, cells) -> tuple:
-        """z (k floats, unit length) of a parsed row (m cells, ``None`` = not rated).
+    def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
+        """The point z (k floats, unit length) of a parsed row (m cells, ``None`` = not rated).
 
         Every column's row is added times 0 or 1, so the work is the same whatever is rated.
 
@@ -114,15 +120,18 @@ class ScoreModel:
             raise InputError("the row's rated items give no direction to embed")
         return tuple(a / length for a in y)
 
-    def ratings(self, z) -> list:
-        """The released scores of point ``z``: one float per column, ``basis_j . z`` rounded to
-        ``decimals`` (higher = recommend sooner), ``z`` taken to :data:`POINT_BITS` bits."""
+    def ratings(self, z: Sequence[float]) -> list[float]:
+        """The released scores of a point of the score space.
+
+        The released scores of point ``z``: one float per column, ``basis_j . z`` rounded to
+        ``decimals`` (higher = recommend sooner), ``z`` taken to :data:`POINT_BITS` bits.
+        """
         places, scale = self.decimals, self._scale
         fixed = [round(v * (1 << POINT_BITS)) for v in z]
         return [round(sum(map(mul, row, fixed)) / scale, places) + 0.0 for row in self.basis]
 
 
-def _matrix(obj, what, m, k) -> list:
+def _matrix(obj: object, what: str, m: int, k: int) -> list[tuple[int, ...]]:
     if type(obj) is not list or len(obj) != m:
         _fail(f"{what} must hold one row per column")
     rows = []
@@ -133,8 +142,10 @@ def _matrix(obj, what, m, k) -> list:
     return rows
 
 
-def parse_model(obj, score_features, limits) -> ScoreModel:
-    """Validate the ``model`` map of a ranking payload against its ``score_features`` (the k
+def parse_model(obj: object, score_features: Sequence[Feature], limits: Limits) -> ScoreModel:
+    """The validated ``model`` map of a ranking payload.
+
+    Validate the ``model`` map of a ranking payload against its ``score_features`` (the k
     real numeric features of the score space); returns the :class:`ScoreModel`.
 
     Raises :class:`BundleFormatError` naming the first field that fails, and
@@ -146,7 +157,7 @@ def parse_model(obj, score_features, limits) -> ScoreModel:
     if not 2 <= k <= MAX_RANK or any(f.categorical or f.integer for f in score_features):
         _fail(f"needs 2..{MAX_RANK} real numeric features (the score space)")
     for f in score_features:
-        if not (-1.0 <= f.min and f.max <= 1.0):
+        if not (-1.0 <= cast(float, f.min) and cast(float, f.max) <= 1.0):  # numeric: bounded
             _fail("the score space's features lie in [-1, 1] (coordinates of a unit vector)")
     names = column_names(obj, limits, _fail)
     if len(names) * k > MAX_SCORE_WORK:
@@ -160,9 +171,12 @@ def parse_model(obj, score_features, limits) -> ScoreModel:
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a ranking payload after the header: the table fields over its score space
+    """The validated fields of a ranking payload after the header.
+
+    Validate a ranking payload after the header: the table fields over its score space
     (:func:`._rating_columns.model_body` with :func:`parse_model`).
-    Raises BundleFormatError, TableError or WorkLimitError."""
+    Raises BundleFormatError, TableError or WorkLimitError.
+    """
     return model_body(obj, limits, parse_model)
 
 

@@ -1,4 +1,6 @@
-"""The ``recommender`` kind: a user's ratings folded into a latent factor, a released factor
+"""The ``recommender`` kind.
+
+The ``recommender`` kind: a user's ratings folded into a latent factor, a released factor
 decoded into a full row of predicted ratings (docs/bundle-format.md, section "recommender").
 
 A recommender bundle is a quantized table over a *factor space*: its ``features`` are the
@@ -38,8 +40,10 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Sequence
 from itertools import repeat
 from operator import add, mul
+from typing import NoReturn, cast
 
 from ..constants import MAX_ABS_CELL, MAX_RANK
 from ..errors import InputError, WorkLimitError
@@ -62,8 +66,8 @@ MAX_FOLD_IN_WORK = 1 << 21
 _MAX_FIXED = (1 << 31) - 1
 
 
-def _finite(x, what, lo=-MAX_ABS_CELL, hi=MAX_ABS_CELL) -> float:
-    if type(x) not in (int, float) or not math.isfinite(x) or not lo <= x <= hi:
+def _finite(x: object, what: str, lo: float = -MAX_ABS_CELL, hi: float = MAX_ABS_CELL) -> float:
+    if (type(x) is not int and type(x) is not float) or not math.isfinite(x) or not lo <= x <= hi:
         _fail(f"{what} must be a finite number in [{lo:g}, {hi:g}]")
     return float(x)
 
@@ -100,25 +104,28 @@ class FactorModel:
     _outer: tuple[array, ...]  # each column's x_j x_j^T, upper triangle row by row (float64)
     _zeros: array  # the zero outer product a blank cell adds
 
-    def __init__(self, columns, mean, reg, bias, factors, whiten, decimals):
+    def __init__(self, columns: tuple[Feature, ...], mean: float, reg: float, bias: tuple[float, ...],
+                 factors: tuple[tuple[float, ...], ...], whiten: tuple[tuple[float, ...], ...], decimals: int) -> None:
         # each column's x_j x_j^T, upper triangle row by row: a rated cell adds it to the Gram matrix
         outer = tuple(array("d", [xi * xj for i, xi in enumerate(x) for xj in x[i:]]) for x in factors)
+        lo, hi = cast(float, columns[0].min), cast(float, columns[0].max)  # rating columns are bounded
         for name, value in (("columns", columns), ("mean", mean), ("reg", reg), ("bias", bias),
                             ("factors", factors), ("whiten", whiten), ("decimals", decimals),
-                            ("_lo", float(columns[0].min)), ("_hi", float(columns[0].max)), ("_outer", outer),
+                            ("_lo", float(lo)), ("_hi", float(hi)), ("_outer", outer),
                             ("_zeros", array("d", bytes(len(outer[0]) * 8)))):
             object.__setattr__(self, name, value)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        """Refused: a FactorModel is read-only."""
         raise AttributeError("FactorModel is read-only")
 
     @property
     def dimension(self) -> int:
-        """rank + 1: the length of theta and z."""
+        """The length of theta and z: rank + 1."""
         return len(self.whiten)
 
-    def fold_in(self, cells) -> tuple:
-        """theta (rank + 1 floats) of a parsed row (m cells, ``None`` = not rated).
+    def fold_in(self, cells: Sequence[float | None]) -> tuple[float, ...]:
+        """The fold-in theta (rank + 1 floats) of a parsed row (m cells, ``None`` = not rated).
 
         Constant work: every column adds its outer product (a blank cell a zero one) and its
         share of the right-hand side, so the time does not tell how many cells are rated.
@@ -146,8 +153,8 @@ class FactorModel:
             start += k1 - i
         return _cholesky_solve(gram, rhs)
 
-    def point(self, cells) -> tuple:
-        """z = W theta of a parsed row: its point in the bundle's factor space (finite).
+    def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
+        """The point z = W theta of a parsed row in the bundle's factor space (finite).
 
         Raises :class:`InputError` as :meth:`fold_in` does, or if z is not finite.
         """
@@ -160,17 +167,20 @@ class FactorModel:
             raise InputError("the row's ratings give no finite point of the factor space")
         return z
 
-    def ratings(self, z) -> list:
-        """The released ratings of factor point ``z`` (inside the factor space's domain): one
-        float per column, rounded to ``decimals`` and then clipped to the rating domain."""
+    def ratings(self, z: Sequence[float]) -> list[float]:
+        """The released ratings of a point of the factor space.
+
+        The released ratings of factor point ``z`` (inside the factor space's domain): one
+        float per column, rounded to ``decimals`` and then clipped to the rating domain.
+        """
         theta = _back_substitute(self.whiten, z)
         lo, hi, places, mean = self._lo, self._hi, self.decimals, self.mean
         return [min(max(round(mean + b + math.fsum(map(mul, x, theta)), places), lo), hi) + 0.0
                 for b, x in zip(self.bias, self.factors)]
 
 
-def _cholesky_solve(a, b) -> tuple:
-    """x with a x = b, a symmetric positive definite given by its upper triangle (pure Python).
+def _cholesky_solve(a: Sequence[Sequence[float]], b: Sequence[float]) -> tuple[float, ...]:
+    """The solution x of a x = b, a symmetric positive definite given by its upper triangle (pure Python).
 
     Raises :class:`InputError` if a pivot is not positive and finite or the solution is not
     finite (ratings an ill-conditioned model cannot fold in).
@@ -184,7 +194,7 @@ def _cholesky_solve(a, b) -> tuple:
     return x
 
 
-def _cholesky(a, b) -> tuple:
+def _cholesky(a: Sequence[Sequence[float]], b: Sequence[float]) -> tuple[float, ...]:
     n = len(b)
     low = [[0.0] * n for _ in range(n)]
     for j in range(n):
@@ -206,8 +216,8 @@ def _cholesky(a, b) -> tuple:
     return tuple(x)
 
 
-def _back_substitute(upper, z) -> tuple:
-    """theta with W theta = z, W upper triangular with a positive diagonal."""
+def _back_substitute(upper: Sequence[Sequence[float]], z: Sequence[float]) -> tuple[float, ...]:
+    """The theta with W theta = z, W upper triangular with a positive diagonal."""
     n = len(z)
     theta = [0.0] * n
     for i in reversed(range(n)):
@@ -216,8 +226,10 @@ def _back_substitute(upper, z) -> tuple:
     return tuple(theta)
 
 
-def parse_model(obj, factor_features, limits) -> FactorModel:
-    """Validate the ``model`` map of a recommender payload against its ``factor_features``
+def parse_model(obj: object, factor_features: Sequence[Feature], limits: Limits) -> FactorModel:
+    """The validated ``model`` map of a recommender payload.
+
+    Validate the ``model`` map of a recommender payload against its ``factor_features``
     (the rank + 1 numeric features of the factor space); returns the :class:`FactorModel`.
 
     Raises :class:`BundleFormatError` naming the first field that fails, and
@@ -262,15 +274,19 @@ def parse_model(obj, factor_features, limits) -> FactorModel:
     if round(lo, decimals) != lo or round(hi, decimals) != hi:
         _fail(f"min and max must be multiples of 10**-{decimals} (decimals): a released rating is "
               f"rounded, then clipped to them")
-    reach = _rating_reach(mean, bias, factors, rows, max(max(-f.min, f.max) for f in factor_features))
+    span = max(max(-cast(float, f.min), cast(float, f.max)) for f in factor_features)  # numeric: bounded
+    reach = _rating_reach(mean, bias, factors, rows, span)
     if not reach <= MAX_ABS_CELL:
         _fail(f"whiten and items let a point of the factor space predict ratings up to {reach:g} "
               f"(at most {MAX_ABS_CELL:g}): the whitening is too ill-conditioned for the space's domain")
     return FactorModel(columns, mean, reg, tuple(bias), tuple(factors), tuple(rows), decimals)
 
 
-def _rating_reach(mean, bias, factors, whiten, span) -> float:
-    """An upper bound on |mean + b_j + x_j . theta| over the columns j and the points z with
+def _rating_reach(mean: float, bias: Sequence[float], factors: Sequence[Sequence[float]],
+                  whiten: Sequence[Sequence[float]], span: float) -> float:
+    """An upper bound on the magnitude of any predicted rating.
+
+    An upper bound on |mean + b_j + x_j . theta| over the columns j and the points z with
     every |z_i| <= ``span``, theta = W^-1 z (inf where the bound overflows).
 
     |W^-1| <= M(W)^-1 entrywise, M(W) the comparison matrix of the upper-triangular W (its
@@ -298,9 +314,12 @@ def _rating_reach(mean, bias, factors, whiten, span) -> float:
 
 
 def parse_body(obj: dict, limits: Limits) -> dict:
-    """Validate a recommender payload after the header: the table fields over its factor space
+    """The validated fields of a recommender payload after the header.
+
+    Validate a recommender payload after the header: the table fields over its factor space
     (:func:`._rating_columns.model_body` with :func:`parse_model`).
-    Raises BundleFormatError, TableError or WorkLimitError."""
+    Raises BundleFormatError, TableError or WorkLimitError.
+    """
     return model_body(obj, limits, parse_model)
 
 

@@ -9,10 +9,10 @@ weight[c][t] / 2**bits``; :meth:`Bundle.release_index` looks the row up (:mod:`.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol, cast
 
 from ..errors import BundleFormatError, InputError, MetricsError
 from ..format import (
@@ -31,7 +31,15 @@ from ..format import (
     string,
     unique_strings,
 )
-from ..randomness import draw_bits, release_bits, resolve_rng, sample_row
+from ..randomness import (
+    DerivedBits,
+    InsecureTestBits,
+    SystemRandomBits,
+    draw_bits,
+    release_bits,
+    resolve_rng,
+    sample_row,
+)
 from ._leakage import check_declared_leakage, table_leakage_bits
 from ._lookup import canonical, distance_modes, nearest_numpy, nearest_pure, parse_row
 
@@ -46,7 +54,9 @@ FAST_PATH_MIN_WORK = 20000
 
 @dataclass(frozen=True)
 class TableRules:
-    """What a table kind asks of its rows and its metric, given by the kind (the kinds' registry,
+    """What a table kind asks of its rows and its metric.
+
+    What a table kind asks of its rows and its metric, given by the kind (the kinds' registry,
     :mod:`._registry`) so that the parse below names no mechanism.
 
     Parameters
@@ -74,22 +84,31 @@ MODEL_RULES = TableRules(model=True)
 
 
 class FoldIn(Protocol):
-    """What a table bundle asks of a model between a row and its table (a recommender's
+    """What a table bundle asks of a model between a row and its table.
+
+    What a table bundle asks of a model between a row and its table (a recommender's
     :class:`~privmap.device.kinds.recommender.FactorModel`, a ranking bundle's
-    :class:`~privmap.device.kinds.ranking.ScoreModel`)."""
+    :class:`~privmap.device.kinds.ranking.ScoreModel`).
+    """
 
     columns: tuple[Feature, ...]
 
     def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
-        """The point of the bundle's space a parsed row (one cell per column) folds into:
+        """The point of the bundle's space a parsed row folds into.
+
+        The point of the bundle's space a parsed row (one cell per column) folds into:
         finite, in a time that does not depend on the cells. Raises :class:`InputError` for a
-        row it cannot fold in (that row alone is refused)."""
+        row it cannot fold in (that row alone is refused).
+        """
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released cells of a point ``z`` of the bundle's space (an output): finite for
+        """The released cells of a point of the bundle's space.
+
+        The released cells of a point ``z`` of the bundle's space (an output): finite for
         every such point, as the model's parser guarantees; predicted ratings inside the columns'
         domain, or scores (a ranking bundle's, whose bound is its basis times a unit point).
-        Called on every release (:meth:`Bundle.representative` caches nothing)."""
+        Called on every release (:meth:`Bundle.representative` caches nothing).
+        """
 
 
 class Bundle:
@@ -173,7 +192,7 @@ class Bundle:
     _exact: dict[tuple[Any, ...], int] | None  # an exact-lookup mechanism's input tuple -> index
     _array: Any  # the inputs as a numpy array once built, False where numpy cannot be imported
 
-    def __init__(self, *, _token=None, exact_lookup: bool = False, **fields):
+    def __init__(self, *, _token: object = None, exact_lookup: bool = False, **fields: Any) -> None:
         if _token is not _CONSTRUCT:
             raise TypeError("Bundle objects are created by load_bundle()")
         for name, value in fields.items():
@@ -197,25 +216,34 @@ class Bundle:
 
     @property
     def withheld_columns(self) -> tuple[str, ...]:
-        """Input columns a row may carry that are never released: the private attribute (none for
-        a max-correlation bundle, which is designed without one)."""
+        """Input columns a row may carry that are never released.
+
+        Input columns a row may carry that are never released: the private attribute (none for
+        a max-correlation bundle, which is designed without one).
+        """
         return () if self.private_name is None else (self.private_name,)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        """Refused: a Bundle is read-only."""
         raise AttributeError("Bundle is read-only")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> NoReturn:
+        """Refused: a Bundle is read-only."""
         raise AttributeError("Bundle is read-only")
 
     def __repr__(self) -> str:
+        """The bundle's version, mechanism, metric, sizes and sha256 prefix."""
         return (f"<Bundle version={self.version} mechanism={self.mechanism} metric={self.metric} "
                 f"K_in={len(self.inputs)} K_out={len(self.outputs)} sha256={self.sha256[:16]}>")
 
     # -- lookups ------------------------------------------------------------------------------
 
-    def lookup(self, row) -> int:
-        """Input index (0..K_in-1) of ``row``: nearest representative (quantized; ties to the
-        lowest index) or the equal tuple (exact). Raises :class:`InputError`."""
+    def lookup(self, row: Sequence[object]) -> int:
+        """Input index of a row.
+
+        Input index (0..K_in-1) of ``row``: nearest representative (quantized; ties to the
+        lowest index) or the equal tuple (exact). Raises :class:`InputError`.
+        """
         x = parse_row(row, self.features)
         if self.model is not None:
             x = tuple(f.clip(v) for v, f in zip(self.model.point(x), self.space))
@@ -226,7 +254,7 @@ class Bundle:
             return c
         return self._nearest(x)
 
-    def _nearest(self, x) -> int:
+    def _nearest(self, x: Sequence[float | None]) -> int:
         reps = self._canonical_inputs
         if len(reps) * len(x) >= FAST_PATH_MIN_WORK:
             array = self._array
@@ -242,35 +270,42 @@ class Bundle:
                 return nearest_numpy(array, self._modes, x)
         return nearest_pure(reps, self._modes, x)
 
-    def release_index(self, row, *, rng=None) -> int:
-        """Sampled output index (0..K_out-1) for ``row``: looks up its input c, draws B bits from
+    def release_index(self, row: Sequence[object], *,
+                      rng: SystemRandomBits | InsecureTestBits | DerivedBits | None = None) -> int:
+        """Sampled output index for a row.
+
+        Sampled output index (0..K_out-1) for ``row``: looks up its input c, draws B bits from
         the OS CSPRNG (or the test source in ``rng``), returns the first output of row c whose
-        running weight total exceeds the draw. Raises InputError, RandomnessError, TypeError."""
+        running weight total exceeds the draw. Raises InputError, RandomnessError, TypeError.
+        """
         source = resolve_rng(rng)
         c = self.lookup(row)
         r = draw_bits(source, self.bits)
         return sample_row(self.index[c], self.weight[c], r)
 
     def representative(self, j: int) -> list:
-        """Released cells of output ``j``: numbers for numeric features (int for integer ones),
+        """Released cells of an output.
+
+        Released cells of output ``j``: numbers for numeric features (int for integer ones),
         category strings for categorical ones, ``None`` for erased cells.
 
         Decoded on every call, a model's output too (:meth:`FoldIn.ratings`, m cells from a
         point of the space): nothing is cached, so the memory a bundle holds does not grow with
-        the rows it releases."""
+        the rows it releases.
+        """
         if type(j) is not int or not 0 <= j < len(self.outputs):
             raise IndexError("output index out of range")
         return self._decode(self.outputs[j])
 
-    def _decode(self, row) -> list:
+    def _decode(self, row: Sequence[float | None]) -> list:
         if self.model is not None:
-            return self.model.ratings(row)
+            return self.model.ratings(cast("Sequence[float]", row))  # a model's points erase no cell
         cells: list[str | int | float | None] = []
         for cell, feature in zip(row, self.features):
             if cell is None:
                 cells.append(None)
             elif feature.kind == "categorical":
-                cells.append(feature.values[cell])
+                cells.append(feature.values[cast(int, cell)])  # a category's index
             elif feature.integer:
                 cells.append(int(cell))
             else:
@@ -278,8 +313,11 @@ class Bundle:
         return cells
 
     def input_row(self, c: int) -> list:
-        """Cells of input representative ``c`` as a row would give them: numbers for numeric
-        features (int for integer ones) and category strings for categorical ones."""
+        """Cells of an input representative, as a row gives them.
+
+        Cells of input representative ``c`` as a row would give them: numbers for numeric
+        features (int for integer ones) and category strings for categorical ones.
+        """
         if type(c) is not int or not 0 <= c < len(self.inputs):
             raise IndexError("input index out of range")
         return self._decode(self.inputs[c])
@@ -294,7 +332,7 @@ class Bundle:
         """All K_out released representatives decoded as by :meth:`representative`."""
         return tuple(tuple(self._decode(row)) for row in self.outputs)
 
-    def sanitize(self, row, *, rng=None) -> list:
+    def sanitize(self, row: Sequence[object], *, rng: SystemRandomBits | InsecureTestBits | DerivedBits | None = None) -> list:
         """The released row for ``row``: the representative of a sampled output (list of d cells).
 
         The raw row never leaves this method. On any error (InputError, RandomnessError) nothing
@@ -306,27 +344,33 @@ class Bundle:
 _CONSTRUCT = object()
 
 
-def release_index(bundle: Bundle, row, secret: bytes) -> int:
-    """The output index a device with ``secret`` releases for ``row`` under a table ``bundle``,
+def release_index(bundle: Bundle, row: Sequence[object], secret: bytes) -> int:
+    """The output index a device releases for a row, the same on every ask.
+
+    The output index a device with ``secret`` releases for ``row`` under a table ``bundle``,
     the same on every ask: ``row``'s input c, then ``bundle.bits`` bits derived from the secret,
     the bundle's sha256 and c (:func:`privmap.device.randomness.release_bits`) drawn through row c
-    of the table. Raises TypeError (not a table bundle) or :class:`InputError` (a row it refuses)."""
+    of the table. Raises TypeError (not a table bundle) or :class:`InputError` (a row it refuses).
+    """
     if not isinstance(bundle, Bundle):
         raise TypeError("bundle must be a privmap.device.Bundle")
     c = bundle.lookup(row)
     return sample_row(bundle.index[c], bundle.weight[c], draw_bits(release_bits(secret, bundle.sha256, c), bundle.bits))
 
 
-def release(bundle: Bundle, row, secret: bytes) -> list:
+def release(bundle: Bundle, row: Sequence[object], secret: bytes) -> list:
     """The released cells for ``row``: the representative of :func:`release_index`."""
     return bundle.representative(release_index(bundle, row, secret))
 
 
-def build(body: dict, *, exact_lookup: bool, **facts) -> Bundle:
-    """The :class:`Bundle` of a parsed table ``body`` (from a kind's ``parse_body``) and the
+def build(body: dict, *, exact_lookup: bool, **facts: Any) -> Bundle:
+    """The bundle of a parsed table body.
+
+    The :class:`Bundle` of a parsed table ``body`` (from a kind's ``parse_body``) and the
     envelope ``facts`` (version, issued_at, expires, device_class, sha256, key_id, data);
     ``exact_lookup``: its kind matches a row to the equal input tuple, not the nearest.
-    Raises BundleFormatError for repeated input tuples of an exact-lookup mechanism."""
+    Raises BundleFormatError for repeated input tuples of an exact-lookup mechanism.
+    """
     return Bundle(
         _token=_CONSTRUCT,
         version=facts["version"],
@@ -370,9 +414,12 @@ def recompute_leakage_bits(bundle: Bundle) -> float:
 
 
 def check_figures(body: dict) -> None:
-    """Recompute the leakage a parsed body's table gives on its prior and raise
+    """The check of a table body's declared leakage.
+
+    Recompute the leakage a parsed body's table gives on its prior and raise
     :class:`MetricsError` if the declared ``leakage_bits`` is below it (the figures of the
-    quantized, exact and recommender kinds)."""
+    quantized, exact and recommender kinds).
+    """
     try:
         computed = table_leakage_bits(body["prior"], body["index"], body["weight"], body["bits"])
     except (ValueError, ArithmeticError):
@@ -380,16 +427,19 @@ def check_figures(body: dict) -> None:
     check_declared_leakage(body["metrics"]["leakage_bits"], computed)
 
 
-def recompute(check, body: dict) -> None:
-    """Run a kind's own recomputation ``check(body)``; a body it cannot compute on (ValueError,
-    ArithmeticError) raises :class:`MetricsError` naming the mechanism."""
+def recompute(check: Callable[[dict], object], body: dict) -> None:
+    """A kind's own recomputation of its declared figures.
+
+    Run a kind's own recomputation ``check(body)``; a body it cannot compute on (ValueError,
+    ArithmeticError) raises :class:`MetricsError` naming the mechanism.
+    """
     try:
         check(body)
     except (ValueError, ArithmeticError):
         raise MetricsError(f"cannot recompute the {body['mechanism']} bundle's declared figures") from None
 
 
-def _misfit(mechanism, metric):
+def _misfit(mechanism: object, metric: object) -> NoReturn:
     fail(f"metric {metric!r} does not fit mechanism {mechanism!r} "
          f"(funnel uses 'log-loss', max-correlation 'hamming')")
 
@@ -403,10 +453,13 @@ def _features(obj: dict, limits: Limits) -> tuple:
 
 
 def parse_body(obj: dict, limits: Limits, rules: TableRules) -> dict:
-    """Validate every field of a quantized or exact payload after the header (the recommender
+    """The validated fields of a quantized or exact payload after the header.
+
+    Validate every field of a quantized or exact payload after the header (the recommender
     and ranking kinds' too, before their ``model``) under the kind's ``rules``; returns plain
     validated values by field name. The caller has checked ``mechanism`` and that ``metric`` is
-    one of :data:`METRICS`. Raises BundleFormatError or TableError."""
+    one of :data:`METRICS`. Raises BundleFormatError or TableError.
+    """
     mechanism, metric = obj["mechanism"], obj["metric"]
     if metric == "log-loss":
         _misfit(mechanism, metric)
@@ -444,11 +497,14 @@ def parse_body(obj: dict, limits: Limits, rules: TableRules) -> dict:
 
 
 def parse_categorical_body(obj: dict, limits: Limits, required_metrics: tuple, accepted_metric: str) -> dict:
-    """The fields the funnel and max-correlation kinds share: the one metric the kind accepts
+    """The fields the funnel and max-correlation kinds share.
+
+    The fields the funnel and max-correlation kinds share: the one metric the kind accepts
     (``accepted_metric``: the funnel's ``log-loss``, max-correlation's ``hamming``), categorical
     features looked up by their equal tuple, inputs, outputs, the table, ``metrics`` holding
     ``required_metrics`` and ``provenance``. The kind adds its private attribute and prior, or its
-    ``p_x``. Raises BundleFormatError or TableError."""
+    ``p_x``. Raises BundleFormatError or TableError.
+    """
     mechanism, metric = obj["mechanism"], obj["metric"]
     if metric != accepted_metric:
         _misfit(mechanism, metric)

@@ -104,7 +104,9 @@ def release_bits(secret: bytes, bundle_sha256: str, c: int) -> DerivedBits:
 
 
 def record_bits(secret: bytes, bundle_sha256: str, record: bytes) -> DerivedBits:
-    """The bit source of the permanent release of one record under one bundle, for release paths
+    """The bit source of the permanent release of one record.
+
+    The bit source of the permanent release of one record under one bundle, for release paths
     that have no input clusters (the Gaussian-noise kind draws its noise from it).
 
     ``record`` is the canonical bytes of the parsed row (``GaussianBundle.record(row)``); the

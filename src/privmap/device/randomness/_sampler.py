@@ -10,6 +10,8 @@ else (a seeded ``random.Random``, a ``numpy.random.Generator``) is a ``TypeError
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import Protocol
 
 from ..errors import RandomnessError
 from ._derived import DerivedBits
@@ -17,6 +19,12 @@ from ._derived import DerivedBits
 __all__ = ["SystemRandomBits", "InsecureTestBits", "resolve_rng", "draw_bits", "sample_row"]
 
 _GRND_NONBLOCK = getattr(os, "GRND_NONBLOCK", 0)
+
+
+class _RandBits(Protocol):
+    """Anything with ``randbits(k)``: an int on ``0 .. 2**k - 1``."""
+
+    def randbits(self, k: int) -> int: ...
 
 
 class SystemRandomBits:
@@ -59,7 +67,7 @@ class InsecureTestBits:
 
     __slots__ = ("source",)
 
-    def __init__(self, source, *, test_mode: bool = False) -> None:
+    def __init__(self, source: _RandBits, *, test_mode: bool = False) -> None:
         if test_mode is not True:
             raise TypeError("InsecureTestBits is for tests only: pass test_mode=True")
         if not callable(getattr(source, "randbits", None)):
@@ -73,10 +81,13 @@ class InsecureTestBits:
 _DEFAULT = SystemRandomBits()
 
 
-def resolve_rng(rng):
-    """The bit source to use: the OS CSPRNG for ``None``; otherwise only a
+def resolve_rng(rng: object) -> SystemRandomBits | InsecureTestBits | DerivedBits:
+    """The bit source to use.
+
+    The bit source to use: the OS CSPRNG for ``None``; otherwise only a
     :class:`SystemRandomBits`, a :class:`DerivedBits` (one permanent release per input) or an
-    :class:`InsecureTestBits` is accepted (``TypeError``)."""
+    :class:`InsecureTestBits` is accepted (``TypeError``).
+    """
     if rng is None:
         return _DEFAULT
     if type(rng) is SystemRandomBits or type(rng) is InsecureTestBits or type(rng) is DerivedBits:
@@ -88,7 +99,7 @@ def resolve_rng(rng):
     )
 
 
-def draw_bits(rng, bits: int) -> int:
+def draw_bits(rng: _RandBits, bits: int) -> int:
     """``bits`` fresh bits from ``rng`` (already resolved); any failure is a RandomnessError."""
     try:
         r = rng.randbits(bits)
@@ -99,9 +110,12 @@ def draw_bits(rng, bits: int) -> int:
     return r
 
 
-def sample_row(index, weight, r: int) -> int:
-    """Output index chosen by ``r`` in ``0 .. 2**B - 1``: the first ``index[t]`` whose running
-    weight total exceeds ``r``. The whole row is scanned whatever ``r`` is."""
+def sample_row(index: Iterable[int], weight: Iterable[int], r: int) -> int:
+    """Output index chosen by a draw.
+
+    Output index chosen by ``r`` in ``0 .. 2**B - 1``: the first ``index[t]`` whose running
+    weight total exceeds ``r``. The whole row is scanned whatever ``r`` is.
+    """
     chosen = -1
     running = 0
     for j, w in zip(index, weight):

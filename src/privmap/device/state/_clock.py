@@ -47,8 +47,11 @@ class Clock:
         return value
 
     def now_eff(self, clock: float) -> float:
-        """``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
-        still refuses bundles that expired before 2020-09-13."""
+        """The effective clock: never below the floors.
+
+        ``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
+        still refuses bundles that expired before 2020-09-13.
+        """
         return max(clock, self._store.body["time_floor"], PLAUSIBLE_CLOCK)
 
     def plausible(self, clock: float) -> bool:

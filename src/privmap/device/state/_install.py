@@ -36,10 +36,13 @@ MAX_HISTORY = 256
 
 
 class InstallResult(NamedTuple):
-    """What :meth:`DeviceState.install` did: ``status`` is ``"installed"``, ``"no_update"``
+    """What :meth:`DeviceState.install` did.
+
+    What :meth:`DeviceState.install` did: ``status`` is ``"installed"``, ``"no_update"``
     (the same bytes were already active and stored intact, THREATS D2; nothing was written) or
     ``"repaired"`` (the same bytes were already active but their stored copy was missing or
-    damaged; it was written back, THREATS G10)."""
+    damaged; it was written back, THREATS G10).
+    """
 
     status: str
     version: int
@@ -56,9 +59,12 @@ def _describe(keyring: Keyring) -> str:
 
 
 def _vouched(entry: Entry, keyring: Keyring) -> bool:
-    """Whether the keys that signed an installed bundle (recorded at install) still meet
+    """Whether the signers of an installed bundle still meet a keyring's threshold.
+
+    Whether the keys that signed an installed bundle (recorded at install) still meet
     ``keyring``'s threshold. An entry from a format-1 state has no record and counts as
-    vouched, so its floors are kept."""
+    vouched, so its floors are kept.
+    """
     if entry["signers"] is None:
         return True
     ids = {k.hex() for k in keyring.key_ids}
@@ -66,7 +72,9 @@ def _vouched(entry: Entry, keyring: Keyring) -> bool:
 
 
 class Installer:
-    """Installing bundles and rotating the trusted keyring (module docstring): a part of
+    """Installing bundles and rotating the trusted keyring.
+
+    Installing bundles and rotating the trusted keyring (module docstring): a part of
     ``DeviceState``, writing through ``store``'s lock and commit at ``clock``'s ``now_eff``.
     It is the :class:`~._store.KeyringPolicy` the store opens a directory with.
 
@@ -117,7 +125,9 @@ class Installer:
         return body["trust"]
 
     def reconcile(self, body: Body, given: Keyring | KeyringChain | None) -> None:
-        """Pin ``given`` in a format-1 ``body``, apply it as a signed rotation (the next version),
+        """A keyring given at open, pinned, rotated to or refused.
+
+        Pin ``given`` in a format-1 ``body``, apply it as a signed rotation (the next version),
         or refuse it; the caller holds the exclusive lock.
 
         Raises
@@ -147,8 +157,11 @@ class Installer:
             "(privmap state rotate / DeviceState.rotate_keyring)")
 
     def holds(self, body: Body, given: Keyring | KeyringChain) -> bool:
-        """Whether ``given`` is the keyring ``body`` trusts: the same bare keys and threshold,
-        or the same signed document or one it was rotated from."""
+        """Whether a keyring is the one a state body trusts.
+
+        Whether ``given`` is the keyring ``body`` trusts: the same bare keys and threshold,
+        or the same signed document or one it was rotated from.
+        """
         held = self.chain(body)
         offered = chain_of(given)
         if offered.document is None:  # bare keys: they must be the keys the state holds
@@ -158,9 +171,12 @@ class Installer:
                 or digest in self._trust(body)["history"])
 
     def rotate(self, documents: Sequence[bytes], clock: float) -> int:
-        """Apply the signed keyring ``documents`` (at least one) under the exclusive lock and
+        """How many signed keyring documents were applied.
+
+        Apply the signed keyring ``documents`` (at least one) under the exclusive lock and
         recompute the floors (:meth:`DeviceState.rotate_keyring`); returns how many were
-        applied. Raises what :meth:`DeviceState.rotate_keyring` raises, and ``OSError``."""
+        applied. Raises what :meth:`DeviceState.rotate_keyring` raises, and ``OSError``.
+        """
         with self._store.locked(exclusive=True):
             applied = self._rotate_locked(self._store.load(writer=True), documents, clock)
             self._store.clean()
@@ -198,9 +214,12 @@ class Installer:
     # -- installing -------------------------------------------------------------------------------
 
     def install(self, data: bytes | bytearray | memoryview, clock: float) -> InstallResult:
-        """Verify ``data`` at ``clock`` and make it the active bundle (:meth:`DeviceState.install`).
+        """The result of installing a bundle's bytes.
+
+        Verify ``data`` at ``clock`` and make it the active bundle (:meth:`DeviceState.install`).
         Raises what :meth:`DeviceState.install` raises, ``TypeError`` for ``data`` that is not
-        bytes, and ``OSError``."""
+        bytes, and ``OSError``.
+        """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError("data must be bytes")
         data = bytes(data)
@@ -230,8 +249,11 @@ class Installer:
         return InstallResult("installed", version, sha)
 
     def _verified(self, data: bytes, sha: str, state: Body, clock: float) -> tuple[Body, int]:
-        """The state with ``data`` (whose sha256 is ``sha``) installed on ``state``, and its
-        version, once every check of :meth:`DeviceState.install` passed."""
+        """The state with a verified bundle installed, and its version.
+
+        The state with ``data`` (whose sha256 is ``sha``) installed on ``state``, and its
+        version, once every check of :meth:`DeviceState.install` passed.
+        """
         now_eff = self._clock.now_eff(clock)
         keyring = self.chain(state).current(now_eff)
         bundle = load_bundle(data, keyring, now=now_eff, min_version=max(1, state["version"]),

@@ -6,6 +6,8 @@ the same release (RAPPOR-style permanent randomized response; see :mod:`privmap.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import BundleError, NoValidBundleError, StateError
 from ..format import Limits
 from ..kinds import Bundle, GaussianBundle, NullspaceBundle, kind_of, release_index
@@ -20,7 +22,9 @@ __all__ = ["Releaser"]
 
 
 class Releaser:
-    """Using the installed bundle (module docstring): a part of ``DeviceState``, reading through
+    """Using the installed bundle.
+
+    Using the installed bundle (module docstring): a part of ``DeviceState``, reading through
     ``store``'s shared lock with the keyring ``installer`` keeps; releases draw from the store's
     secret.
 
@@ -45,9 +49,12 @@ class Releaser:
         self._store, self._clock, self._installer = store, clock, installer
         self._limits, self._binding, self._grace = limits, binding, grace
 
-    def active(self, clock: float) -> Bundle:
-        """The bundle to release with at ``clock`` (:meth:`DeviceState.active`). Raises what
-        :meth:`DeviceState.active` raises, and ``OSError``."""
+    def active(self, clock: float) -> Bundle | GaussianBundle | NullspaceBundle:
+        """The bundle to release with.
+
+        The bundle to release with at ``clock`` (:meth:`DeviceState.active`). Raises what
+        :meth:`DeviceState.active` raises, and ``OSError``.
+        """
         store = self._store
         with store.locked(exclusive=False):
             state = store.load(writer=False)
@@ -84,13 +91,16 @@ class Releaser:
             raise TypeError("bundle must be a privmap.device.Bundle")
         return release_bits(self._store.secret, bundle.sha256, c)
 
-    def release_index(self, bundle: Bundle, row) -> int:
+    def release_index(self, bundle: Bundle, row: Sequence[object]) -> int:
         """Output index released for ``row`` under ``bundle`` (:meth:`DeviceState.release_index`)."""
         return release_index(bundle, row, self._store.secret)
 
-    def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row) -> list:
-        """Released cells for ``row``, permanent for this device (:meth:`DeviceState.sanitize`): its
-        kind's release (:class:`privmap.device.kinds.Kind`) from this device's secret."""
+    def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row: Sequence[object]) -> list:
+        """Released cells for a row, permanent for this device.
+
+        Released cells for ``row``, permanent for this device (:meth:`DeviceState.sanitize`): its
+        kind's release (:class:`privmap.device.kinds.Kind`) from this device's secret.
+        """
         kind = kind_of(getattr(bundle, "mechanism", None))
         if kind is None:
             raise TypeError("bundle must be a privmap.device.Bundle")

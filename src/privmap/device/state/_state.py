@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..constants import DEFAULT_LOCK_WAIT, EXPIRY_GRACE, MAX_CLOCK_SKEW
 from ..errors import BundleError, BundleTooLargeError, KeyringError, NoValidBundleError, StateError
@@ -130,10 +131,13 @@ class DeviceState:
             raise
 
     def close(self) -> None:
-        """Let go of the state directory: close the descriptors it is held by (the directory is
+        """Let go of the state directory.
+
+        Let go of the state directory: close the descriptors it is held by (the directory is
         opened once and every access goes through them, so a path renamed or swapped meanwhile
         changes nothing). Idempotent; an operation after it raises :class:`StateError`. Also
-        done when the object is collected, and by ``with DeviceState(...) as state:``."""
+        done when the object is collected, and by ``with DeviceState(...) as state:``.
+        """
         self._store.close()
 
     def __enter__(self) -> DeviceState:
@@ -144,8 +148,10 @@ class DeviceState:
 
     @classmethod
     def reprovision(cls, path: str | os.PathLike[str], keyring: Keyring | KeyringChain, *,
-                    counter: MonotonicCounter, **options) -> DeviceState:
-        """Make a fresh state directory at ``path`` bound at ``counter``'s current value: the
+                    counter: MonotonicCounter, **options: Any) -> DeviceState:
+        """A fresh state directory bound at a counter's current value.
+
+        Make a fresh state directory at ``path`` bound at ``counter``'s current value: the
         operator's way back for a counter-bound device whose directory was lost or damaged.
 
         A plain open refuses a fresh directory while the counter is above 0 (the directory was
@@ -200,25 +206,37 @@ class DeviceState:
 
     @property
     def installed_version(self) -> int:
-        """The version floor: version of the active bundle, or after a keyring rotation the
-        highest version the new keyring vouches for (0 if none); as of the last operation."""
+        """The version floor.
+
+        The version floor: version of the active bundle, or after a keyring rotation the
+        highest version the new keyring vouches for (0 if none); as of the last operation.
+        """
         return self._store.body["version"]
 
     @property
     def time_floor(self) -> int:
-        """Latest ``issued_at`` of any verified bundle, unix seconds (never decreases except
-        through a signed keyring rotation)."""
+        """The time floor: the latest ``issued_at`` of any verified bundle.
+
+        Latest ``issued_at`` of any verified bundle, unix seconds (never decreases except
+        through a signed keyring rotation).
+        """
         return self._store.body["time_floor"]
 
     @property
     def active_sha256(self) -> str | None:
-        """The sha256 (hex) of the active bundle, ``None`` if none is installed; as of the last
-        operation."""
+        """The sha256 of the active bundle.
+
+        The sha256 (hex) of the active bundle, ``None`` if none is installed; as of the last
+        operation.
+        """
         return self._store.body["active"]
 
     def now_eff(self, clock: float) -> float:
-        """``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
-        still refuses bundles that expired before 2020-09-13."""
+        """The effective clock: never below the floors.
+
+        ``max(clock, time_floor, PLAUSIBLE_CLOCK)``: a clock reset to 0 on a fresh device
+        still refuses bundles that expired before 2020-09-13.
+        """
         return self._clock.now_eff(clock)
 
     # -- the keyring ------------------------------------------------------------------------------
@@ -234,7 +252,9 @@ class DeviceState:
         return self._installer.chain(self._store.body).version
 
     def rotate_keyring(self, documents: bytes | bytearray | Iterable[bytes], *, now: float | None = None) -> int:
-        """Move the trusted keyring through the signed keyring ``documents`` (bytes, each the
+        """How many signed keyring documents moved the trusted keyring.
+
+        Move the trusted keyring through the signed keyring ``documents`` (bytes, each the
         next version; at most :data:`MAX_ROTATIONS` are walked) and recompute the floors from
         what the new keyring still vouches for (:mod:`._install`; THREATS C8, C9).
 
@@ -287,8 +307,11 @@ class DeviceState:
         return result
 
     def install_file(self, path: str | os.PathLike[str], *, now: float | None = None) -> InstallResult:
-        """:meth:`install` the bundle file at ``path`` (read once, at most
-        ``limits.max_bundle_bytes + 1`` bytes; a FIFO or device is refused, not read)."""
+        """The result of installing a bundle file.
+
+        :meth:`install` the bundle file at ``path`` (read once, at most
+        ``limits.max_bundle_bytes + 1`` bytes; a FIFO or device is refused, not read).
+        """
         cap = self.limits.max_bundle_bytes
         try:
             data = read_file(os.fspath(path), cap)
@@ -303,7 +326,9 @@ class DeviceState:
     # -- using ------------------------------------------------------------------------------------
 
     def active(self, *, now: float | None = None) -> Bundle:
-        """The bundle to release with: the active one re-verified from disk, or the previous
+        """The bundle to release with.
+
+        The bundle to release with: the active one re-verified from disk, or the previous
         known-good copy if the active file fails (THREATS G3).
 
         The state and both files are read under a shared lock (concurrent readers go side by
@@ -317,18 +342,22 @@ class DeviceState:
         clock = self._clock.read(now)
         try:
             with os_errors("cannot read the state directory"):
-                return self._releaser.active(clock)
+                # any kind's bundle (Releaser.active); typed Bundle as offline.cli's state commands take it
+                return self._releaser.active(clock)  # type: ignore[return-value]
         except NoValidBundleError as exc:
             if self.active_sha256 is not None:  # installed, but no copy passes: a fault to report
                 self.last_error = f"NoValidBundleError: {exc}"
             raise
 
     def status(self, *, now: float | None = None) -> dict:
-        """A report for the operator: ``state`` is ``"ok"``, ``"stale"`` (past ``expires``,
+        """A report of the device's state for the operator.
+
+        A report for the operator: ``state`` is ``"ok"``, ``"stale"`` (past ``expires``,
         still releasing within the grace period), ``"fallback"`` (the previous copy is in use),
         ``"no_bundle"`` (nothing is released), plus version, sha256, time floor, keyring
         version, the counter value the state commits to, and the last error seen (its class
-        name names the attack or fault, THREATS G7)."""
+        name names the attack or fault, THREATS G7).
+        """
         clock = self._clock.read(now)
         report: dict[str, object] = {"clock": clock}
         try:
@@ -350,20 +379,29 @@ class DeviceState:
         return report
 
     def release_source(self, bundle: Bundle, c: int) -> DerivedBits:
-        """The permanent bit source of input ``c`` (0 <= c < 2**64) under ``bundle``: a
+        """The permanent bit source of an input under a bundle.
+
+        The permanent bit source of input ``c`` (0 <= c < 2**64) under ``bundle``: a
         ``randbits(k)`` source for any release path of this device (the table sampler here; a
         noise mechanism keyed by its own input index, e.g. the first 8 bytes of a hash of the
-        canonical row, as an int)."""
+        canonical row, as an int).
+        """
         return self._releaser.release_source(bundle, c)
 
-    def release_index(self, bundle: Bundle, row) -> int:
-        """Output index released for ``row`` under ``bundle``: the permanent draw of its input
-        cluster (same row, same bundle, same device -> same index). Raises InputError."""
+    def release_index(self, bundle: Bundle, row: Sequence[object]) -> int:
+        """Output index released for a row, permanent for this device.
+
+        Output index released for ``row`` under ``bundle``: the permanent draw of its input
+        cluster (same row, same bundle, same device -> same index). Raises InputError.
+        """
         return self._releaser.release_index(bundle, row)
 
-    def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row) -> list:
-        """Released cells for ``row``, permanent for this device: a table bundle releases the
+    def sanitize(self, bundle: Bundle | GaussianBundle | NullspaceBundle, row: Sequence[object]) -> list:
+        """Released cells for a row, permanent for this device.
+
+        Released cells for ``row``, permanent for this device: a table bundle releases the
         representative of :meth:`release_index`; a Gaussian-noise bundle draws its noise from
         :func:`record_bits` of the parsed row; a null-space bundle is deterministic already.
-        The raw row never leaves. Raises InputError and what the bundle's release raises."""
+        The raw row never leaves. Raises InputError and what the bundle's release raises.
+        """
         return self._releaser.sanitize(bundle, row)

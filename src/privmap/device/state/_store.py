@@ -97,8 +97,11 @@ _BODY_KEYS = ("format", "version", "time_floor", "installed", "active", "previou
 
 
 class Entry(TypedDict):
-    """What the state remembers of a version installed: its bytes' sha256, its ``issued_at``
-    and the key ids (hex) that signed it (``None`` for both in a state upgraded from format 1)."""
+    """What the state remembers of an installed version.
+
+    What the state remembers of a version installed: its bytes' sha256, its ``issued_at``
+    and the key ids (hex) that signed it (``None`` for both in a state upgraded from format 1).
+    """
 
     sha256: str
     issued_at: int | None
@@ -106,9 +109,12 @@ class Entry(TypedDict):
 
 
 class TrustBody(TypedDict):
-    """The trusted keyring as the state holds it: the raw keys (hex, sorted) and threshold, the
+    """The trusted keyring as the state holds it.
+
+    The trusted keyring as the state holds it: the raw keys (hex, sorted) and threshold, the
     current signed keyring document (hex; ``None`` for bare keys) and the sha256 of the
-    documents it was rotated from."""
+    documents it was rotated from.
+    """
 
     keys: list[str]
     threshold: int
@@ -117,9 +123,12 @@ class TrustBody(TypedDict):
 
 
 class Body(TypedDict):
-    """The body of ``state.json`` (format 2; module docstring). ``installed`` maps a version
+    """The body of ``state.json``.
+
+    The body of ``state.json`` (format 2; module docstring). ``installed`` maps a version
     (decimal string) to its :class:`Entry`; ``trust`` is ``None`` only in a state upgraded from
-    format 1, until an open pins the keyring given."""
+    format 1, until an open pins the keyring given.
+    """
 
     format: int
     version: int
@@ -138,8 +147,11 @@ class KeyringPolicy(Protocol):
         """Whether ``given`` is the keyring ``body`` trusts (or one it was rotated from)."""
 
     def reconcile(self, body: Body, given: Keyring | KeyringChain | None) -> None:
-        """Pin ``given`` in a body that holds no keyring, rotate to it, or refuse it (the caller
-        holds the exclusive lock)."""
+        """A keyring given at open, pinned, rotated to or refused.
+
+        Pin ``given`` in a body that holds no keyring, rotate to it, or refuse it (the caller
+        holds the exclusive lock).
+        """
 
 
 def canonical(body: Mapping[str, Any]) -> bytes:
@@ -153,8 +165,11 @@ def sha256_hex(data: bytes) -> str:
 
 def read_file(path: str, cap: int, *, private: bool = False, dir_fd: int | None = None,
               label: str | None = None) -> bytes:
-    """:func:`~privmap.device.files.read_regular` with a FIFO, device or directory refused as
-    :class:`StateError`; other failures raise ``OSError``."""
+    """The bytes of a state file, read once and bounded.
+
+    :func:`~privmap.device.files.read_regular` with a FIFO, device or directory refused as
+    :class:`StateError`; other failures raise ``OSError``.
+    """
     try:
         return read_regular(path, cap, private=private, dir_fd=dir_fd, label=label)
     except NotRegularFile as exc:
@@ -163,8 +178,11 @@ def read_file(path: str, cap: int, *, private: bool = False, dir_fd: int | None 
 
 @contextlib.contextmanager
 def os_errors(what: str) -> Iterator[None]:
-    """Context manager: ``OSError`` -> :class:`StateError` naming ``what`` and the cause, and a
-    lock not granted in time -> :class:`StateLockedError`."""
+    """OS errors turned into state errors.
+
+    Context manager: ``OSError`` -> :class:`StateError` naming ``what`` and the cause, and a
+    lock not granted in time -> :class:`StateLockedError`.
+    """
     try:
         yield
     except LockTimeout as exc:
@@ -188,7 +206,9 @@ def trust_body(chain: KeyringChain, history: list[str]) -> TrustBody:
 
 
 def clear_unprovisioned(path: str) -> None:
-    """Make the directory ``path``, if it exists, empty, when it holds no device: remove the
+    """A directory that holds no device, emptied.
+
+    Make the directory ``path``, if it exists, empty, when it holds no device: remove the
     temp files and the empty ``bundles/`` that an open refused for a wiped directory leaves.
     The directory is held open while it is looked at and cleared (every access relative to it).
 
@@ -239,8 +259,11 @@ def _close_all(fds: list[int]) -> None:
 
 
 def _upgrade(body: dict[str, Any]) -> Body:
-    """A format-1 body (privmap before counter-bound state and signer records) as format 2: no signer records, no counter,
-    no keyring (the keyring given at open is pinned)."""
+    """A format-1 body as format 2.
+
+    A format-1 body (privmap before counter-bound state and signer records) as format 2: no signer records, no counter,
+    no keyring (the keyring given at open is pinned).
+    """
     installed: dict[str, Entry] = {v: {"sha256": s, "issued_at": None, "signers": None}
                                    for v, s in body["installed"].items()}
     return {"format": _STATE_FORMAT, "version": body["version"], "time_floor": body["time_floor"],
@@ -325,15 +348,20 @@ class Store:
     # -- locking and opening ----------------------------------------------------------------------
 
     def locked(self, *, exclusive: bool, wait: float | None = None) -> contextlib.AbstractContextManager[None]:
-        """The directory's ``flock`` (shared or exclusive) for a ``with`` block, ``bundles/``'s
+        """The directory's lock for a ``with`` block.
+
+        The directory's ``flock`` (shared or exclusive) for a ``with`` block, ``bundles/``'s
         the turnstile that keeps a waiting writer from starving (module docstring), waited for
         at most ``wait`` seconds (``lock_wait`` by default) in all; raises what
-        :func:`~privmap.device.files.locked` raises."""
+        :func:`~privmap.device.files.locked` raises.
+        """
         return locked(self._dir, exclusive=exclusive, wait=self.lock_wait if wait is None else wait,
                       turnstile=self._bundles, label=self.path)
 
     def open(self, given: Keyring | KeyringChain | None, keyrings: KeyringPolicy, *, reprovision: bool) -> None:
-        """Open the directory (creating it, its secret and its state if absent): read the
+        """Open the directory.
+
+        Open the directory (creating it, its secret and its state if absent): read the
         secret and the state, bind the state to the counter, and hand a keyring ``given`` that
         is not the one the state holds to ``keyrings``. ``reprovision``: the directory must be
         empty, and is made afresh whatever the counter says (:meth:`DeviceState.reprovision`).
@@ -378,12 +406,15 @@ class Store:
             self.clean()
 
     def _hold_directories(self) -> None:
-        """Create the directory (parents included) and ``bundles/`` (mode 0700) if missing, and
+        """Create and hold the directory and ``bundles/``.
+
+        Create the directory (parents included) and ``bundles/`` (mode 0700) if missing, and
         open both (``bundles/`` relative to the directory): the handles every later access goes
         through. Refuse either if it is a symlink, not a directory, not the effective user's or
         open to group or others (judged on the open descriptor, ``fstat``), and the directory if
         another user could move it away (:func:`check_ancestors`: checked before it is made,
-        too, so nothing is made under such an ancestor)."""
+        too, so nothing is made under such an ancestor).
+        """
         if self._fds:
             raise OSError(f"{self.path!r} is open already")
         if not os.path.lexists(self.path):
@@ -395,8 +426,11 @@ class Store:
         self._check_ancestors()
 
     def _open_checked(self, name: str, dir_fd: int | None) -> int:
-        """``name`` (relative to ``dir_fd``; made 0700 there if missing) opened as a directory and
-        checked on its descriptor; the descriptor (closed again if refused)."""
+        """A checked descriptor of a directory.
+
+        ``name`` (relative to ``dir_fd``; made 0700 there if missing) opened as a directory and
+        checked on its descriptor; the descriptor (closed again if refused).
+        """
         shown = name if dir_fd is None else os.path.join(self.path, name)
         if dir_fd is not None:
             with contextlib.suppress(FileExistsError):
@@ -439,10 +473,13 @@ class Store:
         return secret
 
     def _open_reading(self, given: Keyring | KeyringChain | None, keyrings: KeyringPolicy) -> bool:
-        """Open without writing anything, under a shared lock, when nothing needs writing: the
+        """Open without writing anything.
+
+        Open without writing anything, under a shared lock, when nothing needs writing: the
         state and secret exist, the state is format 2, bound to the counter as it must be (no
         commit to complete), and ``given`` is the keyring it holds (or one it was rotated
-        from). Returns False when a write is needed (the exclusive path then does it all)."""
+        from). Returns False when a write is needed (the exclusive path then does it all).
+        """
         with self.locked(exclusive=False):
             if not (_exists(STATE_NAME, self._dir) and _exists(SECRET_NAME, self._dir)):
                 return False
@@ -465,8 +502,11 @@ class Store:
                 or any(n not in keep for n in os.listdir(self._bundles)))
 
     def _clean_if_free(self) -> None:
-        """Clean leftovers after an open that wrote nothing, only if the exclusive lock is free
-        at once (a reader never waits to clean; the next writer cleans anyway)."""
+        """Clean leftovers if the exclusive lock is free at once.
+
+        Clean leftovers after an open that wrote nothing, only if the exclusive lock is free
+        at once (a reader never waits to clean; the next writer cleans anyway).
+        """
         if not self._leftovers():
             return
         try:
@@ -520,7 +560,9 @@ class Store:
         return hmac.new(self.secret, _MAC_TAG + body, hashlib.sha256).hexdigest()
 
     def load(self, *, writer: bool) -> Body:
-        """Read, authenticate and check ``state.json`` (the caller holds the lock), bind it to the
+        """The authenticated, checked state.
+
+        Read, authenticate and check ``state.json`` (the caller holds the lock), bind it to the
         counter; a writer completes a commit cut short before its counter increment. Sets and
         returns :attr:`body`.
 
@@ -540,8 +582,11 @@ class Store:
         return body
 
     def _read_body(self) -> tuple[Body, bool]:
-        """The authenticated, checked body of ``state.json`` (a format-1 body upgraded in
-        memory) and whether it was format 1. Raises :class:`StateError`."""
+        """The authenticated, checked body of ``state.json``.
+
+        The authenticated, checked body of ``state.json`` (a format-1 body upgraded in
+        memory) and whether it was format 1. Raises :class:`StateError`.
+        """
         raw = read_file(STATE_NAME, _MAX_STATE_BYTES, dir_fd=self._dir, label=os.path.join(self.path, STATE_NAME))
         try:
             if len(raw) > _MAX_STATE_BYTES:
@@ -560,9 +605,12 @@ class Store:
         return body, upgraded
 
     def commit(self, body: Body) -> None:
-        """Write ``body`` as the new state (the caller holds the exclusive lock): the single
+        """Commit a new state.
+
+        Write ``body`` as the new state (the caller holds the exclusive lock): the single
         commit point, then the counter increment. Raises ``OSError`` (nothing committed) and
-        :class:`StateError` (the counter cannot be read or incremented)."""
+        :class:`StateError` (the counter cannot be read or incremented).
+        """
         if self.counter is None:
             self._write(body)
             return
@@ -581,9 +629,12 @@ class Store:
         return {f"{s}.bundle" for s in (self.body["active"], self.body["previous"]) if s}
 
     def clean(self) -> None:
-        """Remove temp files and bundle files the state does not name. Called only under the
+        """Remove files the state does not name.
+
+        Remove temp files and bundle files the state does not name. Called only under the
         exclusive lock: every writer holds it, so no temp file is anyone's work in progress and
-        no reader is reading a file the current state does not name."""
+        no reader is reading a file the current state does not name.
+        """
         keep = self._named_bundles()
         for directory, names in ((self._dir, None), (self._bundles, keep)):
             for name in os.listdir(directory):
@@ -592,14 +643,20 @@ class Store:
                         os.unlink(name, dir_fd=directory)
 
     def read_bundle(self, sha: str) -> bytes:
-        """The bytes of the bundle file stored for ``sha`` (at most ``bundle_cap + 1``; the
-        caller checks the hash). Raises ``OSError`` or :class:`StateError` (not a regular file)."""
+        """The stored bytes of a bundle.
+
+        The bytes of the bundle file stored for ``sha`` (at most ``bundle_cap + 1``; the
+        caller checks the hash). Raises ``OSError`` or :class:`StateError` (not a regular file).
+        """
         name = f"{sha}.bundle"
         return read_file(name, self.bundle_cap, dir_fd=self._bundles, label=os.path.join(self.bundles, name))
 
     def stored_copy(self, sha: str) -> bytes | None:
-        """The bytes stored for ``sha`` if they hash to it, else None (missing, unreadable,
-        damaged)."""
+        """The stored bytes of a bundle, if intact.
+
+        The bytes stored for ``sha`` if they hash to it, else None (missing, unreadable,
+        damaged).
+        """
         try:
             data = self.read_bundle(sha)
         except (OSError, StateError):
@@ -611,17 +668,20 @@ class Store:
         atomic_write(self._bundles, f"{sha}.bundle", data, 0o644)
 
     def discard_bundle(self, sha: str) -> None:
-        """Remove the bundle file of ``sha`` if it can be (a failed install's; :meth:`clean`
-        removes what is left)."""
+        """Remove the stored file of a bundle.
+
+        Remove the bundle file of ``sha`` if it can be (a failed install's; :meth:`clean`
+        removes what is left).
+        """
         with contextlib.suppress(OSError):
             os.unlink(f"{sha}.bundle", dir_fd=self._bundles)
 
 
-def _is_sha(value) -> bool:
+def _is_sha(value: object) -> bool:
     return type(value) is str and len(value) == 64 and all(ch in "0123456789abcdef" for ch in value)
 
 
-def _valid_body_v1(body) -> bool:
+def _valid_body_v1(body: object) -> bool:
     """A format-1 body (before counter-bound state and signer records): installed maps version -> sha256."""
     keys = {"format", "version", "time_floor", "installed", "active", "previous"}
     if type(body) is not dict or set(body) != keys or body["format"] != 1 or type(body["format"]) is not int:
@@ -633,7 +693,7 @@ def _valid_body_v1(body) -> bool:
             and all(type(k) is str and k.isdigit() for k in body["installed"]))
 
 
-def _valid_entry(entry) -> bool:
+def _valid_entry(entry: object) -> bool:
     if type(entry) is not dict or set(entry) != {"sha256", "issued_at", "signers"} or not _is_sha(entry["sha256"]):
         return False
     if entry["issued_at"] is not None and type(entry["issued_at"]) is not int:
@@ -642,7 +702,7 @@ def _valid_entry(entry) -> bool:
     return signers is None or (type(signers) is list and all(_is_sha(s) for s in signers))
 
 
-def _valid_trust(trust) -> bool:
+def _valid_trust(trust: object) -> bool:
     if trust is None:
         return True
     if type(trust) is not dict or set(trust) != {"keys", "threshold", "document", "history"}:
@@ -657,7 +717,7 @@ def _valid_trust(trust) -> bool:
     return doc is None or (type(doc) is str and len(doc) % 2 == 0 and all(c in "0123456789abcdef" for c in doc))
 
 
-def _valid_body(body) -> TypeGuard[Body]:
+def _valid_body(body: object) -> TypeGuard[Body]:
     if type(body) is not dict or set(body) != set(_BODY_KEYS) or body["format"] != _STATE_FORMAT:
         return False
     if type(body["format"]) is not int or type(body["version"]) is not int or type(body["time_floor"]) is not int:

@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import WrongDomainError, WrongTargetError
+from ..format import Feature
 
 __all__ = ["Binding", "schema_sha256", "check_binding"]
 
 
-def schema_sha256(features) -> str:
-    """Hex sha256 of the feature schema: canonical JSON of each feature's name, kind, min, max,
+def schema_sha256(features: Iterable[Feature]) -> str:
+    """Hex sha256 of the feature schema.
+
+    Hex sha256 of the feature schema: canonical JSON of each feature's name, kind, min, max,
     integer flag, category values, missing-answer rule, fill value and missing token, in cell
     order.
 
@@ -34,6 +39,19 @@ def schema_sha256(features) -> str:
             for f in features]
     text = json.dumps(rows, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+class BoundBundle(Protocol):
+    """What :func:`check_binding` reads of a loaded bundle (a kind's bundle class)."""
+
+    @property
+    def device_class(self) -> str: ...
+    @property
+    def private_name(self) -> str | None: ...
+    @property
+    def classes(self) -> Sequence[str]: ...
+    @property
+    def features(self) -> Sequence[Feature]: ...
 
 
 @dataclass(frozen=True)
@@ -58,9 +76,12 @@ class Binding:
     schema_sha256: str | None = None
 
 
-def check_binding(bundle, binding: Binding | None) -> None:
-    """Raise :class:`WrongTargetError` (device class) or :class:`WrongDomainError` (private
-    attribute, classes, feature schema) if ``bundle`` does not match ``binding``."""
+def check_binding(bundle: BoundBundle, binding: Binding | None) -> None:
+    """The check of a bundle against the device's binding.
+
+    Raise :class:`WrongTargetError` (device class) or :class:`WrongDomainError` (private
+    attribute, classes, feature schema) if ``bundle`` does not match ``binding``.
+    """
     if binding is None:
         return
     if not isinstance(binding, Binding):

@@ -16,10 +16,16 @@ _L = 2**252 + 27742317777372353535851937790883648493  # order of the base point
 _D = (-121665 * pow(121666, _P - 2, _P)) % _P
 _SQRT_M1 = pow(2, (_P - 1) // 4, _P)
 
+Point = tuple[int, int, int, int]
+"""A curve point in extended coordinates ``(X, Y, Z, T)``, ints mod p."""
 
-def decode_point(encoding: bytes):
-    """Decode a 32-byte encoding to extended coordinates ``(X, Y, Z, T)`` (ints mod p), or return
-    the reason it is not a canonical point (str)."""
+
+def decode_point(encoding: bytes) -> Point | str:
+    """A decoded curve point, or why the encoding is not one.
+
+    Decode a 32-byte encoding to extended coordinates ``(X, Y, Z, T)`` (ints mod p), or return
+    the reason it is not a canonical point (str).
+    """
     y = int.from_bytes(encoding, "little")
     sign = y >> 255
     y &= (1 << 255) - 1
@@ -42,7 +48,7 @@ def decode_point(encoding: bytes):
     return (x, y, 1, (x * y) % _P)
 
 
-def add_points(p1, p2):
+def add_points(p1: Point, p2: Point) -> Point:
     """The sum of two points in extended coordinates (RFC 8032, section 5.1.4)."""
     x1, y1, z1, t1 = p1
     x2, y2, z2, t2 = p2
@@ -54,7 +60,7 @@ def add_points(p1, p2):
     return (e * f % _P, g * h % _P, f * g % _P, e * h % _P)
 
 
-def multiply(k: int, point):
+def multiply(k: int, point: Point) -> Point:
     """``[k]point`` for an int ``k >= 0`` by double-and-add (not constant time: public keys only)."""
     result = (0, 1, 1, 0)
     addend = point
@@ -66,7 +72,7 @@ def multiply(k: int, point):
     return result
 
 
-def is_identity(point) -> bool:
+def is_identity(point: Point) -> bool:
     """Whether ``point`` (extended coordinates) is the neutral element."""
     x, y, z, _ = point
     return x % _P == 0 and (y - z) % _P == 0

@@ -46,8 +46,11 @@ _TAGS = {FORMAT_VERSION: DOMAIN_TAG, MULTISIG_FORMAT_VERSION: MULTISIG_DOMAIN_TA
 
 
 class Signature(NamedTuple):
-    """One listed signature: ``key_id`` (32 bytes), ``signature`` (64 bytes) and the envelope
-    ``format`` whose domain tag it is over (1: ``DOMAIN_TAG``, 2: ``MULTISIG_DOMAIN_TAG``)."""
+    """One listed signature.
+
+    One listed signature: ``key_id`` (32 bytes), ``signature`` (64 bytes) and the envelope
+    ``format`` whose domain tag it is over (1: ``DOMAIN_TAG``, 2: ``MULTISIG_DOMAIN_TAG``).
+    """
 
     key_id: bytes
     signature: bytes
@@ -59,13 +62,16 @@ class Signature(NamedTuple):
         return _TAGS[self.format]
 
     def entry(self) -> list:
-        """This signature as a format-2 envelope entry (``[key_id, signature]`` or
-        ``[key_id, signature, 1]``)."""
+        """The signature as a format-2 envelope entry.
+
+        This signature as a format-2 envelope entry (``[key_id, signature]`` or
+        ``[key_id, signature, 1]``).
+        """
         pair = [self.key_id, self.signature]
         return pair if self.format == MULTISIG_FORMAT_VERSION else pair + [CARRIED_FORMAT_1]
 
 
-def _signature(key_id, signature, fmt: int) -> Signature:
+def _signature(key_id: object, signature: object, fmt: int) -> Signature:
     if type(key_id) is not bytes or len(key_id) != 32:
         raise BundleSignatureError("key id must be 32 bytes")
     if type(signature) is not bytes or len(signature) != 64:
@@ -73,7 +79,7 @@ def _signature(key_id, signature, fmt: int) -> Signature:
     return Signature(key_id, signature, fmt)
 
 
-def _entry(entry) -> Signature:
+def _entry(entry: object) -> Signature:
     if type(entry) is not list or len(entry) not in (2, 3):
         raise BundleSignatureError("each signature must be [key_id, signature] or [key_id, signature, 1]")
     if len(entry) == 3 and (type(entry[2]) is not int or entry[2] != CARRIED_FORMAT_1):
@@ -82,7 +88,7 @@ def _entry(entry) -> Signature:
     return _signature(entry[0], entry[1], FORMAT_VERSION if len(entry) == 3 else MULTISIG_FORMAT_VERSION)
 
 
-def envelope_signatures(envelope) -> tuple[int, list[Signature], bytes]:
+def envelope_signatures(envelope: object) -> tuple[int, list[Signature], bytes]:
     """Shape check of a decoded envelope, no cryptography: ``(format, signatures, payload)``.
 
     ``signatures`` are in envelope order (a format-1 envelope lists one). Raises
@@ -113,7 +119,7 @@ def envelope_signatures(envelope) -> tuple[int, list[Signature], bytes]:
     return fmt, signatures, payload
 
 
-def verify_envelope(envelope, keyring: Keyring) -> tuple[bytes, list[bytes]]:
+def verify_envelope(envelope: object, keyring: Keyring) -> tuple[bytes, list[bytes]]:
     """Check a decoded envelope against ``keyring``; return ``(payload, signer key ids)``.
 
     Raises :class:`BundleFormatError` for a malformed envelope or unknown format and

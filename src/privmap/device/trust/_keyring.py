@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Iterator
+from typing import NoReturn
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -68,7 +69,7 @@ class Keyring:
         object.__setattr__(self, "_keys", table)
         object.__setattr__(self, "threshold", threshold)
 
-    def __setattr__(self, name, value):  # immutable
+    def __setattr__(self, name: str, value: object) -> NoReturn:  # immutable
         raise AttributeError("Keyring is immutable")
 
     @classmethod
@@ -105,8 +106,11 @@ class Keyring:
 
     @classmethod
     def from_pem_files(cls, *paths: str | os.PathLike) -> Keyring:
-        """Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
-        is refused without blocking)."""
+        """Keyring from PEM public-key files.
+
+        Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
+        is refused without blocking).
+        """
         texts = []
         for path in paths:
             try:
@@ -142,7 +146,7 @@ class Keyring:
         ids = ", ".join(k.hex()[:16] for k in sorted(self._keys))
         return f"Keyring([{ids}], threshold={self.threshold})"
 
-    def verified_signers(self, signatures, message: bytes) -> frozenset[bytes]:
+    def verified_signers(self, signatures: Iterable[tuple[bytes, bytes]], message: bytes) -> frozenset[bytes]:
         """Key ids of the distinct trusted keys with a valid signature over ``message``.
 
         ``signatures`` is a sequence of ``(key_id, signature)`` pairs. Unknown key ids and

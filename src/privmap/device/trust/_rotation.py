@@ -22,6 +22,9 @@ keys and of its own. :class:`DeviceState` keeps the current document in its stat
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypedDict, cast
+
 from ..constants import (
     KEYRING_DOMAIN_TAG,
     KEYRING_TYPE,
@@ -43,7 +46,17 @@ _KEYS = ("type", "version", "expires", "threshold", "keys")
 _LIMITS = Limits(max_bundle_bytes=MAX_KEYRING_BYTES, max_string_bytes=64, max_map_entries=8)
 
 
-def _parse(document: bytes) -> tuple[list, bytes, dict]:
+class _Body(TypedDict):
+    """The validated payload of a keyring document (:data:`_KEYS`)."""
+
+    type: str
+    version: int
+    expires: int
+    threshold: int
+    keys: list[bytes]
+
+
+def _parse(document: bytes) -> tuple[list[tuple[bytes, bytes]], bytes, _Body]:
     """Envelope signatures, payload bytes and the validated payload of a keyring document."""
     if not isinstance(document, (bytes, bytearray)) or len(document) > MAX_KEYRING_BYTES:
         raise KeyringError(f"a keyring document is bytes of at most {MAX_KEYRING_BYTES}")
@@ -75,10 +88,10 @@ def _parse(document: bytes) -> tuple[list, bytes, dict]:
     keys = body["keys"]
     if type(keys) is not list or not 1 <= len(keys) <= _MAX_KEYS or any(type(k) is not bytes for k in keys):
         raise KeyringError(f"keyring keys must be 1..{_MAX_KEYS} raw keys")
-    return pairs, payload, body
+    return pairs, payload, cast(_Body, body)  # every key's type is checked above
 
 
-def _signed_by(keyring: Keyring, pairs, payload: bytes, what: str) -> None:
+def _signed_by(keyring: Keyring, pairs: Iterable[tuple[bytes, bytes]], payload: bytes, what: str) -> None:
     signers = keyring.verified_signers(pairs, KEYRING_DOMAIN_TAG + payload)
     if len(signers) < keyring.threshold:
         raise KeyringError(f"keyring document has {len(signers)} valid signature(s) of the {what} keys, "
@@ -99,6 +112,10 @@ class KeyringChain:
 
     #: ``version`` (0 for :meth:`pinned`), ``expires`` (unix seconds, None for pinned),
     #: ``keyring`` (the current :class:`Keyring`), ``document`` (its signed bytes, None for pinned).
+    version: int
+    expires: int | None
+    keyring: Keyring
+    document: bytes | None
 
     def __init__(self, root: bytes) -> None:
         pairs, payload, body = _parse(root)
@@ -108,15 +125,18 @@ class KeyringChain:
 
     @classmethod
     def pinned(cls, keyring: Keyring) -> KeyringChain:
-        """A chain at version 0 whose keyring is ``keyring`` (bare keys, no signed document, no
-        expiry): the next rotation is a version-1 document signed by ``keyring``'s threshold."""
+        """A chain at version 0 of bare keys.
+
+        A chain at version 0 whose keyring is ``keyring`` (bare keys, no signed document, no
+        expiry): the next rotation is a version-1 document signed by ``keyring``'s threshold.
+        """
         if not isinstance(keyring, Keyring):
             raise TypeError("keyring must be a privmap.device.Keyring")
         chain = cls.__new__(cls)
         chain.version, chain.expires, chain.keyring, chain.document = 0, None, keyring, None
         return chain
 
-    def _set(self, body, keyring, document) -> None:
+    def _set(self, body: _Body, keyring: Keyring, document: bytes) -> None:
         self.version, self.expires = body["version"], body["expires"]
         self.keyring, self.document = keyring, document
 
@@ -135,9 +155,12 @@ class KeyringChain:
         _signed_by(new, pairs, payload, "new")
         self._set(body, new, bytes(document))
 
-    def rotate_chain(self, documents) -> int:
-        """Rotate through ``documents`` in order, at most :data:`MAX_ROTATIONS` of them; returns
-        how many were applied. The first failure raises (earlier rotations stay applied)."""
+    def rotate_chain(self, documents: Iterable[bytes]) -> int:
+        """How many keyring documents were applied.
+
+        Rotate through ``documents`` in order, at most :data:`MAX_ROTATIONS` of them; returns
+        how many were applied. The first failure raises (earlier rotations stay applied).
+        """
         applied = 0
         for document in list(documents)[:MAX_ROTATIONS]:
             self.rotate(document)
@@ -145,8 +168,11 @@ class KeyringChain:
         return applied
 
     def current(self, now: float) -> Keyring:
-        """The keyring to verify bundles with at ``now`` (unix seconds; pass the device's
-        ``now_eff``). Raises :class:`KeyringExpiredError` past the document's ``expires``."""
+        """The keyring to verify bundles with.
+
+        The keyring to verify bundles with at ``now`` (unix seconds; pass the device's
+        ``now_eff``). Raises :class:`KeyringExpiredError` past the document's ``expires``.
+        """
         if self.expires is not None and self.expires <= now:
             raise KeyringExpiredError(f"keyring version {self.version} has expired; a rotation is needed")
         return self.keyring

@@ -41,7 +41,14 @@ from privmap.device.format import (
     parse_header,
     payload_keys,
 )
-from privmap.device.kinds import TableKind, check_declared_metrics, kind_of, parse_table_body
+from privmap.device.kinds import (
+    GaussianBundle,
+    NullspaceBundle,
+    TableKind,
+    check_declared_metrics,
+    kind_of,
+    parse_table_body,
+)
 from privmap.device.trust import key_id_of
 
 from .._canonical import FLOAT_SIGNIFICANT_DIGITS, _ordered, _plain, _sorted_map, canonical_float, canonical_floats
@@ -183,7 +190,7 @@ def sign_bundle(payload_bytes: bytes, private_key: Ed25519PrivateKey) -> bytes:
 
 
 def check_bundle(bundle_bytes: bytes, public_key: Ed25519PublicKey, *, now=None,
-                 limits: Limits = Limits()) -> Bundle:
+                 limits: Limits = Limits()) -> Bundle | GaussianBundle | NullspaceBundle:
     """Load ``bundle_bytes`` back with the device runtime, trusting only ``public_key``.
 
     ``now`` is the time (unix seconds) the expiry is judged at; ``None`` reads the system clock,

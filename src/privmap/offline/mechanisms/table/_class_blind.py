@@ -83,20 +83,24 @@ def class_directions(X: np.ndarray, private: np.ndarray, n_classes: int) -> tupl
 
 @dataclass(frozen=True)
 class ClassBlind:
-    """A quantizer called as :func:`privmap.offline.data.quantize` is (``X`` (n, d), ``k``,
+    """A quantizer that clusters the rows with the classes' directions projected out.
+
+    A quantizer called as :func:`privmap.offline.data.quantize` is (``X`` (n, d), ``k``,
     ``metric``, ``seed``, ``integer``, ``bounds``) that clusters the rows of ``X`` with their
     classes' mean differences projected out (module docstring; :func:`class_directions` of ``X``
     and ``private``, shape (n,), codes in ``range(n_classes)``), then assigns every row of the full
     ``X`` to its nearest centre (the device's rule) and drops centres no row is nearest to.
     ``base`` is the quantizer it wraps (a cross-fitting fold's one-start k-means; None: the
     build's :func:`quantize`). Raises :class:`BuildError` for another metric than l2 or a
-    missing cell."""
+    missing cell.
+    """
 
     private: np.ndarray
     n_classes: int
     base: Callable | None = None
 
-    def __call__(self, X, k, *, metric="l2", seed=0, integer=None, bounds=None) -> Quantization:
+    def __call__(self, X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0, integer: np.ndarray | None = None,
+                 bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Quantization:
         if metric != "l2":
             raise BuildError("the class-blind codebook needs the l2 metric")
         X = np.asarray(X, dtype=float)

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import sparse
 
 from ..._errors import InfeasibleError, SolverError
@@ -89,7 +90,9 @@ SUPPORT_FLOOR = 1e-9
 
 @dataclass(frozen=True)
 class Pairs:
-    """Sparse weights of raw rows on outputs: pair p gives row ``rows[p]`` weight ``weights[p]``
+    """Sparse weights of raw rows on outputs.
+
+    Sparse weights of raw rows on outputs: pair p gives row ``rows[p]`` weight ``weights[p]``
     on output ``outs[p]`` (int64, int64, float arrays of shape (P,)); ``n_outputs`` is m.
 
     The sparse form of a dense (n, m) weight matrix (its non-zero entries).
@@ -109,8 +112,11 @@ class Pairs:
 
     @classmethod
     def from_table(cls, labels: np.ndarray, table: np.ndarray, row_mass: np.ndarray) -> Pairs:
-        """Row b on output j with weight ``row_mass[b] * table[labels[b], j]``, for the table's
-        non-zeros only: labels (n,), table (K_in, K_out), row_mass (n,)."""
+        """The pairs of rows and outputs a table's non-zeros give.
+
+        Row b on output j with weight ``row_mass[b] * table[labels[b], j]``, for the table's
+        non-zeros only: labels (n,), table (K_in, K_out), row_mass (n,).
+        """
         labels = np.asarray(labels, dtype=np.int64)
         order = np.argsort(labels, kind="stable")
         counts = np.bincount(labels, minlength=table.shape[0])
@@ -123,23 +129,29 @@ class Pairs:
         return cls(rows, j[which], row_mass[rows] * table[c, j][which], table.shape[1])
 
     def of_outputs(self, chosen: np.ndarray) -> Pairs:
-        """The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order:
-        their :meth:`per_output` sums are bitwise those over all pairs (others get 0)."""
+        """The pairs of the chosen outputs.
+
+        The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order:
+        their :meth:`per_output` sums are bitwise those over all pairs (others get 0).
+        """
         keep = chosen[self.outs]
         return Pairs(self.rows[keep], self.outs[keep], self.weights[keep], self.n_outputs)
 
     def per_output(self, values: np.ndarray) -> np.ndarray:
-        """sum over pairs of ``values`` (P,) by output, shape (m,)."""
+        """The sum over pairs of ``values`` (P,) by output, shape (m,)."""
         return np.bincount(self.outs, weights=values, minlength=self.n_outputs)
 
 
-def _as_pairs(W) -> Pairs:
+def _as_pairs(W: np.ndarray | Pairs) -> Pairs:
     return W if isinstance(W, Pairs) else Pairs.from_dense(W)
 
 
 class MetricDistance:
-    """d(X, Y) -> (n, m) of a quantized metric (masked over NaN cells of X), with the same
-    distance on pairs: ``pairs(X, Y, rows, outs)`` = d(X[rows[p]], Y[outs[p]]), shape (P,)."""
+    """The raw distance of a quantized metric, on matrices and on pairs.
+
+    d(X, Y) -> (n, m) of a quantized metric (masked over NaN cells of X), with the same
+    distance on pairs: ``pairs(X, Y, rows, outs)`` = d(X[rows[p]], Y[outs[p]]), shape (P,).
+    """
 
     def __init__(self, metric: str):
         self.metric = metric
@@ -205,9 +217,12 @@ class Codebook:
     solved: SolveResult | None
 
     def solve_result(self, start: SolveResult) -> SolveResult:
-        """The step's table as a :class:`~privmap.offline.solvers.SolveResult`: its leakage and
+        """The step's table as a solve result.
+
+        The step's table as a :class:`~privmap.offline.solvers.SolveResult`: its leakage and
         distortion, with the solver, multiplier and gap of the last kept re-solve (``start``, the
-        solve the step began from, when none was kept)."""
+        solve the step began from, when none was kept).
+        """
         last = self.solved or start
         return SolveResult(table=self.table, leakage_bits=self.leakage_bits, distortion=self.distortion,
                            multiplier=last.multiplier, gap_bits=last.gap_bits, status="optimal", solver=last.solver,
@@ -237,7 +252,7 @@ def conditional_distortion(X: np.ndarray, labels: np.ndarray, n_inputs: int, out
     return total
 
 
-def move_outputs(X: np.ndarray, weights, outputs: np.ndarray, *, distance: Distance,
+def move_outputs(X: np.ndarray, weights: np.ndarray | Pairs, outputs: np.ndarray, *, distance: Distance,
                  centre: Centre, project: Project) -> tuple[np.ndarray, float]:
     """Step A: each output to its weighted optimum, kept only where that lowers its cost.
 
@@ -259,7 +274,7 @@ def move_outputs(X: np.ndarray, weights, outputs: np.ndarray, *, distance: Dista
     """
     pairs = _as_pairs(weights)
 
-    def cost(Y, of: Pairs = pairs):
+    def cost(Y: np.ndarray, of: Pairs = pairs) -> np.ndarray:
         return of.per_output(of.weights * _pair_distance(distance, X, Y, of))
 
     current = cost(outputs)
@@ -359,24 +374,31 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
 
 
 def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each distinct (psi(b), b) once: rows (m, d), their labels (m,) and how many raw rows each
+    """Each distinct (psi(b), b) once, with how many raw rows it stands for.
+
+    Each distinct (psi(b), b) once: rows (m, d), their labels (m,) and how many raw rows each
     stands for (m,). Equal rows of one input have equal weights on every output, so the step's
     optima and D' are the same on them (UCI Adult's 48,842 rows on 5 columns: 14,846 distinct).
-    Rows with a NaN cell are never merged (NaN equals nothing), which is only a missed saving."""
+    Rows with a NaN cell are never merged (NaN equals nothing), which is only a missed saving.
+    """
     keyed = np.column_stack([labels.astype(float), X])
     distinct, times = unique_rows(keyed)
     return np.ascontiguousarray(distinct[:, 1:]), distinct[:, 0].astype(np.int64), times.astype(float)
 
 
-def resolve_at(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> SolveResult | None:
-    """Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
+def resolve_at(p_ac: np.ndarray, D: np.ndarray, budget: float, *, perfect: bool, solver: str, tol_bits: float,
+               warm: SolveResult | None = None) -> SolveResult | None:
+    """Step B's solution, or None when the solver fails.
+
+    Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
     ``warm`` (a previous answer) when given, unless a cold solve would start from another solver's
     answer (many private classes: :func:`~privmap.offline.solvers.starts_from_interior`,
     :func:`~privmap.offline.solvers.starts_from_conic`): that start is the faster there (UCI
     Adult, 15 occupation classes, K = 64: the codebook step 17.0 CPU-s warm-started from the
     build's polished answer, 6.3 through the conic reference), or
     :func:`~privmap.offline.solvers.solve` sets the start aside (more than
-    ``WARM_START_MAX_CLASSES`` classes)."""
+    ``WARM_START_MAX_CLASSES`` classes).
+    """
     if perfect:
         return perfect_privacy_solution(p_ac, D)
     try:
@@ -390,7 +412,9 @@ def resolve_at(p_ac, D, budget, *, perfect, solver, tol_bits, warm=None) -> Solv
 def refine_in_passes(sweep: Callable, distance_sums: Callable, p_ac: np.ndarray, solved: SolveResult,
                      outputs: np.ndarray, input_rows: np.ndarray, *, project: Project, perfect: bool, solver: str,
                      tol_bits: float, folds: int) -> tuple[Codebook, np.ndarray]:
-    """One round of the codebook step with the rows read in passes, as an out-of-core backend reads
+    """One round of the codebook step with the rows read in passes.
+
+    One round of the codebook step with the rows read in passes, as an out-of-core backend reads
     them (:class:`._partitioned.PartitionedRows`); l2 metric.
 
     Step A moves each released row towards the geometric median of the raw rows sent to it
@@ -470,8 +494,10 @@ def refine_in_passes(sweep: Callable, distance_sums: Callable, p_ac: np.ndarray,
 
 
 def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: bool, solver: str, tol_bits: float,
-                 warm: SolveResult | None = None):
-    """Step B on its own: re-solve program (19) with distortion matrix D (K_in, K_out) at the
+                 warm: SolveResult | None = None) -> tuple[np.ndarray, float, float, SolveResult | None]:
+    """Step B on its own, its table kept only if it leaks and distorts no more.
+
+    Step B on its own: re-solve program (19) with distortion matrix D (K_in, K_out) at the
     distortion table q meets under it (:func:`resolve_at`), keeping the new table only if it leaks
     and distorts no more (the rule of :func:`refine`). The fast solver starts from ``warm``, the
     solve that gave q, when given.
@@ -515,19 +541,21 @@ def metric_center(metric: str, *, integer: np.ndarray, lo: np.ndarray, hi: np.nd
     if metric not in centres:
         raise ValueError(f"no codebook optimum for metric {metric!r}; expected one of {', '.join(centres)}")
 
-    def project(Y):
+    def project(Y: np.ndarray) -> np.ndarray:
         return np.clip(np.where(integer, np.round(Y), Y), lo, hi)
 
     optimum = centres[metric]
 
-    def centre(X, W, Y0):
+    def centre(X: np.ndarray, W: np.ndarray | Pairs, Y0: np.ndarray) -> np.ndarray:
         return optimum(np.asarray(X, dtype=float), _as_pairs(W), np.asarray(Y0, dtype=float))
 
     return MetricDistance(metric), centre, project
 
 
-def _geometric_median(X, pairs: Pairs, Y0):
-    """Weiszfeld's iteration for every output at once, from the weighted mean, for at most
+def _geometric_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The geometric median of the rows sent to each output, by Weiszfeld's iteration.
+
+    Weiszfeld's iteration for every output at once, from the weighted mean, for at most
     :data:`WEISZFELD_STEPS` steps; an output stops once a step moves it by at most
     :data:`WEISZFELD_TOLERANCE` x (1 + its largest coordinate), and later steps touch only the
     pairs of outputs still moving. Distances over each row's observed cells (a missing cell is
@@ -540,7 +568,8 @@ def _geometric_median(X, pairs: Pairs, Y0):
     bytes and zero their differences, rather than gather the mask as floats to multiply by.
     Gathering every pair's row once per call cost as much as the steps themselves and, at 39 MiB
     a copy on the 14,000 x 50 survey benchmark, a third of a second of page faults in a fresh
-    process."""
+    process.
+    """
     m = pairs.n_outputs
     order = np.argsort(pairs.outs, kind="stable")
     outs, rows, weights = pairs.outs[order], pairs.rows[order], pairs.weights[order]
@@ -548,7 +577,7 @@ def _geometric_median(X, pairs: Pairs, Y0):
     missing = np.isnan(X)
     values, seen = np.where(missing, 0.0, X), (~missing).astype(float)
 
-    def weighted_mean(w, Y):
+    def weighted_mean(w: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
         U = sparse.csr_matrix((w, rows, bounds), shape=(m, X.shape[0]))
         total, sums = U @ seen, U @ values
         return np.where(total > 0, sums / np.where(total > 0, total, 1.0), Y)
@@ -576,7 +605,8 @@ def _geometric_median(X, pairs: Pairs, Y0):
     return Y
 
 
-def _observed_pairs(X, pairs: Pairs, k: int):
+def _observed_pairs(X: NDArray[np.float64], pairs: Pairs, k: int
+                   ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
     """Column k's values, outputs and weights over the pairs whose row observed it."""
     column = X[pairs.rows, k]
     keep = ~np.isnan(column) & (pairs.weights > 0)
@@ -590,9 +620,12 @@ def _first_per_output(outs_sorted: np.ndarray, chosen: np.ndarray) -> tuple[np.n
     return outs, at[first]
 
 
-def _weighted_median(X, pairs: Pairs, Y0):
-    """Per output and column, over its observed cells, the lowest value where the cumulative weight
-    reaches half the total."""
+def _weighted_median(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The weighted median of the rows sent to each output.
+
+    Per output and column, over its observed cells, the lowest value where the cumulative weight
+    reaches half the total.
+    """
     Y = np.array(Y0, dtype=float, copy=True)
     for k in range(X.shape[1]):
         values, outs, weights = _observed_pairs(X, pairs, k)
@@ -609,9 +642,12 @@ def _weighted_median(X, pairs: Pairs, Y0):
     return Y
 
 
-def _weighted_mode(X, pairs: Pairs, Y0):
-    """Per output and column, over its observed cells, the value carrying the most weight (ties to
-    the smallest value)."""
+def _weighted_mode(X: NDArray[np.float64], pairs: Pairs, Y0: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The weighted mode of the rows sent to each output.
+
+    Per output and column, over its observed cells, the value carrying the most weight (ties to
+    the smallest value).
+    """
     Y = np.array(Y0, dtype=float, copy=True)
     for k in range(X.shape[1]):
         values, outs, weights = _observed_pairs(X, pairs, k)

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
+from scipy import sparse
 
 from ..._errors import BuildError, DatasetError
 from ...data import joint_prior
@@ -60,7 +62,7 @@ class ErasureProblem:
     p_ac: np.ndarray
 
 
-def _tuples(public) -> list[tuple[str, ...]]:
+def _tuples(public: ArrayLike) -> list[tuple[str, ...]]:
     rows = np.asarray(public, dtype=object)
     if rows.ndim != 2 or rows.shape[1] < 1:
         raise DatasetError(f"public data must be a table of shape (n, d), got shape {rows.shape}")
@@ -74,7 +76,7 @@ def _tuples(public) -> list[tuple[str, ...]]:
     return out
 
 
-def input_alphabet(public) -> tuple[list[tuple[str, ...]], np.ndarray]:
+def input_alphabet(public: ArrayLike) -> tuple[list[tuple[str, ...]], np.ndarray]:
     """Distinct public tuples (sorted) and the index of each row among them.
 
     Parameters
@@ -116,7 +118,7 @@ def categorical_code(features: Sequence[str], tuples: Sequence[tuple[str, ...]]
     return specs, code
 
 
-def _output_key(t: tuple[str | None, ...]):
+def _output_key(t: tuple[str | None, ...]) -> tuple[int, tuple[tuple[bool, str], ...]]:
     return (sum(v is ERASED for v in t), tuple((v is ERASED, v or "") for v in t))
 
 
@@ -147,7 +149,8 @@ def erasure_distortion(inputs: Sequence[Sequence[str]] | np.ndarray,
     return D
 
 
-def erasure_problem(public, private, n_classes: int, features: Sequence[str] | None = None) -> ErasureProblem:
+def erasure_problem(public: ArrayLike, private: ArrayLike, n_classes: int,
+                    features: Sequence[str] | None = None) -> ErasureProblem:
     """Build the erasure instance of program (19) from categorical public data.
 
     Parameters
@@ -174,13 +177,14 @@ def erasure_problem(public, private, n_classes: int, features: Sequence[str] | N
                           distortion=D, labels=labels, p_ac=p_ac)
 
 
-def lookup(inputs: Sequence[tuple[str, ...]], rows) -> np.ndarray:
+def lookup(inputs: Sequence[tuple[str, ...]], rows: ArrayLike) -> np.ndarray:
     """Index of each row's tuple among ``inputs`` (exact match), ``-1`` when absent."""
     where = {tuple(t): i for i, t in enumerate(inputs)}
     return np.array([where.get(tuple(r), -1) for r in np.asarray(rows, dtype=object)], dtype=np.int64)
 
 
-def check_only_erases(inputs, outputs, q, *, atol: float = 0.0) -> None:
+def check_only_erases(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str | None]],
+                      q: np.ndarray | sparse.spmatrix, *, atol: float = 0.0) -> None:
     """Raise :class:`BuildError` if ``q`` puts mass (> atol) on an output that changes a kept value."""
     D = erasure_distortion(inputs, outputs)
     q = np.asarray(q.toarray() if hasattr(q, "toarray") else q, dtype=float)
@@ -196,7 +200,7 @@ def format_cell(value: str | None, erased: str = "-") -> str:
     return erased if value is ERASED else str(value)
 
 
-def most_probable_mapping(problem: ErasureProblem, q, classes: Sequence[str], *, top: int = 8,
+def most_probable_mapping(problem: ErasureProblem, q: np.ndarray | sparse.spmatrix, classes: Sequence[str], *, top: int = 8,
                           neutral: float = 0.1) -> list[dict]:
     """The most probable released tuple of the ``top`` most frequent inputs (seed 000, Fig. 5).
 

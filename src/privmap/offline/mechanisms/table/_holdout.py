@@ -85,6 +85,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import Protocol, cast
 
 import numpy as np
 from scipy import sparse
@@ -93,12 +94,13 @@ from ..._errors import BuildError
 from ..._heldout_leakage import bracket_terms, pooled_bracket
 from ..._joint import column_key
 from ..._rows import unique_rows
-from ...data import Dataset, assigned_distance, joint_prior, nearest, prior_from_counts, quantize
+from ...data import Dataset, Quantization, assigned_distance, joint_prior, nearest, prior_from_counts, quantize
 from ...measures import exposed_shares
+from .._seed000 import Seed000Options
 from ._codebook import resolve_kept
-from ._program import solve_prior, solve_rows
+from ._program import Solved, solve_prior, solve_rows
 from ._reuse import BuildStart
-from ._rows import Alphabet
+from ._rows import Alphabet, Rows
 from ._tasks import Tasks, run_tasks
 
 #: Two-sided confidence of the interval.
@@ -106,6 +108,20 @@ CONFIDENCE = 0.95
 #: Environment variable giving the number of processes that run the folds, this one included
 #: (default: the machine's cores).
 JOBS_ENV = "PRIVMAP_JOBS"
+
+
+class _FoldRows(Rows, Protocol):
+    """The rows the folds are drawn from.
+
+    The rows the folds are drawn from (a :class:`._in_memory.InMemoryRows`, whose module imports
+    this one): a :class:`Dataset`, and the rows a fold trains on.
+    """
+
+    @property
+    def dataset(self) -> Dataset: ...
+
+    def subset(self, rows: np.ndarray) -> Rows:
+        """The rows at the indexes ``rows`` (shape (m,))."""
 
 
 @dataclass(frozen=True)
@@ -190,10 +206,13 @@ class HoldoutLeakage:
     fold_costs: tuple = field(default=(), compare=False)
 
     def metrics(self) -> dict:
-        """The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md), with each
+        """The bundle metrics this estimate adds.
+
+        The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md), with each
         private column's ``holdout_leakage_bits[COL]`` and its interval when there are several, and
         the strongest attacker's AUC and its upper bound when the folds simulated releases (``--clusters auto``),
-        and each attacker's as ``holdout_attacker_auc_NAME`` and ``holdout_attacker_auc_high_NAME``."""
+        and each attacker's as ``holdout_attacker_auc_NAME`` and ``holdout_attacker_auc_high_NAME``.
+        """
         out = {"holdout_leakage_bits": self.leakage_bits, "holdout_leakage_low_bits": self.low_bits,
                "holdout_leakage_high_bits": self.high_bits, "holdout_plugin_bits": self.plugin_bits,
                "holdout_bias_bits": self.bias_bits, "holdout_distortion": self.distortion,
@@ -235,15 +254,19 @@ class FoldKMeans:
 
     init: np.ndarray | None = None
 
-    def __call__(self, X, k, *, metric="l2", seed=0, integer=None, bounds=None):
+    def __call__(self, X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0, integer: np.ndarray | None = None,
+                 bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Quantization:
         start = "k-means++" if self.init is None else self.init
         return quantize(X, k, metric=metric, seed=seed, integer=integer, bounds=bounds, init=start, n_init=1)
 
 
 def fold_jobs(tasks: int, jobs: int | None = None) -> int:
-    """Processes for ``tasks`` independent folds, this one included (:class:`._tasks.Tasks`):
+    """Processes for independent folds, this one included.
+
+    Processes for ``tasks`` independent folds, this one included (:class:`._tasks.Tasks`):
     ``jobs``, else ``$PRIVMAP_JOBS``, else the machine's cores; never more than ``tasks``. Raises
-    :class:`BuildError` for a value below 1."""
+    :class:`BuildError` for a value below 1.
+    """
     if jobs is None:
         raw = os.environ.get(JOBS_ENV, "").strip()
         try:
@@ -255,7 +278,7 @@ def fold_jobs(tasks: int, jobs: int | None = None) -> int:
     return max(1, min(int(jobs), tasks))
 
 
-def cross_fitted_leakage(rows, options, *, folds: int | None = None, attacker: bool = False,
+def cross_fitted_leakage(rows: _FoldRows, options: Seed000Options, *, folds: int | None = None, attacker: bool = False,
                          progress: Callable[[float], None] | None = None, start: str = "single",
                          centers: np.ndarray | None = None, jobs: int | None = None,
                          build: BuildStart | None = None) -> HoldoutLeakage:
@@ -299,11 +322,13 @@ def cross_fitted_leakage(rows, options, *, folds: int | None = None, attacker: b
     return result
 
 
-def cross_fitted_many(rows, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
+def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
                       start: str = "single", centers: Sequence[np.ndarray | None] | None = None,
                       jobs: int | None = None, builds: Sequence[BuildStart | None] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> list:
-    """:func:`cross_fitted_leakage` of several candidate options on one set of folds, every
+    """The cross-fitted leakage of several candidates on one set of folds.
+
+    :func:`cross_fitted_leakage` of several candidate options on one set of folds, every
     (candidate, fold) pair a task shared by this process and its workers (:class:`._tasks.Tasks`).
 
     Parameters
@@ -368,13 +393,15 @@ class PendingFolds:
     def __enter__(self) -> PendingFolds:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if not self._done:
             self._tasks.cancel()
 
 
-def start_cross_fitting(rows, options, *, jobs: int | None = None) -> PendingFolds | None:
-    """Set :func:`cross_fitted_leakage`'s folds going in worker processes before the build's own
+def start_cross_fitting(rows: _FoldRows, options: Seed000Options, *, jobs: int | None = None) -> PendingFolds | None:
+    """The cross-fitting folds set going before the build's own stages, or None.
+
+    Set :func:`cross_fitted_leakage`'s folds going in worker processes before the build's own
     stages, which they do not depend on (a build below ``_reuse.START_CLUSTERS``): the workers fold
     while this process builds, and this process joins them when it reaches the estimate
     (:meth:`PendingFolds.result`; the same estimate, fold for fold). None where there would be no
@@ -395,11 +422,15 @@ def start_cross_fitting(rows, options, *, jobs: int | None = None) -> PendingFol
 
 
 class _Folds:
-    """The (candidate, fold) tasks of :func:`cross_fitted_many` (``work``: the arguments of each
-    :func:`_fold`, candidate by candidate) and the pooling of their outcomes (:meth:`results`).
-    Raises BuildError as :func:`cross_fitted_many` does."""
+    """The (candidate, fold) tasks of a cross-fitting and the pooling of their outcomes.
 
-    def __init__(self, rows, candidates: Sequence, *, folds, attacker, start, centers, builds):
+    The (candidate, fold) tasks of :func:`cross_fitted_many` (``work``: the arguments of each
+    :func:`_fold`, candidate by candidate) and the pooling of their outcomes (:meth:`results`).
+    Raises BuildError as :func:`cross_fitted_many` does.
+    """
+
+    def __init__(self, rows: _FoldRows, candidates: Sequence[Seed000Options], *, folds: int | None, attacker: bool, start: str,
+                 centers: Sequence[np.ndarray | None] | None, builds: Sequence[BuildStart | None] | None) -> None:
         from sklearn.model_selection import StratifiedKFold
         dataset = rows.dataset
         seed = candidates[0].seed
@@ -416,7 +447,7 @@ class _Folds:
             raise BuildError(f"unknown k-means start {start!r}; expected one of {', '.join(STARTS)}")
         if start == "warm" and (centers is None or len(centers) != len(candidates)):
             raise BuildError("warm-started folds need each candidate's full-data centers")
-        centers = list(centers) if start == "warm" else [None] * len(candidates)
+        centers = list(centers) if start == "warm" and centers is not None else [None] * len(candidates)
         builds = list(builds) if builds is not None else [None] * len(candidates)
         self.tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
         single = [dataclasses.replace(o, cross_fitting=None) for o in candidates]
@@ -436,23 +467,29 @@ class _Folds:
 
 
 def _import_fold_libraries(candidates: Sequence, n_classes: int) -> None:
-    """Import here the libraries every fold imports on first use: scikit-learn's k-means (quantized
+    """The libraries every fold imports on first use, imported here.
+
+    Import here the libraries every fold imports on first use: scikit-learn's k-means (quantized
     mechanism) and POT's network simplex (Delta0 of a binary attribute). They are imported lazily so
     that commands which never cluster start fast; a build needs them anyway, and importing them
     before the workers are forked (:mod:`._tasks`) spares each forked worker importing them again
-    (0.12 CPU-s a worker on the survey of benchmarks/README.md)."""
+    (0.12 CPU-s a worker on the survey of benchmarks/README.md).
+    """
     if any(o.quantizes for o in candidates):
         import sklearn.cluster  # noqa: F401
     if n_classes == 2:
         import ot  # noqa: F401
 
 
-def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str, centers,
-          attacker: bool, build: BuildStart | None = None):
-    """One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
+def _fold(rows: _FoldRows, options: Seed000Options, i: int, train: np.ndarray, test: np.ndarray, start: str,
+          centers: np.ndarray | None, attacker: bool, build: BuildStart | None = None) -> dict | BuildError:
+    """One fold's figures, or its BuildError.
+
+    One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
     measured here because a pooled worker's CPU time is invisible to the parent until the pool is
     reaped), or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: "
-    (an operator whose build fails after the folds learns which stage and which fold)."""
+    (an operator whose build fails after the folds learns which stage and which fold).
+    """
     dataset = rows.dataset
     wall, cpu = time.perf_counter(), time.process_time()
     try:
@@ -460,8 +497,9 @@ def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str
         quantizer = None
         if options.quantizes and start == "single":
             quantizer = FoldKMeans()
-        elif options.quantizes and start == "warm" and fitted.clusters >= len(centers):
-            fitted = dataclasses.replace(fitted, clusters=len(centers))
+        elif options.quantizes and start == "warm" and centers is not None and cast(int, fitted.clusters) >= len(centers):
+            # clusters: a field of a quantizing mechanism's options, which the engine does not import
+            fitted = dataclasses.replace(fitted, clusters=len(centers))  # type: ignore[call-arg]
             quantizer = FoldKMeans(np.asarray(centers, dtype=float))
         fit = solve_rows(rows.subset(train), fitted, quantizer=quantizer, start=build)
         symbols = _lookup(fit.alphabet, dataset, test, options)
@@ -482,8 +520,11 @@ def _fold(rows, options, i: int, train: np.ndarray, test: np.ndarray, start: str
 
 
 def _cost(i: int, wall: float, cpu: float) -> dict:
-    """Fold ``i``'s entry of :attr:`HoldoutLeakage.fold_costs`, from its start's ``perf_counter`` and
-    ``process_time``, measured in the process that ran it."""
+    """A fold's cost as its process measured it.
+
+    Fold ``i``'s entry of :attr:`HoldoutLeakage.fold_costs`, from its start's ``perf_counter`` and
+    ``process_time``, measured in the process that ran it.
+    """
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"fold": i + 1, "started": wall, "seconds": round(time.perf_counter() - wall, 3),
             "cpu_seconds": round(time.process_time() - cpu, 3),
@@ -491,17 +532,23 @@ def _cost(i: int, wall: float, cpu: float) -> dict:
 
 
 def _pooled(share: np.ndarray, parts: list) -> tuple[float, float, float, float, float, float, float]:
-    """``(estimate, low, high, plugin, bias, cross_entropy, standard_error)`` of the folds' brackets
+    """The folds' brackets pooled.
+
+    ``(estimate, low, high, plugin, bias, cross_entropy, standard_error)`` of the folds' brackets
     ``parts`` (dicts of :func:`privmap.offline._heldout_leakage.bracket_terms`) pooled with the
-    weights ``share``."""
+    weights ``share``.
+    """
     b = pooled_bracket(parts, share, CONFIDENCE)
     return (b.estimate, b.low, b.high, b.upper, b.upper - (b.lower + b.upper) / 2.0, b.lower, b.standard_error)
 
 
 def pool_folds(parts: list, k: int) -> HoldoutLeakage:
-    """The folds' figures pooled, weighted by held-out rows, with the bracket's interval (also the
+    """The folds' figures pooled into one estimate.
+
+    The folds' figures pooled, weighted by held-out rows, with the bracket's interval (also the
     out-of-core build's, whose folds carry no ``unmatched`` count nor simulated releases), and each
-    private column's the same way when the folds measured them (``columns``)."""
+    private column's the same way when the folds measured them (``columns``).
+    """
     sizes = np.array([p["rows"] for p in parts], dtype=float)
     share = sizes / sizes.sum()
     estimate, low, high, plugin, bias, cross_entropy, error = _pooled(share, parts)
@@ -521,10 +568,13 @@ def pool_folds(parts: list, k: int) -> HoldoutLeakage:
                                            for p in parts if "cost" in p))
 
 
-def _drawn_outputs(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One draw of the output index (n,) for each of ``symbols`` (n,) under the fold's table: each
+def _drawn_outputs(fit: Solved, symbols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One drawn output index for each symbol under the fold's table.
+
+    One draw of the output index (n,) for each of ``symbols`` (n,) under the fold's table: each
     row takes the first output whose cumulative probability in its table row exceeds a uniform
-    draw (searched over the row's non-zeros only)."""
+    draw (searched over the row's non-zeros only).
+    """
     drawn_from = sparse.csr_matrix(fit.solved.table)[symbols]
     cumulative = np.cumsum(drawn_from.data)
     start, end = drawn_from.indptr[:-1], drawn_from.indptr[1:]
@@ -533,16 +583,20 @@ def _drawn_outputs(fit, symbols: np.ndarray, rng: np.random.Generator) -> np.nda
     return drawn_from.indices[at]
 
 
-def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray, options,
+def _fold_attack(fit: Solved, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray,
+                 options: Seed000Options,
                  rng: np.random.Generator) -> dict:
-    """The fold's attackers as outside ones meet the mechanism
+    """The fold's attackers' AUCs on its held-out rows.
+
+    The fold's attackers as outside ones meet the mechanism
     (:func:`privmap.offline._strongest.strongest_attack`): trained on the fold's training rows as
     the fold's table releases them, one draw each, and scored on one draw of each held-out row's
     release; ``{attacker: (AUC, its standard error)}`` over the held-out rows. The release is a
     function of the table's output, so the Bayes attacker counts the outputs drawn (and logistic
     regression is fitted on the distinct released rows, weighted). One table trains and is attacked,
     as a deployed bundle is: an attacker pooled over the folds' releases would face five
-    different tables at once and understate what one table tells."""
+    different tables at once and understate what one table tells.
+    """
     from ..._strongest import strongest_attack
     trained = _lookup(fit.alphabet, dataset, train, options)
     seen = trained >= 0
@@ -556,11 +610,14 @@ def _fold_attack(fit, dataset: Dataset, train: np.ndarray, held: np.ndarray, hel
 
 
 def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
-    """The attacker's fields of :class:`HoldoutLeakage` from the folds' ``attacks`` (each
+    """The attacker's fields of the estimate, pooled over the folds.
+
+    The attacker's fields of :class:`HoldoutLeakage` from the folds' ``attacks`` (each
     ``{attacker: (AUC, standard error)}``): each attacker's AUCs weighted by the folds' held-out
     rows ``share`` and its one-sided upper bound at :data:`CONFIDENCE` from their standard errors
     (the folds' held-out rows are disjoint); the strongest attacker's AUC, the largest bound; none
-    without simulated releases."""
+    without simulated releases.
+    """
     if not attacks:
         return {}
     from scipy.stats import norm
@@ -577,19 +634,26 @@ def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
             "attacker": strongest[0], "attackers": tuple(rows)}
 
 
-def fold_options(options, dataset: Dataset, rows: np.ndarray):
-    """The build's options for the training fold of ``dataset`` at the indexes ``rows`` (shape (m,)):
-    K is capped at the fold's distinct rows."""
+def fold_options(options: Seed000Options, dataset: Dataset, rows: np.ndarray) -> Seed000Options:
+    """The build's options for a training fold.
+
+    The build's options for the training fold of ``dataset`` at the indexes ``rows`` (shape (m,)):
+    K is capped at the fold's distinct rows.
+    """
     if not options.quantizes:
         return options
     distinct = unique_rows(dataset.public[rows])[0].shape[0]
-    return dataclasses.replace(options, clusters=min(options.clusters, distinct))
+    # clusters: a field of a quantizing mechanism's options (chosen by now), which the engine does not import
+    return dataclasses.replace(options, clusters=min(cast(int, options.clusters), distinct))  # type: ignore[call-arg]
 
 
-def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, options) -> np.ndarray:
-    """Input index of each held-out row by the device's rule (the equal tuple of the exact
+def _lookup(alphabet: Alphabet, dataset: Dataset, rows: np.ndarray, options: Seed000Options) -> np.ndarray:
+    """Input index of each held-out row by the device's rule.
+
+    Input index of each held-out row by the device's rule (the equal tuple of the exact
     mechanism's alphabet, else the nearest representative in ``options.metric``); -1 where the
-    device would refuse it."""
+    device would refuse it.
+    """
     if not options.quantizes:
         from ._erasure import lookup
         inputs = [tuple(f["values"][v] for v, f in zip(row, alphabet.features)) for row in alphabet.inputs]
@@ -600,15 +664,19 @@ def _lookup(alphabet, dataset: Dataset, rows: np.ndarray, options) -> np.ndarray
     return nearest(X, np.asarray(alphabet.inputs, dtype=float), options.metric)
 
 
-def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric, *, equal_inputs: bool) -> dict:
-    """A fold's bracket terms (:func:`privmap.offline._heldout_leakage.bracket_terms`), exposed
+def fold_estimate(fit: Solved | SimpleNamespace, dataset: Dataset | SimpleNamespace, rows: np.ndarray,
+                  symbols: np.ndarray, metric: str, *, equal_inputs: bool) -> dict:
+    """A fold's bracket terms, exposed shares and distortion.
+
+    A fold's bracket terms (:func:`privmap.offline._heldout_leakage.bracket_terms`), exposed
     shares at :data:`privmap.offline.measures.EXPOSURE_FACTORS` (``exposed``, under the fold's
     training prior ``fit.p_ac``) and mean distortion on its held-out ``rows`` (looked up as
     ``symbols``); work in the table's non-zeros, not rows x K_out. With several private columns
     (``dataset.columns``), ``columns`` holds each one's bracket terms. ``equal_inputs``: each
     row equals its input symbol (the exact mechanism's lookup, or a partitioned estimate's
     per-symbol distortions), so its distortion is the alphabet's; else it is measured in
-    ``metric`` from the row to the outputs."""
+    ``metric`` from the row to the outputs.
+    """
     n_classes = fit.p_ac.shape[0]
     q = sparse.csr_matrix(fit.solved.table)
     private = dataset.private[rows]
@@ -632,8 +700,10 @@ def fold_estimate(fit, dataset: Dataset | SimpleNamespace, rows, symbols, metric
 
 
 def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,
-                             options, *, progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
-    """Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again
+                             options: Seed000Options, *, progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
+    """Cross-fitted leakage from fold-wise counts and distance sums.
+
+    Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again
     (an out-of-core build's: :class:`._partitioned.PartitionedRows`; quantized mechanism, l2).
 
     The rows' backend put each row into a fold (out of core: a hash of (seed, partition, position
@@ -676,6 +746,7 @@ def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alp
         if held.sum() == 0 or train.sum(axis=1).min() == 0:
             raise BuildError(f"cross-fitting needs every private class in each of {k} folds' training rows "
                              "and held-out rows in each; lower --holdout-folds (0 skips the estimate)")
+        assert options.smoothing is not None        # the build's own prior was estimated with it
         p_train = prior_from_counts(train, smoothing=options.smoothing)
         fit = solve_prior(alphabet, p_train, fold_options)
         q = fit.solved.table

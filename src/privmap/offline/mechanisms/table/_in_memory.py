@@ -1,4 +1,6 @@
-"""Rows in memory as a seed-000 build reads them: the :class:`._rows.Rows` backend of a
+"""Rows in memory as a seed-000 build reads them.
+
+Rows in memory as a seed-000 build reads them: the :class:`._rows.Rows` backend of a
 :class:`~privmap.offline.data.Dataset`.
 
 Every row is at hand, so the alphabet is k-means with four restarts (or the exact mechanism's
@@ -32,9 +34,12 @@ __all__ = ["InMemoryRows", "raw_distortion_total"]
 
 @dataclass(frozen=True)
 class InMemoryRows:
-    """The rows of ``dataset`` (none with every public cell missing:
+    """The rows of a dataset in memory, a build's rows backend.
+
+    The rows of ``dataset`` (none with every public cell missing:
     :meth:`~privmap.offline.data.Dataset.without_all_missing`), ``dropped_rows`` of them left out
-    for that; the :class:`._rows.Rows` backend of a build in memory."""
+    for that; the :class:`._rows.Rows` backend of a build in memory.
+    """
 
     dataset: Dataset
     dropped_rows: int = 0
@@ -65,8 +70,11 @@ class InMemoryRows:
                                                 private=self.dataset.private[rows]))
 
     def alphabet(self, options: Seed000Options, *, quantizer: Callable | None = None) -> Alphabet:
-        """:meth:`._rows.Rows.alphabet`: k-means under the missing-answer policy
-        (:func:`._missing.missing_alphabet`), or the exact mechanism's tuples and erasures."""
+        """The alphabet of the rows in memory.
+
+        :meth:`._rows.Rows.alphabet`: k-means under the missing-answer policy
+        (:func:`._missing.missing_alphabet`), or the exact mechanism's tuples and erasures.
+        """
         if not options.quantizes:
             return _exact_alphabet(self.dataset)
         return _quantized_alphabet(self.dataset, options, quantizer=quantizer)
@@ -83,9 +91,12 @@ class InMemoryRows:
                                len(alphabet.inputs), seed=seed)
 
     def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
-                 perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
-        """:meth:`._rows.Rows.codebook` by :func:`._codebook.refine` on the rows: outputs moved,
-        distortion matrix and table replaced."""
+                 perfect: bool, progress: Callable[[float], None]) -> tuple[Alphabet, SolveResult, Codebook]:
+        """The codebook step on the rows in memory.
+
+        :meth:`._rows.Rows.codebook` by :func:`._codebook.refine` on the rows: outputs moved,
+        distortion matrix and table replaced.
+        """
         X = self.dataset.public
         integer = np.array([c.integer for c in alphabet.schema])
         distance, centre, project = metric_center(options.metric, integer=integer,
@@ -105,17 +116,24 @@ class InMemoryRows:
 
     def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
         labels = _labels(alphabet)
+        assert alphabet.raw_distortion is not None  # set with the labels, as _labels says
         return raw_distortion_total(labels, alphabet.raw_distortion, table) / labels.size
 
     def start_cross_fitting(self, options: Seed000Options) -> PendingFolds | None:
-        """The folds set going in worker processes before the build's own stages, where they do
-        not start from the build's answers (:func:`._holdout.start_cross_fitting`); else None."""
+        """The folds set going in worker processes, or None.
+
+        The folds set going in worker processes before the build's own stages, where they do
+        not start from the build's answers (:func:`._holdout.start_cross_fitting`); else None.
+        """
         return None if starts_folds(options) else start_cross_fitting(self, options)
 
     def cross_fitted(self, done: Solved, options: Seed000Options, *, progress: Callable[[float], None],
                      pending: PendingFolds | None = None) -> HoldoutLeakage:
-        """:func:`._holdout.cross_fitted_leakage`, each fold's solvers started from ``done`` where
-        that pays (:mod:`._reuse`), or the ``pending`` folds joined."""
+        """The cross-fitted leakage of a build on the rows in memory.
+
+        :func:`._holdout.cross_fitted_leakage`, each fold's solvers started from ``done`` where
+        that pays (:mod:`._reuse`), or the ``pending`` folds joined.
+        """
         if pending is not None:
             return pending.result(progress=progress)
         start = BuildStart.of(done, options.metric) if starts_folds(options) else None
@@ -123,13 +141,17 @@ class InMemoryRows:
 
 
 def _labels(alphabet: Alphabet) -> np.ndarray:
-    """psi of each row: an in-memory alphabet (:func:`_quantized_alphabet`, :func:`_exact_alphabet`,
-    the codebook step's) always assigns the rows."""
+    """The input symbol psi of each row.
+
+    psi of each row: an in-memory alphabet (:func:`_quantized_alphabet`, :func:`_exact_alphabet`,
+    the codebook step's) always assigns the rows.
+    """
     assert alphabet.labels is not None
     return alphabet.labels
 
 
-def raw_distortion_total(labels: np.ndarray, raw_distortion, table: CompressedTable) -> float:
+def raw_distortion_total(labels: np.ndarray, raw_distortion: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                         table: CompressedTable) -> float:
     """Sum over rows of E d(b, released) under the integer table.
 
     ``labels`` (n,) is psi of each row; ``raw_distortion(rows, outputs)`` gives d(b, output),

@@ -55,8 +55,11 @@ class MissingAlphabet:
 
 
 def column_fills(X: np.ndarray, schema: Sequence[Column]) -> np.ndarray:
-    """Training median of each column's observed cells, rounded on integer columns and kept in
-    the domain (the domain's midpoint for a column with no observed cell); shape (d,)."""
+    """Training median of each column's observed cells, within its domain.
+
+    Training median of each column's observed cells, rounded on integer columns and kept in
+    the domain (the domain's midpoint for a column with no observed cell); shape (d,).
+    """
     fills = np.empty(len(schema))
     for k, column in enumerate(schema):
         observed = X[:, k][~np.isnan(X[:, k])]
@@ -68,15 +71,21 @@ def column_fills(X: np.ndarray, schema: Sequence[Column]) -> np.ndarray:
 
 
 def bundle_cells(points: np.ndarray, integer: np.ndarray) -> list[list]:
-    """Points (K, d) as the bundle's cells: ``int`` on the columns where ``integer`` (d,) is set,
-    ``float`` elsewhere."""
+    """Points as the bundle's cells.
+
+    Points (K, d) as the bundle's cells: ``int`` on the columns where ``integer`` (d,) is set,
+    ``float`` elsewhere.
+    """
     return [[int(v) if is_int else float(v) for v, is_int in zip(row, integer)] for row in points]
 
 
 def feature_maps(schema: Sequence[Column], policy: str, fills: np.ndarray | None = None) -> list[dict]:
-    """The bundle's numeric feature maps (docs/bundle-format.md section 3) of resolved columns:
+    """The bundle's numeric feature maps of resolved columns.
+
+    The bundle's numeric feature maps (docs/bundle-format.md section 3) of resolved columns:
     each column that allows missing answers takes ``policy``'s rule, with its ``fills`` entry
-    (shape (d,)) as the recorded fill under "impute"; the others refuse them."""
+    (shape (d,)) as the recorded fill under "impute"; the others refuse them.
+    """
     features = []
     for k, c in enumerate(schema):
         rule = policy if c.missing else "refuse"

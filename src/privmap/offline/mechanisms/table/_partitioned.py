@@ -1,4 +1,6 @@
-"""Partitioned rows on a Dask cluster as a seed-000 build reads them: the :class:`._rows.Rows`
+"""Partitioned rows on a Dask cluster as a seed-000 build reads them.
+
+Partitioned rows on a Dask cluster as a seed-000 build reads them: the :class:`._rows.Rows`
 backend of CSV or Parquet files too large for memory (quantized mechanism, l2 metric).
 
 Opening the rows validates them in one pass (1. below). Rows that fit in the in-core limit
@@ -61,10 +63,12 @@ import contextlib
 import dataclasses
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import sparse
 
 from ..._errors import BuildError, DatasetError
 from ..._joint import PrivateColumns
@@ -90,7 +94,7 @@ from ...data import (
     row_keys,
     source_sha256,
 )
-from ...solvers import SolveResult
+from ...solvers import CompressedTable, SolveResult
 from .._seed000 import Seed000Options
 from ._codebook import Codebook, metric_center, refine_in_passes
 from ._holdout import HoldoutLeakage, cross_fitted_from_counts
@@ -98,6 +102,9 @@ from ._in_memory import raw_distortion_total
 from ._missing import bundle_cells, column_fills, feature_maps
 from ._program import Solved
 from ._rows import Alphabet, Progress
+
+if TYPE_CHECKING:                                   # the scale extra's cluster, imported where it is used
+    from distributed import Client, Future
 
 __all__ = ["KMEANS", "IN_CORE_BYTES", "PartitionedRows", "SourceSummary", "check_partitioned", "in_core",
            "dask_client"]
@@ -117,6 +124,9 @@ MINIBATCH_ROWS = 4096
 MEDIAN_MAX_DISTINCT = 100_000
 #: Rows per block of distance computations (bounds scratch memory to about ``_ROWS * K_out * 16`` bytes).
 _ROWS = 4096
+#: What :func:`_assign` leaves on a worker for one partition: its counts (folds, |A|, K), the largest
+#: and the summed distance of its rows to their representatives, and its rows' (psi, fold).
+_Assignment = tuple[tuple[np.ndarray, float, float], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -180,8 +190,11 @@ class SourceSummary:
 
 @dataclass(frozen=True)
 class _Reading:
-    """How a worker reads a partition: columns, missing tokens, and (under "impute") the fills
-    that turn a row into what the device looks up."""
+    """How a worker reads a partition.
+
+    How a worker reads a partition: columns, missing tokens, and (under "impute") the fills
+    that turn a row into what the device looks up.
+    """
 
     features: tuple[str, ...]
     private: str | tuple[str, ...]
@@ -190,9 +203,12 @@ class _Reading:
 
 
 @contextlib.contextmanager
-def dask_client(*, workers: int | None = None, scheduler: str | None = None):
-    """A ``distributed.Client``: on ``scheduler`` (an address) if given, else on a new local
-    cluster of ``workers`` single-threaded worker processes (default 2), closed on exit."""
+def dask_client(*, workers: int | None = None, scheduler: str | None = None) -> Iterator[Client]:
+    """A ``distributed.Client`` for a ``with`` block.
+
+    A ``distributed.Client``: on ``scheduler`` (an address) if given, else on a new local
+    cluster of ``workers`` single-threaded worker processes (default 2), closed on exit.
+    """
     from distributed import Client, LocalCluster
     if scheduler:
         with Client(scheduler) as client:
@@ -203,8 +219,10 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None):
         yield client
 
 
-def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> None:
-    """Everything about a partitioned build's rows and options that can be refused without
+def check_partitioned(src: Source, options: Seed000Options, *, kmeans: str = "minibatch") -> None:
+    """The checks of a partitioned build that need no row.
+
+    Everything about a partitioned build's rows and options that can be refused without
     reading rows (what the out-of-core mapping alone refuses: the mechanism's out-of-core check).
 
     ``src`` is the partitioned rows (:func:`privmap.offline.data.open_source`: their
@@ -232,13 +250,18 @@ def check_partitioned(src: Source, options, *, kmeans: str = "minibatch") -> Non
 
 
 def in_core(n: int, d: int, limit_bytes: int) -> bool:
-    """Whether ``n`` points of ``d`` float64 coordinates fit in ``limit_bytes``: then a
-    partitioned build maps them in memory, with every option of the in-memory build."""
+    """Whether points fit in memory.
+
+    Whether ``n`` points of ``d`` float64 coordinates fit in ``limit_bytes``: then a
+    partitioned build maps them in memory, with every option of the in-memory build.
+    """
     return n * max(d, 1) * 8 <= limit_bytes
 
 
 class PartitionedRows:
-    """Partitioned rows (CSV or Parquet files) on a Dask cluster: the :class:`._rows.Rows`
+    """Partitioned rows on a Dask cluster, the rows backend of an out-of-core build.
+
+    Partitioned rows (CSV or Parquet files) on a Dask cluster: the :class:`._rows.Rows`
     backend of an out-of-core build (module docstring). Opening them validates every partition
     (pass 1); the other passes run when the build's stages ask for them.
 
@@ -269,8 +292,8 @@ class PartitionedRows:
         cell, by file, line or row, and column; a value outside its declared domain, by partition).
     """
 
-    def __init__(self, src: Source, options: Seed000Options, client, *, kmeans: str = "minibatch",
-                 progress: Progress | None = None, dask_progress: bool = False):
+    def __init__(self, src: Source, options: Seed000Options, client: Client, *, kmeans: str = "minibatch",
+                 progress: Progress | None = None, dask_progress: bool = False) -> None:
         check_partitioned(src, options, kmeans=kmeans)
         self._tell = progress or (lambda stage, fraction: None)
         self._run = _Runner(client, dask_progress)
@@ -313,7 +336,9 @@ class PartitionedRows:
         return self.dataset.missing_fraction
 
     def alphabet(self, options: Seed000Options, *, quantizer: Callable | None = None) -> Alphabet:
-        """:meth:`._rows.Rows.alphabet` in three passes: k-means, the representatives (group
+        """The alphabet of the partitioned rows, in three passes.
+
+        :meth:`._rows.Rows.alphabet` in three passes: k-means, the representatives (group
         means made domain-valid), and psi with each row's cross-fitting fold, kept on the workers
         (``labels`` and ``raw_distortion`` are None). A representative nobody is nearest to is
         dropped, as in memory.
@@ -357,15 +382,21 @@ class PartitionedRows:
         return alphabet
 
     def kmeans_centers(self, options: Seed000Options) -> np.ndarray:
-        """The k-means centres (``options.clusters``, d) of the rows by this backend's k-means
-        (``kmeans=``), before they are made representatives (:meth:`alphabet`)."""
+        """The k-means centres of the rows.
+
+        The k-means centres (``options.clusters``, d) of the rows by this backend's k-means
+        (``kmeans=``), before they are made representatives (:meth:`alphabet`).
+        """
         return _KMEANS[self._kmeans](self._run, self._parts, self._reading, self.dataset, options)
 
     def gathered(self) -> Dataset:
-        """Every kept row in memory, in the order of the partitions (one pass): the
+        """Every kept row in memory, as a dataset.
+
+        Every kept row in memory, in the order of the partitions (one pass): the
         :class:`~privmap.offline.data.Dataset` an in-memory build maps (NaN = a missing answer, as
         the in-memory reader gives it), its SHA-256 the source's. Only for rows that fit
-        (:func:`in_core`)."""
+        (:func:`in_core`).
+        """
         self._tell("gather", 0.05)
         got = self._run.map(_kept_rows, self._parts, reading=self._reading)
         summary = self.dataset
@@ -384,10 +415,13 @@ class PartitionedRows:
         raise BuildError("--prior posteriors fits a classifier to the rows in memory; a partitioned build counts")
 
     def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
-                 perfect: bool, progress) -> tuple[Alphabet, SolveResult, Codebook]:
-        """:meth:`._rows.Rows.codebook` in passes over the partitions
+                 perfect: bool, progress: Callable[[float], None]) -> tuple[Alphabet, SolveResult, Codebook]:
+        """The codebook step in passes over the partitions.
+
+        :meth:`._rows.Rows.codebook` in passes over the partitions
         (:func:`._codebook.refine_in_passes`, one round); the distance sums by fold on the moved
-        outputs are kept for :meth:`cross_fitted`."""
+        outputs are kept for :meth:`cross_fitted`.
+        """
         held = self._assignment()
         integer = np.array([c.integer for c in alphabet.schema])
         _, _, project = metric_center("l2", integer=integer, lo=np.array([c.min for c in alphabet.schema], float),
@@ -399,7 +433,7 @@ class PartitionedRows:
         moved = dataclasses.replace(alphabet, outputs=bundle_cells(step.outputs, integer), distortion=step.distortion_matrix)
         return moved, step.solve_result(solved), step
 
-    def measured_distortion(self, alphabet: Alphabet, table) -> float:
+    def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
         """A pass over the rows with psi from the alphabet's pass."""
         self._tell("measure", 0.92)
         outputs = np.asarray(alphabet.outputs, dtype=float)
@@ -416,9 +450,12 @@ class PartitionedRows:
         return None
 
     def cross_fitted(self, done: Solved, options: Seed000Options, *, progress: Callable[[float], None],
-                     pending=None) -> HoldoutLeakage:
-        """:func:`._holdout.cross_fitted_from_counts` on the fold-wise counts of the alphabet's pass and the
-        distance sums of the codebook step's last pass (one more pass of them without that step)."""
+                     pending: None = None) -> HoldoutLeakage:
+        """The cross-fitted leakage from the passes' counts and sums.
+
+        :func:`._holdout.cross_fitted_from_counts` on the fold-wise counts of the alphabet's pass and the
+        distance sums of the codebook step's last pass (one more pass of them without that step).
+        """
         held = self._assignment()
         if held.fold_sums is None:
             held.fold_sums = held.rows.distance_sums(np.asarray(done.alphabet.outputs, dtype=float), options.folds)
@@ -427,9 +464,12 @@ class PartitionedRows:
 
 @dataclass
 class _Assigned:
-    """What the alphabet's pass left: the rows with their psi and fold on the workers, the counts
+    """What the alphabet's pass left on the workers.
+
+    What the alphabet's pass left: the rows with their psi and fold on the workers, the counts
     (folds, |A|, K_in) by fold, private class and representative, the k-means alphabet, and the
-    distance sums (folds, K_in, K_out) on the final outputs once a pass took them."""
+    distance sums (folds, K_in, K_out) on the final outputs once a pass took them.
+    """
 
     rows: _Rows
     fold_counts: np.ndarray
@@ -442,10 +482,11 @@ class _Assigned:
 class _Rows:
     """The assigned rows on the workers: one task per partition, each given its psi and fold."""
 
-    def __init__(self, run, parts, assigned, reading, renumber):
+    def __init__(self, run: _Runner, parts: Sequence[Partition], assigned: Sequence[Future], reading: _Reading,
+                 renumber: np.ndarray) -> None:
         self.run, self.parts, self.assigned, self.reading, self.renumber = run, parts, assigned, reading, renumber
 
-    def gather(self, fn, **kwargs) -> list:
+    def gather(self, fn: Callable[..., Any], **kwargs: object) -> list:
         return self.run.gather([self.run.client.submit(fn, part, a, pure=False, reading=self.reading,
                                                        renumber=self.renumber, **kwargs)
                                 for part, a in zip(self.parts, self.assigned)])
@@ -455,9 +496,12 @@ class _Rows:
         return sum(self.gather(_distance_sums, outputs=outputs, folds=max(folds, 1),
                                n_inputs=int(self.renumber.max()) + 1))
 
-    def codebook_sums(self, table, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray) -> list:
-        """One pass of the codebook step (:func:`._codebook.refine_in_passes`' ``sweep``): the
-        partitions' :func:`_codebook_sums` added up."""
+    def codebook_sums(self, table: sparse.csr_matrix, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray) -> list:
+        """One pass of the codebook step over the partitions.
+
+        One pass of the codebook step (:func:`._codebook.refine_in_passes`' ``sweep``): the
+        partitions' :func:`_codebook_sums` added up.
+        """
         got = self.gather(_codebook_sums, table=table, per_row=per_row, Z=Z, P=P)
         return [sum(g[i] for g in got) for i in range(4)]
 
@@ -465,28 +509,31 @@ class _Rows:
 class _Runner:
     """Submits one task per partition and gathers the results in partition order."""
 
-    def __init__(self, client, show: bool):
+    def __init__(self, client: Client, show: bool) -> None:
         self.client, self.show = client, show
 
-    def map_keep(self, fn, items, **kwargs) -> list:
+    def map_keep(self, fn: Callable[..., Any], items: Iterable[object], **kwargs: object) -> list[Future]:
         return [self.client.submit(fn, item, pure=False, **kwargs) for item in items]
 
-    def gather(self, futures) -> list:
+    def gather(self, futures: list[Future]) -> list:
         if self.show:
             from distributed import progress
             with contextlib.redirect_stdout(sys.stderr):
                 progress(futures)
         return self.client.gather(futures)
 
-    def map(self, fn, items, **kwargs) -> list:
+    def map(self, fn: Callable[..., Any], items: Iterable[object], **kwargs: object) -> list:
         return self.gather(self.map_keep(fn, items, **kwargs))
 
 
 
-def _summarize(src, stats, digests, options: Seed000Options) -> SourceSummary:
-    """The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
+def _summarize(src: Source, stats: Sequence[dict], digests: Sequence[str], options: Seed000Options) -> SourceSummary:
+    """The source's summary and schema.
+
+    The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
     minimum and maximum, a non-integer value if any, and a missing cell if any (what ``resolve``
-    reads of all rows)."""
+    reads of all rows).
+    """
     n = sum(s["n"] for s in stats)
     where = src.files[0] if len(src.files) == 1 else f"{len(src.files)} files"
     if n < MIN_ROWS:
@@ -521,8 +568,11 @@ def _summarize(src, stats, digests, options: Seed000Options) -> SourceSummary:
 
 
 def _middle_values(counted: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """The two middle observed values of a column from per-partition value counts, shape (2,):
-    ``np.median`` of them is the median of all (NaN, NaN when nothing is observed)."""
+    """The two middle observed values of a column.
+
+    The two middle observed values of a column from per-partition value counts, shape (2,):
+    ``np.median`` of them is the median of all (NaN, NaN when nothing is observed).
+    """
     values = np.concatenate([v for v, _ in counted])
     counts = np.concatenate([c for _, c in counted])
     if counts.sum() == 0:
@@ -536,9 +586,12 @@ def _middle_values(counted: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
 # --- tasks run on the workers ------------------------------------------------------------------------
 
 def _read(part: Partition, reading: _Reading) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """``(X, lookup, labels, dropped)``: the partition's rows with a public cell (NaN = missing),
+    """A partition's rows, as read and as the device looks them up.
+
+    ``(X, lookup, labels, dropped)``: the partition's rows with a public cell (NaN = missing),
     those rows as the device looks them up (fills in under "impute"), private labels, and the
-    number of rows left out for having every public cell missing."""
+    number of rows left out for having every public cell missing.
+    """
     X, labels = read_partition(part, reading.features, reading.private, dict(reading.tokens))
     keep = ~np.all(np.isnan(X), axis=1) if X.shape[1] else np.ones(X.shape[0], dtype=bool)
     dropped = int(X.shape[0] - keep.sum())
@@ -582,9 +635,12 @@ def _partition_stats(part: Partition, *, reading: _Reading, declared: Declared |
     return out
 
 
-def _check_declared(X: np.ndarray, features, declared: Declared | None, part: Partition) -> None:
-    """The declarations checked on one partition by ``resolve`` itself; a column without a declared
-    domain is given the partition's own whole-number range, so only the declarations can fail."""
+def _check_declared(X: np.ndarray, features: Sequence[str], declared: Declared | None, part: Partition) -> None:
+    """The declarations checked on one partition.
+
+    The declarations checked on one partition by ``resolve`` itself; a column without a declared
+    domain is given the partition's own whole-number range, so only the declarations can fail.
+    """
     if declared is None:
         return
     default = declared.get("*")
@@ -607,12 +663,13 @@ def _fill(X: np.ndarray, means: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(X), means, X) if np.isnan(X).any() else X
 
 
-def _kmeans_rows(part: Partition, *, reading: _Reading, means) -> np.ndarray:
+def _kmeans_rows(part: Partition, *, reading: _Reading, means: np.ndarray) -> np.ndarray:
     """Rows as k-means groups them: the lookup rows with a missing cell filled by its column's mean."""
     return _fill(_read(part, reading)[1], means)
 
 
-def _group_sums(part: Partition, *, reading: _Reading, means, centers):
+def _group_sums(part: Partition, *, reading: _Reading, means: np.ndarray, centers: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per k-means centre: sums and counts of observed lookup cells (K, d) and rows (K,)."""
     _, L, _, _ = _read(part, reading)
     k, d = centers.shape
@@ -642,8 +699,11 @@ def _nearest(L: np.ndarray, centers: np.ndarray) -> np.ndarray:
 
 
 def _paired(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """l2 distance of each row of X to the same row of Y over X's observed cells, shape (n,); summed
-    from the first feature to the last, bitwise as ``pairwise``."""
+    """Row-wise l2 distances over observed cells.
+
+    l2 distance of each row of X to the same row of Y over X's observed cells, shape (n,); summed
+    from the first feature to the last, bitwise as ``pairwise``.
+    """
     acc = np.zeros(X.shape[0])
     for i in range(X.shape[1]):
         diff = X[:, i] - Y[:, i]
@@ -652,14 +712,18 @@ def _paired(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def _fold_of(ordinal: int, m: int, folds: int, seed: int) -> np.ndarray:
-    """Cross-fitting fold of each of a partition's m rows: the remainder of its
-    :func:`~privmap.offline.data.row_keys` key."""
+    """Cross-fitting fold of each of a partition's rows.
+
+    Cross-fitting fold of each of a partition's m rows: the remainder of its
+    :func:`~privmap.offline.data.row_keys` key.
+    """
     if folds <= 1:
         return np.zeros(m, dtype=np.int64)
     return (row_keys(seed, ordinal, m) % np.uint64(folds)).astype(np.int64)
 
 
-def _assign(part: Partition, *, reading: _Reading, classes, centers, folds: int, seed: int, ordinal: int):
+def _assign(part: Partition, *, reading: _Reading, classes: Sequence[str], centers: np.ndarray, folds: int, seed: int,
+            ordinal: int) -> _Assignment:
     X, L, labels, _ = _read(part, reading)
     k = centers.shape[0]
     psi = _nearest(L, centers)
@@ -673,21 +737,24 @@ def _assign(part: Partition, *, reading: _Reading, classes, centers, folds: int,
              float(dist.sum())), (psi, fold))
 
 
-def _first(pair):
+def _first(pair: _Assignment) -> tuple[np.ndarray, float, float]:
     return pair[0]
 
 
-def _rows_of(part, assigned, reading, renumber):
+def _rows_of(part: Partition, assigned: _Assignment, reading: _Reading, renumber: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     X = _read(part, reading)[0]
     return X, renumber[assigned[1][0]], assigned[1][1]
 
 
-def _raw_total(part: Partition, assigned, *, reading, renumber, outputs, table) -> float:
+def _raw_total(part: Partition, assigned: _Assignment, *, reading: _Reading, renumber: np.ndarray, outputs: np.ndarray,
+               table: CompressedTable) -> float:
     X, psi, _ = _rows_of(part, assigned, reading, renumber)
     return raw_distortion_total(psi, lambda rows, cols: pairwise(X[rows], outputs[cols], "l2"), table)
 
 
-def _distance_sums(part: Partition, assigned, *, reading, renumber, outputs, folds: int, n_inputs: int):
+def _distance_sums(part: Partition, assigned: _Assignment, *, reading: _Reading, renumber: np.ndarray, outputs: np.ndarray,
+                   folds: int, n_inputs: int) -> np.ndarray:
     from scipy import sparse
     X, psi, fold = _rows_of(part, assigned, reading, renumber)
     total = np.zeros((folds * n_inputs, outputs.shape[0]))
@@ -700,7 +767,9 @@ def _distance_sums(part: Partition, assigned, *, reading, renumber, outputs, fol
     return total.reshape(folds, n_inputs, outputs.shape[0])
 
 
-def _codebook_sums(part: Partition, assigned, *, reading, renumber, table, per_row, Z, P):
+def _codebook_sums(part: Partition, assigned: _Assignment, *, reading: _Reading, renumber: np.ndarray,
+                   table: sparse.csr_matrix, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One pass of the codebook step over the (row, output) pairs where the table is non-zero.
 
     Rows are taken input by input: the rows with psi = c share the table row's support J_c, so
@@ -734,8 +803,11 @@ def _codebook_sums(part: Partition, assigned, *, reading, renumber, table, per_r
 
 
 def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """l2 distances (n, m) over each row's observed cells: scipy's ``cdist`` on complete rows,
-    the masked ``pairwise`` on rows with a missing cell."""
+    """l2 distances over each row's observed cells.
+
+    l2 distances (n, m) over each row's observed cells: scipy's ``cdist`` on complete rows,
+    the masked ``pairwise`` on rows with a missing cell.
+    """
     from scipy.spatial.distance import cdist
     gaps = np.isnan(X).any(axis=1)
     if not gaps.any():
@@ -750,23 +822,27 @@ def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 # --- k-means variants ----------------------------------------------------------------------------------
 
 def _clusters(options: Seed000Options) -> int:
-    """K of a build mapped out of core: the out-of-core check refuses ``auto``, without which
-    the options hold a number."""
+    """K of a build mapped out of core.
+
+    K of a build mapped out of core: the out-of-core check refuses ``auto``, without which
+    the options hold a number.
+    """
     if options.clusters is None:
         raise BuildError("a partitioned build needs --clusters K")
     return options.clusters
 
 
-def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: SourceSummary, options: Seed000Options):
+def _minibatch(run: _Runner, parts: Sequence[Partition], reading: _Reading, summary: SourceSummary,
+               options: Seed000Options) -> np.ndarray:
     from sklearn.cluster import MiniBatchKMeans
     k = _clusters(options)
     model = MiniBatchKMeans(n_clusters=k, random_state=options.seed, batch_size=MINIBATCH_ROWS, n_init=3)
     rng = np.random.default_rng(options.seed)  # order of rows within a partition; not a release path
 
-    def fetch(part):
+    def fetch(part: Partition) -> Future:
         return run.client.submit(_kmeans_rows, part, reading=reading, means=summary.means, pure=False)
 
-    pending = fetch(parts[0])
+    pending: Future | None = fetch(parts[0])
     later = iter(parts[1:])
     carry = np.empty((0, len(summary.features)))
     while pending is not None:
@@ -790,7 +866,8 @@ def _minibatch(run: _Runner, parts: Sequence[Partition], reading, summary: Sourc
     return model.cluster_centers_
 
 
-def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: Seed000Options):
+def _dask_ml(run: _Runner, parts: Sequence[Partition], reading: _Reading, summary: SourceSummary,
+             options: Seed000Options) -> np.ndarray:
     import dask
     import dask.array as da
     from dask_ml.cluster import KMeans
@@ -805,11 +882,12 @@ def _dask_ml(run: _Runner, parts, reading, summary: SourceSummary, options: Seed
     return np.asarray(model.cluster_centers_)
 
 
-def _partition_rows(part: Partition, *, reading) -> int:
+def _partition_rows(part: Partition, *, reading: _Reading) -> int:
     return int(_read(part, reading)[0].shape[0])
 
 
-def _in_memory(run: _Runner, parts, reading, summary: SourceSummary, options: Seed000Options):
+def _in_memory(run: _Runner, parts: Sequence[Partition], reading: _Reading, summary: SourceSummary,
+               options: Seed000Options) -> np.ndarray:
     if summary.n > IN_MEMORY_MAX_ROWS:
         raise BuildError(f"k-means in memory gathers all {summary.n} rows; at most {IN_MEMORY_MAX_ROWS} "
                          f"(use minibatch or dask-ml)")

@@ -1,4 +1,6 @@
-"""The seed-000 pipeline: alphabet, prior, program (19), codebook step (these in
+"""The seed-000 pipeline.
+
+The seed-000 pipeline: alphabet, prior, program (19), codebook step (these in
 :mod:`._program`), then the integer table, the declared metrics, the cross-fitted (new-user)
 leakage beside the in-sample one, and the payload; and :class:`StageTimer`, which times it.
 
@@ -36,6 +38,7 @@ import math
 import resource
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +51,7 @@ from ..._mismatch import mismatch_bound
 from ...data import Dataset
 from ...solvers import (
     CompressedTable,
+    ConfidenceSet,
     SolveResult,
     certified_leakage_bits,
     certified_max_output_leakage_bits,
@@ -56,7 +60,7 @@ from ...solvers import (
 from .._header import _tool_version, payload_header
 from .._seed000 import Seed000Options
 from ._codebook import Codebook
-from ._holdout import HoldoutLeakage
+from ._holdout import HoldoutLeakage, PendingFolds
 from ._program import Solved, robust_set, solve_rows
 from ._rows import Alphabet, Progress, Rows
 
@@ -132,9 +136,12 @@ class StageTimer:
                               "children_peak_rss_bytes": _peak_rss_bytes(resource.RUSAGE_CHILDREN)})
         self._stage = None
 
-    def attach_folds(self, costs) -> None:
-        """Add each fold's own cost (:attr:`._holdout.HoldoutLeakage.fold_costs`) to its closed
-        ``holdout-fold-i`` record (class docstring); a fold without a record is skipped."""
+    def attach_folds(self, costs: Iterable[dict]) -> None:
+        """Each fold's own cost, added to its stage's record.
+
+        Add each fold's own cost (:attr:`._holdout.HoldoutLeakage.fold_costs`) to its closed
+        ``holdout-fold-i`` record (class docstring); a fold without a record is skipped.
+        """
         by_stage = {r["stage"]: r for r in self._records}
         for cost in costs:
             record = by_stage.get(f"holdout-fold-{cost['fold']}")
@@ -149,11 +156,14 @@ class StageTimer:
                 ran["cpu_seconds"] = round(max(ran["cpu_seconds"] - cost["cpu_seconds"], 0.0), 3)
             record["cpu_seconds"] = round(record["cpu_seconds"] + cost["cpu_seconds"], 3)
 
-    def attach_search(self, stage: str, costs, **more) -> None:
-        """Add to the closed record ``stage`` the cost of the folds run during it (``costs`` as
+    def attach_search(self, stage: str, costs: Sequence[dict], **more: object) -> None:
+        """The folds' cost, added to the record of the stage they ran in.
+
+        Add to the closed record ``stage`` the cost of the folds run during it (``costs`` as
         :attr:`privmap.offline.mechanisms.quantized.Choice.fold_costs`): ``folds`` (how many), ``fold_cpu_seconds`` (their
         CPU seconds together), the pooled folds' CPU seconds to its ``cpu_seconds`` (those of
-        this process's folds are in it already), and the keys of ``more`` as they are."""
+        this process's folds are in it already), and the keys of ``more`` as they are.
+        """
         record = next(r for r in self._records if r["stage"] == stage)
         record.update(folds=len(costs), fold_cpu_seconds=round(sum(c["cpu_seconds"] for c in costs), 3), **more)
         record["cpu_seconds"] = round(record["cpu_seconds"] + sum(c["cpu_seconds"] for c in costs if c["pooled"]), 3)
@@ -176,7 +186,9 @@ def _peak_rss_bytes(who: int) -> int:
 
 @dataclass(frozen=True)
 class Build:
-    """What a seed-000 build computed (:attr:`privmap.offline.mechanisms.Result.detail`): the
+    """What a seed-000 build computed.
+
+    What a seed-000 build computed (:attr:`privmap.offline.mechanisms.Result.detail`): the
     payload to sign and the pieces behind it.
 
     ``dataset`` is the rows the prior was estimated from (:attr:`._rows.Rows.dataset`: a
@@ -199,10 +211,13 @@ class Build:
 
 
 def start(dataset: Dataset, progress: Progress | None = None) -> tuple[StageTimer, Dataset, int]:
-    """A build's first stage, ``load``: the timer (``progress`` itself when it is a
+    """A build's first stage, ``load``: the timer and the rows.
+
+    A build's first stage, ``load``: the timer (``progress`` itself when it is a
     :class:`StageTimer` a caller started, its ``load`` stage perhaps already open while it read
     the rows; else one forwarding to ``progress``), and the rows without those whose every public
-    cell is missing, with how many those were."""
+    cell is missing, with how many those were.
+    """
     tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
     tell("load", 0.0)
     rows, dropped = dataset.without_all_missing()
@@ -255,7 +270,7 @@ def build_rows(rows: Rows, options: Seed000Options, tell: StageTimer, *, holdout
 
 
 def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, *,
-             holdout: HoldoutLeakage | None = None, pending=None) -> Build:
+             holdout: HoldoutLeakage | None = None, pending: PendingFolds | None = None) -> Build:
     """The build from the solved table on: compression, metrics, cross-fitting, payload.
 
     Parameters
@@ -302,9 +317,12 @@ def assemble(rows: Rows, done: Solved, options: Seed000Options, tell: Progress, 
 
 @dataclass(frozen=True)
 class _Shipped:
-    """What :func:`assemble`'s metrics and payload are each computed from: the rows, the solved
+    """What the build's metrics and payload are computed from.
+
+    What :func:`assemble`'s metrics and payload are each computed from: the rows, the solved
     program, the options and the integer table the bundle ships (its figures, not the solver's,
-    are the declared ones: DESIGN invariant 1)."""
+    are the declared ones: DESIGN invariant 1).
+    """
 
     rows: Rows
     done: Solved
@@ -313,9 +331,12 @@ class _Shipped:
 
 
 def _table_metrics(shipped: _Shipped) -> dict:
-    """The payload's first metrics, in their order: the shipped table's leakage and distortion
+    """The payload's first metrics.
+
+    The payload's first metrics, in their order: the shipped table's leakage and distortion
     beside the solver's, the alphabet's, the rows', the solver's gap where finite, each private
-    column's own figures (several columns) and the output-leakage figures."""
+    column's own figures (several columns) and the output-leakage figures.
+    """
     rows, done, table = shipped.rows, shipped.done, shipped.table
     alphabet, p_ac, solved, delta = done.alphabet, done.p_ac, done.solved, done.delta
     measured = rows.measured_distortion(alphabet, table)
@@ -351,8 +372,11 @@ def _table_metrics(shipped: _Shipped) -> dict:
 
 
 def _mismatch_metrics(shipped: _Shipped) -> dict:
-    """The prior-mismatch bound's metrics for a prior estimated from these rows, at confidence 0.95
-    (the leakage bound only where finite)."""
+    """The prior-mismatch bound's metrics.
+
+    The prior-mismatch bound's metrics for a prior estimated from these rows, at confidence 0.95
+    (the leakage bound only where finite).
+    """
     rows, alphabet, p_ac = shipped.rows, shipped.done.alphabet, shipped.done.p_ac
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
     bound = mismatch_bound(rows.n, len(rows.classes), len(alphabet.inputs), float(finite.max()),
@@ -364,12 +388,15 @@ def _mismatch_metrics(shipped: _Shipped) -> dict:
     return metrics
 
 
-def _cross_fitted_metrics(shipped: _Shipped, tell: Progress, pending) -> dict:
-    """The cross-fitted (new-user) leakage's metrics, measured here over ``options.folds`` folds (joining
-    the ``pending`` ones), each fold its own stage; the timer is given the folds' costs."""
+def _cross_fitted_metrics(shipped: _Shipped, tell: Progress, pending: PendingFolds | None) -> dict:
+    """The cross-fitted leakage's metrics.
+
+    The cross-fitted (new-user) leakage's metrics, measured here over ``options.folds`` folds (joining
+    the ``pending`` ones), each fold its own stage; the timer is given the folds' costs.
+    """
     folds = shipped.options.folds
 
-    def fold_done(f):        # fold i of k reported done: the next one's stage starts
+    def fold_done(f: float) -> None:        # fold i of k reported done: the next one's stage starts
         done_folds = min(folds, int(round(f * folds)))
         tell(f"holdout-fold-{done_folds + 1}" if done_folds < folds else "payload", 0.75 + 0.25 * f)
 
@@ -381,8 +408,11 @@ def _cross_fitted_metrics(shipped: _Shipped, tell: Progress, pending) -> dict:
 
 
 def _payload(shipped: _Shipped, metrics: dict, index: list[list[int]], weight: list[list[int]]) -> dict:
-    """The bundle's payload (docs/bundle-format.md): header, alphabet, the integer table (its rows'
-    output ``index`` and ``weight``), the prior, ``metrics`` and the build's provenance."""
+    """The bundle's payload.
+
+    The bundle's payload (docs/bundle-format.md): header, alphabet, the integer table (its rows'
+    output ``index`` and ``weight``), the prior, ``metrics`` and the build's provenance.
+    """
     rows, done, options, table = shipped.rows, shipped.done, shipped.options, shipped.table
     alphabet = done.alphabet
     return {
@@ -410,10 +440,13 @@ def _payload(shipped: _Shipped, metrics: dict, index: list[list[int]], weight: l
     }
 
 
-def robust_metrics(cs, table: CompressedTable) -> dict:
-    """The robust figures of the shipped integer table over the confidence set ``cs``:
+def robust_metrics(cs: ConfidenceSet, table: CompressedTable) -> dict:
+    """The robust figures of the shipped table.
+
+    The robust figures of the shipped integer table over the confidence set ``cs``:
     ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
-    ``robust_max_output_leakage_bits`` (docs/guarantees.md)."""
+    ``robust_max_output_leakage_bits`` (docs/guarantees.md).
+    """
     q = table.probabilities().toarray()
     metrics = {"robust_leakage_bits": certified_leakage_bits(cs, q), "robust_confidence": cs.confidence}
     epsilon = certified_max_output_leakage_bits(cs, q)
@@ -423,7 +456,9 @@ def robust_metrics(cs, table: CompressedTable) -> dict:
 
 
 def _output_leakage_metrics(p_ac: np.ndarray, table: CompressedTable, limit: float | None) -> dict:
-    """With a per-output ``limit``: ``max_output_leakage_bits`` of the integer table on the training prior
+    """The per-output leakage metrics.
+
+    With a per-output ``limit``: ``max_output_leakage_bits`` of the integer table on the training prior
     (left out when infinite: an output rules a class out, and metrics hold finite numbers only) and
     the limit. Without one, nothing: the figure follows exactly from the signed table and prior, which
     ``privmap inspect`` and ``build --json`` compute it from, and a default build's payload keeps the

@@ -1,4 +1,6 @@
-"""Program (19) on a build's rows: the alphabet (k-means representatives, or the exact
+"""Program (19) on a build's rows.
+
+Program (19) on a build's rows: the alphabet (k-means representatives, or the exact
 mechanism's tuples and erasures), the prior p(a, c), the solve with its guarantees (robust search,
 per-output limit) and the codebook step: the part of a seed-000 build that cross-fitting repeats
 on each fold. The options that decide them are :class:`privmap.offline.mechanisms.quantized.QuantizedOptions` and
@@ -10,14 +12,16 @@ leakage and writes the payload.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..._errors import BuildError, SolverError
 from ..._information import max_output_leakage_bits
-from ...data import prior_from_counts
+from ...data import Quantization, prior_from_counts
 from ...solvers import (
+    ConfidenceSet,
     SolveResult,
     compress,
     confidence_set,
@@ -37,7 +41,9 @@ __all__ = ["Solved", "solve_rows", "solve_prior", "robust_set"]
 
 @dataclass(frozen=True)
 class Solved:
-    """The rows' alphabet, prior and solved table (before compression): the part of a build
+    """The rows' alphabet, prior and solved table.
+
+    The rows' alphabet, prior and solved table (before compression): the part of a build
     that cross-fitting repeats on each fold.
 
     ``delta`` is the budget asked for (``options.delta`` or the fraction of ``d_perfect``);
@@ -55,8 +61,10 @@ class Solved:
 
 
 def solve_rows(rows: Rows, options: Seed000Options, *, progress: Progress | None = None,
-               quantizer=None, start: BuildStart | None = None) -> Solved:
-    """Cluster the rows (or build the erasure alphabet), estimate the prior, solve program (19),
+               quantizer: Callable[..., Quantization] | None = None, start: BuildStart | None = None) -> Solved:
+    """A build's solve on its rows, before the table is compressed.
+
+    Cluster the rows (or build the erasure alphabet), estimate the prior, solve program (19),
     and run the codebook step; everything :func:`._pipeline.build_rows` does before compressing
     the table.
 
@@ -93,7 +101,9 @@ def solve_rows(rows: Rows, options: Seed000Options, *, progress: Progress | None
 
 def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *, rows: Rows | None = None,
                 progress: Progress | None = None, start: BuildStart | None = None) -> Solved:
-    """Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
+    """Program (19) on an alphabet and prior.
+
+    Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
     distortion, the budget, the solve, and, when the ``rows`` are given, the codebook step
     (``options.codebook``; :meth:`._rows.Rows.codebook`) and the robust search
     (``options.robust``; on the rows' counts). Without rows (an out-of-core fold's prior) neither runs.
@@ -141,15 +151,19 @@ def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *
                   budget=step.distortion, codebook=step)
 
 
-def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, options: Seed000Options,
-                progress, start_outputs: np.ndarray) -> SolveResult:
-    """Program (19) by ``options.solver``; with a ``start`` and the fast solver, warm-started from
+def _solve_from(start: BuildStart | None, centers: np.ndarray | None, p_ac: np.ndarray, D: np.ndarray, delta: float,
+                options: Seed000Options, progress: Callable[[float], None], start_outputs: np.ndarray) -> SolveResult:
+    """Program (19) by the build's solver, warm-started where that pays.
+
+    Program (19) by ``options.solver``; with a ``start`` and the fast solver, warm-started from
     the build's table carried to ``centers`` (:meth:`._reuse.BuildStart.warm`), and run again cold
     when that start fails (a start decides the path, not whether a certificate exists). A cold
     solve that starts from the interior point does so on ``start_outputs``, the outputs of the
     perfect-privacy table (``solve(start_outputs=)``): on UCI Adult's 15 occupations at K = 1,024
-    they are 149 of the 183 the optimum uses, and pricing brings in the rest in one round."""
+    they are 149 of the 183 the optimum uses, and pricing brings in the rest in one round.
+    """
     if start is not None and options.solver == "fast":
+        assert centers is not None                  # given with a start (solve_prior)
         try:
             return solve(p_ac, D, delta, solver="fast", tol_bits=options.tol_bits, progress=progress,
                          warm_start=start.warm(centers))
@@ -159,18 +173,24 @@ def _solve_from(start: BuildStart | None, centers, p_ac, D, delta: float, option
                  start_outputs=start_outputs)
 
 
-def robust_set(rows: Rows, alphabet: Alphabet, p_ac: np.ndarray, confidence: float):
-    """The confidence set (:mod:`privmap.offline.solvers.robust`) of the training rows'
+def robust_set(rows: Rows, alphabet: Alphabet, p_ac: np.ndarray, confidence: float) -> ConfidenceSet:
+    """The confidence set of the training rows' cluster counts.
+
+    The confidence set (:mod:`privmap.offline.solvers.robust`) of the training rows'
     cluster counts (:meth:`._rows.Rows.counts`) at ``confidence``, centred on the prior the build
-    solved on."""
+    solved on.
+    """
     return confidence_set(rows.counts(alphabet), confidence, centre_prior=p_ac)
 
 
 def _robust_search(rows: Rows | None, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, budget: float,
                    options: Seed000Options, *, perfect: bool, tell: Progress) -> SolveResult:
-    """With ``options.robust``: the table of least certified worst-case leakage over the
+    """The table the robust search keeps.
+
+    With ``options.robust``: the table of least certified worst-case leakage over the
     confidence set among the robust search's candidates (:func:`~privmap.offline.solvers.
-    solve_robust`), the average-case ``solved`` among them; otherwise ``solved`` itself."""
+    solve_robust`), the average-case ``solved`` among them; otherwise ``solved`` itself.
+    """
     if options.robust is None or perfect:
         return solved
     if rows is None:
@@ -185,8 +205,11 @@ def _robust_search(rows: Rows | None, alphabet: Alphabet, p_ac: np.ndarray, solv
 
 def _ships_within(solved: SolveResult, p_ac: np.ndarray, distortion: np.ndarray, delta: float,
                   options: Seed000Options) -> bool:
-    """Whether ``solved``'s table, rounded as :func:`._pipeline.assemble` will round it, meets the
-    per-output limit."""
+    """Whether a table meets the per-output limit once rounded.
+
+    Whether ``solved``'s table, rounded as :func:`._pipeline.assemble` will round it, meets the
+    per-output limit.
+    """
     assert options.output_limit is not None         # solve_prior asks only under a per-output limit
     table = compress(solved.table, p_ac, distortion, delta, bits=options.bits)
     return max_output_leakage_bits(p_ac, table.probabilities()) <= options.output_limit.bits

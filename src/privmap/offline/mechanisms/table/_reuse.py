@@ -33,22 +33,37 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy import sparse
 
 from ...data import METRICS, nearest
 from ...solvers import SolveResult
+from .._seed000 import Seed000Options
+from ._rows import Alphabet
 
 #: Builds of at least this many clusters start their folds' solvers from their answers (module docstring).
 START_CLUSTERS = 2048
 
 
-def starts_folds(options) -> bool:
-    """Whether a build with these options starts its folds' solvers from its answers: cross-fitting
-    on, the quantized mechanism with at least :data:`START_CLUSTERS` clusters."""
+def starts_folds(options: Seed000Options) -> bool:
+    """Whether a build starts its folds' solvers from its answers.
+
+    Whether a build with these options starts its folds' solvers from its answers: cross-fitting
+    on, the quantized mechanism with at least :data:`START_CLUSTERS` clusters.
+    """
     return (options.folds > 0 and options.quantizes
             and (options.clusters or 0) >= START_CLUSTERS)
+
+
+class _Built(Protocol):
+    """What a start reads of a build (a :class:`._program.Solved`, whose module imports this one)."""
+
+    @property
+    def alphabet(self) -> Alphabet: ...
+    @property
+    def solved(self) -> SolveResult: ...
 
 
 @dataclass(frozen=True)
@@ -76,9 +91,12 @@ class BuildStart:
     metric: str
 
     @classmethod
-    def of(cls, solved, metric: str) -> BuildStart | None:
-        """The start a build's :class:`._program.Solved` gives its folds; None when its symbols are not
-        finite points (the exact mechanism, or a representative with a missing cell)."""
+    def of(cls, solved: _Built, metric: str) -> BuildStart | None:
+        """The start a build gives its folds, or None.
+
+        The start a build's :class:`._program.Solved` gives its folds; None when its symbols are not
+        finite points (the exact mechanism, or a representative with a missing cell).
+        """
         if metric not in METRICS:
             return None
         centers = np.asarray(solved.alphabet.inputs, dtype=float)      # a missing cell (None) is NaN
@@ -90,9 +108,12 @@ class BuildStart:
                    metric=metric)
 
     def warm(self, centers: np.ndarray) -> SolveResult:
-        """The build's table carried to a fold whose inputs and outputs are both ``centers``
+        """The build's table carried to a fold's representatives.
+
+        The build's table carried to a fold whose inputs and outputs are both ``centers``
         (K_f, d): a :class:`SolveResult` for ``solve_fast(warm_start=)`` whose ``table`` is sparse
-        (K_f, K_f) and ``multiplier`` the build's (its figures are not the fold's: NaN)."""
+        (K_f, K_f) and ``multiplier`` the build's (its figures are not the fold's: NaN).
+        """
         centers = np.asarray(centers, dtype=float)
         rows = nearest(centers, self.centers, self.metric)
         out = nearest(self.outputs, centers, self.metric)

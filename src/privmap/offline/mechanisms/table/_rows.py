@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ...data import Column
+from ...solvers import CompressedTable, SolveResult
+from .._seed000 import Seed000Options
+from ._codebook import Codebook
 
 __all__ = ["Progress", "Alphabet", "Rows"]
 
@@ -87,8 +90,10 @@ class Rows(Protocol):
     @property
     def missing_cell_fraction(self) -> float: ...
 
-    def alphabet(self, options, *, quantizer: Callable | None = None) -> Alphabet:
-        """Cluster the rows (k-means, or the exact mechanism's tuples and erasures) and assign
+    def alphabet(self, options: Seed000Options, *, quantizer: Callable | None = None) -> Alphabet:
+        """The rows clustered and each assigned to its representative.
+
+        Cluster the rows (k-means, or the exact mechanism's tuples and erasures) and assign
         every row to its representative by the device's rule. ``quantizer`` replaces the k-means
         (a cross-fitting fold's, :class:`._holdout.FoldKMeans`).
 
@@ -102,7 +107,9 @@ class Rows(Protocol):
         """Rows by private class and input symbol, shape (|A|, K_in), float."""
 
     def posterior_prior(self, alphabet: Alphabet, *, seed: int) -> np.ndarray:
-        """p(a, c) from a classifier's cross-fitted posteriors summed per input symbol, shape
+        """The posteriors prior p(a, c).
+
+        p(a, c) from a classifier's cross-fitted posteriors summed per input symbol, shape
         (|A|, K_in) (:func:`privmap.offline.data.posterior_prior`).
 
         Raises
@@ -111,9 +118,11 @@ class Rows(Protocol):
             Rows with a missing cell, or a backend that fits no classifier.
         """
 
-    def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved, options, *, perfect: bool,
-                 progress: Callable[[float], None]):
-        """The codebook step (:mod:`._codebook`): the released rows moved towards the rows sent to
+    def codebook(self, alphabet: Alphabet, p_ac: np.ndarray, solved: SolveResult, options: Seed000Options, *,
+                 perfect: bool, progress: Callable[[float], None]) -> tuple[Alphabet, SolveResult, Codebook]:
+        """The codebook step.
+
+        The codebook step (:mod:`._codebook`): the released rows moved towards the rows sent to
         them, then program (19) re-solved on the new distances.
 
         Returns
@@ -123,16 +132,26 @@ class Rows(Protocol):
             input to them, the kept table, and the step's record.
         """
 
-    def measured_distortion(self, alphabet: Alphabet, table) -> float:
-        """Mean over the rows of E d(b, released) under the integer ``table``
-        (:class:`~privmap.offline.solvers.CompressedTable`; Theorem 2's left side)."""
+    def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
+        """Mean over the rows of E d(b, released).
 
-    def start_cross_fitting(self, options):
-        """The cross-fitting folds set going before the build's own stages, or None
-        (:func:`._holdout.start_cross_fitting`)."""
+        Mean over the rows of E d(b, released) under the integer ``table``
+        (:class:`~privmap.offline.solvers.CompressedTable`; Theorem 2's left side).
+        """
 
-    def cross_fitted(self, done, options, *, progress: Callable[[float], None], pending=None):
-        """The cross-fitted (new-user) leakage of the build ``done`` (:class:`._program.Solved`),
+    # Solved, PendingFolds and HoldoutLeakage are typed Any below: their modules import this one.
+    def start_cross_fitting(self, options: Seed000Options) -> Any:
+        """The cross-fitting folds set going before the build's own stages, or None.
+
+        The cross-fitting folds set going before the build's own stages, or None
+        (:func:`._holdout.start_cross_fitting`).
+        """
+
+    def cross_fitted(self, done: Any, options: Seed000Options, *, progress: Callable[[float], None],
+                     pending: Any = None) -> Any:
+        """The cross-fitted (new-user) leakage of a build.
+
+        The cross-fitted (new-user) leakage of the build ``done`` (:class:`._program.Solved`),
         the folds ``pending`` joined when they were started; ``progress`` is told the fraction of
         folds done.
 

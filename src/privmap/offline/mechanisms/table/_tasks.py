@@ -25,34 +25,47 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from typing import cast
 
 from ..._routed import caught, route
 
+#: A task's outcome: its result, and the warnings it raised as ``(category name, message)`` pairs.
+Outcome = tuple[object, list[tuple[str, str]]]
+
 
 def run_tasks(function: Callable, work: list, jobs: int, progress: Callable[[int, int], None] | None) -> list:
-    """``function(*args)`` for every tuple of ``work``, results in order, on ``jobs`` processes
-    (:class:`Tasks`): started and finished at once."""
+    """The results of tasks run on several processes, in order.
+
+    ``function(*args)`` for every tuple of ``work``, results in order, on ``jobs`` processes
+    (:class:`Tasks`): started and finished at once.
+    """
     return Tasks(function, work, jobs).start().finish(progress)
 
 
 def forks_safely(threads: int) -> bool:
-    """Whether workers with ``threads`` BLAS and OpenMP threads each may be forked from this process
-    (module docstring): one thread, on Linux."""
+    """Whether workers may be forked from this process.
+
+    Whether workers with ``threads`` BLAS and OpenMP threads each may be forked from this process
+    (module docstring): one thread, on Linux.
+    """
     return threads == 1 and sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
 class Tasks:
-    """``function(*args)`` for every tuple of ``work`` on ``jobs`` processes: this one and ``jobs - 1``
+    """Independent tasks on several processes, this one included.
+
+    ``function(*args)`` for every tuple of ``work`` on ``jobs`` processes: this one and ``jobs - 1``
     workers, each with a ``jobs``-th of the machine's cores for its BLAS and OpenMP threads.
 
     :meth:`start` sets the workers going, each fed by a thread of this process that hands it the
     next task as its last one returns, so no worker waits while tasks remain; this process may do
     other work meanwhile (a build's own stages). :meth:`finish` makes this process take tasks from
     the same queue until none is left, waits for the workers and returns the results in order
-(every warning a task raised routed to this process's tally, not printed: :mod:`privmap.offline._routed`),
+    (every warning a task raised routed to this process's tally, not printed: :mod:`privmap.offline._routed`),
     telling ``progress(done, total)``, in this thread, how many tasks are done in order (task i
     counts once tasks 0 .. i are done: a build's ``holdout-fold-i`` stage ends there). This process
     is one of the ``jobs``: it takes tasks too rather than wait.
@@ -79,7 +92,7 @@ class Tasks:
     """
 
     def __init__(self, function: Callable, work: list, jobs: int, *, threads: int | None = None,
-                 fork: bool | None = None):
+                 fork: bool | None = None) -> None:
         self.function, self.work, self.jobs = function, work, jobs
         self.threads = max(1, (os.cpu_count() or 1) // jobs) if threads is None else threads
         self.fork = forks_safely(self.threads) if fork is None else fork
@@ -94,23 +107,26 @@ class Tasks:
         self.workers: _ForkedWorkers | _LokyWorkers | None = None
         self.feeders: list[threading.Thread] = []
 
-    def _take(self):
+    def _take(self) -> int | None:
         with self.changed:
             return self.pending.pop() if self.pending and not self.errors else None
 
-    def _store(self, i, value=None, error=None):
-        """Task ``i``'s outcome (``(result, warnings)`` from :func:`_limited`, its warnings routed
-        to this process's tally), or the error that stops every task."""
+    def _store(self, i: int, value: Outcome | None = None, error: BaseException | None = None) -> None:
+        """Store a task's outcome, or the error that stops every task.
+
+        Task ``i``'s outcome (``(result, warnings)`` from :func:`_limited`, its warnings routed
+        to this process's tally), or the error that stops every task.
+        """
         with self.changed:
             if error is None:
-                result, records = value
+                result, records = cast(Outcome, value)      # given where no error is
                 route(records)
                 self.results[i], self.finished[i] = result, True
             else:
                 self.errors.append(error)
             self.changed.notify_all()
 
-    def _report(self, progress):
+    def _report(self, progress: Callable[[int, int], None] | None) -> None:
         with self.changed:
             done = self.reported
             while done < len(self.work) and self.finished[done]:
@@ -124,12 +140,12 @@ class Tasks:
         """Set the ``jobs - 1`` workers going (none when ``jobs`` is 1); returns self."""
         if self.jobs > 1:
             kind = _ForkedWorkers if self.fork else _LokyWorkers
-            self.workers = kind(self.function, self.work, self.threads, self.jobs - 1)
+            self.workers = workers = kind(self.function, self.work, self.threads, self.jobs - 1)
 
-            def feed(k):
+            def feed(k: int) -> None:
                 while (i := self._take()) is not None:
                     try:
-                        self._store(i, self.workers.run(k, i))
+                        self._store(i, workers.run(k, i))
                     except BaseException as exc:        # raised by finish in this process's thread
                         self._store(i, error=exc)
 
@@ -175,11 +191,14 @@ class _Cancelled(Exception):
     """Stored by :meth:`Tasks.cancel` (never raised to a caller that finished its tasks)."""
 
 
-def _limited(threads: int, function, *args):
-    """``(function(*args), its warnings)`` with at most ``threads`` BLAS and OpenMP threads (in a
+def _limited(threads: int, function: Callable[..., object], *args: object) -> Outcome:
+    """A task's result and warnings, with its BLAS and OpenMP threads limited.
+
+    ``(function(*args), its warnings)`` with at most ``threads`` BLAS and OpenMP threads (in a
     worker or here): the warnings the task raised, recorded and not printed
     (:func:`privmap.offline._routed.caught`), for :meth:`Tasks._store` to route to this process's
-    tally wherever the task ran."""
+    tally wherever the task ran.
+    """
     from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=threads), caught() as records:
         value = function(*args)
@@ -187,10 +206,13 @@ def _limited(threads: int, function, *args):
 
 
 class _ForkedWorkers:
-    """``count`` children forked from this process, each serving tasks by index over its own pipe
-    (:func:`_serve`); they hold ``function`` and ``work`` from the fork."""
+    """Workers forked from this process.
 
-    def __init__(self, function, work: list, threads: int, count: int):
+    ``count`` children forked from this process, each serving tasks by index over its own pipe
+    (:func:`_serve`); they hold ``function`` and ``work`` from the fork.
+    """
+
+    def __init__(self, function: Callable[..., object], work: list, threads: int, count: int) -> None:
         context = multiprocessing.get_context("fork")
         self.work = work
         self.pipes: list[Connection] = []
@@ -208,10 +230,13 @@ class _ForkedWorkers:
                 self.pipes.append(ours)
                 self.processes.append(process)
 
-    def run(self, k: int, i: int):
-        """Task ``i`` on worker ``k``: its result, or what it raised raised here. Raises
+    def run(self, k: int, i: int) -> Outcome:
+        """Task ``i``'s result on worker ``k``.
+
+        Task ``i`` on worker ``k``: its result, or what it raised raised here. Raises
         ChildProcessError when the worker ends without answering (killed: by :meth:`kill`, or by
-        the system, often for want of memory)."""
+        the system, often for want of memory).
+        """
         try:
             self.pipes[k].send(i)
             ok, value = self.pipes[k].recv()
@@ -245,12 +270,15 @@ class _ForkedWorkers:
             process.join()
 
 
-def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
-    """A forked worker: run task ``work[i]`` for each index received, send ``(True, result)`` or
+def _serve(pipe: Connection, parent_ends: list[Connection], function: Callable[..., object], work: list, threads: int) -> None:
+    """A forked worker's loop.
+
+    A forked worker: run task ``work[i]`` for each index received, send ``(True, result)`` or
     ``(False, exception)``, until None arrives or this process's parent goes. Interrupts are left
     to the parent, which kills its workers when it stops. The parent's ends of the pipes, inherited
     by the fork, are closed first: held open here, they would keep a worker whose parent was killed
-    waiting for a task forever."""
+    waiting for a task forever.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for end in parent_ends:
         end.close()
@@ -261,6 +289,7 @@ def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
             return
         if i is None:
             return
+        message: tuple[bool, Outcome | BaseException]
         try:
             message = (True, _limited(threads, function, *work[i]))
         except BaseException as exc:
@@ -276,7 +305,7 @@ def _serve(pipe, parent_ends: list, function, work: list, threads: int) -> None:
 class _LokyWorkers:
     """loky's reusable executor with ``count`` workers (a fresh interpreter each, kept between calls)."""
 
-    def __init__(self, function, work: list, threads: int, count: int):
+    def __init__(self, function: Callable[..., object], work: list, threads: int, count: int) -> None:
         from joblib.externals.loky import get_reusable_executor
         self.function, self.work, self.threads = function, work, threads
         self.executor = get_reusable_executor(max_workers=count)
@@ -284,7 +313,7 @@ class _LokyWorkers:
         self.inflight: list = [None] * count
         self.killed = False
 
-    def run(self, k: int, i: int):
+    def run(self, k: int, i: int) -> Outcome:
         """Task ``i`` through worker slot ``k``: its result, or what it raised raised here."""
         with self.submitting:
             if self.killed:
@@ -293,8 +322,11 @@ class _LokyWorkers:
         return future.result()
 
     def kill(self) -> None:
-        """Kill the workers once loky has handed every submitted task to one (:func:`_until_handed_over`);
-        no task is submitted after."""
+        """Kill the workers.
+
+        Kill the workers once loky has handed every submitted task to one (:func:`_until_handed_over`);
+        no task is submitted after.
+        """
         with self.submitting:
             self.killed = True
             _until_handed_over(self.inflight)
@@ -304,10 +336,13 @@ class _LokyWorkers:
         """Nothing: the reusable executor keeps its workers for the next call."""
 
 
-def _until_handed_over(futures, seconds: float = 2.0) -> None:
-    """Wait (at most ``seconds``) until loky has handed every submitted task to a worker. Killing the
+def _until_handed_over(futures: Iterable[Future[Outcome] | None], seconds: float = 2.0) -> None:
+    """Wait until loky has handed every submitted task to a worker.
+
+    Wait (at most ``seconds``) until loky has handed every submitted task to a worker. Killing the
     workers while one waits in its queue made loky's manager thread fail on the task it had just
-    dropped ('Exception in thread ExecutorManagerThread ... KeyError' on stderr)."""
+    dropped ('Exception in thread ExecutorManagerThread ... KeyError' on stderr).
+    """
     deadline = time.monotonic() + seconds
     while any(f is not None and not (f.running() or f.done()) for f in futures) and time.monotonic() < deadline:
         time.sleep(0.001)

@@ -1,4 +1,6 @@
-"""The quantized and exact mechanisms' evaluation view: a mapping measured on labelled data
+"""The quantized and exact mechanisms' evaluation view.
+
+The quantized and exact mechanisms' evaluation view: a mapping measured on labelled data
 (leakage, distortion, attacks; ``privmap evaluate``).
 
 The evaluation works on a :class:`MappingView`, plain arrays that describe what
@@ -33,13 +35,15 @@ are counted and left out):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
+from scipy import sparse
 
-from privmap.device.kinds import TABLE_KINDS
+from privmap.device.kinds import TABLE_KINDS, Bundle, TableKind
 
 from ..._errors import BuildError
 from ..._information import (
@@ -126,7 +130,7 @@ class MappingView:
     #: them means nothing, and the service's rating figures are left out).
     RELEASES: ClassVar[str] = "rows"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         exact = self.exact_lookup                     # raises BuildError for an unknown mechanism
         if self.categorical is None:
             object.__setattr__(self, "categorical", exact)
@@ -139,12 +143,15 @@ class MappingView:
 
     @property
     def exact_lookup(self) -> bool:
-        """Whether the device looks a row up by its equal input tuple (the exact mechanism) rather
+        """Whether the device looks a row up by its equal input tuple.
+
+        Whether the device looks a row up by its equal input tuple (the exact mechanism) rather
         than its nearest representative: the rule of the bundle's kind
-        (:data:`privmap.device.kinds.TABLE_KINDS`)."""
+        (:data:`privmap.device.kinds.TABLE_KINDS`).
+        """
         return _table_kind(self.mechanism).exact_lookup
 
-    def lookup(self, public) -> np.ndarray:
+    def lookup(self, public: ArrayLike) -> np.ndarray:
         """Input index of each row (the device's psi); ``-1`` where the exact mechanism has no match.
 
         quantized: nearest input under the metric, ties to the lowest index (the device's rule).
@@ -166,7 +173,7 @@ class MappingView:
         symbols[refused] = -1
         return symbols
 
-    def costs(self, rows, targets) -> np.ndarray:
+    def costs(self, rows: ArrayLike, targets: ArrayLike) -> np.ndarray:
         """d(row, target), shape (len(rows), len(targets)), in this mapping's metric."""
         if self.metric == "erasures":
             return erasure_distortion(np.asarray(rows, dtype=object), np.asarray(targets, dtype=object))
@@ -194,21 +201,29 @@ class MappingView:
         return out[np.asarray(output_index, dtype=np.int64)]
 
 
-def _table_kind(mechanism: str):
-    """The device's kind of a table ``mechanism`` (:data:`privmap.device.kinds.TABLE_KINDS`).
-    Raises BuildError for a mechanism the device releases no table for."""
+def _table_kind(mechanism: str) -> TableKind:
+    """The device's kind of a table mechanism.
+
+    The device's kind of a table ``mechanism`` (:data:`privmap.device.kinds.TABLE_KINDS`).
+    Raises BuildError for a mechanism the device releases no table for.
+    """
     kind = TABLE_KINDS.get(mechanism) if isinstance(mechanism, str) else None
     if kind is None:
         raise BuildError(f"unknown mechanism {mechanism!r}; expected one of {', '.join(TABLE_KINDS)}")
     return kind
 
 
-def view_from_table(mechanism: str, metric: str, inputs, outputs, q, classes: Sequence[str],
-                    features: Sequence[str], *, private_name: str = "private", delta=None, prior=None,
-                    categorical: bool | None = None, missing=(), fill=(),
+def view_from_table(mechanism: str, metric: str, inputs: Sequence[Sequence[object]] | np.ndarray,
+                    outputs: Sequence[Sequence[object]] | np.ndarray, q: np.ndarray | sparse.spmatrix,
+                    classes: Sequence[str], features: Sequence[str], *, private_name: str = "private",
+                    delta: float | None = None, prior: ArrayLike | None = None, categorical: bool | None = None,
+                    missing: Sequence[str] = (), fill: Sequence[float | None] = (),
                     columns: PrivateColumns | None = None) -> MappingView:
-    """A :class:`MappingView` from arrays (for instance a freshly solved table); ``columns`` the
-    private columns of a joint attribute (:class:`MappingView`)."""
+    """A mapping view from arrays.
+
+    A :class:`MappingView` from arrays (for instance a freshly solved table); ``columns`` the
+    private columns of a joint attribute (:class:`MappingView`).
+    """
     cat = _table_kind(mechanism).exact_lookup if categorical is None else bool(categorical)
     q = np.asarray(q.toarray() if hasattr(q, "toarray") else q, dtype=float)
     return MappingView(mechanism=mechanism, metric=metric,
@@ -230,7 +245,7 @@ def view_from_payload(payload: dict) -> MappingView:
     features = payload["features"]
     categorical = any(f["kind"] == "categorical" for f in features)
 
-    def decode(row):
+    def decode(row: Sequence[int | float | None]) -> list[object]:
         return [None if cell is None else (f["values"][cell] if f["kind"] == "categorical" else cell)
                 for cell, f in zip(row, features)]
 
@@ -247,9 +262,13 @@ def view_from_payload(payload: dict) -> MappingView:
                            columns=payload_columns(payload))
 
 
-def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
-    """q(c^ | c) of a device table's sparse integer rows (``index``, ``weight``, each K_in rows),
-    ``weight / 2**bits``, dense, shape (K_in, ``k_out``)."""
+def table_probabilities(index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int,
+                        k_out: int) -> np.ndarray:
+    """q(c^ | c) of a device table's sparse integer rows.
+
+    q(c^ | c) of a device table's sparse integer rows (``index``, ``weight``, each K_in rows),
+    ``weight / 2**bits``, dense, shape (K_in, ``k_out``).
+    """
     q = np.zeros((len(index), k_out))
     scale = float(1 << int(bits))
     for c, (idx, w) in enumerate(zip(index, weight)):
@@ -257,9 +276,20 @@ def table_probabilities(index, weight, bits: int, k_out: int) -> np.ndarray:
     return q
 
 
-def view_from_bundle(bundle) -> MappingView:
-    """A :class:`MappingView` of a verified :class:`privmap.device.Bundle` (not of a recommender
-    bundle, whose view folds ratings in first: :func:`privmap.offline.mechanisms.recommender.view_of_recommender`)."""
+def view_from_bundle(bundle: Bundle) -> MappingView:
+    """The mapping view of a verified table bundle.
+
+    A :class:`MappingView` of a verified :class:`privmap.device.Bundle` (not of a recommender
+    bundle, whose view folds ratings in first: :func:`privmap.offline.mechanisms.recommender.view_of_recommender`).
+
+    Raises
+    ------
+    BuildError
+        A bundle designed without a private attribute (max-correlation): a view measures what a
+        release tells of one.
+    """
+    if bundle.private_name is None:
+        raise BuildError(f"a {bundle.mechanism} bundle has no private attribute for a view to measure")
     q = table_probabilities(bundle.index, bundle.weight, bundle.bits, len(bundle.outputs))
     categorical = any(f.kind == "categorical" for f in bundle.features)
     return view_from_table(bundle.mechanism, bundle.metric, bundle.input_cells, bundle.output_cells, q,
@@ -281,7 +311,7 @@ class Evaluation:
     extra: dict = field(default_factory=dict)
 
 
-def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
+def _row_codes(public: ArrayLike, categorical: bool) -> tuple[np.ndarray, int]:
     """Index of each row among the distinct raw rows."""
     if categorical:
         keys = [tuple(r) for r in np.asarray(public, dtype=object)]
@@ -296,7 +326,9 @@ def _row_codes(public, categorical: bool) -> tuple[np.ndarray, int]:
 
 @dataclass
 class _Rows:
-    """The rows :func:`evaluate_view` measures, once checked and looked up: the phases below each
+    """The rows an evaluation measures.
+
+    The rows :func:`evaluate_view` measures, once checked and looked up: the phases below each
     read them, so they travel together rather than as five arguments.
 
     Attributes
@@ -325,8 +357,10 @@ class _Rows:
         return int(self.public.shape[0])
 
 
-def _matched_rows(view: MappingView, public, private) -> _Rows:
-    """The rows of the data ``view`` can look up, checked against its features and classes: every
+def _matched_rows(view: MappingView, public: ArrayLike, private: ArrayLike) -> _Rows:
+    """The rows of the data a view can look up.
+
+    The rows of the data ``view`` can look up, checked against its features and classes: every
     figure is measured on these alone (the rest are only counted).
 
     Raises
@@ -356,9 +390,12 @@ def _matched_rows(view: MappingView, public, private) -> _Rows:
 
 
 def _leakage_figures(view: MappingView, rows: _Rows, permutations: int, seed: int) -> dict:
-    """The summary's leakage entries, in their order: I(A; C^) after the mapping, I(A; C) of the
+    """The summary's leakage entries.
+
+    The summary's leakage entries, in their order: I(A; C^) after the mapping, I(A; C) of the
     input symbols and the plug-in I(A; B) of the raw rows, each with its permutation bias, and
-    H(A), in bits."""
+    H(A), in bits.
+    """
     n_classes, K_in = len(view.classes), view.q.shape[0]
     private, symbols, q, p_ac = rows.private, rows.symbols, view.q, rows.p_ac
     p_a = p_ac.sum(axis=1)
@@ -380,10 +417,13 @@ def _leakage_figures(view: MappingView, rows: _Rows, permutations: int, seed: in
 
 
 def _distortion_figures(view: MappingView, rows: _Rows, rng: np.random.Generator) -> tuple[dict, float]:
-    """The summary's distortion entries, in their order (the exact expectation over q on the raw
+    """The summary's distortion entries.
+
+    The summary's distortion entries, in their order (the exact expectation over q on the raw
     rows, one simulated release drawn from ``rng``, the symbols' distortion, r and Theorem 2's
     bound), and d_max, the largest finite symbol-to-output distortion (the prior-mismatch
-    bounds' scale)."""
+    bounds' scale).
+    """
     n, symbols, q = rows.n, rows.symbols, view.q
     sym_costs = view.costs(view.inputs, view.outputs)           # (K_in, K_out)
     if view.exact_lookup:                                        # a matched row equals its input
@@ -408,9 +448,12 @@ def _distortion_figures(view: MappingView, rows: _Rows, rng: np.random.Generator
 
 
 def _map_figures(view: MappingView, rows: _Rows, d_max: float, confidence: float) -> dict:
-    """The summary's MAP-attacker entries, in their order: the attacker who knows the mapping and
+    """The summary's MAP-attacker entries.
+
+    The summary's MAP-attacker entries, in their order: the attacker who knows the mapping and
     this data's prior (and the bundle's prior, where it has one of this data's shape), with the
-    Theorem 1 / Proposition 1 prior-mismatch bounds."""
+    Theorem 1 / Proposition 1 prior-mismatch bounds.
+    """
     p_ac, q = rows.p_ac, view.q
     K_in, K_out = q.shape
     figures = {"majority": float(p_ac.sum(axis=1).max()), "map_accuracy_before": map_accuracy(p_ac),
@@ -426,7 +469,9 @@ def _map_figures(view: MappingView, rows: _Rows, d_max: float, confidence: float
 
 def _logistic_figures(view: MappingView, rows: _Rows, rng: np.random.Generator, test_fraction: float,
                       seed: int) -> tuple[AttackScores, AttackScores, dict, tuple]:
-    """The logistic-regression attacker before (raw rows) and after (rows released by draws from
+    """The logistic-regression attacker before and after the mapping.
+
+    The logistic-regression attacker before (raw rows) and after (rows released by draws from
     ``rng``), trained and tested on the same split: both scores, the summary's ``attacker`` entry,
     and the raw and released train and test rows with their indexes (what each private column's
     own attacker reuses).
@@ -454,7 +499,9 @@ def _logistic_figures(view: MappingView, rows: _Rows, rng: np.random.Generator, 
 
 def _add_recommender(summary: dict, view: MappingView, rows: _Rows, recommender: bool | None,
                      test_fraction: float, seed: int) -> None:
-    """Add the recommender figures to ``summary`` as :func:`evaluate_view`'s ``recommender`` asks
+    """Add the recommender figures to a summary.
+
+    Add the recommender figures to ``summary`` as :func:`evaluate_view`'s ``recommender`` asks
     (None: only for numeric rows with blank cells, and a figure that cannot be measured becomes a
     ``recommender_note`` rather than an error).
 
@@ -479,7 +526,7 @@ def _add_recommender(summary: dict, view: MappingView, rows: _Rows, recommender:
             summary["recommender_note"] = str(exc)
 
 
-def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fraction: float = 0.3,
+def evaluate_view(view: MappingView, public: ArrayLike, private: ArrayLike, *, seed: int = 0, test_fraction: float = 0.3,
                   permutations: int = 20, attacker: bool = True, confidence: float = 0.95,
                   recommender: bool | None = False) -> Evaluation:
     """Measure ``view`` on labelled rows.
@@ -532,13 +579,17 @@ def evaluate_view(view: MappingView, public, private, *, seed: int = 0, test_fra
     return Evaluation(summary=summary, attack_before=before, attack_after=after)
 
 
-def _column_summaries(view: MappingView, p_ac: np.ndarray, private: np.ndarray, attacked, seed: int) -> dict:
-    """Each private column alone (a joint view): ``{column: figures}`` with its ``classes``,
+def _column_summaries(view: MappingView, p_ac: np.ndarray, private: np.ndarray, attacked: tuple | None,
+                      seed: int) -> dict:
+    """Each private column of a joint view alone.
+
+    Each private column alone (a joint view): ``{column: figures}`` with its ``classes``,
     ``leakage_before_bits`` and ``leakage_bits`` (I(A_i; C), I(A_i; C^) on this data's marginal
     prior), ``majority`` (the majority-class rate), ``map_accuracy_before`` / ``_after`` (the MAP
     attacker who knows the mapping and this data's prior), and with ``attacked`` (the joint
     attacker's raw and released train and test rows, and their indexes) the logistic-regression
-    attacker before and after, trained on the same rows with this column's values as labels."""
+    attacker before and after, trained on the same rows with this column's values as labels.
+    """
     columns = view.columns
     assert columns is not None
     out = {}
@@ -563,10 +614,13 @@ def _column_summaries(view: MappingView, p_ac: np.ndarray, private: np.ndarray, 
     return out
 
 
-def view_release(view: MappingView, rng: np.random.Generator):
-    """``release(rows) -> released``: the rows a device with ``view`` releases (one simulated draw
-    each), NaN rows where it releases nothing (a row it refuses); numeric views only."""
-    def release(rows):
+def view_release(view: MappingView, rng: np.random.Generator) -> Callable[[ArrayLike], np.ndarray]:
+    """The release of a view's rows as a device makes it.
+
+    ``release(rows) -> released``: the rows a device with ``view`` releases (one simulated draw
+    each), NaN rows where it releases nothing (a row it refuses); numeric views only.
+    """
+    def release(rows: ArrayLike) -> np.ndarray:
         rows = np.asarray(rows, dtype=float)
         out = np.full(rows.shape, np.nan)
         symbols = view.lookup(rows)
@@ -577,8 +631,10 @@ def view_release(view: MappingView, rng: np.random.Generator):
     return release
 
 
-def recommender_figures(view: MappingView, train, heldout, *, seed: int = 0) -> dict:
-    """The service's figures for ``view`` (:func:`privmap.offline.measures.recommender_utility`): the
+def recommender_figures(view: MappingView, train: ArrayLike, heldout: ArrayLike, *, seed: int = 0) -> dict:
+    """The service's figures for a view.
+
+    The service's figures for ``view`` (:func:`privmap.offline.measures.recommender_utility`): the
     training rows' true ratings beside each held-out row as the device releases it from its visible
     cells (one simulated draw, seeded by ``seed``).
 
@@ -607,23 +663,29 @@ RATING_FIGURES = ("rmse_released", "value_kept", "ndcg_at_k_released", "recall_a
 
 
 def rated_figures(view: MappingView, figures: dict) -> dict:
-    """The service's ``figures`` of ``view``'s releases, those of :data:`RATING_FIGURES` None when
-    its rows are scores (``view.RELEASES``): a rating recommender fed scores measures nothing."""
+    """The service's figures of a view's releases.
+
+    The service's ``figures`` of ``view``'s releases, those of :data:`RATING_FIGURES` None when
+    its rows are scores (``view.RELEASES``): a rating recommender fed scores measures nothing.
+    """
     if view.RELEASES != "scores":
         return figures
     return {**figures, **dict.fromkeys(RATING_FIGURES)}
 
 
-def _c(value) -> str:
+def _c(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
 def format_columns(s: dict) -> str:
-    """Each private column alone (a joint evaluation's ``columns``), and the joint beside them:
+    """Each private column alone beside the joint, as a table.
+
+    Each private column alone (a joint evaluation's ``columns``), and the joint beside them:
     leakage, the MAP attacker's accuracy against the majority-class rate, and the
     logistic-regression attacker on released rows (its accuracy and ROC AUC: one-vs-rest macro
-    for a many-valued column)."""
-    def f(x):
+    for a many-valued column).
+    """
+    def f(x: object) -> str:
         return "-" if x is None else ("nan" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}")
     head = f"{'private attribute':24}{'values':>7}{'leak bits':>10}{'majority':>9}{'MAP acc':>9}{'LR acc':>8}{'LR AUC':>8}"
     lines = [head]
@@ -641,7 +703,7 @@ def format_columns(s: dict) -> str:
 
 def format_summary(s: dict) -> str:
     """A human-readable table of an evaluation summary."""
-    def f(x, nd=4):
+    def f(x: object, nd: int = 4) -> str:
         if x is None:
             return "-"
         if isinstance(x, float):

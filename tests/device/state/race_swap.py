@@ -1,8 +1,8 @@
 """Count what a path swap does to a running device: the state directory renamed away and a
 prepared substitute put in its place, and back, ``--swaps`` times while it installs and releases.
 
-    python tests/device/race_swap.py --swaps 1000
-    python tests/device/race_swap.py --swaps 1000 --bind      # a bind mount over the path (root)
+    python tests/device/state/race_swap.py --swaps 1000
+    python tests/device/state/race_swap.py --swaps 1000 --bind      # a bind mount over the path (root)
 
 Runs test_device_state_swap.py's race once and prints its counts: operations refused, files
 written and deleted in the substitute, swaps after which its secret changed or it was touched,
@@ -17,7 +17,8 @@ import pathlib
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+_HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE), str(_HERE.parent)]  # the state tests it runs, the device harness
 
 from harness import Sim  # noqa: E402
 from test_device_state_swap import can_bind_mount, swap_race  # noqa: E402

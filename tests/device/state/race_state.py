@@ -1,6 +1,6 @@
 """Count lost races on one state directory, with the directory lock and with it turned off.
 
-    python tests/device/race_state.py --pairs 40
+    python tests/device/state/race_state.py --pairs 40
 
 Runs the three scenarios of test_device_state_concurrency.py (fresh directory, racing v2/v3
 installs, an install racing releases) ``--pairs`` times each, first with ``DeviceState`` as it is,
@@ -15,7 +15,8 @@ import pathlib
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+_HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE), str(_HERE.parent)]  # the state tests it runs, the device harness
 
 from harness import Sim  # noqa: E402
 from test_device_state_concurrency import (  # noqa: E402

@@ -7,7 +7,7 @@ device installs and releases. A device that looked the path up again at each acc
 into the substitute on every swap, and its cleaning deleted files there. Held by its
 descriptor, the device keeps to the directory it checked: the substitute is never written,
 emptied or given a new secret, and the real directory's version history only goes up.
-``python tests/device/race_swap.py --swaps 1000`` counts the same over 1,000 swaps
+``python tests/device/state/race_swap.py --swaps 1000`` counts the same over 1,000 swaps
 (docs/threats-coverage.md).
 """
 from __future__ import annotations

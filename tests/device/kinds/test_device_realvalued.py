@@ -12,7 +12,7 @@ import pytest
 from harness import NOW, FixedBits, raw_public
 from isolation import release_in_isolation
 
-from privmap.device import Limits, SystemRandomBits
+from privmap.device import Binding, DeviceState, Limits, SystemRandomBits
 from privmap.device.constants import SCHEMA_VERSION
 from privmap.device.errors import (
     BundleFormatError,
@@ -24,6 +24,7 @@ from privmap.device.errors import (
     RandomnessError,
     ReleaseRefusedError,
     TheoremCheckError,
+    WrongDomainError,
 )
 from privmap.device.kinds import GaussianBundle, NullspaceBundle, gaussian, nullspace
 from privmap.device.kinds.gaussian import canonical_record, gaussian_information, standard_normals
@@ -308,3 +309,19 @@ def test_real_valued_kinds_load_and_release_without_the_offline_stack(sim, tmp_p
     nullspace, gaussian = (b["released"] for b in out["bundles"])
     assert nullspace == pytest.approx([14 / 15, -29 / 30], abs=1e-14)
     assert gaussian[0] == 3.0 and math.isfinite(gaussian[1])
+
+
+@pytest.mark.parametrize("make", [nullspace_payload, gaussian_payload])
+def test_a_device_bound_to_private_classes_refuses_a_real_valued_bundle(sim, tmp_path, make):
+    """A real-valued bundle has no classes: a device bound to some refuses it as another domain
+    (WrongDomainError, nothing installed), and one bound to its class and attribute alone takes it."""
+    data = sim.sign_obj(make())
+    bound = DeviceState(tmp_path / "bound", sim.keyring, clock=lambda: NOW, binding=Binding(classes=("a", "b")))
+    with pytest.raises(WrongDomainError):
+        bound.install(data)
+    assert bound.active_sha256 is None
+    loaded = sim.load(data)
+    assert loaded.classes == ()
+    free = DeviceState(tmp_path / "free", sim.keyring, clock=lambda: NOW,
+                       binding=Binding(device_class=loaded.device_class, private_name=loaded.private_name))
+    assert free.install(data).status == "installed"

@@ -2,7 +2,7 @@
 
 Each scenario forks PAIRS pairs of processes that wait on a barrier and then act on one
 directory at once; every pair is checked, so one lost race fails the test. With the directory
-lock turned off the three race scenarios fail within the first pairs (tests/device/race_state.py
+lock turned off the three race scenarios fail within the first pairs (tests/device/state/race_state.py
 counts how often; figures in docs/threats-coverage.md).
 """
 from __future__ import annotations

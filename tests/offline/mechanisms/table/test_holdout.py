@@ -11,7 +11,7 @@ from privmap.offline import CrossFitting, QuantizedOptions
 from privmap.offline.data import Dataset
 from privmap.offline.mechanisms.table import InMemoryRows, cross_fitted_leakage, solve_rows
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 GRID = np.array([(i % 8, i // 8) for i in range(64)], dtype=float)
 
 

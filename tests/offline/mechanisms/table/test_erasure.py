@@ -23,7 +23,7 @@ from privmap.offline.mechanisms.table._erasure import (
     output_alphabet,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 CENSUS = ROOT / "data" / "census" / "census.csv"
 
 
