@@ -35,6 +35,7 @@ from .perfect import (
 from .reference import solve_cvxpy
 from .robust import (
     DEFAULT_CONFIDENCE,
+    ConfidenceSet,
     certified_leakage_bits,
     certified_max_output_leakage_bits,
     confidence_set,
@@ -51,6 +52,6 @@ __all__ = ["solve", "SOLVERS", "starts_from_conic", "starts_from_interior",
            "perfect_privacy_solution",
            "compress", "CompressedTable", "DEFAULT_BITS",
            "solve_output_limited", "solve_for_shipping", "least_distortion", "smallest_feasible_epsilon",
-           "confidence_set", "l1_radius", "DEFAULT_CONFIDENCE",
+           "confidence_set", "ConfidenceSet", "l1_radius", "DEFAULT_CONFIDENCE",
            "certified_leakage_bits", "certified_max_output_leakage_bits", "solve_robust",
            "counts_from_prior", "robust_figures_of_table"]

@@ -2,7 +2,7 @@
 
 What is certified of a table is its worst-case leakage over the priors of a confidence set.
 
-Private modules: ``_confidence`` (:func:`confidence_set` and its radii, the ``ConfidenceSet`` it
+Private modules: ``_confidence`` (:func:`confidence_set` and its radii, the :class:`ConfidenceSet` it
 returns) and ``_certified`` (the certified bounds, :func:`solve_robust`, and the figures a bundle's
 inspection reports). The steps of the bounds' proofs stay in ``_certified``, each checkable alone
 there: the per-cluster bound (``chi_square_bits``), the joint ellipsoid of binary posteriors
@@ -16,7 +16,7 @@ from ._certified import (
     robust_figures_of_table,
     solve_robust,
 )
-from ._confidence import DEFAULT_CONFIDENCE, confidence_set, l1_radius
+from ._confidence import DEFAULT_CONFIDENCE, ConfidenceSet, confidence_set, l1_radius
 
-__all__ = ["confidence_set", "l1_radius", "DEFAULT_CONFIDENCE", "certified_leakage_bits",
+__all__ = ["confidence_set", "ConfidenceSet", "l1_radius", "DEFAULT_CONFIDENCE", "certified_leakage_bits",
            "certified_max_output_leakage_bits", "solve_robust", "counts_from_prior", "robust_figures_of_table"]
