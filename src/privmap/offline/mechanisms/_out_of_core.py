@@ -1,5 +1,8 @@
 """``privmap build`` on a directory or glob of CSV/Parquet files: which DATA goes to the
-partitioned build, and the build run on a Dask cluster with its passes told on stderr."""
+partitioned build, and the build run on a Dask cluster with its passes told on stderr.
+
+It names no mechanism: the command hands in its build out of core, an :class:`OutOfCore`.
+"""
 from __future__ import annotations
 
 import glob
@@ -7,21 +10,40 @@ import os
 import pathlib
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import click
 
 from .._errors import BuildError
 from ..data import open_source
-from . import ranking, recommender
-from .quantized import build_partitioned, check_out_of_core
 from .table import IN_CORE_BYTES, check_partitioned, dask_client
 
-__all__ = ["wants_partitioned", "open_partitioned", "run_partitioned"]
+__all__ = ["OutOfCore", "wants_partitioned", "open_partitioned", "run_partitioned"]
 
 _PARQUET = (".parquet", ".pq")
 #: Least seconds between two progress lines of one stage (a log gets a line a stage, and a long
 #: search one this often).
 PROGRESS_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class OutOfCore:
+    """A table mechanism's build out of core, as its command hands it in.
+
+    Parameters
+    ----------
+    build : callable
+        ``build(src, options, client, *, kmeans, progress, dask_progress, in_core_bytes) -> Result``:
+        the build of ``options`` on partitioned rows ``src`` on the Dask ``client``.
+    check : callable
+        ``check(mapping, why, *, joint)``: refuses (BuildError) what only a mapping of the points
+        in memory does, before any cluster starts; ``why`` ends its message, ``joint`` says
+        whether the private attribute is several columns' joint.
+    """
+
+    build: Callable
+    check: Callable
 
 
 def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
@@ -34,17 +56,19 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
             or (not os.path.exists(text) and glob.has_magic(text)))
 
 
-def open_partitioned(data, options, *, private, public, kmeans: str, in_core_bytes: int = IN_CORE_BYTES):
+def open_partitioned(data, options, out_of_core: OutOfCore, *, private, public, kmeans: str,
+                     in_core_bytes: int = IN_CORE_BYTES):
     """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
     (a model mode's mapping options, on its rating columns) before any cluster starts; with an
-    in-core limit of 0, what only the mapping in memory takes is refused here too.
+    in-core limit of 0, what only the mapping in memory takes is refused here too
+    (``out_of_core.check``).
 
     Raises
     ------
     BuildError
         The ``scale`` extra (dask, distributed, pyarrow) is not installed; anything
         :func:`check_partitioned` refuses (DatasetError included), or
-        :func:`check_out_of_core` with ``in_core_bytes`` 0.
+        ``out_of_core.check`` with ``in_core_bytes`` 0.
     """
     try:
         import distributed  # noqa: F401
@@ -53,27 +77,20 @@ def open_partitioned(data, options, *, private, public, kmeans: str, in_core_byt
         raise BuildError(f"a partitioned build needs the scale extra ({exc.name} is missing): "
                          f"pip install 'privmap[scale]'") from None
     src = open_source(data, private=private, public=public)
-    mapping = _mapping(options)
+    mapping = getattr(options, "mapping", options)          # a model mode's mapping options
     check_partitioned(src, mapping, kmeans=kmeans)
     if in_core_bytes <= 0:
-        check_out_of_core(mapping, " (--in-core-limit 0)", joint=bool(src.private_columns))
+        out_of_core.check(mapping, " (--in-core-limit 0)", joint=bool(src.private_columns))
     return src
 
 
-def _mapping(options):
-    """The quantized options that map the points: a model mode's ``mapping``, or ``options``."""
-    return options.mapping if isinstance(options, (recommender.RecommenderOptions, ranking.RankingOptions)) \
-        else options
-
-
-def run_partitioned(src, options, *, workers: int | None, scheduler: str | None, kmeans: str, progress,
-                    scratch=None, in_core_bytes: int = IN_CORE_BYTES):
-    """Run the partitioned build of ``options``' mode (:func:`build_partitioned`, or a model mode's,
-    its temporary points in ``scratch``) on a local cluster of ``workers`` processes or on
-    ``scheduler``; each pass is told to ``progress`` and named on stderr as it starts, beside
-    Dask's progress bar of it, and a stage that says where it is (the ``auto`` search's tasks
-    done and candidate) once every :data:`PROGRESS_SECONDS` besides; points up to
-    ``in_core_bytes`` are mapped in memory.
+def run_partitioned(src, options, out_of_core: OutOfCore, *, workers: int | None, scheduler: str | None,
+                    kmeans: str, progress, in_core_bytes: int = IN_CORE_BYTES):
+    """Run the partitioned build of ``options`` (``out_of_core.build``) on a local cluster of
+    ``workers`` processes or on ``scheduler``; each pass is told to ``progress`` and named on
+    stderr as it starts, beside Dask's progress bar of it, and a stage that says where it is (the
+    ``auto`` search's tasks done and candidate) once every :data:`PROGRESS_SECONDS` besides;
+    points up to ``in_core_bytes`` are mapped in memory.
 
     Raises
     ------
@@ -95,14 +112,7 @@ def run_partitioned(src, options, *, workers: int | None, scheduler: str | None,
     shown_bar = sys.stderr.isatty()
     try:
         with dask_client(workers=workers, scheduler=scheduler) as client:
-            if isinstance(options, ranking.RankingOptions):
-                return ranking.build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
-                                                 dask_progress=shown_bar, scratch=scratch, in_core_bytes=in_core_bytes)
-            if isinstance(options, recommender.RecommenderOptions):
-                return recommender.build_partitioned(src, options, client, kmeans=kmeans, progress=tell,
-                                                     dask_progress=shown_bar, scratch=scratch,
-                                                     in_core_bytes=in_core_bytes)
-            return build_partitioned(src, options, client, kmeans=kmeans, progress=tell, dask_progress=shown_bar,
+            return out_of_core.build(src, options, client, kmeans=kmeans, progress=tell, dask_progress=shown_bar,
                                      in_core_bytes=in_core_bytes)
     except KilledWorker as exc:
         raise BuildError(f"a Dask worker died while processing a partition (out of memory?): {exc}") from exc

@@ -14,6 +14,7 @@ folders: one body builds all of them, and the model modes' packages stand on the
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import pathlib
@@ -50,7 +51,7 @@ from ..commandline import (
 from ..data import Dataset, declare, read_schema_file, schema_json
 from ..measures import exposure_line, payload_exposure
 from . import exact, quantized, ranking, recommender
-from ._out_of_core import open_partitioned, run_partitioned, wants_partitioned
+from ._out_of_core import OutOfCore, open_partitioned, run_partitioned, wants_partitioned
 from ._seed000 import CrossFitting, OutputLimit, RobustCertificate
 from .quantized import QuantizedOptions, format_candidates
 from .table import IN_CORE_BYTES, StageTimer
@@ -262,19 +263,29 @@ def _build(data, *, private, public, mechanism, utility, factors, factor_reg, me
         holdout_folds=holdout_folds, max_output_leakage=max_output_leakage, factors=factors, factor_reg=factor_reg,
         header=header,
         allow_unmet=allow_unmet)
-    source = (open_partitioned(data, options, private=private, public=public, kmeans=kmeans,
+    out_of_core = _out_of_core(options, scratch=out.resolve().parent)
+    source = (open_partitioned(data, options, out_of_core, private=private, public=public, kmeans=kmeans,
                                in_core_bytes=in_core_limit << 20) if partitioned else None)
     private_key = load_key(key, passphrase_file)
     started = time.perf_counter()
     _routed.clear()
     if source is not None:
         timer = StageTimer()
-        result = run_partitioned(source, options, workers=workers, scheduler=scheduler, kmeans=kmeans, progress=timer,
-                                 scratch=out.resolve().parent, in_core_bytes=in_core_limit << 20)
+        result = run_partitioned(source, options, out_of_core, workers=workers, scheduler=scheduler, kmeans=kmeans,
+                                 progress=timer, in_core_bytes=in_core_limit << 20)
     else:
         result, timer = run(data, options, private=private, public=public)
     report(result, timer, private_key=private_key, out=out, schema_out=schema_out, started=started,
            as_json=as_json, utility=utility)
+
+
+def _out_of_core(options, *, scratch) -> OutOfCore:
+    """The build out of core of ``options``' mode (a model mode's temporary points in ``scratch``)."""
+    mode = (ranking if isinstance(options, ranking.RankingOptions)
+            else recommender if isinstance(options, recommender.RecommenderOptions) else None)
+    build = (functools.partial(mode.build_partitioned, scratch=scratch) if mode is not None
+             else quantized.build_partitioned)
+    return OutOfCore(build, quantized.check_out_of_core)
 
 
 def seed000_options(mechanism: str, utility: str, *, private, partitioned: bool, metric, clusters, delta,
