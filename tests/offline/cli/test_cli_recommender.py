@@ -236,7 +236,7 @@ def test_the_pinned_partitioned_auto_form_gives_the_one_file_build(run, keys, pa
     one file, and inspect reports the same clusters and new-user figures; stderr tells each stage
     and, as the search goes, its tasks done."""
     pytest.importorskip("distributed")
-    from privmap.offline.mechanisms import _out_of_core
+    from privmap.offline.mechanisms.table import _out_of_core
     monkeypatch.setattr(_out_of_core, "PROGRESS_SECONDS", 0.0)
     common = ["--private", "gender", "--domain", "1:5", "--utility", "recommender", "--clusters", "auto",
               "--target-auc", "0.55", "--seed", "3", "--factors", "3", "--holdout-folds", "3", "--key",

@@ -25,7 +25,7 @@ views and commands share; ``_header`` the header every mechanism's bundle starts
 one shape every build returns (:class:`Result`). ``_seed000_command`` is ``privmap build DATA``
 and ``privmap build exact``, the one body (options -> run -> report) above the four, whose packages
 it builds with, and
-``_out_of_core`` its partitioned half on Dask. ``_registry`` holds every mechanism's record
+``table/_out_of_core`` its partitioned half on Dask. ``_registry`` holds every mechanism's record
 (:data:`MECHANISMS`): what the commands and calls serving all of them ask of each one.
 """
 from ._header import HeaderOptions

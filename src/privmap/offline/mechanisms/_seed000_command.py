@@ -51,10 +51,9 @@ from ..commandline import (
 from ..data import Dataset, declare, read_schema_file, schema_json
 from ..measures import exposure_line, payload_exposure
 from . import exact, quantized, ranking, recommender
-from ._out_of_core import OutOfCore, open_partitioned, run_partitioned, wants_partitioned
 from ._seed000 import CrossFitting, OutputLimit, RobustCertificate
 from .quantized import QuantizedOptions, format_candidates
-from .table import IN_CORE_BYTES, StageTimer
+from .table import IN_CORE_BYTES, OutOfCore, StageTimer, open_partitioned, run_partitioned, wants_partitioned
 
 __all__ = ["quantized_command", "exact_command", "seed000_options", "run", "report", "robust_line", "column_lines",
            "private_columns", "parse_target_leakage", "SECTIONS"]

@@ -15,7 +15,8 @@ Private modules: ``_rows`` (the rows backend the stages are written against, and
 their erasures), ``_class_blind`` (clusters with the classes' mean differences projected out),
 ``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
 cross-fitted leakage for new users), ``_tasks`` (the folds' worker processes), ``_reuse`` (folds
-started from the build's answers), ``_view`` (the evaluation view).
+started from the build's answers), ``_view`` (the evaluation view), ``_out_of_core`` (which DATA a
+command builds partitioned, and that build run on a Dask cluster).
 """
 from ._codebook import metric_center, refine
 from ._erasure import (
@@ -41,6 +42,7 @@ from ._holdout import (
 )
 from ._in_memory import InMemoryRows
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
+from ._out_of_core import OutOfCore, open_partitioned, run_partitioned, wants_partitioned
 from ._partitioned import IN_CORE_BYTES, KMEANS, PartitionedRows, SourceSummary, check_partitioned, dask_client, in_core
 from ._pipeline import Build, StageTimer, build_rows, start
 from ._program import Solved, solve_prior, solve_rows
@@ -68,4 +70,4 @@ __all__ = ["build_rows", "start", "Build", "StageTimer", "Rows", "Progress", "Al
            "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup", "format_cell",
            "most_probable_mapping", "MappingView", "Evaluation", "evaluate_view", "view_from_payload",
            "view_from_table", "view_from_bundle", "view_release", "table_probabilities", "format_summary",
-           "recommender_figures", "rated_figures"]
+           "recommender_figures", "rated_figures", "OutOfCore", "wants_partitioned", "open_partitioned", "run_partitioned"]

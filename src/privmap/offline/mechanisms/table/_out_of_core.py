@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import click
 
-from .._errors import BuildError
-from ..data import open_source
-from .table import IN_CORE_BYTES, check_partitioned, dask_client
+from ..._errors import BuildError
+from ...data import open_source
+from ._partitioned import IN_CORE_BYTES, check_partitioned, dask_client
 
 __all__ = ["OutOfCore", "wants_partitioned", "open_partitioned", "run_partitioned"]
 
