@@ -161,7 +161,7 @@ def test_the_pinned_joint_form_declares_each_column_and_sanitizes_rows_with_or_w
 
 
 def test_the_new_user_figure_of_a_searched_build_is_a_note_that_does_not_advise_the_search(capsys):
-    from privmap.offline.mechanisms._seed000_command import _warn_new_user_leakage
+    from privmap.offline.mechanisms.table._command import _warn_new_user_leakage
     metrics = {"holdout_leakage_bits": 0.05, "leakage_bits": 0.01, "clusters": 16, "n": 300}
     _warn_new_user_leakage(metrics, searched=True)
     searched = capsys.readouterr().err

@@ -6,16 +6,16 @@ Its face: :class:`RankingOptions` (the quantized mapping's options and the score
 score space and the evaluation view. Private modules: ``_model`` (the score space: EASE on which
 items users rated, projected to rank k, in fixed point), ``_build`` (the build on the quantized
 pipeline, and the payload made a ranking bundle's), ``_command`` (its part of ``privmap build
---utility ranking``: options from the arguments, its report line), ``_partitioned`` (the same build on partitioned
+--utility ranking``: :data:`MODE`, the mode the quantized command is handed), ``_partitioned`` (the same build on partitioned
 ratings, on Dask), ``_view`` (the evaluation view: the released
 score rows measured on labelled rows).
 """
 from ._build import MECHANISM, REFUSED_MAPPING, SCORE_PREFIX, RankingOptions, build, build_prepared, prepare, ranking_result
-from ._command import command_options, report_line
+from ._command import MODE
 from ._model import DEFAULT_PENALTY, DEFAULT_RANK, ScoreSpace, fit_score_space
 from ._partitioned import build_partitioned
 from ._view import ScoreView, view_of_ranking
 
-__all__ = ["MECHANISM", "REFUSED_MAPPING", "RankingOptions", "command_options", "report_line", "build",
+__all__ = ["MECHANISM", "REFUSED_MAPPING", "MODE", "RankingOptions", "build",
            "build_partitioned", "prepare", "build_prepared", "ranking_result", "SCORE_PREFIX", "ScoreSpace",
            "fit_score_space", "DEFAULT_RANK", "DEFAULT_PENALTY", "ScoreView", "view_of_ranking"]

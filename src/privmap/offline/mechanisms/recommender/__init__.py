@@ -6,7 +6,8 @@ Its face: :class:`RecommenderOptions` (the quantized mapping's options and the f
 :func:`build_partitioned` (the same build on partitioned ratings, out of core on Dask), and its
 evaluation view. Private modules: ``_build`` (the build in memory, and :func:`recommender_result`
 that makes the quantized pipeline's payload a recommender bundle's on both paths), ``_command``
-(its part of ``privmap build --utility recommender``: options from the arguments, its report line),
+(its part of ``privmap build --utility recommender``: :data:`MODE`, the mode the quantized command
+is handed),
 ``_partitioned`` (the build out of core: the model fitted on a sample, every partition folded
 in), ``_factors`` (the factor model), ``_calibrate`` (the released rows fitted to the ratings of
 the users who release them), ``_view`` (the evaluation view: the released rows of
@@ -29,7 +30,7 @@ from ._build import (
     recommender_result,
 )
 from ._calibrate import calibrate_payload, calibrated_outputs, pooled_sums
-from ._command import command_options, report_line
+from ._command import MODE
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
 from ._partitioned import (
     SAMPLE_CELLS,
@@ -43,7 +44,7 @@ from ._partitioned import (
 )
 from ._view import FactorView, lookup_points, model_view_parts, rms_gaps, view_of_recommender
 
-__all__ = ["MECHANISM", "REFUSED_MAPPING", "RecommenderOptions", "command_options", "report_line", "build",
+__all__ = ["MECHANISM", "REFUSED_MAPPING", "MODE", "RecommenderOptions", "build",
            "build_partitioned", "RecommenderBuild", "RatingModel", "Prepared", "prepare", "factor_options",
            "missing_token", "rating_model", "build_prepared", "recommender_result", "FACTOR_PREFIX", "FactorView",
            "view_of_recommender", "model_view_parts", "lookup_points", "rms_gaps", "FactorModel", "fit_factors",

@@ -15,10 +15,27 @@ Private modules: ``_rows`` (the rows backend the stages are written against, and
 their erasures), ``_class_blind`` (clusters with the classes' mean differences projected out),
 ``_codebook`` (released rows moved to the metric's optimum, then re-solved), ``_holdout`` (the
 cross-fitted leakage for new users), ``_tasks`` (the folds' worker processes), ``_reuse`` (folds
-started from the build's answers), ``_view`` (the evaluation view), ``_out_of_core`` (which DATA a
-command builds partitioned, and that build run on a Dask cluster).
+started from the build's answers), ``_view`` (the evaluation view).
+
+A table mechanism's command is written with the engine's kit too: ``_command`` (the options every
+table build takes, the command made from a slice's body, and its report: the bundle signed and
+written, and the summary), ``_run`` (DATA opened, the key loaded, the build run),
+``_out_of_core`` (which DATA a command builds partitioned, and that build on a Dask cluster).
 """
 from ._codebook import metric_center, refine
+from ._command import (
+    TABLE_OPTIONS,
+    TABLE_SECTIONS,
+    TableOption,
+    Told,
+    column_lines,
+    needs_private,
+    private_columns,
+    report,
+    robust_line,
+    table_command,
+    table_keywords,
+)
 from ._erasure import (
     ERASED,
     categorical_code,
@@ -42,12 +59,13 @@ from ._holdout import (
 )
 from ._in_memory import InMemoryRows
 from ._missing import DEFAULT_MISSING, MISSING_POLICIES
-from ._out_of_core import OutOfCore, open_partitioned, run_partitioned, wants_partitioned
+from ._out_of_core import OutOfCore
 from ._partitioned import IN_CORE_BYTES, KMEANS, PartitionedRows, SourceSummary, check_partitioned, dask_client, in_core
 from ._pipeline import Build, StageTimer, build_rows, start
 from ._program import Solved, solve_prior, solve_rows
 from ._reuse import BuildStart, starts_folds
 from ._rows import Alphabet, Progress, Rows
+from ._run import SEARCH_SHARE, Placement, Ran, run
 from ._view import (
     Evaluation,
     MappingView,
@@ -70,4 +88,7 @@ __all__ = ["build_rows", "start", "Build", "StageTimer", "Rows", "Progress", "Al
            "erasure_distortion", "input_alphabet", "categorical_code", "check_only_erases", "lookup", "format_cell",
            "most_probable_mapping", "MappingView", "Evaluation", "evaluate_view", "view_from_payload",
            "view_from_table", "view_from_bundle", "view_release", "table_probabilities", "format_summary",
-           "recommender_figures", "rated_figures", "OutOfCore", "wants_partitioned", "open_partitioned", "run_partitioned"]
+           "recommender_figures", "rated_figures",
+           "TableOption", "TABLE_OPTIONS", "TABLE_SECTIONS", "table_command", "private_columns", "needs_private",
+           "table_keywords", "Placement", "OutOfCore", "Ran", "run", "SEARCH_SHARE", "Told", "report", "robust_line",
+           "column_lines"]

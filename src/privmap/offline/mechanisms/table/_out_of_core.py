@@ -19,7 +19,7 @@ from ..._errors import BuildError
 from ...data import open_source
 from ._partitioned import IN_CORE_BYTES, check_partitioned, dask_client
 
-__all__ = ["OutOfCore", "wants_partitioned", "open_partitioned", "run_partitioned"]
+__all__ = ["OutOfCore", "wants_partitioned", "open_partitioned", "mapping_of", "run_partitioned"]
 
 _PARQUET = (".parquet", ".pq")
 #: Least seconds between two progress lines of one stage (a log gets a line a stage, and a long
@@ -56,19 +56,15 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
             or (not os.path.exists(text) and glob.has_magic(text)))
 
 
-def open_partitioned(data, options, out_of_core: OutOfCore, *, private, public, kmeans: str,
-                     in_core_bytes: int = IN_CORE_BYTES):
+def open_partitioned(data, options, *, private, public, kmeans: str):
     """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
-    (a model mode's mapping options, on its rating columns) before any cluster starts; with an
-    in-core limit of 0, what only the mapping in memory takes is refused here too
-    (``out_of_core.check``).
+    (a model mode's mapping options, on its rating columns) before any cluster starts.
 
     Raises
     ------
     BuildError
         The ``scale`` extra (dask, distributed, pyarrow) is not installed; anything
-        :func:`check_partitioned` refuses (DatasetError included), or
-        ``out_of_core.check`` with ``in_core_bytes`` 0.
+        :func:`check_partitioned` refuses (DatasetError included).
     """
     try:
         import distributed  # noqa: F401
@@ -77,11 +73,13 @@ def open_partitioned(data, options, out_of_core: OutOfCore, *, private, public, 
         raise BuildError(f"a partitioned build needs the scale extra ({exc.name} is missing): "
                          f"pip install 'privmap[scale]'") from None
     src = open_source(data, private=private, public=public)
-    mapping = getattr(options, "mapping", options)          # a model mode's mapping options
-    check_partitioned(src, mapping, kmeans=kmeans)
-    if in_core_bytes <= 0:
-        out_of_core.check(mapping, " (--in-core-limit 0)", joint=bool(src.private_columns))
+    check_partitioned(src, mapping_of(options), kmeans=kmeans)
     return src
+
+
+def mapping_of(options):
+    """The options that map the points: a model mode's ``mapping``, or ``options`` themselves."""
+    return getattr(options, "mapping", options)
 
 
 def run_partitioned(src, options, out_of_core: OutOfCore, *, workers: int | None, scheduler: str | None,
