@@ -4,23 +4,20 @@ predicted ratings.
 Its face: :class:`RecommenderOptions` (the quantized mapping's options and the factor model's),
 :func:`build` (labelled ratings in memory -> :class:`~privmap.offline.mechanisms.Result`),
 :func:`build_partitioned` (the same build on partitioned ratings, out of core on Dask), and its
-evaluation view. Private modules: ``_build`` (the build in memory, and :func:`recommender_result`
-that makes the quantized pipeline's payload a recommender bundle's on both paths), ``_command``
-(its part of ``privmap build --utility recommender``: :data:`MODE`, the mode the quantized command
-is handed),
-``_partitioned`` (the build out of core: the model fitted on a sample, every partition folded
-in), ``_factors`` (the factor model), ``_calibrate`` (the released rows fitted to the ratings of
-the users who release them), ``_view`` (the evaluation view: the released rows of
-predicted ratings measured on labelled rows).
+evaluation view. Private modules: ``_options`` (:class:`RecommenderOptions`), ``_build`` (the
+build in memory, and :func:`recommender_result` that makes the quantized pipeline's payload a
+recommender bundle's on both paths), ``_command`` (its part of ``privmap build --utility
+recommender``: :data:`MODE`, the mode the quantized command is handed), ``_partitioned`` (the
+build out of core: the model fitted on a sample, every partition folded in), ``_factors`` (the
+factor model), ``_calibrate`` (the released rows fitted to the ratings of the users who release
+them), ``_view`` (the evaluation view: the released rows of predicted ratings measured on
+labelled rows).
 """
 from ._build import (
     FACTOR_PREFIX,
-    MECHANISM,
-    REFUSED_MAPPING,
     Prepared,
     RatingModel,
     RecommenderBuild,
-    RecommenderOptions,
     build,
     build_prepared,
     factor_options,
@@ -32,6 +29,7 @@ from ._build import (
 from ._calibrate import calibrate_payload, calibrated_outputs, pooled_sums
 from ._command import MODE
 from ._factors import CANDIDATE_REGS, DEFAULT_RANK, FactorModel, choose_reg, fit_factors
+from ._options import MECHANISM, REFUSED_MAPPING, RecommenderOptions
 from ._partitioned import (
     SAMPLE_CELLS,
     SAMPLE_USERS,

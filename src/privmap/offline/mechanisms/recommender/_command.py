@@ -9,8 +9,9 @@ reports its bundle as any table bundle.
 from __future__ import annotations
 
 from ..quantized import Mode
-from ._build import MECHANISM, REFUSED_MAPPING, RecommenderOptions, build
+from ._build import build
 from ._factors import DEFAULT_RANK
+from ._options import MECHANISM, REFUSED_MAPPING, RecommenderOptions
 from ._partitioned import build_partitioned
 
 __all__ = ["MODE", "command_options", "report_line"]
