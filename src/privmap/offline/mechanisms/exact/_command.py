@@ -1,6 +1,7 @@
-"""``privmap build exact``: seed 000's exact mechanism from the command line to a signed bundle and
-its report; and :data:`ALTERNATIVE`, the same build as the quantized command's ``--mechanism
-exact`` (``privmap build DATA --mechanism exact``).
+"""``privmap build exact``, and the same build as the quantized command's ``--mechanism exact``.
+
+:data:`command` takes seed 000's exact mechanism from the command line to a signed bundle and its
+report; :data:`ALTERNATIVE` is the same build as ``privmap build DATA --mechanism exact``.
 
 The body reads options -> run -> report: :func:`exact_options`, the table engine's
 :func:`~privmap.offline.mechanisms.table.run` and :func:`~privmap.offline.mechanisms.table.report`.
@@ -59,9 +60,11 @@ def _exact(data, *, private, public, smoothing, key, passphrase_file, out, as_js
 
 
 def exact_options(*, private, smoothing, **table) -> ExactOptions:
-    """The options ``privmap build exact`` asks for: ``smoothing`` (a number; ``"auto"`` is the
-    quantized mechanism's search) and the arguments of the table options
-    (:func:`~privmap.offline.mechanisms.table.table_keywords`), ``private`` (parsed) required.
+    """The options ``privmap build exact`` asks for.
+
+    ``smoothing`` (a number; ``"auto"`` is the quantized mechanism's search) and the arguments of
+    the table options (:func:`~privmap.offline.mechanisms.table.table_keywords`), ``private``
+    (parsed) required.
 
     Raises
     ------
@@ -81,10 +84,11 @@ AUTO_REFUSED = "'auto' clusters or smoothing apply to the quantized mechanism on
 
 
 def _from_quantized(*, auto: bool, class_blind, mode, metric, declared, prior, smoothing, table: dict) -> ExactOptions:
-    """The options ``--mechanism exact`` asks for, from the quantized command's arguments
-    (:class:`~privmap.offline.mechanisms.quantized.Alternative`: ``auto``, whether ``auto``
-    clusters or smoothing were asked for; ``mode``, the ``--utility`` mode or None; ``table``, the
-    table options' keywords), its private column checked already.
+    """The options ``--mechanism exact`` asks for, from the quantized command's arguments.
+
+    The arguments are :class:`~privmap.offline.mechanisms.quantized.Alternative`'s: ``auto``,
+    whether ``auto`` clusters or smoothing were asked for; ``mode``, the ``--utility`` mode or None;
+    ``table``, the table options' keywords), its private column checked already.
 
     Raises
     ------

@@ -1,6 +1,7 @@
-"""``privmap build quantized``, also ``privmap build DATA ...``: seed 000's quantized mechanism from
-the command line to a signed bundle and its report, with the modes and mechanisms its
-``--utility`` and ``--mechanism`` choose, handed in by the registry.
+"""``privmap build quantized``, also ``privmap build DATA ...``: seed 000's quantized mechanism.
+
+The command takes it from the command line to a signed bundle and its report, with the modes and
+mechanisms its ``--utility`` and ``--mechanism`` choose, handed in by the registry.
 
 The command is :func:`command_with`: the modes (:class:`Mode`: the recommender's and ranking's
 ``MODE``) and the other table mechanisms it builds instead (:class:`Alternative`: the exact
@@ -51,8 +52,9 @@ __all__ = ["command_with", "Mode", "Alternative", "quantized_options", "parse_ta
 
 @dataclass(frozen=True)
 class Mode:
-    """A ``--utility`` mode of the command: a model between a user's row and the table's space,
-    mapped with the quantized mechanism's options.
+    """A ``--utility`` mode of the command: a model between a user's row and the table's space.
+
+    The points in that space are mapped with the quantized mechanism's options.
 
     Parameters
     ----------
@@ -278,8 +280,11 @@ def _choices(modes: Sequence[Mode], alternatives: Sequence[Alternative]) -> dict
 
 
 def command_with(*, modes: Sequence[Mode] = (), alternatives: Sequence[Alternative] = ()) -> click.Command:
-    """``privmap build quantized``, its ``--utility`` choosing among rows and ``modes`` and its
-    ``--mechanism`` among the quantized mechanism and ``alternatives``."""
+    """``privmap build quantized``, with the modes and alternatives it is handed.
+
+    Its ``--utility`` chooses among rows and ``modes``, its ``--mechanism`` among the quantized
+    mechanism and ``alternatives``.
+    """
     by_mode = {m.name: m for m in modes}
     by_name = {a.name: a for a in alternatives}
 
@@ -302,8 +307,9 @@ def command_with(*, modes: Sequence[Mode] = (), alternatives: Sequence[Alternati
 def _options(mechanism: str, alternative: Alternative | None, mode: Mode | None, *, private, domains, schema_file,
              missing_token, target_leakage, target_auc, clusters, smoothing, allow_unmet, factors, factor_reg, metric,
              prior, class_blind, no_codebook, missing, holdout_folds, robust, max_output_leakage, **table):
-    """The options the arguments ask for: :class:`QuantizedOptions`, a ``mode``'s around them, or
-    the ``alternative``'s; each checks its own rules at construction.
+    """The options the arguments ask for, each checking its own rules at construction.
+
+    They are :class:`QuantizedOptions`, a ``mode``'s around them, or the ``alternative``'s.
 
     Raises
     ------
@@ -335,8 +341,10 @@ def _options(mechanism: str, alternative: Alternative | None, mode: Mode | None,
 
 def _builds(alternative: Alternative | None, mode: Mode | None, *, scratch: pathlib.Path) -> tuple[Callable,
                                                                                                OutOfCore | None]:
-    """The builds of the options asked for, in memory and out of core (an alternative has none;
-    a mode's temporary points go to ``scratch``)."""
+    """The builds of the options asked for, in memory and out of core.
+
+    An alternative has no build out of core; a mode's temporary points go to ``scratch``.
+    """
     if alternative is not None:
         return alternative.build, None
     if mode is not None:
@@ -347,12 +355,15 @@ def _builds(alternative: Alternative | None, mode: Mode | None, *, scratch: path
 def quantized_options(*, metric, clusters, smoothing, prior, modal: bool, no_codebook: bool, max_output_leakage,
                       missing, declared, class_blind, auto: bool, joint_target, target_auc, column_targets,
                       allow_unmet: bool, table: dict) -> QuantizedOptions:
-    """The options the arguments ask of the quantized mechanism (``clusters`` and ``smoothing`` may
-    be ``"auto"``; ``auto``: either is; ``modal``: a model mode wraps them, whose mapping defaults
-    to the posteriors prior and searches both codebooks; ``table``: the table options' keywords,
-    :func:`~privmap.offline.mechanisms.table.table_keywords`); the targets come parsed. A
-    per-output limit leaves the codebook step out. Raises BuildError as :class:`QuantizedOptions`
-    and :class:`Auto` do."""
+    """The options the arguments ask of the quantized mechanism.
+
+    ``clusters`` and ``smoothing`` may be ``"auto"`` (``auto``: either is); ``modal``: a model mode
+    wraps them, whose mapping defaults to the posteriors prior and searches both codebooks;
+    ``table``: the table options' keywords,
+    :func:`~privmap.offline.mechanisms.table.table_keywords`); the targets come parsed. A per-output
+    limit leaves the codebook step out. Raises BuildError as :class:`QuantizedOptions` and
+    :class:`Auto` do.
+    """
     return QuantizedOptions(
         metric=metric or "l2", clusters=None if clusters == "auto" else clusters,
         smoothing=None if smoothing == "auto" else smoothing,
@@ -365,8 +376,9 @@ def quantized_options(*, metric, clusters, smoothing, prior, modal: bool, no_cod
 
 
 def parse_target_leakage(values) -> tuple[float | None, tuple[tuple[str, float], ...]]:
-    """``--target-leakage`` values (each ``BITS`` or ``COL=BITS``, comma-separated) as the joint's
-    target and the ``(column, bits)`` pairs.
+    """``--target-leakage`` values as the joint's target and the ``(column, bits)`` pairs.
+
+    Each value is ``BITS`` or ``COL=BITS``, several comma-separated.
 
     Raises
     ------
@@ -395,8 +407,11 @@ def parse_target_leakage(values) -> tuple[float | None, tuple[tuple[str, float],
 
 
 def _tell_search(built) -> dict:
-    """The ``auto`` search's candidates on stderr, what the users allow of an AUC target, and a
-    warning when no candidate met the target: the summary's ``auto`` entry."""
+    """The summary's ``auto`` entry, once the search is told on stderr.
+
+    Its candidates, what the users allow of an AUC target, and a warning when no candidate met
+    the target.
+    """
     click.echo(format_candidates(built.choice), err=True)
     _note_auc_floor(built.dataset, built.choice.target_auc)
     if not any(c.get("meets_target") for c in built.choice.candidates):
@@ -405,9 +420,12 @@ def _tell_search(built) -> dict:
 
 
 def _note_auc_floor(dataset, target_auc: float | None) -> None:
-    """With an AUC target, say on stderr what the users allow: the upper AUC bound of a varied
-    release that tells nothing (:func:`._enough.chance_auc_high`; a build whose users cannot go
-    under the target refuses before its search)."""
+    """With an AUC target, say on stderr what the users allow.
+
+    That is the upper AUC bound of a varied release that tells nothing
+    (:func:`._enough.chance_auc_high`; a build whose users cannot go under the target refuses
+    before its search).
+    """
     import numpy as np
     if target_auc is None:
         return
@@ -425,8 +443,10 @@ MOSTLY_BLANK = 0.5
 
 
 def _warn_mostly_blank(result) -> None:
-    """Say on stderr when a rows build's data is mostly blank cells, and what fits such data (a
-    build over a model's space, whose detail has its ``fitted`` rating model, is told nothing)."""
+    """Say on stderr when a rows build's data is mostly blank cells, and what fits such data.
+
+    A build over a model's space, whose detail has its ``fitted`` rating model, is told nothing.
+    """
     blank = result.payload["metrics"].get("missing_cell_fraction", 0.0)
     if getattr(result.detail, "fitted", None) is not None or blank <= MOSTLY_BLANK:
         return

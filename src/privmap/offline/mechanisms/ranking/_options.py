@@ -25,10 +25,12 @@ REFUSED_MAPPING = ("--utility ranking maps score directions with the quantized m
 
 @dataclass(frozen=True, kw_only=True)
 class RankingOptions:
-    """The ranking mechanism's options: ``mapping``, the quantized mechanism's options that map
-    the score-space points (its ``declared`` domains are the ratings'; ``seed`` also seeds the
-    space's decomposition), the space's ``rank`` k, EASE's ``penalty`` lambda, and the
-    ``decimals`` released scores are rounded to.
+    """The ranking mechanism's options: the mapping of the score-space points, and the space's.
+
+    ``mapping`` is the quantized mechanism's options that map the score-space points (its
+    ``declared`` domains are the ratings'; ``seed`` also seeds the space's decomposition); the
+    space has its ``rank`` k and EASE's ``penalty`` lambda, and ``decimals`` is what released
+    scores are rounded to.
 
     Raises
     ------

@@ -23,11 +23,12 @@ REFUSED_MAPPING = ("--utility recommender maps latent taste with the quantized m
 
 @dataclass(frozen=True, kw_only=True)
 class RecommenderOptions:
-    """The recommender's options: ``mapping``, the quantized mechanism's options that map the
-    factor points (its ``declared`` domains are the ratings'; ``seed`` also seeds the fit), and
-    how the ratings are modelled: the latent ``rank``, the ridge penalty ``reg`` (None: chosen
-    by validation among :data:`._factors.CANDIDATE_REGS`), and the ``decimals`` released ratings
-    are rounded to.
+    """The recommender's options: the mapping of the factor points, and the ratings' model.
+
+    ``mapping`` is the quantized mechanism's options that map the factor points (its ``declared``
+    domains are the ratings'; ``seed`` also seeds the fit); the ratings are modelled with the
+    latent ``rank``, the ridge penalty ``reg`` (None: chosen by validation among
+    :data:`._factors.CANDIDATE_REGS`), and the ``decimals`` released ratings are rounded to.
 
     Raises
     ------

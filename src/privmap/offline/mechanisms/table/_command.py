@@ -58,9 +58,12 @@ __all__ = ["TableOption", "TABLE_OPTIONS", "TABLE_SECTIONS", "sections", "table_
 
 @dataclass(frozen=True)
 class TableOption:
-    """One option of a table build command: its click ``parameter`` (a decorator, or None for one
-    that another option's decorator adds) and its ``line``, the one-line help ``--help`` shows
-    (``--help-all`` shows the parameter's own)."""
+    """One option of a table build command: its click parameter and its line of ``--help``.
+
+    ``parameter`` is a click decorator, or None for an option that another option's decorator
+    adds; ``line`` is the one-line help ``--help`` shows (``--help-all`` shows the parameter's
+    own).
+    """
 
     parameter: Callable | None
     line: str
@@ -128,8 +131,11 @@ TABLE_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def sections(titled: Iterable[tuple[str, Sequence[str]]], options: Mapping[str, TableOption]) -> tuple[Section, ...]:
-    """``--help``'s sections: each (title, parameter names) with each option's line from
-    ``options``, then the bundle's (:data:`~privmap.offline.commandline.BUNDLE_SECTION`)."""
+    """``--help``'s sections, each (title, parameter names) of ``titled``, then the bundle's.
+
+    Each option's line is read from ``options``; the bundle's section is
+    :data:`~privmap.offline.commandline.BUNDLE_SECTION`.
+    """
     return (*(Section(title, tuple((name, options[name].line) for name in names)) for title, names in titled),
             BUNDLE_SECTION)
 
@@ -137,10 +143,13 @@ def sections(titled: Iterable[tuple[str, Sequence[str]]], options: Mapping[str, 
 def table_command(name: str, body: Callable, *, parameters: Sequence[str], options: Mapping[str, TableOption],
                   titled: Iterable[tuple[str, Sequence[str]]], short_help: str, brief: str,
                   doc: str) -> click.Command:
-    """The build command ``name``: ``body`` called with DATA, the ``parameters`` (names in
-    ``options``, in the order ``--help-all`` lists them), the bundle's options, the header's (one
-    keyword ``header``) and ``--json`` (``as_json``), its failures one line each; ``--help``
-    shows ``brief`` and the sections ``titled``, ``--help-all`` the full help ``doc``."""
+    """The build command ``name``, with ``body`` as what it does.
+
+    ``body`` is called with DATA, the ``parameters`` (names in ``options``, in the order
+    ``--help-all`` lists them), the bundle's options, the header's (one keyword ``header``) and
+    ``--json`` (``as_json``), its failures one line each; ``--help`` shows ``brief`` and the
+    sections ``titled``, ``--help-all`` the full help ``doc``.
+    """
     command = body
     decorators = [options[n].parameter for n in parameters if options[n].parameter is not None]
     for decorator in reversed([DATA, *decorators, bundle_options, header_options, json_option, guard]):
@@ -150,9 +159,10 @@ def table_command(name: str, body: Callable, *, parameters: Sequence[str], optio
 
 
 def private_columns(private, public=None):
-    """``--private``'s value as :func:`privmap.offline.data.load_dataset` takes it: the column name,
-    or the tuple of several (their joint attribute); None when none is given. What the names
-    alone decide is checked here, before any row is read.
+    """``--private``'s value as :func:`privmap.offline.data.load_dataset` takes it.
+
+    It is the column name, or the tuple of several (their joint attribute); None when none is given.
+    What the names alone decide is checked here, before any row is read.
 
     Raises
     ------
@@ -187,10 +197,12 @@ def needs_private(private, mechanism: str) -> None:
 
 def table_keywords(*, delta, delta_fraction, seed, solver, bits, holdout_folds: int, robust: float | None,
                    max_output_leakage: float | None, header: dict) -> dict:
-    """The keywords of a table mechanism's options the arguments of :data:`TABLE_OPTIONS` ask for
-    (all but ``--smoothing``, which each mechanism reads its own way): the budget, seed, solver and
-    precision, the guarantees (None: left out; ``holdout_folds`` 0 leaves cross-fitting out) and
-    the header's (``header``). Raises BuildError as each guarantee does."""
+    """The keywords of a table mechanism's options that the arguments of :data:`TABLE_OPTIONS` ask for.
+
+    All but ``--smoothing``, which each mechanism reads its own way: the budget, seed, solver and
+    precision, the guarantees (None: left out; ``holdout_folds`` 0 leaves cross-fitting out) and the
+    header's (``header``). Raises BuildError as each guarantee does.
+    """
     return {"delta": delta, "delta_fraction": delta_fraction, "seed": seed, "solver": solver, "bits": bits,
             "cross_fitting": CrossFitting(folds=holdout_folds) if holdout_folds else None,
             "robust": RobustCertificate(confidence=robust) if robust is not None else None,
@@ -222,10 +234,13 @@ class Told:
 
 def report(ran: Ran, *, out: pathlib.Path, schema_out: pathlib.Path | None, as_json: bool, utility: str = "rows",
            told: Told = Told()) -> None:
-    """Sign the build ``ran`` (timed as the stage ``encode-sign``), check it as a device would,
-    write the resolved schema (to ``schema_out``, unless None) and the bundle (to ``out``), and
-    tell: notes and warnings on stderr, the summary as text or one JSON object (``as_json``),
-    with ``utility`` (what the release serves) and what the command adds (``told``)."""
+    """Sign, check, write and tell the build ``ran``.
+
+    Sign it (timed as the stage ``encode-sign``), check it as a device would, write the resolved
+    schema (to ``schema_out``, unless None) and the bundle (to ``out``), and tell: notes and
+    warnings on stderr, the summary as text or one JSON object (``as_json``), with ``utility`` (what
+    the release serves) and what the command adds (``told``).
+    """
     result, timer, started = ran.result, ran.timer, ran.started
     built = cast(Build, result.detail)                  # a table mechanism's build
     timer("encode-sign", 1.0)
@@ -309,8 +324,11 @@ def report(ran: Ran, *, out: pathlib.Path, schema_out: pathlib.Path | None, as_j
 
 
 def column_lines(metrics: dict, names) -> str:
-    """Each private column's leakage alone, one line each (a joint bundle's build report and
-    ``privmap inspect``): in-sample, before the mapping, and cross-fitted with its interval."""
+    """Each private column's leakage alone, one line each.
+
+    In-sample, before the mapping, and cross-fitted with its interval (a joint bundle's build
+    report and ``privmap inspect``).
+    """
     lines = []
     for name in names:
         figure = {f: metrics.get(column_key(f, name)) for f in COLUMN_FIGURES}
@@ -336,9 +354,11 @@ NOTE_NAMES = 8
 
 
 def _notes(schema, fitted, dropped_rows: int) -> None:
-    """What the build inferred or left out, on stderr: the rating domain (``fitted``, the rating
-    model of a build over a model's space, or None) or the column domains, and rows with every
-    public cell missing."""
+    """Say on stderr what the build inferred or left out.
+
+    The rating domain (``fitted``, the rating model of a build over a model's space, or None) or
+    the column domains, and rows with every public cell missing.
+    """
     if fitted is not None and fitted.inferred:
         click.echo(f"note: the rating domain was inferred from the data: [{fitted.lo:g}, {fitted.hi:g}]; "
                    "devices refuse ratings outside it and release inside it (declare it with --domain LO:HI)",
@@ -366,10 +386,12 @@ OVERFIT_MIN_GAP_BITS = 1e-3
 
 
 def _warn_new_user_leakage(metrics: dict, *, searched: bool = False) -> None:
-    """Say on stderr when the cross-fitted leakage is several times the in-sample one, with the
-    advice that fits the build: a warning, fewer clusters or the ``auto`` search, for a build at a
-    given K; a note for one the search chose (``searched``: it judged every candidate by that very
-    figure), that the declared figure is the new users' and what narrows the gap."""
+    """Say on stderr when the cross-fitted leakage is several times the in-sample one.
+
+    With the advice that fits the build: a warning, fewer clusters or the ``auto`` search, for a
+    build at a given K; a note for one the search chose (``searched``: it judged every candidate by
+    that very figure), that the declared figure is the new users' and what narrows the gap.
+    """
     held, fitted = metrics.get("holdout_leakage_bits"), metrics["leakage_bits"]
     if held is None or held - fitted < OVERFIT_MIN_GAP_BITS or held < OVERFIT_RATIO * fitted:
         return

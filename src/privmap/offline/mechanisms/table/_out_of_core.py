@@ -1,5 +1,7 @@
-"""``privmap build`` on a directory or glob of CSV/Parquet files: which DATA goes to the
-partitioned build, and the build run on a Dask cluster with its passes told on stderr.
+"""A table build on a directory or glob of CSV/Parquet files, out of core on Dask.
+
+Which DATA goes to the partitioned build, and the build run on a Dask cluster with its passes
+told on stderr.
 
 It names no mechanism: the command hands in its build out of core, an :class:`OutOfCore`.
 """
@@ -47,9 +49,11 @@ class OutOfCore:
 
 
 def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
-    """Whether DATA goes to the partitioned build: a directory, a glob pattern, a Parquet file,
-    or any DATA when ``--workers`` or ``--scheduler`` is given (a lone CSV file otherwise stays
-    in memory)."""
+    """Whether DATA goes to the partitioned build.
+
+    It does for a directory, a glob pattern, a Parquet file, or any DATA when ``--workers`` or
+    ``--scheduler`` is given (a lone CSV file otherwise stays in memory).
+    """
     text = os.fspath(data)
     return (workers is not None or scheduler is not None or os.path.isdir(text)
             or pathlib.Path(text).suffix.lower() in _PARQUET
@@ -57,8 +61,10 @@ def wants_partitioned(data, workers: int | None, scheduler: str | None) -> bool:
 
 
 def open_partitioned(data, options, *, private, public, kmeans: str):
-    """The partitioned rows of DATA (headers only read), checked by :func:`check_partitioned`
-    (a model mode's mapping options, on its rating columns) before any cluster starts.
+    """The partitioned rows of DATA, their headers only read, checked before any cluster starts.
+
+    :func:`check_partitioned` checks them with ``options`` (a model mode's mapping options, on
+    its rating columns).
 
     Raises
     ------
@@ -84,11 +90,12 @@ def mapping_of(options):
 
 def run_partitioned(src, options, out_of_core: OutOfCore, *, workers: int | None, scheduler: str | None,
                     kmeans: str, progress, in_core_bytes: int = IN_CORE_BYTES):
-    """Run the partitioned build of ``options`` (``out_of_core.build``) on a local cluster of
-    ``workers`` processes or on ``scheduler``; each pass is told to ``progress`` and named on
-    stderr as it starts, beside Dask's progress bar of it, and a stage that says where it is (the
-    ``auto`` search's tasks done and candidate) once every :data:`PROGRESS_SECONDS` besides;
-    points up to ``in_core_bytes`` are mapped in memory.
+    """Run the partitioned build of ``options`` (``out_of_core.build``) on a Dask cluster.
+
+    The cluster is a local one of ``workers`` processes or the one at ``scheduler``. Each pass is
+    told to ``progress`` and named on stderr as it starts, beside Dask's progress bar of it, and
+    a stage that says where it is (the ``auto`` search's tasks done and candidate) once every
+    :data:`PROGRESS_SECONDS` besides; points up to ``in_core_bytes`` are mapped in memory.
 
     Raises
     ------

@@ -1,6 +1,8 @@
-"""How a table build command runs its build, once its options are made: DATA opened (partitioned
-rows checked before any cluster starts), the operator's key loaded, and the build run, in memory
-with its progress drawn on stderr, or out of core on a Dask cluster (:mod:`._out_of_core`).
+"""How a table build command runs its build, once its options are made.
+
+DATA is opened (partitioned rows checked before any cluster starts), the operator's key loaded,
+and the build run, in memory with its progress drawn on stderr, or out of core on a Dask cluster
+(:mod:`._out_of_core`).
 
 It names no mechanism: the command hands in its builds, in memory and out of core.
 """
@@ -28,10 +30,13 @@ __all__ = ["Placement", "Ran", "run", "SEARCH_SHARE"]
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a build runs: DATA in memory, or (a directory, a glob, Parquet, or any DATA with
-    ``workers`` or ``scheduler``) partitioned, on a local Dask cluster of ``workers`` processes or
-    the one at ``scheduler``, with the out-of-core ``kmeans``; the points are mapped in memory
-    while they take at most ``in_core_limit`` MiB."""
+    """Where a build runs: DATA in memory, or partitioned on a Dask cluster.
+
+    DATA is partitioned when it is a directory, a glob, Parquet, or any DATA with ``workers`` or
+    ``scheduler``: on a local Dask cluster of ``workers`` processes or the one at ``scheduler``,
+    with the out-of-core ``kmeans``; the points are mapped in memory while they take at most
+    ``in_core_limit`` MiB.
+    """
 
     workers: int | None = None
     scheduler: str | None = None
@@ -41,9 +46,11 @@ class Placement:
 
 @dataclass(frozen=True)
 class Ran:
-    """A build run and not yet signed: its ``result``, the ``timer`` that timed its stages, the
-    operator's ``private_key`` that signs it and when the build ``started``
-    (:func:`time.perf_counter`)."""
+    """A build run and not yet signed.
+
+    Its ``result``, the ``timer`` that timed its stages, the operator's ``private_key`` that signs
+    it and when the build ``started`` (:func:`time.perf_counter`).
+    """
 
     result: Result
     timer: StageTimer
@@ -53,10 +60,11 @@ class Ran:
 
 def run(data, options, build: Callable[..., Result], out_of_core: OutOfCore | None, *, private, public, key,
         passphrase_file, placement: Placement = Placement()) -> Ran:
-    """Build ``options`` from DATA: in memory with ``build(dataset, options, progress=)``, or, for
-    DATA the partitioned build takes (:func:`wants_partitioned`), with ``out_of_core``. The
-    partitioned rows are opened and checked, and the key (``key``, ``passphrase_file``) loaded,
-    before any row is read.
+    """Build ``options`` from DATA, in memory or out of core.
+
+    In memory with ``build(dataset, options, progress=)``, or, for DATA the partitioned build takes
+    (:func:`wants_partitioned`), with ``out_of_core``. The partitioned rows are opened and checked,
+    and the key (``key``, ``passphrase_file``) loaded, before any row is read.
 
     Raises
     ------
@@ -79,9 +87,11 @@ def run(data, options, build: Callable[..., Result], out_of_core: OutOfCore | No
 
 def _partitioned(data, options, out_of_core: OutOfCore | None, *, private, public,
                  placement: Placement) -> tuple[Source, object, OutOfCore] | None:
-    """DATA's partitioned rows, ``options`` and the build that runs them, or None for DATA in
-    memory; with an in-core limit of 0, what only the mapping in memory takes is refused here
-    (``out_of_core.check``), before any cluster starts."""
+    """DATA's partitioned rows, ``options`` and the build that runs them; None for DATA in memory.
+
+    With an in-core limit of 0, what only the mapping in memory takes is refused here
+    (``out_of_core.check``), before any cluster starts.
+    """
     if not wants_partitioned(data, placement.workers, placement.scheduler):
         return None
     src = open_partitioned(data, options, private=private, public=public, kmeans=placement.kmeans)
@@ -93,9 +103,11 @@ def _partitioned(data, options, out_of_core: OutOfCore | None, *, private, publi
 
 
 def _in_memory(data, options, build: Callable[..., Result], *, private, public) -> tuple[Result, StageTimer]:
-    """Read DATA's rows (timed as the stage ``load``) and build them in memory with ``build``, its
-    progress drawn on stderr: the result and the :class:`StageTimer` that timed it. Raises as the
-    reading and the build."""
+    """The result of ``build`` on DATA's rows in memory, and the :class:`StageTimer` that timed it.
+
+    The rows are read as the stage ``load``; the build's progress is drawn on stderr. Raises as
+    the reading and the build.
+    """
     mapping = mapping_of(options)
     declared = getattr(mapping, "declared", None)
     with _stage_bar("build") as progress:
@@ -113,11 +125,13 @@ SEARCH_SHARE = 0.9
 
 @contextlib.contextmanager
 def _stage_bar(label: str):
-    """A progress bar on stderr driven as a build's ``progress(stage, fraction[, detail])``
-    callback. The ``auto-search`` stage tells its own fraction and where it is (``detail``): it
-    fills :data:`SEARCH_SHARE` of the bar, and the build's stages after it the rest. The detail is
-    drawn on a terminal only: elsewhere click writes a line each time the label changes, and a
-    log gets one line per stage, not one per task."""
+    """A progress bar on stderr, driven as a build's ``progress(stage, fraction[, detail])``.
+
+    The ``auto-search`` stage tells its own fraction and where it is (``detail``): it fills
+    :data:`SEARCH_SHARE` of the bar, and the build's stages after it the rest. The detail is drawn
+    on a terminal only: elsewhere click writes a line each time the label changes, and a log gets
+    one line per stage, not one per task.
+    """
     searched, terminal = False, sys.stderr.isatty()
     with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False, width=20) as bar:
         def progress(stage, fraction, detail=None):
