@@ -616,3 +616,55 @@ def test_every_package_has_its_mirror_folder_of_tests():
     package's tests are found where it is, and a package without any is seen."""
     assert "privmap.device.trust" in _packages() and "privmap.offline.mechanisms.table" in _packages()
     assert _unmirrored(_packages()) == []
+
+
+#: The mechanisms' package: one folder (a slice) per mechanism, named as its payload names it
+#: with ``-`` as ``_`` (``max-correlation``: ``max_correlation/``).
+MECHANISMS_PACKAGE = "privmap.offline.mechanisms"
+#: The parts every slice has, a private module each (docs/adding-a-mechanism.md); its view is its
+#: own ``_view`` or, for a table mechanism, the table engine's.
+SLICE_PARTS = ("_options", "_build", "_command")
+
+
+def _slice(name: str) -> str:
+    return f"{MECHANISMS_PACKAGE}.{name.replace('-', '_')}"
+
+
+def test_every_mechanism_is_a_folder_with_the_parts_of_a_slice():
+    from privmap.offline.mechanisms import MECHANISMS
+    modules = _modules()
+    assert [f"{_slice(n)}.{part}" for n in MECHANISMS for part in SLICE_PARTS if f"{_slice(n)}.{part}" not in modules] == []
+
+
+def test_each_command_the_registry_mounts_is_written_in_its_slices_command_module():
+    """``privmap build NAME``'s body (what it reads, runs and reports) is its mechanism's own
+    ``_command``, never a module shared above the slices; what several commands share is the
+    table engine's kit or :mod:`privmap.offline.commandline`, which name no mechanism."""
+    from privmap.offline.mechanisms import MECHANISMS
+    found = {name: r.command.callback.__module__ for name, r in MECHANISMS.items() if r.command is not None}
+    assert found == {name: f"{_slice(name)}._command" for name in found}
+
+
+def test_each_view_the_registry_names_is_its_slices_or_the_table_engines():
+    from privmap.offline.mechanisms import MECHANISMS
+    found = {name: r.view.__module__ for name, r in MECHANISMS.items() if r.view is not None}
+    assert {n: m for n, m in found.items() if m not in (f"{_slice(n)}._view", f"{ENGINE}._view")} == {}
+
+
+def test_every_mechanism_without_a_command_is_a_utility_mode_of_one_that_has():
+    """A record without a command (a model mode) is a ``--utility`` choice of a mounted command:
+    the registry handed that command the mode's ``MODE``, so nothing else builds it."""
+    import click
+
+    from privmap.offline.mechanisms import MECHANISMS
+    utilities = {choice for r in MECHANISMS.values() if r.command is not None for p in r.command.params
+                 if p.name == "utility" and isinstance(p.type, click.Choice) for choice in p.type.choices}
+    assert {name for name, r in MECHANISMS.items() if r.command is None} - utilities == set()
+
+
+def test_the_quantized_slice_imports_no_mechanism_it_is_handed():
+    """The recommender and ranking modes stand on the quantized mechanism (their mapping is its
+    options), and its command builds them and the exact mechanism: it is handed them by the
+    registry (``quantized.command_with``) instead of importing them, which would be a cycle."""
+    reaches = _engine_reaches(_graph(), f"{MECHANISMS_PACKAGE}.quantized")
+    assert [r for r in reaches if not r.split(" -> ")[1].startswith(ENGINE)] == []

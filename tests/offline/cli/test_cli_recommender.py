@@ -161,7 +161,7 @@ def test_the_pinned_joint_form_declares_each_column_and_sanitizes_rows_with_or_w
 
 
 def test_the_new_user_figure_of_a_searched_build_is_a_note_that_does_not_advise_the_search(capsys):
-    from privmap.offline.mechanisms._seed000_command import _warn_new_user_leakage
+    from privmap.offline.mechanisms.table._command import _warn_new_user_leakage
     metrics = {"holdout_leakage_bits": 0.05, "leakage_bits": 0.01, "clusters": 16, "n": 300}
     _warn_new_user_leakage(metrics, searched=True)
     searched = capsys.readouterr().err
@@ -236,7 +236,7 @@ def test_the_pinned_partitioned_auto_form_gives_the_one_file_build(run, keys, pa
     one file, and inspect reports the same clusters and new-user figures; stderr tells each stage
     and, as the search goes, its tasks done."""
     pytest.importorskip("distributed")
-    from privmap.offline.mechanisms import _out_of_core
+    from privmap.offline.mechanisms.table import _out_of_core
     monkeypatch.setattr(_out_of_core, "PROGRESS_SECONDS", 0.0)
     common = ["--private", "gender", "--domain", "1:5", "--utility", "recommender", "--clusters", "auto",
               "--target-auc", "0.55", "--seed", "3", "--factors", "3", "--holdout-folds", "3", "--key",

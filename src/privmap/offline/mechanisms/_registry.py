@@ -23,13 +23,10 @@ from types import MappingProxyType, ModuleType
 import click
 
 from .._errors import BuildError
-from . import funnel, gaussian, max_correlation, nullspace
-from ._seed000_command import exact_command, quantized_command
-from .ranking import view_of_ranking
-from .recommender import view_of_recommender
+from . import exact, funnel, gaussian, max_correlation, nullspace, quantized, ranking, recommender
 from .table import MappingView, view_from_payload
 
-__all__ = ["Mechanism", "MECHANISMS", "mechanism_of", "view_of"]
+__all__ = ["Mechanism", "MECHANISMS", "mechanism_of", "view_of", "quantized_command", "exact_command"]
 
 
 @dataclass(frozen=True)
@@ -88,13 +85,20 @@ class Mechanism:
     model_space: str | None = None
 
 
+#: ``privmap build quantized`` (and ``privmap build DATA``): ``--utility`` chooses the recommender's and
+#: ranking's modes, ``--mechanism`` the exact mechanism, each handed in here so that the quantized
+#: slice imports none of them (they stand on it).
+quantized_command = quantized.command_with(modes=(recommender.MODE, ranking.MODE), alternatives=(exact.ALTERNATIVE,))
+#: ``privmap build exact``.
+exact_command = exact.command
+
 #: payload ``mechanism`` -> its record, in the order ``privmap build --help`` lists the commands.
 MECHANISMS: MappingProxyType[str, Mechanism] = MappingProxyType({m.name: m for m in (
     Mechanism("quantized", quantized_command, view_from_payload, quantizes=True, sweeps=True, ratings=True),
     Mechanism("exact", exact_command, view_from_payload, categorical=True, sweeps=True, default_metric="erasures"),
-    Mechanism("recommender", view=view_of_recommender, ratings=True,
+    Mechanism("recommender", view=recommender.view_of_recommender, ratings=True,
               model_space="folded into {} factor coordinates"),
-    Mechanism("ranking", view=view_of_ranking, ratings=True, model_space="embedded in {} score coordinates"),
+    Mechanism("ranking", view=ranking.view_of_ranking, ratings=True, model_space="embedded in {} score coordinates"),
     Mechanism("funnel", funnel.command, categorical=True, disclosure=True, default_metric="log-loss"),
     Mechanism("max-correlation", max_correlation.command, categorical=True, private=False,
               default_metric="hamming"),

@@ -1,5 +1,7 @@
-"""What seed 000's two mechanisms (quantized and exact) share in their options: the budget,
-the solver, the table's precision, and the named guarantees a build may add to program (19).
+"""The options seed 000's two mechanisms, quantized and exact, share.
+
+They are the budget, the solver, the table's precision, and the named guarantees a build may add
+to program (19).
 
 Each guarantee is a small frozen option object, checked at construction; a build has it or
 not (None):
@@ -32,9 +34,10 @@ DEFAULT_FOLDS = 5
 
 @dataclass(frozen=True, kw_only=True)
 class CrossFitting:
-    """The cross-fitted leakage a new user faces, measured on ``folds`` folds (2..20) and written
-    into the bundle (``holdout_leakage_bits`` and its interval;
-    :mod:`privmap.offline.mechanisms.quantized`).
+    """The cross-fitted leakage a new user faces, written into the bundle.
+
+    It is measured on ``folds`` folds (2..20) and declared as ``holdout_leakage_bits`` with its
+    interval (:mod:`privmap.offline.mechanisms.quantized`).
 
     Raises
     ------
@@ -51,8 +54,10 @@ class CrossFitting:
 
 @dataclass(frozen=True, kw_only=True)
 class RobustCertificate:
-    """The leakage certified over a confidence set of priors at ``confidence`` (in (0, 1)): the
-    table of least certified worst case is chosen and ``robust_leakage_bits`` declared
+    """The leakage certified over a confidence set of priors.
+
+    The set holds the population's prior with probability ``confidence`` (in (0, 1)); the table
+    of least certified worst case is chosen and ``robust_leakage_bits`` declared
     (docs/guarantees.md).
 
     Raises
@@ -70,9 +75,10 @@ class RobustCertificate:
 
 @dataclass(frozen=True, kw_only=True)
 class OutputLimit:
-    """A per-output limit eps in bits that the shipped table meets on the training prior:
-    |log2 p(a | c_hat) - log2 p(a)| <= eps for every output of positive mass
-    (:func:`privmap.offline.solvers.solve_for_shipping`; the reference solver).
+    """A per-output leakage limit eps, in bits, that the shipped table meets.
+
+    On the training prior, |log2 p(a | c_hat) - log2 p(a)| <= eps for every output of positive
+    mass (:func:`privmap.offline.solvers.solve_for_shipping`; the reference solver).
 
     Raises
     ------

@@ -167,7 +167,7 @@ class _Terminal:
 def test_the_build_bar_moves_through_the_auto_search_and_names_where_it_is(monkeypatch):
     import sys
 
-    from privmap.offline.mechanisms._seed000_command import SEARCH_SHARE, _stage_bar
+    from privmap.offline.mechanisms.table._run import SEARCH_SHARE, _stage_bar
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     with _stage_bar("build") as progress:

@@ -7,10 +7,11 @@ The pipeline, the erasure alphabet and its evaluation view are seed 000's table 
 :mod:`privmap.offline.mechanisms.table`.
 
 Private modules: ``_options`` (:class:`ExactOptions`), ``_build`` (:func:`build`), ``_command``
-(its part of ``privmap build exact``: options from the arguments, its help).
+(``privmap build exact``, :data:`command`, and :data:`ALTERNATIVE`, the quantized command's
+``--mechanism exact``).
 """
 from ._build import build
-from ._command import BRIEF, DOC, LEFT_OUT, SHORT_HELP, command_options
+from ._command import ALTERNATIVE, command
 from ._options import ExactOptions
 
-__all__ = ["ExactOptions", "build", "command_options", "SHORT_HELP", "BRIEF", "DOC", "LEFT_OUT"]
+__all__ = ["ExactOptions", "build", "command", "ALTERNATIVE"]

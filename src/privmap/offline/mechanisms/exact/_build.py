@@ -1,6 +1,8 @@
-"""The exact mechanism's build: categorical rows in memory and :class:`._options.ExactOptions`
-in, the shared :class:`~privmap.offline.mechanisms.Result` out. The pipeline is seed 000's
-(:mod:`privmap.offline.mechanisms.table`); only the alphabet differs."""
+"""The exact mechanism's build, from categorical rows in memory.
+
+:class:`._options.ExactOptions` in, the shared :class:`~privmap.offline.mechanisms.Result` out.
+The pipeline is seed 000's (:mod:`privmap.offline.mechanisms.table`); only the alphabet differs.
+"""
 from __future__ import annotations
 
 from ..._errors import BuildError

@@ -1,16 +1,31 @@
-"""The exact mechanism's part of ``privmap build exact`` (and of ``privmap build DATA --mechanism
-exact``): its options from the command's arguments, and its help.
+"""``privmap build exact``, and the same build as the quantized command's ``--mechanism exact``.
 
-The command itself is seed 000's (:mod:`privmap.offline.mechanisms._seed000_command`): one body
-reads the options either seed-000 mechanism asks for, and builds, signs and reports every seed-000
-bundle alike.
+:data:`command` takes seed 000's exact mechanism from the command line to a signed bundle and its
+report; :data:`ALTERNATIVE` is the same build as ``privmap build DATA --mechanism exact``.
+
+The body reads options -> run -> report: :func:`exact_options`, the table engine's
+:func:`~privmap.offline.mechanisms.table.run` and :func:`~privmap.offline.mechanisms.table.report`.
+Its options are the table engine's (:data:`~privmap.offline.mechanisms.table.TABLE_OPTIONS`)
+alone: the alphabet of tuples and their erasures leaves nothing else to choose.
 """
 from __future__ import annotations
 
 from ..._errors import BuildError
+from ..quantized import Alternative
+from ..table import (
+    TABLE_OPTIONS,
+    TABLE_SECTIONS,
+    needs_private,
+    private_columns,
+    report,
+    run,
+    table_command,
+    table_keywords,
+)
+from ._build import build
 from ._options import ExactOptions
 
-__all__ = ["command_options", "SHORT_HELP", "BRIEF", "DOC", "LEFT_OUT"]
+__all__ = ["command", "exact_options", "ALTERNATIVE"]
 
 #: ``privmap build --help``'s line on ``privmap build exact``.
 SHORT_HELP = "Seed 000's exact mapping of categorical tuples."
@@ -35,19 +50,45 @@ counted, program (19) solved, the table compressed to integers and the bundle
 signed and loaded back with the device runtime before it is written. The same
 build as privmap build DATA --mechanism exact.
 """
-#: The seed-000 command's options ``privmap build exact`` leaves out, at their defaults: the
-#: quantized mechanism's own (its metric, clusters, codebook, prior, search, model modes, domains,
-#: missing answers) and the partitioned build's.
-LEFT_OUT = ("utility", "factors", "factor_reg", "metric", "clusters", "no_codebook", "class_blind", "prior",
-            "target_leakage", "target_auc", "allow_unmet", "domains", "missing_token", "schema_file", "schema_out",
-            "missing", "workers", "scheduler", "kmeans", "in_core_limit")
 
 
-def command_options(*, auto: bool, class_blind, mode, metric, declared, prior, delta, delta_fraction, seed, solver,
-                    bits, smoothing, cross_fitting, robust, output_limit, header: dict) -> ExactOptions:
-    """The options ``--mechanism exact`` asks for, from the command's arguments (``auto``: whether
-    ``auto`` clusters or smoothing were asked for; ``mode``: the ``--utility`` mode's package, or
-    None; ``header``: the header options' keywords); the guarantees come built.
+def _exact(data, *, private, public, smoothing, key, passphrase_file, out, as_json, **table):
+    private = private_columns(private, public)
+    options = exact_options(private=private, smoothing=smoothing, **table)
+    ran = run(data, options, build, None, private=private, public=public, key=key, passphrase_file=passphrase_file)
+    report(ran, out=out, schema_out=None, as_json=as_json)
+
+
+def exact_options(*, private, smoothing, **table) -> ExactOptions:
+    """The options ``privmap build exact`` asks for.
+
+    ``smoothing`` (a number; ``"auto"`` is the quantized mechanism's search) and the arguments of
+    the table options (:func:`~privmap.offline.mechanisms.table.table_keywords`), ``private``
+    (parsed) required.
+
+    Raises
+    ------
+    BuildError
+        No private column; a guarantee out of range; ``auto`` smoothing; anything
+        :class:`ExactOptions` refuses.
+    """
+    needs_private(private, ExactOptions.mechanism)
+    keywords = table_keywords(**table)
+    if smoothing == "auto":
+        raise BuildError(AUTO_REFUSED)
+    return ExactOptions(smoothing=smoothing, **keywords)
+
+
+#: Why the exact mechanism refuses ``auto``: the search chooses the quantized mechanism's K.
+AUTO_REFUSED = "'auto' clusters or smoothing apply to the quantized mechanism only"
+
+
+def _from_quantized(*, auto: bool, class_blind, mode, metric, declared, prior, smoothing, table: dict) -> ExactOptions:
+    """The options ``--mechanism exact`` asks for, from the quantized command's arguments.
+
+    The arguments are :class:`~privmap.offline.mechanisms.quantized.Alternative`'s: ``auto``,
+    whether ``auto`` clusters or smoothing were asked for; ``mode``, the ``--utility`` mode or None;
+    ``table``, the table options' keywords), its private column checked already.
 
     Raises
     ------
@@ -57,11 +98,11 @@ def command_options(*, auto: bool, class_blind, mode, metric, declared, prior, d
         :class:`ExactOptions` refuses.
     """
     if auto:
-        raise BuildError("'auto' clusters or smoothing apply to the quantized mechanism only")
+        raise BuildError(AUTO_REFUSED)
     if class_blind:
         raise BuildError("--class-blind forms the quantized mechanism's clusters; the exact mechanism has none")
     if mode is not None:
-        raise BuildError(mode.REFUSED_MAPPING)
+        raise BuildError(mode.refused_mapping)
     if (metric or "erasures") != "erasures":
         raise BuildError(f"metric {metric!r} does not fit the exact mechanism; expected erasures")
     if declared is not None and declared.columns:
@@ -69,6 +110,14 @@ def command_options(*, auto: bool, class_blind, mode, metric, declared, prior, d
                          "mechanism, not to the exact mechanism's categories")
     if prior == "posteriors":
         raise BuildError("the posteriors prior applies to the quantized mechanism without smoothing")
-    return ExactOptions(delta=delta, delta_fraction=delta_fraction, seed=seed, solver=solver, bits=bits,
-                        smoothing=smoothing, cross_fitting=cross_fitting, robust=robust, output_limit=output_limit,
-                        **header)
+    return ExactOptions(smoothing=smoothing, **table)
+
+
+#: ``privmap build exact``: categorical tuples and their erasures, with the table engine's options alone.
+command = table_command(ExactOptions.mechanism, _exact, parameters=tuple(TABLE_OPTIONS), options=TABLE_OPTIONS,
+                        titled=TABLE_SECTIONS, short_help=SHORT_HELP, brief=BRIEF, doc=DOC)
+#: ``privmap build DATA --mechanism exact``: the same build, as the quantized command's alternative.
+ALTERNATIVE = Alternative(
+    ExactOptions.mechanism,
+    "exact: categorical tuples and their erasures (Algorithm 1), also 'privmap build exact'",
+    _from_quantized, build)

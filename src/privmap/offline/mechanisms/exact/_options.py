@@ -17,10 +17,11 @@ __all__ = ["ExactOptions"]
 
 @dataclass(frozen=True, kw_only=True)
 class ExactOptions(Seed000Options):
-    """Everything that decides an exact bundle's bytes (with the data and the key): the options
-    both seed-000 mechanisms share (:class:`~privmap.offline.mechanisms._seed000.Seed000Options`:
-    the budget, solver, precision and the guarantees cross-fitting, robust certificate and
-    per-output limit).
+    """Everything that decides an exact bundle's bytes, with the data and the key.
+
+    They are the options both seed-000 mechanisms share
+    (:class:`~privmap.offline.mechanisms._seed000.Seed000Options`: the budget, solver, precision
+    and the guarantees cross-fitting, robust certificate and per-output limit).
 
     Raises
     ------

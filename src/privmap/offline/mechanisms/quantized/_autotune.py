@@ -141,8 +141,11 @@ class Choice:
         return any(r.get("meets_target") for r in self.candidates)
 
     def unmet_message(self, *, shipped: bool = False) -> str:
-        """One line for a search whose target no candidate met: the figures nearest the target
-        (the chosen candidate's) and what to try; ``shipped``: that candidate was built anyway."""
+        """One line for a search whose target no candidate met.
+
+        It gives the figures nearest the target (the chosen candidate's) and what to try;
+        ``shipped``: that candidate was built anyway.
+        """
         best = next(r for r in self.candidates if r.get("chosen"))
         reached = []
         if self.target_leakage_bits is not None:
@@ -166,8 +169,11 @@ class Choice:
                         columns=dict(self.column_targets)).met_by(est)
 
     def unmet_over_all(self, est: HoldoutLeakage, users: int) -> str:
-        """One line for a choice that met the target on the search's sample of
-        :attr:`searched_users` but whose estimate ``est`` over all ``users`` misses it."""
+        """One line for a choice that met the target on the search's sample only.
+
+        The choice met it on :attr:`searched_users`, but its estimate ``est`` over all ``users``
+        misses it.
+        """
         reached = []
         if self.target_leakage_bits is not None:
             reached.append(f"new-user leakage {est.leakage_bits:.5f} bits against {self.target_leakage_bits:.5f}")
@@ -186,8 +192,10 @@ class Choice:
         return {"holdout": self.holdout, "solved": self.solved}
 
     def chosen(self, options: QuantizedOptions) -> QuantizedOptions:
-        """``options`` (those searched with) as the chosen candidate's: its K, smoothing and,
-        when searched, budget fraction and codebook, and no search left to run."""
+        """``options`` (those searched with) as the chosen candidate's, with no search left to run.
+
+        They take its K, smoothing and, when searched, budget fraction and codebook.
+        """
         blind = options.class_blind if self.class_blind is None else self.class_blind
         if self.delta_fraction is None:
             return dataclasses.replace(options, clusters=self.clusters, smoothing=self.smoothing, auto=None,
@@ -208,8 +216,11 @@ class Choice:
 
 
 def candidate_clusters(n: int, distinct: int, folds: int, min_users: int = MIN_USERS_PER_CLUSTER) -> list[int]:
-    """K = 4, 8, 16, ... while K <= n (folds - 1) / (folds * min_users) and K <= ``distinct``;
-    ``[min(4, distinct)]`` when even 4 is beyond that (module docstring)."""
+    """The numbers of clusters a search tries: K = 4, 8, 16, ... as far as the users allow.
+
+    K grows while K <= n (folds - 1) / (folds * min_users) and K <= ``distinct``;
+    ``[min(4, distinct)]`` when even 4 is beyond that (module docstring).
+    """
     largest = min(distinct, int(n * (folds - 1) / folds) // min_users)
     ks, k = [], SMALLEST_CLUSTERS
     while k <= largest:
@@ -224,9 +235,12 @@ def min_users_for(options) -> int:
 
 
 def declared_bits(bits: float) -> float:
-    """``bits`` as the bundle declares it (rounded to the payload's significant digits,
-    :func:`privmap.offline._canonical.canonical_float`): the figure a target is checked against,
-    so that a declared new-user leakage is never above the target it was chosen to meet."""
+    """``bits`` as the bundle declares it: the figure a target is checked against.
+
+    It is rounded to the payload's significant digits
+    (:func:`privmap.offline._canonical.canonical_float`), so that a declared new-user leakage is
+    never above the target it was chosen to meet.
+    """
     from ..._canonical import canonical_float
     return canonical_float(bits)
 
@@ -327,11 +341,13 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
 
 def _plans(options: QuantizedOptions, ks: list[int], ss: list[float], delta_fractions, grid: bool,
            blinds) -> list[tuple]:
-    """The search's plan for each codebook searched (``blinds``, else the options' own): one
-    ``(options, fractions, triples, searching, tasks)`` with the codebook's options, its budget
-    fractions (``[None]``: the build's own budget), every (K, smoothing, fraction), whether the
-    budget is searched, and the tasks it plans (so that progress counts against the whole search
-    from the start)."""
+    """The search's plan for each codebook searched (``blinds``, else the options' own).
+
+    One ``(options, fractions, triples, searching, tasks)`` each, with the codebook's options, its
+    budget fractions (``[None]``: the build's own budget), every (K, smoothing, fraction), whether
+    the budget is searched, and the tasks it plans (so that progress counts against the whole search
+    from the start).
+    """
     folds = options.folds
     plans = []
     for blind in blinds or (options.class_blind,):
@@ -347,9 +363,12 @@ def _plans(options: QuantizedOptions, ks: list[int], ss: list[float], delta_frac
 
 
 def _judge_plans(run: _Run, plans: list[tuple], ks: list[int], ss: list[float], blinds) -> list:
-    """Every candidate of ``plans`` judged, in plan order: ``(row, estimate or BuildError, build or
-    None)`` each, a searched budget by :func:`_search_budgets` then :func:`_refine_budget`, and
-    each row marked with its codebook when several are searched."""
+    """Every candidate of ``plans`` judged, in plan order.
+
+    One ``(row, estimate or BuildError, build or None)`` each, a searched budget by
+    :func:`_search_budgets` then :func:`_refine_budget`, and each row marked with its codebook
+    when several are searched.
+    """
     judged: list = []
     for i, (codebook, fs, triples, searching, _) in enumerate(plans):
         run.options, run.pending = codebook, sum(plan[-1] for plan in plans[i + 1:])
@@ -367,17 +386,23 @@ def _judge_plans(run: _Run, plans: list[tuple], ks: list[int], ss: list[float], 
 
 @dataclass(frozen=True)
 class _Targets:
-    """What a candidate must meet (module docstring): the joint leakage (bits, or None), the
-    attacker AUC's upper confidence bound (or None), and each named column's leakage (column -> bits)."""
+    """What a candidate must meet (module docstring).
+
+    The joint leakage (bits, or None), the attacker AUC's upper confidence bound (or None), and
+    each named column's leakage (column -> bits).
+    """
 
     leakage_bits: float | None
     auc: float | None
     columns: dict
 
     def shortfall(self, row: dict) -> float:
-        """How far a candidate's ``row`` misses the targets, by each target's own measure: the
-        largest excess over one, a leakage's (declared bits) as a fraction of its bits, the AUC
-        bound's as a fraction of the target's room above chance (0.5); <= 0 when every one is met."""
+        """How far a candidate's ``row`` misses the targets, by each target's own measure.
+
+        The largest excess over one, a leakage's (declared bits) as a fraction of its bits, the
+        AUC bound's as a fraction of the target's room above chance (0.5); <= 0 when every one is
+        met.
+        """
         def over(figure: float, target: float, floor: float = 0.0) -> float:
             return (figure - target) / max(target - floor, 1e-12)
         gaps = [over(declared_bits(row["holdout_leakage_bits"]), self.leakage_bits)] if self.leakage_bits is not None else []
@@ -394,10 +419,13 @@ class _Targets:
 
 
 class _Run:
-    """The search's candidates judged in batches that share one progress count: each candidate built
-    on all the rows first when its folds start from that build (:func:`privmap.offline.mechanisms.table._reuse.starts_folds`),
-    then cross-fitted with the attacker, every (candidate, fold) a task of
-    :func:`privmap.offline.mechanisms.table._holdout.cross_fitted_many`."""
+    """The search's candidates judged in batches that share one progress count.
+
+    Each candidate is built on all the rows first when its folds start from that build
+    (:func:`privmap.offline.mechanisms.table._reuse.starts_folds`), then cross-fitted with the
+    attacker, every (candidate, fold) a task of
+    :func:`privmap.offline.mechanisms.table._holdout.cross_fitted_many`.
+    """
 
     def __init__(self, dataset: Dataset, options: QuantizedOptions, targets: _Targets, *, jobs, progress, tasks: int):
         self.dataset, self.options, self.targets = dataset, options, targets
@@ -446,8 +474,11 @@ class _Run:
 
 
 def candidate_label(clusters: int, smoothing: float, fraction: float | None, class_blind: bool) -> str:
-    """A candidate in words, as the search's progress names it: its K, smoothing, budget (as a
-    fraction of the perfect-privacy distortion, when searched) and codebook."""
+    """A candidate in words, as the search's progress names it.
+
+    Its K, smoothing, budget (as a fraction of the perfect-privacy distortion, when searched) and
+    codebook.
+    """
     return (f"K {clusters}, smoothing {smoothing:g}" + ("" if fraction is None else f", Delta/D0 {fraction:g}")
             + f", {_codebook_name(class_blind)}")
 
@@ -468,9 +499,12 @@ def _tasks(candidate, folds: int) -> int:
 
 
 def _best(rows: list, targets: _Targets) -> dict:
-    """The least held-out distortion among the rows that meet the target (ties: smaller K, less
+    """The row the search chooses: the least distortion meeting the target, else the nearest.
+
+    The least held-out distortion among the rows that meet the target (ties: smaller K, less
     smoothing, then the larger fraction), or when none does the nearest the target
-    (:meth:`_Targets.shortfall`; ties: less leakage, then as above)."""
+    (:meth:`_Targets.shortfall`; ties: less leakage, then as above).
+    """
     meeting = [r for r in rows if r["meets_target"]]
     if meeting:
         return min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"],
@@ -480,13 +514,15 @@ def _best(rows: list, targets: _Targets) -> dict:
 
 
 def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
-    """Every (K, smoothing) of ``pairs`` judged at the grid's ``fractions`` from the largest (the
-    most private) down, a pair's next smaller fraction tried only while the larger one met the
-    target: the leakage and the attacker's AUC rise as the budget falls, so below a fraction that
-    failed no fraction would meet it, and a fine alphabet's folds at small budgets, the search's
-    dearest tasks, are spared. A fraction 0 in the grid (a class-blind codebook's) is tried first
-    instead, and a pair that meets the target there is done: no budget distorts less. One batch of
-    candidates per fraction."""
+    """Every (K, smoothing) of ``pairs`` judged at the grid's ``fractions``, the largest first.
+
+    From the largest (the most private) down, a pair's next smaller fraction is tried only while the
+    larger one met the target: the leakage and the attacker's AUC rise as the budget falls, so below
+    a fraction that failed no fraction would meet it, and a fine alphabet's folds at small budgets,
+    the search's dearest tasks, are spared. A fraction 0 in the grid (a class-blind codebook's) is
+    tried first instead, and a pair that meets the target there is done: no budget distorts less.
+    One batch of candidates per fraction.
+    """
     judged: list = []
     order = sorted(fractions, reverse=True)
     active = list(pairs)
@@ -507,10 +543,12 @@ def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
 
 
 def _refine_budget(run: _Run, judged: list) -> list:
-    """Bisect the budget of the grid's best (K, smoothing) :data:`REFINE_STEPS` times between its
-    fraction and the next smaller one tried (half its fraction below the grid): the grid's steps
-    are coarse, and the least budget that still meets the target keeps the most utility. Nothing
-    when no candidate meets the target."""
+    """Bisect the budget of the grid's best (K, smoothing) :data:`REFINE_STEPS` times.
+
+    The bisection runs between its fraction and the next smaller one tried (half its fraction below
+    the grid): the grid's steps are coarse, and the least budget that still meets the target keeps
+    the most utility. Nothing when no candidate meets the target.
+    """
     rows = [row for row, _, _ in judged if "error" not in row]
     if not rows or not any(r["meets_target"] for r in rows):
         return []
@@ -534,9 +572,10 @@ def _refine_budget(run: _Run, judged: list) -> list:
 
 
 def _column_targets(dataset: Dataset, options: QuantizedOptions) -> dict | None:
-    """The per-column leakage targets of ``options.auto`` as ``{column: bits}`` (empty without
-    any), checked against the dataset's private columns; None when the dataset has one private
-    column (:func:`_single_column_target` reads them then).
+    """The per-column leakage targets of ``options.auto`` as ``{column: bits}``.
+
+    Empty without any; checked against the dataset's private columns; None when the dataset has
+    one private column (:func:`_single_column_target` reads them then).
 
     Raises
     ------
@@ -555,8 +594,10 @@ def _column_targets(dataset: Dataset, options: QuantizedOptions) -> dict | None:
 
 
 def _single_column_target(dataset: Dataset, options: QuantizedOptions, joint: float | None) -> float | None:
-    """With one private column, a target named for it is the joint's (the attribute is that
-    column); the tighter one where both are given.
+    """The joint's leakage target when there is one private column.
+
+    A target named for that column is the joint's (the attribute is that column); the tighter one
+    where both are given.
 
     Raises
     ------
@@ -573,8 +614,11 @@ def _single_column_target(dataset: Dataset, options: QuantizedOptions, joint: fl
 
 
 def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
-    """A candidate's build on all the rows (:func:`privmap.offline.mechanisms.table._program.solve_rows`), or the BuildError that
-    stopped it (the candidate is then marked failed, as one whose fold failed)."""
+    """A candidate's build on all the rows, or the BuildError that stopped it.
+
+    The build is :func:`privmap.offline.mechanisms.table._program.solve_rows`; a candidate whose
+    build failed is marked failed, as one whose fold failed.
+    """
     try:
         return solve_rows(InMemoryRows(dataset), options)
     except BuildError as exc:

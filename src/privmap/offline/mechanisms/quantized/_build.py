@@ -1,10 +1,14 @@
-"""The quantized mechanism's builds: rows in memory (:func:`build`) or partitions on a Dask
-cluster (:func:`build_partitioned`) and :class:`._options.QuantizedOptions` in, the shared
-:class:`~privmap.offline.mechanisms.Result` out (its ``detail`` a :class:`privmap.offline.mechanisms.table._pipeline.Build`). Both
-run the one pipeline (:func:`privmap.offline.mechanisms.table._pipeline.build_rows`) on their rows' backend. An ``auto`` search
+"""The quantized mechanism's builds, of rows in memory or of partitions on a Dask cluster.
+
+Rows in memory (:func:`build`) or partitions on a Dask cluster (:func:`build_partitioned`) and
+:class:`._options.QuantizedOptions` in, the shared :class:`~privmap.offline.mechanisms.Result`
+out (its ``detail`` a :class:`privmap.offline.mechanisms.table._pipeline.Build`). Both run the one
+pipeline (:func:`privmap.offline.mechanisms.table._pipeline.build_rows`) on their rows' backend.
+An ``auto`` search
 whose target no candidate meets fails closed (:class:`~privmap.offline._errors.TargetNotMetError`
 from :func:`build_points`, before any payload) unless ``options.auto.allow_unmet``: the candidate
-nearest the target is built then."""
+nearest the target is built then.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -80,15 +84,18 @@ SEARCH_USERS = 20_000
 
 
 def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, dropped_rows: int = 0) -> Build:
-    """The quantized pipeline on points in memory (the rows, or a mechanism's own points: the
-    recommender's factors), after the ``auto`` search when the options ask for one: it is timed
-    as the stage ``auto-search`` with every fold's cost, its progress told as the fraction of its
-    tasks done with the tasks and the candidate being judged (``tell``'s ``detail``), and the build
-    ships what it measured. Over more than :data:`SEARCH_USERS` users the search judges a seeded
+    """The quantized pipeline on points in memory, after the ``auto`` search if one is asked for.
+
+    The points are the rows, or a mechanism's own points (the recommender's factors). The search
+    is timed as the stage ``auto-search`` with every fold's cost, its progress told as the
+    fraction of its tasks done with the tasks and the candidate being judged (``tell``'s
+    ``detail``), and the build ships what it measured. Over more than :data:`SEARCH_USERS` users the search judges a seeded
     sample (:func:`search_sample`) and the stage ``holdout-all`` measures the chosen candidate
     over every user.
+
     Raises as :func:`build`; :class:`TargetNotMetError` when the chosen candidate misses the target
-    over every user (unless ``options.auto.allow_unmet``)."""
+    over every user (unless ``options.auto.allow_unmet``).
+    """
     held = InMemoryRows(rows, dropped_rows)
     if options.auto is None:
         return build_rows(held, options, tell)
@@ -116,10 +123,12 @@ def build_points(rows: Dataset, options: QuantizedOptions, tell: StageTimer, *, 
 
 
 def search_sample(rows: Dataset, seed: int, size: int | None = None) -> Dataset:
-    """``rows`` itself when it holds at most ``size`` users (default :data:`SEARCH_USERS`), else
-    the ``size`` of least :func:`~privmap.offline.data.row_keys` key (``seed``), in the rows'
-    order: a sample that depends on the seed and the number of rows alone, never on the private
-    column."""
+    """The users an ``auto`` search judges: at most ``size``, a sample blind to the private column.
+
+    ``rows`` itself when it holds at most ``size`` users (default :data:`SEARCH_USERS`), else the
+    ``size`` of least :func:`~privmap.offline.data.row_keys` key (``seed``), in the rows' order: a
+    sample that depends on the seed and the number of rows alone, never on the private column.
+    """
     size = SEARCH_USERS if size is None else size
     if rows.n <= size:
         return rows
@@ -130,11 +139,12 @@ def search_sample(rows: Dataset, seed: int, size: int | None = None) -> Dataset:
 def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans: str = "minibatch",
                       progress: Progress | None = None, dask_progress: bool = False,
                       in_core_bytes: int = IN_CORE_BYTES) -> Result:
-    """Build a quantized bundle's payload from partitioned rows (CSV or Parquet files) on a Dask
-    cluster: the rows validated in a pass over the partitions; then, when they fit in
-    ``in_core_bytes`` (:func:`privmap.offline.mechanisms.table._partitioned.in_core`), gathered and mapped by :func:`build_points`
-    as in memory (every option); else the pipeline of :func:`build` on
-    :class:`privmap.offline.mechanisms.table._partitioned.PartitionedRows`' passes.
+    """Build a quantized bundle's payload from partitioned rows (CSV or Parquet files) on Dask.
+
+    The rows are validated in a pass over the partitions; then, when they fit in
+    ``in_core_bytes`` (:func:`privmap.offline.mechanisms.table._partitioned.in_core`), gathered and
+    mapped by :func:`build_points` as in memory (every option); else the pipeline of :func:`build`
+    runs on :class:`privmap.offline.mechanisms.table._partitioned.PartitionedRows`' passes.
 
     Parameters
     ----------
@@ -182,16 +192,19 @@ def build_partitioned(src: Source, options: QuantizedOptions, client, *, kmeans:
 
 
 def out_of_core_reason(n: int, d: int, limit_bytes: int, what: str) -> str:
-    """Why a build maps out of core, as :func:`check_out_of_core` appends it: the
-    ``n`` users' points of ``d`` ``what`` against the limit."""
+    """Why a build maps out of core, as :func:`check_out_of_core` appends it.
+
+    The ``n`` users' points of ``d`` ``what`` each, against the limit ``limit_bytes``.
+    """
     return (f" (the {n:,} users' points, {d} {what} each, take {n * max(d, 1) * 8 / 2**20:,.0f} MiB; "
             f"the in-core limit is {limit_bytes / 2**20:,.0f} MiB: --in-core-limit)")
 
 
 def check_out_of_core(options: QuantizedOptions, why: str = "", *, joint: bool = False) -> None:
-    """Refuse what only the mapping in memory does, for a build mapped out of core
-    (:class:`PartitionedRows`' passes); ``why`` says why it is out of core (prefixed to the
-    advice, e.g. the users' points exceed the in-core limit).
+    """Refuse what only the mapping in memory does, for a build mapped out of core.
+
+    Such a build runs on :class:`PartitionedRows`' passes; ``why`` says why it is out of core
+    (prefixed to the advice, e.g. the users' points exceed the in-core limit).
 
     Raises
     ------

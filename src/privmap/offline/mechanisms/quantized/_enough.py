@@ -45,8 +45,11 @@ def _z() -> float:
 
 
 def chance_auc_high(counts) -> float:
-    """The upper confidence bound (at the folds' :data:`privmap.offline.mechanisms.table._holdout.CONFIDENCE`) of the AUC of an
-    attacker at chance over users of these class ``counts`` (|A|,), each > 0 (module docstring)."""
+    """The upper confidence bound of the AUC of an attacker at chance.
+
+    Over users of these class ``counts`` (|A|,), each > 0, at the folds'
+    :data:`privmap.offline.mechanisms.table._holdout.CONFIDENCE` (module docstring).
+    """
     counts = np.asarray(counts, dtype=float)
     n = counts.sum()
     scored = counts[1:2] if len(counts) == 2 else counts
@@ -55,9 +58,11 @@ def chance_auc_high(counts) -> float:
 
 
 def users_needed(counts, target_auc: float) -> int | None:
-    """The fewest users, in the classes' shares of ``counts``, whose :func:`chance_auc_high` is at
-    most ``target_auc``; None when the counts meet it already, or no number of users would (a
-    target of 0.5 or less)."""
+    """The fewest users whose :func:`chance_auc_high` is at most ``target_auc``.
+
+    The users are in the classes' shares of ``counts``; None when the counts meet the target
+    already, or no number of users would (a target of 0.5 or less).
+    """
     counts = np.asarray(counts, dtype=float)
     high = chance_auc_high(counts)
     if high <= target_auc:
@@ -68,9 +73,11 @@ def users_needed(counts, target_auc: float) -> int | None:
 
 
 def check_enough_users(dataset: Dataset | SourceSummary, options: QuantizedOptions) -> None:
-    """Refuse, before any work, an ``auto`` search whose AUC target no useful release of
-    ``dataset``'s users (rows in memory, or a partitioned source's summary: its ``class_counts``,
-    ``classes`` and ``private_name``) could be shown to meet (module docstring).
+    """Refuse, before any work, an ``auto`` search whose AUC target the users cannot meet.
+
+    No useful release of ``dataset``'s users (rows in memory, or a partitioned source's summary:
+    its ``class_counts``, ``classes`` and ``private_name``) could be shown to meet it (module
+    docstring).
 
     Raises
     ------

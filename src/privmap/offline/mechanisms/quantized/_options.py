@@ -30,18 +30,19 @@ AUTO_NEEDS_FOLDS = "--clusters auto judges candidates by cross-fitting; --holdou
 
 @dataclass(frozen=True, kw_only=True)
 class Auto:
-    """Choose what the options leave unset (``clusters``, ``smoothing``, and with ``clusters``
-    the budget fraction) by the cross-fitted leakage: of the candidates, the least held-out
-    distortion whose new-user leakage stays under ``target_leakage_bits`` and whose out-of-sample
-    attacker ROC AUC stays under ``target_auc`` (:mod:`._autotune`). ``column_targets`` holds
-    ``(column, bits)`` pairs: with several private columns, the new-user leakage of that column
-    alone must stay under its bits too (``--target-leakage COL=BITS``; every named target is met).
-    Without any target, 1 % of H(A) is the leakage target. ``class_blind`` holds the codebooks
-    searched (False: k-means on the points, True: class-blind clusters,
-    :mod:`privmap.offline.mechanisms.table._class_blind`), each with its own budget search; empty:
-    the options' own. A build whose target no candidate meets
-    fails (:class:`~privmap.offline._errors.TargetNotMetError`) unless ``allow_unmet``: then it
-    ships the candidate nearest the target by the target's own measure.
+    """The ``auto`` search: what the options leave unset, chosen by the cross-fitted leakage.
+
+    It chooses ``clusters``, ``smoothing``, and with ``clusters`` the budget fraction: of the
+    candidates, the least held-out distortion whose new-user leakage stays under
+    ``target_leakage_bits`` and whose out-of-sample attacker ROC AUC stays under ``target_auc``
+    (:mod:`._autotune`). ``column_targets`` holds ``(column, bits)`` pairs: with several private
+    columns, the new-user leakage of that column alone must stay under its bits too
+    (``--target-leakage COL=BITS``; every named target is met). Without any target, 1 % of H(A)
+    is the leakage target. ``class_blind`` holds the codebooks searched (False: k-means on the
+    points, True: class-blind clusters, :mod:`privmap.offline.mechanisms.table._class_blind`),
+    each with its own budget search; empty: the options' own. A build whose target no candidate
+    meets fails (:class:`~privmap.offline._errors.TargetNotMetError`) unless ``allow_unmet``:
+    then it ships the candidate nearest the target by the target's own measure.
 
     Raises
     ------
@@ -149,8 +150,10 @@ class QuantizedOptions(Seed000Options):
             raise BuildError("the class-blind codebook needs the l2 metric")
 
     def _check_budget(self) -> None:
-        """Exactly one of ``delta`` and ``delta_fraction``, or neither when :attr:`auto` chooses K
-        (it then chooses the fraction with it)."""
+        """Refuse a budget that is not exactly one of ``delta`` and ``delta_fraction``.
+
+        Neither is allowed when :attr:`auto` chooses K: it then chooses the fraction with it.
+        """
         searched = self.auto is not None and self.clusters is None
         if self.delta is not None and self.delta_fraction is not None or (
                 self.delta is None and self.delta_fraction is None and not searched):

@@ -24,66 +24,23 @@ users, the private attribute unseen; the cross-fitted folds refit the mapping, n
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 
-from privmap.device.constants import MAX_RANK
-
-from ..._errors import BuildError
 from ...data import Dataset, resolve
 from .._result import Result
-from ..quantized import QuantizedOptions, build_points, check_enough_users
+from ..quantized import build_points, check_enough_users
 from ..recommender import Prepared, RatingModel, RecommenderBuild, factor_options, missing_token, rating_model
 from ..table import Build, start
-from ._model import DEFAULT_PENALTY, DEFAULT_RANK, ScoreSpace, fit_score_space
+from ._model import ScoreSpace, fit_score_space
+from ._options import MECHANISM, RankingOptions
 
-__all__ = ["MECHANISM", "REFUSED_MAPPING", "RankingOptions", "build", "prepare", "build_prepared", "ranking_result",
+__all__ = ["build", "prepare", "build_prepared", "ranking_result",
            "score_names", "SCORE_PREFIX"]
 
 #: Names of the score-space features in the bundle: score_0 .. score_<k-1>.
 SCORE_PREFIX = "score_"
-#: The payload's ``mechanism``.
-MECHANISM = "ranking"
-#: Why the ranking mode refuses another mapping than the quantized one.
-REFUSED_MAPPING = ("--utility ranking maps score directions with the quantized mechanism, the l2 metric and blank "
-                   "cells as unrated (--missing mask)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RankingOptions:
-    """The ranking mechanism's options.
-
-    ``mapping``, the quantized mechanism's options that map the score-space points (its
-    ``declared`` domains are the ratings'; ``seed`` also seeds the space's decomposition), the
-    space's ``rank`` k, EASE's ``penalty`` lambda, and the ``decimals`` released scores are
-    rounded to.
-
-    Raises
-    ------
-    BuildError
-        At construction, for a value out of range, or a mapping that is not the l2 metric with
-        blank cells as unrated.
-    """
-
-    mapping: QuantizedOptions
-    rank: int = DEFAULT_RANK
-    penalty: float = DEFAULT_PENALTY
-    decimals: int = 3
-
-    def __post_init__(self):
-        if self.mapping.metric != "l2" or self.mapping.missing != "mask":
-            raise BuildError(REFUSED_MAPPING)
-        if not 2 <= self.rank <= MAX_RANK:
-            raise BuildError(f"--factors (the score space's rank) must be in 2..{MAX_RANK}, got {self.rank}")
-        if not (math.isfinite(self.penalty) and self.penalty > 0):
-            raise BuildError(f"the EASE penalty must be a finite number > 0, got {self.penalty}")
-        if not 0 <= self.decimals <= 6:
-            raise BuildError(f"decimals must be in 0..6, got {self.decimals}")
-
-
 def build(dataset: Dataset, options: RankingOptions, *, progress=None) -> Result:
     """Build a ranking bundle's payload from labelled ratings in memory.
 

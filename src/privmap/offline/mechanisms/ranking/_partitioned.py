@@ -20,8 +20,9 @@ from ...data import Source
 from .._result import Result
 from ..recommender import PartitionedMode, build_model_partitioned
 from ..table import IN_CORE_BYTES
-from ._build import RankingOptions, ranking_result, score_names
+from ._build import ranking_result, score_names
 from ._model import fit_score_space
+from ._options import RankingOptions
 
 __all__ = ["build_partitioned", "RANKING"]
 

@@ -27,7 +27,6 @@ unseen; the cross-fitted folds refit the mapping, not the model (the model sees 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,53 +39,15 @@ from .._result import Result
 from ..quantized import QuantizedOptions, build_points, check_enough_users
 from ..table import Build, start
 from ._calibrate import calibrate_payload
-from ._factors import DEFAULT_RANK, MAX_RANK, FactorModel, choose_reg, fit_factors
+from ._factors import FactorModel, choose_reg, fit_factors
+from ._options import MECHANISM, RecommenderOptions
 
-__all__ = ["MECHANISM", "REFUSED_MAPPING", "RecommenderOptions", "RecommenderBuild", "RatingModel", "Prepared",
+__all__ = ["RecommenderBuild", "RatingModel", "Prepared",
            "build", "prepare", "build_prepared", "recommender_result", "rating_model", "fit_model", "missing_token",
            "factor_options", "factor_names", "FACTOR_PREFIX"]
 
 #: Names of the factor-space features in the bundle: factor_0 (the user-bias axis) .. factor_rank.
 FACTOR_PREFIX = "factor_"
-#: The payload's ``mechanism``.
-MECHANISM = "recommender"
-#: Why the recommender refuses another mapping than the quantized one.
-REFUSED_MAPPING = ("--utility recommender maps latent taste with the quantized mechanism, the l2 metric "
-                   "(stars) and blank cells as unrated (--missing mask)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecommenderOptions:
-    """The recommender's options: the mapping's, and how the ratings are modelled.
-
-    ``mapping``, the quantized mechanism's options that map the factor points (its ``declared``
-    domains are the ratings'; ``seed`` also seeds the fit), and how the ratings are modelled: the
-    latent ``rank``, the ridge penalty ``reg`` (None: chosen by validation among
-    :data:`._factors.CANDIDATE_REGS`), and the ``decimals`` released ratings are rounded to.
-
-    Raises
-    ------
-    BuildError
-        At construction, for a value out of range, or a mapping that is not the l2 metric with
-        blank cells as unrated (the distortion is in stars over the factor space).
-    """
-
-    mapping: QuantizedOptions
-    rank: int = DEFAULT_RANK
-    reg: float | None = None
-    decimals: int = 2
-
-    def __post_init__(self):
-        if self.mapping.metric != "l2" or self.mapping.missing != "mask":
-            raise BuildError(REFUSED_MAPPING)
-        if not 1 <= self.rank <= MAX_RANK:
-            raise BuildError(f"--factors must be in 1..{MAX_RANK}, got {self.rank}")
-        if self.reg is not None and not (math.isfinite(self.reg) and self.reg > 0):
-            raise BuildError(f"--factor-reg must be a finite number > 0, got {self.reg}")
-        if not 0 <= self.decimals <= 6:
-            raise BuildError(f"decimals must be in 0..6, got {self.decimals}")
-
-
 @dataclass(frozen=True)
 class RatingModel:
     """What a recommender bundle says of its training ratings and their model.

@@ -63,9 +63,10 @@ from ...data import Dataset, Partition, Source, nearest, open_source, read_parti
 from .._result import Result
 from ..quantized import build_points, check_enough_users, check_out_of_core, out_of_core_reason
 from ..table import IN_CORE_BYTES, PartitionedRows, StageTimer, build_rows, in_core
-from ._build import RecommenderOptions, factor_names, factor_options, fit_model, missing_token, rating_model, recommender_result
+from ._build import factor_names, factor_options, fit_model, missing_token, rating_model, recommender_result
 from ._calibrate import calibrated_outputs, payload_domain, payload_table, pooled_sums, released_distance, with_outputs
 from ._factors import FactorModel
+from ._options import RecommenderOptions
 
 __all__ = ["build_partitioned", "build_model_partitioned", "PartitionedMode", "Folded", "gather_points", "fold_in",
            "sample_ratings", "sample_size", "SAMPLE_USERS", "SAMPLE_CELLS"]
