@@ -131,8 +131,8 @@ class WrongTargetError(BundleError):
 class WrongDomainError(BundleError):
     """A verified bundle for another domain than the device's.
 
-    A verified bundle for another private attribute or another feature schema (catalogue,
-    rating scale, category lists) than the device's configuration.
+    The domain is the private attribute and the feature schema (catalogue, rating scale,
+    category lists) the device is configured with.
     """
 
 

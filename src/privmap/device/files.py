@@ -297,8 +297,8 @@ def _describe_holders(holders: list[int]) -> str:
 def _lock_handle(directory: Directory) -> int:
     """A new open file description of a directory, to lock.
 
-    A new open file description of ``directory`` to lock (``flock`` belongs to the description,
-    so two locks taken in one process, by two threads, exclude each other as two processes' do).
+    ``flock`` belongs to the description, not the process, so two locks taken in one process,
+    by two threads, exclude each other as two processes' do.
     """
     if isinstance(directory, int):
         return os.open(".", _DIR_FLAGS, dir_fd=directory)

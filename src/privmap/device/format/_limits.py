@@ -1,6 +1,6 @@
 """Resource limits of the bundle format.
 
-Resource limits of the bundle format (see docs/bundle-format.md); its constants are in
+The format is described in docs/bundle-format.md; the limits' constants are in
 :mod:`privmap.device.constants`.
 """
 from __future__ import annotations

@@ -369,9 +369,9 @@ KEY_SETS = MappingProxyType({
 
 
 def payload_keys(mechanism: object) -> tuple[str, ...]:
-    """The closed top-level key set of a payload.
+    """The closed top-level key set of a payload of ``mechanism``, in canonical order.
 
-    The closed top-level key set of a payload of ``mechanism`` (canonical order;
-    :data:`KEY_SETS`, else :data:`PAYLOAD_KEYS`, for any value, a name or not).
+    :data:`KEY_SETS` names the set of a known mechanism; any other value, a name or not,
+    gets :data:`PAYLOAD_KEYS`.
     """
     return KEY_SETS.get(mechanism, PAYLOAD_KEYS) if type(mechanism) is str else PAYLOAD_KEYS

@@ -154,8 +154,8 @@ def parse_row(row: Sequence[object], features: Sequence[Feature]) -> tuple[float
 def nearest_pure(reps: Iterable[Sequence[float]], modes: Sequence[int], x: Sequence[float | None]) -> int:
     """Index of the representative nearest to a row, in pure Python.
 
-    Index of the representative nearest to ``x`` (canonical cells, ``None`` = masked cell,
-    skipped); ties: lowest index.
+    ``x`` holds canonical cells; a ``None`` cell is masked and skipped. Ties go to the lowest
+    index.
     """
     observed = [k for k, a in enumerate(x) if a is not None]
     if len(observed) < len(x):  # drop masked cells once, not once per representative

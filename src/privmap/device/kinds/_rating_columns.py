@@ -1,6 +1,6 @@
 """What the model kinds share in their ``model`` map.
 
-What the model kinds (recommender, ranking) share in their ``model`` map: the rating columns a
+The model kinds are the recommender and ranking kinds; what they share is the rating columns a
 user's row holds, and their one rating domain.
 
 Both kinds read a row of ratings (a blank cell or the missing token: not rated) and validate it

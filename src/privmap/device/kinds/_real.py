@@ -110,8 +110,8 @@ def cholesky_logdet(m: Sequence[Sequence[float]]) -> float | None:
 def parse_real_row(row: Sequence[object], n: int) -> Vector:
     """The user's row as ``n`` floats.
 
-    The user's row as ``n`` floats. Cells are decimal strings, ints or floats (not bool),
-    finite and at most :data:`MAX_ABS_CELL` in magnitude; ``-0.0`` becomes ``0.0``.
+    Cells are decimal strings, ints or floats (not bool), finite and at most
+    :data:`MAX_ABS_CELL` in magnitude; ``-0.0`` becomes ``0.0``.
 
     Raises :class:`InputError` (naming the position only, never the value).
     """

@@ -35,8 +35,8 @@ __all__ = ["Kind", "TableKind", "RealKind", "KINDS", "TABLE_KINDS", "REAL_KINDS"
 class Kind(Protocol):
     """What a bundle kind is to the layers above it.
 
-    What a bundle kind is to the layers above it: the payload's parse into its bundle object,
-    and the release of a row through that object.
+    Two things: the payload's parse into its bundle object, and the release of a row through
+    that object.
     """
 
     #: The payload's ``mechanism``.
@@ -47,15 +47,15 @@ class Kind(Protocol):
     def load(self, obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
         """The bundle object of a header-checked payload.
 
-        The bundle object of the header-checked payload ``obj`` (``facts``: the header and
-        envelope facts). Raises BundleFormatError, TableError, WorkLimitError or MetricsError.
+        ``facts`` are the header and envelope facts. Raises BundleFormatError, TableError,
+        WorkLimitError or MetricsError.
         """
 
     def release(self, bundle: Any, row: Sequence[object], secret: bytes) -> list:
-        """The cells a device releases for a row.
+        """The cells a device with ``secret`` releases for ``row``.
 
-        The cells a device with ``secret`` releases for ``row``, the same on every ask.
-        Raises InputError (a row the bundle refuses) or the kind's own release errors.
+        The same on every ask. Raises InputError (a row the bundle refuses) or the kind's own
+        release errors.
         """
 
 
@@ -143,10 +143,9 @@ REAL_KINDS = MappingProxyType({name: kind for name, kind in KINDS.items() if isi
 
 
 def kind_of(mechanism: object) -> TableKind | RealKind | None:
-    """The kind of a payload's ``mechanism`` value.
+    """The kind of a payload's ``mechanism`` value, from :data:`KINDS`.
 
-    The kind of a payload's ``mechanism`` value (:data:`KINDS`); None for any other value,
-    of any type (a decoded payload's field may be anything).
+    None for any other value, of any type (a decoded payload's field may be anything).
     """
     return KINDS.get(mechanism) if type(mechanism) is str else None
 
@@ -154,8 +153,8 @@ def kind_of(mechanism: object) -> TableKind | RealKind | None:
 def load_body(obj: dict, limits: Limits, **facts: Any) -> Bundle | NullspaceBundle | GaussianBundle:
     """The bundle object of a header-checked payload, by its kind.
 
-    The bundle object of a header-checked payload ``obj``: a table :class:`Bundle`, or a
-    ``NullspaceBundle`` / ``GaussianBundle`` (its kind's :meth:`Kind.load`).
+    A table :class:`Bundle`, or a ``NullspaceBundle`` / ``GaussianBundle``: what the kind's
+    :meth:`Kind.load` makes of ``obj``.
 
     Parameters
     ----------

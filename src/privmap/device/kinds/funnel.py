@@ -1,7 +1,7 @@
 """The ``funnel`` kind (seed 003).
 
-The ``funnel`` kind (seed 003): its parse and the pure-Python checks of a deterministic table
-and I(X;Y); it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
+Its parse and the pure-Python checks of a deterministic table and I(X;Y); it releases through
+the table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The funnel's table is a partition of the inputs: every row has exactly one output with the
 whole weight 2**B. Its disclosure I(X;Y) = H(Y) with P_Y(j) = sum of p(s, x) over the inputs x

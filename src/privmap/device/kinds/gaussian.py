@@ -97,11 +97,11 @@ def add_noise(x: Sequence[float], sigma: Iterable[float], source: SystemRandomBi
 
 
 def canonical_record(x: Sequence[float]) -> bytes:
-    """Canonical bytes of a parsed record.
+    """Canonical bytes of a parsed record of n floats.
 
-    Canonical bytes of a parsed record (n floats): a tag, n as 4 bytes big-endian, then each
-    value as IEEE-754 binary64 big-endian. Equal records (``-0.0`` normalised to ``0.0`` by
-    :func:`parse_real_row`) give equal bytes; the key of the memo and of a derived bit source.
+    A tag, n as 4 bytes big-endian, then each value as IEEE-754 binary64 big-endian. Equal
+    records (``-0.0`` normalised to ``0.0`` by :func:`parse_real_row`) give equal bytes; the
+    key of the memo and of a derived bit source.
     """
     return _RECORD_TAG + struct.pack(">I", len(x)) + b"".join(struct.pack(">d", v) for v in x)
 

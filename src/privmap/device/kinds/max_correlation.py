@@ -1,7 +1,7 @@
 """The ``max-correlation`` kind (seed 002).
 
-The ``max-correlation`` kind (seed 002): its parse and the pure-Python checks of P_X, rho_m^2
-and the S* bound; it releases through the table (:class:`~privmap.device.kinds.table.Bundle`).
+Its parse and the pure-Python checks of P_X, rho_m^2 and the S* bound; it releases through the
+table (:class:`~privmap.device.kinds.table.Bundle`).
 
 The bundle has no private attribute; it carries ``p_x`` (the public marginal over its inputs)
 and declares ``rho_m_squared`` (the maximal correlation of X and the released Y, squared) and

@@ -121,10 +121,10 @@ class ScoreModel:
         return tuple(a / length for a in y)
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released scores of a point of the score space.
+        """The released scores of a point ``z`` of the score space.
 
-        The released scores of point ``z``: one float per column, ``basis_j . z`` rounded to
-        ``decimals`` (higher = recommend sooner), ``z`` taken to :data:`POINT_BITS` bits.
+        One float per column, ``basis_j . z`` rounded to ``decimals`` (higher = recommend
+        sooner), ``z`` taken to :data:`POINT_BITS` bits.
         """
         places, scale = self.decimals, self._scale
         fixed = [round(v * (1 << POINT_BITS)) for v in z]

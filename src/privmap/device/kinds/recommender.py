@@ -168,10 +168,10 @@ class FactorModel:
         return z
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released ratings of a point of the factor space.
+        """The released ratings of a point ``z`` of the factor space.
 
-        The released ratings of factor point ``z`` (inside the factor space's domain): one
-        float per column, rounded to ``decimals`` and then clipped to the rating domain.
+        ``z`` lies inside the factor space's domain. One float per column, rounded to
+        ``decimals`` and then clipped to the rating domain.
         """
         theta = _back_substitute(self.whiten, z)
         lo, hi, places, mean = self._lo, self._hi, self.decimals, self.mean
@@ -286,8 +286,8 @@ def _rating_reach(mean: float, bias: Sequence[float], factors: Sequence[Sequence
                   whiten: Sequence[Sequence[float]], span: float) -> float:
     """An upper bound on the magnitude of any predicted rating.
 
-    An upper bound on |mean + b_j + x_j . theta| over the columns j and the points z with
-    every |z_i| <= ``span``, theta = W^-1 z (inf where the bound overflows).
+    The bound is on |mean + b_j + x_j . theta| over the columns j and the points z with every
+    |z_i| <= ``span``, theta = W^-1 z (inf where the bound overflows).
 
     |W^-1| <= M(W)^-1 entrywise, M(W) the comparison matrix of the upper-triangular W (its
     diagonal, minus the magnitudes of the rest), so ``span`` times M(W)^-1 times ones bounds

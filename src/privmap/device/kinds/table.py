@@ -56,8 +56,8 @@ FAST_PATH_MIN_WORK = 20000
 class TableRules:
     """What a table kind asks of its rows and its metric.
 
-    What a table kind asks of its rows and its metric, given by the kind (the kinds' registry,
-    :mod:`._registry`) so that the parse below names no mechanism.
+    Given by the kind (the kinds' registry, :mod:`._registry`) so that the parse below names no
+    mechanism.
 
     Parameters
     ----------
@@ -86,9 +86,8 @@ MODEL_RULES = TableRules(model=True)
 class FoldIn(Protocol):
     """What a table bundle asks of a model between a row and its table.
 
-    What a table bundle asks of a model between a row and its table (a recommender's
-    :class:`~privmap.device.kinds.recommender.FactorModel`, a ranking bundle's
-    :class:`~privmap.device.kinds.ranking.ScoreModel`).
+    The model is a recommender's :class:`~privmap.device.kinds.recommender.FactorModel` or a
+    ranking bundle's :class:`~privmap.device.kinds.ranking.ScoreModel`.
     """
 
     columns: tuple[Feature, ...]
@@ -96,18 +95,17 @@ class FoldIn(Protocol):
     def point(self, cells: Sequence[float | None]) -> tuple[float, ...]:
         """The point of the bundle's space a parsed row folds into.
 
-        The point of the bundle's space a parsed row (one cell per column) folds into:
-        finite, in a time that does not depend on the cells. Raises :class:`InputError` for a
-        row it cannot fold in (that row alone is refused).
+        The row holds one cell per column; the point is finite, found in a time that does not
+        depend on the cells. Raises :class:`InputError` for a row it cannot fold in (that row
+        alone is refused).
         """
 
     def ratings(self, z: Sequence[float]) -> list[float]:
-        """The released cells of a point of the bundle's space.
+        """The released cells of a point ``z`` of the bundle's space (an output).
 
-        The released cells of a point ``z`` of the bundle's space (an output): finite for
-        every such point, as the model's parser guarantees; predicted ratings inside the columns'
-        domain, or scores (a ranking bundle's, whose bound is its basis times a unit point).
-        Called on every release (:meth:`Bundle.representative` caches nothing).
+        Finite for every such point, as the model's parser guarantees; predicted ratings inside
+        the columns' domain, or scores (a ranking bundle's, whose bound is its basis times a unit
+        point). Called on every release (:meth:`Bundle.representative` caches nothing).
         """
 
 
@@ -218,8 +216,7 @@ class Bundle:
     def withheld_columns(self) -> tuple[str, ...]:
         """Input columns a row may carry that are never released.
 
-        Input columns a row may carry that are never released: the private attribute (none for
-        a max-correlation bundle, which is designed without one).
+        The private attribute; none for a max-correlation bundle, which is designed without one.
         """
         return () if self.private_name is None else (self.private_name,)
 
@@ -347,10 +344,9 @@ _CONSTRUCT = object()
 def release_index(bundle: Bundle, row: Sequence[object], secret: bytes) -> int:
     """The output index a device releases for a row, the same on every ask.
 
-    The output index a device with ``secret`` releases for ``row`` under a table ``bundle``,
-    the same on every ask: ``row``'s input c, then ``bundle.bits`` bits derived from the secret,
-    the bundle's sha256 and c (:func:`privmap.device.randomness.release_bits`) drawn through row c
-    of the table. Raises TypeError (not a table bundle) or :class:`InputError` (a row it refuses).
+    ``row``'s input c, then ``bundle.bits`` bits derived from ``secret``, the table ``bundle``'s
+    sha256 and c (:func:`privmap.device.randomness.release_bits`) drawn through row c of the
+    table. Raises TypeError (not a table bundle) or :class:`InputError` (a row it refuses).
     """
     if not isinstance(bundle, Bundle):
         raise TypeError("bundle must be a privmap.device.Bundle")
@@ -499,11 +495,11 @@ def parse_body(obj: dict, limits: Limits, rules: TableRules) -> dict:
 def parse_categorical_body(obj: dict, limits: Limits, required_metrics: tuple, accepted_metric: str) -> dict:
     """The fields the funnel and max-correlation kinds share.
 
-    The fields the funnel and max-correlation kinds share: the one metric the kind accepts
-    (``accepted_metric``: the funnel's ``log-loss``, max-correlation's ``hamming``), categorical
-    features looked up by their equal tuple, inputs, outputs, the table, ``metrics`` holding
-    ``required_metrics`` and ``provenance``. The kind adds its private attribute and prior, or its
-    ``p_x``. Raises BundleFormatError or TableError.
+    The one metric the kind accepts (``accepted_metric``: the funnel's ``log-loss``,
+    max-correlation's ``hamming``), categorical features looked up by their equal tuple,
+    inputs, outputs, the table, ``metrics`` holding ``required_metrics`` and ``provenance``.
+    The kind adds its private attribute and prior, or its ``p_x``. Raises BundleFormatError or
+    TableError.
     """
     mechanism, metric = obj["mechanism"], obj["metric"]
     if metric != accepted_metric:

@@ -104,10 +104,10 @@ def release_bits(secret: bytes, bundle_sha256: str, c: int) -> DerivedBits:
 
 
 def record_bits(secret: bytes, bundle_sha256: str, record: bytes) -> DerivedBits:
-    """The bit source of the permanent release of one record.
+    """The bit source of the permanent release of one record under one bundle.
 
-    The bit source of the permanent release of one record under one bundle, for release paths
-    that have no input clusters (the Gaussian-noise kind draws its noise from it).
+    For release paths that have no input clusters (the Gaussian-noise kind draws its noise from
+    it).
 
     ``record`` is the canonical bytes of the parsed row (``GaussianBundle.record(row)``); the
     context is ``RECORD_TAG || bundle_sha256 || record``, so the same record gets the same noise

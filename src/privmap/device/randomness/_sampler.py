@@ -82,11 +82,10 @@ _DEFAULT = SystemRandomBits()
 
 
 def resolve_rng(rng: object) -> SystemRandomBits | InsecureTestBits | DerivedBits:
-    """The bit source to use.
+    """The bit source ``rng`` names: the OS CSPRNG for ``None``.
 
-    The bit source to use: the OS CSPRNG for ``None``; otherwise only a
-    :class:`SystemRandomBits`, a :class:`DerivedBits` (one permanent release per input) or an
-    :class:`InsecureTestBits` is accepted (``TypeError``).
+    Otherwise only a :class:`SystemRandomBits`, a :class:`DerivedBits` (one permanent release
+    per input) or an :class:`InsecureTestBits` is accepted; anything else raises ``TypeError``.
     """
     if rng is None:
         return _DEFAULT
@@ -111,10 +110,10 @@ def draw_bits(rng: _RandBits, bits: int) -> int:
 
 
 def sample_row(index: Iterable[int], weight: Iterable[int], r: int) -> int:
-    """Output index chosen by a draw.
+    """Output index chosen by a draw ``r`` in ``0 .. 2**B - 1``.
 
-    Output index chosen by ``r`` in ``0 .. 2**B - 1``: the first ``index[t]`` whose running
-    weight total exceeds ``r``. The whole row is scanned whatever ``r`` is.
+    The first ``index[t]`` whose running weight total exceeds ``r``. The whole row is scanned
+    whatever ``r`` is, so the time does not depend on the draw.
     """
     chosen = -1
     running = 0

@@ -72,10 +72,10 @@ def _vouched(entry: Entry, keyring: Keyring) -> bool:
 
 
 class Installer:
-    """Installing bundles and rotating the trusted keyring.
+    """Installing bundles and rotating the trusted keyring (module docstring).
 
-    Installing bundles and rotating the trusted keyring (module docstring): a part of
-    ``DeviceState``, writing through ``store``'s lock and commit at ``clock``'s ``now_eff``.
+    A part of ``DeviceState``, writing through ``store``'s lock and commit at ``clock``'s
+    ``now_eff``.
     It is the :class:`~._store.KeyringPolicy` the store opens a directory with.
 
     Parameters

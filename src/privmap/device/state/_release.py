@@ -22,11 +22,10 @@ __all__ = ["Releaser"]
 
 
 class Releaser:
-    """Using the installed bundle.
+    """Using the installed bundle (module docstring).
 
-    Using the installed bundle (module docstring): a part of ``DeviceState``, reading through
-    ``store``'s shared lock with the keyring ``installer`` keeps; releases draw from the store's
-    secret.
+    A part of ``DeviceState``, reading through ``store``'s shared lock with the keyring
+    ``installer`` keeps; releases draw from the store's secret.
 
     Parameters
     ----------
@@ -50,10 +49,9 @@ class Releaser:
         self._limits, self._binding, self._grace = limits, binding, grace
 
     def active(self, clock: float) -> Bundle | GaussianBundle | NullspaceBundle:
-        """The bundle to release with.
+        """The bundle to release with at ``clock``.
 
-        The bundle to release with at ``clock`` (:meth:`DeviceState.active`). Raises what
-        :meth:`DeviceState.active` raises, and ``OSError``.
+        As :meth:`DeviceState.active`; raises what it raises, and ``OSError``.
         """
         store = self._store
         with store.locked(exclusive=False):

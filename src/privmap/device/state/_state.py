@@ -131,12 +131,12 @@ class DeviceState:
             raise
 
     def close(self) -> None:
-        """Let go of the state directory.
+        """Let go of the state directory: close the descriptors it is held by.
 
-        Let go of the state directory: close the descriptors it is held by (the directory is
-        opened once and every access goes through them, so a path renamed or swapped meanwhile
-        changes nothing). Idempotent; an operation after it raises :class:`StateError`. Also
-        done when the object is collected, and by ``with DeviceState(...) as state:``.
+        The directory is opened once and every access goes through them, so a path renamed or
+        swapped meanwhile changes nothing. Idempotent; an operation after it raises
+        :class:`StateError`. Also done when the object is collected, and by
+        ``with DeviceState(...) as state:``.
         """
         self._store.close()
 
@@ -328,8 +328,8 @@ class DeviceState:
     def active(self, *, now: float | None = None) -> Bundle:
         """The bundle to release with.
 
-        The bundle to release with: the active one re-verified from disk, or the previous
-        known-good copy if the active file fails (THREATS G3).
+        The active one re-verified from disk, or the previous known-good copy if the active
+        file fails (THREATS G3).
 
         The state and both files are read under a shared lock (concurrent readers go side by
         side; an install waits), then each copy must hash to the sha256 the state recorded and
@@ -379,20 +379,19 @@ class DeviceState:
         return report
 
     def release_source(self, bundle: Bundle, c: int) -> DerivedBits:
-        """The permanent bit source of an input under a bundle.
+        """The permanent bit source of input ``c`` under ``bundle``.
 
-        The permanent bit source of input ``c`` (0 <= c < 2**64) under ``bundle``: a
-        ``randbits(k)`` source for any release path of this device (the table sampler here; a
-        noise mechanism keyed by its own input index, e.g. the first 8 bytes of a hash of the
-        canonical row, as an int).
+        ``c`` is in 0 <= c < 2**64. A ``randbits(k)`` source for any release path of this
+        device (the table sampler here; a noise mechanism keyed by its own input index, e.g. the
+        first 8 bytes of a hash of the canonical row, as an int).
         """
         return self._releaser.release_source(bundle, c)
 
     def release_index(self, bundle: Bundle, row: Sequence[object]) -> int:
         """Output index released for a row, permanent for this device.
 
-        Output index released for ``row`` under ``bundle``: the permanent draw of its input
-        cluster (same row, same bundle, same device -> same index). Raises InputError.
+        The permanent draw of ``row``'s input cluster under ``bundle`` (same row, same bundle,
+        same device -> same index). Raises InputError.
         """
         return self._releaser.release_index(bundle, row)
 

@@ -99,8 +99,8 @@ _BODY_KEYS = ("format", "version", "time_floor", "installed", "active", "previou
 class Entry(TypedDict):
     """What the state remembers of an installed version.
 
-    What the state remembers of a version installed: its bytes' sha256, its ``issued_at``
-    and the key ids (hex) that signed it (``None`` for both in a state upgraded from format 1).
+    Its bytes' sha256, its ``issued_at`` and the key ids (hex) that signed it (``None`` for
+    both in a state upgraded from format 1).
     """
 
     sha256: str
@@ -111,9 +111,8 @@ class Entry(TypedDict):
 class TrustBody(TypedDict):
     """The trusted keyring as the state holds it.
 
-    The trusted keyring as the state holds it: the raw keys (hex, sorted) and threshold, the
-    current signed keyring document (hex; ``None`` for bare keys) and the sha256 of the
-    documents it was rotated from.
+    The raw keys (hex, sorted) and threshold, the current signed keyring document (hex;
+    ``None`` for bare keys) and the sha256 of the documents it was rotated from.
     """
 
     keys: list[str]
@@ -123,11 +122,10 @@ class TrustBody(TypedDict):
 
 
 class Body(TypedDict):
-    """The body of ``state.json``.
+    """The body of ``state.json``, format 2 (module docstring).
 
-    The body of ``state.json`` (format 2; module docstring). ``installed`` maps a version
-    (decimal string) to its :class:`Entry`; ``trust`` is ``None`` only in a state upgraded from
-    format 1, until an open pins the keyring given.
+    ``installed`` maps a version (decimal string) to its :class:`Entry`; ``trust`` is ``None``
+    only in a state upgraded from format 1, until an open pins the keyring given.
     """
 
     format: int
@@ -582,10 +580,9 @@ class Store:
         return body
 
     def _read_body(self) -> tuple[Body, bool]:
-        """The authenticated, checked body of ``state.json``.
+        """The authenticated, checked body of ``state.json``, and whether it was format 1.
 
-        The authenticated, checked body of ``state.json`` (a format-1 body upgraded in
-        memory) and whether it was format 1. Raises :class:`StateError`.
+        A format-1 body is upgraded in memory. Raises :class:`StateError`.
         """
         raw = read_file(STATE_NAME, _MAX_STATE_BYTES, dir_fd=self._dir, label=os.path.join(self.path, STATE_NAME))
         try:

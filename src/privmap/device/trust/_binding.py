@@ -26,9 +26,8 @@ __all__ = ["Binding", "schema_sha256", "check_binding"]
 def schema_sha256(features: Iterable[Feature]) -> str:
     """Hex sha256 of the feature schema.
 
-    Hex sha256 of the feature schema: canonical JSON of each feature's name, kind, min, max,
-    integer flag, category values, missing-answer rule, fill value and missing token, in cell
-    order.
+    The hash is of canonical JSON of each feature's name, kind, min, max, integer flag,
+    category values, missing-answer rule, fill value and missing token, in cell order.
 
     Parameters
     ----------

@@ -108,8 +108,7 @@ class Keyring:
     def from_pem_files(cls, *paths: str | os.PathLike) -> Keyring:
         """Keyring from PEM public-key files.
 
-        Keyring from PEM public-key files (each read once, at most 64 KiB; a FIFO or device
-        is refused without blocking).
+        Each file is read once, at most 64 KiB; a FIFO or device is refused without blocking.
         """
         texts = []
         for path in paths:

@@ -125,10 +125,10 @@ class KeyringChain:
 
     @classmethod
     def pinned(cls, keyring: Keyring) -> KeyringChain:
-        """A chain at version 0 of bare keys.
+        """A chain at version 0 whose keyring is ``keyring``, as bare keys.
 
-        A chain at version 0 whose keyring is ``keyring`` (bare keys, no signed document, no
-        expiry): the next rotation is a version-1 document signed by ``keyring``'s threshold.
+        No signed document, no expiry: the next rotation is a version-1 document signed by
+        ``keyring``'s threshold.
         """
         if not isinstance(keyring, Keyring):
             raise TypeError("keyring must be a privmap.device.Keyring")
@@ -168,10 +168,10 @@ class KeyringChain:
         return applied
 
     def current(self, now: float) -> Keyring:
-        """The keyring to verify bundles with.
+        """The keyring to verify bundles with at ``now``.
 
-        The keyring to verify bundles with at ``now`` (unix seconds; pass the device's
-        ``now_eff``). Raises :class:`KeyringExpiredError` past the document's ``expires``.
+        ``now`` is in unix seconds; pass the device's ``now_eff``. Raises
+        :class:`KeyringExpiredError` past the document's ``expires``.
         """
         if self.expires is not None and self.expires <= now:
             raise KeyringExpiredError(f"keyring version {self.version} has expired; a rotation is needed")

@@ -92,8 +92,8 @@ SUPPORT_FLOOR = 1e-9
 class Pairs:
     """Sparse weights of raw rows on outputs.
 
-    Sparse weights of raw rows on outputs: pair p gives row ``rows[p]`` weight ``weights[p]``
-    on output ``outs[p]`` (int64, int64, float arrays of shape (P,)); ``n_outputs`` is m.
+    Pair p gives row ``rows[p]`` weight ``weights[p]`` on output ``outs[p]`` (int64, int64,
+    float arrays of shape (P,)); ``n_outputs`` is m.
 
     The sparse form of a dense (n, m) weight matrix (its non-zero entries).
     """
@@ -129,10 +129,9 @@ class Pairs:
         return cls(rows, j[which], row_mass[rows] * table[c, j][which], table.shape[1])
 
     def of_outputs(self, chosen: np.ndarray) -> Pairs:
-        """The pairs of the chosen outputs.
+        """The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order.
 
-        The pairs of the outputs where ``chosen`` (bool, shape (m,)) is set, in their order:
-        their :meth:`per_output` sums are bitwise those over all pairs (others get 0).
+        Their :meth:`per_output` sums are bitwise those over all pairs (others get 0).
         """
         keep = chosen[self.outs]
         return Pairs(self.rows[keep], self.outs[keep], self.weights[keep], self.n_outputs)
@@ -217,11 +216,10 @@ class Codebook:
     solved: SolveResult | None
 
     def solve_result(self, start: SolveResult) -> SolveResult:
-        """The step's table as a solve result.
+        """The step's table as a :class:`~privmap.offline.solvers.SolveResult`.
 
-        The step's table as a :class:`~privmap.offline.solvers.SolveResult`: its leakage and
-        distortion, with the solver, multiplier and gap of the last kept re-solve (``start``, the
-        solve the step began from, when none was kept).
+        Its leakage and distortion, with the solver, multiplier and gap of the last kept
+        re-solve (``start``, the solve the step began from, when none was kept).
         """
         last = self.solved or start
         return SolveResult(table=self.table, leakage_bits=self.leakage_bits, distortion=self.distortion,
@@ -376,10 +374,10 @@ def refine(X: np.ndarray, labels: np.ndarray, p_ac: np.ndarray, table: np.ndarra
 def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each distinct (psi(b), b) once, with how many raw rows it stands for.
 
-    Each distinct (psi(b), b) once: rows (m, d), their labels (m,) and how many raw rows each
-    stands for (m,). Equal rows of one input have equal weights on every output, so the step's
-    optima and D' are the same on them (UCI Adult's 48,842 rows on 5 columns: 14,846 distinct).
-    Rows with a NaN cell are never merged (NaN equals nothing), which is only a missed saving.
+    Returns the rows (m, d), their labels (m,) and the counts (m,). Equal rows of one input
+    have equal weights on every output, so the step's optima and D' are the same on them (UCI
+    Adult's 48,842 rows on 5 columns: 14,846 distinct). Rows with a NaN cell are never merged
+    (NaN equals nothing), which is only a missed saving.
     """
     keyed = np.column_stack([labels.astype(float), X])
     distinct, times = unique_rows(keyed)
@@ -388,11 +386,11 @@ def _distinct_rows(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def resolve_at(p_ac: np.ndarray, D: np.ndarray, budget: float, *, perfect: bool, solver: str, tol_bits: float,
                warm: SolveResult | None = None) -> SolveResult | None:
-    """Step B's solution, or None when the solver fails.
+    """Step B's solution, or None when program (19)'s solver fails.
 
-    Step B's solution, or None when program (19)'s solver fails; the fast solver starts from
-    ``warm`` (a previous answer) when given, unless a cold solve would start from another solver's
-    answer (many private classes: :func:`~privmap.offline.solvers.starts_from_interior`,
+    The fast solver starts from ``warm`` (a previous answer) when given, unless a cold solve
+    would start from another solver's answer (many private classes:
+    :func:`~privmap.offline.solvers.starts_from_interior`,
     :func:`~privmap.offline.solvers.starts_from_conic`): that start is the faster there (UCI
     Adult, 15 occupation classes, K = 64: the codebook step 17.0 CPU-s warm-started from the
     build's polished answer, 6.3 through the conic reference), or
@@ -414,8 +412,8 @@ def refine_in_passes(sweep: Callable, distance_sums: Callable, p_ac: np.ndarray,
                      tol_bits: float, folds: int) -> tuple[Codebook, np.ndarray]:
     """One round of the codebook step with the rows read in passes.
 
-    One round of the codebook step with the rows read in passes, as an out-of-core backend reads
-    them (:class:`._partitioned.PartitionedRows`); l2 metric.
+    The rows are read as an out-of-core backend reads them
+    (:class:`._partitioned.PartitionedRows`); l2 metric.
 
     Step A moves each released row towards the geometric median of the raw rows sent to it
     (weights p(c)/n_c q(j | c) over the table's non-zeros only): a pass for the weighted mean,
@@ -497,10 +495,9 @@ def resolve_kept(p_ac: np.ndarray, q: np.ndarray, D: np.ndarray, *, perfect: boo
                  warm: SolveResult | None = None) -> tuple[np.ndarray, float, float, SolveResult | None]:
     """Step B on its own, its table kept only if it leaks and distorts no more.
 
-    Step B on its own: re-solve program (19) with distortion matrix D (K_in, K_out) at the
-    distortion table q meets under it (:func:`resolve_at`), keeping the new table only if it leaks
-    and distorts no more (the rule of :func:`refine`). The fast solver starts from ``warm``, the
-    solve that gave q, when given.
+    Re-solves program (19) with distortion matrix D (K_in, K_out) at the distortion table q
+    meets under it (:func:`resolve_at`); the keep rule is :func:`refine`'s. The fast solver
+    starts from ``warm``, the solve that gave q, when given.
 
     Returns ``(table, leakage_bits, distortion, SolveResult or None)``; None when q was kept.
     """

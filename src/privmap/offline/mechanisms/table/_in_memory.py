@@ -1,7 +1,6 @@
 """Rows in memory as a seed-000 build reads them.
 
-Rows in memory as a seed-000 build reads them: the :class:`._rows.Rows` backend of a
-:class:`~privmap.offline.data.Dataset`.
+The :class:`._rows.Rows` backend of a :class:`~privmap.offline.data.Dataset`.
 
 Every row is at hand, so the alphabet is k-means with four restarts (or the exact mechanism's
 tuples and erasures), each row keeps its representative (``Alphabet.labels``), the codebook step
@@ -122,8 +121,8 @@ class InMemoryRows:
     def start_cross_fitting(self, options: Seed000Options) -> PendingFolds | None:
         """The folds set going in worker processes, or None.
 
-        The folds set going in worker processes before the build's own stages, where they do
-        not start from the build's answers (:func:`._holdout.start_cross_fitting`); else None.
+        They are set going before the build's own stages where they do not start from the
+        build's answers (:func:`._holdout.start_cross_fitting`); else None.
         """
         return None if starts_folds(options) else start_cross_fitting(self, options)
 

@@ -55,10 +55,9 @@ class MissingAlphabet:
 
 
 def column_fills(X: np.ndarray, schema: Sequence[Column]) -> np.ndarray:
-    """Training median of each column's observed cells, within its domain.
+    """Training median of each column's observed cells, within its domain; shape (d,).
 
-    Training median of each column's observed cells, rounded on integer columns and kept in
-    the domain (the domain's midpoint for a column with no observed cell); shape (d,).
+    Rounded on integer columns; the domain's midpoint for a column with no observed cell.
     """
     fills = np.empty(len(schema))
     for k, column in enumerate(schema):
@@ -82,9 +81,9 @@ def bundle_cells(points: np.ndarray, integer: np.ndarray) -> list[list]:
 def feature_maps(schema: Sequence[Column], policy: str, fills: np.ndarray | None = None) -> list[dict]:
     """The bundle's numeric feature maps of resolved columns.
 
-    The bundle's numeric feature maps (docs/bundle-format.md section 3) of resolved columns:
-    each column that allows missing answers takes ``policy``'s rule, with its ``fills`` entry
-    (shape (d,)) as the recorded fill under "impute"; the others refuse them.
+    The maps are those of docs/bundle-format.md section 3. Each column that allows missing
+    answers takes ``policy``'s rule, with its ``fills`` entry (shape (d,)) as the recorded fill
+    under "impute"; the others refuse them.
     """
     features = []
     for k, c in enumerate(schema):

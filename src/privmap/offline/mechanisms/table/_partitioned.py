@@ -1,7 +1,7 @@
 """Partitioned rows on a Dask cluster as a seed-000 build reads them.
 
-Partitioned rows on a Dask cluster as a seed-000 build reads them: the :class:`._rows.Rows`
-backend of CSV or Parquet files too large for memory (quantized mechanism, l2 metric).
+The :class:`._rows.Rows` backend of CSV or Parquet files too large for memory (quantized
+mechanism, l2 metric).
 
 Opening the rows validates them in one pass (1. below). Rows that fit in the in-core limit
 (:func:`in_core`) are then gathered (:meth:`PartitionedRows.gathered`) and mapped as in memory,
@@ -192,8 +192,8 @@ class SourceSummary:
 class _Reading:
     """How a worker reads a partition.
 
-    How a worker reads a partition: columns, missing tokens, and (under "impute") the fills
-    that turn a row into what the device looks up.
+    Its columns, missing tokens, and (under "impute") the fills that turn a row into what the
+    device looks up.
     """
 
     features: tuple[str, ...]
@@ -392,7 +392,7 @@ class PartitionedRows:
     def gathered(self) -> Dataset:
         """Every kept row in memory, as a dataset.
 
-        Every kept row in memory, in the order of the partitions (one pass): the
+        Read in one pass, in the order of the partitions: the
         :class:`~privmap.offline.data.Dataset` an in-memory build maps (NaN = a missing answer, as
         the in-memory reader gives it), its SHA-256 the source's. Only for rows that fit
         (:func:`in_core`).
@@ -466,9 +466,9 @@ class PartitionedRows:
 class _Assigned:
     """What the alphabet's pass left on the workers.
 
-    What the alphabet's pass left: the rows with their psi and fold on the workers, the counts
-    (folds, |A|, K_in) by fold, private class and representative, the k-means alphabet, and the
-    distance sums (folds, K_in, K_out) on the final outputs once a pass took them.
+    The rows with their psi and fold (on the workers), the counts (folds, |A|, K_in) by fold,
+    private class and representative, the k-means alphabet, and the distance sums
+    (folds, K_in, K_out) on the final outputs once a pass took them.
     """
 
     rows: _Rows
@@ -499,8 +499,8 @@ class _Rows:
     def codebook_sums(self, table: sparse.csr_matrix, per_row: np.ndarray, Z: np.ndarray | None, P: np.ndarray) -> list:
         """One pass of the codebook step over the partitions.
 
-        One pass of the codebook step (:func:`._codebook.refine_in_passes`' ``sweep``): the
-        partitions' :func:`_codebook_sums` added up.
+        The ``sweep`` of :func:`._codebook.refine_in_passes`: the partitions'
+        :func:`_codebook_sums` added up.
         """
         got = self.gather(_codebook_sums, table=table, per_row=per_row, Z=Z, P=P)
         return [sum(g[i] for g in got) for i in range(4)]
@@ -530,9 +530,9 @@ class _Runner:
 def _summarize(src: Source, stats: Sequence[dict], digests: Sequence[str], options: Seed000Options) -> SourceSummary:
     """The source's summary and schema.
 
-    The source's summary and schema: ``resolve`` on four rows that hold, per column, the observed
-    minimum and maximum, a non-integer value if any, and a missing cell if any (what ``resolve``
-    reads of all rows).
+    The schema is ``resolve`` on four rows that hold, per column, the observed minimum and
+    maximum, a non-integer value if any, and a missing cell if any (what ``resolve`` reads of
+    all rows).
     """
     n = sum(s["n"] for s in stats)
     where = src.files[0] if len(src.files) == 1 else f"{len(src.files)} files"
@@ -568,10 +568,10 @@ def _summarize(src: Source, stats: Sequence[dict], digests: Sequence[str], optio
 
 
 def _middle_values(counted: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """The two middle observed values of a column.
+    """The two middle observed values of a column, shape (2,).
 
-    The two middle observed values of a column from per-partition value counts, shape (2,):
-    ``np.median`` of them is the median of all (NaN, NaN when nothing is observed).
+    Found from per-partition value counts; ``np.median`` of them is the median of all
+    (NaN, NaN when nothing is observed).
     """
     values = np.concatenate([v for v, _ in counted])
     counts = np.concatenate([c for _, c in counted])
@@ -636,10 +636,10 @@ def _partition_stats(part: Partition, *, reading: _Reading, declared: Declared |
 
 
 def _check_declared(X: np.ndarray, features: Sequence[str], declared: Declared | None, part: Partition) -> None:
-    """The declarations checked on one partition.
+    """The declarations checked on one partition by ``resolve`` itself.
 
-    The declarations checked on one partition by ``resolve`` itself; a column without a declared
-    domain is given the partition's own whole-number range, so only the declarations can fail.
+    A column without a declared domain is given the partition's own whole-number range, so
+    only the declarations can fail.
     """
     if declared is None:
         return
@@ -712,10 +712,9 @@ def _paired(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def _fold_of(ordinal: int, m: int, folds: int, seed: int) -> np.ndarray:
-    """Cross-fitting fold of each of a partition's rows.
+    """Cross-fitting fold of each of a partition's m rows, shape (m,).
 
-    Cross-fitting fold of each of a partition's m rows: the remainder of its
-    :func:`~privmap.offline.data.row_keys` key.
+    A row's fold is the remainder of its :func:`~privmap.offline.data.row_keys` key.
     """
     if folds <= 1:
         return np.zeros(m, dtype=np.int64)
@@ -824,8 +823,7 @@ def _distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 def _clusters(options: Seed000Options) -> int:
     """K of a build mapped out of core.
 
-    K of a build mapped out of core: the out-of-core check refuses ``auto``, without which
-    the options hold a number.
+    The out-of-core check refuses ``auto``, without which the options hold a number.
     """
     if options.clusters is None:
         raise BuildError("a partitioned build needs --clusters K")

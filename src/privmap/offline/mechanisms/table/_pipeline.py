@@ -186,10 +186,9 @@ def _peak_rss_bytes(who: int) -> int:
 
 @dataclass(frozen=True)
 class Build:
-    """What a seed-000 build computed.
+    """What a seed-000 build computed (:attr:`privmap.offline.mechanisms.Result.detail`).
 
-    What a seed-000 build computed (:attr:`privmap.offline.mechanisms.Result.detail`): the
-    payload to sign and the pieces behind it.
+    The payload to sign and the pieces behind it.
 
     ``dataset`` is the rows the prior was estimated from (:attr:`._rows.Rows.dataset`: a
     :class:`~privmap.offline.data.Dataset`, or a partitioned source's summary), ``dropped_rows`` how many rows were
@@ -213,10 +212,10 @@ class Build:
 def start(dataset: Dataset, progress: Progress | None = None) -> tuple[StageTimer, Dataset, int]:
     """A build's first stage, ``load``: the timer and the rows.
 
-    A build's first stage, ``load``: the timer (``progress`` itself when it is a
-    :class:`StageTimer` a caller started, its ``load`` stage perhaps already open while it read
-    the rows; else one forwarding to ``progress``), and the rows without those whose every public
-    cell is missing, with how many those were.
+    The timer is ``progress`` itself when it is a :class:`StageTimer` a caller started (its
+    ``load`` stage perhaps already open while it read the rows), else one forwarding to
+    ``progress``. The rows are returned without those whose every public cell is missing, with
+    how many those were.
     """
     tell = progress if isinstance(progress, StageTimer) else StageTimer(progress)
     tell("load", 0.0)
@@ -372,10 +371,9 @@ def _table_metrics(shipped: _Shipped) -> dict:
 
 
 def _mismatch_metrics(shipped: _Shipped) -> dict:
-    """The prior-mismatch bound's metrics.
+    """The prior-mismatch bound's metrics for a prior estimated from these rows.
 
-    The prior-mismatch bound's metrics for a prior estimated from these rows, at confidence 0.95
-    (the leakage bound only where finite).
+    At confidence 0.95; the leakage bound only where finite.
     """
     rows, alphabet, p_ac = shipped.rows, shipped.done.alphabet, shipped.done.p_ac
     finite = alphabet.distortion[np.isfinite(alphabet.distortion)]
@@ -441,9 +439,8 @@ def _payload(shipped: _Shipped, metrics: dict, index: list[list[int]], weight: l
 
 
 def robust_metrics(cs: ConfidenceSet, table: CompressedTable) -> dict:
-    """The robust figures of the shipped table.
+    """The robust figures of the shipped integer table over the confidence set ``cs``.
 
-    The robust figures of the shipped integer table over the confidence set ``cs``:
     ``robust_leakage_bits``, ``robust_confidence`` and, when finite,
     ``robust_max_output_leakage_bits`` (docs/guarantees.md).
     """

@@ -1,9 +1,9 @@
 """Program (19) on a build's rows.
 
-Program (19) on a build's rows: the alphabet (k-means representatives, or the exact
-mechanism's tuples and erasures), the prior p(a, c), the solve with its guarantees (robust search,
-per-output limit) and the codebook step: the part of a seed-000 build that cross-fitting repeats
-on each fold. The options that decide them are :class:`privmap.offline.mechanisms.quantized.QuantizedOptions` and
+The alphabet (k-means representatives, or the exact mechanism's tuples and erasures), the prior
+p(a, c), the solve with its guarantees (robust search, per-output limit) and the codebook step:
+the part of a seed-000 build that cross-fitting repeats on each fold. The options that decide
+them are :class:`privmap.offline.mechanisms.quantized.QuantizedOptions` and
 :class:`privmap.offline.mechanisms.exact.ExactOptions`; the rows are read through the backend
 interface :class:`._rows.Rows`, so rows in memory and partitions on a cluster take these steps alike.
 
@@ -41,10 +41,9 @@ __all__ = ["Solved", "solve_rows", "solve_prior", "robust_set"]
 
 @dataclass(frozen=True)
 class Solved:
-    """The rows' alphabet, prior and solved table.
+    """The rows' alphabet, prior and solved table, before compression.
 
-    The rows' alphabet, prior and solved table (before compression): the part of a build
-    that cross-fitting repeats on each fold.
+    The part of a build that cross-fitting repeats on each fold.
 
     ``delta`` is the budget asked for (``options.delta`` or the fraction of ``d_perfect``);
     ``budget`` the one the table was finally held to (``delta``, or the distortion the
@@ -101,12 +100,12 @@ def solve_rows(rows: Rows, options: Seed000Options, *, progress: Progress | None
 
 def solve_prior(alphabet: Alphabet, p_ac: np.ndarray, options: Seed000Options, *, rows: Rows | None = None,
                 progress: Progress | None = None, start: BuildStart | None = None) -> Solved:
-    """Program (19) on an alphabet and prior.
+    """Program (19) on an alphabet and prior p(a, c), shape (|A|, K_in).
 
-    Program (19) on an alphabet and prior p(a, c) (shape (|A|, K_in)): the perfect-privacy
-    distortion, the budget, the solve, and, when the ``rows`` are given, the codebook step
-    (``options.codebook``; :meth:`._rows.Rows.codebook`) and the robust search
-    (``options.robust``; on the rows' counts). Without rows (an out-of-core fold's prior) neither runs.
+    The perfect-privacy distortion, the budget, the solve, and, when the ``rows`` are given,
+    the codebook step (``options.codebook``; :meth:`._rows.Rows.codebook`) and the robust
+    search (``options.robust``; on the rows' counts). Without rows (an out-of-core fold's
+    prior) neither runs.
 
     ``start`` (keyword-only; a cross-fitting fold's, from the build it measures) starts the fast
     solver from the build's answer carried to this alphabet's representatives (:mod:`._reuse`):

@@ -110,9 +110,9 @@ class BuildStart:
     def warm(self, centers: np.ndarray) -> SolveResult:
         """The build's table carried to a fold's representatives.
 
-        The build's table carried to a fold whose inputs and outputs are both ``centers``
-        (K_f, d): a :class:`SolveResult` for ``solve_fast(warm_start=)`` whose ``table`` is sparse
-        (K_f, K_f) and ``multiplier`` the build's (its figures are not the fold's: NaN).
+        The fold's inputs and outputs are both ``centers`` (K_f, d). A :class:`SolveResult` for
+        ``solve_fast(warm_start=)`` whose ``table`` is sparse (K_f, K_f) and ``multiplier`` the
+        build's (its figures are not the fold's: NaN).
         """
         centers = np.asarray(centers, dtype=float)
         rows = nearest(centers, self.centers, self.metric)

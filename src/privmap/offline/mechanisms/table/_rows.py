@@ -133,27 +133,25 @@ class Rows(Protocol):
         """
 
     def measured_distortion(self, alphabet: Alphabet, table: CompressedTable) -> float:
-        """Mean over the rows of E d(b, released).
+        """Mean over the rows of E d(b, released) under the integer ``table``.
 
-        Mean over the rows of E d(b, released) under the integer ``table``
-        (:class:`~privmap.offline.solvers.CompressedTable`; Theorem 2's left side).
+        ``table`` is a :class:`~privmap.offline.solvers.CompressedTable`; the figure is
+        Theorem 2's left side.
         """
 
     # Solved, PendingFolds and HoldoutLeakage are typed Any below: their modules import this one.
     def start_cross_fitting(self, options: Seed000Options) -> Any:
         """The cross-fitting folds set going before the build's own stages, or None.
 
-        The cross-fitting folds set going before the build's own stages, or None
-        (:func:`._holdout.start_cross_fitting`).
+        As :func:`._holdout.start_cross_fitting`.
         """
 
     def cross_fitted(self, done: Any, options: Seed000Options, *, progress: Callable[[float], None],
                      pending: Any = None) -> Any:
         """The cross-fitted (new-user) leakage of a build.
 
-        The cross-fitted (new-user) leakage of the build ``done`` (:class:`._program.Solved`),
-        the folds ``pending`` joined when they were started; ``progress`` is told the fraction of
-        folds done.
+        ``done`` is the build (:class:`._program.Solved`); the folds ``pending`` are joined when
+        they were started; ``progress`` is told the fraction of folds done.
 
         Returns
         -------

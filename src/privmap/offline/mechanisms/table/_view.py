@@ -1,7 +1,6 @@
 """The quantized and exact mechanisms' evaluation view.
 
-The quantized and exact mechanisms' evaluation view: a mapping measured on labelled data
-(leakage, distortion, attacks; ``privmap evaluate``).
+A mapping measured on labelled data (leakage, distortion, attacks; ``privmap evaluate``).
 
 The evaluation works on a :class:`MappingView`, plain arrays that describe what
 a device does with a bundle (inputs, outputs, the row-stochastic table q), so it
@@ -145,9 +144,8 @@ class MappingView:
     def exact_lookup(self) -> bool:
         """Whether the device looks a row up by its equal input tuple.
 
-        Whether the device looks a row up by its equal input tuple (the exact mechanism) rather
-        than its nearest representative: the rule of the bundle's kind
-        (:data:`privmap.device.kinds.TABLE_KINDS`).
+        It does for the exact mechanism, rather than by its nearest representative: the rule of
+        the bundle's kind (:data:`privmap.device.kinds.TABLE_KINDS`).
         """
         return _table_kind(self.mechanism).exact_lookup
 
@@ -202,9 +200,8 @@ class MappingView:
 
 
 def _table_kind(mechanism: str) -> TableKind:
-    """The device's kind of a table mechanism.
+    """The device's kind of a table ``mechanism``, from :data:`privmap.device.kinds.TABLE_KINDS`.
 
-    The device's kind of a table ``mechanism`` (:data:`privmap.device.kinds.TABLE_KINDS`).
     Raises BuildError for a mechanism the device releases no table for.
     """
     kind = TABLE_KINDS.get(mechanism) if isinstance(mechanism, str) else None
@@ -264,10 +261,9 @@ def view_from_payload(payload: dict) -> MappingView:
 
 def table_probabilities(index: Sequence[Sequence[int]], weight: Sequence[Sequence[int]], bits: int,
                         k_out: int) -> np.ndarray:
-    """q(c^ | c) of a device table's sparse integer rows.
+    """q(c^ | c) of a device table's sparse integer rows, dense, shape (K_in, ``k_out``).
 
-    q(c^ | c) of a device table's sparse integer rows (``index``, ``weight``, each K_in rows),
-    ``weight / 2**bits``, dense, shape (K_in, ``k_out``).
+    ``index`` and ``weight`` hold K_in rows each; q is ``weight / 2**bits``.
     """
     q = np.zeros((len(index), k_out))
     scale = float(1 << int(bits))
@@ -360,8 +356,8 @@ class _Rows:
 def _matched_rows(view: MappingView, public: ArrayLike, private: ArrayLike) -> _Rows:
     """The rows of the data a view can look up.
 
-    The rows of the data ``view`` can look up, checked against its features and classes: every
-    figure is measured on these alone (the rest are only counted).
+    They are checked against the view's features and classes; every figure is measured on
+    these alone (the rest are only counted).
 
     Raises
     ------
@@ -471,10 +467,10 @@ def _logistic_figures(view: MappingView, rows: _Rows, rng: np.random.Generator, 
                       seed: int) -> tuple[AttackScores, AttackScores, dict, tuple]:
     """The logistic-regression attacker before and after the mapping.
 
-    The logistic-regression attacker before (raw rows) and after (rows released by draws from
-    ``rng``), trained and tested on the same split: both scores, the summary's ``attacker`` entry,
-    and the raw and released train and test rows with their indexes (what each private column's
-    own attacker reuses).
+    Before is on raw rows, after on rows released by draws from ``rng``, both trained and
+    tested on the same split. Returns both scores, the summary's ``attacker`` entry, and the raw
+    and released train and test rows with their indexes (what each private column's own
+    attacker reuses).
 
     Raises
     ------
@@ -499,11 +495,10 @@ def _logistic_figures(view: MappingView, rows: _Rows, rng: np.random.Generator, 
 
 def _add_recommender(summary: dict, view: MappingView, rows: _Rows, recommender: bool | None,
                      test_fraction: float, seed: int) -> None:
-    """Add the recommender figures to a summary.
+    """Add the recommender figures to a summary as :func:`evaluate_view`'s ``recommender`` asks.
 
-    Add the recommender figures to ``summary`` as :func:`evaluate_view`'s ``recommender`` asks
-    (None: only for numeric rows with blank cells, and a figure that cannot be measured becomes a
-    ``recommender_note`` rather than an error).
+    ``recommender`` None adds them only for numeric rows with blank cells, and a figure that
+    cannot be measured becomes a ``recommender_note`` rather than an error.
 
     Raises
     ------
@@ -632,11 +627,10 @@ def view_release(view: MappingView, rng: np.random.Generator) -> Callable[[Array
 
 
 def recommender_figures(view: MappingView, train: ArrayLike, heldout: ArrayLike, *, seed: int = 0) -> dict:
-    """The service's figures for a view.
+    """The service's figures for a view, by :func:`privmap.offline.measures.recommender_utility`.
 
-    The service's figures for ``view`` (:func:`privmap.offline.measures.recommender_utility`): the
-    training rows' true ratings beside each held-out row as the device releases it from its visible
-    cells (one simulated draw, seeded by ``seed``).
+    Measured on the training rows' true ratings beside each held-out row as the device releases
+    it from its visible cells (one simulated draw, seeded by ``seed``).
 
     Parameters
     ----------
@@ -680,10 +674,9 @@ def _c(value: float | None) -> str:
 def format_columns(s: dict) -> str:
     """Each private column alone beside the joint, as a table.
 
-    Each private column alone (a joint evaluation's ``columns``), and the joint beside them:
-    leakage, the MAP attacker's accuracy against the majority-class rate, and the
-    logistic-regression attacker on released rows (its accuracy and ROC AUC: one-vs-rest macro
-    for a many-valued column).
+    The columns are a joint evaluation's ``columns``. Figures: leakage, the MAP attacker's
+    accuracy against the majority-class rate, and the logistic-regression attacker on released
+    rows (its accuracy and ROC AUC: one-vs-rest macro for a many-valued column).
     """
     def f(x: object) -> str:
         return "-" if x is None else ("nan" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}")
