@@ -42,7 +42,8 @@ _PIECE = 1 << 16
 @dataclass
 class BatchResult:
     """What a batch did: ``rows`` data rows read, ``released`` rows written, ``refused`` rows
-    refused, ``first_refused`` (line number, reason) of the first refused row or None."""
+    refused, ``first_refused`` (line number, reason) of the first refused row or None.
+    """
 
     rows: int = 0
     released: int = 0
@@ -64,7 +65,8 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 class _QuotingWriter:
     """``csv.writer`` (``\n`` line ends, minimal quoting) that quotes every cell of a row in
     which a cell holds a control character: the csv module quotes only the delimiter, the
-    quote and ``\n``, so a bare CR in an id would split the record for any reader."""
+    quote and ``\n``, so a bare CR in an id would split the record for any reader.
+    """
 
     def __init__(self, stream: TextIO):
         self._minimal = csv.writer(stream, lineterminator="\n")
@@ -80,7 +82,8 @@ def _quote_state(text: str, state: str) -> str:
     at the start of a cell, ``"u"`` inside an unquoted cell, ``"q"`` inside a quoted one, ``"e"``
     just after a quote inside a quoted cell. Only quotes that open a cell (after a comma, or
     first) start quoting, as in the csv module. Runs in C-speed steps: one ``find`` or regex
-    match per quoted cell, not per character."""
+    match per quoted cell, not per character.
+    """
     i, n = 0, len(text)
     while i < n:
         if state == "q":
@@ -251,7 +254,8 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
 class _Batch:
     """What every data row of :func:`sanitize_csv` reads and updates once the header is read: where
     the features and the id sit in the header, how a row is released, the two writers and the
-    running counts. One state, so releasing a row and refusing it are functions of it."""
+    running counts. One state, so releasing a row and refusing it are functions of it.
+    """
 
     header: list[str]
     at: list[int]
@@ -289,7 +293,8 @@ def _read_header(infile: pathlib.Path, lines: _CappedLines, reader) -> list[str]
 def _release_rows(batch: _Batch, lines: _CappedLines, reader, tick) -> None:
     """Read the data rows one record at a time and release or refuse each: a record over the line
     limit or not CSV is refused by its line number, a blank line is skipped, and ``tick`` is called
-    once per data row."""
+    once per data row.
+    """
     while True:
         lines.new_record()
         try:
@@ -314,7 +319,8 @@ def _release_rows(batch: _Batch, lines: _CappedLines, reader, tick) -> None:
 
 def _release_row(batch: _Batch, line: int, row: list[str]) -> None:
     """Write one data row's released cells (after its id, before the stamp), or refuse it: bytes that
-    are not UTF-8, the wrong number of cells, or the device's typed refusal of its cells."""
+    are not UTF-8, the wrong number of cells, or the device's typed refusal of its cells.
+    """
     if any(_undecodable(cell) for cell in row):
         _refuse(batch, line, "not UTF-8 text")
         return
@@ -333,7 +339,8 @@ def _release_row(batch: _Batch, line: int, row: list[str]) -> None:
 
 def _refuse(batch: _Batch, line: int, reason: str, row=None) -> None:
     """Count a refused row and write it to the rejects stream, if any: its line, its id where the
-    row's cells could be read (one id per header column, UTF-8), and the reason."""
+    row's cells could be read (one id per header column, UTF-8), and the reason.
+    """
     result = batch.result
     result.refused += 1
     if result.first_refused is None:

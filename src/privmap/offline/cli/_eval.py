@@ -115,7 +115,8 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
 def _evaluate_real(record: Mechanism, payload, bundle, data, target, verified, seed, test_fraction,
                    as_json) -> None:
     """``evaluate`` for a real-valued bundle: its kind's view (``record.report``) attacks ``target`` on
-    DATA's held-out rows."""
+    DATA's held-out rows.
+    """
     assert record.report is not None
     result = {"bundle": str(bundle), "data": str(data), "signature_verified": verified,
               **record.report.evaluate_release(payload, data, target, seed=seed, test_fraction=test_fraction)}
@@ -133,7 +134,8 @@ def _evaluate_real(record: Mechanism, payload, bundle, data, target, verified, s
 
 def _evaluate_audit(payload, bundle, data, train, private, verified, seed, repeats, as_json) -> None:
     """``evaluate --train``: the outside auditor's figures (:func:`privmap.offline.evaluation.audit_bundle`),
-    the overlap with the bundle's training users first."""
+    the overlap with the bundle's training users first.
+    """
     from ..evaluation import audit_bundle, format_audit
     record = mechanism_of(payload["mechanism"])
     if record is not None and not record.ratings:
@@ -156,7 +158,8 @@ def _evaluate_table(payload, bundle, data, private, verified, seed, test_fractio
                     as_json, recommender=None) -> None:
     """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines
     (and the recommender figures: ``recommender`` True, False or None = when DATA has blank cells;
-    False for a bundle that releases no ratings)."""
+    False for a bundle that releases no ratings).
+    """
     from ..evaluation import evaluate_table_bundle, format_table_report
     report = evaluate_table_bundle(payload, data, private, seed=seed, test_fraction=test_fraction,
                                    permutations=permutations, attacker=attacker, recommender=recommender)

@@ -51,7 +51,8 @@ def _mechanism(args: list[str]) -> str | None:
 def forward(args: list[str], target: click.Command, mechanism: str, called: str) -> tuple[list[str], list[str]]:
     """The arguments of ``build`` (after the command name) rewritten for ``target``, the command
     that builds ``mechanism`` now (called ``called``), and the options dropped. Raises :class:`Fail`
-    for an option the old command refused with that mechanism."""
+    for an option the old command refused with that mechanism.
+    """
     accepted = {opt for p in target.params for opt in (*p.opts, *p.secondary_opts)}
     flags = {opt for p in target.params if getattr(p, "is_flag", False) for opt in p.opts} | OLD_FLAGS
     kept, dropped, i = [], [], 0
@@ -80,7 +81,8 @@ def forward(args: list[str], target: click.Command, mechanism: str, called: str)
 
 class PrivmapGroup(CommandGroup):
     """The ``privmap`` group: :class:`CommandGroup`, and ``build --mechanism NAME`` of a mechanism
-    that has its own command now forwarded to it (module docstring)."""
+    that has its own command now forwarded to it (module docstring).
+    """
 
     def resolve_command(self, ctx, args):
         if args and args[0] == "build":

@@ -107,7 +107,8 @@ def sanitize(bundle, infile, outfile, trusted, keyrings, min_version, rejects, s
 
 def _same(a: pathlib.Path, b: pathlib.Path) -> bool:
     """Whether ``a`` and ``b`` name one file: the same path once links are resolved, or (both
-    existing) the same inode."""
+    existing) the same inode.
+    """
     if os.path.realpath(a) == os.path.realpath(b):
         return True
     try:

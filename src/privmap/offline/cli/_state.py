@@ -47,7 +47,8 @@ class FileCounter:
 
     def read(self) -> int:
         """The value, an int >= 0. Raises ``OSError`` or ``ValueError`` for an unreadable file,
-        one that is not a regular file, or text that is not a decimal number."""
+        one that is not a regular file, or text that is not a decimal number.
+        """
         try:
             raw = read_regular(self.path, _MAX_COUNTER_BYTES)
         except FileNotFoundError:
@@ -70,7 +71,8 @@ def inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
     """Whether ``path``, links resolved, is ``directory`` or lies under it: by name, and by
     identity, ``(st_dev, st_ino)`` of ``path`` and each of its existing ancestors against
     ``directory``'s, so that a bind mount of the directory (another name for the same files)
-    is caught too."""
+    is caught too.
+    """
     real, folder = os.path.realpath(path), os.path.realpath(directory)
     if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
         return True
@@ -95,7 +97,8 @@ def inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
 
 def file_counter(counter: pathlib.Path | None, state_dir: pathlib.Path) -> FileCounter | None:
     """The :class:`FileCounter` of ``--counter`` (None without one). Raises :class:`BuildError`
-    for a counter file inside the state directory (it would be put back with it)."""
+    for a counter file inside the state directory (it would be put back with it).
+    """
     if counter is None:
         return None
     if inside(counter, state_dir):

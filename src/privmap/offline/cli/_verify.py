@@ -138,7 +138,8 @@ def _attacker_description(metrics: dict) -> dict:
     """The strongest attacker the cross-fitting met (``--clusters auto`` builds; None otherwise):
     ``holdout_attacker_auc``, its upper bound ``holdout_attacker_auc_high`` and ``holdout_attacker``,
     its name (:mod:`privmap.offline._strongest`; None for a bundle that declares the logistic
-    attacker's alone)."""
+    attacker's alone).
+    """
     from .._strongest import strongest_name
     return {"holdout_attacker_auc": metrics.get("holdout_attacker_auc"),
             "holdout_attacker_auc_high": metrics.get("holdout_attacker_auc_high"),
@@ -151,7 +152,8 @@ def _column_description(payload: dict) -> dict:
     ``holdout_leakage_interval_bits_by_column``), column name -> bits. A joint bundle declares
     them per column (``leakage_bits[COL]``, docs/bundle-format.md); a one-column bundle's one
     column is its private attribute, so its figures are the bundle's own (None where the bundle
-    has none, as the cross-fitted one without folds)."""
+    has none, as the cross-fitted one without folds).
+    """
     metrics = payload["metrics"]
     columns = payload_columns(payload)
     if columns is None:
@@ -173,7 +175,8 @@ def _column_description(payload: dict) -> dict:
 def _describe_categorical(payload: dict) -> dict:
     """``privmap inspect`` fields of a funnel or max-correlation payload: the usual ones plus
     ``disclosure_bits`` (funnel) or ``rho_m_squared`` and the S* bound (max-correlation, which
-    has no private attribute: ``private`` is None, ``leakage_bits`` absent)."""
+    has no private attribute: ``private`` is None, ``leakage_bits`` absent).
+    """
     metrics = payload["metrics"]
     index = payload["table"]["index"]
     info = {
@@ -206,7 +209,8 @@ def _describe_categorical(payload: dict) -> dict:
 def _robust_description(payload: dict) -> dict:
     """The robust figures: as declared (``--robust``), else computed from the payload's prior and
     table at the default confidence when the prior is an unsmoothed empirical one (its counts are
-    prior x n), else None; ``robust_source`` says which (docs/guarantees.md)."""
+    prior x n), else None; ``robust_source`` says which (docs/guarantees.md).
+    """
     keys = ("robust_leakage_bits", "robust_confidence", "robust_max_output_leakage_bits")
     metrics = payload["metrics"]
     if "robust_leakage_bits" in metrics:

@@ -109,7 +109,8 @@ MECHANISMS: MappingProxyType[str, Mechanism] = MappingProxyType({m.name: m for m
 
 def mechanism_of(name) -> Mechanism | None:
     """The record of a payload's ``mechanism`` value (:data:`MECHANISMS`); None for any other
-    value, of any type."""
+    value, of any type.
+    """
     return MECHANISMS.get(name) if isinstance(name, str) else None
 
 
