@@ -41,8 +41,18 @@ _PIECE = 1 << 16
 
 @dataclass
 class BatchResult:
-    """What a batch did: ``rows`` data rows read, ``released`` rows written, ``refused`` rows
-    refused, ``first_refused`` (line number, reason) of the first refused row or None.
+    """What a batch did: the rows it read, released and refused, and its first refusal.
+
+    Attributes
+    ----------
+    rows : int
+        Data rows read.
+    released : int
+        Rows written.
+    refused : int
+        Rows refused.
+    first_refused : tuple of (int, str) or None
+        (line number, reason) of the first refused row, or None.
     """
 
     rows: int = 0
@@ -63,9 +73,10 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class _QuotingWriter:
-    """``csv.writer`` (``\n`` line ends, minimal quoting) that quotes every cell of a row in
-    which a cell holds a control character: the csv module quotes only the delimiter, the
-    quote and ``\n``, so a bare CR in an id would split the record for any reader.
+    r"""``csv.writer`` that quotes every cell of a row in which a cell holds a control character.
+
+    Otherwise it writes ``\n`` line ends with minimal quoting. The csv module quotes only the
+    delimiter, the quote and ``\n``, so a bare CR in an id would split the record for any reader.
     """
 
     def __init__(self, stream: TextIO):
@@ -78,11 +89,12 @@ class _QuotingWriter:
 
 
 def _quote_state(text: str, state: str) -> str:
-    """The csv module's quoting state (default dialect) after ``text``, from ``state``: ``"s"``
-    at the start of a cell, ``"u"`` inside an unquoted cell, ``"q"`` inside a quoted one, ``"e"``
-    just after a quote inside a quoted cell. Only quotes that open a cell (after a comma, or
-    first) start quoting, as in the csv module. Runs in C-speed steps: one ``find`` or regex
-    match per quoted cell, not per character.
+    """The csv module's quoting state (default dialect) after ``text``, from ``state``.
+
+    The states: ``"s"`` at the start of a cell, ``"u"`` inside an unquoted cell, ``"q"`` inside a
+    quoted one, ``"e"`` just after a quote inside a quoted cell. Only quotes that open a cell (after
+    a comma, or first) start quoting, as in the csv module. Runs in C-speed steps: one ``find`` or
+    regex match per quoted cell, not per character.
     """
     i, n = 0, len(text)
     while i < n:
@@ -107,9 +119,10 @@ def _quote_state(text: str, state: str) -> str:
 
 
 class _CappedLines:
-    """The physical lines of a text file opened with ``newline=""`` (``\n``, ``\r\n`` or ``\r``
-    ends them, as the csv module expects), for ``csv.reader``, each read at most ``limit``
-    characters at a time.
+    r"""The physical lines of a text file, for ``csv.reader``, each read at most ``limit`` characters at a time.
+
+    The file is opened with ``newline=""`` (``\n``, ``\r\n`` or ``\r`` ends a line, as the csv
+    module expects).
 
     A line longer than ``limit`` characters (terminator included), or one that takes the current
     record (the lines since :meth:`new_record`, which a quoted cell spans) beyond ``limit``, is
@@ -169,7 +182,7 @@ class _CappedLines:
 def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable[[list], list] | None = None,
                  stamp: bool = False, rejects: TextIO | None = None, id_column: str | None = None,
                  max_line: int = MAX_LINE_CHARS, tick=None) -> BatchResult:
-    """Release every valid row of ``infile`` through ``bundle`` into ``out``; refuse the others one by one.
+    r"""Release every valid row of ``infile`` through ``bundle`` into ``out``; refuse the others one by one.
 
     ``infile`` has a header naming the bundle's public features (any order); the private column,
     if present, is ignored and never written (a joint bundle's: its columns one by one, or under the
@@ -187,7 +200,7 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
     infile : pathlib.Path
         UTF-8 CSV (a byte-order mark is allowed).
     out, rejects : text streams
-        Written with ``\\n`` line ends; the caller makes them atomic (``atomic_output``).
+        Written with ``\n`` line ends; the caller makes them atomic (``atomic_output``).
     release : callable (list of str) -> list, optional
         Maps a row's feature cells (in the bundle's order) to the released cells; default
         ``bundle.sanitize`` (fresh draws), e.g. a device state's permanent release.
@@ -252,9 +265,10 @@ def sanitize_csv(bundle, infile: pathlib.Path, out: TextIO, *, release: Callable
 
 @dataclass
 class _Batch:
-    """What every data row of :func:`sanitize_csv` reads and updates once the header is read: where
-    the features and the id sit in the header, how a row is released, the two writers and the
-    running counts. One state, so releasing a row and refusing it are functions of it.
+    """What every data row of :func:`sanitize_csv` reads and updates once the header is read.
+
+    Where the features and the id sit in the header, how a row is released, the two writers and
+    the running counts. One state, so releasing a row and refusing it are functions of it.
     """
 
     header: list[str]
@@ -268,8 +282,9 @@ class _Batch:
 
 
 def _read_header(infile: pathlib.Path, lines: _CappedLines, reader) -> list[str]:
-    """The header's cells, stripped: read first, under the header's own length limit, and refused as a
-    whole (the file cannot be read as rows without it).
+    """The header's cells, stripped: read first, under the header's own length limit.
+
+    A bad header is refused as a whole (the file cannot be read as rows without it).
 
     Raises
     ------
@@ -291,9 +306,10 @@ def _read_header(infile: pathlib.Path, lines: _CappedLines, reader) -> list[str]
 
 
 def _release_rows(batch: _Batch, lines: _CappedLines, reader, tick) -> None:
-    """Read the data rows one record at a time and release or refuse each: a record over the line
-    limit or not CSV is refused by its line number, a blank line is skipped, and ``tick`` is called
-    once per data row.
+    """Read the data rows one record at a time and release or refuse each.
+
+    A record over the line limit or not CSV is refused by its line number, a blank line is skipped,
+    and ``tick`` is called once per data row.
     """
     while True:
         lines.new_record()
@@ -318,8 +334,10 @@ def _release_rows(batch: _Batch, lines: _CappedLines, reader, tick) -> None:
 
 
 def _release_row(batch: _Batch, line: int, row: list[str]) -> None:
-    """Write one data row's released cells (after its id, before the stamp), or refuse it: bytes that
-    are not UTF-8, the wrong number of cells, or the device's typed refusal of its cells.
+    """Write one data row's released cells (after its id, before the stamp), or refuse it.
+
+    A row is refused for bytes that are not UTF-8, the wrong number of cells, or the device's typed
+    refusal of its cells.
     """
     if any(_undecodable(cell) for cell in row):
         _refuse(batch, line, "not UTF-8 text")
@@ -338,8 +356,10 @@ def _release_row(batch: _Batch, line: int, row: list[str]) -> None:
 
 
 def _refuse(batch: _Batch, line: int, reason: str, row=None) -> None:
-    """Count a refused row and write it to the rejects stream, if any: its line, its id where the
-    row's cells could be read (one id per header column, UTF-8), and the reason.
+    """Count a refused row and write it to the rejects stream, if any.
+
+    The rejects row holds its line, its id where the row's cells could be read (one id per header
+    column, UTF-8), and the reason.
     """
     result = batch.result
     result.refused += 1
@@ -360,8 +380,9 @@ def _undecodable(text: str) -> bool:
 
 def _header_indexes(infile: pathlib.Path, header: list[str], names: list[str], withheld,
                     id_column: str | None = None) -> tuple[list[int], int | None]:
-    """Index in ``header`` of each of the bundle's features ``names``, and of ``id_column`` (None
-    without one); linear in the header's width.
+    """Index in ``header`` of each of the bundle's features ``names``, and of ``id_column``.
+
+    The second is None without an ``id_column``. Linear in the header's width.
 
     Raises
     ------

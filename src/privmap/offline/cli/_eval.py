@@ -91,7 +91,7 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
       is the runs' mean with the 95% interval where one more run lands. JSON:
       value_kept, ranking_value_kept (and _interval), attacker_auc (the
       strongest), exposed_2x.
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
     payload, verified = _read_payload(bundle, trusted)
     mechanism = payload["mechanism"]
     record = mechanism_of(mechanism)
@@ -114,8 +114,9 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
 
 def _evaluate_real(record: Mechanism, payload, bundle, data, target, verified, seed, test_fraction,
                    as_json) -> None:
-    """``evaluate`` for a real-valued bundle: its kind's view (``record.report``) attacks ``target`` on
-    DATA's held-out rows.
+    """``evaluate`` for a real-valued bundle.
+
+    Its kind's view (``record.report``) attacks ``target`` on DATA's held-out rows.
     """
     assert record.report is not None
     result = {"bundle": str(bundle), "data": str(data), "signature_verified": verified,
@@ -133,8 +134,9 @@ def _evaluate_real(record: Mechanism, payload, bundle, data, target, verified, s
 
 
 def _evaluate_audit(payload, bundle, data, train, private, verified, seed, repeats, as_json) -> None:
-    """``evaluate --train``: the outside auditor's figures (:func:`privmap.offline.evaluation.audit_bundle`),
-    the overlap with the bundle's training users first.
+    """``evaluate --train``: the outside auditor's figures (:func:`privmap.offline.evaluation.audit_bundle`).
+
+    The overlap with the bundle's training users comes first.
     """
     from ..evaluation import audit_bundle, format_audit
     record = mechanism_of(payload["mechanism"])
@@ -156,9 +158,10 @@ def _unverified_note(verified: bool) -> str:
 
 def _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations, attacker,
                     as_json, recommender=None) -> None:
-    """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines
-    (and the recommender figures: ``recommender`` True, False or None = when DATA has blank cells;
-    False for a bundle that releases no ratings).
+    """``evaluate`` for seed 000's quantized and exact bundles: the full summary and the baselines.
+
+    The recommender figures come too as ``recommender`` says: True, False or None (= when DATA has
+    blank cells); False for a bundle that releases no ratings.
     """
     from ..evaluation import evaluate_table_bundle, format_table_report
     report = evaluate_table_bundle(payload, data, private, seed=seed, test_fraction=test_fraction,
@@ -240,7 +243,7 @@ def curve(data, private, public, deltas, clusters, mechanism, points, metric, so
     feature; dashed, each table's certified worst case over the --robust set of
     priors (docs/guarantees.md). Without matplotlib the table is printed.
     Recommender figures: as evaluate --help says (columns rmse_*, value_kept).
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
     import numpy as np
 
     from ..data import declare, load_dataset, resolve

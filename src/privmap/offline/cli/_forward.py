@@ -49,8 +49,9 @@ def _mechanism(args: list[str]) -> str | None:
 
 
 def forward(args: list[str], target: click.Command, mechanism: str, called: str) -> tuple[list[str], list[str]]:
-    """The arguments of ``build`` (after the command name) rewritten for ``target``, the command
-    that builds ``mechanism`` now (called ``called``), and the options dropped. Raises :class:`Fail`
+    """The arguments of ``build`` (after the command name) rewritten for ``target``, and the options dropped.
+
+    ``target`` is the command that builds ``mechanism`` now (called ``called``). Raises :class:`Fail`
     for an option the old command refused with that mechanism.
     """
     accepted = {opt for p in target.params for opt in (*p.opts, *p.secondary_opts)}
@@ -80,8 +81,10 @@ def forward(args: list[str], target: click.Command, mechanism: str, called: str)
 
 
 class PrivmapGroup(CommandGroup):
-    """The ``privmap`` group: :class:`CommandGroup`, and ``build --mechanism NAME`` of a mechanism
-    that has its own command now forwarded to it (module docstring).
+    """The ``privmap`` group: :class:`CommandGroup`, with the old ``build --mechanism NAME`` forwarded.
+
+    ``build --mechanism NAME`` of a mechanism that has its own command now is forwarded to it
+    (module docstring).
     """
 
     def resolve_command(self, ctx, args):

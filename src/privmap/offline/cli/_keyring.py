@@ -56,7 +56,7 @@ def keyring():
       privmap keyring rotate keyring-v1.bin --public a/public.pem \\
           --public b/public.pem --public d/public.pem --threshold 2 \\
           --key a/private.pem --key b/private.pem --key d/private.pem --out keyring-v2.bin
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
 
 
 def _options(fn):

@@ -1,7 +1,9 @@
-"""The ``privmap`` group, and ``privmap build``: a group of one command per mechanism, each written
-in its mechanism's folder (:mod:`privmap.offline.mechanisms`) and mounted here; the other commands
-live in modules of their own and are added here too (``_keyring``: keygen, keyring, cosign;
-``_verify``: verify, inspect; ``_sanitize``; ``_eval``: evaluate, curve; ``_state``).
+"""The ``privmap`` group, and ``privmap build``: a group of one command per mechanism.
+
+Each build command is written in its mechanism's folder (:mod:`privmap.offline.mechanisms`) and
+mounted here; the other commands live in modules of their own and are added here too (``_keyring``:
+keygen, keyring, cosign; ``_verify``: verify, inspect; ``_sanitize``; ``_eval``: evaluate, curve;
+``_state``).
 
 ``privmap build DATA ...`` (a first argument that names no mechanism) is ``privmap build
 quantized DATA ...``, seed 000's build as it always was; ``build-funnel``, ``build-max-correlation``,
@@ -49,7 +51,7 @@ def main():
       privmap verify tables/demo.bundle --trusted keys/public.pem
       privmap sanitize tables/demo.bundle --trusted keys/public.pem users.csv released.csv
       privmap evaluate tables/demo.bundle data.csv --private gender
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
 
 
 

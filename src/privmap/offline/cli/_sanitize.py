@@ -106,8 +106,9 @@ def sanitize(bundle, infile, outfile, trusted, keyrings, min_version, rejects, s
 
 
 def _same(a: pathlib.Path, b: pathlib.Path) -> bool:
-    """Whether ``a`` and ``b`` name one file: the same path once links are resolved, or (both
-    existing) the same inode.
+    """Whether ``a`` and ``b`` name one file.
+
+    They do when they are the same path once links are resolved, or (both existing) the same inode.
     """
     if os.path.realpath(a) == os.path.realpath(b):
         return True
@@ -119,10 +120,10 @@ def _same(a: pathlib.Path, b: pathlib.Path) -> bool:
 
 def check_outputs(bundle: pathlib.Path, infile: pathlib.Path, outfile: pathlib.Path, rejects: pathlib.Path | None,
                   state_dir: pathlib.Path | None, counter: pathlib.Path | None = None) -> None:
-    """Refuse output paths that would destroy an input: OUT.csv or ``rejects`` inside the state
-    directory (its secret or state file replaced by a CSV is a device gone for good), on IN.csv,
-    BUNDLE or the counter file, or the two on one file. Checked before anything is opened or
-    written.
+    """Refuse output paths that would destroy an input; checked before anything is opened or written.
+
+    Refused: OUT.csv or ``rejects`` inside the state directory (its secret or state file replaced by
+    a CSV is a device gone for good), on IN.csv, BUNDLE or the counter file, or the two on one file.
 
     Raises
     ------

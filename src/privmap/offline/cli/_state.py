@@ -30,8 +30,9 @@ _MAX_COUNTER_BYTES = 32
 
 
 class FileCounter:
-    """A monotonic counter kept in a file: the command line's stand-in for the firmware's
-    hardware counter (``--counter FILE``), :class:`privmap.device.MonotonicCounter`'s interface.
+    """A monotonic counter kept in a file: the command line's stand-in for the firmware's hardware counter.
+
+    Given with ``--counter FILE``; it has :class:`privmap.device.MonotonicCounter`'s interface.
 
     The file holds the value in decimal ASCII; a missing file reads 0 (a device never
     committed), so deleting it later makes every state that committed to a higher value
@@ -46,8 +47,10 @@ class FileCounter:
         self.path = pathlib.Path(path)
 
     def read(self) -> int:
-        """The value, an int >= 0. Raises ``OSError`` or ``ValueError`` for an unreadable file,
-        one that is not a regular file, or text that is not a decimal number.
+        """The value, an int >= 0.
+
+        Raises ``OSError`` or ``ValueError`` for an unreadable file, one that is not a regular file,
+        or text that is not a decimal number.
         """
         try:
             raw = read_regular(self.path, _MAX_COUNTER_BYTES)
@@ -68,10 +71,11 @@ class FileCounter:
 
 
 def inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
-    """Whether ``path``, links resolved, is ``directory`` or lies under it: by name, and by
-    identity, ``(st_dev, st_ino)`` of ``path`` and each of its existing ancestors against
-    ``directory``'s, so that a bind mount of the directory (another name for the same files)
-    is caught too.
+    """Whether ``path``, links resolved, is ``directory`` or lies under it.
+
+    Checked by name, and by identity, ``(st_dev, st_ino)`` of ``path`` and each of its existing
+    ancestors against ``directory``'s, so that a bind mount of the directory (another name for the
+    same files) is caught too.
     """
     real, folder = os.path.realpath(path), os.path.realpath(directory)
     if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
@@ -96,8 +100,10 @@ def inside(path: pathlib.Path, directory: pathlib.Path) -> bool:
 
 
 def file_counter(counter: pathlib.Path | None, state_dir: pathlib.Path) -> FileCounter | None:
-    """The :class:`FileCounter` of ``--counter`` (None without one). Raises :class:`BuildError`
-    for a counter file inside the state directory (it would be put back with it).
+    """The :class:`FileCounter` of ``--counter`` (None without one).
+
+    Raises :class:`BuildError` for a counter file inside the state directory (it would be put back
+    with it).
     """
     if counter is None:
         return None
@@ -114,13 +120,15 @@ def _locked_hint(exc: StateLockedError) -> StateLockedError:
 def stateful_release(state_dir: pathlib.Path, bundle_path: pathlib.Path, keyring: Keyring,
                      min_version: int, binding: Binding | None = None, *, counter: FileCounter | None = None,
                      lock_wait: float = DEFAULT_LOCK_WAIT) -> tuple[Bundle, Callable[[list], list]]:
-    """Install ``bundle_path`` into the device state ``state_dir`` (created if absent, pinning
-    ``keyring``) and return the bundle in use with its permanent release function (same row ->
-    same released row). ``keyring`` however it was loaded (PEM keys, a keyring document) must be
-    the one the directory trusts. ``binding`` is the simulated device's configuration (device
-    class, ...), checked at install. Offering the active bundle again repairs a lost or damaged
-    stored copy of it, and takes only a shared lock when the copy is intact. ``counter`` binds
-    the state to a monotonic counter; ``lock_wait`` bounds every wait for the directory's lock.
+    """Install ``bundle_path`` into the device state ``state_dir``; return the bundle in use and its release.
+
+    The state directory is created if absent, pinning ``keyring``. The release function returned
+    with the bundle is its permanent one (same row -> same released row). ``keyring`` however it
+    was loaded (PEM keys, a keyring document) must be the one the directory trusts. ``binding`` is
+    the simulated device's configuration (device class, ...), checked at install. Offering the
+    active bundle again repairs a lost or damaged stored copy of it, and takes only a shared lock
+    when the copy is intact. ``counter`` binds the state to a monotonic counter; ``lock_wait``
+    bounds every wait for the directory's lock.
 
     Raises whatever :class:`DeviceState` and its ``install_file`` and ``active`` raise
     (``KeyringMismatchError`` for other keys, ``RollbackError`` for a version below the floor,
@@ -169,7 +177,7 @@ def state():
       privmap state rotate DIR keyring-v1.bin
     A directory bound to a counter (--counter FILE) that was lost is made
     afresh only by: privmap state reprovision DIR --counter FILE --trusted PEM
-    """
+    """  # noqa: D301 - click's no-rewrap marker \b must stay a backspace, which a raw string would not make
 
 
 @state.command("rotate")

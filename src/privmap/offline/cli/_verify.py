@@ -135,10 +135,11 @@ def _describe(payload: dict) -> dict:
 
 
 def _attacker_description(metrics: dict) -> dict:
-    """The strongest attacker the cross-fitting met (``--clusters auto`` builds; None otherwise):
-    ``holdout_attacker_auc``, its upper bound ``holdout_attacker_auc_high`` and ``holdout_attacker``,
-    its name (:mod:`privmap.offline._strongest`; None for a bundle that declares the logistic
-    attacker's alone).
+    """The strongest attacker the cross-fitting met (``--clusters auto`` builds; None otherwise).
+
+    Its fields: ``holdout_attacker_auc``, its upper bound ``holdout_attacker_auc_high`` and
+    ``holdout_attacker``, its name (:mod:`privmap.offline._strongest`; None for a bundle that
+    declares the logistic attacker's alone).
     """
     from .._strongest import strongest_name
     return {"holdout_attacker_auc": metrics.get("holdout_attacker_auc"),
@@ -147,8 +148,10 @@ def _attacker_description(metrics: dict) -> dict:
 
 
 def _column_description(payload: dict) -> dict:
-    """What each private column leaks alone: ``private_columns`` (their names), and
-    ``leakage_bits_by_column``, ``holdout_leakage_bits_by_column`` (and the interval's
+    """What each private column leaks alone.
+
+    The fields: ``private_columns`` (their names), and ``leakage_bits_by_column``,
+    ``holdout_leakage_bits_by_column`` (and the interval's
     ``holdout_leakage_interval_bits_by_column``), column name -> bits. A joint bundle declares
     them per column (``leakage_bits[COL]``, docs/bundle-format.md); a one-column bundle's one
     column is its private attribute, so its figures are the bundle's own (None where the bundle
@@ -173,9 +176,10 @@ def _column_description(payload: dict) -> dict:
 
 
 def _describe_categorical(payload: dict) -> dict:
-    """``privmap inspect`` fields of a funnel or max-correlation payload: the usual ones plus
-    ``disclosure_bits`` (funnel) or ``rho_m_squared`` and the S* bound (max-correlation, which
-    has no private attribute: ``private`` is None, ``leakage_bits`` absent).
+    """``privmap inspect`` fields of a funnel or max-correlation payload.
+
+    The usual ones plus ``disclosure_bits`` (funnel) or ``rho_m_squared`` and the S* bound
+    (max-correlation, which has no private attribute: ``private`` is None, ``leakage_bits`` absent).
     """
     metrics = payload["metrics"]
     index = payload["table"]["index"]
@@ -207,9 +211,11 @@ def _describe_categorical(payload: dict) -> dict:
 
 
 def _robust_description(payload: dict) -> dict:
-    """The robust figures: as declared (``--robust``), else computed from the payload's prior and
-    table at the default confidence when the prior is an unsmoothed empirical one (its counts are
-    prior x n), else None; ``robust_source`` says which (docs/guarantees.md).
+    """The robust figures: as declared, else computed, else None.
+
+    As declared (``--robust``), else computed from the payload's prior and table at the default
+    confidence when the prior is an unsmoothed empirical one (its counts are prior x n), else None;
+    ``robust_source`` says which (docs/guarantees.md).
     """
     keys = ("robust_leakage_bits", "robust_confidence", "robust_max_output_leakage_bits")
     metrics = payload["metrics"]

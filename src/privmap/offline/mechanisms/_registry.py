@@ -1,5 +1,6 @@
-"""Every mechanism behind one registry: :data:`MECHANISMS`, the payload's ``mechanism`` -> its
-:class:`Mechanism` record.
+"""Every mechanism behind one registry, :data:`MECHANISMS`.
+
+It maps the payload's ``mechanism`` to its :class:`Mechanism` record.
 
 The commands and calls that serve every mechanism read it: the CLI mounts each ``privmap build
 NAME`` from :attr:`Mechanism.command`; ``privmap evaluate``, ``verify`` and ``inspect``, the
@@ -108,8 +109,9 @@ MECHANISMS: MappingProxyType[str, Mechanism] = MappingProxyType({m.name: m for m
 
 
 def mechanism_of(name) -> Mechanism | None:
-    """The record of a payload's ``mechanism`` value (:data:`MECHANISMS`); None for any other
-    value, of any type.
+    """The record of a payload's ``mechanism`` value (:data:`MECHANISMS`).
+
+    None for any other value, of any type.
     """
     return MECHANISMS.get(name) if isinstance(name, str) else None
 
