@@ -50,11 +50,11 @@ def route(records) -> None:
 NAMED = 3
 
 
-def summary() -> str | None:
+def summary(*, source: str = "the folds' tasks") -> str | None:
     """The tally in one line, or None when it is empty.
 
     The total, then each distinct warning (its category, the first line of its message, its
-    count; the :data:`NAMED` most frequent).
+    count; the :data:`NAMED` most frequent); ``source`` names what raised them.
     """
     with _LOCK:
         if not _TALLY:
@@ -63,7 +63,7 @@ def summary() -> str | None:
     each = "; ".join(f"{category}: {message.strip().splitlines()[0] if message.strip() else ''} (x{count})"
                      for (category, message), count in common[:NAMED])
     rest = f"; and {len(common) - NAMED} other kind(s)" if len(common) > NAMED else ""
-    return f"note: the folds' tasks raised {total} warning(s), each kind once here: {each}{rest}"
+    return f"note: {source} raised {total} warning(s), each kind once here: {each}{rest}"
 
 
 def clear() -> None:

@@ -105,3 +105,27 @@ def test_every_command_runs_on_every_mechanism_with_sane_output(bundles, run, ke
         with outfile.open(newline="") as f:
             released = list(csv.reader(f))
         assert len(released) == 21 and all(len(r) == len(released[0]) for r in released)
+
+
+def test_evaluate_tells_its_models_warnings_once_in_one_line(bundles, run, keys, monkeypatch):
+    """A model that warns on every fit (a logistic attacker that does not converge on a thousand
+    columns) gives one note after the figures, with the count, not one copy of the warning per fit."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    fit = LogisticRegression.fit
+
+    def warning_fit(self, *args, **kwargs):
+        warnings.warn("lbfgs failed to converge", ConvergenceWarning, stacklevel=2)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(LogisticRegression, "fit", warning_fit)
+    bundle, data, private, _ = bundles["quantized"]
+    result = run("evaluate", bundle, data, "--private", private, "--trusted", keys / "public.pem")
+    notes = [line for line in result.stderr.splitlines() if "lbfgs failed to converge" in line]
+    assert len(notes) == 1, result.stderr
+    count = int(notes[0].split(" raised ")[1].split()[0])
+    assert count > 1 and notes[0].startswith("note: the measurement's models raised ")
+    assert "ConvergenceWarning: lbfgs failed to converge (x" in notes[0]

@@ -325,7 +325,7 @@ class DeviceState:
 
     # -- using ------------------------------------------------------------------------------------
 
-    def active(self, *, now: float | None = None) -> Bundle:
+    def active(self, *, now: float | None = None) -> Bundle | GaussianBundle | NullspaceBundle:
         """The bundle to release with.
 
         The active one re-verified from disk, or the previous known-good copy if the active
@@ -342,8 +342,7 @@ class DeviceState:
         clock = self._clock.read(now)
         try:
             with os_errors("cannot read the state directory"):
-                # any kind's bundle (Releaser.active); typed Bundle as offline.cli's state commands take it
-                return self._releaser.active(clock)  # type: ignore[return-value]
+                return self._releaser.active(clock)
         except NoValidBundleError as exc:
             if self.active_sha256 is not None:  # installed, but no copy passes: a fault to report
                 self.last_error = f"NoValidBundleError: {exc}"

@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from .. import _routed
 from .._errors import BuildError
 from .._joint import split_private
 from ..commandline import data_options, emit, guard, parse_floats, parse_ints
@@ -95,21 +96,28 @@ def evaluate(bundle, data, private, trusted, seed, test_fraction, permutations, 
     payload, verified = _read_payload(bundle, trusted)
     mechanism = payload["mechanism"]
     record = mechanism_of(mechanism)
-    if train is not None:
-        _evaluate_audit(payload, bundle, data, train, private, verified, seed, repeats, as_json)
-        return
-    if recommender and record is not None and not record.ratings:
+    if train is None and recommender and record is not None and not record.ratings:
         raise BuildError(f"--recommender measures bundles that release ratings, not {mechanism} bundles")
-    if record is not None and record.report is not None:
-        _evaluate_real(record, payload, bundle, data, private, verified, seed, test_fraction, as_json)
-    elif record is not None and not record.private:  # no private attribute in the bundle
-        _evaluate_max_correlation(payload, bundle, data, private, verified, as_json)
-    elif record is not None and record.disclosure:
-        _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations,
-                         not no_attacker, as_json)
-    else:
-        _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations,
-                        not no_attacker, as_json, recommender if record is None or record.ratings else False)
+    # The attackers and the service's models may warn once per fit (a logistic attacker that does
+    # not converge on a thousand columns): every warning is recorded and told in one line after.
+    _routed.clear()
+    with _routed.caught() as records:
+        if train is not None:
+            _evaluate_audit(payload, bundle, data, train, private, verified, seed, repeats, as_json)
+        elif record is not None and record.report is not None:
+            _evaluate_real(record, payload, bundle, data, private, verified, seed, test_fraction, as_json)
+        elif record is not None and not record.private:  # no private attribute in the bundle
+            _evaluate_max_correlation(payload, bundle, data, private, verified, as_json)
+        elif record is not None and record.disclosure:
+            _evaluate_funnel(payload, bundle, data, private, verified, seed, test_fraction, permutations,
+                             not no_attacker, as_json)
+        else:
+            _evaluate_table(payload, bundle, data, private, verified, seed, test_fraction, permutations,
+                            not no_attacker, as_json, recommender if record is None or record.ratings else False)
+    _routed.route(records)
+    routed = _routed.summary(source="the measurement's models")
+    if routed is not None:
+        click.echo(routed, err=True)
 
 
 def _evaluate_real(record: Mechanism, payload, bundle, data, target, verified, seed, test_fraction,

@@ -19,6 +19,7 @@ from privmap.device import Binding, Bundle, DeviceState, Keyring
 from privmap.device.constants import DEFAULT_LOCK_WAIT, MAX_KEYRING_BYTES
 from privmap.device.errors import RollbackError, StateError, StateLockedError
 from privmap.device.files import NotRegularFile, read_regular
+from privmap.device.kinds import GaussianBundle, NullspaceBundle
 
 from .._errors import BuildError
 from .._files import atomic_write
@@ -119,7 +120,8 @@ def _locked_hint(exc: StateLockedError) -> StateLockedError:
 
 def stateful_release(state_dir: pathlib.Path, bundle_path: pathlib.Path, keyring: Keyring,
                      min_version: int, binding: Binding | None = None, *, counter: FileCounter | None = None,
-                     lock_wait: float = DEFAULT_LOCK_WAIT) -> tuple[Bundle, Callable[[list], list]]:
+                     lock_wait: float = DEFAULT_LOCK_WAIT,
+                     ) -> tuple[Bundle | GaussianBundle | NullspaceBundle, Callable[[list], list]]:
     """Install ``bundle_path`` into the device state ``state_dir``; return the bundle in use and its release.
 
     The state directory is created if absent, pinning ``keyring``. The release function returned
