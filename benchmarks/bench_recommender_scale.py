@@ -3,12 +3,14 @@ process tree), the bundle's size, and the device's time per row in pure Python.
 
     python benchmarks/bench_recommender_scale.py                       # 4,200 x 1,000, then 3,000 columns
     python benchmarks/bench_recommender_scale.py --users 4200 --columns 1000 --density 0.05
+    python benchmarks/bench_recommender_scale.py --users 4200 --columns 1000 --utility ranking
     python benchmarks/bench_recommender_scale.py --partitioned --users 1000000 --columns 1000 --parts 20 \
         --data /tmp/rec_parts                                           # out of core, on Dask
 
 Each build runs ``privmap build --utility recommender --clusters auto --target-auc 0.55`` (default
-folds) in a child process on a seeded synthetic rating set (privmap.offline.data.synthetic_ratings),
-so that its CPU seconds and peak RSS are the operating system's figures for that process tree.
+folds; ``--utility ranking`` builds the ranking mode's bundle instead, docs/ranking.md) in a child
+process on a seeded synthetic rating set (privmap.offline.data.synthetic_ratings), so that its CPU
+seconds and peak RSS are the operating system's figures for that process tree.
 The device figure is the median over 200 users of ``Bundle.sanitize`` (fold-in, nearest centre,
 sample, decode every column), printed beside the same users' rows parsed alone
 (``parse_row``, the floor any device pays to read a row) as a ratio, both in this process.
@@ -41,12 +43,13 @@ import time
 PRIVMAP = (sys.executable, "-c", "from privmap.offline.cli import main; main()")
 
 
-def build(csv_path: pathlib.Path, out: pathlib.Path, key: pathlib.Path, extra: list[str]) -> dict:
-    """Run one build in a child process; its summary plus CPU seconds and peak RSS of the tree."""
+def build(csv_path: pathlib.Path, out: pathlib.Path, key: pathlib.Path, extra: list[str],
+          utility: str = "recommender") -> dict:
+    """Run one build of ``utility``'s mode in a child process; its summary plus CPU seconds and peak RSS of the tree."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([*PRIVMAP, "build", str(csv_path),
-                           "--private", "private", "--domain", "1:5", "--utility", "recommender",
+                           "--private", "private", "--domain", "1:5", "--utility", utility,
                            "--clusters", "auto", "--target-auc", "0.55", "--seed", "1", "--key", str(key),
                            "--out", str(out), "--json", *extra], capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -164,6 +167,8 @@ def main() -> None:
     parser.add_argument("--columns", type=int, nargs="+", default=[1000, 3000])
     parser.add_argument("--density", type=float, default=0.05)
     parser.add_argument("--rank", type=int, default=10, help="rank of the generator's taste")
+    parser.add_argument("--utility", choices=("recommender", "ranking"), default="recommender",
+                        help="the mode built (in memory only)")
     parser.add_argument("--partitioned", action="store_true", help="out of core: CSV parts, Dask workers")
     parser.add_argument("--parts", type=int, default=20, help="--partitioned: CSV files written")
     parser.add_argument("--workers", type=int, default=2, help="--partitioned: Dask worker processes")
@@ -184,7 +189,7 @@ def main() -> None:
             drawn = synthetic_ratings(args.users, m, rank=args.rank, density=args.density, rng=m)
             path = drawn.write_csv(tmp / f"r{m}.csv")
             out = tmp / f"r{m}.bundle"
-            s = build(path, out, tmp / "k" / "private.pem", [])
+            s = build(path, out, tmp / "k" / "private.pem", [], args.utility)
             rows = [["" if v != v else str(int(v)) for v in row] for row in drawn.ratings[:200]]
             ms, parse_ms = device_ms(out, tmp / "k" / "public.pem", rows)
             blank = 100 * (drawn.ratings != drawn.ratings).mean()

@@ -87,8 +87,29 @@ def _rank_keys(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
     if metric == "l2" and _exact_in_blas(X, Y):
         return _integer_l2_keys(X, Y)
     acc = np.zeros((X.shape[0], Y.shape[0]))
+    if metric != "hamming" and np.isfinite(X).all() and np.isfinite(Y).all():
+        return _finite_keys(X, Y, metric, acc)
     for i in range(X.shape[1]):
         acc += _term(X[:, i, None] - Y[None, :, i], metric)
+    return acc
+
+
+def _finite_keys(X: np.ndarray, Y: np.ndarray, metric: str, acc: np.ndarray) -> np.ndarray:
+    """The squared L2 or L1 keys of :func:`_rank_keys` for finite X and Y, summed into ``acc`` (zeros, (n, m)).
+
+    Bitwise the masked sum: no difference of finite numbers is NaN, so the mask replaces nothing;
+    each feature's term is made in one scratch array, in place, instead of four temporaries
+    (the score-space points of ``--utility ranking``, 32 coordinates, none missing, spent a
+    fifth of their ``auto`` search here).
+    """
+    term = np.empty_like(acc)
+    for i in range(X.shape[1]):
+        np.subtract(X[:, i, None], Y[None, :, i], out=term)
+        if metric == "l2":
+            np.multiply(term, term, out=term)
+        else:
+            np.abs(term, out=term)
+        acc += term
     return acc
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from privmap.offline import CrossFitting, QuantizedOptions
-from privmap.offline.data import Dataset
-from privmap.offline.mechanisms.table import InMemoryRows, cross_fitted_leakage, solve_rows
+from privmap.offline.data import Dataset, quantize
+from privmap.offline.mechanisms.table import InMemoryRows, cross_fitted_leakage, cross_fitted_many, solve_rows
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 GRID = np.array([(i % 8, i // 8) for i in range(64)], dtype=float)
@@ -90,6 +90,24 @@ def test_folds_in_parallel_workers_give_the_sequential_result_exactly():
     parallel = cross_fitted_leakage(InMemoryRows(data), options, jobs=2, attacker=True)
     assert parallel == sequential                              # every figure, interval and AUC included
     assert cross_fitted_leakage(InMemoryRows(data), dataclasses.replace(options, seed=8), jobs=2) != sequential
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_fold_s_k_means_at_one_k_is_made_once_for_every_budget_and_the_estimates_are_unchanged(jobs, monkeypatch):
+    from privmap.offline.mechanisms.table import _holdout
+    data = _disjoint(400, 16, seed=4)
+    options = QuantizedOptions(clusters=16, delta_fraction=0.6, cross_fitting=CrossFitting(folds=4), seed=7)
+    budgets = [dataclasses.replace(options, delta_fraction=f) for f in (0.9, 0.6)]
+    fresh = [cross_fitted_many(InMemoryRows(data), [b], attacker=True, jobs=jobs)[0] for b in budgets]
+    made = []
+    monkeypatch.setattr(_holdout, "quantize", lambda *a, **kw: made.append(a[1]) or quantize(*a, **kw))
+    known: dict = {}
+    shared = [cross_fitted_many(InMemoryRows(data), [b], attacker=True, jobs=jobs, quantizations=known)[0]
+              for b in budgets]
+    assert shared == fresh                                     # every figure, interval and AUC included
+    assert sorted(known) == [0, 1, 2, 3] and all(len(found) == 1 for found in known.values())
+    if jobs == 1:                                              # a worker's calls are not seen here
+        assert made == [16] * 4                                # the first budget's folds alone clustered
 
 
 def test_the_libraries_folds_import_on_first_use_are_imported_before_workers_are_forked():

@@ -20,7 +20,10 @@ on all the rows, and its folds start from that build, as a plain build's do; so 
 candidate's estimate is always the one a plain build at its K declares, and a chosen candidate
 built that way is the build the bundle ships (:attr:`Choice.solved`). (The folds' k-means do not start from the
 full-data centres: that start was measured to make the held-out distortion optimistic, the
-more so at larger K; :mod:`privmap.offline.mechanisms.table._holdout`.)
+more so at larger K; :mod:`privmap.offline.mechanisms.table._holdout`.) A fold's one-start k-means
+at a K is a function of its training rows, K and the seed alone, so it is made once and reused by
+every budget fraction that K is judged at (:class:`~privmap.offline.mechanisms.table.FoldKMeans`):
+the same clusters, once.
 
 **Choice.** The candidate of least held-out distortion among those that meet the
 privacy target wins (ties: smaller K, then less smoothing). The target is
@@ -431,6 +434,7 @@ class _Run:
         self.dataset, self.options, self.targets = dataset, options, targets
         self.jobs, self.progress, self.tasks, self.done = jobs, progress, tasks, 0
         self.pending = 0              # tasks of the codebooks still to search (:func:`choose`)
+        self.quantizations: dict = {}  # every fold's k-means so far, for the next batches (cross_fitted_many)
 
     def tell(self, done: int, triple, class_blind: bool | None = None) -> None:
         if self.progress:
@@ -451,7 +455,8 @@ class _Run:
         before, folds = self.done, self.options.folds
         self.tell(before, triples[0])
         estimates = cross_fitted_many(InMemoryRows(self.dataset), candidates, attacker=True, jobs=self.jobs,
-                                      builds=starts, progress=lambda done, total: self.tell(
+                                      builds=starts, quantizations=self.quantizations,
+                                      progress=lambda done, total: self.tell(
                                           before + done, triples[min(done // folds, len(triples) - 1)]))
         self.done = before + len(candidates) * self.options.folds
         estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]

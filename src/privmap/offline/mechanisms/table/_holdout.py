@@ -77,12 +77,13 @@ and its figures lay within the restarts' interval on SSI (benchmarks/README.md,
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import os
 import resource
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Protocol, cast
@@ -250,14 +251,51 @@ class FoldKMeans:
     ``metric``, ``seed``, ``integer``, ``bounds``) and returns the same :class:`Quantization`; only the
     k-means start differs: one k-means++ start seeded with ``seed`` (``init`` None) instead of four,
     or one Lloyd run from ``init`` (shape (k, d)).
+
+    The k-means++ start is a function of the call's arguments alone (:func:`kmeans_key`), and the
+    ``auto`` search quantizes each fold's training rows at one K once per budget fraction tried:
+    ``known`` maps the key of a call already made to its Quantization, returned as it is instead
+    of clustering the rows again (the same centres and labels, at no cost), and every Quantization
+    this quantizer computes is added to ``learned`` under its key (a forked worker's fold hands it
+    back to the search that way, :func:`_fold`).
     """
 
     init: np.ndarray | None = None
+    known: Mapping[str, Quantization] = field(default_factory=dict, compare=False)
+    learned: dict[str, Quantization] = field(default_factory=dict, compare=False)
 
     def __call__(self, X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0, integer: np.ndarray | None = None,
                  bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Quantization:
-        start = "k-means++" if self.init is None else self.init
-        return quantize(X, k, metric=metric, seed=seed, integer=integer, bounds=bounds, init=start, n_init=1)
+        if self.init is not None:
+            return quantize(X, k, metric=metric, seed=seed, integer=integer, bounds=bounds, init=self.init, n_init=1)
+        key = kmeans_key(X, k, metric, seed, integer, bounds)
+        found = self.known.get(key)
+        if found is None:
+            found = quantize(X, k, metric=metric, seed=seed, integer=integer, bounds=bounds, init="k-means++",
+                             n_init=1)
+            for array in (found.centers, found.labels):
+                array.setflags(write=False)          # shared by every fold that finds it: never changed in place
+            self.learned[key] = found
+        return found
+
+
+def kmeans_key(X: np.ndarray, k: int, metric: str, seed: int, integer: np.ndarray | None,
+               bounds: tuple[np.ndarray, np.ndarray] | None) -> str:
+    """A digest of a one-start k-means' arguments (:class:`FoldKMeans`); equal arguments, equal key.
+
+    The rows ``X`` (n, d) with their shape, ``k``, ``metric``, ``seed``, ``integer`` (d,) and
+    ``bounds`` (two (d,) arrays), each None or given.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    X = np.ascontiguousarray(X, dtype=float)
+    digest.update(repr((X.shape, int(k), str(metric), int(seed), integer is None, bounds is None)).encode())
+    digest.update(X.tobytes())
+    if integer is not None:
+        digest.update(np.ascontiguousarray(integer, dtype=bool).tobytes())
+    if bounds is not None:
+        for bound in bounds:
+            digest.update(np.ascontiguousarray(bound, dtype=float).tobytes())
+    return digest.hexdigest()
 
 
 def fold_jobs(tasks: int, jobs: int | None = None) -> int:
@@ -325,7 +363,8 @@ def cross_fitted_leakage(rows: _FoldRows, options: Seed000Options, *, folds: int
 def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
                       start: str = "single", centers: Sequence[np.ndarray | None] | None = None,
                       jobs: int | None = None, builds: Sequence[BuildStart | None] | None = None,
-                      progress: Callable[[int, int], None] | None = None) -> list:
+                      progress: Callable[[int, int], None] | None = None,
+                      quantizations: dict[int, dict[str, Quantization]] | None = None) -> list:
     """The cross-fitted leakage of several candidates on one set of folds.
 
     :func:`cross_fitted_leakage` of several candidate options on one set of folds, every
@@ -348,6 +387,12 @@ def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | Non
         Each candidate's build answers, where its folds' solvers start (:mod:`._reuse`).
     progress : callable(done: int, total: int), optional
         Told the number of (candidate, fold) tasks finished.
+    quantizations : dict, optional
+        Fold index -> the one-start k-means of that fold's training rows already made
+        (:attr:`FoldKMeans.known`, keyed by :func:`kmeans_key`), shared by every candidate of
+        these calls and updated with those this call makes: the ``auto`` search passes one such
+        map to every batch of candidates, so that a K judged at several budgets clusters each
+        fold once (``start="single"`` only).
 
     Returns
     -------
@@ -362,7 +407,8 @@ def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | Non
     """
     if not candidates:
         return []
-    plan = _Folds(rows, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds)
+    plan = _Folds(rows, candidates, folds=folds, attacker=attacker, start=start, centers=centers, builds=builds,
+                  quantizations=quantizations)
     return plan.results(run_tasks(_fold, plan.work, fold_jobs(len(plan.work), jobs), progress))
 
 
@@ -424,13 +470,15 @@ def start_cross_fitting(rows: _FoldRows, options: Seed000Options, *, jobs: int |
 class _Folds:
     """The (candidate, fold) tasks of a cross-fitting and the pooling of their outcomes.
 
-    The (candidate, fold) tasks of :func:`cross_fitted_many` (``work``: the arguments of each
-    :func:`_fold`, candidate by candidate) and the pooling of their outcomes (:meth:`results`).
-    Raises BuildError as :func:`cross_fitted_many` does.
+    The tasks of :func:`cross_fitted_many` (``work``: the arguments of each :func:`_fold`,
+    candidate by candidate) and the pooling of their outcomes (:meth:`results`), which adds the
+    folds' new k-means to ``quantizations`` (:func:`cross_fitted_many`). Raises BuildError as
+    :func:`cross_fitted_many` does.
     """
 
     def __init__(self, rows: _FoldRows, candidates: Sequence[Seed000Options], *, folds: int | None, attacker: bool, start: str,
-                 centers: Sequence[np.ndarray | None] | None, builds: Sequence[BuildStart | None] | None) -> None:
+                 centers: Sequence[np.ndarray | None] | None, builds: Sequence[BuildStart | None] | None,
+                 quantizations: dict[int, dict[str, Quantization]] | None = None) -> None:
         from sklearn.model_selection import StratifiedKFold
         dataset = rows.dataset
         seed = candidates[0].seed
@@ -451,13 +499,19 @@ class _Folds:
         builds = list(builds) if builds is not None else [None] * len(candidates)
         self.tasks = [(c, i) for c in range(len(candidates)) for i in range(k)]
         single = [dataclasses.replace(o, cross_fitting=None) for o in candidates]
+        self.quantizations = quantizations
+        known = {} if quantizations is None else quantizations
         self.work = [(rows, single[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
-                      builds[c]) for c, i in self.tasks]
+                      builds[c], known.get(i, {})) for c, i in self.tasks]
         self.k, self.candidates = k, len(candidates)
         _import_fold_libraries(candidates, len(dataset.classes))
 
     def results(self, outcomes: list) -> list:
         """One HoldoutLeakage or BuildError per candidate from the tasks' ``outcomes``, in order."""
+        if self.quantizations is not None:
+            for (_, i), outcome in zip(self.tasks, outcomes):
+                if isinstance(outcome, dict):
+                    self.quantizations.setdefault(i, {}).update(outcome.pop("kmeans", {}))
         results = []
         for c in range(self.candidates):
             parts = [outcomes[t] for t, (cc, _) in enumerate(self.tasks) if cc == c]
@@ -482,13 +536,15 @@ def _import_fold_libraries(candidates: Sequence, n_classes: int) -> None:
 
 
 def _fold(rows: _FoldRows, options: Seed000Options, i: int, train: np.ndarray, test: np.ndarray, start: str,
-          centers: np.ndarray | None, attacker: bool, build: BuildStart | None = None) -> dict | BuildError:
+          centers: np.ndarray | None, attacker: bool, build: BuildStart | None = None,
+          known: Mapping[str, Quantization] | None = None) -> dict | BuildError:
     """One fold's figures, or its BuildError.
 
     One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
     measured here because a pooled worker's CPU time is invisible to the parent until the pool is
-    reaped), or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: "
-    (an operator whose build fails after the folds learns which stage and which fold).
+    reaped, and under ``kmeans`` the k-means it made that ``known`` did not hold, :class:`FoldKMeans`),
+    or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: " (an
+    operator whose build fails after the folds learns which stage and which fold).
     """
     dataset = rows.dataset
     wall, cpu = time.perf_counter(), time.process_time()
@@ -496,7 +552,7 @@ def _fold(rows: _FoldRows, options: Seed000Options, i: int, train: np.ndarray, t
         fitted = fold_options(options, dataset, train)
         quantizer = None
         if options.quantizes and start == "single":
-            quantizer = FoldKMeans()
+            quantizer = FoldKMeans(known={} if known is None else known)
         elif options.quantizes and start == "warm" and centers is not None and cast(int, fitted.clusters) >= len(centers):
             # clusters: a field of a quantizing mechanism's options, which the engine does not import
             fitted = dataclasses.replace(fitted, clusters=len(centers))  # type: ignore[call-arg]
@@ -512,6 +568,8 @@ def _fold(rows: _FoldRows, options: Seed000Options, i: int, train: np.ndarray, t
         if attacker and options.quantizes:
             part["attack"] = _fold_attack(fit, dataset, train, held, symbols, options,
                                           np.random.default_rng([options.seed, 1, i]))
+        if isinstance(quantizer, FoldKMeans) and quantizer.learned:
+            part["kmeans"] = quantizer.learned
         part["cost"] = _cost(i, wall, cpu)
         return part
     except BuildError as exc:
