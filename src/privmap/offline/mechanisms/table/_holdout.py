@@ -112,10 +112,9 @@ JOBS_ENV = "PRIVMAP_JOBS"
 
 
 class _FoldRows(Rows, Protocol):
-    """The rows the folds are drawn from.
+    """The rows the folds are drawn from: a :class:`Dataset`, and the rows a fold trains on.
 
-    The rows the folds are drawn from (a :class:`._in_memory.InMemoryRows`, whose module imports
-    this one): a :class:`Dataset`, and the rows a fold trains on.
+    A :class:`._in_memory.InMemoryRows`, whose module imports this one (hence a protocol here).
     """
 
     @property
@@ -207,10 +206,9 @@ class HoldoutLeakage:
     fold_costs: tuple = field(default=(), compare=False)
 
     def metrics(self) -> dict:
-        """The bundle metrics this estimate adds.
+        """The bundle metrics this estimate adds, finite numbers (docs/bundle-format.md).
 
-        The bundle metrics this estimate adds (finite numbers; docs/bundle-format.md), with each
-        private column's ``holdout_leakage_bits[COL]`` and its interval when there are several, and
+        With each private column's ``holdout_leakage_bits[COL]`` and its interval when there are several, and
         the strongest attacker's AUC and its upper bound when the folds simulated releases (``--clusters auto``),
         and each attacker's as ``holdout_attacker_auc_NAME`` and ``holdout_attacker_auc_high_NAME``.
         """
@@ -668,10 +666,9 @@ def _fold_attack(fit: Solved, dataset: Dataset, train: np.ndarray, held: np.ndar
 
 
 def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
-    """The attacker's fields of the estimate, pooled over the folds.
+    """The attacker's fields of :class:`HoldoutLeakage`, pooled over the folds' ``attacks``.
 
-    The attacker's fields of :class:`HoldoutLeakage` from the folds' ``attacks`` (each
-    ``{attacker: (AUC, standard error)}``): each attacker's AUCs weighted by the folds' held-out
+    Each of ``attacks`` is ``{attacker: (AUC, standard error)}``. Each attacker's AUCs weighted by the folds' held-out
     rows ``share`` and its one-sided upper bound at :data:`CONFIDENCE` from their standard errors
     (the folds' held-out rows are disjoint); the strongest attacker's AUC, the largest bound; none
     without simulated releases.
@@ -693,9 +690,8 @@ def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
 
 
 def fold_options(options: Seed000Options, dataset: Dataset, rows: np.ndarray) -> Seed000Options:
-    """The build's options for a training fold.
+    """The build's options for the training fold of ``dataset`` at the indexes ``rows``, shape (m,).
 
-    The build's options for the training fold of ``dataset`` at the indexes ``rows`` (shape (m,)):
     K is capped at the fold's distinct rows.
     """
     if not options.quantizes:
@@ -706,11 +702,10 @@ def fold_options(options: Seed000Options, dataset: Dataset, rows: np.ndarray) ->
 
 
 def _lookup(alphabet: Alphabet, dataset: Dataset, rows: np.ndarray, options: Seed000Options) -> np.ndarray:
-    """Input index of each held-out row by the device's rule.
+    """Input index of each held-out row by the device's rule; -1 where the device would refuse it.
 
-    Input index of each held-out row by the device's rule (the equal tuple of the exact
-    mechanism's alphabet, else the nearest representative in ``options.metric``); -1 where the
-    device would refuse it.
+    The rule: the equal tuple of the exact mechanism's alphabet, else the nearest representative in
+    ``options.metric``.
     """
     if not options.quantizes:
         from ._erasure import lookup
@@ -759,10 +754,9 @@ def fold_estimate(fit: Solved | SimpleNamespace, dataset: Dataset | SimpleNamesp
 
 def cross_fitted_from_counts(fold_counts: np.ndarray, fold_sums: np.ndarray, alphabet: Alphabet,
                              options: Seed000Options, *, progress: Callable[[float], None] | None = None) -> HoldoutLeakage:
-    """Cross-fitted leakage from fold-wise counts and distance sums.
+    """Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again.
 
-    Cross-fitted leakage from fold-wise counts and distance sums, without reading rows again
-    (an out-of-core build's: :class:`._partitioned.PartitionedRows`; quantized mechanism, l2).
+    An out-of-core build's estimate (rows in :class:`._partitioned.PartitionedRows`; the quantized mechanism, l2).
 
     The rows' backend put each row into a fold (out of core: a hash of (seed, partition, position
     in the partition)). For each
