@@ -207,6 +207,7 @@ def test_pair_distances_in_chunks_are_bitwise_the_dense_entries(metric, chunk_ce
     assert np.array_equal(assigned_distance(X, Y, outs, metric, rows=rows), dense[rows, outs])
 
 
+@pytest.mark.filterwarnings("error")  # the blank column is expected: numpy's all-NaN warning is not news
 def test_a_column_no_row_rated_is_quantized_as_blank_not_refused():
     X = np.array([[1.0, np.nan, 2.0], [5.0, np.nan, 4.0], [1.0, np.nan, np.nan], [5.0, np.nan, 5.0]])
     q = quantize(X, 2, seed=0)

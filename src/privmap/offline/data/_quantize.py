@@ -21,6 +21,7 @@ blocks bounded by :data:`privmap.offline.data._distortion.NEAREST_BLOCK_BYTES`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,9 +173,14 @@ def quantize(X: np.ndarray, k: int, *, metric: str = "l2", seed: int = 0,
 def observed_domain(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the observed cells of X (n, d; NaN = missing) say of each column; three arrays of shape (d,).
 
-    Whether every value is a whole number, and the least and largest value.
+    Whether every value is a whole number, and the least and largest value: NaN for a column no
+    row observes (a column nobody rated is quantized as blank, so numpy's all-NaN warning is not
+    the operator's news).
     """
-    return (np.all(np.isnan(X) | (X == np.round(X)), axis=0), np.nanmin(X, axis=0), np.nanmax(X, axis=0))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
+        lo, hi = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
+    return np.all(np.isnan(X) | (X == np.round(X)), axis=0), lo, hi
 
 
 def domain_points(centers: np.ndarray, integer: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
