@@ -26,13 +26,13 @@ from ._holdout import HoldoutLeakage, PendingFolds, cross_fitted_leakage, start_
 from ._missing import bundle_cells, missing_alphabet
 from ._program import Solved
 from ._reuse import BuildStart, starts_folds
-from ._rows import Alphabet
+from ._rows import Alphabet, DatasetFacts
 
 __all__ = ["InMemoryRows", "raw_distortion_total"]
 
 
 @dataclass(frozen=True)
-class InMemoryRows:
+class InMemoryRows(DatasetFacts):
     """The rows of a dataset in memory, a build's rows backend.
 
     The rows of ``dataset`` (none with every public cell missing:
@@ -42,22 +42,6 @@ class InMemoryRows:
 
     dataset: Dataset
     dropped_rows: int = 0
-
-    @property
-    def n(self) -> int:
-        return self.dataset.n
-
-    @property
-    def classes(self) -> tuple[str, ...]:
-        return self.dataset.classes
-
-    @property
-    def private_name(self) -> str:
-        return self.dataset.private_name
-
-    @property
-    def sha256(self) -> str:
-        return self.dataset.sha256
 
     @property
     def missing_cell_fraction(self) -> float:

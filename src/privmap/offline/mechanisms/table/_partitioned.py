@@ -101,7 +101,7 @@ from ._holdout import HoldoutLeakage, cross_fitted_from_counts
 from ._in_memory import raw_distortion_total
 from ._missing import bundle_cells, column_fills, feature_maps
 from ._program import Solved
-from ._rows import Alphabet, Progress
+from ._rows import Alphabet, DatasetFacts, Progress
 
 if TYPE_CHECKING:                                   # the scale extra's cluster, imported where it is used
     from distributed import Client, Future
@@ -258,7 +258,7 @@ def in_core(n: int, d: int, limit_bytes: int) -> bool:
     return n * max(d, 1) * 8 <= limit_bytes
 
 
-class PartitionedRows:
+class PartitionedRows(DatasetFacts):
     """Partitioned rows on a Dask cluster, the rows backend of an out-of-core build.
 
     Partitioned rows (CSV or Parquet files) on a Dask cluster: the :class:`._rows.Rows`
@@ -310,22 +310,6 @@ class PartitionedRows:
         self._reading = dataclasses.replace(reading, fills=summary.fills)
         self._kmeans = kmeans
         self._assigned: _Assigned | None = None
-
-    @property
-    def n(self) -> int:
-        return self.dataset.n
-
-    @property
-    def classes(self) -> tuple[str, ...]:
-        return self.dataset.classes
-
-    @property
-    def private_name(self) -> str:
-        return self.dataset.private_name
-
-    @property
-    def sha256(self) -> str:
-        return self.dataset.sha256
 
     @property
     def dropped_rows(self) -> int:

@@ -24,7 +24,7 @@ from ...solvers import CompressedTable, SolveResult
 from .._seed000 import Seed000Options
 from ._codebook import Codebook
 
-__all__ = ["Progress", "Alphabet", "Rows"]
+__all__ = ["Progress", "Alphabet", "Rows", "DatasetFacts"]
 
 #: progress(stage, fraction): told the stage a build is in and the fraction of the build done.
 Progress = Callable[[str, float], None]
@@ -52,6 +52,33 @@ class Alphabet:
     r: float
     quantization_distortion: float
     schema: tuple[Column, ...] = ()
+
+
+class DatasetFacts:
+    """The facts of a :class:`Rows` backend that its ``dataset`` already holds, read off it.
+
+    ``n``, ``classes``, ``private_name`` and ``sha256`` of a :class:`~privmap.offline.data.Dataset`
+    in memory or of a partitioned source's summary alike, so that each backend states only what
+    differs (its dropped rows and missing cells, which the two keep differently).
+    """
+
+    dataset: Any
+
+    @property
+    def n(self) -> int:
+        return self.dataset.n
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.dataset.classes
+
+    @property
+    def private_name(self) -> str:
+        return self.dataset.private_name
+
+    @property
+    def sha256(self) -> str:
+        return self.dataset.sha256
 
 
 class Rows(Protocol):
