@@ -215,3 +215,17 @@ def test_a_column_no_row_rated_is_quantized_as_blank_not_refused():
     assert (q.centers[:, 1] == np.round(np.nanmean(X))).all()       # every observed cell's mean, rounded
     declared = quantize(X, 2, seed=0, integer=np.ones(3, bool), bounds=(np.full(3, 1.0), np.full(3, 5.0)))
     assert np.isfinite(declared.centers).all()
+
+
+def test_kmeans_stops_each_start_at_the_iteration_cap(monkeypatch):
+    from privmap.offline.data import _quantize
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 5))
+
+    def spread(labels, centers):
+        return float(np.mean(np.sum((X - centers[labels]) ** 2, axis=1)))
+
+    converged = spread(*_quantize.kmeans(X, 64, seed=0, n_init=1))
+    monkeypatch.setattr(_quantize, "MAX_ITERATIONS", 1)
+    capped = spread(*_quantize.kmeans(X, 64, seed=0, n_init=1))
+    assert capped > converged * 1.01

@@ -28,3 +28,16 @@ def test_assigned_distance_is_bitwise_the_pairwise_entry():
     labels = rng.integers(0, 30, 400)
     expected = pairwise(X, Y, "l2")[np.arange(400), labels]
     assert np.array_equal(assigned_distance_l2(X, Y, labels), expected)
+
+
+@pytest.mark.parametrize("metric", ["l2", "l1"])
+@pytest.mark.parametrize("blanks", [False, True])
+def test_the_package_nearest_answers_as_the_running_rule_on_real_points_and_blanks(metric, blanks):
+    from privmap.offline.data import nearest as package_nearest
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 11))
+    X[:40] = X[40:80]                                   # copies of rows: exact ties between centres below
+    Y = np.concatenate([rng.normal(size=(200, 11)), X[:40], X[:40]])
+    if blanks:
+        X[rng.random(X.shape) < 0.1] = np.nan
+    assert np.array_equal(package_nearest(X, Y, metric), nearest(X, Y, metric))

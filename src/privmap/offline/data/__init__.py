@@ -11,7 +11,7 @@ and blanks missing not at random, :func:`synthetic_ratings`, or chunk by chunk,
 :func:`synthetic_rating_chunks`), ``_known_joint`` (a seeded population of known joint distribution
 p(a, x), where the leakage any table leaks to new users is exact, :func:`known_joint`).
 """
-from ._blas_nearest import nearest_l2
+from ._blas_nearest import nearest, nearest_l2
 from ._dataset import (
     MIN_ROWS,
     Dataset,
@@ -23,7 +23,7 @@ from ._dataset import (
     load_dataset,
     read_csv,
 )
-from ._distortion import METRICS, assigned_distance, block_shape, nearest, pairwise
+from ._distortion import METRICS, assigned_distance, block_shape, pairwise
 from ._frames import csv_source
 from ._known_joint import known_joint
 from ._numeric import read_numeric_columns

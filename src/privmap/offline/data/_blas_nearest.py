@@ -10,14 +10,16 @@ the two rules agree; every other row (ties included) is decided by ``nearest`` i
 except when rows and representatives are small integers (ratings and rounded
 representatives): then both computations are exact and argmin decides ties as the device.
 The answer is therefore identical to ``nearest``, not an approximation of it.
-:func:`nearest_with_distance` chooses between the two rules for a quantizer.
+:func:`nearest` (the package's face) and :func:`nearest_with_distance` choose between the two
+rules for every caller: complete l2 rows take this search, every other case the running minimum.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import _distortion
-from ._distortion import assigned_distance, block_shape, nearest
+from ._distortion import assigned_distance, block_shape
+from ._distortion import nearest as _running_nearest
 
 #: float64 arrays of a block's size alive at once (products, the keys' copy, argmin scratch).
 _BLOCK_TEMPORARIES = 3
@@ -73,10 +75,28 @@ def nearest_l2(X: np.ndarray, Y: np.ndarray, *, block_bytes: int | None = None) 
             continue
         unsure = gap <= 4.0 * gamma * (x_norm + y_norm_max) ** 2
         if np.any(unsure):
-            best[unsure] = nearest(block[unsure], Y, "l2", block_bytes=block_bytes)
+            best[unsure] = _running_nearest(block[unsure], Y, "l2", block_bytes=block_bytes)
         out[start:start + block.shape[0]] = best
     return out
 
+
+
+def nearest(X: np.ndarray, Y: np.ndarray, metric: str, *, block_bytes: int | None = None) -> np.ndarray:
+    """Index of the nearest row of Y for each row of X, shape (n,): the device's rule, ties to the lowest index.
+
+    Identical to :func:`privmap.offline.data._distortion.nearest` (rank keys summed left to right,
+    NaN cells of X masked), by the BLAS search of :func:`nearest_l2` where the rows are complete
+    under l2 and by that running minimum otherwise. The recommender's and the ranking mode's points
+    (11 to 32 real coordinates, none missing) are looked up this way in every fold of a search:
+    the running minimum spent about 60 of 280 CPU-s of 10^5 users' cross-fitting at K = 2,048 on
+    such lookups. Scratch memory is bounded by ``block_bytes``. Raises ValueError as
+    :func:`~privmap.offline.data._distortion.pairwise`.
+    """
+    _distortion._check_metric(metric)
+    X, Y = _distortion._check_points(X, Y)
+    if metric == "l2" and not np.isnan(X).any():
+        return nearest_l2(X, Y, block_bytes=block_bytes)
+    return _running_nearest(X, Y, metric, block_bytes=block_bytes)
 
 
 def assigned_distance_l2(X: np.ndarray, Y: np.ndarray, labels: np.ndarray) -> np.ndarray:
