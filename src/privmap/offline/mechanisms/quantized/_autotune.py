@@ -343,6 +343,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         if targets.auc is not None:
             run.attack(ok)
         best = _best(ok, targets)
+    costs = [c for r, e, _ in judged if "error" not in r for c in run.estimate(r, e).fold_costs]   # dropped rows' too
     judged = run.finish(judged, best)
     rows = [row for row, _, _ in judged]
     for r in rows:
@@ -356,7 +357,7 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
                   min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimate,
                   column_targets=column_targets, class_blind=best.get("class_blind"),
                   solved=build if isinstance(build, Solved) else None,
-                  fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
+                  fold_costs=tuple(costs),
                   candidate_costs=tuple(
                       {"clusters": r["clusters"], "smoothing": r["smoothing"],
                        "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)}
@@ -562,7 +563,7 @@ class _Run:
             if failed is None:
                 self.unattacked[id(row)] = (row, t, self.options.class_blind, outcome)
                 self.raise_bar(row)
-            judged.append((row, outcome, b))
+            judged.append((row, failed or outcome, b))
         if self.bar is not None:      # a row meets: the nearest by shortfall is never needed, nor a failed row's attackers
             for key in [key for key, (row, *_) in self.unattacked.items() if row["meets_target"] is False]:
                 del self.unattacked[key]
