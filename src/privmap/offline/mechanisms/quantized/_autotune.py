@@ -350,25 +350,23 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
         if targets.auc is not None:
             run.attack(ok)
         best = _best(ok, targets)
-    costs = [c for r, e, _ in judged if "error" not in r for c in run.estimate(r, e).fold_costs]   # dropped rows' too
-    judged = run.finish(judged, best)
-    rows = [row for row, _, _ in judged]
+    kept = run.finish(judged, best)        # attacks the chosen row: estimates are read after it
+    tried = [(r, run.estimate(r, e)) for r, e, _ in judged if "error" not in r]   # dropped rows cost too
+    rows = [row for row, _, _ in kept]
     for r in rows:
         r["chosen"] = r is best
     run.tasks = run.done                  # what the search planned and did not prune is done
     run.tell(run.done, (best["clusters"], best["smoothing"], best.get("delta_fraction")), best.get("class_blind"))
-    estimates = [run.estimate(r, e) for r, e, _ in judged]
-    estimate, build = estimates[rows.index(best)], judged[rows.index(best)][2]
+    estimate, build = run.estimate(best, kept[rows.index(best)][1]), kept[rows.index(best)][2]
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"),
                   min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimate,
                   column_targets=column_targets, class_blind=best.get("class_blind"),
                   solved=build if isinstance(build, Solved) else None,
-                  fold_costs=tuple(costs),
+                  fold_costs=tuple(c for _, e in tried for c in e.fold_costs),
                   candidate_costs=tuple(
                       {"clusters": r["clusters"], "smoothing": r["smoothing"],
-                       "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)}
-                      for r, e in zip(rows, estimates) if isinstance(e, HoldoutLeakage)))
+                       "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)} for r, e in tried))
 
 
 def _plans(options: QuantizedOptions, ks: list[int], ss: list[float], delta_fractions, grid: bool,
