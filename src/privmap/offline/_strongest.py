@@ -27,11 +27,15 @@ import numpy as np
 from . import _attacker
 from ._rows import unique_rows
 
-__all__ = ["ATTACKERS", "AttackerFigures", "bayes_scores", "boosting_scores", "release_symbols",
-           "strongest_attack", "strongest_name"]
+__all__ = ["ATTACKERS", "COSTLY", "AttackerFigures", "attacker_aucs", "bayes_scores", "boosting_scores",
+           "release_symbols", "strongest_attack", "strongest_name"]
 
 #: The attackers, in the order their figures are reported.
 ATTACKERS = ("bayes", "boosting", "logistic")
+#: The attackers that cost: the models of the released values. The Bayes attacker counts symbols, next to
+#: nothing beside them (benchmarks/README.md, "What the ranking build costs"), so a search may score it
+#: first and these only where their figures can still matter (:mod:`privmap.offline.mechanisms.quantized._autotune`).
+COSTLY = ("boosting", "logistic")
 
 
 @dataclass(frozen=True)
@@ -145,14 +149,41 @@ def strongest_attack(train_X, y_train, test_X, y_test, n_classes: int, *, seed: 
     AttackerFigures
         A class absent from the test rows counts as chance (:func:`._attacker.auc_with_error`).
     """
+    return AttackerFigures(attacker_aucs(ATTACKERS, train_X, y_train, test_X, y_test, n_classes, seed=seed,
+                                         symbols=symbols))
+
+
+def attacker_aucs(names, train_X, y_train, test_X, y_test, n_classes: int, *, seed: int = 0,
+                  symbols: tuple | None = None) -> dict:
+    """The named attackers' ``(AUC, standard error)``, as :func:`strongest_attack` scores them.
+
+    ``names`` is some of :data:`ATTACKERS`; the other arguments are :func:`strongest_attack`'s.
+    Each attacker is a function of its arguments alone, so the figures of some attackers now and
+    of the others later are those of all three at once.
+
+    Returns
+    -------
+    dict
+        Attacker name -> ``(auc, standard error)``, in the order of ``names``.
+
+    Raises
+    ------
+    ValueError
+        A name not in :data:`ATTACKERS`.
+    """
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
-    if symbols is None:
-        symbols = release_symbols(train_X, test_X)
-    train_symbols, test_symbols, n_symbols = symbols
-    scores = {"bayes": bayes_scores(train_symbols, y_train, test_symbols, n_classes, n_symbols),
-              "boosting": boosting_scores(train_X, y_train, test_X, n_classes, seed=seed),
-              "logistic": _attacker.logistic_attack(train_X, y_train, test_X, y_test, n_classes, seed=seed).scores}
-    return AttackerFigures({name: _attacker.auc_with_error(y_test, scores[name], n_classes) for name in ATTACKERS})
+    scores = {}
+    for name in names:
+        if name == "bayes":
+            train_symbols, test_symbols, n_symbols = release_symbols(train_X, test_X) if symbols is None else symbols
+            scores[name] = bayes_scores(train_symbols, y_train, test_symbols, n_classes, n_symbols)
+        elif name == "boosting":
+            scores[name] = boosting_scores(train_X, y_train, test_X, n_classes, seed=seed)
+        elif name == "logistic":
+            scores[name] = _attacker.logistic_attack(train_X, y_train, test_X, y_test, n_classes, seed=seed).scores
+        else:
+            raise ValueError(f"unknown attacker {name!r}; expected some of {', '.join(ATTACKERS)}")
+    return {name: _attacker.auc_with_error(y_test, scores[name], n_classes) for name in names}
 
 
 def strongest_name(figures: dict, key: str = "holdout_attacker_auc") -> str | None:

@@ -74,7 +74,11 @@ def test_auto_with_an_auc_target_measures_the_attacker_and_leaves_the_leakage_fi
     judged = choose(data, options, clusters=(4, 8), target_auc=1.0)          # every candidate meets it
     for a, b in zip(plain.candidates, judged.candidates):
         assert a["holdout_leakage_bits"] == b["holdout_leakage_bits"]
-        assert 0.0 <= b["holdout_attacker_auc"] <= 1.0 and b["meets_target"]
+        if b["chosen"]:
+            assert 0.0 <= b["holdout_attacker_auc"] <= 1.0 and b["meets_target"]
+        else:                # the least distortion met it first: the other's costly attackers are not run
+            assert b["attacked"] == "bayes" and 0.0 <= b["holdout_attacker_auc_bayes"] <= 1.0
+            assert b["meets_target"] is None and "holdout_attacker_auc" not in b
     best = min(judged.candidates, key=lambda c: c["holdout_distortion"])
     assert judged.clusters == best["clusters"]
     none = choose(data, options, clusters=(4, 8), target_auc=0.0)            # nothing meets it
@@ -92,7 +96,7 @@ def test_an_auc_target_is_met_by_the_strongest_of_three_attackers(small_csv):
     highs = [metrics[f"holdout_attacker_auc_high_{name}"] for name in ATTACKERS]
     assert metrics["holdout_attacker_auc"] == max(aucs) and metrics["holdout_attacker_auc_high"] == max(highs)
     assert choice.holdout.attacker == ATTACKERS[aucs.index(max(aucs))]
-    assert all(c["holdout_attacker"] in ATTACKERS for c in choice.candidates)
+    assert all(c["holdout_attacker"] in ATTACKERS for c in choice.candidates if "attacked" not in c)
 
 
 def test_with_both_targets_unmet_the_nearest_misses_each_by_the_least_fraction():
@@ -214,8 +218,9 @@ def test_the_bundle_auto_writes_declares_the_very_figure_that_met_the_target(run
     # the bundle declares its figures to FLOAT_SIGNIFICANT_DIGITS (docs/bundle-format.md 7.1)
     assert chosen["meets_target"] and declared == canonical_float(chosen["holdout_leakage_bits"]) <= 0.02
     assert [c["clusters"] for c in summary["auto"]["candidates"]] == [4, 8]             # 480 / 32 = 15
-    assert all({"holdout_distortion", "holdout_leakage_bits", "holdout_attacker_auc"} <= set(c)
-               for c in summary["auto"]["candidates"])
+    # a target of leakage alone: the attackers decide nothing, and only the chosen candidate's costly ones run
+    assert all({"holdout_distortion", "holdout_leakage_bits", "holdout_attacker_auc" if c["chosen"]
+                else "holdout_attacker_auc_bayes"} <= set(c) for c in summary["auto"]["candidates"])
     assert "holdout AUC" in result.stderr and "target: held-out leakage <= 0.02000 bits" in result.stderr
     plain = tmp_path / "plain.bundle"
     run("build", blank_csv, "--private", "gender", "--domain", "1:5", "--delta-fraction", 0.6, "--clusters",
@@ -230,7 +235,7 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
     import dataclasses as dc
 
     from privmap.offline.mechanisms.quantized import _autotune
-    from privmap.offline.mechanisms.table._holdout import HoldoutLeakage
+    from privmap.offline.mechanisms.table._holdout import HoldoutLeakage, PendingAttackers
     target = 0.01234567890126                     # 13 significant digits: a default target is such a figure
     assert canonical_float(target) > target       # the bundle's 12 digits round it up
 
@@ -238,10 +243,11 @@ def test_a_target_is_met_by_the_figure_the_bundle_declares_not_a_figure_that_rou
         base = HoldoutLeakage(leakage_bits=0.0, low_bits=0.0, high_bits=0.0, plugin_bits=0.0, bias_bits=0.0,
                               distortion=1.0, folds=3, rows=300, unmatched_rows=0, attacker_auc=0.5)
         leak = {4: (0.012, 2.0), 8: (target, 1.0)}
-        return [dc.replace(base, leakage_bits=leak[o.clusters][0], distortion=leak[o.clusters][1])
-                for o in candidates]
+        return [PendingAttackers(dc.replace(base, leakage_bits=leak[o.clusters][0], distortion=leak[o.clusters][1]),
+                                 (), 3) for o in candidates]
 
     monkeypatch.setattr(_autotune, "cross_fitted_many", fake)
+    monkeypatch.setattr(_autotune, "attack_pending", lambda pending, **kw: [p.estimate for p in pending])
     data = load_dataset(small_csv, private="a")
     options = QuantizedOptions(clusters=1, delta_fraction=0.5, seed=1, cross_fitting=CrossFitting(folds=3))
     choice = choose(data, options, clusters=(4, 8), target_leakage_bits=target)

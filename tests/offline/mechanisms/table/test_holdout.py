@@ -92,6 +92,26 @@ def test_folds_in_parallel_workers_give_the_sequential_result_exactly():
     assert cross_fitted_leakage(InMemoryRows(data), dataclasses.replace(options, seed=8), jobs=2) != sequential
 
 
+def test_the_costly_attackers_run_later_give_the_estimate_of_all_three_at_once(jobs=2):
+    from privmap.offline.mechanisms.table import PendingAttackers, attack_pending
+    data = _disjoint(400, 16, seed=4)
+    options = QuantizedOptions(clusters=16, delta_fraction=0.6, cross_fitting=CrossFitting(folds=4), seed=7)
+    budgets = [dataclasses.replace(options, delta_fraction=f) for f in (0.9, 0.6)]
+    at_once = cross_fitted_many(InMemoryRows(data), budgets, attacker=True, jobs=jobs)
+    pending = cross_fitted_many(InMemoryRows(data), budgets, attacker="bayes", jobs=jobs)
+    assert all(isinstance(p, PendingAttackers) for p in pending)
+    for p, full in zip(pending, at_once):
+        # before them: every figure but the costly attackers', and the Bayes attacker's alone
+        assert dataclasses.replace(p.estimate, attacker_auc=None, attacker_auc_high=None, attacker=None,
+                                   attackers=()) == dataclasses.replace(full, attacker_auc=None, attacker_auc_high=None,
+                                                                        attacker=None, attackers=())
+        assert p.estimate.attackers == full.attackers[:1] and full.attackers[0][0] == "bayes"
+        assert p.estimate.attacker_auc_high <= full.attacker_auc_high
+    later = attack_pending(pending, jobs=jobs)
+    assert later == at_once                                    # every figure, interval and AUC included
+    assert [len(e.attackers) for e in later] == [3, 3]
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_fold_s_k_means_at_one_k_is_made_once_for_every_budget_and_the_estimates_are_unchanged(jobs, monkeypatch):
     from privmap.offline.mechanisms.table import _holdout

@@ -61,6 +61,13 @@ of either wins (the rows say ``class_blind``). The grid's steps are
 coarse, so the budget of the grid's best (K, smoothing) is then bisected :data:`REFINE_STEPS`
 times below its fraction (:func:`_refine_budget`), and the least held-out distortion among all
 candidates wins. The search is deterministic given the options' seed.
+
+**Attackers on demand.** Of the three attackers the Bayes attacker costs next to nothing, and
+gradient boosting and logistic regression about 40 % of the search: each fold scores the Bayes
+attacker on its releases, and the other two run on the same releases only where the search reads
+a candidate's status and they can change it (:class:`_Run`: not for a candidate that fails on its
+leakage or the Bayes bound, nor for one that cannot be chosen). The choice, its estimate and so the
+bundle are those of judging every candidate fully; the rows say which candidates were attacked.
 """
 from __future__ import annotations
 
@@ -74,7 +81,17 @@ import numpy as np
 from ..._errors import BuildError
 from ..._information import mutual_information_bits
 from ...data import Dataset
-from ..table import BuildStart, HoldoutLeakage, InMemoryRows, Solved, cross_fitted_many, solve_rows, starts_folds
+from ..table import (
+    BuildStart,
+    HoldoutLeakage,
+    InMemoryRows,
+    PendingAttackers,
+    Solved,
+    attack_pending,
+    cross_fitted_many,
+    solve_rows,
+    starts_folds,
+)
 from ._options import AUTO_NEEDS_FOLDS, QuantizedOptions
 
 #: Average training rows per cluster the largest candidate K must leave (the data's support).
@@ -108,8 +125,13 @@ class Choice:
     ``holdout_attacker_auc``, ``holdout_attacker_auc_high``, ``holdout_attacker`` (the strongest
     attacker's name, :mod:`privmap.offline._strongest`), ``meets_target`` and ``chosen``
     (bools), or ``error`` when that candidate could not be built; with several private columns also
-    ``holdout_leakage_bits_by_column`` (column -> bits). ``column_targets`` maps each column given
-    a target to its bits. ``target_leakage_bits`` is the leakage target applied
+    ``holdout_leakage_bits_by_column`` (column -> bits). A candidate whose costly attackers the
+    search did not need (:class:`_Run`) has ``attacked`` ("bayes": the Bayes attacker alone),
+    ``holdout_attacker_auc_bayes`` and ``holdout_attacker_auc_high_bayes`` instead of the
+    strongest attacker's three figures, ``unattacked`` (why, :data:`UNATTACKED`), ``meets_target`` None
+    where the others would have decided it, and ``tried_as_if_met`` (a fraction) where it was tried
+    below a budget whose status was not needed; the chosen candidate always has all three attackers'.
+    ``column_targets`` maps each column given a target to its bits. ``target_leakage_bits`` is the leakage target applied
     (given, or the default's value); ``target_source`` says which ("given" or "default").
     ``holdout`` is the chosen candidate's cross-fitted estimate, which its build writes as it is,
     and ``solved`` its build on all the rows when the search made one (None otherwise), which the
@@ -323,23 +345,28 @@ def choose(dataset: Dataset, options: QuantizedOptions, *, clusters: Sequence[in
     ok = [r for r in rows if "error" not in r]
     if not ok:
         raise BuildError("--clusters auto: no candidate could be built: " + rows[0]["error"])
-    best = _best(ok, targets)
+    best = run.best(ok)
+    if best is None:                      # none meets: the nearest, on every row's full figures
+        if targets.auc is not None:
+            run.attack(ok)
+        best = _best(ok, targets)
+    kept = run.finish(judged, best)        # attacks the chosen row: estimates are read after it
+    tried = [(r, run.estimate(r, e)) for r, e, _ in judged if "error" not in r]   # dropped rows cost too
+    rows = [row for row, _, _ in kept]
     for r in rows:
         r["chosen"] = r is best
     run.tasks = run.done                  # what the search planned and did not prune is done
     run.tell(run.done, (best["clusters"], best["smoothing"], best.get("delta_fraction")), best.get("class_blind"))
-    _, estimate, build = judged[rows.index(best)]
-    estimates = [e for _, e, _ in judged]
+    estimate, build = run.estimate(best, kept[rows.index(best)][1]), kept[rows.index(best)][2]
     return Choice(clusters=best["clusters"], smoothing=best["smoothing"], target_leakage_bits=target_leakage_bits,
                   candidates=rows, target_auc=target_auc, delta_fraction=best.get("delta_fraction"),
                   min_users_per_cluster=min_users_for(options), target_source=source, holdout=estimate,
                   column_targets=column_targets, class_blind=best.get("class_blind"),
                   solved=build if isinstance(build, Solved) else None,
-                  fold_costs=tuple(c for e in estimates if isinstance(e, HoldoutLeakage) for c in e.fold_costs),
+                  fold_costs=tuple(c for _, e in tried for c in e.fold_costs),
                   candidate_costs=tuple(
                       {"clusters": r["clusters"], "smoothing": r["smoothing"],
-                       "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)}
-                      for r, e in zip(rows, estimates) if isinstance(e, HoldoutLeakage)))
+                       "fold_cpu_seconds": round(sum(c["cpu_seconds"] for c in e.fold_costs), 3)} for r, e in tried))
 
 
 def _plans(options: QuantizedOptions, ks: list[int], ss: list[float], delta_fractions, grid: bool,
@@ -366,25 +393,31 @@ def _plans(options: QuantizedOptions, ks: list[int], ss: list[float], delta_frac
 
 
 def _judge_plans(run: _Run, plans: list[tuple], ks: list[int], ss: list[float], blinds) -> list:
-    """Every candidate of ``plans`` judged, in plan order.
+    """Every candidate of ``plans`` judged, listed in plan order.
 
     One ``(row, estimate or BuildError, build or None)`` each, a searched budget by
     :func:`_search_budgets` then :func:`_refine_budget`, and each row marked with its codebook
-    when several are searched.
+    when several are searched. A class-blind codebook is judged first: its fraction 0 (its clusters
+    as they are) is where searches usually find the least distortion that meets the target, and once
+    a candidate is known to meet it, the costly attackers of every candidate of more distortion are
+    spared (:class:`_Run`). The rows are listed in plan order all the same (:meth:`_Run.place`), so
+    that equal keys are settled as judging in plan order settles them.
     """
-    judged: list = []
-    for i, (codebook, fs, triples, searching, _) in enumerate(plans):
-        run.options, run.pending = codebook, sum(plan[-1] for plan in plans[i + 1:])
+    found: dict = {}
+    order = sorted(range(len(plans)), key=lambda i: not plans[i][0].class_blind)
+    for n, i in enumerate(order):
+        codebook, fs, triples, searching, _ = plans[i]
+        run.options, run.pending = codebook, sum(plans[j][-1] for j in order[n + 1:])
+        run.place(i)
         if searching:
-            found = _search_budgets(run, [(k, s) for k in ks for s in ss], fs)
-            found += _refine_budget(run, found)
+            found[i] = _search_budgets(run, [(k, s) for k in ks for s in ss], fs)
+            found[i] += _refine_budget(run, found[i])
         else:
-            found = run.judge(triples)
+            found[i] = run.judge(triples)
         if blinds:
-            for row, _, _ in found:
+            for row, _, _ in found[i]:
                 row["class_blind"] = codebook.class_blind
-        judged += found
-    return judged
+    return [entry for i in range(len(plans)) for entry in found[i]]
 
 
 @dataclass(frozen=True)
@@ -414,6 +447,21 @@ class _Targets:
             gaps.append(over(row["holdout_attacker_auc_high"], self.auc, 0.5))
         return max(gaps, default=0.0)
 
+    def fails_regardless(self, est: HoldoutLeakage) -> str | None:
+        """Why an estimate before its costly attackers misses the targets whatever they say, or None.
+
+        ``est`` carries the Bayes attacker's bound alone (:class:`~privmap.offline.mechanisms.table.PendingAttackers`):
+        the full bound is the largest of three, so a Bayes bound above the AUC target fails it, as
+        does a leakage above its target.
+        """
+        by_column = est.column_bits()
+        if (self.leakage_bits is not None and declared_bits(est.leakage_bits) > self.leakage_bits
+                or any(declared_bits(by_column[c]) > bits for c, bits in self.columns.items())):
+            return "leakage"
+        if self.auc is not None and est.attacker_auc_high is not None and est.attacker_auc_high > self.auc:
+            return "bayes"
+        return None
+
     def met_by(self, est: HoldoutLeakage) -> bool:
         by_column = est.column_bits()
         return bool((self.leakage_bits is None or declared_bits(est.leakage_bits) <= self.leakage_bits)
@@ -421,13 +469,50 @@ class _Targets:
                     and all(declared_bits(by_column[c]) <= bits for c, bits in self.columns.items()))
 
 
+#: Why a candidate's costly attackers were not run (its row's ``unattacked``), by what decided it.
+UNATTACKED = {
+    "leakage": "fails the target on its leakage, whatever the attackers",
+    "bayes": "fails the target on the Bayes attacker's bound, whatever the others",
+    "beaten": "cannot be chosen: a candidate of less held-out distortion meets the target",
+    "no-auc": "the target sets no AUC: only the chosen candidate's attackers are run",
+}
+
+
 class _Run:
     """The search's candidates judged in batches that share one progress count.
 
     Each candidate is built on all the rows first when its folds start from that build
-    (:func:`privmap.offline.mechanisms.table._reuse.starts_folds`), then cross-fitted with the
-    attacker, every (candidate, fold) a task of
-    :func:`privmap.offline.mechanisms.table._holdout.cross_fitted_many`.
+    (:func:`privmap.offline.mechanisms.table._reuse.starts_folds`), then cross-fitted, every
+    (candidate, fold) a task of :func:`privmap.offline.mechanisms.table._holdout.cross_fitted_many`
+    that draws the fold's releases and scores the Bayes attacker on them, nearly free. The costly
+    attackers (gradient boosting, logistic regression: :data:`privmap.offline._strongest.COSTLY`)
+    run on those releases later (:meth:`attack`), and only where the search needs a figure they
+    can change: a row's ``meets_target`` is None until then when the target has an AUC and neither
+    the leakage nor the Bayes attacker's bound already fails it (:meth:`_Targets.fails_regardless`).
+    Each attacker is a function of the fold's releases and the seed, so a candidate attacked late
+    has the figures it would have had at once.
+
+    **The same choice as judging every candidate fully.** The search reads a row's status where
+    judging every candidate fully would, and each read runs the attackers it needs
+    (:meth:`meets`), with one exception: a row *beaten* by one known to meet the target (its
+    :func:`_key` no better, the search's order settling equal keys, :meth:`place`) cannot be
+    chosen, so where its status only decides whether its pair goes on to a smaller fraction
+    (:func:`_search_budgets`) it goes on as if it met (:meth:`goes_on`), and the rows so added rest
+    on it (:meth:`rests_on`): such a row counts only once every row it rests on is known to meet
+    (:meth:`best` runs their attackers before choosing it), and is dropped where one fails (the
+    plain search never tries it). Going on costs the smaller fraction's folds where the beaten row
+    would have failed on the costly attackers alone; running them costs their attackers wherever it
+    met, the usual case, and then the plain search judges the smaller fraction too. A fraction 0's
+    status, and a bisection step's, are always read: what they decide (the larger fractions of a
+    pair that failed at 0, the next midpoint) costs more to explore than the attackers.
+
+    What is saved is the attackers of the rows whose status is never read: a budget's last
+    step (the grid's smallest fraction, the last bisection), the beaten rows, and with a target of
+    leakage alone every row but the chosen. A row never attacked says so (``attacked``: the Bayes
+    attacker alone, its figures as ``holdout_attacker_auc_bayes`` and ``..._high_bayes``;
+    ``unattacked``: why, :data:`UNATTACKED`) and carries no strongest attacker's figures; its
+    ``meets_target`` is None where it was not decided. A row added on a beaten row whose status was
+    never needed says ``tried_as_if_met``: the larger fraction it rests on.
     """
 
     def __init__(self, dataset: Dataset, options: QuantizedOptions, targets: _Targets, *, jobs, progress, tasks: int):
@@ -435,6 +520,12 @@ class _Run:
         self.jobs, self.progress, self.tasks, self.done = jobs, progress, tasks, 0
         self.pending = 0              # tasks of the codebooks still to search (:func:`choose`)
         self.quantizations: dict = {}  # every fold's k-means so far, for the next batches (cross_fitted_many)
+        self.unattacked: dict = {}    # id(row) -> (row, triple, codebook, PendingAttackers): costly attackers to run
+        self.attacked: dict = {}      # id(row) -> the full estimate of a row attacked late
+        self.positions: dict = {}     # id(row) -> (plan, judged so far): the row's place in plan order
+        self.under: dict = {}         # id(row) -> the beaten rows it rests on (:meth:`rests_on`)
+        self.plan = 0                 # the plan judged (:meth:`place`)
+        self.bar: dict | None = None  # the least row known to meet the target and to count (:meth:`raise_bar`)
 
     def tell(self, done: int, triple, class_blind: bool | None = None) -> None:
         if self.progress:
@@ -442,8 +533,17 @@ class _Run:
             k, smoothing, fraction = triple
             self.progress(min(done, self.tasks), self.tasks, candidate_label(k, smoothing, fraction, blind))
 
-    def judge(self, triples: list) -> list[tuple[dict, Any, Any]]:
-        """One ``(row, estimate or BuildError, build or None)`` per ``(K, smoothing, fraction)``."""
+    def place(self, plan: int) -> None:
+        """The rows judged next belong to ``plan`` (its index in plan order, :func:`_judge_plans`)."""
+        self.plan = plan
+
+    def judge(self, triples: list, under: Sequence[tuple] | None = None) -> list[tuple[dict, Any, Any]]:
+        """One ``(row, estimate or BuildError, build or None)`` per ``(K, smoothing, fraction)``.
+
+        The estimate is a :class:`~privmap.offline.mechanisms.table.PendingAttackers` where the
+        costly attackers are still to run (:meth:`estimate` gives the full one). ``under``: for
+        each triple, the beaten rows it rests on (:meth:`rests_on`; default none).
+        """
         candidates = _candidates(self.options, triples)
         builds: list = []
         for c, triple in zip(candidates, triples):
@@ -454,28 +554,158 @@ class _Run:
         starts = [BuildStart.of(b, self.options.metric) if isinstance(b, Solved) else None for b in builds]
         before, folds = self.done, self.options.folds
         self.tell(before, triples[0])
-        estimates = cross_fitted_many(InMemoryRows(self.dataset), candidates, attacker=True, jobs=self.jobs,
-                                      builds=starts, quantizations=self.quantizations,
-                                      progress=lambda done, total: self.tell(
-                                          before + done, triples[min(done // folds, len(triples) - 1)]))
+        outcomes = cross_fitted_many(InMemoryRows(self.dataset), candidates, attacker="bayes", jobs=self.jobs,
+                                     builds=starts, quantizations=self.quantizations,
+                                     progress=lambda done, total: self.tell(
+                                         before + done, triples[min(done // folds, len(triples) - 1)]))
         self.done = before + len(candidates) * self.options.folds
-        estimates = [b if isinstance(b, BuildError) else e for b, e in zip(builds, estimates)]
-        return [(self.row(t, e), e, b) for t, e, b in zip(triples, estimates, builds)]
+        judged = []
+        for n, (t, b, outcome) in enumerate(zip(triples, builds, outcomes)):
+            failed = b if isinstance(b, BuildError) else outcome if isinstance(outcome, BuildError) else None
+            row = self.row(t, failed) if failed is not None else self.row(t, outcome.estimate, pending=True)
+            self.positions[id(row)] = (self.plan, len(self.positions))
+            self.under[id(row)] = tuple(under[n]) if under else ()
+            if failed is None:
+                self.unattacked[id(row)] = (row, t, self.options.class_blind, outcome)
+                self.raise_bar(row)
+            judged.append((row, failed or outcome, b))
+        if self.bar is not None:      # a row meets: the nearest by shortfall is never needed, nor a failed row's attackers
+            for key in [key for key, (row, *_) in self.unattacked.items() if row["meets_target"] is False]:
+                del self.unattacked[key]
+        return judged
 
-    def row(self, triple, est) -> dict:
+    def row(self, triple, est, *, pending: bool = False) -> dict:
+        """A candidate's row from its estimate or BuildError (``pending``: before its costly attackers)."""
         k, s, f = triple
         row: dict[str, Any] = {"clusters": k, "smoothing": s, **({} if f is None else {"delta_fraction": f})}
         if isinstance(est, BuildError):
             row["error"] = str(est)
             return row
         row.update(holdout_leakage_bits=est.leakage_bits, holdout_leakage_high_bits=est.high_bits,
-                   holdout_distortion=est.distortion, holdout_attacker_auc=est.attacker_auc,
-                   holdout_attacker_auc_high=est.attacker_auc_high, holdout_attacker=est.attacker)
+                   holdout_distortion=est.distortion)
+        failed = self.targets.fails_regardless(est) if pending else None
+        if pending:
+            row.update(attacked="bayes", holdout_attacker_auc_bayes=est.attacker_auc,
+                       holdout_attacker_auc_high_bayes=est.attacker_auc_high)
+            if failed is not None:
+                row["unattacked"] = UNATTACKED[failed]
+        else:
+            row.update(holdout_attacker_auc=est.attacker_auc, holdout_attacker_auc_high=est.attacker_auc_high,
+                       holdout_attacker=est.attacker)
         by_column = est.column_bits()
         if by_column:
             row["holdout_leakage_bits_by_column"] = by_column
-        row["meets_target"] = self.targets.met_by(est)
+        if not pending or self.targets.auc is None:    # the attackers decide nothing without an AUC target
+            row["meets_target"] = self.targets.met_by(est) if failed is None else False
+        else:
+            row["meets_target"] = False if failed is not None else None
         return row
+
+    def attack(self, rows: list) -> None:
+        """Run the costly attackers of those of ``rows`` still without them, and complete their rows.
+
+        Each row is updated in place to the row of its full estimate (its other keys, such as
+        ``class_blind``, kept); progress counts the tasks as the search's own (the total grows by them).
+        """
+        todo = [self.unattacked.pop(id(r)) for r in rows if id(r) in self.unattacked]
+        if not todo:
+            return
+        before, folds = self.done, self.options.folds
+        self.tasks += len(todo) * folds
+
+        def told(done: int, total: int) -> None:
+            _, triple, blind, _ = todo[min(done // folds, len(todo) - 1)]
+            self.tell(before + done, triple, blind)
+        full = attack_pending([p for *_, p in todo], jobs=self.jobs, progress=told)
+        self.done = before + len(todo) * folds
+        for (row, triple, _, _), est in zip(todo, full):
+            for key in ("attacked", "unattacked", "holdout_attacker_auc_bayes", "holdout_attacker_auc_high_bayes"):
+                row.pop(key, None)
+            row.update(self.row(triple, est))
+            self.attacked[id(row)] = est
+            self.raise_bar(row)
+
+    def meets(self, row: dict) -> bool:
+        """Whether a candidate's row meets the target, its costly attackers run first if that needs them."""
+        if row["meets_target"] is None:
+            self.attack([row])
+        return bool(row["meets_target"])
+
+    def counts(self, row: dict) -> bool | None:
+        """Whether the plain search tries ``row``: every beaten row it rests on met (None: not all known)."""
+        statuses = [r["meets_target"] for r in self.under[id(row)]]
+        return False if False in statuses else None if None in statuses else True
+
+    def raise_bar(self, row: dict) -> None:
+        """Take ``row`` as the least known to meet the target, where it meets, counts and is less."""
+        if row.get("meets_target") and self.counts(row) and (self.bar is None or self.order(row) < self.order(self.bar)):
+            self.bar = row
+
+    def order(self, row: dict) -> tuple:
+        """A row's place in the choice: :func:`_key`, then its place in plan order."""
+        return (*_key(row), self.positions[id(row)])
+
+    def goes_on(self, row: dict) -> bool:
+        """Whether ``row``'s pair goes on to its next smaller fraction (:func:`_search_budgets`).
+
+        It does where the row meets the target, and where it is beaten (class docstring) with its
+        status unknown: then the rows added rest on it (:meth:`rests_on`) and its attackers wait.
+        """
+        if "error" in row:
+            return False
+        if row["meets_target"] is None and self.bar is not None and self.order(self.bar) < self.order(row):
+            return True
+        return self.meets(row)
+
+    def rests_on(self, row: dict) -> tuple:
+        """The beaten rows a row added after ``row`` rests on: ``row``'s own, and ``row`` if its status is unknown."""
+        return self.under[id(row)] + ((row,) if row["meets_target"] is None else ())
+
+    def best(self, rows: list) -> dict | None:
+        """The row :func:`_best` chooses among ``rows`` (no failed builds) where one meets; None where none does.
+
+        The rows are read in the choice's order (:meth:`order`), each one's costly attackers run
+        only if its status needs them, and for a row that meets, those of the beaten rows it rests
+        on: the first that meets and counts is the one chosen, and no later row can be, so their
+        attackers are not run. A row that meets but does not count is passed over (the plain search
+        never tries it).
+        """
+        for row in sorted(rows, key=self.order):
+            if self.counts(row) is False or not self.meets(row):
+                continue
+            for below in self.under[id(row)]:
+                self.meets(below)
+            if self.counts(row):
+                self.raise_bar(row)
+                return row
+        return None
+
+    def finish(self, judged: list, chosen: dict) -> list:
+        """``judged`` without the rows the plain search never tries, the chosen row attacked.
+
+        Every row still without its costly attackers is told why, and a row resting on a beaten row
+        of unknown status says which fraction that was (``tried_as_if_met``).
+        """
+        self.attack([chosen])
+        kept = [entry for entry in judged if "error" in entry[0] or self.counts(entry[0]) is not False]
+        for row, _, _ in kept:
+            if "error" in row:
+                continue
+            if id(row) in self.unattacked:
+                row.setdefault("unattacked", UNATTACKED["beaten" if self.targets.auc is not None else "no-auc"])
+            unknown = [r for r in self.under[id(row)] if r["meets_target"] is None]
+            if unknown:
+                row["tried_as_if_met"] = unknown[-1].get("delta_fraction")
+        return kept
+
+    def estimate(self, row: dict, outcome):
+        """A judged row's estimate: the full one where its attackers ran late, else its ``outcome``.
+
+        A row never attacked gives the estimate of its Bayes attacker alone.
+        """
+        if isinstance(outcome, PendingAttackers):
+            return self.attacked.get(id(row), outcome.estimate)
+        return outcome
 
 
 def candidate_label(clusters: int, smoothing: float, fraction: float | None, class_blind: bool) -> str:
@@ -512,10 +742,14 @@ def _best(rows: list, targets: _Targets) -> dict:
     """
     meeting = [r for r in rows if r["meets_target"]]
     if meeting:
-        return min(meeting, key=lambda r: (r["holdout_distortion"], r["clusters"], r["smoothing"],
-                                           -r.get("delta_fraction", 0.0)))
+        return min(meeting, key=_key)
     return min(rows, key=lambda r: (targets.shortfall(r), r["holdout_leakage_bits"], r["holdout_distortion"],
                                     r["clusters"], r["smoothing"], -r.get("delta_fraction", 0.0)))
+
+
+def _key(row: dict) -> tuple:
+    """A row's order among those meeting the target: held-out distortion, K, smoothing, the larger fraction first."""
+    return row["holdout_distortion"], row["clusters"], row["smoothing"], -row.get("delta_fraction", 0.0)
 
 
 def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
@@ -526,22 +760,29 @@ def _search_budgets(run: _Run, pairs: list, fractions: list) -> list:
     a fraction that failed no fraction would meet it, and a fine alphabet's folds at small budgets,
     the search's dearest tasks, are spared. A fraction 0 in the grid (a class-blind codebook's) is
     tried first instead, and a pair that meets the target there is done: no budget distorts less.
-    One batch of candidates per fraction.
+    One batch of candidates per fraction. A row's status is read only where a smaller fraction is
+    left to decide on (:meth:`_Run.goes_on`: a beaten row goes on as if it met), so the smallest
+    fraction's rows keep their costly attackers for :meth:`_Run.best`.
     """
     judged: list = []
     order = sorted(fractions, reverse=True)
     active = list(pairs)
     if order[-1] == 0.0 and len(order) > 1:
         judged += run.judge([(k, s, 0.0) for k, s in active])
-        done = {(row["clusters"], row["smoothing"]) for row, _, _ in judged if row.get("meets_target")}
+        done = {(row["clusters"], row["smoothing"]) for row, _, _ in judged if "error" not in row and run.meets(row)}
         active, order = [p for p in active if p not in done], order[:-1]
+    under: list = [()] * len(active)
     for step, fraction in enumerate(order):
         if not active:
             break
-        batch = run.judge([(k, s, fraction) for k, s in active])
+        batch = run.judge([(k, s, fraction) for k, s in active], under)
         judged += batch
-        active = [(row["clusters"], row["smoothing"]) for row, _, _ in batch if row.get("meets_target")]
         later = len(order) - step - 1
+        # read in the choice's order, so that the first row that meets makes the rest beaten
+        on = {id(row): later > 0 and run.goes_on(row)
+              for row in sorted((r for r, _, _ in batch if "error" not in r), key=run.order)}
+        going = [row for row, _, _ in batch if on.get(id(row))]
+        active, under = [(row["clusters"], row["smoothing"]) for row in going], [run.rests_on(row) for row in going]
         run.tasks = run.done + later * sum(_tasks(c, run.options.folds) for c in _candidates(
             run.options, [(k, s, fraction) for k, s in active])) + REFINE_STEPS * (run.options.folds + 1) + run.pending
     return judged
@@ -552,12 +793,13 @@ def _refine_budget(run: _Run, judged: list) -> list:
 
     The bisection runs between its fraction and the next smaller one tried (half its fraction below
     the grid): the grid's steps are coarse, and the least budget that still meets the target keeps
-    the most utility. Nothing when no candidate meets the target.
+    the most utility. Nothing when no candidate meets the target. The last step's status decides
+    nothing, so it is not read (its costly attackers wait for :meth:`_Run.best`).
     """
-    rows = [row for row, _, _ in judged if "error" not in row]
-    if not rows or not any(r["meets_target"] for r in rows):
+    rows = [row for row, _, _ in judged if "error" not in row and run.counts(row) is not False]
+    best = run.best(rows)
+    if best is None:
         return []
-    best = _best(rows, run.targets)
     k, s, hi = best["clusters"], best["smoothing"], best["delta_fraction"]
     if hi == 0.0:
         return []
@@ -565,11 +807,13 @@ def _refine_budget(run: _Run, judged: list) -> list:
              and r["delta_fraction"] < hi]
     lo = max(below) if below else hi / 2.0
     added: list = []
-    for _ in range(REFINE_STEPS):
+    for step in range(REFINE_STEPS):
         middle = round((lo + hi) / 2.0, 4)
         added += run.judge([(k, s, middle)])
         row = added[-1][0]
-        if row.get("meets_target"):
+        if step == REFINE_STEPS - 1:
+            break
+        if "error" not in row and run.meets(row):
             hi = middle
         else:
             lo = middle
@@ -631,7 +875,11 @@ def _candidate_build(dataset: Dataset, options) -> Solved | BuildError:
 
 
 def format_candidates(choice: Choice) -> str:
-    """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it."""
+    """The candidates as a human-readable table, the chosen one marked with ``*``, the target below it.
+
+    A candidate whose costly attackers were not run (:class:`_Run`) shows the Bayes attacker's AUC
+    and bound, ``bayes...`` as its attacker, and why.
+    """
     searched = choice.delta_fraction is not None
     codebooks = any("class_blind" in r for r in choice.candidates)
     lines = [f"{'':2}{'K':>5} {'smoothing':>9}" + (f" {'Delta/D0':>8}" if searched else "")
@@ -645,12 +893,16 @@ def format_candidates(choice: Choice) -> str:
         if "error" in r:
             lines.append(f"{head}  failed: {r['error']}")
             continue
+        bayes = "attacked" in r                  # the Bayes attacker alone: its figures, and why
+        auc, high = (r["holdout_attacker_auc_bayes"], r["holdout_attacker_auc_high_bayes"]) if bayes else (
+            r["holdout_attacker_auc"], r["holdout_attacker_auc_high"])
         lines.append(f"{head} {r['holdout_leakage_bits']:>17.5f} "
                      f"{r['holdout_leakage_high_bits']:>9.5f} {r['holdout_distortion']:>12.4f} "
-                     f"{r['holdout_attacker_auc']:>11.4f} {r['holdout_attacker_auc_high']:>7.4f} "
-                     f"{r.get('holdout_attacker') or '-':>8}"
+                     f"{auc:>11.4f} {high:>7.4f} "
+                     f"{'bayes...' if bayes else r.get('holdout_attacker') or '-':>8}"
                      + "".join(f"  {c} {b:.5f}" for c, b in r.get("holdout_leakage_bits_by_column", {}).items())
-                     + ("" if r["meets_target"] else "  above target"))
+                     + ("" if r["meets_target"] else "  above target" if r["meets_target"] is False else "")
+                     + (f"  (Bayes alone: {r['unattacked']})" if bayes else ""))
     lines[0] += f" {'attacker':>8}"              # the strongest attacker, after the AUC and its bound
     goal = []
     if choice.target_leakage_bits is not None:
@@ -660,7 +912,7 @@ def format_candidates(choice: Choice) -> str:
         goal.append(f"held-out leakage of {column} <= {bits:.5f} bits")
     if choice.target_auc is not None:
         goal.append(f"held-out AUC of the strongest attacker (Bayes, boosting, logistic) <= {choice.target_auc:.4f} "
-                    "(its 95 % upper bound)")
+                    "(its 95 % upper bound; 'bayes...': the Bayes attacker's alone, the others not run)")
     met = any(r.get("meets_target") for r in choice.candidates)
     lines.append("target: " + " and ".join(goal) + ("; least held-out distortion among those meeting it"
                                                    if met else "; no candidate meets it: the nearest chosen"))

@@ -86,7 +86,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Protocol, cast
+from typing import Literal, Protocol, cast
 
 import numpy as np
 from scipy import sparse
@@ -159,7 +159,7 @@ class HoldoutLeakage:
     attacker_auc : float or None
         With ``attacker=True``: ROC AUC of the strongest attacker on one simulated release of every
         held-out row, each fold's attackers trained on that fold's training rows as its table
-        releases them (:func:`_fold_attack`; the Bayes attacker over the release alphabet, gradient
+        releases them (:class:`FoldRelease`; the Bayes attacker over the release alphabet, gradient
         boosting and logistic regression, :mod:`privmap.offline._strongest`), each attacker's folds'
         AUCs weighted by their rows, the largest of the three.
     attacker_auc_high : float or None
@@ -358,7 +358,8 @@ def cross_fitted_leakage(rows: _FoldRows, options: Seed000Options, *, folds: int
     return result
 
 
-def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | None = None, attacker: bool = False,
+def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | None = None,
+                      attacker: bool | Literal["bayes"] = False,
                       start: str = "single", centers: Sequence[np.ndarray | None] | None = None,
                       jobs: int | None = None, builds: Sequence[BuildStart | None] | None = None,
                       progress: Callable[[int, int], None] | None = None,
@@ -374,7 +375,11 @@ def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | Non
     candidates : sequence of QuantizedOptions or ExactOptions
         Options of each candidate; they must share the seed (the folds are drawn from it).
         k is ``folds``, else the first candidate's cross-fitting folds.
-    attacker : bool
+    attacker : bool or "bayes"
+        As :func:`cross_fitted_leakage`'s; ``"bayes"``: each fold draws its releases and scores the
+        Bayes attacker alone, and the candidate's outcome is a :class:`PendingAttackers` that
+        :func:`attack_pending` completes with the costly attackers (:data:`~privmap.offline._strongest.COSTLY`)
+        to the estimate ``attacker=True`` gives.
     start : {"single", "restarts", "warm"}
         How each fold's k-means starts (:data:`STARTS`).
     centers : sequence of ndarray (K, d), optional
@@ -394,8 +399,9 @@ def cross_fitted_many(rows: _FoldRows, candidates: Sequence, *, folds: int | Non
 
     Returns
     -------
-    list of HoldoutLeakage or BuildError
-        One per candidate, in order; a candidate whose fold could not be built gets that fold's error.
+    list of HoldoutLeakage, PendingAttackers or BuildError
+        One per candidate, in order (a PendingAttackers with ``attacker="bayes"``); a candidate whose
+        fold could not be built gets that fold's error.
 
     Raises
     ------
@@ -474,7 +480,8 @@ class _Folds:
     :func:`cross_fitted_many` does.
     """
 
-    def __init__(self, rows: _FoldRows, candidates: Sequence[Seed000Options], *, folds: int | None, attacker: bool, start: str,
+    def __init__(self, rows: _FoldRows, candidates: Sequence[Seed000Options], *, folds: int | None,
+                 attacker: bool | Literal["bayes"], start: str,
                  centers: Sequence[np.ndarray | None] | None, builds: Sequence[BuildStart | None] | None,
                  quantizations: dict[int, dict[str, Quantization]] | None = None) -> None:
         from sklearn.model_selection import StratifiedKFold
@@ -501,20 +508,29 @@ class _Folds:
         known = {} if quantizations is None else quantizations
         self.work = [(rows, single[c], i, splits[i][0], splits[i][1], start, centers[c], attacker,
                       builds[c], known.get(i, {})) for c, i in self.tasks]
-        self.k, self.candidates = k, len(candidates)
+        self.k, self.candidates, self.pending = k, len(candidates), attacker == "bayes"
         _import_fold_libraries(candidates, len(dataset.classes))
 
     def results(self, outcomes: list) -> list:
-        """One HoldoutLeakage or BuildError per candidate from the tasks' ``outcomes``, in order."""
+        """One outcome per candidate from the tasks' ``outcomes``, in order.
+
+        A HoldoutLeakage, a :class:`PendingAttackers` (``attacker="bayes"``) or the first BuildError
+        of its folds.
+        """
         if self.quantizations is not None:
             for (_, i), outcome in zip(self.tasks, outcomes):
                 if isinstance(outcome, dict):
                     self.quantizations.setdefault(i, {}).update(outcome.pop("kmeans", {}))
-        results = []
+        results: list[HoldoutLeakage | PendingAttackers | BuildError] = []
         for c in range(self.candidates):
             parts = [outcomes[t] for t, (cc, _) in enumerate(self.tasks) if cc == c]
             error = next((p for p in parts if isinstance(p, BuildError)), None)
-            results.append(error if error is not None else pool_folds(parts, self.k))
+            if error is not None:
+                results.append(error)
+            elif self.pending:
+                results.append(PendingAttackers(pool_folds(parts, self.k), tuple(parts), self.k))
+            else:
+                results.append(pool_folds(parts, self.k))
         return results
 
 
@@ -534,15 +550,17 @@ def _import_fold_libraries(candidates: Sequence, n_classes: int) -> None:
 
 
 def _fold(rows: _FoldRows, options: Seed000Options, i: int, train: np.ndarray, test: np.ndarray, start: str,
-          centers: np.ndarray | None, attacker: bool, build: BuildStart | None = None,
+          centers: np.ndarray | None, attacker: bool | Literal["bayes"], build: BuildStart | None = None,
           known: Mapping[str, Quantization] | None = None) -> dict | BuildError:
     """One fold's figures, or its BuildError.
 
     One fold: build on ``train``, measure on ``test``; a dict of the fold's figures (with its ``cost``,
     measured here because a pooled worker's CPU time is invisible to the parent until the pool is
-    reaped, and under ``kmeans`` the k-means it made that ``known`` did not hold, :class:`FoldKMeans`),
-    or the BuildError, of its own type, its message prefixed with "cross-fitting fold i: " (an
-    operator whose build fails after the folds learns which stage and which fold).
+    reaped, and under ``kmeans`` the k-means it made that ``known`` did not hold, :class:`FoldKMeans`;
+    with ``attacker="bayes"`` the Bayes attacker's figure alone under ``attack`` and the releases the
+    others need under ``release``, :class:`FoldRelease`), or the BuildError, of its own type, its
+    message prefixed with "cross-fitting fold i: " (an operator whose build fails after the folds
+    learns which stage and which fold).
     """
     dataset = rows.dataset
     wall, cpu = time.perf_counter(), time.process_time()
@@ -564,8 +582,12 @@ def _fold(rows: _FoldRows, options: Seed000Options, i: int, train: np.ndarray, t
         part = fold_estimate(fit, dataset, held, symbols, options.metric, equal_inputs=not options.quantizes)
         part["unmatched"] = int((~matched).sum())
         if attacker and options.quantizes:
-            part["attack"] = _fold_attack(fit, dataset, train, held, symbols, options,
-                                          np.random.default_rng([options.seed, 1, i]))
+            from ..._strongest import ATTACKERS
+            release = _fold_release(fit, dataset, train, held, symbols, options,
+                                    np.random.default_rng([options.seed, 1, i]))
+            part["attack"] = release.aucs(("bayes",) if attacker == "bayes" else ATTACKERS)
+            if attacker == "bayes":
+                part["release"] = release
         if isinstance(quantizer, FoldKMeans) and quantizer.learned:
             part["kmeans"] = quantizer.learned
         part["cost"] = _cost(i, wall, cpu)
@@ -639,30 +661,119 @@ def _drawn_outputs(fit: Solved, symbols: np.ndarray, rng: np.random.Generator) -
     return drawn_from.indices[at]
 
 
-def _fold_attack(fit: Solved, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray,
-                 options: Seed000Options,
-                 rng: np.random.Generator) -> dict:
-    """The fold's attackers' AUCs on its held-out rows.
+@dataclass(frozen=True)
+class FoldRelease:
+    """One fold's simulated releases: what its attackers are trained and scored on (:func:`_fold_release`).
 
-    The fold's attackers as outside ones meet the mechanism
-    (:func:`privmap.offline._strongest.strongest_attack`): trained on the fold's training rows as
-    the fold's table releases them, one draw each, and scored on one draw of each held-out row's
-    release; ``{attacker: (AUC, its standard error)}`` over the held-out rows. The release is a
-    function of the table's output, so the Bayes attacker counts the outputs drawn (and logistic
-    regression is fitted on the distinct released rows, weighted). One table trains and is attacked,
-    as a deployed bundle is: an attacker pooled over the folds' releases would face five
-    different tables at once and understate what one table tells.
+    Attributes
+    ----------
+    outputs : ndarray, shape (K_out, d)
+        The released row of each output of the fold's table.
+    train_out, held_out : ndarray of int, shapes (n_train,), (n_held,)
+        The output drawn for each training row the device matches and for each held-out row.
+    train_classes, held_classes : ndarray of int, shapes (n_train,), (n_held,)
+        Their private classes.
+    n_classes : int
+    seed : int
+        The build's seed, which seeds the attackers' models.
     """
-    from ..._strongest import strongest_attack
+
+    outputs: np.ndarray
+    train_out: np.ndarray
+    held_out: np.ndarray
+    train_classes: np.ndarray
+    held_classes: np.ndarray
+    n_classes: int
+    seed: int
+
+    def aucs(self, names: Sequence[str]) -> dict:
+        """The named attackers' ``{attacker: (AUC, its standard error)}`` over the held-out rows.
+
+        Each as :func:`privmap.offline._strongest.strongest_attack` scores it: trained on the
+        training rows' releases, scored on the held-out rows'; the release is a function of the
+        table's output, so the Bayes attacker counts the outputs drawn (and logistic regression is
+        fitted on the distinct released rows, weighted).
+        """
+        from ..._strongest import attacker_aucs
+        return attacker_aucs(names, self.outputs[self.train_out], self.train_classes, self.outputs[self.held_out],
+                             self.held_classes, self.n_classes, seed=self.seed,
+                             symbols=(self.train_out, self.held_out, self.outputs.shape[0]))
+
+
+def _fold_release(fit: Solved, dataset: Dataset, train: np.ndarray, held: np.ndarray, held_symbols: np.ndarray,
+                  options: Seed000Options, rng: np.random.Generator) -> FoldRelease:
+    """The fold's simulated releases, which its attackers meet as outside ones meet the mechanism.
+
+    One draw of each training row's release under the fold's table (the rows the device matches),
+    then one of each held-out row's (``held``, looked up as ``held_symbols``), from ``rng``. One
+    table trains and is attacked, as a deployed bundle is: an attacker pooled over the folds'
+    releases would face five different tables at once and understate what one table tells.
+    """
     trained = _lookup(fit.alphabet, dataset, train, options)
     seen = trained >= 0
-    n_classes = len(dataset.classes)
-    outputs = np.asarray(fit.alphabet.outputs, dtype=float)
     train_out, held_out = _drawn_outputs(fit, trained[seen], rng), _drawn_outputs(fit, held_symbols, rng)
-    train_rows, held_rows = outputs[train_out], outputs[held_out]
-    figures = strongest_attack(train_rows, dataset.private[train[seen]], held_rows, dataset.private[held], n_classes,
-                               seed=options.seed, symbols=(train_out, held_out, outputs.shape[0]))
-    return figures.aucs
+    return FoldRelease(outputs=np.asarray(fit.alphabet.outputs, dtype=float), train_out=train_out, held_out=held_out,
+                       train_classes=dataset.private[train[seen]], held_classes=dataset.private[held],
+                       n_classes=len(dataset.classes), seed=options.seed)
+
+
+@dataclass(frozen=True)
+class PendingAttackers:
+    """A candidate's cross-fitted estimate before its costly attackers, and what they need.
+
+    What :func:`cross_fitted_many` gives with ``attacker="bayes"``; :func:`attack_pending` completes it.
+
+    Attributes
+    ----------
+    estimate : HoldoutLeakage
+        Every figure of the full estimate but the costly attackers': its attacker fields are the
+        Bayes attacker's alone (``attackers`` has its one entry), so ``attacker_auc_high`` is at most
+        the full estimate's (the largest of three bounds).
+    parts : tuple of dict
+        The folds' figures, in fold order, each with its :class:`FoldRelease` under ``release``.
+    folds : int
+    """
+
+    estimate: HoldoutLeakage
+    parts: tuple
+    folds: int
+
+
+def attack_pending(pending: Sequence[PendingAttackers], *, jobs: int | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> list[HoldoutLeakage]:
+    """The full estimates of candidates whose costly attackers are still to run.
+
+    Each (candidate, fold)'s costly attackers (:data:`privmap.offline._strongest.COSTLY`) on the
+    fold's releases, a task of this process and its workers (:func:`fold_jobs`), pooled with the
+    fold's other figures: one HoldoutLeakage per candidate, in order, equal to the one
+    ``attacker=True`` gives (the releases are the same draws, and the attackers are functions of
+    them and the seed). A fold's ``cost`` adds what its attackers cost. ``progress`` is told the
+    number of (candidate, fold) tasks finished.
+    """
+    work = [(part["release"],) for p in pending for part in p.parts]
+    outcomes = iter(run_tasks(_costly_attacks, work, fold_jobs(len(work), jobs), progress) if work else [])
+    results = []
+    for p in pending:
+        parts = []
+        for part in p.parts:
+            aucs, wall, cpu = next(outcomes)
+            cost = {**part["cost"], "seconds": round(part["cost"]["seconds"] + wall, 3),
+                    "cpu_seconds": round(part["cost"]["cpu_seconds"] + cpu, 3)}
+            parts.append({**{key: v for key, v in part.items() if key != "release"},
+                          "attack": {**part["attack"], **aucs}, "cost": cost})
+        results.append(pool_folds(parts, p.folds))
+    return results
+
+
+def _costly_attacks(release: FoldRelease) -> tuple[dict, float, float]:
+    """The costly attackers' figures on one fold's releases, with their wall and CPU seconds.
+
+    Measured here, as :func:`_fold`'s cost is: a pooled worker's CPU time is invisible to the parent.
+    """
+    from ..._strongest import COSTLY
+    wall, cpu = time.perf_counter(), time.process_time()
+    aucs = release.aucs(COSTLY)
+    return aucs, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
@@ -671,7 +782,9 @@ def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
     Each of ``attacks`` is ``{attacker: (AUC, standard error)}``. Each attacker's AUCs weighted by the folds' held-out
     rows ``share`` and its one-sided upper bound at :data:`CONFIDENCE` from their standard errors
     (the folds' held-out rows are disjoint); the strongest attacker's AUC, the largest bound; none
-    without simulated releases.
+    without simulated releases. Only the attackers every fold scored are pooled (the Bayes attacker
+    alone before the costly ones, :class:`PendingAttackers`), in
+    :data:`~privmap.offline._strongest.ATTACKERS` order.
     """
     if not attacks:
         return {}
@@ -679,7 +792,7 @@ def _pooled_attack(share: np.ndarray, attacks: list) -> dict:
 
     from ..._strongest import ATTACKERS
     rows = []
-    for name in ATTACKERS:
+    for name in (n for n in ATTACKERS if all(n in attack for attack in attacks)):
         aucs, errors = np.array([attack[name] for attack in attacks], dtype=float).T
         auc = float(share @ aucs)
         error = float(np.sqrt(np.sum((share * errors) ** 2)))
