@@ -3,8 +3,8 @@ beside what it tells the strongest attacker.
 
 Run from the repository root:
 
-    python benchmarks/bench_recommender.py [--data insteval synthetic movies movies-wide gss] [--only NAME ...] [--seed 0]
-        [--splits N] [--json] [--plot PATH]
+    python benchmarks/bench_recommender.py [--data insteval synthetic movies movies-age movies-joint gss] [--only NAME ...]
+        [--seed 0] [--splits N] [--json] [--plot PATH]
 
 For each data set (``insteval``: data/insteval, 2,972 students x 500 lecturers, ratings 1-5, 96 %
 blank, private ``studage``, 4 classes; ``synthetic``: :func:`privmap.offline.data.synthetic_ratings`,
@@ -13,7 +13,9 @@ shape of a movie-ratings set, 3,000 users x 200 items, density 0.24, 2 classes; 
 same at 1,000 items, density 0.08; ``watch`` and ``watch-wide``: the same shapes at densities 0.10
 and 0.03, people watching what suits their taste and what is popular (the generator's ``taste`` 1,
 ``popularity`` 1.5), so that the most popular items are a strong ranking baseline as on real
-movie ratings (EASE on true profiles recalls about twice what popularity does); ``gss``: data/gss1993_music, 1,597
+movie ratings (EASE on true profiles recalls about twice what popularity does); ``movies-age``: the
+``movies`` shape with a private age band of 7 ordered classes; ``movies-joint``: the same with two
+private columns, gender (2) and the age band (7), their joint class protected; ``gss``: data/gss1993_music, 1,597
 respondents x 18 music styles, ratings 1-5, 7 % blank, private ``sex``, 2 classes) the protocol of
 :func:`privmap.offline.measures.recommender_utility`:
 
