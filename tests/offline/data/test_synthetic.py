@@ -1,4 +1,6 @@
 """The seeded rating generator: latent factors, a private attribute, blanks missing not at random."""
+import json
+
 import numpy as np
 import pytest
 
@@ -104,3 +106,50 @@ def test_taste_zero_draws_the_set_drawn_before_taste_existed_and_taste_makes_wat
     assert not np.array_equal(tasteful.observe_probability, plain.observe_probability)
     with pytest.raises(ValueError, match="taste"):
         synthetic_ratings(10, 5, rng=0, taste=-1.0)
+
+
+def _class_mean_distance(s, a, b):
+    """The distance between two classes' mean complete rows, in rating points."""
+    return float(np.linalg.norm(s.complete[s.private == a].mean(axis=0) - s.complete[s.private == b].mean(axis=0)))
+
+
+def test_ordered_classes_draw_the_same_users_and_put_neighbours_closer_than_the_ends():
+    plain = synthetic_ratings(3000, 100, classes=7, rng=8, shift=1.0)
+    walk = synthetic_ratings(3000, 100, classes=7, rng=8, shift=1.0, ordered=True)
+    assert np.array_equal(plain.private, walk.private)
+    neighbours = np.mean([_class_mean_distance(walk, a, a + 1) for a in range(6)])
+    assert _class_mean_distance(walk, 0, 6) > 1.5 * neighbours
+
+
+def test_several_attributes_each_shift_the_ratings_and_private_is_their_joint_class():
+    s = synthetic_ratings(2400, 60, classes=(2, 3), shift=(1.0, 0.0), rng=9)
+    assert s.attributes.shape == (2400, 2) and s.classes == ("c0-c0", "c0-c1", "c0-c2", "c1-c0", "c1-c1", "c1-c2")
+    assert np.array_equal(s.private, 3 * s.attributes[:, 0] + s.attributes[:, 1])
+
+    def auc(column, n):
+        X, y = s.complete, s.attributes[:, column]
+        return logistic_attack(X[:1600], y[:1600], X[1600:], y[1600:], n, C=1.0).roc_auc
+    assert auc(0, 2) > 0.8
+    assert abs(auc(1, 3) - 0.5) < 0.1
+
+
+def test_one_attribute_is_the_single_column_of_attributes():
+    s = synthetic_ratings(300, 20, classes=4, rng=0)
+    assert np.array_equal(s.attributes[:, 0], s.private)
+
+
+def test_the_csv_of_several_attributes_reads_back_as_their_joint_class(tmp_path):
+    s = synthetic_ratings(200, 12, density=0.3, classes=(2, 7), ordered=(False, True), rng=10)
+    path = s.write_csv(tmp_path / "r.csv", private=("gender", "age"))
+    ds = load_dataset(path, private=["gender", "age"])
+    names = [s.classes[c].split("-") for c in s.private]
+    assert [json.loads(ds.classes[c]) for c in ds.private] == names  # a joint class is named by its JSON array
+    with pytest.raises(ValueError):
+        s.write_csv(tmp_path / "bad.csv", private="gender")
+
+
+@pytest.mark.parametrize("kwargs", [dict(classes=(2, 7), shift=(0.5,)), dict(classes=(2, 7), ordered=(True,)),
+                                    dict(classes=(2, 1)), dict(classes=(2, 3), shift=(0.5, -1.0))])
+def test_per_attribute_arguments_out_of_range_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        synthetic_ratings(10, 5, rng=0, **kwargs)
